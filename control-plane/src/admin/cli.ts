@@ -1,0 +1,122 @@
+/**
+ * Operator CLI: `npm run admin -- <command>`. Prints one JSON object per command on stdout.
+ * Works against DATABASE_URL, or the all-in-one data directory (DATA_DIR, default ./data),
+ * whether `npm start` is running on it or not.
+ */
+import { parseArgs } from 'node:util';
+import { ENVIRONMENTS, type Environment } from '@mcp-meter/ingest';
+import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
+import { systemClock } from '../clock';
+import { readDataDir } from '../config';
+import { openDatabase } from '../db/open';
+import { ProviderService } from '../modules/providers/service';
+
+const USAGE = `usage: npm run admin -- <command>
+  provider create --name "<display name>" [--legal-name "<legal name>"] [--sandbox-only]
+  provider list
+  provider enable-live --id <prv_…>
+  provider disable-live --id <prv_…>
+  key rotate --provider <prv_…> --environment sandbox|live`;
+
+class UsageError extends Error {}
+
+function required(value: string | undefined, flag: string): string {
+  if (value === undefined || value.trim() === '') throw new UsageError(`missing --${flag}`);
+  return value;
+}
+
+async function run(argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      'legal-name': { type: 'string' },
+      'sandbox-only': { type: 'boolean', default: false },
+      id: { type: 'string' },
+      provider: { type: 'string' },
+      environment: { type: 'string' },
+    },
+  });
+  const command = positionals.join(' ');
+  const known = [
+    'provider create',
+    'provider list',
+    'provider enable-live',
+    'provider disable-live',
+    'key rotate',
+  ];
+  if (!known.includes(command))
+    throw new UsageError(command === '' ? 'no command given' : `unknown command "${command}"`);
+
+  const env = readEnv(process.env);
+  const config = env.done({
+    dataDir: readDataDir(env),
+    databaseUrl: env.url('DATABASE_URL', ['postgres', 'postgresql']),
+  });
+  const logger = createLogger({ level: 'warn', name: 'admin' });
+  const database = await openDatabase({ ...config, logger });
+  try {
+    const providers = new ProviderService(database.pool, systemClock);
+    switch (command) {
+      case 'provider create': {
+        const created = await providers.create({
+          displayName: required(values.name, 'name'),
+          legalName: values['legal-name'],
+          liveEnabled: !values['sandbox-only'],
+        });
+        return {
+          id: created.provider.id,
+          displayName: created.provider.displayName,
+          legalName: created.provider.legalName,
+          liveEnabled: created.provider.liveEnabled,
+          sandboxKey: created.sandboxKey,
+          liveKey: created.liveKey,
+          note: 'Keys are shown only now and stored hashed; keep them safe.',
+        };
+      }
+      case 'provider list':
+        return {
+          data: (await providers.list()).map((p) => ({
+            id: p.id,
+            displayName: p.displayName,
+            legalName: p.legalName,
+            liveEnabled: p.liveEnabled,
+            createdAt: p.createdAt.toISOString(),
+          })),
+        };
+      case 'provider enable-live':
+      case 'provider disable-live': {
+        const id = required(values.id, 'id');
+        const enabled = command === 'provider enable-live';
+        await providers.setLiveEnabled(id, enabled);
+        return { id, liveEnabled: enabled };
+      }
+      default: {
+        const providerId = required(values.provider, 'provider');
+        const environment = required(values.environment, 'environment');
+        if (!(ENVIRONMENTS as readonly string[]).includes(environment))
+          throw new UsageError('--environment must be sandbox or live');
+        const rotated = await providers.rotateKey(providerId, environment as Environment);
+        return { providerId, environment, key: rotated.key, revokedKeys: rotated.revoked };
+      }
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+run(process.argv.slice(2))
+  .then((result) => {
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.exit(0);
+  })
+  .catch((error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n${USAGE}\n`);
+      process.exit(2);
+    }
+    const message = error instanceof ConfigError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`${message}\n`);
+    process.exit(1);
+  });

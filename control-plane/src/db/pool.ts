@@ -1,0 +1,33 @@
+import pg from 'pg';
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+// bigint (int8) columns hold money in minor units and counters; all fit in a JS safe integer by
+// validation, so they are parsed as numbers rather than strings.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed)) throw new Error(`int8 value ${value} exceeds the safe integer range`);
+  return parsed;
+});
+
+export function createPool(connectionString: string): Pool {
+  return new pg.Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000 });
+}
+
+/** Runs `work` in one transaction: everything it writes commits together or not at all. */
+export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * The closed list of machine codes this API answers with, and the one place that maps them to
+ * HTTP statuses. Domain code throws DomainError subclasses and knows nothing about HTTP.
+ */
+export const ERROR_STATUS = {
+  validation_failed: 400,
+  invalid_json: 400,
+  invalid_request: 400,
+  unauthorized: 401,
+  invalid_api_key: 401,
+  forbidden: 403,
+  not_found: 404,
+  route_not_found: 404,
+  provider_not_found_in_environment: 404,
+  product_not_found: 404,
+  plan_not_found: 404,
+  meter_not_found: 404,
+  mcp_server_not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  reference_taken: 409,
+  subdomain_taken: 409,
+  product_archived: 409,
+  plan_archived: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  usage_bus_unavailable: 503,
+  usage_store_unavailable: 503,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface FieldProblem {
+  /** JSON pointer into the request part named by `location`. */
+  path: string;
+  message: string;
+  location?: 'body' | 'querystring' | 'params' | 'headers';
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationError extends DomainError {
+  constructor(readonly errors: FieldProblem[]) {
+    super('validation_failed', errors.map((e) => `${e.path} ${e.message}`).join('; '), { errors });
+  }
+}
+
+export class NotFoundError extends DomainError {
+  constructor(
+    code: Extract<ErrorCode, `${string}not_found${string}`>,
+    message: string,
+    details?: Record<string, unknown>,
+  ) {
+    super(code, message, details);
+  }
+}
+
+export class ConflictError extends DomainError {}
+
+export class UnauthorizedError extends DomainError {
+  constructor(code: 'unauthorized' | 'invalid_api_key', message: string) {
+    super(code, message);
+  }
+}
+
+/** A dependency (bus, usage store) is unreachable; the caller may retry. */
+export class UnavailableError extends DomainError {
+  constructor(
+    code: 'usage_bus_unavailable' | 'usage_store_unavailable' | 'service_unavailable',
+    message: string,
+  ) {
+    super(code, message);
+  }
+}

@@ -1,0 +1,112 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from '@mcp-meter/ingest/kit';
+import { Ajv, type Options as AjvOptions } from 'ajv';
+import addFormats from 'ajv-formats';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import type { AuthContext, ProviderService } from '../modules/providers/service';
+import { installErrorHandling } from './error-handler';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+}
+
+/** The authenticated provider and environment of a request inside the authenticated scope. */
+export function authOf(request: FastifyRequest): AuthContext {
+  if (request.auth === null) throw new Error('route is outside the authenticated scope');
+  return request.auth;
+}
+
+function makeAjv(options: AjvOptions): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    strict: false,
+    useDefaults: true,
+    removeAdditional: false,
+    ...options,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/**
+ * Bodies are validated strictly: no type coercion ("10" is not a price) and unknown fields are
+ * refused rather than silently dropped. Query strings and path params arrive as text, so those
+ * are coerced.
+ */
+function installValidation(app: FastifyInstance): void {
+  const bodyAjv = makeAjv({ coerceTypes: false });
+  const textAjv = makeAjv({ coerceTypes: 'array' });
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : textAjv.compile(schema),
+  );
+}
+
+export interface AppOptions {
+  logger: Logger;
+  bodyLimitBytes: number;
+  providers: ProviderService;
+  /** Routes that need a provider secret key. */
+  authenticated: (scope: App) => Promise<void>;
+  /** Routes open to anyone (health). */
+  open?: (scope: App) => Promise<void>;
+}
+
+export async function buildApp(options: AppOptions): Promise<App> {
+  const base = Fastify({
+    loggerInstance: options.logger as FastifyBaseLogger,
+    bodyLimit: options.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+  });
+  installValidation(base);
+  installErrorHandling(base);
+  const app: App = base.withTypeProvider<TypeBoxTypeProvider>();
+  app.decorateRequest('auth', null);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'MCP Meter API',
+        version: '1.0',
+        description: 'Products, plans, usage metering and billing for MCP servers, APIs and software.',
+      },
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      },
+      security: [{ bearerAuth: [] }],
+    },
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  if (options.open !== undefined) await app.register(options.open);
+
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (request) => {
+      request.auth = await options.providers.authenticate(request.headers.authorization);
+      request.log = request.log.child({
+        providerId: request.auth.providerId,
+        environment: request.auth.environment,
+      });
+    });
+    await options.authenticated(scope);
+  });
+  return app;
+}

@@ -1,0 +1,110 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../errors';
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export function sendProblem(
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  const status = ERROR_STATUS[code];
+  if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="api"');
+  return reply
+    .status(status)
+    .type('application/problem+json')
+    .send({
+      type: `https://docs.mcp-meter.dev/errors/${code}`,
+      title: TITLES[status] ?? 'Error',
+      status,
+      detail,
+      code,
+      ...extra,
+    });
+}
+
+interface AjvLikeError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+export function ajvToProblems(
+  errors: readonly AjvLikeError[],
+  location: FieldProblem['location'],
+): FieldProblem[] {
+  return errors.map((error) => {
+    let path = error.instancePath ?? '';
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'required' && typeof error.params?.missingProperty === 'string') {
+      path = `${path}/${error.params.missingProperty}`;
+      message = 'is required';
+    } else if (
+      error.keyword === 'additionalProperties' &&
+      typeof error.params?.additionalProperty === 'string'
+    ) {
+      path = `${path}/${error.params.additionalProperty}`;
+      message = 'is not a known field';
+    } else if (error.keyword === 'enum' && Array.isArray(error.params?.allowedValues)) {
+      message = `must be one of: ${error.params.allowedValues.join(', ')}`;
+    }
+    return { path: path === '' ? '/' : path, message, location };
+  });
+}
+
+/**
+ * Replaces Fastify's default handler, which would forward raw messages on 500. Domain errors
+ * map through ERROR_STATUS; framework 4xx errors get a code; anything else is a 500 whose body
+ * says nothing about internals (the log has the details).
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof DomainError) {
+      const status = ERROR_STATUS[error.code];
+      if (status >= 500) request.log.error({ err: error }, 'dependency unavailable');
+      else request.log.info({ code: error.code }, error.message);
+      return sendProblem(reply, error.code, error.message, error.details);
+    }
+    if (error.validation) {
+      const location = (error.validationContext ?? 'body') as FieldProblem['location'];
+      const errors = ajvToProblems(error.validation, location);
+      request.log.info({ errors }, 'request validation failed');
+      return sendProblem(reply, 'validation_failed', `The ${location} is invalid`, { errors });
+    }
+    const status = error.statusCode ?? 500;
+    if (status === 413) return sendProblem(reply, 'payload_too_large', 'The request body is too large');
+    if (status === 415)
+      return sendProblem(reply, 'unsupported_media_type', 'Send the body as application/json');
+    if (status === 405) return sendProblem(reply, 'method_not_allowed', 'Method not allowed');
+    if (status >= 400 && status < 500) {
+      const isJson =
+        error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+        error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+        error instanceof SyntaxError;
+      return sendProblem(
+        reply,
+        isJson ? 'invalid_json' : 'invalid_request',
+        isJson ? 'The body is not valid JSON' : error.message,
+      );
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendProblem(reply, 'internal_error', 'An internal error occurred; it has been logged');
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, 'route_not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
+  );
+}

@@ -1,0 +1,38 @@
+import type { Environment } from '@mcp-meter/ingest';
+import { newId } from '@mcp-meter/ingest/kit';
+import type { Queryable } from '../../db/pool';
+
+/** The envelope version providers code against (spec 6.2: a date-form string). */
+export const API_VERSION = '2025-10-01';
+
+export interface OutboxEvent {
+  providerId: string;
+  environment: Environment;
+  type: string;
+  object: Record<string, unknown>;
+  previousAttributes?: Record<string, unknown> | null;
+  requestId?: string | null;
+  idempotencyKey?: string | null;
+  at: Date;
+}
+
+export const unixSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
+
+/** Writes the event envelope of spec 6.2; call it with the transaction that made the change. */
+export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<string> {
+  const id = newId('evt');
+  const envelope = {
+    id,
+    type: event.type,
+    created: unixSeconds(event.at),
+    api_version: API_VERSION,
+    data: { object: event.object, previous_attributes: event.previousAttributes ?? null },
+    livemode: event.environment === 'live',
+    request: { id: event.requestId ?? null, idempotency_key: event.idempotencyKey ?? null },
+  };
+  await db.query(
+    'INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [id, event.providerId, event.environment, event.type, envelope, event.at],
+  );
+  return id;
+}

@@ -1,0 +1,46 @@
+import { Type } from '@sinclair/typebox';
+import { type App, authOf } from '../../http/app';
+import { errorResponses, Problem } from '../../http/schemas';
+import { McpServer, McpServerCreate, McpServerParams } from './schemas';
+import type { McpServerService } from './service';
+
+export function mcpServerRoutes(servers: McpServerService) {
+  return async (app: App) => {
+    const tags = ['mcp-servers'];
+    app.post(
+      '/v1/ui/mcp-servers',
+      {
+        schema: {
+          tags,
+          summary: 'Register an MCP server behind the proxy',
+          body: McpServerCreate,
+          response: { 201: McpServer, 409: Problem, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.status(201).send(await servers.create(authOf(request), request.body)),
+    );
+    app.get(
+      '/v1/ui/mcp-servers',
+      {
+        schema: {
+          tags,
+          summary: 'List MCP servers',
+          response: { 200: Type.Array(McpServer), ...errorResponses },
+        },
+      },
+      async (request) => servers.list(authOf(request)),
+    );
+    app.get(
+      '/v1/ui/mcp-servers/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Get an MCP server',
+          params: McpServerParams,
+          response: { 200: McpServer, ...errorResponses },
+        },
+      },
+      async (request) => servers.get(authOf(request), request.params.id),
+    );
+  };
+}

@@ -1,0 +1,44 @@
+import { type App, authOf } from '../../http/app';
+import { errorResponses } from '../../http/schemas';
+import type { Provider } from '../providers/repository';
+import type { ProviderService } from '../providers/service';
+import { Merchant } from './schemas';
+
+export function toMerchant(p: Provider): Merchant {
+  const optional = {
+    companyNumber: p.companyNumber,
+    country: p.country,
+    defaultCurrency: p.defaultCurrency,
+    iconUrl: p.iconUrl,
+    logoUrl: p.logoUrl,
+    privacyUrl: p.privacyUrl,
+    termsUrl: p.termsUrl,
+    statementDescriptor: p.statementDescriptor,
+    supportedTopupCurrencies: p.supportedTopupCurrencies,
+    supportEmail: p.supportEmail,
+    supportUrl: p.supportUrl,
+    taxId: p.taxId,
+    vatNumber: p.vatNumber,
+  };
+  return {
+    displayName: p.displayName,
+    legalName: p.legalName,
+    ...Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== null)),
+  };
+}
+
+export function merchantRoutes(providers: ProviderService) {
+  return async (app: App) => {
+    app.get(
+      '/v1/sdk/merchant',
+      {
+        schema: {
+          tags: ['merchant'],
+          summary: 'The merchant identity shown to customers',
+          response: { 200: Merchant, ...errorResponses },
+        },
+      },
+      async (request) => toMerchant(await providers.get(authOf(request).providerId)),
+    );
+  };
+}

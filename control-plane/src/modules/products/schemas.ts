@@ -1,0 +1,59 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Metadata, page, stringEnum, Timestamp } from '../../http/schemas';
+
+export const PRODUCT_TYPES = ['api', 'mcp_server', 'software', 'data', 'other'] as const;
+
+const Reference = Type.String({
+  pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+  description: 'Your own unique handle for the product (letters, digits, _ . -); defaults to the id',
+});
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Description = Type.String({ maxLength: 2000 });
+const ProductType = stringEnum(PRODUCT_TYPES, 'What is sold');
+
+export const ProductCreate = Type.Object(
+  {
+    name: Name,
+    description: Type.Optional(Description),
+    reference: Type.Optional(Reference),
+    productType: Type.Optional(ProductType),
+    isMcpPay: Type.Optional(Type.Boolean({ description: 'Sold through the MCP proxy' })),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type ProductCreate = Static<typeof ProductCreate>;
+
+export const ProductUpdate = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Type.Union([Description, Type.Null()])),
+    reference: Type.Optional(Reference),
+    productType: Type.Optional(ProductType),
+    isMcpPay: Type.Optional(Type.Boolean()),
+    metadata: Type.Optional(Metadata),
+    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type ProductUpdate = Static<typeof ProductUpdate>;
+
+export const Product = Type.Object({
+  id: Type.String(),
+  reference: Type.String(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  productType: Type.String(),
+  isMcpPay: Type.Boolean(),
+  status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
+  metadata: Type.Record(Type.String(), Type.String()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type Product = Static<typeof Product>;
+
+export const ProductPage = page(Product);
+
+export const ProductParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100, description: 'Product id (prd_…) or reference' }),
+});

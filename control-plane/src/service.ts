@@ -1,0 +1,81 @@
+import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
+import type { Logger } from '@mcp-meter/ingest/kit';
+import { type Clock, systemClock } from './clock';
+import type { ControlPlaneConfig } from './config';
+import type { Pool } from './db/pool';
+import { type App, buildApp } from './http/app';
+import { sendProblem } from './http/error-handler';
+import { mcpServerRoutes } from './modules/mcp-servers/routes';
+import { McpServerService } from './modules/mcp-servers/service';
+import { merchantRoutes } from './modules/merchant/routes';
+import { planRoutes } from './modules/plans/routes';
+import { PlanService } from './modules/plans/service';
+import { productRoutes } from './modules/products/routes';
+import { ProductService } from './modules/products/service';
+import { ProviderService } from './modules/providers/service';
+import { usageRoutes } from './modules/usage/routes';
+import { UsageService } from './modules/usage/service';
+import type { SnapshotStore } from './snapshots/store';
+
+export interface ControlPlaneDeps {
+  config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'>;
+  logger: Logger;
+  pool: Pool;
+  publisher: UsagePublisher;
+  reader: UsageReader;
+  snapshots: SnapshotStore;
+  clock?: Clock;
+}
+
+export interface ControlPlane {
+  app: App;
+  providers: ProviderService;
+  mcpServers: McpServerService;
+}
+
+/** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
+export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
+  const clock = deps.clock ?? systemClock;
+  const providers = new ProviderService(deps.pool, clock);
+  const products = new ProductService(deps.pool, clock);
+  const plans = new PlanService(deps.pool, clock);
+  const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
+  const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
+
+  const app = await buildApp({
+    logger: deps.logger,
+    bodyLimitBytes: deps.config.bodyLimitBytes,
+    providers,
+    open: async (scope) => {
+      scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
+        try {
+          await deps.pool.query('SELECT 1');
+          return { status: 'ok' };
+        } catch {
+          return sendProblem(reply, 'service_unavailable', 'PostgreSQL is not reachable');
+        }
+      });
+    },
+    authenticated: async (scope) => {
+      await scope.register(merchantRoutes(providers));
+      await scope.register(productRoutes(products));
+      await scope.register(planRoutes(plans));
+      await scope.register(usageRoutes(usage));
+      await scope.register(mcpServerRoutes(mcpServers));
+    },
+  });
+  return { app, providers, mcpServers };
+}
+
+export async function startControlPlane(
+  deps: ControlPlaneDeps & { host: string; port: number },
+): Promise<ControlPlane & { url: string; close(): Promise<void> }> {
+  const controlPlane = await buildControlPlane(deps);
+  // The proxy reads only snapshots: rebuild them from PostgreSQL so a fresh or flushed store is whole.
+  const published = await controlPlane.mcpServers.publishAll();
+  deps.logger.debug({ published }, 'MCP server snapshots published');
+  await controlPlane.app.listen({ host: deps.host, port: deps.port });
+  const address = controlPlane.app.server.address();
+  const port = address !== null && typeof address === 'object' ? address.port : deps.port;
+  return { ...controlPlane, url: `http://${deps.host}:${port}`, close: () => controlPlane.app.close() };
+}

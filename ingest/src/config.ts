@@ -1,0 +1,56 @@
+import { join } from 'node:path';
+import { DATABASE_NAME } from './clickhouse/client';
+import type { EnvReader } from './kit/env';
+
+export interface BusConfig {
+  /** Empty: the in-process queue stands in for Kafka (all-in-one mode). */
+  kafkaBrokers: string[];
+  kafkaClientId: string;
+  kafkaConsumerGroup: string;
+  kafkaTopicPartitions: number;
+  namespace: string;
+  batchSize: number;
+  flushIntervalMs: number;
+  retryDelayMs: number;
+}
+
+export interface ClickHouseConfig {
+  url: string | undefined;
+  user: string | undefined;
+  password: string | undefined;
+  chdbPath: string;
+  database: string;
+}
+
+export function readBusConfig(env: EnvReader): BusConfig {
+  const namespace = env.string('BUS_NAMESPACE', 'mcpmeter');
+  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(namespace)) {
+    env.problem(`BUS_NAMESPACE: letters, digits, _ and - separated by dots, got "${namespace}"`);
+  }
+  return {
+    kafkaBrokers: env.list('KAFKA_BROKERS'),
+    kafkaClientId: env.string('KAFKA_CLIENT_ID', 'mcp-meter'),
+    kafkaConsumerGroup: env.string('KAFKA_CONSUMER_GROUP', `${namespace}-ingest`),
+    // Partitions bound consumer parallelism; 6 lets a group grow to 6 members without a resize.
+    kafkaTopicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6, { min: 1, max: 1024 }),
+    namespace,
+    // Big enough that ClickHouse sees few large inserts, small enough to bound memory.
+    batchSize: env.int('INGEST_BATCH_SIZE', 5000, { min: 1, max: 1_000_000 }),
+    // Usage becomes queryable within about this long after it is accepted.
+    flushIntervalMs: env.int('INGEST_FLUSH_INTERVAL_MS', 500, { min: 10, max: 60_000 }),
+    retryDelayMs: env.int('INGEST_RETRY_DELAY_MS', 500, { min: 10, max: 60_000 }),
+  };
+}
+
+export function readClickHouseConfig(env: EnvReader, dataDir: string): ClickHouseConfig {
+  const database = env.string('CLICKHOUSE_DATABASE', 'mcpmeter');
+  if (!DATABASE_NAME.test(database))
+    env.problem(`CLICKHOUSE_DATABASE: not a valid identifier: "${database}"`);
+  return {
+    url: env.url('CLICKHOUSE_URL', ['http', 'https']),
+    user: env.optionalString('CLICKHOUSE_USER'),
+    password: env.optionalString('CLICKHOUSE_PASSWORD'),
+    chdbPath: join(dataDir, 'clickhouse'),
+    database,
+  };
+}

@@ -1,0 +1,83 @@
+import type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
+import type { Logger } from './kit/logger';
+import type { UsageRecord } from './record';
+
+export interface InProcessBusOptions {
+  batchSize: number;
+  flushIntervalMs: number;
+  retryDelayMs: number;
+  logger: Logger;
+}
+
+/**
+ * The all-in-one stand-in for Kafka: an in-memory queue drained into the handler on batch size
+ * or max wait. A batch leaves the queue only after the handler has written it, so a failing
+ * store delays records instead of losing them. Durability ends at the process: a graceful stop
+ * drains the queue; a crash loses what was not yet written (use Kafka where that matters).
+ */
+export class InProcessUsageBus implements UsagePublisher, UsageSubscription {
+  private readonly queue: UsageRecord[] = [];
+  private handler: UsageBatchHandler | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private draining: Promise<void> | undefined;
+
+  constructor(private readonly options: InProcessBusOptions) {}
+
+  async publish(records: readonly UsageRecord[]): Promise<void> {
+    this.queue.push(...records);
+    if (this.queue.length >= this.options.batchSize) void this.drain();
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  async start(handler: UsageBatchHandler): Promise<void> {
+    this.handler = handler;
+    this.timer = setInterval(() => void this.drain(), this.options.flushIntervalMs);
+    this.timer.unref();
+  }
+
+  /** Drains one pass; concurrent callers share the pass in progress. */
+  drain(): Promise<void> {
+    this.draining ??= this.drainOnce().finally(() => {
+      this.draining = undefined;
+    });
+    return this.draining;
+  }
+
+  private async drainOnce(): Promise<void> {
+    const handler = this.handler;
+    if (handler === undefined) return;
+    while (this.queue.length > 0) {
+      const batch = this.queue.slice(0, this.options.batchSize);
+      try {
+        await handler(batch);
+        this.queue.splice(0, batch.length);
+      } catch (error) {
+        this.options.logger.error(
+          { err: error, records: batch.length },
+          'usage batch write failed; will retry',
+        );
+        return;
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    // Bounded: a store that stays down for the whole window leaves records unwritten, and says so.
+    const deadline = Date.now() + 30_000;
+    while (this.queue.length > 0 && Date.now() < deadline) {
+      await this.drain();
+      if (this.queue.length > 0)
+        await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs));
+    }
+    if (this.queue.length > 0) {
+      this.options.logger.error({ records: this.queue.length }, 'usage records not written at shutdown');
+    }
+    this.handler = undefined;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,23 @@
+export type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
+export { recordTopic } from './bus';
+export { type BusConfig, type ClickHouseConfig, readBusConfig, readClickHouseConfig } from './config';
+export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
+export { InProcessUsageBus } from './in-process-bus';
+export {
+  buildUsageRecord,
+  ENVIRONMENTS,
+  type Environment,
+  type FieldError,
+  USAGE_LIMITS,
+  type UsageInput,
+  type UsageRecord,
+} from './record';
+export {
+  openUsageBus,
+  openUsageStore,
+  startIngestConsumer,
+  type UsageBus,
+  type UsageStoreHandle,
+} from './service';
+export type { UsageReader, UsageTotal, UsageTotalQuery } from './usage-store';
+export { ClickHouseUsageStore } from './usage-store';

@@ -1,0 +1,4 @@
+export { ConfigError, type EnvReader, readEnv } from './env';
+export { newId, ulid } from './ids';
+export { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './logger';
+export { freePort } from './net';

@@ -1,0 +1,240 @@
+import { newId } from './kit/ids';
+
+export const ENVIRONMENTS = ['sandbox', 'live'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+/**
+ * One usage record as it travels through the bus and lands in ClickHouse. Records are
+ * immutable; `id` is the identity a replay or a resend is deduplicated on, scoped by
+ * (providerId, environment, meterRef, customerRef).
+ */
+export interface UsageRecord {
+  id: string;
+  providerId: string;
+  environment: Environment;
+  meterRef: string;
+  meterName: string;
+  customerRef: string;
+  /** Exact decimal: at most 9 fractional digits, 0 ≤ value ≤ 1e15. */
+  value: number;
+  /** ISO-8601 UTC with millisecond precision. */
+  timestamp: string;
+  properties: Record<string, unknown>;
+}
+
+/** The fields a producer supplies; the rest comes from the authenticated context. */
+export interface UsageInput {
+  id?: unknown;
+  customerRef?: unknown;
+  value?: unknown;
+  timestamp?: unknown;
+  properties?: unknown;
+}
+
+export interface UsageContext {
+  providerId: string;
+  environment: Environment;
+  meterRef: string;
+  meterName: string;
+  now: Date;
+}
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export const USAGE_LIMITS = Object.freeze({
+  maxValue: 1e15,
+  maxFractionDigits: 9,
+  maxCustomerRefLength: 255,
+  maxIdLength: 128,
+  maxPropertiesBytes: 4096,
+  maxPropertiesDepth: 3,
+  maxPropertyKeys: 50,
+  /** Late records up to 35 days old are accepted so a monthly period can still be corrected. */
+  maxPastMs: 35 * 24 * 3600 * 1000,
+  /** Clock skew allowance for producers whose clocks run ahead. */
+  maxFutureMs: 5 * 60 * 1000,
+});
+
+const ID_PATTERN = /^[A-Za-z0-9_.:-]+$/;
+
+export function fractionDigits(value: number): number {
+  const text = String(value);
+  if (text.includes('e')) return Number.isInteger(value) ? 0 : Number.POSITIVE_INFINITY;
+  const dot = text.indexOf('.');
+  return dot === -1 ? 0 : text.length - dot - 1;
+}
+
+function depthOf(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, depthOf(child)), 0);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * The single validator every producer uses. Returns the normalised record, or every problem
+ * found with the path of the offending field (prefixed by `pathPrefix`, e.g. `records/3`).
+ */
+export function buildUsageRecord(
+  input: UsageInput,
+  context: UsageContext,
+  pathPrefix = '',
+): { record: UsageRecord; errors?: undefined } | { record?: undefined; errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const at = (field: string) => `${pathPrefix}/${field}`;
+
+  const { customerRef } = input;
+  if (typeof customerRef !== 'string' || customerRef.trim() === '') {
+    errors.push({ path: at('customerRef'), message: 'must be a non-empty string' });
+  } else if (customerRef.length > USAGE_LIMITS.maxCustomerRefLength) {
+    errors.push({
+      path: at('customerRef'),
+      message: `must be at most ${USAGE_LIMITS.maxCustomerRefLength} characters`,
+    });
+  } else if (/\p{Cc}/u.test(customerRef)) {
+    errors.push({ path: at('customerRef'), message: 'must not contain control characters' });
+  }
+
+  let value = 1;
+  if (input.value !== undefined) {
+    if (typeof input.value !== 'number' || !Number.isFinite(input.value)) {
+      errors.push({ path: at('value'), message: 'must be a finite number' });
+    } else if (input.value < 0 || input.value > USAGE_LIMITS.maxValue) {
+      errors.push({ path: at('value'), message: `must be between 0 and ${USAGE_LIMITS.maxValue}` });
+    } else if (fractionDigits(input.value) > USAGE_LIMITS.maxFractionDigits) {
+      errors.push({
+        path: at('value'),
+        message: `must have at most ${USAGE_LIMITS.maxFractionDigits} decimal places`,
+      });
+    } else {
+      value = input.value;
+    }
+  }
+
+  let timestamp = context.now;
+  if (input.timestamp !== undefined) {
+    const parsed = typeof input.timestamp === 'string' ? new Date(input.timestamp) : undefined;
+    if (
+      parsed === undefined ||
+      Number.isNaN(parsed.getTime()) ||
+      !/^\d{4}-\d{2}-\d{2}T/.test(String(input.timestamp))
+    ) {
+      errors.push({ path: at('timestamp'), message: 'must be an ISO-8601 date-time string' });
+    } else if (parsed.getTime() < context.now.getTime() - USAGE_LIMITS.maxPastMs) {
+      errors.push({ path: at('timestamp'), message: 'is more than 35 days in the past' });
+    } else if (parsed.getTime() > context.now.getTime() + USAGE_LIMITS.maxFutureMs) {
+      errors.push({ path: at('timestamp'), message: 'is more than 5 minutes in the future' });
+    } else {
+      timestamp = parsed;
+    }
+  }
+
+  let properties: Record<string, unknown> = {};
+  if (input.properties !== undefined) {
+    if (!isPlainObject(input.properties)) {
+      errors.push({ path: at('properties'), message: 'must be an object' });
+    } else if (Object.keys(input.properties).length > USAGE_LIMITS.maxPropertyKeys) {
+      errors.push({
+        path: at('properties'),
+        message: `must have at most ${USAGE_LIMITS.maxPropertyKeys} keys`,
+      });
+    } else if (depthOf(input.properties) > USAGE_LIMITS.maxPropertiesDepth) {
+      errors.push({
+        path: at('properties'),
+        message: `must be nested at most ${USAGE_LIMITS.maxPropertiesDepth} levels deep`,
+      });
+    } else if (Buffer.byteLength(JSON.stringify(input.properties)) > USAGE_LIMITS.maxPropertiesBytes) {
+      errors.push({
+        path: at('properties'),
+        message: `must serialise to at most ${USAGE_LIMITS.maxPropertiesBytes} bytes`,
+      });
+    } else {
+      properties = input.properties;
+    }
+  }
+
+  let id: string | undefined;
+  if (input.id !== undefined) {
+    if (typeof input.id !== 'string' || input.id.length === 0 || input.id.length > USAGE_LIMITS.maxIdLength) {
+      errors.push({
+        path: at('id'),
+        message: `must be a string of 1 to ${USAGE_LIMITS.maxIdLength} characters`,
+      });
+    } else if (!ID_PATTERN.test(input.id)) {
+      errors.push({ path: at('id'), message: 'may contain only letters, digits and _ . : -' });
+    } else {
+      id = input.id;
+    }
+  }
+
+  if (errors.length > 0) return { errors };
+  return {
+    record: {
+      id: id ?? newId('rec'),
+      providerId: context.providerId,
+      environment: context.environment,
+      meterRef: context.meterRef,
+      meterName: context.meterName,
+      customerRef: String(customerRef),
+      value,
+      timestamp: timestamp.toISOString(),
+      properties,
+    },
+  };
+}
+
+/** Parses a record read back from the bus; anything malformed is reported, never guessed at. */
+export function parseBusRecord(raw: string): UsageRecord | undefined {
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (!isPlainObject(value)) return undefined;
+    const {
+      id,
+      providerId,
+      environment,
+      meterRef,
+      meterName,
+      customerRef,
+      value: v,
+      timestamp,
+      properties,
+    } = value;
+    if (
+      typeof id !== 'string' ||
+      typeof providerId !== 'string' ||
+      !ENVIRONMENTS.includes(environment as Environment) ||
+      typeof meterRef !== 'string' ||
+      typeof meterName !== 'string' ||
+      typeof customerRef !== 'string' ||
+      typeof v !== 'number' ||
+      typeof timestamp !== 'string' ||
+      !isPlainObject(properties)
+    ) {
+      return undefined;
+    }
+    return {
+      id,
+      providerId,
+      environment: environment as Environment,
+      meterRef,
+      meterName,
+      customerRef,
+      value: v,
+      timestamp,
+      properties,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Kafka message key: one customer's records stay on one partition, in order. */
+export function partitionKey(record: UsageRecord): string {
+  return `${record.providerId}:${record.customerRef}`;
+}

@@ -1,0 +1,77 @@
+import { mkdirSync } from 'node:fs';
+import type { UsagePublisher, UsageSubscription } from './bus';
+import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
+import type { BusConfig, ClickHouseConfig } from './config';
+import { InProcessUsageBus } from './in-process-bus';
+import {
+  ensureUsageTopics,
+  Kafka,
+  KafkaUsagePublisher,
+  KafkaUsageSubscription,
+  kafkaLogging,
+} from './kafka-bus';
+import type { Logger } from './kit/logger';
+import { ClickHouseUsageStore } from './usage-store';
+
+export interface UsageBus {
+  publisher: UsagePublisher;
+  /** A consumer-group member (Kafka) or the shared in-process queue. */
+  subscription(): UsageSubscription;
+  kind: 'kafka' | 'in-process';
+  close(): Promise<void>;
+}
+
+export async function openUsageBus(config: BusConfig, logger: Logger): Promise<UsageBus> {
+  if (config.kafkaBrokers.length === 0) {
+    const bus = new InProcessUsageBus({ ...config, logger });
+    return { publisher: bus, subscription: () => bus, kind: 'in-process', close: async () => {} };
+  }
+  const kafka = new Kafka({
+    clientId: config.kafkaClientId,
+    brokers: config.kafkaBrokers,
+    ...kafkaLogging(logger),
+    retry: { retries: 5, initialRetryTime: 200 },
+  });
+  await ensureUsageTopics(kafka, config.namespace, config.kafkaTopicPartitions);
+  const publisher = new KafkaUsagePublisher(kafka, config.namespace);
+  await publisher.connect();
+  return {
+    publisher,
+    subscription: () =>
+      new KafkaUsageSubscription(kafka, {
+        namespace: config.namespace,
+        groupId: config.kafkaConsumerGroup,
+        retryDelayMs: config.retryDelayMs,
+        logger,
+      }),
+    kind: 'kafka',
+    close: () => publisher.close(),
+  };
+}
+
+export interface UsageStoreHandle {
+  store: ClickHouseUsageStore;
+  client: ClickHouseClient;
+  close(): Promise<void>;
+}
+
+export async function openUsageStore(config: ClickHouseConfig): Promise<UsageStoreHandle> {
+  if (config.url === undefined) mkdirSync(config.chdbPath, { recursive: true });
+  const client = createClickHouse(config);
+  await migrateClickHouse(client, config.database);
+  return { store: new ClickHouseUsageStore(client, config.database), client, close: () => client.close() };
+}
+
+/** The ingest consumer: bus → batches → ClickHouse, acknowledging only written batches. */
+export async function startIngestConsumer(options: {
+  subscription: UsageSubscription;
+  store: ClickHouseUsageStore;
+  logger: Logger;
+}): Promise<{ close(): Promise<void> }> {
+  const { subscription, store, logger } = options;
+  await subscription.start(async (records) => {
+    await store.insert(records);
+    logger.debug({ records: records.length }, 'usage batch written');
+  });
+  return { close: () => subscription.stop() };
+}

@@ -1,0 +1,46 @@
+import { type BusConfig, readBusConfig } from '@mcp-meter/ingest';
+import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
+
+export interface ProxyConfig {
+  host: string;
+  port: number;
+  /** Set: route by Host `<subdomain>.<base domain>`; the path form /mcp/<subdomain> always works. */
+  baseDomain: string | undefined;
+  redisUrl: string | undefined;
+  maxBodyBytes: number;
+  originConnectTimeoutMs: number;
+  originHeadersTimeoutMs: number;
+  originIdleTimeoutMs: number;
+  snapshotTtlMs: number;
+  meteringEnabled: boolean;
+  emitterMaxBatch: number;
+  emitterLingerMs: number;
+  emitterMaxQueued: number;
+  logLevel: LogLevel;
+  bus: BusConfig;
+}
+
+export function readProxyConfig(env: EnvReader): ProxyConfig {
+  return {
+    host: env.string('PROXY_HOST', '127.0.0.1'),
+    port: env.int('PROXY_PORT', 8081, { min: 0, max: 65535 }),
+    baseDomain: env.optionalString('PROXY_BASE_DOMAIN')?.toLowerCase(),
+    redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),
+    // MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool arguments.
+    maxBodyBytes: env.int('PROXY_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    originConnectTimeoutMs: env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
+    // Tools may think for a while before the first byte; a minute is generous without hanging forever.
+    originHeadersTimeoutMs: env.int('PROXY_ORIGIN_HEADERS_TIMEOUT_MS', 60_000, { min: 100, max: 600_000 }),
+    // SSE streams may idle between events; five minutes of silence ends them.
+    originIdleTimeoutMs: env.int('PROXY_ORIGIN_IDLE_TIMEOUT_MS', 300_000, { min: 100, max: 3_600_000 }),
+    // How long a server's routing snapshot is trusted before it is read again.
+    snapshotTtlMs: env.int('PROXY_SNAPSHOT_TTL_MS', 5_000, { min: 0, max: 600_000 }),
+    meteringEnabled: env.bool('PROXY_METERING_ENABLED', true),
+    emitterMaxBatch: env.int('EMITTER_MAX_BATCH', 1_000, { min: 1, max: 100_000 }),
+    // Short linger: records reach the bus quickly while still leaving in batches under load.
+    emitterLingerMs: env.int('EMITTER_LINGER_MS', 20, { min: 0, max: 10_000 }),
+    emitterMaxQueued: env.int('EMITTER_MAX_QUEUED', 100_000, { min: 1, max: 10_000_000 }),
+    logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    bus: readBusConfig(env),
+  };
+}
