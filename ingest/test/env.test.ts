@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { readBusConfig } from '../src/config';
+import { ConfigError, readEnv } from '../src/kit/env';
+
+describe('configuration', () => {
+  it('applies defaults when nothing is set', () => {
+    const env = readEnv({});
+    const bus = env.done(readBusConfig(env));
+    expect(bus).toMatchObject({
+      kafkaBrokers: [],
+      namespace: 'mcpmeter',
+      batchSize: 5000,
+      flushIntervalMs: 500,
+    });
+    expect(Object.isFrozen(bus)).toBe(true);
+  });
+
+  it('names every bad variable and what is wrong with it, all at once', () => {
+    const env = readEnv({
+      INGEST_BATCH_SIZE: 'lots',
+      INGEST_FLUSH_INTERVAL_MS: '0',
+      BUS_NAMESPACE: 'a..b',
+      KAFKA_BROKERS: 'h1:9092, h2:9092',
+    });
+    const config = readBusConfig(env);
+    expect(config.kafkaBrokers).toEqual(['h1:9092', 'h2:9092']);
+    try {
+      env.done(config);
+      expect.unreachable('done() should throw');
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      const problems = (error as ConfigError).problems;
+      expect(problems).toHaveLength(3);
+      expect(problems[0]).toMatch(/^BUS_NAMESPACE: /);
+      expect(problems[1]).toBe('INGEST_BATCH_SIZE: expected an integer, got "lots"');
+      expect(problems[2]).toBe('INGEST_FLUSH_INTERVAL_MS: must be between 10 and 60000, got 0');
+    }
+  });
+
+  it('checks URLs, booleans and enumerations', () => {
+    const env = readEnv({ U: 'ftp://x', B: 'maybe', E: 'loud' });
+    env.url('U', ['http']);
+    env.bool('B', true);
+    env.oneOf('E', ['info', 'warn'], 'info');
+    expect(() => env.done({})).toThrow(
+      /U: expected a http URL[\s\S]*B: expected true or false[\s\S]*E: expected one of info, warn/,
+    );
+  });
+});

@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pollUntil } from '../../test/helpers/poll';
+import { readBusConfig } from '../src/config';
+import { createLogger, readEnv } from '../src/kit';
+import { buildUsageRecord, type UsageRecord } from '../src/record';
+import {
+  openUsageBus,
+  openUsageStore,
+  startIngestConsumer,
+  type UsageBus,
+  type UsageStoreHandle,
+} from '../src/service';
+
+/** Kafka → ingest consumer → ClickHouse (chdb), on the real broker started for the test run. */
+const logger = createLogger({ level: 'silent', name: 'pipeline-test' });
+let bus: UsageBus;
+let store: UsageStoreHandle;
+let chdbDir: string;
+
+const providerId = `prv_pipeline_${Date.now()}`;
+const record = (
+  environment: 'sandbox' | 'live',
+  customerRef: string,
+  value: number,
+  id?: string,
+): UsageRecord => {
+  const built = buildUsageRecord(
+    { customerRef, value, id },
+    { providerId, environment, meterRef: 'mtr_pipe', meterName: 'requests', now: new Date() },
+  );
+  if (built.record === undefined) throw new Error(JSON.stringify(built.errors));
+  return built.record;
+};
+const total = (environment: 'sandbox' | 'live', customerRef?: string) =>
+  store.store.total({
+    providerId,
+    environment,
+    meterRef: 'mtr_pipe',
+    customerRef,
+    from: new Date(0),
+    to: new Date(Date.now() + 60_000),
+  });
+
+beforeAll(async () => {
+  const env = readEnv({
+    KAFKA_BROKERS: inject('infra').kafkaBrokers,
+    BUS_NAMESPACE: `pipe${Date.now()}`,
+    INGEST_FLUSH_INTERVAL_MS: '100',
+    INGEST_RETRY_DELAY_MS: '50',
+  });
+  bus = await openUsageBus(env.done(readBusConfig(env)), logger);
+  chdbDir = mkdtempSync(join(tmpdir(), 'mcpmeter-pipe-ch-'));
+  store = await openUsageStore({
+    url: undefined,
+    user: undefined,
+    password: undefined,
+    chdbPath: chdbDir,
+    database: 'mcpmeter',
+  });
+});
+
+afterAll(async () => {
+  await bus?.close();
+  await store?.close();
+  rmSync(chdbDir, { recursive: true, force: true });
+});
+
+describe('usage pipeline on real Kafka and ClickHouse', () => {
+  it('counts every record exactly once: duplicates collapse, sandbox and live never meet', async () => {
+    const consumer = await startIngestConsumer({
+      subscription: bus.subscription(),
+      store: store.store,
+      logger,
+    });
+    try {
+      const sandbox = Array.from({ length: 300 }, (_, i) => record('sandbox', `c${i % 7}`, (i % 5) + 0.25));
+      const live = Array.from({ length: 40 }, () => record('live', 'c0', 3));
+      // Every sandbox record published twice, interleaved with live traffic.
+      await Promise.all([
+        bus.publisher.publish(sandbox),
+        bus.publisher.publish(live),
+        bus.publisher.publish(sandbox.slice().reverse()),
+      ]);
+      const expected = sandbox.reduce((sum, r) => sum + r.value, 0);
+      const seen = await pollUntil(
+        () => total('sandbox'),
+        (t) => t.total >= expected,
+        { what: 'sandbox total', timeoutMs: 60_000 },
+      );
+      expect(seen).toEqual({ total: expected, records: 300 });
+      expect(await total('live')).toEqual({ total: 120, records: 40 });
+      expect(await total('live', 'c1')).toEqual({ total: 0, records: 0 });
+    } finally {
+      await consumer.close();
+    }
+  });
+
+  it('a batch whose offsets were not committed after its insert is replayed and still counts once', async () => {
+    // The first write lands in ClickHouse and then fails, as if the process died before committing.
+    let failures = 0;
+    const flaky = {
+      insert: async (records: UsageRecord[]) => {
+        await store.store.insert(records);
+        if (failures++ === 0) throw new Error('crash after insert, before commit');
+      },
+    };
+    const subscription = bus.subscription();
+    await subscription.start((records) => flaky.insert(records));
+    try {
+      const batch = Array.from({ length: 50 }, () => record('sandbox', 'replay', 2));
+      await bus.publisher.publish(batch);
+      const seen = await pollUntil(
+        () => total('sandbox', 'replay'),
+        (t) => t.records >= 50 && failures > 1,
+        {
+          what: 'replayed batch',
+          timeoutMs: 60_000,
+        },
+      );
+      expect(seen).toEqual({ total: 100, records: 50 });
+    } finally {
+      await subscription.stop();
+    }
+  });
+
+  it('records published while no consumer runs arrive once one starts again', async () => {
+    const batch = Array.from({ length: 25 }, () => record('sandbox', 'offline', 1));
+    await bus.publisher.publish(batch);
+    const consumer = await startIngestConsumer({
+      subscription: bus.subscription(),
+      store: store.store,
+      logger,
+    });
+    try {
+      const seen = await pollUntil(
+        () => total('sandbox', 'offline'),
+        (t) => t.records >= 25,
+        { what: 'late records', timeoutMs: 60_000 },
+      );
+      expect(seen).toEqual({ total: 25, records: 25 });
+    } finally {
+      await consumer.close();
+    }
+  });
+});

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { buildUsageRecord, fractionDigits, parseBusRecord } from '../src/record';
+
+const now = new Date('2026-11-22T12:00:00.000Z');
+const context = {
+  providerId: 'prv_1',
+  environment: 'sandbox' as const,
+  meterRef: 'mtr_1',
+  meterName: 'requests',
+  now,
+};
+
+describe('the usage record contract', () => {
+  it('defaults value to 1, time to now, properties to {} and generates an id', () => {
+    const { record } = buildUsageRecord({ customerRef: 'cus_1' }, context);
+    expect(record).toMatchObject({
+      value: 1,
+      timestamp: now.toISOString(),
+      properties: {},
+      customerRef: 'cus_1',
+      environment: 'sandbox',
+    });
+    expect(record?.id).toMatch(/^rec_[0-9a-z]{26}$/);
+  });
+
+  it('keeps a client id so a resend is the same record', () => {
+    expect(buildUsageRecord({ customerRef: 'c', id: 'order-1' }, context).record?.id).toBe('order-1');
+  });
+
+  it.each([
+    [{ customerRef: 'c', value: 0.1 }, true],
+    [{ customerRef: 'c', value: 1e15 }, true],
+    [{ customerRef: 'c', value: 1e15 + 2 }, false],
+    [{ customerRef: 'c', value: 1.0000000001 }, false],
+    [{ customerRef: 'c', value: Number.NaN }, false],
+    [{ customerRef: 'c', value: -0.5 }, false],
+    [{ customerRef: 'c', timestamp: '2026-11-22T12:04:59Z' }, true],
+    [{ customerRef: 'c', timestamp: '2026-11-22T12:05:01Z' }, false],
+    [{ customerRef: 'c', timestamp: '2026-10-18T12:00:01Z' }, true],
+    [{ customerRef: 'c', timestamp: '2026-10-18T11:59:59Z' }, false],
+    [{ customerRef: 'c', timestamp: 1_700_000_000 }, false],
+    [{ customerRef: 'c\u0000' }, false],
+    [{ customerRef: 'x'.repeat(256) }, false],
+    [{ customerRef: 'c', properties: { a: { b: { c: 1 } } } }, true],
+    [{ customerRef: 'c', properties: { a: { b: { c: { d: 1 } } } } }, false],
+    [{ customerRef: 'c', properties: { big: 'x'.repeat(5000) } }, false],
+    [{ customerRef: 'c', id: 'ok:id-1.2_3' }, true],
+    [{ customerRef: 'c', id: 'no/slash' }, false],
+  ])('%j is accepted: %s', (input, ok) => {
+    const result = buildUsageRecord(input, context);
+    expect(result.errors === undefined).toBe(ok);
+  });
+
+  it('reports every bad field with its path, prefixed for bulk records', () => {
+    const { errors } = buildUsageRecord(
+      { customerRef: '', value: 'x', properties: 3 },
+      context,
+      '/records/4',
+    );
+    expect(errors?.map((e) => e.path)).toEqual([
+      '/records/4/customerRef',
+      '/records/4/value',
+      '/records/4/properties',
+    ]);
+  });
+
+  it('counts fraction digits the way an exact decimal would', () => {
+    expect(fractionDigits(1)).toBe(0);
+    expect(fractionDigits(0.125)).toBe(3);
+    expect(fractionDigits(1e-7)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('reads back only well-formed records from the bus', () => {
+    const { record } = buildUsageRecord({ customerRef: 'c' }, context);
+    expect(parseBusRecord(JSON.stringify(record))).toEqual(record);
+    expect(parseBusRecord('{"id":1}')).toBeUndefined();
+    expect(parseBusRecord('not json')).toBeUndefined();
+    expect(parseBusRecord(JSON.stringify({ ...record, environment: 'prod' }))).toBeUndefined();
+  });
+});

@@ -1,0 +1,89 @@
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+
+/** The environment a newcomer has: nothing configured, so every embedded default applies. */
+function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+    delete env[name];
+  return env;
+}
+
+describe('npm start: the whole service in one process on embedded defaults', () => {
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let service: Service;
+  let baseUrl: string;
+  let proxyUrl: string;
+
+  const start = async () => {
+    service = spawnService('npm', ['start'], { env, logDir: dataDir, name: 'npm-start' });
+    await waitHealthy(baseUrl, service);
+    await waitHealthy(proxyUrl, service);
+  };
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'mcpmeter-aio-'));
+    chmodSync(dataDir, 0o755); // embedded PostgreSQL runs as user postgres and must reach DATA_DIR
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    env = embeddedEnv({ DATA_DIR: join(dataDir, 'data'), PORT: String(port), PROXY_PORT: String(proxyPort) });
+    await start();
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('prints both URLs and answers health checks', () => {
+    const log = readFileSync(service.logFile, 'utf8');
+    expect(log).toContain(`Control plane: ${baseUrl}`);
+    expect(log).toContain(`MCP proxy:     ${proxyUrl}`);
+  });
+
+  it('sells a usage-based plan and reports exact sandbox usage, invisible to the live key', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Acme Tools'], env);
+    expect(provider.sandboxKey).toMatch(/^sk_test_/);
+    expect(provider.liveKey).toMatch(/^sk_live_/);
+    await sellAndMeterFlow(baseUrl, provider);
+  });
+
+  it('meters exactly one record for one MCP tool call through the proxy', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'MCP Shop'], env);
+    await mcpThroughProxyFlow(baseUrl, provider);
+  });
+
+  it('flushes usage accepted just before SIGTERM and keeps every total across a restart', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Restart Co'], env);
+    const sandbox = apiClient(baseUrl, provider.sandboxKey);
+    const sent = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        sandbox('POST', '/v1/sdk/meter-events', { customerRef: 'cus_r', value: i + 1 }),
+      ),
+    );
+    expect(sent.every((r) => r.status === 202)).toBe(true);
+    // Within the 500 ms flush interval: only the shutdown flush can have written these records.
+    await service.stop('SIGTERM');
+    await start();
+    const total = await pollUntil(
+      async () =>
+        (await apiClient(baseUrl, provider.sandboxKey)('GET', '/ui/meters/requests/usage?customerRef=cus_r'))
+          .body,
+      (body) => body.records === 50,
+      { what: 'usage after restart' },
+    );
+    expect(total).toMatchObject({ total: (50 * 51) / 2, records: 50 });
+    // The provider, its keys and its catalog survived too.
+    expect((await sandbox('GET', '/v1/sdk/merchant')).body).toMatchObject({ displayName: 'Restart Co' });
+  });
+});

@@ -1,0 +1,89 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow, suffix } from '../helpers/flows';
+import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+
+/**
+ * The distributed shape: real PostgreSQL, Redis and Kafka; control plane + ingest in one process
+ * (it owns the embedded ClickHouse), the proxy in another, talking only through Redis and Kafka.
+ */
+describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let services: Service[] = [];
+  let baseUrl: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-stack-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    env = {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: infra.databaseUrl,
+      REDIS_URL: infra.redisUrl,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      // Own topics and consumer group: nothing shared with other test files on the same broker.
+      BUS_NAMESPACE: `stack${suffix()}`,
+      PORT: String(port),
+      PROXY_PORT: String(proxyPort),
+    };
+    const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+    services = [
+      spawnService(process.execPath, serve, {
+        env: { ...env, SERVICES: 'control-plane,ingest' },
+        logDir: dir,
+        name: 'control-plane',
+      }),
+      spawnService(process.execPath, serve, {
+        env: { ...env, SERVICES: 'proxy' },
+        logDir: dir,
+        name: 'proxy',
+      }),
+    ];
+    await waitHealthy(baseUrl, services[0] as Service);
+    await waitHealthy(`http://127.0.0.1:${proxyPort}`, services[1] as Service);
+  });
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sells a usage-based plan and reports exact sandbox usage through Kafka, invisible to the live key', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Stack Co'], env);
+    await sellAndMeterFlow(baseUrl, provider);
+  });
+
+  it('meters exactly one record for one MCP tool call through a separate proxy process', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Stack MCP'], env);
+    await mcpThroughProxyFlow(baseUrl, provider);
+  });
+
+  it('the admin CLI lists providers and rotates keys against DATABASE_URL', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Rotating'], env);
+    const listed = await runAdmin<{ data: { id: string }[] }>(['provider', 'list'], env);
+    expect(listed.data.map((p) => p.id)).toContain(provider.id);
+    const rotated = await runAdmin<{ key: string; revokedKeys: number }>(
+      ['key', 'rotate', '--provider', provider.id, '--environment', 'sandbox'],
+      env,
+    );
+    expect(rotated.key).toMatch(/^sk_test_/);
+    expect(rotated.revokedKeys).toBe(1);
+    const oldKey = await fetch(`${baseUrl}/v1/sdk/merchant`, {
+      headers: { authorization: `Bearer ${provider.sandboxKey}` },
+    });
+    expect(oldKey.status).toBe(401);
+    const newKey = await fetch(`${baseUrl}/v1/sdk/merchant`, {
+      headers: { authorization: `Bearer ${rotated.key}` },
+    });
+    expect(newKey.status).toBe(200);
+  });
+});

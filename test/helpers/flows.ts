@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { expect } from 'vitest';
+import { apiClient } from './api';
+import { startMcpOrigin } from './mcp-origin';
+import { pollUntil } from './poll';
+
+export interface ProviderKeys {
+  id: string;
+  sandboxKey: string;
+  liveKey: string;
+}
+
+interface UsageTotal {
+  total: number;
+  records: number;
+  meterRef: string;
+}
+
+export const suffix = () => randomBytes(4).toString('hex');
+
+/**
+ * The core promise of the product end to end: a provider sells a usage-based plan, usage sent
+ * with its sandbox key is counted exactly (decimals, duplicates), and its live key sees none of it.
+ */
+export async function sellAndMeterFlow(baseUrl: string, provider: ProviderKeys): Promise<void> {
+  const sandbox = apiClient(baseUrl, provider.sandboxKey);
+  const live = apiClient(baseUrl, provider.liveKey);
+
+  const product = await sandbox('POST', '/v1/ui/products', {
+    name: 'Weather API',
+    reference: `weather-${suffix()}`,
+  });
+  expect(product.status).toBe(201);
+  const plan = await sandbox<{ meterRef: string; type: string; price: number }>(
+    'POST',
+    `/v1/ui/products/${product.body.reference}/plans`,
+    { name: 'Pay as you go', type: 'usage-based', price: 2, currency: 'usd', freeUnits: 100, limit: 10_000 },
+  );
+  expect(plan.status).toBe(201);
+  expect(plan.body.meterRef).toMatch(/^mtr_/);
+
+  // 10 × 0.1 + 5 × 2 + 1 (default value) = 12 exactly; a float sum would give 11.999…
+  const values = [...Array(10).fill(0.1), ...Array(5).fill(2), undefined];
+  const accepted = await Promise.all(
+    values.map((value) =>
+      sandbox('POST', '/v1/sdk/meter-events', {
+        customerRef: 'cus_alice',
+        ...(value === undefined ? {} : { value }),
+      }),
+    ),
+  );
+  expect(accepted.map((r) => r.status)).toEqual(values.map(() => 202));
+  // The same record sent twice counts once.
+  for (let i = 0; i < 2; i++) {
+    const dup = await sandbox('POST', '/v1/sdk/meter-events', {
+      customerRef: 'cus_bob',
+      value: 7,
+      id: 'order-42',
+    });
+    expect(dup.status).toBe(202);
+  }
+
+  const total = await pollUntil(
+    async () => (await sandbox<UsageTotal>('GET', `/ui/meters/${plan.body.meterRef}/usage`)).body,
+    (body) => body.records >= 17,
+    { what: 'sandbox usage total', timeoutMs: 30_000 },
+  );
+  expect(total).toMatchObject({ total: 19, records: 17, meterRef: plan.body.meterRef });
+  const alice = await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage?customerRef=cus_alice');
+  expect(alice.body).toMatchObject({ total: 12, records: 16 });
+
+  const liveTotal = await live<UsageTotal>('GET', '/ui/meters/requests/usage');
+  expect(liveTotal.status).toBe(200);
+  expect(liveTotal.body).toMatchObject({ total: 0, records: 0 });
+  // The sandbox meter id means nothing in live.
+  expect((await live('GET', `/ui/meters/${plan.body.meterRef}/usage`)).status).toBe(404);
+}
+
+/**
+ * The official MCP SDK client calls a tool of a real SDK-built MCP server through the proxy,
+ * sees the origin's answer, and exactly one usage record appears for the one tools/call.
+ */
+export async function mcpThroughProxyFlow(baseUrl: string, provider: ProviderKeys): Promise<void> {
+  const sandbox = apiClient(baseUrl, provider.sandboxKey);
+  const origin = await startMcpOrigin();
+  try {
+    const registered = await sandbox<{ mcpProxyUrl: string; subdomain: string }>(
+      'POST',
+      '/v1/ui/mcp-servers',
+      {
+        name: `calc-${suffix()}`,
+        url: origin.url,
+      },
+    );
+    expect(registered.status).toBe(201);
+
+    const client = new Client({ name: 'e2e-client', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(registered.body.mcpProxyUrl));
+    await client.connect(transport);
+    expect(transport.sessionId).toBeTruthy();
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(['add', 'fail']);
+    const result = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+    expect(result.content).toEqual([{ type: 'text', text: '5' }]);
+    await transport.terminateSession();
+    await client.close();
+
+    const usage = await pollUntil(
+      async () => (await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage?customerRef=anonymous')).body,
+      (body) => body.records >= 1,
+      { what: 'proxy usage record', timeoutMs: 30_000 },
+    );
+    expect(usage).toMatchObject({ total: 1, records: 1 });
+    // Nothing else trickles in later: initialize and tools/list are not metered.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(
+      (await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage?customerRef=anonymous')).body,
+    ).toMatchObject({
+      records: 1,
+    });
+  } finally {
+    await origin.close();
+  }
+}

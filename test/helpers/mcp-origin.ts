@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        resolve(text === '' ? undefined : JSON.parse(text));
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
+}
+
+function buildServer(): McpServer {
+  const server = new McpServer({ name: 'test-origin', version: '1.0.0' });
+  server.registerTool(
+    'add',
+    { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+    async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
+  );
+  server.registerTool('fail', { description: 'Always fails', inputSchema: {} }, async () => ({
+    content: [{ type: 'text', text: 'nope' }],
+    isError: true,
+  }));
+  return server;
+}
+
+/** A real MCP server built with the official SDK, stateful (Mcp-Session-Id), on a free loopback port. */
+export async function startMcpOrigin(): Promise<{ url: string; close(): Promise<void> }> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const http: Server = createServer(async (req, res) => {
+    try {
+      const sessionId = req.headers['mcp-session-id'];
+      const body = req.method === 'POST' ? await readJson(req) : undefined;
+      let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
+      if (transport === undefined && req.method === 'POST' && isInitializeRequest(body)) {
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => transports.set(id, created),
+        });
+        created.onclose = () => created.sessionId !== undefined && transports.delete(created.sessionId);
+        await buildServer().connect(created);
+        transport = created;
+      }
+      if (transport === undefined) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'No valid session' } }),
+        );
+        return;
+      }
+      await transport.handleRequest(req, res, body);
+    } catch (error) {
+      res.writeHead(500);
+      res.end(String(error));
+    }
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const address = http.address();
+  const port = address !== null && typeof address === 'object' ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    close: async () => {
+      for (const transport of transports.values()) await transport.close();
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
