@@ -10,7 +10,7 @@ import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/pr
 
 /** The environment a newcomer has: nothing configured, so every embedded default applies. */
 function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
     delete env[name];
   return env;

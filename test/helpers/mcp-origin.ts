@@ -43,9 +43,11 @@ export async function startMcpOrigin(): Promise<{ url: string; close(): Promise<
       const body = req.method === 'POST' ? await readJson(req) : undefined;
       let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
       if (transport === undefined && req.method === 'POST' && isInitializeRequest(body)) {
-        const created = new StreamableHTTPServerTransport({
+        const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: (id) => transports.set(id, created),
+          onsessioninitialized: (id: string): void => {
+            transports.set(id, created);
+          },
         });
         created.onclose = () => created.sessionId !== undefined && transports.delete(created.sessionId);
         await buildServer().connect(created);
