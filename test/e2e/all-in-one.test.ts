@@ -45,6 +45,27 @@ describe('npm start: the whole service in one process on embedded defaults', () 
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  it('refuses to start on a bad setting, naming each variable and what is wrong', async () => {
+    const bad = spawnService('npm', ['start'], {
+      env: embeddedEnv({
+        DATA_DIR: join(dataDir, 'unused'),
+        PORT: 'eighty',
+        PROXY_PORT: '70000',
+        LOG_LEVEL: 'chatty',
+      }),
+      logDir: dataDir,
+      name: 'bad-config',
+    });
+    const code = await new Promise<number | null>((resolve) => bad.child.on('exit', resolve));
+    expect(code).not.toBe(0);
+    const log = readFileSync(bad.logFile, 'utf8');
+    expect(log).toContain('PORT: expected an integer, got "eighty"');
+    expect(log).toContain('PROXY_PORT: must be between 0 and 65535, got 70000');
+    expect(log).toContain(
+      'LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "chatty"',
+    );
+  });
+
   it('prints both URLs and answers health checks', () => {
     const log = readFileSync(service.logFile, 'utf8');
     expect(log).toContain(`Control plane: ${baseUrl}`);
