@@ -1,9 +1,9 @@
-import { resolve } from 'node:path';
 import {
   type BusConfig,
   type ClickHouseConfig,
   readBusConfig,
   readClickHouseConfig,
+  readDataDir,
 } from '@mcp-meter/ingest';
 import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
 
@@ -23,10 +23,6 @@ export interface ControlPlaneConfig {
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
-}
-
-export function readDataDir(env: EnvReader): string {
-  return resolve(env.string('DATA_DIR', './data'));
 }
 
 export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {

@@ -8,6 +8,8 @@ import { sendProblem } from './http/error-handler';
 import { mcpServerRoutes } from './modules/mcp-servers/routes';
 import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
+import { meterRoutes } from './modules/meters/routes';
+import { MeterService } from './modules/meters/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
 import { productRoutes } from './modules/products/routes';
@@ -39,6 +41,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const providers = new ProviderService(deps.pool, clock);
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
+  const meters = new MeterService(deps.pool, clock);
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
 
@@ -60,6 +63,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(merchantRoutes(providers));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
+      await scope.register(meterRoutes(meters));
       await scope.register(usageRoutes(usage));
       await scope.register(mcpServerRoutes(mcpServers));
     },

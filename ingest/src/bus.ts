@@ -7,8 +7,11 @@ export interface UsagePublisher {
   close(): Promise<void>;
 }
 
-/** Writes a batch durably; the bus acknowledges the batch only after this resolves. */
-export type UsageBatchHandler = (records: UsageRecord[]) => Promise<void>;
+/**
+ * Writes a batch durably; the bus acknowledges the batch only after this resolves. The token,
+ * when given, is the same whenever the same batch is delivered again.
+ */
+export type UsageBatchHandler = (records: UsageRecord[], dedupeToken?: string) => Promise<void>;
 
 /** Consumer side of the usage bus. */
 export interface UsageSubscription {
@@ -17,7 +20,15 @@ export interface UsageSubscription {
   stop(): Promise<void>;
 }
 
-/** Topic names follow the spec's subjects, `{bus namespace}.meter.record`, one namespace per environment. */
+/**
+ * Topic names follow the spec's subjects, one bus namespace per environment:
+ * `{ns}.{env}.meter.record` carries one record per message, `{ns}.{env}.meter.recordBulk` a
+ * message `{ events: [...] }` of one customer's records.
+ */
 export function recordTopic(namespace: string, environment: Environment): string {
   return `${namespace}.${environment}.meter.record`;
+}
+
+export function bulkTopic(namespace: string, environment: Environment): string {
+  return `${namespace}.${environment}.meter.recordBulk`;
 }

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DATABASE_NAME } from './clickhouse/client';
 import type { EnvReader } from './kit/env';
 
@@ -20,6 +20,10 @@ export interface ClickHouseConfig {
   password: string | undefined;
   chdbPath: string;
   database: string;
+}
+
+export function readDataDir(env: EnvReader): string {
+  return resolve(env.string('DATA_DIR', './data'));
 }
 
 export function readBusConfig(env: EnvReader): BusConfig {

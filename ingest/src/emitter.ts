@@ -1,11 +1,25 @@
+import {
+  appendFileSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+} from 'node:fs';
+import { join } from 'node:path';
 import type { UsagePublisher } from './bus';
 import type { Logger } from './kit/logger';
-import type { UsageRecord } from './record';
+import { parseBusRecord, type UsageRecord } from './record';
 
 export interface EmitterStats {
   emitted: number;
   published: number;
   retried: number;
+  spilled: number;
+  replayed: number;
   dropped: number;
   queued: number;
 }
@@ -21,33 +35,83 @@ export interface UsageEmitter {
 export interface BatchingEmitterOptions {
   maxBatch: number;
   lingerMs: number;
-  /** Memory bound; past it records are dropped and counted (spill to disk is the next step). */
+  /** Memory bound: past it, the oldest records go to the spill file instead of RAM. */
   maxQueued: number;
   retryDelayMs: number;
+  /** Where records wait on disk while the bus is unreachable; unset: drop past maxQueued. */
+  spillDir?: string | undefined;
   logger: Logger;
 }
 
+/**
+ * Batches records to the bus off the request path. When the bus is down, records wait in
+ * memory up to `maxQueued`; past that, and at shutdown, they are appended (fsync'd) to a spill
+ * file. Spill files, including those left by an earlier run, are replayed once the bus accepts
+ * records again; a replay that fails midway is retried whole, which is safe because the store
+ * counts a record id once.
+ */
 export class BatchingUsageEmitter implements UsageEmitter {
   private queue: UsageRecord[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
-  private counters = { emitted: 0, published: 0, retried: 0, dropped: 0 };
+  private readonly counters = { emitted: 0, published: 0, retried: 0, spilled: 0, replayed: 0, dropped: 0 };
+  private readonly spillFile: string | undefined;
+  private spillPending: boolean;
 
   constructor(
     private readonly publisher: UsagePublisher,
     private readonly options: BatchingEmitterOptions,
-  ) {}
+  ) {
+    if (options.spillDir !== undefined) {
+      mkdirSync(options.spillDir, { recursive: true });
+      recoverClaimedSpills(options.spillDir);
+      this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}.jsonl`);
+    }
+    this.spillPending = this.spillFiles().length > 0;
+    if (this.spillPending) this.schedule(0);
+  }
 
   emit(record: UsageRecord): void {
     this.counters.emitted++;
-    if (this.queue.length >= this.options.maxQueued) {
-      this.counters.dropped++;
-      this.options.logger.error({ recordId: record.id }, 'usage emitter queue full; record dropped');
-      return;
-    }
     this.queue.push(record);
+    if (this.queue.length > this.options.maxQueued)
+      this.spill(this.queue.splice(0, this.queue.length - this.options.maxQueued));
     if (this.queue.length >= this.options.maxBatch) void this.send();
     else this.schedule(this.options.lingerMs);
+  }
+
+  private spill(records: UsageRecord[]): void {
+    if (records.length === 0) return;
+    if (this.spillFile === undefined) {
+      this.counters.dropped += records.length;
+      this.options.logger.error(
+        { records: records.length },
+        'usage emitter over its memory bound with no spill directory; records dropped',
+      );
+      return;
+    }
+    try {
+      appendFileSync(this.spillFile, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      const fd = openSync(this.spillFile, 'r');
+      fsyncSync(fd);
+      closeSync(fd);
+      this.counters.spilled += records.length;
+      this.spillPending = true;
+    } catch (error) {
+      this.counters.dropped += records.length;
+      this.options.logger.error(
+        { err: error, records: records.length },
+        'could not spill usage records to disk; records dropped',
+      );
+    }
+  }
+
+  private spillFiles(): string[] {
+    if (this.options.spillDir === undefined) return [];
+    return readdirSync(this.options.spillDir)
+      .filter((f) => f.endsWith('.jsonl'))
+      .sort()
+      .map((f) => join(this.options.spillDir ?? '', f));
   }
 
   private schedule(delayMs: number): void {
@@ -56,6 +120,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
       this.timer = undefined;
       void this.send();
     }, delayMs);
+    this.timer.unref();
   }
 
   private send(): Promise<void> {
@@ -70,15 +135,52 @@ export class BatchingUsageEmitter implements UsageEmitter {
       const batch = this.queue.slice(0, this.options.maxBatch);
       try {
         await this.publisher.publish(batch);
-        this.queue.splice(0, batch.length);
-        this.counters.published += batch.length;
       } catch (error) {
         this.counters.retried += batch.length;
-        this.options.logger.warn({ err: error, records: batch.length }, 'usage publish failed; will retry');
+        this.options.logger.warn(
+          { err: error, records: batch.length, queued: this.queue.length },
+          'usage publish failed; will retry',
+        );
         this.schedule(this.options.retryDelayMs);
         return;
       }
+      this.queue.splice(0, batch.length);
+      this.counters.published += batch.length;
     }
+    if (this.spillPending) await this.replaySpill();
+  }
+
+  /** Publishes spilled records; runs only after a publish succeeded, i.e. the bus is back. */
+  private async replaySpill(): Promise<void> {
+    for (const file of this.spillFiles()) {
+      // Claim the file first (rename is atomic): a file is replayed by one emitter only, and the
+      // active spill file is sealed so new spills start a fresh one.
+      const claimed = `${file}.replaying`;
+      try {
+        renameSync(file, claimed);
+      } catch {
+        continue;
+      }
+      const records = readFileSync(claimed, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map(parseBusRecord)
+        .filter((r): r is UsageRecord => r !== undefined);
+      try {
+        for (let i = 0; i < records.length; i += this.options.maxBatch) {
+          await this.publisher.publish(records.slice(i, i + this.options.maxBatch));
+        }
+      } catch (error) {
+        renameSync(claimed, file);
+        this.options.logger.warn({ err: error, file }, 'spill replay failed; will retry');
+        this.schedule(this.options.retryDelayMs);
+        return;
+      }
+      unlinkSync(claimed);
+      this.counters.replayed += records.length;
+      this.options.logger.info({ records: records.length }, 'spilled usage records replayed');
+    }
+    this.spillPending = this.spillFiles().length > 0;
   }
 
   async flush(): Promise<void> {
@@ -89,20 +191,36 @@ export class BatchingUsageEmitter implements UsageEmitter {
     await this.send();
   }
 
+  /** Publishes what it can within a bounded time; whatever is left goes to disk for the next run. */
   async close(): Promise<void> {
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 10_000;
     while (this.queue.length > 0 && Date.now() < deadline) {
       await this.flush();
       if (this.queue.length > 0)
         await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs));
     }
     if (this.timer !== undefined) clearTimeout(this.timer);
+    await this.sending;
     if (this.queue.length > 0) {
-      this.options.logger.error({ records: this.queue.length }, 'usage records not published at shutdown');
+      this.options.logger.warn(
+        { records: this.queue.length },
+        'bus unreachable at shutdown; records kept in the spill file',
+      );
+      this.spill(this.queue.splice(0));
     }
   }
 
   stats(): EmitterStats {
     return { ...this.counters, queued: this.queue.length };
+  }
+}
+
+/**
+ * Puts back files a crashed process had claimed for replay. Another live emitter sharing the
+ * directory may replay such a file twice; the store counts each record id once, so that is safe.
+ */
+export function recoverClaimedSpills(spillDir: string): void {
+  for (const file of readdirSync(spillDir).filter((f) => f.endsWith('.jsonl.replaying'))) {
+    renameSync(join(spillDir, file), join(spillDir, file.replace(/\.replaying$/, '')));
   }
 }

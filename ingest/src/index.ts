@@ -1,6 +1,13 @@
+export { CrossPartitionBatcher } from './batcher';
 export type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
 export { recordTopic } from './bus';
-export { type BusConfig, type ClickHouseConfig, readBusConfig, readClickHouseConfig } from './config';
+export {
+  type BusConfig,
+  type ClickHouseConfig,
+  readBusConfig,
+  readClickHouseConfig,
+  readDataDir,
+} from './config';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
 export { InProcessUsageBus } from './in-process-bus';
 export {
@@ -20,4 +27,17 @@ export {
   type UsageStoreHandle,
 } from './service';
 export type { UsageReader, UsageTotal, UsageTotalQuery } from './usage-store';
-export { ClickHouseUsageStore } from './usage-store';
+export {
+  AGGREGATIONS,
+  type Aggregation,
+  bucketStarts,
+  ClickHouseUsageStore,
+  type CustomerUsage,
+  countBuckets,
+  type DailyStats,
+  GRANULARITIES,
+  type Granularity,
+  type MeterAggregation,
+  type UsageBucket,
+  usageSince,
+} from './usage-store';

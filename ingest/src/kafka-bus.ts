@@ -1,9 +1,19 @@
 import { type Consumer, type Kafka, type logCreator, logLevel, Partitioners, type Producer } from 'kafkajs';
-import { recordTopic, type UsageBatchHandler, type UsagePublisher, type UsageSubscription } from './bus';
+import { CrossPartitionBatcher } from './batcher';
+import {
+  bulkTopic,
+  recordTopic,
+  type UsageBatchHandler,
+  type UsagePublisher,
+  type UsageSubscription,
+} from './bus';
 import type { Logger } from './kit/logger';
-import { ENVIRONMENTS, parseBusRecord, partitionKey, type UsageRecord } from './record';
+import { ENVIRONMENTS, parseBusMessage, partitionKey, type UsageRecord } from './record';
 
 export { Kafka } from 'kafkajs';
+
+/** Keeps each bulk message far below Kafka's default 1 MB message limit. */
+const MAX_EVENTS_PER_MESSAGE = 500;
 
 /**
  * kafkajs logs through pino. Its ERROR lines are mostly transient (a coordinator still being
@@ -24,13 +34,16 @@ export function kafkaLogging(logger: Logger): { logLevel: logLevel; logCreator: 
   };
 }
 
+const allTopics = (namespace: string) =>
+  ENVIRONMENTS.flatMap((env) => [recordTopic(namespace, env), bulkTopic(namespace, env)]);
+
 /** Creates the record topics if missing; safe to call from every producer and consumer. */
 export async function ensureUsageTopics(kafka: Kafka, namespace: string, partitions: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
-    const missing = ENVIRONMENTS.map((env) => recordTopic(namespace, env)).filter((t) => !existing.has(t));
+    const missing = allTopics(namespace).filter((t) => !existing.has(t));
     if (missing.length > 0) {
       try {
         await admin.createTopics({
@@ -48,6 +61,40 @@ export async function ensureUsageTopics(kafka: Kafka, namespace: string, partiti
   }
 }
 
+/** Groups records into Kafka messages: one record alone, several of one customer as a bulk message. */
+export function toMessages(namespace: string, records: readonly UsageRecord[]) {
+  const groups = new Map<string, UsageRecord[]>();
+  for (const record of records) {
+    const key = `${record.environment}\u0000${partitionKey(record)}`;
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = [];
+      groups.set(key, group);
+    }
+    group.push(record);
+  }
+  const byTopic = new Map<string, { key: string; value: string }[]>();
+  const push = (topic: string, message: { key: string; value: string }) => {
+    const list = byTopic.get(topic) ?? [];
+    list.push(message);
+    byTopic.set(topic, list);
+  };
+  for (const group of groups.values()) {
+    const first = group[0];
+    if (first === undefined) continue;
+    const key = partitionKey(first);
+    if (group.length === 1) {
+      push(recordTopic(namespace, first.environment), { key, value: JSON.stringify(first) });
+      continue;
+    }
+    for (let i = 0; i < group.length; i += MAX_EVENTS_PER_MESSAGE) {
+      const events = group.slice(i, i + MAX_EVENTS_PER_MESSAGE);
+      push(bulkTopic(namespace, first.environment), { key, value: JSON.stringify({ events }) });
+    }
+  }
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}
+
 export class KafkaUsagePublisher implements UsagePublisher {
   private readonly producer: Producer;
 
@@ -58,6 +105,7 @@ export class KafkaUsagePublisher implements UsagePublisher {
     this.producer = kafka.producer({
       allowAutoTopicCreation: false,
       createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 2_000 },
     });
   }
 
@@ -67,19 +115,11 @@ export class KafkaUsagePublisher implements UsagePublisher {
 
   async publish(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const byTopic = new Map<string, { key: string; value: string }[]>();
-    for (const record of records) {
-      const topic = recordTopic(this.namespace, record.environment);
-      let messages = byTopic.get(topic);
-      if (messages === undefined) {
-        messages = [];
-        byTopic.set(topic, messages);
-      }
-      messages.push({ key: partitionKey(record), value: JSON.stringify(record) });
-    }
+    // acks from every in-sync replica: an acknowledged record survives the loss of the leader.
     await this.producer.sendBatch({
       acks: -1,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      timeout: 10_000,
+      topicMessages: toMessages(this.namespace, records),
     });
   }
 
@@ -88,63 +128,83 @@ export class KafkaUsagePublisher implements UsagePublisher {
   }
 }
 
+export interface KafkaSubscriptionOptions {
+  namespace: string;
+  groupId: string;
+  batchSize: number;
+  flushIntervalMs: number;
+  retryDelayMs: number;
+  partitionsConsumedConcurrently: number;
+  logger: Logger;
+}
+
 /**
- * Consumer-group member. Offsets are committed only after the handler has written the batch,
- * so a crash between the write and the commit replays the batch; the idempotent store then
- * counts it once. A failing write is retried in place (with heartbeats), never skipped.
+ * Consumer-group member. Batches from all its partitions are written together; each
+ * partition's offsets are committed only after the write that holds its records. A crash
+ * between the write and the commit replays the batch, which the store then counts once.
  */
 export class KafkaUsageSubscription implements UsageSubscription {
   private readonly consumer: Consumer;
+  private batcher: CrossPartitionBatcher | undefined;
+  readonly stats = { malformed: 0 };
 
   constructor(
     kafka: Kafka,
-    private readonly options: { namespace: string; groupId: string; retryDelayMs: number; logger: Logger },
+    private readonly options: KafkaSubscriptionOptions,
   ) {
-    this.consumer = kafka.consumer({ groupId: options.groupId, allowAutoTopicCreation: false });
+    this.consumer = kafka.consumer({
+      groupId: options.groupId,
+      allowAutoTopicCreation: false,
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
+    });
+  }
+
+  get writeStats() {
+    return this.batcher?.stats;
   }
 
   async start(handler: UsageBatchHandler): Promise<void> {
     const { logger } = this.options;
+    const batcher = new CrossPartitionBatcher(handler, this.options);
+    this.batcher = batcher;
     await this.consumer.connect();
-    await this.consumer.subscribe({
-      topics: ENVIRONMENTS.map((env) => recordTopic(this.options.namespace, env)),
-      fromBeginning: true,
-    });
+    await this.consumer.subscribe({ topics: allTopics(this.options.namespace), fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, heartbeat, isRunning, isStale }) => {
+      partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
+      eachBatch: async ({ batch, heartbeat }) => {
+        const first = batch.messages[0];
         const last = batch.messages.at(-1);
-        if (last === undefined) return;
+        if (first === undefined || last === undefined) return;
         const records: UsageRecord[] = [];
         for (const message of batch.messages) {
-          const record = parseBusRecord(message.value?.toString('utf8') ?? '');
-          if (record === undefined) {
+          const parsed = parseBusMessage(message.value?.toString('utf8') ?? '');
+          if (parsed === undefined) {
             // Producers validate before publishing, so this is a foreign or corrupt message:
-            // kept visible in the log with its coordinates rather than silently counted.
+            // counted and logged with its coordinates, never silently absorbed into a total.
+            this.stats.malformed++;
             logger.error(
               { topic: batch.topic, partition: batch.partition, offset: message.offset },
               'unreadable usage message skipped',
             );
             continue;
           }
-          records.push(record);
+          records.push(...parsed);
         }
-        for (let attempt = 1; ; attempt++) {
-          if (!isRunning() || isStale()) throw new Error('consumer stopped before the batch was written');
-          try {
-            if (records.length > 0) await handler(records);
-            break;
-          } catch (error) {
-            logger.error(
-              { err: error, attempt, records: records.length },
-              'usage batch write failed; retrying',
-            );
-            await heartbeat();
-            await new Promise((resolve) =>
-              setTimeout(resolve, Math.min(this.options.retryDelayMs * attempt, 10_000)),
-            );
-          }
+        const written = batcher.add(records, {
+          topic: batch.topic,
+          partition: batch.partition,
+          first: first.offset,
+          last: last.offset,
+        });
+        // Keep the group membership alive while a slow or failing store holds the batch.
+        for (let done = false; !done; ) {
+          done = await Promise.race([
+            written.then(() => true),
+            new Promise<boolean>((r) => setTimeout(() => r(false), 3_000)),
+          ]);
+          if (!done) await heartbeat();
         }
         await this.consumer.commitOffsets([
           { topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() },
@@ -154,6 +214,8 @@ export class KafkaUsageSubscription implements UsageSubscription {
   }
 
   async stop(): Promise<void> {
+    await this.batcher?.drain();
     await this.consumer.disconnect();
+    await this.batcher?.stop();
   }
 }

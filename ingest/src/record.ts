@@ -192,46 +192,64 @@ export function buildUsageRecord(
 /** Parses a record read back from the bus; anything malformed is reported, never guessed at. */
 export function parseBusRecord(raw: string): UsageRecord | undefined {
   try {
-    const value: unknown = JSON.parse(raw);
-    if (!isPlainObject(value)) return undefined;
-    const {
-      id,
-      providerId,
-      environment,
-      meterRef,
-      meterName,
-      customerRef,
-      value: v,
-      timestamp,
-      properties,
-    } = value;
-    if (
-      typeof id !== 'string' ||
-      typeof providerId !== 'string' ||
-      !ENVIRONMENTS.includes(environment as Environment) ||
-      typeof meterRef !== 'string' ||
-      typeof meterName !== 'string' ||
-      typeof customerRef !== 'string' ||
-      typeof v !== 'number' ||
-      typeof timestamp !== 'string' ||
-      !isPlainObject(properties)
-    ) {
-      return undefined;
-    }
-    return {
-      id,
-      providerId,
-      environment: environment as Environment,
-      meterRef,
-      meterName,
-      customerRef,
-      value: v,
-      timestamp,
-      properties,
-    };
+    return toBusRecord(JSON.parse(raw));
   } catch {
     return undefined;
   }
+}
+
+/** A bus message: one record, or `{ events: [...] }`; undefined when any part is malformed. */
+export function parseBusMessage(raw: string): UsageRecord[] | undefined {
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (isPlainObject(value) && Array.isArray(value.events)) {
+      const records = value.events.map(toBusRecord);
+      return records.every((r) => r !== undefined) ? (records as UsageRecord[]) : undefined;
+    }
+    const record = toBusRecord(value);
+    return record === undefined ? undefined : [record];
+  } catch {
+    return undefined;
+  }
+}
+
+function toBusRecord(value: unknown): UsageRecord | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const {
+    id,
+    providerId,
+    environment,
+    meterRef,
+    meterName,
+    customerRef,
+    value: v,
+    timestamp,
+    properties,
+  } = value;
+  if (
+    typeof id !== 'string' ||
+    typeof providerId !== 'string' ||
+    !ENVIRONMENTS.includes(environment as Environment) ||
+    typeof meterRef !== 'string' ||
+    typeof meterName !== 'string' ||
+    typeof customerRef !== 'string' ||
+    typeof v !== 'number' ||
+    typeof timestamp !== 'string' ||
+    !isPlainObject(properties)
+  ) {
+    return undefined;
+  }
+  return {
+    id,
+    providerId,
+    environment: environment as Environment,
+    meterRef,
+    meterName,
+    customerRef,
+    value: v,
+    timestamp,
+    properties,
+  };
 }
 
 /** Kafka message key: one customer's records stay on one partition, in order. */

@@ -41,7 +41,10 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
       new KafkaUsageSubscription(kafka, {
         namespace: config.namespace,
         groupId: config.kafkaConsumerGroup,
+        batchSize: config.batchSize,
+        flushIntervalMs: config.flushIntervalMs,
         retryDelayMs: config.retryDelayMs,
+        partitionsConsumedConcurrently: config.kafkaTopicPartitions * 4, // record + bulk topics, both environments
         logger,
       }),
     kind: 'kafka',
@@ -69,8 +72,8 @@ export async function startIngestConsumer(options: {
   logger: Logger;
 }): Promise<{ close(): Promise<void> }> {
   const { subscription, store, logger } = options;
-  await subscription.start(async (records) => {
-    await store.insert(records);
+  await subscription.start(async (records, dedupeToken) => {
+    await store.insert(records, dedupeToken);
     logger.debug({ records: records.length }, 'usage batch written');
   });
   return { close: () => subscription.stop() };

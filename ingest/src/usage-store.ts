@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ClickHouseClient } from './clickhouse/client';
 import type { Environment, UsageRecord } from './record';
 
@@ -7,7 +8,18 @@ const TABLES: Readonly<Record<Environment, string>> = {
   live: 'usage_records_live',
 };
 
-export interface UsageTotalQuery {
+export const AGGREGATIONS = ['sum', 'count', 'max', 'unique_count'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
+
+/** How a meter turns records into one number; `valueProperty` names the property unique_count counts. */
+export interface MeterAggregation {
+  aggregation: Aggregation;
+  valueProperty?: string | null | undefined;
+}
+
+export interface UsageScope {
   providerId: string;
   environment: Environment;
   meterRef: string;
@@ -16,19 +28,63 @@ export interface UsageTotalQuery {
   to: Date;
 }
 
+export interface UsageTotalQuery extends UsageScope {
+  meter?: MeterAggregation | undefined;
+}
+
 export interface UsageTotal {
   total: number;
   records: number;
 }
 
-/** Read side used by the control plane (usage queries, later limits and billing). */
+export interface UsageBucket extends UsageTotal {
+  start: string;
+}
+
+export interface CustomerUsage extends UsageTotal {
+  customerRef: string;
+}
+
+export interface DailyStats {
+  date: string;
+  records: number;
+  customers: number;
+  meters: number;
+}
+
+/** Read side used by the control plane: usage queries, limit checks, billing and analytics. */
 export interface UsageReader {
   total(query: UsageTotalQuery): Promise<UsageTotal>;
+  buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]>;
+  byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]>;
+  daily(query: { providerId: string; environment: Environment; from: Date; to: Date }): Promise<DailyStats[]>;
 }
 
 /** Write side used by the ingest consumer. Inserts only: no code path updates or deletes a record. */
 export interface UsageWriter {
-  insert(records: readonly UsageRecord[]): Promise<void>;
+  insert(records: readonly UsageRecord[], dedupeToken?: string): Promise<void>;
+}
+
+const BUCKET_START: Readonly<Record<Granularity, string>> = {
+  hour: 'toStartOfHour(timestamp)',
+  day: 'toStartOfDay(timestamp)',
+  // ISO weeks: Monday 00:00 UTC.
+  week: 'toMonday(timestamp)',
+  month: 'toStartOfMonth(timestamp)',
+};
+
+/** Only these fixed SQL fragments are ever spliced in; every value travels as a parameter. */
+function aggregateExpression(meter: MeterAggregation | undefined): string {
+  switch (meter?.aggregation ?? 'sum') {
+    case 'sum':
+      return 'toString(sum(value))';
+    case 'count':
+      return 'toString(count())';
+    case 'max':
+      return 'toString(if(count() = 0, toDecimal128(0, 9), max(value)))';
+    case 'unique_count':
+      return 'toString(uniqExactIf(JSONExtractRaw(properties, {valueProperty:String}), JSONHas(properties, {valueProperty:String})))';
+  }
 }
 
 export class ClickHouseUsageStore implements UsageReader, UsageWriter {
@@ -37,7 +93,12 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     private readonly database: string,
   ) {}
 
-  async insert(records: readonly UsageRecord[]): Promise<void> {
+  /**
+   * One INSERT per environment. `dedupeToken` (from the Kafka offsets of the batch) lets
+   * ClickHouse drop an identical block replayed after a crash; the ReplacingMergeTree key and
+   * FINAL reads collapse whatever still gets through.
+   */
+  async insert(records: readonly UsageRecord[], dedupeToken?: string): Promise<void> {
     for (const environment of Object.keys(TABLES) as Environment[]) {
       const rows = records
         .filter((r) => r.environment === environment)
@@ -57,34 +118,185 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         table: `${this.database}.${TABLES[environment]}`,
         values: rows,
         format: 'JSONEachRow',
+        ...(dedupeToken === undefined
+          ? {}
+          : { clickhouse_settings: { insert_deduplication_token: `${dedupeToken}:${environment}` } }),
       });
     }
   }
 
-  async total(query: UsageTotalQuery): Promise<UsageTotal> {
-    const customerFilter = query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}';
-    const result = await this.client.query({
-      query: `SELECT toString(sum(value)) AS total, count() AS records
-              FROM ${this.database}.${TABLES[query.environment]} FINAL
-              WHERE provider_id = {providerId:String}
-                AND meter_ref = {meterRef:String}
-                AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
-                AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-                ${customerFilter}`,
-      query_params: {
-        providerId: query.providerId,
-        meterRef: query.meterRef,
-        customerRef: query.customerRef,
-        fromMs: query.from.getTime(),
-        toMs: query.to.getTime(),
-      },
-      format: 'JSONEachRow',
-    });
-    const rows = await result.json<{ total: string; records: string | number }>();
-    const row = rows[0];
+  private where(query: UsageScope): string {
+    return `provider_id = {providerId:String}
+        AND meter_ref = {meterRef:String}
+        AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+        AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+        ${query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}'}`;
+  }
+
+  private params(query: UsageTotalQuery): Record<string, unknown> {
     return {
-      total: row === undefined ? 0 : Number(row.total),
-      records: row === undefined ? 0 : Number(row.records),
+      providerId: query.providerId,
+      meterRef: query.meterRef,
+      customerRef: query.customerRef,
+      fromMs: query.from.getTime(),
+      toMs: query.to.getTime(),
+      valueProperty: query.meter?.valueProperty ?? '',
     };
   }
+
+  private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
+    const result = await this.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return result.json<T>();
+  }
+
+  async total(query: UsageTotalQuery): Promise<UsageTotal> {
+    const [row] = await this.rows<{ total: string; records: string | number }>(
+      `SELECT ${aggregateExpression(query.meter)} AS total, count() AS records
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${this.where(query)}`,
+      this.params(query),
+    );
+    return { total: Number(row?.total ?? 0), records: Number(row?.records ?? 0) };
+  }
+
+  async buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]> {
+    const rows = await this.rows<{ start: string | number; total: string; records: string | number }>(
+      `SELECT toUnixTimestamp(toDateTime(${BUCKET_START[query.granularity]}, 'UTC')) AS start,
+              ${aggregateExpression(query.meter)} AS total, count() AS records
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${this.where(query)}
+        GROUP BY start ORDER BY start`,
+      this.params(query),
+    );
+    const found = new Map(rows.map((r) => [Number(r.start) * 1000, r]));
+    // Every bucket of the range is present, empty ones as zero, so a chart never has holes.
+    return bucketStarts(query.from, query.to, query.granularity).map((start) => {
+      const row = found.get(start.getTime());
+      return {
+        start: start.toISOString(),
+        total: Number(row?.total ?? 0),
+        records: Number(row?.records ?? 0),
+      };
+    });
+  }
+
+  async byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]> {
+    const rows = await this.rows<{ customer_ref: string; total: string; records: string | number }>(
+      `SELECT customer_ref, ${aggregateExpression(query.meter)} AS total, count() AS records
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${this.where(query)}
+        GROUP BY customer_ref
+        ORDER BY toDecimal128(total, 9) DESC, customer_ref
+        LIMIT {limit:UInt32}`,
+      { ...this.params(query), limit: query.limit },
+    );
+    return rows.map((r) => ({
+      customerRef: r.customer_ref,
+      total: Number(r.total),
+      records: Number(r.records),
+    }));
+  }
+
+  async daily(query: {
+    providerId: string;
+    environment: Environment;
+    from: Date;
+    to: Date;
+  }): Promise<DailyStats[]> {
+    const rows = await this.rows<{
+      day: string;
+      records: string | number;
+      customers: string | number;
+      meters: string | number;
+    }>(
+      `SELECT toDate(timestamp) AS day, count() AS records, uniqExact(customer_ref) AS customers, uniqExact(meter_ref) AS meters
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE provider_id = {providerId:String}
+          AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+          AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+        GROUP BY day ORDER BY day`,
+      { providerId: query.providerId, fromMs: query.from.getTime(), toMs: query.to.getTime() },
+    );
+    const found = new Map(rows.map((r) => [r.day, r]));
+    return bucketStarts(query.from, query.to, 'day').map((start) => {
+      const date = start.toISOString().slice(0, 10);
+      const row = found.get(date);
+      return {
+        date,
+        records: Number(row?.records ?? 0),
+        customers: Number(row?.customers ?? 0),
+        meters: Number(row?.meters ?? 0),
+      };
+    });
+  }
+}
+
+/** Start of the bucket holding `date`, in UTC. */
+export function bucketStart(date: Date, granularity: Granularity): Date {
+  const d = new Date(date.getTime());
+  switch (granularity) {
+    case 'hour':
+      d.setUTCMinutes(0, 0, 0);
+      return d;
+    case 'day':
+      d.setUTCHours(0, 0, 0, 0);
+      return d;
+    case 'week': {
+      d.setUTCHours(0, 0, 0, 0);
+      d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+      return d;
+    }
+    case 'month':
+      return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+  }
+}
+
+export function nextBucket(start: Date, granularity: Granularity): Date {
+  const d = new Date(start.getTime());
+  if (granularity === 'hour') d.setUTCHours(d.getUTCHours() + 1);
+  else if (granularity === 'day') d.setUTCDate(d.getUTCDate() + 1);
+  else if (granularity === 'week') d.setUTCDate(d.getUTCDate() + 7);
+  else d.setUTCMonth(d.getUTCMonth() + 1);
+  return d;
+}
+
+/** Buckets overlapping [from, to). */
+export function bucketStarts(from: Date, to: Date, granularity: Granularity): Date[] {
+  const starts: Date[] = [];
+  for (let s = bucketStart(from, granularity); s.getTime() < to.getTime(); s = nextBucket(s, granularity))
+    starts.push(s);
+  return starts;
+}
+
+export function countBuckets(from: Date, to: Date, granularity: Granularity): number {
+  const approx: Record<Granularity, number> = {
+    hour: 3600e3,
+    day: 86400e3,
+    week: 7 * 86400e3,
+    month: 28 * 86400e3,
+  };
+  return Math.ceil((to.getTime() - from.getTime()) / approx[granularity]) + 1;
+}
+
+/** A stable token for a batch from its Kafka coordinates: the same batch replayed gets the same token. */
+export function dedupeTokenFor(
+  ranges: readonly { topic: string; partition: number; first: string; last: string }[],
+): string {
+  const text = [...ranges]
+    .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition)
+    .map((r) => `${r.topic}/${r.partition}/${r.first}-${r.last}`)
+    .join(',');
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+/**
+ * The number limit checks and end-of-period billing read: a customer's usage on a meter from a
+ * purchase's periodStart up to and including `now`.
+ */
+export function usageSince(
+  reader: UsageReader,
+  query: Omit<UsageTotalQuery, 'from' | 'to'> & { periodStart: Date; now: Date },
+): Promise<UsageTotal> {
+  const { periodStart, now, ...scope } = query;
+  return reader.total({ ...scope, from: periodStart, to: new Date(now.getTime() + 1) });
 }

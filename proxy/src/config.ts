@@ -1,4 +1,5 @@
-import { type BusConfig, readBusConfig } from '@mcp-meter/ingest';
+import { join, resolve } from 'node:path';
+import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest';
 import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
 
 export interface ProxyConfig {
@@ -8,6 +9,8 @@ export interface ProxyConfig {
   baseDomain: string | undefined;
   redisUrl: string | undefined;
   maxBodyBytes: number;
+  /** Emitted records wait here while the bus is unreachable (and across restarts). */
+  spillDir: string;
   originConnectTimeoutMs: number;
   originHeadersTimeoutMs: number;
   originIdleTimeoutMs: number;
@@ -27,6 +30,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     baseDomain: env.optionalString('PROXY_BASE_DOMAIN')?.toLowerCase(),
     redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),
     // MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool arguments.
+    spillDir: resolve(env.string('PROXY_SPILL_DIR', join(readDataDir(env), 'spill'))),
     maxBodyBytes: env.int('PROXY_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     originConnectTimeoutMs: env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
     // Tools may think for a while before the first byte; a minute is generous without hanging forever.

@@ -21,6 +21,7 @@ export async function startProxy(deps: {
         lingerMs: config.emitterLingerMs,
         maxQueued: config.emitterMaxQueued,
         retryDelayMs: 500,
+        spillDir: config.spillDir,
         logger,
       })
     : undefined;

@@ -94,6 +94,23 @@ function respond(exchange: Exchange, status: number, contentType: string, body: 
   });
 }
 
+/** Prometheus exposition of the usage emitter; the full proxy metrics arrive with the proxy issue. */
+function metricsText(emitter: UsageEmitter | undefined): string {
+  const stats = emitter?.stats();
+  if (stats === undefined) return '';
+  const counter = (name: string, help: string, value: number) =>
+    `# HELP mcpmeter_usage_${name} ${help}\n# TYPE mcpmeter_usage_${name} counter\nmcpmeter_usage_${name} ${value}\n`;
+  return (
+    counter('emitted_total', 'Usage records emitted by the proxy', stats.emitted) +
+    counter('published_total', 'Usage records acknowledged by the bus', stats.published) +
+    counter('retried_total', 'Usage records whose publish failed and was retried', stats.retried) +
+    counter('spilled_total', 'Usage records written to the local spill file', stats.spilled) +
+    counter('replayed_total', 'Spilled usage records published after recovery', stats.replayed) +
+    counter('dropped_total', 'Usage records lost (no spill directory, or the disk failed)', stats.dropped) +
+    `# HELP mcpmeter_usage_emitter_queue_depth Records waiting in memory\n# TYPE mcpmeter_usage_emitter_queue_depth gauge\nmcpmeter_usage_emitter_queue_depth ${stats.queued}\n`
+  );
+}
+
 export interface ProxyServerDeps {
   config: ProxyConfig;
   directory: ServerDirectory;
@@ -255,6 +272,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       exchange.wakeWriter?.();
     });
     if (url === '/healthz') return respond(exchange, 200, 'application/json', '{"status":"ok"}');
+    if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText(emitter));
 
     const route = routeOf(url, req.getHeader('host'), config.baseDomain);
     if (route === undefined) {

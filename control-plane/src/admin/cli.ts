@@ -4,10 +4,9 @@
  * whether `npm start` is running on it or not.
  */
 import { parseArgs } from 'node:util';
-import { ENVIRONMENTS, type Environment } from '@mcp-meter/ingest';
+import { ENVIRONMENTS, type Environment, readDataDir } from '@mcp-meter/ingest';
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
 import { systemClock } from '../clock';
-import { readDataDir } from '../config';
 import { openDatabase } from '../db/open';
 import { ProviderService } from '../modules/providers/service';
 

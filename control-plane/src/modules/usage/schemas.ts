@@ -1,24 +1,56 @@
 import { Type } from '@sinclair/typebox';
-import { Timestamp } from '../../http/schemas';
+import { stringEnum, Timestamp } from '../../http/schemas';
+import { MeterName } from '../meters/schemas';
 
-const MeterName = Type.String({
-  pattern: '^[a-z0-9][a-z0-9_.-]{0,63}$',
-  description: 'Meter name; defaults to requests',
-});
+const RecordFields = {
+  customerRef: Type.String({ description: 'Your customer reference' }),
+  value: Type.Optional(Type.Number({ description: 'Defaults to 1; 0 to 1e15, at most 9 decimal places' })),
+  properties: Type.Optional(
+    Type.Object({}, { additionalProperties: true, description: 'Tags for filtering and analysis' }),
+  ),
+  timestamp: Type.Optional(
+    Type.String({ description: 'When it happened (ISO 8601); defaults to now; up to 35 days back' }),
+  ),
+  id: Type.Optional(
+    Type.String({ description: 'Record id; a record sent again with the same id counts once' }),
+  ),
+  idempotencyKey: Type.Optional(Type.String({ description: 'Alias of id' })),
+};
 
 export const MeterEventCreate = Type.Object(
   {
-    customerRef: Type.String({ description: 'Your customer reference' }),
-    meterName: Type.Optional(MeterName),
-    value: Type.Optional(Type.Number({ description: 'Defaults to 1; at most 9 decimal places' })),
-    properties: Type.Optional(
-      Type.Object({}, { additionalProperties: true, description: 'Tags for filtering and analysis' }),
+    ...RecordFields,
+    meterName: Type.Optional({ ...MeterName, description: 'Meter name; defaults to requests' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Requests larger than this are refused whole with 413; send several requests instead. */
+export const MAX_BULK_RECORDS = 1000;
+
+export const MeterEventBulk = Type.Object(
+  {
+    records: Type.Optional(
+      Type.Array(MeterEventCreate, { description: `Up to ${MAX_BULK_RECORDS} records` }),
     ),
-    timestamp: Type.Optional(Type.String({ description: 'When it happened (ISO 8601); defaults to now' })),
-    id: Type.Optional(
-      Type.String({ description: 'Record id; a record sent again with the same id counts once' }),
+    events: Type.Optional(Type.Array(MeterEventCreate, { description: 'Alias of records' })),
+  },
+  { additionalProperties: false },
+);
+
+export const UsageCreate = Type.Object(
+  {
+    customerRef: RecordFields.customerRef,
+    productRef: Type.String({ minLength: 1, maxLength: 100, description: 'Product id or reference' }),
+    actionType: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'What was done, e.g. search' }),
     ),
-    idempotencyKey: Type.Optional(Type.String({ description: 'Alias of id' })),
+    units: Type.Optional(Type.Number({ description: 'How much; defaults to 1' })),
+    outcome: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'e.g. success, error' })),
+    properties: RecordFields.properties,
+    timestamp: RecordFields.timestamp,
+    id: RecordFields.id,
+    idempotencyKey: RecordFields.idempotencyKey,
   },
   { additionalProperties: false },
 );
@@ -32,27 +64,70 @@ export const AcceptedRecord = Type.Object({
   timestamp: Timestamp,
 });
 
+export const AcceptedBulk = Type.Object({ accepted: Type.Integer(), records: Type.Array(AcceptedRecord) });
+
+const Range = {
+  from: Type.Optional(Type.String({ description: 'Inclusive start (ISO 8601 date or date-time)' })),
+  to: Type.Optional(Type.String({ description: 'Exclusive end (ISO 8601 date or date-time); default: now' })),
+};
+
 export const UsageQuery = Type.Object(
   {
-    from: Type.Optional(
-      Type.String({ description: 'Inclusive start (ISO 8601 date or date-time); default: all time' }),
-    ),
-    to: Type.Optional(
-      Type.String({ description: 'Exclusive end (ISO 8601 date or date-time); default: now' }),
-    ),
+    ...Range,
     customerRef: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    granularity: Type.Optional(
+      stringEnum(['hour', 'day', 'week', 'month'] as const, 'Also return UTC buckets of this size'),
+    ),
   },
   { additionalProperties: false },
 );
 
+const Bucket = Type.Object({ start: Timestamp, total: Type.Number(), records: Type.Integer() });
+
 export const UsageTotal = Type.Object({
   meterRef: Type.String(),
   meterName: Type.String(),
+  aggregation: Type.String(),
   customerRef: Type.Union([Type.String(), Type.Null()]),
   from: Timestamp,
   to: Timestamp,
-  total: Type.Number({ description: 'Sum of record values in [from, to)' }),
+  total: Type.Number({ description: 'The meter aggregation over [from, to)' }),
   records: Type.Integer(),
+  granularity: Type.Optional(Type.String()),
+  buckets: Type.Optional(Type.Array(Bucket)),
+});
+
+export const CustomerQuery = Type.Object(
+  {
+    ...Range,
+    limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Top N customers' }),
+  },
+  { additionalProperties: false },
+);
+
+export const CustomerUsage = Type.Object({
+  meterRef: Type.String(),
+  meterName: Type.String(),
+  from: Timestamp,
+  to: Timestamp,
+  data: Type.Array(
+    Type.Object({ customerRef: Type.String(), total: Type.Number(), records: Type.Integer() }),
+  ),
+});
+
+export const DailyQuery = Type.Object(Range, { additionalProperties: false });
+
+export const DailyStats = Type.Object({
+  from: Timestamp,
+  to: Timestamp,
+  data: Type.Array(
+    Type.Object({
+      date: Type.String({ format: 'date' }),
+      records: Type.Integer(),
+      customers: Type.Integer(),
+      meters: Type.Integer(),
+    }),
+  ),
 });
 
 export const MeterParams = Type.Object({

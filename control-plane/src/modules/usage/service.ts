@@ -1,9 +1,25 @@
-import { buildUsageRecord, type UsagePublisher, type UsageReader, type UsageRecord } from '@mcp-meter/ingest';
+import {
+  buildUsageRecord,
+  countBuckets,
+  type Granularity,
+  type UsagePublisher,
+  type UsageReader,
+  type UsageRecord,
+} from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
-import { NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import {
+  ConflictError,
+  DomainError,
+  type FieldProblem,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+} from '../../errors';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
+import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
+import { MAX_BULK_RECORDS } from './schemas';
 
 export interface MeterEventInput {
   customerRef: string;
@@ -14,6 +30,27 @@ export interface MeterEventInput {
   id?: string | undefined;
   idempotencyKey?: string | undefined;
 }
+
+export interface UsageInput {
+  customerRef: string;
+  productRef: string;
+  actionType?: string | undefined;
+  units?: number | undefined;
+  outcome?: string | undefined;
+  properties?: Record<string, unknown> | undefined;
+  timestamp?: string | undefined;
+  id?: string | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+interface Range {
+  from?: string | undefined;
+  to?: string | undefined;
+}
+
+/** Hourly buckets over a year would be a 9,000-row answer; beyond this, ask for a coarser size. */
+const MAX_BUCKETS = 2000;
+const DAY_MS = 86_400_000;
 
 function parseInstant(value: string | undefined, field: string, fallback: Date): Date {
   if (value === undefined) return fallback;
@@ -26,6 +63,15 @@ function parseInstant(value: string | undefined, field: string, fallback: Date):
   return parsed;
 }
 
+export const accepted = (r: UsageRecord) => ({
+  id: r.id,
+  meterRef: r.meterRef,
+  meterName: r.meterName,
+  customerRef: r.customerRef,
+  value: r.value,
+  timestamp: r.timestamp,
+});
+
 export class UsageService {
   constructor(
     private readonly pool: Pool,
@@ -36,69 +82,219 @@ export class UsageService {
 
   private async meter(auth: AuthContext, ref: string): Promise<Meter> {
     const meter = await findMeter(this.pool, auth.providerId, auth.environment, ref);
-    if (meter === undefined || meter.status !== 'active')
-      throw new NotFoundError('meter_not_found', `No meter ${ref}`);
+    if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${ref}`);
     return meter;
   }
 
-  /** Answers only after the bus has durably accepted the record. */
-  async record(auth: AuthContext, input: MeterEventInput): Promise<UsageRecord> {
+  private async activeMeter(auth: AuthContext, ref: string): Promise<Meter> {
+    const meter = await this.meter(auth, ref);
+    if (meter.status !== 'active')
+      throw new ConflictError('meter_archived', `Meter ${ref} is archived and accepts no records`);
+    return meter;
+  }
+
+  private build(auth: AuthContext, meter: Meter, input: MeterEventInput, path: string, now: Date) {
+    const errors: FieldProblem[] = [];
     if (input.id !== undefined && input.idempotencyKey !== undefined && input.id !== input.idempotencyKey) {
-      throw new ValidationError([
-        { path: '/idempotencyKey', message: 'must equal id when both are sent', location: 'body' },
-      ]);
+      errors.push({
+        path: `${path}/idempotencyKey`,
+        message: 'must equal id when both are sent',
+        location: 'body',
+      });
     }
-    const meter = await this.meter(auth, input.meterName ?? REQUESTS_METER);
     const built = buildUsageRecord(
       { ...input, id: input.id ?? input.idempotencyKey },
-      { ...auth, meterRef: meter.id, meterName: meter.name, now: this.clock.now() },
+      { ...auth, meterRef: meter.id, meterName: meter.name, now },
+      path,
     );
     if (built.errors !== undefined)
-      throw new ValidationError(built.errors.map((e) => ({ ...e, location: 'body' })));
+      errors.push(...built.errors.map((e) => ({ ...e, location: 'body' as const })));
+    return { record: built.record, errors };
+  }
+
+  /** Answers only after the bus has durably accepted every record. */
+  private async publish(records: UsageRecord[]): Promise<void> {
     try {
-      await this.publisher.publish([built.record]);
+      await this.publisher.publish(records);
     } catch {
       throw new UnavailableError(
         'usage_bus_unavailable',
-        'Usage could not be accepted right now; retry with the same id',
+        'Usage could not be accepted right now; retry with the same ids',
       );
     }
-    return built.record;
   }
 
-  async total(
+  async record(auth: AuthContext, input: MeterEventInput): Promise<UsageRecord> {
+    const meter = await this.activeMeter(auth, input.meterName ?? REQUESTS_METER);
+    const { record, errors } = this.build(auth, meter, input, '', this.clock.now());
+    if (record === undefined || errors.length > 0) throw new ValidationError(errors);
+    await this.publish([record]);
+    return record;
+  }
+
+  /**
+   * All or nothing: one bad record refuses the whole request with every problem named by its
+   * index, so a client never has to work out which half was kept.
+   */
+  async recordBulk(
     auth: AuthContext,
-    meterRef: string,
-    query: { from?: string | undefined; to?: string | undefined; customerRef?: string | undefined },
+    body: { records?: MeterEventInput[] | undefined; events?: MeterEventInput[] | undefined },
   ) {
-    const meter = await this.meter(auth, meterRef);
-    const from = parseInstant(query.from, 'from', new Date(0));
+    if (body.records !== undefined && body.events !== undefined) {
+      throw new ValidationError([
+        { path: '/events', message: 'send records or events, not both', location: 'body' },
+      ]);
+    }
+    const field = body.events === undefined ? 'records' : 'events';
+    const inputs = body.records ?? body.events;
+    if (inputs === undefined || inputs.length === 0) {
+      throw new ValidationError([
+        { path: `/${field}`, message: 'must contain at least one record', location: 'body' },
+      ]);
+    }
+    if (inputs.length > MAX_BULK_RECORDS) {
+      throw new DomainError(
+        'too_many_records',
+        `At most ${MAX_BULK_RECORDS} records per request; got ${inputs.length}`,
+        {
+          maxRecords: MAX_BULK_RECORDS,
+        },
+      );
+    }
+    const meters = new Map<string, Meter | DomainError>();
+    for (const name of new Set(inputs.map((i) => i.meterName ?? REQUESTS_METER))) {
+      try {
+        meters.set(name, await this.activeMeter(auth, name));
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        meters.set(name, error);
+      }
+    }
+    const now = this.clock.now();
+    const records: UsageRecord[] = [];
+    const errors: FieldProblem[] = [];
+    inputs.forEach((input, index) => {
+      const meter = meters.get(input.meterName ?? REQUESTS_METER);
+      const path = `/${field}/${index}`;
+      if (meter === undefined || meter instanceof DomainError) {
+        errors.push({
+          path: `${path}/meterName`,
+          message: meter?.message ?? 'unknown meter',
+          location: 'body',
+        });
+        return;
+      }
+      const built = this.build(auth, meter, input, path, now);
+      errors.push(...built.errors);
+      if (built.record !== undefined) records.push(built.record);
+    });
+    if (errors.length > 0) throw new ValidationError(errors);
+    await this.publish(records);
+    return { accepted: records.length, records: records.map(accepted) };
+  }
+
+  /** The generic usage call: lands on the provider's requests meter, tagged with what happened. */
+  async recordUsage(auth: AuthContext, input: UsageInput): Promise<UsageRecord> {
+    const product = await findProduct(this.pool, auth, input.productRef);
+    if (product === undefined) throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+    const tags: Record<string, unknown> = { ...input.properties, productRef: product.reference };
+    if (input.actionType !== undefined) tags.actionType = input.actionType;
+    if (input.outcome !== undefined) tags.outcome = input.outcome;
+    return this.record(auth, {
+      customerRef: input.customerRef,
+      value: input.units,
+      properties: tags,
+      timestamp: input.timestamp,
+      id: input.id,
+      idempotencyKey: input.idempotencyKey,
+    });
+  }
+
+  private range(query: Range, defaultFrom: (to: Date) => Date) {
     const to = parseInstant(query.to, 'to', this.clock.now());
+    const from = parseInstant(query.from, 'from', defaultFrom(to));
     if (from.getTime() >= to.getTime()) {
       throw new ValidationError([{ path: '/to', message: 'must be after from', location: 'querystring' }]);
     }
-    let total: Awaited<ReturnType<UsageReader['total']>>;
+    return { from, to };
+  }
+
+  private async read<T>(work: () => Promise<T>): Promise<T> {
     try {
-      total = await this.reader.total({
-        ...auth,
-        meterRef: meter.id,
-        customerRef: query.customerRef,
-        from,
-        to,
-      });
+      return await work();
     } catch {
+      // Never present stale or partial data as an answer.
       throw new UnavailableError(
         'usage_store_unavailable',
         'Usage data is unavailable right now; retry shortly',
       );
     }
+  }
+
+  async total(
+    auth: AuthContext,
+    meterRef: string,
+    query: Range & { customerRef?: string | undefined; granularity?: Granularity | undefined },
+  ) {
+    const meter = await this.meter(auth, meterRef);
+    // Without granularity the default range is all time; with it, the last 30 days.
+    const { from, to } = this.range(query, (end) =>
+      query.granularity === undefined ? new Date(0) : new Date(end.getTime() - 30 * DAY_MS),
+    );
+    if (query.granularity !== undefined && countBuckets(from, to, query.granularity) > MAX_BUCKETS) {
+      throw new ValidationError([
+        {
+          path: '/granularity',
+          message: `the range holds more than ${MAX_BUCKETS} buckets; choose a coarser granularity`,
+          location: 'querystring',
+        },
+      ]);
+    }
+    const scope = { ...auth, meterRef: meter.id, customerRef: query.customerRef, from, to, meter };
+    const { granularity } = query;
+    const [total, buckets] = await this.read(() =>
+      Promise.all([
+        this.reader.total(scope),
+        granularity === undefined ? undefined : this.reader.buckets({ ...scope, granularity }),
+      ]),
+    );
     return {
       meterRef: meter.id,
       meterName: meter.name,
+      aggregation: meter.aggregation,
       customerRef: query.customerRef ?? null,
       from: from.toISOString(),
       to: to.toISOString(),
       ...total,
+      ...(buckets === undefined ? {} : { granularity, buckets }),
     };
+  }
+
+  /** Usage by customer, largest first: the top-customers view. */
+  async byCustomer(auth: AuthContext, meterRef: string, query: Range & { limit: number }) {
+    const meter = await this.meter(auth, meterRef);
+    const { from, to } = this.range(query, (end) => new Date(end.getTime() - 30 * DAY_MS));
+    const data = await this.read(() =>
+      this.reader.byCustomer({ ...auth, meterRef: meter.id, from, to, meter, limit: query.limit }),
+    );
+    return {
+      meterRef: meter.id,
+      meterName: meter.name,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      data,
+    };
+  }
+
+  /** Records, customers and meters per UTC day across all of the provider's meters. */
+  async daily(auth: AuthContext, query: Range) {
+    const { from, to } = this.range(query, (end) => new Date(end.getTime() - 30 * DAY_MS));
+    if (to.getTime() - from.getTime() > 366 * DAY_MS) {
+      throw new ValidationError([
+        { path: '/from', message: 'the range may span at most 366 days', location: 'querystring' },
+      ]);
+    }
+    const data = await this.read(() => this.reader.daily({ ...auth, from, to }));
+    return { from: from.toISOString(), to: to.toISOString(), data };
   }
 }
