@@ -8,6 +8,7 @@ export interface BusConfig {
   kafkaClientId: string;
   kafkaConsumerGroup: string;
   kafkaTopicPartitions: number;
+  kafkaSessionTimeoutMs: number;
   namespace: string;
   batchSize: number;
   flushIntervalMs: number;
@@ -37,6 +38,8 @@ export function readBusConfig(env: EnvReader): BusConfig {
     kafkaConsumerGroup: env.string('KAFKA_CONSUMER_GROUP', `${namespace}-ingest`),
     // Partitions bound consumer parallelism; 6 lets a group grow to 6 members without a resize.
     kafkaTopicPartitions: env.int('KAFKA_TOPIC_PARTITIONS', 6, { min: 1, max: 1024 }),
+    // How long a consumer that died silently keeps its partitions before the group moves them.
+    kafkaSessionTimeoutMs: env.int('KAFKA_SESSION_TIMEOUT_MS', 30_000, { min: 6_000, max: 300_000 }),
     namespace,
     // Big enough that ClickHouse sees few large inserts, small enough to bound memory.
     batchSize: env.int('INGEST_BATCH_SIZE', 5000, { min: 1, max: 1_000_000 }),

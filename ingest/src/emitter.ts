@@ -35,7 +35,7 @@ export interface UsageEmitter {
 export interface BatchingEmitterOptions {
   maxBatch: number;
   lingerMs: number;
-  /** Memory bound: past it, the oldest records go to the spill file instead of RAM. */
+  /** Memory bound: past it, the oldest records go to the spill file (one batch in flight comes on top). */
   maxQueued: number;
   retryDelayMs: number;
   /** Where records wait on disk while the bus is unreachable; unset: drop past maxQueued. */
@@ -74,10 +74,15 @@ export class BatchingUsageEmitter implements UsageEmitter {
   emit(record: UsageRecord): void {
     this.counters.emitted++;
     this.queue.push(record);
-    if (this.queue.length > this.options.maxQueued)
-      this.spill(this.queue.splice(0, this.queue.length - this.options.maxQueued));
+    this.enforceMemoryBound();
     if (this.queue.length >= this.options.maxBatch) void this.send();
     else this.schedule(this.options.lingerMs);
+  }
+
+  /** The oldest records beyond the bound go to disk; the batch being published is not in the queue. */
+  private enforceMemoryBound(): void {
+    const excess = this.queue.length - this.options.maxQueued;
+    if (excess > 0) this.spill(this.queue.splice(0, excess));
   }
 
   private spill(records: UsageRecord[]): void {
@@ -132,11 +137,15 @@ export class BatchingUsageEmitter implements UsageEmitter {
 
   private async sendAll(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, this.options.maxBatch);
+      // The batch leaves the queue before the publish: while it is in flight, emit() may spill
+      // the queue's oldest records, so nothing else may later be removed in the batch's name.
+      const batch = this.queue.splice(0, this.options.maxBatch);
       try {
         await this.publisher.publish(batch);
       } catch (error) {
         this.counters.retried += batch.length;
+        this.queue.unshift(...batch);
+        this.enforceMemoryBound();
         this.options.logger.warn(
           { err: error, records: batch.length, queued: this.queue.length },
           'usage publish failed; will retry',
@@ -144,7 +153,6 @@ export class BatchingUsageEmitter implements UsageEmitter {
         this.schedule(this.options.retryDelayMs);
         return;
       }
-      this.queue.splice(0, batch.length);
       this.counters.published += batch.length;
     }
     if (this.spillPending) await this.replaySpill();

@@ -135,6 +135,7 @@ export interface KafkaSubscriptionOptions {
   flushIntervalMs: number;
   retryDelayMs: number;
   partitionsConsumedConcurrently: number;
+  sessionTimeoutMs: number;
   logger: Logger;
 }
 
@@ -155,6 +156,8 @@ export class KafkaUsageSubscription implements UsageSubscription {
     this.consumer = kafka.consumer({
       groupId: options.groupId,
       allowAutoTopicCreation: false,
+      sessionTimeout: options.sessionTimeoutMs,
+      heartbeatInterval: Math.floor(options.sessionTimeoutMs / 10),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
     });
   }

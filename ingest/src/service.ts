@@ -45,6 +45,7 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
         flushIntervalMs: config.flushIntervalMs,
         retryDelayMs: config.retryDelayMs,
         partitionsConsumedConcurrently: config.kafkaTopicPartitions * 4, // record + bulk topics, both environments
+        sessionTimeoutMs: config.kafkaSessionTimeoutMs,
         logger,
       }),
     kind: 'kafka',
