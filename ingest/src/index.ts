@@ -1,6 +1,7 @@
 export { CrossPartitionBatcher } from './batcher';
 export type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
 export { recordTopic } from './bus';
+export { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
 export {
   type BusConfig,
   type ClickHouseConfig,

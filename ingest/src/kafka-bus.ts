@@ -143,6 +143,7 @@ export interface KafkaSubscriptionOptions {
  * Consumer-group member. Batches from all its partitions are written together; each
  * partition's offsets are committed only after the write that holds its records. A crash
  * between the write and the commit replays the batch, which the store then counts once.
+ * Fetching runs ahead of writing by at most four batches.
  */
 export class KafkaUsageSubscription implements UsageSubscription {
   private readonly consumer: Consumer;
@@ -157,6 +158,9 @@ export class KafkaUsageSubscription implements UsageSubscription {
       groupId: options.groupId,
       allowAutoTopicCreation: false,
       sessionTimeout: options.sessionTimeoutMs,
+      // Large fetches: a partition's backlog arrives in few round trips (kafkajs defaults to 1 MB).
+      maxBytesPerPartition: 8 * 1024 * 1024,
+      maxBytes: 64 * 1024 * 1024,
       heartbeatInterval: Math.floor(options.sessionTimeoutMs / 10),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
     });
@@ -168,7 +172,17 @@ export class KafkaUsageSubscription implements UsageSubscription {
 
   async start(handler: UsageBatchHandler): Promise<void> {
     const { logger } = this.options;
-    const batcher = new CrossPartitionBatcher(handler, this.options);
+    const batcher = new CrossPartitionBatcher(handler, {
+      ...this.options,
+      acknowledge: (ranges) =>
+        this.consumer.commitOffsets(
+          ranges.map((r) => ({
+            topic: r.topic,
+            partition: r.partition,
+            offset: (BigInt(r.last) + 1n).toString(),
+          })),
+        ),
+    });
     this.batcher = batcher;
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: allTopics(this.options.namespace), fromBeginning: true });
@@ -176,7 +190,7 @@ export class KafkaUsageSubscription implements UsageSubscription {
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently,
-      eachBatch: async ({ batch, heartbeat }) => {
+      eachBatch: async ({ batch, heartbeat, resolveOffset }) => {
         const first = batch.messages[0];
         const last = batch.messages.at(-1);
         if (first === undefined || last === undefined) return;
@@ -201,7 +215,15 @@ export class KafkaUsageSubscription implements UsageSubscription {
           first: first.offset,
           last: last.offset,
         });
-        // Keep the group membership alive while a slow or failing store holds the batch.
+        // The fetch position moves on at once, so fetching overlaps the batch's wait and write;
+        // the committed position moves only after the write (the batcher's acknowledge).
+        resolveOffset(last.offset);
+        if (!batcher.full) {
+          written.catch(() => undefined);
+          return;
+        }
+        // Backpressure: a slow or failing store stops fetching here, keeping memory bounded and
+        // the group membership alive.
         for (let done = false; !done; ) {
           done = await Promise.race([
             written.then(() => true),
@@ -209,16 +231,15 @@ export class KafkaUsageSubscription implements UsageSubscription {
           ]);
           if (!done) await heartbeat();
         }
-        await this.consumer.commitOffsets([
-          { topic: batch.topic, partition: batch.partition, offset: (BigInt(last.offset) + 1n).toString() },
-        ]);
       },
     });
   }
 
+  /** Stops fetching, writes and commits what was fetched, then leaves the group. */
   async stop(): Promise<void> {
+    await this.consumer.stop();
     await this.batcher?.drain();
-    await this.consumer.disconnect();
     await this.batcher?.stop();
+    await this.consumer.disconnect();
   }
 }
