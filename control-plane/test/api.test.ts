@@ -1,53 +1,22 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { InProcessUsageBus, openUsageStore, type UsageStoreHandle } from '@mcp-meter/ingest';
-import { createLogger } from '@mcp-meter/ingest/kit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { migratePostgres } from '../src/db/migrate';
-import { createPool, type Pool } from '../src/db/pool';
-import { buildControlPlane, type ControlPlane } from '../src/service';
-import { MemorySnapshotStore } from '../src/snapshots/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import type { Pool } from '../src/db/pool';
+import type { ControlPlane } from '../src/service';
 
 /**
  * The HTTP API through the real Fastify app (inject) on real PostgreSQL and real ClickHouse
  * (chdb). Each test creates its own provider, so tests never see each other's rows.
  */
-const logger = createLogger({ level: 'silent', name: 'test' });
+let harness: TestControlPlane;
 let pool: Pool;
-let store: UsageStoreHandle;
 let controlPlane: ControlPlane;
-let chdbDir: string;
 
 beforeAll(async () => {
-  pool = createPool(inject('infra').databaseUrl);
-  await migratePostgres(pool);
-  chdbDir = mkdtempSync(join(tmpdir(), 'mcpmeter-api-ch-'));
-  store = await openUsageStore({
-    url: undefined,
-    user: undefined,
-    password: undefined,
-    chdbPath: chdbDir,
-    database: 'mcpmeter',
-  });
-  const bus = new InProcessUsageBus({ batchSize: 100, flushIntervalMs: 50, retryDelayMs: 50, logger });
-  await bus.start((records) => store.store.insert(records));
-  controlPlane = await buildControlPlane({
-    config: { bodyLimitBytes: 64 * 1024, proxyPublicUrl: 'http://127.0.0.1:9', proxyBaseDomain: undefined },
-    logger,
-    pool,
-    publisher: bus,
-    reader: store.store,
-    snapshots: new MemorySnapshotStore(),
-  });
+  harness = await startTestControlPlane({ bodyLimitBytes: 64 * 1024 });
+  ({ pool, controlPlane } = harness);
 });
 
-afterAll(async () => {
-  await controlPlane?.app.close();
-  await store?.close();
-  await pool?.end();
-  rmSync(chdbDir, { recursive: true, force: true });
-});
+afterAll(() => harness?.close());
 
 async function newProvider(options: { liveEnabled?: boolean } = {}) {
   return controlPlane.providers.create({

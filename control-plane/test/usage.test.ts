@@ -1,60 +1,22 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  InProcessUsageBus,
-  openUsageStore,
-  type UsageReader,
-  type UsageStoreHandle,
-} from '@mcp-meter/ingest';
-import { createLogger } from '@mcp-meter/ingest/kit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { migratePostgres } from '../src/db/migrate';
-import { createPool, type Pool } from '../src/db/pool';
-import { buildControlPlane, type ControlPlane } from '../src/service';
-import { MemorySnapshotStore } from '../src/snapshots/store';
+import type { UsageReader } from '@mcp-meter/ingest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import type { ControlPlane } from '../src/service';
 
 /** Usage endpoints through Fastify on real PostgreSQL and ClickHouse (chdb), one provider per test. */
-const logger = createLogger({ level: 'silent', name: 'test' });
-let pool: Pool;
-let store: UsageStoreHandle;
-let bus: InProcessUsageBus;
+let harness: TestControlPlane;
 let controlPlane: ControlPlane;
-let chdbDir: string;
+let store: TestControlPlane['store'];
 
 beforeAll(async () => {
-  pool = createPool(inject('infra').databaseUrl);
-  await migratePostgres(pool);
-  chdbDir = mkdtempSync(join(tmpdir(), 'mcpmeter-usage-ch-'));
-  store = await openUsageStore({
-    url: undefined,
-    user: undefined,
-    password: undefined,
-    chdbPath: chdbDir,
-    database: 'mcpmeter',
-  });
-  bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
-  await bus.start((records) => store.store.insert(records));
-  controlPlane = await build(store.store);
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024 });
+  ({ controlPlane, store } = harness);
 });
 
-const build = (reader: UsageReader) =>
-  buildControlPlane({
-    config: { bodyLimitBytes: 1024 * 1024, proxyPublicUrl: 'http://127.0.0.1:9', proxyBaseDomain: undefined },
-    logger,
-    pool,
-    publisher: bus,
-    reader,
-    snapshots: new MemorySnapshotStore(),
-  });
+afterAll(() => harness?.close());
 
-afterAll(async () => {
-  await controlPlane?.app.close();
-  await bus?.stop();
-  await store?.close();
-  await pool?.end();
-  rmSync(chdbDir, { recursive: true, force: true });
-});
+const build = (reader: UsageReader) => harness.build(reader);
+const settled = () => harness.settled();
 
 // Response bodies are read field by field and each field is asserted, so the type stays loose here.
 // biome-ignore lint/suspicious/noExplicitAny: see above
@@ -74,12 +36,6 @@ function client(key: string, app = () => controlPlane.app) {
     });
     return { status: response.statusCode, body: response.json() };
   };
-}
-
-/** Waits until everything accepted so far is in ClickHouse. */
-async function settled(): Promise<void> {
-  for (let i = 0; i < 200 && bus.pending > 0; i++) await new Promise((r) => setTimeout(r, 10));
-  await bus.drain();
 }
 
 const hoursAgo = (h: number) => new Date(Date.now() - h * 3600_000).toISOString();

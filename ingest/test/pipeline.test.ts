@@ -1,24 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
+import { openTestUsageStore } from '../../test/helpers/usage-store';
 import { readBusConfig } from '../src/config';
 import { createLogger, readEnv } from '../src/kit';
 import { buildUsageRecord, type UsageRecord } from '../src/record';
-import {
-  openUsageBus,
-  openUsageStore,
-  startIngestConsumer,
-  type UsageBus,
-  type UsageStoreHandle,
-} from '../src/service';
+import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service';
 
 /** Kafka → ingest consumer → ClickHouse (chdb), on the real broker started for the test run. */
 const logger = createLogger({ level: 'silent', name: 'pipeline-test' });
 let bus: UsageBus;
-let store: UsageStoreHandle;
-let chdbDir: string;
+let store: Awaited<ReturnType<typeof openTestUsageStore>>;
 
 const providerId = `prv_pipeline_${Date.now()}`;
 const record = (
@@ -52,20 +43,12 @@ beforeAll(async () => {
     INGEST_RETRY_DELAY_MS: '50',
   });
   bus = await openUsageBus(env.done(readBusConfig(env)), logger);
-  chdbDir = mkdtempSync(join(tmpdir(), 'mcpmeter-pipe-ch-'));
-  store = await openUsageStore({
-    url: undefined,
-    user: undefined,
-    password: undefined,
-    chdbPath: chdbDir,
-    database: 'mcpmeter',
-  });
+  store = await openTestUsageStore('pipe');
 });
 
 afterAll(async () => {
   await bus?.close();
   await store?.close();
-  rmSync(chdbDir, { recursive: true, force: true });
 });
 
 describe('usage pipeline on real Kafka and ClickHouse', () => {

@@ -1,0 +1,64 @@
+import { InProcessUsageBus, type UsageReader } from '@mcp-meter/ingest';
+import { createLogger } from '@mcp-meter/ingest/kit';
+import { inject } from 'vitest';
+import { migratePostgres } from '../../control-plane/src/db/migrate';
+import { createPool, type Pool } from '../../control-plane/src/db/pool';
+import { buildControlPlane, type ControlPlane } from '../../control-plane/src/service';
+import { MemorySnapshotStore } from '../../control-plane/src/snapshots/store';
+import { openTestUsageStore } from './usage-store';
+
+export interface TestControlPlane {
+  controlPlane: ControlPlane;
+  pool: Pool;
+  store: Awaited<ReturnType<typeof openTestUsageStore>>;
+  bus: InProcessUsageBus;
+  /** Another control plane on the same database, reading usage through `reader` (fault tests). */
+  build(reader: UsageReader): Promise<ControlPlane>;
+  /** Waits until every accepted record is in ClickHouse. */
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The control plane as `npm start` wires it, on the run's real PostgreSQL and a fresh chdb,
+ * with the in-process bus writing into it; tests drive it through `app.inject`.
+ */
+export async function startTestControlPlane(options: { bodyLimitBytes: number }): Promise<TestControlPlane> {
+  const logger = createLogger({ level: 'silent', name: 'test' });
+  const pool = createPool(inject('infra').databaseUrl);
+  await migratePostgres(pool);
+  const store = await openTestUsageStore('cp');
+  const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
+  await bus.start((records) => store.store.insert(records));
+  const build = (reader: UsageReader) =>
+    buildControlPlane({
+      config: {
+        bodyLimitBytes: options.bodyLimitBytes,
+        proxyPublicUrl: 'http://127.0.0.1:9',
+        proxyBaseDomain: undefined,
+      },
+      logger,
+      pool,
+      publisher: bus,
+      reader,
+      snapshots: new MemorySnapshotStore(),
+    });
+  const controlPlane = await build(store.store);
+  return {
+    controlPlane,
+    pool,
+    store,
+    bus,
+    build,
+    async settled() {
+      for (let i = 0; i < 200 && bus.pending > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await bus.drain();
+    },
+    async close() {
+      await controlPlane.app.close();
+      await bus.stop();
+      await store.close();
+      await pool.end();
+    },
+  };
+}
