@@ -5,6 +5,11 @@ import type { ControlPlaneConfig } from './config';
 import type { Pool } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
+import { installIdempotency } from './http/idempotency';
+import { creditRoutes } from './modules/credits/routes';
+import { CreditService } from './modules/credits/service';
+import { customerRoutes } from './modules/customers/routes';
+import { CustomerService } from './modules/customers/service';
 import { mcpServerRoutes } from './modules/mcp-servers/routes';
 import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
@@ -42,6 +47,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
   const meters = new MeterService(deps.pool, clock);
+  const customers = new CustomerService(deps.pool, clock);
+  const credits = new CreditService(deps.pool, clock);
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
 
@@ -60,7 +67,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       });
     },
     authenticated: async (scope) => {
+      installIdempotency(scope, deps.pool, clock);
       await scope.register(merchantRoutes(providers));
+      await scope.register(customerRoutes(customers));
+      await scope.register(creditRoutes(credits));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));

@@ -161,6 +161,9 @@ export class KafkaUsageSubscription implements UsageSubscription {
       // Large fetches: a partition's backlog arrives in few round trips (kafkajs defaults to 1 MB).
       maxBytesPerPartition: 8 * 1024 * 1024,
       maxBytes: 64 * 1024 * 1024,
+      // An idle fetch returns after this long at most (data ends it at once); stopping waits for
+      // the fetch in flight, so the kafkajs default of 5 s would delay every shutdown and rebalance.
+      maxWaitTimeInMs: 500,
       heartbeatInterval: Math.floor(options.sessionTimeoutMs / 10),
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 10_000 },
     });

@@ -78,3 +78,13 @@ describe('the usage record contract', () => {
     expect(parseBusRecord(JSON.stringify({ ...record, environment: 'prod' }))).toBeUndefined();
   });
 });
+
+describe('ids', () => {
+  it('sort in creation order, also within one millisecond', async () => {
+    const { ulid } = await import('../src/kit/ids');
+    const ids = Array.from({ length: 5000 }, () => ulid(1_800_000_000_000));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ulid(1_800_000_000_001) > (ids.at(-1) ?? '')).toBe(true);
+  });
+});

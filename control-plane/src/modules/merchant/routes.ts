@@ -2,7 +2,7 @@ import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
 import type { Provider } from '../providers/repository';
 import type { ProviderService } from '../providers/service';
-import { Merchant } from './schemas';
+import { Merchant, MerchantUpdate } from './schemas';
 
 export function toMerchant(p: Provider): Merchant {
   const optional = {
@@ -39,6 +39,18 @@ export function merchantRoutes(providers: ProviderService) {
         },
       },
       async (request) => toMerchant(await providers.get(authOf(request).providerId)),
+    );
+    app.patch(
+      '/v1/sdk/merchant',
+      {
+        schema: {
+          tags: ['merchant'],
+          summary: 'Edit the merchant identity shown to customers',
+          body: MerchantUpdate,
+          response: { 200: Merchant, ...errorResponses },
+        },
+      },
+      async (request) => toMerchant(await providers.updateMerchant(authOf(request).providerId, request.body)),
     );
   };
 }

@@ -21,3 +21,49 @@ export const Merchant = Type.Object({
   vatNumber: Type.Optional(Type.String()),
 });
 export type Merchant = Static<typeof Merchant>;
+
+const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
+  Type.Optional(Type.Union([schema, Type.Null()]));
+const WebUrl = Type.String({
+  format: 'uri',
+  pattern: '^https?://',
+  maxLength: 2048,
+  description: 'Absolute http(s) URL',
+});
+const Currency = Type.String({ pattern: '^[A-Za-z]{3}$', description: 'ISO 4217 code' });
+
+/** Every field of spec 2.1; null clears an optional one. */
+export const MerchantUpdate = Type.Object(
+  {
+    displayName: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    legalName: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    companyNumber: nullable(Type.String({ minLength: 1, maxLength: 64 })),
+    country: nullable(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' })),
+    defaultCurrency: nullable(Currency),
+    iconUrl: nullable(WebUrl),
+    logoUrl: nullable(WebUrl),
+    privacyUrl: nullable(WebUrl),
+    termsUrl: nullable(WebUrl),
+    statementDescriptor: nullable(
+      Type.String({
+        minLength: 5,
+        maxLength: 22,
+        pattern: '^[^<>\\\\\'"*]*[A-Za-z][^<>\\\\\'"*]*$',
+        description: '5-22 characters with a letter; no < > \\ \' " *',
+      }),
+    ),
+    supportedTopupCurrencies: nullable(
+      Type.Array(Currency, { minItems: 1, maxItems: 20, uniqueItems: true }),
+    ),
+    supportEmail: nullable(Type.String({ format: 'email', maxLength: 254 })),
+    supportUrl: nullable(WebUrl),
+    taxId: nullable(Type.String({ minLength: 1, maxLength: 64 })),
+    vatNumber: nullable(
+      Type.String({
+        pattern: '^[A-Za-z]{2}[A-Za-z0-9 ]{2,14}$',
+        description: 'Country prefix then 2-14 characters',
+      }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);

@@ -146,3 +146,42 @@ export async function findKeyOwner(db: Queryable, key: string): Promise<KeyOwner
     ? undefined
     : { providerId: row.provider_id, environment: row.environment, liveEnabled: row.live_enabled };
 }
+
+export type MerchantFields = Omit<Provider, 'id' | 'liveEnabled' | 'createdAt'>;
+
+const MERCHANT_COLUMNS: Record<keyof MerchantFields, string> = {
+  displayName: 'display_name',
+  legalName: 'legal_name',
+  companyNumber: 'company_number',
+  country: 'country',
+  defaultCurrency: 'default_currency',
+  iconUrl: 'icon_url',
+  logoUrl: 'logo_url',
+  privacyUrl: 'privacy_url',
+  termsUrl: 'terms_url',
+  statementDescriptor: 'statement_descriptor',
+  supportedTopupCurrencies: 'supported_topup_currencies',
+  supportEmail: 'support_email',
+  supportUrl: 'support_url',
+  taxId: 'tax_id',
+  vatNumber: 'vat_number',
+};
+
+/** Column names come from the fixed map above, never from the request. */
+export async function updateMerchant(
+  db: Queryable,
+  id: string,
+  fields: Partial<MerchantFields>,
+  at: Date,
+): Promise<void> {
+  const entries = Object.entries(fields).filter(([, v]) => v !== undefined) as [
+    keyof MerchantFields,
+    unknown,
+  ][];
+  const sets = entries.map(([key], i) => `${MERCHANT_COLUMNS[key]} = $${i + 3}`);
+  await db.query(`UPDATE providers SET ${[...sets, 'updated_at = $2'].join(', ')} WHERE id = $1`, [
+    id,
+    at,
+    ...entries.map(([, v]) => v),
+  ]);
+}

@@ -1,8 +1,9 @@
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
-import { NotFoundError, UnauthorizedError } from '../../errors';
+import { type FieldProblem, NotFoundError, UnauthorizedError, ValidationError } from '../../errors';
 import { insertMeter, REQUESTS_METER } from '../meters/repository';
+import { isCurrency } from '../plans/rules';
 import { environmentOfKey, generateKey } from './keys';
 import {
   findKeyOwner,
@@ -10,10 +11,18 @@ import {
   insertApiKey,
   insertProvider,
   listProviders,
+  type MerchantFields,
   type Provider,
   revokeApiKeys,
   setLiveEnabled,
+  updateMerchant,
 } from './repository';
+
+const REGIONS = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
+/** CLDR also names groupings and placeholders that are not ISO 3166-1 countries. */
+const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO']);
+const isCountry = (code: string): boolean =>
+  /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && !code.startsWith('X') && REGIONS.of(code) !== code;
 
 export interface AuthContext {
   providerId: string;
@@ -78,6 +87,49 @@ export class ProviderService {
     if (!(await setLiveEnabled(this.pool, id, enabled, this.clock.now()))) {
       throw new NotFoundError('not_found', `No provider ${id}`);
     }
+  }
+
+  /** Validates and applies a merchant-profile change (spec 2.1 fields); null clears a field. */
+  async updateMerchant(id: string, patch: Partial<Record<keyof MerchantFields, unknown>>): Promise<Provider> {
+    const current = await this.get(id);
+    const problems: FieldProblem[] = [];
+    const fields = { ...patch } as Partial<MerchantFields>;
+    if (typeof fields.country === 'string') {
+      fields.country = fields.country.toUpperCase();
+      if (!isCountry(fields.country))
+        problems.push({ path: '/country', message: 'is not an ISO 3166-1 alpha-2 code', location: 'body' });
+    }
+    if (typeof fields.defaultCurrency === 'string') {
+      fields.defaultCurrency = fields.defaultCurrency.toLowerCase();
+      if (!isCurrency(fields.defaultCurrency))
+        problems.push({ path: '/defaultCurrency', message: 'is not an ISO 4217 code', location: 'body' });
+    }
+    if (Array.isArray(fields.supportedTopupCurrencies)) {
+      fields.supportedTopupCurrencies = fields.supportedTopupCurrencies.map((c) => c.toLowerCase());
+      fields.supportedTopupCurrencies.forEach((c, i) => {
+        if (!isCurrency(c))
+          problems.push({
+            path: `/supportedTopupCurrencies/${i}`,
+            message: 'is not an ISO 4217 code',
+            location: 'body',
+          });
+      });
+    }
+    const currency = fields.defaultCurrency === undefined ? current.defaultCurrency : fields.defaultCurrency;
+    const topups =
+      fields.supportedTopupCurrencies === undefined
+        ? current.supportedTopupCurrencies
+        : fields.supportedTopupCurrencies;
+    if (currency !== null && topups !== null && topups.length > 0 && !topups.includes(currency)) {
+      problems.push({
+        path: '/supportedTopupCurrencies',
+        message: `must include the default currency (${currency})`,
+        location: 'body',
+      });
+    }
+    if (problems.length > 0) throw new ValidationError(problems);
+    await updateMerchant(this.pool, id, fields, this.clock.now());
+    return this.get(id);
   }
 
   /** Revokes every active key of the environment and issues a new one in the same transaction. */

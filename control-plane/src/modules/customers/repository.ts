@@ -1,0 +1,98 @@
+import type { Environment } from '@mcp-meter/ingest';
+import type { Queryable } from '../../db/pool';
+import type { Tenant } from '../products/repository';
+
+export interface CustomerRow {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  external_ref: string | null;
+  name: string | null;
+  email: string | null;
+  telephone: string | null;
+  status: 'active' | 'inactive' | 'deleted';
+  metadata: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS =
+  'id, provider_id, environment, external_ref, name, email, telephone, status, metadata, created_at, updated_at';
+
+/** Inserts unless a live customer already holds the externalRef; undefined then (no error, no wait). */
+export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<CustomerRow | undefined> {
+  const { rows } = await db.query<CustomerRow>(
+    `INSERT INTO customers (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ON CONFLICT (provider_id, environment, external_ref) WHERE external_ref IS NOT NULL AND status <> 'deleted' DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.external_ref,
+      row.name,
+      row.email,
+      row.telephone,
+      row.status,
+      row.metadata,
+      row.created_at,
+      row.updated_at,
+    ],
+  );
+  return rows[0];
+}
+
+/** `ref` is the customer id or its externalRef; deleted customers are never found. */
+export async function findCustomer(
+  db: Queryable,
+  tenant: Tenant,
+  ref: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<CustomerRow | undefined> {
+  const { rows } = await db.query<CustomerRow>(
+    `SELECT ${COLUMNS} FROM customers
+      WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted' AND (id = $3 OR external_ref = $3)
+      ORDER BY (id = $3) DESC LIMIT 1 ${options.forUpdate === true ? 'FOR UPDATE' : ''}`,
+    [tenant.providerId, tenant.environment, ref],
+  );
+  return rows[0];
+}
+
+export async function listCustomers(
+  db: Queryable,
+  tenant: Tenant,
+  options: {
+    after?: string | undefined;
+    limit: number;
+    externalRef?: string | undefined;
+    email?: string | undefined;
+  },
+): Promise<CustomerRow[]> {
+  const { rows } = await db.query<CustomerRow>(
+    `SELECT ${COLUMNS} FROM customers
+      WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted'
+        AND ($3::text IS NULL OR id > $3) AND ($4::text IS NULL OR external_ref = $4)
+        AND ($5::text IS NULL OR lower(email) = lower($5))
+      ORDER BY id LIMIT $6`,
+    [
+      tenant.providerId,
+      tenant.environment,
+      options.after ?? null,
+      options.externalRef ?? null,
+      options.email ?? null,
+      options.limit + 1,
+    ],
+  );
+  return rows;
+}
+
+export async function updateCustomer(db: Queryable, row: CustomerRow): Promise<CustomerRow> {
+  const { rows } = await db.query<CustomerRow>(
+    `UPDATE customers SET external_ref = $2, name = $3, email = $4, telephone = $5, status = $6, metadata = $7, updated_at = $8
+      WHERE id = $1 RETURNING ${COLUMNS}`,
+    [row.id, row.external_ref, row.name, row.email, row.telephone, row.status, row.metadata, row.updated_at],
+  );
+  const updated = rows[0];
+  if (updated === undefined) throw new Error('customer update returned no row');
+  return updated;
+}

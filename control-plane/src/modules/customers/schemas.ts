@@ -1,0 +1,87 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Metadata, page, stringEnum, Timestamp } from '../../http/schemas';
+
+const ExternalRef = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[^\\s]+$',
+  description: 'Your own id for the customer (no spaces); unique among live customers',
+});
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Email = Type.String({ format: 'email', maxLength: 254 });
+const Telephone = Type.String({
+  pattern: '^\\+?[0-9][0-9 ().-]{3,30}$',
+  description: 'E.164 preferred, e.g. +447700900123',
+});
+const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
+  Type.Optional(Type.Union([schema, Type.Null()]));
+
+export const CustomerCreate = Type.Object(
+  {
+    externalRef: Type.Optional(ExternalRef),
+    name: Type.Optional(Name),
+    email: Type.Optional(Email),
+    telephone: Type.Optional(Telephone),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type CustomerCreate = Static<typeof CustomerCreate>;
+
+export const CustomerEnsure = Type.Object(
+  {
+    externalRef: ExternalRef,
+    name: Type.Optional(Name),
+    email: Type.Optional(Email),
+    telephone: Type.Optional(Telephone),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+
+export const CustomerUpdate = Type.Object(
+  {
+    externalRef: nullable(ExternalRef),
+    name: nullable(Name),
+    email: nullable(Email),
+    telephone: nullable(Telephone),
+    status: Type.Optional(stringEnum(['active', 'inactive'] as const)),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type CustomerUpdate = Static<typeof CustomerUpdate>;
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const Customer = Type.Object({
+  reference: Type.String({ description: 'Customer reference (cus_…); also its id' }),
+  id: Type.String(),
+  externalRef: NullableString,
+  name: NullableString,
+  email: NullableString,
+  telephone: NullableString,
+  status: stringEnum(['active', 'inactive'] as const),
+  metadata: Type.Record(Type.String(), Type.String()),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type Customer = Static<typeof Customer>;
+
+export const CustomerPage = page(Customer);
+export const CustomerParams = Type.Object({
+  ref: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'Customer reference (cus_…) or your externalRef',
+  }),
+});
+export const CustomerListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+    externalRef: Type.Optional(Type.String({ maxLength: 255 })),
+    email: Type.Optional(Type.String({ maxLength: 254 })),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,189 @@
+import { newId } from '@mcp-meter/ingest/kit';
+import type { Static } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { ConflictError, NotFoundError } from '../../errors';
+import { decodeCursor, toPage } from '../../http/schemas';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import type { AuthContext } from '../providers/service';
+import { type CustomerRow, findCustomer, insertCustomer, listCustomers, updateCustomer } from './repository';
+import type { Customer, CustomerCreate, CustomerEnsure, CustomerUpdate } from './schemas';
+
+export const toCustomer = (row: CustomerRow): Customer => ({
+  reference: row.id,
+  id: row.id,
+  externalRef: row.external_ref,
+  name: row.name,
+  email: row.email,
+  telephone: row.telephone,
+  status: row.status === 'inactive' ? 'inactive' : 'active',
+  metadata: row.metadata,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+});
+
+/** Payload of customer.updated (spec 6.5); customer.created adds `product`. */
+const eventObject = (row: CustomerRow) => ({
+  id: row.id,
+  reference: row.id,
+  name: row.name,
+  email: row.email,
+  telephone: row.telephone,
+  status: row.status,
+  created: unixSeconds(row.created_at),
+});
+
+const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
+
+export class CustomerService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+  ) {}
+
+  private async insert(
+    tx: PoolClient,
+    auth: AuthContext,
+    input: CustomerCreate,
+  ): Promise<CustomerRow | undefined> {
+    const at = this.clock.now();
+    const row = await insertCustomer(tx, {
+      id: newId('cus'),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      external_ref: input.externalRef ?? null,
+      name: input.name ?? null,
+      email: input.email ?? null,
+      telephone: input.telephone ?? null,
+      status: 'active',
+      metadata: input.metadata ?? {},
+      created_at: at,
+      updated_at: at,
+    });
+    if (row !== undefined) {
+      // `product` is set only for customers created by the hosted OAuth of a product-linked client.
+      await writeEvent(tx, {
+        ...auth,
+        type: 'customer.created',
+        object: { ...eventObject(row), product: null },
+        at,
+      });
+    }
+    return row;
+  }
+
+  async create(auth: AuthContext, input: CustomerCreate): Promise<Customer> {
+    const row = await inTransaction(this.pool, (tx) => this.insert(tx, auth, input));
+    if (row === undefined) {
+      const existing =
+        input.externalRef === undefined ? undefined : await findCustomer(this.pool, auth, input.externalRef);
+      throw new ConflictError(
+        'customer_exists',
+        `A customer with externalRef "${input.externalRef}" exists`,
+        {
+          customerRef: existing?.id ?? null,
+        },
+      );
+    }
+    return toCustomer(row);
+  }
+
+  /**
+   * Looks up by externalRef and creates only when none exists. Concurrent calls with the same
+   * externalRef meet at the unique index: one inserts, the others read its row.
+   */
+  async ensure(
+    auth: AuthContext,
+    input: Static<typeof CustomerEnsure>,
+  ): Promise<{ customer: Customer; created: boolean }> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const existing = await findCustomer(this.pool, auth, input.externalRef);
+      if (existing !== undefined && existing.external_ref === input.externalRef)
+        return { customer: toCustomer(existing), created: false };
+      const row = await inTransaction(this.pool, (tx) => this.insert(tx, auth, input));
+      if (row !== undefined) return { customer: toCustomer(row), created: true };
+    }
+    throw new ConflictError('conflict', 'The customer changed while being ensured; retry');
+  }
+
+  async get(auth: AuthContext, ref: string): Promise<Customer> {
+    const row = await findCustomer(this.pool, auth, ref);
+    if (row === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+    return toCustomer(row);
+  }
+
+  async list(
+    auth: AuthContext,
+    query: {
+      limit: number;
+      cursor?: string | undefined;
+      externalRef?: string | undefined;
+      email?: string | undefined;
+    },
+  ) {
+    const rows = await listCustomers(this.pool, auth, { ...query, after: decodeCursor(query.cursor) });
+    return toPage(rows, query.limit, toCustomer);
+  }
+
+  async update(auth: AuthContext, ref: string, patch: CustomerUpdate): Promise<Customer> {
+    const at = this.clock.now();
+    try {
+      return toCustomer(
+        await inTransaction(this.pool, async (tx) => {
+          const current = await findCustomer(tx, auth, ref, { forUpdate: true });
+          if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+          const pick = <K extends keyof CustomerUpdate>(key: K, fallback: CustomerRow[keyof CustomerRow]) =>
+            patch[key] === undefined ? fallback : patch[key];
+          const next: CustomerRow = {
+            ...current,
+            external_ref: pick('externalRef', current.external_ref) as string | null,
+            name: pick('name', current.name) as string | null,
+            email: pick('email', current.email) as string | null,
+            telephone: pick('telephone', current.telephone) as string | null,
+            status: patch.status ?? current.status,
+            metadata: patch.metadata ?? current.metadata,
+            updated_at: at,
+          };
+          const updated = await updateCustomer(tx, next);
+          const before = eventObject(current);
+          const after = eventObject(updated);
+          const previous = Object.fromEntries(
+            Object.entries(before).filter(([k, v]) => v !== after[k as keyof typeof after]),
+          );
+          await writeEvent(tx, {
+            ...auth,
+            type: 'customer.updated',
+            object: after,
+            previousAttributes: previous,
+            at,
+          });
+          return updated;
+        }),
+      );
+    } catch (error) {
+      if (isUniqueViolation(error))
+        throw new ConflictError(
+          'customer_exists',
+          `A customer with externalRef "${patch.externalRef}" exists`,
+        );
+      throw error;
+    }
+  }
+
+  /** Soft delete: hidden everywhere, externalRef freed, history (ledger, purchases) kept. */
+  async delete(auth: AuthContext, ref: string): Promise<{ reference: string; deleted: true }> {
+    const at = this.clock.now();
+    return inTransaction(this.pool, async (tx) => {
+      const current = await findCustomer(tx, auth, ref, { forUpdate: true });
+      if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+      await updateCustomer(tx, { ...current, status: 'deleted', updated_at: at });
+      await writeEvent(tx, {
+        ...auth,
+        type: 'customer.deleted',
+        object: { id: current.id, created: unixSeconds(current.created_at) },
+        at,
+      });
+      return { reference: current.id, deleted: true as const };
+    });
+  }
+}
