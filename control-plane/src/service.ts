@@ -20,6 +20,8 @@ import { PlanService } from './modules/plans/service';
 import { productRoutes } from './modules/products/routes';
 import { ProductService } from './modules/products/service';
 import { ProviderService } from './modules/providers/service';
+import { purchaseRoutes } from './modules/purchases/routes';
+import { PurchaseService } from './modules/purchases/service';
 import { usageRoutes } from './modules/usage/routes';
 import { UsageService } from './modules/usage/service';
 import type { SnapshotStore } from './snapshots/store';
@@ -38,6 +40,7 @@ export interface ControlPlane {
   app: App;
   providers: ProviderService;
   mcpServers: McpServerService;
+  purchases: PurchaseService;
 }
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
@@ -49,6 +52,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const meters = new MeterService(deps.pool, clock);
   const customers = new CustomerService(deps.pool, clock);
   const credits = new CreditService(deps.pool, clock);
+  const purchases = new PurchaseService(deps.pool, clock, deps.snapshots, deps.logger);
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
 
@@ -71,6 +75,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(merchantRoutes(providers));
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));
+      await scope.register(purchaseRoutes(purchases));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));
@@ -78,7 +83,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(mcpServerRoutes(mcpServers));
     },
   });
-  return { app, providers, mcpServers };
+  return { app, providers, mcpServers, purchases };
 }
 
 export async function startControlPlane(
@@ -86,8 +91,9 @@ export async function startControlPlane(
 ): Promise<ControlPlane & { url: string; close(): Promise<void> }> {
   const controlPlane = await buildControlPlane(deps);
   // The proxy reads only snapshots: rebuild them from PostgreSQL so a fresh or flushed store is whole.
-  const published = await controlPlane.mcpServers.publishAll();
-  deps.logger.debug({ published }, 'MCP server snapshots published');
+  const servers = await controlPlane.mcpServers.publishAll();
+  const entitlements = await controlPlane.purchases.publishAll();
+  deps.logger.debug({ servers, entitlements }, 'snapshots published');
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
   const address = controlPlane.app.server.address();
   const port = address !== null && typeof address === 'object' ? address.port : deps.port;

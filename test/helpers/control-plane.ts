@@ -12,6 +12,7 @@ export interface TestControlPlane {
   pool: Pool;
   store: Awaited<ReturnType<typeof openTestUsageStore>>;
   bus: InProcessUsageBus;
+  snapshots: MemorySnapshotStore;
   /** Another control plane on the same database, reading usage through `reader` (fault tests). */
   build(reader: UsageReader): Promise<ControlPlane>;
   /** Waits until every accepted record is in ClickHouse. */
@@ -30,6 +31,7 @@ export async function startTestControlPlane(options: { bodyLimitBytes: number })
   const store = await openTestUsageStore('cp');
   const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
   await bus.start((records) => store.store.insert(records));
+  const snapshots = new MemorySnapshotStore();
   const build = (reader: UsageReader) =>
     buildControlPlane({
       config: {
@@ -41,7 +43,7 @@ export async function startTestControlPlane(options: { bodyLimitBytes: number })
       pool,
       publisher: bus,
       reader,
-      snapshots: new MemorySnapshotStore(),
+      snapshots,
     });
   const controlPlane = await build(store.store);
   return {
@@ -49,6 +51,7 @@ export async function startTestControlPlane(options: { bodyLimitBytes: number })
     pool,
     store,
     bus,
+    snapshots,
     build,
     async settled() {
       for (let i = 0; i < 200 && bus.pending > 0; i++) await new Promise((r) => setTimeout(r, 10));

@@ -33,3 +33,27 @@ export function parseMcpServerSnapshot(raw: string | undefined): McpServerSnapsh
     return undefined;
   }
 }
+
+/**
+ * What the proxy's limit check needs about one customer's access to one product, written by
+ * the control plane after every purchase change.
+ */
+export interface EntitlementSnapshot {
+  v: 1;
+  providerId: string;
+  environment: Environment;
+  customerId: string;
+  productId: string;
+  purchaseId: string;
+  planId: string;
+  status: string;
+  grantsAccess: boolean;
+  limit: number | null;
+  meterRef: string | null;
+  periodStart: string;
+  periodEnd: string | null;
+}
+
+export const entitlementKey = (
+  s: Pick<EntitlementSnapshot, 'providerId' | 'environment' | 'customerId' | 'productId'>,
+): string => `${SNAPSHOT_PREFIX}entitlement:${s.providerId}:${s.environment}:${s.customerId}:${s.productId}`;

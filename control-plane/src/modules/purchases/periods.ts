@@ -1,0 +1,53 @@
+import type { PlanSettings } from '../plans/rules';
+
+const DAY_MS = 86_400_000;
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+}
+
+/**
+ * `months` calendar months after `start`, on the anchor day of the month clamped to the
+ * month's length: a period anchored on the 31st ends on Feb 28 (or 29), then Mar 31.
+ */
+export function addMonths(start: Date, months: number, anchorDay = start.getUTCDate()): Date {
+  const total = start.getUTCMonth() + months;
+  const year = start.getUTCFullYear() + Math.floor(total / 12);
+  const month = ((total % 12) + 12) % 12;
+  const day = Math.min(anchorDay, daysInMonth(year, month));
+  return new Date(
+    Date.UTC(
+      year,
+      month,
+      day,
+      start.getUTCHours(),
+      start.getUTCMinutes(),
+      start.getUTCSeconds(),
+      start.getUTCMilliseconds(),
+    ),
+  );
+}
+
+/** End of the billing period that starts at `start` (UTC calendar arithmetic). */
+export function periodEnd(
+  start: Date,
+  plan: Pick<PlanSettings, 'billingCycle' | 'billingIntervalDays'>,
+  anchorDay = start.getUTCDate(),
+): Date {
+  switch (plan.billingCycle) {
+    case 'weekly':
+      return new Date(start.getTime() + 7 * DAY_MS);
+    case 'monthly':
+      return addMonths(start, 1, anchorDay);
+    case 'quarterly':
+      return addMonths(start, 3, anchorDay);
+    case 'yearly':
+      return addMonths(start, 12, anchorDay);
+    case 'custom':
+      return new Date(start.getTime() + (plan.billingIntervalDays ?? 1) * DAY_MS);
+    case null:
+      throw new Error('a one-time plan has no billing period');
+  }
+}
+
+export const addDays = (date: Date, days: number): Date => new Date(date.getTime() + days * DAY_MS);

@@ -1,0 +1,438 @@
+import type { Logger } from '@mcp-meter/ingest/kit';
+import { newId } from '@mcp-meter/ingest/kit';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors';
+import { decodeCursor, toPage } from '../../http/schemas';
+import { type EntitlementSnapshot, entitlementKey } from '../../snapshots/format';
+import type { SnapshotStore } from '../../snapshots/store';
+import { findCustomer } from '../customers/repository';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
+import { requiresPayment } from '../plans/rules';
+import { findProduct } from '../products/repository';
+import type { AuthContext } from '../providers/service';
+import { addDays, periodEnd } from './periods';
+import {
+  GRANTS_ACCESS,
+  type MoveName,
+  type PurchaseStatus,
+  TransitionError,
+  transition,
+} from './state-machine';
+
+export interface PurchaseRow {
+  id: string;
+  provider_id: string;
+  environment: 'sandbox' | 'live';
+  customer_id: string;
+  product_id: string;
+  plan_id: string;
+  status: PurchaseStatus;
+  amount: number;
+  currency: string;
+  billing_cycle: string | null;
+  is_recurring: boolean;
+  auto_renew: boolean;
+  cancel_at_period_end: boolean;
+  period_start: Date;
+  period_end: Date | null;
+  anchor_day: number;
+  trial_end: Date | null;
+  ended_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const LIVE_STATUSES = "('pending', 'trialing', 'active', 'past_due', 'suspended')";
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+export const toPurchase = (r: PurchaseRow) => ({
+  reference: r.id,
+  id: r.id,
+  status: r.status,
+  customerRef: r.customer_id,
+  productId: r.product_id,
+  planRef: r.plan_id,
+  amount: r.amount,
+  currency: r.currency,
+  billingCycle: r.billing_cycle,
+  isRecurring: r.is_recurring,
+  autoRenew: r.auto_renew,
+  cancelAtPeriodEnd: r.cancel_at_period_end,
+  periodStart: r.period_start.toISOString(),
+  periodEnd: iso(r.period_end),
+  trialEnd: iso(r.trial_end),
+  endedAt: iso(r.ended_at),
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+});
+
+/** Payload of all purchase.* events (spec 6.5). */
+const eventObject = (r: PurchaseRow) => ({
+  id: r.id,
+  reference: r.id,
+  status: r.status,
+  customer: r.customer_id,
+  plan: r.plan_id,
+  product: r.product_id,
+  amount: r.amount,
+  currency: r.currency,
+  billingCycle: r.billing_cycle,
+  isRecurring: r.is_recurring,
+  created: unixSeconds(r.created_at),
+});
+
+type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 'topup_required' | 'invalid';
+
+export class PurchaseService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly snapshots: SnapshotStore,
+    private readonly logger: Logger,
+  ) {}
+
+  private async find(
+    db: Pool | PoolClient,
+    auth: AuthContext,
+    ref: string,
+    forUpdate = false,
+  ): Promise<PurchaseRow> {
+    const { rows } = await db.query<PurchaseRow>(
+      `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND id = $3 ${forUpdate ? 'FOR UPDATE' : ''}`,
+      [auth.providerId, auth.environment, ref],
+    );
+    if (rows[0] === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
+    return rows[0];
+  }
+
+  async get(auth: AuthContext, ref: string) {
+    return toPurchase(await this.find(this.pool, auth, ref));
+  }
+
+  async list(
+    auth: AuthContext,
+    query: {
+      limit: number;
+      cursor?: string | undefined;
+      customerRef?: string | undefined;
+      status?: string | undefined;
+    },
+  ) {
+    let customerId: string | null = null;
+    if (query.customerRef !== undefined) {
+      const customer = await findCustomer(this.pool, auth, query.customerRef);
+      if (customer === undefined) return { data: [], nextCursor: null };
+      customerId = customer.id;
+    }
+    const { rows } = await this.pool.query<PurchaseRow>(
+      `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND ($3::text IS NULL OR id > $3)
+         AND ($4::text IS NULL OR customer_id = $4) AND ($5::text IS NULL OR status = $5) ORDER BY id LIMIT $6`,
+      [
+        auth.providerId,
+        auth.environment,
+        decodeCursor(query.cursor) ?? null,
+        customerId,
+        query.status ?? null,
+        query.limit + 1,
+      ],
+    );
+    return toPage(rows, query.limit, toPurchase);
+  }
+
+  /** Applies one move of the state machine and writes its events, inside the caller's transaction. */
+  private async apply(
+    tx: PoolClient,
+    auth: AuthContext,
+    row: PurchaseRow,
+    move: MoveName,
+    changes: Partial<PurchaseRow> = {},
+    previousAttributes: Record<string, unknown> | null = null,
+  ): Promise<PurchaseRow> {
+    let next: ReturnType<typeof transition>;
+    try {
+      next = transition({ status: row.status, cancelAtPeriodEnd: row.cancel_at_period_end }, move);
+    } catch (error) {
+      if (error instanceof TransitionError)
+        throw new ConflictError('invalid_transition', `Purchase ${row.id}: ${error.message}`);
+      throw error;
+    }
+    const at = this.clock.now();
+    const updated: PurchaseRow = { ...row, ...changes, status: next.status, updated_at: at };
+    await tx.query(
+      `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
+              ended_at = $7, updated_at = $8 WHERE id = $1`,
+      [
+        updated.id,
+        updated.status,
+        updated.cancel_at_period_end,
+        updated.period_start,
+        updated.period_end,
+        updated.trial_end,
+        updated.ended_at,
+        at,
+      ],
+    );
+    const previous = previousAttributes ?? (row.status === updated.status ? null : { status: row.status });
+    for (const type of next.events)
+      await writeEvent(tx, { ...auth, type, object: eventObject(updated), previousAttributes: previous, at });
+    return updated;
+  }
+
+  private async start(
+    tx: PoolClient,
+    auth: AuthContext,
+    customerId: string,
+    plan: PlanRow,
+    move: MoveName,
+  ): Promise<PurchaseRow> {
+    const at = this.clock.now();
+    const settings = settingsOf(plan);
+    const trialEnd = move === 'start_trial' ? addDays(at, settings.trialDays) : null;
+    const end =
+      settings.billingCycle === null
+        ? settings.accessExpiryDays === null
+          ? null
+          : addDays(at, settings.accessExpiryDays)
+        : periodEnd(trialEnd ?? at, settings);
+    const row: PurchaseRow = {
+      id: newId('pur'),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: customerId,
+      product_id: plan.product_id,
+      plan_id: plan.id,
+      status: transition(null, move).status,
+      amount: settings.type === 'hybrid' ? settings.basePrice : settings.price,
+      currency: settings.currency,
+      billing_cycle: settings.billingCycle,
+      is_recurring: settings.billingCycle !== null,
+      auto_renew: settings.autoRenew,
+      cancel_at_period_end: false,
+      period_start: at,
+      period_end: end,
+      anchor_day: at.getUTCDate(),
+      trial_end: trialEnd,
+      ended_at: null,
+      created_at: at,
+      updated_at: at,
+    };
+    await tx.query(
+      `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
+                              is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
+                              ended_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+      Object.values(row),
+    );
+    for (const type of transition(null, move).events)
+      await writeEvent(tx, { ...auth, type, object: eventObject(row), at });
+    return row;
+  }
+
+  /**
+   * POST /v1/sdk/activate. Free plans (and plans with a trial) activate at once; credit-funded
+   * plans need a balance; other paid plans answer payment_required (checkout sessions come with
+   * the checkout part). Activating another plan of the same product switches plans: the old
+   * purchase expires, the new one is created, and purchase.plan_changed names the old plan.
+   */
+  async activate(
+    auth: AuthContext,
+    input: { customerRef: string; planRef: string; productRef?: string | undefined },
+  ) {
+    const customer = await findCustomer(this.pool, auth, input.customerRef);
+    if (customer === undefined)
+      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
+    const plan = await findPlan(this.pool, auth, input.planRef);
+    if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
+    const product = await findProduct(this.pool, auth, plan.product_id);
+    if (product === undefined) throw new NotFoundError('product_not_found', `No product ${plan.product_id}`);
+    if (
+      input.productRef !== undefined &&
+      input.productRef !== product.id &&
+      input.productRef !== product.reference
+    ) {
+      throw new ValidationError([
+        {
+          path: '/productRef',
+          message: `plan ${plan.id} belongs to product ${product.reference}`,
+          location: 'body',
+        },
+      ]);
+    }
+    const settings = settingsOf(plan);
+    const { rows: balances } = await this.pool.query<{ balance: number }>(
+      'SELECT balance FROM credit_balances WHERE customer_id = $1',
+      [customer.id],
+    );
+    const creditBalance = balances[0]?.balance ?? 0;
+    const result = (status: ActivationStatus, message: string, purchaseRef?: string) => ({
+      status,
+      message,
+      ...(purchaseRef === undefined ? {} : { purchaseRef }),
+      creditBalance,
+      creditsPerUnit: settings.creditsPerUnit,
+      currency: settings.currency,
+    });
+    if (plan.status !== 'active' || product.status !== 'active') {
+      return result(
+        'invalid',
+        `Plan ${plan.id} is not on sale (${plan.status === 'active' ? `product ${product.status}` : plan.status})`,
+      );
+    }
+    const creditFunded = settings.type === 'usage-based' && settings.billingModel === 'pre-paid';
+    let move: MoveName;
+    if (!requiresPayment(settings) || creditFunded) move = 'start_active';
+    else if (settings.trialDays > 0) move = 'start_trial';
+    else
+      return result(
+        'payment_required',
+        `Plan ${plan.id} costs ${settings.price} ${settings.currency}; it needs a payment before it activates`,
+      );
+    if (creditFunded && creditBalance < settings.creditsPerUnit) {
+      return result(
+        'topup_required',
+        `Plan ${plan.id} is paid from credits; the balance (${creditBalance}) is below one unit (${settings.creditsPerUnit})`,
+      );
+    }
+
+    const outcome = await inTransaction(this.pool, async (tx) => {
+      // Serialises activations of one customer: two concurrent calls cannot both switch plans.
+      await tx.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
+      const { rows } = await tx.query<PurchaseRow>(
+        `SELECT * FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status IN ${LIVE_STATUSES} FOR UPDATE`,
+        [customer.id, product.id],
+      );
+      const current = rows[0];
+      if (current !== undefined && current.plan_id === plan.id)
+        return { status: 'already_active' as const, rows: [current] };
+      const changed: PurchaseRow[] = [];
+      if (current !== undefined)
+        changed.push(await this.apply(tx, auth, current, 'superseded', { ended_at: this.clock.now() }));
+      const created = await this.start(tx, auth, customer.id, plan, move);
+      changed.push(created);
+      if (current !== undefined) {
+        await writeEvent(tx, {
+          ...auth,
+          type: 'purchase.plan_changed',
+          object: eventObject(created),
+          previousAttributes: { plan: current.plan_id },
+          at: this.clock.now(),
+        });
+      }
+      return { status: 'activated' as const, rows: changed };
+    });
+    await this.publish(outcome.rows, plan);
+    const purchase = outcome.rows.at(-1);
+    return outcome.status === 'already_active'
+      ? result('already_active', `Customer already has plan ${plan.id}`, purchase?.id)
+      : result(
+          'activated',
+          move === 'start_trial'
+            ? `Trial of ${settings.trialDays} days started`
+            : `Plan ${plan.id} is active`,
+          purchase?.id,
+        );
+  }
+
+  async cancel(auth: AuthContext, ref: string, atPeriodEnd: boolean) {
+    const row = await inTransaction(this.pool, async (tx) => {
+      const current = await this.find(tx, auth, ref, true);
+      if (atPeriodEnd) {
+        if (!current.is_recurring)
+          throw new ConflictError(
+            'invalid_transition',
+            'Only recurring purchases can be cancelled at period end',
+          );
+        return this.apply(
+          tx,
+          auth,
+          current,
+          'schedule_cancellation',
+          { cancel_at_period_end: true },
+          { cancelAtPeriodEnd: false },
+        );
+      }
+      return this.apply(tx, auth, current, 'cancel_now', { ended_at: this.clock.now() });
+    });
+    await this.publish([row]);
+    return toPurchase(row);
+  }
+
+  async reactivate(auth: AuthContext, ref: string) {
+    const row = await inTransaction(this.pool, async (tx) => {
+      const current = await this.find(tx, auth, ref, true);
+      return this.apply(
+        tx,
+        auth,
+        current,
+        'reactivate',
+        { cancel_at_period_end: false },
+        { cancelAtPeriodEnd: true },
+      );
+    });
+    await this.publish([row]);
+    return toPurchase(row);
+  }
+
+  /** Rebuilds every customer's entitlement per product from PostgreSQL (at start, or after Redis lost it). */
+  async publishAll(): Promise<number> {
+    const { rows } = await this.pool.query<PurchaseRow>(
+      `SELECT DISTINCT ON (customer_id, product_id) * FROM purchases
+        ORDER BY customer_id, product_id, (status IN ${LIVE_STATUSES}) DESC, updated_at DESC`,
+    );
+    for (const row of rows) await this.publish([row]);
+    return rows.length;
+  }
+
+  /**
+   * Mirrors purchases into the snapshot store for the proxy, after the commit. A failed write
+   * is logged, not raised: the purchase is committed, and snapshots are rebuilt from PostgreSQL
+   * at start.
+   */
+  private async publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
+    for (const row of rows) {
+      try {
+        const plan =
+          knownPlan?.id === row.plan_id
+            ? knownPlan
+            : await findPlan(
+                this.pool,
+                { providerId: row.provider_id, environment: row.environment },
+                row.plan_id,
+              );
+        const snapshot: EntitlementSnapshot = {
+          v: 1,
+          providerId: row.provider_id,
+          environment: row.environment,
+          customerId: row.customer_id,
+          productId: row.product_id,
+          purchaseId: row.id,
+          planId: row.plan_id,
+          status: row.status,
+          grantsAccess: GRANTS_ACCESS.has(row.status),
+          limit: plan?.usage_limit ?? null,
+          meterRef: plan?.meter_id ?? null,
+          periodStart: row.period_start.toISOString(),
+          periodEnd: iso(row.period_end),
+        };
+        // A superseded purchase must not overwrite its successor's entry for the same product.
+        if (!snapshot.grantsAccess && rows.length > 1) continue;
+        await this.snapshots.set(
+          entitlementKey({
+            providerId: row.provider_id,
+            environment: row.environment,
+            customerId: row.customer_id,
+            productId: row.product_id,
+          }),
+          JSON.stringify(snapshot),
+        );
+      } catch (error) {
+        this.logger.warn(
+          { err: error, purchase: row.id },
+          'entitlement snapshot not written; it is rebuilt at the next start',
+        );
+      }
+    }
+  }
+}
