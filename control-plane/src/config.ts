@@ -20,6 +20,9 @@ export interface ControlPlaneConfig {
   proxyPublicUrl: string;
   proxyBaseDomain: string | undefined;
   bodyLimitBytes: number;
+  schedulerEnabled: boolean;
+  schedulerIntervalMs: number;
+  dunningRetryHours: number[];
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
@@ -47,8 +50,27 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     proxyBaseDomain,
     // Plans and bulk usage are the largest bodies; 1 MiB is far above both and bounds memory.
     bodyLimitBytes: env.int('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    // Several replicas may run it: purchases are taken with SKIP LOCKED.
+    schedulerEnabled: env.bool('SCHEDULER_ENABLED', true),
+    // Renewals and retries are due at day granularity; a minute keeps them prompt and cheap.
+    schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 60_000, { min: 1_000, max: 3_600_000 }),
+    dunningRetryHours: readRetryHours(env),
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
     clickhouse: readClickHouseConfig(env, dataDir),
   };
+}
+
+/** DUNNING_RETRY_HOURS: hours between a failed renewal and each retry; default 1, 3 and 7 days. */
+function readRetryHours(env: EnvReader): number[] {
+  const raw = env.list('DUNNING_RETRY_HOURS');
+  if (raw.length === 0) return [24, 72, 168];
+  const hours = raw.map(Number);
+  if (hours.some((h) => !Number.isInteger(h) || h < 1 || h > 24 * 90)) {
+    env.problem(
+      `DUNNING_RETRY_HOURS: comma-separated whole hours between 1 and 2160, got "${raw.join(',')}"`,
+    );
+    return [24, 72, 168];
+  }
+  return hours;
 }

@@ -15,19 +15,24 @@ import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
+import { SandboxProcessor } from './modules/payments/processor';
+import { paymentRoutes } from './modules/payments/routes';
+import { PaymentService } from './modules/payments/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
 import { productRoutes } from './modules/products/routes';
 import { ProductService } from './modules/products/service';
 import { ProviderService } from './modules/providers/service';
 import { purchaseRoutes } from './modules/purchases/routes';
+import { BillingScheduler } from './modules/purchases/scheduler';
 import { PurchaseService } from './modules/purchases/service';
 import { usageRoutes } from './modules/usage/routes';
 import { UsageService } from './modules/usage/service';
 import type { SnapshotStore } from './snapshots/store';
 
 export interface ControlPlaneDeps {
-  config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'>;
+  config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
+    Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>>;
   logger: Logger;
   pool: Pool;
   publisher: UsagePublisher;
@@ -41,6 +46,7 @@ export interface ControlPlane {
   providers: ProviderService;
   mcpServers: McpServerService;
   purchases: PurchaseService;
+  scheduler: BillingScheduler;
 }
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
@@ -52,7 +58,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const meters = new MeterService(deps.pool, clock);
   const customers = new CustomerService(deps.pool, clock);
   const credits = new CreditService(deps.pool, clock);
-  const purchases = new PurchaseService(deps.pool, clock, deps.snapshots, deps.logger);
+  const payments = new PaymentService(deps.pool, clock, new SandboxProcessor());
+  const purchases = new PurchaseService(deps.pool, clock, deps.snapshots, deps.logger, payments);
+  const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, {
+    dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
+    trialReminderDays: 3,
+    renewalReminderDays: 7,
+    logger: deps.logger,
+  });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
 
@@ -76,6 +89,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));
       await scope.register(purchaseRoutes(purchases));
+      await scope.register(paymentRoutes(payments));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));
@@ -83,7 +97,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(mcpServerRoutes(mcpServers));
     },
   });
-  return { app, providers, mcpServers, purchases };
+  return { app, providers, mcpServers, purchases, scheduler };
 }
 
 export async function startControlPlane(
@@ -95,7 +109,16 @@ export async function startControlPlane(
   const entitlements = await controlPlane.purchases.publishAll();
   deps.logger.debug({ servers, entitlements }, 'snapshots published');
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
+  if (deps.config.schedulerEnabled !== false)
+    controlPlane.scheduler.start(deps.config.schedulerIntervalMs ?? 60_000);
   const address = controlPlane.app.server.address();
   const port = address !== null && typeof address === 'object' ? address.port : deps.port;
-  return { ...controlPlane, url: `http://${deps.host}:${port}`, close: () => controlPlane.app.close() };
+  return {
+    ...controlPlane,
+    url: `http://${deps.host}:${port}`,
+    close: async () => {
+      await controlPlane.scheduler.stop();
+      await controlPlane.app.close();
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { InProcessUsageBus, type UsageReader } from '@mcp-meter/ingest';
 import { createLogger } from '@mcp-meter/ingest/kit';
 import { inject } from 'vitest';
+import type { Clock } from '../../control-plane/src/clock';
 import { migratePostgres } from '../../control-plane/src/db/migrate';
 import { createPool, type Pool } from '../../control-plane/src/db/pool';
 import { buildControlPlane, type ControlPlane } from '../../control-plane/src/service';
@@ -24,7 +25,10 @@ export interface TestControlPlane {
  * The control plane as `npm start` wires it, on the run's real PostgreSQL and a fresh chdb,
  * with the in-process bus writing into it; tests drive it through `app.inject`.
  */
-export async function startTestControlPlane(options: { bodyLimitBytes: number }): Promise<TestControlPlane> {
+export async function startTestControlPlane(options: {
+  bodyLimitBytes: number;
+  clock?: Clock;
+}): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
   await migratePostgres(pool);
@@ -44,6 +48,7 @@ export async function startTestControlPlane(options: { bodyLimitBytes: number })
       publisher: bus,
       reader,
       snapshots,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
     });
   const controlPlane = await build(store.store);
   return {

@@ -4,6 +4,7 @@ import { DomainError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '..
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  402: 'Payment Required',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',

@@ -8,8 +8,9 @@ import { type EntitlementSnapshot, entitlementKey } from '../../snapshots/format
 import type { SnapshotStore } from '../../snapshots/store';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
+import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
-import { requiresPayment } from '../plans/rules';
+import { type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
@@ -42,6 +43,11 @@ export interface PurchaseRow {
   ended_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  retry_count: number;
+  next_retry_at: Date | null;
+  trial_reminder_sent: boolean;
+  renewal_reminder_for: Date | null;
+  setup_fee_due: number;
 }
 
 const LIVE_STATUSES = "('pending', 'trialing', 'active', 'past_due', 'suspended')";
@@ -68,8 +74,8 @@ export const toPurchase = (r: PurchaseRow) => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
-/** Payload of all purchase.* events (spec 6.5). */
-const eventObject = (r: PurchaseRow) => ({
+/** Payload of all purchase.* events (spec 6.5); past_due adds retryCount and nextRetryAt. */
+export const eventObject = (r: PurchaseRow) => ({
   id: r.id,
   reference: r.id,
   status: r.status,
@@ -81,7 +87,15 @@ const eventObject = (r: PurchaseRow) => ({
   billingCycle: r.billing_cycle,
   isRecurring: r.is_recurring,
   created: unixSeconds(r.created_at),
+  ...(r.status === 'past_due'
+    ? {
+        retryCount: r.retry_count,
+        nextRetryAt: r.next_retry_at === null ? null : unixSeconds(r.next_retry_at),
+      }
+    : {}),
 });
+
+class FirstPaymentFailed extends Error {}
 
 type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 'topup_required' | 'invalid';
 
@@ -91,6 +105,7 @@ export class PurchaseService {
     private readonly clock: Clock,
     private readonly snapshots: SnapshotStore,
     private readonly logger: Logger,
+    private readonly payments: PaymentService,
   ) {}
 
   private async find(
@@ -142,7 +157,7 @@ export class PurchaseService {
   }
 
   /** Applies one move of the state machine and writes its events, inside the caller's transaction. */
-  private async apply(
+  async apply(
     tx: PoolClient,
     auth: AuthContext,
     row: PurchaseRow,
@@ -162,7 +177,9 @@ export class PurchaseService {
     const updated: PurchaseRow = { ...row, ...changes, status: next.status, updated_at: at };
     await tx.query(
       `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
-              ended_at = $7, updated_at = $8 WHERE id = $1`,
+              ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
+              renewal_reminder_for = $12, setup_fee_due = $13
+        WHERE id = $1`,
       [
         updated.id,
         updated.status,
@@ -172,6 +189,11 @@ export class PurchaseService {
         updated.trial_end,
         updated.ended_at,
         at,
+        updated.retry_count,
+        updated.next_retry_at,
+        updated.trial_reminder_sent,
+        updated.renewal_reminder_for,
+        updated.setup_fee_due,
       ],
     );
     const previous = previousAttributes ?? (row.status === updated.status ? null : { status: row.status });
@@ -186,6 +208,7 @@ export class PurchaseService {
     customerId: string,
     plan: PlanRow,
     move: MoveName,
+    id = newId('pur'),
   ): Promise<PurchaseRow> {
     const at = this.clock.now();
     const settings = settingsOf(plan);
@@ -197,14 +220,15 @@ export class PurchaseService {
           : addDays(at, settings.accessExpiryDays)
         : periodEnd(trialEnd ?? at, settings);
     const row: PurchaseRow = {
-      id: newId('pur'),
+      id,
       provider_id: auth.providerId,
       environment: auth.environment,
       customer_id: customerId,
       product_id: plan.product_id,
       plan_id: plan.id,
       status: transition(null, move).status,
-      amount: settings.type === 'hybrid' ? settings.basePrice : settings.price,
+      // The recurring charge: usage is billed by the end-of-period billing job, not here.
+      amount: recurringAmount(settings),
       currency: settings.currency,
       billing_cycle: settings.billingCycle,
       is_recurring: settings.billingCycle !== null,
@@ -212,18 +236,47 @@ export class PurchaseService {
       cancel_at_period_end: false,
       period_start: at,
       period_end: end,
-      anchor_day: at.getUTCDate(),
+      // Billing starts when the trial ends, so that day anchors every later period.
+      anchor_day: (trialEnd ?? at).getUTCDate(),
       trial_end: trialEnd,
       ended_at: null,
       created_at: at,
       updated_at: at,
+      retry_count: 0,
+      next_retry_at: null,
+      trial_reminder_sent: false,
+      renewal_reminder_for: null,
+      // A trial defers the setup fee to the first charge, at conversion.
+      setup_fee_due: move === 'start_trial' ? settings.setupFee : 0,
     };
     await tx.query(
       `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
                               is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
-                              ended_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-      Object.values(row),
+                              ended_at, created_at, updated_at, setup_fee_due)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+      [
+        row.id,
+        row.provider_id,
+        row.environment,
+        row.customer_id,
+        row.product_id,
+        row.plan_id,
+        row.status,
+        row.amount,
+        row.currency,
+        row.billing_cycle,
+        row.is_recurring,
+        row.auto_renew,
+        row.cancel_at_period_end,
+        row.period_start,
+        row.period_end,
+        row.anchor_day,
+        row.trial_end,
+        row.ended_at,
+        row.created_at,
+        row.updated_at,
+        row.setup_fee_due,
+      ],
     );
     for (const type of transition(null, move).events)
       await writeEvent(tx, { ...auth, type, object: eventObject(row), at });
@@ -284,6 +337,7 @@ export class PurchaseService {
     let move: MoveName;
     if (!requiresPayment(settings) || creditFunded) move = 'start_active';
     else if (settings.trialDays > 0) move = 'start_trial';
+    else if (await this.payments.hasDefaultMethod(this.pool, customer.id)) move = 'start_pending';
     else
       return result(
         'payment_required',
@@ -296,7 +350,43 @@ export class PurchaseService {
       );
     }
 
-    const outcome = await inTransaction(this.pool, async (tx) => {
+    let outcome: { status: 'already_active' | 'activated'; rows: PurchaseRow[] };
+    try {
+      outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move);
+    } catch (error) {
+      // Nothing is kept of a refused first payment: no purchase, no plan switch.
+      if (error instanceof FirstPaymentFailed) {
+        return result(
+          'payment_required',
+          `The card was refused (${error.message}); update it or pay at checkout`,
+        );
+      }
+      throw error;
+    }
+    await this.publish(outcome.rows, plan);
+    const purchase = outcome.rows.at(-1);
+    return outcome.status === 'already_active'
+      ? result('already_active', `Customer already has plan ${plan.id}`, purchase?.id)
+      : result(
+          'activated',
+          move === 'start_trial'
+            ? `Trial of ${settings.trialDays} days started`
+            : `Plan ${plan.id} is active`,
+          purchase?.id,
+        );
+  }
+
+  private activateInTransaction(
+    auth: AuthContext,
+    customerId: string,
+    productId: string,
+    plan: PlanRow,
+    move: MoveName,
+  ) {
+    const settings = settingsOf(plan);
+    const customer = { id: customerId };
+    const product = { id: productId };
+    return inTransaction(this.pool, async (tx) => {
       // Serialises activations of one customer: two concurrent calls cannot both switch plans.
       await tx.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
       const { rows } = await tx.query<PurchaseRow>(
@@ -309,7 +399,23 @@ export class PurchaseService {
       const changed: PurchaseRow[] = [];
       if (current !== undefined)
         changed.push(await this.apply(tx, auth, current, 'superseded', { ended_at: this.clock.now() }));
-      const created = await this.start(tx, auth, customer.id, plan, move);
+      let created = await this.start(tx, auth, customer.id, plan, move);
+      if (move === 'start_pending') {
+        // The first payment: the period's price plus the setup fee, on the customer's card.
+        const charged = await this.payments.charge(tx, auth, {
+          customerId: customer.id,
+          purchaseId: created.id,
+          productId: created.product_id,
+          planId: created.plan_id,
+          amount: created.amount + settings.setupFee,
+          currency: created.currency,
+          reason: 'first_payment',
+          periodKey: 'first',
+          attempt: 0,
+        });
+        if (charged.status === 'failed') throw new FirstPaymentFailed(charged.failureReason ?? 'failed');
+        created = await this.apply(tx, auth, created, 'first_payment_succeeded');
+      }
       changed.push(created);
       if (current !== undefined) {
         await writeEvent(tx, {
@@ -322,17 +428,6 @@ export class PurchaseService {
       }
       return { status: 'activated' as const, rows: changed };
     });
-    await this.publish(outcome.rows, plan);
-    const purchase = outcome.rows.at(-1);
-    return outcome.status === 'already_active'
-      ? result('already_active', `Customer already has plan ${plan.id}`, purchase?.id)
-      : result(
-          'activated',
-          move === 'start_trial'
-            ? `Trial of ${settings.trialDays} days started`
-            : `Plan ${plan.id} is active`,
-          purchase?.id,
-        );
   }
 
   async cancel(auth: AuthContext, ref: string, atPeriodEnd: boolean) {
@@ -390,7 +485,7 @@ export class PurchaseService {
    * is logged, not raised: the purchase is committed, and snapshots are rebuilt from PostgreSQL
    * at start.
    */
-  private async publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
+  async publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
     for (const row of rows) {
       try {
         const plan =
@@ -435,4 +530,10 @@ export class PurchaseService {
       }
     }
   }
+}
+
+/** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
+export function recurringAmount(settings: PlanSettings): number {
+  if (settings.type === 'usage-based') return 0;
+  return settings.type === 'hybrid' ? settings.basePrice : settings.price;
 }

@@ -1,0 +1,354 @@
+import { createLogger } from '@mcp-meter/ingest/kit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { createPool } from '../src/db/pool';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+import { buildControlPlane } from '../src/service';
+import { MemorySnapshotStore } from '../src/snapshots/store';
+
+/**
+ * Every scheduled purchase move with the clock moved forward: renewals, reminders, a failed
+ * renewal through dunning to cancellation, trials, scheduled cancellation, expiry, and two
+ * schedulers at once. Real PostgreSQL; the sandbox processor stands in for the card network.
+ */
+const HOUR = 3_600_000;
+const clock = new MovableClock(new Date('2026-01-31T12:00:00.000Z'));
+let harness: TestControlPlane;
+
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// Response bodies are read field by field and each field is asserted, so the type stays loose here.
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type Json = Record<string, any>;
+
+async function seller() {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: 'Biller' });
+  const api = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${sandboxKey}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+  const product = (await api('POST', '/v1/ui/products', { name: 'Pro tools' })).body;
+  const plan = async (body: Json) =>
+    (await api('POST', `/v1/ui/products/${product.id}/plans`, { name: 'P', ...body })).body;
+  const customer = async (card?: string) => {
+    const c = (await api('POST', '/v1/sdk/customers', {})).body;
+    if (card !== undefined) await attach(c.reference, card);
+    return c;
+  };
+  const attach = async (ref: string, number: string) =>
+    api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+      card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+  const events = async (purchaseOrCustomer: string) => {
+    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1
+         AND (payload->'data'->'object'->>'id' = $2 OR payload->'data'->'object'->>'customer' = $2)
+       ORDER BY created_at, id`,
+      [provider.id, purchaseOrCustomer],
+    );
+    return rows.map((r) => ({
+      type: r.type,
+      object: r.payload.data.object,
+      previous: r.payload.data.previous_attributes,
+    }));
+  };
+  const payments = async (purchaseId: string) => {
+    const { rows } = await harness.pool.query(
+      'SELECT amount, status, reason, attempt, failure_reason FROM payments WHERE purchase_id = $1 ORDER BY created_at, id',
+      [purchaseId],
+    );
+    return rows;
+  };
+  return { api, plan, customer, attach, events, payments };
+}
+
+const run = () => harness.controlPlane.scheduler.runDue();
+const types = (events: { type: string }[]) => events.map((e) => e.type);
+
+describe('billing scheduler', () => {
+  it('renews a paid plan every period on its anchor day, with reminders and the setup fee once', async () => {
+    clock.set(new Date('2026-01-31T12:00:00.000Z'));
+    const { api, plan, customer, events, payments } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 900, setupFee: 100 });
+    const c = await customer(SANDBOX_CARDS.succeeds);
+    const activation = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })
+    ).body;
+    expect(activation.status).toBe('activated');
+    const ref = activation.purchaseRef;
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({
+      status: 'active',
+      periodEnd: '2026-02-28T12:00:00.000Z',
+    });
+
+    clock.set(new Date('2026-02-22T12:00:00.000Z'));
+    await run();
+    clock.set(new Date('2026-02-28T12:00:01.000Z'));
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-02-28T12:00:00.000Z',
+      periodEnd: '2026-03-31T12:00:00.000Z',
+    });
+    clock.set(new Date('2026-03-25T12:00:00.000Z'));
+    await run();
+    clock.set(new Date('2026-03-31T12:00:01.000Z'));
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.periodEnd).toBe('2026-04-30T12:00:00.000Z');
+    expect(await run()).toBe(0);
+
+    expect(types(await events(ref))).toEqual([
+      'purchase.created',
+      'purchase.activated',
+      'purchase.renewal_reminder',
+      'purchase.renewed',
+      'purchase.renewal_reminder',
+      'purchase.renewed',
+    ]);
+    expect(await payments(ref)).toEqual([
+      { amount: 1000, status: 'succeeded', reason: 'first_payment', attempt: 0, failure_reason: null },
+      { amount: 900, status: 'succeeded', reason: 'renewal', attempt: 0, failure_reason: null },
+      { amount: 900, status: 'succeeded', reason: 'renewal', attempt: 0, failure_reason: null },
+    ]);
+    const paid = (await events(c.reference)).filter((e) => e.type === 'payment.succeeded');
+    expect(paid.map((e) => e.object.amount)).toEqual([1000, 900, 900]);
+    expect(paid[0]?.object).toMatchObject({
+      currency: 'usd',
+      customer: c.reference,
+      plan: monthly.reference,
+    });
+    expect(paid[0]?.object.transaction_reference).toMatch(/^txn_/);
+  });
+
+  it('takes a failed renewal through dunning on schedule to cancellation', async () => {
+    clock.set(new Date('2026-05-01T00:00:00.000Z'));
+    const { api, plan, customer, attach, events, payments } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 2500 });
+    const c = await customer(SANDBOX_CARDS.succeeds);
+    const ref = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })
+    ).body.purchaseRef;
+    await attach(c.reference, SANDBOX_CARDS.failsLater);
+
+    clock.set(new Date('2026-06-01T00:00:01.000Z'));
+    await run();
+    const pastDue = (await api('GET', `/v1/sdk/purchases/${ref}`)).body;
+    expect(pastDue.status).toBe('past_due');
+    for (const hours of [24, 72, 168]) {
+      clock.advance(hours * HOUR);
+      await run();
+    }
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({ status: 'cancelled' });
+
+    const written = await events(ref);
+    // No reminder: the scheduler first ran after the reminder window had passed.
+    expect(types(written)).toEqual([
+      'purchase.created',
+      'purchase.activated',
+      'purchase.past_due',
+      'purchase.past_due',
+      'purchase.past_due',
+      'purchase.cancelled',
+    ]);
+    const dunning = written.filter((e) => e.type === 'purchase.past_due');
+    expect(dunning.map((e) => e.object.retryCount)).toEqual([0, 1, 2]);
+    const t0 = Date.parse('2026-06-01T00:00:01.000Z') / 1000;
+    expect(dunning.map((e) => e.object.nextRetryAt)).toEqual([
+      t0 + 24 * 3600,
+      t0 + 96 * 3600,
+      t0 + 264 * 3600,
+    ]);
+    expect(dunning[0]?.previous).toEqual({ status: 'active' });
+    expect((await payments(ref)).map((p: Json) => `${p.reason}:${p.attempt}:${p.status}`)).toEqual([
+      'first_payment:0:succeeded',
+      'renewal:0:failed',
+      'dunning_retry:1:failed',
+      'dunning_retry:2:failed',
+      'dunning_retry:3:failed',
+    ]);
+    expect(
+      (await events(c.reference)).filter((e) => e.type === 'payment.failed')[0]?.object.failure_reason,
+    ).toBe('card_declined');
+  });
+
+  it('recovers from past_due when a retry succeeds, keeping the anchor', async () => {
+    clock.set(new Date('2026-05-10T00:00:00.000Z'));
+    const { api, plan, customer, attach } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 700 });
+    const c = await customer(SANDBOX_CARDS.succeeds);
+    const ref = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })
+    ).body.purchaseRef;
+    await attach(c.reference, SANDBOX_CARDS.insufficientFunds);
+    clock.set(new Date('2026-06-10T00:00:01.000Z'));
+    await run();
+    await attach(c.reference, SANDBOX_CARDS.succeeds);
+    clock.advance(25 * HOUR);
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-06-10T00:00:00.000Z',
+      periodEnd: '2026-07-10T00:00:00.000Z',
+    });
+  });
+
+  it('converts a trial with a card (setup fee included) and suspends one without', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const { api, plan, customer, events, payments } = await seller();
+    const trial = await plan({ type: 'recurring', price: 500, setupFee: 200, trialDays: 14 });
+    const withCard = await customer(SANDBOX_CARDS.succeeds);
+    const without = await customer();
+    const paidRef = (
+      await api('POST', '/v1/sdk/activate', { customerRef: withCard.reference, planRef: trial.reference })
+    ).body.purchaseRef;
+    const unpaidRef = (
+      await api('POST', '/v1/sdk/activate', { customerRef: without.reference, planRef: trial.reference })
+    ).body.purchaseRef;
+
+    clock.set(new Date('2026-03-12T00:00:00.000Z'));
+    await run();
+    clock.set(new Date('2026-03-15T00:00:01.000Z'));
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${paidRef}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-03-15T00:00:00.000Z',
+      periodEnd: '2026-04-15T00:00:00.000Z',
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${unpaidRef}`)).body.status).toBe('suspended');
+    expect(types(await events(paidRef))).toEqual([
+      'purchase.created',
+      'purchase.trial_ending',
+      'purchase.trial_converted',
+      'purchase.activated',
+    ]);
+    expect(types(await events(unpaidRef))).toEqual([
+      'purchase.created',
+      'purchase.trial_ending',
+      'purchase.suspended',
+    ]);
+    expect((await payments(paidRef)).map((p: Json) => p.amount)).toEqual([700]);
+  });
+
+  it('ends purchases as scheduled: cancellation at period end, no auto-renew, one-time access expiry', async () => {
+    clock.set(new Date('2026-08-01T00:00:00.000Z'));
+    const { api, plan, customer, events, payments } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 300 });
+    const noRenew = await plan({ type: 'recurring', price: 300, autoRenew: false });
+    const pass = await plan({ type: 'one-time', price: 1500, accessExpiryDays: 10 });
+    const c1 = await customer(SANDBOX_CARDS.succeeds);
+    const c2 = await customer(SANDBOX_CARDS.succeeds);
+    const c3 = await customer(SANDBOX_CARDS.succeeds);
+    const cancelRef = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c1.reference, planRef: monthly.reference })
+    ).body.purchaseRef;
+    const noRenewRef = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c2.reference, planRef: noRenew.reference })
+    ).body.purchaseRef;
+    const passRef = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c3.reference, planRef: pass.reference })
+    ).body.purchaseRef;
+    await api('POST', `/v1/sdk/purchases/${cancelRef}/cancel`, { atPeriodEnd: true });
+
+    clock.set(new Date('2026-08-11T00:00:01.000Z'));
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${passRef}`)).body.status).toBe('expired');
+    clock.set(new Date('2026-09-01T00:00:01.000Z'));
+    await run();
+    expect((await api('GET', `/v1/sdk/purchases/${cancelRef}`)).body).toMatchObject({
+      status: 'cancelled',
+      endedAt: '2026-09-01T00:00:00.000Z',
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${noRenewRef}`)).body.status).toBe('expired');
+    expect(types(await events(cancelRef)).slice(-2)).toEqual([
+      'purchase.cancellation_scheduled',
+      'purchase.cancelled',
+    ]);
+    expect((await payments(cancelRef)).length).toBe(1);
+    expect((await payments(noRenewRef)).length).toBe(1);
+  });
+
+  it('refuses bad and declined cards, and a refused first payment leaves nothing behind', async () => {
+    const { api, plan, customer, attach, events } = await seller();
+    const c = await customer();
+    expect((await attach(c.reference, SANDBOX_CARDS.declined)).body).toMatchObject({
+      status: 402,
+      code: 'card_declined',
+    });
+    expect((await attach(c.reference, '4242424242424241')).body.errors[0].path).toBe('/card/number');
+    const expired = await api('POST', `/v1/sdk/customers/${c.reference}/payment-methods`, {
+      card: { number: SANDBOX_CARDS.succeeds, expMonth: 1, expYear: 2020, cvc: '123' },
+    });
+    expect(expired.body.errors[0].path).toBe('/card/expMonth');
+    const stored = await attach(c.reference, SANDBOX_CARDS.failsLater);
+    expect(stored.body).toMatchObject({ brand: 'visa', last4: '0341', isDefault: true });
+    const paid = await plan({ type: 'recurring', price: 1200 });
+    const refused = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: paid.reference })
+    ).body;
+    expect(refused).toMatchObject({ status: 'payment_required' });
+    expect(refused.message).toContain('card_declined');
+    expect((await api('GET', `/v1/sdk/purchases?customerRef=${c.reference}`)).body.data).toEqual([]);
+    expect(types(await events(c.reference)).filter((t) => !t.startsWith('customer.'))).toEqual([]);
+
+    const { liveKey } = await harness.controlPlane.providers.create({ displayName: 'Live' });
+    const live = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/sdk/customers',
+      headers: { authorization: `Bearer ${liveKey}` },
+      payload: {},
+    });
+    const liveCard = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/v1/sdk/customers/${live.json().reference}/payment-methods`,
+      headers: { authorization: `Bearer ${liveKey}` },
+      payload: { card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' } },
+    });
+    expect(liveCard.json()).toMatchObject({ status: 409, code: 'payments_not_configured' });
+  });
+
+  it('two schedulers running at once charge and announce each renewal exactly once', async () => {
+    clock.set(new Date('2026-10-01T00:00:00.000Z'));
+    const { api, plan, customer, events, payments } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 100 });
+    const refs: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const c = await customer(SANDBOX_CARDS.succeeds);
+      refs.push(
+        (await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })).body
+          .purchaseRef,
+      );
+    }
+    // A second control plane on its own connection pool, as a second replica would be.
+    const otherPool = createPool(inject('infra').databaseUrl);
+    const other = await buildControlPlane({
+      config: { bodyLimitBytes: 1024, proxyPublicUrl: 'http://127.0.0.1:9', proxyBaseDomain: undefined },
+      logger: createLogger({ level: 'silent', name: 'replica' }),
+      pool: otherPool,
+      publisher: harness.bus,
+      reader: harness.store.store,
+      snapshots: new MemorySnapshotStore(),
+      clock,
+    });
+    try {
+      clock.set(new Date('2026-11-01T00:00:01.000Z'));
+      const [a, b] = await Promise.all([harness.controlPlane.scheduler.runDue(), other.scheduler.runDue()]);
+      expect(a + b).toBeGreaterThanOrEqual(12);
+      for (const ref of refs) {
+        expect((await payments(ref)).map((p: Json) => p.reason)).toEqual(['first_payment', 'renewal']);
+        expect(types(await events(ref)).filter((t) => t === 'purchase.renewed')).toHaveLength(1);
+      }
+    } finally {
+      await other.app.close();
+      await otherPool.end();
+    }
+  });
+});
