@@ -6,6 +6,8 @@ import type { Pool } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
+import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
+import { CheckoutService } from './modules/checkout/service';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { customerRoutes } from './modules/customers/routes';
@@ -32,6 +34,7 @@ import type { SnapshotStore } from './snapshots/store';
 
 export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
+    Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
     Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>>;
   logger: Logger;
   pool: Pool;
@@ -66,6 +69,16 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     renewalReminderDays: 7,
     logger: deps.logger,
   });
+  const checkout = new CheckoutService(
+    deps.pool,
+    clock,
+    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+    purchases,
+    payments,
+    credits,
+  );
+  purchases.checkoutFactory = (auth, input) => checkout.create(auth, input);
+  scheduler.addJob(() => checkout.expireDue());
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
 
@@ -74,6 +87,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     bodyLimitBytes: deps.config.bodyLimitBytes,
     providers,
     open: async (scope) => {
+      await scope.register(hostedCheckoutRoutes(checkout));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {
           await deps.pool.query('SELECT 1');
@@ -90,6 +104,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(creditRoutes(credits));
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
+      await scope.register(checkoutRoutes(checkout));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));

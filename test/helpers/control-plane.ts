@@ -28,6 +28,7 @@ export interface TestControlPlane {
 export async function startTestControlPlane(options: {
   bodyLimitBytes: number;
   clock?: Clock;
+  publicUrl?: string;
 }): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
@@ -42,6 +43,7 @@ export async function startTestControlPlane(options: {
         bodyLimitBytes: options.bodyLimitBytes,
         proxyPublicUrl: 'http://127.0.0.1:9',
         proxyBaseDomain: undefined,
+        ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
       },
       logger,
       pool,

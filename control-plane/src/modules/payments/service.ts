@@ -36,7 +36,7 @@ export interface ChargeRequest {
   planId: string | null;
   amount: number;
   currency: string;
-  reason: 'first_payment' | 'renewal' | 'dunning_retry' | 'trial_conversion';
+  reason: 'first_payment' | 'renewal' | 'dunning_retry' | 'trial_conversion' | 'topup';
   periodKey: string;
   attempt: number;
 }

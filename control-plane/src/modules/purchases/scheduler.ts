@@ -44,8 +44,16 @@ export class BillingScheduler {
     return this.running;
   }
 
+  private readonly jobs: Array<() => Promise<number>> = [];
+
+  /** Another piece of time-driven work run with every pass (checkout expiry). */
+  addJob(job: () => Promise<number>): void {
+    this.jobs.push(job);
+  }
+
   private async run(limit: number): Promise<number> {
     let handled = 0;
+    for (const job of this.jobs) handled += await job();
     while (handled < limit) {
       const changed = await this.handleOne();
       if (changed === undefined) break;

@@ -108,6 +108,14 @@ export class PurchaseService {
     private readonly payments: PaymentService,
   ) {}
 
+  /** Creates the hosted checkout session a paid activation answers with (set by the wiring). */
+  checkoutFactory:
+    | ((
+        auth: AuthContext,
+        input: { customerRef: string; planRef: string },
+      ) => Promise<{ id: string; url: string }>)
+    | undefined;
+
   private async find(
     db: Pool | PoolClient,
     auth: AuthContext,
@@ -338,11 +346,16 @@ export class PurchaseService {
     if (!requiresPayment(settings) || creditFunded) move = 'start_active';
     else if (settings.trialDays > 0) move = 'start_trial';
     else if (await this.payments.hasDefaultMethod(this.pool, customer.id)) move = 'start_pending';
-    else
-      return result(
-        'payment_required',
-        `Plan ${plan.id} costs ${settings.price} ${settings.currency}; it needs a payment before it activates`,
-      );
+    else {
+      const session = await this.checkoutFactory?.(auth, { customerRef: customer.id, planRef: plan.id });
+      return {
+        ...result(
+          'payment_required',
+          `Plan ${plan.id} needs a payment; send the customer to the checkout URL`,
+        ),
+        ...(session === undefined ? {} : { checkoutSessionId: session.id, checkoutUrl: session.url }),
+      };
+    }
     if (creditFunded && creditBalance < settings.creditsPerUnit) {
       return result(
         'topup_required',

@@ -1,0 +1,144 @@
+import { Type } from '@sinclair/typebox';
+import { type App, authOf } from '../../http/app';
+import { errorResponses, Problem, Timestamp } from '../../http/schemas';
+import { CHECKOUT_CSP, renderCheckout, renderDone } from './page';
+import type { CheckoutService } from './service';
+
+const WebUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 });
+const Nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
+  Type.Union([schema, Type.Null()]);
+
+const CheckoutCreate = Type.Object(
+  {
+    customerRef: Type.String({ minLength: 1, maxLength: 255 }),
+    planRef: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'A plan purchase; or send topup' }),
+    ),
+    topup: Type.Optional(
+      Type.Object(
+        {
+          credits: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }),
+          amount: Type.Integer({
+            minimum: 1,
+            maximum: 99_999_999_999,
+            description: 'Price of the credits, minor units',
+          }),
+          currency: Type.Optional(Type.String({ pattern: '^[A-Za-z]{3}$' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    successUrl: Type.Optional(WebUrl),
+    cancelUrl: Type.Optional(WebUrl),
+    expiresInMinutes: Type.Optional(Type.Integer({ minimum: 5, maximum: 1440, default: 60 })),
+  },
+  { additionalProperties: false },
+);
+
+const CheckoutSession = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  status: Type.String(),
+  kind: Type.String(),
+  customerRef: Type.String(),
+  planRef: Nullable(Type.String()),
+  productId: Nullable(Type.String()),
+  credits: Nullable(Type.Integer()),
+  amount: Type.Integer(),
+  currency: Type.String(),
+  successUrl: Type.String(),
+  cancelUrl: Nullable(Type.String()),
+  purchaseRef: Nullable(Type.String()),
+  expiresAt: Timestamp,
+  createdAt: Timestamp,
+});
+
+const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+const PayBody = Type.Object(
+  {
+    card: Type.Object(
+      {
+        number: Type.String({ minLength: 12, maxLength: 23 }),
+        expMonth: Type.Integer({ minimum: 0, maximum: 12 }),
+        expYear: Type.Integer({ minimum: 0, maximum: 2100 }),
+        cvc: Type.String({ minLength: 3, maxLength: 4 }),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** Provider API: create and read sessions. */
+export function checkoutRoutes(checkout: CheckoutService) {
+  return async (app: App) => {
+    const tags = ['checkout'];
+    app.post(
+      '/v1/sdk/checkout-sessions',
+      {
+        schema: {
+          tags,
+          summary: 'Create a hosted checkout session for a plan or a credit top-up',
+          body: CheckoutCreate,
+          response: { 201: CheckoutSession, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.status(201).send(await checkout.create(authOf(request), request.body)),
+    );
+    app.get(
+      '/v1/sdk/checkout-sessions/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Get a checkout session',
+          params: SessionParams,
+          response: { 200: CheckoutSession, ...errorResponses },
+        },
+      },
+      async (request) => checkout.get(authOf(request), request.params.id),
+    );
+  };
+}
+
+/** Customer-facing, no API key: the hosted page and its pay call, reachable only by session id. */
+export function hostedCheckoutRoutes(checkout: CheckoutService) {
+  return async (app: App) => {
+    const hide = { hide: true };
+    app.get('/checkout/:id', { schema: { ...hide, params: SessionParams } }, async (request, reply) => {
+      const view = await checkout.view(request.params.id);
+      reply
+        .header('content-security-policy', CHECKOUT_CSP)
+        .header('cache-control', 'no-store')
+        .type('text/html; charset=utf-8');
+      if (view === undefined)
+        return reply.status(410).send(renderDone('This checkout is no longer available.'));
+      return reply.send(renderCheckout(view));
+    });
+    app.post(
+      '/checkout/:id/pay',
+      {
+        schema: {
+          ...hide,
+          params: SessionParams,
+          body: PayBody,
+          response: {
+            200: Type.Object({ redirectUrl: Type.String() }),
+            402: Problem,
+            409: Problem,
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => checkout.pay(request.params.id, request.body.card),
+    );
+    app.get(
+      '/checkout/:id/complete',
+      { schema: { ...hide, params: SessionParams } },
+      async (_request, reply) =>
+        reply
+          .header('content-security-policy', CHECKOUT_CSP)
+          .type('text/html; charset=utf-8')
+          .send(renderDone('Payment complete. You can close this page.')),
+    );
+  };
+}

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/** Checkout sessions through the API and the hosted page's pay call, on real PostgreSQL. */
+const clock = new MovableClock(new Date('2026-11-22T10:00:00.000Z'));
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({
+    bodyLimitBytes: 1024 * 1024,
+    clock,
+    publicUrl: 'https://pay.example.test',
+  });
+});
+afterAll(() => harness?.close());
+
+// Response bodies are read field by field and each field is asserted, so the type stays loose here.
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type Json = Record<string, any>;
+
+async function seller() {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({
+    displayName: 'Checkout Co',
+  });
+  const call = async (
+    method: 'GET' | 'POST' | 'PATCH',
+    url: string,
+    body?: unknown,
+    key: string | null = sandboxKey,
+  ) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: key === null ? {} : { authorization: `Bearer ${key}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    const text = response.body;
+    return {
+      status: response.statusCode,
+      body: (String(response.headers['content-type']).includes('json') ? JSON.parse(text) : text) as Json,
+      headers: response.headers,
+    };
+  };
+  const product = (await call('POST', '/v1/ui/products', { name: 'Search API' })).body;
+  const plan = (
+    await call('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 900,
+      setupFee: 100,
+    })
+  ).body;
+  const customer = (await call('POST', '/v1/sdk/customers', { externalRef: 'buyer' })).body;
+  const events = async () => {
+    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1 AND type LIKE 'checkout_session.%' ORDER BY created_at, id`,
+      [provider.id],
+    );
+    return rows.map((r) => ({ type: r.type, object: r.payload.data.object }));
+  };
+  return { call, product, plan, customer, events, provider };
+}
+const card = (number: string) => ({ card: { number, expMonth: 12, expYear: 2035, cvc: '123' } });
+
+describe('checkout sessions', () => {
+  it('are created for a plan (price plus setup fee due) and answered by a paid activation without a card', async () => {
+    const { call, plan, customer, events } = await seller();
+    const created = await call('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: 'buyer',
+      planRef: plan.reference,
+      successUrl: 'https://shop.example/thanks',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      status: 'active',
+      kind: 'plan',
+      amount: 1000,
+      currency: 'usd',
+      customerRef: customer.reference,
+    });
+    expect(created.body.url).toBe(`https://pay.example.test/checkout/${created.body.id}`);
+    expect(created.body.id).toMatch(/^cs_/);
+    const activation = (
+      await call('POST', '/v1/sdk/activate', { customerRef: 'buyer', planRef: plan.reference })
+    ).body;
+    expect(activation).toMatchObject({ status: 'payment_required' });
+    expect(activation.checkoutUrl).toBe(`https://pay.example.test/checkout/${activation.checkoutSessionId}`);
+    const written = await events();
+    expect(written.map((e) => e.type)).toEqual(['checkout_session.created', 'checkout_session.created']);
+    expect(written[0]?.object).toMatchObject({
+      id: created.body.id,
+      session_id: created.body.id,
+      url: created.body.url,
+      status: 'active',
+      amount: 1000,
+      plan: plan.reference,
+    });
+  });
+
+  it('refuse bad requests and other providers', async () => {
+    const { call, plan } = await seller();
+    expect(
+      (await call('POST', '/v1/sdk/checkout-sessions', { customerRef: 'buyer' })).body.errors[0].path,
+    ).toBe('/planRef');
+    expect(
+      (
+        await call('POST', '/v1/sdk/checkout-sessions', {
+          customerRef: 'buyer',
+          planRef: plan.reference,
+          topup: { credits: 1, amount: 1 },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await call('POST', '/v1/sdk/checkout-sessions', { customerRef: 'nobody', planRef: plan.reference }))
+        .body.code,
+    ).toBe('customer_not_found');
+    expect(
+      (
+        await call('POST', '/v1/sdk/checkout-sessions', {
+          customerRef: 'buyer',
+          planRef: plan.reference,
+          successUrl: 'ftp://x',
+        })
+      ).status,
+    ).toBe(400);
+    await call('PATCH', '/v1/sdk/merchant', { defaultCurrency: 'eur', supportedTopupCurrencies: ['eur'] });
+    const wrongCurrency = await call('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: 'buyer',
+      topup: { credits: 10, amount: 500, currency: 'usd' },
+    });
+    expect(wrongCurrency.body.errors[0].path).toBe('/topup/currency');
+    const mine = (
+      await call('POST', '/v1/sdk/checkout-sessions', { customerRef: 'buyer', planRef: plan.reference })
+    ).body;
+    const other = await seller();
+    expect((await other.call('GET', `/v1/sdk/checkout-sessions/${mine.id}`)).status).toBe(404);
+  });
+
+  it('a top-up paid on the hosted page credits the balance once and cannot be paid twice', async () => {
+    const { call, customer, events } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        topup: { credits: 250, amount: 2000 },
+      })
+    ).body;
+    const page = await call('GET', `/checkout/${session.id}`, undefined, null);
+    expect(page.status).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(page.body).toContain('Checkout Co');
+    expect(page.body).toContain('$20.00 due today');
+
+    const declined = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.failsLater), null);
+    expect(declined.status).toBe(402);
+    expect(declined.body.code).toBe('card_declined');
+    const paid = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
+    expect(paid.status).toBe(200);
+    expect(paid.body.redirectUrl).toBe(
+      `https://pay.example.test/checkout/${session.id}/complete?session_id=${session.id}`,
+    );
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(250);
+    expect(
+      (await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).body.code,
+    ).toBe('checkout_session_closed');
+    expect((await call('GET', `/checkout/${session.id}`, undefined, null)).status).toBe(410);
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('used');
+    expect((await events()).map((e) => e.type)).toEqual([
+      'checkout_session.created',
+      'checkout_session.completed',
+    ]);
+  });
+
+  it('expire after their time with checkout_session.expired, and cannot be paid then', async () => {
+    const { call, plan, events } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        planRef: plan.reference,
+        expiresInMinutes: 30,
+      })
+    ).body;
+    clock.advance(31 * 60_000);
+    expect(
+      (await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).body.code,
+    ).toBe('checkout_session_closed');
+    await harness.controlPlane.scheduler.runDue();
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('expired');
+    expect((await events()).map((e) => e.type)).toEqual([
+      'checkout_session.created',
+      'checkout_session.expired',
+    ]);
+    expect((await call('GET', '/v1/sdk/purchases?customerRef=buyer')).body.data).toEqual([]);
+  });
+});

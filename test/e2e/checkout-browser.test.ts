@@ -1,0 +1,147 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { root } from '../helpers/processes';
+
+/**
+ * A customer pays on the hosted checkout page in a real browser (Debian chromium driven by
+ * playwright-core), the purchase becomes active and the customer lands on the provider's
+ * return URL. Everything runs on 127.0.0.1.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+
+describe('hosted checkout in a browser', () => {
+  let harness: TestControlPlane;
+  let baseUrl: string;
+  let returnServer: Server;
+  let returnUrl: string;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, publicUrl: baseUrl });
+    await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+    returnServer = createServer((req, res) => {
+      res.writeHead(200, { 'content-type': req.url?.startsWith('/logo') ? 'image/svg+xml' : 'text/html' });
+      res.end(
+        req.url?.startsWith('/logo')
+          ? '<svg xmlns="http://www.w3.org/2000/svg" width="80" height="20"/>'
+          : '<h1>Thanks from the shop</h1>',
+      );
+    });
+    await new Promise<void>((resolve) => returnServer.listen(0, '127.0.0.1', resolve));
+    const address = returnServer.address();
+    returnUrl = `http://127.0.0.1:${address !== null && typeof address === 'object' ? address.port : 0}`;
+    expect(existsSync(CHROMIUM), 'Debian chromium must be installed (.ci/run installs it)').toBe(true);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    returnServer?.close();
+    await harness?.close();
+  });
+
+  it('shows the merchant and plan, takes a sandbox card, activates the purchase and returns to the shop', async () => {
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({
+      displayName: 'Acme Tools',
+    });
+    const api = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${baseUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${sandboxKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return (await response.json()) as Record<string, string>;
+    };
+    await api('PATCH', '/v1/sdk/merchant', {
+      logoUrl: `${returnUrl}/logo.svg`,
+      termsUrl: 'https://acme.example/terms',
+      privacyUrl: 'https://acme.example/privacy',
+    });
+    const product = await api('POST', '/v1/ui/products', { name: 'Weather API' });
+    const plan = await api('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 900,
+      setupFee: 100,
+    });
+    const customer = await api('POST', '/v1/sdk/customers', {
+      externalRef: 'browser-buyer',
+      email: 'buyer@example.com',
+    });
+    const session = await api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: customer.reference,
+      planRef: plan.reference,
+      successUrl: `${returnUrl}/thanks`,
+    });
+
+    const page = await browser.newPage();
+    await page.goto(session.url ?? '');
+    const text = await page.locator('main').innerText();
+    for (const expected of [
+      'Acme Tools',
+      'Weather API · Pro',
+      '$9.00 per month',
+      'One-time setup fee $1.00',
+      '$10.00 due today',
+      'Terms',
+      'Privacy',
+    ]) {
+      expect(text).toContain(expected);
+    }
+    expect(await page.locator('a', { hasText: 'Terms' }).getAttribute('href')).toBe(
+      'https://acme.example/terms',
+    );
+    await page.fill('#number', '4242 4242 4242 4242');
+    await page.fill('#exp', '12/35');
+    await page.fill('#cvc', '123');
+    mkdirSync(join(root, 'data', 'screenshots'), { recursive: true });
+    await page.screenshot({ path: join(root, 'data', 'screenshots', 'checkout.png') });
+    await page.click('#submit');
+    await page.waitForURL(`${returnUrl}/thanks?session_id=${session.id}`, { timeout: 15_000 });
+    expect(await page.locator('h1').innerText()).toBe('Thanks from the shop');
+
+    const purchases = (await api(
+      'GET',
+      `/v1/sdk/purchases?customerRef=${customer.reference}`,
+    )) as unknown as { data: Record<string, string>[] };
+    expect(purchases.data).toHaveLength(1);
+    expect(purchases.data[0]).toMatchObject({ status: 'active', planRef: plan.reference });
+    expect((await api('GET', `/v1/sdk/checkout-sessions/${session.id}`)).status).toBe('used');
+    const { rows } = await harness.pool.query<{ type: string }>(
+      'SELECT type FROM outbox_events WHERE provider_id = $1 ORDER BY created_at, id',
+      [provider.id],
+    );
+    const types = rows.map((r) => r.type);
+    for (const type of [
+      'checkout_session.created',
+      'purchase.created',
+      'payment.succeeded',
+      'purchase.activated',
+      'checkout_session.completed',
+    ]) {
+      expect(types).toContain(type);
+    }
+    expect(types.indexOf('checkout_session.completed')).toBeGreaterThan(types.indexOf('purchase.activated'));
+  });
+});
