@@ -1,11 +1,9 @@
-import { createLogger } from '@mcp-meter/ingest/kit';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
-import { createPool } from '../src/db/pool';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
-import { buildControlPlane } from '../src/service';
-import { MemorySnapshotStore } from '../src/snapshots/store';
 
 /**
  * Every scheduled purchase move with the clock moved forward: renewals, reminders, a failed
@@ -315,7 +313,7 @@ describe('billing scheduler', () => {
     expect(liveCard.json()).toMatchObject({ status: 409, code: 'payments_not_configured' });
   });
 
-  it('two schedulers running at once charge and announce each renewal exactly once', async () => {
+  it('two control-plane processes running the scheduler at once charge and announce each renewal exactly once', async () => {
     clock.set(new Date('2026-10-01T00:00:00.000Z'));
     const { api, plan, customer, events, payments } = await seller();
     const monthly = await plan({ type: 'recurring', price: 100 });
@@ -327,28 +325,23 @@ describe('billing scheduler', () => {
           .purchaseRef,
       );
     }
-    // A second control plane on its own connection pool, as a second replica would be.
-    const otherPool = createPool(inject('infra').databaseUrl);
-    const other = await buildControlPlane({
-      config: { bodyLimitBytes: 1024, proxyPublicUrl: 'http://127.0.0.1:9', proxyBaseDomain: undefined },
-      logger: createLogger({ level: 'silent', name: 'replica' }),
-      pool: otherPool,
-      publisher: harness.bus,
-      reader: harness.store.store,
-      snapshots: new MemorySnapshotStore(),
-      clock,
-    });
-    try {
-      clock.set(new Date('2026-11-01T00:00:01.000Z'));
-      const [a, b] = await Promise.all([harness.controlPlane.scheduler.runDue(), other.scheduler.runDue()]);
-      expect(a + b).toBeGreaterThanOrEqual(12);
-      for (const ref of refs) {
-        expect((await payments(ref)).map((p: Json) => p.reason)).toEqual(['first_payment', 'renewal']);
-        expect(types(await events(ref)).filter((t) => t === 'purchase.renewed')).toHaveLength(1);
-      }
-    } finally {
-      await other.app.close();
-      await otherPool.end();
+    // Two replicas: separate processes on the same database, run at the same moment.
+    const now = '2026-11-01T00:00:01.000Z';
+    clock.set(new Date(now));
+    const replica = () =>
+      new Promise<number>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'scheduler-process.ts')],
+          { env: { ...process.env, DATABASE_URL: inject('infra').databaseUrl, NOW: now }, timeout: 60_000 },
+          (error, stdout) => (error ? reject(error) : resolve(Number(stdout.trim()))),
+        );
+      });
+    const [a, b] = await Promise.all([replica(), replica()]);
+    expect(a + b).toBeGreaterThanOrEqual(12);
+    for (const ref of refs) {
+      expect((await payments(ref)).map((p: Json) => p.reason)).toEqual(['first_payment', 'renewal']);
+      expect(types(await events(ref)).filter((t) => t === 'purchase.renewed')).toHaveLength(1);
     }
   });
 });
