@@ -18,6 +18,7 @@ import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
 import { SandboxProcessor } from './modules/payments/processor';
+import { RefundService, refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
 import { PaymentService } from './modules/payments/service';
 import { planRoutes } from './modules/plans/routes';
@@ -61,7 +62,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const meters = new MeterService(deps.pool, clock);
   const customers = new CustomerService(deps.pool, clock);
   const credits = new CreditService(deps.pool, clock);
-  const payments = new PaymentService(deps.pool, clock, new SandboxProcessor());
+  const processor = new SandboxProcessor();
+  const payments = new PaymentService(deps.pool, clock, processor);
   const purchases = new PurchaseService(deps.pool, clock, deps.snapshots, deps.logger, payments);
   const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, {
     dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
@@ -78,6 +80,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     credits,
   );
   purchases.checkoutFactory = (auth, input) => checkout.create(auth, input);
+  const refunds = new RefundService(deps.pool, clock, processor, purchases);
   scheduler.addJob(() => checkout.expireDue());
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
@@ -105,6 +108,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
       await scope.register(checkoutRoutes(checkout));
+      await scope.register(refundRoutes(refunds));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));

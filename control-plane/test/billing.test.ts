@@ -313,6 +313,64 @@ describe('billing scheduler', () => {
     expect(liveCard.json()).toMatchObject({ status: 409, code: 'payments_not_configured' });
   });
 
+  it('refunds in part and in full; a full refund of a purchase payment revokes it with purchase.refunded', async () => {
+    clock.set(new Date('2026-07-01T00:00:00.000Z'));
+    const { api, plan, customer, events } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 1000 });
+    const c = await customer(SANDBOX_CARDS.succeeds);
+    const ref = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })
+    ).body.purchaseRef;
+    const { rows } = await harness.pool.query<{ transaction_reference: string; id: string }>(
+      'SELECT id, transaction_reference FROM payments WHERE purchase_id = $1',
+      [ref],
+    );
+    const txn = rows[0]?.transaction_reference ?? '';
+
+    const partial = await api('POST', '/v1/ui/transactions/refunds', {
+      originalTransactionId: txn,
+      refundAmount: 300,
+      currency: 'USD',
+      reason: 'goodwill',
+    });
+    expect(partial.status).toBe(202);
+    expect(partial.body).toMatchObject({
+      originalTransactionId: txn,
+      refundAmount: 300,
+      currency: 'usd',
+      status: 'succeeded',
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('active');
+    const tooMuch = await api('POST', '/v1/ui/transactions/refunds', {
+      originalTransactionId: txn,
+      refundAmount: 701,
+    });
+    expect(tooMuch.body).toMatchObject({ code: 'refund_exceeds_payment', refundable: 700 });
+    expect(
+      (await api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: rows[0]?.id })).body
+        .refundAmount,
+    ).toBe(700);
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('cancelled');
+    expect(types(await events(ref)).slice(-1)).toEqual(['purchase.refunded']);
+    const { rows: outbox } = await harness.pool.query<{ type: string }>(
+      `SELECT type FROM outbox_events WHERE type LIKE 'payment.refund%' AND payload->'data'->'object'->>'id' IN (SELECT id FROM refunds WHERE payment_id = $1) ORDER BY created_at, id`,
+      [rows[0]?.id],
+    );
+    expect(outbox.map((r) => r.type)).toEqual([
+      'payment.refund_pending',
+      'payment.refunded',
+      'payment.refund_pending',
+      'payment.refunded',
+    ]);
+    expect(
+      (await api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: 'txn_nope' })).body.code,
+    ).toBe('transaction_not_found');
+    const other = await seller();
+    expect(
+      (await other.api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: txn })).status,
+    ).toBe(404);
+  });
+
   it('two control-plane processes running the scheduler at once charge and announce each renewal exactly once', async () => {
     clock.set(new Date('2026-10-01T00:00:00.000Z'));
     const { api, plan, customer, events, payments } = await seller();

@@ -32,6 +32,12 @@ export interface PaymentProcessor {
     currency: string;
     idempotencyKey: string;
   }): ChargeResult;
+  /** Returns money of an earlier charge; the same idempotency key gives the same result. */
+  refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }): {
+    status: 'succeeded' | 'failed';
+    processorRefund: string;
+    failureReason?: string;
+  };
 }
 
 export class CardError extends Error {
@@ -98,6 +104,10 @@ export class SandboxProcessor implements PaymentProcessor {
       expMonth: card.expMonth,
       expYear: card.expYear,
     };
+  }
+
+  refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }) {
+    return { status: 'succeeded' as const, processorRefund: `re_sandbox_${request.idempotencyKey}` };
   }
 
   charge(request: {

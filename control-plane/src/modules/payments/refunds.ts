@@ -1,0 +1,203 @@
+import { newId } from '@mcp-meter/ingest/kit';
+import { Type } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool } from '../../db/pool';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors';
+import { type App, authOf } from '../../http/app';
+import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import type { AuthContext } from '../providers/service';
+import type { PurchaseRow, PurchaseService } from '../purchases/service';
+import type { PaymentProcessor } from './processor';
+
+interface PaymentRow {
+  id: string;
+  purchase_id: string | null;
+  amount: number;
+  currency: string;
+  status: string;
+  processor_payment_intent: string;
+  transaction_reference: string;
+}
+
+/** Spec 2.7 / 4.9; `refundAmount` defaults to everything not yet refunded. */
+export const RefundCreate = Type.Object(
+  {
+    originalTransactionId: Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'The payment (pay_…) or its transaction reference (txn_…)',
+    }),
+    refundAmount: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 99_999_999_999, description: 'Minor units' }),
+    ),
+    currency: Type.Optional(Type.String({ pattern: '^[A-Za-z]{3}$' })),
+    reason: Type.Optional(Type.String({ maxLength: 500 })),
+    metadata: Type.Optional(Metadata),
+    providerId: Type.Optional(
+      Type.String({ maxLength: 100, description: 'Must be your own provider id when sent' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Refund = Type.Object({
+  id: Type.String(),
+  originalTransactionId: Type.String(),
+  refundAmount: Type.Integer(),
+  currency: Type.String(),
+  status: Type.String(),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+});
+
+/**
+ * Refunds through the processor. The outcome is announced by events: payment.refund_pending
+ * when initiated, then payment.refunded or payment.refund_failed. A refund that returns all of
+ * a purchase's payment revokes the entitlement (purchase.refunded, status cancelled).
+ */
+export class RefundService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly processor: PaymentProcessor,
+    private readonly purchases: PurchaseService,
+  ) {}
+
+  async refund(auth: AuthContext, input: typeof RefundCreate.static) {
+    if (input.providerId !== undefined && input.providerId !== auth.providerId) {
+      throw new ValidationError([
+        { path: '/providerId', message: 'is not the provider of this API key', location: 'body' },
+      ]);
+    }
+    const at = this.clock.now();
+    const { result, purchase } = await inTransaction(this.pool, async (tx) => {
+      const { rows } = await tx.query<PaymentRow>(
+        `SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR transaction_reference = $3) FOR UPDATE`,
+        [auth.providerId, auth.environment, input.originalTransactionId],
+      );
+      const payment = rows[0];
+      if (payment === undefined || payment.status !== 'succeeded') {
+        throw new NotFoundError(
+          'transaction_not_found',
+          `No successful payment ${input.originalTransactionId}`,
+        );
+      }
+      if (input.currency !== undefined && input.currency.toLowerCase() !== payment.currency) {
+        throw new ValidationError([
+          { path: '/currency', message: `the payment was in ${payment.currency}`, location: 'body' },
+        ]);
+      }
+      const { rows: done } = await tx.query<{ total: string | null }>(
+        `SELECT sum(amount) AS total FROM refunds WHERE payment_id = $1 AND status <> 'failed'`,
+        [payment.id],
+      );
+      const refunded = Number(done[0]?.total ?? 0);
+      const amount = input.refundAmount ?? payment.amount - refunded;
+      if (amount <= 0 || refunded + amount > payment.amount) {
+        throw new ConflictError(
+          'refund_exceeds_payment',
+          `At most ${payment.amount - refunded} ${payment.currency} can still be refunded`,
+          {
+            refundable: payment.amount - refunded,
+          },
+        );
+      }
+      const id = newId('re');
+      const outcome = this.processor.refund({
+        processorPaymentIntent: payment.processor_payment_intent,
+        amount,
+        idempotencyKey: id,
+      });
+      await tx.query(
+        `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund, failure_reason, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [
+          id,
+          auth.providerId,
+          auth.environment,
+          payment.id,
+          amount,
+          payment.currency,
+          input.reason ?? null,
+          input.metadata ?? {},
+          outcome.status,
+          outcome.processorRefund,
+          outcome.failureReason ?? null,
+          at,
+        ],
+      );
+      const object = {
+        id,
+        amount,
+        currency: payment.currency,
+        processor_refund: outcome.processorRefund,
+        reason: input.reason ?? null,
+        created: unixSeconds(at),
+      };
+      await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object, at });
+      await writeEvent(tx, {
+        ...auth,
+        type: outcome.status === 'succeeded' ? 'payment.refunded' : 'payment.refund_failed',
+        object:
+          outcome.status === 'succeeded'
+            ? object
+            : { ...object, failure_reason: outcome.failureReason ?? 'failed' },
+        at,
+      });
+      let purchase: PurchaseRow | undefined;
+      if (
+        outcome.status === 'succeeded' &&
+        refunded + amount === payment.amount &&
+        payment.purchase_id !== null
+      ) {
+        const { rows: purchases } = await tx.query<PurchaseRow>(
+          'SELECT * FROM purchases WHERE id = $1 FOR UPDATE',
+          [payment.purchase_id],
+        );
+        const current = purchases[0];
+        if (
+          current !== undefined &&
+          ['active', 'past_due', 'cancelled', 'expired'].includes(current.status)
+        ) {
+          purchase = await this.purchases.apply(tx, auth, current, 'refunded', {
+            ended_at: current.ended_at ?? at,
+          });
+        }
+      }
+      return {
+        result: {
+          id,
+          originalTransactionId: payment.transaction_reference,
+          refundAmount: amount,
+          currency: payment.currency,
+          status: outcome.status,
+          reason: input.reason ?? null,
+          createdAt: at.toISOString(),
+        },
+        purchase,
+      };
+    });
+    if (purchase !== undefined) await this.purchases.publish([purchase]);
+    return result;
+  }
+}
+
+export function refundRoutes(refunds: RefundService) {
+  return async (app: App) => {
+    app.post(
+      '/v1/ui/transactions/refunds',
+      {
+        config: { idempotency: 'optional' },
+        schema: {
+          tags: ['payments'],
+          summary:
+            'Refund a payment in full or in part; a full refund of a purchase payment revokes the purchase',
+          body: RefundCreate,
+          response: { 202: Refund, 409: Problem, 422: Problem, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.status(202).send(await refunds.refund(authOf(request), request.body)),
+    );
+  };
+}
