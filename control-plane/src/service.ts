@@ -29,6 +29,8 @@ import { ProviderService } from './modules/providers/service';
 import { purchaseRoutes } from './modules/purchases/routes';
 import { BillingScheduler } from './modules/purchases/scheduler';
 import { PurchaseService } from './modules/purchases/service';
+import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
+import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
 import { UsageService } from './modules/usage/service';
 import type { SnapshotStore } from './snapshots/store';
@@ -51,6 +53,7 @@ export interface ControlPlane {
   mcpServers: McpServerService;
   purchases: PurchaseService;
   scheduler: BillingScheduler;
+  tokens: TokenService;
 }
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
@@ -81,6 +84,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   purchases.checkoutFactory = (auth, input) => checkout.create(auth, input);
   const refunds = new RefundService(deps.pool, clock, processor, purchases);
+  const tokens = new TokenService(
+    deps.pool,
+    clock,
+    deps.snapshots,
+    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+  );
   scheduler.addJob(() => checkout.expireDue());
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
@@ -91,6 +100,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     providers,
     open: async (scope) => {
       await scope.register(hostedCheckoutRoutes(checkout));
+      await scope.register(jwksRoutes(tokens));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {
           await deps.pool.query('SELECT 1');
@@ -109,6 +119,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(paymentRoutes(payments));
       await scope.register(checkoutRoutes(checkout));
       await scope.register(refundRoutes(refunds));
+      await scope.register(tokenRoutes(tokens));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));
@@ -116,7 +127,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(mcpServerRoutes(mcpServers));
     },
   });
-  return { app, providers, mcpServers, purchases, scheduler };
+  return { app, providers, mcpServers, purchases, scheduler, tokens };
 }
 
 export async function startControlPlane(
@@ -126,6 +137,7 @@ export async function startControlPlane(
   // The proxy reads only snapshots: rebuild them from PostgreSQL so a fresh or flushed store is whole.
   const servers = await controlPlane.mcpServers.publishAll();
   const entitlements = await controlPlane.purchases.publishAll();
+  await controlPlane.tokens.publish();
   deps.logger.debug({ servers, entitlements }, 'snapshots published');
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
   if (deps.config.schedulerEnabled !== false)

@@ -16,6 +16,8 @@ export interface ProxyConfig {
   originIdleTimeoutMs: number;
   snapshotTtlMs: number;
   meteringEnabled: boolean;
+  /** Off only for local experiments: calls are then metered to the customer `anonymous`. */
+  requireAuth: boolean;
   emitterMaxBatch: number;
   emitterLingerMs: number;
   emitterMaxQueued: number;
@@ -40,6 +42,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     // How long a server's routing snapshot is trusted before it is read again.
     snapshotTtlMs: env.int('PROXY_SNAPSHOT_TTL_MS', 5_000, { min: 0, max: 600_000 }),
     meteringEnabled: env.bool('PROXY_METERING_ENABLED', true),
+    requireAuth: env.bool('PROXY_REQUIRE_AUTH', true),
     emitterMaxBatch: env.int('EMITTER_MAX_BATCH', 1_000, { min: 1, max: 100_000 }),
     // Short linger: records reach the bus quickly while still leaving in batches under load.
     emitterLingerMs: env.int('EMITTER_LINGER_MS', 20, { min: 0, max: 10_000 }),

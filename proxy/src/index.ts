@@ -1,6 +1,7 @@
 import type { SnapshotStore } from '@mcp-meter/control-plane/snapshots';
 import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
+import { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import { ServerDirectory } from './directory';
 import { type ProxyServer, startProxyServer } from './server';
@@ -28,6 +29,7 @@ export async function startProxy(deps: {
   const server = await startProxyServer({
     config,
     directory: new ServerDirectory(deps.snapshots, config.snapshotTtlMs),
+    verifier: new TokenVerifier(deps.snapshots, 60_000),
     emitter,
     logger,
   });

@@ -4,6 +4,7 @@ import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
 import { type Logger, newId } from '@mcp-meter/ingest/kit';
 import { Agent, request as originRequest } from 'undici';
+import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import type { ServerDirectory } from './directory';
 import {
@@ -84,11 +85,19 @@ function writeChunk(exchange: Exchange, chunk: Uint8Array): Promise<void> | unde
   });
 }
 
-function respond(exchange: Exchange, status: number, contentType: string, body: string): void {
+function respond(
+  exchange: Exchange,
+  status: number,
+  contentType: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   if (exchange.aborted) return;
   exchange.res.cork(() => {
-    if (!exchange.headersSent)
+    if (!exchange.headersSent) {
       exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
+      for (const [name, value] of Object.entries(headers)) exchange.res.writeHeader(name, value);
+    }
     exchange.headersSent = true;
     exchange.res.end(body);
   });
@@ -115,6 +124,7 @@ export interface ProxyServerDeps {
   config: ProxyConfig;
   directory: ServerDirectory;
   emitter: UsageEmitter | undefined;
+  verifier: TokenVerifier;
   logger: Logger;
 }
 
@@ -125,7 +135,7 @@ export interface ProxyServer {
 }
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
-  const { config, directory, emitter, logger } = deps;
+  const { config, directory, emitter, verifier, logger } = deps;
   const origins = new Agent({
     connect: { timeout: config.originConnectTimeoutMs },
     headersTimeout: config.originHeadersTimeoutMs,
@@ -138,6 +148,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
 
   function meter(
     server: McpServerSnapshot,
+    customerRef: string,
     calls: ToolCall[],
     outcomeFor: (call: ToolCall) => ToolOutcome,
     started: number,
@@ -154,9 +165,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         environment: server.environment,
         meterRef: server.meterRef,
         meterName: server.meterName,
-        // Customer identity arrives with signed access tokens (next proxy issue); until then calls
-        // are metered to one anonymous customer per server.
-        customerRef: 'anonymous',
+        customerRef,
         value: 1,
         timestamp,
         properties: { tool: call.tool, outcome: outcomeFor(call), server: server.serverId, latencyMs },
@@ -166,7 +175,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
 
   async function forward(
     exchange: Exchange,
-    request: { method: string; route: Route; query: string; headers: Record<string, string>; body: Buffer },
+    request: {
+      method: string;
+      route: Route;
+      query: string;
+      headers: Record<string, string>;
+      body: Buffer;
+      authorization: string;
+    },
   ) {
     const started = performance.now();
     const server = await directory.lookup(request.route.subdomain);
@@ -191,6 +207,27 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && 'id' in parsed
         ? (parsed.id as string | number)
         : null;
+    let customerRef = 'anonymous';
+    if (config.requireAuth) {
+      const verdict = await verifier.verify(request.authorization, server);
+      if (!verdict.ok) {
+        // RFC 6750 / MCP authorization: the client learns it must (re)authenticate.
+        const challenge =
+          request.authorization === ''
+            ? 'Bearer realm="mcp"'
+            : `Bearer realm="mcp", error="invalid_token", error_description="${verdict.reason}"`;
+        return respond(
+          exchange,
+          401,
+          'application/json',
+          jsonRpcError(singleId, -32001, `Unauthorized: ${verdict.reason}`),
+          {
+            'www-authenticate': challenge,
+          },
+        );
+      }
+      customerRef = verdict.claims.sub;
+    }
     if (server.status !== 'active') {
       return respond(
         exchange,
@@ -231,11 +268,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
       if (!exchange.aborted) exchange.res.cork(() => exchange.res.end());
       const responses = calls.length > 0 ? responsesIn(contentType, sniffed) : [];
-      meter(server, calls, (call) => outcomeOf(call, upstream.statusCode, responses), started);
+      meter(server, customerRef, calls, (call) => outcomeOf(call, upstream.statusCode, responses), started);
     } catch (error) {
       if (exchange.aborted) return;
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
-      meter(server, calls, () => 'upstream_error', started);
+      meter(server, customerRef, calls, () => 'upstream_error', started);
       if (exchange.headersSent) {
         exchange.res.cork(() => exchange.res.end());
       } else if (singleId !== null) {
@@ -288,6 +325,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (!REQUEST_SKIP.has(name)) headers[name] = value;
     });
     const query = req.getQuery() ?? '';
+    const authorization = req.getHeader('authorization');
     const declaredLength = Number(headers['content-length'] ?? req.getHeader('content-length') ?? 0);
     if (declaredLength > config.maxBodyBytes) {
       return respond(
@@ -300,7 +338,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
 
     inflight++;
     const run = (body: Buffer) =>
-      forward(exchange, { method, route, query, headers, body })
+      forward(exchange, { method, route, query, headers, body, authorization })
         .catch((error: unknown) => {
           logger.error({ err: error }, 'proxy request failed');
           respond(exchange, 500, 'application/json', jsonRpcError(null, -32603, 'Internal proxy error'));

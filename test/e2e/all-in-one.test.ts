@@ -1,10 +1,12 @@
+import type { JsonWebKey } from 'node:crypto';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { verifyAccessToken } from '@mcp-meter/control-plane/snapshots';
 import { freePort } from '@mcp-meter/ingest/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../helpers/api';
-import { mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
+import { foreignToken, mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
 
@@ -81,7 +83,29 @@ describe('npm start: the whole service in one process on embedded defaults', () 
 
   it('meters exactly one record for one MCP tool call through the proxy', async () => {
     const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'MCP Shop'], env);
-    await mcpThroughProxyFlow(baseUrl, provider);
+    await mcpThroughProxyFlow(baseUrl, provider, async () =>
+      foreignToken(
+        baseUrl,
+        await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Other Shop'], env),
+      ),
+    );
+  });
+
+  it('the admin CLI mints a customer token the proxy accepts', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Token Shop'], env);
+    const customer = await apiClient(baseUrl, provider.sandboxKey)('POST', '/v1/sdk/customers', {
+      externalRef: 'cli-user',
+    });
+    const token = await runAdmin<{ accessToken: string; customerRef: string }>(
+      ['token', 'create', '--key', provider.sandboxKey, '--customer', 'cli-user'],
+      env,
+    );
+    expect(token.customerRef).toBe(customer.body.reference);
+    const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as { keys: JsonWebKey[] };
+    expect(verifyAccessToken(token.accessToken, jwks.keys, Math.floor(Date.now() / 1000))).toMatchObject({
+      ok: true,
+      claims: { sub: customer.body.reference, prv: provider.id },
+    });
   });
 
   it('flushes usage accepted just before SIGTERM and keeps every total across a restart', async () => {

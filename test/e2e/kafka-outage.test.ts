@@ -42,6 +42,8 @@ describe('Kafka broker killed while the proxy emits', () => {
     env = {
       KAFKA_BROKERS: `127.0.0.1:${kafkaEnv.KAFKA_PORT}`,
       BUS_NAMESPACE: 'outage',
+      // No control plane here to issue tokens: this test is about the bus, not identity.
+      PROXY_REQUIRE_AUTH: 'false',
       PROXY_PORT: '0',
       PROXY_SPILL_DIR: join(dir, 'spill'),
       // A small memory bound so the outage exercises the spill file, not just RAM.

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/ingest/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow, suffix } from '../helpers/flows';
+import {
+  foreignToken,
+  mcpThroughProxyFlow,
+  type ProviderKeys,
+  sellAndMeterFlow,
+  suffix,
+} from '../helpers/flows';
 import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
 
 /**
@@ -64,7 +70,12 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
 
   it('meters exactly one record for one MCP tool call through a separate proxy process', async () => {
     const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Stack MCP'], env);
-    await mcpThroughProxyFlow(baseUrl, provider);
+    await mcpThroughProxyFlow(baseUrl, provider, async () =>
+      foreignToken(
+        baseUrl,
+        await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Other Stack'], env),
+      ),
+    );
   });
 
   it('the admin CLI lists providers and rotates keys against DATABASE_URL', async () => {

@@ -82,7 +82,12 @@ export async function sellAndMeterFlow(baseUrl: string, provider: ProviderKeys):
  * The official MCP SDK client calls a tool of a real SDK-built MCP server through the proxy,
  * sees the origin's answer, and exactly one usage record appears for the one tools/call.
  */
-export async function mcpThroughProxyFlow(baseUrl: string, provider: ProviderKeys): Promise<void> {
+export async function mcpThroughProxyFlow(
+  baseUrl: string,
+  provider: ProviderKeys,
+  /** Mints a valid token of another provider, which this provider's server must refuse. */
+  other: () => Promise<string>,
+): Promise<void> {
   const sandbox = apiClient(baseUrl, provider.sandboxKey);
   const origin = await startMcpOrigin();
   try {
@@ -96,8 +101,45 @@ export async function mcpThroughProxyFlow(baseUrl: string, provider: ProviderKey
     );
     expect(registered.status).toBe(201);
 
+    const customer = await sandbox<{ reference: string }>('POST', '/v1/sdk/customers', {
+      externalRef: `mcp-user-${suffix()}`,
+    });
+    const token = await sandbox<{ accessToken: string }>(
+      'POST',
+      `/v1/sdk/customers/${customer.body.reference}/tokens`,
+      {},
+    );
+    expect(token.status).toBe(201);
+
+    // Without a valid token the proxy refuses with a Bearer challenge, before the origin is called.
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    };
+    const attempt = (authorization?: string) =>
+      fetch(registered.body.mcpProxyUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...(authorization === undefined ? {} : { authorization }),
+        },
+        body: JSON.stringify(initialize),
+      });
+    const anonymous = await attempt();
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="mcp"');
+    const garbage = await attempt('Bearer not.a.token');
+    expect(garbage.status).toBe(401);
+    expect(garbage.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    expect((await attempt(`Bearer ${await other()}`)).status).toBe(401);
+
     const client = new Client({ name: 'e2e-client', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(registered.body.mcpProxyUrl));
+    const transport = new StreamableHTTPClientTransport(new URL(registered.body.mcpProxyUrl), {
+      requestInit: { headers: { authorization: `Bearer ${token.body.accessToken}` } },
+    });
     await client.connect(transport);
     expect(transport.sessionId).toBeTruthy();
     const tools = await client.listTools();
@@ -108,19 +150,28 @@ export async function mcpThroughProxyFlow(baseUrl: string, provider: ProviderKey
     await client.close();
 
     const usage = await pollUntil(
-      async () => (await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage?customerRef=anonymous')).body,
+      async () =>
+        (await sandbox<UsageTotal>('GET', `/ui/meters/requests/usage?customerRef=${customer.body.reference}`))
+          .body,
       (body) => body.records >= 1,
       { what: 'proxy usage record', timeoutMs: 30_000 },
     );
     expect(usage).toMatchObject({ total: 1, records: 1 });
     // Nothing else trickles in later: initialize and tools/list are not metered.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(
-      (await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage?customerRef=anonymous')).body,
-    ).toMatchObject({
+    expect((await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage')).body).toMatchObject({
       records: 1,
     });
   } finally {
     await origin.close();
   }
+}
+
+/** A valid customer token of another provider (for refusal checks). */
+export async function foreignToken(baseUrl: string, provider: ProviderKeys): Promise<string> {
+  const api = apiClient(baseUrl, provider.sandboxKey);
+  const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', {});
+  return (
+    await api<{ accessToken: string }>('POST', `/v1/sdk/customers/${customer.body.reference}/tokens`, {})
+  ).body.accessToken;
 }

@@ -9,13 +9,16 @@ import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
 import { systemClock } from '../clock';
 import { openDatabase } from '../db/open';
 import { ProviderService } from '../modules/providers/service';
+import { TokenService } from '../modules/tokens/service';
+import { MemorySnapshotStore } from '../snapshots/store';
 
 const USAGE = `usage: npm run admin -- <command>
   provider create --name "<display name>" [--legal-name "<legal name>"] [--sandbox-only]
   provider list
   provider enable-live --id <prv_…>
   provider disable-live --id <prv_…>
-  key rotate --provider <prv_…> --environment sandbox|live`;
+    key rotate --provider <prv_…> --environment sandbox|live
+  token create --key <secret key> --customer <customerRef> [--product <productRef>] [--expires-in <seconds>]`;
 
 class UsageError extends Error {}
 
@@ -35,6 +38,10 @@ async function run(argv: string[]): Promise<unknown> {
       id: { type: 'string' },
       provider: { type: 'string' },
       environment: { type: 'string' },
+      key: { type: 'string' },
+      customer: { type: 'string' },
+      product: { type: 'string' },
+      'expires-in': { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -44,6 +51,7 @@ async function run(argv: string[]): Promise<unknown> {
     'provider enable-live',
     'provider disable-live',
     'key rotate',
+    'token create',
   ];
   if (!known.includes(command))
     throw new UsageError(command === '' ? 'no command given' : `unknown command "${command}"`);
@@ -52,6 +60,10 @@ async function run(argv: string[]): Promise<unknown> {
   const config = env.done({
     dataDir: readDataDir(env),
     databaseUrl: env.url('DATABASE_URL', ['postgres', 'postgresql']),
+    publicUrl: (
+      env.url('PUBLIC_URL', ['http', 'https']) ??
+      `http://127.0.0.1:${env.int('PORT', 8080, { min: 0, max: 65535 })}`
+    ).replace(/\/$/, ''),
   });
   const logger = createLogger({ level: 'warn', name: 'admin' });
   const database = await openDatabase({ ...config, logger });
@@ -90,6 +102,26 @@ async function run(argv: string[]): Promise<unknown> {
         const enabled = command === 'provider enable-live';
         await providers.setLiveEnabled(id, enabled);
         return { id, liveEnabled: enabled };
+      }
+      case 'token create': {
+        // The key decides provider and environment, exactly as on the API.
+        const auth = await providers.authenticate(`Bearer ${required(values.key, 'key')}`);
+        const expires = values['expires-in'] === undefined ? undefined : Number(values['expires-in']);
+        if (expires !== undefined && (!Number.isInteger(expires) || expires < 60 || expires > 30 * 86400)) {
+          throw new UsageError('--expires-in must be whole seconds between 60 and 2592000');
+        }
+        const tokens = new TokenService(
+          database.pool,
+          systemClock,
+          new MemorySnapshotStore(),
+          config.publicUrl,
+        );
+        // Awaited here: returning the promise would let `finally` close the pool under it.
+        return await tokens.issue(auth, {
+          customerRef: required(values.customer, 'customer'),
+          productRef: values.product,
+          expiresInSeconds: expires,
+        });
       }
       default: {
         const providerId = required(values.provider, 'provider');

@@ -57,3 +57,22 @@ export interface EntitlementSnapshot {
 export const entitlementKey = (
   s: Pick<EntitlementSnapshot, 'providerId' | 'environment' | 'customerId' | 'productId'>,
 ): string => `${SNAPSHOT_PREFIX}entitlement:${s.providerId}:${s.environment}:${s.customerId}:${s.productId}`;
+
+/** The public keys that verify customer access tokens (a JWKS), read by the proxy. */
+export const JWKS_KEY = `${SNAPSHOT_PREFIX}jwks`;
+
+/** Claims of a customer access token as the proxy reads them. */
+export interface AccessTokenClaims {
+  iss: string;
+  aud: string;
+  /** The customer's reference. */
+  sub: string;
+  prv: string;
+  env: Environment;
+  prd?: string;
+  iat: number;
+  exp: number;
+  jti: string;
+}
+
+export const ACCESS_TOKEN_AUDIENCE = 'mcp-meter-proxy';

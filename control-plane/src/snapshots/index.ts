@@ -1,8 +1,12 @@
 export {
+  ACCESS_TOKEN_AUDIENCE,
+  type AccessTokenClaims,
   type EntitlementSnapshot,
   entitlementKey,
+  JWKS_KEY,
   type McpServerSnapshot,
   mcpServerKey,
   parseMcpServerSnapshot,
 } from './format';
+export { type VerifyResult, verifyAccessToken } from './jwt';
 export { MemorySnapshotStore, openSnapshotStore, RedisSnapshotStore, type SnapshotStore } from './store';

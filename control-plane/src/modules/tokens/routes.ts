@@ -1,0 +1,54 @@
+import { Type } from '@sinclair/typebox';
+import { type App, authOf } from '../../http/app';
+import { errorResponses } from '../../http/schemas';
+import { CustomerParams } from '../customers/schemas';
+import type { TokenService } from './service';
+
+export function tokenRoutes(tokens: TokenService) {
+  return async (app: App) => {
+    app.post(
+      '/v1/sdk/customers/:ref/tokens',
+      {
+        schema: {
+          tags: ['customers'],
+          summary: 'Mint an access token a customer presents to the MCP proxy',
+          params: CustomerParams,
+          body: Type.Object(
+            {
+              productRef: Type.Optional(
+                Type.String({
+                  minLength: 1,
+                  maxLength: 100,
+                  description: "Limit the token to this product's servers",
+                }),
+              ),
+              expiresInSeconds: Type.Optional(
+                Type.Integer({ minimum: 60, maximum: 30 * 86400, default: 3600 }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+          response: {
+            201: Type.Object({
+              accessToken: Type.String(),
+              tokenType: Type.Literal('Bearer'),
+              expiresIn: Type.Integer(),
+              customerRef: Type.String(),
+            }),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .status(201)
+          .send(await tokens.issue(authOf(request), { customerRef: request.params.ref, ...request.body })),
+    );
+  };
+}
+
+export function jwksRoutes(tokens: TokenService) {
+  return async (app: App) => {
+    app.get('/.well-known/jwks.json', { schema: { hide: true } }, async () => tokens.jwks());
+  };
+}

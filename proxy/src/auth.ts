@@ -1,0 +1,63 @@
+import type { JsonWebKey } from 'node:crypto';
+import {
+  JWKS_KEY,
+  type McpServerSnapshot,
+  type SnapshotStore,
+  type VerifyResult,
+  verifyAccessToken,
+} from '@mcp-meter/control-plane/snapshots';
+
+/**
+ * Verifies customer access tokens locally: the key set comes from the snapshot store (cached,
+ * refetched when a token names an unknown key), and verified tokens are remembered until they
+ * expire, so a call costs a map lookup rather than a signature check.
+ */
+export class TokenVerifier {
+  private keys: JsonWebKey[] = [];
+  private keysFetchedAt = 0;
+  private readonly verified = new Map<string, Extract<VerifyResult, { ok: true }>>();
+
+  constructor(
+    private readonly store: SnapshotStore,
+    private readonly keysTtlMs: number,
+  ) {}
+
+  private async keySet(force: boolean): Promise<JsonWebKey[]> {
+    if (force || Date.now() - this.keysFetchedAt > this.keysTtlMs) {
+      const raw = await this.store.get(JWKS_KEY);
+      this.keys = raw === undefined ? [] : ((JSON.parse(raw) as { keys?: JsonWebKey[] }).keys ?? []);
+      this.keysFetchedAt = Date.now();
+    }
+    return this.keys;
+  }
+
+  async verify(authorization: string, server: McpServerSnapshot): Promise<VerifyResult> {
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+    const token = match?.[1];
+    if (token === undefined) return { ok: false, reason: 'missing bearer token' };
+    const now = Math.floor(Date.now() / 1000);
+    let result = this.verified.get(token) as VerifyResult | undefined;
+    if (result === undefined || (result.ok && result.claims.exp + 30 < now)) {
+      result = verifyAccessToken(token, await this.keySet(false), now);
+      if (!result.ok && result.reason === 'unknown signing key')
+        result = verifyAccessToken(token, await this.keySet(true), now);
+      if (result.ok) {
+        // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
+        if (this.verified.size >= 10_000) this.verified.clear();
+        this.verified.set(token, result);
+      }
+    }
+    if (!result.ok) return result;
+    if (result.claims.prv !== server.providerId || result.claims.env !== server.environment) {
+      return { ok: false, reason: 'token is for another provider or environment' };
+    }
+    if (
+      result.claims.prd !== undefined &&
+      server.productId !== null &&
+      result.claims.prd !== server.productId
+    ) {
+      return { ok: false, reason: 'token is for another product' };
+    }
+    return result;
+  }
+}
