@@ -162,6 +162,25 @@ export async function mcpThroughProxyFlow(
     expect((await sandbox<UsageTotal>('GET', '/ui/meters/requests/usage')).body).toMatchObject({
       records: 1,
     });
+
+    // The proxy honours the registry: a suspended server answers 503, a deleted one 404, once
+    // its cached snapshot expires.
+    const bearer = `Bearer ${token.body.accessToken}`;
+    expect(
+      (await sandbox('PATCH', `/v1/ui/mcp-servers/${registered.body.subdomain}`, { status: 'suspended' }))
+        .status,
+    ).toBe(200);
+    await pollUntil(
+      async () => (await attempt(bearer)).status,
+      (s) => s === 503,
+      { what: 'suspended server refused', timeoutMs: 20_000 },
+    );
+    expect((await sandbox('DELETE', `/v1/ui/mcp-servers/${registered.body.subdomain}`)).status).toBe(200);
+    await pollUntil(
+      async () => (await attempt(bearer)).status,
+      (s) => s === 404,
+      { what: 'deleted server gone', timeoutMs: 20_000 },
+    );
   } finally {
     await origin.close();
   }

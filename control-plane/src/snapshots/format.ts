@@ -16,6 +16,9 @@ export interface McpServerSnapshot {
   productId: string | null;
   meterRef: string;
   meterName: string;
+  /** For tool gating: which plans unlock each tool; tools not listed fall back to defaultPlanId. */
+  defaultPlanId?: string | null;
+  tools?: { name: string; planIds: string[]; noPlan: boolean }[];
 }
 
 export const SNAPSHOT_PREFIX = 'mcpmeter:snapshot:';

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
-import { McpServer, McpServerCreate, McpServerParams } from './schemas';
+import { McpServer, McpServerCreate, McpServerParams, McpServerUpdate } from './schemas';
 import type { McpServerService } from './service';
 
 export function mcpServerRoutes(servers: McpServerService) {
@@ -35,12 +35,40 @@ export function mcpServerRoutes(servers: McpServerService) {
       {
         schema: {
           tags,
-          summary: 'Get an MCP server',
+          summary: 'Get an MCP server by id or subdomain',
           params: McpServerParams,
           response: { 200: McpServer, ...errorResponses },
         },
       },
       async (request) => servers.get(authOf(request), request.params.id),
+    );
+    app.patch(
+      '/v1/ui/mcp-servers/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Change an MCP server (origin, product, default plan, tools, status)',
+          params: McpServerParams,
+          body: McpServerUpdate,
+          response: { 200: McpServer, ...errorResponses },
+        },
+      },
+      async (request) => servers.update(authOf(request), request.params.id, request.body),
+    );
+    app.delete(
+      '/v1/ui/mcp-servers/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Remove an MCP server from the proxy',
+          params: McpServerParams,
+          response: {
+            200: Type.Object({ id: Type.String(), deleted: Type.Literal(true) }),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => servers.delete(authOf(request), request.params.id),
     );
   };
 }

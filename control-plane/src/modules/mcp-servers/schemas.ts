@@ -1,6 +1,39 @@
 import { Type } from '@sinclair/typebox';
 import { stringEnum } from '../../http/schemas';
 
+const WebUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 });
+
+const ToolInput = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    planIds: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, uniqueItems: true }),
+    ),
+    noPlan: Type.Optional(Type.Boolean({ description: 'Free for everyone' })),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    isVirtual: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const mutable = {
+  url: Type.String({
+    format: 'uri',
+    pattern: '^https?://',
+    maxLength: 2048,
+    description: 'Origin URL of the MCP server (http or https)',
+  }),
+  productId: Type.String({ minLength: 1, maxLength: 100, description: 'Product id or reference' }),
+  defaultPlanId: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    description: 'A free plan of the linked product',
+  }),
+  avatarUrl: WebUrl,
+  status: stringEnum(['active', 'inactive', 'suspended'] as const),
+  tools: Type.Array(ToolInput, { maxItems: 500 }),
+};
+
 export const McpServerCreate = Type.Object(
   {
     name: Type.String({
@@ -8,16 +41,29 @@ export const McpServerCreate = Type.Object(
       maxLength: 63,
       description: 'Domain slug; the subdomain is derived from it',
     }),
-    url: Type.String({
-      format: 'uri',
-      maxLength: 2048,
-      description: 'Origin URL of the MCP server (http or https)',
-    }),
-    productId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, description: 'Product id or reference' }),
-    ),
+    url: mutable.url,
+    productId: Type.Optional(mutable.productId),
+    defaultPlanId: Type.Optional(mutable.defaultPlanId),
+    avatarUrl: Type.Optional(mutable.avatarUrl),
+    status: Type.Optional(mutable.status),
+    tools: Type.Optional(mutable.tools),
   },
   { additionalProperties: false },
+);
+
+const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
+  Type.Optional(Type.Union([schema, Type.Null()]));
+
+export const McpServerUpdate = Type.Object(
+  {
+    url: Type.Optional(mutable.url),
+    productId: nullable(mutable.productId),
+    defaultPlanId: nullable(mutable.defaultPlanId),
+    avatarUrl: nullable(mutable.avatarUrl),
+    status: Type.Optional(mutable.status),
+    tools: Type.Optional(mutable.tools),
+  },
+  { additionalProperties: false, minProperties: 1 },
 );
 
 const Tool = Type.Object({
@@ -27,6 +73,7 @@ const Tool = Type.Object({
   description: Type.String(),
   isVirtual: Type.Boolean(),
 });
+export type Tool = import('@sinclair/typebox').Static<typeof Tool>;
 
 /** Spec 2.3. */
 export const McpServer = Type.Object({
@@ -37,7 +84,9 @@ export const McpServer = Type.Object({
   url: Type.String(),
   providerId: Type.String(),
   mcpProxyUrl: Type.String(),
+  avatarUrl: Type.Union([Type.String(), Type.Null()]),
   productId: Type.Union([Type.String(), Type.Null()]),
+  defaultPlanId: Type.Union([Type.String(), Type.Null()]),
   status: stringEnum(['active', 'inactive', 'suspended'] as const),
   tools: Type.Array(Tool),
   hasAuthApiKey: Type.Boolean(),

@@ -3,13 +3,15 @@ import { newId } from '@mcp-meter/ingest/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
-import { ConflictError, NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from '../../errors';
 import { type McpServerSnapshot, mcpServerKey } from '../../snapshots/format';
 import type { SnapshotStore } from '../../snapshots/store';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
+import { findPlan, settingsOf } from '../plans/repository';
+import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import type { McpServer, McpServerCreate } from './schemas';
+import type { McpServer, McpServerCreate, McpServerUpdate, Tool } from './schemas';
 
 interface McpServerRow {
   id: string;
@@ -20,6 +22,10 @@ interface McpServerRow {
   url: string;
   product_id: string | null;
   status: 'active' | 'inactive' | 'suspended';
+  avatar_url: string | null;
+  default_plan_id: string | null;
+  tools: Tool[];
+  deleted_at: Date | null;
 }
 
 export function slugify(name: string): string {
@@ -37,6 +43,8 @@ export interface ProxyAddressing {
   proxyPublicUrl: string;
   proxyBaseDomain: string | undefined;
 }
+
+type ToolInput = NonNullable<Static<typeof McpServerCreate>['tools']>[number];
 
 /**
  * Registry of MCP servers behind the proxy. Every change is mirrored into the snapshot store,
@@ -66,11 +74,68 @@ export class McpServerService {
       url: row.url,
       providerId: row.provider_id,
       mcpProxyUrl: this.proxyUrl(row.subdomain),
+      avatarUrl: row.avatar_url,
       productId: row.product_id,
+      defaultPlanId: row.default_plan_id,
       status: row.status,
-      tools: [],
+      tools: row.tools,
       hasAuthApiKey: false,
     };
+  }
+
+  /**
+   * Resolves the product, and checks that the default plan is a free plan of it and that every
+   * tool's plans are plans of it; all problems are reported together.
+   */
+  private async resolveLinks(
+    auth: AuthContext,
+    input: { productRef: string | null; defaultPlanId: string | null; tools: ToolInput[] },
+  ): Promise<{ productId: string | null; tools: Tool[] }> {
+    const problems: FieldProblem[] = [];
+    const add = (path: string, message: string) => problems.push({ path, message, location: 'body' });
+    let productId: string | null = null;
+    if (input.productRef !== null) {
+      const product = await findProduct(this.pool, auth, input.productRef);
+      if (product === undefined)
+        throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+      productId = product.id;
+    }
+    const planOfProduct = async (planId: string) => {
+      const plan = await findPlan(this.pool, auth, planId);
+      return plan !== undefined && plan.product_id === productId ? plan : undefined;
+    };
+    if (input.defaultPlanId !== null) {
+      if (productId === null) add('/defaultPlanId', 'needs a linked product (productId)');
+      else {
+        const plan = await planOfProduct(input.defaultPlanId);
+        if (plan === undefined) add('/defaultPlanId', 'must be a plan of the linked product');
+        else if (requiresPayment(settingsOf(plan)) || plan.price > 0)
+          add('/defaultPlanId', 'must be a free-tier plan (no price, base price or setup fee)');
+      }
+    }
+    const names = new Set<string>();
+    const tools: Tool[] = [];
+    for (const [index, tool] of input.tools.entries()) {
+      if (names.has(tool.name)) add(`/tools/${index}/name`, 'is listed twice');
+      names.add(tool.name);
+      const planIds = tool.planIds ?? [];
+      if (tool.noPlan === true && planIds.length > 0)
+        add(`/tools/${index}/planIds`, 'must be empty for a noPlan tool');
+      for (const [j, planId] of planIds.entries()) {
+        if (productId === null) add(`/tools/${index}/planIds/${j}`, 'needs a linked product (productId)');
+        else if ((await planOfProduct(planId)) === undefined)
+          add(`/tools/${index}/planIds/${j}`, 'must be a plan of the linked product');
+      }
+      tools.push({
+        name: tool.name,
+        planIds,
+        noPlan: tool.noPlan ?? false,
+        description: tool.description ?? '',
+        isVirtual: tool.isVirtual ?? false,
+      });
+    }
+    if (problems.length > 0) throw new ValidationError(problems);
+    return { productId, tools };
   }
 
   async create(auth: AuthContext, input: Static<typeof McpServerCreate>) {
@@ -80,19 +145,11 @@ export class McpServerService {
         { path: '/name', message: 'must contain at least two letters or digits', location: 'body' },
       ]);
     }
-    const origin = new URL(input.url);
-    if (origin.protocol !== 'http:' && origin.protocol !== 'https:') {
-      throw new ValidationError([
-        { path: '/url', message: 'must be an http or https URL', location: 'body' },
-      ]);
-    }
-    let productId: string | null = null;
-    if (input.productId !== undefined) {
-      const product = await findProduct(this.pool, auth, input.productId);
-      if (product === undefined)
-        throw new NotFoundError('product_not_found', `No product ${input.productId}`);
-      productId = product.id;
-    }
+    const links = await this.resolveLinks(auth, {
+      productRef: input.productId ?? null,
+      defaultPlanId: input.defaultPlanId ?? null,
+      tools: input.tools ?? [],
+    });
     const at = this.clock.now();
     const row: McpServerRow = {
       id: newId('mcp'),
@@ -101,13 +158,18 @@ export class McpServerService {
       name: input.name,
       subdomain,
       url: input.url,
-      product_id: productId,
-      status: 'active',
+      product_id: links.productId,
+      status: input.status ?? 'active',
+      avatar_url: input.avatarUrl ?? null,
+      default_plan_id: input.defaultPlanId ?? null,
+      tools: links.tools,
+      deleted_at: null,
     };
     try {
       await this.pool.query(
-        `INSERT INTO mcp_servers (id, provider_id, environment, name, subdomain, url, product_id, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
+        `INSERT INTO mcp_servers (id, provider_id, environment, name, subdomain, url, product_id, status, avatar_url, default_plan_id, tools,
+                                  created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
         [
           row.id,
           row.provider_id,
@@ -117,6 +179,9 @@ export class McpServerService {
           row.url,
           row.product_id,
           row.status,
+          row.avatar_url,
+          row.default_plan_id,
+          JSON.stringify(row.tools),
           at,
         ],
       );
@@ -133,22 +198,73 @@ export class McpServerService {
     return this.toApi(row);
   }
 
+  private async find(db: Queryable, auth: AuthContext, id: string): Promise<McpServerRow> {
+    const { rows } = await db.query<McpServerRow>(
+      `SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR subdomain = $3) AND deleted_at IS NULL`,
+      [auth.providerId, auth.environment, id],
+    );
+    const row = rows[0];
+    if (row === undefined) throw new NotFoundError('mcp_server_not_found', `No MCP server ${id}`);
+    return row;
+  }
+
+  async update(auth: AuthContext, id: string, patch: Static<typeof McpServerUpdate>) {
+    const current = await this.find(this.pool, auth, id);
+    const productRef = patch.productId === undefined ? current.product_id : patch.productId;
+    const defaultPlanId = patch.defaultPlanId === undefined ? current.default_plan_id : patch.defaultPlanId;
+    const links = await this.resolveLinks(auth, {
+      productRef,
+      defaultPlanId,
+      tools: patch.tools ?? current.tools,
+    });
+    const next: McpServerRow = {
+      ...current,
+      url: patch.url ?? current.url,
+      product_id: links.productId,
+      default_plan_id: defaultPlanId,
+      avatar_url: patch.avatarUrl === undefined ? current.avatar_url : patch.avatarUrl,
+      status: patch.status ?? current.status,
+      tools: links.tools,
+    };
+    await this.pool.query(
+      `UPDATE mcp_servers SET url = $2, product_id = $3, default_plan_id = $4, avatar_url = $5, status = $6, tools = $7, updated_at = $8
+        WHERE id = $1`,
+      [
+        next.id,
+        next.url,
+        next.product_id,
+        next.default_plan_id,
+        next.avatar_url,
+        next.status,
+        JSON.stringify(next.tools),
+        this.clock.now(),
+      ],
+    );
+    await this.publish(next);
+    return this.toApi(next);
+  }
+
+  /** Soft delete: the proxy stops routing to it (after its snapshot cache), and the subdomain is free again. */
+  async delete(auth: AuthContext, id: string) {
+    const current = await this.find(this.pool, auth, id);
+    await this.pool.query('UPDATE mcp_servers SET deleted_at = $2, updated_at = $2 WHERE id = $1', [
+      current.id,
+      this.clock.now(),
+    ]);
+    await this.snapshots.delete(mcpServerKey(current.subdomain));
+    return { id: current.id, deleted: true as const };
+  }
+
   async list(auth: AuthContext) {
     const { rows } = await this.pool.query<McpServerRow>(
-      'SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 ORDER BY id',
+      'SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND deleted_at IS NULL ORDER BY id',
       [auth.providerId, auth.environment],
     );
     return rows.map((row) => this.toApi(row));
   }
 
   async get(auth: AuthContext, id: string) {
-    const { rows } = await this.pool.query<McpServerRow>(
-      'SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR subdomain = $3)',
-      [auth.providerId, auth.environment, id],
-    );
-    const row = rows[0];
-    if (row === undefined) throw new NotFoundError('mcp_server_not_found', `No MCP server ${id}`);
-    return this.toApi(row);
+    return this.toApi(await this.find(this.pool, auth, id));
   }
 
   private async snapshotOf(db: Queryable, row: McpServerRow): Promise<McpServerSnapshot> {
@@ -165,6 +281,8 @@ export class McpServerService {
       productId: row.product_id,
       meterRef: meter.id,
       meterName: meter.name,
+      defaultPlanId: row.default_plan_id,
+      tools: row.tools.map((t) => ({ name: t.name, planIds: t.planIds, noPlan: t.noPlan })),
     };
   }
 
@@ -175,9 +293,20 @@ export class McpServerService {
     );
   }
 
+  /** Rebuilds every server's snapshot, and removes those of deleted servers. */
   async publishAll(): Promise<number> {
-    const { rows } = await this.pool.query<McpServerRow>('SELECT * FROM mcp_servers');
-    for (const row of rows) await this.publish(row);
-    return rows.length;
+    const { rows } = await this.pool.query<McpServerRow>(
+      'SELECT * FROM mcp_servers ORDER BY deleted_at NULLS LAST',
+    );
+    let published = 0;
+    for (const row of rows) {
+      if (row.deleted_at === null) {
+        await this.publish(row);
+        published++;
+      } else if (!rows.some((r) => r.deleted_at === null && r.subdomain === row.subdomain)) {
+        await this.snapshots.delete(mcpServerKey(row.subdomain));
+      }
+    }
+    return published;
   }
 }
