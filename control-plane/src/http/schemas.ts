@@ -62,3 +62,9 @@ export const stringEnum = <const T extends readonly string[]>(values: T, descrip
     enum: [...values],
     ...(description === undefined ? {} : { description }),
   });
+
+/** A value or null, in a response. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** An optional request field that null clears. */
+export const nullable = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));

@@ -1,12 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import { type App, authOf } from '../../http/app';
-import { errorResponses, Problem, Timestamp } from '../../http/schemas';
+import { errorResponses, Nullable, Problem, Timestamp } from '../../http/schemas';
 import { CHECKOUT_CSP, renderCheckout, renderDone } from './page';
 import type { CheckoutService } from './service';
 
 const WebUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 });
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 const CheckoutCreate = Type.Object(
   {

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Metadata, page, stringEnum, Timestamp } from '../../http/schemas';
+import { Metadata, nullable, page, stringEnum, Timestamp } from '../../http/schemas';
 
 const ExternalRef = Type.String({
   minLength: 1,
@@ -13,8 +13,6 @@ const Telephone = Type.String({
   pattern: '^\\+?[0-9][0-9 ().-]{3,30}$',
   description: 'E.164 preferred, e.g. +447700900123',
 });
-const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Optional(Type.Union([schema, Type.Null()]));
 
 export const CustomerCreate = Type.Object(
   {

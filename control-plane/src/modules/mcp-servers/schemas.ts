@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { stringEnum } from '../../http/schemas';
+import { nullable, stringEnum } from '../../http/schemas';
 
 const WebUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 });
 
@@ -50,9 +50,6 @@ export const McpServerCreate = Type.Object(
   },
   { additionalProperties: false },
 );
-
-const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Optional(Type.Union([schema, Type.Null()]));
 
 export const McpServerUpdate = Type.Object(
   {

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { nullable } from '../../http/schemas';
 
 const Url = Type.String({ format: 'uri' });
 
@@ -22,8 +23,6 @@ export const Merchant = Type.Object({
 });
 export type Merchant = Static<typeof Merchant>;
 
-const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Optional(Type.Union([schema, Type.Null()]));
 const WebUrl = Type.String({
   format: 'uri',
   pattern: '^https?://',

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Metadata, page, stringEnum, Timestamp } from '../../http/schemas';
+import { Metadata, Nullable, nullable, page, stringEnum, Timestamp } from '../../http/schemas';
 
 export const PLAN_TYPES = ['recurring', 'usage-based', 'one-time', 'hybrid'] as const;
 export const BILLING_CYCLES = ['weekly', 'monthly', 'quarterly', 'yearly', 'custom'] as const;
@@ -98,9 +98,6 @@ export const PlanCreate = Type.Object(
 );
 export type PlanCreate = Static<typeof PlanCreate>;
 
-const nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Optional(Type.Union([schema, Type.Null()]));
-
 export const PlanUpdate = Type.Object(
   {
     ...optional(mutable),
@@ -114,9 +111,6 @@ export const PlanUpdate = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export type PlanUpdate = Static<typeof PlanUpdate>;
-
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 export const Plan = Type.Object({
   reference: Type.String({ description: 'Plan reference (pln_…); also its id' }),

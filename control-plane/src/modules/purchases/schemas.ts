@@ -1,9 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { stringEnum, Timestamp } from '../../http/schemas';
+import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
 import { PURCHASE_STATUSES } from './state-machine';
-
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(schema: T) =>
-  Type.Union([schema, Type.Null()]);
 
 export const Purchase = Type.Object({
   reference: Type.String({ description: 'Purchase reference (pur_…); also its id' }),
