@@ -9,6 +9,7 @@ import {
   readControlPlaneConfig,
   startControlPlane,
 } from '@mcp-meter/control-plane';
+import { openCounterStore } from '@mcp-meter/control-plane/limits';
 import { openSnapshotStore } from '@mcp-meter/control-plane/snapshots';
 import { openUsageBus, openUsageStore, startIngestConsumer, type UsageStoreHandle } from '@mcp-meter/ingest';
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
@@ -82,6 +83,9 @@ async function main(): Promise<void> {
 
   const snapshots = openSnapshotStore(cp.redisUrl);
   closers.push(['snapshot store', () => snapshots.close()]);
+  // Limit counters: Redis when set (shared by every proxy), else one memory store for this process.
+  const counters = await openCounterStore(cp.redisUrl);
+  closers.push(['limit counters', () => counters.close()]);
 
   if (services.has('control-plane') && usageStore !== undefined) {
     const database = await openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger });
@@ -95,6 +99,7 @@ async function main(): Promise<void> {
       publisher: bus.publisher,
       reader: usageStore.store,
       snapshots,
+      counters,
     });
     closers.push(['control plane', () => server.close()]);
     logger.info(`control plane listening on ${server.url}`);
@@ -102,7 +107,13 @@ async function main(): Promise<void> {
   }
 
   if (services.has('proxy')) {
-    const proxy = await startProxy({ config: proxyConfig, snapshots, publisher: bus.publisher, logger });
+    const proxy = await startProxy({
+      config: proxyConfig,
+      snapshots,
+      counters,
+      publisher: bus.publisher,
+      logger,
+    });
     closers.push(['proxy', () => proxy.close()]);
     logger.info(`proxy listening on ${proxy.url}`);
     process.stdout.write(`MCP proxy:     ${proxy.url}  (servers at ${proxy.url}/mcp/<subdomain>)\n`);

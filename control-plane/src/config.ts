@@ -6,6 +6,7 @@ import {
   readDataDir,
 } from '@mcp-meter/ingest';
 import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
+import { loadSecretKey } from './snapshots/secrets';
 
 export interface ControlPlaneConfig {
   dataDir: string;
@@ -26,6 +27,18 @@ export interface ControlPlaneConfig {
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
+  /** Seals origin API keys and derives the proxy's internal API token (SECRET_KEY or DATA_DIR/secret.key). */
+  secretKey: Buffer;
+}
+
+/** SECRET_KEY, or the key file under DATA_DIR; a bad value is reported like any other setting. */
+export function readSecretKey(env: EnvReader, dataDir: string): Buffer {
+  try {
+    return loadSecretKey(env.optionalString('SECRET_KEY'), dataDir);
+  } catch (error) {
+    env.problem(error instanceof Error ? error.message : String(error));
+    return Buffer.alloc(32);
+  }
 }
 
 export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
@@ -58,6 +71,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
     clickhouse: readClickHouseConfig(env, dataDir),
+    secretKey: readSecretKey(env, dataDir),
   };
 }
 

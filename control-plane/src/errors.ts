@@ -43,6 +43,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   rate_limited: 429,
+  origin_unreachable: 502,
   internal_error: 500,
   usage_bus_unavailable: 503,
   usage_store_unavailable: 503,

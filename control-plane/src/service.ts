@@ -6,12 +6,15 @@ import type { Pool } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
+import { type CounterStore, MemoryCounterStore } from './limits';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
+import { internalRoutes, limitRoutes } from './modules/limits/routes';
+import { LimitService } from './modules/limits/service';
 import { mcpServerRoutes } from './modules/mcp-servers/routes';
 import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
@@ -33,13 +36,17 @@ import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
 import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
 import { UsageService } from './modules/usage/service';
+import { internalToken } from './snapshots/secrets';
 import type { SnapshotStore } from './snapshots/store';
 
 export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
     Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
-    Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>>;
+    Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>> &
+    Pick<ControlPlaneConfig, 'secretKey'>;
   logger: Logger;
+  /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
+  counters?: CounterStore;
   pool: Pool;
   publisher: UsagePublisher;
   reader: UsageReader;
@@ -54,6 +61,7 @@ export interface ControlPlane {
   purchases: PurchaseService;
   scheduler: BillingScheduler;
   tokens: TokenService;
+  limits: LimitService;
 }
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
@@ -92,7 +100,24 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   scheduler.addJob(() => checkout.expireDue());
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
-  const mcpServers = new McpServerService(deps.pool, clock, deps.snapshots, deps.config);
+  const mcpServers = new McpServerService(
+    deps.pool,
+    clock,
+    deps.snapshots,
+    deps.config,
+    deps.reader,
+    deps.config.secretKey,
+    deps.logger,
+  );
+  const limits = new LimitService(
+    deps.pool,
+    clock,
+    deps.reader,
+    deps.publisher,
+    deps.counters ?? new MemoryCounterStore(),
+    checkout,
+    deps.logger,
+  );
 
   const app = await buildApp({
     logger: deps.logger,
@@ -101,6 +126,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     open: async (scope) => {
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(jwksRoutes(tokens));
+      await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {
           await deps.pool.query('SELECT 1');
@@ -125,9 +151,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(meterRoutes(meters));
       await scope.register(usageRoutes(usage));
       await scope.register(mcpServerRoutes(mcpServers));
+      await scope.register(limitRoutes(limits));
     },
   });
-  return { app, providers, mcpServers, purchases, scheduler, tokens };
+  return { app, providers, mcpServers, purchases, scheduler, tokens, limits };
 }
 
 export async function startControlPlane(
@@ -150,6 +177,7 @@ export async function startControlPlane(
     close: async () => {
       await controlPlane.scheduler.stop();
       await controlPlane.app.close();
+      await controlPlane.limits.close();
     },
   };
 }

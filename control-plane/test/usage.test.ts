@@ -286,6 +286,8 @@ describe('usage queries', () => {
       buckets: () => Promise.reject(new Error('connection refused')),
       byCustomer: () => Promise.reject(new Error('connection refused')),
       daily: () => Promise.reject(new Error('connection refused')),
+      admittedCalls: () => Promise.reject(new Error('connection refused')),
+      countByProperty: () => Promise.reject(new Error('connection refused')),
     };
     const outage = await build(down);
     try {

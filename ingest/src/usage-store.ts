@@ -58,6 +58,13 @@ export interface UsageReader {
   buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]>;
   byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]>;
   daily(query: { providerId: string; environment: Environment; from: Date; to: Date }): Promise<DailyStats[]>;
+  /**
+   * Calls a usage limit admitted for one customer and product in [from, to): records on the
+   * meter tagged `admitted: true` and `productId`. Seeds the limit counters.
+   */
+  admittedCalls(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
+  /** Record counts grouped by one string property (e.g. `server` on the requests meter). */
+  countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>>;
 }
 
 /** Write side used by the ingest consumer. Inserts only: no code path updates or deletes a record. */
@@ -195,6 +202,29 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
       total: Number(r.total),
       records: Number(r.records),
     }));
+  }
+
+  async admittedCalls(query: UsageScope & { customerRef: string; productId: string }): Promise<number> {
+    const [row] = await this.rows<{ calls: string | number }>(
+      `SELECT count() AS calls
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${this.where(query)}
+          AND JSONExtractBool(properties, 'admitted')
+          AND JSONExtractString(properties, 'productId') = {productId:String}`,
+      { ...this.params(query), productId: query.productId },
+    );
+    return Number(row?.calls ?? 0);
+  }
+
+  async countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>> {
+    const rows = await this.rows<{ value: string; records: string | number }>(
+      `SELECT JSONExtractString(properties, {property:String}) AS value, count() AS records
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${this.where(query)}
+        GROUP BY value`,
+      { ...this.params(query), property: query.property },
+    );
+    return new Map(rows.map((r) => [r.value, Number(r.records)]));
   }
 
   async daily(query: {

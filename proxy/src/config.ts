@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import { readSecretKey } from '@mcp-meter/control-plane';
 import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest';
 import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
 
@@ -21,6 +22,15 @@ export interface ProxyConfig {
   emitterMaxBatch: number;
   emitterLingerMs: number;
   emitterMaxQueued: number;
+  /** Gating and exact limits on tools/call (needs requireAuth: limits are per customer). */
+  limitsEnabled: boolean;
+  /** What a limited call gets while Redis is unreachable: refused (closed) or admitted (open). */
+  limitsWhenUnavailable: 'closed' | 'open';
+  /** Largest chunk of a limit one proxy leases at a time. */
+  limitMaxLease: number;
+  /** The control plane's internal API: paywall checkout sessions and limit counter seeds. */
+  controlPlaneUrl: string;
+  secretKey: Buffer;
   logLevel: LogLevel;
   bus: BusConfig;
 }
@@ -47,6 +57,14 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     // Short linger: records reach the bus quickly while still leaving in batches under load.
     emitterLingerMs: env.int('EMITTER_LINGER_MS', 20, { min: 0, max: 10_000 }),
     emitterMaxQueued: env.int('EMITTER_MAX_QUEUED', 100_000, { min: 1, max: 10_000_000 }),
+    limitsEnabled: env.bool('PROXY_LIMITS_ENABLED', true),
+    limitsWhenUnavailable: env.oneOf('PROXY_LIMITS_WHEN_UNAVAILABLE', ['closed', 'open'] as const, 'closed'),
+    limitMaxLease: env.int('PROXY_LIMIT_MAX_LEASE', 100, { min: 1, max: 100_000 }),
+    controlPlaneUrl: (
+      env.url('CONTROL_PLANE_URL', ['http', 'https']) ??
+      `http://127.0.0.1:${env.int('PORT', 8080, { min: 0, max: 65535 })}`
+    ).replace(/\/$/, ''),
+    secretKey: readSecretKey(env, readDataDir(env)),
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
   };

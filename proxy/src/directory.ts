@@ -1,48 +1,97 @@
 import {
+  type EntitlementSnapshot,
+  entitlementKey,
   type McpServerSnapshot,
   mcpServerKey,
   parseMcpServerSnapshot,
   type SnapshotStore,
 } from '@mcp-meter/control-plane/snapshots';
 
-interface Entry {
-  snapshot: McpServerSnapshot | undefined;
+interface Entry<T> {
+  value: T | undefined;
   expiresAt: number;
 }
 
 /**
- * Read-through cache of server snapshots. Hits cost nothing; a miss or an expired entry reads
- * the store once, shared by every request waiting on the same subdomain. When the store cannot
- * be read, the last known snapshot keeps serving rather than failing the call.
+ * Read-through cache of snapshots. Hits cost nothing; a miss or an expired entry reads the store
+ * once, shared by every request waiting on the same key. Changes announced by the store drop
+ * the entry at once; the TTL covers announcements missed while disconnected. When the store
+ * cannot be read, the last known value keeps serving rather than failing the call.
  */
-export class ServerDirectory {
-  private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<McpServerSnapshot | undefined>>();
+export class SnapshotCache<T> {
+  private readonly entries = new Map<string, Entry<T>>();
+  private readonly inflight = new Map<string, Promise<T | undefined>>();
+  /** Store reads, for the metrics. */
+  reads = 0;
 
   constructor(
     private readonly store: SnapshotStore,
     private readonly ttlMs: number,
-  ) {}
+    private readonly parse: (raw: string | undefined) => T | undefined,
+    private readonly maxEntries = 100_000,
+  ) {
+    store.onChange((key) => this.entries.delete(key));
+  }
 
-  lookup(subdomain: string): McpServerSnapshot | undefined | Promise<McpServerSnapshot | undefined> {
-    const entry = this.entries.get(subdomain);
-    if (entry !== undefined && entry.expiresAt > Date.now()) return entry.snapshot;
-    let pending = this.inflight.get(subdomain);
+  get(key: string): T | undefined | Promise<T | undefined> {
+    const entry = this.entries.get(key);
+    if (entry !== undefined && entry.expiresAt > Date.now()) return entry.value;
+    let pending = this.inflight.get(key);
     if (pending === undefined) {
-      pending = this.refresh(subdomain, entry).finally(() => this.inflight.delete(subdomain));
-      this.inflight.set(subdomain, pending);
+      pending = this.refresh(key, entry).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
     }
     return pending;
   }
 
-  private async refresh(subdomain: string, stale: Entry | undefined): Promise<McpServerSnapshot | undefined> {
+  private async refresh(key: string, stale: Entry<T> | undefined): Promise<T | undefined> {
     try {
-      const snapshot = parseMcpServerSnapshot(await this.store.get(mcpServerKey(subdomain)));
-      this.entries.set(subdomain, { snapshot, expiresAt: Date.now() + this.ttlMs });
-      return snapshot;
+      this.reads++;
+      const value = this.parse(await this.store.get(key));
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(key, { value, expiresAt: Date.now() + this.ttlMs });
+      return value;
     } catch (error) {
-      if (stale !== undefined) return stale.snapshot;
+      if (stale !== undefined) return stale.value;
       throw error;
     }
+  }
+}
+
+export class ServerDirectory extends SnapshotCache<McpServerSnapshot> {
+  constructor(store: SnapshotStore, ttlMs: number) {
+    super(store, ttlMs, parseMcpServerSnapshot, 10_000);
+  }
+
+  lookup(subdomain: string) {
+    return this.get(mcpServerKey(subdomain));
+  }
+}
+
+function parseEntitlement(raw: string | undefined): EntitlementSnapshot | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const value = JSON.parse(raw) as Partial<EntitlementSnapshot>;
+    return value.v === 1 && typeof value.planId === 'string' ? (value as EntitlementSnapshot) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Each customer's purchase per product, as the control plane last published it. */
+export class EntitlementDirectory extends SnapshotCache<EntitlementSnapshot> {
+  constructor(store: SnapshotStore, ttlMs: number) {
+    super(store, ttlMs, parseEntitlement);
+  }
+
+  lookup(server: McpServerSnapshot, customerId: string, productId: string) {
+    return this.get(
+      entitlementKey({
+        providerId: server.providerId,
+        environment: server.environment,
+        customerId,
+        productId,
+      }),
+    );
   }
 }

@@ -1,9 +1,13 @@
-import type { SnapshotStore } from '@mcp-meter/control-plane/snapshots';
+import { type CounterStore, DEFAULT_LIMITER_OPTIONS, LeasedLimiter } from '@mcp-meter/control-plane/limits';
+import { internalToken, type SnapshotStore } from '@mcp-meter/control-plane/snapshots';
 import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
+import { Agent } from 'undici';
 import { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
-import { ServerDirectory } from './directory';
+import { ControlPlaneLink } from './control-link';
+import { EntitlementDirectory, ServerDirectory } from './directory';
+import { Gatekeeper } from './gatekeeper';
 import { type ProxyServer, startProxyServer } from './server';
 
 export { type ProxyConfig, readProxyConfig } from './config';
@@ -12,6 +16,8 @@ export { type ProxyConfig, readProxyConfig } from './config';
 export async function startProxy(deps: {
   config: ProxyConfig;
   snapshots: SnapshotStore;
+  /** Limit counters: Redis shared by every proxy, or (all-in-one) the control plane's memory store. */
+  counters: CounterStore;
   publisher: UsagePublisher;
   logger: Logger;
 }): Promise<ProxyServer> {
@@ -26,18 +32,45 @@ export async function startProxy(deps: {
         logger,
       })
     : undefined;
+  const limited = config.limitsEnabled && config.requireAuth;
+  const controlPlane = new Agent({ connections: 16, keepAliveTimeout: 30_000 });
+  const link = limited
+    ? new ControlPlaneLink(config.controlPlaneUrl, internalToken(config.secretKey), controlPlane)
+    : undefined;
+  const limiter = limited
+    ? new LeasedLimiter(deps.counters, { ...DEFAULT_LIMITER_OPTIONS, maxLease: config.limitMaxLease })
+    : undefined;
+  const gatekeeper =
+    link !== undefined && limiter !== undefined
+      ? new Gatekeeper(
+          new EntitlementDirectory(deps.snapshots, config.snapshotTtlMs),
+          limiter,
+          link,
+          config.limitsWhenUnavailable,
+        )
+      : undefined;
+  // A purchase change may end a paywall; its remembered checkout session must not outlive it.
+  if (link !== undefined)
+    deps.snapshots.onChange((key) => key.includes(':entitlement:') && link.forgetPaywalls());
   const server = await startProxyServer({
     config,
     directory: new ServerDirectory(deps.snapshots, config.snapshotTtlMs),
     verifier: new TokenVerifier(deps.snapshots, 60_000),
     emitter,
+    gatekeeper,
+    link,
+    limiter,
+    secretKey: config.secretKey,
     logger,
   });
   return {
     ...server,
     async close() {
       await server.close();
+      // Unspent leases go back to the shared budget for the other proxies.
+      await limiter?.close();
       await emitter?.close();
+      await controlPlane.close();
     },
   };
 }

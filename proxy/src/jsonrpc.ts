@@ -69,3 +69,48 @@ export function outcomeOf(call: ToolCall, httpStatus: number, responses: JsonObj
 export function jsonRpcError(id: string | number | null, code: number, message: string): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
 }
+
+/** The paywall as MCP clients see it (architecture.md): a tool result, not a JSON-RPC error. */
+export function paywallResult(
+  call: ToolCall,
+  verdict: { reason: 'limit_reached' | 'plan_required' | 'no_plan'; limit?: number; used?: number },
+  paywall:
+    | { checkoutUrl: string; checkoutSessionId: string; product: { id: string; name: string } }
+    | undefined,
+): Record<string, unknown> {
+  const what =
+    verdict.reason === 'limit_reached'
+      ? `You have used all ${verdict.limit ?? ''} calls your plan includes for this period.`
+      : verdict.reason === 'plan_required'
+        ? `The tool "${call.tool}" needs a plan that includes it.`
+        : 'This MCP server needs a plan before its tools can be used.';
+  const next =
+    paywall === undefined
+      ? 'A checkout link could not be created right now; please try again shortly.'
+      : `To continue, complete checkout for ${paywall.product.name}: ${paywall.checkoutUrl}`;
+  return {
+    jsonrpc: '2.0',
+    id: call.id,
+    result: {
+      content: [{ type: 'text', text: `${what} ${next}` }],
+      structuredContent: {
+        kind: 'payment_required',
+        reason: verdict.reason,
+        checkoutUrl: paywall?.checkoutUrl ?? null,
+        checkoutSessionId: paywall?.checkoutSessionId ?? null,
+        limit: verdict.limit ?? null,
+        used: verdict.used ?? null,
+        product: paywall?.product ?? null,
+      },
+      isError: true,
+    },
+  };
+}
+
+/** The session header of an origin answer, to carry over when the proxy rewrites the body. */
+export function sessionHeader(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string> {
+  const id = headers['mcp-session-id'];
+  return typeof id === 'string' ? { 'mcp-session-id': id } : {};
+}

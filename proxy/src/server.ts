@@ -1,20 +1,26 @@
 import uWS from 'uWebSockets.js';
 import { STATUS_CODES } from 'node:http';
-import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
+import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
+import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
 import { type Logger, newId } from '@mcp-meter/ingest/kit';
 import { Agent, request as originRequest } from 'undici';
 import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
+import type { ControlPlaneLink, PaywallAnswer } from './control-link';
 import type { ServerDirectory } from './directory';
+import type { Gatekeeper, Verdict } from './gatekeeper';
 import {
   jsonRpcError,
   outcomeOf,
+  paywallResult,
   responsesIn,
+  sessionHeader,
   type ToolCall,
   type ToolOutcome,
   toolCallsIn,
 } from './jsonrpc';
+import { Counter, counter, gauge, Histogram } from './metrics';
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
 const REQUEST_SKIP = new Set([
@@ -51,6 +57,7 @@ interface Exchange {
   headersSent: boolean;
   controller: AbortController;
   wakeWriter: (() => void) | undefined;
+  requests: Counter;
 }
 
 interface Route {
@@ -93,6 +100,7 @@ function respond(
   headers: Record<string, string> = {},
 ): void {
   if (exchange.aborted) return;
+  exchange.requests.inc({ code: String(status) });
   exchange.res.cork(() => {
     if (!exchange.headersSent) {
       exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
@@ -103,28 +111,16 @@ function respond(
   });
 }
 
-/** Prometheus exposition of the usage emitter; the full proxy metrics arrive with the proxy issue. */
-function metricsText(emitter: UsageEmitter | undefined): string {
-  const stats = emitter?.stats();
-  if (stats === undefined) return '';
-  const counter = (name: string, help: string, value: number) =>
-    `# HELP mcpmeter_usage_${name} ${help}\n# TYPE mcpmeter_usage_${name} counter\nmcpmeter_usage_${name} ${value}\n`;
-  return (
-    counter('emitted_total', 'Usage records emitted by the proxy', stats.emitted) +
-    counter('published_total', 'Usage records acknowledged by the bus', stats.published) +
-    counter('retried_total', 'Usage records whose publish failed and was retried', stats.retried) +
-    counter('spilled_total', 'Usage records written to the local spill file', stats.spilled) +
-    counter('replayed_total', 'Spilled usage records published after recovery', stats.replayed) +
-    counter('dropped_total', 'Usage records lost (no spill directory, or the disk failed)', stats.dropped) +
-    `# HELP mcpmeter_usage_emitter_queue_depth Records waiting in memory\n# TYPE mcpmeter_usage_emitter_queue_depth gauge\nmcpmeter_usage_emitter_queue_depth ${stats.queued}\n`
-  );
-}
-
 export interface ProxyServerDeps {
   config: ProxyConfig;
   directory: ServerDirectory;
   emitter: UsageEmitter | undefined;
   verifier: TokenVerifier;
+  /** Absent: no gating or limits (every call is forwarded and metered). */
+  gatekeeper: Gatekeeper | undefined;
+  link: ControlPlaneLink | undefined;
+  limiter: LeasedLimiter | undefined;
+  secretKey: Buffer;
   logger: Logger;
 }
 
@@ -134,8 +130,17 @@ export interface ProxyServer {
   close(): Promise<void>;
 }
 
+type Refused = Exclude<Verdict, { kind: 'admit' }>;
+interface CallFacts {
+  outcome?: ToolOutcome;
+  admitted: boolean;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
-  const { config, directory, emitter, verifier, logger } = deps;
+  const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
   const origins = new Agent({
     connect: { timeout: config.originConnectTimeoutMs },
     headersTimeout: config.originHeadersTimeoutMs,
@@ -145,20 +150,59 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     pipelining: 1,
   });
   let inflight = 0;
+  const metrics = {
+    requests: new Counter(
+      'mcpmeter_proxy_http_requests_total',
+      'HTTP requests answered (by the origin or by the proxy), by status code',
+    ),
+    toolCalls: new Counter('mcpmeter_proxy_tool_calls_total', 'tools/call requests, by outcome'),
+    own: new Histogram(
+      'mcpmeter_proxy_own_seconds',
+      "The proxy's own time per forwarded request: arrival to the origin request (auth, gating, limits)",
+    ),
+    origin: new Histogram(
+      'mcpmeter_proxy_origin_seconds',
+      'Origin time per forwarded request: origin request to the end of its answer',
+    ),
+  };
+  const originAuth = new WeakMap<McpServerSnapshot, { header: string; value: string } | null>();
+  const originAuthOf = (server: McpServerSnapshot) => {
+    let auth = originAuth.get(server);
+    if (auth === undefined) {
+      const sealed = server.originAuth;
+      auth =
+        sealed === undefined || sealed === null
+          ? null
+          : { header: sealed.header, value: unseal(deps.secretKey, sealed.sealedValue) };
+      originAuth.set(server, auth);
+    }
+    return auth;
+  };
 
   function meter(
     server: McpServerSnapshot,
     customerRef: string,
     calls: ToolCall[],
-    outcomeFor: (call: ToolCall) => ToolOutcome,
+    factsFor: (call: ToolCall) => { outcome: ToolOutcome; admitted: boolean },
     started: number,
   ) {
-    if (emitter === undefined || calls.length === 0) return;
+    if (calls.length === 0) return;
     const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
     const timestamp = new Date().toISOString();
     for (const call of calls) {
+      const facts = factsFor(call);
+      metrics.toolCalls.inc({ outcome: facts.outcome });
+      if (emitter === undefined) continue;
       // Built here rather than through the record validator: every field comes from the trusted
       // snapshot or from this process, and this is the hot path.
+      const properties: Record<string, unknown> = {
+        tool: call.tool,
+        outcome: facts.outcome,
+        server: server.serverId,
+        latencyMs,
+      };
+      if (server.productId !== null) properties.productId = server.productId;
+      if (facts.admitted) properties.admitted = true;
       emitter.emit({
         id: newId('rec'),
         providerId: server.providerId,
@@ -168,9 +212,42 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         customerRef,
         value: 1,
         timestamp,
-        properties: { tool: call.tool, outcome: outcomeFor(call), server: server.serverId, latencyMs },
+        properties,
       });
     }
+  }
+
+  /** The JSON-RPC answer to a call the origin never sees: a paywall tool result, or a retry-later error. */
+  async function refusal(
+    server: McpServerSnapshot,
+    customerRef: string,
+    call: ToolCall,
+    verdict: Refused,
+  ): Promise<Record<string, unknown>> {
+    if (verdict.kind === 'unavailable') {
+      return {
+        jsonrpc: '2.0',
+        id: call.id,
+        error: { code: -32000, message: 'Usage limits cannot be checked right now; try again shortly' },
+      };
+    }
+    let paywall: PaywallAnswer | undefined;
+    if (link !== undefined && server.productId !== null) {
+      try {
+        paywall = await link.paywall({
+          providerId: server.providerId,
+          environment: server.environment,
+          customerId: customerRef,
+          productId: server.productId,
+          reason: verdict.reason,
+          planIds: verdict.planIds,
+          ...(verdict.planId === undefined ? {} : { planId: verdict.planId }),
+        });
+      } catch (error) {
+        logger.warn({ err: error, server: server.serverId }, 'paywall checkout session not created');
+      }
+    }
+    return paywallResult(call, verdict, paywall);
   }
 
   async function forward(
@@ -182,9 +259,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       headers: Record<string, string>;
       body: Buffer;
       authorization: string;
+      arrived: number;
     },
   ) {
-    const started = performance.now();
+    const started = request.arrived;
     const server = await directory.lookup(request.route.subdomain);
     if (server === undefined) {
       return respond(
@@ -203,10 +281,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
     }
     const calls = toolCallsIn(parsed);
-    const singleId =
-      parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && 'id' in parsed
-        ? (parsed.id as string | number)
-        : null;
+    const singleId = isObject(parsed) && 'id' in parsed ? (parsed.id as string | number) : null;
     let customerRef = 'anonymous';
     if (config.requireAuth) {
       const verdict = await verifier.verify(request.authorization, server);
@@ -237,12 +312,62 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     }
 
+    // Gating and limits: refused calls are answered here and never reach the origin.
+    const facts = new Map<ToolCall, CallFacts>();
+    let body = request.body;
+    let extra: Record<string, unknown>[] = [];
+    if (calls.length > 0 && gatekeeper !== undefined && config.requireAuth) {
+      const verdicts = await Promise.all(
+        calls.map((call) => gatekeeper.decide(server, customerRef, call.tool)),
+      );
+      const refused: Array<[ToolCall, Refused]> = [];
+      calls.forEach((call, i) => {
+        const verdict = verdicts[i];
+        if (verdict === undefined || verdict.kind === 'admit')
+          facts.set(call, { admitted: verdict?.counted ?? false });
+        else refused.push([call, verdict]);
+      });
+      if (refused.length > 0) {
+        extra = await Promise.all(
+          refused.map(([call, verdict]) => refusal(server, customerRef, call, verdict)),
+        );
+        for (const [call, verdict] of refused)
+          facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
+        const refusedIds = new Set(refused.map(([call]) => call.id));
+        const messages = Array.isArray(parsed) ? parsed : [parsed];
+        const rest = messages.filter(
+          (m) => !(isObject(m) && m.method === 'tools/call' && refusedIds.has(m.id as string | number)),
+        );
+        if (rest.length === 0) {
+          meter(
+            server,
+            customerRef,
+            calls,
+            (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false }),
+            started,
+          );
+          const answer = Array.isArray(parsed) ? JSON.stringify(extra) : JSON.stringify(extra[0]);
+          return respond(exchange, 200, 'application/json', answer);
+        }
+        body = Buffer.from(JSON.stringify(Array.isArray(parsed) ? rest : rest[0]));
+      }
+    }
+    const factsOf = (call: ToolCall, fallback: () => ToolOutcome) => {
+      const known = facts.get(call);
+      return { outcome: known?.outcome ?? fallback(), admitted: known?.admitted ?? false };
+    };
+
     const target = `${server.originUrl}${request.route.rest}${request.query === '' ? '' : `?${request.query}`}`;
+    const headers = request.headers;
+    const auth = originAuthOf(server);
+    if (auth !== null) headers[auth.header] = auth.value;
+    const sent = performance.now();
+    metrics.own.observe((sent - started) / 1000);
     try {
       const upstream = await originRequest(target, {
         method: request.method as 'POST',
-        headers: request.headers,
-        body: request.body.length > 0 ? request.body : null,
+        headers,
+        body: body.length > 0 ? body : null,
         dispatcher: origins,
         signal: exchange.controller.signal,
       });
@@ -250,6 +375,34 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (exchange.aborted) {
         upstream.body.destroy();
         return;
+      }
+      const sse = contentType.includes('text/event-stream');
+      if (extra.length > 0 && !sse) {
+        // A batch with refused calls and a JSON answer: the answers are merged into one array.
+        const text = await upstream.body.text();
+        let answers: unknown[] = [];
+        try {
+          const value: unknown = text === '' ? [] : JSON.parse(text);
+          answers = Array.isArray(value) ? value : [value];
+        } catch {
+          answers = [];
+        }
+        const responses = responsesIn('application/json', text);
+        meter(
+          server,
+          customerRef,
+          calls,
+          (call) => factsOf(call, () => outcomeOf(call, upstream.statusCode, responses)),
+          started,
+        );
+        metrics.origin.observe((performance.now() - sent) / 1000);
+        return respond(
+          exchange,
+          200,
+          'application/json',
+          JSON.stringify([...answers, ...extra]),
+          sessionHeader(upstream.headers),
+        );
       }
       exchange.res.cork(() => {
         exchange.res.writeStatus(statusLine(upstream.statusCode));
@@ -266,13 +419,31 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         const waiting = writeChunk(exchange, chunk);
         if (waiting !== undefined) await waiting;
       }
-      if (!exchange.aborted) exchange.res.cork(() => exchange.res.end());
+      if (!exchange.aborted) {
+        // Refused calls of a batch answered as a stream arrive as events after the origin's.
+        for (const answer of extra) {
+          const waiting = writeChunk(
+            exchange,
+            Buffer.from(`event: message\ndata: ${JSON.stringify(answer)}\n\n`),
+          );
+          if (waiting !== undefined) await waiting;
+        }
+        exchange.res.cork(() => exchange.res.end());
+      }
+      metrics.requests.inc({ code: String(upstream.statusCode) });
+      metrics.origin.observe((performance.now() - sent) / 1000);
       const responses = calls.length > 0 ? responsesIn(contentType, sniffed) : [];
-      meter(server, customerRef, calls, (call) => outcomeOf(call, upstream.statusCode, responses), started);
+      meter(
+        server,
+        customerRef,
+        calls,
+        (call) => factsOf(call, () => outcomeOf(call, upstream.statusCode, responses)),
+        started,
+      );
     } catch (error) {
       if (exchange.aborted) return;
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
-      meter(server, customerRef, calls, () => 'upstream_error', started);
+      meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) {
         exchange.res.cork(() => exchange.res.end());
       } else if (singleId !== null) {
@@ -293,6 +464,83 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
   }
 
+  function metricsText(): string {
+    const parts = [
+      metrics.requests.render(),
+      metrics.toolCalls.render(),
+      metrics.own.render(),
+      metrics.origin.render(),
+    ];
+    if (gatekeeper !== undefined) {
+      const decisions = new Counter(
+        'mcpmeter_proxy_limit_decisions_total',
+        'Gating and limit decisions per tool call',
+      );
+      for (const [decision, value] of Object.entries(gatekeeper.stats.decisions))
+        decisions.inc({ decision }, value);
+      parts.push(decisions.render());
+    }
+    if (deps.limiter !== undefined) {
+      parts.push(
+        counter(
+          'mcpmeter_proxy_limit_store_commands_total',
+          'Commands sent to the limit store (Redis)',
+          deps.limiter.storeCommands,
+        ),
+        counter(
+          'mcpmeter_proxy_limit_leases_total',
+          'Leases taken from the limit store',
+          deps.limiter.leases,
+        ),
+      );
+    }
+    parts.push(
+      counter(
+        'mcpmeter_proxy_snapshot_reads_total',
+        'Snapshot store (Redis) reads for servers',
+        directory.reads,
+      ),
+    );
+    if (link !== undefined)
+      parts.push(
+        counter(
+          'mcpmeter_proxy_control_plane_requests_total',
+          'Paywall and seed calls to the control plane',
+          link.requests,
+        ),
+      );
+    const stats = emitter?.stats();
+    if (stats !== undefined) {
+      parts.push(
+        counter('mcpmeter_usage_emitted_total', 'Usage records emitted by the proxy', stats.emitted),
+        counter('mcpmeter_usage_published_total', 'Usage records acknowledged by the bus', stats.published),
+        counter(
+          'mcpmeter_usage_retried_total',
+          'Usage records whose publish failed and was retried',
+          stats.retried,
+        ),
+        counter(
+          'mcpmeter_usage_spilled_total',
+          'Usage records written to the local spill file',
+          stats.spilled,
+        ),
+        counter(
+          'mcpmeter_usage_replayed_total',
+          'Spilled usage records published after recovery',
+          stats.replayed,
+        ),
+        counter(
+          'mcpmeter_usage_dropped_total',
+          'Usage records lost (no spill directory, or the disk failed)',
+          stats.dropped,
+        ),
+        gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
+      );
+    }
+    parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', inflight));
+    return parts.join('');
+  }
+
   const app = uWS.App().any('/*', (res, req) => {
     const url = req.getUrl();
     const method = req.getCaseSensitiveMethod();
@@ -302,6 +550,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       headersSent: false,
       controller: new AbortController(),
       wakeWriter: undefined,
+      requests: metrics.requests,
     };
     res.onAborted(() => {
       exchange.aborted = true;
@@ -309,7 +558,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       exchange.wakeWriter?.();
     });
     if (url === '/healthz') return respond(exchange, 200, 'application/json', '{"status":"ok"}');
-    if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText(emitter));
+    if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
 
     const route = routeOf(url, req.getHeader('host'), config.baseDomain);
     if (route === undefined) {
@@ -326,6 +575,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     });
     const query = req.getQuery() ?? '';
     const authorization = req.getHeader('authorization');
+    const arrived = performance.now();
     const declaredLength = Number(headers['content-length'] ?? req.getHeader('content-length') ?? 0);
     if (declaredLength > config.maxBodyBytes) {
       return respond(
@@ -338,7 +588,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
 
     inflight++;
     const run = (body: Buffer) =>
-      forward(exchange, { method, route, query, headers, body, authorization })
+      forward(exchange, { method, route, query, headers, body, authorization, arrived })
         .catch((error: unknown) => {
           logger.error({ err: error }, 'proxy request failed');
           respond(exchange, 500, 'application/json', jsonRpcError(null, -32603, 'Internal proxy error'));

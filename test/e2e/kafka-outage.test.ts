@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MemoryCounterStore } from '@mcp-meter/control-plane/limits';
 import { MemorySnapshotStore, mcpServerKey } from '@mcp-meter/control-plane/snapshots';
 import { openUsageBus, openUsageStore, readBusConfig, type UsageBus } from '@mcp-meter/ingest';
 import { createLogger, freePort, readEnv } from '@mcp-meter/ingest/kit';
@@ -71,7 +72,13 @@ describe('Kafka broker killed while the proxy emits', () => {
         meterName: 'requests',
       }),
     );
-    proxy = await startProxy({ config: config.proxy, snapshots, publisher: bus.publisher, logger });
+    proxy = await startProxy({
+      config: config.proxy,
+      snapshots,
+      counters: new MemoryCounterStore(),
+      publisher: bus.publisher,
+      logger,
+    });
   });
 
   afterAll(async () => {

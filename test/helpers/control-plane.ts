@@ -8,6 +8,9 @@ import { buildControlPlane, type ControlPlane } from '../../control-plane/src/se
 import { MemorySnapshotStore } from '../../control-plane/src/snapshots/store';
 import { openTestUsageStore } from './usage-store';
 
+/** Fixed so tests can seal and derive tokens the same way. */
+export const TEST_SECRET_KEY = Buffer.alloc(32, 7);
+
 export interface TestControlPlane {
   controlPlane: ControlPlane;
   pool: Pool;
@@ -43,6 +46,7 @@ export async function startTestControlPlane(options: {
         bodyLimitBytes: options.bodyLimitBytes,
         proxyPublicUrl: 'http://127.0.0.1:9',
         proxyBaseDomain: undefined,
+        secretKey: TEST_SECRET_KEY,
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
       },
       logger,
@@ -66,6 +70,7 @@ export async function startTestControlPlane(options: {
     },
     async close() {
       await controlPlane.app.close();
+      await controlPlane.limits.close();
       await bus.stop();
       await store.close();
       await pool.end();

@@ -18,7 +18,16 @@ export interface McpServerSnapshot {
   meterName: string;
   /** For tool gating: which plans unlock each tool; tools not listed fall back to defaultPlanId. */
   defaultPlanId?: string | null;
+  /** The default plan's terms, so the proxy can limit it without asking. */
+  defaultPlan?: {
+    planId: string;
+    limit: number | null;
+    billingCycle: 'weekly' | 'monthly' | 'quarterly' | 'yearly' | 'custom' | null;
+    intervalDays: number | null;
+  } | null;
   tools?: { name: string; planIds: string[]; noPlan: boolean }[];
+  /** Header the origin expects its API key in, and the header value sealed with the deployment secret. */
+  originAuth?: { header: string; sealedValue: string } | null;
 }
 
 export const SNAPSHOT_PREFIX = 'mcpmeter:snapshot:';

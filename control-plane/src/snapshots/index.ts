@@ -9,4 +9,5 @@ export {
   parseMcpServerSnapshot,
 } from './format';
 export { type VerifyResult, verifyAccessToken } from './jwt';
+export { internalToken, loadSecretKey, seal, unseal } from './secrets';
 export { MemorySnapshotStore, openSnapshotStore, RedisSnapshotStore, type SnapshotStore } from './store';

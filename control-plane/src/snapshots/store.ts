@@ -5,26 +5,39 @@ export interface SnapshotStore {
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
   delete(key: string): Promise<void>;
+  /** Calls `listener` with each key written or deleted by any process, so caches can drop it. */
+  onChange(listener: (key: string) => void): void;
   close(): Promise<void>;
 }
+
+const CHANGES = 'mcpmeter:snapshot:changed';
 
 /** All-in-one stand-in for Redis; only shared between services of one process. */
 export class MemorySnapshotStore implements SnapshotStore {
   private readonly values = new Map<string, string>();
+  private readonly listeners: Array<(key: string) => void> = [];
   async get(key: string) {
     return this.values.get(key);
   }
   async set(key: string, value: string) {
     this.values.set(key, value);
+    for (const listener of this.listeners) listener(key);
   }
   async delete(key: string) {
     this.values.delete(key);
+    for (const listener of this.listeners) listener(key);
+  }
+  onChange(listener: (key: string) => void) {
+    this.listeners.push(listener);
   }
   async close() {}
 }
 
 export class RedisSnapshotStore implements SnapshotStore {
-  constructor(private readonly redis: Redis) {}
+  private subscriber: Redis | undefined;
+  constructor(private readonly redis: Redis) {
+    redis.on('error', () => undefined);
+  }
 
   static connect(url: string): RedisSnapshotStore {
     // Commands fail fast while Redis is away (offline queue off) instead of piling up in memory;
@@ -38,12 +51,22 @@ export class RedisSnapshotStore implements SnapshotStore {
     return (await this.redis.get(key)) ?? undefined;
   }
   async set(key: string, value: string) {
-    await this.redis.set(key, value);
+    await this.redis.multi().set(key, value).publish(CHANGES, key).exec();
   }
   async delete(key: string) {
-    await this.redis.del(key);
+    await this.redis.multi().del(key).publish(CHANGES, key).exec();
+  }
+  /** A dedicated subscriber connection; after a reconnect, caches rely on their TTL for what was missed. */
+  onChange(listener: (key: string) => void) {
+    if (this.subscriber === undefined) {
+      this.subscriber = this.redis.duplicate({ enableOfflineQueue: true });
+      this.subscriber.on('error', () => undefined);
+      void this.subscriber.subscribe(CHANGES).catch(() => undefined);
+    }
+    this.subscriber.on('message', (_channel: string, key: string) => listener(key));
   }
   async close() {
+    this.subscriber?.disconnect();
     this.redis.disconnect();
   }
 }

@@ -66,6 +66,10 @@ export class CheckoutService {
     private readonly credits: CreditService,
   ) {}
 
+  urlOf(id: string): string {
+    return this.url(id);
+  }
+
   private url(id: string): string {
     return `${this.publicUrl}/checkout/${id}`;
   }

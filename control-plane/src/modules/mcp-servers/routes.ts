@@ -70,5 +70,17 @@ export function mcpServerRoutes(servers: McpServerService) {
       },
       async (request) => servers.delete(authOf(request), request.params.id),
     );
+    app.post(
+      '/v1/ui/mcp-servers/:id/tools/import',
+      {
+        schema: {
+          tags,
+          summary: "Import the tool list from the origin's tools/list, keeping each tool's plan settings",
+          params: McpServerParams,
+          response: { 200: McpServer, 502: Problem, ...errorResponses },
+        },
+      },
+      async (request) => servers.importTools(authOf(request), request.params.id),
+    );
   };
 }

@@ -32,6 +32,19 @@ const mutable = {
   avatarUrl: WebUrl,
   status: stringEnum(['active', 'inactive', 'suspended'] as const),
   tools: Type.Array(ToolInput, { maxItems: 500 }),
+  authHeaderName: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
+    description: 'Header that carries the origin API key (default Authorization)',
+  }),
+  authApiKey: Type.String({
+    minLength: 1,
+    maxLength: 4096,
+    pattern: '^[\\x20-\\x7e]+$',
+    description:
+      'Origin API key, stored encrypted and never returned. With Authorization, a key without a space is sent as "Bearer <key>"',
+  }),
 };
 
 export const McpServerCreate = Type.Object(
@@ -47,6 +60,8 @@ export const McpServerCreate = Type.Object(
     avatarUrl: Type.Optional(mutable.avatarUrl),
     status: Type.Optional(mutable.status),
     tools: Type.Optional(mutable.tools),
+    authHeaderName: Type.Optional(mutable.authHeaderName),
+    authApiKey: Type.Optional(mutable.authApiKey),
   },
   { additionalProperties: false },
 );
@@ -59,6 +74,8 @@ export const McpServerUpdate = Type.Object(
     avatarUrl: nullable(mutable.avatarUrl),
     status: Type.Optional(mutable.status),
     tools: Type.Optional(mutable.tools),
+    authHeaderName: nullable(mutable.authHeaderName),
+    authApiKey: nullable(mutable.authApiKey),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -86,7 +103,15 @@ export const McpServer = Type.Object({
   defaultPlanId: Type.Union([Type.String(), Type.Null()]),
   status: stringEnum(['active', 'inactive', 'suspended'] as const),
   tools: Type.Array(Tool),
+  authHeaderName: Type.Union([Type.String(), Type.Null()]),
   hasAuthApiKey: Type.Boolean(),
+  totalTransactions: Type.Optional(
+    Type.Integer({ description: 'Tool calls through the proxy (absent while usage storage is unreachable)' }),
+  ),
+  balance: Type.Integer({
+    description: "Net collected on the product's purchases (payments less refunds), minor units",
+  }),
+  currency: Type.String(),
 });
 
 export const McpServerParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });

@@ -1,16 +1,19 @@
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment, UsageReader } from '@mcp-meter/ingest';
+import type { Logger } from '@mcp-meter/ingest/kit';
 import { newId } from '@mcp-meter/ingest/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
 import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from '../../errors';
 import { type McpServerSnapshot, mcpServerKey } from '../../snapshots/format';
+import { seal, unseal } from '../../snapshots/secrets';
 import type { SnapshotStore } from '../../snapshots/store';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
+import { listOriginTools } from './origin';
 import type { McpServer, McpServerCreate, McpServerUpdate, Tool } from './schemas';
 
 interface McpServerRow {
@@ -26,6 +29,14 @@ interface McpServerRow {
   default_plan_id: string | null;
   tools: Tool[];
   deleted_at: Date | null;
+  auth_header_name: string | null;
+  auth_api_key_sealed: string | null;
+}
+
+interface ServerFigures {
+  transactions: Map<string, number> | undefined;
+  balances: Map<string, number>;
+  currency: string;
 }
 
 export function slugify(name: string): string {
@@ -57,6 +68,9 @@ export class McpServerService {
     private readonly clock: Clock,
     private readonly snapshots: SnapshotStore,
     private readonly addressing: ProxyAddressing,
+    private readonly reader: UsageReader,
+    private readonly secretKey: Buffer,
+    private readonly logger: Logger,
   ) {}
 
   proxyUrl(subdomain: string): string {
@@ -65,7 +79,56 @@ export class McpServerService {
     return `${new URL(proxyPublicUrl).protocol}//${subdomain}.${proxyBaseDomain}/mcp`;
   }
 
-  private toApi(row: McpServerRow): Static<typeof McpServer> {
+  /**
+   * Tool calls per server (ClickHouse, all time) and net collected per product (PostgreSQL, in
+   * the provider's default currency). Calls are left out, not guessed, while ClickHouse is down.
+   */
+  private async figures(auth: AuthContext, rows: McpServerRow[]): Promise<ServerFigures> {
+    let transactions: Map<string, number> | undefined;
+    const meter = await findMeter(this.pool, auth.providerId, auth.environment, REQUESTS_METER);
+    if (meter !== undefined && rows.length > 0) {
+      try {
+        transactions = await this.reader.countByProperty({
+          providerId: auth.providerId,
+          environment: auth.environment,
+          meterRef: meter.id,
+          property: 'server',
+          from: new Date(0),
+          to: new Date(this.clock.now().getTime() + 86_400_000),
+        });
+      } catch (error) {
+        this.logger.warn({ err: error }, 'usage store unreachable; totalTransactions left out');
+      }
+    }
+    const { rows: provider } = await this.pool.query<{ currency: string }>(
+      `SELECT COALESCE(default_currency, 'usd') AS currency FROM providers WHERE id = $1`,
+      [auth.providerId],
+    );
+    const currency = provider[0]?.currency ?? 'usd';
+    const { rows: money } = await this.pool.query<{ product_id: string; net: string }>(
+      `SELECT p.product_id, (SUM(p.amount) - COALESCE(SUM(rf.refunded), 0))::text AS net
+         FROM payments p
+         LEFT JOIN (SELECT payment_id, SUM(amount) AS refunded FROM refunds WHERE status = 'succeeded' GROUP BY payment_id) rf
+           ON rf.payment_id = p.id
+        WHERE p.provider_id = $1 AND p.environment = $2 AND p.status = 'succeeded' AND p.currency = $3
+          AND p.product_id = ANY($4)
+        GROUP BY p.product_id`,
+      [
+        auth.providerId,
+        auth.environment,
+        currency,
+        rows.map((r) => r.product_id).filter((id) => id !== null),
+      ],
+    );
+    return {
+      transactions,
+      balances: new Map(money.map((m) => [m.product_id, Number(m.net)])),
+      currency,
+    };
+  }
+
+  private toApi(row: McpServerRow, figures: ServerFigures): Static<typeof McpServer> {
+    const transactions = figures.transactions?.get(row.id);
     return {
       id: row.id,
       reference: row.id,
@@ -79,7 +142,11 @@ export class McpServerService {
       defaultPlanId: row.default_plan_id,
       status: row.status,
       tools: row.tools,
-      hasAuthApiKey: false,
+      authHeaderName: row.auth_api_key_sealed === null ? null : (row.auth_header_name ?? 'Authorization'),
+      hasAuthApiKey: row.auth_api_key_sealed !== null,
+      ...(figures.transactions === undefined ? {} : { totalTransactions: transactions ?? 0 }),
+      balance: row.product_id === null ? 0 : (figures.balances.get(row.product_id) ?? 0),
+      currency: figures.currency,
     };
   }
 
@@ -164,12 +231,14 @@ export class McpServerService {
       default_plan_id: input.defaultPlanId ?? null,
       tools: links.tools,
       deleted_at: null,
+      auth_header_name: input.authHeaderName ?? null,
+      auth_api_key_sealed: input.authApiKey === undefined ? null : seal(this.secretKey, input.authApiKey),
     };
     try {
       await this.pool.query(
         `INSERT INTO mcp_servers (id, provider_id, environment, name, subdomain, url, product_id, status, avatar_url, default_plan_id, tools,
-                                  created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+                                  created_at, updated_at, auth_header_name, auth_api_key_sealed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
         [
           row.id,
           row.provider_id,
@@ -183,6 +252,8 @@ export class McpServerService {
           row.default_plan_id,
           JSON.stringify(row.tools),
           at,
+          row.auth_header_name,
+          row.auth_api_key_sealed,
         ],
       );
     } catch (error) {
@@ -195,7 +266,7 @@ export class McpServerService {
       throw error;
     }
     await this.publish(row);
-    return this.toApi(row);
+    return this.toApi(row, await this.figures(auth, [row]));
   }
 
   private async find(db: Queryable, auth: AuthContext, id: string): Promise<McpServerRow> {
@@ -225,9 +296,17 @@ export class McpServerService {
       avatar_url: patch.avatarUrl === undefined ? current.avatar_url : patch.avatarUrl,
       status: patch.status ?? current.status,
       tools: links.tools,
+      auth_header_name: patch.authHeaderName === undefined ? current.auth_header_name : patch.authHeaderName,
+      auth_api_key_sealed:
+        patch.authApiKey === undefined
+          ? current.auth_api_key_sealed
+          : patch.authApiKey === null
+            ? null
+            : seal(this.secretKey, patch.authApiKey),
     };
     await this.pool.query(
-      `UPDATE mcp_servers SET url = $2, product_id = $3, default_plan_id = $4, avatar_url = $5, status = $6, tools = $7, updated_at = $8
+      `UPDATE mcp_servers SET url = $2, product_id = $3, default_plan_id = $4, avatar_url = $5, status = $6, tools = $7, updated_at = $8,
+              auth_header_name = $9, auth_api_key_sealed = $10
         WHERE id = $1`,
       [
         next.id,
@@ -238,10 +317,12 @@ export class McpServerService {
         next.status,
         JSON.stringify(next.tools),
         this.clock.now(),
+        next.auth_header_name,
+        next.auth_api_key_sealed,
       ],
     );
     await this.publish(next);
-    return this.toApi(next);
+    return this.toApi(next, await this.figures(auth, [next]));
   }
 
   /** Soft delete: the proxy stops routing to it (after its snapshot cache), and the subdomain is free again. */
@@ -260,11 +341,43 @@ export class McpServerService {
       'SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND deleted_at IS NULL ORDER BY id',
       [auth.providerId, auth.environment],
     );
-    return rows.map((row) => this.toApi(row));
+    const figures = await this.figures(auth, rows);
+    return rows.map((row) => this.toApi(row, figures));
   }
 
   async get(auth: AuthContext, id: string) {
-    return this.toApi(await this.find(this.pool, auth, id));
+    const row = await this.find(this.pool, auth, id);
+    return this.toApi(row, await this.figures(auth, [row]));
+  }
+
+  /** The header the proxy adds on every origin request, or null. */
+  originAuth(row: Pick<McpServerRow, 'auth_header_name' | 'auth_api_key_sealed'>) {
+    if (row.auth_api_key_sealed === null) return null;
+    const header = (row.auth_header_name ?? 'Authorization').toLowerCase();
+    const key = unseal(this.secretKey, row.auth_api_key_sealed);
+    const value = header === 'authorization' && !key.includes(' ') ? `Bearer ${key}` : key;
+    return { header, value };
+  }
+
+  /**
+   * Reads the origin's `tools/list` (every page) and merges it into the registry: tools keep
+   * their plan settings, new tools arrive ungated (they fall to the default plan), descriptions
+   * follow the origin, and tools the origin no longer lists are dropped unless marked virtual.
+   */
+  async importTools(auth: AuthContext, id: string) {
+    const current = await this.find(this.pool, auth, id);
+    const listed = await listOriginTools(current.url, this.originAuth(current));
+    const byName = new Map(current.tools.map((t) => [t.name, t]));
+    const tools: Tool[] = listed.map((t) => ({
+      name: t.name,
+      planIds: byName.get(t.name)?.planIds ?? [],
+      noPlan: byName.get(t.name)?.noPlan ?? false,
+      description: t.description ?? byName.get(t.name)?.description ?? '',
+      isVirtual: false,
+    }));
+    const imported = new Set(tools.map((t) => t.name));
+    for (const t of current.tools) if (t.isVirtual && !imported.has(t.name)) tools.push(t);
+    return this.update(auth, current.id, { tools });
   }
 
   private async snapshotOf(db: Queryable, row: McpServerRow): Promise<McpServerSnapshot> {
@@ -282,7 +395,36 @@ export class McpServerService {
       meterRef: meter.id,
       meterName: meter.name,
       defaultPlanId: row.default_plan_id,
+      defaultPlan: await this.defaultPlanTerms(db, row),
       tools: row.tools.map((t) => ({ name: t.name, planIds: t.planIds, noPlan: t.noPlan })),
+      originAuth:
+        row.auth_api_key_sealed === null
+          ? null
+          : (() => {
+              const auth = this.originAuth(row);
+              return auth === null
+                ? null
+                : { header: auth.header, sealedValue: seal(this.secretKey, auth.value) };
+            })(),
+    };
+  }
+
+  private async defaultPlanTerms(
+    db: Queryable,
+    row: McpServerRow,
+  ): Promise<McpServerSnapshot['defaultPlan']> {
+    if (row.default_plan_id === null) return null;
+    const plan = await findPlan(
+      db,
+      { providerId: row.provider_id, environment: row.environment },
+      row.default_plan_id,
+    );
+    if (plan === undefined || plan.status !== 'active') return null;
+    return {
+      planId: plan.id,
+      limit: plan.usage_limit,
+      billingCycle: plan.billing_cycle,
+      intervalDays: plan.billing_interval_days,
     };
   }
 

@@ -1,0 +1,245 @@
+import { Redis } from 'ioredis';
+
+/**
+ * One usage-limit counter per customer, product, plan and period. It holds `used` (calls
+ * admitted and reported) and the open leases: chunks of the remaining budget handed to one
+ * process each, spent there without asking again. A lease is settled with what was spent
+ * and the rest returns to the budget; a lease whose holder vanished expires and counts as
+ * fully spent, so a crash can only ever under-admit, never over-admit.
+ */
+export interface LeaseCall {
+  key: string;
+  limit: number;
+  /** Most units wanted for the new lease; 0 settles (and reports) without leasing. */
+  want: number;
+  /** The grant is the budget left divided by this, at least 1: chunks shrink near the limit. */
+  divisor: number;
+  /** Expiry of the new lease in the store, after which it counts as fully spent. */
+  leaseTtlMs: number;
+  leaseId: string;
+  settle?: { leaseId: string; spent: number } | undefined;
+}
+
+/** `granted` units leased; `used` reported so far; `leased` still open in all processes. */
+export type LeaseReply =
+  | { missing: true }
+  | { missing: false; granted: number; used: number; leased: number };
+
+export interface CounterStore {
+  lease(call: LeaseCall): Promise<LeaseReply>;
+  /** Settles several leases in one round trip. */
+  settleMany(calls: LeaseCall[]): Promise<void>;
+  /** Creates the counter with `used` unless it exists; it disappears at `expiresAtMs`. */
+  seed(key: string, used: number, expiresAtMs: number): Promise<void>;
+  /** Store commands sent, for the metrics. */
+  readonly commands: number;
+  close(): Promise<void>;
+}
+
+export const LIMIT_PREFIX = 'mcpmeter:limit:';
+
+/** Same logic as `leaseStep` below, in one atomic step on the Redis server. */
+const LEASE_SCRIPT = `
+local k = KEYS[1]
+if redis.call('EXISTS', k) == 0 then return {-1, 0, 0} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local want = tonumber(ARGV[2])
+local divisor = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local newId = ARGV[5]
+local settleField = 'L:' .. ARGV[6]
+local spent = tonumber(ARGV[7])
+local used = tonumber(redis.call('HGET', k, 'used') or '0')
+local leased = 0
+local fields = redis.call('HGETALL', k)
+for i = 1, #fields, 2 do
+  local f = fields[i]
+  if string.sub(f, 1, 2) == 'L:' then
+    local v = fields[i + 1]
+    local sep = string.find(v, ':', 1, true)
+    local amount = tonumber(string.sub(v, 1, sep - 1))
+    local expires = tonumber(string.sub(v, sep + 1))
+    if ARGV[6] ~= '' and f == settleField then
+      used = used + math.min(spent, amount)
+      redis.call('HDEL', k, f)
+    elseif expires <= now then
+      used = used + amount
+      redis.call('HDEL', k, f)
+    else
+      leased = leased + amount
+    end
+  end
+end
+redis.call('HSET', k, 'used', used)
+local granted = 0
+local avail = limit - used - leased
+if want > 0 and avail > 0 then
+  granted = math.max(1, math.min(want, math.floor(avail / divisor)))
+  redis.call('HSET', k, 'L:' .. newId, granted .. ':' .. (now + ttl))
+  leased = leased + granted
+end
+return {granted, used, leased}
+`;
+
+const SEED_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'used', ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 1
+`;
+
+interface LeaseRedis extends Redis {
+  meterLease(
+    key: string,
+    limit: number,
+    want: number,
+    divisor: number,
+    ttl: number,
+    leaseId: string,
+    settleId: string,
+    spent: number,
+  ): Promise<[number, number, number]>;
+  meterSeed(key: string, used: number, expiresAt: number): Promise<number>;
+}
+
+const leaseArgs = (c: LeaseCall) =>
+  [
+    c.key,
+    c.limit,
+    c.want,
+    c.divisor,
+    c.leaseTtlMs,
+    c.leaseId,
+    c.settle?.leaseId ?? '',
+    c.settle?.spent ?? 0,
+  ] as const;
+
+export class RedisCounterStore implements CounterStore {
+  commands = 0;
+  private readonly redis: LeaseRedis;
+
+  constructor(url: string) {
+    // Fail fast while Redis is away: the caller's outage policy decides, nothing queues up.
+    const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    redis.on('error', () => undefined);
+    redis.defineCommand('meterLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
+    redis.defineCommand('meterSeed', { numberOfKeys: 1, lua: SEED_SCRIPT });
+    this.redis = redis as LeaseRedis;
+  }
+
+  /** Resolves once connected, or after `timeoutMs` (calls then fail until Redis is back). */
+  async ready(timeoutMs = 5_000): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  async lease(call: LeaseCall): Promise<LeaseReply> {
+    this.commands++;
+    const [granted, used, leased] = await this.redis.meterLease(...leaseArgs(call));
+    return granted < 0 ? { missing: true } : { missing: false, granted, used, leased };
+  }
+
+  async settleMany(calls: LeaseCall[]): Promise<void> {
+    if (calls.length === 0) return;
+    this.commands += calls.length;
+    const pipeline = this.redis.pipeline() as unknown as {
+      meterLease(...args: ReturnType<typeof leaseArgs>): void;
+      exec(): Promise<unknown>;
+    };
+    for (const call of calls) pipeline.meterLease(...leaseArgs({ ...call, want: 0 }));
+    await pipeline.exec();
+  }
+
+  async seed(key: string, used: number, expiresAtMs: number): Promise<void> {
+    this.commands++;
+    await this.redis.meterSeed(key, used, expiresAtMs);
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}
+
+interface MemoryCounter {
+  used: number;
+  leases: Map<string, { amount: number; expiresAt: number }>;
+  expiresAt: number;
+}
+
+/** The lease step on a plain object: the Lua script's twin, for one process without Redis. */
+export function leaseStep(counter: MemoryCounter, call: LeaseCall, now: number) {
+  for (const [id, lease] of counter.leases) {
+    if (call.settle !== undefined && id === call.settle.leaseId) {
+      counter.used += Math.min(call.settle.spent, lease.amount);
+      counter.leases.delete(id);
+    } else if (lease.expiresAt <= now) {
+      counter.used += lease.amount;
+      counter.leases.delete(id);
+    }
+  }
+  let leased = 0;
+  for (const lease of counter.leases.values()) leased += lease.amount;
+  let granted = 0;
+  const avail = call.limit - counter.used - leased;
+  if (call.want > 0 && avail > 0) {
+    granted = Math.max(1, Math.min(call.want, Math.floor(avail / call.divisor)));
+    counter.leases.set(call.leaseId, { amount: granted, expiresAt: now + call.leaseTtlMs });
+    leased += granted;
+  }
+  return { granted, used: counter.used, leased };
+}
+
+/** All-in-one stand-in for Redis: exact within the one process that holds it. */
+export class MemoryCounterStore implements CounterStore {
+  commands = 0;
+  private readonly counters = new Map<string, MemoryCounter>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private counter(key: string): MemoryCounter | undefined {
+    const counter = this.counters.get(key);
+    if (counter !== undefined && counter.expiresAt <= this.now()) {
+      this.counters.delete(key);
+      return undefined;
+    }
+    return counter;
+  }
+
+  async lease(call: LeaseCall): Promise<LeaseReply> {
+    this.commands++;
+    const counter = this.counter(call.key);
+    if (counter === undefined) return { missing: true };
+    return { missing: false, ...leaseStep(counter, call, this.now()) };
+  }
+
+  async settleMany(calls: LeaseCall[]): Promise<void> {
+    for (const call of calls) {
+      this.commands++;
+      const counter = this.counter(call.key);
+      if (counter !== undefined) leaseStep(counter, { ...call, want: 0 }, this.now());
+    }
+  }
+
+  async seed(key: string, used: number, expiresAtMs: number): Promise<void> {
+    this.commands++;
+    if (this.counter(key) === undefined)
+      this.counters.set(key, { used, leases: new Map(), expiresAt: expiresAtMs });
+  }
+
+  async close(): Promise<void> {}
+}
+
+export async function openCounterStore(redisUrl: string | undefined): Promise<CounterStore> {
+  if (redisUrl === undefined) return new MemoryCounterStore();
+  const store = new RedisCounterStore(redisUrl);
+  await store.ready();
+  return store;
+}

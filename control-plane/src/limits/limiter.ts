@@ -1,0 +1,226 @@
+import { randomBytes } from 'node:crypto';
+import type { CounterStore, LeaseCall } from './counter';
+
+/** One limit to enforce: the counter's key, the cap, and how to build the counter when it is missing. */
+export interface LimitTarget {
+  key: string;
+  limit: number;
+  /** Usage already admitted in the period (from ClickHouse) and when the counter may be dropped. */
+  seed(): Promise<{ used: number; expiresAtMs: number }>;
+}
+
+export type LimitDecision =
+  | { allowed: true }
+  /** `used` counts every admitted call, so `used >= limit` here. */
+  | { allowed: false; used: number; limit: number };
+
+export interface LimiterOptions {
+  /** Largest lease; away from the limit one store call serves this many admissions. */
+  maxLease: number;
+  /** A lease gets the remaining budget divided by this: several processes share what is left. */
+  divisor: number;
+  /** A lease is spent for at most this long, then settled; also how long a caller may wait at the edge. */
+  holdMs: number;
+  /** An unused lease is settled after this long, returning its budget to the others. */
+  idleMs: number;
+  /** Expiry of a lease in the store (its holder vanished): longer than holdMs. */
+  leaseTtlMs: number;
+}
+
+export const DEFAULT_LIMITER_OPTIONS: LimiterOptions = {
+  maxLease: 100,
+  divisor: 4,
+  holdMs: 1_000,
+  idleMs: 200,
+  leaseTtlMs: 10_000,
+};
+
+/** The store is unreachable; the caller applies its outage policy. */
+export class LimiterUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('usage limit store unavailable', { cause });
+  }
+}
+
+interface Held {
+  id: string;
+  left: number;
+  spent: number;
+  acquiredAt: number;
+  lastUsedAt: number;
+}
+
+interface KeyState {
+  held: Held | undefined;
+  acquiring: Promise<{ granted: number; leasedElsewhere: number; used: number }> | undefined;
+  touchedAt: number;
+}
+
+const ALLOW: LimitDecision = { allowed: true };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Exact usage caps at local speed. Each process leases a chunk of a counter's remaining budget
+ * (one atomic store call) and admits calls from it in memory; chunks shrink as the budget runs
+ * out, down to one call at a time at the very edge. Because every admission is backed by a
+ * lease, the processes together never admit more than the limit. When the budget is gone but
+ * other processes still hold unspent leases, a caller waits (up to `holdMs`) for them to be
+ * settled rather than being refused while budget remains.
+ */
+export class LeasedLimiter {
+  private readonly states = new Map<string, KeyState>();
+  private readonly timer: NodeJS.Timeout;
+  private closed = false;
+  admitted = 0;
+  denied = 0;
+  leases = 0;
+
+  constructor(
+    private readonly store: CounterStore,
+    private readonly options: LimiterOptions = DEFAULT_LIMITER_OPTIONS,
+  ) {
+    this.timer = setInterval(() => void this.sweep(), Math.max(20, Math.min(options.idleMs, 100)));
+    this.timer.unref();
+  }
+
+  get storeCommands(): number {
+    return this.store.commands;
+  }
+
+  /** Synchronous while a lease has budget left; otherwise one store call (or a short wait at the limit). */
+  admit(target: LimitTarget): LimitDecision | Promise<LimitDecision> {
+    const state = this.states.get(target.key);
+    if (state !== undefined && this.take(state)) return ALLOW;
+    return this.slowAdmit(target);
+  }
+
+  private take(state: KeyState): boolean {
+    const held = state.held;
+    if (held === undefined || held.left <= 0) return false;
+    const now = performance.now();
+    if (now - held.acquiredAt > this.options.holdMs) return false;
+    held.left--;
+    held.spent++;
+    held.lastUsedAt = now;
+    state.touchedAt = now;
+    this.admitted++;
+    return true;
+  }
+
+  private async slowAdmit(target: LimitTarget): Promise<LimitDecision> {
+    let state = this.states.get(target.key);
+    if (state === undefined) {
+      state = { held: undefined, acquiring: undefined, touchedAt: performance.now() };
+      this.states.set(target.key, state);
+    }
+    const deadline = performance.now() + this.options.holdMs + 250;
+    for (;;) {
+      if (this.take(state)) return ALLOW;
+      if (state.acquiring === undefined) {
+        state.acquiring = this.acquire(state, target).finally(() => {
+          if (state !== undefined) state.acquiring = undefined;
+        });
+      }
+      const reply = await state.acquiring;
+      if (this.take(state)) return ALLOW;
+      // Budget was granted but taken by the other waiters: lease again.
+      if (reply.granted > 0) continue;
+      if (reply.leasedElsewhere > 0 && performance.now() < deadline) {
+        await sleep(5);
+        continue;
+      }
+      this.denied++;
+      return { allowed: false, used: Math.max(reply.used, target.limit), limit: target.limit };
+    }
+  }
+
+  private async acquire(state: KeyState, target: LimitTarget) {
+    const previous = state.held;
+    state.held = undefined;
+    const call: LeaseCall = {
+      key: target.key,
+      limit: target.limit,
+      want: this.closed ? 0 : this.options.maxLease,
+      divisor: this.options.divisor,
+      leaseTtlMs: this.options.leaseTtlMs,
+      leaseId: randomBytes(6).toString('base64url'),
+      settle: previous === undefined ? undefined : { leaseId: previous.id, spent: previous.spent },
+    };
+    try {
+      let reply = await this.store.lease(call);
+      if (reply.missing) {
+        const seed = await target.seed();
+        await this.store.seed(target.key, seed.used, seed.expiresAtMs);
+        reply = await this.store.lease(call);
+      }
+      if (reply.missing) throw new Error(`limit counter ${target.key} vanished while seeding`);
+      this.leases++;
+      const now = performance.now();
+      if (reply.granted > 0) {
+        state.held = { id: call.leaseId, left: reply.granted, spent: 0, acquiredAt: now, lastUsedAt: now };
+      }
+      return { granted: reply.granted, leasedElsewhere: reply.leased - reply.granted, used: reply.used };
+    } catch (error) {
+      throw new LimiterUnavailableError(error);
+    }
+  }
+
+  /** Reported usage and open leases of a counter, without leasing (seeds a missing counter). */
+  async peek(target: LimitTarget): Promise<{ used: number; leased: number }> {
+    const call: LeaseCall = {
+      key: target.key,
+      limit: target.limit,
+      want: 0,
+      divisor: 1,
+      leaseTtlMs: 0,
+      leaseId: '',
+    };
+    try {
+      let reply = await this.store.lease(call);
+      if (reply.missing) {
+        const seed = await target.seed();
+        await this.store.seed(target.key, seed.used, seed.expiresAtMs);
+        reply = await this.store.lease(call);
+      }
+      return reply.missing ? { used: 0, leased: 0 } : { used: reply.used, leased: reply.leased };
+    } catch (error) {
+      throw new LimiterUnavailableError(error);
+    }
+  }
+
+  /** Settles idle or old leases in one round trip, and forgets counters not used for a while. */
+  private async sweep(force = false): Promise<void> {
+    const now = performance.now();
+    const calls: LeaseCall[] = [];
+    for (const [key, state] of this.states) {
+      const held = state.held;
+      if (state.acquiring !== undefined) continue;
+      if (
+        held !== undefined &&
+        (force || now - held.lastUsedAt > this.options.idleMs || now - held.acquiredAt > this.options.holdMs)
+      ) {
+        state.held = undefined;
+        calls.push({
+          key,
+          limit: 0,
+          want: 0,
+          divisor: 1,
+          leaseTtlMs: 0,
+          leaseId: '',
+          settle: { leaseId: held.id, spent: held.spent },
+        });
+      }
+      if (state.held === undefined && now - state.touchedAt > 60_000) this.states.delete(key);
+    }
+    // A failed settle is safe: the lease expires in the store and counts as fully spent.
+    await this.store.settleMany(calls).catch(() => undefined);
+  }
+
+  /** Returns every unspent lease, so a clean shutdown leaves the whole budget to the other processes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    await Promise.allSettled([...this.states.values()].map((s) => s.acquiring));
+    await this.sweep(true);
+  }
+}

@@ -1,0 +1,109 @@
+import { timingSafeEqual } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import { type App, authOf } from '../../http/app';
+import { sendProblem } from '../../http/error-handler';
+import { errorResponses, Nullable, Problem, stringEnum } from '../../http/schemas';
+import type { LimitService } from './service';
+
+const LimitCheck = Type.Object(
+  {
+    customerRef: Type.String({ minLength: 1, maxLength: 255 }),
+    productRef: Type.String({ minLength: 1, maxLength: 100 }),
+    meterName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    consume: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description: 'Admit and record one call when within limits (default); false only reads',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const LimitAnswer = Type.Object({
+  withinLimits: Type.Boolean(),
+  limit: Nullable(Type.Integer()),
+  used: Type.Integer(),
+  remaining: Nullable(Type.Integer()),
+  planId: Type.Optional(Type.String()),
+  checkoutUrl: Type.Optional(Type.String()),
+  checkoutSessionId: Type.Optional(Type.String()),
+  offeredPlanId: Type.Optional(Type.String()),
+});
+
+export function limitRoutes(limits: LimitService) {
+  return async (app: App) => {
+    app.post(
+      '/v1/sdk/limits',
+      {
+        schema: {
+          tags: ['usage'],
+          summary: "Check (and by default consume one call of) a customer's usage limit for a product",
+          body: LimitCheck,
+          response: { 200: LimitAnswer, 503: Problem, ...errorResponses },
+        },
+      },
+      async (request) => limits.check(authOf(request), request.body),
+    );
+  };
+}
+
+const Tenant = {
+  providerId: Type.String({ minLength: 1, maxLength: 100 }),
+  environment: stringEnum(['sandbox', 'live'] as const),
+  customerId: Type.String({ minLength: 1, maxLength: 255 }),
+  productId: Type.String({ minLength: 1, maxLength: 100 }),
+};
+
+/** The proxy's calls (off its hot path): paywall sessions and limit counter seeds. */
+export function internalRoutes(limits: LimitService, token: string) {
+  const expected = Buffer.from(`Bearer ${token}`);
+  return async (app: App) => {
+    app.addHook('onRequest', async (request, reply) => {
+      const given = Buffer.from(request.headers.authorization ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        return sendProblem(reply, 'unauthorized', 'Internal API token required');
+    });
+    app.post(
+      '/internal/v1/paywall',
+      {
+        schema: {
+          hide: true,
+          body: Type.Object(
+            {
+              ...Tenant,
+              reason: stringEnum(['limit_reached', 'plan_required', 'no_plan'] as const),
+              planIds: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50 })),
+              planId: Type.Optional(Type.String({ maxLength: 100 })),
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
+      async (request) => limits.paywall(request.body),
+    );
+    app.post(
+      '/internal/v1/limits/seed',
+      {
+        schema: {
+          hide: true,
+          body: Type.Object(
+            {
+              ...Tenant,
+              planId: Type.String({ maxLength: 100 }),
+              periodStart: Type.String({ format: 'date-time' }),
+              periodEnd: Nullable(Type.String({ format: 'date-time' })),
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
+      async (request) =>
+        limits.seed({
+          ...request.body,
+          periodStart: new Date(request.body.periodStart),
+          periodEnd: request.body.periodEnd === null ? null : new Date(request.body.periodEnd),
+        }),
+    );
+  };
+}

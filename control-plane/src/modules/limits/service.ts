@@ -1,0 +1,357 @@
+import type { Environment, UsagePublisher, UsageReader, UsageRecord } from '@mcp-meter/ingest';
+import { type Logger, newId } from '@mcp-meter/ingest/kit';
+import type { Clock } from '../../clock';
+import type { Pool } from '../../db/pool';
+import { DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import {
+  type CounterScope,
+  type CounterStore,
+  calendarPeriod,
+  counterExpiry,
+  counterKey,
+  LeasedLimiter,
+  LimiterUnavailableError,
+  type LimitTarget,
+} from '../../limits';
+import type { CheckoutService } from '../checkout/service';
+import { findCustomer } from '../customers/repository';
+import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
+import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
+import { requiresPayment } from '../plans/rules';
+import { findProduct } from '../products/repository';
+import type { AuthContext } from '../providers/service';
+import { GRANTS_ACCESS } from '../purchases/state-machine';
+
+export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan';
+
+export interface PaywallRequest {
+  providerId: string;
+  environment: Environment;
+  customerId: string;
+  productId: string;
+  reason: PaywallReason;
+  /** The plans that open the tool (plan_required), first choice first. */
+  planIds?: string[] | undefined;
+  /** The plan whose limit was reached (limit_reached). */
+  planId?: string | undefined;
+}
+
+export interface Paywall {
+  checkoutUrl: string;
+  checkoutSessionId: string;
+  product: { id: string; name: string };
+  planId: string;
+}
+
+interface Governing {
+  planId: string;
+  limit: number | null;
+  periodStart: Date;
+  periodEnd: Date | null;
+}
+
+/**
+ * Usage limits (spec 1, rules 1–2) for the SDK's limit check and the proxy's paywall. The limit
+ * counts calls admitted on the provider's requests meter per customer, product, plan and period,
+ * through the same leased counters the proxy uses; counters start from ClickHouse.
+ */
+export class LimitService {
+  readonly limiter: LeasedLimiter;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly reader: UsageReader,
+    private readonly publisher: UsagePublisher,
+    counters: CounterStore,
+    private readonly checkout: CheckoutService,
+    private readonly logger: Logger,
+  ) {
+    // One unit per lease: a REST check holds no budget that a proxy might need.
+    this.limiter = new LeasedLimiter(counters, {
+      maxLease: 1,
+      divisor: 1,
+      holdMs: 1_000,
+      idleMs: 0,
+      leaseTtlMs: 10_000,
+    });
+  }
+
+  private async requestsMeter(tenant: AuthContext): Promise<Meter> {
+    const meter = await findMeter(this.pool, tenant.providerId, tenant.environment, REQUESTS_METER);
+    if (meter === undefined) throw new Error(`provider ${tenant.providerId} has no requests meter`);
+    return meter;
+  }
+
+  /** Calls admitted in the counter's period so far, from ClickHouse: the start of a counter. */
+  async seed(
+    scope: CounterScope & { periodEnd: Date | null },
+  ): Promise<{ used: number; expiresAtMs: number }> {
+    const meter = await this.requestsMeter(scope);
+    const now = this.clock.now();
+    try {
+      const used = await this.reader.admittedCalls({
+        providerId: scope.providerId,
+        environment: scope.environment,
+        meterRef: meter.id,
+        customerRef: scope.customerId,
+        productId: scope.productId,
+        from: scope.periodStart,
+        to: new Date(now.getTime() + 60_000),
+      });
+      return { used, expiresAtMs: counterExpiry(scope.periodEnd, now) };
+    } catch {
+      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
+    }
+  }
+
+  private target(scope: CounterScope, governing: Governing): LimitTarget {
+    return {
+      key: counterKey(scope),
+      limit: governing.limit ?? Number.POSITIVE_INFINITY,
+      seed: () => this.seed({ ...scope, periodEnd: governing.periodEnd }),
+    };
+  }
+
+  /** The customer's access-granting purchase of the product, or the product's free default plan. */
+  private async governing(
+    auth: AuthContext,
+    customerId: string,
+    productId: string,
+  ): Promise<Governing | undefined> {
+    const { rows } = await this.pool.query<{
+      plan_id: string;
+      status: string;
+      period_start: Date;
+      period_end: Date | null;
+    }>(
+      `SELECT plan_id, status, period_start, period_end FROM purchases
+        WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
+        ORDER BY updated_at DESC LIMIT 1`,
+      [customerId, productId, [...GRANTS_ACCESS]],
+    );
+    const purchase = rows[0];
+    if (purchase !== undefined) {
+      const plan = await findPlan(this.pool, auth, purchase.plan_id);
+      return {
+        planId: purchase.plan_id,
+        limit: plan?.usage_limit ?? null,
+        periodStart: purchase.period_start,
+        periodEnd: purchase.period_end,
+      };
+    }
+    const { rows: defaults } = await this.pool.query<{ id: string }>(
+      `SELECT id FROM plans WHERE product_id = $1 AND is_default AND status = 'active'`,
+      [productId],
+    );
+    const plan = defaults[0] === undefined ? undefined : await findPlan(this.pool, auth, defaults[0].id);
+    if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
+    const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
+    return { planId: plan.id, limit: plan.usage_limit, periodStart: period.start, periodEnd: period.end };
+  }
+
+  /** `POST /v1/sdk/limits`: check, and with `consume` admit and record one call. */
+  async check(
+    auth: AuthContext,
+    input: {
+      customerRef: string;
+      productRef: string;
+      meterName?: string | undefined;
+      consume?: boolean | undefined;
+    },
+  ) {
+    try {
+      return await this.checkOnce(auth, input);
+    } catch (error) {
+      if (!(error instanceof LimiterUnavailableError)) throw error;
+      if (error.cause instanceof DomainError) throw error.cause;
+      throw new UnavailableError(
+        'service_unavailable',
+        'Usage limits cannot be checked right now; retry shortly',
+      );
+    }
+  }
+
+  private async checkOnce(
+    auth: AuthContext,
+    input: {
+      customerRef: string;
+      productRef: string;
+      meterName?: string | undefined;
+      consume?: boolean | undefined;
+    },
+  ) {
+    const customer = await findCustomer(this.pool, auth, input.customerRef);
+    if (customer === undefined)
+      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
+    const product = await findProduct(this.pool, auth, input.productRef);
+    if (product === undefined) throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+    if (input.meterName !== undefined && input.meterName !== REQUESTS_METER) {
+      const meter = await findMeter(this.pool, auth.providerId, auth.environment, input.meterName);
+      if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${input.meterName}`);
+      throw new ValidationError([
+        {
+          path: '/meterName',
+          message: "plan limits count the provider's requests meter; record other meters with meter-events",
+          location: 'body',
+        },
+      ]);
+    }
+    const consume = input.consume ?? true;
+    const tenant = { providerId: auth.providerId, environment: auth.environment };
+    const governing = await this.governing(auth, customer.id, product.id);
+    const scopeFor = (g: Governing): CounterScope => ({
+      ...tenant,
+      customerId: customer.id,
+      productId: product.id,
+      planId: g.planId,
+      periodStart: g.periodStart,
+    });
+
+    if (governing === undefined) {
+      if (consume) await this.record(auth, customer.id, product.id, 'paywall');
+      const paywall = await this.paywall({
+        ...tenant,
+        customerId: customer.id,
+        productId: product.id,
+        reason: 'no_plan',
+      });
+      return { withinLimits: false, limit: 0, used: 0, remaining: 0, ...paywallFields(paywall) };
+    }
+    if (governing.limit === null) {
+      if (consume) await this.record(auth, customer.id, product.id, 'success');
+      const { used } = await this.seed({ ...scopeFor(governing), periodEnd: governing.periodEnd });
+      return { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
+    }
+    const target = this.target(scopeFor(governing), governing);
+    let allowed = true;
+    if (consume) {
+      const decision = await this.limiter.admit(target);
+      allowed = decision.allowed;
+      await this.record(auth, customer.id, product.id, allowed ? 'success' : 'paywall');
+    }
+    const used = Math.min(governing.limit, await this.reserved(target));
+    const remaining = governing.limit - used;
+    if (!consume) allowed = remaining > 0;
+    const base = { withinLimits: allowed, limit: governing.limit, used, remaining, planId: governing.planId };
+    if (allowed) return base;
+    const paywall = await this.paywall({
+      ...tenant,
+      customerId: customer.id,
+      productId: product.id,
+      reason: 'limit_reached',
+      planId: governing.planId,
+    });
+    return { ...base, ...paywallFields(paywall) };
+  }
+
+  /** Calls admitted and budget leased out: what is no longer available in the period. */
+  private async reserved(target: LimitTarget): Promise<number> {
+    const peek = await this.limiter.peek(target);
+    return peek.used + peek.leased;
+  }
+
+  /** One record on the requests meter, like the proxy writes for a tool call. */
+  private async record(
+    auth: AuthContext,
+    customerId: string,
+    productId: string,
+    outcome: 'success' | 'paywall',
+  ) {
+    const meter = await this.requestsMeter(auth);
+    const record: UsageRecord = {
+      id: newId('rec'),
+      providerId: auth.providerId,
+      environment: auth.environment,
+      meterRef: meter.id,
+      meterName: meter.name,
+      customerRef: customerId,
+      value: 1,
+      timestamp: this.clock.now().toISOString(),
+      properties: {
+        source: 'sdk.limits',
+        outcome,
+        productId,
+        ...(outcome === 'success' ? { admitted: true } : {}),
+      },
+    };
+    try {
+      await this.publisher.publish([record]);
+    } catch {
+      throw new UnavailableError('usage_bus_unavailable', 'Usage could not be recorded right now; retry');
+    }
+  }
+
+  /**
+   * A checkout session for the customer and product, reusing an open one for the same plan.
+   * The plan offered: the first purchasable plan among `planIds`; past a limit, the cheapest
+   * plan with a higher limit (or none), else the same plan again; with no plan at all, the
+   * cheapest plan of the product.
+   */
+  async paywall(request: PaywallRequest): Promise<Paywall> {
+    const auth = { providerId: request.providerId, environment: request.environment };
+    const product = await findProduct(this.pool, auth, request.productId);
+    if (product === undefined)
+      throw new NotFoundError('product_not_found', `No product ${request.productId}`);
+    const { rows: plans } = await this.pool.query<PlanRow>(
+      `SELECT * FROM plans WHERE product_id = $1 AND status = 'active' ORDER BY price, id`,
+      [product.id],
+    );
+    let choice: PlanRow | undefined;
+    if (request.reason === 'plan_required') {
+      for (const id of request.planIds ?? []) {
+        choice = plans.find((p) => p.id === id);
+        if (choice !== undefined) break;
+      }
+    } else if (request.reason === 'limit_reached') {
+      const current = plans.find((p) => p.id === request.planId);
+      const currentLimit = current?.usage_limit ?? 0;
+      choice =
+        plans.find(
+          (p) => p.id !== request.planId && (p.usage_limit === null || p.usage_limit > currentLimit),
+        ) ?? current;
+    } else {
+      choice = plans[0];
+    }
+    if (choice === undefined)
+      throw new NotFoundError('plan_not_found', `Product ${product.id} has no plan on sale`);
+    const { rows: open } = await this.pool.query<{ id: string }>(
+      `SELECT id FROM checkout_sessions
+        WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
+        ORDER BY created_at DESC LIMIT 1`,
+      [request.customerId, choice.id, new Date(this.clock.now().getTime() + 10 * 60_000)],
+    );
+    let sessionId = open[0]?.id;
+    let url: string;
+    if (sessionId === undefined) {
+      const session = await this.checkout.create(auth, {
+        customerRef: request.customerId,
+        planRef: choice.id,
+      });
+      sessionId = session.id;
+      url = session.url;
+    } else {
+      url = this.checkout.urlOf(sessionId);
+    }
+    this.logger.debug(
+      { customer: request.customerId, session: sessionId, reason: request.reason },
+      'paywall',
+    );
+    return {
+      checkoutUrl: url,
+      checkoutSessionId: sessionId,
+      product: { id: product.id, name: product.name },
+      planId: choice.id,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.limiter.close();
+  }
+}
+
+const paywallFields = (p: Paywall) => ({
+  checkoutUrl: p.checkoutUrl,
+  checkoutSessionId: p.checkoutSessionId,
+  offeredPlanId: p.planId,
+});

@@ -1,0 +1,145 @@
+import {
+  type CounterStore,
+  calendarPeriod,
+  LeasedLimiter,
+  type LimitDecision,
+  leaseStep,
+  MemoryCounterStore,
+  RedisCounterStore,
+} from '@mcp-meter/control-plane/limits';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+
+const fast = { maxLease: 100, divisor: 4, holdMs: 300, idleMs: 50, leaseTtlMs: 2_000 };
+
+function target(key: string, limit: number, seeded = 0) {
+  let seeds = 0;
+  return {
+    key,
+    limit,
+    seeds: () => seeds,
+    async seed() {
+      seeds++;
+      return { used: seeded, expiresAtMs: Date.now() + 60_000 };
+    },
+  };
+}
+
+async function admitMany(limiters: LeasedLimiter[], t: ReturnType<typeof target>, calls: number) {
+  const decisions = await Promise.all(
+    Array.from({ length: calls }, (_, i) => limiters[i % limiters.length]?.admit(t) as LimitDecision),
+  );
+  return decisions.filter((d) => d.allowed).length;
+}
+
+describe('lease step (pure)', () => {
+  it('grants a share of what is left, at least one, and never beyond the limit', () => {
+    const counter = { used: 0, leases: new Map(), expiresAt: Number.POSITIVE_INFINITY };
+    const call = { key: 'k', limit: 10, want: 100, divisor: 4, leaseTtlMs: 1000, leaseId: 'a' };
+    expect(leaseStep(counter, call, 0)).toEqual({ granted: 2, used: 0, leased: 2 });
+    expect(leaseStep(counter, { ...call, leaseId: 'b' }, 0)).toEqual({ granted: 2, used: 0, leased: 4 });
+    // Settling lease a with 1 spent returns its other unit.
+    expect(leaseStep(counter, { ...call, leaseId: 'c', settle: { leaseId: 'a', spent: 1 } }, 0)).toEqual({
+      granted: 1,
+      used: 1,
+      leased: 3,
+    });
+    let leased = 0;
+    for (let i = 0; i < 20; i++) leased += leaseStep(counter, { ...call, leaseId: `x${i}` }, 0).granted;
+    expect(leased).toBe(6);
+    // Expired leases (holder gone) count as fully spent: the budget stays exhausted.
+    expect(leaseStep(counter, { ...call, leaseId: 'late' }, 5000)).toEqual({
+      granted: 0,
+      used: 10,
+      leased: 0,
+    });
+  });
+
+  it('finds the calendar period of a default plan', () => {
+    const now = new Date('2026-11-22T10:00:00Z'); // a Sunday
+    expect(calendarPeriod('monthly', null, now).start.toISOString()).toBe('2026-11-01T00:00:00.000Z');
+    expect(calendarPeriod('weekly', null, now).start.toISOString()).toBe('2026-11-16T00:00:00.000Z');
+    expect(calendarPeriod('quarterly', null, now).end?.toISOString()).toBe('2027-01-01T00:00:00.000Z');
+    expect(calendarPeriod(null, null, now)).toEqual({ start: new Date(0), end: null });
+  });
+});
+
+describe.each([
+  ['memory', () => new MemoryCounterStore()],
+  ['redis', () => new RedisCounterStore(inject('infra').redisUrl)],
+] as const)('leased limiter on the %s store', (name, open) => {
+  const stores: CounterStore[] = [];
+  const limiters: LeasedLimiter[] = [];
+  const shared = name === 'memory' ? open() : undefined;
+  const limiter = async () => {
+    const store = shared ?? open();
+    stores.push(store);
+    if (store instanceof RedisCounterStore) await store.ready();
+    const l = new LeasedLimiter(store, fast);
+    limiters.push(l);
+    return l;
+  };
+  afterAll(async () => {
+    for (const l of limiters) await l.close();
+    for (const s of stores) await s.close();
+  });
+  const unique = () => `mcpmeter:limit:test:${name}:${Math.random().toString(36).slice(2)}`;
+
+  it('admits exactly the limit across two limiters under concurrency, seeding once', async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const t = target(unique(), 37, 0);
+    expect(await admitMany([a, b], t, 200)).toBe(37);
+    expect(t.seeds()).toBeGreaterThanOrEqual(1);
+    // The budget stays spent: later calls are refused with the usage.
+    expect(await a.admit(t)).toEqual({ allowed: false, used: 37, limit: 37 });
+  });
+
+  it('starts from the seeded usage and counts it against the limit', async () => {
+    const t = target(unique(), 50, 45);
+    expect(await admitMany([await limiter()], t, 20)).toBe(5);
+  });
+
+  it('makes far fewer store calls than admissions away from the limit', async () => {
+    const l = await limiter();
+    const store = stores[stores.length - 1] as CounterStore;
+    const before = store.commands;
+    const t = target(unique(), 1_000_000);
+    let allowed = 0;
+    for (let i = 0; i < 5_000; i++) if ((await l.admit(t)).allowed) allowed++;
+    expect(allowed).toBe(5_000);
+    expect((store.commands - before) / 5_000).toBeLessThan(0.05);
+  });
+
+  it('gives a closed limiter’s unspent lease back to the others', async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const t = target(unique(), 20);
+    expect((await a.admit(t)).allowed).toBe(true); // a now holds a lease of 5, spent 1
+    await a.close();
+    expect(await admitMany([b], t, 40)).toBe(19);
+  });
+});
+
+describe('leased limiter when the holder of a lease vanishes', () => {
+  it('counts the lost lease as spent once it expires, and never over-admits', async () => {
+    const url = inject('infra').redisUrl;
+    const crashed = new RedisCounterStore(url);
+    const survivor = new RedisCounterStore(url);
+    await Promise.all([crashed.ready(), survivor.ready()]);
+    const a = new LeasedLimiter(crashed, { ...fast, leaseTtlMs: 500 });
+    const b = new LeasedLimiter(survivor, { ...fast, holdMs: 100 });
+    const t = target(`mcpmeter:limit:test:crash:${Date.now()}`, 40);
+    expect((await a.admit(t)).allowed).toBe(true); // leases 10, spends 1
+    await crashed.close(); // gone without settling: its 9 unspent units are stranded
+    (a as unknown as { timer: NodeJS.Timeout }).timer.unref();
+    const allowed = await admitMany([b], t, 60);
+    expect(allowed).toBeLessThanOrEqual(30);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await b.admit(t)).allowed).toBe(false);
+    const raw = await new Redis(url).hget(t.key, 'used');
+    expect(Number(raw)).toBe(40);
+    await b.close();
+    await survivor.close();
+  });
+});

@@ -1,0 +1,96 @@
+import {
+  counterKey,
+  gateFor,
+  type LeasedLimiter,
+  LimiterUnavailableError,
+  scopeOf,
+} from '@mcp-meter/control-plane/limits';
+import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
+import type { ControlPlaneLink } from './control-link';
+import type { EntitlementDirectory } from './directory';
+
+export type Verdict =
+  /** `counted`: the call spent a unit of a plan's allowance (recorded as `admitted: true`). */
+  | { kind: 'admit'; counted: boolean }
+  | {
+      kind: 'paywall';
+      reason: 'limit_reached' | 'plan_required' | 'no_plan';
+      planIds: string[];
+      planId?: string;
+      limit?: number;
+      used?: number;
+    }
+  /** The limit store is down and the policy is to refuse rather than risk going over. */
+  | { kind: 'unavailable' };
+
+export type OutagePolicy = 'closed' | 'open';
+
+const FREE: Verdict = { kind: 'admit', counted: false };
+const COUNTED: Verdict = { kind: 'admit', counted: true };
+
+export interface GateStats {
+  decisions: Record<'free' | 'admitted' | 'paywall' | 'unavailable' | 'open', number>;
+}
+
+/** Tool gating then the exact limit check, for one tool call of one customer. */
+export class Gatekeeper {
+  readonly stats: GateStats = { decisions: { free: 0, admitted: 0, paywall: 0, unavailable: 0, open: 0 } };
+
+  constructor(
+    private readonly entitlements: EntitlementDirectory,
+    private readonly limiter: LeasedLimiter,
+    private readonly link: ControlPlaneLink,
+    private readonly policy: OutagePolicy,
+  ) {}
+
+  async decide(server: McpServerSnapshot, customerId: string, tool: string): Promise<Verdict> {
+    const productId = server.productId;
+    if (productId === null) {
+      this.stats.decisions.free++;
+      return FREE;
+    }
+    const entitlement = await this.entitlements.lookup(server, customerId, productId);
+    const gate = gateFor(server, tool, entitlement, new Date());
+    if (gate.kind === 'free') {
+      this.stats.decisions.free++;
+      return FREE;
+    }
+    if (gate.kind === 'paywall') {
+      this.stats.decisions.paywall++;
+      return { kind: 'paywall', reason: gate.reason, planIds: gate.planIds };
+    }
+    if (gate.limit === null) {
+      this.stats.decisions.admitted++;
+      return COUNTED;
+    }
+    const scope = scopeOf(server, customerId, productId, gate);
+    try {
+      const decision = await this.limiter.admit({
+        key: counterKey(scope),
+        limit: gate.limit,
+        seed: () => this.link.seed(scope, gate.periodEnd),
+      });
+      if (decision.allowed) {
+        this.stats.decisions.admitted++;
+        return COUNTED;
+      }
+      this.stats.decisions.paywall++;
+      return {
+        kind: 'paywall',
+        reason: 'limit_reached',
+        planIds: [],
+        planId: gate.planId,
+        limit: decision.limit,
+        used: decision.used,
+      };
+    } catch (error) {
+      if (!(error instanceof LimiterUnavailableError)) throw error;
+      if (this.policy === 'open') {
+        this.stats.decisions.open++;
+        return COUNTED;
+      }
+      this.stats.decisions.unavailable++;
+      return { kind: 'unavailable' };
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/** Minimal Prometheus text exposition: labelled counters and histograms, no dependencies. */
+
+type Labels = Record<string, string>;
+const labelText = (labels: Labels) => {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, '_')}"`);
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+};
+
+export class Counter {
+  private readonly values = new Map<string, number>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+  inc(labels: Labels = {}, by = 1): void {
+    const key = labelText(labels);
+    this.values.set(key, (this.values.get(key) ?? 0) + by);
+  }
+  render(): string {
+    let out = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} counter\n`;
+    if (this.values.size === 0) out += `${this.name} 0\n`;
+    for (const [labels, value] of this.values) out += `${this.name}${labels} ${value}\n`;
+    return out;
+  }
+}
+
+/** Seconds; buckets from 50 µs to 30 s suit both the proxy's own time and an origin's. */
+export class Histogram {
+  static readonly BUCKETS = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    30,
+  ];
+  private readonly counts = new Array<number>(Histogram.BUCKETS.length).fill(0);
+  private sum = 0;
+  private count = 0;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+  observe(seconds: number): void {
+    this.sum += seconds;
+    this.count++;
+    const i = Histogram.BUCKETS.findIndex((b) => seconds <= b);
+    if (i >= 0) this.counts[i] = (this.counts[i] ?? 0) + 1;
+  }
+  render(): string {
+    let out = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} histogram\n`;
+    let cumulative = 0;
+    Histogram.BUCKETS.forEach((bound, i) => {
+      cumulative += this.counts[i] ?? 0;
+      out += `${this.name}_bucket{le="${bound}"} ${cumulative}\n`;
+    });
+    out += `${this.name}_bucket{le="+Inf"} ${this.count}\n${this.name}_sum ${this.sum}\n${this.name}_count ${this.count}\n`;
+    return out;
+  }
+}
+
+export const gauge = (name: string, help: string, value: number) =>
+  `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}\n`;
+export const counter = (name: string, help: string, value: number) =>
+  `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
