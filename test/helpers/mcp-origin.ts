@@ -20,13 +20,27 @@ function readJson(req: IncomingMessage): Promise<unknown> {
   });
 }
 
-function buildServer(): McpServer {
+function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
   const server = new McpServer({ name: 'test-origin', version: '1.0.0' });
+  const count = (tool: string) => calls.set(tool, (calls.get(tool) ?? 0) + 1);
   server.registerTool(
     'add',
     { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
-    async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
+    async ({ a, b }) => {
+      count('add');
+      return { content: [{ type: 'text', text: String(a + b) }] };
+    },
   );
+  if (withEcho) {
+    server.registerTool(
+      'echo',
+      { description: 'Says it back', inputSchema: { text: z.string() } },
+      async ({ text }) => {
+        count('echo');
+        return { content: [{ type: 'text', text }] };
+      },
+    );
+  }
   server.registerTool('fail', { description: 'Always fails', inputSchema: {} }, async () => ({
     content: [{ type: 'text', text: 'nope' }],
     isError: true,
@@ -34,11 +48,37 @@ function buildServer(): McpServer {
   return server;
 }
 
-/** A real MCP server built with the official SDK, stateful (Mcp-Session-Id), on a free loopback port. */
-export async function startMcpOrigin(): Promise<{ url: string; close(): Promise<void> }> {
+export interface McpOrigin {
+  url: string;
+  /** Tool executions by tool name: what the origin really did. */
+  calls: Map<string, number>;
+  /** The value of `requireHeader` seen on each request, or undefined when absent. */
+  seenAuth: Array<string | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real MCP server built with the official SDK, stateful (Mcp-Session-Id), on a free loopback
+ * port. With `requireHeader`, requests without that header and value get 401 (an origin API key).
+ */
+export async function startMcpOrigin(
+  options: { requireHeader?: [string, string]; echo?: boolean } = {},
+): Promise<McpOrigin> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
+  const calls = new Map<string, number>();
+  const seenAuth: Array<string | undefined> = [];
   const http: Server = createServer(async (req, res) => {
     try {
+      if (options.requireHeader !== undefined) {
+        const [name, value] = options.requireHeader;
+        const given = req.headers[name.toLowerCase()];
+        seenAuth.push(typeof given === 'string' ? given : undefined);
+        if (given !== value) {
+          res.writeHead(401, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: 'origin API key required' }));
+          return;
+        }
+      }
       const sessionId = req.headers['mcp-session-id'];
       const body = req.method === 'POST' ? await readJson(req) : undefined;
       let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
@@ -50,7 +90,7 @@ export async function startMcpOrigin(): Promise<{ url: string; close(): Promise<
           },
         });
         created.onclose = () => created.sessionId !== undefined && transports.delete(created.sessionId);
-        await buildServer().connect(created);
+        await buildServer(calls, options.echo === true).connect(created);
         transport = created;
       }
       if (transport === undefined) {
@@ -71,6 +111,8 @@ export async function startMcpOrigin(): Promise<{ url: string; close(): Promise<
   const port = address !== null && typeof address === 'object' ? address.port : 0;
   return {
     url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    seenAuth,
     close: async () => {
       for (const transport of transports.values()) await transport.close();
       http.closeAllConnections();

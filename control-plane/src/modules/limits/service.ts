@@ -315,23 +315,33 @@ export class LimitService {
     }
     if (choice === undefined)
       throw new NotFoundError('plan_not_found', `Product ${product.id} has no plan on sale`);
-    const { rows: open } = await this.pool.query<{ id: string }>(
-      `SELECT id FROM checkout_sessions
-        WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
-        ORDER BY created_at DESC LIMIT 1`,
-      [request.customerId, choice.id, new Date(this.clock.now().getTime() + 10 * 60_000)],
-    );
-    let sessionId = open[0]?.id;
+    // Concurrent paywalls (several proxies) for the same customer and plan share one session.
+    const lockName = `paywall:${request.customerId}:${choice.id}`;
+    const client = await this.pool.connect();
+    let sessionId: string;
     let url: string;
-    if (sessionId === undefined) {
-      const session = await this.checkout.create(auth, {
-        customerRef: request.customerId,
-        planRef: choice.id,
-      });
-      sessionId = session.id;
-      url = session.url;
-    } else {
-      url = this.checkout.urlOf(sessionId);
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [lockName]);
+      const { rows: open } = await client.query<{ id: string }>(
+        `SELECT id FROM checkout_sessions
+          WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
+          ORDER BY created_at DESC LIMIT 1`,
+        [request.customerId, choice.id, new Date(this.clock.now().getTime() + 10 * 60_000)],
+      );
+      if (open[0] === undefined) {
+        const session = await this.checkout.create(auth, {
+          customerRef: request.customerId,
+          planRef: choice.id,
+        });
+        sessionId = session.id;
+        url = session.url;
+      } else {
+        sessionId = open[0].id;
+        url = this.checkout.urlOf(sessionId);
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockName]).catch(() => undefined);
+      client.release();
     }
     this.logger.debug(
       { customer: request.customerId, session: sessionId, reason: request.reason },

@@ -78,6 +78,12 @@ export const UsageQuery = Type.Object(
     granularity: Type.Optional(
       stringEnum(['hour', 'day', 'week', 'month'] as const, 'Also return UTC buckets of this size'),
     ),
+    groupBy: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_.-]{1,64}$',
+        description: 'Also count records per value of this property (e.g. outcome, tool, server)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -95,6 +101,8 @@ export const UsageTotal = Type.Object({
   records: Type.Integer(),
   granularity: Type.Optional(Type.String()),
   buckets: Type.Optional(Type.Array(Bucket)),
+  groupBy: Type.Optional(Type.String()),
+  groups: Type.Optional(Type.Array(Type.Object({ value: Type.String(), records: Type.Integer() }))),
 });
 
 export const CustomerQuery = Type.Object(

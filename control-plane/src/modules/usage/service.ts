@@ -234,7 +234,11 @@ export class UsageService {
   async total(
     auth: AuthContext,
     meterRef: string,
-    query: Range & { customerRef?: string | undefined; granularity?: Granularity | undefined },
+    query: Range & {
+      customerRef?: string | undefined;
+      granularity?: Granularity | undefined;
+      groupBy?: string | undefined;
+    },
   ) {
     const meter = await this.meter(auth, meterRef);
     // Without granularity the default range is all time; with it, the last 30 days.
@@ -251,11 +255,12 @@ export class UsageService {
       ]);
     }
     const scope = { ...auth, meterRef: meter.id, customerRef: query.customerRef, from, to, meter };
-    const { granularity } = query;
-    const [total, buckets] = await this.read(() =>
+    const { granularity, groupBy } = query;
+    const [total, buckets, groups] = await this.read(() =>
       Promise.all([
         this.reader.total(scope),
         granularity === undefined ? undefined : this.reader.buckets({ ...scope, granularity }),
+        groupBy === undefined ? undefined : this.reader.countByProperty({ ...scope, property: groupBy }),
       ]),
     );
     return {
@@ -267,6 +272,14 @@ export class UsageService {
       to: to.toISOString(),
       ...total,
       ...(buckets === undefined ? {} : { granularity, buckets }),
+      ...(groups === undefined
+        ? {}
+        : {
+            groupBy,
+            groups: [...groups]
+              .map(([value, records]) => ({ value, records }))
+              .sort((a, b) => b.records - a.records || a.value.localeCompare(b.value)),
+          }),
     };
   }
 

@@ -1,0 +1,206 @@
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type CounterStore,
+  calendarPeriod,
+  counterKey,
+  MemoryCounterStore,
+  RedisCounterStore,
+} from '@mcp-meter/control-plane/limits';
+import {
+  ACCESS_TOKEN_AUDIENCE,
+  JWKS_KEY,
+  MemorySnapshotStore,
+  mcpServerKey,
+} from '@mcp-meter/control-plane/snapshots';
+import type { UsageRecord } from '@mcp-meter/ingest';
+import { createLogger, freePort, readEnv } from '@mcp-meter/ingest/kit';
+import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
+
+const PROVIDER = 'prv_outage';
+const PRODUCT = 'prd_outage';
+const PLAN = 'pln_free';
+const CUSTOMER = 'cus_outage';
+
+/** Mints an access token the way the control plane's token service does (ES256, published key). */
+function tokenIssuer() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const kid = 'test-key';
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const now = Math.floor(Date.now() / 1000);
+  const input = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64({
+    iss: 'test',
+    aud: ACCESS_TOKEN_AUDIENCE,
+    sub: CUSTOMER,
+    prv: PROVIDER,
+    env: 'sandbox',
+    iat: now,
+    exp: now + 3600,
+    jti: randomBytes(6).toString('hex'),
+  })}`;
+  const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+  return {
+    jwks: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] },
+    token: `${input}.${signature.toString('base64url')}`,
+  };
+}
+
+/**
+ * The proxy's limit check when its counter store is unreachable, and its paywall when the
+ * control plane is: each policy documented in the README, on a real origin.
+ */
+describe('proxy limits when Redis or the control plane is unreachable', () => {
+  let origin: McpOrigin;
+  let dir: string;
+  const issuer = tokenIssuer();
+  const records: UsageRecord[] = [];
+  const started: Array<{ close(): Promise<void> }> = [];
+  const stores: CounterStore[] = [];
+
+  async function proxyWith(counters: CounterStore, extra: Record<string, string>) {
+    const snapshots = new MemorySnapshotStore();
+    await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
+    await snapshots.set(
+      mcpServerKey('calc'),
+      JSON.stringify({
+        v: 1,
+        serverId: 'mcp_calc',
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        subdomain: 'calc',
+        originUrl: origin.url,
+        status: 'active',
+        productId: PRODUCT,
+        meterRef: 'mtr_requests',
+        meterName: 'requests',
+        defaultPlanId: PLAN,
+        defaultPlan: { planId: PLAN, limit: 3, billingCycle: 'monthly', intervalDays: null },
+        tools: [{ name: 'fail', planIds: [], noPlan: true }],
+      }),
+    );
+    const config = readProxyConfig(
+      readEnv({
+        PROXY_PORT: '0',
+        DATA_DIR: dir,
+        PROXY_SPILL_DIR: join(dir, `spill-${started.length}`),
+        SECRET_KEY: 'cd'.repeat(32),
+        // Nothing listens here: paywall sessions and counter seeds cannot be had.
+        CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+        EMITTER_LINGER_MS: '5',
+        ...extra,
+      }),
+    );
+    const proxy = await startProxy({
+      config,
+      snapshots,
+      counters,
+      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+    });
+    started.push(proxy);
+    const client = new Client({ name: 'outage', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp/calc`), {
+        requestInit: { headers: { authorization: `Bearer ${issuer.token}` } },
+      }),
+    );
+    return client;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-limits-outage-'));
+    origin = await startMcpOrigin();
+  });
+  afterAll(async () => {
+    for (const s of started) await s.close();
+    for (const s of stores) await s.close();
+    await origin.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const deadRedis = async () => {
+    const store = new RedisCounterStore(`redis://127.0.0.1:${await freePort()}`);
+    stores.push(store);
+    return store;
+  };
+
+  it('closed (default): limited calls get a retry-later error, free tools still work, nothing reaches the origin', async () => {
+    const client = await proxyWith(await deadRedis(), {});
+    await expect(client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).rejects.toThrow(
+      /Usage limits cannot be checked right now/,
+    );
+    expect(origin.calls.get('add') ?? 0).toBe(0);
+    const free = await client.callTool({ name: 'fail', arguments: {} });
+    expect(free.content).toEqual([{ type: 'text', text: 'nope' }]);
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Both calls are metered; neither spent any allowance.
+    expect(
+      records.map((r) => [r.properties.tool, r.properties.outcome, r.properties.admitted ?? false]),
+    ).toEqual([
+      ['add', 'error', false],
+      ['fail', 'error', false],
+    ]);
+  });
+
+  it('open: limited calls are admitted and recorded as admitted, so the next seed counts them', async () => {
+    records.length = 0;
+    const client = await proxyWith(await deadRedis(), { PROXY_LIMITS_WHEN_UNAVAILABLE: 'open' });
+    const result = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
+    expect(result.content).toEqual([{ type: 'text', text: '3' }]);
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(records.map((r) => r.properties)).toMatchObject([
+      { tool: 'add', outcome: 'success', productId: PRODUCT, admitted: true, server: 'mcp_calc' },
+    ]);
+  });
+
+  it('a paywall without a reachable control plane still answers, without a checkout link', async () => {
+    records.length = 0;
+    const counters = new MemoryCounterStore();
+    // The counter exists (as after an earlier seed), so only the paywall needs the control plane.
+    const period = calendarPeriod('monthly', null, new Date());
+    await counters.seed(
+      counterKey({
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        customerId: CUSTOMER,
+        productId: PRODUCT,
+        planId: PLAN,
+        periodStart: period.start,
+      }),
+      1,
+      Date.now() + 60_000,
+    );
+    const client = await proxyWith(counters, {});
+    const answers = [];
+    for (let i = 0; i < 4; i++)
+      answers.push(await client.callTool({ name: 'add', arguments: { a: i, b: 0 } }));
+    expect(answers.slice(0, 2).map((a) => a.isError)).toEqual([undefined, undefined]);
+    for (const wall of answers.slice(2)) {
+      expect(wall.isError).toBe(true);
+      expect(wall.structuredContent).toMatchObject({
+        kind: 'payment_required',
+        reason: 'limit_reached',
+        limit: 3,
+        used: 3,
+        checkoutUrl: null,
+      });
+      expect((wall.content as Array<{ text: string }>)[0]?.text).toContain('could not be created');
+    }
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(records.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
+      ['success', true],
+      ['success', true],
+      ['paywall', false],
+      ['paywall', false],
+    ]);
+  });
+});

@@ -1,0 +1,321 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { type ProviderKeys, suffix } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+
+interface ToolResult {
+  content: Array<{ type: string; text: string }>;
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+}
+interface UsageAnswer {
+  records: number;
+  groups?: Array<{ value: string; records: number }>;
+}
+
+const LIMIT = 37;
+const CALLS = 200;
+
+/**
+ * The hard cap across processes: one control plane + ingest, two proxies sharing Redis, real
+ * Kafka and ClickHouse, an origin built with the MCP SDK that requires its own API key.
+ */
+describe('usage limits, tool gating and the paywall across two proxy processes', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let baseUrl: string;
+  let proxyPorts: number[];
+  let origin: McpOrigin;
+  let provider: ProviderKeys;
+  let api: ReturnType<typeof apiClient>;
+  let server: { id: string; subdomain: string; mcpProxyUrl: string };
+  let free: { id: string };
+  let pro: { id: string };
+  const baseDomain = 'mcp.test';
+
+  const connect = async (proxyPort: number, accessToken: string) => {
+    const client = new Client({ name: 'limits-client', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(
+      new URL(`http://127.0.0.1:${proxyPort}/mcp/${server.subdomain}`),
+      { requestInit: { headers: { authorization: `Bearer ${accessToken}` } } },
+    );
+    await client.connect(transport);
+    return client;
+  };
+  const customerWithToken = async () => {
+    const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
+    const token = await api<{ accessToken: string }>(
+      'POST',
+      `/v1/sdk/customers/${customer.reference}/tokens`,
+      {},
+    );
+    return { ref: customer.reference, token: token.body.accessToken };
+  };
+  const usage = (customerRef: string, groupBy = 'outcome') =>
+    api<UsageAnswer>('GET', `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=${groupBy}`);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-limits-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    proxyPorts = [await freePort(), await freePort()];
+    baseUrl = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: infra.databaseUrl,
+      REDIS_URL: infra.redisUrl,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      BUS_NAMESPACE: `limits${suffix()}`,
+      SECRET_KEY: 'ab'.repeat(32),
+      PORT: String(port),
+      CONTROL_PLANE_URL: baseUrl,
+    };
+    const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+    services = [
+      spawnService(process.execPath, serve, {
+        env: { ...env, SERVICES: 'control-plane,ingest' },
+        logDir: dir,
+        name: 'control-plane',
+      }),
+      ...proxyPorts.map((proxyPort, i) =>
+        spawnService(process.execPath, serve, {
+          env: {
+            ...env,
+            SERVICES: 'proxy',
+            PROXY_PORT: String(proxyPort),
+            PROXY_SPILL_DIR: join(dir, `spill-${i}`),
+            // The second proxy also routes by Host, as behind a wildcard DNS name.
+            ...(i === 1 ? { PROXY_BASE_DOMAIN: baseDomain } : {}),
+          },
+          logDir: dir,
+          name: `proxy-${i}`,
+        }),
+      ),
+    ];
+    await waitHealthy(baseUrl, services[0] as Service);
+    for (const [i, proxyPort] of proxyPorts.entries())
+      await waitHealthy(`http://127.0.0.1:${proxyPort}`, services[i + 1] as Service);
+
+    origin = await startMcpOrigin({ requireHeader: ['x-api-key', 'origin-secret-1'], echo: true });
+    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Limits Co'], env);
+    api = apiClient(baseUrl, provider.sandboxKey);
+    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Calculator' })).body;
+    const plan = async (body: Record<string, unknown>) => {
+      const created = await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
+        currency: 'usd',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        ...body,
+      });
+      expect(created.status).toBe(201);
+      return created.body;
+    };
+    // The product's default plan is also what the SDK limit check falls back to without a purchase.
+    free = await plan({ name: 'Free', price: 0, limit: LIMIT, default: true });
+    pro = await plan({ name: 'Pro', price: 900, limit: 100_000 });
+    const registered = await api<typeof server & { hasAuthApiKey: boolean }>('POST', '/v1/ui/mcp-servers', {
+      name: `calc-${suffix()}`,
+      url: origin.url,
+      productId: product.id,
+      defaultPlanId: free.id,
+      authHeaderName: 'X-Api-Key',
+      authApiKey: 'origin-secret-1',
+      tools: [
+        { name: 'fail', noPlan: true },
+        { name: 'echo', planIds: [pro.id] },
+      ],
+    });
+    expect(registered.status).toBe(201);
+    expect(registered.body.hasAuthApiKey).toBe(true);
+    expect(JSON.stringify(registered.body)).not.toContain('origin-secret-1');
+    server = registered.body;
+  });
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`admits exactly ${LIMIT} of ${CALLS} concurrent calls over two proxies and records each call once`, async () => {
+    const customer = await customerWithToken();
+    const clients = await Promise.all(
+      [0, 1, 0, 1].map((i) => connect(proxyPorts[i] as number, customer.token)),
+    );
+    const results = (await Promise.all(
+      Array.from({ length: CALLS }, (_, i) =>
+        clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
+      ),
+    )) as ToolResult[];
+    const succeeded = results.filter((r) => r.isError !== true);
+    const paywalled = results.filter((r) => r.structuredContent?.kind === 'payment_required');
+    expect(succeeded).toHaveLength(LIMIT);
+    expect(paywalled).toHaveLength(CALLS - LIMIT);
+    // The origin ran exactly the admitted calls, each with its API key added by the proxy.
+    expect(origin.calls.get('add')).toBe(LIMIT);
+    expect(origin.seenAuth.every((value) => value === 'origin-secret-1')).toBe(true);
+
+    // The paywall is a tool result naming one reusable checkout session.
+    const wall = paywalled[0] as ToolResult;
+    expect(wall.structuredContent).toMatchObject({
+      kind: 'payment_required',
+      reason: 'limit_reached',
+      limit: LIMIT,
+      used: LIMIT,
+      product: { name: 'Calculator' },
+    });
+    expect(wall.content[0]?.text).toContain(String(wall.structuredContent?.checkoutUrl));
+    const sessions = new Set(paywalled.map((r) => r.structuredContent?.checkoutSessionId));
+    expect(sessions.size).toBe(1);
+    const session = await api<{ planRef: string; status: string }>(
+      'GET',
+      `/v1/sdk/checkout-sessions/${[...sessions][0]}`,
+    );
+    expect(session.body).toMatchObject({ planRef: pro.id, status: 'active' });
+
+    // noPlan tools stay open past the limit.
+    const failing = (await clients[1]?.callTool({ name: 'fail', arguments: {} })) as ToolResult;
+    expect(failing.content).toEqual([{ type: 'text', text: 'nope' }]);
+    for (const client of clients) await client.close();
+
+    // ClickHouse: one record per tools/call with the right outcome.
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= CALLS + 1,
+      { what: 'usage records of every call', timeoutMs: 40_000 },
+    );
+    expect(recorded.records).toBe(CALLS + 1);
+    expect(recorded.groups).toEqual([
+      { value: 'paywall', records: CALLS - LIMIT },
+      { value: 'success', records: LIMIT },
+      { value: 'error', records: 1 },
+    ]);
+
+    // The SDK limit check reads the same counter and offers the same session.
+    const check = await api<Record<string, unknown>>('POST', '/v1/sdk/limits', {
+      customerRef: customer.ref,
+      productRef: (await api<{ productId: string }>('GET', `/v1/ui/mcp-servers/${server.id}`)).body.productId,
+      consume: false,
+    });
+    expect(check.status).toBe(200);
+    expect(check.body).toMatchObject({
+      withinLimits: false,
+      limit: LIMIT,
+      used: LIMIT,
+      remaining: 0,
+      checkoutSessionId: [...sessions][0],
+    });
+  });
+
+  it('opens a plan-gated tool only after the customer buys that plan', async () => {
+    const customer = await customerWithToken();
+    const client = await connect(proxyPorts[0] as number, customer.token);
+    const gated = (await client.callTool({ name: 'echo', arguments: { text: 'hi' } })) as ToolResult;
+    expect(gated.structuredContent).toMatchObject({ kind: 'payment_required', reason: 'plan_required' });
+    expect(origin.calls.get('echo') ?? 0).toBe(0);
+    // Ungated tools run on the free default plan meanwhile.
+    expect(
+      ((await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as ToolResult).content,
+    ).toEqual([{ type: 'text', text: '2' }]);
+
+    await api('POST', `/v1/sdk/customers/${customer.ref}/payment-methods`, {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    const bought = await api<{ status: string }>('POST', '/v1/sdk/activate', {
+      customerRef: customer.ref,
+      planRef: pro.id,
+    });
+    expect(bought.body.status).toBe('activated');
+    const opened = await pollUntil(
+      async () => (await client.callTool({ name: 'echo', arguments: { text: 'hi' } })) as ToolResult,
+      (r) => r.isError !== true,
+      { what: 'echo opened by the purchase', timeoutMs: 10_000 },
+    );
+    expect(opened.content).toEqual([{ type: 'text', text: 'hi' }]);
+    await client.close();
+  });
+
+  it('routes by Host on a proxy with a base domain', async () => {
+    const customer = await customerWithToken();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port: proxyPorts[1],
+          path: '/mcp',
+          method: 'POST',
+          headers: {
+            host: `${server.subdomain}.${baseDomain}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            authorization: `Bearer ${customer.token}`,
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: {
+            protocolVersion: '2025-03-26',
+            capabilities: {},
+            clientInfo: { name: 'h', version: '1' },
+          },
+        }),
+      );
+    });
+    expect(status).toBe(200);
+  });
+
+  it('imports the tool list from the origin, keeping plan settings', async () => {
+    const imported = await api<{ tools: Array<{ name: string; planIds: string[]; noPlan: boolean }> }>(
+      'POST',
+      `/v1/ui/mcp-servers/${server.id}/tools/import`,
+    );
+    expect(imported.status).toBe(200);
+    expect(imported.body.tools.map((t) => [t.name, t.planIds, t.noPlan]).sort()).toEqual([
+      ['add', [], false],
+      ['echo', [pro.id], false],
+      ['fail', [], true],
+    ]);
+  });
+
+  it('fills totalTransactions and balance from real data and exposes proxy metrics', async () => {
+    // Every tools/call through the proxy carries the server's id; the SDK check's records do not.
+    const callsOf = (body: UsageAnswer) => body.groups?.find((g) => g.value === server.id)?.records ?? 0;
+    const byServer = await pollUntil(
+      async () => (await api<UsageAnswer>('GET', '/ui/meters/requests/usage?groupBy=server')).body,
+      (body) => callsOf(body) >= CALLS + 4,
+      { what: 'every call of the server recorded', timeoutMs: 30_000 },
+    );
+    const calls = callsOf(byServer);
+    const listed = await api<Array<{ id: string; totalTransactions?: number; balance: number }>>(
+      'GET',
+      '/v1/ui/mcp-servers',
+    );
+    // One Pro purchase at 9.00 was paid; nothing refunded.
+    expect(listed.body[0]).toMatchObject({ id: server.id, totalTransactions: calls, balance: 900 });
+    const metrics = await (await fetch(`http://127.0.0.1:${proxyPorts[0]}/metrics`)).text();
+    expect(metrics).toMatch(/mcpmeter_proxy_limit_decisions_total\{decision="paywall"\} \d+/);
+    expect(metrics).toMatch(/mcpmeter_proxy_own_seconds_count \d+/);
+    expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
+  });
+});
