@@ -1,10 +1,11 @@
 import uWS from 'uWebSockets.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
 import { type Logger, newId } from '@mcp-meter/ingest/kit';
-import { Agent, request as originRequest } from 'undici';
+import { Agent } from 'undici';
 import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
@@ -21,6 +22,7 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { Counter, counter, gauge, Histogram } from './metrics';
+import { callOrigin, type OriginControl, originTarget } from './origin';
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
 const REQUEST_SKIP = new Set([
@@ -49,13 +51,22 @@ const RESPONSE_SKIP = new Set([
 /** Enough of an answer to find the JSON-RPC result of the calls it carries. */
 const SNIFF_LIMIT_BYTES = 1024 * 1024;
 
-const statusLine = (status: number) => `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+const STATUS_LINES = new Map<number, string>();
+const statusLine = (status: number) => {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+    STATUS_LINES.set(status, line);
+  }
+  return line;
+};
 
 interface Exchange {
   res: uWS.HttpResponse;
   aborted: boolean;
   headersSent: boolean;
-  controller: AbortController;
+  /** The origin request, once dispatched: aborted when the client goes away, resumed when it drains. */
+  origin: OriginControl | undefined;
   wakeWriter: (() => void) | undefined;
   requests: Counter;
 }
@@ -109,6 +120,18 @@ function respond(
     exchange.headersSent = true;
     exchange.res.end(body);
   });
+}
+
+/** The origin's status and headers, less hop-by-hop ones; call inside cork. */
+function writeHead(exchange: Exchange, status: number, headers: IncomingHttpHeaders): void {
+  exchange.res.writeStatus(statusLine(status));
+  for (const name in headers) {
+    const value = headers[name];
+    if (RESPONSE_SKIP.has(name) || value === undefined) continue;
+    if (typeof value === 'string') exchange.res.writeHeader(name, value);
+    else for (const v of value) exchange.res.writeHeader(name, v);
+  }
+  exchange.headersSent = true;
 }
 
 export interface ProxyServerDeps {
@@ -357,29 +380,70 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return { outcome: known?.outcome ?? fallback(), admitted: known?.admitted ?? false };
     };
 
-    const target = `${server.originUrl}${request.route.rest}${request.query === '' ? '' : `?${request.query}`}`;
     const headers = request.headers;
     const auth = originAuthOf(server);
     if (auth !== null) headers[auth.header] = auth.value;
     const sent = performance.now();
     metrics.own.observe((sent - started) / 1000);
+    let status = 0;
+    let contentType = '';
+    let upstreamHeaders: IncomingHttpHeaders = {};
+    let sniffed = '';
+    // A batch with refused calls and a JSON answer: the answers are merged into one array.
+    let mergeJson = false;
+    let expectedLength = -1;
+    let ended = false;
+    const buffered: Buffer[] = [];
+    const sniff = calls.length > 0;
     try {
-      const upstream = await originRequest(target, {
-        method: request.method as 'POST',
-        headers,
-        body: body.length > 0 ? body : null,
-        dispatcher: origins,
-        signal: exchange.controller.signal,
-      });
-      const contentType = String(upstream.headers['content-type'] ?? '');
-      if (exchange.aborted) {
-        upstream.body.destroy();
-        return;
-      }
-      const sse = contentType.includes('text/event-stream');
-      if (extra.length > 0 && !sse) {
-        // A batch with refused calls and a JSON answer: the answers are merged into one array.
-        const text = await upstream.body.text();
+      await callOrigin(
+        origins,
+        originTarget(server.originUrl, request.route.rest, request.query),
+        { method: request.method, headers, body: body.length > 0 ? body : null },
+        {
+          head(statusCode, h) {
+            status = statusCode;
+            upstreamHeaders = h;
+            contentType = String(h['content-type'] ?? '');
+            mergeJson = extra.length > 0 && !contentType.includes('text/event-stream');
+            const length = h['content-length'];
+            expectedLength = typeof length === 'string' ? Number(length) : -1;
+          },
+          data(chunk) {
+            if (exchange.aborted) return true;
+            if (mergeJson) {
+              buffered.push(chunk);
+              return true;
+            }
+            if (sniff && sniffed.length < SNIFF_LIMIT_BYTES) sniffed += chunk.toString('utf8');
+            let accepted = true;
+            exchange.res.cork(() => {
+              if (!exchange.headersSent) writeHead(exchange, status, upstreamHeaders);
+              // The whole answer in its first chunk (most JSON answers): one write, with a length.
+              if (chunk.length === expectedLength && extra.length === 0) {
+                exchange.res.end(chunk);
+                ended = true;
+              } else accepted = exchange.res.write(chunk);
+            });
+            if (!accepted) {
+              // The client reads slower than the origin writes: pause the origin until it drains.
+              exchange.res.onWritable(() => {
+                exchange.origin?.resume();
+                return true;
+              });
+            }
+            return accepted;
+          },
+        },
+        (control) => {
+          exchange.origin = control;
+          if (exchange.aborted) control.abort(new Error('client went away'));
+        },
+      );
+      if (exchange.aborted) return;
+      metrics.origin.observe((performance.now() - sent) / 1000);
+      if (mergeJson) {
+        const text = Buffer.concat(buffered).toString('utf8');
         let answers: unknown[] = [];
         try {
           const value: unknown = text === '' ? [] : JSON.parse(text);
@@ -392,52 +456,38 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           server,
           customerRef,
           calls,
-          (call) => factsOf(call, () => outcomeOf(call, upstream.statusCode, responses)),
+          (call) => factsOf(call, () => outcomeOf(call, status, responses)),
           started,
         );
-        metrics.origin.observe((performance.now() - sent) / 1000);
         return respond(
           exchange,
           200,
           'application/json',
           JSON.stringify([...answers, ...extra]),
-          sessionHeader(upstream.headers),
+          sessionHeader(upstreamHeaders),
         );
       }
-      exchange.res.cork(() => {
-        exchange.res.writeStatus(statusLine(upstream.statusCode));
-        for (const [name, value] of Object.entries(upstream.headers)) {
-          if (RESPONSE_SKIP.has(name) || value === undefined) continue;
-          for (const v of Array.isArray(value) ? value : [value]) exchange.res.writeHeader(name, v);
-        }
-      });
-      exchange.headersSent = true;
-      let sniffed = '';
-      for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
-        if (exchange.aborted) break;
-        if (calls.length > 0 && sniffed.length < SNIFF_LIMIT_BYTES) sniffed += chunk.toString('utf8');
-        const waiting = writeChunk(exchange, chunk);
+      // Refused calls of a batch answered as a stream arrive as events after the origin's.
+      for (const answer of extra) {
+        const waiting = writeChunk(
+          exchange,
+          Buffer.from(`event: message\ndata: ${JSON.stringify(answer)}\n\n`),
+        );
         if (waiting !== undefined) await waiting;
       }
-      if (!exchange.aborted) {
-        // Refused calls of a batch answered as a stream arrive as events after the origin's.
-        for (const answer of extra) {
-          const waiting = writeChunk(
-            exchange,
-            Buffer.from(`event: message\ndata: ${JSON.stringify(answer)}\n\n`),
-          );
-          if (waiting !== undefined) await waiting;
-        }
-        exchange.res.cork(() => exchange.res.end());
+      if (!exchange.aborted && !ended) {
+        exchange.res.cork(() => {
+          if (!exchange.headersSent) writeHead(exchange, status, upstreamHeaders);
+          exchange.res.end();
+        });
       }
-      metrics.requests.inc({ code: String(upstream.statusCode) });
-      metrics.origin.observe((performance.now() - sent) / 1000);
-      const responses = calls.length > 0 ? responsesIn(contentType, sniffed) : [];
+      metrics.requests.inc({ code: String(status) });
+      const responses = sniff ? responsesIn(contentType, sniffed) : [];
       meter(
         server,
         customerRef,
         calls,
-        (call) => factsOf(call, () => outcomeOf(call, upstream.statusCode, responses)),
+        (call) => factsOf(call, () => outcomeOf(call, status, responses)),
         started,
       );
     } catch (error) {
@@ -548,13 +598,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       res,
       aborted: false,
       headersSent: false,
-      controller: new AbortController(),
+      origin: undefined,
       wakeWriter: undefined,
       requests: metrics.requests,
     };
     res.onAborted(() => {
       exchange.aborted = true;
-      exchange.controller.abort();
+      exchange.origin?.abort(new Error('client went away'));
       exchange.wakeWriter?.();
     });
     if (url === '/healthz') return respond(exchange, 200, 'application/json', '{"status":"ok"}');

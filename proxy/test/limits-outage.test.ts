@@ -22,34 +22,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
+import { tokenIssuer } from '../../test/helpers/tokens';
 
 const PROVIDER = 'prv_outage';
 const PRODUCT = 'prd_outage';
 const PLAN = 'pln_free';
 const CUSTOMER = 'cus_outage';
-
-/** Mints an access token the way the control plane's token service does (ES256, published key). */
-function tokenIssuer() {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const kid = 'test-key';
-  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const now = Math.floor(Date.now() / 1000);
-  const input = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64({
-    iss: 'test',
-    aud: ACCESS_TOKEN_AUDIENCE,
-    sub: CUSTOMER,
-    prv: PROVIDER,
-    env: 'sandbox',
-    iat: now,
-    exp: now + 3600,
-    jti: randomBytes(6).toString('hex'),
-  })}`;
-  const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
-  return {
-    jwks: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] },
-    token: `${input}.${signature.toString('base64url')}`,
-  };
-}
 
 /**
  * The proxy's limit check when its counter store is unreachable, and its paywall when the
@@ -58,7 +36,7 @@ function tokenIssuer() {
 describe('proxy limits when Redis or the control plane is unreachable', () => {
   let origin: McpOrigin;
   let dir: string;
-  const issuer = tokenIssuer();
+  const issuer = tokenIssuer({ sub: CUSTOMER, prv: PROVIDER });
   const records: UsageRecord[] = [];
   const started: Array<{ close(): Promise<void> }> = [];
   const stores: CounterStore[] = [];

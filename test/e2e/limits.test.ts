@@ -293,6 +293,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(imported.status).toBe(200);
     expect(imported.body.tools.map((t) => [t.name, t.planIds, t.noPlan]).sort()).toEqual([
       ['add', [], false],
+      ['announce', [], false],
+      ['countdown', [], false],
       ['echo', [pro.id], false],
       ['fail', [], true],
     ]);

@@ -143,7 +143,7 @@ export async function mcpThroughProxyFlow(
     await client.connect(transport);
     expect(transport.sessionId).toBeTruthy();
     const tools = await client.listTools();
-    expect(tools.tools.map((t) => t.name).sort()).toEqual(['add', 'fail']);
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(['add', 'announce', 'countdown', 'fail']);
     const result = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
     expect(result.content).toEqual([{ type: 'text', text: '5' }]);
     await transport.terminateSession();

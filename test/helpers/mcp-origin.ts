@@ -21,7 +21,10 @@ function readJson(req: IncomingMessage): Promise<unknown> {
 }
 
 function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
-  const server = new McpServer({ name: 'test-origin', version: '1.0.0' });
+  const server = new McpServer(
+    { name: 'test-origin', version: '1.0.0' },
+    { capabilities: { tools: { listChanged: true } } },
+  );
   const count = (tool: string) => calls.set(tool, (calls.get(tool) ?? 0) + 1);
   server.registerTool(
     'add',
@@ -29,6 +32,31 @@ function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
     async ({ a, b }) => {
       count('add');
       return { content: [{ type: 'text', text: String(a + b) }] };
+    },
+  );
+  server.registerTool(
+    'countdown',
+    { description: 'Counts down with progress notifications', inputSchema: { from: z.number() } },
+    async ({ from }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= from; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        if (token !== undefined)
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: i, total: from },
+          });
+      }
+      return { content: [{ type: 'text', text: 'liftoff' }] };
+    },
+  );
+  server.registerTool(
+    'announce',
+    { description: 'Announces a tool list change', inputSchema: {} },
+    async () => {
+      // Not tied to the request: travels on the session's standalone GET stream.
+      server.sendToolListChanged();
+      return { content: [{ type: 'text', text: 'announced' }] };
     },
   );
   if (withEcho) {
@@ -62,7 +90,7 @@ export interface McpOrigin {
  * port. With `requireHeader`, requests without that header and value get 401 (an origin API key).
  */
 export async function startMcpOrigin(
-  options: { requireHeader?: [string, string]; echo?: boolean } = {},
+  options: { requireHeader?: [string, string]; echo?: boolean; json?: boolean } = {},
 ): Promise<McpOrigin> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const calls = new Map<string, number>();
@@ -85,6 +113,7 @@ export async function startMcpOrigin(
       if (transport === undefined && req.method === 'POST' && isInitializeRequest(body)) {
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
+          enableJsonResponse: options.json === true,
           onsessioninitialized: (id: string): void => {
             transports.set(id, created);
           },

@@ -1,0 +1,431 @@
+/**
+ * Proxy benchmark (issue 5), k6 open-model load against four targets in one run:
+ *   B0  k6 → null responder (the harness's own ceiling)
+ *   B1  k6 → trivial MCP origin, directly
+ *   B2  k6 → proxy (token check, gating, cached limit check) with metering off → origin
+ *   B3  k6 → proxy, full path: the same plus a usage record per call (Kafka → ClickHouse) → origin
+ *
+ *   npm run bench:proxy [-- --trial-seconds 8 --latency-seconds 15]
+ *
+ * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), the control plane +
+ * ingest and two proxy processes, builds k6 with `go install` if missing, stops by itself, and
+ * writes bench/results/proxy.{md,json}. A trial with dropped iterations, failed checks or a
+ * shortfall in achieved rate does not count as sustained.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { Redis } from 'ioredis';
+
+const root = resolve(import.meta.dirname, '..');
+const { values: args } = parseArgs({
+  options: {
+    'trial-seconds': { type: 'string', default: '8' },
+    'latency-seconds': { type: 'string', default: '15' },
+    'start-rate': { type: 'string', default: '1000' },
+  },
+});
+const TRIAL_SECONDS = Number(args['trial-seconds']);
+const LATENCY_SECONDS = Number(args['latency-seconds']);
+const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
+chmodSync(work, 0o755);
+const children: ChildProcess[] = [];
+const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+function spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const child = spawn(command, argv, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const file = createWriteStream(join(work, `${name}.log`));
+  child.stdout?.pipe(file);
+  child.stderr?.pipe(file);
+  children.push(child);
+  return child;
+}
+
+async function waitFor(url: string, seconds = 90): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${url} not ready`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+interface Trial {
+  target: string;
+  rate: number;
+  achieved: number;
+  requests: number;
+  dropped: number;
+  failedChecks: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  sustained: boolean;
+}
+
+function k6(k6Bin: string, target: string, url: string, rate: number, seconds: number, token = ''): Trial {
+  const summary = join(work, `k6-${target}-${rate}-${Date.now()}.json`);
+  execFileSync(k6Bin, ['run', '--quiet', '--no-usage-report', join(root, 'bench', 'k6', 'tool-call.js')], {
+    env: {
+      ...process.env,
+      TARGET_URL: url,
+      RATE: String(rate),
+      DURATION: `${seconds}s`,
+      TOKEN: token,
+      SUMMARY: summary,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: (seconds + 60) * 1000,
+  });
+  const data = JSON.parse(readFileSync(summary, 'utf8')) as {
+    metrics: Record<string, { values: Record<string, number> }>;
+  };
+  const m = (name: string, value: string) => data.metrics[name]?.values[value] ?? 0;
+  const requests = m('http_reqs', 'count');
+  const trial: Trial = {
+    target,
+    rate,
+    achieved: Math.round(requests / seconds),
+    requests,
+    dropped: m('dropped_iterations', 'count'),
+    failedChecks: m('checks', 'fails'),
+    p50: m('http_req_duration', 'p(50)'),
+    p90: m('http_req_duration', 'p(90)'),
+    p99: m('http_req_duration', 'p(99)'),
+    sustained: false,
+  };
+  trial.sustained = trial.dropped === 0 && trial.failedChecks === 0 && requests >= rate * seconds * 0.98;
+  log(
+    `${target} @${rate}/s: ${trial.achieved}/s, dropped ${trial.dropped}, failed ${trial.failedChecks}, p50 ${trial.p50.toFixed(3)} ms, p99 ${trial.p99.toFixed(3)} ms ${trial.sustained ? 'ok' : 'NOT SUSTAINED'}`,
+  );
+  return trial;
+}
+
+/** Highest sustained rate: grow by 1.5× until a trial fails, then bisect four times. */
+function maxRate(run: (rate: number) => Trial, start: number): { rate: number; trials: Trial[] } {
+  const trials: Trial[] = [];
+  let good = 0;
+  let bad = 0;
+  let rate = start;
+  while (bad === 0) {
+    const t = run(rate);
+    trials.push(t);
+    if (t.sustained) {
+      good = rate;
+      rate = Math.round(rate * 1.5);
+    } else bad = rate;
+    if (rate > 200_000) break;
+  }
+  for (let i = 0; i < 4 && bad > 0 && bad - good > good * 0.03; i++) {
+    const mid = Math.round((good + bad) / 2);
+    const t = run(mid);
+    trials.push(t);
+    if (t.sustained) good = mid;
+    else bad = mid;
+  }
+  return { rate: good, trials };
+}
+
+async function redisCommands(redis: Redis): Promise<number> {
+  const info = await redis.info('stats');
+  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+async function main() {
+  const ports = {
+    REDIS_PORT: String(await freePort()),
+    KAFKA_PORT: String(await freePort()),
+    KAFKA_CONTROLLER_PORT: String(await freePort()),
+    PG_PORT: String(await freePort()),
+  };
+  const infraEnv = { ...process.env, STACK_DIR: join(work, 'stack'), ...ports };
+  const infra = join(root, 'deploy', 'infra.sh');
+  stopInfra = () => execFileSync('bash', [infra, 'all', 'stop'], { stdio: 'inherit', env: infraEnv });
+  execFileSync('bash', [infra, 'k6', 'install'], { stdio: 'inherit', env: infraEnv });
+  execFileSync('bash', [infra, 'all', 'start'], { stdio: 'inherit', env: infraEnv, timeout: 300_000 });
+  const urls = Object.fromEntries(
+    execFileSync('bash', [infra, 'all', 'env'], { env: infraEnv, encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  ) as Record<string, string>;
+  const k6Bin = urls.K6_BIN ?? '';
+
+  const cpPort = await freePort();
+  const base = `http://127.0.0.1:${cpPort}`;
+  const env = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    DATA_DIR: join(work, 'data'),
+    DATABASE_URL: urls.DATABASE_URL,
+    REDIS_URL: urls.REDIS_URL,
+    KAFKA_BROKERS: urls.KAFKA_BROKERS,
+    SECRET_KEY: 'ef'.repeat(32),
+    PORT: String(cpPort),
+    CONTROL_PLANE_URL: base,
+  };
+  const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+  spawnLogged('control-plane', process.execPath, serve, { ...env, SERVICES: 'control-plane,ingest' });
+  const servers = spawnLogged('servers', process.execPath, ['--import', 'tsx', 'bench/k6/servers.ts'], env);
+  const serverPorts = await new Promise<{ nullPort: number; originPort: number }>((resolvePorts) => {
+    servers.stdout?.once('data', (chunk: Buffer) => resolvePorts(JSON.parse(chunk.toString('utf8'))));
+  });
+  await waitFor(`${base}/healthz`);
+
+  const provider = JSON.parse(
+    execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', 'Bench'], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+    }),
+  ) as { sandboxKey: string };
+  const key = provider.sandboxKey;
+  const product = await api<{ id: string }>(base, key, 'POST', '/v1/ui/products', { name: 'Bench' });
+  // A real limit (far above what the run sends): every call takes the full limit-check path.
+  const plan = await api<{ id: string }>(base, key, 'POST', `/v1/ui/products/${product.id}/plans`, {
+    name: 'Free',
+    type: 'recurring',
+    billingCycle: 'monthly',
+    price: 0,
+    currency: 'usd',
+    limit: 1_000_000_000,
+  });
+  const register = (name: string, path: string) =>
+    api<{ id: string; subdomain: string }>(base, key, 'POST', '/v1/ui/mcp-servers', {
+      name,
+      url: `http://127.0.0.1:${serverPorts.originPort}${path}`,
+      productId: product.id,
+      defaultPlanId: plan.id,
+    });
+  const b2Server = await register('bench-b2', '/b2');
+  const b3Server = await register('bench-b3', '/b3');
+  const customer = await api<{ reference: string }>(base, key, 'POST', '/v1/sdk/customers', {});
+  const { accessToken } = await api<{ accessToken: string }>(
+    base,
+    key,
+    'POST',
+    `/v1/sdk/customers/${customer.reference}/tokens`,
+    { expiresInSeconds: 86_400 },
+  );
+
+  const proxyPorts = [await freePort(), await freePort()];
+  spawnLogged('proxy-b2', process.execPath, serve, {
+    ...env,
+    SERVICES: 'proxy',
+    PROXY_PORT: String(proxyPorts[0]),
+    PROXY_METERING_ENABLED: 'false',
+    PROXY_SPILL_DIR: join(work, 'spill-b2'),
+  });
+  spawnLogged('proxy-b3', process.execPath, serve, {
+    ...env,
+    SERVICES: 'proxy',
+    PROXY_PORT: String(proxyPorts[1]),
+    PROXY_SPILL_DIR: join(work, 'spill-b3'),
+  });
+  for (const port of proxyPorts) await waitFor(`http://127.0.0.1:${port}/healthz`);
+
+  const targets = {
+    B0: { url: `http://127.0.0.1:${serverPorts.nullPort}/`, token: '' },
+    B1: { url: `http://127.0.0.1:${serverPorts.originPort}/b1`, token: '' },
+    B2: { url: `http://127.0.0.1:${proxyPorts[0]}/mcp/${b2Server.subdomain}`, token: accessToken },
+    B3: { url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`, token: accessToken },
+  } as const;
+  type Target = keyof typeof targets;
+  const run = (target: Target, rate: number, seconds = TRIAL_SECONDS) =>
+    k6(k6Bin, target, targets[target].url, rate, seconds, targets[target].token);
+
+  // Warm-up: connection pools, JIT, snapshot caches, the limit counter's first lease.
+  for (const target of Object.keys(targets) as Target[]) run(target, 200, 3);
+
+  const redis = new Redis(urls.REDIS_URL ?? '');
+  const b3Requests: number[] = [];
+  const commandsBefore = await redisCommands(redis);
+  const max: Record<string, { rate: number; trials: Trial[] }> = {};
+  for (const target of Object.keys(targets) as Target[]) {
+    max[target] = maxRate((rate) => {
+      const t = run(target, rate);
+      if (target === 'B3') b3Requests.push(t.requests);
+      return t;
+    }, Number(args['start-rate']));
+  }
+  const b1Max = max.B1?.rate ?? 0;
+  const half = Math.max(50, Math.round(b1Max / 2));
+  // Latency at half of B1's max, interleaved twice; the better of each pair damps noise from
+  // other processes on the machine equally for both.
+  const latency: Record<'B1' | 'B3', Trial[]> = { B1: [], B3: [] };
+  for (let i = 0; i < 2; i++) {
+    latency.B1.push(run('B1', half, LATENCY_SECONDS));
+    const t = run('B3', half, LATENCY_SECONDS);
+    b3Requests.push(t.requests);
+    latency.B3.push(t);
+  }
+  const commandsAfter = await redisCommands(redis);
+  const allB3 = b3Requests.reduce((a, b) => a + b, 0);
+  // Redis commands in the window over every tool call that went through the metered proxy
+  // (B2's calls use Redis too and are left out of the denominator: the ratio is an upper bound).
+  const redisPerCall = (commandsAfter - commandsBefore) / allB3;
+
+  // Event completeness: records of the B3 server in ClickHouse against calls the origin answered.
+  const originCounts = (await (
+    await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)
+  ).json()) as Record<string, number>;
+  const b3Calls = originCounts['/b3'] ?? 0;
+  let recorded = 0;
+  let outcomes: Array<{ value: string; records: number }> = [];
+  for (let i = 0, last = -1, stable = 0; i < 240 && stable < 6; i++) {
+    const answer = await api<{ groups: Array<{ value: string; records: number }> }>(
+      base,
+      key,
+      'GET',
+      '/ui/meters/requests/usage?groupBy=server',
+    );
+    recorded = answer.groups.find((g) => g.value === b3Server.id)?.records ?? 0;
+    stable = recorded === last ? stable + 1 : 0;
+    last = recorded;
+    if (recorded >= b3Calls && stable >= 2) break;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  outcomes = (
+    await api<{ groups: Array<{ value: string; records: number }> }>(
+      base,
+      key,
+      'GET',
+      `/ui/meters/requests/usage?customerRef=${customer.reference}&groupBy=outcome`,
+    )
+  ).groups;
+  await redis.quit();
+
+  const best = (ts: Trial[], pick: (t: Trial) => number) => Math.min(...ts.map(pick));
+  const b1p50 = best(latency.B1, (t) => t.p50);
+  const b1p99 = best(latency.B1, (t) => t.p99);
+  const b3p50 = best(latency.B3, (t) => t.p50);
+  const b3p99 = best(latency.B3, (t) => t.p99);
+  const rateOf = (t: Target) => max[t]?.rate ?? 0;
+  const result = {
+    date: new Date().toISOString(),
+    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
+    trialSeconds: TRIAL_SECONDS,
+    latencySeconds: LATENCY_SECONDS,
+    maxRates: { B0: rateOf('B0'), B1: rateOf('B1'), B2: rateOf('B2'), B3: rateOf('B3') },
+    throughputRetention: rateOf('B3') / rateOf('B1'),
+    meteringTax: rateOf('B3') / rateOf('B2'),
+    latencyAtHalfB1: { rate: half, B1: { p50: b1p50, p99: b1p99 }, B3: { p50: b3p50, p99: b3p99 } },
+    addedP50Ms: b3p50 - b1p50,
+    addedP99Ms: b3p99 - b1p99,
+    redisCommandsPerCall: redisPerCall,
+    completeness: {
+      b3CallsAnsweredByOrigin: b3Calls,
+      recordsInClickHouse: recorded,
+      ratio: recorded / b3Calls,
+    },
+    outcomes,
+    trials: Object.fromEntries(Object.entries(max).map(([t, v]) => [t, v.trials])),
+    latencyTrials: latency,
+  };
+  writeFileSync(join(root, 'bench', 'results', 'proxy.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(result));
+  log(`written bench/results/proxy.md`);
+}
+
+let stopInfra = () => {};
+
+const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
+function report(r: {
+  date: string;
+  machine: string;
+  maxRates: Record<string, number>;
+  throughputRetention: number;
+  meteringTax: number;
+  latencyAtHalfB1: { rate: number; B1: { p50: number; p99: number }; B3: { p50: number; p99: number } };
+  addedP50Ms: number;
+  addedP99Ms: number;
+  redisCommandsPerCall: number;
+  completeness: { b3CallsAnsweredByOrigin: number; recordsInClickHouse: number; ratio: number };
+  trialSeconds: number;
+  latencySeconds: number;
+}): string {
+  return `# Proxy benchmark (k6, open model)
+
+Run ${r.date} on ${r.machine}. Everything (k6, origin, proxies, control plane, Redis, Kafka,
+ClickHouse) shares this machine, so the ratios, measured in one run, are what count.
+
+| target | path | max sustained rate (calls/s) |
+| --- | --- | --- |
+| B0 | k6 → null responder | ${r.maxRates.B0} |
+| B1 | k6 → trivial MCP origin | ${r.maxRates.B1} |
+| B2 | k6 → proxy (auth, gating, cached limit check, metering off) → origin | ${r.maxRates.B2} |
+| B3 | k6 → proxy, full path (B2 + usage record per call) → origin | ${r.maxRates.B3} |
+
+| measure | value | goal | |
+| --- | --- | --- | --- |
+| throughput retention B3/B1 | ${r.throughputRetention.toFixed(3)} | ≥ 0.85 | ${goal(r.throughputRetention >= 0.85)} |
+| metering tax B3/B2 | ${r.meteringTax.toFixed(3)} | ≥ 0.95 | ${goal(r.meteringTax >= 0.95)} |
+| added p50 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${r.addedP50Ms.toFixed(3)} ms (${r.latencyAtHalfB1.B3.p50.toFixed(3)} − ${r.latencyAtHalfB1.B1.p50.toFixed(3)}) | | |
+| added p99 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${r.addedP99Ms.toFixed(3)} ms (${r.latencyAtHalfB1.B3.p99.toFixed(3)} − ${r.latencyAtHalfB1.B1.p99.toFixed(3)}) | ≤ 1 ms | ${goal(r.addedP99Ms <= 1)} |
+| Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+| event completeness (records / calls) | ${r.completeness.recordsInClickHouse} / ${r.completeness.b3CallsAnsweredByOrigin} = ${r.completeness.ratio.toFixed(4)} | exactly 1 | ${goal(r.completeness.ratio === 1)} |
+
+## Method
+
+- k6 (built with \`go install go.k6.io/k6\`) runs \`bench/k6/tool-call.js\`: a \`constant-arrival-rate\`
+  scenario posting one JSON-RPC \`tools/call\` per iteration; a check requires HTTP 200 with a
+  \`result\` that is not the paywall.
+- Max sustained rate per target: trials of ${r.trialSeconds} s starting at 1,000/s, ×1.5 until a trial fails, then four
+  bisection steps. A trial counts only with zero dropped iterations, zero failed checks and at
+  least 98% of the scheduled requests completed; runs with dropped iterations are invalid.
+- The origin (\`bench/k6/servers.ts\`) parses each call and answers at once; the null responder
+  returns fixed bytes without parsing. Both are plain \`node:http\` with keep-alive.
+- B2 and B3 are separate proxy processes sharing Redis; both verify the customer's access token,
+  gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
+- Latency: B1 and B3 alternately at half of B1's max rate for ${r.latencySeconds} s each, twice; the better
+  percentile of each pair is reported, the same rule for both.
+- Redis commands per call: \`total_commands_processed\` over every B3 trial, divided by the B3
+  calls; B2's calls also hit Redis in that window, so this is an upper bound.
+- Completeness: records of the B3 server in ClickHouse (via the usage API, after ingest settles)
+  divided by the tool calls the origin answered on B3's path.
+`;
+}
+
+const cleanup = () => {
+  for (const child of children) {
+    if (child.pid !== undefined && child.exitCode === null) {
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {}
+    }
+  }
+};
+main()
+  .catch((error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    cleanup();
+    setTimeout(() => {
+      try {
+        stopInfra();
+      } catch {}
+      rmSync(work, { recursive: true, force: true });
+      process.exit();
+    }, 3000);
+  });
