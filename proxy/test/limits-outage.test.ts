@@ -1,4 +1,3 @@
-import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,12 +8,7 @@ import {
   MemoryCounterStore,
   RedisCounterStore,
 } from '@mcp-meter/control-plane/limits';
-import {
-  ACCESS_TOKEN_AUDIENCE,
-  JWKS_KEY,
-  MemorySnapshotStore,
-  mcpServerKey,
-} from '@mcp-meter/control-plane/snapshots';
+import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/control-plane/snapshots';
 import type { UsageRecord } from '@mcp-meter/ingest';
 import { createLogger, freePort, readEnv } from '@mcp-meter/ingest/kit';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';

@@ -151,11 +151,12 @@ describe('MCP streamable HTTP through the proxy, compared with the origin direct
     expect(direct).toMatchObject({
       sessionIssued: true,
       add: { content: [{ type: 'text', text: '42' }] },
-      progress: [1, 2, 3, 4],
       notification: 'notifications/tools/list_changed',
       // The test origin answers an unknown session with 400 (the SDK's own servers vary).
       afterDeleteStatus: 400,
     });
+    // In JSON mode, progress of a request has no stream of its own; SSE answers carry it in order.
+    if (index === 0) expect(direct.progress).toEqual([1, 2, 3, 4]);
     // One record per tools/call (add, fail, countdown, announce), none for anything else.
     await pollUntil(
       async () => records.length - before,
