@@ -121,13 +121,16 @@ function k6(k6Bin: string, target: string, url: string, rate: number, seconds: n
 }
 
 /** Highest sustained rate: grow by 1.5× until a trial fails, then bisect four times. */
-function maxRate(run: (rate: number) => Trial, start: number): { rate: number; trials: Trial[] } {
+async function maxRate(
+  run: (rate: number) => Promise<Trial>,
+  start: number,
+): Promise<{ rate: number; trials: Trial[] }> {
   const trials: Trial[] = [];
   let good = 0;
   let bad = 0;
   let rate = start;
   while (bad === 0) {
-    const t = run(rate);
+    const t = await run(rate);
     trials.push(t);
     if (t.sustained) {
       good = rate;
@@ -137,7 +140,7 @@ function maxRate(run: (rate: number) => Trial, start: number): { rate: number; t
   }
   for (let i = 0; i < 4 && bad > 0 && bad - good > good * 0.03; i++) {
     const mid = Math.round((good + bad) / 2);
-    const t = run(mid);
+    const t = await run(mid);
     trials.push(t);
     if (t.sustained) good = mid;
     else bad = mid;
@@ -253,19 +256,31 @@ async function main() {
   const run = (target: Target, rate: number, seconds = TRIAL_SECONDS) =>
     k6(k6Bin, target, targets[target].url, rate, seconds, targets[target].token);
 
-  // Warm-up: connection pools, JIT, snapshot caches, the limit counter's first lease.
-  for (const target of Object.keys(targets) as Target[]) run(target, 200, 3);
+  // Warm-up: JIT, connection pools, snapshot caches, the limit counter's first lease. Short
+  // warm-ups left the proxies' first trials with compile pauses and dropped iterations.
+  for (let pass = 0; pass < 2; pass++)
+    for (const target of Object.keys(targets) as Target[]) run(target, 1000, 5);
 
+  const countsAfterWarmup = await (await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)).json();
+  log(`origin counts after warm-up: ${JSON.stringify(countsAfterWarmup)}`);
+
+  // Redis commands are counted around B3 trials only (B2 is idle then), over B3's calls.
   const redis = new Redis(urls.REDIS_URL ?? '');
-  const b3Requests: number[] = [];
-  const commandsBefore = await redisCommands(redis);
+  let b3Commands = 0;
+  let b3Calls = 0;
+  const runB3 = async (rate: number, seconds = TRIAL_SECONDS) => {
+    const before = await redisCommands(redis);
+    const t = run('B3', rate, seconds);
+    b3Commands += (await redisCommands(redis)) - before - 2; // less the two INFO calls themselves
+    b3Calls += t.requests;
+    return t;
+  };
   const max: Record<string, { rate: number; trials: Trial[] }> = {};
   for (const target of Object.keys(targets) as Target[]) {
-    max[target] = maxRate((rate) => {
-      const t = run(target, rate);
-      if (target === 'B3') b3Requests.push(t.requests);
-      return t;
-    }, Number(args['start-rate']));
+    max[target] = await maxRate(
+      async (rate) => (target === 'B3' ? runB3(rate) : run(target, rate)),
+      Number(args['start-rate']),
+    );
   }
   const b1Max = max.B1?.rate ?? 0;
   const half = Math.max(50, Math.round(b1Max / 2));
@@ -274,21 +289,15 @@ async function main() {
   const latency: Record<'B1' | 'B3', Trial[]> = { B1: [], B3: [] };
   for (let i = 0; i < 2; i++) {
     latency.B1.push(run('B1', half, LATENCY_SECONDS));
-    const t = run('B3', half, LATENCY_SECONDS);
-    b3Requests.push(t.requests);
-    latency.B3.push(t);
+    latency.B3.push(await runB3(half, LATENCY_SECONDS));
   }
-  const commandsAfter = await redisCommands(redis);
-  const allB3 = b3Requests.reduce((a, b) => a + b, 0);
-  // Redis commands in the window over every tool call that went through the metered proxy
-  // (B2's calls use Redis too and are left out of the denominator: the ratio is an upper bound).
-  const redisPerCall = (commandsAfter - commandsBefore) / allB3;
+  const redisPerCall = b3Commands / b3Calls;
 
   // Event completeness: records of the B3 server in ClickHouse against calls the origin answered.
   const originCounts = (await (
     await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)
   ).json()) as Record<string, number>;
-  const b3Calls = originCounts['/b3'] ?? 0;
+  const b3Answered = originCounts['/b3'] ?? 0;
   let recorded = 0;
   let outcomes: Array<{ value: string; records: number }> = [];
   for (let i = 0, last = -1, stable = 0; i < 240 && stable < 6; i++) {
@@ -301,7 +310,7 @@ async function main() {
     recorded = answer.groups.find((g) => g.value === b3Server.id)?.records ?? 0;
     stable = recorded === last ? stable + 1 : 0;
     last = recorded;
-    if (recorded >= b3Calls && stable >= 2) break;
+    if (recorded >= b3Answered && stable >= 2) break;
     await new Promise((r) => setTimeout(r, 1000));
   }
   outcomes = (
@@ -333,11 +342,13 @@ async function main() {
     addedP99Ms: b3p99 - b1p99,
     redisCommandsPerCall: redisPerCall,
     completeness: {
-      b3CallsAnsweredByOrigin: b3Calls,
+      b3CallsAnsweredByOrigin: b3Answered,
       recordsInClickHouse: recorded,
-      ratio: recorded / b3Calls,
+      ratio: recorded / b3Answered,
     },
     outcomes,
+    originCounts,
+    countsAfterWarmup,
     trials: Object.fromEntries(Object.entries(max).map(([t, v]) => [t, v.trials])),
     latencyTrials: latency,
   };
@@ -398,8 +409,8 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
   gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
 - Latency: B1 and B3 alternately at half of B1's max rate for ${r.latencySeconds} s each, twice; the better
   percentile of each pair is reported, the same rule for both.
-- Redis commands per call: \`total_commands_processed\` over every B3 trial, divided by the B3
-  calls; B2's calls also hit Redis in that window, so this is an upper bound.
+- Redis commands per call: \`total_commands_processed\` around each B3 trial (nothing else runs
+  then; background reads of idle processes included), summed, divided by B3's calls.
 - Completeness: records of the B3 server in ClickHouse (via the usage API, after ingest settles)
   divided by the tool calls the origin answered on B3's path.
 `;

@@ -29,6 +29,33 @@ export interface ControlPlaneConfig {
   clickhouse: ClickHouseConfig;
   /** Seals origin API keys and derives the proxy's internal API token (SECRET_KEY or DATA_DIR/secret.key). */
   secretKey: Buffer;
+  webhooks: WebhookConfig;
+}
+
+export interface WebhookConfig {
+  enabled: boolean;
+  intervalMs: number;
+  batchSize: number;
+  maxInFlight: number;
+  perEndpoint: number;
+  timeoutMs: number;
+  disableAfter: number;
+  /** Hosts exempt from the SSRF guard (tests, private deployments). */
+  allowedHosts: string[];
+}
+
+export function readWebhookConfig(env: EnvReader): WebhookConfig {
+  return {
+    enabled: env.bool('WEBHOOKS_ENABLED', true),
+    // Spec 6.1 / 8: a 30 s job sending up to 20 deliveries per batch.
+    intervalMs: env.int('WEBHOOK_INTERVAL_MS', 30_000, { min: 10, max: 3_600_000 }),
+    batchSize: env.int('WEBHOOK_BATCH_SIZE', 20, { min: 1, max: 10_000 }),
+    maxInFlight: env.int('WEBHOOK_MAX_IN_FLIGHT', 64, { min: 1, max: 10_000 }),
+    perEndpoint: env.int('WEBHOOK_PER_ENDPOINT', 8, { min: 1, max: 1_000 }),
+    timeoutMs: env.int('WEBHOOK_TIMEOUT_MS', 10_000, { min: 100, max: 60_000 }),
+    disableAfter: env.int('WEBHOOK_DISABLE_AFTER', 12, { min: 1, max: 1_000 }),
+    allowedHosts: env.list('WEBHOOK_ALLOWED_HOSTS').map((h) => h.toLowerCase()),
+  };
 }
 
 /** SECRET_KEY, or the key file under DATA_DIR; a bad value is reported like any other setting. */
@@ -72,6 +99,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     bus: readBusConfig(env),
     clickhouse: readClickHouseConfig(env, dataDir),
     secretKey: readSecretKey(env, dataDir),
+    webhooks: readWebhookConfig(env),
   };
 }
 

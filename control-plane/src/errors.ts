@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   purchase_not_found: 404,
   checkout_session_not_found: 404,
   transaction_not_found: 404,
+  webhook_endpoint_not_found: 404,
+  event_not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
   reference_taken: 409,

@@ -1,7 +1,7 @@
 import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
 import { type Clock, systemClock } from './clock';
-import type { ControlPlaneConfig } from './config';
+import type { ControlPlaneConfig, WebhookConfig } from './config';
 import type { Pool } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
@@ -36,6 +36,11 @@ import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
 import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
 import { UsageService } from './modules/usage/service';
+import { webhookRoutes } from './modules/webhooks/routes';
+import { WebhookSender } from './modules/webhooks/sender';
+import { WebhookService } from './modules/webhooks/service';
+import { WebhookUrlGuard } from './modules/webhooks/ssrf';
+import { WebhookWorker } from './modules/webhooks/worker';
 import { internalToken } from './snapshots/secrets';
 import type { SnapshotStore } from './snapshots/store';
 
@@ -43,7 +48,8 @@ export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
     Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
     Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>> &
-    Pick<ControlPlaneConfig, 'secretKey'>;
+    Pick<ControlPlaneConfig, 'secretKey'> &
+    Partial<Pick<ControlPlaneConfig, 'webhooks'>>;
   logger: Logger;
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
   counters?: CounterStore;
@@ -62,7 +68,22 @@ export interface ControlPlane {
   scheduler: BillingScheduler;
   tokens: TokenService;
   limits: LimitService;
+  webhooks: WebhookService;
+  webhookWorker: WebhookWorker;
+  webhookSender: WebhookSender;
 }
+
+/** Spec defaults; tests pass their own. */
+export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
+  enabled: true,
+  intervalMs: 30_000,
+  batchSize: 20,
+  maxInFlight: 64,
+  perEndpoint: 8,
+  timeoutMs: 10_000,
+  disableAfter: 12,
+  allowedHosts: [],
+};
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
 export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
@@ -119,6 +140,16 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.logger,
   );
 
+  const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
+  const guard = new WebhookUrlGuard(new Set(webhookConfig.allowedHosts));
+  const webhookSender = new WebhookSender(guard, webhookConfig.timeoutMs);
+  const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, guard, webhookSender);
+  const webhookWorker = new WebhookWorker(deps.pool, clock, webhooks, webhookSender, {
+    ...webhookConfig,
+    leaseMs: webhookConfig.timeoutMs * 3,
+    logger: deps.logger,
+  });
+
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
@@ -152,9 +183,21 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(usageRoutes(usage));
       await scope.register(mcpServerRoutes(mcpServers));
       await scope.register(limitRoutes(limits));
+      await scope.register(webhookRoutes(webhooks));
     },
   });
-  return { app, providers, mcpServers, purchases, scheduler, tokens, limits };
+  return {
+    app,
+    providers,
+    mcpServers,
+    purchases,
+    scheduler,
+    tokens,
+    limits,
+    webhooks,
+    webhookWorker,
+    webhookSender,
+  };
 }
 
 export async function startControlPlane(
@@ -169,6 +212,7 @@ export async function startControlPlane(
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
   if (deps.config.schedulerEnabled !== false)
     controlPlane.scheduler.start(deps.config.schedulerIntervalMs ?? 60_000);
+  if ((deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG).enabled) controlPlane.webhookWorker.start();
   const address = controlPlane.app.server.address();
   const port = address !== null && typeof address === 'object' ? address.port : deps.port;
   return {
@@ -176,8 +220,10 @@ export async function startControlPlane(
     url: `http://${deps.host}:${port}`,
     close: async () => {
       await controlPlane.scheduler.stop();
+      await controlPlane.webhookWorker.stop();
       await controlPlane.app.close();
       await controlPlane.limits.close();
+      await controlPlane.webhookSender.close();
     },
   };
 }

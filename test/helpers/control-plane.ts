@@ -4,7 +4,8 @@ import { inject } from 'vitest';
 import type { Clock } from '../../control-plane/src/clock';
 import { migratePostgres } from '../../control-plane/src/db/migrate';
 import { createPool, type Pool } from '../../control-plane/src/db/pool';
-import { buildControlPlane, type ControlPlane } from '../../control-plane/src/service';
+import type { WebhookConfig } from '../../control-plane/src/config';
+import { buildControlPlane, type ControlPlane, DEFAULT_WEBHOOK_CONFIG } from '../../control-plane/src/service';
 import { MemorySnapshotStore } from '../../control-plane/src/snapshots/store';
 import { openTestUsageStore } from './usage-store';
 
@@ -32,6 +33,7 @@ export async function startTestControlPlane(options: {
   bodyLimitBytes: number;
   clock?: Clock;
   publicUrl?: string;
+  webhooks?: Partial<WebhookConfig>;
 }): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
@@ -47,6 +49,7 @@ export async function startTestControlPlane(options: {
         proxyPublicUrl: 'http://127.0.0.1:9',
         proxyBaseDomain: undefined,
         secretKey: TEST_SECRET_KEY,
+        webhooks: { ...DEFAULT_WEBHOOK_CONFIG, ...options.webhooks },
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
       },
       logger,
@@ -69,8 +72,10 @@ export async function startTestControlPlane(options: {
       await bus.drain();
     },
     async close() {
+      await controlPlane.webhookWorker.stop();
       await controlPlane.app.close();
       await controlPlane.limits.close();
+      await controlPlane.webhookSender.close();
       await bus.stop();
       await store.close();
       await pool.end();

@@ -34,5 +34,14 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
     'INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
     [id, event.providerId, event.environment, event.type, envelope, event.at],
   );
+  // Its deliveries, in the same transaction: one per enabled endpoint that takes this type.
+  await db.query(
+    `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at, updated_at)
+     SELECT 'whd_' || substr(md5($1 || e.id), 1, 26), $1, e.id, 'pending', 0, $2, $2, $2
+       FROM webhook_endpoints e
+      WHERE e.provider_id = $3 AND e.environment = $4 AND e.status = 'enabled' AND e.deleted_at IS NULL
+        AND (cardinality(e.enabled_events) = 0 OR $5 = ANY(e.enabled_events))`,
+    [id, event.at, event.providerId, event.environment, event.type],
+  );
   return id;
 }

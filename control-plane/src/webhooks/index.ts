@@ -1,0 +1,1 @@
+export { signatureHeader, verifyWebhook, WebhookVerificationError } from './verify';
