@@ -411,5 +411,63 @@ describe('webhook delivery', () => {
   });
 });
 
+describe('usage events', () => {
+  it('announces /v1/sdk/usages once per record id, and usage.reset when a period renews', async () => {
+    const api = await provider();
+    await api('POST', '/v1/webhook_endpoints', {
+      url: `${base}/ok/usage`,
+      enabledEvents: ['usage.recorded', 'usage.reset'],
+    });
+    const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Free monthly',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 0,
+        currency: 'usd',
+      })
+    ).body;
+    const customer = (await api('POST', '/v1/sdk/customers', {})).body;
+    const purchase = (await api('POST', '/v1/sdk/activate', { customerRef: customer.id, planRef: plan.id }))
+      .body;
+    expect(purchase.status).toBe('activated');
+    for (let i = 0; i < 2; i++) {
+      const sent = await api('POST', '/v1/sdk/usages', {
+        customerRef: customer.id,
+        productRef: product.id,
+        units: 3,
+        id: 'usage-once',
+      });
+      expect(sent.status).toBe(202);
+    }
+    await worker().drain();
+    const recorded = to('/ok/usage').map((r) => JSON.parse(r.body));
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({
+      type: 'usage.recorded',
+      data: {
+        object: {
+          reference: 'usage-once',
+          customer: customer.id,
+          product: product.id,
+          purchase: purchase.purchaseRef,
+          quantity: 3,
+          meterName: 'requests',
+        },
+      },
+    });
+    clock.advance(32 * 24 * 3600_000);
+    await harness.controlPlane.scheduler.runDue();
+    await worker().drain();
+    const reset = to('/ok/usage')
+      .map((r) => JSON.parse(r.body))
+      .filter((e) => e.type === 'usage.reset');
+    expect(reset).toHaveLength(1);
+    expect(reset[0].data.object).toMatchObject({ purchase: purchase.purchaseRef, customer: customer.id });
+    expect(reset[0].data.object.periodStart).toBeGreaterThan(reset[0].data.object.previousPeriodStart);
+  });
+});
+
 const silent = { level: 'silent', info() {}, warn() {}, error() {}, debug() {} } as never;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -14,13 +14,15 @@ export interface OutboxEvent {
   requestId?: string | null;
   idempotencyKey?: string | null;
   at: Date;
+  /** A stable id makes writing the same event twice a no-op (events derived from retried requests). */
+  id?: string;
 }
 
 export const unixSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 /** Writes the event envelope of spec 6.2; call it with the transaction that made the change. */
 export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<string> {
-  const id = newId('evt');
+  const id = event.id ?? newId('evt');
   const envelope = {
     id,
     type: event.type,
@@ -30,10 +32,12 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
     livemode: event.environment === 'live',
     request: { id: event.requestId ?? null, idempotency_key: event.idempotencyKey ?? null },
   };
-  await db.query(
-    'INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+  const inserted = await db.query(
+    `INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (id) DO NOTHING`,
     [id, event.providerId, event.environment, event.type, envelope, event.at],
   );
+  if (inserted.rowCount === 0) return id;
   // Its deliveries, in the same transaction: one per enabled endpoint that takes this type.
   await db.query(
     `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at, updated_at)

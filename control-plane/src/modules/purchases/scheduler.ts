@@ -1,6 +1,7 @@
 import type { Logger } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
@@ -120,6 +121,26 @@ export class BillingScheduler {
             periodKey: periodKey.toISOString(),
             attempt,
           });
+    // A new period starts the usage counters from zero: usage.reset, in the renewal's transaction.
+    const renew = async (fields: Partial<PurchaseRow>) => {
+      const renewed = await this.purchases.apply(tx, auth, row, 'renewed', fields);
+      await writeEvent(tx, {
+        ...auth,
+        type: 'usage.reset',
+        object: {
+          purchase: row.id,
+          customer: row.customer_id,
+          product: row.product_id,
+          plan: row.plan_id,
+          previousPeriodStart: unixSeconds(row.period_start),
+          periodStart: unixSeconds(renewed.period_start),
+          periodEnd: renewed.period_end === null ? null : unixSeconds(renewed.period_end),
+          created: unixSeconds(now),
+        },
+        at: now,
+      });
+      return renewed;
+    };
     const retryAt = (index: number) => {
       const hours = this.options.dunningRetryHours[index];
       return hours === undefined ? null : new Date(now.getTime() + hours * HOUR_MS);
@@ -143,7 +164,7 @@ export class BillingScheduler {
       const attempt = row.retry_count + 1;
       const paid = await charge(row.amount, 'dunning_retry', row.period_end, attempt);
       if (paid.status === 'succeeded') {
-        return this.purchases.apply(tx, auth, row, 'renewed', {
+        return renew({
           period_start: row.period_end,
           period_end: nextEnd(row.period_end),
           retry_count: 0,
@@ -177,10 +198,7 @@ export class BillingScheduler {
       if (!row.auto_renew) return this.purchases.apply(tx, auth, row, 'expire', { ended_at: row.period_end });
       const paid = await charge(row.amount, 'renewal', row.period_end, 0);
       if (paid.status === 'succeeded') {
-        return this.purchases.apply(tx, auth, row, 'renewed', {
-          period_start: row.period_end,
-          period_end: nextEnd(row.period_end),
-        });
+        return renew({ period_start: row.period_end, period_end: nextEnd(row.period_end) });
       }
       return this.purchases.apply(
         tx,

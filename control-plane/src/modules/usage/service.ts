@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   buildUsageRecord,
   countBuckets,
@@ -7,7 +8,7 @@ import {
   type UsageRecord,
 } from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
+import { inTransaction, type Pool } from '../../db/pool';
 import {
   ConflictError,
   DomainError,
@@ -16,9 +17,12 @@ import {
   UnavailableError,
   ValidationError,
 } from '../../errors';
+import { findCustomer } from '../customers/repository';
+import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
+import { GRANTS_ACCESS } from '../purchases/state-machine';
 import { MAX_BULK_RECORDS } from './schemas';
 
 export interface MeterEventInput {
@@ -200,7 +204,7 @@ export class UsageService {
     const tags: Record<string, unknown> = { ...input.properties, productRef: product.reference };
     if (input.actionType !== undefined) tags.actionType = input.actionType;
     if (input.outcome !== undefined) tags.outcome = input.outcome;
-    return this.record(auth, {
+    const record = await this.record(auth, {
       customerRef: input.customerRef,
       value: input.units,
       properties: tags,
@@ -208,6 +212,40 @@ export class UsageService {
       id: input.id,
       idempotencyKey: input.idempotencyKey,
     });
+    await this.announce(auth, record, product.id);
+    return record;
+  }
+
+  /**
+   * usage.recorded, after the bus accepted the record. Its id derives from the record's, so a
+   * client retrying with the same record id (after a crash between the two) announces it once.
+   */
+  private async announce(auth: AuthContext, record: UsageRecord, productId: string): Promise<void> {
+    const customer = await findCustomer(this.pool, auth, record.customerRef);
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT id FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
+        ORDER BY updated_at DESC LIMIT 1`,
+      [customer?.id ?? '', productId, [...GRANTS_ACCESS]],
+    );
+    const digest = createHash('sha256')
+      .update(`${auth.providerId}:${auth.environment}:${record.id}`)
+      .digest('hex');
+    const event = {
+      ...auth,
+      id: `evt_u${digest.slice(0, 25)}`,
+      type: 'usage.recorded',
+      object: {
+        reference: record.id,
+        customer: customer?.id ?? record.customerRef,
+        product: productId,
+        purchase: rows[0]?.id ?? null,
+        quantity: record.value,
+        meterName: record.meterName,
+        recordedAt: unixSeconds(new Date(record.timestamp)),
+      },
+      at: this.clock.now(),
+    };
+    await inTransaction(this.pool, (tx) => writeEvent(tx, event));
   }
 
   private range(query: Range, defaultFrom: (to: Date) => Date) {
