@@ -1,6 +1,6 @@
 import type { Logger } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import type { Pool } from '../../db/pool';
 import { unixSeconds } from '../events/outbox';
 import type { WebhookSender } from './sender';
 import { signedRequest, type WebhookService } from './service';
@@ -164,9 +164,13 @@ export class WebhookWorker {
         capacity * 4,
       ],
     );
+    // Signing secrets once per endpoint of this claim, not once per delivery.
+    const secrets = new Map<string, string[]>();
+    for (const endpointId of new Set(rows.map((r) => r.endpoint_id)))
+      secrets.set(endpointId, await this.service.signingSecrets(this.pool, endpointId));
     for (const delivery of rows) {
       this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
-      const attempt = this.attempt(delivery)
+      const attempt = this.attempt(delivery, secrets.get(delivery.endpoint_id) ?? [])
         .catch((error: unknown) =>
           this.options.logger.error({ err: error, delivery: delivery.id }, 'webhook attempt not recorded'),
         )
@@ -183,58 +187,57 @@ export class WebhookWorker {
     return rows.length;
   }
 
-  private async attempt(d: Claimed): Promise<void> {
-    const secrets = await this.service.signingSecrets(this.pool, d.endpoint_id);
+  private async attempt(d: Claimed, secrets: readonly string[]): Promise<void> {
     const headers = signedRequest(d.body, d.event_id, secrets, unixSeconds(this.clock.now()));
     const result = await this.sender.send(d.url, d.body, headers);
     this.sent++;
     const now = this.clock.now();
     const next = result.ok ? null : new Date(now.getTime() + retryDelay(d.attempts, result.retryAfterMs));
-    await inTransaction(this.pool, async (tx) => {
-      await tx.query(
-        `UPDATE webhook_deliveries
+    // One statement, so one round trip and atomic: the delivery's state, the attempt log, and the
+    // endpoint's consecutive-failure count (disabled at disableAfter).
+    const { rows } = await this.pool.query<{ consecutive_failures: number; status: string }>(
+      `WITH delivery AS (
+         UPDATE webhook_deliveries
             SET status = $2, next_attempt_at = COALESCE($3, next_attempt_at), locked_until = NULL,
                 last_status_code = $4, last_error = $5, updated_at = $6
-          WHERE id = $1`,
-        [d.id, result.ok ? 'succeeded' : 'pending', next, result.statusCode, result.error, now],
+          WHERE id = $1
+       ),
+       logged AS (
+         INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, succeeded, status_code,
+                                       latency_ms, error, response_excerpt, next_attempt_at, created_at)
+         VALUES ($7, $1, $8, $9, $10, $11, $12, $4, $13, $5, $14, $3, $6)
+       )
+       UPDATE webhook_endpoints
+          SET consecutive_failures = CASE WHEN $12 THEN 0 ELSE consecutive_failures + 1 END,
+              status = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 THEN 'disabled' ELSE status END,
+              disabled_reason = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 AND status = 'enabled'
+                                     THEN $16 ELSE disabled_reason END,
+              updated_at = CASE WHEN $12 THEN updated_at ELSE $6 END
+        WHERE id = $8 AND (NOT $12 OR consecutive_failures <> 0)
+        RETURNING consecutive_failures, status`,
+      [
+        d.id,
+        result.ok ? 'succeeded' : 'pending',
+        next,
+        result.statusCode,
+        result.error,
+        now,
+        headers['sv-delivery'],
+        d.endpoint_id,
+        d.event_id,
+        d.type,
+        d.attempts,
+        result.ok,
+        result.latencyMs,
+        result.responseExcerpt,
+        this.options.disableAfter,
+        `${this.options.disableAfter} consecutive failed attempts`,
+      ],
+    );
+    if (rows[0]?.status === 'disabled' && rows[0].consecutive_failures === this.options.disableAfter)
+      this.options.logger.warn(
+        { endpoint: d.endpoint_id },
+        'webhook endpoint disabled after repeated failures',
       );
-      await this.service.recordAttempt(tx, {
-        attemptId: headers['sv-delivery'] as string,
-        deliveryId: d.id,
-        endpointId: d.endpoint_id,
-        eventId: d.event_id,
-        eventType: d.type,
-        attempt: d.attempts,
-        result,
-        nextAttemptAt: next,
-      });
-      if (result.ok) {
-        await tx.query(
-          'UPDATE webhook_endpoints SET consecutive_failures = 0 WHERE id = $1 AND consecutive_failures <> 0',
-          [d.endpoint_id],
-        );
-      } else {
-        const { rows } = await tx.query<{ consecutive_failures: number; status: string }>(
-          `UPDATE webhook_endpoints
-              SET consecutive_failures = consecutive_failures + 1,
-                  status = CASE WHEN consecutive_failures + 1 >= $2 THEN 'disabled' ELSE status END,
-                  disabled_reason = CASE WHEN consecutive_failures + 1 >= $2 AND status = 'enabled'
-                                         THEN $3 ELSE disabled_reason END,
-                  updated_at = $4
-            WHERE id = $1 RETURNING consecutive_failures, status`,
-          [
-            d.endpoint_id,
-            this.options.disableAfter,
-            `${this.options.disableAfter} consecutive failed attempts`,
-            now,
-          ],
-        );
-        if (rows[0]?.status === 'disabled' && rows[0].consecutive_failures === this.options.disableAfter)
-          this.options.logger.warn(
-            { endpoint: d.endpoint_id },
-            'webhook endpoint disabled after repeated failures',
-          );
-      }
-    });
   }
 }
