@@ -412,7 +412,8 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
 - Redis commands per call: \`total_commands_processed\` around each B3 trial (nothing else runs
   then; background reads of idle processes included), summed, divided by B3's calls.
 - Completeness: records of the B3 server in ClickHouse (via the usage API, after ingest settles)
-  divided by the tool calls the origin answered on B3's path.
+  divided by the tool calls the origin answered on B3's path (warm-up included on both sides).
+- Everything shares this machine's cores; the reading of a run belongs in the issue notes.
 `;
 }
 

@@ -54,7 +54,9 @@ async function main() {
       .find((l) => l.startsWith('DATABASE_URL=')) ?? ''
   ).slice('DATABASE_URL='.length);
   const receiver = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((r) => receiver.stdout?.once('data', (c: Buffer) => r(Number(c.toString()))));
+  const port = await new Promise<number>((r) =>
+    receiver.stdout?.once('data', (c: Buffer) => r(Number(c.toString()))),
+  );
   const url = `http://127.0.0.1:${port}/hook`;
   const received = async () => Number(await (await fetch(`http://127.0.0.1:${port}/count`)).text());
 
@@ -174,7 +176,8 @@ async function main() {
       attempts: Number(rows[0]?.attempts ?? 0),
       failedAttempts: Number(rows[0]?.failed ?? 0),
       duplicatesReceived: extra,
-      specDefaultDrainHours: (EVENTS / DEFAULT_WEBHOOK_CONFIG.batchSize) * (DEFAULT_WEBHOOK_CONFIG.intervalMs / 3_600_000),
+      specDefaultDrainHours:
+        (EVENTS / DEFAULT_WEBHOOK_CONFIG.batchSize) * (DEFAULT_WEBHOOK_CONFIG.intervalMs / 3_600_000),
     };
     writeFileSync(join(root, 'bench', 'results', 'webhooks.json'), `${JSON.stringify(result, null, 2)}\n`);
     writeFileSync(

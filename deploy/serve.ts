@@ -102,6 +102,8 @@ async function main(): Promise<void> {
       counters,
     });
     closers.push(['control plane', () => server.close()]);
+    // In one process the proxy talks to this control plane where it really listens (PORT=0 too).
+    if (process.env.CONTROL_PLANE_URL === undefined) proxyConfig.controlPlaneUrl = server.url;
     logger.info(`control plane listening on ${server.url}`);
     process.stdout.write(`Control plane: ${server.url}  (API docs: ${server.url}/openapi.json)\n`);
   }

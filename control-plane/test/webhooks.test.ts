@@ -416,7 +416,7 @@ describe('usage events', () => {
     const api = await provider();
     await api('POST', '/v1/webhook_endpoints', {
       url: `${base}/ok/usage`,
-      enabledEvents: ['usage.recorded', 'usage.reset'],
+      enabledEvents: ['usage.recorded', 'usage.reset', 'usage.charged'],
     });
     const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body;
     const plan = (
@@ -457,6 +457,14 @@ describe('usage events', () => {
         },
       },
     });
+    // Usage priced in credits is charged: usage.charged with the units and credits.
+    await api('POST', `/v1/sdk/customers/${customer.id}/credits`, { kind: 'grant', amount: 100 });
+    const debit = await api('POST', `/v1/sdk/customers/${customer.id}/credits`, {
+      kind: 'debit',
+      units: 3,
+      planRef: plan.id,
+    });
+    expect(debit.status).toBe(201);
     clock.advance(32 * 24 * 3600_000);
     await harness.controlPlane.scheduler.runDue();
     await worker().drain();
@@ -466,6 +474,12 @@ describe('usage events', () => {
     expect(reset).toHaveLength(1);
     expect(reset[0].data.object).toMatchObject({ purchase: purchase.purchaseRef, customer: customer.id });
     expect(reset[0].data.object.periodStart).toBeGreaterThan(reset[0].data.object.previousPeriodStart);
+    const charged = to('/ok/usage')
+      .map((r) => JSON.parse(r.body))
+      .filter((e) => e.type === 'usage.charged');
+    expect(charged.map((e) => e.data.object)).toMatchObject([
+      { customer: customer.id, plan: plan.id, product: product.id, quantity: 3, credits: 3, balance: 97 },
+    ]);
   });
 });
 

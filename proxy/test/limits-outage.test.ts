@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -35,7 +36,8 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
   const started: Array<{ close(): Promise<void> }> = [];
   const stores: CounterStore[] = [];
 
-  async function proxyWith(counters: CounterStore, extra: Record<string, string>) {
+  let lastProxyUrl = '';
+  async function proxyWith(counters: CounterStore, extra: Record<string, string>, originUrl?: string) {
     const snapshots = new MemorySnapshotStore();
     await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
     await snapshots.set(
@@ -46,7 +48,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
         providerId: PROVIDER,
         environment: 'sandbox',
         subdomain: 'calc',
-        originUrl: origin.url,
+        originUrl: originUrl ?? origin.url,
         status: 'active',
         productId: PRODUCT,
         meterRef: 'mtr_requests',
@@ -76,6 +78,8 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       logger: createLogger({ level: 'silent', name: 'test' }),
     });
     started.push(proxy);
+    lastProxyUrl = proxy.url;
+    if (originUrl !== undefined) return undefined;
     const client = new Client({ name: 'outage', version: '1.0.0' });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp/calc`), {
@@ -103,7 +107,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
   };
 
   it('closed (default): limited calls get a retry-later error, free tools still work, nothing reaches the origin', async () => {
-    const client = await proxyWith(await deadRedis(), {});
+    const client = (await proxyWith(await deadRedis(), {})) as Client;
     await expect(client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).rejects.toThrow(
       /Usage limits cannot be checked right now/,
     );
@@ -123,7 +127,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
 
   it('open: limited calls are admitted and recorded as admitted, so the next seed counts them', async () => {
     records.length = 0;
-    const client = await proxyWith(await deadRedis(), { PROXY_LIMITS_WHEN_UNAVAILABLE: 'open' });
+    const client = (await proxyWith(await deadRedis(), { PROXY_LIMITS_WHEN_UNAVAILABLE: 'open' })) as Client;
     const result = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
     expect(result.content).toEqual([{ type: 'text', text: '3' }]);
     await client.close();
@@ -150,7 +154,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       1,
       Date.now() + 60_000,
     );
-    const client = await proxyWith(counters, {});
+    const client = (await proxyWith(counters, {})) as Client;
     const answers = [];
     for (let i = 0; i < 4; i++)
       answers.push(await client.callTool({ name: 'add', arguments: { a: i, b: 0 } }));
@@ -174,5 +178,86 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       ['paywall', false],
       ['paywall', false],
     ]);
+  });
+
+  it('a JSON-RPC batch with a refused call: the rest reaches the origin, the answers are merged', async () => {
+    records.length = 0;
+    // A plain JSON-RPC origin that answers batches (the SDK's servers do not take them).
+    const seen: unknown[] = [];
+    const batchOrigin = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Array<{
+          id?: number;
+          method: string;
+        }>;
+        seen.push(body);
+        const answers = body
+          .filter((m) => m.id !== undefined)
+          .map((m) => ({
+            jsonrpc: '2.0',
+            id: m.id,
+            result: { content: [{ type: 'text', text: `ran ${m.id}` }] },
+          }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answers));
+      });
+    });
+    await new Promise<void>((resolve) => batchOrigin.listen(0, '127.0.0.1', resolve));
+    const address = batchOrigin.address();
+    const port = address !== null && typeof address === 'object' ? address.port : 0;
+    const counters = new MemoryCounterStore();
+    const period = calendarPeriod('monthly', null, new Date());
+    await counters.seed(
+      counterKey({
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        customerId: CUSTOMER,
+        productId: PRODUCT,
+        planId: PLAN,
+        periodStart: period.start,
+      }),
+      2,
+      Date.now() + 60_000,
+    );
+    await proxyWith(counters, {}, `http://127.0.0.1:${port}/rpc`);
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'add', arguments: {} },
+    });
+    const response = await fetch(`${lastProxyUrl}/mcp/calc`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${issuer.token}`,
+      },
+      body: JSON.stringify([
+        call(1),
+        call(2),
+        { jsonrpc: '2.0', method: 'notifications/progress', params: {} },
+      ]),
+    });
+    const answers = (await response.json()) as Array<{
+      id: number;
+      result: { isError?: boolean; structuredContent?: unknown };
+    }>;
+    expect(response.status).toBe(200);
+    expect(answers.map((a) => a.id)).toEqual([1, 2]);
+    expect(answers[0]?.result).toEqual({ content: [{ type: 'text', text: 'ran 1' }] });
+    expect(answers[1]?.result).toMatchObject({
+      isError: true,
+      structuredContent: { kind: 'payment_required', limit: 3 },
+    });
+    // The origin saw the admitted call and the notification, never the refused call.
+    expect(seen).toEqual([[call(1), { jsonrpc: '2.0', method: 'notifications/progress', params: {} }]]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(records.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
+      ['success', true],
+      ['paywall', false],
+    ]);
+    batchOrigin.close();
   });
 });

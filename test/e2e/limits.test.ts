@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { freePort } from '@mcp-meter/ingest/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';
@@ -75,6 +76,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       LOG_LEVEL: 'warn',
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: infra.databaseUrl,
+      // The database is shared with other test files, whose webhook endpoints this worker must not send to.
+      WEBHOOKS_ENABLED: 'false',
       REDIS_URL: infra.redisUrl,
       KAFKA_BROKERS: infra.kafkaBrokers,
       BUS_NAMESPACE: `limits${suffix()}`,
@@ -217,6 +220,19 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       remaining: 0,
       checkoutSessionId: [...sessions][0],
     });
+
+    // Redis loses the counter: it is seeded again from ClickHouse (37 admitted calls), so the
+    // cap holds across the loss.
+    const redis = new Redis(infra.redisUrl);
+    const keys = await redis.keys(`mcpmeter:limit:sandbox:*:${customer.ref}:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    await redis.del(...keys);
+    await redis.quit();
+    const again = await connect(proxyPorts[1] as number, customer.token);
+    const after = (await again.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as ToolResult;
+    expect(after.structuredContent).toMatchObject({ kind: 'payment_required', used: LIMIT, limit: LIMIT });
+    expect(origin.calls.get('add')).toBe(LIMIT);
+    await again.close();
   });
 
   it('opens a plan-gated tool only after the customer buys that plan', async () => {

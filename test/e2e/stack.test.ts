@@ -34,6 +34,8 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
       LOG_LEVEL: 'warn',
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: infra.databaseUrl,
+      // The database is shared with other test files, whose webhook endpoints this worker must not send to.
+      WEBHOOKS_ENABLED: 'false',
       REDIS_URL: infra.redisUrl,
       KAFKA_BROKERS: infra.kafkaBrokers,
       // Own topics and consumer group: nothing shared with other test files on the same broker.

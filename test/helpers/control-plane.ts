@@ -2,10 +2,14 @@ import { InProcessUsageBus, type UsageReader } from '@mcp-meter/ingest';
 import { createLogger } from '@mcp-meter/ingest/kit';
 import { inject } from 'vitest';
 import type { Clock } from '../../control-plane/src/clock';
+import type { WebhookConfig } from '../../control-plane/src/config';
 import { migratePostgres } from '../../control-plane/src/db/migrate';
 import { createPool, type Pool } from '../../control-plane/src/db/pool';
-import type { WebhookConfig } from '../../control-plane/src/config';
-import { buildControlPlane, type ControlPlane, DEFAULT_WEBHOOK_CONFIG } from '../../control-plane/src/service';
+import {
+  buildControlPlane,
+  type ControlPlane,
+  DEFAULT_WEBHOOK_CONFIG,
+} from '../../control-plane/src/service';
 import { MemorySnapshotStore } from '../../control-plane/src/snapshots/store';
 import { openTestUsageStore } from './usage-store';
 

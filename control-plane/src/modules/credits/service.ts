@@ -5,7 +5,7 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { findCustomer } from '../customers/repository';
-import { writeEvent } from '../events/outbox';
+import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
@@ -184,6 +184,27 @@ export class CreditService {
       }
       if (before > 0 && after === 0) {
         await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
+      }
+      // Usage priced in credits (units × the plan's creditsPerUnit) is a usage charge.
+      if (input.kind === 'debit' && input.units !== undefined && input.planRef !== undefined) {
+        const plan = await findPlan(tx, auth, input.planRef);
+        await writeEvent(tx, {
+          ...auth,
+          type: 'usage.charged',
+          object: {
+            id: row.id,
+            customer: customer.id,
+            product: plan?.product_id ?? null,
+            plan: input.planRef,
+            quantity: input.units,
+            creditsPerUnit: plan?.credits_per_unit ?? null,
+            credits: -delta,
+            balance: after,
+            created: unixSeconds(at),
+          },
+          at,
+          idempotencyKey,
+        });
       }
       return { movement: toMovement(row), replayed: false };
     });
