@@ -146,4 +146,38 @@ describe('MCP server registry', () => {
       (await other.call('POST', '/v1/ui/mcp-servers', { name, url: 'http://127.0.0.1:4000/mcp' })).status,
     ).toBe(201);
   });
+
+  it('keeps origin keys write-only and sealed, and starts even when one was sealed under another secret', async () => {
+    const { call } = await seller('Sealed');
+    const name = unique();
+    const created = await call('POST', '/v1/ui/mcp-servers', {
+      name,
+      url: 'http://127.0.0.1:4000/mcp',
+      authHeaderName: 'X-Api-Key',
+      authApiKey: 'origin-key-42',
+    });
+    expect(created.body).toMatchObject({ hasAuthApiKey: true, authHeaderName: 'X-Api-Key' });
+    expect(JSON.stringify(created.body)).not.toContain('origin-key-42');
+    const { rows } = await harness.pool.query<{ auth_api_key_sealed: string }>(
+      'SELECT auth_api_key_sealed FROM mcp_servers WHERE id = $1',
+      [created.body.id],
+    );
+    expect(rows[0]?.auth_api_key_sealed).toMatch(/^v1\./);
+    expect(rows[0]?.auth_api_key_sealed).not.toContain('origin-key-42');
+    const snap = await snapshot(name);
+    expect(snap.originAuth.header).toBe('x-api-key');
+    expect(JSON.stringify(snap)).not.toContain('origin-key-42');
+    // Sealed under a different SECRET_KEY: that server is skipped and logged, the rest publish.
+    await harness.pool.query(
+      `UPDATE mcp_servers SET auth_api_key_sealed = 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' WHERE id = $1`,
+      [created.body.id],
+    );
+    await expect(harness.controlPlane.mcpServers.publishAll()).resolves.toBeGreaterThan(0);
+    expect(
+      (await call('PATCH', `/v1/ui/mcp-servers/${created.body.id}`, { authApiKey: null })).body,
+    ).toMatchObject({
+      hasAuthApiKey: false,
+    });
+    expect((await snapshot(name)).originAuth).toBeNull();
+  });
 });

@@ -443,8 +443,17 @@ export class McpServerService {
     let published = 0;
     for (const row of rows) {
       if (row.deleted_at === null) {
-        await this.publish(row);
-        published++;
+        try {
+          await this.publish(row);
+          published++;
+        } catch (error) {
+          // One server's origin key sealed under another SECRET_KEY must not stop the service:
+          // its previous snapshot (if any) stays, and the error says what to fix.
+          this.logger.error(
+            { err: error, server: row.id },
+            'MCP server snapshot not published (is SECRET_KEY the one its origin key was stored with?)',
+          );
+        }
       } else if (!rows.some((r) => r.deleted_at === null && r.subdomain === row.subdomain)) {
         await this.snapshots.delete(mcpServerKey(row.subdomain));
       }
