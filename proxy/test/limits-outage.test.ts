@@ -100,6 +100,21 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The default plan's counter as an earlier seed left it, so only the paywall needs the control plane. */
+  const seedFreeCounter = (counters: CounterStore, used: number) =>
+    counters.seed(
+      counterKey({
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        customerId: CUSTOMER,
+        productId: PRODUCT,
+        planId: PLAN,
+        periodStart: calendarPeriod('monthly', null, new Date()).start,
+      }),
+      used,
+      Date.now() + 60_000,
+    );
+
   const deadRedis = async () => {
     const store = new RedisCounterStore(`redis://127.0.0.1:${await freePort()}`);
     stores.push(store);
@@ -141,19 +156,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     records.length = 0;
     const counters = new MemoryCounterStore();
     // The counter exists (as after an earlier seed), so only the paywall needs the control plane.
-    const period = calendarPeriod('monthly', null, new Date());
-    await counters.seed(
-      counterKey({
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        customerId: CUSTOMER,
-        productId: PRODUCT,
-        planId: PLAN,
-        periodStart: period.start,
-      }),
-      1,
-      Date.now() + 60_000,
-    );
+    await seedFreeCounter(counters, 1);
     const client = (await proxyWith(counters, {})) as Client;
     const answers = [];
     for (let i = 0; i < 4; i++)
@@ -207,19 +210,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     const address = batchOrigin.address();
     const port = address !== null && typeof address === 'object' ? address.port : 0;
     const counters = new MemoryCounterStore();
-    const period = calendarPeriod('monthly', null, new Date());
-    await counters.seed(
-      counterKey({
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        customerId: CUSTOMER,
-        productId: PRODUCT,
-        planId: PLAN,
-        periodStart: period.start,
-      }),
-      2,
-      Date.now() + 60_000,
-    );
+    await seedFreeCounter(counters, 2);
     await proxyWith(counters, {}, `http://127.0.0.1:${port}/rpc`);
     const call = (id: number) => ({
       jsonrpc: '2.0',

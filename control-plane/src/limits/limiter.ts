@@ -147,13 +147,7 @@ export class LeasedLimiter {
       settle: previous === undefined ? undefined : { leaseId: previous.id, spent: previous.spent },
     };
     try {
-      let reply = await this.store.lease(call);
-      if (reply.missing) {
-        const seed = await target.seed();
-        await this.store.seed(target.key, seed.used, seed.expiresAtMs);
-        reply = await this.store.lease(call);
-      }
-      if (reply.missing) throw new Error(`limit counter ${target.key} vanished while seeding`);
+      const reply = await this.leaseSeeded(call, target);
       this.leases++;
       const now = performance.now();
       if (reply.granted > 0) {
@@ -163,6 +157,18 @@ export class LeasedLimiter {
     } catch (error) {
       throw new LimiterUnavailableError(error);
     }
+  }
+
+  /** One lease call; a missing counter is seeded first (from the target's usage) and asked again. */
+  private async leaseSeeded(call: LeaseCall, target: LimitTarget) {
+    let reply = await this.store.lease(call);
+    if (reply.missing) {
+      const seed = await target.seed();
+      await this.store.seed(target.key, seed.used, seed.expiresAtMs);
+      reply = await this.store.lease(call);
+    }
+    if (reply.missing) throw new Error(`limit counter ${target.key} vanished while seeding`);
+    return reply;
   }
 
   /** Reported usage and open leases of a counter, without leasing (seeds a missing counter). */
@@ -176,13 +182,8 @@ export class LeasedLimiter {
       leaseId: '',
     };
     try {
-      let reply = await this.store.lease(call);
-      if (reply.missing) {
-        const seed = await target.seed();
-        await this.store.seed(target.key, seed.used, seed.expiresAtMs);
-        reply = await this.store.lease(call);
-      }
-      return reply.missing ? { used: 0, leased: 0 } : { used: reply.used, leased: reply.leased };
+      const reply = await this.leaseSeeded(call, target);
+      return { used: reply.used, leased: reply.leased };
     } catch (error) {
       throw new LimiterUnavailableError(error);
     }
