@@ -20,7 +20,7 @@ import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import { GRANTS_ACCESS } from '../purchases/state-machine';
+import { findAccessPurchase } from '../purchases/repository';
 
 export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan';
 
@@ -119,18 +119,7 @@ export class LimitService {
     customerId: string,
     productId: string,
   ): Promise<Governing | undefined> {
-    const { rows } = await this.pool.query<{
-      plan_id: string;
-      status: string;
-      period_start: Date;
-      period_end: Date | null;
-    }>(
-      `SELECT plan_id, status, period_start, period_end FROM purchases
-        WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
-        ORDER BY updated_at DESC LIMIT 1`,
-      [customerId, productId, [...GRANTS_ACCESS]],
-    );
-    const purchase = rows[0];
+    const purchase = await findAccessPurchase(this.pool, customerId, productId);
     if (purchase !== undefined) {
       const plan = await findPlan(this.pool, auth, purchase.plan_id);
       return {

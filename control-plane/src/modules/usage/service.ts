@@ -22,7 +22,7 @@ import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import { GRANTS_ACCESS } from '../purchases/state-machine';
+import { findAccessPurchase } from '../purchases/repository';
 import { MAX_BULK_RECORDS } from './schemas';
 
 export interface MeterEventInput {
@@ -222,11 +222,8 @@ export class UsageService {
    */
   private async announce(auth: AuthContext, record: UsageRecord, productId: string): Promise<void> {
     const customer = await findCustomer(this.pool, auth, record.customerRef);
-    const { rows } = await this.pool.query<{ id: string }>(
-      `SELECT id FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
-        ORDER BY updated_at DESC LIMIT 1`,
-      [customer?.id ?? '', productId, [...GRANTS_ACCESS]],
-    );
+    const purchase =
+      customer === undefined ? undefined : await findAccessPurchase(this.pool, customer.id, productId);
     const digest = createHash('sha256')
       .update(`${auth.providerId}:${auth.environment}:${record.id}`)
       .digest('hex');
@@ -238,7 +235,7 @@ export class UsageService {
         reference: record.id,
         customer: customer?.id ?? record.customerRef,
         product: productId,
-        purchase: rows[0]?.id ?? null,
+        purchase: purchase?.id ?? null,
         quantity: record.value,
         meterName: record.meterName,
         recordedAt: unixSeconds(new Date(record.timestamp)),

@@ -1,0 +1,24 @@
+import type { Queryable } from '../../db/pool';
+import { GRANTS_ACCESS } from './state-machine';
+
+export interface AccessPurchase {
+  id: string;
+  plan_id: string;
+  period_start: Date;
+  period_end: Date | null;
+}
+
+/** The customer's purchase of the product that grants access right now (trialing, active, past due), if any. */
+export async function findAccessPurchase(
+  db: Queryable,
+  customerId: string,
+  productId: string,
+): Promise<AccessPurchase | undefined> {
+  const { rows } = await db.query<AccessPurchase>(
+    `SELECT id, plan_id, period_start, period_end FROM purchases
+      WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
+      ORDER BY updated_at DESC LIMIT 1`,
+    [customerId, productId, [...GRANTS_ACCESS]],
+  );
+  return rows[0];
+}
