@@ -13,7 +13,15 @@
  * shortfall in achieved rate does not count as sustained.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  createWriteStream,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,6 +34,10 @@ const { values: args } = parseArgs({
     'trial-seconds': { type: 'string', default: '8' },
     'latency-seconds': { type: 'string', default: '15' },
     'start-rate': { type: 'string', default: '1000' },
+    // Only the CPU-per-call breakdown at this rate (no max-rate search): for working on the path.
+    'cpu-only': { type: 'string' },
+    // With --cpu-only: keep the stack up this long afterwards (targets printed) for profiling by hand.
+    'hold-seconds': { type: 'string', default: '0' },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
@@ -33,6 +45,7 @@ const LATENCY_SECONDS = Number(args['latency-seconds']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const children: ChildProcess[] = [];
+const named = new Map<number, string>();
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 function spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
@@ -41,6 +54,7 @@ function spawnLogged(name: string, command: string, argv: string[], env: NodeJS.
   child.stdout?.pipe(file);
   child.stderr?.pipe(file);
   children.push(child);
+  if (child.pid !== undefined) named.set(child.pid, name);
   return child;
 }
 
@@ -146,6 +160,67 @@ async function maxRate(
     else bad = mid;
   }
   return { rate: good, trials };
+}
+
+interface CpuBreakdown {
+  rate: number;
+  rows: Array<{
+    target: string;
+    requests: number;
+    seconds: number;
+    usPerCall: Record<string, number>;
+    total: number;
+  }>;
+}
+
+/** CPU seconds (user + system) by process group, from /proc; k6 is counted through our cutime. */
+type CpuSample = Record<string, number>;
+const CLK_TCK = 100;
+function statTimes(pid: string | number): number[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .slice(11, 15)
+      .map(Number);
+  } catch {
+    return undefined;
+  }
+}
+function cpuSample(named: Map<number, string>): CpuSample {
+  const sample: CpuSample = {};
+  const add = (group: string, ticks: number) => {
+    sample[group] = (sample[group] ?? 0) + ticks / CLK_TCK;
+  };
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const times = statTimes(pid);
+    if (times === undefined) continue;
+    const [utime = 0, stime = 0, cutime = 0, cstime = 0] = times;
+    if (pid === process.pid) {
+      add('bench', utime + stime);
+      add('k6', cutime + cstime);
+      continue;
+    }
+    let group = named.get(pid);
+    if (group === undefined) {
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {}
+      group = cmdline.includes('kafka.Kafka')
+        ? 'kafka'
+        : cmdline.includes('redis-server')
+          ? 'redis'
+          : cmdline.includes('postgres')
+            ? 'postgres'
+            : 'other';
+    }
+    add(group, utime + stime);
+  }
+  return sample;
 }
 
 async function redisCommands(redis: Redis): Promise<number> {
@@ -260,6 +335,47 @@ async function main() {
   // warm-ups left the proxies' first trials with compile pauses and dropped iterations.
   for (let pass = 0; pass < 2; pass++)
     for (const target of Object.keys(targets) as Target[]) run(target, 1000, 5);
+  // The Kafka broker's JIT keeps compiling its produce and fetch paths for tens of seconds of
+  // traffic (its C2 threads took 16% of a core in the first 20 s): B3 is measured warm, as a
+  // broker in service is.
+  run('B3', 1500, 30);
+
+  // CPU per call by process: which part of the machine each target's calls cost.
+  const cpuBreakdown = async (rate: number): Promise<CpuBreakdown> => {
+    const rows: CpuBreakdown['rows'] = [];
+    for (const target of ['B1', 'B2', 'B3'] as const) {
+      const before = cpuSample(named);
+      const started = Date.now();
+      const trial = run(target, rate, 10);
+      await new Promise((r) => setTimeout(r, 2000)); // the pipeline finishes the trial's records
+      const after = cpuSample(named);
+      const seconds = (Date.now() - started) / 1000;
+      const usPerCall: Record<string, number> = {};
+      for (const group of new Set([...Object.keys(before), ...Object.keys(after)])) {
+        usPerCall[group] = (((after[group] ?? 0) - (before[group] ?? 0)) * 1e6) / trial.requests;
+      }
+      const total = Object.values(usPerCall).reduce((a, b) => a + b, 0);
+      rows.push({ target, requests: trial.requests, seconds, usPerCall, total });
+      log(
+        `${target} CPU µs/call: ${Object.entries(usPerCall)
+          .filter(([, v]) => v >= 0.5)
+          .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+          .join(', ')}; total ${total.toFixed(1)}`,
+      );
+    }
+    return { rate, rows };
+  };
+  if (args['cpu-only'] !== undefined) {
+    await cpuBreakdown(Number(args['cpu-only']));
+    const hold = Number(args['hold-seconds']);
+    if (hold > 0) {
+      log(
+        `holding ${hold} s: ${JSON.stringify({ targets, pids: Object.fromEntries([...named].map(([p, n]) => [n, p])) })}`,
+      );
+      await new Promise((r) => setTimeout(r, hold * 1000));
+    }
+    return;
+  }
 
   const countsAfterWarmup = await (await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)).json();
   log(`origin counts after warm-up: ${JSON.stringify(countsAfterWarmup)}`);
@@ -292,6 +408,7 @@ async function main() {
     latency.B3.push(await runB3(half, LATENCY_SECONDS));
   }
   const redisPerCall = b3Commands / b3Calls;
+  const cpu = await cpuBreakdown(half);
 
   // Event completeness: records of the B3 server in ClickHouse against calls the origin answered.
   const originCounts = (await (
@@ -351,6 +468,7 @@ async function main() {
     countsAfterWarmup,
     trials: Object.fromEntries(Object.entries(max).map(([t, v]) => [t, v.trials])),
     latencyTrials: latency,
+    cpuPerCall: cpu,
   };
   writeFileSync(join(root, 'bench', 'results', 'proxy.json'), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(result));
@@ -358,6 +476,28 @@ async function main() {
 }
 
 let stopInfra = () => {};
+
+const CPU_GROUPS: Array<[string, string]> = [
+  ['k6', 'k6'],
+  ['servers', 'origin and null responder'],
+  ['proxy-b2', 'proxy B2 (metering off)'],
+  ['proxy-b3', 'proxy B3'],
+  ['kafka', 'Kafka broker (JVM)'],
+  ['control-plane', 'control plane + ingest consumer + chdb'],
+  ['redis', 'Redis'],
+  ['postgres', 'PostgreSQL'],
+  ['bench', 'this script'],
+  ['other', 'anything else on the machine'],
+];
+function cpuTable(b: CpuBreakdown): string {
+  const head = `| process | ${b.rows.map((r) => r.target).join(' | ')} |\n| --- |${b.rows.map(() => ' ---: |').join('')}\n`;
+  const lines = CPU_GROUPS.map(
+    ([group, label]) =>
+      `| ${label} | ${b.rows.map((r) => (r.usPerCall[group] ?? 0).toFixed(1)).join(' | ')} |`,
+  );
+  lines.push(`| **total** | ${b.rows.map((r) => `**${r.total.toFixed(1)}**`).join(' | ')} |`);
+  return head + lines.join('\n');
+}
 
 const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
 function report(r: {
@@ -373,6 +513,7 @@ function report(r: {
   completeness: { b3CallsAnsweredByOrigin: number; recordsInClickHouse: number; ratio: number };
   trialSeconds: number;
   latencySeconds: number;
+  cpuPerCall: CpuBreakdown;
 }): string {
   return `# Proxy benchmark (k6, open model)
 
@@ -394,6 +535,15 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
 | added p99 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${r.addedP99Ms.toFixed(3)} ms (${r.latencyAtHalfB1.B3.p99.toFixed(3)} − ${r.latencyAtHalfB1.B1.p99.toFixed(3)}) | ≤ 1 ms | ${goal(r.addedP99Ms <= 1)} |
 | Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | event completeness (records / calls) | ${r.completeness.recordsInClickHouse} / ${r.completeness.b3CallsAnsweredByOrigin} = ${r.completeness.ratio.toFixed(4)} | exactly 1 | ${goal(r.completeness.ratio === 1)} |
+
+## CPU per call, by process
+
+Each target alone at ${r.cpuPerCall.rate}/s for 10 s (then 2 s for the pipeline to finish the trial's records):
+CPU time (user + system, from \`/proc\`) of each process group over the calls made, in µs per call.
+Idle processes still tick (timers, the broker's housekeeping), so a process's figure under a target
+it does not serve is its background cost.
+
+${cpuTable(r.cpuPerCall)}
 
 ## Method
 

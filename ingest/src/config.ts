@@ -13,6 +13,8 @@ export interface BusConfig {
   batchSize: number;
   flushIntervalMs: number;
   retryDelayMs: number;
+  fetchMinBytes: number;
+  fetchMaxWaitMs: number;
 }
 
 export interface ClickHouseConfig {
@@ -46,6 +48,10 @@ export function readBusConfig(env: EnvReader): BusConfig {
     // Usage becomes queryable within about this long after it is accepted.
     flushIntervalMs: env.int('INGEST_FLUSH_INTERVAL_MS', 500, { min: 10, max: 60_000 }),
     retryDelayMs: env.int('INGEST_RETRY_DELAY_MS', 500, { min: 10, max: 60_000 }),
+    // A consumer fetch waits for this much data or INGEST_FETCH_MAX_WAIT_MS, whichever comes first:
+    // fewer, fuller fetches cost the broker far less per record, for at most the wait in freshness.
+    fetchMinBytes: env.int('INGEST_FETCH_MIN_BYTES', 64 * 1024, { min: 1, max: 64 * 1024 * 1024 }),
+    fetchMaxWaitMs: env.int('INGEST_FETCH_MAX_WAIT_MS', 250, { min: 10, max: 10_000 }),
   };
 }
 

@@ -46,6 +46,8 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
         retryDelayMs: config.retryDelayMs,
         partitionsConsumedConcurrently: config.kafkaTopicPartitions * 4, // record + bulk topics, both environments
         sessionTimeoutMs: config.kafkaSessionTimeoutMs,
+        fetchMinBytes: config.fetchMinBytes,
+        fetchMaxWaitMs: config.fetchMaxWaitMs,
         logger,
       }),
     kind: 'kafka',

@@ -11,6 +11,8 @@ describe('configuration', () => {
       namespace: 'mcpmeter',
       batchSize: 5000,
       flushIntervalMs: 500,
+      fetchMinBytes: 65536,
+      fetchMaxWaitMs: 250,
     });
     expect(Object.isFrozen(bus)).toBe(true);
   });

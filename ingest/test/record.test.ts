@@ -87,4 +87,12 @@ describe('ids', () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(ulid(1_800_000_000_001) > (ids.at(-1) ?? '')).toBe(true);
   });
+
+  it('draws fresh randomness for every millisecond, across refills of its random pool', async () => {
+    const { ulid } = await import('../src/kit/ids');
+    const ids = Array.from({ length: 2000 }, (_, i) => ulid(1_900_000_000_000 + i));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-hjkmnp-tv-z]{10}[0-9a-h][0-9a-hjkmnp-tv-z]{15}$/);
+    expect(new Set(ids.map((id) => id.slice(10))).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+  });
 });

@@ -54,8 +54,10 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     meteringEnabled: env.bool('PROXY_METERING_ENABLED', true),
     requireAuth: env.bool('PROXY_REQUIRE_AUTH', true),
     emitterMaxBatch: env.int('EMITTER_MAX_BATCH', 1_000, { min: 1, max: 100_000 }),
-    // Short linger: records reach the bus quickly while still leaving in batches under load.
-    emitterLingerMs: env.int('EMITTER_LINGER_MS', 20, { min: 0, max: 10_000 }),
+    // Records leave at least this often. Each publish costs the broker (and the consumer's
+    // fetch) about the same whatever its size, so at 20 ms it was most of the metering CPU per
+    // record; 100 ms keeps usage fresh within well under a second (bench/results/proxy.md).
+    emitterLingerMs: env.int('EMITTER_LINGER_MS', 100, { min: 0, max: 10_000 }),
     emitterMaxQueued: env.int('EMITTER_MAX_QUEUED', 100_000, { min: 1, max: 10_000_000 }),
     limitsEnabled: env.bool('PROXY_LIMITS_ENABLED', true),
     limitsWhenUnavailable: env.oneOf('PROXY_LIMITS_WHEN_UNAVAILABLE', ['closed', 'open'] as const, 'closed'),

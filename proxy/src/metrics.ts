@@ -8,12 +8,20 @@ const labelText = (labels: Labels) => {
 
 export class Counter {
   private readonly values = new Map<string, number>();
+  /** Label sets seen so far, by a cheap join of their names and values (counted on the hot path). */
+  private readonly texts = new Map<string, string>();
   constructor(
     readonly name: string,
     readonly help: string,
   ) {}
   inc(labels: Labels = {}, by = 1): void {
-    const key = labelText(labels);
+    let raw = '';
+    for (const name in labels) raw += `${name}\u0000${labels[name]}\u0001`;
+    let key = this.texts.get(raw);
+    if (key === undefined) {
+      key = labelText(labels);
+      this.texts.set(raw, key);
+    }
     this.values.set(key, (this.values.get(key) ?? 0) + by);
   }
   render(): string {

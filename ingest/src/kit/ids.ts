@@ -1,9 +1,14 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 
+/** Random bytes drawn 4 KiB at a time: one CSPRNG call per 256 ids instead of one per id. */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
 let lastTime = -1;
-let lastRandom: number[] = [];
+let lastTimePart = '';
+const lastRandom = new Uint8Array(16);
 
 /**
  * A ULID (48-bit millisecond time + 80 random bits, Crockford base32), monotonic within a
@@ -11,28 +16,33 @@ let lastRandom: number[] = [];
  * order. Cursor pagination and the outbox's event order rely on that.
  */
 export function ulid(now = Date.now()): string {
-  let random: number[];
   if (now === lastTime) {
-    random = [...lastRandom];
-    for (let i = random.length - 1; i >= 0; i--) {
-      const digit = (random[i] ?? 0) + 1;
-      random[i] = digit % 32;
+    for (let i = lastRandom.length - 1; i >= 0; i--) {
+      const digit = (lastRandom[i] ?? 0) + 1;
+      lastRandom[i] = digit % 32;
       if (digit < 32) break;
     }
   } else {
-    const bytes = randomBytes(16);
+    if (poolOffset + lastRandom.length > pool.length) {
+      randomFillSync(pool);
+      poolOffset = 0;
+    }
     // The top bit of the first digit stays clear, leaving room to increment without overflow.
-    random = Array.from(bytes, (b, i) => (i === 0 ? b % 16 : b % 32));
+    lastRandom[0] = (pool[poolOffset] ?? 0) % 16;
+    for (let i = 1; i < lastRandom.length; i++) lastRandom[i] = (pool[poolOffset + i] ?? 0) % 32;
+    poolOffset += lastRandom.length;
+    let time = '';
+    let t = now;
+    for (let i = 0; i < 10; i++) {
+      time = (CROCKFORD[t % 32] ?? '0') + time;
+      t = Math.floor(t / 32);
+    }
+    lastTime = now;
+    lastTimePart = time;
   }
-  lastTime = now;
-  lastRandom = random;
-  let time = '';
-  let t = now;
-  for (let i = 0; i < 10; i++) {
-    time = (CROCKFORD[t % 32] ?? '0') + time;
-    t = Math.floor(t / 32);
-  }
-  return time + random.map((d) => CROCKFORD[d] ?? '0').join('');
+  let id = lastTimePart;
+  for (let i = 0; i < lastRandom.length; i++) id += CROCKFORD[lastRandom[i] ?? 0] ?? '0';
+  return id;
 }
 
 /** A prefixed id such as `prd_01j...`; the prefix says what kind of object it names. */
