@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
@@ -16,11 +16,19 @@ export function loadSecretKey(configured: string | undefined, dataDir: string): 
   }
   const file = join(dataDir, 'secret.key');
   if (!existsSync(file)) {
+    // Services sharing a DATA_DIR may start together: the secret is written whole under a
+    // private name and then linked into place, which fails if another process got there first.
+    // A reader therefore never sees an empty or partly written file, and everyone ends up
+    // with the first secret linked.
     mkdirSync(dirname(file), { recursive: true });
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(draft, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
     try {
-      writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
+      linkSync(draft, file);
     } catch (error) {
       if ((error as { code?: string }).code !== 'EEXIST') throw error;
+    } finally {
+      unlinkSync(draft);
     }
   }
   chmodSync(file, 0o600);
