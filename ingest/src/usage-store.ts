@@ -125,9 +125,11 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         table: `${this.database}.${TABLES[environment]}`,
         values: rows,
         format: 'JSONEachRow',
-        ...(dedupeToken === undefined
-          ? {}
-          : { clickhouse_settings: { insert_deduplication_token: `${dedupeToken}:${environment}` } }),
+        // Always sent, empty when there is none: chdb applies settings as SET on its one session,
+        // so a token left over from the previous insert would otherwise drop this one silently.
+        clickhouse_settings: {
+          insert_deduplication_token: dedupeToken === undefined ? '' : `${dedupeToken}:${environment}`,
+        },
       });
     }
   }
