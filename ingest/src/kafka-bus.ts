@@ -34,7 +34,7 @@ export function kafkaLogging(logger: Logger): { logLevel: logLevel; logCreator: 
   };
 }
 
-const allTopics = (namespace: string) =>
+export const allTopics = (namespace: string): string[] =>
   ENVIRONMENTS.flatMap((env) => [recordTopic(namespace, env), bulkTopic(namespace, env)]);
 
 /** Creates the record topics if missing; safe to call from every producer and consumer. */
@@ -151,6 +151,7 @@ export interface KafkaSubscriptionOptions {
 export class KafkaUsageSubscription implements UsageSubscription {
   private readonly consumer: Consumer;
   private batcher: CrossPartitionBatcher | undefined;
+  private running = false;
   readonly stats = { malformed: 0 };
 
   constructor(
@@ -242,12 +243,21 @@ export class KafkaUsageSubscription implements UsageSubscription {
         }
       },
     });
+    this.running = true;
   }
 
-  /** Stops fetching, writes and commits what was fetched, then leaves the group. */
+  /**
+   * Stops fetching, writes and commits what was fetched, then leaves the group. The commits
+   * happen while still a member: kafkajs drops commits once stopped, and a commit can wait up
+   * to a fetch's maxWait behind the fetch in flight on the same broker connection, so
+   * committing after `consumer.stop()` would turn every clean shutdown into a replay.
+   */
   async stop(): Promise<void> {
-    await this.consumer.stop();
+    if (this.running) this.consumer.pause(allTopics(this.options.namespace).map((topic) => ({ topic })));
     await this.batcher?.drain();
+    await this.consumer.stop();
+    // Anything delivered between the pause and the stop is written; its commit may be lost,
+    // which only replays it into the idempotent store.
     await this.batcher?.stop();
     await this.consumer.disconnect();
   }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { readBusConfig } from '../src/config';
+import { type BusConfig, readBusConfig } from '../src/config';
+import { allTopics, Kafka } from '../src/kafka-bus';
 import { createLogger, readEnv } from '../src/kit';
 import { buildUsageRecord, type UsageRecord } from '../src/record';
 import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service';
@@ -9,6 +10,7 @@ import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service
 /** Kafka → ingest consumer → ClickHouse (chdb), on the real broker started for the test run. */
 const logger = createLogger({ level: 'silent', name: 'pipeline-test' });
 let bus: UsageBus;
+let config: BusConfig;
 let store: Awaited<ReturnType<typeof openTestUsageStore>>;
 
 const providerId = `prv_pipeline_${Date.now()}`;
@@ -35,6 +37,33 @@ const total = (environment: 'sandbox' | 'live', customerRef?: string) =>
     to: new Date(Date.now() + 60_000),
   });
 
+/** Every partition's committed position is its end: a new member would replay nothing. */
+const expectAllCommitted = async () => {
+  const admin = new Kafka({ brokers: config.kafkaBrokers, logLevel: 0 }).admin();
+  await admin.connect();
+  try {
+    const topics = allTopics(config.namespace);
+    const committed = await admin.fetchOffsets({ groupId: config.kafkaConsumerGroup, topics });
+    const positions = [];
+    for (const topic of topics) {
+      const done = committed.find((c) => c.topic === topic)?.partitions ?? [];
+      for (const end of await admin.fetchTopicOffsets(topic)) {
+        const at = done.find((p) => p.partition === end.partition)?.offset ?? '-1';
+        // A partition never written to has no commit (-1) and nothing to replay.
+        positions.push({
+          topic,
+          partition: end.partition,
+          committed: end.high === '0' ? '0' : at,
+          end: end.high,
+        });
+      }
+    }
+    expect(positions.filter((p) => p.committed !== p.end)).toEqual([]);
+  } finally {
+    await admin.disconnect();
+  }
+};
+
 beforeAll(async () => {
   const env = readEnv({
     KAFKA_BROKERS: inject('infra').kafkaBrokers,
@@ -42,7 +71,8 @@ beforeAll(async () => {
     INGEST_FLUSH_INTERVAL_MS: '100',
     INGEST_RETRY_DELAY_MS: '50',
   });
-  bus = await openUsageBus(env.done(readBusConfig(env)), logger);
+  config = env.done(readBusConfig(env));
+  bus = await openUsageBus(config, logger);
   store = await openTestUsageStore('pipe');
 });
 
@@ -52,7 +82,7 @@ afterAll(async () => {
 });
 
 describe('usage pipeline on real Kafka and ClickHouse', () => {
-  it('counts every record exactly once: duplicates collapse, sandbox and live never meet', async () => {
+  it('counts every record exactly once: duplicates collapse, sandbox and live never meet, and a clean stop commits all', async () => {
     const consumer = await startIngestConsumer({
       subscription: bus.subscription(),
       store: store.store,
@@ -79,6 +109,8 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
     } finally {
       await consumer.close();
     }
+    // A clean stop commits what it wrote, so the next member does not replay it.
+    await expectAllCommitted();
   });
 
   it('a batch whose offsets were not committed after its insert is replayed and still counts once', async () => {
