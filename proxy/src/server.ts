@@ -1,6 +1,7 @@
 import uWS from 'uWebSockets.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
@@ -173,6 +174,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     pipelining: 1,
   });
   let inflight = 0;
+  // Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const metrics = {
     requests: new Counter(
       'mcpmeter_proxy_http_requests_total',
@@ -514,6 +518,20 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
   }
 
+  /** Event-loop delay since the previous scrape (the sampling timer's lateness, 10 ms resolution). */
+  function eventLoopDelayText(): string {
+    const name = 'mcpmeter_proxy_event_loop_delay_seconds';
+    let out = `# HELP ${name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${name} gauge\n`;
+    for (const [quantile, ns] of [
+      ['0.5', loopDelay.percentile(50)],
+      ['0.99', loopDelay.percentile(99)],
+      ['1', loopDelay.max],
+    ] as const)
+      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : ns / 1e9}\n`;
+    loopDelay.reset();
+    return out;
+  }
+
   function metricsText(): string {
     const parts = [
       metrics.requests.render(),
@@ -588,6 +606,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     }
     parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', inflight));
+    parts.push(eventLoopDelayText());
     return parts.join('');
   }
 
@@ -689,6 +708,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       const deadline = Date.now() + 10_000;
       while (inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       await origins.close();
+      loopDelay.disable();
     },
   };
 }

@@ -335,5 +335,6 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(metrics).toMatch(/mcpmeter_proxy_limit_decisions_total\{decision="paywall"\} \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_own_seconds_count \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
+    expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);
   });
 });
