@@ -522,12 +522,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   function eventLoopDelayText(): string {
     const name = 'mcpmeter_proxy_event_loop_delay_seconds';
     let out = `# HELP ${name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${name} gauge\n`;
+    // The sampling timer's interval itself is part of every sample; what is left is delay.
     for (const [quantile, ns] of [
       ['0.5', loopDelay.percentile(50)],
       ['0.99', loopDelay.percentile(99)],
       ['1', loopDelay.max],
     ] as const)
-      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : ns / 1e9}\n`;
+      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : Math.max(0, ns / 1e9 - 0.01)}\n`;
     loopDelay.reset();
     return out;
   }
