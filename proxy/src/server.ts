@@ -528,7 +528,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       ['0.99', loopDelay.percentile(99)],
       ['1', loopDelay.max],
     ] as const)
-      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : Math.max(0, ns / 1e9 - 0.01)}\n`;
+      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : Math.max(0, ns / 1e9 - 0.01).toFixed(6)}\n`;
     loopDelay.reset();
     return out;
   }
