@@ -1,5 +1,7 @@
 /** Minimal Prometheus text exposition: labelled counters and histograms, no dependencies. */
 
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+
 type Labels = Record<string, string>;
 const labelText = (labels: Labels) => {
   const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, '_')}"`);
@@ -67,3 +69,33 @@ export const gauge = (name: string, help: string, value: number) =>
   `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name} ${value}\n`;
 export const counter = (name: string, help: string, value: number) =>
   `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
+
+/** Event-loop delay since the previous render (p50, p99, max), sampled every `resolutionMs`. */
+export class EventLoopDelay {
+  private readonly histogram;
+  constructor(
+    readonly name: string,
+    private readonly resolutionMs = 10,
+  ) {
+    this.histogram = monitorEventLoopDelay({ resolution: resolutionMs });
+    this.histogram.enable();
+  }
+  render(): string {
+    const h = this.histogram;
+    let out = `# HELP ${this.name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${this.name} gauge\n`;
+    for (const [quantile, ns] of [
+      ['0.5', h.percentile(50)],
+      ['0.99', h.percentile(99)],
+      ['1', h.max],
+    ] as const) {
+      // The sampling timer's interval itself is part of every sample; what is left is delay.
+      const seconds = h.count === 0 ? 0 : Math.max(0, ns / 1e9 - this.resolutionMs / 1000);
+      out += `${this.name}{quantile="${quantile}"} ${seconds.toFixed(6)}\n`;
+    }
+    h.reset();
+    return out;
+  }
+  close(): void {
+    this.histogram.disable();
+  }
+}

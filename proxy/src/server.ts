@@ -1,7 +1,6 @@
 import uWS from 'uWebSockets.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
@@ -22,7 +21,7 @@ import {
   type ToolOutcome,
   toolCallsIn,
 } from './jsonrpc';
-import { Counter, counter, gauge, Histogram } from './metrics';
+import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
 import { callOrigin, type OriginControl, originTarget } from './origin';
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
@@ -175,8 +174,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   });
   let inflight = 0;
   // Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor.
-  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
-  loopDelay.enable();
+  const loopDelay = new EventLoopDelay('mcpmeter_proxy_event_loop_delay_seconds');
   const metrics = {
     requests: new Counter(
       'mcpmeter_proxy_http_requests_total',
@@ -518,21 +516,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
   }
 
-  /** Event-loop delay since the previous scrape (the sampling timer's lateness, 10 ms resolution). */
-  function eventLoopDelayText(): string {
-    const name = 'mcpmeter_proxy_event_loop_delay_seconds';
-    let out = `# HELP ${name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${name} gauge\n`;
-    // The sampling timer's interval itself is part of every sample; what is left is delay.
-    for (const [quantile, ns] of [
-      ['0.5', loopDelay.percentile(50)],
-      ['0.99', loopDelay.percentile(99)],
-      ['1', loopDelay.max],
-    ] as const)
-      out += `${name}{quantile="${quantile}"} ${loopDelay.count === 0 ? 0 : Math.max(0, ns / 1e9 - 0.01).toFixed(6)}\n`;
-    loopDelay.reset();
-    return out;
-  }
-
   function metricsText(): string {
     const parts = [
       metrics.requests.render(),
@@ -607,7 +590,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     }
     parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', inflight));
-    parts.push(eventLoopDelayText());
+    parts.push(loopDelay.render());
     return parts.join('');
   }
 
@@ -709,7 +692,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       const deadline = Date.now() + 10_000;
       while (inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       await origins.close();
-      loopDelay.disable();
+      loopDelay.close();
     },
   };
 }
