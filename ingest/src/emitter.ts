@@ -52,6 +52,10 @@ export interface BatchingEmitterOptions {
  */
 export class BatchingUsageEmitter implements UsageEmitter {
   private queue: UsageRecord[] = [];
+  /** When the oldest record in the queue arrived (ms, monotonic). */
+  private queuedSince = 0;
+  /** Flushes waiting: while any is, the queue is published whole, without lingering. */
+  private flushing = 0;
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
   private readonly counters = { emitted: 0, published: 0, retried: 0, spilled: 0, replayed: 0, dropped: 0 };
@@ -73,6 +77,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
 
   emit(record: UsageRecord): void {
     this.counters.emitted++;
+    if (this.queue.length === 0) this.queuedSince = performance.now();
     this.queue.push(record);
     this.enforceMemoryBound();
     if (this.queue.length >= this.options.maxBatch) void this.send();
@@ -135,8 +140,21 @@ export class BatchingUsageEmitter implements UsageEmitter {
     return this.sending;
   }
 
+  /**
+   * One publish at a time. A publish waits until its oldest record has lingered `lingerMs` or a
+   * full batch is waiting, also right after the previous publish: under load, publishes then go
+   * every `lingerMs` with everything since, not back to back with whatever arrived meanwhile
+   * (many small produce requests cost the bus and the consumer far more per record).
+   */
   private async sendAll(): Promise<void> {
     while (this.queue.length > 0) {
+      if (this.flushing === 0 && this.queue.length < this.options.maxBatch) {
+        const wait = this.options.lingerMs - (performance.now() - this.queuedSince);
+        if (wait > 0) {
+          this.schedule(wait);
+          break;
+        }
+      }
       // The batch leaves the queue before the publish: while it is in flight, emit() may spill
       // the queue's oldest records, so nothing else may later be removed in the batch's name.
       const batch = this.queue.splice(0, this.options.maxBatch);
@@ -191,12 +209,20 @@ export class BatchingUsageEmitter implements UsageEmitter {
     this.spillPending = this.spillFiles().length > 0;
   }
 
+  /** Publishes everything queued now, without lingering; resolves once that was tried. */
   async flush(): Promise<void> {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    await this.send();
+    this.flushing++;
+    try {
+      // A publish in flight may end lingering with records left: this flush sends after it.
+      if (this.sending !== undefined) await this.sending;
+      await this.send();
+    } finally {
+      this.flushing--;
+    }
   }
 
   /** Publishes what it can within a bounded time; whatever is left goes to disk for the next run. */
