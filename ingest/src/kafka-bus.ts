@@ -1,5 +1,6 @@
 import { type Consumer, type Kafka, type logCreator, logLevel, Partitioners, type Producer } from 'kafkajs';
 import { CrossPartitionBatcher } from './batcher';
+import './kafkajs-idle-fix';
 import {
   bulkTopic,
   recordTopic,
