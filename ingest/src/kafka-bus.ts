@@ -38,8 +38,34 @@ export function kafkaLogging(logger: Logger): { logLevel: logLevel; logCreator: 
 export const allTopics = (namespace: string): string[] =>
   ENVIRONMENTS.flatMap((env) => [recordTopic(namespace, env), bulkTopic(namespace, env)]);
 
-/** Creates the record topics if missing; safe to call from every producer and consumer. */
-export async function ensureUsageTopics(kafka: Kafka, namespace: string, partitions: number): Promise<void> {
+/**
+ * Creates the record topics if missing; safe to call from every producer and consumer, also at
+ * once. A broker that has just created a topic (ours or another process's) can answer metadata
+ * for it with UNKNOWN_TOPIC_OR_PARTITION or LEADER_NOT_AVAILABLE for a moment, and kafkajs gives
+ * up on the first; such protocol errors are retried here, a few times, with a fresh admin client.
+ */
+export async function ensureUsageTopics(
+  kafka: Kafka,
+  namespace: string,
+  partitions: number,
+  attempts = 8,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await createMissingTopics(kafka, namespace, partitions);
+      return;
+    } catch (error) {
+      if (attempt >= attempts || !isProtocolError(error)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2_000)));
+    }
+  }
+}
+
+/** A broker's error answer (kafkajs's KafkaJSProtocolError, not a named export under ESM). */
+const isProtocolError = (error: unknown): boolean =>
+  error instanceof Error && error.name === 'KafkaJSProtocolError';
+
+async function createMissingTopics(kafka: Kafka, namespace: string, partitions: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
