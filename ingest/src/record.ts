@@ -213,6 +213,13 @@ export function parseBusMessage(raw: string): UsageRecord[] | undefined {
   }
 }
 
+/** The form producers write (`Date.prototype.toISOString`), the only one the store is given. */
+const BUS_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * Checks a record from the bus as far as ClickHouse could refuse it: a value or timestamp the
+ * insert cannot parse would otherwise fail its whole batch on every retry and stall the partition.
+ */
 function toBusRecord(value: unknown): UsageRecord | undefined {
   if (!isPlainObject(value)) return undefined;
   const {
@@ -234,7 +241,10 @@ function toBusRecord(value: unknown): UsageRecord | undefined {
     typeof meterName !== 'string' ||
     typeof customerRef !== 'string' ||
     typeof v !== 'number' ||
+    !(v >= 0 && v <= USAGE_LIMITS.maxValue) ||
+    fractionDigits(v) > USAGE_LIMITS.maxFractionDigits ||
     typeof timestamp !== 'string' ||
+    !BUS_TIMESTAMP.test(timestamp) ||
     !isPlainObject(properties)
   ) {
     return undefined;

@@ -76,6 +76,18 @@ describe('the usage record contract', () => {
     expect(parseBusRecord('{"id":1}')).toBeUndefined();
     expect(parseBusRecord('not json')).toBeUndefined();
     expect(parseBusRecord(JSON.stringify({ ...record, environment: 'prod' }))).toBeUndefined();
+    // What ClickHouse could not take would fail its whole batch on every retry: refused here.
+    for (const bad of [
+      { timestamp: '2026-11-02 03:04:05' },
+      { timestamp: 'yesterday' },
+      { timestamp: '2026-11-02T03:04:05.678Z", "x' },
+      { value: -1 },
+      { value: 1e16 },
+      { value: 0.0000000001 },
+    ]) {
+      expect(parseBusRecord(JSON.stringify({ ...record, ...bad }))).toBeUndefined();
+    }
+    expect(parseBusRecord(JSON.stringify({ ...record, value: 1e15 }))?.value).toBe(1e15);
   });
 });
 

@@ -54,3 +54,44 @@ describe('usage store insert deduplication', () => {
     expect(await total('tokened')).toEqual({ total: 10, records: 10 });
   });
 });
+
+describe('usage store rows', () => {
+  it('stores every field exactly as the record has it, whatever characters its strings hold', async () => {
+    const properties = {
+      tool: 'say "hi"\\now',
+      note: 'line\nbreak\ttab \u0001 ünïcødé 🚀 </script>',
+      nested: { list: [1, 2.5, null, true], empty: {} },
+    };
+    const record: UsageRecord = {
+      id: 'rec_roundtrip:1',
+      providerId: 'prv_store',
+      environment: 'live',
+      meterRef: 'mtr_s',
+      meterName: 'requests "quoted"',
+      customerRef: 'cus "odd" \\ ref',
+      value: 1234.000000125,
+      timestamp: '2026-11-02T03:04:05.678Z',
+      properties,
+    };
+    await store.store.insert([record]);
+    const result = await store.client.query({
+      query: `SELECT provider_id, meter_ref, meter_name, customer_ref, id,
+                     toString(timestamp) AS timestamp,
+                     toString(value) AS value, properties
+                FROM mcpmeter.usage_records_live FINAL WHERE id = 'rec_roundtrip:1'`,
+      format: 'JSONEachRow',
+    });
+    expect(await result.json()).toEqual([
+      {
+        provider_id: 'prv_store',
+        meter_ref: 'mtr_s',
+        meter_name: 'requests "quoted"',
+        customer_ref: 'cus "odd" \\ ref',
+        id: 'rec_roundtrip:1',
+        timestamp: '2026-11-02 03:04:05.678',
+        value: '1234.000000125',
+        properties: JSON.stringify(properties),
+      },
+    ]);
+  });
+});
