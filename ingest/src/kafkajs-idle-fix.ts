@@ -5,9 +5,8 @@ import { createRequire } from 'node:module';
  * connection lives, pending requests or not (tulios/kafkajs#1556, #1704; fix proposed in #1667,
  * unreleased): `scheduleCheckPendingRequests` computes `throttledUntil - Date.now()`, which is
  * negative when nothing is throttled, and arms `setTimeout` with it anyway; the check then
- * re-arms itself. Each producer and consumer process so woke about 900 times a second, idle or
- * not, which cost every process using the bus a few percent of a core and the proxy CPU on its
- * hot path.
+ * re-arms itself. An ingest consumer so woke about 900 times a second, idle or not: about 4% of
+ * a core doing nothing (measured with strace and /proc; idle proxies were not seen looping).
  *
  * This replaces the method with the intended behaviour: a timer only while requests are waiting
  * (client-side throttling, or the in-flight limit), at the end of the throttle or after 10 ms.
