@@ -1,7 +1,8 @@
 /**
- * Proxy benchmark (issue 5), k6 open-model load against four targets in one run:
+ * Proxy benchmark (issue 5), k6 open-model load against five targets in one run:
  *   B0  k6 → null responder (the harness's own ceiling)
  *   B1  k6 → trivial MCP origin, directly
+ *   BP  k6 → bare passthrough (uWebSockets.js + undici, nothing else) → origin: the proxy's floor
  *   B2  k6 → proxy (token check, gating, cached limit check) with metering off → origin
  *   B3  k6 → proxy, full path: the same plus a usage record per call (Kafka → ClickHouse) → origin
  *
@@ -150,6 +151,9 @@ async function maxRate(
   const trials: Trial[] = [];
   const holds = async (rate: number) => {
     for (let attempt = 0; attempt < 2; attempt++) {
+      // k6 runs synchronously: yield to the event loop between trials, or a SIGINT/SIGTERM
+      // (handled there) would wait for the whole search and the stack would outlive the script.
+      await new Promise((r) => setImmediate(r));
       const t = await run(rate);
       trials.push(t);
       if (t.sustained) return true;
@@ -279,6 +283,21 @@ async function main() {
   const serverPorts = await new Promise<{ nullPort: number; originPort: number }>((resolvePorts) => {
     servers.stdout?.once('data', (chunk: Buffer) => resolvePorts(JSON.parse(chunk.toString('utf8'))));
   });
+  // BP: the proxy's two packages with nothing in between (bench/k6/passthrough.ts).
+  const passthrough = spawnLogged(
+    'passthrough',
+    process.execPath,
+    ['--import', 'tsx', 'bench/k6/passthrough.ts'],
+    {
+      ...env,
+      ORIGIN_URL: `http://127.0.0.1:${serverPorts.originPort}/bp`,
+    },
+  );
+  const passthroughPort = await new Promise<number>((resolvePort) => {
+    passthrough.stdout?.once('data', (chunk: Buffer) =>
+      resolvePort((JSON.parse(chunk.toString('utf8')) as { port: number }).port),
+    );
+  });
   await waitFor(`${base}/healthz`);
 
   const provider = JSON.parse(
@@ -336,6 +355,7 @@ async function main() {
   const targets = {
     B0: { url: `http://127.0.0.1:${serverPorts.nullPort}/`, token: '' },
     B1: { url: `http://127.0.0.1:${serverPorts.originPort}/b1`, token: '' },
+    BP: { url: `http://127.0.0.1:${passthroughPort}/`, token: '' },
     B2: { url: `http://127.0.0.1:${proxyPorts[0]}/mcp/${b2Server.subdomain}`, token: accessToken },
     B3: { url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`, token: accessToken },
   } as const;
@@ -345,8 +365,10 @@ async function main() {
 
   // Warm-up: JIT, connection pools, snapshot caches, the limit counter's first lease. Short
   // warm-ups left the proxies' first trials with compile pauses and dropped iterations.
-  for (let pass = 0; pass < 2; pass++)
+  for (let pass = 0; pass < 2; pass++) {
     for (const target of Object.keys(targets) as Target[]) run(target, 1000, 5);
+    await new Promise((r) => setImmediate(r)); // a pending SIGINT is handled here
+  }
   // The Kafka broker's JIT keeps compiling its produce and fetch paths for tens of seconds of
   // traffic (its C2 threads took 16% of a core in the first 20 s): B3 is measured warm, as a
   // broker in service is.
@@ -355,7 +377,7 @@ async function main() {
   // CPU per call by process: which part of the machine each target's calls cost.
   const cpuBreakdown = async (rate: number): Promise<CpuBreakdown> => {
     const rows: CpuBreakdown['rows'] = [];
-    for (const target of ['B1', 'B2', 'B3'] as const) {
+    for (const target of ['B1', 'BP', 'B2', 'B3'] as const) {
       const before = cpuSample(named);
       const started = Date.now();
       const trial = run(target, rate, 10);
@@ -491,8 +513,10 @@ async function main() {
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
     trialSeconds: TRIAL_SECONDS,
     latencySeconds: LATENCY_SECONDS,
-    maxRates: { B0: rateOf('B0'), B1: rateOf('B1'), B2: rateOf('B2'), B3: rateOf('B3') },
+    maxRates: { B0: rateOf('B0'), B1: rateOf('B1'), BP: rateOf('BP'), B2: rateOf('B2'), B3: rateOf('B3') },
     throughputRetention: rateOf('B3') / rateOf('B1'),
+    passthroughFloor: rateOf('BP') / rateOf('B1'),
+    proxyOverFloor: rateOf('B2') / rateOf('BP'),
     meteringTax: rateOf('B3') / rateOf('B2'),
     latencyAtHalfB1: { rate: half, B1: { p50: b1p50, p99: b1p99 }, B3: { p50: b3p50, p99: b3p99 } },
     addedP50Ms: b3p50 - b1p50,
@@ -520,6 +544,7 @@ let stopInfra = () => {};
 const CPU_GROUPS: Array<[string, string]> = [
   ['k6', 'k6'],
   ['servers', 'origin and null responder'],
+  ['passthrough', 'bare passthrough BP'],
   ['proxy-b2', 'proxy B2 (metering off)'],
   ['proxy-b3', 'proxy B3'],
   ['kafka', 'Kafka broker (JVM)'],
@@ -545,6 +570,8 @@ function report(r: {
   machine: string;
   maxRates: Record<string, number>;
   throughputRetention: number;
+  passthroughFloor: number;
+  proxyOverFloor: number;
   meteringTax: number;
   latencyAtHalfB1: { rate: number; B1: { p50: number; p99: number }; B3: { p50: number; p99: number } };
   addedP50Ms: number;
@@ -576,6 +603,7 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
 | --- | --- | --- |
 | B0 | k6 → null responder | ${r.maxRates.B0} |
 | B1 | k6 → trivial MCP origin | ${r.maxRates.B1} |
+| BP | k6 → bare passthrough (uWebSockets.js + undici, nothing else) → origin | ${r.maxRates.BP} |
 | B2 | k6 → proxy (auth, gating, cached limit check, metering off) → origin | ${r.maxRates.B2} |
 | B3 | k6 → proxy, full path (B2 + usage record per call) → origin | ${r.maxRates.B3} |
 
@@ -583,6 +611,8 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
 | --- | --- | --- | --- |
 | throughput retention B3/B1 | ${r.throughputRetention.toFixed(3)} | ≥ 0.85 | ${goal(r.throughputRetention >= 0.85)} |
 | metering tax B3/B2 | ${r.meteringTax.toFixed(3)} | ≥ 0.95 | ${goal(r.meteringTax >= 0.95)} |
+| passthrough floor BP/B1: the best B3/B1 any hop on these packages reaches here | ${r.passthroughFloor.toFixed(3)} | | |
+| the proxy's own work B2/BP (auth, routing, gating, limit check, headers, answer inspection) | ${r.proxyOverFloor.toFixed(3)} | | |
 | added p50 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP50Ms, r.latencyAtHalfB1.B3.p50, r.latencyAtHalfB1.B1.p50)} | | |
 | added p99 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP99Ms, r.latencyAtHalfB1.B3.p99, r.latencyAtHalfB1.B1.p99)} | ≤ 1 ms | ${goal(r.addedP99Ms <= 1)} |
 | Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
@@ -615,6 +645,10 @@ ${cpuTable(r.cpuPerCall)}
   ClickHouse merge) can drop iterations at any rate on two shared cores. Same rule for every target.
 - The origin (\`bench/k6/servers.ts\`) parses each call and answers at once; the null responder
   returns fixed bytes without parsing. Both are plain \`node:http\` with keep-alive.
+- BP (\`bench/k6/passthrough.ts\`) is the proxy's floor: the same uWebSockets.js server and undici
+  dispatcher with the proxy's pool settings, forwarding each POST to the origin and writing back
+  status, content type and body, with nothing else. BP/B1 is the retention a proxy built on these
+  packages cannot beat on this machine; B2/BP is what the proxy's own work costs on top.
 - B2 and B3 are separate proxy processes sharing Redis; both verify the customer's access token,
   gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
 - Latency: B1 and B3 alternately at half of B1's max rate for ${r.latencySeconds} s each, until each has
