@@ -36,6 +36,8 @@ const { values: args } = parseArgs({
     'trial-seconds': { type: 'string', default: '8' },
     'latency-seconds': { type: 'string', default: '15' },
     'start-rate': { type: 'string', default: '1000' },
+    // A B3 trial holds only if every call it made is in ClickHouse this soon after it ends.
+    'catch-up-seconds': { type: 'string', default: '2' },
     // Only the CPU-per-call breakdown at this rate (no max-rate search): for working on the path.
     'cpu-only': { type: 'string' },
     // With --cpu-only: keep the stack up this long afterwards (targets printed) for profiling by hand.
@@ -44,6 +46,7 @@ const { values: args } = parseArgs({
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
 const LATENCY_SECONDS = Number(args['latency-seconds']);
+const CATCH_UP_SECONDS = Number(args['catch-up-seconds']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const children: ChildProcess[] = [];
@@ -98,6 +101,8 @@ interface Trial {
   sustained: boolean;
   /** The B3 proxy's event-loop delay over the trial (ms), from its /metrics. */
   loopDelay?: { p99: number; max: number };
+  /** B3: seconds from the trial's end until ClickHouse held a record of every call (Infinity: not by the deadline). */
+  catchUpSeconds?: number;
 }
 
 function k6(k6Bin: string, target: string, url: string, rate: number, seconds: number, token = ''): Trial {
@@ -189,8 +194,13 @@ interface CpuBreakdown {
   }>;
 }
 
-/** CPU seconds (user + system) by process group, from /proc; k6 is counted through our cutime. */
-type CpuSample = Record<string, number>;
+/**
+ * CPU seconds (user + system) by process group, from /proc, keyed by group and pid; k6 is
+ * counted through our cutime. A process that exits between two samples drops out of the
+ * difference (its last ticks are lost, never subtracted): short-lived PostgreSQL backends
+ * otherwise made a group's figure negative.
+ */
+type CpuSample = Map<string, { group: string; seconds: number }>;
 const CLK_TCK = 100;
 function statTimes(pid: string | number): number[] | undefined {
   try {
@@ -205,10 +215,7 @@ function statTimes(pid: string | number): number[] | undefined {
   }
 }
 function cpuSample(named: Map<number, string>): CpuSample {
-  const sample: CpuSample = {};
-  const add = (group: string, ticks: number) => {
-    sample[group] = (sample[group] ?? 0) + ticks / CLK_TCK;
-  };
+  const sample: CpuSample = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
@@ -216,8 +223,8 @@ function cpuSample(named: Map<number, string>): CpuSample {
     if (times === undefined) continue;
     const [utime = 0, stime = 0, cutime = 0, cstime = 0] = times;
     if (pid === process.pid) {
-      add('bench', utime + stime);
-      add('k6', cutime + cstime);
+      sample.set(`${pid}`, { group: 'bench', seconds: (utime + stime) / CLK_TCK });
+      sample.set(`${pid}/children`, { group: 'k6', seconds: (cutime + cstime) / CLK_TCK });
       continue;
     }
     let group = named.get(pid);
@@ -234,9 +241,20 @@ function cpuSample(named: Map<number, string>): CpuSample {
             ? 'postgres'
             : 'other';
     }
-    add(group, utime + stime);
+    sample.set(`${pid}`, { group, seconds: (utime + stime) / CLK_TCK });
   }
   return sample;
+}
+/** CPU seconds each group used between two samples. */
+function cpuBetween(before: CpuSample, after: CpuSample): Record<string, number> {
+  const used: Record<string, number> = {};
+  for (const [key, { group, seconds }] of after) {
+    const earlier = before.get(key);
+    // A pid reused by a new process within the interval would show a smaller total: counted whole.
+    const delta = earlier === undefined || earlier.seconds > seconds ? seconds : seconds - earlier.seconds;
+    used[group] = (used[group] ?? 0) + delta;
+  }
+  return used;
 }
 
 async function redisCommands(redis: Redis): Promise<number> {
@@ -385,8 +403,8 @@ async function main() {
       const after = cpuSample(named);
       const seconds = (Date.now() - started) / 1000;
       const usPerCall: Record<string, number> = {};
-      for (const group of new Set([...Object.keys(before), ...Object.keys(after)])) {
-        usPerCall[group] = (((after[group] ?? 0) - (before[group] ?? 0)) * 1e6) / trial.requests;
+      for (const [group, seconds] of Object.entries(cpuBetween(before, after))) {
+        usPerCall[group] = (seconds * 1e6) / trial.requests;
       }
       const total = Object.values(usPerCall).reduce((a, b) => a + b, 0);
       rows.push({ target, requests: trial.requests, seconds, usPerCall, total });
@@ -438,13 +456,54 @@ async function main() {
       ) * 1000;
     return { p99: q('0.99'), max: q('1') };
   };
+  const originCount = async (path: string) =>
+    (
+      (await (await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)).json()) as Record<
+        string,
+        number
+      >
+    )[path] ?? 0;
+  const b3Recorded = async () =>
+    (
+      await api<{ groups: Array<{ value: string; records: number }> }>(
+        base,
+        key,
+        'GET',
+        '/ui/meters/requests/usage?groupBy=server',
+      )
+    ).groups.find((g) => g.value === b3Server.id)?.records ?? 0;
+  // Metering is fire-and-forget, so k6 alone cannot see a pipeline falling behind: records
+  // would pile up in the emitter or the broker and land after the trial. A B3 rate holds only if
+  // the pipeline keeps pace, checked as every call answered so far (warm-up and earlier trials
+  // included) being in ClickHouse within CATCH_UP_SECONDS of the trial's end. A pipeline that
+  // keeps up has about a second of records in flight (emitter linger 100 ms, consumer fetch wait
+  // up to 250 ms, ingest flush up to 500 ms); one short by a fraction f over an 8 s trial ends
+  // it about 8f seconds behind.
+  const catchUp = async (deadlineSeconds: number): Promise<number> => {
+    const answered = await originCount('/b3');
+    const started = performance.now();
+    for (;;) {
+      // Timed from when the count was asked for: the query sees the table as it was then.
+      const seconds = (performance.now() - started) / 1000;
+      if ((await b3Recorded()) >= answered) return seconds;
+      if (seconds > deadlineSeconds) return Number.POSITIVE_INFINITY;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
   const runB3 = async (rate: number, seconds = TRIAL_SECONDS) => {
     await loopDelay(); // each scrape resets the proxy's loop-delay histogram
     const before = await redisCommands(redis);
     const t = run('B3', rate, seconds);
+    t.catchUpSeconds = await catchUp(CATCH_UP_SECONDS);
     t.loopDelay = await loopDelay();
     b3Commands += (await redisCommands(redis)) - before - 2; // less the two INFO calls themselves
     b3Calls += t.requests;
+    if (t.catchUpSeconds > CATCH_UP_SECONDS) {
+      t.sustained = false;
+      log(`B3 @${rate}/s: NOT SUSTAINED: usage records still missing ${CATCH_UP_SECONDS} s after the trial`);
+      // The next trial starts with the pipeline drained, as every other trial does.
+      if ((await catchUp(300)) === Number.POSITIVE_INFINITY) throw new Error('B3 records never all arrived');
+    } else log(`B3 @${rate}/s: all records in ClickHouse ${t.catchUpSeconds.toFixed(2)} s after the trial`);
     return t;
   };
   const max: Record<string, { rate: number; trials: Trial[] }> = {};
@@ -527,6 +586,19 @@ async function main() {
       recordsInClickHouse: recorded,
       ratio: recorded / b3Answered,
     },
+    catchUp: {
+      deadlineSeconds: CATCH_UP_SECONDS,
+      // Over B3's passing trials (max-rate search and latency): how far the pipeline lagged.
+      worstPassingSeconds: Math.max(
+        0,
+        ...[...(max.B3?.trials ?? []), ...latency.B3]
+          .filter((t) => t.sustained)
+          .map((t) => t.catchUpSeconds ?? 0),
+      ),
+      trialsFailed: [...(max.B3?.trials ?? []), ...latency.B3].filter(
+        (t) => (t.catchUpSeconds ?? 0) > CATCH_UP_SECONDS,
+      ).length,
+    },
     outcomes,
     originCounts,
     countsAfterWarmup,
@@ -578,6 +650,7 @@ function report(r: {
   addedP99Ms: number;
   redisCommandsPerCall: number;
   completeness: { b3CallsAnsweredByOrigin: number; recordsInClickHouse: number; ratio: number };
+  catchUp: { deadlineSeconds: number; worstPassingSeconds: number; trialsFailed: number };
   trialSeconds: number;
   latencySeconds: number;
   cpuPerCall: CpuBreakdown;
@@ -623,13 +696,16 @@ ones): B1 ${used(r.latencyTrials.B1)}, B3 ${used(r.latencyTrials.B3)}.
 During the B3 latency trials the B3 proxy's event loop was delayed by at most ${ms(delays.map((d) => d.max))}
 (p99 ${ms(delays.map((d) => d.p99))}, worst of the trials, from its \`mcpmeter_proxy_event_loop_delay_seconds\`); the rest
 of a slow call's time is spent queued for a core or in k6, the origin and the kernel.
+Every passing B3 trial had all its usage records in ClickHouse within ${r.catchUp.worstPassingSeconds.toFixed(2)} s of its end
+(limit ${r.catchUp.deadlineSeconds} s); ${r.catchUp.trialsFailed === 0 ? 'no B3 trial failed on that count' : `${r.catchUp.trialsFailed} B3 trial(s) failed on that count`}.
 
 ## CPU per call, by process
 
 Each target alone at ${r.cpuPerCall.rate}/s for 10 s (then 2 s for the pipeline to finish the trial's records):
 CPU time (user + system, from \`/proc\`) of each process group over the calls made, in µs per call.
 Idle processes still tick (timers, the broker's housekeeping), so a process's figure under a target
-it does not serve is its background cost.
+it does not serve is its background cost. A process that exits during a trial (a PostgreSQL
+backend) is left out of that trial's figure.
 
 ${cpuTable(r.cpuPerCall)}
 
@@ -651,6 +727,11 @@ ${cpuTable(r.cpuPerCall)}
   packages cannot beat on this machine; B2/BP is what the proxy's own work costs on top.
 - B2 and B3 are separate proxy processes sharing Redis; both verify the customer's access token,
   gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
+- Metering is fire-and-forget, so dropped iterations alone cannot show a pipeline falling
+  behind. A B3 trial also needs a record of every call answered so far in ClickHouse (counted
+  through the usage API) within ${r.catchUp.deadlineSeconds} s of its end; a pipeline keeping pace has about a second of
+  records in flight (emitter linger, consumer fetch wait, ingest flush). After a trial that
+  fails this, the next waits for the pipeline to drain.
 - Latency: B1 and B3 alternately at half of B1's max rate for ${r.latencySeconds} s each, until each has
   two trials without dropped iterations (at most four pairs); the better percentile of the valid
   trials is reported, the same rule for both.
