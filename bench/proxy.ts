@@ -295,9 +295,14 @@ async function main() {
     PORT: String(cpPort),
     CONTROL_PLANE_URL: base,
   };
-  const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+  const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
   spawnLogged('control-plane', process.execPath, serve, { ...env, SERVICES: 'control-plane,ingest' });
-  const servers = spawnLogged('servers', process.execPath, ['--import', 'tsx', 'bench/k6/servers.ts'], env);
+  const servers = spawnLogged(
+    'servers',
+    process.execPath,
+    ['--import', './deploy/loader.mjs', 'bench/k6/servers.ts'],
+    env,
+  );
   const serverPorts = await new Promise<{ nullPort: number; originPort: number }>((resolvePorts) => {
     servers.stdout?.once('data', (chunk: Buffer) => resolvePorts(JSON.parse(chunk.toString('utf8'))));
   });
@@ -305,7 +310,7 @@ async function main() {
   const passthrough = spawnLogged(
     'passthrough',
     process.execPath,
-    ['--import', 'tsx', 'bench/k6/passthrough.ts'],
+    ['--import', './deploy/loader.mjs', 'bench/k6/passthrough.ts'],
     {
       ...env,
       ORIGIN_URL: `http://127.0.0.1:${serverPorts.originPort}/bp`,

@@ -85,7 +85,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       PORT: String(port),
       CONTROL_PLANE_URL: baseUrl,
     };
-    const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
     services = [
       spawnService(process.execPath, serve, {
         env: { ...env, SERVICES: 'control-plane,ingest' },

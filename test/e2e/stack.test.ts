@@ -43,7 +43,7 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
       PORT: String(port),
       PROXY_PORT: String(proxyPort),
     };
-    const serve = ['--import', 'tsx', 'deploy/serve.ts'];
+    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
     services = [
       spawnService(process.execPath, serve, {
         env: { ...env, SERVICES: 'control-plane,ingest' },
