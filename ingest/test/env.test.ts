@@ -10,7 +10,7 @@ describe('configuration', () => {
       kafkaBrokers: [],
       namespace: 'mcpmeter',
       batchSize: 5000,
-      flushIntervalMs: 500,
+      flushIntervalMs: 1000,
       fetchMinBytes: 65536,
       fetchMaxWaitMs: 250,
     });
