@@ -1,6 +1,6 @@
-// Module hooks registered by loader.mjs, after tsx's, so their `load` runs first: a .ts/.mts file
-// is compiled here by esbuild (the compiler tsx uses) with the repository's settings and source
-// maps, and nothing else changes; every other URL goes on to tsx.
+// Module hooks registered by loader.mjs, after tsx's, so their `load` runs first: the repository's
+// .ts/.mts files are compiled here by esbuild (the compiler tsx uses) for Node 20, with inline
+// source maps; every other URL (and resolution) goes on to tsx.
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { transform } from 'esbuild';
@@ -16,7 +16,6 @@ export async function load(url, context, nextLoad) {
     target: 'node20',
     sourcemap: 'inline',
     sourcefile: path,
-    tsconfigRaw: { compilerOptions: { target: 'ES2023', verbatimModuleSyntax: false } },
   });
   return { format: 'module', source: code, shortCircuit: true };
 }

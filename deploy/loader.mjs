@@ -2,7 +2,7 @@
 // tsx resolves modules (extensionless and workspace imports) and handles everything else; the
 // hooks in loader-hooks.mjs compile this repository's .ts files without tsx's `keepNames`, which
 // wraps every named closure in a call that redefines its `name`: 4.7% of the proxy's CPU per call
-// in a profile of the full path (bench/results/proxy.md).
+// in a profile of the full path (issue 5 notes).
 import { register } from 'node:module';
 import 'tsx';
 

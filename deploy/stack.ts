@@ -19,23 +19,10 @@ const infraEnv = Object.fromEntries(
 );
 
 const base = { ...process.env, ...infraEnv, DATA_DIR: dataDir };
+const serve = ['--import', join(root, 'deploy', 'loader.mjs'), join(root, 'deploy', 'serve.ts')];
 const children: ChildProcess[] = [
-  spawn(
-    process.execPath,
-    ['--import', join(root, 'deploy', 'loader.mjs'), join(root, 'deploy', 'serve.ts')],
-    {
-      env: { ...base, SERVICES: 'control-plane,ingest' },
-      stdio: 'inherit',
-    },
-  ),
-  spawn(
-    process.execPath,
-    ['--import', join(root, 'deploy', 'loader.mjs'), join(root, 'deploy', 'serve.ts')],
-    {
-      env: { ...base, SERVICES: 'proxy' },
-      stdio: 'inherit',
-    },
-  ),
+  spawn(process.execPath, serve, { env: { ...base, SERVICES: 'control-plane,ingest' }, stdio: 'inherit' }),
+  spawn(process.execPath, serve, { env: { ...base, SERVICES: 'proxy' }, stdio: 'inherit' }),
 ];
 
 let stopping = false;
