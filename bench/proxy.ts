@@ -684,9 +684,7 @@ ${cpuTable(r.cpuPerCall)}
 
 - k6 (built with \`go install go.k6.io/k6\`) runs \`bench/k6/tool-call.js\`: a \`constant-arrival-rate\`
   scenario posting one JSON-RPC \`tools/call\` per iteration; a check requires HTTP 200 with a
-  \`result\` that is not the paywall. Its 1,000 VUs are all set up before each trial starts, so a
-  trial drops iterations only when 1,000 calls are in flight at once (a third of a second of
-  backlog at 3,000/s), not while k6 sets up VUs on the two cores it is measuring.
+  \`result\` that is not the paywall.
 - Max sustained rate per target: trials of ${r.trialSeconds} s starting at 1,000/s, ×1.5 until a rate fails, then four
   bisection steps. A trial counts only with zero dropped iterations, zero failed checks and at
   least 98% of the scheduled requests completed; runs with dropped iterations are invalid. A

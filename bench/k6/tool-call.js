@@ -5,11 +5,6 @@ import { check } from 'k6';
 import http from 'k6/http';
 
 const rate = Number(__ENV.RATE);
-// The whole VU pool is set up before the trial starts (k6's docs: pre-allocate enough VUs):
-// a VU set up mid-trial costs CPU on the two cores the target is measured on, and the iterations
-// that arrive while it is set up are dropped. With 1,000 VUs a trial drops iterations only once
-// 1,000 calls are in flight: a third of a second of backlog at 3,000/s, not a passing stall.
-const vus = Number(__ENV.VUS || 1000);
 export const options = {
   scenarios: {
     calls: {
@@ -17,8 +12,8 @@ export const options = {
       rate,
       timeUnit: '1s',
       duration: __ENV.DURATION || '10s',
-      preAllocatedVUs: vus,
-      maxVUs: vus,
+      preAllocatedVUs: Number(__ENV.VUS || Math.min(600, Math.max(100, Math.ceil(rate / 10)))),
+      maxVUs: 1000,
     },
   },
   summaryTrendStats: ['avg', 'p(50)', 'p(90)', 'p(99)', 'max'],
