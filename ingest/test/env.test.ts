@@ -11,7 +11,7 @@ describe('configuration', () => {
       namespace: 'mcpmeter',
       batchSize: 5000,
       flushIntervalMs: 1000,
-      fetchMinBytes: 65536,
+      fetchMinBytes: 524288,
       fetchMaxWaitMs: 250,
     });
     expect(Object.isFrozen(bus)).toBe(true);
