@@ -192,10 +192,11 @@ export class KafkaUsageSubscription implements UsageSubscription {
       // Large fetches: a partition's backlog arrives in few round trips (kafkajs defaults to 1 MB).
       maxBytesPerPartition: 8 * 1024 * 1024,
       maxBytes: 64 * 1024 * 1024,
-      // A fetch returns once minBytes are waiting or after maxWait. Waiting for a few tens of
-      // KiB costs freshness at most maxWait, and saves the broker a fetch across every partition
-      // per produce request (most of its CPU per record at moderate rates). Stopping waits for the
-      // fetch in flight, so the kafkajs default of 5 s would delay every shutdown and rebalance.
+      // A fetch returns once minBytes are waiting or after maxWait. Waiting for data (512 KiB by
+      // default) costs freshness at most maxWait, and saves the broker and this consumer a fetch
+      // across every partition per produce request (most of their CPU per record at moderate
+      // rates). Stopping waits for the fetch in flight, so the kafkajs default of 5 s would delay
+      // every shutdown and rebalance.
       minBytes: options.fetchMinBytes ?? 1,
       maxWaitTimeInMs: options.fetchMaxWaitMs ?? 500,
       heartbeatInterval: Math.floor(options.sessionTimeoutMs / 10),
