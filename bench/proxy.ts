@@ -129,6 +129,9 @@ function k6(k6Bin: string, target: string, url: string, rate: number, seconds: n
   return trial;
 }
 
+/** BP is optional only for reports rewritten from a proxy.json older than its latency trials. */
+type LatencyTrials = { B1: Trial[]; BP?: Trial[]; B3: Trial[] };
+
 interface CpuBreakdown {
   rate: number;
   rows: Array<{
@@ -477,12 +480,15 @@ async function main() {
   const b1Max = max.B1?.rate ?? 0;
   const half = Math.max(50, Math.round(b1Max / 2));
   // Latency at half of B1's max, interleaved; the better of two damps noise from other processes
-  // on the machine equally for both. Only trials without dropped iterations count (a run with
-  // drops is invalid), so pairs are run until each target has two valid trials, at most four pairs.
-  const latency: Record<'B1' | 'B3', Trial[]> = { B1: [], B3: [] };
+  // on the machine equally for all. Only trials without dropped iterations count (a run with
+  // drops is invalid), so rounds are run until each target has two valid trials, at most four.
+  // BP runs in the same rounds: BP − B1 is the latency any hop on these packages adds here, the
+  // floor under B3 − B1 as BP/B1 is the ceiling over B3/B1.
+  const latency: LatencyTrials = { B1: [], BP: [], B3: [] };
   const validCount = (ts: Trial[]) => ts.filter((t) => t.sustained).length;
-  for (let i = 0; i < 4 && (validCount(latency.B1) < 2 || validCount(latency.B3) < 2); i++) {
+  for (let i = 0; i < 4 && Object.values(latency).some((ts) => validCount(ts) < 2); i++) {
     latency.B1.push(run('B1', half, LATENCY_SECONDS));
+    latency.BP?.push(run('BP', half, LATENCY_SECONDS));
     latency.B3.push(await runB3(half, LATENCY_SECONDS));
   }
   const redisPerCall = b3Commands / b3Calls;
@@ -527,6 +533,8 @@ async function main() {
   const b1p99 = best(latency.B1, (t) => t.p99);
   const b3p50 = best(latency.B3, (t) => t.p50);
   const b3p99 = best(latency.B3, (t) => t.p99);
+  const bpP50 = best(latency.BP ?? [], (t) => t.p50);
+  const bpP99 = best(latency.BP ?? [], (t) => t.p99);
   const rateOf = (t: Target) => max[t]?.rate ?? 0;
   const result = {
     date: new Date().toISOString(),
@@ -538,7 +546,12 @@ async function main() {
     passthroughFloor: rateOf('BP') / rateOf('B1'),
     proxyOverFloor: rateOf('B2') / rateOf('BP'),
     meteringTax: rateOf('B3') / rateOf('B2'),
-    latencyAtHalfB1: { rate: half, B1: { p50: b1p50, p99: b1p99 }, B3: { p50: b3p50, p99: b3p99 } },
+    latencyAtHalfB1: {
+      rate: half,
+      B1: { p50: b1p50, p99: b1p99 },
+      BP: { p50: bpP50, p99: bpP99 },
+      B3: { p50: b3p50, p99: b3p99 },
+    },
     addedP50Ms: b3p50 - b1p50,
     addedP99Ms: b3p99 - b1p99,
     redisCommandsPerCall: redisPerCall,
@@ -607,7 +620,13 @@ function report(r: {
   passthroughFloor: number;
   proxyOverFloor: number;
   meteringTax: number;
-  latencyAtHalfB1: { rate: number; B1: { p50: number; p99: number }; B3: { p50: number; p99: number } };
+  latencyAtHalfB1: {
+    rate: number;
+    B1: { p50: number; p99: number };
+    /** Absent in runs from before BP joined the latency trials (--report-only on an old proxy.json). */
+    BP?: { p50: number; p99: number };
+    B3: { p50: number; p99: number };
+  };
   addedP50Ms: number;
   addedP99Ms: number;
   redisCommandsPerCall: number;
@@ -616,7 +635,7 @@ function report(r: {
   trialSeconds: number;
   latencySeconds: number;
   cpuPerCall: CpuBreakdown;
-  latencyTrials: Record<'B1' | 'B3', Trial[]>;
+  latencyTrials: LatencyTrials;
 }): string {
   const delays = r.latencyTrials.B3.map((t) => t.loopDelay).filter((d) => d !== undefined);
   const added = (diff: number, b3: number, b1: number) =>
@@ -629,6 +648,13 @@ function report(r: {
     return `${ts.length - dropped.length} of ${ts.length}${dropped.length === 0 ? '' : ` (${others} ${dropped.join(', ')})`}`;
   };
   const ms = (values: number[]) => `${Math.max(...values).toFixed(1)} ms`;
+  const { rate: halfRate, B1: b1, BP: bp } = r.latencyAtHalfB1;
+  const floorRows =
+    bp === undefined
+      ? ''
+      : `| added p50 at ${halfRate}/s of the bare passthrough (BP − B1): the least any hop adds here | ${added(bp.p50 - b1.p50, bp.p50, b1.p50)} | | |
+| added p99 at ${halfRate}/s of the bare passthrough (BP − B1): the least any hop adds here | ${added(bp.p99 - b1.p99, bp.p99, b1.p99)} | | |
+`;
   return `# Proxy benchmark (k6, open model)
 
 Run ${r.date} on ${r.machine}. Everything (k6, origin, proxies, control plane, Redis, Kafka,
@@ -650,7 +676,7 @@ ClickHouse) shares this machine, so the ratios, measured in one run, are what co
 | the proxy's own work B2/BP (auth, routing, gating, limit check, headers, answer inspection) | ${r.proxyOverFloor.toFixed(3)} | | |
 | added p50 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP50Ms, r.latencyAtHalfB1.B3.p50, r.latencyAtHalfB1.B1.p50)} | | |
 | added p99 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP99Ms, r.latencyAtHalfB1.B3.p99, r.latencyAtHalfB1.B1.p99)} | ≤ 1 ms | ${goal(r.addedP99Ms <= 1)} |
-| Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+${floorRows}| Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | event completeness (records / calls) | ${r.completeness.recordsInClickHouse} / ${r.completeness.b3CallsAnsweredByOrigin} = ${r.completeness.ratio.toFixed(4)} | exactly 1 | ${goal(r.completeness.ratio === 1)} |
 ${inversions(r.maxRates)}${
   r.maxRates.BP !== undefined && r.maxRates.B1 !== undefined && r.maxRates.BP > r.maxRates.B1
@@ -663,7 +689,7 @@ for it; the true B3/B1 of this run lies between the two.
     : ''
 }
 Latency percentiles come only from trials without dropped iterations (the better of the valid
-ones): B1 ${used(r.latencyTrials.B1)}, B3 ${used(r.latencyTrials.B3)}.
+ones): B1 ${used(r.latencyTrials.B1)}, ${r.latencyTrials.BP === undefined ? '' : `BP ${used(r.latencyTrials.BP)}, `}B3 ${used(r.latencyTrials.B3)}.
 During the B3 latency trials the B3 proxy's event loop was delayed by at most ${ms(delays.map((d) => d.max))}
 (p99 ${ms(delays.map((d) => d.p99))}, worst of the trials, from its \`mcpmeter_proxy_event_loop_delay_seconds\`); the rest
 of a slow call's time is spent queued for a core or in k6, the origin and the kernel.
@@ -706,9 +732,10 @@ ${cpuTable(r.cpuPerCall)}
   through the usage API) within ${r.catchUp.deadlineSeconds} s of its end; a pipeline keeping pace has up to about 1.4 s of
   records in flight (emitter linger, consumer fetch wait, ingest flush). After a trial that
   fails this, the next waits for the pipeline to drain.
-- Latency: B1 and B3 alternately at half of B1's max rate for ${r.latencySeconds} s each, until each has
-  two trials without dropped iterations (at most four pairs); the better percentile of the valid
-  trials is reported, the same rule for both.
+- Latency: B1, BP and B3 in turn at half of B1's max rate for ${r.latencySeconds} s each, until each has
+  two trials without dropped iterations (at most four rounds); the better percentile of the valid
+  trials is reported, the same rule for all. BP − B1 is what one hop on these packages adds to
+  latency on this machine with nothing else in it: the floor under B3 − B1.
 - Redis commands per call: \`total_commands_processed\` around each B3 trial (nothing else runs
   then; background reads of idle processes included), summed, divided by B3's calls.
 - Completeness: records of the B3 server in ClickHouse (via the usage API, after ingest settles)
