@@ -484,11 +484,11 @@ async function main() {
   // drops is invalid), so rounds are run until each target has two valid trials, at most four.
   // BP runs in the same rounds: BP − B1 is the latency any hop on these packages adds here, the
   // floor under B3 − B1 as BP/B1 is the ceiling over B3/B1.
-  const latency: LatencyTrials = { B1: [], BP: [], B3: [] };
+  const latency = { B1: [] as Trial[], BP: [] as Trial[], B3: [] as Trial[] };
   const validCount = (ts: Trial[]) => ts.filter((t) => t.sustained).length;
   for (let i = 0; i < 4 && Object.values(latency).some((ts) => validCount(ts) < 2); i++) {
     latency.B1.push(run('B1', half, LATENCY_SECONDS));
-    latency.BP?.push(run('BP', half, LATENCY_SECONDS));
+    latency.BP.push(run('BP', half, LATENCY_SECONDS));
     latency.B3.push(await runB3(half, LATENCY_SECONDS));
   }
   const redisPerCall = b3Commands / b3Calls;
@@ -533,8 +533,8 @@ async function main() {
   const b1p99 = best(latency.B1, (t) => t.p99);
   const b3p50 = best(latency.B3, (t) => t.p50);
   const b3p99 = best(latency.B3, (t) => t.p99);
-  const bpP50 = best(latency.BP ?? [], (t) => t.p50);
-  const bpP99 = best(latency.BP ?? [], (t) => t.p99);
+  const bpP50 = best(latency.BP, (t) => t.p50);
+  const bpP99 = best(latency.BP, (t) => t.p99);
   const rateOf = (t: Target) => max[t]?.rate ?? 0;
   const result = {
     date: new Date().toISOString(),
