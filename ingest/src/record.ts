@@ -60,9 +60,17 @@ export const USAGE_LIMITS = Object.freeze({
 
 const ID_PATTERN = /^[A-Za-z0-9_.:-]+$/;
 
+/** JavaScript's exponent form (`1e-7`, `1.25e+21`): what `String` gives below 1e-6 and from 1e21. */
+const EXPONENT_FORM = /^\d(?:\.(\d+))?e([+-]\d+)$/;
+
+/**
+ * Decimal places of the number as JavaScript writes it (its shortest round-trip form): `0.125` → 3,
+ * `1e-7` (0.0000001) → 7, `1.5e-8` → 9. ClickHouse reads both forms into a Decimal exactly.
+ */
 export function fractionDigits(value: number): number {
   const text = String(value);
-  if (text.includes('e')) return Number.isInteger(value) ? 0 : Number.POSITIVE_INFINITY;
+  const exponentForm = EXPONENT_FORM.exec(text);
+  if (exponentForm !== null) return Math.max(0, (exponentForm[1]?.length ?? 0) - Number(exponentForm[2]));
   const dot = text.indexOf('.');
   return dot === -1 ? 0 : text.length - dot - 1;
 }

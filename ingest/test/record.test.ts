@@ -67,7 +67,22 @@ describe('the usage record contract', () => {
   it('counts fraction digits the way an exact decimal would', () => {
     expect(fractionDigits(1)).toBe(0);
     expect(fractionDigits(0.125)).toBe(3);
-    expect(fractionDigits(1e-7)).toBe(Number.POSITIVE_INFINITY);
+    // Below 1e-6 JavaScript writes numbers in exponent form; the digits are counted all the same.
+    expect(fractionDigits(1e-7)).toBe(7);
+    expect(fractionDigits(1.5e-8)).toBe(9);
+    expect(fractionDigits(1e-10)).toBe(10);
+    expect(fractionDigits(1e21)).toBe(0);
+  });
+
+  it('accepts values with up to nine decimal places however small, and refuses a tenth', () => {
+    const valueOf = (value: number) => buildUsageRecord({ customerRef: 'c', value }, context);
+    expect(valueOf(1e-7).record?.value).toBe(1e-7);
+    expect(valueOf(1.5e-8).record?.value).toBe(1.5e-8);
+    expect(valueOf(1e-9).record?.value).toBe(1e-9);
+    expect(valueOf(1e-10).errors).toEqual([
+      { path: '/value', message: 'must have at most 9 decimal places' },
+    ]);
+    expect(valueOf(1.5e-9).errors?.[0]?.path).toBe('/value');
   });
 
   it('reads back only well-formed records from the bus', () => {

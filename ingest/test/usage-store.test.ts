@@ -94,4 +94,23 @@ describe('usage store rows', () => {
       },
     ]);
   });
+
+  it('keeps values JavaScript writes in exponent form exact, down to the ninth decimal place', async () => {
+    const values = [1e-7, 1.5e-8, 1e-9, 0.000001, 999999999999999];
+    const rows = records('tiny', values.length, 1).map((record, i) => ({ ...record, value: values[i] ?? 0 }));
+    await store.store.insert(rows);
+    const result = await store.client.query({
+      query: `SELECT toString(value) AS value FROM mcpmeter.usage_records_sandbox FINAL
+               WHERE customer_ref = 'tiny' ORDER BY value`,
+      format: 'JSONEachRow',
+    });
+    expect((await result.json<{ value: string }>()).map((r) => r.value)).toEqual([
+      '0.000000001',
+      '0.000000015',
+      '0.0000001',
+      '0.000001',
+      '999999999999999',
+    ]);
+    expect((await total('tiny')).records).toBe(5);
+  });
 });
