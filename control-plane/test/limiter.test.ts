@@ -8,7 +8,7 @@ import {
   RedisCounterStore,
 } from '@mcp-meter/control-plane/limits';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 
 const fast = { maxLease: 100, divisor: 4, holdMs: 300, idleMs: 50, leaseTtlMs: 2_000 };
 
@@ -118,6 +118,30 @@ describe.each([
     expect((await a.admit(t)).allowed).toBe(true); // a now holds a lease of 5, spent 1
     await a.close();
     expect(await admitMany([b], t, 40)).toBe(19);
+  });
+});
+
+describe('leased limiter timers', () => {
+  it('wakes the process only while it knows a counter, and stops once it has forgotten them all', async () => {
+    vi.useFakeTimers({
+      toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout', 'performance', 'Date'],
+    });
+    try {
+      const limiter = new LeasedLimiter(new MemoryCounterStore(), fast);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(await limiter.admit(target('timers', 100))).toEqual({ allowed: true });
+      expect(vi.getTimerCount()).toBe(1);
+      // The idle lease is settled after idleMs, the counter forgotten a minute later.
+      await vi.advanceTimersByTimeAsync(61_000);
+      expect(vi.getTimerCount()).toBe(0);
+      // Used again: the sweep comes back with it.
+      expect(await limiter.admit(target('timers', 100))).toEqual({ allowed: true });
+      expect(vi.getTimerCount()).toBe(1);
+      await limiter.close();
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -69,7 +69,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export class LeasedLimiter {
   private readonly states = new Map<string, KeyState>();
-  private readonly timer: NodeJS.Timeout;
+  /** Runs the sweep while any counter is known; an idle process wakes for nothing. */
+  private timer: NodeJS.Timeout | undefined;
   private closed = false;
   admitted = 0;
   denied = 0;
@@ -78,10 +79,7 @@ export class LeasedLimiter {
   constructor(
     private readonly store: CounterStore,
     private readonly options: LimiterOptions = DEFAULT_LIMITER_OPTIONS,
-  ) {
-    this.timer = setInterval(() => void this.sweep(), Math.max(20, Math.min(options.idleMs, 100)));
-    this.timer.unref();
-  }
+  ) {}
 
   get storeCommands(): number {
     return this.store.commands;
@@ -112,6 +110,7 @@ export class LeasedLimiter {
     if (state === undefined) {
       state = { held: undefined, acquiring: undefined, touchedAt: performance.now() };
       this.states.set(target.key, state);
+      this.startSweeping();
     }
     const deadline = performance.now() + this.options.holdMs + 250;
     for (;;) {
@@ -189,6 +188,12 @@ export class LeasedLimiter {
     }
   }
 
+  private startSweeping(): void {
+    if (this.timer !== undefined || this.closed) return;
+    this.timer = setInterval(() => void this.sweep(), Math.max(20, Math.min(this.options.idleMs, 100)));
+    this.timer.unref();
+  }
+
   /** Settles idle or old leases in one round trip, and forgets counters not used for a while. */
   private async sweep(force = false): Promise<void> {
     const now = performance.now();
@@ -212,6 +217,10 @@ export class LeasedLimiter {
         });
       }
       if (state.held === undefined && now - state.touchedAt > 60_000) this.states.delete(key);
+    }
+    if (this.states.size === 0 && this.timer !== undefined) {
+      clearInterval(this.timer);
+      this.timer = undefined;
     }
     // A failed settle is safe: the lease expires in the store and counts as fully spent.
     await this.store.settleMany(calls).catch(() => undefined);
