@@ -75,14 +75,14 @@ describe('the usage record contract', () => {
   });
 
   it('accepts values with up to nine decimal places however small, and refuses a tenth', () => {
-    const valueOf = (value: number) => buildUsageRecord({ customerRef: 'c', value }, context);
-    expect(valueOf(1e-7).record?.value).toBe(1e-7);
-    expect(valueOf(1.5e-8).record?.value).toBe(1.5e-8);
-    expect(valueOf(1e-9).record?.value).toBe(1e-9);
-    expect(valueOf(1e-10).errors).toEqual([
+    const withValue = (value: number) => buildUsageRecord({ customerRef: 'c', value }, context);
+    expect(withValue(1e-7).record?.value).toBe(1e-7);
+    expect(withValue(1.5e-8).record?.value).toBe(1.5e-8);
+    expect(withValue(1e-9).record?.value).toBe(1e-9);
+    expect(withValue(1e-10).errors).toEqual([
       { path: '/value', message: 'must have at most 9 decimal places' },
     ]);
-    expect(valueOf(1.5e-9).errors?.[0]?.path).toBe('/value');
+    expect(withValue(1.5e-9).errors?.[0]?.path).toBe('/value');
   });
 
   it('reads back only well-formed records from the bus', () => {
