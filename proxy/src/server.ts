@@ -48,6 +48,16 @@ const RESPONSE_SKIP = new Set([
   'trailer',
   'upgrade',
 ]);
+/** undici's errors for an origin that did not connect, answer or go on answering in time. */
+const ORIGIN_TIMEOUTS = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+const isOriginTimeout = (error: unknown) =>
+  error !== null &&
+  typeof error === 'object' &&
+  ORIGIN_TIMEOUTS.has(String((error as { code?: unknown }).code));
 /** Enough of an answer to find the JSON-RPC result of the calls it carries. */
 const SNIFF_LIMIT_BYTES = 1024 * 1024;
 
@@ -122,12 +132,24 @@ function respond(
   });
 }
 
+/** Header names listed in a Connection header, other than the usual keep-alive and close. */
+function hopHeadersIn(connection: string): string[] {
+  const names: string[] = [];
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '' && name !== 'keep-alive' && name !== 'close') names.push(name);
+  }
+  return names;
+}
+
 /** The origin's status and headers, less hop-by-hop ones; call inside cork. */
 function writeHead(exchange: Exchange, status: number, headers: IncomingHttpHeaders): void {
   exchange.res.writeStatus(statusLine(status));
+  const connection = headers.connection;
+  const hop = typeof connection === 'string' ? hopHeadersIn(connection) : [];
   for (const name in headers) {
     const value = headers[name];
-    if (RESPONSE_SKIP.has(name) || value === undefined) continue;
+    if (RESPONSE_SKIP.has(name) || value === undefined || (hop.length > 0 && hop.includes(name))) continue;
     if (typeof value === 'string') exchange.res.writeHeader(name, value);
     else for (const v of value) exchange.res.writeHeader(name, v);
   }
@@ -157,6 +179,12 @@ type Refused = Exclude<Verdict, { kind: 'admit' }>;
 interface CallFacts {
   outcome?: ToolOutcome;
   admitted: boolean;
+}
+interface RecordedFacts {
+  outcome: ToolOutcome;
+  admitted: boolean;
+  /** The client went away before the call's answer reached it. */
+  cancelled?: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -208,7 +236,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     server: McpServerSnapshot,
     customerRef: string,
     calls: ToolCall[],
-    factsFor: (call: ToolCall) => { outcome: ToolOutcome; admitted: boolean },
+    factsFor: (call: ToolCall) => RecordedFacts,
     started: number,
   ) {
     if (calls.length === 0) return;
@@ -228,6 +256,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       };
       if (server.productId !== null) properties.productId = server.productId;
       if (facts.admitted) properties.admitted = true;
+      if (facts.cancelled === true) properties.cancelled = true;
       emitter.emit({
         id: newId('rec'),
         providerId: server.providerId,
@@ -397,6 +426,29 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     let ended = false;
     const buffered: Buffer[] = [];
     const sniff = calls.length > 0;
+    /**
+     * The client went away (and the origin request was cancelled with it). Each call still
+     * passed through, may have run at the origin and was counted against the limit, so it is
+     * recorded: with the origin's outcome if its answer had arrived, else as a cancelled error.
+     */
+    const meterCancelled = () => {
+      const responses = sniff ? responsesIn(contentType, sniffed) : [];
+      meter(
+        server,
+        customerRef,
+        calls,
+        (call) => {
+          // Calls refused here (a paywall in a batch) keep their outcome; they never left.
+          const forwarded = facts.get(call)?.outcome === undefined;
+          const answered = responses.some((r) => r.id === call.id);
+          return {
+            ...factsOf(call, () => (answered ? outcomeOf(call, status, responses) : 'error')),
+            cancelled: forwarded && !answered,
+          };
+        },
+        started,
+      );
+    };
     try {
       await callOrigin(
         origins,
@@ -442,7 +494,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           if (exchange.aborted) control.abort(new Error('client went away'));
         },
       );
-      if (exchange.aborted) return;
+      if (exchange.aborted) return meterCancelled();
       metrics.origin.observe((performance.now() - sent) / 1000);
       if (mergeJson) {
         const text = Buffer.concat(buffered).toString('utf8');
@@ -493,17 +545,23 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         started,
       );
     } catch (error) {
-      if (exchange.aborted) return;
+      if (exchange.aborted) return meterCancelled();
+      const timedOut = isOriginTimeout(error);
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
       meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) {
         exchange.res.cork(() => exchange.res.end());
       } else if (singleId !== null) {
+        const message = timedOut
+          ? 'The MCP server did not answer in time; try again'
+          : 'The MCP server is unreachable; try again';
+        respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32603, message));
+      } else if (timedOut) {
         respond(
           exchange,
-          200,
+          504,
           'application/json',
-          jsonRpcError(singleId, -32603, 'The MCP server is unreachable; try again'),
+          JSON.stringify({ code: 'origin_timeout', detail: 'The MCP server did not answer in time' }),
         );
       } else {
         respond(
@@ -626,6 +684,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     req.forEach((name, value) => {
       if (!REQUEST_SKIP.has(name)) headers[name] = value;
     });
+    // Headers the client named in Connection are for this hop only (RFC 9110 §7.6.1).
+    const connection = req.getHeader('connection');
+    if (connection !== '') for (const name of hopHeadersIn(connection)) delete headers[name];
     const query = req.getQuery() ?? '';
     const authorization = req.getHeader('authorization');
     const arrived = performance.now();

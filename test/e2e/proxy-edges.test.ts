@@ -1,0 +1,549 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+} from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/ingest/kit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { type ProviderKeys, suffix } from '../helpers/flows';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+
+interface UsageAnswer {
+  records: number;
+  groups?: Array<{ value: string; records: number }>;
+}
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+interface Exchange {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+const HEADERS_TIMEOUT_MS = 1_000;
+const IDLE_TIMEOUT_MS = 3_000;
+const MAX_BODY_BYTES = 4_096;
+
+const toolCall = (id: number | string, name = 'add') =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: { a: 1, b: 2 } } });
+const sse = (message: unknown) => `event: message\ndata: ${JSON.stringify(message)}\n\n`;
+const result = (id: unknown, text: string) => ({
+  jsonrpc: '2.0',
+  id,
+  result: { content: [{ type: 'text', text }] },
+});
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+}
+
+/**
+ * An origin that misbehaves on request, one behaviour per path: it never answers (/hang),
+ * streams an answer in two parts with a gate between them (/stream), goes silent after the
+ * first event (/stall), reports what it received (/headers), takes a notification (/notify).
+ */
+async function startEdgeOrigin() {
+  const seen: Seen[] = [];
+  let openGate: () => void = () => {};
+  let gate = new Promise<void>((resolve) => {
+    openGate = resolve;
+  });
+  const closes: Array<{ path: string; at: number }> = [];
+  const server: Server = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    res.on('close', () => closes.push({ path, at: Date.now() }));
+    const id = body === '' ? null : (JSON.parse(body) as { id?: unknown }).id;
+    switch (path) {
+      case '/hang':
+        return;
+      case '/headers':
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'mcp-session-id': 'origin-session-7',
+          'x-origin-tag': 'kept',
+        });
+        res.end(JSON.stringify(result(id, JSON.stringify({ url: req.url, headers: req.headers }))));
+        return;
+      case '/notify':
+        res.writeHead(202);
+        res.end();
+        return;
+      case '/stream':
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write(
+          sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'first' } }),
+        );
+        await gate;
+        res.end(sse(result(id, 'done')));
+        return;
+      case '/stall':
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(
+          sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'first' } }),
+        );
+        return;
+      default:
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(result(id, '3')));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = address !== null && typeof address === 'object' ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    closes,
+    release() {
+      openGate();
+      gate = new Promise<void>((resolve) => {
+        openGate = resolve;
+      });
+    },
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A raw HTTP exchange: full control over headers and body framing, which fetch does not give. */
+function send(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer[] },
+): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: options.method ?? 'POST', headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    if (Array.isArray(options.body)) for (const chunk of options.body) req.write(chunk);
+    else if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+/**
+ * What the proxy does at its edges, against a real control plane, ingest, Redis, Kafka and
+ * ClickHouse: identity refused, bodies too large, servers switched off, origins that refuse,
+ * hang, stall or stream, clients that leave, and which headers cross in each direction.
+ */
+describe('the proxy at its edges', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let baseUrl: string;
+  let proxyUrl: string;
+  let origin: Awaited<ReturnType<typeof startEdgeOrigin>>;
+  let provider: ProviderKeys;
+  let api: ReturnType<typeof apiClient>;
+  let productId: string;
+  let freePlanId: string;
+
+  const register = async (
+    path: string,
+    extra: Record<string, unknown> = {},
+    url = `${origin.url}${path}`,
+  ) => {
+    const created = await api<{ id: string; subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+      name: `edge-${path.replace(/\W/g, '') || 'root'}-${suffix()}`,
+      url,
+      productId,
+      defaultPlanId: freePlanId,
+      ...extra,
+    });
+    expect(created.status).toBe(201);
+    return { ...created.body, proxied: `${proxyUrl}/mcp/${created.body.subdomain}` };
+  };
+  const customerWithToken = async () => {
+    const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
+    const token = (
+      await api<{ accessToken: string }>('POST', `/v1/sdk/customers/${customer.reference}/tokens`, {})
+    ).body.accessToken;
+    return { ref: customer.reference, token };
+  };
+  const jsonHeaders = (token?: string) => ({
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+  });
+  /** Records of one customer in ClickHouse, by a property, once there are `count` of them. */
+  const recordsOf = async (customerRef: string, count: number, groupBy = 'outcome') =>
+    pollUntil(
+      async () =>
+        (
+          await api<UsageAnswer>(
+            'GET',
+            `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=${groupBy}`,
+          )
+        ).body,
+      (body) => body.records >= count,
+      { what: `${count} usage records of ${customerRef}`, timeoutMs: 30_000 },
+    );
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-edges-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    const env = {
+      ...process.env,
+      LOG_LEVEL: 'error',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: infra.databaseUrl,
+      WEBHOOKS_ENABLED: 'false',
+      REDIS_URL: infra.redisUrl,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      BUS_NAMESPACE: `edges${suffix()}`,
+      SECRET_KEY: 'cd'.repeat(32),
+      PORT: String(port),
+      CONTROL_PLANE_URL: baseUrl,
+    };
+    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
+    services = [
+      spawnService(process.execPath, serve, {
+        env: { ...env, SERVICES: 'control-plane,ingest' },
+        logDir: dir,
+        name: 'control-plane',
+      }),
+      spawnService(process.execPath, serve, {
+        env: {
+          ...env,
+          SERVICES: 'proxy',
+          PROXY_PORT: String(proxyPort),
+          PROXY_SPILL_DIR: join(dir, 'spill'),
+          PROXY_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
+          PROXY_ORIGIN_CONNECT_TIMEOUT_MS: '1000',
+          PROXY_ORIGIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+          PROXY_ORIGIN_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+          EMITTER_LINGER_MS: '20',
+        },
+        logDir: dir,
+        name: 'proxy',
+      }),
+    ];
+    await waitHealthy(baseUrl, services[0] as Service);
+    await waitHealthy(proxyUrl, services[1] as Service);
+    origin = await startEdgeOrigin();
+    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Edges Co'], env);
+    api = apiClient(baseUrl, provider.sandboxKey);
+    productId = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Edges' })).body.id;
+    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
+      name: 'Free',
+      price: 0,
+      currency: 'usd',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      limit: 1_000_000,
+    });
+    expect(plan.status).toBe(201);
+    freePlanId = plan.body.id;
+  });
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('asks for a bearer token (RFC 6750, MCP authorization) and never calls the origin without one', async () => {
+    const server = await register('/plain');
+    const before = origin.seen.length;
+    const missing = await send(server.proxied, { headers: jsonHeaders(), body: toolCall(11) });
+    expect(missing.status).toBe(401);
+    expect(missing.headers['www-authenticate']).toBe('Bearer realm="mcp"');
+    expect(JSON.parse(missing.body)).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: -32001 } });
+
+    const { token } = await customerWithToken();
+    const [head, payload, signature] = token.split('.') as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+    const forged = `${head}.${Buffer.from(JSON.stringify({ ...claims, sub: 'cus_someone_else' })).toString('base64url')}.${signature}`;
+    for (const bad of [forged, 'not-a-jwt', `${token}x`]) {
+      const refused = await send(server.proxied, { headers: jsonHeaders(bad), body: toolCall(12) });
+      expect(refused.status).toBe(401);
+      expect(refused.headers['www-authenticate']).toMatch(
+        /^Bearer realm="mcp", error="invalid_token", error_description="[^"]+"$/,
+      );
+      expect(JSON.parse(refused.body)).toMatchObject({ id: 12, error: { code: -32001 } });
+    }
+    // A token of another provider opens none of this provider's servers.
+    const other = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Other Co'], {
+      ...process.env,
+      DATABASE_URL: infra.databaseUrl,
+      SECRET_KEY: 'cd'.repeat(32),
+      DATA_DIR: join(dir, 'data'),
+    });
+    const otherApi = apiClient(baseUrl, other.sandboxKey);
+    const stranger = (await otherApi<{ reference: string }>('POST', '/v1/sdk/customers', {})).body.reference;
+    const strangerToken = (
+      await otherApi<{ accessToken: string }>('POST', `/v1/sdk/customers/${stranger}/tokens`, {})
+    ).body.accessToken;
+    const foreign = await send(server.proxied, { headers: jsonHeaders(strangerToken), body: toolCall(13) });
+    expect(foreign.status).toBe(401);
+    expect(origin.seen.length).toBe(before);
+  });
+
+  it('refuses bodies over the limit with 413, declared or streamed, before the origin sees them', async () => {
+    const server = await register('/plain');
+    const { token } = await customerWithToken();
+    const before = origin.seen.length;
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 21,
+      method: 'tools/call',
+      params: { name: 'add', arguments: { pad: 'x'.repeat(MAX_BODY_BYTES) } },
+    });
+    const declared = await send(server.proxied, { headers: jsonHeaders(token), body: big });
+    expect(declared.status).toBe(413);
+    expect(JSON.parse(declared.body)).toEqual({
+      code: 'payload_too_large',
+      detail: 'Request body too large',
+    });
+    // Chunked, with no length up front: refused once the running total passes the limit.
+    const pieces = Array.from({ length: 8 }, (_, i) => Buffer.from(big.slice(i * 1024, (i + 1) * 1024)));
+    const streamed = await send(server.proxied, {
+      headers: { ...jsonHeaders(token), 'transfer-encoding': 'chunked' },
+      body: pieces,
+    });
+    expect(streamed.status).toBe(413);
+    // Just under the limit passes.
+    const fits = await send(server.proxied, { headers: jsonHeaders(token), body: toolCall(22) });
+    expect(fits.status).toBe(200);
+    expect(origin.seen.length).toBe(before + 1);
+  });
+
+  it('answers for unknown routes and servers, and honours inactive and suspended servers', async () => {
+    const { token } = await customerWithToken();
+    const nowhere = await send(`${proxyUrl}/elsewhere`, { headers: jsonHeaders(token), body: toolCall(31) });
+    expect(nowhere.status).toBe(404);
+    expect(JSON.parse(nowhere.body)).toMatchObject({ code: 'route_not_found' });
+    const unknown = await send(`${proxyUrl}/mcp/no-such-server-${suffix()}`, {
+      headers: jsonHeaders(token),
+      body: toolCall(32),
+    });
+    expect(unknown.status).toBe(404);
+    expect(JSON.parse(unknown.body)).toMatchObject({ code: 'mcp_server_not_found' });
+
+    const server = await register('/plain');
+    const before = origin.seen.length;
+    for (const status of ['inactive', 'suspended'] as const) {
+      expect((await api('PATCH', `/v1/ui/mcp-servers/${server.id}`, { status })).status).toBe(200);
+      const refused = await pollUntil(
+        () => send(server.proxied, { headers: jsonHeaders(token), body: toolCall(33) }),
+        (answer) => answer.status === 503,
+        { what: `the proxy to see the server ${status}`, timeoutMs: 10_000 },
+      );
+      expect(JSON.parse(refused.body)).toMatchObject({
+        id: 33,
+        error: { code: -32000, message: `This MCP server is ${status}` },
+      });
+    }
+    expect(origin.seen.length).toBe(before);
+    expect((await api('PATCH', `/v1/ui/mcp-servers/${server.id}`, { status: 'active' })).status).toBe(200);
+    const back = await pollUntil(
+      () => send(server.proxied, { headers: jsonHeaders(token), body: toolCall(34) }),
+      (answer) => answer.status === 200,
+      { what: 'the proxy to see the server active again', timeoutMs: 10_000 },
+    );
+    expect(JSON.parse(back.body)).toMatchObject({ id: 34, result: { content: [{ text: '3' }] } });
+  });
+
+  it('turns an origin that refuses or does not answer in time into a JSON-RPC error, recorded as upstream_error', async () => {
+    const customer = await customerWithToken();
+    const closedPort = await freePort();
+    const refusing = await register('', {}, `http://127.0.0.1:${closedPort}/mcp`);
+    const hanging = await register('/hang');
+
+    const refused = await send(refusing.proxied, {
+      headers: jsonHeaders(customer.token),
+      body: toolCall(41),
+    });
+    expect(refused.status).toBe(200);
+    expect(JSON.parse(refused.body)).toMatchObject({
+      jsonrpc: '2.0',
+      id: 41,
+      error: { code: -32603, message: 'The MCP server is unreachable; try again' },
+    });
+
+    const started = Date.now();
+    const late = await send(hanging.proxied, { headers: jsonHeaders(customer.token), body: toolCall(42) });
+    const waited = Date.now() - started;
+    expect(late.status).toBe(200);
+    expect(JSON.parse(late.body)).toMatchObject({
+      id: 42,
+      error: { code: -32603, message: 'The MCP server did not answer in time; try again' },
+    });
+    expect(waited).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 50);
+
+    // Not a JSON-RPC request (no id to answer): gateway statuses instead.
+    const notification = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const gone = await send(refusing.proxied, { headers: jsonHeaders(customer.token), body: notification });
+    expect(gone.status).toBe(502);
+    expect(JSON.parse(gone.body)).toMatchObject({ code: 'origin_unreachable' });
+    const slow = await send(hanging.proxied, { headers: jsonHeaders(customer.token), body: notification });
+    expect(slow.status).toBe(504);
+    expect(JSON.parse(slow.body)).toMatchObject({ code: 'origin_timeout' });
+
+    const recorded = await recordsOf(customer.ref, 2);
+    expect(recorded.records).toBe(2);
+    expect(recorded.groups).toEqual([{ value: 'upstream_error', records: 2 }]);
+  });
+
+  it('streams an SSE answer as it comes, without waiting for the end', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/stream');
+    const response = await fetch(server.proxied, {
+      method: 'POST',
+      headers: jsonHeaders(customer.token),
+      body: toolCall(51),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    // The origin holds the rest back until this first event has reached the client.
+    const first = await Promise.race([
+      reader.read(),
+      new Promise<'buffered'>((resolve) => setTimeout(() => resolve('buffered'), 2_000)),
+    ]);
+    expect(first).not.toBe('buffered');
+    let text = decoder.decode((first as { value?: Uint8Array }).value);
+    expect(text).toContain('"data":"first"');
+    expect(text).not.toContain('"result"');
+    origin.release();
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      text += decoder.decode(next.value);
+    }
+    expect(text).toContain(JSON.stringify(result(51, 'done')));
+    const recorded = await recordsOf(customer.ref, 1);
+    expect(recorded.groups).toEqual([{ value: 'success', records: 1 }]);
+  });
+
+  it('ends a stream whose origin goes silent, and records the call as upstream_error', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/stall');
+    const started = Date.now();
+    const answer = await send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(61) });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(IDLE_TIMEOUT_MS - 50);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toContain('"data":"first"');
+    const recorded = await recordsOf(customer.ref, 1);
+    expect(recorded.groups).toEqual([{ value: 'upstream_error', records: 1 }]);
+  });
+
+  it('cancels the origin request when the client leaves, and still records the call', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/stream');
+    const controller = new AbortController();
+    const response = await fetch(server.proxied, {
+      method: 'POST',
+      headers: jsonHeaders(customer.token),
+      body: toolCall(71),
+      signal: controller.signal,
+    });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    const closesBefore = origin.closes.length;
+    controller.abort();
+    await pollUntil(
+      async () => origin.closes.slice(closesBefore).filter((c) => c.path === '/stream').length,
+      (n) => n >= 1,
+      { what: 'the origin request closed after the client left', timeoutMs: 5_000 },
+    );
+    origin.release();
+    // The call reached the origin and counted against the limit: it is recorded, as cancelled.
+    const recorded = await recordsOf(customer.ref, 1, 'cancelled');
+    expect(recorded.records).toBe(1);
+    expect(recorded.groups).toEqual([{ value: 'true', records: 1 }]);
+    expect((await recordsOf(customer.ref, 1)).groups).toEqual([{ value: 'error', records: 1 }]);
+  });
+
+  it('forwards end-to-end headers and the query, adds the origin key, drops credentials and hop-by-hop headers', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/headers', { authHeaderName: 'X-Api-Key', authApiKey: 'origin-secret-9' });
+    const answer = await send(`${server.proxied}?region=eu`, {
+      headers: {
+        ...jsonHeaders(customer.token),
+        'mcp-session-id': 'client-session-3',
+        'mcp-protocol-version': '2025-06-18',
+        'last-event-id': '17',
+        'x-trace': 'abc',
+        connection: 'keep-alive, x-hop',
+        'x-hop': 'for the next hop only',
+        te: 'trailers',
+        'proxy-authorization': 'Basic c2VjcmV0',
+      },
+      body: toolCall(81),
+    });
+    expect(answer.status).toBe(200);
+    const message = JSON.parse(answer.body) as { result: { content: Array<{ text: string }> } };
+    const received = JSON.parse(message.result.content[0]?.text ?? '{}') as {
+      url: string;
+      headers: Record<string, string>;
+    };
+    expect(received.url).toBe('/headers?region=eu');
+    expect(received.headers).toMatchObject({
+      'mcp-session-id': 'client-session-3',
+      'mcp-protocol-version': '2025-06-18',
+      'last-event-id': '17',
+      'x-trace': 'abc',
+      'x-api-key': 'origin-secret-9',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    });
+    for (const dropped of ['authorization', 'proxy-authorization', 'te', 'x-hop'])
+      expect(received.headers[dropped]).toBeUndefined();
+    // The origin's own headers come back, the session id among them.
+    expect(answer.headers['mcp-session-id']).toBe('origin-session-7');
+    expect(answer.headers['x-origin-tag']).toBe('kept');
+  });
+
+  it('passes notifications through with the origin status and records no usage for them', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/notify');
+    const accepted = await send(server.proxied, {
+      headers: jsonHeaders(customer.token),
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+    });
+    expect(accepted.status).toBe(202);
+    expect(accepted.body).toBe('');
+    // A tools/call afterwards is the only record of this customer.
+    const plain = await register('/plain');
+    const answered = await send(plain.proxied, { headers: jsonHeaders(customer.token), body: toolCall(91) });
+    expect(answered.status).toBe(200);
+    const recorded = await recordsOf(customer.ref, 1);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await recordsOf(customer.ref, 1)).records).toBe(1);
+    expect(recorded.groups).toEqual([{ value: 'success', records: 1 }]);
+  });
+});
