@@ -69,7 +69,8 @@ async function startEdgeOrigin() {
     const path = (req.url ?? '').split('?')[0] ?? '';
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
     res.on('close', () => closes.push({ path, at: Date.now() }));
-    const id = body === '' ? null : (JSON.parse(body) as { id?: unknown }).id;
+    const message: unknown = body === '' ? null : JSON.parse(body);
+    const id = message !== null && !Array.isArray(message) ? (message as { id?: unknown }).id : null;
     switch (path) {
       case '/hang':
         return;
@@ -99,6 +100,20 @@ async function startEdgeOrigin() {
           sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'first' } }),
         );
         return;
+      case '/batch': {
+        // Answers each request of a batch; the tool `fail` errs. Notifications get no answer.
+        const messages = JSON.parse(body) as Array<{ id?: unknown; params?: { name?: string } }>;
+        const answers = messages
+          .filter((m) => m.id !== undefined)
+          .map((m) =>
+            m.params?.name === 'fail'
+              ? { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: 'no' } }
+              : result(m.id, 'ok'),
+          );
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(answers));
+        return;
+      }
       default:
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify(result(id, '3')));
@@ -526,6 +541,31 @@ describe('the proxy at its edges', () => {
     // The origin's own headers come back, the session id among them.
     expect(answer.headers['mcp-session-id']).toBe('origin-session-7');
     expect(answer.headers['x-origin-tag']).toBe('kept');
+  });
+
+  it('forwards a JSON-RPC batch whole and records each tools/call in it by its own answer', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/batch');
+    const batch = [
+      JSON.parse(toolCall(101)),
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 99 } },
+      JSON.parse(toolCall('b-102', 'fail')),
+      { jsonrpc: '2.0', id: 103, method: 'tools/list' },
+    ];
+    const answer = await send(server.proxied, {
+      headers: jsonHeaders(customer.token),
+      body: JSON.stringify(batch),
+    });
+    expect(answer.status).toBe(200);
+    expect((JSON.parse(answer.body) as Array<{ id: unknown }>).map((a) => a.id)).toEqual([101, 'b-102', 103]);
+    expect(JSON.parse(origin.seen.at(-1)?.body ?? '[]')).toEqual(batch);
+    // Two tools/call: one record each; the notification and tools/list are not metered.
+    const recorded = await recordsOf(customer.ref, 2);
+    expect(recorded.records).toBe(2);
+    expect(recorded.groups?.sort((a, b) => a.value.localeCompare(b.value))).toEqual([
+      { value: 'error', records: 1 },
+      { value: 'success', records: 1 },
+    ]);
   });
 
   it('passes notifications through with the origin status and records no usage for them', async () => {
