@@ -6,6 +6,7 @@ import {
   type VerifyResult,
   verifyAccessToken,
 } from '@mcp-meter/control-plane/snapshots';
+import { SnapshotUnavailableError } from './directory';
 
 /**
  * Verifies customer access tokens locally: the key set comes from the snapshot store (cached,
@@ -22,9 +23,20 @@ export class TokenVerifier {
     private readonly keysTtlMs: number,
   ) {}
 
+  /**
+   * The published keys. When the store cannot be read, a routine refresh keeps the keys it has;
+   * a forced one (a token names a key not known here) cannot tell a new key from a bad token, so
+   * it reports the store unavailable rather than refusing a token that may be good.
+   */
   private async keySet(force: boolean): Promise<JsonWebKey[]> {
     if (force || Date.now() - this.keysFetchedAt > this.keysTtlMs) {
-      const raw = await this.store.get(JWKS_KEY);
+      let raw: string | undefined;
+      try {
+        raw = await this.store.get(JWKS_KEY);
+      } catch (error) {
+        if (force || this.keysFetchedAt === 0) throw new SnapshotUnavailableError(error);
+        return this.keys;
+      }
       this.keys = raw === undefined ? [] : ((JSON.parse(raw) as { keys?: JsonWebKey[] }).keys ?? []);
       this.keysFetchedAt = Date.now();
     }

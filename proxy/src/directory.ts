@@ -7,6 +7,13 @@ import {
   type SnapshotStore,
 } from '@mcp-meter/control-plane/snapshots';
 
+/** The snapshot store cannot be read and nothing usable is cached: the caller should retry shortly. */
+export class SnapshotUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('snapshot store unavailable', { cause });
+  }
+}
+
 interface Entry<T> {
   value: T | undefined;
   expiresAt: number;
@@ -53,7 +60,7 @@ export class SnapshotCache<T> {
       return value;
     } catch (error) {
       if (stale !== undefined) return stale.value;
-      throw error;
+      throw new SnapshotUnavailableError(error);
     }
   }
 }

@@ -7,7 +7,7 @@ import {
 } from '@mcp-meter/control-plane/limits';
 import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
 import type { ControlPlaneLink } from './control-link';
-import type { EntitlementDirectory } from './directory';
+import { type EntitlementDirectory, SnapshotUnavailableError } from './directory';
 
 export type Verdict =
   /** `counted`: the call spent a unit of a plan's allowance (recorded as `admitted: true`). */
@@ -49,7 +49,15 @@ export class Gatekeeper {
       this.stats.decisions.free++;
       return FREE;
     }
-    const entitlement = await this.entitlements.lookup(server, customerId, productId);
+    let entitlement: Awaited<ReturnType<EntitlementDirectory['lookup']>>;
+    try {
+      entitlement = await this.entitlements.lookup(server, customerId, productId);
+    } catch (error) {
+      // Redis is away and this customer's purchase is not cached: which plan applies is unknown.
+      if (!(error instanceof SnapshotUnavailableError)) throw error;
+      this.stats.decisions.unavailable++;
+      return { kind: 'unavailable' };
+    }
     const gate = gateFor(server, tool, entitlement, new Date());
     if (gate.kind === 'free') {
       this.stats.decisions.free++;

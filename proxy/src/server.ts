@@ -9,7 +9,7 @@ import { Agent } from 'undici';
 import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
-import type { ServerDirectory } from './directory';
+import { type ServerDirectory, SnapshotUnavailableError } from './directory';
 import type { Gatekeeper, Verdict } from './gatekeeper';
 import {
   jsonRpcError,
@@ -190,6 +190,22 @@ interface RecordedFacts {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
+/** A JSON request body, parsed once; anything else (or bad JSON, which the origin answers) is undefined. */
+function parseBody(body: Buffer, contentType: string | undefined): unknown {
+  if (body.length === 0 || !(contentType ?? '').includes('json')) return undefined;
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The id of a single JSON-RPC request, which an error answer must carry; null otherwise. */
+const idOf = (parsed: unknown): string | number | null =>
+  isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
+
+const UNAVAILABLE = "This MCP server's settings cannot be read right now; try again shortly";
+
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
   const origins = new Agent({
@@ -312,6 +328,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       query: string;
       headers: Record<string, string>;
       body: Buffer;
+      /** The body as JSON, when it is JSON. */
+      parsed: unknown;
       authorization: string;
       arrived: number;
     },
@@ -326,16 +344,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         JSON.stringify({ code: 'mcp_server_not_found', detail: 'No MCP server here' }),
       );
     }
-    let parsed: unknown;
-    if (request.body.length > 0 && (request.headers['content-type'] ?? '').includes('json')) {
-      try {
-        parsed = JSON.parse(request.body.toString('utf8'));
-      } catch {
-        parsed = undefined; // the origin answers the parse error in its own words
-      }
-    }
+    const parsed = request.parsed;
     const calls = toolCallsIn(parsed);
-    const singleId = isObject(parsed) && 'id' in parsed ? (parsed.id as string | number) : null;
+    const singleId = idOf(parsed);
     let customerRef = 'anonymous';
     if (config.requireAuth) {
       const verdict = await verifier.verify(request.authorization, server);
@@ -701,15 +712,31 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
 
     inflight++;
-    const run = (body: Buffer) =>
-      forward(exchange, { method, route, query, headers, body, authorization, arrived })
+    const run = (body: Buffer) => {
+      const parsed = parseBody(body, headers['content-type']);
+      return forward(exchange, { method, route, query, headers, body, parsed, authorization, arrived })
         .catch((error: unknown) => {
+          const id = idOf(parsed);
+          if (error instanceof SnapshotUnavailableError) {
+            // Redis is away and this server, or the token's signing key, is not cached here yet.
+            logger.warn({ err: error, subdomain: route.subdomain }, 'snapshot store unavailable');
+            if (id !== null)
+              return respond(exchange, 200, 'application/json', jsonRpcError(id, -32000, UNAVAILABLE));
+            return respond(
+              exchange,
+              503,
+              'application/json',
+              JSON.stringify({ code: 'proxy_unavailable', detail: UNAVAILABLE }),
+              { 'retry-after': '1' },
+            );
+          }
           logger.error({ err: error }, 'proxy request failed');
-          respond(exchange, 500, 'application/json', jsonRpcError(null, -32603, 'Internal proxy error'));
+          respond(exchange, 500, 'application/json', jsonRpcError(id, -32603, 'Internal proxy error'));
         })
         .finally(() => {
           inflight--;
         });
+    };
 
     if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') {
       void run(Buffer.alloc(0));

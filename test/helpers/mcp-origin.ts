@@ -90,7 +90,7 @@ export interface McpOrigin {
  * port. With `requireHeader`, requests without that header and value get 401 (an origin API key).
  */
 export async function startMcpOrigin(
-  options: { requireHeader?: [string, string]; echo?: boolean; json?: boolean } = {},
+  options: { requireHeader?: [string, string]; echo?: boolean; json?: boolean; stateless?: boolean } = {},
 ): Promise<McpOrigin> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const calls = new Map<string, number>();
@@ -109,6 +109,17 @@ export async function startMcpOrigin(
       }
       const sessionId = req.headers['mcp-session-id'];
       const body = req.method === 'POST' ? await readJson(req) : undefined;
+      if (options.stateless === true) {
+        // No sessions: every request gets its own server and transport (the SDK's stateless mode).
+        const transport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: undefined,
+          enableJsonResponse: true,
+        });
+        res.on('close', () => void transport.close());
+        await buildServer(calls, options.echo === true).connect(transport);
+        await transport.handleRequest(req, res, body);
+        return;
+      }
       let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
       if (transport === undefined && req.method === 'POST' && isInitializeRequest(body)) {
         const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({

@@ -10,20 +10,25 @@ export function tokenIssuer(claims: { sub: string; prv: string; env?: 'sandbox' 
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const kid = randomBytes(4).toString('hex');
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const now = Math.floor(Date.now() / 1000);
-  const input = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64({
-    iss: 'test',
-    aud: ACCESS_TOKEN_AUDIENCE,
-    sub: claims.sub,
-    prv: claims.prv,
-    env: claims.env ?? 'sandbox',
-    iat: now,
-    exp: now + 3600,
-    jti: randomBytes(6).toString('hex'),
-  })}`;
-  const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+  /** Another token under the same key (a distinct `jti`, so never one the proxy has seen). */
+  const mint = (sub = claims.sub) => {
+    const now = Math.floor(Date.now() / 1000);
+    const input = `${b64({ alg: 'ES256', typ: 'JWT', kid })}.${b64({
+      iss: 'test',
+      aud: ACCESS_TOKEN_AUDIENCE,
+      sub,
+      prv: claims.prv,
+      env: claims.env ?? 'sandbox',
+      iat: now,
+      exp: now + 3600,
+      jti: randomBytes(6).toString('hex'),
+    })}`;
+    const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+    return `${input}.${signature.toString('base64url')}`;
+  };
   return {
     jwks: { keys: [{ ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' }] },
-    token: `${input}.${signature.toString('base64url')}`,
+    token: mint(),
+    mint,
   };
 }
