@@ -79,6 +79,10 @@ interface Exchange {
   origin: OriginControl | undefined;
   wakeWriter: (() => void) | undefined;
   requests: Counter;
+  /** A GET: the session's standalone SSE stream, which ends only when someone ends it. */
+  standalone: boolean;
+  /** The proxy is stopping and cancelled this exchange's origin request. */
+  stopped: boolean;
 }
 
 interface Route {
@@ -205,6 +209,8 @@ const idOf = (parsed: unknown): string | number | null =>
   isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
 
 const UNAVAILABLE = "This MCP server's settings cannot be read right now; try again shortly";
+const STOPPING = 'This proxy is restarting; try again';
+const STOPPING_BODY = JSON.stringify({ code: 'proxy_stopping', detail: STOPPING });
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
@@ -217,6 +223,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     pipelining: 1,
   });
   let inflight = 0;
+  /** Exchanges being served, so a stop can end the ones that would never end by themselves. */
+  const live = new Set<Exchange>();
+  let stopping = false;
+  const stop = (exchange: Exchange) => {
+    exchange.stopped = true;
+    exchange.origin?.abort(new Error('proxy stopping'));
+  };
   // Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor.
   const loopDelay = new EventLoopDelay('mcpmeter_proxy_event_loop_delay_seconds');
   const metrics = {
@@ -503,6 +516,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         (control) => {
           exchange.origin = control;
           if (exchange.aborted) control.abort(new Error('client went away'));
+          else if (exchange.stopped) control.abort(new Error('proxy stopping'));
         },
       );
       if (exchange.aborted) return meterCancelled();
@@ -557,6 +571,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     } catch (error) {
       if (exchange.aborted) return meterCancelled();
+      if (exchange.stopped) {
+        // Cancelled by the stop: recorded like a client leaving; the client is told to retry.
+        meterCancelled();
+        if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
+        if (singleId !== null)
+          return respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32000, STOPPING));
+        return respond(exchange, 503, 'application/json', STOPPING_BODY, { 'retry-after': '1' });
+      }
       const timedOut = isOriginTimeout(error);
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
       meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
@@ -673,13 +695,18 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       origin: undefined,
       wakeWriter: undefined,
       requests: metrics.requests,
+      standalone: method === 'GET',
+      stopped: false,
     };
     res.onAborted(() => {
       exchange.aborted = true;
       exchange.origin?.abort(new Error('client went away'));
       exchange.wakeWriter?.();
     });
-    if (url === '/healthz') return respond(exchange, 200, 'application/json', '{"status":"ok"}');
+    if (url === '/healthz') {
+      if (stopping) return respond(exchange, 503, 'application/json', '{"status":"stopping"}');
+      return respond(exchange, 200, 'application/json', '{"status":"ok"}');
+    }
     if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
 
     const route = routeOf(url, req.getHeader('host'), config.baseDomain);
@@ -711,7 +738,15 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     }
 
+    if (stopping) {
+      // A request on a kept-alive connection after the stop began: sent elsewhere, not started.
+      return respond(exchange, 503, 'application/json', STOPPING_BODY, {
+        'retry-after': '1',
+        connection: 'close',
+      });
+    }
     inflight++;
+    live.add(exchange);
     const run = (body: Buffer) => {
       const parsed = parseBody(body, headers['content-type']);
       return forward(exchange, { method, route, query, headers, body, parsed, authorization, arrived })
@@ -735,6 +770,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         })
         .finally(() => {
           inflight--;
+          live.delete(exchange);
         });
     };
 
@@ -749,6 +785,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       size += chunk.byteLength;
       if (size > config.maxBodyBytes) {
         inflight--;
+        live.delete(exchange);
         return respond(
           exchange,
           413,
@@ -775,10 +812,26 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     port,
     url: `http://${config.host}:${port}`,
     async close() {
+      stopping = true;
       uWS.us_listen_socket_close(socket);
-      // In-flight calls finish (and are metered) before the process moves on; bounded in time.
+      // Standalone streams never end by themselves: ended now, their clients reconnect elsewhere.
+      for (const exchange of live) if (exchange.standalone) stop(exchange);
+      // Calls in flight finish (and are metered) before the process moves on; bounded in time,
+      // after which what is left is cancelled (and metered as cancelled).
       const deadline = Date.now() + 10_000;
       while (inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (const exchange of live) stop(exchange);
+      const grace = Date.now() + 2_000;
+      while (inflight > 0 && Date.now() < grace) await new Promise((resolve) => setTimeout(resolve, 20));
+      // Still here: a client that never finished sending its body. Its connection is closed.
+      for (const exchange of live) {
+        if (exchange.aborted) continue;
+        try {
+          exchange.res.close();
+        } catch {
+          // already answered
+        }
+      }
       await origins.close();
       loopDelay.close();
     },
