@@ -58,6 +58,16 @@ const isOriginTimeout = (error: unknown) =>
   error !== null &&
   typeof error === 'object' &&
   ORIGIN_TIMEOUTS.has(String((error as { code?: unknown }).code));
+/**
+ * The origin asked for authentication (401, 407). The customer's credentials are for the proxy and
+ * never reach the origin, so this is the origin key the provider configured (missing or wrong):
+ * passed through, it would send the MCP client into sign-in against the proxy for nothing.
+ */
+class OriginCredentialsRefused extends Error {
+  constructor(status: number) {
+    super(`the origin refused the proxy's credentials (HTTP ${status})`);
+  }
+}
 /** Enough of an answer to find the JSON-RPC result of the calls it carries. */
 const SNIFF_LIMIT_BYTES = 1024 * 1024;
 
@@ -448,6 +458,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     let mergeJson = false;
     let expectedLength = -1;
     let ended = false;
+    let refusedCredentials = false;
     const buffered: Buffer[] = [];
     const sniff = calls.length > 0;
     /**
@@ -481,6 +492,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         {
           head(statusCode, h) {
             status = statusCode;
+            refusedCredentials = statusCode === 401 || statusCode === 407;
             upstreamHeaders = h;
             contentType = String(h['content-type'] ?? '');
             mergeJson = extra.length > 0 && !contentType.includes('text/event-stream');
@@ -488,7 +500,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             expectedLength = typeof length === 'string' ? Number(length) : -1;
           },
           data(chunk) {
-            if (exchange.aborted) return true;
+            if (exchange.aborted || refusedCredentials) return true;
             if (mergeJson) {
               buffered.push(chunk);
               return true;
@@ -520,6 +532,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         },
       );
       if (exchange.aborted) return meterCancelled();
+      if (refusedCredentials) throw new OriginCredentialsRefused(status);
       metrics.origin.observe((performance.now() - sent) / 1000);
       if (mergeJson) {
         const text = Buffer.concat(buffered).toString('utf8');
@@ -580,15 +593,28 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         return respond(exchange, 503, 'application/json', STOPPING_BODY, { 'retry-after': '1' });
       }
       const timedOut = isOriginTimeout(error);
+      const refused = error instanceof OriginCredentialsRefused;
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
       meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) {
         exchange.res.cork(() => exchange.res.end());
       } else if (singleId !== null) {
-        const message = timedOut
-          ? 'The MCP server did not answer in time; try again'
-          : 'The MCP server is unreachable; try again';
+        const message = refused
+          ? "The MCP server refused the proxy's credentials; its provider needs to update the server's API key"
+          : timedOut
+            ? 'The MCP server did not answer in time; try again'
+            : 'The MCP server is unreachable; try again';
         respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32603, message));
+      } else if (refused) {
+        respond(
+          exchange,
+          502,
+          'application/json',
+          JSON.stringify({
+            code: 'origin_auth_failed',
+            detail: "The MCP server refused the proxy's credentials (its API key in the server's settings)",
+          }),
+        );
       } else if (timedOut) {
         respond(
           exchange,

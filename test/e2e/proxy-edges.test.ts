@@ -82,6 +82,14 @@ async function startEdgeOrigin() {
         });
         res.end(JSON.stringify(result(id, JSON.stringify({ url: req.url, headers: req.headers }))));
         return;
+      case '/needs-key':
+        // An origin whose key the provider set wrong: it challenges whoever calls it.
+        res.writeHead(401, {
+          'content-type': 'application/json',
+          'www-authenticate': 'Bearer realm="origin"',
+        });
+        res.end(JSON.stringify({ error: 'invalid api key' }));
+        return;
       case '/notify':
         res.writeHead(202);
         res.end();
@@ -430,6 +438,26 @@ describe('the proxy at its edges', () => {
     const recorded = await recordsOf(customer.ref, 2);
     expect(recorded.records).toBe(2);
     expect(recorded.groups).toEqual([{ value: 'upstream_error', records: 2 }]);
+  });
+
+  it("does not pass on an origin's authentication challenge: the client's token is not what it refused", async () => {
+    const customer = await customerWithToken();
+    const server = await register('/needs-key', { authHeaderName: 'X-Api-Key', authApiKey: 'wrong-key' });
+    const answer = await send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(45) });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['www-authenticate']).toBeUndefined();
+    expect(JSON.parse(answer.body)).toMatchObject({
+      id: 45,
+      error: { code: -32603, message: expect.stringContaining("refused the proxy's credentials") },
+    });
+    expect(origin.seen.at(-1)?.headers['x-api-key']).toBe('wrong-key');
+    const notification = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const plain = await send(server.proxied, { headers: jsonHeaders(customer.token), body: notification });
+    expect(plain.status).toBe(502);
+    expect(plain.headers['www-authenticate']).toBeUndefined();
+    expect(JSON.parse(plain.body)).toMatchObject({ code: 'origin_auth_failed' });
+    const recorded = await recordsOf(customer.ref, 1);
+    expect(recorded.groups).toEqual([{ value: 'upstream_error', records: 1 }]);
   });
 
   it('streams an SSE answer as it comes, without waiting for the end', async () => {
