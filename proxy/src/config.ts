@@ -12,6 +12,8 @@ export interface ProxyConfig {
   maxBodyBytes: number;
   /** Emitted records wait here while the bus is unreachable (and across restarts). */
   spillDir: string;
+  /** Concurrent requests per origin (standalone GET streams apart); more wait for a connection. */
+  originMaxConnections: number;
   originConnectTimeoutMs: number;
   originHeadersTimeoutMs: number;
   originIdleTimeoutMs: number;
@@ -44,6 +46,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     // MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool arguments.
     spillDir: resolve(env.string('PROXY_SPILL_DIR', join(readDataDir(env), 'spill'))),
     maxBodyBytes: env.int('PROXY_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    originMaxConnections: env.int('PROXY_ORIGIN_MAX_CONNECTIONS', 256, { min: 1, max: 100_000 }),
     originConnectTimeoutMs: env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
     // Tools may think for a while before the first byte; a minute is generous without hanging forever.
     originHeadersTimeoutMs: env.int('PROXY_ORIGIN_HEADERS_TIMEOUT_MS', 60_000, { min: 100, max: 600_000 }),

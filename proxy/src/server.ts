@@ -224,14 +224,19 @@ const STOPPING_BODY = JSON.stringify({ code: 'proxy_stopping', detail: STOPPING 
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
-  const origins = new Agent({
+  const originOptions = {
     connect: { timeout: config.originConnectTimeoutMs },
     headersTimeout: config.originHeadersTimeoutMs,
     bodyTimeout: config.originIdleTimeoutMs,
     keepAliveTimeout: 30_000,
-    connections: 256,
     pipelining: 1,
-  });
+  };
+  // Requests share a bounded keep-alive pool per origin. A session's standalone GET stream holds
+  // its connection for as long as the session lives, so streams get their own, unbounded pool
+  // (one connection per client session): in the shared one, a few hundred connected clients
+  // would take every connection and queue all calls behind streams that never end.
+  const origins = new Agent({ ...originOptions, connections: config.originMaxConnections });
+  const streams = new Agent({ ...originOptions, connections: null });
   let inflight = 0;
   /** Exchanges being served, so a stop can end the ones that would never end by themselves. */
   const live = new Set<Exchange>();
@@ -486,7 +491,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
     try {
       await callOrigin(
-        origins,
+        exchange.standalone ? streams : origins,
         originTarget(server.originUrl, request.route.rest, request.query),
         { method: request.method, headers, body: body.length > 0 ? body : null },
         {
@@ -858,7 +863,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           // already answered
         }
       }
-      await origins.close();
+      await Promise.all([origins.close(), streams.close()]);
       loopDelay.close();
     },
   };

@@ -82,6 +82,16 @@ async function startEdgeOrigin() {
         });
         res.end(JSON.stringify(result(id, JSON.stringify({ url: req.url, headers: req.headers }))));
         return;
+      case '/events':
+        if (req.method !== 'GET') break;
+        // A session's standalone stream: open until the client leaves, a comment every second.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(': open\n\n');
+        {
+          const timer = setInterval(() => res.write(': ping\n\n'), 1_000);
+          res.on('close', () => clearInterval(timer));
+        }
+        return;
       case '/needs-key':
         // An origin whose key the provider set wrong: it challenges whoever calls it.
         res.writeHead(401, {
@@ -122,10 +132,9 @@ async function startEdgeOrigin() {
         res.end(JSON.stringify(answers));
         return;
       }
-      default:
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify(result(id, '3')));
     }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(result(id, '3')));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -594,6 +603,41 @@ describe('the proxy at its edges', () => {
       { value: 'error', records: 1 },
       { value: 'success', records: 1 },
     ]);
+  });
+
+  it('keeps calls flowing while more clients than the origin pool holds keep their GET streams open', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/events');
+    // More standalone streams than PROXY_ORIGIN_MAX_CONNECTIONS (256 by default).
+    const clients = Array.from({ length: 300 }, () => new AbortController());
+    const opening = Promise.all(
+      clients.map(async (client) => {
+        const response = await fetch(server.proxied, {
+          headers: { authorization: `Bearer ${customer.token}`, accept: 'text/event-stream' },
+          signal: client.signal,
+        });
+        expect(response.status).toBe(200);
+        const first = await (response.body as ReadableStream<Uint8Array>).getReader().read();
+        expect(new TextDecoder().decode(first.value)).toContain(': open');
+      }),
+    );
+    const opened = await Promise.race([
+      opening.then(() => 'open'),
+      new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000)),
+    ]);
+    expect(opened).toBe('open');
+    const started = Date.now();
+    const answer = await Promise.race([
+      send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(111) }),
+      new Promise<'queued'>((resolve) => setTimeout(() => resolve('queued'), 5_000)),
+    ]);
+    expect(answer).not.toBe('queued');
+    expect(JSON.parse((answer as Exchange).body)).toMatchObject({
+      id: 111,
+      result: { content: [{ text: '3' }] },
+    });
+    expect(Date.now() - started).toBeLessThan(HEADERS_TIMEOUT_MS);
+    for (const client of clients) client.abort();
   });
 
   it('passes notifications through with the origin status and records no usage for them', async () => {
