@@ -93,6 +93,8 @@ interface Exchange {
   standalone: boolean;
   /** The proxy is stopping and cancelled this exchange's origin request. */
   stopped: boolean;
+  /** From a browser (an Origin header): the answer carries the proxy's CORS headers. */
+  cors: boolean;
 }
 
 interface Route {
@@ -127,6 +129,20 @@ function writeChunk(exchange: Exchange, chunk: Uint8Array): Promise<void> | unde
   });
 }
 
+/**
+ * CORS for browser-based MCP clients. Any site may call: every request needs the customer's
+ * bearer token, which a browser never sends on its own (no cookies are involved), so there is
+ * nothing for another site to ride on. The origin's own CORS headers are replaced by these.
+ */
+const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, retry-after';
+const CORS_METHODS = 'GET, POST, DELETE, OPTIONS';
+
+/** Call inside cork. */
+function writeCors(exchange: Exchange): void {
+  exchange.res.writeHeader('access-control-allow-origin', '*');
+  exchange.res.writeHeader('access-control-expose-headers', CORS_EXPOSED);
+}
+
 function respond(
   exchange: Exchange,
   status: number,
@@ -140,6 +156,7 @@ function respond(
     if (!exchange.headersSent) {
       exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
       for (const [name, value] of Object.entries(headers)) exchange.res.writeHeader(name, value);
+      if (exchange.cors) writeCors(exchange);
     }
     exchange.headersSent = true;
     exchange.res.end(body);
@@ -164,9 +181,11 @@ function writeHead(exchange: Exchange, status: number, headers: IncomingHttpHead
   for (const name in headers) {
     const value = headers[name];
     if (RESPONSE_SKIP.has(name) || value === undefined || (hop.length > 0 && hop.includes(name))) continue;
+    if (exchange.cors && name.startsWith('access-control-')) continue;
     if (typeof value === 'string') exchange.res.writeHeader(name, value);
     else for (const v of value) exchange.res.writeHeader(name, v);
   }
+  if (exchange.cors) writeCors(exchange);
   exchange.headersSent = true;
 }
 
@@ -728,6 +747,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       requests: metrics.requests,
       standalone: method === 'GET',
       stopped: false,
+      cors: req.getHeader('origin') !== '',
     };
     res.onAborted(() => {
       exchange.aborted = true;
@@ -740,6 +760,24 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
     if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
 
+    if (method === 'OPTIONS') {
+      // A CORS preflight carries no credentials: answered here, never sent on or refused for want of a token.
+      if (exchange.aborted) return;
+      const asked = req.getHeader('access-control-request-headers');
+      exchange.requests.inc({ code: '204' });
+      res.cork(() => {
+        res.writeStatus('204 No Content').writeHeader('allow', CORS_METHODS);
+        if (exchange.cors) {
+          res
+            .writeHeader('access-control-allow-origin', '*')
+            .writeHeader('access-control-allow-methods', CORS_METHODS)
+            .writeHeader('access-control-max-age', '86400');
+          if (asked !== '') res.writeHeader('access-control-allow-headers', asked);
+        }
+        res.endWithoutBody();
+      });
+      return;
+    }
     const route = routeOf(url, req.getHeader('host'), config.baseDomain);
     if (route === undefined) {
       return respond(
@@ -805,7 +843,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         });
     };
 
-    if (method === 'GET' || method === 'HEAD' || method === 'DELETE' || method === 'OPTIONS') {
+    if (method === 'GET' || method === 'HEAD' || method === 'DELETE') {
       void run(Buffer.alloc(0));
       return;
     }

@@ -79,6 +79,7 @@ async function startEdgeOrigin() {
           'content-type': 'application/json',
           'mcp-session-id': 'origin-session-7',
           'x-origin-tag': 'kept',
+          'access-control-allow-origin': 'https://only.example',
         });
         res.end(JSON.stringify(result(id, JSON.stringify({ url: req.url, headers: req.headers }))));
         return;
@@ -638,6 +639,50 @@ describe('the proxy at its edges', () => {
     });
     expect(Date.now() - started).toBeLessThan(HEADERS_TIMEOUT_MS);
     for (const client of clients) client.abort();
+  });
+
+  it('lets browser-based clients in: preflights answered without a token, CORS headers on every answer', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/headers');
+    const before = origin.seen.length;
+    const preflight = await send(server.proxied, {
+      method: 'OPTIONS',
+      headers: {
+        origin: 'https://app.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization, content-type, mcp-session-id, mcp-protocol-version',
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers).toMatchObject({
+      'access-control-allow-origin': '*',
+      'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+      'access-control-allow-headers': 'authorization, content-type, mcp-session-id, mcp-protocol-version',
+      'access-control-max-age': '86400',
+    });
+    expect(origin.seen.length).toBe(before);
+
+    const browser = { origin: 'https://app.example' };
+    const answer = await send(server.proxied, {
+      headers: { ...jsonHeaders(customer.token), ...browser },
+      body: toolCall(121),
+    });
+    expect(answer.status).toBe(200);
+    // The proxy's CORS headers, not the origin's (one value, so browsers accept it).
+    expect(answer.headers['access-control-allow-origin']).toBe('*');
+    expect(answer.headers['access-control-expose-headers']).toContain('mcp-session-id');
+    expect(answer.headers['mcp-session-id']).toBe('origin-session-7');
+    // A refusal must be readable too: the client needs the challenge to sign in.
+    const refused = await send(server.proxied, {
+      headers: { ...jsonHeaders(), ...browser },
+      body: toolCall(122),
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers['access-control-allow-origin']).toBe('*');
+    expect(refused.headers['access-control-expose-headers']).toContain('www-authenticate');
+    // Without an Origin (not a browser), the origin's headers pass as they are.
+    const direct = await send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(123) });
+    expect(direct.headers['access-control-allow-origin']).toBe('https://only.example');
   });
 
   it('passes notifications through with the origin status and records no usage for them', async () => {
