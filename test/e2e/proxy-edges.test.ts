@@ -627,7 +627,7 @@ describe('the proxy at its edges', () => {
       new Promise<'stuck'>((resolve) => setTimeout(() => resolve('stuck'), 10_000)),
     ]);
     expect(opened).toBe('open');
-    const started = Date.now();
+    // Queued behind the streams, it would end in the headers timeout's error, not this answer.
     const answer = await Promise.race([
       send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(111) }),
       new Promise<'queued'>((resolve) => setTimeout(() => resolve('queued'), 5_000)),
@@ -637,7 +637,6 @@ describe('the proxy at its edges', () => {
       id: 111,
       result: { content: [{ text: '3' }] },
     });
-    expect(Date.now() - started).toBeLessThan(HEADERS_TIMEOUT_MS);
     for (const client of clients) client.abort();
   });
 
