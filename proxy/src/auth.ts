@@ -43,6 +43,23 @@ export class TokenVerifier {
     return this.keys;
   }
 
+  /**
+   * Reads the key set before the proxy takes traffic, retrying while the store connects; gives up
+   * quietly after `timeoutMs` (the first calls then read it, or get a retry-shortly answer).
+   */
+  async warm(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        await this.keySet(true);
+        return true;
+      } catch {
+        if (Date.now() >= deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }
+
   async verify(authorization: string, server: McpServerSnapshot): Promise<VerifyResult> {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
     const token = match?.[1];

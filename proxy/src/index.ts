@@ -52,10 +52,14 @@ export async function startProxy(deps: {
   // A purchase change may end a paywall; its remembered checkout session must not outlive it.
   if (link !== undefined)
     deps.snapshots.onChange((key) => key.includes(':entitlement:') && link.forgetPaywalls());
+  const verifier = new TokenVerifier(deps.snapshots, 60_000);
+  // Listening before the store is readable would answer the first calls with retry-shortly errors.
+  if (!(await verifier.warm(10_000)))
+    logger.warn('snapshot store not readable yet: starting anyway, calls retry until it is');
   const server = await startProxyServer({
     config,
     directory: new ServerDirectory(deps.snapshots, config.snapshotTtlMs),
-    verifier: new TokenVerifier(deps.snapshots, 60_000),
+    verifier,
     emitter,
     gatekeeper,
     link,
