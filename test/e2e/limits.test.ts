@@ -11,7 +11,7 @@ import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
@@ -85,31 +85,18 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       PORT: String(port),
       CONTROL_PLANE_URL: baseUrl,
     };
-    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
-    services = [
-      spawnService(process.execPath, serve, {
-        env: { ...env, SERVICES: 'control-plane,ingest' },
-        logDir: dir,
-        name: 'control-plane',
-      }),
-      ...proxyPorts.map((proxyPort, i) =>
-        spawnService(process.execPath, serve, {
-          env: {
-            ...env,
-            SERVICES: 'proxy',
-            PROXY_PORT: String(proxyPort),
-            PROXY_SPILL_DIR: join(dir, `spill-${i}`),
-            // The second proxy also routes by Host, as behind a wildcard DNS name.
-            ...(i === 1 ? { PROXY_BASE_DOMAIN: baseDomain } : {}),
-          },
-          logDir: dir,
-          name: `proxy-${i}`,
-        }),
-      ),
-    ];
-    await waitHealthy(baseUrl, services[0] as Service);
-    for (const [i, proxyPort] of proxyPorts.entries())
-      await waitHealthy(`http://127.0.0.1:${proxyPort}`, services[i + 1] as Service);
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: proxyPorts.map((proxyPort, i) => ({
+        PROXY_PORT: String(proxyPort),
+        PROXY_SPILL_DIR: join(dir, `spill-${i}`),
+        // The second proxy also routes by Host, as behind a wildcard DNS name.
+        ...(i === 1 ? { PROXY_BASE_DOMAIN: baseDomain } : {}),
+      })),
+    });
+    services = stack.services;
+    await stack.ready;
 
     origin = await startMcpOrigin({ requireHeader: ['x-api-key', 'origin-secret-1'], echo: true });
     provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Limits Co'], env);

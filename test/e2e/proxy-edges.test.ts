@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
 
 interface UsageAnswer {
   records: number;
@@ -260,17 +260,11 @@ describe('the proxy at its edges', () => {
       PORT: String(port),
       CONTROL_PLANE_URL: baseUrl,
     };
-    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
-    services = [
-      spawnService(process.execPath, serve, {
-        env: { ...env, SERVICES: 'control-plane,ingest' },
-        logDir: dir,
-        name: 'control-plane',
-      }),
-      spawnService(process.execPath, serve, {
-        env: {
-          ...env,
-          SERVICES: 'proxy',
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: [
+        {
           PROXY_PORT: String(proxyPort),
           PROXY_SPILL_DIR: join(dir, 'spill'),
           PROXY_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
@@ -279,12 +273,10 @@ describe('the proxy at its edges', () => {
           PROXY_ORIGIN_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
           EMITTER_LINGER_MS: '20',
         },
-        logDir: dir,
-        name: 'proxy',
-      }),
-    ];
-    await waitHealthy(baseUrl, services[0] as Service);
-    await waitHealthy(proxyUrl, services[1] as Service);
+      ],
+    });
+    services = stack.services;
+    await stack.ready;
     origin = await startEdgeOrigin();
     provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Edges Co'], env);
     api = apiClient(baseUrl, provider.sandboxKey);

@@ -10,7 +10,7 @@ import {
   sellAndMeterFlow,
   suffix,
 } from '../helpers/flows';
-import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
 
 /**
  * The distributed shape: real PostgreSQL, Redis and Kafka; control plane + ingest in one process
@@ -43,21 +43,9 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
       PORT: String(port),
       PROXY_PORT: String(proxyPort),
     };
-    const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
-    services = [
-      spawnService(process.execPath, serve, {
-        env: { ...env, SERVICES: 'control-plane,ingest' },
-        logDir: dir,
-        name: 'control-plane',
-      }),
-      spawnService(process.execPath, serve, {
-        env: { ...env, SERVICES: 'proxy' },
-        logDir: dir,
-        name: 'proxy',
-      }),
-    ];
-    await waitHealthy(baseUrl, services[0] as Service);
-    await waitHealthy(`http://127.0.0.1:${proxyPort}`, services[1] as Service);
+    const stack = spawnSplitStack({ env, logDir: dir, proxies: [{}] });
+    services = stack.services;
+    await stack.ready;
   });
 
   afterAll(async () => {

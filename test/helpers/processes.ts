@@ -43,6 +43,41 @@ export function spawnService(
   };
 }
 
+const SERVE = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
+
+/**
+ * The services as `npm run stack` runs them: control plane + ingest in one process (on
+ * `env.PORT`) and a proxy process per entry of `proxies`, each with its own extra variables
+ * (its `PROXY_PORT` among them, unless the base env has it). The services are there to stop at
+ * once; `ready` resolves when every one answers /healthz.
+ */
+export function spawnSplitStack(options: {
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+  proxies: NodeJS.ProcessEnv[];
+}): { services: Service[]; ready: Promise<void> } {
+  const { env, logDir } = options;
+  const controlPlane = spawnService(process.execPath, SERVE, {
+    env: { ...env, SERVICES: 'control-plane,ingest' },
+    logDir,
+    name: 'control-plane',
+  });
+  const proxies = options.proxies.map((extra, i) => {
+    const proxyEnv: NodeJS.ProcessEnv = { ...env, SERVICES: 'proxy', ...extra };
+    const service = spawnService(process.execPath, SERVE, {
+      env: proxyEnv,
+      logDir,
+      name: options.proxies.length === 1 ? 'proxy' : `proxy-${i}`,
+    });
+    return { service, url: `http://127.0.0.1:${proxyEnv.PROXY_PORT}` };
+  });
+  const ready = (async () => {
+    await waitHealthy(`http://127.0.0.1:${env.PORT}`, controlPlane);
+    for (const proxy of proxies) await waitHealthy(proxy.url, proxy.service);
+  })();
+  return { services: [controlPlane, ...proxies.map((p) => p.service)], ready };
+}
+
 /** Waits for 200 on /healthz; fails at once, with the service's log, if the process has exited. */
 export async function waitHealthy(url: string, service: Service, timeoutMs = 90_000): Promise<void> {
   await pollUntil(
