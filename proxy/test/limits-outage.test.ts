@@ -17,6 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
+import { serverSnapshot } from '../../test/helpers/snapshots';
 import { tokenIssuer } from '../../test/helpers/tokens';
 
 const PROVIDER = 'prv_outage';
@@ -42,17 +43,11 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
     await snapshots.set(
       mcpServerKey('calc'),
-      JSON.stringify({
-        v: 1,
-        serverId: 'mcp_calc',
-        providerId: PROVIDER,
-        environment: 'sandbox',
+      serverSnapshot({
         subdomain: 'calc',
+        providerId: PROVIDER,
         originUrl: originUrl ?? origin.url,
-        status: 'active',
         productId: PRODUCT,
-        meterRef: 'mtr_requests',
-        meterName: 'requests',
         defaultPlanId: PLAN,
         defaultPlan: { planId: PLAN, limit: 3, billingCycle: 'monthly', intervalDays: null },
         tools: [{ name: 'fail', planIds: [], noPlan: true }],

@@ -8,6 +8,7 @@ import type { UsageRecord } from '@mcp-meter/ingest';
 import { createLogger, readEnv } from '@mcp-meter/ingest/kit';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serverSnapshot } from '../../test/helpers/snapshots';
 import { tokenIssuer } from '../../test/helpers/tokens';
 
 const PROVIDER = 'prv_shutdown';
@@ -68,18 +69,7 @@ describe('stopping the proxy', () => {
     await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
     await snapshots.set(
       mcpServerKey('slow'),
-      JSON.stringify({
-        v: 1,
-        serverId: 'mcp_slow',
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        subdomain: 'slow',
-        originUrl,
-        status: 'active',
-        productId: null,
-        meterRef: 'mtr_requests',
-        meterName: 'requests',
-      }),
+      serverSnapshot({ subdomain: 'slow', providerId: PROVIDER, originUrl }),
     );
     const proxy = await startProxy({
       config: readProxyConfig(

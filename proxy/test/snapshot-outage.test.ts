@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
 import { pollUntil } from '../../test/helpers/poll';
+import { serverSnapshot } from '../../test/helpers/snapshots';
 import { tokenIssuer } from '../../test/helpers/tokens';
 
 const PROVIDER = 'prv_snapshots';
@@ -53,17 +54,11 @@ describe('the proxy while its snapshot store is down', () => {
     probe.disconnect();
   };
   const server = (subdomain: string, productId: string | null) =>
-    JSON.stringify({
-      v: 1,
-      serverId: `mcp_${subdomain}`,
-      providerId: PROVIDER,
-      environment: 'sandbox',
+    serverSnapshot({
       subdomain,
+      providerId: PROVIDER,
       originUrl: origin.url,
-      status: 'active',
       productId,
-      meterRef: 'mtr_requests',
-      meterName: 'requests',
       ...(productId === null
         ? {}
         : {

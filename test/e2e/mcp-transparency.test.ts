@@ -14,6 +14,7 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
+import { serverSnapshot } from '../helpers/snapshots';
 import { tokenIssuer } from '../helpers/tokens';
 
 const PROVIDER = 'prv_transparency';
@@ -37,18 +38,7 @@ describe('MCP streamable HTTP through the proxy, compared with the origin direct
   async function register(subdomain: string, originUrl: string) {
     await snapshots.set(
       mcpServerKey(subdomain),
-      JSON.stringify({
-        v: 1,
-        serverId: `mcp_${subdomain}`,
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        subdomain,
-        originUrl,
-        status: 'active',
-        productId: null,
-        meterRef: 'mtr_requests',
-        meterName: 'requests',
-      }),
+      serverSnapshot({ subdomain, providerId: PROVIDER, originUrl }),
     );
     return `${proxy.url}/mcp/${subdomain}`;
   }
