@@ -256,8 +256,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   // would take every connection and queue all calls behind streams that never end.
   const origins = new Agent({ ...originOptions, connections: config.originMaxConnections });
   const streams = new Agent({ ...originOptions, connections: null });
-  let inflight = 0;
-  /** Exchanges being served, so a stop can end the ones that would never end by themselves. */
+  /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
   const live = new Set<Exchange>();
   let stopping = false;
   const stop = (exchange: Exchange) => {
@@ -730,7 +729,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
       );
     }
-    parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', inflight));
+    parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', live.size));
     parts.push(loopDelay.render());
     return parts.join('');
   }
@@ -814,7 +813,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         connection: 'close',
       });
     }
-    inflight++;
     live.add(exchange);
     const run = (body: Buffer) => {
       const parsed = parseBody(body, headers['content-type']);
@@ -838,7 +836,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           respond(exchange, 500, 'application/json', jsonRpcError(id, -32603, 'Internal proxy error'));
         })
         .finally(() => {
-          inflight--;
           live.delete(exchange);
         });
     };
@@ -853,7 +850,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (size > config.maxBodyBytes) return;
       size += chunk.byteLength;
       if (size > config.maxBodyBytes) {
-        inflight--;
         live.delete(exchange);
         return respond(
           exchange,
@@ -888,10 +884,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       // Calls in flight finish (and are metered) before the process moves on; bounded in time,
       // after which what is left is cancelled (and metered as cancelled).
       const deadline = Date.now() + 10_000;
-      while (inflight > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (live.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
       for (const exchange of live) stop(exchange);
       const grace = Date.now() + 2_000;
-      while (inflight > 0 && Date.now() < grace) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (live.size > 0 && Date.now() < grace) await new Promise((resolve) => setTimeout(resolve, 20));
       // Still here: a client that never finished sending its body. Its connection is closed.
       for (const exchange of live) {
         if (exchange.aborted) continue;
