@@ -1,3 +1,5 @@
+import type { CallAnswer } from './answer-scan';
+
 /** Outcome of one tool call as recorded on the usage record. */
 export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error';
 
@@ -25,45 +27,15 @@ export function toolCallsIn(body: unknown): ToolCall[] {
   return calls;
 }
 
-/** JSON-RPC responses found in a JSON body or in the `data:` lines of an SSE stream. */
-export function responsesIn(contentType: string, text: string): JsonObject[] {
-  const parse = (raw: string): unknown[] => {
-    try {
-      const value: unknown = JSON.parse(raw);
-      return Array.isArray(value) ? value : [value];
-    } catch {
-      return [];
-    }
-  };
-  let values: unknown[];
-  if (contentType.includes('text/event-stream')) {
-    values = [];
-    for (const event of text.split(/\r?\n\r?\n/)) {
-      const data = event
-        .split(/\r?\n/)
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data !== '') values.push(...parse(data));
-    }
-  } else {
-    values = parse(text);
-  }
-  return values.filter(isObject);
-}
-
 /**
  * A call succeeded when its response has a result that is not flagged `isError`. A JSON-RPC
  * error or a tool error is `error`; an unusable answer from the origin is `upstream_error`.
  */
-export function outcomeOf(call: ToolCall, httpStatus: number, responses: JsonObject[]): ToolOutcome {
+export function outcomeOf(httpStatus: number, answer: CallAnswer | undefined): ToolOutcome {
   if (httpStatus >= 500) return 'upstream_error';
   if (httpStatus >= 400) return 'error';
-  const response = responses.find((r) => r.id === call.id);
-  if (response === undefined) return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'upstream_error';
-  if (response.error !== undefined) return 'error';
-  if (isObject(response.result) && response.result.isError === true) return 'error';
-  return 'success';
+  if (answer === undefined) return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'upstream_error';
+  return answer.error || answer.toolError ? 'error' : 'success';
 }
 
 export function jsonRpcError(id: string | number | null, code: number, message: string): string {

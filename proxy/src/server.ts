@@ -6,6 +6,7 @@ import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapsho
 import type { UsageEmitter } from '@mcp-meter/ingest';
 import { type Logger, newId } from '@mcp-meter/ingest/kit';
 import { Agent } from 'undici';
+import { AnswerScanner } from './answer-scan';
 import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
@@ -15,7 +16,6 @@ import {
   jsonRpcError,
   outcomeOf,
   paywallResult,
-  responsesIn,
   sessionHeader,
   type ToolCall,
   type ToolOutcome,
@@ -68,9 +68,6 @@ class OriginCredentialsRefused extends Error {
     super(`the origin refused the proxy's credentials (HTTP ${status})`);
   }
 }
-/** Enough of an answer to find the JSON-RPC result of the calls it carries. */
-const SNIFF_LIMIT_BYTES = 1024 * 1024;
-
 const STATUS_LINES = new Map<number, string>();
 const statusLine = (status: number) => {
   let line = STATUS_LINES.get(status);
@@ -476,21 +473,21 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     let status = 0;
     let contentType = '';
     let upstreamHeaders: IncomingHttpHeaders = {};
-    let sniffed = '';
+    /** Reads the calls' outcomes from the answer as it passes (absent without calls, or when merged). */
+    let scanner: AnswerScanner | undefined;
     // A batch with refused calls and a JSON answer: the answers are merged into one array.
     let mergeJson = false;
     let expectedLength = -1;
     let ended = false;
     let refusedCredentials = false;
     const buffered: Buffer[] = [];
-    const sniff = calls.length > 0;
     /**
      * The client went away (and the origin request was cancelled with it). Each call still
      * passed through, may have run at the origin and was counted against the limit, so it is
      * recorded: with the origin's outcome if its answer had arrived, else as a cancelled error.
      */
     const meterCancelled = () => {
-      const responses = sniff ? responsesIn(contentType, sniffed) : [];
+      scanner?.end();
       meter(
         server,
         customerRef,
@@ -498,9 +495,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         (call) => {
           // Calls refused here (a paywall in a batch) keep their outcome; they never left.
           const forwarded = facts.get(call)?.outcome === undefined;
-          const answered = responses.some((r) => r.id === call.id);
+          const answer = scanner?.answerTo(call);
+          const answered = answer !== undefined;
           return {
-            ...factsOf(call, () => (answered ? outcomeOf(call, status, responses) : 'error')),
+            ...factsOf(call, () => (answered ? outcomeOf(status, answer) : 'error')),
             cancelled: forwarded && !answered,
           };
         },
@@ -521,6 +519,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             mergeJson = extra.length > 0 && !contentType.includes('text/event-stream');
             const length = h['content-length'];
             expectedLength = typeof length === 'string' ? Number(length) : -1;
+            if (calls.length > 0 && !mergeJson) scanner = new AnswerScanner(contentType, calls);
           },
           data(chunk) {
             if (exchange.aborted || refusedCredentials) return true;
@@ -528,7 +527,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
               buffered.push(chunk);
               return true;
             }
-            if (sniff && sniffed.length < SNIFF_LIMIT_BYTES) sniffed += chunk.toString('utf8');
+            scanner?.write(chunk);
             let accepted = true;
             exchange.res.cork(() => {
               if (!exchange.headersSent) writeHead(exchange, status, upstreamHeaders);
@@ -558,7 +557,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (refusedCredentials) throw new OriginCredentialsRefused(status);
       metrics.origin.observe((performance.now() - sent) / 1000);
       if (mergeJson) {
-        const text = Buffer.concat(buffered).toString('utf8');
+        const whole = Buffer.concat(buffered);
+        const merged = new AnswerScanner('application/json', calls);
+        merged.write(whole);
+        merged.end();
+        const text = whole.toString('utf8');
         let answers: unknown[] = [];
         try {
           const value: unknown = text === '' ? [] : JSON.parse(text);
@@ -566,12 +569,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         } catch {
           answers = [];
         }
-        const responses = responsesIn('application/json', text);
         meter(
           server,
           customerRef,
           calls,
-          (call) => factsOf(call, () => outcomeOf(call, status, responses)),
+          (call) => factsOf(call, () => outcomeOf(status, merged.answerTo(call))),
           started,
         );
         return respond(
@@ -597,12 +599,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         });
       }
       metrics.requests.inc({ code: String(status) });
-      const responses = sniff ? responsesIn(contentType, sniffed) : [];
+      scanner?.end();
       meter(
         server,
         customerRef,
         calls,
-        (call) => factsOf(call, () => outcomeOf(call, status, responses)),
+        (call) => factsOf(call, () => outcomeOf(status, scanner?.answerTo(call))),
         started,
       );
     } catch (error) {

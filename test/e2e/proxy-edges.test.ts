@@ -119,6 +119,33 @@ async function startEdgeOrigin() {
           sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'first' } }),
         );
         return;
+      case '/big-error':
+        // A tool that fails after producing megabytes (an image): the error flag comes last.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            result: {
+              content: [{ type: 'image', data: 'Q'.repeat(3 << 20), mimeType: 'image/png' }],
+              isError: true,
+            },
+          }),
+        );
+        return;
+      case '/long-stream':
+        // Megabytes of progress before the call's answer, a JSON-RPC error.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (let i = 0; i < 48; i++)
+          res.write(
+            sse({
+              jsonrpc: '2.0',
+              method: 'notifications/message',
+              params: { level: 'info', data: 'p'.repeat(64 << 10) },
+            }),
+          );
+        res.end(sse({ jsonrpc: '2.0', id, error: { code: -32603, message: 'gave up' } }));
+        return;
       case '/batch': {
         // Answers each request of a batch; the tool `fail` errs. Notifications get no answer.
         const messages = JSON.parse(body) as Array<{ id?: unknown; params?: { name?: string } }>;
@@ -504,6 +531,23 @@ describe('the proxy at its edges', () => {
     expect(answer.body).toContain('"data":"first"');
     const recorded = await recordsOf(customer.ref, 1);
     expect(recorded.groups).toEqual([{ value: 'upstream_error', records: 1 }]);
+  });
+
+  it('reads the outcome of answers of any size: an error after megabytes is recorded as an error', async () => {
+    const customer = await customerWithToken();
+    const big = await register('/big-error');
+    const long = await register('/long-stream');
+    const bigAnswer = await send(big.proxied, { headers: jsonHeaders(customer.token), body: toolCall(81) });
+    expect(bigAnswer.status).toBe(200);
+    expect(bigAnswer.body.length).toBeGreaterThan(3 << 20);
+    expect(JSON.parse(bigAnswer.body)).toMatchObject({ id: 81, result: { isError: true } });
+    const longAnswer = await send(long.proxied, { headers: jsonHeaders(customer.token), body: toolCall(82) });
+    expect(longAnswer.status).toBe(200);
+    expect(longAnswer.body.length).toBeGreaterThan(3 << 20);
+    expect(longAnswer.body).toContain('"id":82,"error"');
+    const recorded = await recordsOf(customer.ref, 2);
+    expect(recorded.records).toBe(2);
+    expect(recorded.groups).toEqual([{ value: 'error', records: 2 }]);
   });
 
   it('cancels the origin request when the client leaves, and still records the call', async () => {

@@ -1,0 +1,512 @@
+import type { ToolCall } from './jsonrpc';
+
+/** What the origin's JSON-RPC response to one call said. */
+export interface CallAnswer {
+  /** A JSON-RPC error. */
+  error: boolean;
+  /** A tool result flagged `isError: true`. */
+  toolError: boolean;
+}
+
+/** Calls are matched to responses by id; 7 and "7" are different ids. */
+const idKey = (id: string | number) => (typeof id === 'number' ? `n${id}` : `s${id}`);
+
+const ARRAY = 0;
+const OBJECT = 1;
+
+// Scanner states.
+const VALUE = 0;
+const FIRST_VALUE = 1;
+const FIRST_KEY = 2;
+const KEY = 3;
+const COLON = 4;
+const AFTER = 5;
+const STRING = 6;
+const LITERAL = 7;
+const DONE = 8;
+const BROKEN = 9;
+
+// What a string or literal being read is for.
+const IGNORED = 0;
+const ID = 1;
+const IS_ERROR = 2;
+const TRACKED_KEY = 3;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const LF = 0x0a;
+const CR = 0x0d;
+/** Longer keys are none of `id`, `result`, `error`, `method`, `isError`, even fully \u-escaped. */
+const KEY_CAP_BYTES = 64;
+const LITERAL_CAP = 400;
+const MAX_DEPTH = 10_000;
+const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+const LONG_NUMBER = /^-?\d[\d.eE+-]*$/;
+
+const KEYS = ['id', 'result', 'error', 'method', 'isError'];
+/** A key (without escapes) read in place: one of the keys that matter, or '' for any other. */
+function keyIn(buf: Buffer, from: number, to: number): string {
+  const length = to - from;
+  for (const key of KEYS) {
+    if (key.length !== length) continue;
+    let k = 0;
+    while (k < length && buf[from + k] === key.charCodeAt(k)) k++;
+    if (k === length) return key;
+  }
+  return '';
+}
+const isSpace = (c: number) => c === 0x20 || c === LF || c === CR || c === 0x09;
+const isNumberByte = (c: number) =>
+  (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e || c === 0x45 || c === 0x65;
+/** Bytes a JSON number or true/false/null is made of. */
+const isLiteralByte = (c: number) =>
+  (c >= 0x30 && c <= 0x39) ||
+  (c >= 0x61 && c <= 0x7a) ||
+  (c >= 0x41 && c <= 0x5a) ||
+  c === 0x2b ||
+  c === 0x2d ||
+  c === 0x2e;
+
+/**
+ * Reads one JSON document (a JSON-RPC message or batch) in pieces, as it streams past, and reports
+ * the responses to the calls it is told to watch, once the document turns out to be well-formed
+ * JSON. It keeps no copy of the document: long strings are skipped with a native byte search, so
+ * an answer of any size costs a pass over its structure and constant memory. Structure, literals
+ * and the strings it reads (ids, keys) are checked as JSON.parse would; the bytes inside other
+ * strings are not.
+ */
+class JsonRpcDocument {
+  private state = VALUE;
+  private readonly stack: number[] = [];
+  /** Depth of the message object being read (1 alone, 2 in a batch), or -1. */
+  private messageDepth = -1;
+  /** Depth of that message's `result` object, or -1. */
+  private resultDepth = -1;
+  private messageKey = '';
+  private resultKey = '';
+  private id: string | number | undefined;
+  private hasResult = false;
+  private hasError = false;
+  private hasMethod = false;
+  private toolError = false;
+  /** What the string or literal being read is for. */
+  private role = IGNORED;
+  private stringIsKey = false;
+  /** A run of backslashes at the end of the last piece of the string being read. */
+  private backslashes = 0;
+  private parts: Buffer[] = [];
+  private partsBytes = 0;
+  private partsCap = 0;
+  private overflow = false;
+  private literal = '';
+  /** Past LITERAL_CAP characters: every byte since was one a number can have. */
+  private literalTailOk = true;
+  private readonly pending: Array<{ id: string | number; answer: CallAnswer }> = [];
+
+  constructor(
+    private readonly wants: (id: string | number) => boolean,
+    /** The longest a watched string id can be as JSON text, escapes included. */
+    private readonly idCapBytes: number,
+  ) {}
+
+  get broken(): boolean {
+    return this.state === BROKEN;
+  }
+
+  feed(buf: Buffer, start: number, end: number): void {
+    let i = start;
+    while (i < end) {
+      const state = this.state;
+      if (state === STRING) {
+        i = this.readString(buf, i, end);
+        continue;
+      }
+      if (state === LITERAL) {
+        const c = buf[i] as number;
+        if (isLiteralByte(c)) {
+          // Past the cap only a number can go on; its digits are not kept (it is no id we sent).
+          if (this.literal.length < LITERAL_CAP) this.literal += String.fromCharCode(c);
+          else if (!isNumberByte(c)) this.literalTailOk = false;
+          i++;
+          continue;
+        }
+        this.endLiteral();
+        continue;
+      }
+      if (state === BROKEN) return;
+      const c = buf[i++] as number;
+      if (!isSpace(c)) this.structural(c);
+    }
+  }
+
+  /** The document ended: true when it was well-formed, and then its responses are reported. */
+  finish(report: (id: string | number, answer: CallAnswer) => void): boolean {
+    if (this.state === LITERAL && this.stack.length === 0) this.endLiteral();
+    const complete = this.state === DONE;
+    if (complete) for (const { id, answer } of this.pending) report(id, answer);
+    this.pending.length = 0;
+    this.stack.length = 0;
+    this.state = VALUE;
+    this.messageDepth = -1;
+    this.resultDepth = -1;
+    return complete;
+  }
+
+  private structural(c: number): void {
+    switch (this.state) {
+      case VALUE:
+        this.startValue(c);
+        return;
+      case FIRST_VALUE:
+        if (c === 0x5d) this.close(ARRAY);
+        else this.startValue(c);
+        return;
+      case FIRST_KEY:
+        if (c === 0x7d) this.close(OBJECT);
+        else this.startKey(c);
+        return;
+      case KEY:
+        this.startKey(c);
+        return;
+      case COLON:
+        this.state = c === 0x3a ? VALUE : BROKEN;
+        return;
+      case AFTER:
+        if (c === 0x2c) this.state = this.stack.at(-1) === OBJECT ? KEY : VALUE;
+        else if (c === 0x7d) this.close(OBJECT);
+        else if (c === 0x5d) this.close(ARRAY);
+        else this.state = BROKEN;
+        return;
+      default:
+        // Anything but whitespace after the document's value.
+        this.state = BROKEN;
+    }
+  }
+
+  private startKey(c: number): void {
+    if (c !== QUOTE) {
+      this.state = BROKEN;
+      return;
+    }
+    const depth = this.stack.length;
+    this.beginString(true, depth === this.messageDepth || depth === this.resultDepth ? TRACKED_KEY : IGNORED);
+  }
+
+  private startValue(c: number): void {
+    const depth = this.stack.length;
+    const inMessage = depth === this.messageDepth;
+    const inResult = depth === this.resultDepth;
+    const key = inMessage ? this.messageKey : inResult ? this.resultKey : '';
+    if (inMessage) {
+      if (key === 'id') this.id = undefined;
+      else if (key === 'result') {
+        // A repeated key replaces the earlier value, as in JSON.parse.
+        this.hasResult = true;
+        this.toolError = false;
+      } else if (key === 'error') this.hasError = true;
+      else if (key === 'method') this.hasMethod = true;
+    } else if (inResult && key === 'isError') this.toolError = false;
+
+    if (c === 0x7b || c === 0x5b) {
+      if (depth >= MAX_DEPTH) {
+        this.state = BROKEN;
+        return;
+      }
+      const messageLevel = depth === 0 || (depth === 1 && this.stack[0] === ARRAY);
+      this.stack.push(c === 0x7b ? OBJECT : ARRAY);
+      if (c === 0x5b) {
+        this.state = FIRST_VALUE;
+        return;
+      }
+      if (messageLevel) {
+        this.messageDepth = depth + 1;
+        this.messageKey = '';
+        this.id = undefined;
+        this.hasResult = false;
+        this.hasError = false;
+        this.hasMethod = false;
+        this.toolError = false;
+      } else if (inMessage && key === 'result') {
+        this.resultDepth = depth + 1;
+        this.resultKey = '';
+      }
+      this.state = FIRST_KEY;
+    } else if (c === QUOTE) {
+      this.beginString(false, inMessage && key === 'id' ? ID : IGNORED);
+    } else if (isLiteralByte(c)) {
+      this.role = inMessage && key === 'id' ? ID : inResult && key === 'isError' ? IS_ERROR : IGNORED;
+      this.literal = String.fromCharCode(c);
+      this.literalTailOk = true;
+      this.state = LITERAL;
+    } else {
+      this.state = BROKEN;
+    }
+  }
+
+  private beginString(isKey: boolean, role: number): void {
+    this.state = STRING;
+    this.stringIsKey = isKey;
+    this.role = role;
+    this.backslashes = 0;
+    this.partsBytes = 0;
+    this.partsCap = isKey ? KEY_CAP_BYTES : this.idCapBytes;
+    this.overflow = false;
+  }
+
+  private keep(buf: Buffer, from: number, to: number): void {
+    if (this.role === IGNORED || this.overflow || to <= from) return;
+    this.partsBytes += to - from;
+    if (this.partsBytes > this.partsCap) this.overflow = true;
+    else this.parts.push(Buffer.from(buf.subarray(from, to)));
+  }
+
+  /** Reads string bytes up to its closing quote (returns the index after it) or the end of the piece. */
+  private readString(buf: Buffer, start: number, end: number): number {
+    let i = start;
+    for (;;) {
+      const quote = buf.indexOf(QUOTE, i);
+      if (quote === -1 || quote >= end) {
+        this.keep(buf, start, end);
+        let k = end - 1;
+        while (k >= i && buf[k] === BACKSLASH) k--;
+        this.backslashes = k < i ? this.backslashes + (end - i) : end - 1 - k;
+        return end;
+      }
+      let k = quote - 1;
+      while (k >= i && buf[k] === BACKSLASH) k--;
+      const run = k < i ? this.backslashes + (quote - i) : quote - 1 - k;
+      if (run % 2 === 1) {
+        // An escaped quote: still inside the string.
+        this.backslashes = 0;
+        i = quote + 1;
+        continue;
+      }
+      if (this.role !== IGNORED) {
+        // Most strings start and end in one piece: read in place, nothing copied.
+        if (this.partsBytes === 0) this.endString(this.textOf(buf, start, quote));
+        else {
+          this.keep(buf, start, quote);
+          this.endString(
+            this.overflow ? undefined : this.textOf(Buffer.concat(this.parts), 0, this.partsBytes),
+          );
+        }
+      } else this.endString(undefined);
+      return quote + 1;
+    }
+  }
+
+  /** The string in `buf[from, to)` as JSON.parse reads it; undefined if too long or not valid JSON. */
+  private textOf(buf: Buffer, from: number, to: number): string | undefined {
+    if (to - from > this.partsCap) return undefined;
+    let plain = true;
+    for (let k = from; k < to; k++) {
+      const b = buf[k] as number;
+      if (b === BACKSLASH || b < 0x20) {
+        plain = false;
+        break;
+      }
+    }
+    if (plain && this.stringIsKey) return keyIn(buf, from, to);
+    const raw = buf.toString('utf8', from, to);
+    if (plain) return raw;
+    try {
+      return JSON.parse(`"${raw}"`) as string;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private endString(text: string | undefined): void {
+    const role = this.role;
+    if (this.parts.length > 0) this.parts = [];
+    if (this.stringIsKey) {
+      if (role === TRACKED_KEY) {
+        const key = text ?? '';
+        if (this.stack.length === this.messageDepth) this.messageKey = key;
+        else this.resultKey = key;
+      }
+      this.state = COLON;
+      return;
+    }
+    if (role === ID) this.id = text;
+    this.valueDone();
+  }
+
+  private endLiteral(): void {
+    const literal = this.literal;
+    const isNumber = literal !== 'true' && literal !== 'false' && literal !== 'null';
+    // A number too long to keep is checked for its characters only (it is no id the proxy sent).
+    const long = literal.length >= LITERAL_CAP;
+    if (isNumber && !(long ? this.literalTailOk && LONG_NUMBER.test(literal) : NUMBER.test(literal))) {
+      this.state = BROKEN;
+      return;
+    }
+    if (this.role === ID) this.id = isNumber && !long ? Number(literal) : undefined;
+    else if (this.role === IS_ERROR) this.toolError = literal === 'true';
+    this.valueDone();
+  }
+
+  private close(type: number): void {
+    const depth = this.stack.length;
+    if (this.stack[depth - 1] !== type) {
+      this.state = BROKEN;
+      return;
+    }
+    if (depth === this.resultDepth) this.resultDepth = -1;
+    if (depth === this.messageDepth) {
+      this.messageDepth = -1;
+      const id = this.id;
+      // A response has an id and a result or error; a request from the server (same id space
+      // on its side, so it may reuse a call's id) has a method.
+      if (
+        id !== undefined &&
+        (this.hasResult || this.hasError) &&
+        !this.hasMethod &&
+        this.wants(id) &&
+        !this.pending.some((p) => p.id === id)
+      ) {
+        this.pending.push({ id, answer: { error: this.hasError, toolError: this.toolError } });
+      }
+    }
+    this.stack.pop();
+    this.valueDone();
+  }
+
+  private valueDone(): void {
+    this.state = this.stack.length === 0 ? DONE : AFTER;
+  }
+}
+
+const NEWLINE = Buffer.from('\n');
+// SSE line states.
+const LINE_START = 0;
+const DATA_SPACE = 1;
+const DATA = 2;
+const SKIP_LINE = 3;
+
+/**
+ * Finds the origin's answers to the calls a request carried, in a JSON answer or an SSE stream
+ * (each event's `data` one JSON-RPC message or batch), as the answer streams through. Nothing of
+ * the answer is kept, so there is no size past which an answer goes unread: a tool error at the
+ * end of a large result, or a result after many megabytes of progress events, is still seen.
+ */
+export class AnswerScanner {
+  private readonly watched = new Set<string>();
+  private readonly answers = new Map<string, CallAnswer>();
+  private readonly document: JsonRpcDocument;
+  private readonly sse: boolean;
+  private lineState = LINE_START;
+  private head = '';
+  private pendingCr = false;
+  private eventHasData = false;
+  /** Positions of the next LF and CR in the chunk being read (-1: none left in it; -2: not looked for yet). */
+  private nextLf = -1;
+  private nextCr = -1;
+
+  constructor(contentType: string, calls: readonly ToolCall[]) {
+    let idCapBytes = 0;
+    for (const call of calls) {
+      this.watched.add(idKey(call.id));
+      // Each UTF-16 unit is at most six bytes of JSON text (\uXXXX).
+      if (typeof call.id === 'string') idCapBytes = Math.max(idCapBytes, call.id.length * 6);
+    }
+    this.document = new JsonRpcDocument((id) => this.watched.has(idKey(id)), idCapBytes);
+    this.sse = contentType.toLowerCase().includes('text/event-stream');
+  }
+
+  /** The response to `call`, the first one when the origin sent several. */
+  answerTo(call: ToolCall): CallAnswer | undefined {
+    return this.answers.get(idKey(call.id));
+  }
+
+  write(chunk: Buffer): void {
+    if (this.watched.size === 0) return;
+    if (!this.sse) {
+      this.document.feed(chunk, 0, chunk.length);
+      return;
+    }
+    this.nextLf = -2;
+    this.nextCr = -2;
+    let i = 0;
+    while (i < chunk.length) i = this.readLine(chunk, i);
+  }
+
+  /** The answer ended: a JSON document, or the SSE stream's last event without its blank line, is read. */
+  end(): void {
+    if (this.sse && !this.eventHasData) return;
+    this.document.finish(this.report);
+    this.eventHasData = false;
+  }
+
+  private readonly report = (id: string | number, answer: CallAnswer) => {
+    const key = idKey(id);
+    if (!this.answers.has(key)) this.answers.set(key, answer);
+  };
+
+  /** Where the current SSE line ends in the chunk (the first CR or LF from `from`), or -1. */
+  private lineEnd(chunk: Buffer, from: number): number {
+    if (this.nextLf !== -1 && this.nextLf < from) this.nextLf = chunk.indexOf(LF, from);
+    if (this.nextCr !== -1 && this.nextCr < from) this.nextCr = chunk.indexOf(CR, from);
+    if (this.nextLf === -1) return this.nextCr;
+    if (this.nextCr === -1) return this.nextLf;
+    return Math.min(this.nextLf, this.nextCr);
+  }
+
+  private readLine(chunk: Buffer, start: number): number {
+    let i = start;
+    if (this.pendingCr) {
+      this.pendingCr = false;
+      if (chunk[i] === LF) return i + 1;
+    }
+    if (this.lineState === DATA || this.lineState === SKIP_LINE) {
+      const end = this.lineEnd(chunk, i);
+      const stop = end === -1 ? chunk.length : end;
+      if (this.lineState === DATA) this.document.feed(chunk, i, stop);
+      if (end === -1) return stop;
+      this.lineEnded(chunk, end);
+      return end + 1;
+    }
+    const c = chunk[i] as number;
+    if (c === LF || c === CR) {
+      if (this.lineState === LINE_START) {
+        if (this.head === '') this.dispatch();
+        else if (this.head === 'data') this.dataLine();
+      }
+      this.lineEnded(chunk, i);
+      return i + 1;
+    }
+    if (this.lineState === DATA_SPACE) {
+      this.lineState = DATA;
+      return c === 0x20 ? i + 1 : i;
+    }
+    // LINE_START: the field name, up to the colon of `data:`.
+    this.head += String.fromCharCode(c);
+    i++;
+    if (this.head === 'data:') {
+      this.dataLine();
+      this.lineState = DATA_SPACE;
+    } else if (!'data:'.startsWith(this.head)) {
+      this.lineState = SKIP_LINE;
+    }
+    return i;
+  }
+
+  /** A `data` line begins: lines of one event are joined with a newline. */
+  private dataLine(): void {
+    if (this.eventHasData) this.document.feed(NEWLINE, 0, 1);
+    this.eventHasData = true;
+  }
+
+  private lineEnded(chunk: Buffer, at: number): void {
+    if (chunk[at] === CR) this.pendingCr = true;
+    this.lineState = LINE_START;
+    this.head = '';
+  }
+
+  /** A blank line: the event is complete. */
+  private dispatch(): void {
+    if (!this.eventHasData) return;
+    this.document.finish(this.report);
+    this.eventHasData = false;
+  }
+}
