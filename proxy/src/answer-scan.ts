@@ -38,10 +38,9 @@ const LF = 0x0a;
 const CR = 0x0d;
 /** Longer keys are none of `id`, `result`, `error`, `method`, `isError`, even fully \u-escaped. */
 const KEY_CAP_BYTES = 64;
+/** Longer literals are numbers no call id can equal (ids come from the request, as JSON numbers). */
 const LITERAL_CAP = 400;
 const MAX_DEPTH = 10_000;
-const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-const LONG_NUMBER = /^-?\d[\d.eE+-]*$/;
 
 const KEYS = ['id', 'result', 'error', 'method', 'isError'];
 /** A key (without escapes) read in place: one of the keys that matter, or '' for any other. */
@@ -56,8 +55,19 @@ function keyIn(buf: Buffer, from: number, to: number): string {
   return '';
 }
 const isSpace = (c: number) => c === 0x20 || c === LF || c === CR || c === 0x09;
-const isNumberByte = (c: number) =>
-  (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d || c === 0x2e || c === 0x45 || c === 0x65;
+const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
+// Where a literal being read stands: in true/false/null, or in JSON's number grammar
+// -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?, named by what was read last.
+const WORD = 0;
+const MINUS = 1;
+const ZERO = 2;
+const INTEGER = 3;
+const POINT = 4;
+const FRACTION = 5;
+const EXPONENT_MARK = 6;
+const EXPONENT_SIGN = 7;
+const EXPONENT = 8;
+const INVALID = 9;
 /** Bytes a JSON number or true/false/null is made of. */
 const isLiteralByte = (c: number) =>
   (c >= 0x30 && c <= 0x39) ||
@@ -99,8 +109,9 @@ class JsonRpcDocument {
   private partsCap = 0;
   private overflow = false;
   private literal = '';
-  /** Past LITERAL_CAP characters: every byte since was one a number can have. */
-  private literalTailOk = true;
+  private literalState = WORD;
+  private word = '';
+  private wordAt = 0;
   private readonly pending: Array<{ id: string | number; answer: CallAnswer }> = [];
 
   constructor(
@@ -108,10 +119,6 @@ class JsonRpcDocument {
     /** The longest a watched string id can be as JSON text, escapes included. */
     private readonly idCapBytes: number,
   ) {}
-
-  get broken(): boolean {
-    return this.state === BROKEN;
-  }
 
   feed(buf: Buffer, start: number, end: number): void {
     let i = start;
@@ -122,20 +129,17 @@ class JsonRpcDocument {
         continue;
       }
       if (state === LITERAL) {
-        const c = buf[i] as number;
-        if (isLiteralByte(c)) {
-          // Past the cap only a number can go on; its digits are not kept (it is no id we sent).
-          if (this.literal.length < LITERAL_CAP) this.literal += String.fromCharCode(c);
-          else if (!isNumberByte(c)) this.literalTailOk = false;
-          i++;
-          continue;
-        }
-        this.endLiteral();
+        let j = i;
+        while (j < end && isLiteralByte(buf[j] as number)) j++;
+        this.readLiteral(buf, i, j);
+        i = j;
+        if (j < end) this.endLiteral();
         continue;
       }
       if (state === BROKEN) return;
       const c = buf[i++] as number;
-      if (!isSpace(c)) this.structural(c);
+      if (isSpace(c)) continue;
+      this.structural(c);
     }
   }
 
@@ -235,8 +239,11 @@ class JsonRpcDocument {
       this.beginString(false, inMessage && key === 'id' ? ID : IGNORED);
     } else if (isLiteralByte(c)) {
       this.role = inMessage && key === 'id' ? ID : inResult && key === 'isError' ? IS_ERROR : IGNORED;
-      this.literal = String.fromCharCode(c);
-      this.literalTailOk = true;
+      this.literal = this.role === IGNORED ? '' : String.fromCharCode(c);
+      this.word = c === 0x74 ? 'true' : c === 0x66 ? 'false' : c === 0x6e ? 'null' : '';
+      this.wordAt = 0;
+      this.literalState =
+        this.word !== '' ? WORD : c === 0x2d ? MINUS : c === 0x30 ? ZERO : isDigit(c) ? INTEGER : INVALID;
       this.state = LITERAL;
     } else {
       this.state = BROKEN;
@@ -332,17 +339,58 @@ class JsonRpcDocument {
     this.valueDone();
   }
 
+  /**
+   * Literal bytes `buf[from, to)`, checked byte by byte with nothing allocated; the text is kept
+   * only for an id or `isError`. The first byte set the state (startValue).
+   */
+  private readLiteral(buf: Buffer, from: number, to: number): void {
+    if (this.role !== IGNORED && this.literal.length < LITERAL_CAP)
+      this.literal += buf.toString('latin1', from, Math.min(to, from + LITERAL_CAP - this.literal.length));
+    let state = this.literalState;
+    for (let k = from; k < to && state !== INVALID; k++) {
+      const c = buf[k] as number;
+      switch (state) {
+        case WORD:
+          if (this.word.charCodeAt(++this.wordAt) !== c) state = INVALID;
+          break;
+        case MINUS:
+          state = c === 0x30 ? ZERO : isDigit(c) ? INTEGER : INVALID;
+          break;
+        case ZERO:
+        case INTEGER:
+        case FRACTION:
+          if (isDigit(c) && state !== ZERO) break;
+          state =
+            c === 0x2e && state !== FRACTION ? POINT : c === 0x65 || c === 0x45 ? EXPONENT_MARK : INVALID;
+          break;
+        case POINT:
+          state = isDigit(c) ? FRACTION : INVALID;
+          break;
+        case EXPONENT_MARK:
+          state = c === 0x2b || c === 0x2d ? EXPONENT_SIGN : isDigit(c) ? EXPONENT : INVALID;
+          break;
+        case EXPONENT_SIGN:
+        case EXPONENT:
+          state = isDigit(c) ? EXPONENT : INVALID;
+          break;
+      }
+    }
+    this.literalState = state;
+  }
+
   private endLiteral(): void {
-    const literal = this.literal;
-    const isNumber = literal !== 'true' && literal !== 'false' && literal !== 'null';
-    // A number too long to keep is checked for its characters only (it is no id the proxy sent).
-    const long = literal.length >= LITERAL_CAP;
-    if (isNumber && !(long ? this.literalTailOk && LONG_NUMBER.test(literal) : NUMBER.test(literal))) {
+    const state = this.literalState;
+    const isWord = state === WORD;
+    const valid = isWord
+      ? this.wordAt === this.word.length - 1
+      : state === ZERO || state === INTEGER || state === FRACTION || state === EXPONENT;
+    if (!valid) {
       this.state = BROKEN;
       return;
     }
-    if (this.role === ID) this.id = isNumber && !long ? Number(literal) : undefined;
-    else if (this.role === IS_ERROR) this.toolError = literal === 'true';
+    if (this.role === ID)
+      this.id = !isWord && this.literal.length < LITERAL_CAP ? Number(this.literal) : undefined;
+    else if (this.role === IS_ERROR) this.toolError = this.word === 'true';
     this.valueDone();
   }
 

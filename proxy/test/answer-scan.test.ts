@@ -182,6 +182,28 @@ describe('reading the answers to tool calls as they stream', () => {
     }
   });
 
+  it('accepts exactly the numbers and words JSON.parse accepts, wherever they stand', () => {
+    const alphabet = '0123456789-+.eEtruefalsn';
+    for (let seed = 1; seed <= 4000; seed++) {
+      const rng = prng(seed);
+      const literal = Array.from({ length: 1 + rng.int(6) }, () => alphabet[rng.int(alphabet.length)]).join(
+        '',
+      );
+      // As an id, as isError, and as a value nobody reads: the answer is well-formed only if the literal is.
+      const doc = rng.pick([
+        `{"jsonrpc":"2.0","id":${literal},"result":{}}`,
+        `{"jsonrpc":"2.0","id":5,"result":{"isError":${literal}}}`,
+        `{"jsonrpc":"2.0","id":5,"result":{"n":[${literal}]}}`,
+      ]);
+      const calls = [call(5), ...(Number.isFinite(Number(literal)) ? [call(Number(literal))] : [])];
+      const cuts = cutsFor(rng, doc.length);
+      expect({ doc, found: scan('application/json', doc, calls, cuts) }).toEqual({
+        doc,
+        found: oracle([doc], calls),
+      });
+    }
+  });
+
   it('reads a tool error that comes after megabytes of result, and keeps none of it', () => {
     const big = 'A'.repeat(3 * 1024 * 1024);
     const answer = `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"image","data":"${big}","mimeType":"image/png"}],"isError":true}}`;
