@@ -38,8 +38,17 @@ export function outcomeOf(httpStatus: number, answer: CallAnswer | undefined): T
   return answer.error || answer.toolError ? 'error' : 'success';
 }
 
-export function jsonRpcError(id: string | number | null, code: number, message: string): string {
-  return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
+export function jsonRpcError(
+  id: string | number | null,
+  code: number,
+  message: string,
+  data?: Record<string, unknown>,
+): string {
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    error: data === undefined ? { code, message } : { code, message, data },
+  });
 }
 
 /** The paywall as MCP clients see it (architecture.md): a tool result, not a JSON-RPC error. */

@@ -23,6 +23,7 @@ import {
 } from './jsonrpc';
 import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
 import { callOrigin, type OriginControl, originTarget } from './origin';
+import { type BodyReading, readJsonBody } from './request-body';
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
 const REQUEST_SKIP = new Set([
@@ -220,19 +221,12 @@ interface RecordedFacts {
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
-/** A JSON request body, parsed once; anything else (or bad JSON, which the origin answers) is undefined. */
-function parseBody(body: Buffer, contentType: string | undefined): unknown {
-  if (body.length === 0 || !(contentType ?? '').includes('json')) return undefined;
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
 /** The id of a single JSON-RPC request, which an error answer must carry; null otherwise. */
 const idOf = (parsed: unknown): string | number | null =>
   isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
+
+const EMPTY = Buffer.alloc(0);
+const NO_BODY: BodyReading = { ok: true, parsed: {} };
 
 const UNAVAILABLE = "This MCP server's settings cannot be read right now; try again shortly";
 const STOPPING = 'This proxy is restarting; try again';
@@ -371,8 +365,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       query: string;
       headers: Record<string, string>;
       body: Buffer;
-      /** The body as JSON, when it is JSON. */
-      parsed: unknown;
+      /** What the proxy read of the body (GET and DELETE have none: read as an empty object). */
+      reading: BodyReading;
       authorization: string;
       arrived: number;
     },
@@ -387,7 +381,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         JSON.stringify({ code: 'mcp_server_not_found', detail: 'No MCP server here' }),
       );
     }
-    const parsed = request.parsed;
+    const parsed = request.reading.ok ? request.reading.parsed : undefined;
     const calls = toolCallsIn(parsed);
     const singleId = idOf(parsed);
     let customerRef = 'anonymous';
@@ -418,6 +412,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         'application/json',
         jsonRpcError(singleId, -32000, `This MCP server is ${server.status}`),
       );
+    }
+
+    if (!request.reading.ok) {
+      // Not read, so not judged: the origin never sees it (it might decode a call the proxy missed).
+      const { code, message, jsonRpcCode } = request.reading;
+      return respond(exchange, 400, 'application/json', jsonRpcError(null, jsonRpcCode, message, { code }));
     }
 
     // Gating and limits: refused calls are answered here and never reach the origin.
@@ -816,9 +816,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       });
     }
     live.add(exchange);
-    const run = (body: Buffer) => {
-      const parsed = parseBody(body, headers['content-type']);
-      return forward(exchange, { method, route, query, headers, body, parsed, authorization, arrived })
+    const run = (body: Buffer, reading: BodyReading) => {
+      const parsed = reading.ok ? reading.parsed : undefined;
+      return forward(exchange, { method, route, query, headers, body, reading, authorization, arrived })
         .catch((error: unknown) => {
           const id = idOf(parsed);
           if (error instanceof SnapshotUnavailableError) {
@@ -843,8 +843,22 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
 
     if (method === 'GET' || method === 'HEAD' || method === 'DELETE') {
-      void run(Buffer.alloc(0));
+      // No body is read or forwarded for these, so none can carry a call.
+      void run(EMPTY, NO_BODY);
       return;
+    }
+    if (method !== 'POST') {
+      live.delete(exchange);
+      return respond(
+        exchange,
+        405,
+        'application/json',
+        JSON.stringify({
+          code: 'method_not_allowed',
+          detail: `MCP takes POST, GET and DELETE, not ${method}`,
+        }),
+        { allow: CORS_METHODS },
+      );
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -862,7 +876,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
       // uWS reuses the chunk's memory after this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));
-      if (isLast) void run(Buffer.concat(chunks));
+      if (isLast) {
+        const body = Buffer.concat(chunks);
+        void run(body, readJsonBody(body, headers['content-type'], headers['content-encoding']));
+      }
     });
   });
 

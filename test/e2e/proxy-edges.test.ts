@@ -8,6 +8,7 @@ import {
 } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { freePort } from '@mcp-meter/ingest/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
@@ -737,5 +738,109 @@ describe('the proxy at its edges', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await recordsOf(customer.ref, 1)).records).toBe(1);
     expect(recorded.groups).toEqual([{ value: 'success', records: 1 }]);
+  });
+
+  it('refuses every body it cannot read as plain UTF-8 JSON-RPC before the origin sees it', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/plain');
+    const before = origin.seen.length;
+    const call = toolCall(131);
+    const cases: Array<{
+      why: string;
+      headers: Record<string, string>;
+      body: string | Buffer[];
+      code: string;
+    }> = [
+      {
+        why: 'gzip',
+        headers: { 'content-encoding': 'gzip' },
+        body: [gzipSync(call)],
+        code: 'body_encoded',
+      },
+      {
+        why: 'deflate',
+        headers: { 'content-encoding': 'deflate' },
+        body: [deflateSync(call)],
+        code: 'body_encoded',
+      },
+      {
+        why: 'a byte-order mark',
+        headers: {},
+        body: [Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(call)],
+        code: 'body_byte_order_mark',
+      },
+      {
+        why: 'UTF-16',
+        headers: { 'content-type': 'application/json; charset=utf-16' },
+        body: [Buffer.from(call, 'utf16le')],
+        code: 'body_charset_unsupported',
+      },
+      {
+        why: 'text/plain',
+        headers: { 'content-type': 'text/plain' },
+        body: call,
+        code: 'body_not_json_content_type',
+      },
+      {
+        why: 'no content type',
+        headers: { 'content-type': '' },
+        body: call,
+        code: 'body_not_json_content_type',
+      },
+      {
+        why: 'Latin-1 bytes',
+        headers: {},
+        body: [Buffer.from(call.replace('add', 'ädd'), 'latin1')],
+        code: 'body_not_utf8',
+      },
+      { why: 'broken JSON', headers: {}, body: `${call}}`, code: 'body_not_json' },
+      { why: 'an empty body', headers: {}, body: '', code: 'body_not_json' },
+      { why: 'a JSON string', headers: {}, body: JSON.stringify(call), code: 'body_not_jsonrpc' },
+      {
+        why: 'a call without an id',
+        headers: {},
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'tools/call', params: { name: 'add' } }),
+        code: 'tool_call_without_id',
+      },
+      {
+        why: 'a call with a null id',
+        headers: {},
+        body: JSON.stringify({ jsonrpc: '2.0', id: null, method: 'tools/call', params: { name: 'add' } }),
+        code: 'tool_call_without_id',
+      },
+      {
+        why: 'two calls of a batch under one id',
+        headers: {},
+        body: `[${toolCall(132)},${toolCall(132, 'other')}]`,
+        code: 'tool_call_id_repeated',
+      },
+    ];
+    for (const c of cases) {
+      const headers: Record<string, string> = { ...jsonHeaders(customer.token), ...c.headers };
+      if (headers['content-type'] === '') delete headers['content-type'];
+      const answer = await send(server.proxied, { headers, body: c.body });
+      expect({ why: c.why, status: answer.status }).toEqual({ why: c.why, status: 400 });
+      expect(JSON.parse(answer.body), c.why).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: expect.any(Number), message: expect.any(String), data: { code: c.code } },
+      });
+    }
+    // MCP is POST, GET and DELETE: a PUT carrying a call is not forwarded either.
+    const put = await send(server.proxied, {
+      method: 'PUT',
+      headers: jsonHeaders(customer.token),
+      body: call,
+    });
+    expect(put.status).toBe(405);
+    expect(origin.seen.length).toBe(before);
+    // Plain JSON, with or without a UTF-8 charset, still goes through.
+    const plain = await send(server.proxied, {
+      headers: { ...jsonHeaders(customer.token), 'content-type': 'application/json; charset=UTF-8' },
+      body: call,
+    });
+    expect(plain.status).toBe(200);
+    expect(origin.seen.length).toBe(before + 1);
+    expect((await recordsOf(customer.ref, 1)).records).toBe(1);
   });
 });
