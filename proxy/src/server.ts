@@ -101,9 +101,35 @@ interface Route {
   rest: string;
 }
 
-export function routeOf(url: string, host: string, baseDomain: string | undefined): Route | undefined {
+/**
+ * A sub-path that could leave the registered origin path once the origin normalises it: a `.` or
+ * `..` segment (also percent-encoded), an encoded slash, a backslash, or escapes that do not decode.
+ */
+export function escapesOriginPath(rest: string): boolean {
+  let decoded = rest;
+  if (rest.includes('%')) {
+    if (/%2f|%5c/i.test(rest)) return true;
+    try {
+      decoded = decodeURIComponent(rest);
+    } catch {
+      return true;
+    }
+  }
+  if (decoded.includes('\\')) return true;
+  for (const segment of decoded.split('/')) if (segment === '.' || segment === '..') return true;
+  return false;
+}
+
+export function routeOf(
+  url: string,
+  host: string,
+  baseDomain: string | undefined,
+): Route | 'unsafe_path' | undefined {
   const pathForm = /^\/mcp\/([a-z0-9-]+)(\/.*)?$/.exec(url);
-  if (pathForm?.[1] !== undefined) return { subdomain: pathForm[1], rest: pathForm[2] ?? '' };
+  if (pathForm?.[1] !== undefined) {
+    const rest = pathForm[2] ?? '';
+    return escapesOriginPath(rest) ? 'unsafe_path' : { subdomain: pathForm[1], rest };
+  }
   if (baseDomain === undefined) return undefined;
   const hostname = host.toLowerCase().replace(/:\d+$/, '');
   if (!hostname.endsWith(`.${baseDomain}`)) return undefined;
@@ -786,6 +812,18 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         404,
         'application/json',
         JSON.stringify({ code: 'route_not_found', detail: `No route for ${url}` }),
+      );
+    }
+    if (route === 'unsafe_path') {
+      // The origin path is the registered one: nothing may climb out of it, encoded or not.
+      return respond(
+        exchange,
+        400,
+        'application/json',
+        JSON.stringify({
+          code: 'path_not_allowed',
+          detail: 'Dot segments and encoded slashes are not allowed',
+        }),
       );
     }
     const headers: Record<string, string> = {};

@@ -43,5 +43,11 @@ describe('routing', () => {
     });
     expect(routeOf('/mcp', 'evil.com', 'mcp.example.com')).toBeUndefined();
     expect(routeOf('/other', 'x', undefined)).toBeUndefined();
+    for (const rest of ['/..', '/../x', '/%2e%2E/x', '/./x', '/a%2Fb', '/a%5Cb', '/a\\b', '/%e0'])
+      expect(routeOf(`/mcp/weather${rest}`, 'x', undefined)).toBe('unsafe_path');
+    expect(routeOf('/mcp/weather/a..b/.well-known', 'x', undefined)).toEqual({
+      subdomain: 'weather',
+      rest: '/a..b/.well-known',
+    });
   });
 });

@@ -191,7 +191,11 @@ function send(
   options: { method?: string; headers?: Record<string, string>; body?: string | Buffer[] },
 ): Promise<Exchange> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? 'POST', headers: options.headers }, (res) => {
+    // The path goes as written: URL parsing would resolve dot segments before they are sent.
+    const { hostname, port } = new URL(url);
+    const path = url.slice(url.indexOf('/', url.indexOf('//') + 2));
+    const request = { hostname, port, path, method: options.method ?? 'POST', headers: options.headers };
+    const req = httpRequest(request, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () =>
@@ -842,5 +846,38 @@ describe('the proxy at its edges', () => {
     expect(plain.status).toBe(200);
     expect(origin.seen.length).toBe(before + 1);
     expect((await recordsOf(customer.ref, 1)).records).toBe(1);
+  });
+
+  it('keeps every request on the registered origin path: dot segments refused, raw or encoded', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/plain');
+    const before = origin.seen.length;
+    for (const rest of [
+      '/../../x',
+      '/a/../../x',
+      '/%2e%2e/x',
+      '/%2E%2e/x',
+      '/.%2e/x',
+      '/%2e/x',
+      '/a%2f..%2fx',
+      '/..%5cx',
+      '/a\\..\\x',
+      '/%zz',
+    ]) {
+      const answer = await send(`${server.proxied}${rest}`, {
+        headers: jsonHeaders(customer.token),
+        body: toolCall(141),
+      });
+      expect({ rest, status: answer.status }).toEqual({ rest, status: 400 });
+      expect(JSON.parse(answer.body)).toMatchObject({ code: 'path_not_allowed' });
+    }
+    expect(origin.seen.length).toBe(before);
+    // An ordinary sub-path stays below the registered path.
+    const below = await send(`${server.proxied}/extra`, {
+      headers: jsonHeaders(customer.token),
+      body: toolCall(142),
+    });
+    expect(below.status).toBe(200);
+    expect(origin.seen.at(-1)?.url).toBe('/plain/extra');
   });
 });
