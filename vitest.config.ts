@@ -11,5 +11,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 240_000,
     reporters: ['default'],
+    // Test origins and webhook receivers listen on loopback, which the SSRF guard refuses unless
+    // allowed; services the tests spawn inherit it. Tests of the guard itself set their own list.
+    env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
   },
 });

@@ -241,6 +241,8 @@ async function main() {
   const base = `http://127.0.0.1:${cpPort}`;
   const env = {
     ...process.env,
+    // The bench's origins listen on loopback, which the SSRF guard refuses unless allowed.
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     LOG_LEVEL: 'warn',
     DATA_DIR: join(work, 'data'),
     DATABASE_URL: urls.DATABASE_URL,

@@ -30,6 +30,11 @@ export interface ControlPlaneConfig {
   /** Seals origin API keys and derives the proxy's internal API token (SECRET_KEY or DATA_DIR/secret.key). */
   secretKey: Buffer;
   webhooks: WebhookConfig;
+  /**
+   * Hosts exempt from the SSRF guard for every URL the service dials (MCP origins, webhooks):
+   * OUTBOUND_ALLOWED_HOSTS, for tests and private deployments.
+   */
+  outboundAllowedHosts: string[];
 }
 
 export interface WebhookConfig {
@@ -40,7 +45,7 @@ export interface WebhookConfig {
   perEndpoint: number;
   timeoutMs: number;
   disableAfter: number;
-  /** Hosts exempt from the SSRF guard (tests, private deployments). */
+  /** Hosts exempt from the SSRF guard for webhooks only (besides OUTBOUND_ALLOWED_HOSTS). */
   allowedHosts: string[];
 }
 
@@ -56,6 +61,11 @@ export function readWebhookConfig(env: EnvReader): WebhookConfig {
     disableAfter: env.int('WEBHOOK_DISABLE_AFTER', 12, { min: 1, max: 1_000 }),
     allowedHosts: env.list('WEBHOOK_ALLOWED_HOSTS').map((h) => h.toLowerCase()),
   };
+}
+
+/** OUTBOUND_ALLOWED_HOSTS: host names or addresses the SSRF guard lets through. */
+export function readOutboundAllowedHosts(env: EnvReader): string[] {
+  return env.list('OUTBOUND_ALLOWED_HOSTS').map((h) => h.toLowerCase());
 }
 
 /** SECRET_KEY, or the key file under DATA_DIR; a bad value is reported like any other setting. */
@@ -100,6 +110,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     clickhouse: readClickHouseConfig(env, dataDir),
     secretKey: readSecretKey(env, dataDir),
     webhooks: readWebhookConfig(env),
+    outboundAllowedHosts: readOutboundAllowedHosts(env),
   };
 }
 

@@ -45,7 +45,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   rate_limited: 429,
-  origin_unreachable: 502,
+  // The provider's origin could not be read: a problem with what they registered, not with us.
+  origin_unreachable: 422,
   internal_error: 500,
   usage_bus_unavailable: 503,
   usage_store_unavailable: 503,

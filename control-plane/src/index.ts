@@ -1,4 +1,9 @@
 export { type Clock, systemClock } from './clock';
-export { type ControlPlaneConfig, readControlPlaneConfig, readSecretKey } from './config';
+export {
+  type ControlPlaneConfig,
+  readControlPlaneConfig,
+  readOutboundAllowedHosts,
+  readSecretKey,
+} from './config';
 export { type Database, openDatabase } from './db/open';
 export { buildControlPlane, type ControlPlane, type ControlPlaneDeps, startControlPlane } from './service';

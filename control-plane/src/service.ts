@@ -1,5 +1,5 @@
 import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
-import type { Logger } from '@mcp-meter/ingest/kit';
+import { type Logger, OutboundGuard } from '@mcp-meter/ingest/kit';
 import { type Clock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import type { Pool } from './db/pool';
@@ -39,7 +39,6 @@ import { UsageService } from './modules/usage/service';
 import { webhookRoutes } from './modules/webhooks/routes';
 import { WebhookSender } from './modules/webhooks/sender';
 import { WebhookService } from './modules/webhooks/service';
-import { WebhookUrlGuard } from './modules/webhooks/ssrf';
 import { WebhookWorker } from './modules/webhooks/worker';
 import { internalToken } from './snapshots/secrets';
 import type { SnapshotStore } from './snapshots/store';
@@ -49,7 +48,7 @@ export interface ControlPlaneDeps {
     Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
     Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>> &
     Pick<ControlPlaneConfig, 'secretKey'> &
-    Partial<Pick<ControlPlaneConfig, 'webhooks'>>;
+    Partial<Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts'>>;
   logger: Logger;
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
   counters?: CounterStore;
@@ -120,6 +119,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',
   );
   scheduler.addJob(() => checkout.expireDue());
+  const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
+  const outboundAllowed = deps.config.outboundAllowedHosts ?? [];
+  const originGuard = new OutboundGuard(outboundAllowed);
+  // WEBHOOK_ALLOWED_HOSTS adds to the general list for webhook endpoints only.
+  const webhookGuard = new OutboundGuard([...outboundAllowed, ...webhookConfig.allowedHosts]);
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
   const mcpServers = new McpServerService(
     deps.pool,
@@ -129,6 +133,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.reader,
     deps.config.secretKey,
     deps.logger,
+    originGuard,
   );
   const limits = new LimitService(
     deps.pool,
@@ -140,10 +145,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.logger,
   );
 
-  const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
-  const guard = new WebhookUrlGuard(new Set(webhookConfig.allowedHosts));
-  const webhookSender = new WebhookSender(guard, webhookConfig.timeoutMs);
-  const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, guard, webhookSender);
+  const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
+  const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
   const webhookWorker = new WebhookWorker(deps.pool, clock, webhooks, webhookSender, {
     ...webhookConfig,
     leaseMs: webhookConfig.timeoutMs * 3,

@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { mcpServerKey } from '../src/snapshots/format';
@@ -115,17 +116,17 @@ describe('MCP server registry', () => {
     ).body.id;
     const patched = await call('PATCH', `/v1/ui/mcp-servers/${id}`, {
       status: 'suspended',
-      url: 'https://origin.example/mcp',
+      url: 'http://127.0.0.1:3001/mcp',
       defaultPlanId: free.reference,
     });
     expect(patched.body).toMatchObject({
       status: 'suspended',
-      url: 'https://origin.example/mcp',
+      url: 'http://127.0.0.1:3001/mcp',
       defaultPlanId: free.reference,
     });
     expect(await snapshot(name)).toMatchObject({
       status: 'suspended',
-      originUrl: 'https://origin.example/mcp',
+      originUrl: 'http://127.0.0.1:3001/mcp',
     });
     expect((await call('PATCH', `/v1/ui/mcp-servers/${id}`, { productId: null })).body.errors[0].path).toBe(
       '/defaultPlanId',
@@ -179,5 +180,60 @@ describe('MCP server registry', () => {
       hasAuthApiKey: false,
     });
     expect((await snapshot(name)).originAuth).toBeNull();
+  });
+
+  it('refuses origin URLs at internal addresses or privileged ports, and never echoes what an origin answered', async () => {
+    const { call, product } = await seller('Guarded');
+    for (const url of [
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.5/mcp',
+      'http://127.0.0.2:8080/mcp', // loopback, and only 127.0.0.1 is allow-listed here
+      'http://localhost:8080/mcp', // a name that resolves to loopback
+      'http://[::1]:8080/mcp',
+      'http://[::ffff:7f00:1]/mcp',
+      'http://[64:ff9b::a9fe:a9fe]/',
+      'http://93.184.216.34:22/mcp',
+      'http://user:pw@example.com/mcp',
+    ]) {
+      const refused = await call('POST', '/v1/ui/mcp-servers', {
+        name: unique(),
+        url,
+        productId: product.id,
+      });
+      expect({ url, status: refused.status }).toEqual({ url, status: 400 });
+      expect(refused.body.code).toBe('validation_failed');
+    }
+    const kept = await call('POST', '/v1/ui/mcp-servers', {
+      name: unique(),
+      url: 'http://127.0.0.1:3000/mcp',
+      productId: product.id,
+    });
+    expect(kept.status).toBe(201);
+    const moved = await call('PATCH', `/v1/ui/mcp-servers/${kept.body.id}`, { url: 'http://10.1.1.1/mcp' });
+    expect(moved.status).toBe(400);
+
+    // An origin that answers with something worth stealing: the import error names the failure only.
+    const origin = createServer((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end('SECRET-METADATA-TOKEN');
+    });
+    await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+    const address = origin.address();
+    const port = address !== null && typeof address === 'object' ? address.port : 0;
+    try {
+      const server = await call('POST', '/v1/ui/mcp-servers', {
+        name: unique(),
+        url: `http://127.0.0.1:${port}/mcp`,
+        productId: product.id,
+      });
+      const imported = await call('POST', `/v1/ui/mcp-servers/${server.body.id}/tools/import`);
+      expect(imported.status).toBe(422);
+      expect(imported.body.code).toBe('origin_unreachable');
+      expect(JSON.stringify(imported.body)).not.toContain('SECRET');
+      expect(imported.body.detail).toContain('HTTP 500');
+    } finally {
+      origin.closeAllConnections();
+      await new Promise<void>((resolve) => origin.close(() => resolve()));
+    }
   });
 });

@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { verifyWebhook, WebhookVerificationError } from '@mcp-meter/control-plane/webhooks';
+import { isInternalAddress, OutboundGuard } from '@mcp-meter/ingest/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
 import { WebhookSender } from '../src/modules/webhooks/sender';
-import { isInternalAddress, WebhookUrlGuard } from '../src/modules/webhooks/ssrf';
 import { RETRY_DELAYS_MS, WebhookWorker } from '../src/modules/webhooks/worker';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
@@ -128,6 +128,17 @@ describe('webhook endpoints', () => {
       'http://192.168.1.10/',
       'ftp://example.com/',
       'http://user:pw@127.0.0.1/',
+      // IPv6 forms of internal IPv4 addresses and deprecated internal ranges.
+      'http://[::7f00:1]/',
+      'http://[64:ff9b::7f00:1]/',
+      'http://[64:ff9b::a9fe:a9fe]/',
+      'http://[2002:7f00:1::]/',
+      'http://[2001::1]/',
+      'http://[fec0::1]/',
+      'http://[::ffff:0:7f00:1]/',
+      // A public address on a privileged port that is not the web's.
+      'http://93.184.216.34:22/',
+      'http://93.184.216.34:25/',
     ]) {
       const refused = await api('POST', '/v1/webhook_endpoints', { url });
       expect(refused.status, url).toBe(400);
@@ -141,7 +152,19 @@ describe('webhook endpoints', () => {
     expect(isInternalAddress('fd00::1')).toBe(true);
     expect(isInternalAddress('64:ff9b::a9fe:a9fe')).toBe(true);
     expect(isInternalAddress('93.184.216.34')).toBe(false);
-    const strict = new WebhookSender(new WebhookUrlGuard(new Set()), 1000);
+    expect(isInternalAddress('2606:4700::1')).toBe(false);
+    expect(isInternalAddress('::ffff:93.184.216.34')).toBe(false);
+    for (const internal of [
+      '::7f00:1',
+      '2002:7f00:1::',
+      '2001::1',
+      'fec0::1',
+      '::ffff:0:7f00:1',
+      '0.0.0.0',
+      '::',
+    ])
+      expect(isInternalAddress(internal), internal).toBe(true);
+    const strict = new WebhookSender(new OutboundGuard([]), 1000);
     const literal = await strict.send(`${base}/ok/strict`, '{}', {});
     expect(literal).toMatchObject({ ok: false, statusCode: null });
     expect(literal.error).toContain('internal address');
@@ -272,7 +295,7 @@ describe('webhook delivery', () => {
       harness.pool,
       clock,
       harness.controlPlane.webhooks,
-      new WebhookSender(new WebhookUrlGuard(new Set(['127.0.0.1'])), 60_000),
+      new WebhookSender(new OutboundGuard(['127.0.0.1']), 60_000),
       {
         intervalMs: 10,
         batchSize: 20,

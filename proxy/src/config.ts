@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { readSecretKey } from '@mcp-meter/control-plane';
+import { readOutboundAllowedHosts, readSecretKey } from '@mcp-meter/control-plane';
 import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest';
 import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
 
@@ -17,6 +17,8 @@ export interface ProxyConfig {
   originConnectTimeoutMs: number;
   originHeadersTimeoutMs: number;
   originIdleTimeoutMs: number;
+  /** Origin hosts the SSRF guard lets through whatever they resolve to (OUTBOUND_ALLOWED_HOSTS). */
+  outboundAllowedHosts: string[];
   snapshotTtlMs: number;
   meteringEnabled: boolean;
   /** Off only for local experiments: calls are then metered to the customer `anonymous`. */
@@ -53,6 +55,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     // SSE streams may idle between events; five minutes of silence ends them.
     originIdleTimeoutMs: env.int('PROXY_ORIGIN_IDLE_TIMEOUT_MS', 300_000, { min: 100, max: 3_600_000 }),
     // How long a server's routing snapshot is trusted before it is read again.
+    outboundAllowedHosts: readOutboundAllowedHosts(env),
     snapshotTtlMs: env.int('PROXY_SNAPSHOT_TTL_MS', 5_000, { min: 0, max: 600_000 }),
     meteringEnabled: env.bool('PROXY_METERING_ENABLED', true),
     requireAuth: env.bool('PROXY_REQUIRE_AUTH', true),

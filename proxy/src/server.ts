@@ -4,7 +4,7 @@ import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
-import { type Logger, newId } from '@mcp-meter/ingest/kit';
+import { type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
 import type { TokenVerifier } from './auth';
@@ -69,6 +69,11 @@ class OriginCredentialsRefused extends Error {
     super(`the origin refused the proxy's credentials (HTTP ${status})`);
   }
 }
+/** The SSRF guard refused the origin's address (a literal one, or what its name resolved to). */
+const isOriginNotAllowed = (error: unknown): boolean =>
+  error instanceof UnsafeUrlError ||
+  (error instanceof Error && error.cause instanceof UnsafeUrlError) ||
+  (error !== null && typeof error === 'object' && (error as { code?: unknown }).code === 'unsafe_url');
 const STATUS_LINES = new Map<number, string>();
 const statusLine = (status: number) => {
   let line = STATUS_LINES.get(status);
@@ -260,8 +265,19 @@ const STOPPING_BODY = JSON.stringify({ code: 'proxy_stopping', detail: STOPPING 
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
+  // Every origin connection goes to an address the SSRF guard checked at the dial (DNS may
+  // have changed since registration); literal addresses, which skip lookup, are checked per URL.
+  const guard = new OutboundGuard(config.outboundAllowedHosts);
+  const literalProblems = new Map<string, string | undefined>();
+  const literalProblemOf = (originUrl: string) => {
+    if (!literalProblems.has(originUrl)) {
+      if (literalProblems.size > 10_000) literalProblems.clear();
+      literalProblems.set(originUrl, guard.literalProblem(new URL(originUrl)));
+    }
+    return literalProblems.get(originUrl);
+  };
   const originOptions = {
-    connect: { timeout: config.originConnectTimeoutMs },
+    connect: { timeout: config.originConnectTimeoutMs, lookup: guard.lookup } as never,
     headersTimeout: config.originHeadersTimeoutMs,
     bodyTimeout: config.originIdleTimeoutMs,
     keepAliveTimeout: 30_000,
@@ -532,6 +548,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       );
     };
     try {
+      const literalProblem = literalProblemOf(server.originUrl);
+      if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
       await callOrigin(
         exchange.standalone ? streams : origins,
         originTarget(server.originUrl, request.route.rest, request.query),
@@ -645,6 +663,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
       const timedOut = isOriginTimeout(error);
       const refused = error instanceof OriginCredentialsRefused;
+      const notAllowed = isOriginNotAllowed(error);
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
       meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) {
@@ -652,9 +671,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       } else if (singleId !== null) {
         const message = refused
           ? "The MCP server refused the proxy's credentials; its provider needs to update the server's API key"
-          : timedOut
-            ? 'The MCP server did not answer in time; try again'
-            : 'The MCP server is unreachable; try again';
+          : notAllowed
+            ? "The MCP server's address is not allowed (an internal address or port); its provider needs to change it"
+            : timedOut
+              ? 'The MCP server did not answer in time; try again'
+              : 'The MCP server is unreachable; try again';
         respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32603, message));
       } else if (refused) {
         respond(
@@ -665,6 +686,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             code: 'origin_auth_failed',
             detail: "The MCP server refused the proxy's credentials (its API key in the server's settings)",
           }),
+        );
+      } else if (notAllowed) {
+        respond(
+          exchange,
+          502,
+          'application/json',
+          JSON.stringify({ code: 'origin_not_allowed', detail: "The MCP server's address is not allowed" }),
         );
       } else if (timedOut) {
         respond(

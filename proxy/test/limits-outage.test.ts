@@ -55,6 +55,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     );
     const config = readProxyConfig(
       readEnv({
+        OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
         PROXY_PORT: '0',
         DATA_DIR: dir,
         PROXY_SPILL_DIR: join(dir, `spill-${started.length}`),

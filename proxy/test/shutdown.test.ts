@@ -73,7 +73,13 @@ describe('stopping the proxy', () => {
     );
     const proxy = await startProxy({
       config: readProxyConfig(
-        readEnv({ PROXY_PORT: '0', DATA_DIR: dir, SECRET_KEY: '34'.repeat(32), EMITTER_LINGER_MS: '50' }),
+        readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+          PROXY_PORT: '0',
+          DATA_DIR: dir,
+          SECRET_KEY: '34'.repeat(32),
+          EMITTER_LINGER_MS: '50',
+        }),
       ),
       snapshots,
       counters: new MemoryCounterStore(),

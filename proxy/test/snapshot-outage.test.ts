@@ -121,6 +121,7 @@ describe('the proxy while its snapshot store is down', () => {
     proxy = await startProxy({
       config: readProxyConfig(
         readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
           PROXY_PORT: '0',
           DATA_DIR: dir,
           SECRET_KEY: 'ef'.repeat(32),

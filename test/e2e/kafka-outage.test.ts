@@ -41,6 +41,7 @@ describe('Kafka broker killed while the proxy emits', () => {
     };
     execFileSync('bash', [infra, 'kafka', 'start'], { env: kafkaEnv, stdio: 'inherit', timeout: 120_000 });
     env = {
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       KAFKA_BROKERS: `127.0.0.1:${kafkaEnv.KAFKA_PORT}`,
       BUS_NAMESPACE: 'outage',
       // No control plane here to issue tokens: this test is about the bus, not identity.

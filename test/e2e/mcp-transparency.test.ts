@@ -57,7 +57,13 @@ describe('MCP streamable HTTP through the proxy, compared with the origin direct
     await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
     proxy = await startProxy({
       config: readProxyConfig(
-        readEnv({ PROXY_PORT: '0', DATA_DIR: dir, SECRET_KEY: '12'.repeat(32), EMITTER_LINGER_MS: '5' }),
+        readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+          PROXY_PORT: '0',
+          DATA_DIR: dir,
+          SECRET_KEY: '12'.repeat(32),
+          EMITTER_LINGER_MS: '5',
+        }),
       ),
       snapshots,
       counters: new MemoryCounterStore(),

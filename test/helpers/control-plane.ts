@@ -38,6 +38,8 @@ export async function startTestControlPlane(options: {
   clock?: Clock;
   publicUrl?: string;
   webhooks?: Partial<WebhookConfig>;
+  /** Defaults to loopback, where test origins listen. */
+  outboundAllowedHosts?: string[];
 }): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
@@ -54,6 +56,7 @@ export async function startTestControlPlane(options: {
         proxyBaseDomain: undefined,
         secretKey: TEST_SECRET_KEY,
         webhooks: { ...DEFAULT_WEBHOOK_CONFIG, ...options.webhooks },
+        outboundAllowedHosts: options.outboundAllowedHosts ?? ['127.0.0.1'],
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
       },
       logger,

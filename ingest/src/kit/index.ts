@@ -2,3 +2,4 @@ export { ConfigError, type EnvReader, readEnv } from './env';
 export { newId, ulid } from './ids';
 export { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './logger';
 export { freePort } from './net';
+export { isAllowedPort, isInternalAddress, OutboundGuard, UnsafeUrlError } from './outbound';

@@ -1,5 +1,7 @@
+import type { OutboundGuard } from '@mcp-meter/ingest/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { DomainError } from '../../errors';
 
 export interface OriginTool {
@@ -7,15 +9,44 @@ export interface OriginTool {
   description?: string | undefined;
 }
 
-/** Every tool the origin lists, over MCP streamable HTTP, with the origin's API key when one is set. */
+/**
+ * Why reading the origin failed, in words that never quote the origin's answer: an import is a
+ * request the provider makes us send, and echoing the body would make it a way to read any URL.
+ */
+function failureOf(error: unknown): string {
+  // The SDK's HTTP errors carry the status as `code` and the origin's body in the message.
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'number' && code >= 300 && code <= 599) return `the origin answered HTTP ${code}`;
+  const text = error instanceof Error ? `${error.message} ${String(error.cause ?? '')}` : String(error);
+  if (/internal address|port \d+ is not allowed/.test(text))
+    return 'the origin URL is not allowed (internal address)';
+  if (/redirect/i.test(text)) return 'the origin answered with a redirect, which is not followed';
+  if (/timed? ?out|timeout/i.test(text)) return 'the origin did not answer in time';
+  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|fetch failed|other side closed/i.test(text))
+    return 'the origin could not be reached';
+  return 'the origin did not answer as an MCP server';
+}
+
+/**
+ * Every tool the origin lists, over MCP streamable HTTP, with the origin's API key when one is
+ * set. Connections go through the SSRF guard (the address dialled is the one checked) and
+ * redirects are refused.
+ */
 export async function listOriginTools(
   url: string,
   auth: { header: string; value: string } | null,
+  guard: OutboundGuard,
   timeoutMs = 15_000,
 ): Promise<OriginTool[]> {
+  const refused = guard.literalProblem(new URL(url));
+  if (refused !== undefined)
+    throw new DomainError('origin_unreachable', `Could not read tools/list: ${refused}`);
+  const dispatcher = new Agent({ connect: { timeout: timeoutMs, lookup: guard.lookup } as never });
   const client = new Client({ name: 'mcp-meter-tool-import', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: auth === null ? {} : { [auth.header]: auth.value } },
+    fetch: ((input: string | URL, init?: RequestInit) =>
+      undiciFetch(input, { ...(init as object), dispatcher, redirect: 'error' })) as never,
   });
   try {
     await client.connect(transport, { timeout: timeoutMs });
@@ -29,11 +60,9 @@ export async function listOriginTools(
     }
     return tools;
   } catch (error) {
-    throw new DomainError(
-      'origin_unreachable',
-      `Could not read tools/list from the origin: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new DomainError('origin_unreachable', `Could not read tools/list: ${failureOf(error)}`);
   } finally {
     await client.close().catch(() => undefined);
+    await dispatcher.close().catch(() => undefined);
   }
 }

@@ -1,6 +1,6 @@
 import type { Environment, UsageReader } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
-import { newId } from '@mcp-meter/ingest/kit';
+import { newId, type OutboundGuard } from '@mcp-meter/ingest/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
@@ -71,7 +71,15 @@ export class McpServerService {
     private readonly reader: UsageReader,
     private readonly secretKey: Buffer,
     private readonly logger: Logger,
+    private readonly guard: OutboundGuard,
   ) {}
+
+  /** The origin URL passes the SSRF guard (it is checked again at every connection). */
+  private async checkOriginUrl(raw: string): Promise<void> {
+    const problem = await this.guard.problem(new URL(raw));
+    if (problem !== undefined)
+      throw new ValidationError([{ path: '/url', message: problem, location: 'body' }]);
+  }
 
   proxyUrl(subdomain: string): string {
     const { proxyPublicUrl, proxyBaseDomain } = this.addressing;
@@ -206,6 +214,7 @@ export class McpServerService {
   }
 
   async create(auth: AuthContext, input: Static<typeof McpServerCreate>) {
+    await this.checkOriginUrl(input.url);
     const subdomain = slugify(input.name);
     if (subdomain.length < 2) {
       throw new ValidationError([
@@ -281,6 +290,7 @@ export class McpServerService {
 
   async update(auth: AuthContext, id: string, patch: Static<typeof McpServerUpdate>) {
     const current = await this.find(this.pool, auth, id);
+    if (patch.url !== undefined) await this.checkOriginUrl(patch.url);
     const productRef = patch.productId === undefined ? current.product_id : patch.productId;
     const defaultPlanId = patch.defaultPlanId === undefined ? current.default_plan_id : patch.defaultPlanId;
     const links = await this.resolveLinks(auth, {
@@ -366,7 +376,7 @@ export class McpServerService {
    */
   async importTools(auth: AuthContext, id: string) {
     const current = await this.find(this.pool, auth, id);
-    const listed = await listOriginTools(current.url, this.originAuth(current));
+    const listed = await listOriginTools(current.url, this.originAuth(current), this.guard);
     const byName = new Map(current.tools.map((t) => [t.name, t]));
     const tools: Tool[] = listed.map((t) => ({
       name: t.name,

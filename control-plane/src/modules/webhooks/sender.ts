@@ -1,6 +1,5 @@
-import { isIP } from 'node:net';
+import type { OutboundGuard } from '@mcp-meter/ingest/kit';
 import { Agent, request } from 'undici';
-import { isInternalAddress, type WebhookUrlGuard } from './ssrf';
 
 export interface SendResult {
   ok: boolean;
@@ -32,7 +31,7 @@ export class WebhookSender {
   private readonly agent: Agent;
 
   constructor(
-    private readonly guard: WebhookUrlGuard,
+    private readonly guard: OutboundGuard,
     private readonly timeoutMs: number,
   ) {
     this.agent = new Agent({
@@ -62,10 +61,9 @@ export class WebhookSender {
     } catch {
       return failure('invalid URL');
     }
-    const host = target.hostname.replace(/^\[|\]$/g, '');
-    // Literal addresses never pass through lookup: check them here.
-    if (isIP(host) !== 0 && !this.guard.allows(host) && isInternalAddress(host))
-      return failure('refused: the URL points at an internal address');
+    // Literal addresses never pass through lookup: checked here, with the port.
+    const refused = this.guard.literalProblem(target);
+    if (refused !== undefined) return failure(`refused: ${refused}`);
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
       const response = await request(url, {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Environment } from '@mcp-meter/ingest';
+import type { OutboundGuard } from '@mcp-meter/ingest/kit';
 import { newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
@@ -10,7 +11,6 @@ import { API_VERSION, unixSeconds } from '../events/outbox';
 import type { AuthContext } from '../providers/service';
 import { EVENT_TYPE_SET } from './catalog';
 import type { SendResult, WebhookSender } from './sender';
-import type { WebhookUrlGuard } from './ssrf';
 
 export interface EndpointRow {
   id: string;
@@ -98,7 +98,7 @@ export class WebhookService {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly secretKey: Buffer,
-    private readonly guard: WebhookUrlGuard,
+    private readonly guard: OutboundGuard,
     private readonly sender: WebhookSender,
   ) {}
 
@@ -110,8 +110,7 @@ export class WebhookService {
       throw new ValidationError([{ path: '/url', message: 'must be an absolute URL', location: 'body' }]);
     }
     const problems: string[] = [];
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') problems.push('must be http or https');
-    else if (url.protocol === 'http:' && auth.environment === 'live' && !this.guard.allows(url.hostname))
+    if (url.protocol === 'http:' && auth.environment === 'live' && !this.guard.allows(url.hostname))
       problems.push('must be https in live mode');
     const unsafe = await this.guard.problem(url);
     if (unsafe !== undefined) problems.push(unsafe);
