@@ -1,6 +1,6 @@
 import { newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
@@ -259,69 +259,114 @@ export class CheckoutService {
     };
   }
 
-  /** Pays a session from the hosted page; answers where to send the customer next. */
+  /**
+   * Pays a session from the hosted page; answers where to send the customer next. One payer at
+   * a time: the session is claimed with a guarded UPDATE (a lease, released on failure), so
+   * concurrent or repeated submissions get 409 instead of charging again. A top-up charges,
+   * credits and closes the session in one transaction.
+   */
   async pay(id: string, card: CardInput): Promise<{ redirectUrl: string }> {
-    const row = await this.load(id);
-    if (row.status !== 'active' || row.expires_at <= this.clock.now()) {
-      throw new ConflictError(
-        'checkout_session_closed',
-        `This checkout session is ${row.status === 'active' ? 'expired' : row.status}`,
-      );
-    }
-    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-    await this.payments.attachCard(auth, row.customer_id, card);
-    let purchaseId: string | null = null;
-    if (row.kind === 'plan' && row.plan_id !== null) {
-      const result = await this.purchases.activate(auth, {
-        customerRef: row.customer_id,
-        planRef: row.plan_id,
-      });
-      if (result.status !== 'activated' && result.status !== 'already_active')
-        throw new DomainError('card_declined', result.message);
-      purchaseId = result.purchaseRef ?? null;
-    } else {
-      const charged = await inTransaction(this.pool, (tx) =>
-        this.payments.charge(tx, auth, {
-          customerId: row.customer_id,
-          purchaseId: null,
-          productId: null,
-          planId: null,
-          amount: row.amount,
-          currency: row.currency,
-          reason: 'topup',
-          periodKey: row.id,
-          attempt: 0,
-        }),
-      );
-      if (charged.status === 'failed')
-        throw new DomainError('card_declined', `The card was refused (${charged.failureReason})`);
-      await this.credits.move(
-        auth,
-        row.customer_id,
-        { kind: 'top_up', amount: row.topup_credits ?? 0, reason: 'checkout' },
-        `checkout:${row.id}`,
-      );
-    }
-    const at = this.clock.now();
-    await inTransaction(this.pool, async (tx) => {
-      const { rows } = await tx.query<SessionRow>(
-        `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3 WHERE id = $1 AND status = 'active' RETURNING *`,
-        [row.id, at, purchaseId],
-      );
-      const used = rows[0];
-      if (used !== undefined) {
-        await writeEvent(tx, {
-          ...auth,
-          type: 'checkout_session.completed',
-          object: this.eventObject(used),
-          previousAttributes: { status: 'active' },
-          at,
+    const row = await this.claim(id);
+    let used = false;
+    try {
+      const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+      await this.payments.attachCard(auth, row.customer_id, card);
+      if (row.kind === 'plan' && row.plan_id !== null) {
+        const result = await this.purchases.activate(auth, {
+          customerRef: row.customer_id,
+          planRef: row.plan_id,
         });
+        if (result.status !== 'activated' && result.status !== 'already_active')
+          throw new DomainError('card_declined', result.message);
+        await inTransaction(this.pool, (tx) => this.markUsed(tx, auth, row, result.purchaseRef ?? null));
+      } else {
+        const failure = await inTransaction(this.pool, async (tx) => {
+          // Attempts of this session so far (the claim keeps this count from racing).
+          const { rows } = await tx.query<{ attempts: number }>(
+            `SELECT count(*)::int AS attempts FROM payments WHERE customer_id = $1 AND period_key = $2 AND purchase_id IS NULL`,
+            [row.customer_id, row.id],
+          );
+          const charged = await this.payments.charge(tx, auth, {
+            customerId: row.customer_id,
+            purchaseId: null,
+            productId: null,
+            planId: null,
+            amount: row.amount,
+            currency: row.currency,
+            reason: 'topup',
+            periodKey: row.id,
+            attempt: rows[0]?.attempts ?? 0,
+          });
+          // A refused card keeps its failed attempt (and payment.failed); the session stays open.
+          if (charged.status === 'failed') return charged.failureReason ?? 'failed';
+          await this.credits.moveIn(
+            tx,
+            auth,
+            row.customer_id,
+            { kind: 'top_up', amount: row.topup_credits ?? 0, reason: 'checkout' },
+            `checkout:${row.id}`,
+          );
+          await this.markUsed(tx, auth, row, null);
+          return undefined;
+        });
+        if (failure !== undefined)
+          throw new DomainError('card_declined', `The card was refused (${failure})`);
       }
-    });
+      used = true;
+    } finally {
+      if (!used) await this.release(row.id);
+    }
     const redirect = new URL(row.success_url);
     redirect.searchParams.set('session_id', row.id);
     return { redirectUrl: redirect.toString() };
+  }
+
+  /** Takes the session for one payer, or says why it cannot be paid now. */
+  private async claim(id: string): Promise<SessionRow> {
+    const at = this.clock.now();
+    const { rows } = await this.pool.query<SessionRow>(
+      `UPDATE checkout_sessions SET paying_until = $2::timestamptz + interval '2 minutes'
+        WHERE id = $1 AND status = 'active' AND expires_at > $2 AND (paying_until IS NULL OR paying_until <= $2)
+        RETURNING *`,
+      [id, at],
+    );
+    if (rows[0] !== undefined) return rows[0];
+    const row = await this.load(id);
+    if (row.status === 'active' && row.expires_at > at)
+      throw new ConflictError(
+        'checkout_session_in_progress',
+        'This checkout session is being paid; wait for it to finish',
+      );
+    throw new ConflictError(
+      'checkout_session_closed',
+      `This checkout session is ${row.status === 'active' ? 'expired' : row.status}`,
+    );
+  }
+
+  private async release(id: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE checkout_sessions SET paying_until = NULL WHERE id = $1 AND status = 'active'`,
+      [id],
+    );
+  }
+
+  private async markUsed(tx: PoolClient, auth: AuthContext, row: SessionRow, purchaseId: string | null) {
+    const at = this.clock.now();
+    const { rows } = await tx.query<SessionRow>(
+      `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3, paying_until = NULL
+        WHERE id = $1 AND status = 'active' RETURNING *`,
+      [row.id, at, purchaseId],
+    );
+    const used = rows[0];
+    if (used === undefined)
+      throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
+    await writeEvent(tx, {
+      ...auth,
+      type: 'checkout_session.completed',
+      object: this.eventObject(used),
+      previousAttributes: { status: 'active' },
+      at,
+    });
   }
 
   /** Marks sessions past their expiry as expired, each with its event; run by the scheduler. */

@@ -106,108 +106,127 @@ export class CreditService {
         'Top-ups need an Idempotency-Key header so a retry cannot credit twice',
       );
     }
-    const at = this.clock.now();
-    return inTransaction(this.pool, async (tx) => {
-      const customer = await this.customer(tx, auth, ref, true);
-      if (idempotencyKey !== null) {
-        const { rows } = await tx.query<LedgerRow>(
-          'SELECT * FROM credit_ledger WHERE provider_id = $1 AND environment = $2 AND idempotency_key = $3',
-          [auth.providerId, auth.environment, idempotencyKey],
-        );
-        if (rows[0] !== undefined) return { movement: toMovement(rows[0]), replayed: true };
-      }
-      const delta = await this.delta(tx, auth, input);
-      let productRef: string | null = null;
-      if (input.productRef !== undefined) {
-        const product = await findProduct(tx, auth, input.productRef);
-        if (product === undefined)
-          throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
-        productRef = product.reference;
-      }
-      await tx.query(
-        `INSERT INTO credit_balances (customer_id, balance, updated_at) VALUES ($1, 0, $2) ON CONFLICT (customer_id) DO NOTHING`,
-        [customer.id, at],
-      );
-      const { rows: balances } = await tx.query<{ balance: number }>(
-        'SELECT balance FROM credit_balances WHERE customer_id = $1 FOR UPDATE',
-        [customer.id],
-      );
-      const before = balances[0]?.balance ?? 0;
-      const after = before + delta;
-      if (after < 0) {
-        throw new ConflictError(
-          'insufficient_credits',
-          `The customer has ${before} credits; this movement needs ${-delta}`,
-          {
-            credits: before,
-          },
-        );
-      }
-      const { rows } = await tx.query<LedgerRow>(
-        `INSERT INTO credit_ledger (id, provider_id, environment, customer_id, kind, amount, balance_after, reason, product_ref,
-                                    idempotency_key, metadata, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
-        [
-          newId('cre'),
-          auth.providerId,
-          auth.environment,
-          customer.id,
-          input.kind,
-          delta,
-          after,
-          input.reason ?? null,
-          productRef,
-          idempotencyKey,
-          input.metadata ?? {},
-          at,
-        ],
-      );
-      await tx.query('UPDATE credit_balances SET balance = $2, updated_at = $3 WHERE customer_id = $1', [
-        customer.id,
-        after,
-        at,
-      ]);
-      const row = rows[0];
-      if (row === undefined) throw new Error('ledger insert returned no row');
+    return inTransaction(this.pool, (tx) => this.moveIn(tx, auth, ref, input, idempotencyKey));
+  }
 
-      const object = {
-        customerId: customer.id,
-        providerId: auth.providerId,
-        credits: after,
-        amount: delta,
+  /** `move` inside the caller's transaction (a checkout that charges and credits together). */
+  async moveIn(
+    tx: PoolClient,
+    auth: AuthContext,
+    ref: string,
+    input: Static<typeof CreditMovementCreate>,
+    idempotencyKey: string | null,
+  ): Promise<{ movement: Static<typeof CreditMovement>; replayed: boolean }> {
+    const at = this.clock.now();
+    const customer = await this.customer(tx, auth, ref, true);
+    if (idempotencyKey !== null) {
+      const { rows } = await tx.query<LedgerRow>(
+        'SELECT * FROM credit_ledger WHERE provider_id = $1 AND environment = $2 AND idempotency_key = $3',
+        [auth.providerId, auth.environment, idempotencyKey],
+      );
+      if (rows[0] !== undefined) return { movement: toMovement(rows[0]), replayed: true };
+    }
+    const delta = await this.delta(tx, auth, input);
+    let productRef: string | null = null;
+    if (input.productRef !== undefined) {
+      const product = await findProduct(tx, auth, input.productRef);
+      if (product === undefined)
+        throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+      productRef = product.reference;
+    }
+    await tx.query(
+      `INSERT INTO credit_balances (customer_id, balance, updated_at) VALUES ($1, 0, $2) ON CONFLICT (customer_id) DO NOTHING`,
+      [customer.id, at],
+    );
+    const { rows: balances } = await tx.query<{ balance: number }>(
+      'SELECT balance FROM credit_balances WHERE customer_id = $1 FOR UPDATE',
+      [customer.id],
+    );
+    const before = balances[0]?.balance ?? 0;
+    const after = before + delta;
+    // Balances are exact integers: past 2^53 - 1 a JavaScript number cannot hold them.
+    if (!Number.isSafeInteger(delta) || !Number.isSafeInteger(after)) {
+      throw new ValidationError([
+        {
+          path: input.units === undefined ? '/amount' : '/units',
+          message: `would take the balance past ${Number.MAX_SAFE_INTEGER}, the largest supported`,
+          location: 'body',
+        },
+      ]);
+    }
+    if (after < 0) {
+      throw new ConflictError(
+        'insufficient_credits',
+        `The customer has ${before} credits; this movement needs ${-delta}`,
+        {
+          credits: before,
+        },
+      );
+    }
+    const { rows } = await tx.query<LedgerRow>(
+      `INSERT INTO credit_ledger (id, provider_id, environment, customer_id, kind, amount, balance_after, reason, product_ref,
+                                  idempotency_key, metadata, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
+      [
+        newId('cre'),
+        auth.providerId,
+        auth.environment,
+        customer.id,
+        input.kind,
+        delta,
+        after,
+        input.reason ?? null,
         productRef,
-      };
-      await writeEvent(tx, { ...auth, type: EVENT[input.kind], object, at, idempotencyKey });
-      const threshold = await this.threshold(tx, auth.providerId);
-      if (before >= threshold && after < threshold) {
-        await writeEvent(tx, { ...auth, type: 'customer.credit.low_balance', object, at, idempotencyKey });
-      }
-      if (before > 0 && after === 0) {
-        await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
-      }
-      // Usage priced in credits (units × the plan's creditsPerUnit) is a usage charge.
-      if (input.kind === 'debit' && input.units !== undefined && input.planRef !== undefined) {
-        const plan = await findPlan(tx, auth, input.planRef);
-        await writeEvent(tx, {
-          ...auth,
-          type: 'usage.charged',
-          object: {
-            id: row.id,
-            customer: customer.id,
-            product: plan?.product_id ?? null,
-            plan: input.planRef,
-            quantity: input.units,
-            creditsPerUnit: plan?.credits_per_unit ?? null,
-            credits: -delta,
-            balance: after,
-            created: unixSeconds(at),
-          },
-          at,
-          idempotencyKey,
-        });
-      }
-      return { movement: toMovement(row), replayed: false };
-    });
+        idempotencyKey,
+        input.metadata ?? {},
+        at,
+      ],
+    );
+    await tx.query('UPDATE credit_balances SET balance = $2, updated_at = $3 WHERE customer_id = $1', [
+      customer.id,
+      after,
+      at,
+    ]);
+    const row = rows[0];
+    if (row === undefined) throw new Error('ledger insert returned no row');
+
+    const object = {
+      customerId: customer.id,
+      providerId: auth.providerId,
+      credits: after,
+      amount: delta,
+      productRef,
+    };
+    await writeEvent(tx, { ...auth, type: EVENT[input.kind], object, at, idempotencyKey });
+    const threshold = await this.threshold(tx, auth.providerId);
+    if (before >= threshold && after < threshold) {
+      await writeEvent(tx, { ...auth, type: 'customer.credit.low_balance', object, at, idempotencyKey });
+    }
+    if (before > 0 && after === 0) {
+      await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
+    }
+    // Usage priced in credits (units × the plan's creditsPerUnit) is a usage charge.
+    if (input.kind === 'debit' && input.units !== undefined && input.planRef !== undefined) {
+      const plan = await findPlan(tx, auth, input.planRef);
+      await writeEvent(tx, {
+        ...auth,
+        type: 'usage.charged',
+        object: {
+          id: row.id,
+          customer: customer.id,
+          product: plan?.product_id ?? null,
+          plan: input.planRef,
+          quantity: input.units,
+          creditsPerUnit: plan?.credits_per_unit ?? null,
+          credits: -delta,
+          balance: after,
+          created: unixSeconds(at),
+        },
+        at,
+        idempotencyKey,
+      });
+    }
+    return { movement: toMovement(row), replayed: false };
   }
 
   private async delta(

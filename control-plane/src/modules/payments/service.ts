@@ -74,6 +74,8 @@ export class PaymentService {
       throw new ValidationError([{ path: error.field, message: error.message, location: 'body' }]);
     }
     return inTransaction(this.pool, async (tx) => {
+      // Serialises card changes of one customer: two at once would both try to be the default.
+      await tx.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
       await tx.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
         customer.id,
       ]);
@@ -121,8 +123,9 @@ export class PaymentService {
 
   /**
    * Charges the customer's default card inside the caller's transaction and records the
-   * attempt with its payment.* event. The processor call carries a key made of the purchase,
-   * period and attempt, so a retried transaction cannot charge twice.
+   * attempt with its payment.* event. The processor call carries a key made of the purchase
+   * (or customer), period and attempt, so a retried transaction cannot charge twice; unique
+   * indexes refuse a second row for the same attempt, with or without a purchase.
    */
   async charge(tx: PoolClient, auth: AuthContext, request: ChargeRequest): Promise<ChargeOutcome> {
     const at = this.clock.now();
@@ -148,7 +151,7 @@ export class PaymentService {
       `INSERT INTO payments (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, amount, currency, status, reason,
                              period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-       ON CONFLICT (purchase_id, period_key, attempt) WHERE purchase_id IS NOT NULL DO NOTHING`,
+       ON CONFLICT DO NOTHING`,
       [
         id,
         auth.providerId,

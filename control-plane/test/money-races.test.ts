@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * Every money-moving call fired many times at once, on real PostgreSQL: whatever the
+ * interleaving, money moves once (or within its bound), and no caller gets a 5xx.
+ */
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024 });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+type Json = Record<string, any>;
+const AT_ONCE = 12;
+const card = (number: string) => ({ card: { number, expMonth: 12, expYear: 2035, cvc: '123' } });
+
+async function seller() {
+  const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Racer' });
+  const call = async (
+    method: 'GET' | 'POST',
+    url: string,
+    body?: unknown,
+    key: string | null = sandboxKey,
+  ) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: key === null ? {} : { authorization: `Bearer ${key}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+  const customer = (await call('POST', '/v1/sdk/customers', {})).body;
+  return { call, customer };
+}
+const statuses = (answers: Array<{ status: number }>) => answers.map((a) => a.status).sort();
+const times = <T>(n: number, make: () => Promise<T>) => Promise.all(Array.from({ length: n }, make));
+
+describe('money under concurrency', () => {
+  it('a top-up session paid many times at once charges and credits exactly once', async () => {
+    const { call, customer } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        topup: { credits: 250, amount: 2000 },
+      })
+    ).body;
+    const answers = await times(AT_ONCE, () =>
+      call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+    );
+    expect(statuses(answers).filter((s) => s === 200)).toHaveLength(1);
+    for (const a of answers.filter((x) => x.status !== 200)) {
+      expect(a.status).toBe(409);
+      expect(['checkout_session_closed', 'checkout_session_in_progress']).toContain(a.body.code);
+    }
+    const { rows } = await harness.pool.query<{ status: string }>(
+      'SELECT status FROM payments WHERE customer_id = $1',
+      [customer.reference],
+    );
+    expect(rows.map((r) => r.status)).toEqual(['succeeded']);
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(250);
+  });
+
+  it('a declined top-up leaves the session payable, and the next attempt is counted apart', async () => {
+    const { call, customer } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        topup: { credits: 10, amount: 500 },
+      })
+    ).body;
+    const declined = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.failsLater), null);
+    expect(declined.status).toBe(402);
+    const paid = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
+    expect(paid.status).toBe(200);
+    const { rows } = await harness.pool.query<{ status: string; attempt: number }>(
+      'SELECT status, attempt FROM payments WHERE customer_id = $1 ORDER BY attempt',
+      [customer.reference],
+    );
+    expect(rows).toEqual([
+      { status: 'failed', attempt: 0 },
+      { status: 'succeeded', attempt: 1 },
+    ]);
+  });
+
+  it('a plan session paid many times at once starts one purchase with one payment', async () => {
+    const { call, customer } = await seller();
+    const product = (await call('POST', '/v1/ui/products', { name: 'Race tools' })).body;
+    const plan = (
+      await call('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Pro',
+        type: 'recurring',
+        price: 900,
+      })
+    ).body;
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        planRef: plan.reference,
+      })
+    ).body;
+    const answers = await times(AT_ONCE, () =>
+      call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+    );
+    expect(statuses(answers).filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses(answers).filter((s) => s !== 200 && s !== 409)).toEqual([]);
+    const { rows } = await harness.pool.query<{ status: string }>(
+      'SELECT status FROM payments WHERE customer_id = $1',
+      [customer.reference],
+    );
+    expect(rows).toEqual([{ status: 'succeeded' }]);
+    const purchases = (await call('GET', `/v1/sdk/purchases?customerRef=${customer.reference}`)).body.data;
+    expect(purchases).toHaveLength(1);
+  });
+
+  it('cards attached many times at once leave exactly one default, and no 5xx', async () => {
+    const { call, customer } = await seller();
+    const answers = await times(AT_ONCE, () =>
+      call('POST', `/v1/sdk/customers/${customer.reference}/payment-methods`, card(SANDBOX_CARDS.succeeds)),
+    );
+    expect(statuses(answers)).toEqual(Array(AT_ONCE).fill(201));
+    const methods = (await call('GET', `/v1/sdk/customers/${customer.reference}/payment-methods`)).body.data;
+    expect(methods.filter((m: Json) => m.isDefault)).toHaveLength(1);
+  });
+
+  it('refunds fired at once never return more than the payment', async () => {
+    const { call, customer } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        topup: { credits: 100, amount: 1000 },
+      })
+    ).body;
+    expect(
+      (await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).status,
+    ).toBe(200);
+    const { rows } = await harness.pool.query<{ transaction_reference: string }>(
+      'SELECT transaction_reference FROM payments WHERE customer_id = $1',
+      [customer.reference],
+    );
+    const txn = rows[0]?.transaction_reference;
+    const answers = await times(AT_ONCE, () =>
+      call('POST', '/v1/ui/transactions/refunds', { originalTransactionId: txn, refundAmount: 300 }),
+    );
+    expect(statuses(answers)).toEqual([...Array(3).fill(202), ...Array(AT_ONCE - 3).fill(409)]);
+    const { rows: refunded } = await harness.pool.query<{ total: number }>(
+      `SELECT sum(r.amount)::int AS total FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE p.customer_id = $1`,
+      [customer.reference],
+    );
+    expect(refunded[0]?.total).toBe(900);
+  });
+
+  it('debits fired at once never take the balance below zero', async () => {
+    const { call, customer } = await seller();
+    const granted = await call('POST', `/v1/sdk/customers/${customer.reference}/credits`, {
+      kind: 'grant',
+      amount: 50,
+    });
+    expect(granted.status).toBe(201);
+    const answers = await times(AT_ONCE, () =>
+      call('POST', `/v1/sdk/customers/${customer.reference}/credits`, { kind: 'debit', amount: 10 }),
+    );
+    expect(statuses(answers)).toEqual([...Array(5).fill(201), ...Array(AT_ONCE - 5).fill(409)]);
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(0);
+  });
+
+  it('refuses a movement that would take the balance past 2^53 - 1 with 400, not 500', async () => {
+    const { call, customer } = await seller();
+    // A balance this large takes thousands of the largest grants; set it directly.
+    expect(
+      (await call('POST', `/v1/sdk/customers/${customer.reference}/credits`, { kind: 'grant', amount: 1 }))
+        .status,
+    ).toBe(201);
+    await harness.pool.query('UPDATE credit_balances SET balance = $2 WHERE customer_id = $1', [
+      customer.reference,
+      Number.MAX_SAFE_INTEGER - 5,
+    ]);
+    const past = await call('POST', `/v1/sdk/customers/${customer.reference}/credits`, {
+      kind: 'grant',
+      amount: 10,
+    });
+    expect(past.status).toBe(400);
+    expect(past.body.code).toBe('validation_failed');
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(
+      Number.MAX_SAFE_INTEGER - 5,
+    );
+  });
+});
