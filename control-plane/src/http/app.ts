@@ -11,6 +11,7 @@ import Fastify, {
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
+import { ValidationError } from '../errors';
 import type { AuthContext, ProviderService } from '../modules/providers/service';
 import { installErrorHandling } from './error-handler';
 
@@ -59,6 +60,46 @@ function installValidation(app: FastifyInstance): void {
   );
 }
 
+/** Where a NUL character sits in a parsed value (a key or a string), as a JSON pointer. */
+export function nulPath(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || '/' : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nulPath(value[i], `${path}/${i}`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    const here = `${path}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    if (key.includes('\u0000')) return here.replaceAll('\u0000', '\\u0000');
+    const found = nulPath(item, here);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * PostgreSQL cannot store U+0000 in text or jsonb, so a NUL anywhere in a path parameter, query
+ * or body is refused here, naming where it is, before any route or query sees it.
+ */
+function refuseNulCharacters(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    for (const [location, value] of [
+      ['params', request.params],
+      ['querystring', request.query],
+      ['body', request.body],
+    ] as const) {
+      const path = nulPath(value);
+      if (path !== undefined)
+        throw new ValidationError([
+          { path, message: 'must not contain the NUL character (U+0000)', location },
+        ]);
+    }
+  });
+}
+
 export interface AppOptions {
   logger: Logger;
   bodyLimitBytes: number;
@@ -79,6 +120,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   base.removeContentTypeParser('text/plain');
   installValidation(base);
   installErrorHandling(base);
+  refuseNulCharacters(base);
   const app: App = base.withTypeProvider<TypeBoxTypeProvider>();
   app.decorateRequest('auth', null);
 

@@ -103,6 +103,17 @@ export function installErrorHandling(app: FastifyInstance): void {
         isJson ? 'The body is not valid JSON' : error.message,
       );
     }
+    // PostgreSQL data exceptions (class 22: a value out of range, too long, not representable)
+    // come from input that got past validation: the request is refused, not the server broken.
+    const sqlState = (error as { code?: unknown }).code;
+    if (typeof sqlState === 'string' && /^22[0-9A-Z]{3}$/.test(sqlState) && 'severity' in error) {
+      request.log.warn({ err: error }, 'value refused by the database');
+      return sendProblem(
+        reply,
+        'invalid_request',
+        'A value in the request cannot be stored (out of range or not representable)',
+      );
+    }
     request.log.error({ err: error }, 'unhandled error');
     return sendProblem(reply, 'internal_error', 'An internal error occurred; it has been logged');
   });

@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { nulPath } from '../src/http/app';
+
+/**
+ * Input a client may send to any route: a NUL character (which PostgreSQL cannot store) in a path
+ * parameter, a query value, a body string, a body key or a JSON metadata value. Every route of
+ * the published API answers with a 4xx that names the problem, never a 5xx.
+ */
+let harness: TestControlPlane;
+let key: string;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024 });
+  key = (await harness.controlPlane.providers.create({ displayName: 'Hostile' })).sandboxKey;
+});
+afterAll(() => harness?.close());
+
+interface OpenApi {
+  paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string }> }>>;
+}
+
+describe('hostile input', () => {
+  it('finds a NUL in strings and keys, at any depth, as a JSON pointer', () => {
+    expect(nulPath({ a: [{ b: 'x\u0000' }] })).toBe('/a/0/b');
+    expect(nulPath({ 'k\u0000': 1 })).toBe('/k\\u0000');
+    expect(nulPath({ 'a/b': 'ok', c: ['fine', 2, null] })).toBeUndefined();
+    expect(nulPath('\u0000')).toBe('/');
+  });
+
+  it('answers a NUL anywhere in any route of /openapi.json with a 4xx, never a 5xx', async () => {
+    const spec = (
+      await harness.controlPlane.app.inject({ method: 'GET', url: '/openapi.json' })
+    ).json() as OpenApi;
+    const bodies = [
+      { name: 'a\u0000b' },
+      { customerRef: '\u0000', metadata: { k: 'v\u0000' } },
+      { 'key\u0000': 'v' },
+    ];
+    const failures: string[] = [];
+    let requests = 0;
+    for (const [template, operations] of Object.entries(spec.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const upper = method.toUpperCase() as 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
+        const path = template.replace(/\{[^}]+\}/g, 'x%00y');
+        const queries = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+        const query = queries.length === 0 ? '' : `?${queries.map((q) => `${q}=%00`).join('&')}`;
+        const attempts =
+          upper === 'GET' || upper === 'DELETE'
+            ? [{ url: `${path}${query}` }, { url: template.replace(/\{[^}]+\}/g, 'plain') + query }]
+            : bodies.map((body) => ({ url: path.replace(/x%00y/g, 'plain'), body }));
+        if (upper !== 'GET' && upper !== 'DELETE') attempts.push({ url: path, body: { name: 'n' } });
+        for (const attempt of attempts) {
+          requests++;
+          const answer = await harness.controlPlane.app.inject({
+            method: upper,
+            url: attempt.url,
+            headers: { authorization: `Bearer ${key}`, 'idempotency-key': `nul-${requests}` },
+            ...('body' in attempt ? { payload: attempt.body } : {}),
+          });
+          if (answer.statusCode >= 500)
+            failures.push(`${upper} ${attempt.url} -> ${answer.statusCode} ${answer.body}`);
+        }
+      }
+    }
+    expect(requests).toBeGreaterThan(80);
+    expect(failures).toEqual([]);
+  });
+
+  it('names where the NUL is, on open routes too', async () => {
+    const page = await harness.controlPlane.app.inject({ method: 'GET', url: '/checkout/%00' });
+    expect(page.statusCode).toBe(400);
+    expect(page.json()).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/id', location: 'params' }],
+    });
+    const created = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/sdk/customers',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { externalRef: 'ok', metadata: { note: 'a\u0000b' } },
+    });
+    expect(created.statusCode).toBe(400);
+    expect(created.json()).toMatchObject({ errors: [{ path: '/metadata/note', location: 'body' }] });
+  });
+});
