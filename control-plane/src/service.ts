@@ -91,7 +91,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
   const meters = new MeterService(deps.pool, clock);
-  const customers = new CustomerService(deps.pool, clock);
+  const tokens = new TokenService(
+    deps.pool,
+    clock,
+    deps.snapshots,
+    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+    deps.config.secretKey,
+  );
+  const customers = new CustomerService(deps.pool, clock, tokens);
   const credits = new CreditService(deps.pool, clock);
   const processor = new SandboxProcessor();
   const payments = new PaymentService(deps.pool, clock, processor);
@@ -112,12 +119,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   purchases.checkoutFactory = (auth, input) => checkout.create(auth, input);
   const refunds = new RefundService(deps.pool, clock, processor, purchases);
-  const tokens = new TokenService(
-    deps.pool,
-    clock,
-    deps.snapshots,
-    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
-  );
+
   scheduler.addJob(() => checkout.expireDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   const outboundAllowed = deps.config.outboundAllowedHosts ?? [];

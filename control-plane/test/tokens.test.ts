@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { JWKS_KEY } from '../src/snapshots/format';
+import { systemClock } from '../src/clock';
+import { TokenService } from '../src/modules/tokens/service';
+import { JWKS_KEY, revocationKey } from '../src/snapshots/format';
 import { verifyAccessToken } from '../src/snapshots/jwt';
+import { MemorySnapshotStore } from '../src/snapshots/store';
 
 /** Customer access tokens: issued by the control plane, verifiable with the published key set alone. */
 let harness: TestControlPlane;
@@ -33,12 +36,12 @@ describe('customer access tokens', () => {
     await harness.controlPlane.tokens.publish();
     const published = JSON.parse((await harness.snapshots.get(JWKS_KEY)) ?? '{}');
     const jwks = (await call('GET', '/.well-known/jwks.json', undefined, null)).json();
-    expect(jwks).toEqual(published);
+    expect(published).toEqual({ ...jwks, issuer: 'http://127.0.0.1:8080' });
     expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
     expect(jwks.keys[0].d).toBeUndefined();
 
     const now = Math.floor(Date.now() / 1000);
-    const ok = verifyAccessToken(accessToken, jwks.keys, now);
+    const ok = await verifyAccessToken(accessToken, jwks.keys, now, published.issuer);
     expect(ok).toMatchObject({
       ok: true,
       claims: { sub: customer.reference, prv: provider.id, env: 'sandbox', prd: product.id },
@@ -47,20 +50,107 @@ describe('customer access tokens', () => {
     const forged = Buffer.from(
       JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), prv: 'prv_someone_else' }),
     ).toString('base64url');
-    expect(verifyAccessToken(`${h}.${forged}.${s}`, jwks.keys, now)).toEqual({
+    expect(await verifyAccessToken(`${h}.${forged}.${s}`, jwks.keys, now)).toEqual({
       ok: false,
       reason: 'bad signature',
     });
-    expect(verifyAccessToken(accessToken, jwks.keys, now + 601 + 31)).toEqual({
+    expect(await verifyAccessToken(accessToken, jwks.keys, now + 601 + 31)).toEqual({
       ok: false,
       reason: 'token expired',
     });
-    expect(verifyAccessToken(accessToken, [], now)).toEqual({ ok: false, reason: 'unknown signing key' });
-    expect(verifyAccessToken('a.b', jwks.keys, now)).toEqual({ ok: false, reason: 'malformed token' });
+    expect(await verifyAccessToken(accessToken, [], now)).toEqual({
+      ok: false,
+      reason: 'unknown signing key',
+    });
+    expect(await verifyAccessToken('a.b', jwks.keys, now)).toEqual({ ok: false, reason: 'malformed token' });
+    expect(await verifyAccessToken(accessToken, jwks.keys, now, 'https://elsewhere.example')).toEqual({
+      ok: false,
+      reason: 'wrong issuer',
+    });
+    // Shapes a hand-written parser tripped on: a JSON null header, empty and non-JSON parts.
+    for (const bad of [
+      'bnVsbA.e30.AAAA',
+      'e30.bnVsbA.AAAA',
+      '..',
+      'W10.W10.',
+      '\u0000.\u0000.\u0000',
+      'x'.repeat(10_000),
+    ])
+      expect((await verifyAccessToken(bad, jwks.keys, now)).ok, bad.slice(0, 20)).toBe(false);
+    // An unsigned token (alg none) is refused whatever it claims.
+    const none = `${Buffer.from(JSON.stringify({ alg: 'none', kid: jwks.keys[0].kid })).toString('base64url')}.${p}.`;
+    expect(await verifyAccessToken(none, jwks.keys, now)).toEqual({
+      ok: false,
+      reason: 'unsupported algorithm',
+    });
 
     expect((await call('POST', '/v1/sdk/customers/nobody/tokens', {})).statusCode).toBe(404);
     expect((await call('POST', '/v1/sdk/customers/tok/tokens', { expiresInSeconds: 5 })).statusCode).toBe(
       400,
     );
+  });
+
+  it('keeps the signing private key sealed, and revokes tokens when the customer is deleted or on request', async () => {
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: 'Revoker' });
+    const call = (method: 'POST' | 'DELETE', url: string, body?: object) =>
+      harness.controlPlane.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${sandboxKey}` },
+        ...(body === undefined ? {} : { payload: body }),
+      });
+    const customer = (await call('POST', '/v1/sdk/customers', {})).json();
+    expect((await call('POST', `/v1/sdk/customers/${customer.reference}/tokens`, {})).statusCode).toBe(201);
+    const { rows } = await harness.pool.query<{ private_jwk: unknown; private_jwk_sealed: string | null }>(
+      'SELECT private_jwk, private_jwk_sealed FROM signing_keys',
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.private_jwk).toBeNull();
+      expect(row.private_jwk_sealed).toMatch(/^v1\./);
+    }
+    const key = revocationKey(provider.id, 'sandbox', customer.reference);
+    expect(await harness.snapshots.get(key)).toBeUndefined();
+    const revoked = await call('POST', `/v1/sdk/customers/${customer.reference}/tokens/revoke`);
+    expect(revoked.statusCode).toBe(200);
+    const first = JSON.parse((await harness.snapshots.get(key)) ?? '{}');
+    expect(first).toEqual({ v: 1, before: expect.any(Number) });
+    expect((await call('DELETE', `/v1/sdk/customers/${customer.reference}`)).statusCode).toBe(200);
+    expect(JSON.parse((await harness.snapshots.get(key)) ?? '{}').before).toBeGreaterThanOrEqual(
+      first.before,
+    );
+    // A flushed store gets the revocation back at the next start.
+    await harness.snapshots.delete(key);
+    await harness.controlPlane.tokens.publish();
+    expect(await harness.snapshots.get(key)).toBeDefined();
+  });
+
+  it('retires a signing key sealed under another SECRET_KEY and signs with a new one, both verifiable', async () => {
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Rekey' });
+    const auth = await harness.controlPlane.providers.authenticate(`Bearer ${sandboxKey}`);
+    const customer = (
+      await harness.controlPlane.app.inject({
+        method: 'POST',
+        url: '/v1/sdk/customers',
+        headers: { authorization: `Bearer ${sandboxKey}` },
+        payload: {},
+      })
+    ).json();
+    const other = new TokenService(
+      harness.pool,
+      systemClock,
+      new MemorySnapshotStore(),
+      'http://127.0.0.1:8080',
+      Buffer.alloc(32, 9),
+    );
+    const theirs = await other.issue(auth, { customerRef: customer.reference });
+    const ours = await harness.controlPlane.tokens.issue(auth, { customerRef: customer.reference });
+    const header = (token: string) =>
+      JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString());
+    expect(header(theirs.accessToken).kid).not.toBe(header(ours.accessToken).kid);
+    const { keys } = await harness.controlPlane.tokens.jwks();
+    const now = Math.floor(Date.now() / 1000);
+    expect((await verifyAccessToken(theirs.accessToken, keys, now)).ok).toBe(true);
+    expect((await verifyAccessToken(ours.accessToken, keys, now)).ok).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import {
   type VerifyResult,
   verifyAccessToken,
 } from '@mcp-meter/control-plane/snapshots';
-import { SnapshotUnavailableError } from './directory';
+import { type RevocationDirectory, SnapshotUnavailableError } from './directory';
 
 /**
  * Verifies customer access tokens locally: the key set comes from the snapshot store (cached,
@@ -15,12 +15,15 @@ import { SnapshotUnavailableError } from './directory';
  */
 export class TokenVerifier {
   private keys: JsonWebKey[] = [];
+  /** The `iss` tokens must carry, as the control plane published it with the keys. */
+  private issuer: string | undefined;
   private keysFetchedAt = 0;
   private readonly verified = new Map<string, Extract<VerifyResult, { ok: true }>>();
 
   constructor(
     private readonly store: SnapshotStore,
     private readonly keysTtlMs: number,
+    private readonly revocations: RevocationDirectory,
   ) {}
 
   /**
@@ -37,7 +40,10 @@ export class TokenVerifier {
         if (force || this.keysFetchedAt === 0) throw new SnapshotUnavailableError(error);
         return this.keys;
       }
-      this.keys = raw === undefined ? [] : ((JSON.parse(raw) as { keys?: JsonWebKey[] }).keys ?? []);
+      const published =
+        raw === undefined ? {} : (JSON.parse(raw) as { keys?: JsonWebKey[]; issuer?: string });
+      this.keys = published.keys ?? [];
+      this.issuer = typeof published.issuer === 'string' ? published.issuer : undefined;
       this.keysFetchedAt = Date.now();
     }
     return this.keys;
@@ -67,9 +73,9 @@ export class TokenVerifier {
     const now = Math.floor(Date.now() / 1000);
     let result = this.verified.get(token) as VerifyResult | undefined;
     if (result === undefined || (result.ok && result.claims.exp + 30 < now)) {
-      result = verifyAccessToken(token, await this.keySet(false), now);
+      result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer);
       if (!result.ok && result.reason === 'unknown signing key')
-        result = verifyAccessToken(token, await this.keySet(true), now);
+        result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer);
       if (result.ok) {
         // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
         if (this.verified.size >= 10_000) this.verified.clear();
@@ -77,6 +83,18 @@ export class TokenVerifier {
       }
     }
     if (!result.ok) return result;
+    // Revocation is read on every call (a cache hit): a verified token stays remembered, but a
+    // deleted customer's tokens stop working within the snapshot TTL, at once with pub/sub. While
+    // the store cannot be read, no revocation can be published either: the token is judged on
+    // its signature, as it was before the outage.
+    let revoked: Awaited<ReturnType<RevocationDirectory['lookup']>>;
+    try {
+      revoked = await this.revocations.lookup(result.claims);
+    } catch (error) {
+      if (!(error instanceof SnapshotUnavailableError)) throw error;
+    }
+    if (revoked !== undefined && result.claims.iat <= revoked.before)
+      return { ok: false, reason: 'token revoked' };
     if (result.claims.prv !== server.providerId || result.claims.env !== server.environment) {
       return { ok: false, reason: 'token is for another provider or environment' };
     }

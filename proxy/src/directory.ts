@@ -4,8 +4,12 @@ import {
   type McpServerSnapshot,
   mcpServerKey,
   parseMcpServerSnapshot,
+  parseRevocation,
+  type RevocationSnapshot,
+  revocationKey,
   type SnapshotStore,
 } from '@mcp-meter/control-plane/snapshots';
+import type { Environment } from '@mcp-meter/ingest';
 
 /** The snapshot store cannot be read and nothing usable is cached: the caller should retry shortly. */
 export class SnapshotUnavailableError extends Error {
@@ -100,5 +104,16 @@ export class EntitlementDirectory extends SnapshotCache<EntitlementSnapshot> {
         productId,
       }),
     );
+  }
+}
+
+/** Customers whose access tokens were revoked (deleted, or revoked on request), by token subject. */
+export class RevocationDirectory extends SnapshotCache<RevocationSnapshot> {
+  constructor(store: SnapshotStore, ttlMs: number) {
+    super(store, ttlMs, parseRevocation);
+  }
+
+  lookup(claims: { prv: string; env: Environment; sub: string }) {
+    return this.get(revocationKey(claims.prv, claims.env, claims.sub));
   }
 }

@@ -6,7 +6,7 @@ import { Agent } from 'undici';
 import { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
 import { ControlPlaneLink } from './control-link';
-import { EntitlementDirectory, ServerDirectory } from './directory';
+import { EntitlementDirectory, RevocationDirectory, ServerDirectory } from './directory';
 import { Gatekeeper } from './gatekeeper';
 import { type ProxyServer, startProxyServer } from './server';
 
@@ -52,7 +52,11 @@ export async function startProxy(deps: {
   // A purchase change may end a paywall; its remembered checkout session must not outlive it.
   if (link !== undefined)
     deps.snapshots.onChange((key) => key.includes(':entitlement:') && link.forgetPaywalls());
-  const verifier = new TokenVerifier(deps.snapshots, 60_000);
+  const verifier = new TokenVerifier(
+    deps.snapshots,
+    60_000,
+    new RevocationDirectory(deps.snapshots, config.snapshotTtlMs),
+  );
   // Listening before the store is readable would answer the first calls with retry-shortly errors.
   if (!(await verifier.warm(10_000)))
     logger.warn('snapshot store not readable yet: starting anyway, calls retry until it is');

@@ -102,7 +102,9 @@ describe('npm start: the whole service in one process on embedded defaults', () 
     );
     expect(token.customerRef).toBe(customer.body.reference);
     const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as { keys: JsonWebKey[] };
-    expect(verifyAccessToken(token.accessToken, jwks.keys, Math.floor(Date.now() / 1000))).toMatchObject({
+    expect(
+      await verifyAccessToken(token.accessToken, jwks.keys, Math.floor(Date.now() / 1000)),
+    ).toMatchObject({
       ok: true,
       claims: { sub: customer.body.reference, prv: provider.id },
     });

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { ENVIRONMENTS, type Environment, readDataDir } from '@mcp-meter/ingest';
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
 import { systemClock } from '../clock';
+import { readSecretKey } from '../config';
 import { openDatabase } from '../db/open';
 import { ProviderService } from '../modules/providers/service';
 import { TokenService } from '../modules/tokens/service';
@@ -57,8 +58,11 @@ async function run(argv: string[]): Promise<unknown> {
     throw new UsageError(command === '' ? 'no command given' : `unknown command "${command}"`);
 
   const env = readEnv(process.env);
+  const dataDir = readDataDir(env);
   const config = env.done({
-    dataDir: readDataDir(env),
+    dataDir,
+    // Signing keys are sealed with it: the same key as the control plane's.
+    secretKey: readSecretKey(env, dataDir),
     databaseUrl: env.url('DATABASE_URL', ['postgres', 'postgresql']),
     publicUrl: (
       env.url('PUBLIC_URL', ['http', 'https']) ??
@@ -115,6 +119,8 @@ async function run(argv: string[]): Promise<unknown> {
           systemClock,
           new MemorySnapshotStore(),
           config.publicUrl,
+          config.secretKey,
+          'refuse',
         );
         // Awaited here: returning the promise would let `finally` close the pool under it.
         return await tokens.issue(auth, {

@@ -70,8 +70,33 @@ export const entitlementKey = (
   s: Pick<EntitlementSnapshot, 'providerId' | 'environment' | 'customerId' | 'productId'>,
 ): string => `${SNAPSHOT_PREFIX}entitlement:${s.providerId}:${s.environment}:${s.customerId}:${s.productId}`;
 
-/** The public keys that verify customer access tokens (a JWKS), read by the proxy. */
+/**
+ * The public keys that verify customer access tokens (a JWKS), read by the proxy, with the
+ * issuer (`iss`) the tokens must carry.
+ */
 export const JWKS_KEY = `${SNAPSHOT_PREFIX}jwks`;
+
+/**
+ * A customer whose access tokens are revoked: every token issued before `before` (Unix seconds)
+ * is refused. Written when the customer is deleted or its tokens are revoked.
+ */
+export interface RevocationSnapshot {
+  v: 1;
+  before: number;
+}
+
+export const revocationKey = (providerId: string, environment: Environment, customerId: string): string =>
+  `${SNAPSHOT_PREFIX}revoked:${providerId}:${environment}:${customerId}`;
+
+export function parseRevocation(raw: string | undefined): RevocationSnapshot | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const value = JSON.parse(raw) as Partial<RevocationSnapshot>;
+    return value.v === 1 && typeof value.before === 'number' ? (value as RevocationSnapshot) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Claims of a customer access token as the proxy reads them. */
 export interface AccessTokenClaims {

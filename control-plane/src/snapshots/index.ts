@@ -7,6 +7,9 @@ export {
   type McpServerSnapshot,
   mcpServerKey,
   parseMcpServerSnapshot,
+  parseRevocation,
+  type RevocationSnapshot,
+  revocationKey,
 } from './format';
 export { type VerifyResult, verifyAccessToken } from './jwt';
 export { internalToken, loadSecretKey, seal, unseal } from './secrets';

@@ -1,52 +1,67 @@
-import { createPublicKey, type JsonWebKey, verify } from 'node:crypto';
+import type { JsonWebKey } from 'node:crypto';
+import { createLocalJWKSet, errors, type JSONWebKeySet, jwtVerify } from 'jose';
 import { ACCESS_TOKEN_AUDIENCE, type AccessTokenClaims } from './format';
 
 export type VerifyResult = { ok: true; claims: AccessTokenClaims } | { ok: false; reason: string };
 
-const decode = (part: string): unknown => JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+/** One key-set resolver per published key list (the proxy keeps the list until it changes). */
+const keySets = new WeakMap<readonly JsonWebKey[], ReturnType<typeof createLocalJWKSet>>();
+const keySetOf = (keys: readonly JsonWebKey[]) => {
+  let set = keySets.get(keys);
+  if (set === undefined) {
+    set = createLocalJWKSet({ keys: keys as JSONWebKeySet['keys'] });
+    keySets.set(keys, set);
+  }
+  return set;
+};
+
+const reasonOf = (error: unknown): string => {
+  if (error instanceof errors.JWKSNoMatchingKey) return 'unknown signing key';
+  if (error instanceof errors.JWTExpired) return 'token expired';
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'unsupported algorithm';
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'bad signature';
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'aud') return 'wrong audience';
+    if (error.claim === 'iss') return 'wrong issuer';
+    if (error.claim === 'iat' || error.claim === 'nbf') return 'token issued in the future';
+    return 'missing claims';
+  }
+  return 'malformed token';
+};
 
 /**
- * Verifies a customer access token (ES256 JWT) against a published key set: signature,
- * audience, expiry (30 s skew allowed) and claim shapes. Pure: no I/O, so the proxy can run it
- * on every request.
+ * Verifies a customer access token (an ES256 JWT, through jose) against a published key set:
+ * signature, audience, issuer (when the key set names one), expiry with 30 s of skew, and the
+ * claims the proxy relies on. No I/O, so the proxy can run it on every new token.
  */
-export function verifyAccessToken(
+export async function verifyAccessToken(
   token: string,
   keys: readonly JsonWebKey[],
   nowSeconds: number,
-): VerifyResult {
-  const parts = token.split('.');
-  if (parts.length !== 3) return { ok: false, reason: 'malformed token' };
-  const [headerPart = '', payloadPart = '', signaturePart = ''] = parts;
-  let header: { alg?: unknown; kid?: unknown };
-  let claims: Partial<AccessTokenClaims>;
+  issuer?: string,
+): Promise<VerifyResult> {
   try {
-    header = decode(headerPart) as typeof header;
-    claims = decode(payloadPart) as typeof claims;
-  } catch {
-    return { ok: false, reason: 'malformed token' };
+    const { payload } = await jwtVerify(token, keySetOf(keys), {
+      algorithms: ['ES256'],
+      audience: ACCESS_TOKEN_AUDIENCE,
+      ...(issuer === undefined ? {} : { issuer }),
+      clockTolerance: 30,
+      currentDate: new Date(nowSeconds * 1000),
+      requiredClaims: ['exp', 'sub'],
+    });
+    if (typeof payload.iat === 'number' && payload.iat - 30 > nowSeconds)
+      return { ok: false, reason: 'token issued in the future' };
+    const claims = payload as Partial<AccessTokenClaims>;
+    if (
+      typeof claims.sub !== 'string' ||
+      typeof claims.prv !== 'string' ||
+      (claims.env !== 'sandbox' && claims.env !== 'live') ||
+      (claims.prd !== undefined && typeof claims.prd !== 'string')
+    ) {
+      return { ok: false, reason: 'missing claims' };
+    }
+    return { ok: true, claims: claims as AccessTokenClaims };
+  } catch (error) {
+    return { ok: false, reason: reasonOf(error) };
   }
-  if (header.alg !== 'ES256') return { ok: false, reason: 'unsupported algorithm' };
-  const jwk = keys.find((k) => (k as { kid?: string }).kid === header.kid);
-  if (jwk === undefined) return { ok: false, reason: 'unknown signing key' };
-  const valid = verify(
-    'sha256',
-    Buffer.from(`${headerPart}.${payloadPart}`),
-    { key: createPublicKey({ key: jwk, format: 'jwk' }), dsaEncoding: 'ieee-p1363' },
-    Buffer.from(signaturePart, 'base64url'),
-  );
-  if (!valid) return { ok: false, reason: 'bad signature' };
-  if (claims.aud !== ACCESS_TOKEN_AUDIENCE) return { ok: false, reason: 'wrong audience' };
-  if (typeof claims.exp !== 'number' || claims.exp + 30 < nowSeconds)
-    return { ok: false, reason: 'token expired' };
-  if (typeof claims.iat === 'number' && claims.iat - 30 > nowSeconds)
-    return { ok: false, reason: 'token issued in the future' };
-  if (
-    typeof claims.sub !== 'string' ||
-    typeof claims.prv !== 'string' ||
-    (claims.env !== 'sandbox' && claims.env !== 'live')
-  ) {
-    return { ok: false, reason: 'missing claims' };
-  }
-  return { ok: true, claims: claims as AccessTokenClaims };
 }

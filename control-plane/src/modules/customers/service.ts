@@ -39,6 +39,10 @@ export class CustomerService {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
+    /** Revokes a customer's access tokens with its deletion (the token service). */
+    private readonly tokens: {
+      revokeIn(tx: PoolClient, auth: AuthContext, customerId: string): Promise<() => Promise<void>>;
+    },
   ) {}
 
   private async insert(
@@ -170,10 +174,14 @@ export class CustomerService {
     }
   }
 
-  /** Soft delete: hidden everywhere, externalRef freed, history (ledger, purchases) kept. */
+  /**
+   * Soft delete: hidden everywhere, externalRef freed, history (ledger, purchases) kept. Its
+   * access tokens are revoked with it, and the proxies told once the deletion has committed.
+   */
   async delete(auth: AuthContext, ref: string): Promise<{ reference: string; deleted: true }> {
     const at = this.clock.now();
-    return inTransaction(this.pool, async (tx) => {
+    let publishRevocation: (() => Promise<void>) | undefined;
+    const deleted = await inTransaction(this.pool, async (tx) => {
       const current = await findCustomer(tx, auth, ref, { forUpdate: true });
       if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
       await updateCustomer(tx, { ...current, status: 'deleted', updated_at: at });
@@ -183,7 +191,10 @@ export class CustomerService {
         object: { id: current.id, created: unixSeconds(current.created_at) },
         at,
       });
+      publishRevocation = await this.tokens.revokeIn(tx, auth, current.id);
       return { reference: current.id, deleted: true as const };
     });
+    await publishRevocation?.();
+    return deleted;
   }
 }

@@ -44,6 +44,24 @@ export function tokenRoutes(tokens: TokenService) {
           .status(201)
           .send(await tokens.issue(authOf(request), { customerRef: request.params.ref, ...request.body })),
     );
+    app.post(
+      '/v1/sdk/customers/:ref/tokens/revoke',
+      {
+        schema: {
+          tags: ['customers'],
+          summary: 'Revoke every access token the customer holds now (the proxy refuses them within seconds)',
+          params: CustomerParams,
+          response: {
+            200: Type.Object({
+              customerRef: Type.String(),
+              revokedBefore: Type.String({ format: 'date-time' }),
+            }),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => tokens.revoke(authOf(request), request.params.ref),
+    );
   };
 }
 

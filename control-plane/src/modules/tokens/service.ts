@@ -1,24 +1,41 @@
-import { createPrivateKey, generateKeyPairSync, type JsonWebKey, randomBytes, sign } from 'node:crypto';
+import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
+import { importJWK, SignJWT } from 'jose';
 import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
+import type { Pool, PoolClient } from '../../db/pool';
 import { NotFoundError } from '../../errors';
-import { ACCESS_TOKEN_AUDIENCE, type AccessTokenClaims, JWKS_KEY } from '../../snapshots/format';
+import {
+  ACCESS_TOKEN_AUDIENCE,
+  type AccessTokenClaims,
+  JWKS_KEY,
+  type RevocationSnapshot,
+  revocationKey,
+} from '../../snapshots/format';
+import { seal, unseal } from '../../snapshots/secrets';
 import type { SnapshotStore } from '../../snapshots/store';
 import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
+import {
+  activeSigningKey,
+  insertSigningKey,
+  publicSigningKeys,
+  type RevocationRow,
+  recentRevocations,
+  retireSigningKey,
+  sealSigningKey,
+  upsertRevocation,
+} from './repository';
 
-interface KeyRow {
-  kid: string;
-  private_jwk: JsonWebKey;
-  public_jwk: JsonWebKey;
-}
+/** The longest an access token lives; revocations older than this no longer matter. */
+export const MAX_TOKEN_SECONDS = 30 * 86400;
 
-const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+const unixSeconds = (at: Date) => Math.floor(at.getTime() / 1000);
 
 /**
- * Issues customer access tokens: ES256 JWTs the proxy verifies locally with the published key
- * set. The hosted OAuth sign-in (a later issue) issues through this same service.
+ * Issues customer access tokens: ES256 JWTs (signed with jose) the proxy verifies locally with
+ * the published key set and issuer. Private keys are stored sealed with SECRET_KEY. A customer's
+ * tokens can be revoked (and are, when the customer is deleted): the proxy refuses tokens issued
+ * at or before the published revocation time. The hosted OAuth sign-in issues through here too.
  */
 export class TokenService {
   constructor(
@@ -26,26 +43,48 @@ export class TokenService {
     private readonly clock: Clock,
     private readonly snapshots: SnapshotStore,
     private readonly issuer: string,
+    private readonly secretKey: Buffer,
+    /**
+     * A key sealed under another SECRET_KEY: the service rotates it; a one-off tool (the admin
+     * CLI, whose tokens the proxies could not verify before the next start) refuses instead.
+     */
+    private readonly unreadableKey: 'rotate' | 'refuse' = 'rotate',
   ) {}
 
-  /** The active signing key; the first caller creates it (replicas agree through the advisory lock). */
-  private async activeKey(): Promise<KeyRow> {
+  /** The active signing key's private JWK; the first caller creates it (replicas agree through the advisory lock). */
+  private async activeKey(): Promise<{ kid: string; privateJwk: JsonWebKey; created?: true }> {
     const client = await this.pool.connect();
     try {
       await client.query('SELECT pg_advisory_lock(727274002)');
-      const { rows } = await client.query<KeyRow>(
-        'SELECT * FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC LIMIT 1',
-      );
-      if (rows[0] !== undefined) return rows[0];
+      const row = await activeSigningKey(client);
+      if (row !== undefined && row.private_jwk_sealed === null) {
+        // Written in plain text before keys were sealed: sealed now, in place.
+        const privateJwk = row.private_jwk ?? {};
+        await sealSigningKey(client, row.kid, seal(this.secretKey, JSON.stringify(privateJwk)));
+        return { kid: row.kid, privateJwk };
+      }
+      if (row?.private_jwk_sealed != null) {
+        try {
+          return { kid: row.kid, privateJwk: JSON.parse(unseal(this.secretKey, row.private_jwk_sealed)) };
+        } catch {
+          if (this.unreadableKey === 'refuse')
+            throw new Error('the signing key is sealed under another SECRET_KEY than this one');
+          // Sealed under another SECRET_KEY (the key was changed): this key can sign no more. It
+          // is retired, its public half stays published until its tokens expire, and a new
+          // key takes over.
+          await retireSigningKey(client, row.kid, this.clock.now());
+        }
+      }
       const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       const kid = randomBytes(8).toString('hex');
-      const publicJwk = { ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' };
-      const row = { kid, private_jwk: privateKey.export({ format: 'jwk' }), public_jwk: publicJwk };
-      await client.query(
-        'INSERT INTO signing_keys (kid, algorithm, private_jwk, public_jwk, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [kid, 'ES256', row.private_jwk, row.public_jwk, this.clock.now()],
-      );
-      return row;
+      const privateJwk = privateKey.export({ format: 'jwk' });
+      await insertSigningKey(client, {
+        kid,
+        sealed: seal(this.secretKey, JSON.stringify(privateJwk)),
+        publicJwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' },
+        at: this.clock.now(),
+      });
+      return { kid, privateJwk, created: true };
     } finally {
       await client.query('SELECT pg_advisory_unlock(727274002)').catch(() => undefined);
       client.release();
@@ -54,15 +93,57 @@ export class TokenService {
 
   async jwks(): Promise<{ keys: JsonWebKey[] }> {
     await this.activeKey();
-    const { rows } = await this.pool.query<{ public_jwk: JsonWebKey }>(
-      'SELECT public_jwk FROM signing_keys ORDER BY created_at',
-    );
-    return { keys: rows.map((r) => r.public_jwk) };
+    return { keys: await publicSigningKeys(this.pool) };
   }
 
-  /** Writes the key set where proxies read it; called at start and whenever keys change. */
+  private async publishKeys(): Promise<void> {
+    await this.snapshots.set(JWKS_KEY, JSON.stringify({ ...(await this.jwks()), issuer: this.issuer }));
+  }
+
+  /**
+   * Writes the key set and issuer where proxies read them, and every revocation that can still
+   * matter; called at start (a fresh or flushed store is made whole) and when keys change.
+   */
   async publish(): Promise<void> {
-    await this.snapshots.set(JWKS_KEY, JSON.stringify(await this.jwks()));
+    await this.publishKeys();
+    const since = new Date(this.clock.now().getTime() - MAX_TOKEN_SECONDS * 1000);
+    for (const row of await recentRevocations(this.pool, since)) await this.publishRevocation(row);
+  }
+
+  private async publishRevocation(row: RevocationRow): Promise<void> {
+    const snapshot: RevocationSnapshot = { v: 1, before: unixSeconds(row.revoked_before) };
+    await this.snapshots.set(
+      revocationKey(row.provider_id, row.environment, row.customer_id),
+      JSON.stringify(snapshot),
+    );
+  }
+
+  /**
+   * Revokes every token the customer holds now (tokens issued within the same second too), inside
+   * the caller's transaction; `published` then tells the proxies, after the commit.
+   */
+  async revokeIn(tx: PoolClient, auth: AuthContext, customerId: string): Promise<() => Promise<void>> {
+    const row = await upsertRevocation(tx, {
+      customer_id: customerId,
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      revoked_before: this.clock.now(),
+    });
+    return () => this.publishRevocation(row);
+  }
+
+  async revoke(auth: AuthContext, customerRef: string) {
+    const customer = await findCustomer(this.pool, auth, customerRef);
+    if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
+    const client = await this.pool.connect();
+    let publish: () => Promise<void>;
+    try {
+      publish = await this.revokeIn(client, auth, customer.id);
+    } finally {
+      client.release();
+    }
+    await publish();
+    return { customerRef: customer.id, revokedBefore: this.clock.now().toISOString() };
   }
 
   async issue(
@@ -80,29 +161,25 @@ export class TokenService {
       productId = product.id;
     }
     const key = await this.activeKey();
-    const now = Math.floor(this.clock.now().getTime() / 1000);
-    const expiresIn = input.expiresInSeconds ?? 3600;
-    const claims: AccessTokenClaims = {
-      iss: this.issuer,
-      aud: ACCESS_TOKEN_AUDIENCE,
-      sub: customer.id,
+    // A key made just now (the first, or one replacing a key sealed under another secret) must
+    // reach the proxies before its tokens do.
+    if (key.created) await this.publishKeys();
+    const now = unixSeconds(this.clock.now());
+    const expiresIn = Math.min(input.expiresInSeconds ?? 3600, MAX_TOKEN_SECONDS);
+    const claims: Omit<AccessTokenClaims, 'iss' | 'aud' | 'sub' | 'iat' | 'exp' | 'jti'> = {
       prv: auth.providerId,
       env: auth.environment,
       ...(productId === undefined ? {} : { prd: productId }),
-      iat: now,
-      exp: now + expiresIn,
-      jti: randomBytes(12).toString('base64url'),
     };
-    const signingInput = `${b64({ alg: 'ES256', typ: 'JWT', kid: key.kid })}.${b64(claims)}`;
-    const signature = sign('sha256', Buffer.from(signingInput), {
-      key: createPrivateKey({ key: key.private_jwk, format: 'jwk' }),
-      dsaEncoding: 'ieee-p1363',
-    });
-    return {
-      accessToken: `${signingInput}.${signature.toString('base64url')}`,
-      tokenType: 'Bearer' as const,
-      expiresIn,
-      customerRef: customer.id,
-    };
+    const accessToken = await new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: key.kid })
+      .setIssuer(this.issuer)
+      .setAudience(ACCESS_TOKEN_AUDIENCE)
+      .setSubject(customer.id)
+      .setIssuedAt(now)
+      .setExpirationTime(now + expiresIn)
+      .setJti(randomBytes(12).toString('base64url'))
+      .sign(await importJWK({ ...key.privateJwk, alg: 'ES256' }, 'ES256'));
+    return { accessToken, tokenType: 'Bearer' as const, expiresIn, customerRef: customer.id };
   }
 }
