@@ -257,6 +257,7 @@ const idOf = (parsed: unknown): string | number | null =>
   isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
 
 const EMPTY = Buffer.alloc(0);
+const SSE_OPENING = Buffer.from(':\n');
 const NO_BODY: BodyReading = { ok: true, parsed: {} };
 
 const UNAVAILABLE = "This MCP server's settings cannot be read right now; try again shortly";
@@ -564,6 +565,20 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             const length = h['content-length'];
             expectedLength = typeof length === 'string' ? Number(length) : -1;
             if (calls.length > 0 && !mergeJson) scanner = new AnswerScanner(contentType, calls);
+            if (
+              !mergeJson &&
+              !refusedCredentials &&
+              !exchange.aborted &&
+              contentType.includes('text/event-stream')
+            ) {
+              // An event stream may stay silent for long (a GET stream, a slow tool): its head goes
+              // now. uWS sends the head's closing blank line only with a first body write, so that
+              // write is an SSE comment line, which every SSE reader skips.
+              exchange.res.cork(() => {
+                writeHead(exchange, status, upstreamHeaders);
+                exchange.res.write(SSE_OPENING);
+              });
+            }
           },
           data(chunk) {
             if (exchange.aborted || refusedCredentials) return true;

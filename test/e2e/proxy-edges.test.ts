@@ -102,6 +102,13 @@ async function startEdgeOrigin() {
         });
         res.end(JSON.stringify({ error: 'invalid api key' }));
         return;
+      case '/quiet-events':
+        // An event stream whose first event comes only when the gate opens.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        await gate;
+        res.end(sse(result(id, 'late')));
+        return;
       case '/notify':
         res.writeHead(202);
         res.end();
@@ -183,6 +190,24 @@ async function startEdgeOrigin() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** What a stream has delivered once `needle` is in it, or by `ms` (the proxy may open with `:`). */
+async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, needle: string, ms: number) {
+  const decoder = new TextDecoder();
+  const deadline = Date.now() + ms;
+  let text = '';
+  while (!text.includes(needle)) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const next = await Promise.race([
+      reader.read(),
+      new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), left)),
+    ]);
+    if (next === 'late' || next.done) break;
+    text += decoder.decode(next.value, { stream: true });
+  }
+  return text;
 }
 
 /** A raw HTTP exchange: full control over headers and body framing, which fetch does not give. */
@@ -343,7 +368,7 @@ describe('the proxy at its edges', () => {
     const [head, payload, signature] = token.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
     const forged = `${head}.${Buffer.from(JSON.stringify({ ...claims, sub: 'cus_someone_else' })).toString('base64url')}.${signature}`;
-    for (const bad of [forged, 'not-a-jwt', `${token}x`]) {
+    for (const bad of [forged, 'not-a-jwt', `${token}x`, 'bnVsbA.e30.AAAA', 'e30.bnVsbA.AAAA', '..']) {
       const refused = await send(server.proxied, { headers: jsonHeaders(bad), body: toolCall(12) });
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toMatch(
@@ -507,12 +532,7 @@ describe('the proxy at its edges', () => {
     const reader = (response.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
     // The origin holds the rest back until this first event has reached the client.
-    const first = await Promise.race([
-      reader.read(),
-      new Promise<'buffered'>((resolve) => setTimeout(() => resolve('buffered'), 2_000)),
-    ]);
-    expect(first).not.toBe('buffered');
-    let text = decoder.decode((first as { value?: Uint8Array }).value);
+    let text = await readUntil(reader, '"data":"first"', 2_000);
     expect(text).toContain('"data":"first"');
     expect(text).not.toContain('"result"');
     origin.release();
@@ -659,8 +679,8 @@ describe('the proxy at its edges', () => {
           signal: client.signal,
         });
         expect(response.status).toBe(200);
-        const first = await (response.body as ReadableStream<Uint8Array>).getReader().read();
-        expect(new TextDecoder().decode(first.value)).toContain(': open');
+        const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+        expect(await readUntil(reader, ': open', 10_000)).toContain(': open');
       }),
     );
     const opened = await Promise.race([
@@ -879,5 +899,57 @@ describe('the proxy at its edges', () => {
     });
     expect(below.status).toBe(200);
     expect(origin.seen.at(-1)?.url).toBe('/plain/extra');
+  });
+
+  it("refuses a customer's tokens once it is deleted or its tokens are revoked", async () => {
+    const server = await register('/plain');
+    for (const end of ['revoke', 'delete'] as const) {
+      const customer = await customerWithToken();
+      const before = await send(server.proxied, {
+        headers: jsonHeaders(customer.token),
+        body: toolCall(151),
+      });
+      expect(before.status).toBe(200);
+      const ended =
+        end === 'delete'
+          ? await api('DELETE', `/v1/sdk/customers/${customer.ref}`)
+          : await api('POST', `/v1/sdk/customers/${customer.ref}/tokens/revoke`);
+      expect(ended.status).toBe(200);
+      const refused = await pollUntil(
+        () => send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(152) }),
+        (answer) => answer.status === 401,
+        { what: `the proxy to refuse a token after ${end}`, timeoutMs: 10_000 },
+      );
+      expect(refused.headers['www-authenticate']).toContain('token revoked');
+    }
+  });
+
+  it("sends an event stream's head as soon as the origin does, before any event", async () => {
+    const customer = await customerWithToken();
+    const server = await register('/quiet-events');
+    const head = await new Promise<{ status: number; type: string; body: Promise<string> }>(
+      (resolve, reject) => {
+        const { hostname, port, pathname } = new URL(server.proxied);
+        const req = httpRequest(
+          { hostname, port, path: pathname, method: 'POST', headers: jsonHeaders(customer.token) },
+          (res) => {
+            const body = new Promise<string>((done) => {
+              const chunks: Buffer[] = [];
+              res.on('data', (c: Buffer) => chunks.push(c));
+              res.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+            });
+            resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), body });
+          },
+        );
+        req.on('error', reject);
+        req.end(toolCall(161));
+      },
+    );
+    // The head arrived while the origin still holds its only event back.
+    expect(head).toMatchObject({ status: 200, type: 'text/event-stream' });
+    origin.release();
+    const body = await head.body;
+    expect(body.startsWith(':\n')).toBe(true);
+    expect(body).toContain('"late"');
   });
 });
