@@ -39,6 +39,7 @@ export const ERROR_STATUS = {
   payments_not_configured: 409,
   checkout_session_closed: 409,
   checkout_session_in_progress: 409,
+  no_higher_plan: 409,
   refund_exceeds_payment: 409,
   idempotency_request_in_progress: 409,
   payload_too_large: 413,

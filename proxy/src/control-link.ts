@@ -24,7 +24,7 @@ export interface PaywallAnswer {
  * minute, so a burst of refused calls makes one session), and a limit counter's starting value.
  */
 export class ControlPlaneLink {
-  private readonly paywalls = new Map<string, { answer: Promise<PaywallAnswer>; at: number }>();
+  private readonly paywalls = new Map<string, { answer: Promise<PaywallAnswer | null>; at: number }>();
   requests = 0;
 
   constructor(
@@ -33,7 +33,8 @@ export class ControlPlaneLink {
     private readonly dispatcher: Dispatcher,
   ) {}
 
-  private async post<T>(path: string, body: unknown): Promise<T> {
+  /** The answer to a POST; `nothingOn` is a status that means "nothing to give" (null). */
+  private async post<T>(path: string, body: unknown, nothingOn?: number): Promise<T> {
     this.requests++;
     const response = await request(`${this.baseUrl}${path}`, {
       method: 'POST',
@@ -44,12 +45,14 @@ export class ControlPlaneLink {
       bodyTimeout: 10_000,
     });
     const text = await response.body.text();
+    if (response.statusCode === nothingOn) return null as T;
     if (response.statusCode !== 200)
       throw new Error(`control plane ${path} answered ${response.statusCode}: ${text.slice(0, 200)}`);
     return JSON.parse(text) as T;
   }
 
-  paywall(ask: PaywallAsk): Promise<PaywallAnswer> {
+  /** A checkout session to offer, or null when no plan would lift the refusal (no higher limit). */
+  paywall(ask: PaywallAsk): Promise<PaywallAnswer | null> {
     const key = JSON.stringify([
       ask.environment,
       ask.customerId,
@@ -60,7 +63,7 @@ export class ControlPlaneLink {
     ]);
     const cached = this.paywalls.get(key);
     if (cached !== undefined && Date.now() - cached.at < 60_000) return cached.answer;
-    const answer = this.post<PaywallAnswer>('/internal/v1/paywall', ask);
+    const answer = this.post<PaywallAnswer | null>('/internal/v1/paywall', ask, 409);
     if (this.paywalls.size > 10_000) this.paywalls.clear();
     this.paywalls.set(key, { answer, at: Date.now() });
     answer.catch(() => this.paywalls.delete(key));

@@ -51,14 +51,26 @@ export function jsonRpcError(
   });
 }
 
-/** The paywall as MCP clients see it (architecture.md): a tool result, not a JSON-RPC error. */
-export function paywallResult(
+/** The `_meta` key of the machine-readable paywall on a paywall tool result. */
+export const PAYWALL_META_KEY = 'dev.mcp-meter/paywall';
+/** MCP 2025-11-25: the request needs the user to complete a URL-mode elicitation first. */
+export const URL_ELICITATION_REQUIRED = -32042;
+
+type PaywallVerdict = {
+  reason: 'limit_reached' | 'plan_required' | 'no_plan';
+  limit?: number;
+  used?: number;
+};
+type PaywallOffer =
+  | { checkoutUrl: string; checkoutSessionId: string; product: { id: string; name: string } }
+  | null
+  | undefined;
+
+function paywallText(
   call: ToolCall,
-  verdict: { reason: 'limit_reached' | 'plan_required' | 'no_plan'; limit?: number; used?: number },
-  paywall:
-    | { checkoutUrl: string; checkoutSessionId: string; product: { id: string; name: string } }
-    | undefined,
-): Record<string, unknown> {
+  verdict: PaywallVerdict,
+  offer: PaywallOffer,
+): { what: string; next: string } {
   const what =
     verdict.reason === 'limit_reached'
       ? `You have used all ${verdict.limit ?? ''} calls your plan includes for this period.`
@@ -66,26 +78,75 @@ export function paywallResult(
         ? `The tool "${call.tool}" needs a plan that includes it.`
         : 'This MCP server needs a plan before its tools can be used.';
   const next =
-    paywall === undefined
-      ? 'A checkout link could not be created right now; please try again shortly.'
-      : `To continue, complete checkout for ${paywall.product.name}: ${paywall.checkoutUrl}`;
+    offer === null
+      ? 'No plan with a higher limit is on sale; your allowance renews at the start of the next period.'
+      : offer === undefined
+        ? 'A checkout link could not be created right now; please try again shortly.'
+        : `To continue, complete checkout for ${offer.product.name}: ${offer.checkoutUrl}`;
+  return { what, next };
+}
+
+/**
+ * The paywall as MCP clients see it. A client that declared URL elicitation (MCP 2025-11-25)
+ * gets the JSON-RPC error -32042 whose one URL-mode elicitation is the checkout page; any other
+ * gets a tool result with `isError: true`, the checkout URL in its text, and the machine-readable
+ * paywall in `_meta`. Never `structuredContent`: clients validate it against the tool's
+ * `outputSchema`, even on errors, and would refuse the answer instead of showing the link.
+ */
+export function paywallAnswer(
+  call: ToolCall,
+  verdict: PaywallVerdict,
+  offer: PaywallOffer,
+  urlElicitation: boolean,
+): Record<string, unknown> {
+  const { what, next } = paywallText(call, verdict, offer);
+  if (urlElicitation && offer !== null && offer !== undefined) {
+    return {
+      jsonrpc: '2.0',
+      id: call.id,
+      error: {
+        code: URL_ELICITATION_REQUIRED,
+        message: what,
+        data: {
+          elicitations: [
+            {
+              mode: 'url',
+              elicitationId: offer.checkoutSessionId,
+              url: offer.checkoutUrl,
+              message: `${what} Complete checkout for ${offer.product.name} to continue.`,
+            },
+          ],
+        },
+      },
+    };
+  }
   return {
     jsonrpc: '2.0',
     id: call.id,
     result: {
       content: [{ type: 'text', text: `${what} ${next}` }],
-      structuredContent: {
-        kind: 'payment_required',
-        reason: verdict.reason,
-        checkoutUrl: paywall?.checkoutUrl ?? null,
-        checkoutSessionId: paywall?.checkoutSessionId ?? null,
-        limit: verdict.limit ?? null,
-        used: verdict.used ?? null,
-        product: paywall?.product ?? null,
-      },
       isError: true,
+      _meta: {
+        [PAYWALL_META_KEY]: {
+          kind: 'payment_required',
+          reason: verdict.reason,
+          checkoutUrl: offer?.checkoutUrl ?? null,
+          checkoutSessionId: offer?.checkoutSessionId ?? null,
+          limit: verdict.limit ?? null,
+          used: verdict.used ?? null,
+          product: offer?.product ?? null,
+        },
+      },
     },
   };
+}
+
+/** Whether an `initialize` request's client declared URL-mode elicitation (MCP 2025-11-25). */
+export function declaresUrlElicitation(message: unknown): boolean {
+  if (!isObject(message) || message.method !== 'initialize' || !isObject(message.params)) return false;
+  const capabilities = message.params.capabilities;
+  if (!isObject(capabilities) || !isObject(capabilities.elicitation)) return false;
+  return isObject(capabilities.elicitation.url);
 }
 
 /** The session header of an origin answer, to carry over when the proxy rewrites the body. */

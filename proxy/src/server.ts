@@ -13,9 +13,10 @@ import type { ControlPlaneLink, PaywallAnswer } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
 import type { Gatekeeper, Verdict } from './gatekeeper';
 import {
+  declaresUrlElicitation,
   jsonRpcError,
   outcomeOf,
-  paywallResult,
+  paywallAnswer,
   sessionHeader,
   type ToolCall,
   type ToolOutcome,
@@ -24,6 +25,7 @@ import {
 import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
 import { callOrigin, type OriginControl, originTarget } from './origin';
 import { type BodyReading, readJsonBody } from './request-body';
+import { RecentSessions, sessionOf } from './sessions';
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
 const REQUEST_SKIP = new Set([
@@ -292,6 +294,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   const streams = new Agent({ ...originOptions, connections: null });
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
   const live = new Set<Exchange>();
+  // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
+  // Mcp-Session-Id the origin gave them: their paywall is a -32042 URL elicitation.
+  const urlElicitationSessions = new RecentSessions(100_000);
   let stopping = false;
   const stop = (exchange: Exchange) => {
     exchange.stopped = true;
@@ -367,12 +372,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
   }
 
-  /** The JSON-RPC answer to a call the origin never sees: a paywall tool result, or a retry-later error. */
+  /**
+   * The JSON-RPC answer to a call the origin never sees: the paywall (a URL elicitation for a
+   * client that declared it, else a tool result), or a retry-later error.
+   */
   async function refusal(
     server: McpServerSnapshot,
     customerRef: string,
     call: ToolCall,
     verdict: Refused,
+    urlElicitation: boolean,
   ): Promise<Record<string, unknown>> {
     if (verdict.kind === 'unavailable') {
       return {
@@ -381,7 +390,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         error: { code: -32000, message: 'Usage limits cannot be checked right now; try again shortly' },
       };
     }
-    let paywall: PaywallAnswer | undefined;
+    let paywall: PaywallAnswer | null | undefined;
     if (link !== undefined && server.productId !== null) {
       try {
         paywall = await link.paywall({
@@ -397,7 +406,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         logger.warn({ err: error, server: server.serverId }, 'paywall checkout session not created');
       }
     }
-    return paywallResult(call, verdict, paywall);
+    return paywallAnswer(call, verdict, paywall, urlElicitation);
   }
 
   async function forward(
@@ -426,6 +435,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
     const parsed = request.reading.ok ? request.reading.parsed : undefined;
     const calls = toolCallsIn(parsed);
+    const declaresElicitation = Array.isArray(parsed)
+      ? parsed.some(declaresUrlElicitation)
+      : declaresUrlElicitation(parsed);
     const singleId = idOf(parsed);
     let customerRef = 'anonymous';
     if (config.requireAuth) {
@@ -480,7 +492,15 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       });
       if (refused.length > 0) {
         extra = await Promise.all(
-          refused.map(([call, verdict]) => refusal(server, customerRef, call, verdict)),
+          refused.map(([call, verdict]) =>
+            refusal(
+              server,
+              customerRef,
+              call,
+              verdict,
+              urlElicitationSessions.has(sessionOf(request.headers)),
+            ),
+          ),
         );
         for (const [call, verdict] of refused)
           facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
@@ -509,6 +529,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
 
     const headers = request.headers;
+    // A session's end (DELETE) forgets what its client declared.
+    if (request.method === 'DELETE') urlElicitationSessions.delete(sessionOf(headers));
     const auth = originAuthOf(server);
     if (auth !== null) headers[auth.header] = auth.value;
     const sent = performance.now();
@@ -565,6 +587,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             const length = h['content-length'];
             expectedLength = typeof length === 'string' ? Number(length) : -1;
             if (calls.length > 0 && !mergeJson) scanner = new AnswerScanner(contentType, calls);
+            const session = h['mcp-session-id'];
+            if (declaresElicitation && statusCode < 300 && typeof session === 'string')
+              urlElicitationSessions.add(session);
             if (
               !mergeJson &&
               !refusedCredentials &&

@@ -160,7 +160,8 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     expect(answers.slice(0, 2).map((a) => a.isError)).toEqual([undefined, undefined]);
     for (const wall of answers.slice(2)) {
       expect(wall.isError).toBe(true);
-      expect(wall.structuredContent).toMatchObject({
+      expect(wall.structuredContent).toBeUndefined();
+      expect(wall._meta?.['dev.mcp-meter/paywall']).toMatchObject({
         kind: 'payment_required',
         reason: 'limit_reached',
         limit: 3,
@@ -229,14 +230,14 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     });
     const answers = (await response.json()) as Array<{
       id: number;
-      result: { isError?: boolean; structuredContent?: unknown };
+      result: { isError?: boolean; _meta?: unknown };
     }>;
     expect(response.status).toBe(200);
     expect(answers.map((a) => a.id)).toEqual([1, 2]);
     expect(answers[0]?.result).toEqual({ content: [{ type: 'text', text: 'ran 1' }] });
     expect(answers[1]?.result).toMatchObject({
       isError: true,
-      structuredContent: { kind: 'payment_required', limit: 3 },
+      _meta: { 'dev.mcp-meter/paywall': { kind: 'payment_required', limit: 3 } },
     });
     // The origin saw the admitted call and the notification, never the refused call.
     expect(seen).toEqual([[call(1), { jsonrpc: '2.0', method: 'notifications/progress', params: {} }]]);

@@ -5,6 +5,11 @@ import { join } from 'node:path';
 import { freePort } from '@mcp-meter/ingest/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  type ClientCapabilities,
+  McpError,
+  type UrlElicitationRequiredError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
@@ -17,11 +22,16 @@ interface ToolResult {
   content: Array<{ type: string; text: string }>;
   isError?: boolean;
   structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
 }
 interface UsageAnswer {
   records: number;
   groups?: Array<{ value: string; records: number }>;
 }
+
+/** The machine-readable paywall a tool result carries in `_meta`. */
+const paywallOf = (result: ToolResult) =>
+  result._meta?.['dev.mcp-meter/paywall'] as Record<string, unknown> | undefined;
 
 const LIMIT = 37;
 const CALLS = 200;
@@ -44,8 +54,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
   let pro: { id: string };
   const baseDomain = 'mcp.test';
 
-  const connect = async (proxyPort: number, accessToken: string) => {
-    const client = new Client({ name: 'limits-client', version: '1.0.0' });
+  const connect = async (proxyPort: number, accessToken: string, capabilities: ClientCapabilities = {}) => {
+    const client = new Client({ name: 'limits-client', version: '1.0.0' }, { capabilities });
     const transport = new StreamableHTTPClientTransport(
       new URL(`http://127.0.0.1:${proxyPort}/mcp/${server.subdomain}`),
       { requestInit: { headers: { authorization: `Bearer ${accessToken}` } } },
@@ -125,6 +135,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       tools: [
         { name: 'fail', noPlan: true },
         { name: 'echo', planIds: [pro.id] },
+        { name: 'report', planIds: [pro.id] },
       ],
     });
     expect(registered.status).toBe(201);
@@ -150,7 +161,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       ),
     )) as ToolResult[];
     const succeeded = results.filter((r) => r.isError !== true);
-    const paywalled = results.filter((r) => r.structuredContent?.kind === 'payment_required');
+    const paywalled = results.filter((r) => paywallOf(r)?.kind === 'payment_required');
     expect(succeeded).toHaveLength(LIMIT);
     expect(paywalled).toHaveLength(CALLS - LIMIT);
     // The origin ran exactly the admitted calls, each with its API key added by the proxy.
@@ -159,15 +170,16 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
 
     // The paywall is a tool result naming one reusable checkout session.
     const wall = paywalled[0] as ToolResult;
-    expect(wall.structuredContent).toMatchObject({
+    expect(wall.structuredContent).toBeUndefined();
+    expect(paywallOf(wall)).toMatchObject({
       kind: 'payment_required',
       reason: 'limit_reached',
       limit: LIMIT,
       used: LIMIT,
       product: { name: 'Calculator' },
     });
-    expect(wall.content[0]?.text).toContain(String(wall.structuredContent?.checkoutUrl));
-    const sessions = new Set(paywalled.map((r) => r.structuredContent?.checkoutSessionId));
+    expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));
+    const sessions = new Set(paywalled.map((r) => paywallOf(r)?.checkoutSessionId));
     expect(sessions.size).toBe(1);
     const session = await api<{ planRef: string; status: string }>(
       'GET',
@@ -217,7 +229,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     await redis.quit();
     const again = await connect(proxyPorts[1] as number, customer.token);
     const after = (await again.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as ToolResult;
-    expect(after.structuredContent).toMatchObject({ kind: 'payment_required', used: LIMIT, limit: LIMIT });
+    expect(paywallOf(after)).toMatchObject({ kind: 'payment_required', used: LIMIT, limit: LIMIT });
     expect(origin.calls.get('add')).toBe(LIMIT);
     await again.close();
   });
@@ -226,7 +238,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     const customer = await customerWithToken();
     const client = await connect(proxyPorts[0] as number, customer.token);
     const gated = (await client.callTool({ name: 'echo', arguments: { text: 'hi' } })) as ToolResult;
-    expect(gated.structuredContent).toMatchObject({ kind: 'payment_required', reason: 'plan_required' });
+    expect(paywallOf(gated)).toMatchObject({ kind: 'payment_required', reason: 'plan_required' });
     expect(origin.calls.get('echo') ?? 0).toBe(0);
     // Ungated tools run on the free default plan meanwhile.
     expect(
@@ -248,6 +260,50 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     );
     expect(opened.content).toEqual([{ type: 'text', text: 'hi' }]);
     await client.close();
+  });
+
+  it('shows the paywall to an SDK client on a tool with an outputSchema, as a readable tool error', async () => {
+    const customer = await customerWithToken();
+    const client = await connect(proxyPorts[0] as number, customer.token);
+    // Listing tools makes the SDK check every structuredContent against the tool's outputSchema.
+    const tools = await client.listTools();
+    expect(tools.tools.find((t) => t.name === 'report')?.outputSchema).toBeDefined();
+    const wall = (await client.callTool({ name: 'report', arguments: {} })) as ToolResult;
+    expect(wall.isError).toBe(true);
+    expect(wall.structuredContent).toBeUndefined();
+    expect(paywallOf(wall)).toMatchObject({ kind: 'payment_required', reason: 'plan_required' });
+    expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));
+    expect(origin.calls.get('report') ?? 0).toBe(0);
+    await client.close();
+  });
+
+  it('asks a client that declared URL elicitation to open the checkout (-32042)', async () => {
+    const customer = await customerWithToken();
+    const client = await connect(proxyPorts[1] as number, customer.token, { elicitation: { url: {} } });
+    const echoes = origin.calls.get('echo') ?? 0;
+    const refused = await client.callTool({ name: 'echo', arguments: { text: 'hi' } }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(McpError);
+    expect((refused as McpError).code).toBe(-32042);
+    const elicitations = (refused as UrlElicitationRequiredError).elicitations;
+    expect(elicitations).toHaveLength(1);
+    expect(elicitations[0]).toMatchObject({ mode: 'url', url: expect.stringContaining('/checkout/cs_') });
+    const session = await api<{ planRef: string }>(
+      'GET',
+      `/v1/sdk/checkout-sessions/${elicitations[0]?.elicitationId}`,
+    );
+    expect(session.body.planRef).toBe(pro.id);
+    expect(origin.calls.get('echo') ?? 0).toBe(echoes);
+    await client.close();
+    // Recorded like any paywall.
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 1,
+      { what: 'the paywalled call recorded', timeoutMs: 30_000 },
+    );
+    expect(recorded.groups).toEqual([{ value: 'paywall', records: 1 }]);
   });
 
   it('routes by Host on a proxy with a base domain', async () => {
@@ -300,6 +356,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       ['countdown', [], false],
       ['echo', [pro.id], false],
       ['fail', [], true],
+      ['report', [pro.id], false],
     ]);
   });
 

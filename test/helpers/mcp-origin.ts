@@ -60,6 +60,15 @@ function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
     },
   );
   if (withEcho) {
+    // A typed tool: clients check its structuredContent against this outputSchema.
+    server.registerTool(
+      'report',
+      { description: 'A typed report', inputSchema: {}, outputSchema: { total: z.number() } },
+      async () => {
+        count('report');
+        return { content: [{ type: 'text', text: '{"total":3}' }], structuredContent: { total: 3 } };
+      },
+    );
     server.registerTool(
       'echo',
       { description: 'Says it back', inputSchema: { text: z.string() } },

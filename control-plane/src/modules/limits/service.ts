@@ -2,7 +2,7 @@ import type { Environment, UsagePublisher, UsageReader, UsageRecord } from '@mcp
 import { type Logger, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
-import { DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
 import {
   type CounterScope,
   type CounterStore,
@@ -224,14 +224,20 @@ export class LimitService {
     if (!consume) allowed = remaining > 0;
     const base = { withinLimits: allowed, limit: governing.limit, used, remaining, planId: governing.planId };
     if (allowed) return base;
-    const paywall = await this.paywall({
-      ...tenant,
-      customerId: customer.id,
-      productId: product.id,
-      reason: 'limit_reached',
-      planId: governing.planId,
-    });
-    return { ...base, ...paywallFields(paywall) };
+    try {
+      const paywall = await this.paywall({
+        ...tenant,
+        customerId: customer.id,
+        productId: product.id,
+        reason: 'limit_reached',
+        planId: governing.planId,
+      });
+      return { ...base, ...paywallFields(paywall) };
+    } catch (error) {
+      // Nothing to sell past this limit: the answer says so by carrying no checkout.
+      if (error instanceof ConflictError && error.code === 'no_higher_plan') return base;
+      throw error;
+    }
   }
 
   /** Calls admitted and budget leased out: what is no longer available in the period. */
@@ -274,8 +280,9 @@ export class LimitService {
   /**
    * A checkout session for the customer and product, reusing an open one for the same plan.
    * The plan offered: the first purchasable plan among `planIds`; past a limit, the cheapest
-   * plan with a higher limit (or none), else the same plan again; with no plan at all, the
-   * cheapest plan of the product.
+   * plan on sale with a higher limit than the one reached (unlimited counts as higher), and
+   * none (409 no_higher_plan) when there is no such plan; with no plan at all, the cheapest
+   * plan of the product.
    */
   async paywall(request: PaywallRequest): Promise<Paywall> {
     const auth = { providerId: request.providerId, environment: request.environment };
@@ -293,12 +300,20 @@ export class LimitService {
         if (choice !== undefined) break;
       }
     } else if (request.reason === 'limit_reached') {
-      const current = plans.find((p) => p.id === request.planId);
-      const currentLimit = current?.usage_limit ?? 0;
-      choice =
-        plans.find(
-          (p) => p.id !== request.planId && (p.usage_limit === null || p.usage_limit > currentLimit),
-        ) ?? current;
+      // The plan reached may be off sale (archived) and so not among `plans`: read it whatever its status.
+      const current =
+        request.planId === undefined ? undefined : await findPlan(this.pool, auth, request.planId);
+      const currentLimit = current?.usage_limit;
+      if (currentLimit === undefined || currentLimit === null)
+        throw new ConflictError(
+          'no_higher_plan',
+          'The plan whose limit was reached is not known or has no limit',
+        );
+      choice = plans.find(
+        (p) => p.id !== current?.id && (p.usage_limit === null || p.usage_limit > currentLimit),
+      );
+      if (choice === undefined)
+        throw new ConflictError('no_higher_plan', `No plan on sale has a higher limit than ${currentLimit}`);
     } else {
       choice = plans[0];
     }

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+
+/**
+ * What the paywall offers past a limit, through the SDK limit check (the proxy asks the same
+ * question): only a plan on sale with a higher limit than the one reached, the cheapest first,
+ * and no checkout at all when none exists.
+ */
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024 });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+type Json = Record<string, any>;
+
+describe('the paywall offer', () => {
+  it('offers the cheapest plan with a higher limit, never a lower one, and nothing when none is higher', async () => {
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Offers' });
+    const call = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
+      const r = await harness.controlPlane.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${sandboxKey}` },
+        ...(body === undefined ? {} : { payload: body as object }),
+      });
+      return { status: r.statusCode, body: r.json() as Json };
+    };
+    const product = (await call('POST', '/v1/ui/products', { name: 'Tiers' })).body;
+    const plan = async (name: string, limit: number, price: number, extra: Json = {}) =>
+      (
+        await call('POST', `/v1/ui/products/${product.id}/plans`, {
+          name,
+          type: 'recurring',
+          billingCycle: 'monthly',
+          price,
+          limit,
+          ...extra,
+        })
+      ).body;
+    await plan('Free', 2, 0, { default: true });
+    const mid = await plan('Mid', 3, 0);
+    const big = await plan('Big', 6, 900);
+    const customer = (await call('POST', '/v1/sdk/customers', {})).body;
+    const check = () =>
+      call('POST', '/v1/sdk/limits', {
+        customerRef: customer.reference,
+        productRef: product.id,
+        consume: true,
+      });
+
+    // On the free default plan: past 2 calls, the cheapest higher plan (Mid), not Free again.
+    await check();
+    await check();
+    const onFree = await check();
+    expect(onFree.body).toMatchObject({ withinLimits: false, offeredPlanId: mid.id });
+
+    // On Mid (limit 3): Big is offered; Free, cheaper and lower, never is.
+    expect(
+      (await call('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef: mid.id })).body
+        .status,
+    ).toBe('activated');
+    for (let i = 0; i < 3; i++) expect((await check()).body.withinLimits).toBe(true);
+    expect((await check()).body).toMatchObject({ withinLimits: false, offeredPlanId: big.id });
+
+    // Big off sale: nothing is higher than Mid, so the refusal carries no checkout.
+    expect((await call('POST', `/v1/ui/plans/${big.id}/archive`)).status).toBe(200);
+    const nothing = await check();
+    expect(nothing.status).toBe(200);
+    expect(nothing.body.withinLimits).toBe(false);
+    expect(nothing.body.checkoutUrl).toBeUndefined();
+    expect(nothing.body.offeredPlanId).toBeUndefined();
+  });
+});
