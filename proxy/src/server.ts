@@ -8,6 +8,7 @@ import { type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/in
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
 import type { TokenVerifier } from './auth';
+import { BatchMerger } from './batch-merge';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
@@ -144,9 +145,10 @@ export function routeOf(
   return /^[a-z0-9-]+$/.test(subdomain) ? { subdomain, rest: '' } : undefined;
 }
 
-function writeChunk(exchange: Exchange, chunk: Uint8Array): Promise<void> | undefined {
+function writeChunk(exchange: Exchange, chunk: Uint8Array, writeHead: () => void): Promise<void> | undefined {
   let accepted = true;
   exchange.res.cork(() => {
+    if (!exchange.headersSent) writeHead();
     accepted = exchange.res.write(chunk);
   });
   if (accepted) return undefined;
@@ -523,6 +525,18 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         body = Buffer.from(JSON.stringify(Array.isArray(parsed) ? rest : rest[0]));
       }
     }
+    /**
+     * The answer's status and headers: the origin's, except for a merged batch, which is the
+     * proxy's own JSON (200, with the origin's session id). Call inside cork.
+     */
+    const writeAnswerHead = () => {
+      if (merger === undefined) return writeHead(exchange, status, upstreamHeaders);
+      exchange.res.writeStatus(statusLine(200)).writeHeader('content-type', 'application/json');
+      for (const [name, value] of Object.entries(sessionHeader(upstreamHeaders)))
+        exchange.res.writeHeader(name, value);
+      if (exchange.cors) writeCors(exchange);
+      exchange.headersSent = true;
+    };
     const factsOf = (call: ToolCall, fallback: () => ToolOutcome) => {
       const known = facts.get(call);
       return { outcome: known?.outcome ?? fallback(), admitted: known?.admitted ?? false };
@@ -545,7 +559,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     let expectedLength = -1;
     let ended = false;
     let refusedCredentials = false;
-    const buffered: Buffer[] = [];
+    /** A batch with refused calls answered as JSON: their answers are spliced into the origin's. */
+    let merger: BatchMerger | undefined;
     /**
      * The client went away (and the origin request was cancelled with it). Each call still
      * passed through, may have run at the origin and was counted against the limit, so it is
@@ -584,9 +599,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             upstreamHeaders = h;
             contentType = String(h['content-type'] ?? '');
             mergeJson = extra.length > 0 && !contentType.includes('text/event-stream');
+            if (mergeJson) merger = new BatchMerger(extra);
             const length = h['content-length'];
             expectedLength = typeof length === 'string' ? Number(length) : -1;
-            if (calls.length > 0 && !mergeJson) scanner = new AnswerScanner(contentType, calls);
+            if (calls.length > 0)
+              scanner = new AnswerScanner(mergeJson ? 'application/json' : contentType, calls);
             const session = h['mcp-session-id'];
             if (declaresElicitation && statusCode < 300 && typeof session === 'string')
               urlElicitationSessions.add(session);
@@ -607,19 +624,17 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           },
           data(chunk) {
             if (exchange.aborted || refusedCredentials) return true;
-            if (mergeJson) {
-              buffered.push(chunk);
-              return true;
-            }
             scanner?.write(chunk);
+            const out = merger === undefined ? chunk : merger.write(chunk);
+            if (out.length === 0) return true;
             let accepted = true;
             exchange.res.cork(() => {
-              if (!exchange.headersSent) writeHead(exchange, status, upstreamHeaders);
+              if (!exchange.headersSent) writeAnswerHead();
               // The whole answer in its first chunk (most JSON answers): one write, with a length.
-              if (chunk.length === expectedLength && extra.length === 0) {
-                exchange.res.end(chunk);
+              if (out.length === expectedLength && extra.length === 0) {
+                exchange.res.end(out);
                 ended = true;
-              } else accepted = exchange.res.write(chunk);
+              } else accepted = exchange.res.write(out);
             });
             if (!accepted) {
               // The client reads slower than the origin writes: pause the origin until it drains.
@@ -640,49 +655,28 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (exchange.aborted) return meterCancelled();
       if (refusedCredentials) throw new OriginCredentialsRefused(status);
       metrics.origin.observe((performance.now() - sent) / 1000);
-      if (mergeJson) {
-        const whole = Buffer.concat(buffered);
-        const merged = new AnswerScanner('application/json', calls);
-        merged.write(whole);
-        merged.end();
-        const text = whole.toString('utf8');
-        let answers: unknown[] = [];
-        try {
-          const value: unknown = text === '' ? [] : JSON.parse(text);
-          answers = Array.isArray(value) ? value : [value];
-        } catch {
-          answers = [];
-        }
-        meter(
-          server,
-          customerRef,
-          calls,
-          (call) => factsOf(call, () => outcomeOf(status, merged.answerTo(call))),
-          started,
-        );
-        return respond(
-          exchange,
-          200,
-          'application/json',
-          JSON.stringify([...answers, ...extra]),
-          sessionHeader(upstreamHeaders),
-        );
-      }
-      // Refused calls of a batch answered as a stream arrive as events after the origin's.
-      for (const answer of extra) {
-        const waiting = writeChunk(
-          exchange,
-          Buffer.from(`event: message\ndata: ${JSON.stringify(answer)}\n\n`),
-        );
+      if (merger !== undefined) {
+        // The merged array's closing bytes: the refused calls' answers and the bracket.
+        const waiting = writeChunk(exchange, merger.end(), writeAnswerHead);
         if (waiting !== undefined) await waiting;
       }
+      // Refused calls of a batch answered as a stream arrive as events after the origin's.
+      else
+        for (const answer of extra) {
+          const waiting = writeChunk(
+            exchange,
+            Buffer.from(`event: message\ndata: ${JSON.stringify(answer)}\n\n`),
+            writeAnswerHead,
+          );
+          if (waiting !== undefined) await waiting;
+        }
       if (!exchange.aborted && !ended) {
         exchange.res.cork(() => {
-          if (!exchange.headersSent) writeHead(exchange, status, upstreamHeaders);
+          if (!exchange.headersSent) writeAnswerHead();
           exchange.res.end();
         });
       }
-      metrics.requests.inc({ code: String(status) });
+      metrics.requests.inc({ code: String(merger === undefined ? status : 200) });
       scanner?.end();
       meter(
         server,

@@ -248,4 +248,73 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     ]);
     batchOrigin.close();
   });
+
+  it('streams a merged batch answer as the origin sends it, holding none of it whole', async () => {
+    records.length = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const big = 'x'.repeat(4 << 20);
+    const batchOrigin = createServer((req, res) => {
+      req.resume();
+      req.on('end', async () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        // The first answer, megabytes long; the bracket only once the gate opens.
+        res.write(
+          `[${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: big }] } })}`,
+        );
+        await gate;
+        res.end(']');
+      });
+    });
+    await new Promise<void>((resolve) => batchOrigin.listen(0, '127.0.0.1', resolve));
+    const address = batchOrigin.address();
+    const port = address !== null && typeof address === 'object' ? address.port : 0;
+    const counters = new MemoryCounterStore();
+    await seedFreeCounter(counters, 2);
+    await proxyWith(counters, {}, `http://127.0.0.1:${port}/rpc`);
+    const call = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'add', arguments: {} },
+    });
+    const response = await fetch(`${lastProxyUrl}/mcp/calc`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        authorization: `Bearer ${issuer.token}`,
+      },
+      body: JSON.stringify([call(1), call(2)]),
+    });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    // Megabytes arrive while the origin has not finished: nothing waits for the whole answer.
+    let received = 0;
+    const chunks: Uint8Array[] = [];
+    while (received < 1 << 20) {
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(next.value);
+      received += next.value.length;
+    }
+    expect(received).toBeGreaterThanOrEqual(1 << 20);
+    release();
+    for (;;) {
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(next.value);
+    }
+    const answers = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Array<{
+      id: number;
+      result: Record<string, unknown>;
+    }>;
+    expect(answers.map((a) => a.id)).toEqual([1, 2]);
+    expect(answers[1]?.result).toMatchObject({ isError: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(records.map((r) => r.properties.outcome)).toEqual(['success', 'paywall']);
+    batchOrigin.close();
+  });
 });
