@@ -1,5 +1,6 @@
 import type { JsonWebKey } from 'node:crypto';
 import {
+  type AccessTokenClaims,
   JWKS_KEY,
   type McpServerSnapshot,
   type SnapshotStore,
@@ -66,7 +67,8 @@ export class TokenVerifier {
     }
   }
 
-  async verify(authorization: string, server: McpServerSnapshot): Promise<VerifyResult> {
+  /** The token's own validity (signature, issuer, audience, expiry, revocation), before any server is looked up. */
+  async verify(authorization: string): Promise<VerifyResult> {
     const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
     const token = match?.[1];
     if (token === undefined) return { ok: false, reason: 'missing bearer token' };
@@ -95,16 +97,18 @@ export class TokenVerifier {
     }
     if (revoked !== undefined && result.claims.iat <= revoked.before)
       return { ok: false, reason: 'token revoked' };
-    if (result.claims.prv !== server.providerId || result.claims.env !== server.environment) {
-      return { ok: false, reason: 'token is for another provider or environment' };
-    }
-    if (
-      result.claims.prd !== undefined &&
-      server.productId !== null &&
-      result.claims.prd !== server.productId
-    ) {
-      return { ok: false, reason: 'token is for another product' };
-    }
     return result;
+  }
+
+  /**
+   * What a valid token may do with a server: `foreign` for another provider's or environment's
+   * server (answered as if it did not exist, so tokens cannot map other providers' servers),
+   * a reason when the token is for another product, or undefined when it opens the server.
+   */
+  static access(claims: AccessTokenClaims, server: McpServerSnapshot): 'foreign' | string | undefined {
+    if (claims.prv !== server.providerId || claims.env !== server.environment) return 'foreign';
+    if (claims.prd !== undefined && server.productId !== null && claims.prd !== server.productId)
+      return 'token is for another product';
+    return undefined;
   }
 }

@@ -37,6 +37,8 @@ export interface ProxyConfig {
   secretKey: Buffer;
   logLevel: LogLevel;
   bus: BusConfig;
+  /** Set: GET /metrics needs `Authorization: Bearer <token>` (PROXY_METRICS_TOKEN). */
+  metricsToken: string | undefined;
 }
 
 export function readProxyConfig(env: EnvReader): ProxyConfig {
@@ -75,5 +77,6 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     secretKey: readSecretKey(env, readDataDir(env)),
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
+    metricsToken: env.optionalString('PROXY_METRICS_TOKEN'),
   };
 }

@@ -1,13 +1,14 @@
 import uWS from 'uWebSockets.js';
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
-import { type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
+import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest';
 import { type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
-import type { TokenVerifier } from './auth';
+import { TokenVerifier } from './auth';
 import { BatchMerger } from './batch-merge';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
@@ -42,8 +43,12 @@ const REQUEST_SKIP = new Set([
   'content-length',
   'authorization',
 ]);
-/** uWS frames the body itself (chunked) and writes its own Date. */
+/**
+ * uWS frames the body itself (chunked) and writes its own Date. Cookies are dropped: every
+ * origin shares the proxy's host, so one origin's cookie would reach the others.
+ */
 const RESPONSE_SKIP = new Set([
+  'set-cookie',
   'connection',
   'keep-alive',
   'transfer-encoding',
@@ -196,6 +201,13 @@ function respond(
   });
 }
 
+/** Compares a presented secret with the expected one in constant time. */
+function sameText(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** Header names listed in a Connection header, other than the usual keep-alive and close. */
 function hopHeadersIn(connection: string): string[] {
   const names: string[] = [];
@@ -261,6 +273,8 @@ const idOf = (parsed: unknown): string | number | null =>
   isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
 
 const EMPTY = Buffer.alloc(0);
+/** Said before the body is read, so no request id is known. */
+const TOO_LARGE = jsonRpcError(null, -32600, 'Request body too large', { code: 'payload_too_large' });
 const SSE_OPENING = Buffer.from(':\n');
 const NO_BODY: BodyReading = { ok: true, parsed: {} };
 
@@ -426,8 +440,32 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     },
   ) {
     const started = request.arrived;
+    const parsed = request.reading.ok ? request.reading.parsed : undefined;
+    const calls = toolCallsIn(parsed);
+    const declaresElicitation = Array.isArray(parsed)
+      ? parsed.some(declaresUrlElicitation)
+      : declaresUrlElicitation(parsed);
+    const singleId = idOf(parsed);
+    // RFC 6750 / MCP authorization: the client learns it must (re)authenticate.
+    const unauthorized = (reason: string) =>
+      respond(exchange, 401, 'application/json', jsonRpcError(singleId, -32001, `Unauthorized: ${reason}`), {
+        'www-authenticate':
+          request.authorization === ''
+            ? 'Bearer realm="mcp"'
+            : `Bearer realm="mcp", error="invalid_token", error_description="${reason}"`,
+      });
+    // The token is judged before the server is looked up: without a valid one, no request
+    // learns whether a subdomain exists.
+    let claims: AccessTokenClaims | undefined;
+    if (config.requireAuth) {
+      const verdict = await verifier.verify(request.authorization);
+      if (!verdict.ok) return unauthorized(verdict.reason);
+      claims = verdict.claims;
+    }
     const server = await directory.lookup(request.route.subdomain);
-    if (server === undefined) {
+    const access =
+      server === undefined || claims === undefined ? undefined : TokenVerifier.access(claims, server);
+    if (server === undefined || access === 'foreign') {
       return respond(
         exchange,
         404,
@@ -435,33 +473,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         JSON.stringify({ code: 'mcp_server_not_found', detail: 'No MCP server here' }),
       );
     }
-    const parsed = request.reading.ok ? request.reading.parsed : undefined;
-    const calls = toolCallsIn(parsed);
-    const declaresElicitation = Array.isArray(parsed)
-      ? parsed.some(declaresUrlElicitation)
-      : declaresUrlElicitation(parsed);
-    const singleId = idOf(parsed);
-    let customerRef = 'anonymous';
-    if (config.requireAuth) {
-      const verdict = await verifier.verify(request.authorization, server);
-      if (!verdict.ok) {
-        // RFC 6750 / MCP authorization: the client learns it must (re)authenticate.
-        const challenge =
-          request.authorization === ''
-            ? 'Bearer realm="mcp"'
-            : `Bearer realm="mcp", error="invalid_token", error_description="${verdict.reason}"`;
-        return respond(
-          exchange,
-          401,
-          'application/json',
-          jsonRpcError(singleId, -32001, `Unauthorized: ${verdict.reason}`),
-          {
-            'www-authenticate': challenge,
-          },
-        );
-      }
-      customerRef = verdict.claims.sub;
-    }
+    if (access !== undefined) return unauthorized(access);
+    const customerRef = claims?.sub ?? 'anonymous';
     if (server.status !== 'active') {
       return respond(
         exchange,
@@ -824,6 +837,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     return parts.join('');
   }
 
+  const metricsAuthorization =
+    config.metricsToken === undefined ? undefined : `Bearer ${config.metricsToken}`;
   const app = uWS.App().any('/*', (res, req) => {
     const url = req.getUrl();
     const method = req.getCaseSensitiveMethod();
@@ -847,7 +862,24 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (stopping) return respond(exchange, 503, 'application/json', '{"status":"stopping"}');
       return respond(exchange, 200, 'application/json', '{"status":"ok"}');
     }
-    if (url === '/metrics') return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
+    if (url === '/metrics') {
+      if (
+        metricsAuthorization !== undefined &&
+        !sameText(req.getHeader('authorization'), metricsAuthorization)
+      ) {
+        return respond(
+          exchange,
+          401,
+          'application/json',
+          JSON.stringify({
+            code: 'unauthorized',
+            detail: 'PROXY_METRICS_TOKEN is required as a bearer token',
+          }),
+          { 'www-authenticate': 'Bearer realm="metrics"' },
+        );
+      }
+      return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
+    }
 
     if (method === 'OPTIONS') {
       // A CORS preflight carries no credentials: answered here, never sent on or refused for want of a token.
@@ -900,12 +932,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const arrived = performance.now();
     const declaredLength = Number(headers['content-length'] ?? req.getHeader('content-length') ?? 0);
     if (declaredLength > config.maxBodyBytes) {
-      return respond(
-        exchange,
-        413,
-        'application/json',
-        JSON.stringify({ code: 'payload_too_large', detail: 'Request body too large' }),
-      );
+      return respond(exchange, 413, 'application/json', TOO_LARGE);
     }
 
     if (stopping) {
@@ -967,12 +994,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       size += chunk.byteLength;
       if (size > config.maxBodyBytes) {
         live.delete(exchange);
-        return respond(
-          exchange,
-          413,
-          'application/json',
-          JSON.stringify({ code: 'payload_too_large', detail: 'Request body too large' }),
-        );
+        return respond(exchange, 413, 'application/json', TOO_LARGE);
       }
       // uWS reuses the chunk's memory after this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));

@@ -80,6 +80,7 @@ async function startEdgeOrigin() {
           'content-type': 'application/json',
           'mcp-session-id': 'origin-session-7',
           'x-origin-tag': 'kept',
+          'set-cookie': 'origin_session=abc; Path=/',
           'access-control-allow-origin': 'https://only.example',
         });
         res.end(JSON.stringify(result(id, JSON.stringify({ url: req.url, headers: req.headers }))));
@@ -329,6 +330,7 @@ describe('the proxy at its edges', () => {
           PROXY_ORIGIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
           PROXY_ORIGIN_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
           EMITTER_LINGER_MS: '20',
+          PROXY_METRICS_TOKEN: 'metrics-secret',
         },
       ],
     });
@@ -388,8 +390,16 @@ describe('the proxy at its edges', () => {
     const strangerToken = (
       await otherApi<{ accessToken: string }>('POST', `/v1/sdk/customers/${stranger}/tokens`, {})
     ).body.accessToken;
+    // Another provider's server is answered as if it did not exist, so tokens map no one else's.
     const foreign = await send(server.proxied, { headers: jsonHeaders(strangerToken), body: toolCall(13) });
-    expect(foreign.status).toBe(401);
+    expect(foreign.status).toBe(404);
+    expect(JSON.parse(foreign.body)).toMatchObject({ code: 'mcp_server_not_found' });
+    // Without a valid token, a server that exists and one that does not answer alike.
+    for (const path of [server.proxied, `${proxyUrl}/mcp/no-such-server-${suffix()}`]) {
+      const anonymous = await send(path, { headers: jsonHeaders(), body: toolCall(14) });
+      expect(anonymous.status).toBe(401);
+      expect(JSON.parse(anonymous.body)).toMatchObject({ id: 14, error: { code: -32001 } });
+    }
     expect(origin.seen.length).toBe(before);
   });
 
@@ -406,8 +416,9 @@ describe('the proxy at its edges', () => {
     const declared = await send(server.proxied, { headers: jsonHeaders(token), body: big });
     expect(declared.status).toBe(413);
     expect(JSON.parse(declared.body)).toEqual({
-      code: 'payload_too_large',
-      detail: 'Request body too large',
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'Request body too large', data: { code: 'payload_too_large' } },
     });
     // Chunked, with no length up front: refused once the running total passes the limit.
     const pieces = Array.from({ length: 8 }, (_, i) => Buffer.from(big.slice(i * 1024, (i + 1) * 1024)));
@@ -640,6 +651,8 @@ describe('the proxy at its edges', () => {
     // The origin's own headers come back, the session id among them.
     expect(answer.headers['mcp-session-id']).toBe('origin-session-7');
     expect(answer.headers['x-origin-tag']).toBe('kept');
+    // Every origin shares the proxy's host: no origin may set a cookie there.
+    expect(answer.headers['set-cookie']).toBeUndefined();
   });
 
   it('forwards a JSON-RPC batch whole and records each tools/call in it by its own answer', async () => {
@@ -951,5 +964,22 @@ describe('the proxy at its edges', () => {
     const body = await head.body;
     expect(body.startsWith(':\n')).toBe(true);
     expect(body).toContain('"late"');
+  });
+
+  it('serves /metrics only with PROXY_METRICS_TOKEN when one is set', async () => {
+    const refused = await send(`${proxyUrl}/metrics`, { method: 'GET', headers: {} });
+    expect(refused.status).toBe(401);
+    expect(refused.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+    const wrong = await send(`${proxyUrl}/metrics`, {
+      method: 'GET',
+      headers: { authorization: 'Bearer nope' },
+    });
+    expect(wrong.status).toBe(401);
+    const scraped = await send(`${proxyUrl}/metrics`, {
+      method: 'GET',
+      headers: { authorization: 'Bearer metrics-secret' },
+    });
+    expect(scraped.status).toBe(200);
+    expect(scraped.body).toContain('mcpmeter_proxy_http_requests_total');
   });
 });
