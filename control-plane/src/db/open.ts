@@ -25,7 +25,12 @@ export async function openDatabase(options: {
   const url = options.databaseUrl ?? embedded?.url;
   if (url === undefined) throw new Error('no database URL');
   const pool = createPool(url);
-  pool.on('error', (error) => options.logger.error({ err: error }, 'idle PostgreSQL client failed'));
+  pool.on('error', (error: Error & { code?: string }) => {
+    // 57P01: the server is shutting down (Ctrl-C reaches embedded PostgreSQL with this process):
+    // the pool reconnects if it is still needed, and says so quietly.
+    if (error.code === '57P01') return options.logger.debug('PostgreSQL closed an idle connection (shutting down)');
+    options.logger.error({ code: error.code, message: error.message }, 'idle PostgreSQL client failed');
+  });
   const applied = await migratePostgres(pool);
   if (applied.length > 0) options.logger.info({ applied }, 'PostgreSQL migrations applied');
   return {
