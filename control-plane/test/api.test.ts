@@ -396,6 +396,7 @@ describe('plans', () => {
 describe('usage API', () => {
   it('refuses malformed meter events naming the field, unknown meters with 404, and a reversed range with 400', async () => {
     const { sandboxKey } = await newProvider();
+    await call(sandboxKey, 'POST', '/v1/sdk/customers', { externalRef: 'c' });
     const cases: [unknown, string][] = [
       [{}, '/customerRef'],
       [{ customerRef: '' }, '/customerRef'],
@@ -435,6 +436,8 @@ describe('usage API', () => {
   it('answers 202 with the record reference, and the total counts it in its time range only', async () => {
     const { sandboxKey } = await newProvider();
     const at = new Date(Date.now() - 3600_000).toISOString();
+    const customer = (await call(sandboxKey, 'POST', '/v1/sdk/customers', { externalRef: 'c1' })).json();
+    await call(sandboxKey, 'POST', '/v1/sdk/customers', { externalRef: 'someone-else' });
     const accepted = await call(sandboxKey, 'POST', '/v1/sdk/meter-events', {
       customerRef: 'c1',
       value: 4,
@@ -442,7 +445,7 @@ describe('usage API', () => {
     });
     expect(accepted.statusCode).toBe(202);
     expect(accepted.json()).toMatchObject({
-      customerRef: 'c1',
+      customerRef: customer.reference,
       value: 4,
       meterName: 'requests',
       timestamp: at,

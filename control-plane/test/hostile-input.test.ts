@@ -82,4 +82,25 @@ describe('hostile input', () => {
     expect(created.statusCode).toBe(400);
     expect(created.json()).toMatchObject({ errors: [{ path: '/metadata/note', location: 'body' }] });
   });
+
+  it('refuses URLs that match the uri format but no URL parser takes, with 400', async () => {
+    const call = (url: string, payload: object) =>
+      harness.controlPlane.app.inject({
+        method: 'POST',
+        url,
+        headers: { authorization: `Bearer ${key}` },
+        payload,
+      });
+    const product = (await call('/v1/ui/products', { name: 'Urls' })).json();
+    const server = await call('/v1/ui/mcp-servers', { name: 'urls', url: 'http://', productId: product.id });
+    expect(server.statusCode).toBe(400);
+    expect(server.json()).toMatchObject({ code: 'validation_failed', errors: [{ path: '/url' }] });
+    const customer = (await call('/v1/sdk/customers', {})).json();
+    const session = await call('/v1/sdk/checkout-sessions', {
+      customerRef: customer.reference,
+      topup: { credits: 1, amount: 100 },
+      successUrl: 'https://',
+    });
+    expect(session.statusCode).toBe(400);
+  });
 });

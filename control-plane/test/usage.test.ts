@@ -38,6 +38,14 @@ function client(key: string, app = () => controlPlane.app) {
   };
 }
 
+/** Customers with these externalRefs; answers their ids (`cus_…`) by externalRef. */
+async function withCustomers(api: ReturnType<typeof client>, ...refs: string[]): Promise<Record<string, string>> {
+  const ids: Record<string, string> = {};
+  for (const ref of refs)
+    ids[ref] = (await api('POST', '/v1/sdk/customers', { externalRef: ref })).body.reference;
+  return ids;
+}
+
 const hoursAgo = (h: number) => new Date(Date.now() - h * 3600_000).toISOString();
 
 describe('meters', () => {
@@ -82,6 +90,7 @@ describe('meters', () => {
     expect((await api('POST', '/v1/ui/meters', { name: 'Bad Name', aggregation: 'sum' })).status).toBe(400);
     expect((await api('POST', '/v1/ui/meters/requests/archive')).body.code).toBe('meter_protected');
 
+    await withCustomers(api, 'c');
     expect(
       (await api('POST', '/v1/sdk/meter-events', { customerRef: 'c', meterName: 'tokens', value: 5 })).status,
     ).toBe(202);
@@ -104,6 +113,7 @@ describe('meters', () => {
     await api('POST', '/v1/ui/meters', { name: 'calls', aggregation: 'count' });
     await api('POST', '/v1/ui/meters', { name: 'peak', aggregation: 'max' });
     await api('POST', '/v1/ui/meters', { name: 'users', aggregation: 'unique_count', valueProperty: 'user' });
+    await withCustomers(api, 'c');
     const values = [0.1, 0.2, 0.3, 2.5, 7];
     const records = values.flatMap((value, i) => [
       { customerRef: 'c', meterName: 'gb', value },
@@ -125,6 +135,7 @@ describe('bulk and generic usage endpoints', () => {
   it('accept up to 1000 records with their references, under records or events', async () => {
     const { sandboxKey } = await controlPlane.providers.create({ displayName: 'Bulk' });
     const api = client(sandboxKey);
+    const ids = await withCustomers(api, ...Array.from({ length: 10 }, (_, i) => `c${i}`));
     const records = Array.from({ length: 1000 }, (_, i) => ({
       customerRef: `c${i % 10}`,
       value: 1,
@@ -133,7 +144,12 @@ describe('bulk and generic usage endpoints', () => {
     const first = await api('POST', '/v1/sdk/meter-events/bulk', { records });
     expect(first.status).toBe(202);
     expect(first.body.accepted).toBe(1000);
-    expect(first.body.records[999]).toMatchObject({ id: 'b-999', customerRef: 'c9', meterName: 'requests' });
+    // Kept under the customer's id, whichever alias was sent.
+    expect(first.body.records[999]).toMatchObject({
+      id: 'b-999',
+      customerRef: ids.c9,
+      meterName: 'requests',
+    });
     // The same ids sent again, under the spec's other name, count once.
     expect((await api('POST', '/v1/sdk/meter-events/bulk', { events: records.slice(0, 500) })).status).toBe(
       202,
@@ -169,6 +185,17 @@ describe('bulk and generic usage endpoints', () => {
       events: [{ customerRef: 'a', meterName: 'nope' }],
     });
     expect(unknownMeter.body.errors[0].path).toBe('/events/0/meterName');
+    // A customer no one created is refused, naming the record, never stored as an orphan.
+    await withCustomers(api, 'a');
+    const orphan = await api('POST', '/v1/sdk/meter-events/bulk', {
+      records: [{ customerRef: 'a' }, { customerRef: 'ghost' }],
+    });
+    expect(orphan.status).toBe(404);
+    expect(orphan.body).toMatchObject({
+      code: 'customer_not_found',
+      errors: [{ path: '/records/1/customerRef', message: 'no customer ghost' }],
+    });
+    expect((await api('POST', '/v1/sdk/meter-events', { customerRef: 'ghost' })).status).toBe(404);
     expect((await api('POST', '/v1/sdk/meter-events/bulk', { records: [] })).status).toBe(400);
     expect(
       (await api('POST', '/v1/sdk/meter-events/bulk', { records: [{ customerRef: 'a' }], events: [] }))
@@ -182,15 +209,16 @@ describe('bulk and generic usage endpoints', () => {
     const { sandboxKey } = await controlPlane.providers.create({ displayName: 'Usages' });
     const api = client(sandboxKey);
     await api('POST', '/v1/ui/products', { name: 'Search', reference: 'search' });
+    const { buyer } = await withCustomers(api, 'buyer', 'c');
     const response = await api('POST', '/v1/sdk/usages', {
-      customerRef: 'cus_9',
+      customerRef: 'buyer',
       productRef: 'search',
       actionType: 'query',
       units: 3,
       outcome: 'success',
     });
     expect(response.status).toBe(202);
-    expect(response.body).toMatchObject({ meterName: 'requests', customerRef: 'cus_9', value: 3 });
+    expect(response.body).toMatchObject({ meterName: 'requests', customerRef: buyer, value: 3 });
     expect((await api('POST', '/v1/sdk/usages', { customerRef: 'c', productRef: 'nope' })).body.code).toBe(
       'product_not_found',
     );
@@ -198,10 +226,14 @@ describe('bulk and generic usage endpoints', () => {
       (await api('POST', '/v1/sdk/usages', { customerRef: 'c', productRef: 'search', units: 'many' })).status,
     ).toBe(400);
     await settled();
-    expect((await api('GET', '/ui/meters/requests/usage?customerRef=cus_9')).body).toMatchObject({
-      total: 3,
-      records: 1,
-    });
+    // One identity: the same usage read by the customer's id or by its externalRef.
+    for (const ref of [buyer, 'buyer'])
+      expect((await api('GET', `/ui/meters/requests/usage?customerRef=${ref}`)).body).toMatchObject({
+        customerRef: buyer,
+        total: 3,
+        records: 1,
+      });
+    expect((await api('GET', '/ui/meters/requests/usage?customerRef=nobody')).status).toBe(404);
     const { rows } = await store.client
       .query({
         query: `SELECT properties FROM mcpmeter.usage_records_sandbox WHERE id = {id:String}`,
@@ -222,6 +254,7 @@ describe('usage queries', () => {
   it('bucket by hour and day with every bucket present, and answer usage by customer and per day', async () => {
     const { sandboxKey, liveKey } = await controlPlane.providers.create({ displayName: 'Query' });
     const api = client(sandboxKey);
+    const ids = await withCustomers(api, 'big', 'small', 'mid');
     const records = [
       { customerRef: 'big', value: 10, timestamp: hoursAgo(30) },
       { customerRef: 'big', value: 5, timestamp: hoursAgo(2) },
@@ -248,8 +281,8 @@ describe('usage queries', () => {
 
     const customers = (await api('GET', `/ui/meters/requests/customers?${range}&limit=2`)).body;
     expect(customers.data).toEqual([
-      { customerRef: 'big', total: 15, records: 2 },
-      { customerRef: 'mid', total: 4, records: 1 },
+      { customerRef: ids.big, total: 15, records: 2 },
+      { customerRef: ids.mid, total: 4, records: 1 },
     ]);
     const days = (await api('GET', `/ui/analytics/daily?${range}`)).body.data;
     expect(days.reduce((s: number, d: Json) => s + d.records, 0)).toBe(4);

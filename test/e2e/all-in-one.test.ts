@@ -113,6 +113,7 @@ describe('npm start: the whole service in one process on embedded defaults', () 
   it('flushes usage accepted just before SIGTERM and keeps every total across a restart', async () => {
     const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Restart Co'], env);
     const sandbox = apiClient(baseUrl, provider.sandboxKey);
+    expect((await sandbox('POST', '/v1/sdk/customers', { externalRef: 'cus_r' })).status).toBe(201);
     const sent = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
         sandbox('POST', '/v1/sdk/meter-events', { customerRef: 'cus_r', value: i + 1 }),

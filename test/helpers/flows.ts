@@ -42,6 +42,9 @@ export async function sellAndMeterFlow(baseUrl: string, provider: ProviderKeys):
   expect(plan.body.meterRef).toMatch(/^mtr_/);
 
   // 10 × 0.1 + 5 × 2 + 1 (default value) = 12 exactly; a float sum would give 11.999…
+  // Usage is kept under the customer's id; events may name it by externalRef.
+  for (const externalRef of ['cus_alice', 'cus_bob'])
+    expect((await sandbox('POST', '/v1/sdk/customers', { externalRef })).status).toBe(201);
   const values = [...Array(10).fill(0.1), ...Array(5).fill(2), undefined];
   const accepted = await Promise.all(
     values.map((value) =>

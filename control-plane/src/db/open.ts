@@ -28,7 +28,8 @@ export async function openDatabase(options: {
   pool.on('error', (error: Error & { code?: string }) => {
     // 57P01: the server is shutting down (Ctrl-C reaches embedded PostgreSQL with this process):
     // the pool reconnects if it is still needed, and says so quietly.
-    if (error.code === '57P01') return options.logger.debug('PostgreSQL closed an idle connection (shutting down)');
+    if (error.code === '57P01')
+      return options.logger.debug('PostgreSQL closed an idle connection (shutting down)');
     options.logger.error({ code: error.code, message: error.message }, 'idle PostgreSQL client failed');
   });
   const applied = await migratePostgres(pool);

@@ -44,6 +44,18 @@ function makeAjv(options: AjvOptions): Ajv {
     ...options,
   });
   addFormats.default(ajv);
+  // ajv-formats' uri lets through forms no URL parser takes (`http://` alone), which then failed
+  // wherever the value was parsed: a uri must also parse as a WHATWG URL.
+  const uri = ajv.formats.uri;
+  const loose = (value: string) =>
+    typeof uri === 'function'
+      ? uri(value)
+      : uri instanceof RegExp
+        ? uri.test(value)
+        : typeof uri === 'object' && 'validate' in uri && typeof uri.validate === 'function'
+          ? Boolean((uri.validate as (v: string) => unknown)(value))
+          : true;
+  ajv.addFormat('uri', (value: string) => URL.canParse(value) && loose(value));
   return ajv;
 }
 

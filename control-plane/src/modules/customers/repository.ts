@@ -58,6 +58,30 @@ export async function findCustomer(
   return rows[0];
 }
 
+/**
+ * The customer id (`cus_…`) each of `refs` names, by id or externalRef, in one query; refs that
+ * name no live customer are absent from the map.
+ */
+export async function resolveCustomerRefs(
+  db: Queryable,
+  tenant: Tenant,
+  refs: readonly string[],
+): Promise<Map<string, string>> {
+  const unique = [...new Set(refs)];
+  const { rows } = await db.query<{ id: string; external_ref: string | null }>(
+    `SELECT id, external_ref FROM customers
+      WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted'
+        AND (id = ANY($3::text[]) OR external_ref = ANY($3::text[]))`,
+    [tenant.providerId, tenant.environment, unique],
+  );
+  const found = new Map<string, string>();
+  // An id match wins over an externalRef match, as in findCustomer.
+  for (const row of rows)
+    if (row.external_ref !== null && unique.includes(row.external_ref)) found.set(row.external_ref, row.id);
+  for (const row of rows) if (unique.includes(row.id)) found.set(row.id, row.id);
+  return found;
+}
+
 export async function listCustomers(
   db: Queryable,
   tenant: Tenant,

@@ -76,7 +76,16 @@ export class McpServerService {
 
   /** The origin URL passes the SSRF guard (it is checked again at every connection). */
   private async checkOriginUrl(raw: string): Promise<void> {
-    const problem = await this.guard.problem(new URL(raw));
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      // The schema's uri format lets through forms no URL parser takes (http:// alone).
+      throw new ValidationError([
+        { path: '/url', message: 'must be an absolute http(s) URL', location: 'body' },
+      ]);
+    }
+    const problem = await this.guard.problem(url);
     if (problem !== undefined)
       throw new ValidationError([{ path: '/url', message: problem, location: 'body' }]);
   }

@@ -17,7 +17,7 @@ import {
   UnavailableError,
   ValidationError,
 } from '../../errors';
-import { findCustomer } from '../customers/repository';
+import { findCustomer, resolveCustomerRefs } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import { findProduct } from '../products/repository';
@@ -128,8 +128,55 @@ export class UsageService {
     }
   }
 
-  async record(auth: AuthContext, input: MeterEventInput): Promise<UsageRecord> {
-    const meter = await this.activeMeter(auth, input.meterName ?? REQUESTS_METER);
+  /**
+   * Every record is kept under the customer's id (`cus_…`), whichever alias the caller used
+   * (id or externalRef), so usage reads by either find it; a ref that names no customer is
+   * refused rather than stored as an orphan no one can bill.
+   */
+  private async customerIds(
+    auth: AuthContext,
+    inputs: readonly MeterEventInput[],
+    path: (i: number) => string,
+  ) {
+    const refs = inputs
+      .map((i) => i.customerRef)
+      .filter((ref): ref is string => typeof ref === 'string' && ref !== '');
+    const ids = await resolveCustomerRefs(this.pool, auth, refs);
+    const missing = inputs.flatMap((input, index) =>
+      typeof input.customerRef === 'string' && input.customerRef !== '' && !ids.has(input.customerRef)
+        ? [
+            {
+              path: `${path(index)}/customerRef`,
+              message: `no customer ${input.customerRef}`,
+              location: 'body' as const,
+            },
+          ]
+        : [],
+    );
+    if (missing.length > 0) {
+      throw new NotFoundError(
+        'customer_not_found',
+        `No customer ${inputs[0] === undefined || missing.length > 1 ? `for ${missing.length} records` : inputs[0].customerRef}`,
+        { errors: missing },
+      );
+    }
+    return inputs.map((input) =>
+      typeof input.customerRef === 'string'
+        ? { ...input, customerRef: ids.get(input.customerRef) ?? input.customerRef }
+        : input,
+    );
+  }
+
+  /** The customer id a usage read names (by id or externalRef), or 404. */
+  private async customerId(auth: AuthContext, ref: string): Promise<string> {
+    const customer = await findCustomer(this.pool, auth, ref);
+    if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+    return customer.id;
+  }
+
+  async record(auth: AuthContext, given: MeterEventInput): Promise<UsageRecord> {
+    const meter = await this.activeMeter(auth, given.meterName ?? REQUESTS_METER);
+    const [input = given] = await this.customerIds(auth, [given], () => '');
     const { record, errors } = this.build(auth, meter, input, '', this.clock.now());
     if (record === undefined || errors.length > 0) throw new ValidationError(errors);
     await this.publish([record]);
@@ -193,6 +240,9 @@ export class UsageService {
       if (built.record !== undefined) records.push(built.record);
     });
     if (errors.length > 0) throw new ValidationError(errors);
+    const resolved = await this.customerIds(auth, inputs, (index) => `/${field}/${index}`);
+    for (const [index, record] of records.entries())
+      record.customerRef = resolved[index]?.customerRef ?? record.customerRef;
     await this.publish(records);
     return { accepted: records.length, records: records.map(accepted) };
   }
@@ -289,7 +339,9 @@ export class UsageService {
         },
       ]);
     }
-    const scope = { ...auth, meterRef: meter.id, customerRef: query.customerRef, from, to, meter };
+    const customerRef =
+      query.customerRef === undefined ? undefined : await this.customerId(auth, query.customerRef);
+    const scope = { ...auth, meterRef: meter.id, customerRef, from, to, meter };
     const { granularity, groupBy } = query;
     const [total, buckets, groups] = await this.read(() =>
       Promise.all([
@@ -302,7 +354,7 @@ export class UsageService {
       meterRef: meter.id,
       meterName: meter.name,
       aggregation: meter.aggregation,
-      customerRef: query.customerRef ?? null,
+      customerRef: customerRef ?? null,
       from: from.toISOString(),
       to: to.toISOString(),
       ...total,

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Schema fuzzing of the control plane's API: schemathesis (PyPI) generates requests from
+# /openapi.json, valid and invalid, NUL bytes included, and sends them with a sandbox key, a live
+# key and no key to `npm start` on embedded defaults, on loopback only. Bounded by examples per
+# operation and by time; stops the service itself. Writes bench/results/api-fuzz.{md,json} and
+# exits non-zero when any answer was a 5xx.
+#
+#   bash bench/api-fuzz.sh                      # 100 examples per operation and key
+#   FUZZ_MAX_EXAMPLES=20 bash bench/api-fuzz.sh # a quick pass (CI)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+examples=${FUZZ_MAX_EXAMPLES:-100}
+max_time=${FUZZ_MAX_SECONDS:-600}
+version=4.32.5
+cache=${MCPMETER_CACHE:-$HOME/.cache/mcp-meter}
+venv=$cache/schemathesis-$version
+
+if [[ ! -x $venv/bin/schemathesis ]]; then
+  echo "[fuzz] installing schemathesis $version into $venv"
+  mkdir -p "$cache"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
+fi
+
+work=$(mktemp -d)
+# Embedded PostgreSQL runs as user postgres when we are root: its data directory must be reachable.
+chmod 755 "$work"
+free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"; }
+port=$(free_port)
+proxy_port=$(free_port)
+base=http://127.0.0.1:$port
+export DATA_DIR=$work/data PORT=$port PROXY_PORT=$proxy_port LOG_LEVEL=warn WEBHOOKS_ENABLED=false
+node --import ./deploy/loader.mjs deploy/serve.ts > "$work/serve.log" 2>&1 &
+service=$!
+cleanup() {
+  kill -TERM "$service" 2>/dev/null || true
+  wait "$service" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 180); do
+  curl -sf "$base/healthz" >/dev/null && break
+  kill -0 "$service" 2>/dev/null || { cat "$work/serve.log"; exit 1; }
+  sleep 1
+done
+curl -sf "$base/healthz" >/dev/null || { echo "[fuzz] the service did not become healthy"; cat "$work/serve.log"; exit 1; }
+
+keys=$(node --import ./deploy/loader.mjs control-plane/src/admin/cli.ts provider create --name "Fuzz Co")
+sandbox=$(node -e 'console.log(JSON.parse(process.argv[1]).sandboxKey)' "$keys")
+live=$(node -e 'console.log(JSON.parse(process.argv[1]).liveKey)' "$keys")
+
+run() {
+  local who=$1
+  shift
+  echo "[fuzz] $who: up to $examples examples per operation"
+  # Exit status is read from the report, which also counts the 5xx.
+  timeout $((max_time + 60)) "$venv/bin/schemathesis" run "$base/openapi.json" "$@" \
+    --checks not_a_server_error --phases examples,coverage,fuzzing --max-examples "$examples" \
+    --max-time "$max_time" --workers 2 --generation-allow-x00 true --suppress-health-check all \
+    --request-timeout 30 --no-color --output-truncate true \
+    --report ndjson --report-ndjson-path "$work/$who.ndjson" > "$work/$who.log" 2>&1 || true
+  tail -n 12 "$work/$who.log"
+}
+run sandbox -H "Authorization: Bearer $sandbox"
+run live -H "Authorization: Bearer $live"
+run none
+
+node bench/fuzz/report.mjs "$root/bench/results" "$work/sandbox.ndjson" "$work/live.ndjson" "$work/none.ndjson"
