@@ -6,12 +6,14 @@
 # exits non-zero when any answer was a 5xx.
 #
 #   bash bench/api-fuzz.sh                      # 100 examples per operation and key
-#   FUZZ_MAX_EXAMPLES=20 bash bench/api-fuzz.sh # a quick pass (CI)
+#   FUZZ_MAX_EXAMPLES=20 FUZZ_SEED=1 bash bench/api-fuzz.sh   # CI: a quick pass, reproducible
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 examples=${FUZZ_MAX_EXAMPLES:-100}
 max_time=${FUZZ_MAX_SECONDS:-600}
+seed_args=()
+[[ -n ${FUZZ_SEED:-} ]] && seed_args=(--seed "$FUZZ_SEED" --generation-deterministic)
 version=4.32.5
 cache=${MCPMETER_CACHE:-$HOME/.cache/mcp-meter}
 venv=$cache/schemathesis-$version
@@ -59,7 +61,7 @@ run() {
   timeout $((max_time + 60)) "$venv/bin/schemathesis" run "$base/openapi.json" "$@" \
     --checks not_a_server_error --phases examples,coverage,fuzzing --max-examples "$examples" \
     --max-time "$max_time" --workers 2 --generation-allow-x00 true --suppress-health-check all \
-    --request-timeout 30 --no-color --output-truncate true \
+    --request-timeout 30 --no-color --output-truncate true "${seed_args[@]}" \
     --report ndjson --report-ndjson-path "$work/$who.ndjson" > "$work/$who.log" 2>&1 || true
   tail -n 12 "$work/$who.log"
 }
@@ -67,4 +69,5 @@ run sandbox -H "Authorization: Bearer $sandbox"
 run live -H "Authorization: Bearer $live"
 run none
 
-node bench/fuzz/report.mjs "$root/bench/results" "$work/sandbox.ndjson" "$work/live.ndjson" "$work/none.ndjson"
+out=${FUZZ_RESULTS_DIR:-$root/bench/results}
+node bench/fuzz/report.mjs "$out" "$work/sandbox.ndjson" "$work/live.ndjson" "$work/none.ndjson"

@@ -69,7 +69,7 @@ async function main() {
       buckets: unused,
       byCustomer: unused,
       daily: unused,
-      admittedCalls: unused,
+      limitUsage: unused,
       countByProperty: unused,
     };
     const controlPlane = await buildControlPlane({

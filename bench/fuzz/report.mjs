@@ -44,10 +44,15 @@ const md = [
   ...rows,
   '',
   `Total: ${total} requests, ${errors} answered 5xx.`,
-  ...(errors === 0 ? [] : ['', '## 5xx answers', '', ...runs.flatMap((r) => r.serverErrors.map((e) => `- ${r.key}: ${e}`))]),
+  ...(errors === 0
+    ? []
+    : ['', '## 5xx answers', '', ...runs.flatMap((r) => r.serverErrors.map((e) => `- ${r.key}: ${e}`))]),
   '',
 ].join('\n');
 writeFileSync(join(outDir, 'api-fuzz.md'), md);
-writeFileSync(join(outDir, 'api-fuzz.json'), `${JSON.stringify({ total, serverErrors: errors, runs }, null, 2)}\n`);
+writeFileSync(
+  join(outDir, 'api-fuzz.json'),
+  `${JSON.stringify({ total, serverErrors: errors, runs }, null, 2)}\n`,
+);
 process.stdout.write(md);
 process.exit(errors === 0 && total > 0 ? 0 : 1);

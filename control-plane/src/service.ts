@@ -126,7 +126,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const originGuard = new OutboundGuard(outboundAllowed);
   // WEBHOOK_ALLOWED_HOSTS adds to the general list for webhook endpoints only.
   const webhookGuard = new OutboundGuard([...outboundAllowed, ...webhookConfig.allowedHosts]);
-  const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader);
+
   const mcpServers = new McpServerService(
     deps.pool,
     clock,
@@ -146,6 +146,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     checkout,
     deps.logger,
   );
+  const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);

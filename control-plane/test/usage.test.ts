@@ -39,7 +39,10 @@ function client(key: string, app = () => controlPlane.app) {
 }
 
 /** Customers with these externalRefs; answers their ids (`cus_…`) by externalRef. */
-async function withCustomers(api: ReturnType<typeof client>, ...refs: string[]): Promise<Record<string, string>> {
+async function withCustomers(
+  api: ReturnType<typeof client>,
+  ...refs: string[]
+): Promise<Record<string, string>> {
   const ids: Record<string, string> = {};
   for (const ref of refs)
     ids[ref] = (await api('POST', '/v1/sdk/customers', { externalRef: ref })).body.reference;
@@ -244,6 +247,7 @@ describe('bulk and generic usage endpoints', () => {
       .then((rows) => ({ rows }));
     expect(JSON.parse(rows[0]?.properties ?? '{}')).toEqual({
       productRef: 'search',
+      productId: expect.stringMatching(/^prd_/),
       actionType: 'query',
       outcome: 'success',
     });
@@ -319,7 +323,7 @@ describe('usage queries', () => {
       buckets: () => Promise.reject(new Error('connection refused')),
       byCustomer: () => Promise.reject(new Error('connection refused')),
       daily: () => Promise.reject(new Error('connection refused')),
-      admittedCalls: () => Promise.reject(new Error('connection refused')),
+      limitUsage: () => Promise.reject(new Error('connection refused')),
       countByProperty: () => Promise.reject(new Error('connection refused')),
     };
     const outage = await build(down);

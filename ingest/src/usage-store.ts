@@ -59,10 +59,13 @@ export interface UsageReader {
   byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]>;
   daily(query: { providerId: string; environment: Environment; from: Date; to: Date }): Promise<DailyStats[]>;
   /**
-   * Calls a usage limit admitted for one customer and product in [from, to): records on the
-   * meter tagged `admitted: true` and `productId`. Seeds the limit counters.
+   * What a usage limit has counted for one customer and product in [from, to), the start of a
+   * limit counter: calls the proxy or the SDK limit check admitted (`admitted: true` and this
+   * `productId`, one each), plus usage reported through the usage API (records without
+   * `admitted` and without the proxy's `server` or the limit check's `source`), whose values
+   * count for this product when they name it as `productId` or name no product, rounded up.
    */
-  admittedCalls(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
+  limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
   /** Record counts grouped by one string property (e.g. `server` on the requests meter). */
   countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>>;
 }
@@ -206,16 +209,19 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     }));
   }
 
-  async admittedCalls(query: UsageScope & { customerRef: string; productId: string }): Promise<number> {
-    const [row] = await this.rows<{ calls: string | number }>(
-      `SELECT count() AS calls
+  async limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number> {
+    const [row] = await this.rows<{ calls: string | number; reported: string | number }>(
+      `SELECT countIf(JSONExtractBool(properties, 'admitted')
+                      AND JSONExtractString(properties, 'productId') = {productId:String}) AS calls,
+              toString(sumIf(value, NOT JSONHas(properties, 'admitted')
+                      AND NOT JSONHas(properties, 'server')
+                      AND JSONExtractString(properties, 'source') != 'sdk.limits'
+                      AND JSONExtractString(properties, 'productId') IN ('', {productId:String}))) AS reported
          FROM ${this.database}.${TABLES[query.environment]} FINAL
-        WHERE ${this.where(query)}
-          AND JSONExtractBool(properties, 'admitted')
-          AND JSONExtractString(properties, 'productId') = {productId:String}`,
+        WHERE ${this.where(query)}`,
       { ...this.params(query), productId: query.productId },
     );
-    return Number(row?.calls ?? 0);
+    return Number(row?.calls ?? 0) + Math.ceil(Number(row?.reported ?? 0));
   }
 
   async countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>> {

@@ -31,6 +31,11 @@ export interface CounterStore {
   settleMany(calls: LeaseCall[]): Promise<void>;
   /** Creates the counter with `used` unless it exists; it disappears at `expiresAtMs`. */
   seed(key: string, used: number, expiresAtMs: number): Promise<void>;
+  /**
+   * Adds usage reported outside the leases (the usage API) to a counter that exists; one that
+   * does not will count it when it is seeded from ClickHouse.
+   */
+  report(key: string, units: number): Promise<void>;
   /** Store commands sent, for the metrics. */
   readonly commands: number;
   close(): Promise<void>;
@@ -83,6 +88,12 @@ end
 return {granted, used, leased}
 `;
 
+const REPORT_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'used', ARGV[1])
+return 1
+`;
+
 const SEED_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'used', ARGV[1])
@@ -102,6 +113,7 @@ interface LeaseRedis extends Redis {
     spent: number,
   ): Promise<[number, number, number]>;
   meterSeed(key: string, used: number, expiresAt: number): Promise<number>;
+  meterReport(key: string, units: number): Promise<number>;
 }
 
 const leaseArgs = (c: LeaseCall) =>
@@ -126,6 +138,7 @@ export class RedisCounterStore implements CounterStore {
     redis.on('error', () => undefined);
     redis.defineCommand('meterLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     redis.defineCommand('meterSeed', { numberOfKeys: 1, lua: SEED_SCRIPT });
+    redis.defineCommand('meterReport', { numberOfKeys: 1, lua: REPORT_SCRIPT });
     this.redis = redis as LeaseRedis;
   }
 
@@ -161,6 +174,11 @@ export class RedisCounterStore implements CounterStore {
   async seed(key: string, used: number, expiresAtMs: number): Promise<void> {
     this.commands++;
     await this.redis.meterSeed(key, used, expiresAtMs);
+  }
+
+  async report(key: string, units: number): Promise<void> {
+    this.commands++;
+    await this.redis.meterReport(key, units);
   }
 
   async close(): Promise<void> {
@@ -232,6 +250,12 @@ export class MemoryCounterStore implements CounterStore {
     this.commands++;
     if (this.counter(key) === undefined)
       this.counters.set(key, { used, leases: new Map(), expiresAt: expiresAtMs });
+  }
+
+  async report(key: string, units: number): Promise<void> {
+    this.commands++;
+    const counter = this.counter(key);
+    if (counter !== undefined) counter.used += units;
   }
 
   async close(): Promise<void> {}

@@ -16,11 +16,11 @@ import {
 import type { CheckoutService } from '../checkout/service';
 import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
-import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
+import { findPlan, type PlanRow, productsWithDefaultPlan, settingsOf } from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import { findAccessPurchase } from '../purchases/repository';
+import { accessProductIds, findAccessPurchase } from '../purchases/repository';
 
 export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan';
 
@@ -63,7 +63,7 @@ export class LimitService {
     private readonly clock: Clock,
     private readonly reader: UsageReader,
     private readonly publisher: UsagePublisher,
-    counters: CounterStore,
+    private readonly counters: CounterStore,
     private readonly checkout: CheckoutService,
     private readonly logger: Logger,
   ) {
@@ -90,7 +90,7 @@ export class LimitService {
     const meter = await this.requestsMeter(scope);
     const now = this.clock.now();
     try {
-      const used = await this.reader.admittedCalls({
+      const used = await this.reader.limitUsage({
         providerId: scope.providerId,
         environment: scope.environment,
         meterRef: meter.id,
@@ -237,6 +237,55 @@ export class LimitService {
       // Nothing to sell past this limit: the answer says so by carrying no checkout.
       if (error instanceof ConflictError && error.code === 'no_higher_plan') return base;
       throw error;
+    }
+  }
+
+  /**
+   * Usage reported through the usage API on the requests meter counts against plan limits: each
+   * record is added to the live counter of the product it names (`productId`), or, naming none,
+   * of every product the customer is limited on (its purchases and the free default plans).
+   * Counters not started yet count it when they are seeded from ClickHouse.
+   */
+  async reportUsage(auth: AuthContext, records: readonly UsageRecord[]): Promise<void> {
+    const units = new Map<string, { customerId: string; productId: string | undefined; units: number }>();
+    for (const record of records) {
+      if (record.meterName !== REQUESTS_METER) continue;
+      const named = record.properties?.productId;
+      const productId = typeof named === 'string' && named !== '' ? named : undefined;
+      const key = `${record.customerRef}\u0000${productId ?? ''}`;
+      const entry = units.get(key) ?? { customerId: record.customerRef, productId, units: 0 };
+      entry.units += Number(record.value);
+      units.set(key, entry);
+    }
+    if (units.size === 0) return;
+    let defaults: string[] | undefined;
+    for (const { customerId, productId, units: value } of units.values()) {
+      let products: string[];
+      if (productId !== undefined) products = [productId];
+      else {
+        defaults ??= await productsWithDefaultPlan(this.pool, auth);
+        products = [...new Set([...(await accessProductIds(this.pool, customerId)), ...defaults])];
+      }
+      for (const product of products) {
+        const governing = await this.governing(auth, customerId, product);
+        if (governing === undefined || governing.limit === null) continue;
+        const scope = {
+          ...auth,
+          customerId,
+          productId: product,
+          planId: governing.planId,
+          periodStart: governing.periodStart,
+        };
+        try {
+          await this.counters.report(counterKey(scope), Math.ceil(value));
+        } catch (error) {
+          // The record is already durable; the counter catches up when it is next seeded.
+          this.logger.warn(
+            { err: error, customer: customerId },
+            'reported usage not added to a limit counter',
+          );
+        }
+      }
     }
   }
 

@@ -173,3 +173,16 @@ export async function listPlans(
   );
   return rows;
 }
+
+/** The provider's products whose default plan is on sale (they limit customers without a purchase). */
+export async function productsWithDefaultPlan(
+  db: Queryable,
+  tenant: { providerId: string; environment: string },
+) {
+  const { rows } = await db.query<{ product_id: string }>(
+    `SELECT DISTINCT p.product_id FROM plans p JOIN products r ON r.id = p.product_id
+      WHERE r.provider_id = $1 AND r.environment = $2 AND p.is_default AND p.status = 'active'`,
+    [tenant.providerId, tenant.environment],
+  );
+  return rows.map((r) => r.product_id);
+}

@@ -22,3 +22,12 @@ export async function findAccessPurchase(
   );
   return rows[0];
 }
+
+/** Products the customer holds an access-granting purchase of. */
+export async function accessProductIds(db: Queryable, customerId: string): Promise<string[]> {
+  const { rows } = await db.query<{ product_id: string }>(
+    'SELECT DISTINCT product_id FROM purchases WHERE customer_id = $1 AND status = ANY($2)',
+    [customerId, [...GRANTS_ACCESS]],
+  );
+  return rows.map((r) => r.product_id);
+}

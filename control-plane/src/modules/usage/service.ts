@@ -82,6 +82,10 @@ export class UsageService {
     private readonly clock: Clock,
     private readonly publisher: UsagePublisher,
     private readonly reader: UsageReader,
+    /** Plan limits count usage reported here too (the limit service's live counters). */
+    private readonly limits: {
+      reportUsage(auth: AuthContext, records: readonly UsageRecord[]): Promise<void>;
+    },
   ) {}
 
   private async meter(auth: AuthContext, ref: string): Promise<Meter> {
@@ -180,6 +184,7 @@ export class UsageService {
     const { record, errors } = this.build(auth, meter, input, '', this.clock.now());
     if (record === undefined || errors.length > 0) throw new ValidationError(errors);
     await this.publish([record]);
+    await this.limits.reportUsage(auth, [record]);
     return record;
   }
 
@@ -244,6 +249,7 @@ export class UsageService {
     for (const [index, record] of records.entries())
       record.customerRef = resolved[index]?.customerRef ?? record.customerRef;
     await this.publish(records);
+    await this.limits.reportUsage(auth, records);
     return { accepted: records.length, records: records.map(accepted) };
   }
 
@@ -251,7 +257,12 @@ export class UsageService {
   async recordUsage(auth: AuthContext, input: UsageInput): Promise<UsageRecord> {
     const product = await findProduct(this.pool, auth, input.productRef);
     if (product === undefined) throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
-    const tags: Record<string, unknown> = { ...input.properties, productRef: product.reference };
+    // productId ties the units to the product's plan limit.
+    const tags: Record<string, unknown> = {
+      ...input.properties,
+      productRef: product.reference,
+      productId: product.id,
+    };
     if (input.actionType !== undefined) tags.actionType = input.actionType;
     if (input.outcome !== undefined) tags.outcome = input.outcome;
     const record = await this.record(auth, {
