@@ -116,6 +116,39 @@ describe('money under concurrency', () => {
     expect(purchases).toHaveLength(1);
   });
 
+  it('a paid plan activated many times at once starts one purchase and charges once', async () => {
+    const { call, customer } = await seller();
+    const product = (await call('POST', '/v1/ui/products', { name: 'Activate race' })).body;
+    const plan = (
+      await call('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Pro',
+        type: 'recurring',
+        price: 700,
+      })
+    ).body;
+    expect(
+      (
+        await call(
+          'POST',
+          `/v1/sdk/customers/${customer.reference}/payment-methods`,
+          card(SANDBOX_CARDS.succeeds),
+        )
+      ).status,
+    ).toBe(201);
+    const answers = await times(AT_ONCE, () =>
+      call('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef: plan.reference }),
+    );
+    expect(statuses(answers).filter((s) => s >= 500)).toEqual([]);
+    const outcomes = answers.map((a) => a.body.status).sort();
+    expect(outcomes.filter((o) => o === 'activated')).toHaveLength(1);
+    expect(outcomes.filter((o) => o !== 'activated' && o !== 'already_active')).toEqual([]);
+    const { rows } = await harness.pool.query<{ status: string; amount: number }>(
+      'SELECT status, amount FROM payments WHERE customer_id = $1',
+      [customer.reference],
+    );
+    expect(rows).toEqual([{ status: 'succeeded', amount: 700 }]);
+  });
+
   it('cards attached many times at once leave exactly one default, and no 5xx', async () => {
     const { call, customer } = await seller();
     const answers = await times(AT_ONCE, () =>
