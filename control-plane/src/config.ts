@@ -5,8 +5,10 @@ import {
   readClickHouseConfig,
   readDataDir,
 } from '@mcp-meter/ingest';
-import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
-import { loadSecretKey } from './snapshots/secrets';
+import { type EnvReader, LOG_LEVELS, type LogLevel, readOutboundAllowedHosts } from '@mcp-meter/ingest/kit';
+import { readSecretKey } from './snapshots/secrets';
+
+export { readSecretKey };
 
 export interface ControlPlaneConfig {
   dataDir: string;
@@ -61,21 +63,6 @@ export function readWebhookConfig(env: EnvReader): WebhookConfig {
     disableAfter: env.int('WEBHOOK_DISABLE_AFTER', 12, { min: 1, max: 1_000 }),
     allowedHosts: env.list('WEBHOOK_ALLOWED_HOSTS').map((h) => h.toLowerCase()),
   };
-}
-
-/** OUTBOUND_ALLOWED_HOSTS: host names or addresses the SSRF guard lets through. */
-export function readOutboundAllowedHosts(env: EnvReader): string[] {
-  return env.list('OUTBOUND_ALLOWED_HOSTS').map((h) => h.toLowerCase());
-}
-
-/** SECRET_KEY, or the key file under DATA_DIR; a bad value is reported like any other setting. */
-export function readSecretKey(env: EnvReader, dataDir: string): Buffer {
-  try {
-    return loadSecretKey(env.optionalString('SECRET_KEY'), dataDir);
-  } catch (error) {
-    env.problem(error instanceof Error ? error.message : String(error));
-    return Buffer.alloc(32);
-  }
 }
 
 export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {

@@ -2,7 +2,6 @@ export { type Clock, systemClock } from './clock';
 export {
   type ControlPlaneConfig,
   readControlPlaneConfig,
-  readOutboundAllowedHosts,
   readSecretKey,
 } from './config';
 export { type Database, openDatabase } from './db/open';

@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { DATABASE_NAME } from './clickhouse/client';
+import { DATABASE_NAME } from './clickhouse/names';
 import type { EnvReader } from './kit/env';
 
 export interface BusConfig {

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
-import { readOutboundAllowedHosts, readSecretKey } from '@mcp-meter/control-plane';
-import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest';
-import { type EnvReader, LOG_LEVELS, type LogLevel } from '@mcp-meter/ingest/kit';
+import { readSecretKey } from '@mcp-meter/control-plane/snapshots';
+import { type EnvReader, LOG_LEVELS, type LogLevel, readOutboundAllowedHosts } from '@mcp-meter/ingest/kit';
+import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest/producer';
 
 export interface ProxyConfig {
   host: string;

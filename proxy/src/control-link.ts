@@ -1,5 +1,5 @@
 import type { CounterScope } from '@mcp-meter/control-plane/limits';
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '@mcp-meter/ingest/producer';
 import { type Dispatcher, request } from 'undici';
 
 export interface PaywallAsk {

@@ -9,7 +9,7 @@ import {
   revocationKey,
   type SnapshotStore,
 } from '@mcp-meter/control-plane/snapshots';
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '@mcp-meter/ingest/producer';
 
 /** The snapshot store cannot be read and nothing usable is cached: the caller should retry shortly. */
 export class SnapshotUnavailableError extends Error {

@@ -1,7 +1,7 @@
 import { type CounterStore, DEFAULT_LIMITER_OPTIONS, LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { internalToken, type SnapshotStore } from '@mcp-meter/control-plane/snapshots';
-import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
+import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';

@@ -12,5 +12,5 @@ export {
   revocationKey,
 } from './format';
 export { type VerifyResult, verifyAccessToken } from './jwt';
-export { internalToken, loadSecretKey, seal, unseal } from './secrets';
+export { internalToken, loadSecretKey, readSecretKey, seal, unseal } from './secrets';
 export { MemorySnapshotStore, openSnapshotStore, RedisSnapshotStore, type SnapshotStore } from './store';

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { EnvReader } from '@mcp-meter/ingest/kit';
 
 /**
  * The deployment's 32-byte secret: it seals origin API keys (AES-256-GCM) in PostgreSQL and in
@@ -59,4 +60,14 @@ export function unseal(key: Buffer, sealed: string): string {
 /** Bearer token of the control plane's internal API (paywall sessions, limit seeds), derived from the secret. */
 export function internalToken(key: Buffer): string {
   return createHmac('sha256', key).update('mcp-meter internal api v1').digest('base64url');
+}
+
+/** SECRET_KEY, or the key file under DATA_DIR; a bad value is reported like any other setting. */
+export function readSecretKey(env: EnvReader, dataDir: string): Buffer {
+  try {
+    return loadSecretKey(env.optionalString('SECRET_KEY'), dataDir);
+  } catch (error) {
+    env.problem(error instanceof Error ? error.message : String(error));
+    return Buffer.alloc(32);
+  }
 }

@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
+import { DATABASE_NAME } from './names';
 
 export type { ClickHouseClient };
 
@@ -16,7 +17,7 @@ export interface ClickHouseTarget {
   database: string;
 }
 
-export const DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+export { DATABASE_NAME };
 
 /**
  * chdb binds one data directory per process and aborts if a connection closes mid-query, so

@@ -2,4 +2,10 @@ export { ConfigError, type EnvReader, readEnv } from './env';
 export { newId, ulid } from './ids';
 export { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './logger';
 export { freePort } from './net';
-export { isAllowedPort, isInternalAddress, OutboundGuard, UnsafeUrlError } from './outbound';
+export {
+  isAllowedPort,
+  isInternalAddress,
+  OutboundGuard,
+  readOutboundAllowedHosts,
+  UnsafeUrlError,
+} from './outbound';

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { EnvReader } from './env';
 
 /**
  * The one SSRF guard for every URL the service dials on someone's behalf (MCP origins, webhook
@@ -32,6 +33,11 @@ export function isInternalAddress(address: string): boolean {
 /** Ports a non-allow-listed URL may use: the web's defaults, or any unprivileged port. */
 export function isAllowedPort(port: number): boolean {
   return port === 80 || port === 443 || (port >= 1024 && port <= 65535);
+}
+
+/** OUTBOUND_ALLOWED_HOSTS: host names or addresses the SSRF guard lets through. */
+export function readOutboundAllowedHosts(env: EnvReader): string[] {
+  return env.list('OUTBOUND_ALLOWED_HOSTS').map((h) => h.toLowerCase());
 }
 
 export class UnsafeUrlError extends Error {
