@@ -1,4 +1,4 @@
-import { newId } from './kit/ids';
+import { ID, newId } from './kit/ids';
 
 export const ENVIRONMENTS = ['sandbox', 'live'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -184,7 +184,7 @@ export function buildUsageRecord(
   if (errors.length > 0) return { errors };
   return {
     record: {
-      id: id ?? newId('rec'),
+      id: id ?? newId(ID.usageRecord),
       providerId: context.providerId,
       environment: context.environment,
       meterRef: context.meterRef,

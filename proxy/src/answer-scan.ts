@@ -1,12 +1,6 @@
-import type { ToolCall } from './jsonrpc';
+import type { CallAnswer, ToolCall } from './calls';
 
-/** What the origin's JSON-RPC response to one call said. */
-export interface CallAnswer {
-  /** A JSON-RPC error. */
-  error: boolean;
-  /** A tool result flagged `isError: true`. */
-  toolError: boolean;
-}
+export type { CallAnswer };
 
 /** Calls are matched to responses by id; 7 and "7" are different ids. */
 const idKey = (id: string | number) => (typeof id === 'number' ? `n${id}` : `s${id}`);

@@ -1,12 +1,6 @@
-import type { CallAnswer } from './answer-scan';
+import type { CallAnswer, ToolCall, ToolOutcome } from './calls';
 
-/** Outcome of one tool call as recorded on the usage record. */
-export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error';
-
-export interface ToolCall {
-  id: string | number;
-  tool: string;
-}
+export type { ToolCall, ToolOutcome };
 
 type JsonObject = Record<string, unknown>;
 

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
-import { type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
+import { ID, type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
@@ -375,7 +375,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (facts.admitted) properties.admitted = true;
       if (facts.cancelled === true) properties.cancelled = true;
       emitter.emit({
-        id: newId('rec'),
+        id: newId(ID.usageRecord),
         providerId: server.providerId,
         environment: server.environment,
         meterRef: server.meterRef,

@@ -45,7 +45,35 @@ export function ulid(now = Date.now()): string {
   return id;
 }
 
-/** A prefixed id such as `prd_01j...`; the prefix says what kind of object it names. */
-export function newId(prefix: string): string {
+/**
+ * Every kind of object with an id, and the prefix its ids carry (`prd_01j…`): the one place
+ * a prefix is chosen, so no two kinds share one and a reader can tell what an id names.
+ */
+export const ID = {
+  provider: 'prv',
+  apiKey: 'key',
+  product: 'prd',
+  plan: 'pln',
+  meter: 'mtr',
+  customer: 'cus',
+  creditMovement: 'cre',
+  purchase: 'pur',
+  paymentMethod: 'pm',
+  payment: 'pay',
+  transaction: 'txn',
+  refund: 're',
+  checkoutSession: 'cs',
+  mcpServer: 'mcp',
+  usageRecord: 'rec',
+  event: 'evt',
+  webhookEndpoint: 'we',
+  webhookSecret: 'whs',
+  webhookDelivery: 'dlv',
+} as const;
+
+export type IdPrefix = (typeof ID)[keyof typeof ID];
+
+/** A new id of one kind of object: its prefix, `_`, and a ULID. */
+export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;
 }

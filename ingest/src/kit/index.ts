@@ -1,5 +1,5 @@
 export { ConfigError, type EnvReader, readEnv } from './env';
-export { newId, ulid } from './ids';
+export { ID, type IdPrefix, newId, ulid } from './ids';
 export { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './logger';
 export { freePort } from './net';
 export {

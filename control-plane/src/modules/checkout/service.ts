@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
@@ -118,7 +118,7 @@ export class CheckoutService {
     const customer = await findCustomer(this.pool, auth, input.customerRef);
     if (customer === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
-    const id = newId('cs');
+    const id = newId(ID.checkoutSession);
     const at = this.clock.now();
     let fields: Pick<SessionRow, 'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency'>;
     if (input.planRef !== undefined) {

@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
@@ -52,7 +52,7 @@ export class CustomerService {
   ): Promise<CustomerRow | undefined> {
     const at = this.clock.now();
     const row = await insertCustomer(tx, {
-      id: newId('cus'),
+      id: newId(ID.customer),
       provider_id: auth.providerId,
       environment: auth.environment,
       external_ref: input.externalRef ?? null,

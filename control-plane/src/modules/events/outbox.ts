@@ -1,5 +1,5 @@
 import type { Environment } from '@mcp-meter/ingest';
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Queryable } from '../../db/pool';
 
 /** The envelope version providers code against (spec 6.2: a date-form string). */
@@ -22,7 +22,7 @@ export const unixSeconds = (date: Date): number => Math.floor(date.getTime() / 1
 
 /** Writes the event envelope of spec 6.2; call it with the transaction that made the change. */
 export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<string> {
-  const id = event.id ?? newId('evt');
+  const id = event.id ?? newId(ID.event);
   const envelope = {
     id,
     type: event.type,

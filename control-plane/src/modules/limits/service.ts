@@ -1,5 +1,5 @@
 import type { Environment, UsagePublisher, UsageReader, UsageRecord } from '@mcp-meter/ingest';
-import { type Logger, newId } from '@mcp-meter/ingest/kit';
+import { ID, type Logger, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
@@ -304,7 +304,7 @@ export class LimitService {
   ) {
     const meter = await this.requestsMeter(auth);
     const record: UsageRecord = {
-      id: newId('rec'),
+      id: newId(ID.usageRecord),
       providerId: auth.providerId,
       environment: auth.environment,
       meterRef: meter.id,

@@ -1,6 +1,6 @@
 import type { Environment, UsageReader } from '@mcp-meter/ingest';
 import type { Logger } from '@mcp-meter/ingest/kit';
-import { newId, type OutboundGuard } from '@mcp-meter/ingest/kit';
+import { ID, newId, type OutboundGuard } from '@mcp-meter/ingest/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
@@ -237,7 +237,7 @@ export class McpServerService {
     });
     const at = this.clock.now();
     const row: McpServerRow = {
-      id: newId('mcp'),
+      id: newId(ID.mcpServer),
       provider_id: auth.providerId,
       environment: auth.environment,
       name: input.name,

@@ -1,5 +1,5 @@
 import { AGGREGATIONS, type Aggregation, type Environment } from '@mcp-meter/ingest';
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Queryable } from '../../db/pool';
 
 export const REQUESTS_METER = 'requests';
@@ -60,7 +60,7 @@ export async function insertMeter(
     `INSERT INTO meters (id, provider_id, environment, name, aggregation, value_property, description, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING *`,
     [
-      newId('mtr'),
+      newId(ID.meter),
       meter.providerId,
       meter.environment,
       meter.name,

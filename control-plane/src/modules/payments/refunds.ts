@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
@@ -103,7 +103,7 @@ export class RefundService {
           },
         );
       }
-      const id = newId('re');
+      const id = newId(ID.refund);
       const outcome = this.processor.refund({
         processorPaymentIntent: payment.processor_payment_intent,
         amount,

@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
@@ -84,7 +84,7 @@ export class PaymentService {
                                       is_default, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11) RETURNING *`,
         [
-          newId('pm'),
+          newId(ID.paymentMethod),
           auth.providerId,
           auth.environment,
           customer.id,
@@ -145,8 +145,8 @@ export class PaymentService {
             idempotencyKey: key,
           });
     const failureReason = result.status === 'failed' ? result.failureReason : null;
-    const id = newId('pay');
-    const transactionReference = newId('txn');
+    const id = newId(ID.payment);
+    const transactionReference = newId(ID.transaction);
     const inserted = await tx.query(
       `INSERT INTO payments (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, amount, currency, status, reason,
                              period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at)

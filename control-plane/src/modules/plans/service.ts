@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
@@ -120,7 +120,7 @@ export class PlanService {
       const problems = planProblems(settings);
       if (problems.length > 0) throw new ValidationError(problems);
 
-      const id = newId('pln');
+      const id = newId(ID.plan);
       const meterId = metered ? await this.requestsMeterId(tx, auth) : null;
       // Before the insert: the partial unique index allows one default plan per product.
       if (settings.isDefault) await clearOtherDefaults(tx, product.id, id);

@@ -1,4 +1,4 @@
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
@@ -52,7 +52,7 @@ export class ProductService {
   async create(auth: AuthContext, input: ProductCreate): Promise<Product> {
     checkReference(input.reference);
     const at = this.clock.now();
-    const id = newId('prd');
+    const id = newId(ID.product);
     try {
       const row = await inTransaction(this.pool, async (tx) => {
         const inserted = await insertProduct(tx, {

@@ -1,5 +1,5 @@
 import type { Environment } from '@mcp-meter/ingest';
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Queryable } from '../../db/pool';
 import { hashKey, keyHint } from './keys';
 
@@ -73,7 +73,7 @@ export async function insertProvider(
   const { rows } = await db.query<ProviderRow>(
     `INSERT INTO providers (id, display_name, legal_name, live_enabled, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $5) RETURNING *`,
-    [newId('prv'), p.displayName, p.legalName, p.liveEnabled, p.at],
+    [newId(ID.provider), p.displayName, p.legalName, p.liveEnabled, p.at],
   );
   const row = rows[0];
   if (row === undefined) throw new Error('provider insert returned no row');
@@ -111,7 +111,7 @@ export async function insertApiKey(
   await db.query(
     `INSERT INTO api_keys (id, provider_id, environment, key_hash, key_hint, created_at)
      VALUES ($1, $2, $3, $4, $5, $6)`,
-    [newId('key'), k.providerId, k.environment, hashKey(k.key), keyHint(k.key), k.at],
+    [newId(ID.apiKey), k.providerId, k.environment, hashKey(k.key), keyHint(k.key), k.at],
   );
 }
 

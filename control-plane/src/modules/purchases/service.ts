@@ -1,5 +1,5 @@
 import type { Logger } from '@mcp-meter/ingest/kit';
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
@@ -216,7 +216,7 @@ export class PurchaseService {
     customerId: string,
     plan: PlanRow,
     move: MoveName,
-    id = newId('pur'),
+    id = newId(ID.purchase),
   ): Promise<PurchaseRow> {
     const at = this.clock.now();
     const settings = settingsOf(plan);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Environment } from '@mcp-meter/ingest';
 import type { OutboundGuard } from '@mcp-meter/ingest/kit';
-import { newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
@@ -84,7 +84,7 @@ export function signedRequest(
   return {
     'sv-signature': signatureHeader(body, secrets, timestamp),
     'sv-event-id': eventId,
-    'sv-delivery': newId('dlv'),
+    'sv-delivery': newId(ID.webhookDelivery),
   };
 }
 
@@ -149,12 +149,20 @@ export class WebhookService {
       const { rows } = await tx.query<EndpointRow>(
         `INSERT INTO webhook_endpoints (id, provider_id, environment, url, description, enabled_events, status, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, 'enabled', $7, $7) RETURNING *`,
-        [newId('we'), auth.providerId, auth.environment, url, input.description ?? null, events, at],
+        [
+          newId(ID.webhookEndpoint),
+          auth.providerId,
+          auth.environment,
+          url,
+          input.description ?? null,
+          events,
+          at,
+        ],
       );
       const created = rows[0] as EndpointRow;
       await tx.query(
         'INSERT INTO webhook_secrets (id, endpoint_id, sealed_secret, created_at) VALUES ($1, $2, $3, $4)',
-        [newId('whs'), created.id, seal(this.secretKey, secret), at],
+        [newId(ID.webhookSecret), created.id, seal(this.secretKey, secret), at],
       );
       return created;
     });
@@ -251,7 +259,7 @@ export class WebhookService {
       );
       await tx.query(
         'INSERT INTO webhook_secrets (id, endpoint_id, sealed_secret, created_at) VALUES ($1, $2, $3, $4)',
-        [newId('whs'), current.id, seal(this.secretKey, secret), at],
+        [newId(ID.webhookSecret), current.id, seal(this.secretKey, secret), at],
       );
     });
     return { id: current.id, secret, previousSecretsExpireAt: overlapEnds.toISOString() };
@@ -271,7 +279,7 @@ export class WebhookService {
   async sendTest(auth: AuthContext, id: string) {
     const endpoint = await this.find(this.pool, auth, id);
     const at = this.clock.now();
-    const eventId = newId('evt');
+    const eventId = newId(ID.event);
     const body = JSON.stringify({
       id: eventId,
       type: 'payment.succeeded',

@@ -1,0 +1,16 @@
+/** A tools/call request of a JSON-RPC message or batch, as the proxy gates and meters it. */
+export interface ToolCall {
+  id: string | number;
+  tool: string;
+}
+
+/** What the origin's JSON-RPC response to one call said. */
+export interface CallAnswer {
+  /** A JSON-RPC error. */
+  error: boolean;
+  /** A tool result flagged `isError: true`. */
+  toolError: boolean;
+}
+
+/** Outcome of one tool call as recorded on the usage record. */
+export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error';
