@@ -1,10 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects: `unit` (pure logic, no services, seconds: `npm run test:unit`) and
+ * `integration` (real PostgreSQL, Redis, Kafka and ClickHouse started by the global setup).
+ * `npm test` runs both. A unit test's file ends in `.unit.test.ts`.
+ */
 export default defineConfig({
   test: {
-    include: ['**/test/**/*.test.ts'],
     exclude: ['**/node_modules/**', 'data/**'],
-    globalSetup: ['./test/global-setup.ts'],
     // chdb binds one data directory per process and must not be shared between test files.
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
@@ -14,5 +17,20 @@ export default defineConfig({
     // Test origins and webhook receivers listen on loopback, which the SSRF guard refuses unless
     // allowed; services the tests spawn inherit it. Tests of the guard itself set their own list.
     env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['**/test/**/*.unit.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['**/test/**/*.test.ts'],
+          exclude: ['**/node_modules/**', 'data/**', '**/*.unit.test.ts'],
+          globalSetup: ['./test/global-setup.ts'],
+        },
+      },
+    ],
   },
 });
