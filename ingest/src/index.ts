@@ -13,6 +13,8 @@ export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './em
 export { InProcessUsageBus } from './in-process-bus';
 export {
   buildUsageRecord,
+  type CallFacts,
+  callRecord,
   ENVIRONMENTS,
   type Environment,
   type FieldError,

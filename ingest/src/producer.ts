@@ -5,4 +5,4 @@
 export type { UsagePublisher } from './bus';
 export { type BusConfig, readBusConfig, readDataDir } from './config';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
-export type { Environment, UsageRecord } from './record';
+export { type CallFacts, callRecord, type Environment, type UsageRecord } from './record';

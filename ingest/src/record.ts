@@ -22,6 +22,54 @@ export interface UsageRecord {
   properties: Record<string, unknown>;
 }
 
+/** What is known of one gated call (a proxied tools/call, or an SDK limit check that consumes). */
+export interface CallFacts {
+  outcome: 'success' | 'error' | 'paywall' | 'upstream_error';
+  /** The call spent a unit of a plan's allowance: limits count it (and only it). */
+  admitted: boolean;
+  productId: string | null;
+  /** Proxied calls: the tool, the server, the time to answer, and whether the client left. */
+  tool?: string;
+  server?: string;
+  latencyMs?: number;
+  cancelled?: boolean;
+  /** Calls the SDK limit check recorded. */
+  source?: 'sdk.limits';
+}
+
+/**
+ * The one usage record of a gated call, on the requests meter: value 1, with the facts as
+ * properties (`admitted` and `cancelled` only when true). Built without the validator: every
+ * field comes from a trusted snapshot or the producing process, and the proxy calls it per call.
+ */
+export function callRecord(
+  meter: { providerId: string; environment: Environment; meterRef: string; meterName: string },
+  customerRef: string,
+  timestamp: string,
+  facts: CallFacts,
+): UsageRecord {
+  const properties: Record<string, unknown> = {};
+  if (facts.source !== undefined) properties.source = facts.source;
+  if (facts.tool !== undefined) properties.tool = facts.tool;
+  properties.outcome = facts.outcome;
+  if (facts.server !== undefined) properties.server = facts.server;
+  if (facts.latencyMs !== undefined) properties.latencyMs = facts.latencyMs;
+  if (facts.productId !== null) properties.productId = facts.productId;
+  if (facts.admitted) properties.admitted = true;
+  if (facts.cancelled === true) properties.cancelled = true;
+  return {
+    id: newId(ID.usageRecord),
+    providerId: meter.providerId,
+    environment: meter.environment,
+    meterRef: meter.meterRef,
+    meterName: meter.meterName,
+    customerRef,
+    value: 1,
+    timestamp,
+    properties,
+  };
+}
+
 /** The fields a producer supplies; the rest comes from the authenticated context. */
 export interface UsageInput {
   id?: unknown;

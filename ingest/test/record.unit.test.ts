@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildUsageRecord, fractionDigits, parseBusRecord } from '../src/record';
+import { buildUsageRecord, callRecord, fractionDigits, parseBusRecord } from '../src/record';
 
 const now = new Date('2026-11-22T12:00:00.000Z');
 const context = {
@@ -121,5 +121,49 @@ describe('ids', () => {
     for (const id of ids) expect(id).toMatch(/^[0-9a-hjkmnp-tv-z]{10}[0-9a-h][0-9a-hjkmnp-tv-z]{15}$/);
     expect(new Set(ids.map((id) => id.slice(10))).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
+  });
+});
+
+describe('the usage record of a gated call', () => {
+  const meter = {
+    providerId: 'prv_1',
+    environment: 'sandbox' as const,
+    meterRef: 'mtr_1',
+    meterName: 'requests',
+  };
+  it('carries value 1 and the call facts, admitted and cancelled only when true', () => {
+    const proxied = callRecord(meter, 'cus_1', '2026-11-24T10:00:00.000Z', {
+      tool: 'add',
+      outcome: 'error',
+      server: 'mcp_1',
+      latencyMs: 1.5,
+      productId: 'prd_1',
+      admitted: true,
+      cancelled: true,
+    });
+    expect(proxied).toMatchObject({
+      ...meter,
+      customerRef: 'cus_1',
+      value: 1,
+      id: expect.stringMatching(/^rec_/),
+    });
+    expect(Object.entries(proxied.properties)).toEqual([
+      ['tool', 'add'],
+      ['outcome', 'error'],
+      ['server', 'mcp_1'],
+      ['latencyMs', 1.5],
+      ['productId', 'prd_1'],
+      ['admitted', true],
+      ['cancelled', true],
+    ]);
+    const refused = callRecord(meter, 'cus_1', '2026-11-24T10:00:00.000Z', {
+      source: 'sdk.limits',
+      outcome: 'paywall',
+      productId: null,
+      admitted: false,
+    });
+    expect(refused.properties).toEqual({ source: 'sdk.limits', outcome: 'paywall' });
+    // What the bus carries reads back the same.
+    expect(parseBusRecord(JSON.stringify(proxied))).toEqual(proxied);
   });
 });

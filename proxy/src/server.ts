@@ -4,8 +4,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
-import { ID, type Logger, newId, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
-import type { UsageEmitter } from '@mcp-meter/ingest/producer';
+import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
+import { callRecord, type UsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
 import { TokenVerifier } from './auth';
@@ -363,28 +363,17 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       const facts = factsFor(call);
       metrics.toolCalls.inc({ outcome: facts.outcome });
       if (emitter === undefined) continue;
-      // Built here rather than through the record validator: every field comes from the trusted
-      // snapshot or from this process, and this is the hot path.
-      const properties: Record<string, unknown> = {
-        tool: call.tool,
-        outcome: facts.outcome,
-        server: server.serverId,
-        latencyMs,
-      };
-      if (server.productId !== null) properties.productId = server.productId;
-      if (facts.admitted) properties.admitted = true;
-      if (facts.cancelled === true) properties.cancelled = true;
-      emitter.emit({
-        id: newId(ID.usageRecord),
-        providerId: server.providerId,
-        environment: server.environment,
-        meterRef: server.meterRef,
-        meterName: server.meterName,
-        customerRef,
-        value: 1,
-        timestamp,
-        properties,
-      });
+      emitter.emit(
+        callRecord(server, customerRef, timestamp, {
+          tool: call.tool,
+          outcome: facts.outcome,
+          server: server.serverId,
+          latencyMs,
+          productId: server.productId,
+          admitted: facts.admitted,
+          ...(facts.cancelled === true ? { cancelled: true } : {}),
+        }),
+      );
     }
   }
 

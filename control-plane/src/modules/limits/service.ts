@@ -1,5 +1,11 @@
-import type { Environment, UsagePublisher, UsageReader, UsageRecord } from '@mcp-meter/ingest';
-import { ID, type Logger, newId } from '@mcp-meter/ingest/kit';
+import {
+  callRecord,
+  type Environment,
+  type UsagePublisher,
+  type UsageReader,
+  type UsageRecord,
+} from '@mcp-meter/ingest';
+import type { Logger } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
@@ -303,22 +309,12 @@ export class LimitService {
     outcome: 'success' | 'paywall',
   ) {
     const meter = await this.requestsMeter(auth);
-    const record: UsageRecord = {
-      id: newId(ID.usageRecord),
-      providerId: auth.providerId,
-      environment: auth.environment,
-      meterRef: meter.id,
-      meterName: meter.name,
-      customerRef: customerId,
-      value: 1,
-      timestamp: this.clock.now().toISOString(),
-      properties: {
-        source: 'sdk.limits',
-        outcome,
-        productId,
-        ...(outcome === 'success' ? { admitted: true } : {}),
-      },
-    };
+    const record = callRecord(
+      { ...auth, meterRef: meter.id, meterName: meter.name },
+      customerId,
+      this.clock.now().toISOString(),
+      { source: 'sdk.limits', outcome, productId, admitted: outcome === 'success' },
+    );
     try {
       await this.publisher.publish([record]);
     } catch {
