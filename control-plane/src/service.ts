@@ -9,6 +9,7 @@ import { installIdempotency } from './http/idempotency';
 import { type CounterStore, MemoryCounterStore } from './limits';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
+import { CheckoutSessions } from './modules/checkout/sessions';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { customerRoutes } from './modules/customers/routes';
@@ -102,22 +103,26 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const credits = new CreditService(deps.pool, clock);
   const processor = new SandboxProcessor();
   const payments = new PaymentService(deps.pool, clock, processor);
-  const purchases = new PurchaseService(deps.pool, clock, deps.snapshots, deps.logger, payments);
+  const checkoutSessions = new CheckoutSessions(
+    deps.pool,
+    clock,
+    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+  );
+  const purchases = new PurchaseService(
+    deps.pool,
+    clock,
+    deps.snapshots,
+    deps.logger,
+    payments,
+    checkoutSessions,
+  );
   const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, {
     dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
     trialReminderDays: 3,
     renewalReminderDays: 7,
     logger: deps.logger,
   });
-  const checkout = new CheckoutService(
-    deps.pool,
-    clock,
-    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
-    purchases,
-    payments,
-    credits,
-  );
-  purchases.checkoutFactory = (auth, input) => checkout.create(auth, input);
+  const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);
   const refunds = new RefundService(deps.pool, clock, processor, purchases);
 
   scheduler.addJob(() => checkout.expireDue());
@@ -143,7 +148,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.reader,
     deps.publisher,
     deps.counters ?? new MemoryCounterStore(),
-    checkout,
+    checkoutSessions,
     deps.logger,
   );
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);

@@ -1,48 +1,19 @@
-import { ID, newId } from '@mcp-meter/ingest/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, DomainError } from '../../errors';
 import type { CreditService } from '../credits/service';
-import { findCustomer } from '../customers/repository';
-import { unixSeconds, writeEvent } from '../events/outbox';
+import { writeEvent } from '../events/outbox';
 import type { CardInput } from '../payments/processor';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
-import { isCurrency } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
 import { type PurchaseService, recurringAmount } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
+import type { CheckoutInput, CheckoutSessions, SessionRow } from './sessions';
 
-interface SessionRow {
-  id: string;
-  provider_id: string;
-  environment: 'sandbox' | 'live';
-  customer_id: string;
-  kind: 'plan' | 'topup';
-  plan_id: string | null;
-  product_id: string | null;
-  topup_credits: number | null;
-  amount: number;
-  currency: string;
-  status: 'active' | 'used' | 'expired';
-  success_url: string;
-  cancel_url: string | null;
-  purchase_id: string | null;
-  expires_at: Date;
-  completed_at: Date | null;
-  created_at: Date;
-}
-
-export interface CheckoutInput {
-  customerRef: string;
-  planRef?: string | undefined;
-  topup?: { credits: number; amount: number; currency?: string | undefined } | undefined;
-  successUrl?: string | undefined;
-  cancelUrl?: string | undefined;
-  expiresInMinutes?: number | undefined;
-}
+export type { CheckoutInput };
 
 const CYCLE_WORDS: Record<string, string> = {
   weekly: 'week',
@@ -52,172 +23,35 @@ const CYCLE_WORDS: Record<string, string> = {
 };
 
 /**
- * Hosted checkout: a session for one plan purchase or one credit top-up, paid on the hosted
- * page, used once. Sessions move active → used (paid) or active → expired (past expiresAt),
- * with checkout_session.created / completed / expired.
+ * Paying a checkout session on the hosted page (one payer at a time), the page's view of it,
+ * and expiry. Sessions move active → used (paid) or active → expired (past expiresAt), with
+ * checkout_session.completed / expired.
  */
 export class CheckoutService {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly publicUrl: string,
+    private readonly sessions: CheckoutSessions,
     private readonly purchases: PurchaseService,
     private readonly payments: PaymentService,
     private readonly credits: CreditService,
   ) {}
 
   urlOf(id: string): string {
-    return this.url(id);
+    return this.sessions.urlOf(id);
   }
 
-  private url(id: string): string {
-    return `${this.publicUrl}/checkout/${id}`;
+  create(auth: AuthContext, input: CheckoutInput) {
+    return this.sessions.create(auth, input);
   }
 
-  private eventObject(r: SessionRow) {
-    return {
-      id: r.id,
-      session_id: r.id,
-      url: this.url(r.id),
-      status: r.status,
-      amount: r.amount,
-      currency: r.currency,
-      customer: r.customer_id,
-      product: r.product_id,
-      plan: r.plan_id,
-      expires_at: unixSeconds(r.expires_at),
-      created: unixSeconds(r.created_at),
-    };
-  }
-
-  toApi(r: SessionRow) {
-    return {
-      id: r.id,
-      url: this.url(r.id),
-      status: r.status,
-      kind: r.kind,
-      customerRef: r.customer_id,
-      planRef: r.plan_id,
-      productId: r.product_id,
-      credits: r.topup_credits,
-      amount: r.amount,
-      currency: r.currency,
-      successUrl: r.success_url,
-      cancelUrl: r.cancel_url,
-      purchaseRef: r.purchase_id,
-      expiresAt: r.expires_at.toISOString(),
-      createdAt: r.created_at.toISOString(),
-    };
-  }
-
-  async create(auth: AuthContext, input: CheckoutInput) {
-    const problem = (path: string, message: string) =>
-      new ValidationError([{ path, message, location: 'body' }]);
-    if ((input.planRef === undefined) === (input.topup === undefined))
-      throw problem('/planRef', 'send either planRef or topup');
-    const customer = await findCustomer(this.pool, auth, input.customerRef);
-    if (customer === undefined)
-      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
-    const id = newId(ID.checkoutSession);
-    const at = this.clock.now();
-    let fields: Pick<SessionRow, 'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency'>;
-    if (input.planRef !== undefined) {
-      const plan = await findPlan(this.pool, auth, input.planRef);
-      if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
-      const product = await findProduct(this.pool, auth, plan.product_id);
-      if (plan.status !== 'active' || product?.status !== 'active')
-        throw problem('/planRef', 'the plan is not on sale');
-      const s = settingsOf(plan);
-      const dueNow = s.trialDays > 0 ? 0 : recurringAmount(s) + s.setupFee;
-      fields = {
-        kind: 'plan',
-        plan_id: plan.id,
-        product_id: plan.product_id,
-        topup_credits: null,
-        amount: dueNow,
-        currency: s.currency,
-      };
-    } else {
-      const topup = input.topup;
-      if (topup === undefined) throw problem('/topup', 'is required');
-      const merchant = await getProvider(this.pool, auth.providerId);
-      const currency = (topup.currency ?? merchant?.defaultCurrency ?? 'usd').toLowerCase();
-      if (!isCurrency(currency)) throw problem('/topup/currency', 'is not an ISO 4217 code');
-      const allowed = merchant?.supportedTopupCurrencies;
-      if (allowed !== null && allowed !== undefined && allowed.length > 0 && !allowed.includes(currency)) {
-        throw problem('/topup/currency', `top-ups are accepted in ${allowed.join(', ')}`);
-      }
-      fields = {
-        kind: 'topup',
-        plan_id: null,
-        product_id: null,
-        topup_credits: topup.credits,
-        amount: topup.amount,
-        currency,
-      };
-    }
-    const row: SessionRow = {
-      id,
-      provider_id: auth.providerId,
-      environment: auth.environment,
-      customer_id: customer.id,
-      ...fields,
-      status: 'active',
-      success_url: input.successUrl ?? `${this.url(id)}/complete`,
-      cancel_url: input.cancelUrl ?? null,
-      purchase_id: null,
-      expires_at: new Date(at.getTime() + (input.expiresInMinutes ?? 60) * 60_000),
-      completed_at: null,
-      created_at: at,
-    };
-    await inTransaction(this.pool, async (tx) => {
-      await tx.query(
-        `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
-                                        status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-        [
-          row.id,
-          row.provider_id,
-          row.environment,
-          row.customer_id,
-          row.kind,
-          row.plan_id,
-          row.product_id,
-          row.topup_credits,
-          row.amount,
-          row.currency,
-          row.status,
-          row.success_url,
-          row.cancel_url,
-          row.purchase_id,
-          row.expires_at,
-          row.completed_at,
-          row.created_at,
-        ],
-      );
-      await writeEvent(tx, { ...auth, type: 'checkout_session.created', object: this.eventObject(row), at });
-    });
-    return this.toApi(row);
-  }
-
-  private async load(id: string): Promise<SessionRow> {
-    const { rows } = await this.pool.query<SessionRow>('SELECT * FROM checkout_sessions WHERE id = $1', [id]);
-    if (rows[0] === undefined)
-      throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
-    return rows[0];
-  }
-
-  async get(auth: AuthContext, id: string) {
-    const row = await this.load(id);
-    if (row.provider_id !== auth.providerId || row.environment !== auth.environment) {
-      throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
-    }
-    return this.toApi(row);
+  get(auth: AuthContext, id: string) {
+    return this.sessions.get(auth, id);
   }
 
   /** What the hosted page shows; undefined when the session can no longer be paid. */
   async view(id: string): Promise<CheckoutView | undefined> {
-    const row = await this.load(id);
+    const row = await this.sessions.load(id);
     if (row.status !== 'active' || row.expires_at <= this.clock.now()) return undefined;
     const merchant = await getProvider(this.pool, row.provider_id);
     if (merchant === undefined) return undefined;
@@ -331,7 +165,7 @@ export class CheckoutService {
       [id, at],
     );
     if (rows[0] !== undefined) return rows[0];
-    const row = await this.load(id);
+    const row = await this.sessions.load(id);
     if (row.status === 'active' && row.expires_at > at)
       throw new ConflictError(
         'checkout_session_in_progress',
@@ -363,7 +197,7 @@ export class CheckoutService {
     await writeEvent(tx, {
       ...auth,
       type: 'checkout_session.completed',
-      object: this.eventObject(used),
+      object: this.sessions.eventObject(used),
       previousAttributes: { status: 'active' },
       at,
     });
@@ -384,7 +218,7 @@ export class CheckoutService {
           providerId: row.provider_id,
           environment: row.environment,
           type: 'checkout_session.expired',
-          object: this.eventObject(row),
+          object: this.sessions.eventObject(row),
           previousAttributes: { status: 'active' },
           at,
         });

@@ -19,7 +19,7 @@ import {
   LimiterUnavailableError,
   type LimitTarget,
 } from '../../limits';
-import type { CheckoutService } from '../checkout/service';
+import type { CheckoutSessions } from '../checkout/sessions';
 import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, type PlanRow, productsWithDefaultPlan, settingsOf } from '../plans/repository';
@@ -70,7 +70,7 @@ export class LimitService {
     private readonly reader: UsageReader,
     private readonly publisher: UsagePublisher,
     private readonly counters: CounterStore,
-    private readonly checkout: CheckoutService,
+    private readonly checkout: CheckoutSessions,
     private readonly logger: Logger,
   ) {
     // One unit per lease: a REST check holds no budget that a proxy might need.

@@ -106,15 +106,14 @@ export class PurchaseService {
     private readonly snapshots: SnapshotStore,
     private readonly logger: Logger,
     private readonly payments: PaymentService,
-  ) {}
-
-  /** Creates the hosted checkout session a paid activation answers with (set by the wiring). */
-  checkoutFactory:
-    | ((
+    /** Creates the hosted checkout session a paid activation answers with. */
+    private readonly checkoutSessions: {
+      create(
         auth: AuthContext,
         input: { customerRef: string; planRef: string },
-      ) => Promise<{ id: string; url: string }>)
-    | undefined;
+      ): Promise<{ id: string; url: string }>;
+    },
+  ) {}
 
   private async find(
     db: Pool | PoolClient,
@@ -347,13 +346,17 @@ export class PurchaseService {
     else if (settings.trialDays > 0) move = 'start_trial';
     else if (await this.payments.hasDefaultMethod(this.pool, customer.id)) move = 'start_pending';
     else {
-      const session = await this.checkoutFactory?.(auth, { customerRef: customer.id, planRef: plan.id });
+      const session = await this.checkoutSessions.create(auth, {
+        customerRef: customer.id,
+        planRef: plan.id,
+      });
       return {
         ...result(
           'payment_required',
           `Plan ${plan.id} needs a payment; send the customer to the checkout URL`,
         ),
-        ...(session === undefined ? {} : { checkoutSessionId: session.id, checkoutUrl: session.url }),
+        checkoutSessionId: session.id,
+        checkoutUrl: session.url,
       };
     }
     if (creditFunded && creditBalance < settings.creditsPerUnit) {

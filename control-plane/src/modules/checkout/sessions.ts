@@ -1,0 +1,203 @@
+import { ID, newId } from '@mcp-meter/ingest/kit';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool } from '../../db/pool';
+import { NotFoundError, ValidationError } from '../../errors';
+import { findCustomer } from '../customers/repository';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import { findPlan, settingsOf } from '../plans/repository';
+import { isCurrency } from '../plans/rules';
+import { findProduct } from '../products/repository';
+import { getProvider } from '../providers/repository';
+import type { AuthContext } from '../providers/service';
+import { recurringAmount } from '../purchases/service';
+
+export interface SessionRow {
+  id: string;
+  provider_id: string;
+  environment: 'sandbox' | 'live';
+  customer_id: string;
+  kind: 'plan' | 'topup';
+  plan_id: string | null;
+  product_id: string | null;
+  topup_credits: number | null;
+  amount: number;
+  currency: string;
+  status: 'active' | 'used' | 'expired';
+  success_url: string;
+  cancel_url: string | null;
+  purchase_id: string | null;
+  expires_at: Date;
+  completed_at: Date | null;
+  created_at: Date;
+}
+
+export interface CheckoutInput {
+  customerRef: string;
+  planRef?: string | undefined;
+  topup?: { credits: number; amount: number; currency?: string | undefined } | undefined;
+  successUrl?: string | undefined;
+  cancelUrl?: string | undefined;
+  expiresInMinutes?: number | undefined;
+}
+
+/**
+ * Checkout sessions as records: created for a plan purchase or a credit top-up, read back and
+ * shown through the API. Paying one is the CheckoutService's; purchases and the paywall create
+ * them through here, so neither depends on the other.
+ */
+export class CheckoutSessions {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly publicUrl: string,
+  ) {}
+
+  urlOf(id: string): string {
+    return this.url(id);
+  }
+
+  url(id: string): string {
+    return `${this.publicUrl}/checkout/${id}`;
+  }
+
+  eventObject(r: SessionRow) {
+    return {
+      id: r.id,
+      session_id: r.id,
+      url: this.url(r.id),
+      status: r.status,
+      amount: r.amount,
+      currency: r.currency,
+      customer: r.customer_id,
+      product: r.product_id,
+      plan: r.plan_id,
+      expires_at: unixSeconds(r.expires_at),
+      created: unixSeconds(r.created_at),
+    };
+  }
+
+  toApi(r: SessionRow) {
+    return {
+      id: r.id,
+      url: this.url(r.id),
+      status: r.status,
+      kind: r.kind,
+      customerRef: r.customer_id,
+      planRef: r.plan_id,
+      productId: r.product_id,
+      credits: r.topup_credits,
+      amount: r.amount,
+      currency: r.currency,
+      successUrl: r.success_url,
+      cancelUrl: r.cancel_url,
+      purchaseRef: r.purchase_id,
+      expiresAt: r.expires_at.toISOString(),
+      createdAt: r.created_at.toISOString(),
+    };
+  }
+
+  async create(auth: AuthContext, input: CheckoutInput) {
+    const problem = (path: string, message: string) =>
+      new ValidationError([{ path, message, location: 'body' }]);
+    if ((input.planRef === undefined) === (input.topup === undefined))
+      throw problem('/planRef', 'send either planRef or topup');
+    const customer = await findCustomer(this.pool, auth, input.customerRef);
+    if (customer === undefined)
+      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
+    const id = newId(ID.checkoutSession);
+    const at = this.clock.now();
+    let fields: Pick<SessionRow, 'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency'>;
+    if (input.planRef !== undefined) {
+      const plan = await findPlan(this.pool, auth, input.planRef);
+      if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
+      const product = await findProduct(this.pool, auth, plan.product_id);
+      if (plan.status !== 'active' || product?.status !== 'active')
+        throw problem('/planRef', 'the plan is not on sale');
+      const s = settingsOf(plan);
+      const dueNow = s.trialDays > 0 ? 0 : recurringAmount(s) + s.setupFee;
+      fields = {
+        kind: 'plan',
+        plan_id: plan.id,
+        product_id: plan.product_id,
+        topup_credits: null,
+        amount: dueNow,
+        currency: s.currency,
+      };
+    } else {
+      const topup = input.topup;
+      if (topup === undefined) throw problem('/topup', 'is required');
+      const merchant = await getProvider(this.pool, auth.providerId);
+      const currency = (topup.currency ?? merchant?.defaultCurrency ?? 'usd').toLowerCase();
+      if (!isCurrency(currency)) throw problem('/topup/currency', 'is not an ISO 4217 code');
+      const allowed = merchant?.supportedTopupCurrencies;
+      if (allowed !== null && allowed !== undefined && allowed.length > 0 && !allowed.includes(currency)) {
+        throw problem('/topup/currency', `top-ups are accepted in ${allowed.join(', ')}`);
+      }
+      fields = {
+        kind: 'topup',
+        plan_id: null,
+        product_id: null,
+        topup_credits: topup.credits,
+        amount: topup.amount,
+        currency,
+      };
+    }
+    const row: SessionRow = {
+      id,
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: customer.id,
+      ...fields,
+      status: 'active',
+      success_url: input.successUrl ?? `${this.url(id)}/complete`,
+      cancel_url: input.cancelUrl ?? null,
+      purchase_id: null,
+      expires_at: new Date(at.getTime() + (input.expiresInMinutes ?? 60) * 60_000),
+      completed_at: null,
+      created_at: at,
+    };
+    await inTransaction(this.pool, async (tx) => {
+      await tx.query(
+        `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
+                                        status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+        [
+          row.id,
+          row.provider_id,
+          row.environment,
+          row.customer_id,
+          row.kind,
+          row.plan_id,
+          row.product_id,
+          row.topup_credits,
+          row.amount,
+          row.currency,
+          row.status,
+          row.success_url,
+          row.cancel_url,
+          row.purchase_id,
+          row.expires_at,
+          row.completed_at,
+          row.created_at,
+        ],
+      );
+      await writeEvent(tx, { ...auth, type: 'checkout_session.created', object: this.eventObject(row), at });
+    });
+    return this.toApi(row);
+  }
+
+  async load(id: string): Promise<SessionRow> {
+    const { rows } = await this.pool.query<SessionRow>('SELECT * FROM checkout_sessions WHERE id = $1', [id]);
+    if (rows[0] === undefined)
+      throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
+    return rows[0];
+  }
+
+  async get(auth: AuthContext, id: string) {
+    const row = await this.load(id);
+    if (row.provider_id !== auth.providerId || row.environment !== auth.environment) {
+      throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
+    }
+    return this.toApi(row);
+  }
+}
