@@ -21,7 +21,7 @@ const AttachCard = Type.Object(
         number: Type.String({
           minLength: 12,
           maxLength: 23,
-          description: 'Sandbox test card number (see README)',
+          description: 'Sandbox test card number (see docs/billing.md)',
         }),
         expMonth: Type.Integer({ minimum: 1, maximum: 12 }),
         expYear: Type.Integer({ minimum: 2000, maximum: 2100 }),
