@@ -1,7 +1,6 @@
 import uWS from 'uWebSockets.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
@@ -15,8 +14,18 @@ import type { ControlPlaneLink, PaywallAnswer } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
 import type { Gatekeeper, Verdict } from './gatekeeper';
 import {
+  CORS_METHODS,
+  type Exchange,
+  hopHeadersIn,
+  REQUEST_SKIP,
+  respond,
+  statusLine,
+  writeChunk,
+  writeCors,
+  writeHead,
+} from './http-io';
+import {
   declaresUrlElicitation,
-  jsonRpcError,
   outcomeOf,
   paywallAnswer,
   sessionHeader,
@@ -25,38 +34,12 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
-import { callOrigin, type OriginControl, originTarget } from './origin';
+import { callOrigin, originTarget } from './origin';
+import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
+import { type Route, routeOf } from './routing';
 import { RecentSessions, sessionOf } from './sessions';
 
-/** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
-const REQUEST_SKIP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-  'authorization',
-]);
-/**
- * uWS frames the body itself (chunked) and writes its own Date. Cookies are dropped: every
- * origin shares the proxy's host, so one origin's cookie would reach the others.
- */
-const RESPONSE_SKIP = new Set([
-  'set-cookie',
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'content-length',
-  'date',
-  'trailer',
-  'upgrade',
-]);
 /** undici's errors for an origin that did not connect, answer or go on answering in time. */
 const ORIGIN_TIMEOUTS = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
@@ -82,156 +65,18 @@ const isOriginNotAllowed = (error: unknown): boolean =>
   error instanceof UnsafeUrlError ||
   (error instanceof Error && error.cause instanceof UnsafeUrlError) ||
   (error !== null && typeof error === 'object' && (error as { code?: unknown }).code === 'unsafe_url');
-const STATUS_LINES = new Map<number, string>();
-const statusLine = (status: number) => {
-  let line = STATUS_LINES.get(status);
-  if (line === undefined) {
-    line = `${status} ${STATUS_CODES[status] ?? ''}`.trim();
-    STATUS_LINES.set(status, line);
-  }
-  return line;
-};
 
-interface Exchange {
-  res: uWS.HttpResponse;
-  aborted: boolean;
-  headersSent: boolean;
-  /** The origin request, once dispatched: aborted when the client goes away, resumed when it drains. */
-  origin: OriginControl | undefined;
-  wakeWriter: (() => void) | undefined;
-  requests: Counter;
-  /** A GET: the session's standalone SSE stream, which ends only when someone ends it. */
-  standalone: boolean;
-  /** The proxy is stopping and cancelled this exchange's origin request. */
-  stopped: boolean;
-  /** From a browser (an Origin header): the answer carries the proxy's CORS headers. */
-  cors: boolean;
+/** Which refusal an origin request's failure is. */
+function originFailure(error: unknown): ProxyErrorCode {
+  if (error instanceof OriginCredentialsRefused) return 'origin_auth_failed';
+  if (isOriginNotAllowed(error)) return 'origin_not_allowed';
+  return isOriginTimeout(error) ? 'origin_timeout' : 'origin_unreachable';
 }
-
-interface Route {
-  subdomain: string;
-  /** Path after the server part, appended to the origin URL. */
-  rest: string;
-}
-
-/**
- * A sub-path that could leave the registered origin path once the origin normalises it: a `.` or
- * `..` segment (also percent-encoded), an encoded slash, a backslash, or escapes that do not decode.
- */
-export function escapesOriginPath(rest: string): boolean {
-  let decoded = rest;
-  if (rest.includes('%')) {
-    if (/%2f|%5c/i.test(rest)) return true;
-    try {
-      decoded = decodeURIComponent(rest);
-    } catch {
-      return true;
-    }
-  }
-  if (decoded.includes('\\')) return true;
-  for (const segment of decoded.split('/')) if (segment === '.' || segment === '..') return true;
-  return false;
-}
-
-export function routeOf(
-  url: string,
-  host: string,
-  baseDomain: string | undefined,
-): Route | 'unsafe_path' | undefined {
-  const pathForm = /^\/mcp\/([a-z0-9-]+)(\/.*)?$/.exec(url);
-  if (pathForm?.[1] !== undefined) {
-    const rest = pathForm[2] ?? '';
-    return escapesOriginPath(rest) ? 'unsafe_path' : { subdomain: pathForm[1], rest };
-  }
-  if (baseDomain === undefined) return undefined;
-  const hostname = host.toLowerCase().replace(/:\d+$/, '');
-  if (!hostname.endsWith(`.${baseDomain}`)) return undefined;
-  const subdomain = hostname.slice(0, -baseDomain.length - 1);
-  return /^[a-z0-9-]+$/.test(subdomain) ? { subdomain, rest: '' } : undefined;
-}
-
-function writeChunk(exchange: Exchange, chunk: Uint8Array, writeHead: () => void): Promise<void> | undefined {
-  let accepted = true;
-  exchange.res.cork(() => {
-    if (!exchange.headersSent) writeHead();
-    accepted = exchange.res.write(chunk);
-  });
-  if (accepted) return undefined;
-  return new Promise((resolve) => {
-    exchange.wakeWriter = resolve;
-    exchange.res.onWritable(() => {
-      exchange.wakeWriter = undefined;
-      resolve();
-      return true;
-    });
-  });
-}
-
-/**
- * CORS for browser-based MCP clients. Any site may call: every request needs the customer's
- * bearer token, which a browser never sends on its own (no cookies are involved), so there is
- * nothing for another site to ride on. The origin's own CORS headers are replaced by these.
- */
-const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, retry-after';
-const CORS_METHODS = 'GET, POST, DELETE, OPTIONS';
-
-/** Call inside cork. */
-function writeCors(exchange: Exchange): void {
-  exchange.res.writeHeader('access-control-allow-origin', '*');
-  exchange.res.writeHeader('access-control-expose-headers', CORS_EXPOSED);
-}
-
-function respond(
-  exchange: Exchange,
-  status: number,
-  contentType: string,
-  body: string,
-  headers: Record<string, string> = {},
-): void {
-  if (exchange.aborted) return;
-  exchange.requests.inc({ code: String(status) });
-  exchange.res.cork(() => {
-    if (!exchange.headersSent) {
-      exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
-      for (const [name, value] of Object.entries(headers)) exchange.res.writeHeader(name, value);
-      if (exchange.cors) writeCors(exchange);
-    }
-    exchange.headersSent = true;
-    exchange.res.end(body);
-  });
-}
-
 /** Compares a presented secret with the expected one in constant time. */
 function sameText(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Header names listed in a Connection header, other than the usual keep-alive and close. */
-function hopHeadersIn(connection: string): string[] {
-  const names: string[] = [];
-  for (const token of connection.split(',')) {
-    const name = token.trim().toLowerCase();
-    if (name !== '' && name !== 'keep-alive' && name !== 'close') names.push(name);
-  }
-  return names;
-}
-
-/** The origin's status and headers, less hop-by-hop ones; call inside cork. */
-function writeHead(exchange: Exchange, status: number, headers: IncomingHttpHeaders): void {
-  exchange.res.writeStatus(statusLine(status));
-  const connection = headers.connection;
-  const hop = typeof connection === 'string' ? hopHeadersIn(connection) : [];
-  for (const name in headers) {
-    const value = headers[name];
-    if (RESPONSE_SKIP.has(name) || value === undefined || (hop.length > 0 && hop.includes(name))) continue;
-    if (exchange.cors && name.startsWith('access-control-')) continue;
-    if (typeof value === 'string') exchange.res.writeHeader(name, value);
-    else for (const v of value) exchange.res.writeHeader(name, v);
-  }
-  if (exchange.cors) writeCors(exchange);
-  exchange.headersSent = true;
 }
 
 export interface ProxyServerDeps {
@@ -273,14 +118,8 @@ const idOf = (parsed: unknown): string | number | null =>
   isObject(parsed) && (typeof parsed.id === 'string' || typeof parsed.id === 'number') ? parsed.id : null;
 
 const EMPTY = Buffer.alloc(0);
-/** Said before the body is read, so no request id is known. */
-const TOO_LARGE = jsonRpcError(null, -32600, 'Request body too large', { code: 'payload_too_large' });
 const SSE_OPENING = Buffer.from(':\n');
 const NO_BODY: BodyReading = { ok: true, parsed: {} };
-
-const UNAVAILABLE = "This MCP server's settings cannot be read right now; try again shortly";
-const STOPPING = 'This proxy is restarting; try again';
-const STOPPING_BODY = JSON.stringify({ code: 'proxy_stopping', detail: STOPPING });
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
@@ -437,11 +276,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const singleId = idOf(parsed);
     // RFC 6750 / MCP authorization: the client learns it must (re)authenticate.
     const unauthorized = (reason: string) =>
-      respond(exchange, 401, 'application/json', jsonRpcError(singleId, -32001, `Unauthorized: ${reason}`), {
-        'www-authenticate':
-          request.authorization === ''
-            ? 'Bearer realm="mcp"'
-            : `Bearer realm="mcp", error="invalid_token", error_description="${reason}"`,
+      refuse(exchange, 'unauthorized', singleId, {
+        message: `Unauthorized: ${reason}`,
+        headers: {
+          'www-authenticate':
+            request.authorization === ''
+              ? 'Bearer realm="mcp"'
+              : `Bearer realm="mcp", error="invalid_token", error_description="${reason}"`,
+        },
       });
     // The token is judged before the server is looked up: without a valid one, no request
     // learns whether a subdomain exists.
@@ -454,30 +296,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const server = await directory.lookup(request.route.subdomain);
     const access =
       server === undefined || claims === undefined ? undefined : TokenVerifier.access(claims, server);
-    if (server === undefined || access === 'foreign') {
-      return respond(
-        exchange,
-        404,
-        'application/json',
-        JSON.stringify({ code: 'mcp_server_not_found', detail: 'No MCP server here' }),
-      );
-    }
+    if (server === undefined || access === 'foreign') return refuse(exchange, 'mcp_server_not_found');
     if (access !== undefined) return unauthorized(access);
     const customerRef = claims?.sub ?? 'anonymous';
-    if (server.status !== 'active') {
-      return respond(
-        exchange,
-        503,
-        'application/json',
-        jsonRpcError(singleId, -32000, `This MCP server is ${server.status}`),
-      );
-    }
-
-    if (!request.reading.ok) {
-      // Not read, so not judged: the origin never sees it (it might decode a call the proxy missed).
-      const { code, message, jsonRpcCode } = request.reading;
-      return respond(exchange, 400, 'application/json', jsonRpcError(null, jsonRpcCode, message, { code }));
-    }
+    if (server.status !== 'active')
+      return refuse(exchange, 'mcp_server_not_active', singleId, {
+        message: `This MCP server is ${server.status}`,
+      });
+    // Not read, so not judged: the origin never sees it (it might decode a call the proxy missed).
+    if (!request.reading.ok)
+      return refuse(exchange, request.reading.code, null, { message: request.reading.message });
 
     // Gating and limits: refused calls are answered here and never reach the origin.
     const facts = new Map<ToolCall, CallFacts>();
@@ -693,58 +521,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         // Cancelled by the stop: recorded like a client leaving; the client is told to retry.
         meterCancelled();
         if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
-        if (singleId !== null)
-          return respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32000, STOPPING));
-        return respond(exchange, 503, 'application/json', STOPPING_BODY, { 'retry-after': '1' });
+        return refuse(exchange, 'proxy_stopping', singleId);
       }
-      const timedOut = isOriginTimeout(error);
-      const refused = error instanceof OriginCredentialsRefused;
-      const notAllowed = isOriginNotAllowed(error);
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
       meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
-      if (exchange.headersSent) {
-        exchange.res.cork(() => exchange.res.end());
-      } else if (singleId !== null) {
-        const message = refused
-          ? "The MCP server refused the proxy's credentials; its provider needs to update the server's API key"
-          : notAllowed
-            ? "The MCP server's address is not allowed (an internal address or port); its provider needs to change it"
-            : timedOut
-              ? 'The MCP server did not answer in time; try again'
-              : 'The MCP server is unreachable; try again';
-        respond(exchange, 200, 'application/json', jsonRpcError(singleId, -32603, message));
-      } else if (refused) {
-        respond(
-          exchange,
-          502,
-          'application/json',
-          JSON.stringify({
-            code: 'origin_auth_failed',
-            detail: "The MCP server refused the proxy's credentials (its API key in the server's settings)",
-          }),
-        );
-      } else if (notAllowed) {
-        respond(
-          exchange,
-          502,
-          'application/json',
-          JSON.stringify({ code: 'origin_not_allowed', detail: "The MCP server's address is not allowed" }),
-        );
-      } else if (timedOut) {
-        respond(
-          exchange,
-          504,
-          'application/json',
-          JSON.stringify({ code: 'origin_timeout', detail: 'The MCP server did not answer in time' }),
-        );
-      } else {
-        respond(
-          exchange,
-          502,
-          'application/json',
-          JSON.stringify({ code: 'origin_unreachable', detail: 'The MCP server is unreachable' }),
-        );
-      }
+      if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
+      refuse(exchange, originFailure(error), singleId);
     }
   }
 
@@ -856,16 +638,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         metricsAuthorization !== undefined &&
         !sameText(req.getHeader('authorization'), metricsAuthorization)
       ) {
-        return respond(
-          exchange,
-          401,
-          'application/json',
-          JSON.stringify({
-            code: 'unauthorized',
-            detail: 'PROXY_METRICS_TOKEN is required as a bearer token',
-          }),
-          { 'www-authenticate': 'Bearer realm="metrics"' },
-        );
+        return refuse(exchange, 'metrics_unauthorized');
       }
       return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
     }
@@ -889,26 +662,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return;
     }
     const route = routeOf(url, req.getHeader('host'), config.baseDomain);
-    if (route === undefined) {
-      return respond(
-        exchange,
-        404,
-        'application/json',
-        JSON.stringify({ code: 'route_not_found', detail: `No route for ${url}` }),
-      );
-    }
-    if (route === 'unsafe_path') {
-      // The origin path is the registered one: nothing may climb out of it, encoded or not.
-      return respond(
-        exchange,
-        400,
-        'application/json',
-        JSON.stringify({
-          code: 'path_not_allowed',
-          detail: 'Dot segments and encoded slashes are not allowed',
-        }),
-      );
-    }
+    if (route === undefined)
+      return refuse(exchange, 'route_not_found', null, { message: `No route for ${url}` });
+    // The origin path is the registered one: nothing may climb out of it, encoded or not.
+    if (route === 'unsafe_path') return refuse(exchange, 'path_not_allowed');
     const headers: Record<string, string> = {};
     req.forEach((name, value) => {
       if (!REQUEST_SKIP.has(name)) headers[name] = value;
@@ -920,17 +677,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const authorization = req.getHeader('authorization');
     const arrived = performance.now();
     const declaredLength = Number(headers['content-length'] ?? req.getHeader('content-length') ?? 0);
-    if (declaredLength > config.maxBodyBytes) {
-      return respond(exchange, 413, 'application/json', TOO_LARGE);
-    }
-
-    if (stopping) {
-      // A request on a kept-alive connection after the stop began: sent elsewhere, not started.
-      return respond(exchange, 503, 'application/json', STOPPING_BODY, {
-        'retry-after': '1',
-        connection: 'close',
-      });
-    }
+    // Said before the body is read, so no request id is known.
+    if (declaredLength > config.maxBodyBytes) return refuse(exchange, 'payload_too_large');
+    // A request on a kept-alive connection after the stop began: sent elsewhere, not started.
+    if (stopping) return refuse(exchange, 'proxy_stopping', null, { headers: { connection: 'close' } });
     live.add(exchange);
     const run = (body: Buffer, reading: BodyReading) => {
       const parsed = reading.ok ? reading.parsed : undefined;
@@ -940,18 +690,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           if (error instanceof SnapshotUnavailableError) {
             // Redis is away and this server, or the token's signing key, is not cached here yet.
             logger.warn({ err: error, subdomain: route.subdomain }, 'snapshot store unavailable');
-            if (id !== null)
-              return respond(exchange, 200, 'application/json', jsonRpcError(id, -32000, UNAVAILABLE));
-            return respond(
-              exchange,
-              503,
-              'application/json',
-              JSON.stringify({ code: 'proxy_unavailable', detail: UNAVAILABLE }),
-              { 'retry-after': '1' },
-            );
+            return refuse(exchange, 'proxy_unavailable', id);
           }
           logger.error({ err: error }, 'proxy request failed');
-          respond(exchange, 500, 'application/json', jsonRpcError(id, -32603, 'Internal proxy error'));
+          refuse(exchange, 'internal_error', id);
         })
         .finally(() => {
           live.delete(exchange);
@@ -965,16 +707,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
     if (method !== 'POST') {
       live.delete(exchange);
-      return respond(
-        exchange,
-        405,
-        'application/json',
-        JSON.stringify({
-          code: 'method_not_allowed',
-          detail: `MCP takes POST, GET and DELETE, not ${method}`,
-        }),
-        { allow: CORS_METHODS },
-      );
+      return refuse(exchange, 'method_not_allowed', null, {
+        message: `MCP takes POST, GET and DELETE, not ${method}`,
+      });
     }
     const chunks: Buffer[] = [];
     let size = 0;
@@ -983,7 +718,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       size += chunk.byteLength;
       if (size > config.maxBodyBytes) {
         live.delete(exchange);
-        return respond(exchange, 413, 'application/json', TOO_LARGE);
+        return refuse(exchange, 'payload_too_large');
       }
       // uWS reuses the chunk's memory after this callback returns: copy it.
       chunks.push(Buffer.from(new Uint8Array(chunk)));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { outcomeOf, toolCallsIn } from '../src/jsonrpc';
-import { routeOf } from '../src/server';
+import { routeOf } from '../src/routing';
 
 describe('finding tool calls in MCP traffic', () => {
   it('counts only tools/call requests, in single messages and batches, never notifications', () => {

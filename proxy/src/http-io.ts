@@ -1,0 +1,148 @@
+import type uWS from 'uWebSockets.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Counter } from './metrics';
+import type { OriginControl } from './origin';
+
+/**
+ * HTTP on uWebSockets.js: one exchange per request, its aborts and backpressure, and the few
+ * ways an answer is written (a whole body, the origin's head, chunks). Everything written to a
+ * response goes inside `cork`, so a head and its body leave in one syscall.
+ */
+export interface Exchange {
+  res: uWS.HttpResponse;
+  aborted: boolean;
+  headersSent: boolean;
+  /** The origin request, once dispatched: aborted when the client goes away, resumed when it drains. */
+  origin: OriginControl | undefined;
+  wakeWriter: (() => void) | undefined;
+  requests: Counter;
+  /** A GET: the session's standalone SSE stream, which ends only when someone ends it. */
+  standalone: boolean;
+  /** The proxy is stopping and cancelled this exchange's origin request. */
+  stopped: boolean;
+  /** From a browser (an Origin header): the answer carries the proxy's CORS headers. */
+  cors: boolean;
+}
+
+/** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
+export const REQUEST_SKIP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'authorization',
+]);
+/**
+ * uWS frames the body itself (chunked) and writes its own Date. Cookies are dropped: every
+ * origin shares the proxy's host, so one origin's cookie would reach the others.
+ */
+const RESPONSE_SKIP = new Set([
+  'set-cookie',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'content-length',
+  'date',
+  'trailer',
+  'upgrade',
+]);
+
+const STATUS_LINES = new Map<number, string>();
+export const statusLine = (status: number) => {
+  let line = STATUS_LINES.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+    STATUS_LINES.set(status, line);
+  }
+  return line;
+};
+
+/**
+ * CORS for browser-based MCP clients. Any site may call: every request needs the customer's
+ * bearer token, which a browser never sends on its own (no cookies are involved), so there is
+ * nothing for another site to ride on. The origin's own CORS headers are replaced by these.
+ */
+const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, retry-after';
+export const CORS_METHODS = 'GET, POST, DELETE, OPTIONS';
+
+/** Call inside cork. */
+export function writeCors(exchange: Exchange): void {
+  exchange.res.writeHeader('access-control-allow-origin', '*');
+  exchange.res.writeHeader('access-control-expose-headers', CORS_EXPOSED);
+}
+
+/** A whole answer written by the proxy itself. */
+export function respond(
+  exchange: Exchange,
+  status: number,
+  contentType: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  if (exchange.aborted) return;
+  exchange.requests.inc({ code: String(status) });
+  exchange.res.cork(() => {
+    if (!exchange.headersSent) {
+      exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
+      for (const [name, value] of Object.entries(headers)) exchange.res.writeHeader(name, value);
+      if (exchange.cors) writeCors(exchange);
+    }
+    exchange.headersSent = true;
+    exchange.res.end(body);
+  });
+}
+
+/** One chunk of a streamed answer; a promise when the client must drain first. */
+export function writeChunk(
+  exchange: Exchange,
+  chunk: Uint8Array,
+  writeHead: () => void,
+): Promise<void> | undefined {
+  let accepted = true;
+  exchange.res.cork(() => {
+    if (!exchange.headersSent) writeHead();
+    accepted = exchange.res.write(chunk);
+  });
+  if (accepted) return undefined;
+  return new Promise((resolve) => {
+    exchange.wakeWriter = resolve;
+    exchange.res.onWritable(() => {
+      exchange.wakeWriter = undefined;
+      resolve();
+      return true;
+    });
+  });
+}
+
+/** Header names listed in a Connection header, other than the usual keep-alive and close. */
+export function hopHeadersIn(connection: string): string[] {
+  const names: string[] = [];
+  for (const token of connection.split(',')) {
+    const name = token.trim().toLowerCase();
+    if (name !== '' && name !== 'keep-alive' && name !== 'close') names.push(name);
+  }
+  return names;
+}
+
+/** The origin's status and headers, less hop-by-hop ones; call inside cork. */
+export function writeHead(exchange: Exchange, status: number, headers: IncomingHttpHeaders): void {
+  exchange.res.writeStatus(statusLine(status));
+  const connection = headers.connection;
+  const hop = typeof connection === 'string' ? hopHeadersIn(connection) : [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (RESPONSE_SKIP.has(name) || value === undefined || (hop.length > 0 && hop.includes(name))) continue;
+    if (exchange.cors && name.startsWith('access-control-')) continue;
+    if (typeof value === 'string') exchange.res.writeHeader(name, value);
+    else for (const v of value) exchange.res.writeHeader(name, v);
+  }
+  if (exchange.cors) writeCors(exchange);
+  exchange.headersSent = true;
+}
