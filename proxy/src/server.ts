@@ -4,15 +4,16 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
 import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
 import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
-import { callRecord, type UsageEmitter } from '@mcp-meter/ingest/producer';
+import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
 import { TokenVerifier } from './auth';
 import { BatchMerger } from './batch-merge';
+import { CallDesk, type CallFacts, withoutCalls } from './call-desk';
 import type { ProxyConfig } from './config';
-import type { ControlPlaneLink, PaywallAnswer } from './control-link';
+import type { ControlPlaneLink } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
-import type { Gatekeeper, Verdict } from './gatekeeper';
+import type { Gatekeeper } from './gatekeeper';
 import {
   CORS_METHODS,
   type Exchange,
@@ -27,13 +28,12 @@ import {
 import {
   declaresUrlElicitation,
   outcomeOf,
-  paywallAnswer,
   sessionHeader,
   type ToolCall,
   type ToolOutcome,
   toolCallsIn,
 } from './jsonrpc';
-import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
+import { ProxyMetrics } from './metrics-page';
 import { callOrigin, originTarget } from './origin';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
@@ -98,18 +98,6 @@ export interface ProxyServer {
   close(): Promise<void>;
 }
 
-type Refused = Exclude<Verdict, { kind: 'admit' }>;
-interface CallFacts {
-  outcome?: ToolOutcome;
-  admitted: boolean;
-}
-interface RecordedFacts {
-  outcome: ToolOutcome;
-  admitted: boolean;
-  /** The client went away before the call's answer reached it. */
-  cancelled?: boolean;
-}
-
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -157,23 +145,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     exchange.stopped = true;
     exchange.origin?.abort(new Error('proxy stopping'));
   };
-  // Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor.
-  const loopDelay = new EventLoopDelay('mcpmeter_proxy_event_loop_delay_seconds');
-  const metrics = {
-    requests: new Counter(
-      'mcpmeter_proxy_http_requests_total',
-      'HTTP requests answered (by the origin or by the proxy), by status code',
-    ),
-    toolCalls: new Counter('mcpmeter_proxy_tool_calls_total', 'tools/call requests, by outcome'),
-    own: new Histogram(
-      'mcpmeter_proxy_own_seconds',
-      "The proxy's own time per forwarded request: arrival to the origin request (auth, gating, limits)",
-    ),
-    origin: new Histogram(
-      'mcpmeter_proxy_origin_seconds',
-      'Origin time per forwarded request: origin request to the end of its answer',
-    ),
-  };
+  const metrics = new ProxyMetrics();
+  const desk = new CallDesk({ emitter, link, metrics, logger });
   const originAuth = new WeakMap<McpServerSnapshot, { header: string; value: string } | null>();
   const originAuthOf = (server: McpServerSnapshot) => {
     let auth = originAuth.get(server);
@@ -188,71 +161,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     return auth;
   };
 
-  function meter(
-    server: McpServerSnapshot,
-    customerRef: string,
-    calls: ToolCall[],
-    factsFor: (call: ToolCall) => RecordedFacts,
-    started: number,
-  ) {
-    if (calls.length === 0) return;
-    const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
-    const timestamp = new Date().toISOString();
-    for (const call of calls) {
-      const facts = factsFor(call);
-      metrics.toolCalls.inc({ outcome: facts.outcome });
-      if (emitter === undefined) continue;
-      emitter.emit(
-        callRecord(server, customerRef, timestamp, {
-          tool: call.tool,
-          outcome: facts.outcome,
-          server: server.serverId,
-          latencyMs,
-          productId: server.productId,
-          admitted: facts.admitted,
-          ...(facts.cancelled === true ? { cancelled: true } : {}),
-        }),
-      );
-    }
-  }
-
   /**
-   * The JSON-RPC answer to a call the origin never sees: the paywall (a URL elicitation for a
-   * client that declared it, else a tool result), or a retry-later error.
+   * One request's way through the proxy: identity, server, body, gating, then the origin call
+   * whose answer streams back while its calls' outcomes are read. Longer than the rest on
+   * purpose: the origin sink's callbacks share this request's state (status, head, scanner,
+   * merger) with the answer's end and its failure, and splitting them would put that state in
+   * an object per request on the hot path. Gating lives in call-desk.ts, refusals in
+   * refusals.ts, writing in http-io.ts.
    */
-  async function refusal(
-    server: McpServerSnapshot,
-    customerRef: string,
-    call: ToolCall,
-    verdict: Refused,
-    urlElicitation: boolean,
-  ): Promise<Record<string, unknown>> {
-    if (verdict.kind === 'unavailable') {
-      return {
-        jsonrpc: '2.0',
-        id: call.id,
-        error: { code: -32000, message: 'Usage limits cannot be checked right now; try again shortly' },
-      };
-    }
-    let paywall: PaywallAnswer | null | undefined;
-    if (link !== undefined && server.productId !== null) {
-      try {
-        paywall = await link.paywall({
-          providerId: server.providerId,
-          environment: server.environment,
-          customerId: customerRef,
-          productId: server.productId,
-          reason: verdict.reason,
-          planIds: verdict.planIds,
-          ...(verdict.planId === undefined ? {} : { planId: verdict.planId }),
-        });
-      } catch (error) {
-        logger.warn({ err: error, server: server.serverId }, 'paywall checkout session not created');
-      }
-    }
-    return paywallAnswer(call, verdict, paywall, urlElicitation);
-  }
-
   async function forward(
     exchange: Exchange,
     request: {
@@ -308,52 +224,33 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return refuse(exchange, request.reading.code, null, { message: request.reading.message });
 
     // Gating and limits: refused calls are answered here and never reach the origin.
-    const facts = new Map<ToolCall, CallFacts>();
-    let body = request.body;
-    let extra: Record<string, unknown>[] = [];
-    if (calls.length > 0 && gatekeeper !== undefined && config.requireAuth) {
-      const verdicts = await Promise.all(
-        calls.map((call) => gatekeeper.decide(server, customerRef, call.tool)),
-      );
-      const refused: Array<[ToolCall, Refused]> = [];
-      calls.forEach((call, i) => {
-        const verdict = verdicts[i];
-        if (verdict === undefined || verdict.kind === 'admit')
-          facts.set(call, { admitted: verdict?.counted ?? false });
-        else refused.push([call, verdict]);
-      });
-      if (refused.length > 0) {
-        extra = await Promise.all(
-          refused.map(([call, verdict]) =>
-            refusal(
-              server,
-              customerRef,
-              call,
-              verdict,
-              urlElicitationSessions.has(sessionOf(request.headers)),
-            ),
-          ),
-        );
-        for (const [call, verdict] of refused)
-          facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
-        const refusedIds = new Set(refused.map(([call]) => call.id));
-        const messages = Array.isArray(parsed) ? parsed : [parsed];
-        const rest = messages.filter(
-          (m) => !(isObject(m) && m.method === 'tools/call' && refusedIds.has(m.id as string | number)),
-        );
-        if (rest.length === 0) {
-          meter(
+    const gated =
+      calls.length > 0 && gatekeeper !== undefined && config.requireAuth
+        ? await desk.gate(
+            gatekeeper,
             server,
             customerRef,
             calls,
-            (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false }),
-            started,
-          );
-          const answer = Array.isArray(parsed) ? JSON.stringify(extra) : JSON.stringify(extra[0]);
-          return respond(exchange, 200, 'application/json', answer);
-        }
-        body = Buffer.from(JSON.stringify(Array.isArray(parsed) ? rest : rest[0]));
+            urlElicitationSessions.has(sessionOf(request.headers)),
+          )
+        : undefined;
+    const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
+    const extra = gated?.answers ?? [];
+    let body = request.body;
+    if (gated !== undefined && gated.answers.length > 0) {
+      const rest = withoutCalls(parsed, gated.refusedIds);
+      if (rest.length === 0) {
+        desk.meter(
+          server,
+          customerRef,
+          calls,
+          (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false }),
+          started,
+        );
+        const answer = Array.isArray(parsed) ? JSON.stringify(extra) : JSON.stringify(extra[0]);
+        return respond(exchange, 200, 'application/json', answer);
       }
+      body = Buffer.from(JSON.stringify(Array.isArray(parsed) ? rest : rest[0]));
     }
     /**
      * The answer's status and headers: the origin's, except for a merged batch, which is the
@@ -398,7 +295,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
      */
     const meterCancelled = () => {
       scanner?.end();
-      meter(
+      desk.meter(
         server,
         customerRef,
         calls,
@@ -508,7 +405,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
       metrics.requests.inc({ code: String(merger === undefined ? status : 200) });
       scanner?.end();
-      meter(
+      desk.meter(
         server,
         customerRef,
         calls,
@@ -524,88 +421,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         return refuse(exchange, 'proxy_stopping', singleId);
       }
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
-      meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
+      desk.meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
       refuse(exchange, originFailure(error), singleId);
     }
-  }
-
-  function metricsText(): string {
-    const parts = [
-      metrics.requests.render(),
-      metrics.toolCalls.render(),
-      metrics.own.render(),
-      metrics.origin.render(),
-    ];
-    if (gatekeeper !== undefined) {
-      const decisions = new Counter(
-        'mcpmeter_proxy_limit_decisions_total',
-        'Gating and limit decisions per tool call',
-      );
-      for (const [decision, value] of Object.entries(gatekeeper.stats.decisions))
-        decisions.inc({ decision }, value);
-      parts.push(decisions.render());
-    }
-    if (deps.limiter !== undefined) {
-      parts.push(
-        counter(
-          'mcpmeter_proxy_limit_store_commands_total',
-          'Commands sent to the limit store (Redis)',
-          deps.limiter.storeCommands,
-        ),
-        counter(
-          'mcpmeter_proxy_limit_leases_total',
-          'Leases taken from the limit store',
-          deps.limiter.leases,
-        ),
-      );
-    }
-    parts.push(
-      counter(
-        'mcpmeter_proxy_snapshot_reads_total',
-        'Snapshot store (Redis) reads for servers',
-        directory.reads,
-      ),
-    );
-    if (link !== undefined)
-      parts.push(
-        counter(
-          'mcpmeter_proxy_control_plane_requests_total',
-          'Paywall and seed calls to the control plane',
-          link.requests,
-        ),
-      );
-    const stats = emitter?.stats();
-    if (stats !== undefined) {
-      parts.push(
-        counter('mcpmeter_usage_emitted_total', 'Usage records emitted by the proxy', stats.emitted),
-        counter('mcpmeter_usage_published_total', 'Usage records acknowledged by the bus', stats.published),
-        counter(
-          'mcpmeter_usage_retried_total',
-          'Usage records whose publish failed and was retried',
-          stats.retried,
-        ),
-        counter(
-          'mcpmeter_usage_spilled_total',
-          'Usage records written to the local spill file',
-          stats.spilled,
-        ),
-        counter(
-          'mcpmeter_usage_replayed_total',
-          'Spilled usage records published after recovery',
-          stats.replayed,
-        ),
-        counter(
-          'mcpmeter_usage_dropped_total',
-          'Usage records lost (no spill directory, or the disk failed)',
-          stats.dropped,
-        ),
-        gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
-      );
-    }
-    parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', live.size));
-    parts.push(loopDelay.render());
-    return parts.join('');
   }
 
   const metricsAuthorization =
@@ -640,7 +459,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       ) {
         return refuse(exchange, 'metrics_unauthorized');
       }
-      return respond(exchange, 200, 'text/plain; version=0.0.4', metricsText());
+      return respond(
+        exchange,
+        200,
+        'text/plain; version=0.0.4',
+        metrics.render({ gatekeeper, limiter: deps.limiter, directory, link, emitter, inflight: live.size }),
+      );
     }
 
     if (method === 'OPTIONS') {
@@ -763,7 +587,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         }
       }
       await Promise.all([origins.close(), streams.close()]);
-      loopDelay.close();
+      metrics.close();
     },
   };
 }

@@ -1,0 +1,150 @@
+import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
+import type { Logger } from '@mcp-meter/ingest/kit';
+import { callRecord, type UsageEmitter } from '@mcp-meter/ingest/producer';
+import type { ToolCall, ToolOutcome } from './calls';
+import type { ControlPlaneLink, PaywallAnswer } from './control-link';
+import type { Gatekeeper, Verdict } from './gatekeeper';
+import { paywallAnswer } from './jsonrpc';
+import type { ProxyMetrics } from './metrics-page';
+
+type Refused = Exclude<Verdict, { kind: 'admit' }>;
+
+/** What the gate decided for a call: its outcome when refused, and whether it spent a unit. */
+export interface CallFacts {
+  outcome?: ToolOutcome;
+  admitted: boolean;
+}
+
+/** What a call's usage record says. */
+export interface RecordedFacts {
+  outcome: ToolOutcome;
+  admitted: boolean;
+  /** The client went away before the call's answer reached it. */
+  cancelled?: boolean;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** The messages of a request less the tools/calls with these ids (refused ones, answered by the proxy). */
+export function withoutCalls(parsed: unknown, ids: ReadonlySet<string | number>): unknown[] {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.filter(
+    (m) => !(isObject(m) && m.method === 'tools/call' && ids.has(m.id as string | number)),
+  );
+}
+
+/**
+ * Gating and metering of tool calls: each call of a request is admitted or refused (with its
+ * paywall or retry-later answer), and each is recorded once, by what happened to it.
+ */
+export class CallDesk {
+  constructor(
+    private readonly deps: {
+      emitter: UsageEmitter | undefined;
+      link: ControlPlaneLink | undefined;
+      metrics: ProxyMetrics;
+      logger: Logger;
+    },
+  ) {}
+
+  /** Decides every call; refused calls get their answers here and never reach the origin. */
+  async gate(
+    gatekeeper: Gatekeeper,
+    server: McpServerSnapshot,
+    customerRef: string,
+    calls: ToolCall[],
+    urlElicitation: boolean,
+  ): Promise<{
+    facts: Map<ToolCall, CallFacts>;
+    answers: Record<string, unknown>[];
+    refusedIds: Set<string | number>;
+  }> {
+    const verdicts = await Promise.all(
+      calls.map((call) => gatekeeper.decide(server, customerRef, call.tool)),
+    );
+    const facts = new Map<ToolCall, CallFacts>();
+    const refused: Array<[ToolCall, Refused]> = [];
+    calls.forEach((call, i) => {
+      const verdict = verdicts[i];
+      if (verdict === undefined || verdict.kind === 'admit')
+        facts.set(call, { admitted: verdict?.counted ?? false });
+      else refused.push([call, verdict]);
+    });
+    const answers = await Promise.all(
+      refused.map(([call, verdict]) => this.refusal(server, customerRef, call, verdict, urlElicitation)),
+    );
+    for (const [call, verdict] of refused)
+      facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
+    return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
+  }
+
+  meter(
+    server: McpServerSnapshot,
+    customerRef: string,
+    calls: ToolCall[],
+    factsFor: (call: ToolCall) => RecordedFacts,
+    started: number,
+  ) {
+    if (calls.length === 0) return;
+    const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
+    const timestamp = new Date().toISOString();
+    for (const call of calls) {
+      const facts = factsFor(call);
+      this.deps.metrics.toolCalls.inc({ outcome: facts.outcome });
+      if (this.deps.emitter === undefined) continue;
+      this.deps.emitter.emit(
+        callRecord(server, customerRef, timestamp, {
+          tool: call.tool,
+          outcome: facts.outcome,
+          server: server.serverId,
+          latencyMs,
+          productId: server.productId,
+          admitted: facts.admitted,
+          ...(facts.cancelled === true ? { cancelled: true } : {}),
+        }),
+      );
+    }
+  }
+
+  /**
+   * The JSON-RPC answer to a call the origin never sees: the paywall (a URL elicitation for a
+   * client that declared it, else a tool result), or a retry-later error.
+   */
+  private async refusal(
+    server: McpServerSnapshot,
+    customerRef: string,
+    call: ToolCall,
+    verdict: Refused,
+    urlElicitation: boolean,
+  ): Promise<Record<string, unknown>> {
+    if (verdict.kind === 'unavailable') {
+      return {
+        jsonrpc: '2.0',
+        id: call.id,
+        error: { code: -32000, message: 'Usage limits cannot be checked right now; try again shortly' },
+      };
+    }
+    let paywall: PaywallAnswer | null | undefined;
+    const { link } = this.deps;
+    if (link !== undefined && server.productId !== null) {
+      try {
+        paywall = await link.paywall({
+          providerId: server.providerId,
+          environment: server.environment,
+          customerId: customerRef,
+          productId: server.productId,
+          reason: verdict.reason,
+          planIds: verdict.planIds,
+          ...(verdict.planId === undefined ? {} : { planId: verdict.planId }),
+        });
+      } catch (error) {
+        this.deps.logger.warn(
+          { err: error, server: server.serverId },
+          'paywall checkout session not created',
+        );
+      }
+    }
+    return paywallAnswer(call, verdict, paywall, urlElicitation);
+  }
+}

@@ -1,0 +1,110 @@
+import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
+import type { UsageEmitter } from '@mcp-meter/ingest/producer';
+import type { ControlPlaneLink } from './control-link';
+import type { ServerDirectory } from './directory';
+import type { Gatekeeper } from './gatekeeper';
+import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
+
+/** What the metrics page reads besides the proxy's own counters. */
+export interface MetricSources {
+  gatekeeper: Gatekeeper | undefined;
+  limiter: LeasedLimiter | undefined;
+  directory: ServerDirectory;
+  link: ControlPlaneLink | undefined;
+  emitter: UsageEmitter | undefined;
+  /** Requests being served now. */
+  inflight: number;
+}
+
+/** The proxy's Prometheus page (GET /metrics): its own counters and what its parts count. */
+export class ProxyMetrics {
+  /** Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor. */
+  private readonly loopDelay = new EventLoopDelay('mcpmeter_proxy_event_loop_delay_seconds');
+  readonly requests = new Counter(
+    'mcpmeter_proxy_http_requests_total',
+    'HTTP requests answered (by the origin or by the proxy), by status code',
+  );
+  readonly toolCalls = new Counter('mcpmeter_proxy_tool_calls_total', 'tools/call requests, by outcome');
+  readonly own = new Histogram(
+    'mcpmeter_proxy_own_seconds',
+    "The proxy's own time per forwarded request: arrival to the origin request (auth, gating, limits)",
+  );
+  readonly origin = new Histogram(
+    'mcpmeter_proxy_origin_seconds',
+    'Origin time per forwarded request: origin request to the end of its answer',
+  );
+
+  render(sources: MetricSources): string {
+    const { gatekeeper, limiter, directory, link, emitter } = sources;
+    const parts = [this.requests.render(), this.toolCalls.render(), this.own.render(), this.origin.render()];
+    if (gatekeeper !== undefined) {
+      const decisions = new Counter(
+        'mcpmeter_proxy_limit_decisions_total',
+        'Gating and limit decisions per tool call',
+      );
+      for (const [decision, value] of Object.entries(gatekeeper.stats.decisions))
+        decisions.inc({ decision }, value);
+      parts.push(decisions.render());
+    }
+    if (limiter !== undefined) {
+      parts.push(
+        counter(
+          'mcpmeter_proxy_limit_store_commands_total',
+          'Commands sent to the limit store (Redis)',
+          limiter.storeCommands,
+        ),
+        counter('mcpmeter_proxy_limit_leases_total', 'Leases taken from the limit store', limiter.leases),
+      );
+    }
+    parts.push(
+      counter(
+        'mcpmeter_proxy_snapshot_reads_total',
+        'Snapshot store (Redis) reads for servers',
+        directory.reads,
+      ),
+    );
+    if (link !== undefined)
+      parts.push(
+        counter(
+          'mcpmeter_proxy_control_plane_requests_total',
+          'Paywall and seed calls to the control plane',
+          link.requests,
+        ),
+      );
+    const stats = emitter?.stats();
+    if (stats !== undefined) {
+      parts.push(
+        counter('mcpmeter_usage_emitted_total', 'Usage records emitted by the proxy', stats.emitted),
+        counter('mcpmeter_usage_published_total', 'Usage records acknowledged by the bus', stats.published),
+        counter(
+          'mcpmeter_usage_retried_total',
+          'Usage records whose publish failed and was retried',
+          stats.retried,
+        ),
+        counter(
+          'mcpmeter_usage_spilled_total',
+          'Usage records written to the local spill file',
+          stats.spilled,
+        ),
+        counter(
+          'mcpmeter_usage_replayed_total',
+          'Spilled usage records published after recovery',
+          stats.replayed,
+        ),
+        counter(
+          'mcpmeter_usage_dropped_total',
+          'Usage records lost (no spill directory, or the disk failed)',
+          stats.dropped,
+        ),
+        gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
+      );
+    }
+    parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', sources.inflight));
+    parts.push(this.loopDelay.render());
+    return parts.join('');
+  }
+
+  close(): void {
+    this.loopDelay.close();
+  }
+}
