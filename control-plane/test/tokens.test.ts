@@ -125,7 +125,7 @@ describe('customer access tokens', () => {
     expect(await harness.snapshots.get(key)).toBeDefined();
   });
 
-  it('retires a signing key sealed under another SECRET_KEY and signs with a new one, both verifiable', async () => {
+  it("signs under each SECRET_KEY with its own key, never retiring another secret's, all verifiable", async () => {
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Rekey' });
     const auth = await harness.controlPlane.providers.authenticate(`Bearer ${sandboxKey}`);
     const customer = (
@@ -152,5 +152,10 @@ describe('customer access tokens', () => {
     const now = Math.floor(Date.now() / 1000);
     expect((await verifyAccessToken(theirs.accessToken, keys, now)).ok).toBe(true);
     expect((await verifyAccessToken(ours.accessToken, keys, now)).ok).toBe(true);
+    // Neither secret retired the other's key: both sign again with the same key.
+    const theirsAgain = await other.issue(auth, { customerRef: customer.reference });
+    const oursAgain = await harness.controlPlane.tokens.issue(auth, { customerRef: customer.reference });
+    expect(header(theirsAgain.accessToken).kid).toBe(header(theirs.accessToken).kid);
+    expect(header(oursAgain.accessToken).kid).toBe(header(ours.accessToken).kid);
   });
 });

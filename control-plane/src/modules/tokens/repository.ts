@@ -8,6 +8,8 @@ export interface SigningKeyRow {
   private_jwk: JsonWebKey | null;
   private_jwk_sealed: string | null;
   public_jwk: JsonWebKey;
+  /** Fingerprint of the SECRET_KEY it is sealed under; null for rows older than that. */
+  secret_id: string | null;
 }
 
 export interface RevocationRow {
@@ -17,20 +19,32 @@ export interface RevocationRow {
   revoked_before: Date;
 }
 
-export async function activeSigningKey(db: Queryable): Promise<SigningKeyRow | undefined> {
+/** Active keys this secret may use: its own, newest first, then keys of no known secret (older rows). */
+export async function usableSigningKeys(db: Queryable, secretId: string): Promise<SigningKeyRow[]> {
   const { rows } = await db.query<SigningKeyRow>(
-    'SELECT kid, private_jwk, private_jwk_sealed, public_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC LIMIT 1',
+    `SELECT kid, private_jwk, private_jwk_sealed, public_jwk, secret_id FROM signing_keys
+      WHERE retired_at IS NULL AND (secret_id = $1 OR secret_id IS NULL)
+      ORDER BY (secret_id IS NULL), created_at DESC`,
+    [secretId],
   );
-  return rows[0];
+  return rows;
+}
+
+/** Records which secret a key of no known secret turned out to be sealed under. */
+export async function claimSigningKey(db: Queryable, kid: string, secretId: string): Promise<void> {
+  await db.query('UPDATE signing_keys SET secret_id = $2 WHERE kid = $1 AND secret_id IS NULL', [
+    kid,
+    secretId,
+  ]);
 }
 
 export async function insertSigningKey(
   db: Queryable,
-  key: { kid: string; sealed: string; publicJwk: JsonWebKey; at: Date },
+  key: { kid: string; sealed: string; publicJwk: JsonWebKey; secretId: string; at: Date },
 ): Promise<void> {
   await db.query(
-    'INSERT INTO signing_keys (kid, algorithm, private_jwk_sealed, public_jwk, created_at) VALUES ($1, $2, $3, $4, $5)',
-    [key.kid, 'ES256', key.sealed, key.publicJwk, key.at],
+    'INSERT INTO signing_keys (kid, algorithm, private_jwk_sealed, public_jwk, secret_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [key.kid, 'ES256', key.sealed, key.publicJwk, key.secretId, key.at],
   );
 }
 
@@ -40,10 +54,6 @@ export async function sealSigningKey(db: Queryable, kid: string, sealed: string)
     kid,
     sealed,
   ]);
-}
-
-export async function retireSigningKey(db: Queryable, kid: string, at: Date): Promise<void> {
-  await db.query('UPDATE signing_keys SET retired_at = $2 WHERE kid = $1 AND retired_at IS NULL', [kid, at]);
 }
 
 export async function publicSigningKeys(db: Queryable): Promise<JsonWebKey[]> {

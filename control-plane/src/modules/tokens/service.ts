@@ -1,4 +1,4 @@
-import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
+import { createHmac, generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
 import { importJWK, SignJWT } from 'jose';
 import type { Clock } from '../../clock';
 import type { Pool, PoolClient } from '../../db/pool';
@@ -16,14 +16,14 @@ import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import {
-  activeSigningKey,
+  claimSigningKey,
   insertSigningKey,
   publicSigningKeys,
   type RevocationRow,
   recentRevocations,
-  retireSigningKey,
   sealSigningKey,
   upsertRevocation,
+  usableSigningKeys,
 } from './repository';
 
 /** The longest an access token lives; revocations older than this no longer matter. */
@@ -45,36 +45,46 @@ export class TokenService {
     private readonly issuer: string,
     private readonly secretKey: Buffer,
     /**
-     * A key sealed under another SECRET_KEY: the service rotates it; a one-off tool (the admin
-     * CLI, whose tokens the proxies could not verify before the next start) refuses instead.
+     * Without a key of its own SECRET_KEY, the service makes one; a one-off tool (the admin CLI,
+     * whose new key the proxies would not know before the next start) refuses instead.
      */
-    private readonly unreadableKey: 'rotate' | 'refuse' = 'rotate',
-  ) {}
+    private readonly withoutOwnKey: 'create' | 'refuse' = 'create',
+  ) {
+    this.secretId = createHmac('sha256', secretKey)
+      .update('mcp-meter signing key owner v1')
+      .digest('hex')
+      .slice(0, 32);
+  }
+
+  /** Names this SECRET_KEY among the keys' owners without revealing it. */
+  private readonly secretId: string;
 
   /** The active signing key's private JWK; the first caller creates it (replicas agree through the advisory lock). */
   private async activeKey(): Promise<{ kid: string; privateJwk: JsonWebKey; created?: true }> {
     const client = await this.pool.connect();
     try {
       await client.query('SELECT pg_advisory_lock(727274002)');
-      const row = await activeSigningKey(client);
-      if (row !== undefined && row.private_jwk_sealed === null) {
-        // Written in plain text before keys were sealed: sealed now, in place.
-        const privateJwk = row.private_jwk ?? {};
-        await sealSigningKey(client, row.kid, seal(this.secretKey, JSON.stringify(privateJwk)));
-        return { kid: row.kid, privateJwk };
-      }
-      if (row?.private_jwk_sealed != null) {
+      for (const row of await usableSigningKeys(client, this.secretId)) {
+        if (row.private_jwk_sealed === null) {
+          // Written in plain text before keys were sealed: sealed now under this secret, in place.
+          const privateJwk = row.private_jwk ?? {};
+          await sealSigningKey(client, row.kid, seal(this.secretKey, JSON.stringify(privateJwk)));
+          await claimSigningKey(client, row.kid, this.secretId);
+          return { kid: row.kid, privateJwk };
+        }
         try {
-          return { kid: row.kid, privateJwk: JSON.parse(unseal(this.secretKey, row.private_jwk_sealed)) };
+          const privateJwk = JSON.parse(unseal(this.secretKey, row.private_jwk_sealed)) as JsonWebKey;
+          if (row.secret_id === null) await claimSigningKey(client, row.kid, this.secretId);
+          return { kid: row.kid, privateJwk };
         } catch {
-          if (this.unreadableKey === 'refuse')
-            throw new Error('the signing key is sealed under another SECRET_KEY than this one');
-          // Sealed under another SECRET_KEY (the key was changed): this key can sign no more. It
-          // is retired, its public half stays published until its tokens expire, and a new
-          // key takes over.
-          await retireSigningKey(client, row.kid, this.clock.now());
+          // Sealed under another SECRET_KEY: that secret's key, left alone for its owner.
         }
       }
+      // No key of this secret: a new one, whose public half is published beside the others
+      // (tokens signed under another secret keep verifying). A one-off tool refuses instead when
+      // keys exist: its secret differs from the service's, and the proxies would not know its key.
+      if (this.withoutOwnKey === 'refuse' && (await publicSigningKeys(client)).length > 0)
+        throw new Error('the signing keys are sealed under another SECRET_KEY than this one');
       const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
       const kid = randomBytes(8).toString('hex');
       const privateJwk = privateKey.export({ format: 'jwk' });
@@ -82,6 +92,7 @@ export class TokenService {
         kid,
         sealed: seal(this.secretKey, JSON.stringify(privateJwk)),
         publicJwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' },
+        secretId: this.secretId,
         at: this.clock.now(),
       });
       return { kid, privateJwk, created: true };
