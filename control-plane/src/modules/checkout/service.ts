@@ -11,7 +11,15 @@ import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
 import { type PurchaseService, recurringAmount } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
-import type { CheckoutInput, CheckoutSessions, SessionRow } from './sessions';
+import {
+  claimSession,
+  expireDueSessions,
+  markSessionUsed,
+  releaseSession,
+  type SessionRow,
+  topupAttempts,
+} from './repository';
+import type { CheckoutInput, CheckoutSessions } from './sessions';
 
 export type { CheckoutInput };
 
@@ -116,10 +124,7 @@ export class CheckoutService {
       } else {
         const failure = await inTransaction(this.pool, async (tx) => {
           // Attempts of this session so far (the claim keeps this count from racing).
-          const { rows } = await tx.query<{ attempts: number }>(
-            `SELECT count(*)::int AS attempts FROM payments WHERE customer_id = $1 AND period_key = $2 AND purchase_id IS NULL`,
-            [row.customer_id, row.id],
-          );
+          const attempt = await topupAttempts(tx, row.customer_id, row.id);
           const charged = await this.payments.charge(tx, auth, {
             customerId: row.customer_id,
             purchaseId: null,
@@ -129,7 +134,7 @@ export class CheckoutService {
             currency: row.currency,
             reason: 'topup',
             periodKey: row.id,
-            attempt: rows[0]?.attempts ?? 0,
+            attempt,
           });
           // A refused card keeps its failed attempt (and payment.failed); the session stays open.
           if (charged.status === 'failed') return charged.failureReason ?? 'failed';
@@ -158,13 +163,8 @@ export class CheckoutService {
   /** Takes the session for one payer, or says why it cannot be paid now. */
   private async claim(id: string): Promise<SessionRow> {
     const at = this.clock.now();
-    const { rows } = await this.pool.query<SessionRow>(
-      `UPDATE checkout_sessions SET paying_until = $2::timestamptz + interval '2 minutes'
-        WHERE id = $1 AND status = 'active' AND expires_at > $2 AND (paying_until IS NULL OR paying_until <= $2)
-        RETURNING *`,
-      [id, at],
-    );
-    if (rows[0] !== undefined) return rows[0];
+    const claimed = await claimSession(this.pool, id, at);
+    if (claimed !== undefined) return claimed;
     const row = await this.sessions.load(id);
     if (row.status === 'active' && row.expires_at > at)
       throw new ConflictError(
@@ -178,20 +178,12 @@ export class CheckoutService {
   }
 
   private async release(id: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE checkout_sessions SET paying_until = NULL WHERE id = $1 AND status = 'active'`,
-      [id],
-    );
+    await releaseSession(this.pool, id);
   }
 
   private async markUsed(tx: PoolClient, auth: AuthContext, row: SessionRow, purchaseId: string | null) {
     const at = this.clock.now();
-    const { rows } = await tx.query<SessionRow>(
-      `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3, paying_until = NULL
-        WHERE id = $1 AND status = 'active' RETURNING *`,
-      [row.id, at, purchaseId],
-    );
-    const used = rows[0];
+    const used = await markSessionUsed(tx, row.id, at, purchaseId);
     if (used === undefined)
       throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
     await writeEvent(tx, {
@@ -207,12 +199,7 @@ export class CheckoutService {
   async expireDue(): Promise<number> {
     const at = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
-      const { rows } = await tx.query<SessionRow>(
-        `UPDATE checkout_sessions SET status = 'expired' WHERE id IN (
-           SELECT id FROM checkout_sessions WHERE status = 'active' AND expires_at <= $1 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
-         RETURNING *`,
-        [at],
-      );
+      const rows = await expireDueSessions(tx, at);
       for (const row of rows) {
         await writeEvent(tx, {
           providerId: row.provider_id,

@@ -10,26 +10,9 @@ import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
 import { recurringAmount } from '../purchases/service';
+import { findSession, insertSession, type SessionRow } from './repository';
 
-export interface SessionRow {
-  id: string;
-  provider_id: string;
-  environment: 'sandbox' | 'live';
-  customer_id: string;
-  kind: 'plan' | 'topup';
-  plan_id: string | null;
-  product_id: string | null;
-  topup_credits: number | null;
-  amount: number;
-  currency: string;
-  status: 'active' | 'used' | 'expired';
-  success_url: string;
-  cancel_url: string | null;
-  purchase_id: string | null;
-  expires_at: Date;
-  completed_at: Date | null;
-  created_at: Date;
-}
+export type { SessionRow };
 
 export interface CheckoutInput {
   customerRef: string;
@@ -157,40 +140,16 @@ export class CheckoutSessions {
       created_at: at,
     };
     await inTransaction(this.pool, async (tx) => {
-      await tx.query(
-        `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
-                                        status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-        [
-          row.id,
-          row.provider_id,
-          row.environment,
-          row.customer_id,
-          row.kind,
-          row.plan_id,
-          row.product_id,
-          row.topup_credits,
-          row.amount,
-          row.currency,
-          row.status,
-          row.success_url,
-          row.cancel_url,
-          row.purchase_id,
-          row.expires_at,
-          row.completed_at,
-          row.created_at,
-        ],
-      );
+      await insertSession(tx, row);
       await writeEvent(tx, { ...auth, type: 'checkout_session.created', object: this.eventObject(row), at });
     });
     return this.toApi(row);
   }
 
   async load(id: string): Promise<SessionRow> {
-    const { rows } = await this.pool.query<SessionRow>('SELECT * FROM checkout_sessions WHERE id = $1', [id]);
-    if (rows[0] === undefined)
-      throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
-    return rows[0];
+    const row = await findSession(this.pool, id);
+    if (row === undefined) throw new NotFoundError('checkout_session_not_found', `No checkout session ${id}`);
+    return row;
   }
 
   async get(auth: AuthContext, id: string) {

@@ -9,21 +9,21 @@ import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import type { CREDIT_KINDS, CreditMovement, CreditMovementCreate } from './schemas';
+import {
+  type CreditKind,
+  findBalance,
+  findMovementByKey,
+  insertMovement,
+  type LedgerRow,
+  listMovements,
+  lockBalance,
+  lowBalanceThreshold,
+  setBalance,
+  setLowBalanceThreshold,
+} from './repository';
+import type { CreditMovement, CreditMovementCreate } from './schemas';
 
-type Kind = (typeof CREDIT_KINDS)[number];
-
-interface LedgerRow {
-  id: string;
-  customer_id: string;
-  kind: Kind;
-  amount: number;
-  balance_after: number;
-  reason: string | null;
-  product_ref: string | null;
-  metadata: Record<string, string>;
-  created_at: Date;
-}
+type Kind = CreditKind;
 
 const EVENT: Record<Kind, string> = {
   top_up: 'customer.credit.topped_up',
@@ -62,34 +62,27 @@ export class CreditService {
     return customer;
   }
 
-  private async threshold(db: Pool | PoolClient, providerId: string): Promise<number> {
-    const { rows } = await db.query<{ low_balance_threshold: number }>(
-      'SELECT low_balance_threshold FROM providers WHERE id = $1',
-      [providerId],
-    );
-    return rows[0]?.low_balance_threshold ?? 100;
+  private threshold(db: Pool | PoolClient, providerId: string): Promise<number> {
+    return lowBalanceThreshold(db, providerId);
   }
 
   async balance(auth: AuthContext, ref: string) {
     const customer = await this.customer(this.pool, auth, ref);
-    const { rows } = await this.pool.query<{ balance: number; updated_at: Date }>(
-      'SELECT balance, updated_at FROM credit_balances WHERE customer_id = $1',
-      [customer.id],
-    );
+    const balance = await findBalance(this.pool, customer.id);
     return {
       customerRef: customer.id,
-      credits: rows[0]?.balance ?? 0,
+      credits: balance?.balance ?? 0,
       lowBalanceThreshold: await this.threshold(this.pool, auth.providerId),
-      updatedAt: rows[0]?.updated_at.toISOString() ?? null,
+      updatedAt: balance?.updated_at.toISOString() ?? null,
     };
   }
 
   async list(auth: AuthContext, ref: string, query: { limit: number; cursor?: string | undefined }) {
     const customer = await this.customer(this.pool, auth, ref);
-    const { rows } = await this.pool.query<LedgerRow>(
-      `SELECT * FROM credit_ledger WHERE customer_id = $1 AND ($2::text IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
-      [customer.id, decodeCursor(query.cursor) ?? null, query.limit + 1],
-    );
+    const rows = await listMovements(this.pool, customer.id, {
+      before: decodeCursor(query.cursor) ?? null,
+      limit: query.limit + 1,
+    });
     return toPage(rows, query.limit, toMovement);
   }
 
@@ -120,11 +113,8 @@ export class CreditService {
     const at = this.clock.now();
     const customer = await this.customer(tx, auth, ref, true);
     if (idempotencyKey !== null) {
-      const { rows } = await tx.query<LedgerRow>(
-        'SELECT * FROM credit_ledger WHERE provider_id = $1 AND environment = $2 AND idempotency_key = $3',
-        [auth.providerId, auth.environment, idempotencyKey],
-      );
-      if (rows[0] !== undefined) return { movement: toMovement(rows[0]), replayed: true };
+      const done = await findMovementByKey(tx, auth, idempotencyKey);
+      if (done !== undefined) return { movement: toMovement(done), replayed: true };
     }
     const delta = await this.delta(tx, auth, input);
     let productRef: string | null = null;
@@ -134,15 +124,7 @@ export class CreditService {
         throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
       productRef = product.reference;
     }
-    await tx.query(
-      `INSERT INTO credit_balances (customer_id, balance, updated_at) VALUES ($1, 0, $2) ON CONFLICT (customer_id) DO NOTHING`,
-      [customer.id, at],
-    );
-    const { rows: balances } = await tx.query<{ balance: number }>(
-      'SELECT balance FROM credit_balances WHERE customer_id = $1 FOR UPDATE',
-      [customer.id],
-    );
-    const before = balances[0]?.balance ?? 0;
+    const before = await lockBalance(tx, customer.id, at);
     const after = before + delta;
     // Balances are exact integers: past 2^53 - 1 a JavaScript number cannot hold them.
     if (!Number.isSafeInteger(delta) || !Number.isSafeInteger(after)) {
@@ -163,32 +145,21 @@ export class CreditService {
         },
       );
     }
-    const { rows } = await tx.query<LedgerRow>(
-      `INSERT INTO credit_ledger (id, provider_id, environment, customer_id, kind, amount, balance_after, reason, product_ref,
-                                  idempotency_key, metadata, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
-      [
-        newId(ID.creditMovement),
-        auth.providerId,
-        auth.environment,
-        customer.id,
-        input.kind,
-        delta,
-        after,
-        input.reason ?? null,
-        productRef,
-        idempotencyKey,
-        input.metadata ?? {},
-        at,
-      ],
-    );
-    await tx.query('UPDATE credit_balances SET balance = $2, updated_at = $3 WHERE customer_id = $1', [
-      customer.id,
-      after,
-      at,
-    ]);
-    const row = rows[0];
-    if (row === undefined) throw new Error('ledger insert returned no row');
+    const row = await insertMovement(tx, {
+      id: newId(ID.creditMovement),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: customer.id,
+      kind: input.kind,
+      amount: delta,
+      balance_after: after,
+      reason: input.reason ?? null,
+      product_ref: productRef,
+      idempotency_key: idempotencyKey,
+      metadata: input.metadata ?? {},
+      created_at: at,
+    });
+    await setBalance(tx, customer.id, after, at);
 
     const object = {
       customerId: customer.id,
@@ -262,11 +233,7 @@ export class CreditService {
   }
 
   async updateSettings(auth: AuthContext, input: { lowBalanceThreshold: number }) {
-    await this.pool.query('UPDATE providers SET low_balance_threshold = $2, updated_at = $3 WHERE id = $1', [
-      auth.providerId,
-      input.lowBalanceThreshold,
-      this.clock.now(),
-    ]);
+    await setLowBalanceThreshold(this.pool, auth.providerId, input.lowBalanceThreshold, this.clock.now());
     return this.settings(auth);
   }
 }

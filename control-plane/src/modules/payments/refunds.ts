@@ -7,18 +7,10 @@ import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { AuthContext } from '../providers/service';
+import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import type { PaymentProcessor } from './processor';
-
-interface PaymentRow {
-  id: string;
-  purchase_id: string | null;
-  amount: number;
-  currency: string;
-  status: string;
-  processor_payment_intent: string;
-  transaction_reference: string;
-}
+import { insertRefund, lockPayment, refundedAmount } from './repository';
 
 /** Spec 2.7 / 4.9; `refundAmount` defaults to everything not yet refunded. */
 export const RefundCreate = Type.Object(
@@ -72,11 +64,7 @@ export class RefundService {
     }
     const at = this.clock.now();
     const { result, purchase } = await inTransaction(this.pool, async (tx) => {
-      const { rows } = await tx.query<PaymentRow>(
-        `SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR transaction_reference = $3) FOR UPDATE`,
-        [auth.providerId, auth.environment, input.originalTransactionId],
-      );
-      const payment = rows[0];
+      const payment = await lockPayment(tx, auth, input.originalTransactionId);
       if (payment === undefined || payment.status !== 'succeeded') {
         throw new NotFoundError(
           'transaction_not_found',
@@ -88,11 +76,7 @@ export class RefundService {
           { path: '/currency', message: `the payment was in ${payment.currency}`, location: 'body' },
         ]);
       }
-      const { rows: done } = await tx.query<{ total: string | null }>(
-        `SELECT sum(amount) AS total FROM refunds WHERE payment_id = $1 AND status <> 'failed'`,
-        [payment.id],
-      );
-      const refunded = Number(done[0]?.total ?? 0);
+      const refunded = await refundedAmount(tx, payment.id);
       const amount = input.refundAmount ?? payment.amount - refunded;
       if (amount <= 0 || refunded + amount > payment.amount) {
         throw new ConflictError(
@@ -109,24 +93,20 @@ export class RefundService {
         amount,
         idempotencyKey: id,
       });
-      await tx.query(
-        `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund, failure_reason, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [
-          id,
-          auth.providerId,
-          auth.environment,
-          payment.id,
-          amount,
-          payment.currency,
-          input.reason ?? null,
-          input.metadata ?? {},
-          outcome.status,
-          outcome.processorRefund,
-          outcome.failureReason ?? null,
-          at,
-        ],
-      );
+      await insertRefund(tx, {
+        id,
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        payment_id: payment.id,
+        amount,
+        currency: payment.currency,
+        reason: input.reason ?? null,
+        metadata: input.metadata ?? {},
+        status: outcome.status,
+        processor_refund: outcome.processorRefund,
+        failure_reason: outcome.failureReason ?? null,
+        created_at: at,
+      });
       const object = {
         id,
         amount,
@@ -151,11 +131,7 @@ export class RefundService {
         refunded + amount === payment.amount &&
         payment.purchase_id !== null
       ) {
-        const { rows: purchases } = await tx.query<PurchaseRow>(
-          'SELECT * FROM purchases WHERE id = $1 FOR UPDATE',
-          [payment.purchase_id],
-        );
-        const current = purchases[0];
+        const current = await lockPurchase(tx, payment.purchase_id);
         if (
           current !== undefined &&
           ['active', 'past_due', 'cancelled', 'expired'].includes(current.status)

@@ -6,18 +6,14 @@ import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { AuthContext } from '../providers/service';
 import { CardError, type CardInput, type PaymentProcessor } from './processor';
-
-interface MethodRow {
-  id: string;
-  customer_id: string;
-  processor_ref: string;
-  brand: string;
-  last4: string;
-  exp_month: number;
-  exp_year: number;
-  is_default: boolean;
-  created_at: Date;
-}
+import {
+  findDefaultMethod,
+  insertDefaultMethod,
+  insertPayment,
+  listMethods,
+  lockCustomerForCards,
+  type MethodRow,
+} from './repository';
 
 export const toMethod = (m: MethodRow) => ({
   id: m.id,
@@ -75,30 +71,20 @@ export class PaymentService {
     }
     return inTransaction(this.pool, async (tx) => {
       // Serialises card changes of one customer: two at once would both try to be the default.
-      await tx.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
-      await tx.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
-        customer.id,
-      ]);
-      const { rows } = await tx.query<MethodRow>(
-        `INSERT INTO payment_methods (id, provider_id, environment, customer_id, processor, processor_ref, brand, last4, exp_month, exp_year,
-                                      is_default, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11) RETURNING *`,
-        [
-          newId(ID.paymentMethod),
-          auth.providerId,
-          auth.environment,
-          customer.id,
-          this.processor.name,
-          attached.processorRef,
-          attached.brand,
-          attached.last4,
-          attached.expMonth,
-          attached.expYear,
-          this.clock.now(),
-        ],
-      );
-      const row = rows[0];
-      if (row === undefined) throw new Error('payment method insert returned no row');
+      await lockCustomerForCards(tx, customer.id);
+      const row = await insertDefaultMethod(tx, {
+        id: newId(ID.paymentMethod),
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        customer_id: customer.id,
+        processor: this.processor.name,
+        processor_ref: attached.processorRef,
+        brand: attached.brand,
+        last4: attached.last4,
+        exp_month: attached.expMonth,
+        exp_year: attached.expYear,
+        created_at: this.clock.now(),
+      });
       return toMethod(row);
     });
   }
@@ -106,19 +92,11 @@ export class PaymentService {
   async listMethods(auth: AuthContext, customerRef: string) {
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
-    const { rows } = await this.pool.query<MethodRow>(
-      'SELECT * FROM payment_methods WHERE customer_id = $1 ORDER BY id',
-      [customer.id],
-    );
-    return { data: rows.map(toMethod) };
+    return { data: (await listMethods(this.pool, customer.id)).map(toMethod) };
   }
 
   async hasDefaultMethod(db: Pool | PoolClient, customerId: string): Promise<boolean> {
-    const { rowCount } = await db.query(
-      'SELECT 1 FROM payment_methods WHERE customer_id = $1 AND is_default',
-      [customerId],
-    );
-    return (rowCount ?? 0) > 0;
+    return (await findDefaultMethod(db, customerId)) !== undefined;
   }
 
   /**
@@ -129,11 +107,7 @@ export class PaymentService {
    */
   async charge(tx: PoolClient, auth: AuthContext, request: ChargeRequest): Promise<ChargeOutcome> {
     const at = this.clock.now();
-    const { rows: methods } = await tx.query<MethodRow>(
-      'SELECT * FROM payment_methods WHERE customer_id = $1 AND is_default',
-      [request.customerId],
-    );
-    const method = methods[0];
+    const method = await findDefaultMethod(tx, request.customerId);
     const key = `${request.purchaseId ?? request.customerId}:${request.periodKey}:${request.attempt}`;
     const result =
       method === undefined
@@ -147,33 +121,27 @@ export class PaymentService {
     const failureReason = result.status === 'failed' ? result.failureReason : null;
     const id = newId(ID.payment);
     const transactionReference = newId(ID.transaction);
-    const inserted = await tx.query(
-      `INSERT INTO payments (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, amount, currency, status, reason,
-                             period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-       ON CONFLICT DO NOTHING`,
-      [
-        id,
-        auth.providerId,
-        auth.environment,
-        request.customerId,
-        request.purchaseId,
-        request.productId,
-        request.planId,
-        request.amount,
-        request.currency,
-        result.status,
-        request.reason,
-        request.periodKey,
-        request.attempt,
-        this.processor.name,
-        result.processorPaymentIntent,
-        transactionReference,
-        failureReason,
-        at,
-      ],
-    );
-    if (inserted.rowCount === 0) throw new Error(`payment ${key} was already attempted`);
+    const inserted = await insertPayment(tx, {
+      id,
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: request.customerId,
+      purchase_id: request.purchaseId,
+      product_id: request.productId,
+      plan_id: request.planId,
+      amount: request.amount,
+      currency: request.currency,
+      status: result.status,
+      reason: request.reason,
+      period_key: request.periodKey,
+      attempt: request.attempt,
+      processor: this.processor.name,
+      processor_payment_intent: result.processorPaymentIntent,
+      transaction_reference: transactionReference,
+      failure_reason: failureReason,
+      created_at: at,
+    });
+    if (!inserted) throw new Error(`payment ${key} was already attempted`);
     const object = {
       id,
       amount: request.amount,

@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/pool';
+import type { PurchaseRow } from './service';
 import { GRANTS_ACCESS } from './state-machine';
 
 export interface AccessPurchase {
@@ -30,4 +31,10 @@ export async function accessProductIds(db: Queryable, customerId: string): Promi
     [customerId, [...GRANTS_ACCESS]],
   );
   return rows.map((r) => r.product_id);
+}
+
+/** A purchase by id, locked for the caller's transaction. */
+export async function lockPurchase(db: Queryable, id: string): Promise<PurchaseRow | undefined> {
+  const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE id = $1 FOR UPDATE', [id]);
+  return rows[0];
 }

@@ -1,0 +1,108 @@
+import type { Queryable } from '../../db/pool';
+
+export interface SessionRow {
+  id: string;
+  provider_id: string;
+  environment: 'sandbox' | 'live';
+  customer_id: string;
+  kind: 'plan' | 'topup';
+  plan_id: string | null;
+  product_id: string | null;
+  topup_credits: number | null;
+  amount: number;
+  currency: string;
+  status: 'active' | 'used' | 'expired';
+  success_url: string;
+  cancel_url: string | null;
+  purchase_id: string | null;
+  expires_at: Date;
+  completed_at: Date | null;
+  created_at: Date;
+}
+
+export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
+  await db.query(
+    `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
+                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.kind,
+      row.plan_id,
+      row.product_id,
+      row.topup_credits,
+      row.amount,
+      row.currency,
+      row.status,
+      row.success_url,
+      row.cancel_url,
+      row.purchase_id,
+      row.expires_at,
+      row.completed_at,
+      row.created_at,
+    ],
+  );
+}
+
+export async function findSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>('SELECT * FROM checkout_sessions WHERE id = $1', [id]);
+  return rows[0];
+}
+
+/**
+ * Takes an open, unexpired session for one payer until a two-minute lease runs out (so a payer
+ * that crashed does not hold it); undefined when it is closed, expired or held by another.
+ */
+export async function claimSession(db: Queryable, id: string, at: Date): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE checkout_sessions SET paying_until = $2::timestamptz + interval '2 minutes'
+      WHERE id = $1 AND status = 'active' AND expires_at > $2 AND (paying_until IS NULL OR paying_until <= $2)
+      RETURNING *`,
+    [id, at],
+  );
+  return rows[0];
+}
+
+export async function releaseSession(db: Queryable, id: string): Promise<void> {
+  await db.query(`UPDATE checkout_sessions SET paying_until = NULL WHERE id = $1 AND status = 'active'`, [
+    id,
+  ]);
+}
+
+/** Closes a paid session; undefined when it was no longer open. */
+export async function markSessionUsed(
+  db: Queryable,
+  id: string,
+  at: Date,
+  purchaseId: string | null,
+): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3, paying_until = NULL
+      WHERE id = $1 AND status = 'active' RETURNING *`,
+    [id, at, purchaseId],
+  );
+  return rows[0];
+}
+
+/** Expires up to 500 open sessions past their time, skipping any another scheduler holds. */
+export async function expireDueSessions(db: Queryable, at: Date): Promise<SessionRow[]> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE checkout_sessions SET status = 'expired' WHERE id IN (
+       SELECT id FROM checkout_sessions WHERE status = 'active' AND expires_at <= $1 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
+     RETURNING *`,
+    [at],
+  );
+  return rows;
+}
+
+/** Payment attempts made for a top-up session so far. */
+export async function topupAttempts(db: Queryable, customerId: string, sessionId: string): Promise<number> {
+  const { rows } = await db.query<{ attempts: number }>(
+    'SELECT count(*)::int AS attempts FROM payments WHERE customer_id = $1 AND period_key = $2 AND purchase_id IS NULL',
+    [customerId, sessionId],
+  );
+  return rows[0]?.attempts ?? 0;
+}

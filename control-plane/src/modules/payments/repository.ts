@@ -1,0 +1,191 @@
+import type { Environment } from '@mcp-meter/ingest';
+import type { Queryable } from '../../db/pool';
+
+export interface MethodRow {
+  id: string;
+  customer_id: string;
+  processor_ref: string;
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+  is_default: boolean;
+  created_at: Date;
+}
+
+/** Serialises card changes of one customer (inside the caller's transaction). */
+export async function lockCustomerForCards(db: Queryable, customerId: string): Promise<void> {
+  await db.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customerId]);
+}
+
+/** Stores a card as the customer's one default. */
+export async function insertDefaultMethod(
+  db: Queryable,
+  method: Omit<MethodRow, 'is_default'> & {
+    provider_id: string;
+    environment: Environment;
+    processor: string;
+  },
+): Promise<MethodRow> {
+  await db.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
+    method.customer_id,
+  ]);
+  const { rows } = await db.query<MethodRow>(
+    `INSERT INTO payment_methods (id, provider_id, environment, customer_id, processor, processor_ref, brand, last4, exp_month, exp_year,
+                                  is_default, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11) RETURNING *`,
+    [
+      method.id,
+      method.provider_id,
+      method.environment,
+      method.customer_id,
+      method.processor,
+      method.processor_ref,
+      method.brand,
+      method.last4,
+      method.exp_month,
+      method.exp_year,
+      method.created_at,
+    ],
+  );
+  const row = rows[0];
+  if (row === undefined) throw new Error('payment method insert returned no row');
+  return row;
+}
+
+export async function listMethods(db: Queryable, customerId: string): Promise<MethodRow[]> {
+  const { rows } = await db.query<MethodRow>(
+    'SELECT * FROM payment_methods WHERE customer_id = $1 ORDER BY id',
+    [customerId],
+  );
+  return rows;
+}
+
+export async function findDefaultMethod(db: Queryable, customerId: string): Promise<MethodRow | undefined> {
+  const { rows } = await db.query<MethodRow>(
+    'SELECT * FROM payment_methods WHERE customer_id = $1 AND is_default',
+    [customerId],
+  );
+  return rows[0];
+}
+
+export interface PaymentInsert {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  customer_id: string;
+  purchase_id: string | null;
+  product_id: string | null;
+  plan_id: string | null;
+  amount: number;
+  currency: string;
+  status: 'succeeded' | 'failed';
+  reason: string;
+  period_key: string;
+  attempt: number;
+  processor: string;
+  processor_payment_intent: string;
+  transaction_reference: string;
+  failure_reason: string | null;
+  created_at: Date;
+}
+
+/** Records a charge attempt; false when this attempt already has a row (any unique index). */
+export async function insertPayment(db: Queryable, p: PaymentInsert): Promise<boolean> {
+  const inserted = await db.query(
+    `INSERT INTO payments (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, amount, currency, status, reason,
+                           period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     ON CONFLICT DO NOTHING`,
+    [
+      p.id,
+      p.provider_id,
+      p.environment,
+      p.customer_id,
+      p.purchase_id,
+      p.product_id,
+      p.plan_id,
+      p.amount,
+      p.currency,
+      p.status,
+      p.reason,
+      p.period_key,
+      p.attempt,
+      p.processor,
+      p.processor_payment_intent,
+      p.transaction_reference,
+      p.failure_reason,
+      p.created_at,
+    ],
+  );
+  return (inserted.rowCount ?? 0) > 0;
+}
+
+export interface PaymentRow {
+  id: string;
+  purchase_id: string | null;
+  amount: number;
+  currency: string;
+  status: string;
+  processor_payment_intent: string;
+  transaction_reference: string;
+}
+
+/** A payment by its id or transaction reference, locked for the caller's transaction. */
+export async function lockPayment(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  ref: string,
+): Promise<PaymentRow | undefined> {
+  const { rows } = await db.query<PaymentRow>(
+    'SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR transaction_reference = $3) FOR UPDATE',
+    [tenant.providerId, tenant.environment, ref],
+  );
+  return rows[0];
+}
+
+/** What was refunded of a payment so far (failed refunds aside). */
+export async function refundedAmount(db: Queryable, paymentId: string): Promise<number> {
+  const { rows } = await db.query<{ total: string | null }>(
+    `SELECT sum(amount) AS total FROM refunds WHERE payment_id = $1 AND status <> 'failed'`,
+    [paymentId],
+  );
+  return Number(rows[0]?.total ?? 0);
+}
+
+export async function insertRefund(
+  db: Queryable,
+  r: {
+    id: string;
+    provider_id: string;
+    environment: Environment;
+    payment_id: string;
+    amount: number;
+    currency: string;
+    reason: string | null;
+    metadata: Record<string, string>;
+    status: string;
+    processor_refund: string;
+    failure_reason: string | null;
+    created_at: Date;
+  },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund, failure_reason, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      r.id,
+      r.provider_id,
+      r.environment,
+      r.payment_id,
+      r.amount,
+      r.currency,
+      r.reason,
+      r.metadata,
+      r.status,
+      r.processor_refund,
+      r.failure_reason,
+      r.created_at,
+    ],
+  );
+}
