@@ -12,17 +12,16 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import {
-  buildUsageRecord,
   type ClickHouseClient,
   ClickHouseUsageStore,
   createClickHouse,
   migrateClickHouse,
   openUsageBus,
   readBusConfig,
-  type UsageRecord,
 } from '@mcp-meter/ingest';
-import { createLogger, freePort, readEnv } from '@mcp-meter/ingest/kit';
 
 const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({

@@ -27,7 +27,7 @@ import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '@mcp-meter/ingest/kit';
+import { freePort } from '@mcp-meter/contracts/kit';
 import { Redis } from 'ioredis';
 import { inversions, searchAll, type Trial } from './search';
 

@@ -13,14 +13,14 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { createLogger, freePort } from '@mcp-meter/contracts/kit';
+import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import type { UsageReader } from '@mcp-meter/ingest';
-import { createLogger, freePort } from '@mcp-meter/ingest/kit';
 import { Agent, request } from 'undici';
 import { migratePostgres } from '../control-plane/src/db/migrate';
 import { createPool, inTransaction } from '../control-plane/src/db/pool';
 import { writeEvent } from '../control-plane/src/modules/events/outbox';
 import { buildControlPlane, DEFAULT_WEBHOOK_CONFIG } from '../control-plane/src/service';
-import { MemorySnapshotStore } from '../control-plane/src/snapshots/store';
 
 const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({

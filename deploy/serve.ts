@@ -3,16 +3,17 @@
  * embedded defaults; `SERVICES=proxy` (etc.) runs a subset against real servers, as `npm run
  * stack` does. Only wiring lives here.
  */
+
+import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { openCounterStore } from '@mcp-meter/contracts/limits';
+import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import {
   type ControlPlaneConfig,
   openDatabase,
   readControlPlaneConfig,
   startControlPlane,
 } from '@mcp-meter/control-plane';
-import { openCounterStore } from '@mcp-meter/control-plane/limits';
-import { openSnapshotStore } from '@mcp-meter/control-plane/snapshots';
 import { openUsageBus, openUsageStore, startIngestConsumer, type UsageStoreHandle } from '@mcp-meter/ingest';
-import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;

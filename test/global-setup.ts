@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { freePort } from '@mcp-meter/ingest/kit';
+import { freePort } from '@mcp-meter/contracts/kit';
 import type { TestProject } from 'vitest/node';
 
 export interface Infra {

@@ -1,12 +1,17 @@
 import {
+  type EnvReader,
+  LOG_LEVELS,
+  type LogLevel,
+  readOutboundAllowedHosts,
+} from '@mcp-meter/contracts/kit';
+import { readSecretKey } from '@mcp-meter/contracts/snapshots';
+import {
   type BusConfig,
   type ClickHouseConfig,
   readBusConfig,
   readClickHouseConfig,
   readDataDir,
 } from '@mcp-meter/ingest';
-import { type EnvReader, LOG_LEVELS, type LogLevel, readOutboundAllowedHosts } from '@mcp-meter/ingest/kit';
-import { readSecretKey } from './snapshots/secrets';
 
 export { readSecretKey };
 

@@ -1,12 +1,14 @@
+import { type Logger, OutboundGuard } from '@mcp-meter/contracts/kit';
+import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limits';
+import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
+import { internalToken } from '@mcp-meter/contracts/snapshots';
 import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
-import { type Logger, OutboundGuard } from '@mcp-meter/ingest/kit';
 import { type Clock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import type { Pool } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
-import { type CounterStore, MemoryCounterStore } from './limits';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
@@ -41,8 +43,6 @@ import { webhookRoutes } from './modules/webhooks/routes';
 import { WebhookSender } from './modules/webhooks/sender';
 import { WebhookService } from './modules/webhooks/service';
 import { WebhookWorker } from './modules/webhooks/worker';
-import { internalToken } from './snapshots/secrets';
-import type { SnapshotStore } from './snapshots/store';
 
 export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &

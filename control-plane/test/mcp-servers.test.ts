@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
+import { mcpServerKey } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { mcpServerKey } from '../src/snapshots/format';
 
 /** The MCP server registry and the snapshots it writes for the proxy, on real PostgreSQL. */
 let harness: TestControlPlane;

@@ -1,6 +1,6 @@
+import { entitlementKey } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { entitlementKey } from '../src/snapshots/format';
 
 /** Activation and the purchase lifecycle through the API, on real PostgreSQL. */
 let harness: TestControlPlane;

@@ -1,10 +1,13 @@
+import {
+  JWKS_KEY,
+  MemorySnapshotStore,
+  revocationKey,
+  verifyAccessToken,
+} from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { systemClock } from '../src/clock';
 import { TokenService } from '../src/modules/tokens/service';
-import { JWKS_KEY, revocationKey } from '../src/snapshots/format';
-import { verifyAccessToken } from '../src/snapshots/jwt';
-import { MemorySnapshotStore } from '../src/snapshots/store';
 
 /** Customer access tokens: issued by the control plane, verifiable with the published key set alone. */
 let harness: TestControlPlane;

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { isInternalAddress, OutboundGuard } from '@mcp-meter/contracts/kit';
 import { verifyWebhook, WebhookVerificationError } from '@mcp-meter/control-plane/webhooks';
-import { isInternalAddress, OutboundGuard } from '@mcp-meter/ingest/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';

@@ -1,6 +1,6 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsageBatchHandler } from './bus';
-import type { Logger } from './kit/logger';
-import type { UsageRecord } from './record';
 import { dedupeTokenFor } from './usage-store';
 
 export interface OffsetRange {

@@ -1,4 +1,4 @@
-import type { Environment, UsageRecord } from './record';
+import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 
 /** Producer side of the usage bus. */
 export interface UsagePublisher {

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
+import type { EnvReader } from '@mcp-meter/contracts/kit';
 import { DATABASE_NAME } from './clickhouse/names';
-import type { EnvReader } from './kit/env';
 
 export interface BusConfig {
   /** Empty: the in-process queue stands in for Kafka (all-in-one mode). */

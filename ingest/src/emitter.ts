@@ -10,9 +10,9 @@ import {
   unlinkSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import type { Logger } from '@mcp-meter/contracts/kit';
+import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
-import type { Logger } from './kit/logger';
-import { parseBusRecord, type UsageRecord } from './record';
 
 export interface EmitterStats {
   emitted: number;

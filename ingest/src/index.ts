@@ -1,3 +1,14 @@
+export {
+  buildUsageRecord,
+  type CallFacts,
+  callRecord,
+  ENVIRONMENTS,
+  type Environment,
+  type FieldError,
+  USAGE_LIMITS,
+  type UsageInput,
+  type UsageRecord,
+} from '@mcp-meter/contracts/usage-record';
 export { CrossPartitionBatcher } from './batcher';
 export type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
 export { recordTopic } from './bus';
@@ -11,17 +22,6 @@ export {
 } from './config';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
 export { InProcessUsageBus } from './in-process-bus';
-export {
-  buildUsageRecord,
-  type CallFacts,
-  callRecord,
-  ENVIRONMENTS,
-  type Environment,
-  type FieldError,
-  USAGE_LIMITS,
-  type UsageInput,
-  type UsageRecord,
-} from './record';
 export {
   openUsageBus,
   openUsageStore,

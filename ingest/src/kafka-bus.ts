@@ -1,6 +1,13 @@
 import { type Consumer, type Kafka, type logCreator, logLevel, Partitioners, type Producer } from 'kafkajs';
 import { CrossPartitionBatcher } from './batcher';
 import './kafkajs-idle-fix';
+import type { Logger } from '@mcp-meter/contracts/kit';
+import {
+  ENVIRONMENTS,
+  parseBusMessage,
+  partitionKey,
+  type UsageRecord,
+} from '@mcp-meter/contracts/usage-record';
 import {
   bulkTopic,
   recordTopic,
@@ -8,8 +15,6 @@ import {
   type UsagePublisher,
   type UsageSubscription,
 } from './bus';
-import type { Logger } from './kit/logger';
-import { ENVIRONMENTS, parseBusMessage, partitionKey, type UsageRecord } from './record';
 
 export { Kafka } from 'kafkajs';
 

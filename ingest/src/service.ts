@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher, UsageSubscription } from './bus';
 import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
 import type { BusConfig, ClickHouseConfig } from './config';
@@ -10,7 +11,6 @@ import {
   KafkaUsageSubscription,
   kafkaLogging,
 } from './kafka-bus';
-import type { Logger } from './kit/logger';
 import { ClickHouseUsageStore } from './usage-store';
 
 export interface UsageBus {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
+import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { ClickHouseClient } from './clickhouse/client';
-import type { Environment, UsageRecord } from './record';
 
 /** The environment picks the table from a closed set; no caller string reaches an identifier. */
 const TABLES: Readonly<Record<Environment, string>> = {

@@ -1,8 +1,8 @@
+import { createLogger } from '@mcp-meter/contracts/kit';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { UsagePublisher } from '../src/bus';
 import { BatchingUsageEmitter } from '../src/emitter';
-import { createLogger } from '../src/kit/logger';
-import type { UsageRecord } from '../src/record';
 
 // Unit tests of the emitter's batching logic: the publisher is a recorder, the clock is fake.
 

@@ -1,6 +1,6 @@
+import { ConfigError, readEnv } from '@mcp-meter/contracts/kit';
 import { describe, expect, it } from 'vitest';
 import { readBusConfig } from '../src/config';
-import { ConfigError, readEnv } from '../src/kit/env';
 
 describe('configuration', () => {
   it('applies defaults when nothing is set', () => {

@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { readBusConfig } from '../src/config';
 import { Kafka } from '../src/kafka-bus';
-import { createLogger, readEnv } from '../src/kit';
-import { buildUsageRecord, type UsageRecord } from '../src/record';
 import { openUsageBus, openUsageStore, type UsageStoreHandle } from '../src/service';
 
 /** Faults 2, 4 and 6 of reliability.md on the real Kafka broker and real ClickHouse (chdb). */

@@ -1,10 +1,10 @@
+import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
 import { type BusConfig, readBusConfig } from '../src/config';
 import { allTopics, Kafka } from '../src/kafka-bus';
-import { createLogger, readEnv } from '../src/kit';
-import { buildUsageRecord, type UsageRecord } from '../src/record';
 import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service';
 
 /** Kafka → ingest consumer → ClickHouse (chdb), on the real broker started for the test run. */

@@ -1,6 +1,6 @@
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { buildUsageRecord, type UsageRecord } from '../src/record';
 
 /** The ClickHouse usage store (chdb in-process, one session shared by every query). */
 let store: Awaited<ReturnType<typeof openTestUsageStore>>;

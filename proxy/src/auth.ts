@@ -6,7 +6,7 @@ import {
   type SnapshotStore,
   type VerifyResult,
   verifyAccessToken,
-} from '@mcp-meter/control-plane/snapshots';
+} from '@mcp-meter/contracts/snapshots';
 import { type RevocationDirectory, SnapshotUnavailableError } from './directory';
 
 /**

@@ -1,5 +1,5 @@
-import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
-import type { Logger } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
+import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
 import { callRecord, type UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ToolCall, ToolOutcome } from './calls';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';

@@ -1,6 +1,11 @@
 import { join, resolve } from 'node:path';
-import { readSecretKey } from '@mcp-meter/control-plane/snapshots';
-import { type EnvReader, LOG_LEVELS, type LogLevel, readOutboundAllowedHosts } from '@mcp-meter/ingest/kit';
+import {
+  type EnvReader,
+  LOG_LEVELS,
+  type LogLevel,
+  readOutboundAllowedHosts,
+} from '@mcp-meter/contracts/kit';
+import { readSecretKey } from '@mcp-meter/contracts/snapshots';
 import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest/producer';
 
 export interface ProxyConfig {

@@ -1,4 +1,4 @@
-import type { CounterScope } from '@mcp-meter/control-plane/limits';
+import type { CounterScope } from '@mcp-meter/contracts/limits';
 import type { Environment } from '@mcp-meter/ingest/producer';
 import { type Dispatcher, request } from 'undici';
 

@@ -8,7 +8,7 @@ import {
   type RevocationSnapshot,
   revocationKey,
   type SnapshotStore,
-} from '@mcp-meter/control-plane/snapshots';
+} from '@mcp-meter/contracts/snapshots';
 import type { Environment } from '@mcp-meter/ingest/producer';
 
 /** The snapshot store cannot be read and nothing usable is cached: the caller should retry shortly. */

@@ -4,8 +4,8 @@ import {
   type LeasedLimiter,
   LimiterUnavailableError,
   scopeOf,
-} from '@mcp-meter/control-plane/limits';
-import type { McpServerSnapshot } from '@mcp-meter/control-plane/snapshots';
+} from '@mcp-meter/contracts/limits';
+import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
 import type { ControlPlaneLink } from './control-link';
 import { type EntitlementDirectory, SnapshotUnavailableError } from './directory';
 

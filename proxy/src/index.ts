@@ -1,6 +1,6 @@
-import { type CounterStore, DEFAULT_LIMITER_OPTIONS, LeasedLimiter } from '@mcp-meter/control-plane/limits';
-import { internalToken, type SnapshotStore } from '@mcp-meter/control-plane/snapshots';
-import type { Logger } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
+import { type CounterStore, DEFAULT_LIMITER_OPTIONS, LeasedLimiter } from '@mcp-meter/contracts/limits';
+import { internalToken, type SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { TokenVerifier } from './auth';

@@ -1,4 +1,4 @@
-import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
+import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ControlPlaneLink } from './control-link';
 import type { ServerDirectory } from './directory';

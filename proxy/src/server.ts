@@ -1,9 +1,9 @@
 import uWS from 'uWebSockets.js';
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { LeasedLimiter } from '@mcp-meter/control-plane/limits';
-import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/control-plane/snapshots';
-import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/ingest/kit';
+import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/contracts/kit';
+import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
+import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/contracts/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';

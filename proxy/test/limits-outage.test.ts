@@ -2,16 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
 import {
   type CounterStore,
   calendarPeriod,
   counterKey,
   MemoryCounterStore,
   RedisCounterStore,
-} from '@mcp-meter/control-plane/limits';
-import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/control-plane/snapshots';
+} from '@mcp-meter/contracts/limits';
+import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
 import type { UsageRecord } from '@mcp-meter/ingest';
-import { createLogger, freePort, readEnv } from '@mcp-meter/ingest/kit';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -45,7 +45,7 @@ async function graphOf(entry: string) {
 
 /** Services share contracts, never each other's roots: the proxy loads no server framework or database. */
 describe('service boundaries', () => {
-  it('the proxy loads neither Fastify, PostgreSQL nor ClickHouse, and only the light parts of the others', async () => {
+  it('the proxy loads neither Fastify, PostgreSQL nor ClickHouse: only contracts and the producer side of ingest', async () => {
     const { files, packages } = await graphOf('proxy/src/index.ts');
     for (const heavy of [
       'fastify',
@@ -60,18 +60,36 @@ describe('service boundaries', () => {
     const foreign = files.filter(
       (f) =>
         !f.startsWith('proxy/') &&
-        !f.startsWith('control-plane/src/snapshots/') &&
-        !f.startsWith('control-plane/src/limits/') &&
-        !f.startsWith('ingest/src/kit/') &&
+        !f.startsWith('contracts/src/') &&
         ![
           'ingest/src/producer.ts',
           'ingest/src/bus.ts',
           'ingest/src/config.ts',
           'ingest/src/emitter.ts',
-          'ingest/src/record.ts',
           'ingest/src/clickhouse/names.ts',
         ].includes(f),
     );
     expect(foreign).toEqual([]);
+  });
+});
+
+describe('contracts', () => {
+  it('load no server framework, database or other service', async () => {
+    for (const entry of [
+      'contracts/src/kit/index.ts',
+      'contracts/src/usage-record.ts',
+      'contracts/src/snapshots/index.ts',
+      'contracts/src/limits/index.ts',
+    ]) {
+      const { files, packages } = await graphOf(entry);
+      expect(
+        files.filter((f) => !f.startsWith('contracts/')),
+        entry,
+      ).toEqual([]);
+      expect(
+        packages.filter((p) => !['ioredis', 'ipaddr.js', 'jose', 'pino', 'pino-pretty'].includes(p)),
+        entry,
+      ).toEqual([]);
+    }
   });
 });

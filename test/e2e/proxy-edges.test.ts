@@ -9,7 +9,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
-import { freePort } from '@mcp-meter/ingest/kit';
+import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';

@@ -1,7 +1,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@mcp-meter/ingest/kit';
+import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   foreignToken,

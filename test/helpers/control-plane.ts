@@ -1,5 +1,6 @@
+import { createLogger } from '@mcp-meter/contracts/kit';
+import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { InProcessUsageBus, type UsageReader } from '@mcp-meter/ingest';
-import { createLogger } from '@mcp-meter/ingest/kit';
 import { inject } from 'vitest';
 import type { Clock } from '../../control-plane/src/clock';
 import type { WebhookConfig } from '../../control-plane/src/config';
@@ -10,7 +11,6 @@ import {
   type ControlPlane,
   DEFAULT_WEBHOOK_CONFIG,
 } from '../../control-plane/src/service';
-import { MemorySnapshotStore } from '../../control-plane/src/snapshots/store';
 import { openTestUsageStore } from './usage-store';
 
 /** Fixed so tests can seal and derive tokens the same way. */

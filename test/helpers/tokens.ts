@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
-import { ACCESS_TOKEN_AUDIENCE } from '@mcp-meter/control-plane/snapshots';
+import { ACCESS_TOKEN_AUDIENCE } from '@mcp-meter/contracts/snapshots';
 
 /**
  * Mints a customer access token the way the control plane's token service does (ES256 JWT with

@@ -4,14 +4,15 @@
  * whether `npm start` is running on it or not.
  */
 import { parseArgs } from 'node:util';
-import { ENVIRONMENTS, type Environment, readDataDir } from '@mcp-meter/ingest';
-import { ConfigError, createLogger, readEnv } from '@mcp-meter/ingest/kit';
+import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
+import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
+import { readDataDir } from '@mcp-meter/ingest';
 import { systemClock } from '../clock';
 import { readSecretKey } from '../config';
 import { openDatabase } from '../db/open';
 import { ProviderService } from '../modules/providers/service';
 import { TokenService } from '../modules/tokens/service';
-import { MemorySnapshotStore } from '../snapshots/store';
 
 const USAGE = `usage: npm run admin -- <command>
   provider create --name "<display name>" [--legal-name "<legal name>"] [--sandbox-only]

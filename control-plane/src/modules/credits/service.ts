@@ -1,4 +1,4 @@
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';

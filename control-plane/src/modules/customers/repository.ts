@@ -1,4 +1,4 @@
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
 import type { Tenant } from '../products/repository';
 

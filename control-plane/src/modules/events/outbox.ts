@@ -1,5 +1,5 @@
-import type { Environment } from '@mcp-meter/ingest';
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
 
 /** The envelope version providers code against (spec 6.2: a date-form string). */

@@ -1,14 +1,4 @@
-import {
-  callRecord,
-  type Environment,
-  type UsagePublisher,
-  type UsageReader,
-  type UsageRecord,
-} from '@mcp-meter/ingest';
-import type { Logger } from '@mcp-meter/ingest/kit';
-import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
-import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import {
   type CounterScope,
   type CounterStore,
@@ -18,7 +8,12 @@ import {
   LeasedLimiter,
   LimiterUnavailableError,
   type LimitTarget,
-} from '../../limits';
+} from '@mcp-meter/contracts/limits';
+import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
+import type { Clock } from '../../clock';
+import type { Pool } from '../../db/pool';
+import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';

@@ -1,4 +1,4 @@
-import type { OutboundGuard } from '@mcp-meter/ingest/kit';
+import type { OutboundGuard } from '@mcp-meter/contracts/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch } from 'undici';

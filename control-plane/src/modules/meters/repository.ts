@@ -1,5 +1,6 @@
-import { AGGREGATIONS, type Aggregation, type Environment } from '@mcp-meter/ingest';
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
+import { AGGREGATIONS, type Aggregation } from '@mcp-meter/ingest';
 import type { Queryable } from '../../db/pool';
 
 export const REQUESTS_METER = 'requests';

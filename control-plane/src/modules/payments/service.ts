@@ -1,4 +1,4 @@
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';

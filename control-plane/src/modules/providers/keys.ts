@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 
 const PREFIXES: ReadonlyArray<readonly [string, Environment]> = [
   ['sk_test_', 'sandbox'],

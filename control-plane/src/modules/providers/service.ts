@@ -1,4 +1,4 @@
-import { ENVIRONMENTS, type Environment } from '@mcp-meter/ingest';
+import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import { type FieldProblem, NotFoundError, UnauthorizedError, ValidationError } from '../../errors';

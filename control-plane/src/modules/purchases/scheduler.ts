@@ -1,4 +1,4 @@
-import type { Logger } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { unixSeconds, writeEvent } from '../events/outbox';

@@ -1,11 +1,11 @@
-import type { Logger } from '@mcp-meter/ingest/kit';
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
+import { type EntitlementSnapshot, entitlementKey } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
-import { type EntitlementSnapshot, entitlementKey } from '../../snapshots/format';
-import type { SnapshotStore } from '../../snapshots/store';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';

@@ -1,5 +1,5 @@
 import type { JsonWebKey } from 'node:crypto';
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { PoolClient, Queryable } from '../../db/pool';
 
 export interface SigningKeyRow {

@@ -1,17 +1,18 @@
 import { createHmac, generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto';
-import { importJWK, SignJWT } from 'jose';
-import type { Clock } from '../../clock';
-import type { Pool, PoolClient } from '../../db/pool';
-import { NotFoundError } from '../../errors';
+import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import {
   ACCESS_TOKEN_AUDIENCE,
   type AccessTokenClaims,
   JWKS_KEY,
   type RevocationSnapshot,
   revocationKey,
-} from '../../snapshots/format';
-import { seal, unseal } from '../../snapshots/secrets';
-import type { SnapshotStore } from '../../snapshots/store';
+  seal,
+  unseal,
+} from '@mcp-meter/contracts/snapshots';
+import { importJWK, SignJWT } from 'jose';
+import type { Clock } from '../../clock';
+import type { Pool, PoolClient } from '../../db/pool';
+import { NotFoundError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';

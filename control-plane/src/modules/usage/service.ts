@@ -1,12 +1,6 @@
 import { createHash } from 'node:crypto';
-import {
-  buildUsageRecord,
-  countBuckets,
-  type Granularity,
-  type UsagePublisher,
-  type UsageReader,
-  type UsageRecord,
-} from '@mcp-meter/ingest';
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { countBuckets, type Granularity, type UsagePublisher, type UsageReader } from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import {

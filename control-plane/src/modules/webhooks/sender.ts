@@ -1,4 +1,4 @@
-import type { OutboundGuard } from '@mcp-meter/ingest/kit';
+import type { OutboundGuard } from '@mcp-meter/contracts/kit';
 import { Agent, request } from 'undici';
 
 export interface SendResult {

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { Environment } from '@mcp-meter/ingest';
-import type { OutboundGuard } from '@mcp-meter/ingest/kit';
-import { ID, newId } from '@mcp-meter/ingest/kit';
+import type { OutboundGuard } from '@mcp-meter/contracts/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import { seal, unseal } from '@mcp-meter/contracts/snapshots';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
-import { seal, unseal } from '../../snapshots/secrets';
 import { signatureHeader } from '../../webhooks/verify';
 import { API_VERSION, unixSeconds } from '../events/outbox';
 import type { AuthContext } from '../providers/service';

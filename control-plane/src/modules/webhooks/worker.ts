@@ -1,4 +1,4 @@
-import type { Logger } from '@mcp-meter/ingest/kit';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { unixSeconds } from '../events/outbox';

@@ -1,4 +1,4 @@
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '../usage-record';
 
 /**
  * What the proxy needs to route and meter calls for one MCP server, written by the control

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { EnvReader } from '@mcp-meter/ingest/kit';
+import type { EnvReader } from '../kit/env';
 
 /**
  * The deployment's 32-byte secret: it seals origin API keys (AES-256-GCM) in PostgreSQL and in

@@ -1,5 +1,10 @@
+import {
+  buildUsageRecord,
+  callRecord,
+  fractionDigits,
+  parseBusRecord,
+} from '@mcp-meter/contracts/usage-record';
 import { describe, expect, it } from 'vitest';
-import { buildUsageRecord, callRecord, fractionDigits, parseBusRecord } from '../src/record';
 
 const now = new Date('2026-11-22T12:00:00.000Z');
 const context = {

@@ -6,7 +6,7 @@ import {
   leaseStep,
   MemoryCounterStore,
   RedisCounterStore,
-} from '@mcp-meter/control-plane/limits';
+} from '@mcp-meter/contracts/limits';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 

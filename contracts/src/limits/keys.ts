@@ -1,4 +1,4 @@
-import type { Environment } from '@mcp-meter/ingest';
+import type { Environment } from '../usage-record';
 import { LIMIT_PREFIX } from './counter';
 
 export interface CounterScope {

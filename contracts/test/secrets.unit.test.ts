@@ -3,8 +3,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { loadSecretKey, seal, unseal } from '@mcp-meter/contracts/snapshots';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSecretKey, seal, unseal } from '../src/snapshots/secrets';
 
 const run = promisify(execFile);
 const dirs: string[] = [];
