@@ -2,7 +2,6 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import { ID, newId, type OutboundGuard } from '@mcp-meter/contracts/kit';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type McpServerSnapshot, mcpServerKey, seal, unseal } from '@mcp-meter/contracts/snapshots';
-import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { UsageReader } from '@mcp-meter/ingest';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
@@ -14,24 +13,18 @@ import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { listOriginTools } from './origin';
+import {
+  allServers,
+  findServer,
+  insertServer,
+  listServers,
+  type McpServerRow,
+  netRevenueByProduct,
+  providerCurrency,
+  softDeleteServer,
+  updateServer,
+} from './repository';
 import type { McpServer, McpServerCreate, McpServerUpdate, Tool } from './schemas';
-
-interface McpServerRow {
-  id: string;
-  provider_id: string;
-  environment: Environment;
-  name: string;
-  subdomain: string;
-  url: string;
-  product_id: string | null;
-  status: 'active' | 'inactive' | 'suspended';
-  avatar_url: string | null;
-  default_plan_id: string | null;
-  tools: Tool[];
-  deleted_at: Date | null;
-  auth_header_name: string | null;
-  auth_api_key_sealed: string | null;
-}
 
 interface ServerFigures {
   transactions: Map<string, number> | undefined;
@@ -117,29 +110,16 @@ export class McpServerService {
         this.logger.warn({ err: error }, 'usage store unreachable; totalTransactions left out');
       }
     }
-    const { rows: provider } = await this.pool.query<{ currency: string }>(
-      `SELECT COALESCE(default_currency, 'usd') AS currency FROM providers WHERE id = $1`,
-      [auth.providerId],
-    );
-    const currency = provider[0]?.currency ?? 'usd';
-    const { rows: money } = await this.pool.query<{ product_id: string; net: string }>(
-      `SELECT p.product_id, (SUM(p.amount) - COALESCE(SUM(rf.refunded), 0))::text AS net
-         FROM payments p
-         LEFT JOIN (SELECT payment_id, SUM(amount) AS refunded FROM refunds WHERE status = 'succeeded' GROUP BY payment_id) rf
-           ON rf.payment_id = p.id
-        WHERE p.provider_id = $1 AND p.environment = $2 AND p.status = 'succeeded' AND p.currency = $3
-          AND p.product_id = ANY($4)
-        GROUP BY p.product_id`,
-      [
-        auth.providerId,
-        auth.environment,
-        currency,
-        rows.map((r) => r.product_id).filter((id) => id !== null),
-      ],
+    const currency = await providerCurrency(this.pool, auth.providerId);
+    const balances = await netRevenueByProduct(
+      this.pool,
+      auth,
+      currency,
+      rows.map((r) => r.product_id).filter((id) => id !== null),
     );
     return {
       transactions,
-      balances: new Map(money.map((m) => [m.product_id, Number(m.net)])),
+      balances,
       currency,
     };
   }
@@ -253,27 +233,7 @@ export class McpServerService {
       auth_api_key_sealed: input.authApiKey === undefined ? null : seal(this.secretKey, input.authApiKey),
     };
     try {
-      await this.pool.query(
-        `INSERT INTO mcp_servers (id, provider_id, environment, name, subdomain, url, product_id, status, avatar_url, default_plan_id, tools,
-                                  created_at, updated_at, auth_header_name, auth_api_key_sealed)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
-        [
-          row.id,
-          row.provider_id,
-          row.environment,
-          row.name,
-          row.subdomain,
-          row.url,
-          row.product_id,
-          row.status,
-          row.avatar_url,
-          row.default_plan_id,
-          JSON.stringify(row.tools),
-          at,
-          row.auth_header_name,
-          row.auth_api_key_sealed,
-        ],
-      );
+      await insertServer(this.pool, row, at);
     } catch (error) {
       if ((error as { code?: string }).code === '23505') {
         throw new ConflictError(
@@ -288,11 +248,7 @@ export class McpServerService {
   }
 
   private async find(db: Queryable, auth: AuthContext, id: string): Promise<McpServerRow> {
-    const { rows } = await db.query<McpServerRow>(
-      `SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR subdomain = $3) AND deleted_at IS NULL`,
-      [auth.providerId, auth.environment, id],
-    );
-    const row = rows[0];
+    const row = await findServer(db, auth, id);
     if (row === undefined) throw new NotFoundError('mcp_server_not_found', `No MCP server ${id}`);
     return row;
   }
@@ -323,23 +279,7 @@ export class McpServerService {
             ? null
             : seal(this.secretKey, patch.authApiKey),
     };
-    await this.pool.query(
-      `UPDATE mcp_servers SET url = $2, product_id = $3, default_plan_id = $4, avatar_url = $5, status = $6, tools = $7, updated_at = $8,
-              auth_header_name = $9, auth_api_key_sealed = $10
-        WHERE id = $1`,
-      [
-        next.id,
-        next.url,
-        next.product_id,
-        next.default_plan_id,
-        next.avatar_url,
-        next.status,
-        JSON.stringify(next.tools),
-        this.clock.now(),
-        next.auth_header_name,
-        next.auth_api_key_sealed,
-      ],
-    );
+    await updateServer(this.pool, next, this.clock.now());
     await this.publish(next);
     return this.toApi(next, await this.figures(auth, [next]));
   }
@@ -347,19 +287,13 @@ export class McpServerService {
   /** Soft delete: the proxy stops routing to it (after its snapshot cache), and the subdomain is free again. */
   async delete(auth: AuthContext, id: string) {
     const current = await this.find(this.pool, auth, id);
-    await this.pool.query('UPDATE mcp_servers SET deleted_at = $2, updated_at = $2 WHERE id = $1', [
-      current.id,
-      this.clock.now(),
-    ]);
+    await softDeleteServer(this.pool, current.id, this.clock.now());
     await this.snapshots.delete(mcpServerKey(current.subdomain));
     return { id: current.id, deleted: true as const };
   }
 
   async list(auth: AuthContext) {
-    const { rows } = await this.pool.query<McpServerRow>(
-      'SELECT * FROM mcp_servers WHERE provider_id = $1 AND environment = $2 AND deleted_at IS NULL ORDER BY id',
-      [auth.providerId, auth.environment],
-    );
+    const rows = await listServers(this.pool, auth);
     const figures = await this.figures(auth, rows);
     return rows.map((row) => this.toApi(row, figures));
   }
@@ -456,9 +390,7 @@ export class McpServerService {
 
   /** Rebuilds every server's snapshot, and removes those of deleted servers. */
   async publishAll(): Promise<number> {
-    const { rows } = await this.pool.query<McpServerRow>(
-      'SELECT * FROM mcp_servers ORDER BY deleted_at NULLS LAST',
-    );
+    const rows = await allServers(this.pool);
     let published = 0;
     for (const row of rows) {
       if (row.deleted_at === null) {
