@@ -1,5 +1,5 @@
 import type { Queryable } from '../../db/pool';
-import type { PurchaseRow } from './service';
+import type { PurchaseStatus } from './state-machine';
 import { GRANTS_ACCESS } from './state-machine';
 
 export interface AccessPurchase {
@@ -37,4 +37,147 @@ export async function accessProductIds(db: Queryable, customerId: string): Promi
 export async function lockPurchase(db: Queryable, id: string): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE id = $1 FOR UPDATE', [id]);
   return rows[0];
+}
+
+/** One purchase as stored. */
+export interface PurchaseRow {
+  id: string;
+  provider_id: string;
+  environment: 'sandbox' | 'live';
+  customer_id: string;
+  product_id: string;
+  plan_id: string;
+  status: PurchaseStatus;
+  amount: number;
+  currency: string;
+  billing_cycle: string | null;
+  is_recurring: boolean;
+  auto_renew: boolean;
+  cancel_at_period_end: boolean;
+  period_start: Date;
+  period_end: Date | null;
+  anchor_day: number;
+  trial_end: Date | null;
+  ended_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  retry_count: number;
+  next_retry_at: Date | null;
+  trial_reminder_sent: boolean;
+  renewal_reminder_for: Date | null;
+  setup_fee_due: number;
+}
+
+/** Statuses in which a purchase is the customer's current one for its product. */
+const LIVE_STATUSES = "('pending', 'trialing', 'active', 'past_due', 'suspended')";
+
+type Tenant = { providerId: string; environment: 'sandbox' | 'live' };
+
+export async function findPurchase(
+  db: Queryable,
+  tenant: Tenant,
+  id: string,
+  forUpdate: boolean,
+): Promise<PurchaseRow | undefined> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND id = $3 ${forUpdate ? 'FOR UPDATE' : ''}`,
+    [tenant.providerId, tenant.environment, id],
+  );
+  return rows[0];
+}
+
+export async function listPurchases(
+  db: Queryable,
+  tenant: Tenant,
+  page: { after: string | null; customerId: string | null; status: string | null; limit: number },
+): Promise<PurchaseRow[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND ($3::text IS NULL OR id > $3)
+       AND ($4::text IS NULL OR customer_id = $4) AND ($5::text IS NULL OR status = $5) ORDER BY id LIMIT $6`,
+    [tenant.providerId, tenant.environment, page.after, page.customerId, page.status, page.limit],
+  );
+  return rows;
+}
+
+export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<void> {
+  await db.query(
+    `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
+            ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
+            renewal_reminder_for = $12, setup_fee_due = $13
+      WHERE id = $1`,
+    [
+      row.id,
+      row.status,
+      row.cancel_at_period_end,
+      row.period_start,
+      row.period_end,
+      row.trial_end,
+      row.ended_at,
+      row.updated_at,
+      row.retry_count,
+      row.next_retry_at,
+      row.trial_reminder_sent,
+      row.renewal_reminder_for,
+      row.setup_fee_due,
+    ],
+  );
+}
+
+export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<void> {
+  await db.query(
+    `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
+                            is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
+                            ended_at, created_at, updated_at, setup_fee_due)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.product_id,
+      row.plan_id,
+      row.status,
+      row.amount,
+      row.currency,
+      row.billing_cycle,
+      row.is_recurring,
+      row.auto_renew,
+      row.cancel_at_period_end,
+      row.period_start,
+      row.period_end,
+      row.anchor_day,
+      row.trial_end,
+      row.ended_at,
+      row.created_at,
+      row.updated_at,
+      row.setup_fee_due,
+    ],
+  );
+}
+
+/** Serialises purchase changes of one customer (inside the caller's transaction). */
+export async function lockCustomer(db: Queryable, customerId: string): Promise<void> {
+  await db.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customerId]);
+}
+
+/** The customer's current purchase of the product, locked. */
+export async function lockLivePurchase(
+  db: Queryable,
+  customerId: string,
+  productId: string,
+): Promise<PurchaseRow | undefined> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status IN ${LIVE_STATUSES} FOR UPDATE`,
+    [customerId, productId],
+  );
+  return rows[0];
+}
+
+/** Each customer's latest purchase per product, a current one first. */
+export async function latestPurchasePerProduct(db: Queryable): Promise<PurchaseRow[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT DISTINCT ON (customer_id, product_id) * FROM purchases
+      ORDER BY customer_id, product_id, (status IN ${LIVE_STATUSES}) DESC, updated_at DESC`,
+  );
+  return rows;
 }

@@ -6,6 +6,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import { findBalance } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
@@ -15,42 +16,19 @@ import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
 import {
-  GRANTS_ACCESS,
-  type MoveName,
-  type PurchaseStatus,
-  TransitionError,
-  transition,
-} from './state-machine';
+  findPurchase,
+  insertPurchase,
+  latestPurchasePerProduct,
+  listPurchases,
+  lockCustomer,
+  lockLivePurchase,
+  type PurchaseRow,
+  updatePurchase,
+} from './repository';
+import { GRANTS_ACCESS, type MoveName, TransitionError, transition } from './state-machine';
 
-export interface PurchaseRow {
-  id: string;
-  provider_id: string;
-  environment: 'sandbox' | 'live';
-  customer_id: string;
-  product_id: string;
-  plan_id: string;
-  status: PurchaseStatus;
-  amount: number;
-  currency: string;
-  billing_cycle: string | null;
-  is_recurring: boolean;
-  auto_renew: boolean;
-  cancel_at_period_end: boolean;
-  period_start: Date;
-  period_end: Date | null;
-  anchor_day: number;
-  trial_end: Date | null;
-  ended_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  retry_count: number;
-  next_retry_at: Date | null;
-  trial_reminder_sent: boolean;
-  renewal_reminder_for: Date | null;
-  setup_fee_due: number;
-}
+export type { PurchaseRow };
 
-const LIVE_STATUSES = "('pending', 'trialing', 'active', 'past_due', 'suspended')";
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 export const toPurchase = (r: PurchaseRow) => ({
@@ -121,12 +99,9 @@ export class PurchaseService {
     ref: string,
     forUpdate = false,
   ): Promise<PurchaseRow> {
-    const { rows } = await db.query<PurchaseRow>(
-      `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND id = $3 ${forUpdate ? 'FOR UPDATE' : ''}`,
-      [auth.providerId, auth.environment, ref],
-    );
-    if (rows[0] === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
-    return rows[0];
+    const row = await findPurchase(db, auth, ref, forUpdate);
+    if (row === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
+    return row;
   }
 
   async get(auth: AuthContext, ref: string) {
@@ -148,18 +123,12 @@ export class PurchaseService {
       if (customer === undefined) return { data: [], nextCursor: null };
       customerId = customer.id;
     }
-    const { rows } = await this.pool.query<PurchaseRow>(
-      `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND ($3::text IS NULL OR id > $3)
-         AND ($4::text IS NULL OR customer_id = $4) AND ($5::text IS NULL OR status = $5) ORDER BY id LIMIT $6`,
-      [
-        auth.providerId,
-        auth.environment,
-        decodeCursor(query.cursor) ?? null,
-        customerId,
-        query.status ?? null,
-        query.limit + 1,
-      ],
-    );
+    const rows = await listPurchases(this.pool, auth, {
+      after: decodeCursor(query.cursor) ?? null,
+      customerId,
+      status: query.status ?? null,
+      limit: query.limit + 1,
+    });
     return toPage(rows, query.limit, toPurchase);
   }
 
@@ -182,27 +151,7 @@ export class PurchaseService {
     }
     const at = this.clock.now();
     const updated: PurchaseRow = { ...row, ...changes, status: next.status, updated_at: at };
-    await tx.query(
-      `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
-              ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
-              renewal_reminder_for = $12, setup_fee_due = $13
-        WHERE id = $1`,
-      [
-        updated.id,
-        updated.status,
-        updated.cancel_at_period_end,
-        updated.period_start,
-        updated.period_end,
-        updated.trial_end,
-        updated.ended_at,
-        at,
-        updated.retry_count,
-        updated.next_retry_at,
-        updated.trial_reminder_sent,
-        updated.renewal_reminder_for,
-        updated.setup_fee_due,
-      ],
-    );
+    await updatePurchase(tx, updated);
     const previous = previousAttributes ?? (row.status === updated.status ? null : { status: row.status });
     for (const type of next.events)
       await writeEvent(tx, { ...auth, type, object: eventObject(updated), previousAttributes: previous, at });
@@ -256,35 +205,7 @@ export class PurchaseService {
       // A trial defers the setup fee to the first charge, at conversion.
       setup_fee_due: move === 'start_trial' ? settings.setupFee : 0,
     };
-    await tx.query(
-      `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
-                              is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
-                              ended_at, created_at, updated_at, setup_fee_due)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
-      [
-        row.id,
-        row.provider_id,
-        row.environment,
-        row.customer_id,
-        row.product_id,
-        row.plan_id,
-        row.status,
-        row.amount,
-        row.currency,
-        row.billing_cycle,
-        row.is_recurring,
-        row.auto_renew,
-        row.cancel_at_period_end,
-        row.period_start,
-        row.period_end,
-        row.anchor_day,
-        row.trial_end,
-        row.ended_at,
-        row.created_at,
-        row.updated_at,
-        row.setup_fee_due,
-      ],
-    );
+    await insertPurchase(tx, row);
     for (const type of transition(null, move).events)
       await writeEvent(tx, { ...auth, type, object: eventObject(row), at });
     return row;
@@ -321,11 +242,7 @@ export class PurchaseService {
       ]);
     }
     const settings = settingsOf(plan);
-    const { rows: balances } = await this.pool.query<{ balance: number }>(
-      'SELECT balance FROM credit_balances WHERE customer_id = $1',
-      [customer.id],
-    );
-    const creditBalance = balances[0]?.balance ?? 0;
+    const creditBalance = (await findBalance(this.pool, customer.id))?.balance ?? 0;
     const result = (status: ActivationStatus, message: string, purchaseRef?: string) => ({
       status,
       message,
@@ -404,12 +321,8 @@ export class PurchaseService {
     const product = { id: productId };
     return inTransaction(this.pool, async (tx) => {
       // Serialises activations of one customer: two concurrent calls cannot both switch plans.
-      await tx.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customer.id]);
-      const { rows } = await tx.query<PurchaseRow>(
-        `SELECT * FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status IN ${LIVE_STATUSES} FOR UPDATE`,
-        [customer.id, product.id],
-      );
-      const current = rows[0];
+      await lockCustomer(tx, customer.id);
+      const current = await lockLivePurchase(tx, customer.id, product.id);
       if (current !== undefined && current.plan_id === plan.id)
         return { status: 'already_active' as const, rows: [current] };
       const changed: PurchaseRow[] = [];
@@ -488,10 +401,7 @@ export class PurchaseService {
 
   /** Rebuilds every customer's entitlement per product from PostgreSQL (at start, or after Redis lost it). */
   async publishAll(): Promise<number> {
-    const { rows } = await this.pool.query<PurchaseRow>(
-      `SELECT DISTINCT ON (customer_id, product_id) * FROM purchases
-        ORDER BY customer_id, product_id, (status IN ${LIVE_STATUSES}) DESC, updated_at DESC`,
-    );
+    const rows = await latestPurchasePerProduct(this.pool);
     for (const row of rows) await this.publish([row]);
     return rows.length;
   }
