@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { OutboundGuard } from '@mcp-meter/contracts/kit';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import { seal, unseal } from '@mcp-meter/contracts/snapshots';
-import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
@@ -10,37 +9,25 @@ import { signatureHeader } from '../../webhooks/verify';
 import { API_VERSION, unixSeconds } from '../events/outbox';
 import type { AuthContext } from '../providers/service';
 import { EVENT_TYPE_SET } from './catalog';
+import {
+  type AttemptRow,
+  deleteEndpoint,
+  type EndpointRow,
+  expireSecrets,
+  findEndpoint,
+  insertAttempt,
+  insertEndpoint,
+  insertSecret,
+  listAttempts,
+  listEndpoints,
+  liveSecrets,
+  queueRedeliveries,
+  setEndpointStatus,
+  updateEndpoint,
+} from './repository';
 import type { SendResult, WebhookSender } from './sender';
 
-export interface EndpointRow {
-  id: string;
-  provider_id: string;
-  environment: Environment;
-  url: string;
-  description: string | null;
-  enabled_events: string[];
-  status: 'enabled' | 'disabled';
-  disabled_reason: string | null;
-  consecutive_failures: number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export interface AttemptRow {
-  id: string;
-  delivery_id: string | null;
-  endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  succeeded: boolean;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  response_excerpt: string | null;
-  next_attempt_at: Date | null;
-  created_at: Date;
-}
+export type { AttemptRow, EndpointRow };
 
 /** Default overlap during which a rotated-out secret still signs. */
 const ROTATION_OVERLAP_SECONDS = 24 * 3600;
@@ -146,36 +133,22 @@ export class WebhookService {
     const secret = this.newSecret();
     const at = this.clock.now();
     const row = await inTransaction(this.pool, async (tx) => {
-      const { rows } = await tx.query<EndpointRow>(
-        `INSERT INTO webhook_endpoints (id, provider_id, environment, url, description, enabled_events, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 'enabled', $7, $7) RETURNING *`,
-        [
-          newId(ID.webhookEndpoint),
-          auth.providerId,
-          auth.environment,
-          url,
-          input.description ?? null,
-          events,
-          at,
-        ],
-      );
-      const created = rows[0] as EndpointRow;
-      await tx.query(
-        'INSERT INTO webhook_secrets (id, endpoint_id, sealed_secret, created_at) VALUES ($1, $2, $3, $4)',
-        [newId(ID.webhookSecret), created.id, seal(this.secretKey, secret), at],
-      );
+      const created = await insertEndpoint(tx, {
+        id: newId(ID.webhookEndpoint),
+        tenant: auth,
+        url,
+        description: input.description ?? null,
+        events,
+        at,
+      });
+      await insertSecret(tx, newId(ID.webhookSecret), created.id, seal(this.secretKey, secret), at);
       return created;
     });
     return { ...toEndpoint(row), secret };
   }
 
   async find(db: Queryable, auth: AuthContext, id: string, forUpdate = false): Promise<EndpointRow> {
-    const { rows } = await db.query<EndpointRow>(
-      `SELECT * FROM webhook_endpoints WHERE id = $1 AND provider_id = $2 AND environment = $3 AND deleted_at IS NULL
-       ${forUpdate ? 'FOR UPDATE' : ''}`,
-      [id, auth.providerId, auth.environment],
-    );
-    const row = rows[0];
+    const row = await findEndpoint(db, auth, id, forUpdate);
     if (row === undefined) throw new NotFoundError('webhook_endpoint_not_found', `No webhook endpoint ${id}`);
     return row;
   }
@@ -185,11 +158,7 @@ export class WebhookService {
   }
 
   async list(auth: AuthContext) {
-    const { rows } = await this.pool.query<EndpointRow>(
-      'SELECT * FROM webhook_endpoints WHERE provider_id = $1 AND environment = $2 AND deleted_at IS NULL ORDER BY id',
-      [auth.providerId, auth.environment],
-    );
-    return { data: rows.map(toEndpoint) };
+    return { data: (await listEndpoints(this.pool, auth)).map(toEndpoint) };
   }
 
   async update(
@@ -200,17 +169,14 @@ export class WebhookService {
     const url = patch.url === undefined ? undefined : await this.checkUrl(auth, patch.url);
     const events = patch.enabledEvents === undefined ? undefined : this.checkEvents(patch.enabledEvents);
     const current = await this.find(this.pool, auth, id);
-    const { rows } = await this.pool.query<EndpointRow>(
-      `UPDATE webhook_endpoints SET url = $2, enabled_events = $3, description = $4, updated_at = $5 WHERE id = $1 RETURNING *`,
-      [
-        current.id,
-        url ?? current.url,
-        events ?? current.enabled_events,
-        patch.description === undefined ? current.description : patch.description,
-        this.clock.now(),
-      ],
+    return toEndpoint(
+      await updateEndpoint(this.pool, current.id, {
+        url: url ?? current.url,
+        events: events ?? current.enabled_events,
+        description: patch.description === undefined ? current.description : patch.description,
+        at: this.clock.now(),
+      }),
     );
-    return toEndpoint(rows[0] as EndpointRow);
   }
 
   /** Deleted endpoints get nothing more; their pending deliveries are dropped with them. */
@@ -218,32 +184,20 @@ export class WebhookService {
     const current = await this.find(this.pool, auth, id);
     const at = this.clock.now();
     await inTransaction(this.pool, async (tx) => {
-      await tx.query('UPDATE webhook_endpoints SET deleted_at = $2, updated_at = $2 WHERE id = $1', [
-        current.id,
-        at,
-      ]);
-      await tx.query(`DELETE FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'pending'`, [
-        current.id,
-      ]);
+      await deleteEndpoint(tx, current.id, at);
     });
     return { id: current.id, deleted: true as const };
   }
 
   async setEnabled(auth: AuthContext, id: string, enabled: boolean) {
     const current = await this.find(this.pool, auth, id);
-    const { rows } = await this.pool.query<EndpointRow>(
-      `UPDATE webhook_endpoints
-          SET status = $2, disabled_reason = $3, consecutive_failures = CASE WHEN $2 = 'enabled' THEN 0 ELSE consecutive_failures END,
-              updated_at = $4
-        WHERE id = $1 RETURNING *`,
-      [
-        current.id,
-        enabled ? 'enabled' : 'disabled',
-        enabled ? null : 'disabled by the provider',
-        this.clock.now(),
-      ],
+    return toEndpoint(
+      await setEndpointStatus(this.pool, current.id, {
+        status: enabled ? 'enabled' : 'disabled',
+        reason: enabled ? null : 'disabled by the provider',
+        at: this.clock.now(),
+      }),
     );
-    return toEndpoint(rows[0] as EndpointRow);
   }
 
   /** A new secret signs from now on; the old ones keep signing alongside until the overlap ends. */
@@ -253,26 +207,17 @@ export class WebhookService {
     const at = this.clock.now();
     const overlapEnds = new Date(at.getTime() + overlapSeconds * 1000);
     await inTransaction(this.pool, async (tx) => {
-      await tx.query(
-        `UPDATE webhook_secrets SET expires_at = LEAST(COALESCE(expires_at, $2), $2) WHERE endpoint_id = $1`,
-        [current.id, overlapEnds],
-      );
-      await tx.query(
-        'INSERT INTO webhook_secrets (id, endpoint_id, sealed_secret, created_at) VALUES ($1, $2, $3, $4)',
-        [newId(ID.webhookSecret), current.id, seal(this.secretKey, secret), at],
-      );
+      await expireSecrets(tx, current.id, overlapEnds);
+      await insertSecret(tx, newId(ID.webhookSecret), current.id, seal(this.secretKey, secret), at);
     });
     return { id: current.id, secret, previousSecretsExpireAt: overlapEnds.toISOString() };
   }
 
   /** Every secret that signs right now, newest first. */
   async signingSecrets(db: Queryable, endpointId: string): Promise<string[]> {
-    const { rows } = await db.query<{ sealed_secret: string }>(
-      `SELECT sealed_secret FROM webhook_secrets WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)
-        ORDER BY created_at DESC`,
-      [endpointId, this.clock.now()],
+    return (await liveSecrets(db, endpointId, this.clock.now())).map((sealed) =>
+      unseal(this.secretKey, sealed),
     );
-    return rows.map((r) => unseal(this.secretKey, r.sealed_secret));
   }
 
   /** Sends a `payment.succeeded` test event now and answers with the attempt (spec 4.11). */
@@ -336,39 +281,31 @@ export class WebhookService {
       nextAttemptAt: Date | null;
     },
   ): Promise<AttemptRow> {
-    const { rows } = await db.query<AttemptRow>(
-      `INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, succeeded, status_code,
-                                     latency_ms, error, response_excerpt, next_attempt_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
-      [
-        a.attemptId,
-        a.deliveryId,
-        a.endpointId,
-        a.eventId,
-        a.eventType,
-        a.attempt,
-        a.result.ok,
-        a.result.statusCode,
-        a.result.latencyMs,
-        a.result.error,
-        a.result.responseExcerpt,
-        a.nextAttemptAt,
-        this.clock.now(),
-      ],
-    );
-    return rows[0] as AttemptRow;
+    return insertAttempt(db, {
+      id: a.attemptId,
+      delivery_id: a.deliveryId,
+      endpoint_id: a.endpointId,
+      event_id: a.eventId,
+      event_type: a.eventType,
+      attempt: a.attempt,
+      succeeded: a.result.ok,
+      status_code: a.result.statusCode,
+      latency_ms: a.result.latencyMs,
+      error: a.result.error,
+      response_excerpt: a.result.responseExcerpt,
+      next_attempt_at: a.nextAttemptAt,
+      created_at: this.clock.now(),
+    });
   }
 
   /** The attempt log, newest first, for one endpoint and optionally one event. */
   async attempts(auth: AuthContext, query: { endpointId?: string; eventId?: string; limit: number }) {
     if (query.endpointId !== undefined) await this.find(this.pool, auth, query.endpointId);
-    const { rows } = await this.pool.query<AttemptRow>(
-      `SELECT a.* FROM webhook_attempts a JOIN webhook_endpoints e ON e.id = a.endpoint_id
-        WHERE e.provider_id = $1 AND e.environment = $2
-          AND ($3::text IS NULL OR a.endpoint_id = $3) AND ($4::text IS NULL OR a.event_id = $4)
-        ORDER BY a.created_at DESC, a.id DESC LIMIT $5`,
-      [auth.providerId, auth.environment, query.endpointId ?? null, query.eventId ?? null, query.limit],
-    );
+    const rows = await listAttempts(this.pool, auth, {
+      endpointId: query.endpointId ?? null,
+      eventId: query.eventId ?? null,
+      limit: query.limit,
+    });
     return { data: rows.map(toAttempt) };
   }
 
@@ -391,27 +328,14 @@ export class WebhookService {
       throw new ValidationError([
         { path: '/from', message: 'must be a date-time before to', location: 'body' },
       ]);
-    const { rows } = await this.pool.query<{ id: string }>(
-      `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at, updated_at)
-       SELECT 'whd_' || substr(md5(o.id || $1), 1, 26), o.id, $1, 'pending', 0, $2, $2, $2
-         FROM outbox_events o
-        WHERE o.provider_id = $3 AND o.environment = $4
-          AND ($5::text IS NULL OR o.id = $5)
-          AND ($6::timestamptz IS NULL OR (o.created_at >= $6 AND o.created_at < $7))
-          AND (cardinality($8::text[]) = 0 OR o.type = ANY($8))
-       ON CONFLICT (id) DO UPDATE SET status = 'pending', next_attempt_at = $2, locked_until = NULL, updated_at = $2
-       RETURNING id`,
-      [
-        endpoint.id,
-        at,
-        auth.providerId,
-        auth.environment,
-        input.eventId ?? null,
-        from,
-        to,
-        endpoint.enabled_events,
-      ],
-    );
+    const rows = await queueRedeliveries(this.pool, auth, {
+      endpointId: endpoint.id,
+      at,
+      eventId: input.eventId ?? null,
+      from,
+      to,
+      events: endpoint.enabled_events,
+    });
     if (input.eventId !== undefined && rows.length === 0)
       throw new NotFoundError('event_not_found', `No event ${input.eventId} this endpoint subscribes to`);
     return { endpointId: endpoint.id, queued: rows.length };
