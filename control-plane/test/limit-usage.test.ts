@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 
 /**
  * Plan limits count usage on the requests meter from every source (spec rule 1d): calls the
@@ -11,20 +11,9 @@ beforeAll(async () => {
 });
 afterAll(() => harness?.close());
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
-type Json = Record<string, any>;
-
 async function seller(name: string) {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
-  const call = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
-    const r = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: { authorization: `Bearer ${sandboxKey}` },
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    return { status: r.statusCode, body: r.json() as Json };
-  };
+  const call = injectClient(harness.controlPlane, sandboxKey);
   const product = (await call('POST', '/v1/ui/products', { name: 'Metered', reference: 'metered' })).body;
   const other = (await call('POST', '/v1/ui/products', { name: 'Other', reference: 'other' })).body;
   for (const p of [product, other])

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { mcpServerKey } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 
 /** The MCP server registry and the snapshots it writes for the proxy, on real PostgreSQL. */
 let harness: TestControlPlane;
@@ -16,15 +16,7 @@ type Json = Record<string, any>;
 
 async function seller(name = 'Registry') {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
-  const call = async (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) => {
-    const r = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: { authorization: `Bearer ${sandboxKey}` },
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    return { status: r.statusCode, body: r.json() as Json };
-  };
+  const call = injectClient(harness.controlPlane, sandboxKey);
   const product = (await call('POST', '/v1/ui/products', { name: 'Tools', isMcpPay: true })).body;
   const free = (
     await call('POST', `/v1/ui/products/${product.id}/plans`, { name: 'Free', type: 'recurring', limit: 100 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
 /**
@@ -19,20 +19,7 @@ const card = (number: string) => ({ card: { number, expMonth: 12, expYear: 2035,
 
 async function seller() {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Racer' });
-  const call = async (
-    method: 'GET' | 'POST',
-    url: string,
-    body?: unknown,
-    key: string | null = sandboxKey,
-  ) => {
-    const response = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: key === null ? {} : { authorization: `Bearer ${key}` },
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    return { status: response.statusCode, body: response.json() as Json };
-  };
+  const call = injectClient(harness.controlPlane, sandboxKey);
   const customer = (await call('POST', '/v1/sdk/customers', {})).body;
   return { call, customer };
 }

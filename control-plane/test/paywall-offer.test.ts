@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 
 /**
  * What the paywall offers past a limit, through the SDK limit check (the proxy asks the same
@@ -18,15 +18,7 @@ type Json = Record<string, any>;
 describe('the paywall offer', () => {
   it('offers the cheapest plan with a higher limit, never a lower one, and nothing when none is higher', async () => {
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Offers' });
-    const call = async (method: 'GET' | 'POST', url: string, body?: unknown) => {
-      const r = await harness.controlPlane.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${sandboxKey}` },
-        ...(body === undefined ? {} : { payload: body as object }),
-      });
-      return { status: r.statusCode, body: r.json() as Json };
-    };
+    const call = injectClient(harness.controlPlane, sandboxKey);
     const product = (await call('POST', '/v1/ui/products', { name: 'Tiers' })).body;
     const plan = async (name: string, limit: number, price: number, extra: Json = {}) =>
       (

@@ -89,3 +89,27 @@ export async function startTestControlPlane(options: {
     },
   };
 }
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field in the tests
+type Json = Record<string, any>;
+
+/**
+ * Calls the in-process API as a provider key (or, with `null`, with no key) and answers the
+ * status and the parsed JSON body.
+ */
+export function injectClient(controlPlane: ControlPlane, key: string) {
+  return async (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    as: string | null = key,
+  ): Promise<{ status: number; body: Json }> => {
+    const response = await controlPlane.app.inject({
+      method,
+      url,
+      headers: as === null ? {} : { authorization: `Bearer ${as}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+}
