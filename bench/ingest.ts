@@ -13,6 +13,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
+import { readBusConfig } from '@mcp-meter/contracts/usage';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import {
   type ClickHouseClient,
@@ -20,7 +21,6 @@ import {
   createClickHouse,
   migrateClickHouse,
   openUsageBus,
-  readBusConfig,
 } from '@mcp-meter/ingest';
 
 const root = resolve(import.meta.dirname, '..');

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createLogger, freePort } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
-import type { UsageReader } from '@mcp-meter/ingest';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
 import { Agent, request } from 'undici';
 import { migratePostgres } from '../control-plane/src/db/migrate';
 import { createPool, inTransaction } from '../control-plane/src/db/pool';

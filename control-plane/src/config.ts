@@ -11,7 +11,7 @@ import {
   readBusConfig,
   readClickHouseConfig,
   readDataDir,
-} from '@mcp-meter/ingest';
+} from '@mcp-meter/contracts/usage';
 
 export { readSecretKey };
 

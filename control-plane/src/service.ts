@@ -2,7 +2,7 @@ import { type Logger, OutboundGuard } from '@mcp-meter/contracts/kit';
 import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
-import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
+import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
 import { type Clock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import type { Pool } from './db/pool';

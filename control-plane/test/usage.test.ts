@@ -1,4 +1,4 @@
-import type { UsageReader } from '@mcp-meter/ingest';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import type { ControlPlane } from '../src/service';

@@ -1,11 +1,7 @@
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
 import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 
-/** Producer side of the usage bus. */
-export interface UsagePublisher {
-  /** Resolves only once the bus has durably accepted every record (Kafka: acks from all ISRs). */
-  publish(records: readonly UsageRecord[]): Promise<void>;
-  close(): Promise<void>;
-}
+export type { UsagePublisher };
 
 /**
  * Writes a batch durably; the bus acknowledges the batch only after this resolves. The token,

@@ -1,14 +1,7 @@
 /**
- * What a producer of usage records needs (the proxy): the record contract, the bus settings and
- * the batching emitter, without the consumer, the Kafka client or ClickHouse.
+ * What a producer of usage records (the proxy) takes from ingest: the batching emitter that
+ * spools locally and publishes to the bus, without the consumer, the Kafka client or ClickHouse.
+ * The record itself, the publisher interface and the bus settings are in `@mcp-meter/contracts`.
  */
 
-export {
-  type CallFacts,
-  callRecord,
-  type Environment,
-  type UsageRecord,
-} from '@mcp-meter/contracts/usage-record';
-export type { UsagePublisher } from './bus';
-export { type BusConfig, readBusConfig, readDataDir } from './config';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';

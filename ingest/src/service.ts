@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from '@mcp-meter/contracts/kit';
+import type { BusConfig, ClickHouseConfig } from '@mcp-meter/contracts/usage';
 import type { UsagePublisher, UsageSubscription } from './bus';
 import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
-import type { BusConfig, ClickHouseConfig } from './config';
 import { InProcessUsageBus } from './in-process-bus';
 import {
   ensureUsageTopics,

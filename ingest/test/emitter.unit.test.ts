@@ -1,7 +1,7 @@
 import { createLogger } from '@mcp-meter/contracts/kit';
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { UsagePublisher } from '../src/bus';
 import { BatchingUsageEmitter } from '../src/emitter';
 
 // Unit tests of the emitter's batching logic: the publisher is a recorder, the clock is fake.

@@ -1,6 +1,6 @@
 import { ConfigError, readEnv } from '@mcp-meter/contracts/kit';
+import { readBusConfig } from '@mcp-meter/contracts/usage';
 import { describe, expect, it } from 'vitest';
-import { readBusConfig } from '../src/config';
 
 describe('configuration', () => {
   it('applies defaults when nothing is set', () => {

@@ -3,10 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { readBusConfig } from '@mcp-meter/contracts/usage';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
-import { readBusConfig } from '../src/config';
 import { Kafka } from '../src/kafka-bus';
 import { openUsageBus, openUsageStore, type UsageStoreHandle } from '../src/service';
 

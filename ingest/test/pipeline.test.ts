@@ -1,9 +1,9 @@
 import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { type BusConfig, readBusConfig } from '@mcp-meter/contracts/usage';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { type BusConfig, readBusConfig } from '../src/config';
 import { allTopics, Kafka } from '../src/kafka-bus';
 import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service';
 

@@ -1,6 +1,7 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
-import { callRecord, type UsageEmitter } from '@mcp-meter/ingest/producer';
+import { callRecord } from '@mcp-meter/contracts/usage-record';
+import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ToolCall, ToolOutcome } from './calls';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
 import type { Gatekeeper, Verdict } from './gatekeeper';

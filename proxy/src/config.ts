@@ -6,7 +6,7 @@ import {
   readOutboundAllowedHosts,
 } from '@mcp-meter/contracts/kit';
 import { readSecretKey } from '@mcp-meter/contracts/snapshots';
-import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/ingest/producer';
+import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/contracts/usage';
 
 export interface ProxyConfig {
   host: string;

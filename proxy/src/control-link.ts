@@ -1,5 +1,5 @@
 import type { CounterScope } from '@mcp-meter/contracts/limits';
-import type { Environment } from '@mcp-meter/ingest/producer';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 import { type Dispatcher, request } from 'undici';
 
 export interface PaywallAsk {

@@ -9,7 +9,7 @@ import {
   revocationKey,
   type SnapshotStore,
 } from '@mcp-meter/contracts/snapshots';
-import type { Environment } from '@mcp-meter/ingest/producer';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
 
 /** The snapshot store cannot be read and nothing usable is cached: the caller should retry shortly. */
 export class SnapshotUnavailableError extends Error {

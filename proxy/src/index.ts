@@ -1,7 +1,8 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import { type CounterStore, DEFAULT_LIMITER_OPTIONS, LeasedLimiter } from '@mcp-meter/contracts/limits';
 import { internalToken, type SnapshotStore } from '@mcp-meter/contracts/snapshots';
-import { BatchingUsageEmitter, type UsagePublisher } from '@mcp-meter/ingest/producer';
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
+import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';

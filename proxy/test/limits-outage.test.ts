@@ -11,7 +11,7 @@ import {
   RedisCounterStore,
 } from '@mcp-meter/contracts/limits';
 import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
-import type { UsageRecord } from '@mcp-meter/ingest';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
 import { MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
-import type { UsageRecord } from '@mcp-meter/ingest';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serverSnapshot } from '../../test/helpers/snapshots';

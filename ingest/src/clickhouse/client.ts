@@ -1,8 +1,8 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { DATABASE_NAME } from '@mcp-meter/contracts/usage';
 import { createChdbConnection } from 'chdb/connection';
-import { DATABASE_NAME } from './names';
 
 export type { ClickHouseClient };
 

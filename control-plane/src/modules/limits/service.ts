@@ -9,8 +9,8 @@ import {
   LimiterUnavailableError,
   type LimitTarget,
 } from '@mcp-meter/contracts/limits';
+import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
-import type { UsagePublisher, UsageReader } from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';

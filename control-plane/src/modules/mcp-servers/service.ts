@@ -2,7 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import { ID, newId, type OutboundGuard } from '@mcp-meter/contracts/kit';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type McpServerSnapshot, mcpServerKey, seal, unseal } from '@mcp-meter/contracts/snapshots';
-import type { UsageReader } from '@mcp-meter/ingest';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';

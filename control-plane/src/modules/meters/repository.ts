@@ -1,6 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
+import { AGGREGATIONS, type Aggregation } from '@mcp-meter/contracts/usage';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import { AGGREGATIONS, type Aggregation } from '@mcp-meter/ingest';
 import type { Queryable } from '../../db/pool';
 
 export const REQUESTS_METER = 'requests';

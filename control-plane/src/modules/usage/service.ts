@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
+import {
+  countBuckets,
+  type Granularity,
+  type UsagePublisher,
+  type UsageReader,
+} from '@mcp-meter/contracts/usage';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
-import { countBuckets, type Granularity, type UsagePublisher, type UsageReader } from '@mcp-meter/ingest';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import {

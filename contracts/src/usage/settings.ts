@@ -1,6 +1,13 @@
 import { join, resolve } from 'node:path';
-import type { EnvReader } from '@mcp-meter/contracts/kit';
-import { DATABASE_NAME } from './clickhouse/names';
+import type { EnvReader } from '../kit';
+
+/**
+ * Settings every service reads for usage: the data directory, the usage bus (Kafka, or the
+ * in-process queue), and ClickHouse.
+ */
+
+/** A ClickHouse database name this service accepts (also in settings read before any client is made). */
+export const DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 export interface BusConfig {
   /** Empty: the in-process queue stands in for Kafka (all-in-one mode). */

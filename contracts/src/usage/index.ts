@@ -1,0 +1,3 @@
+export type { UsagePublisher } from './publisher';
+export * from './reading';
+export * from './settings';

@@ -1,0 +1,128 @@
+import type { Environment } from '../usage-record';
+
+/**
+ * The read side of usage, as its users see it: how a meter aggregates, the queries the usage
+ * store answers (the control plane's usage API, limit checks, billing), and the calendar buckets
+ * of a usage series. The ClickHouse implementation lives in ingest.
+ */
+
+export const AGGREGATIONS = ['sum', 'count', 'max', 'unique_count'] as const;
+export type Aggregation = (typeof AGGREGATIONS)[number];
+export const GRANULARITIES = ['hour', 'day', 'week', 'month'] as const;
+export type Granularity = (typeof GRANULARITIES)[number];
+
+/** How a meter turns records into one number; `valueProperty` names the property unique_count counts. */
+export interface MeterAggregation {
+  aggregation: Aggregation;
+  valueProperty?: string | null | undefined;
+}
+
+export interface UsageScope {
+  providerId: string;
+  environment: Environment;
+  meterRef: string;
+  customerRef?: string | undefined;
+  from: Date;
+  to: Date;
+}
+
+export interface UsageTotalQuery extends UsageScope {
+  meter?: MeterAggregation | undefined;
+}
+
+export interface UsageTotal {
+  total: number;
+  records: number;
+}
+
+export interface UsageBucket extends UsageTotal {
+  start: string;
+}
+
+export interface CustomerUsage extends UsageTotal {
+  customerRef: string;
+}
+
+export interface DailyStats {
+  date: string;
+  records: number;
+  customers: number;
+  meters: number;
+}
+
+/** Read side used by the control plane: usage queries, limit checks, billing and analytics. */
+export interface UsageReader {
+  total(query: UsageTotalQuery): Promise<UsageTotal>;
+  buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]>;
+  byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]>;
+  daily(query: { providerId: string; environment: Environment; from: Date; to: Date }): Promise<DailyStats[]>;
+  /**
+   * What a usage limit has counted for one customer and product in [from, to), the start of a
+   * limit counter: calls the proxy or the SDK limit check admitted (`admitted: true` and this
+   * `productId`, one each), plus usage reported through the usage API (records without
+   * `admitted` and without the proxy's `server` or the limit check's `source`), whose values
+   * count for this product when they name it as `productId` or name no product, rounded up.
+   */
+  limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
+  /** Record counts grouped by one string property (e.g. `server` on the requests meter). */
+  countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>>;
+}
+
+/** Start of the bucket holding `date`, in UTC. */
+export function bucketStart(date: Date, granularity: Granularity): Date {
+  const d = new Date(date.getTime());
+  switch (granularity) {
+    case 'hour':
+      d.setUTCMinutes(0, 0, 0);
+      return d;
+    case 'day':
+      d.setUTCHours(0, 0, 0, 0);
+      return d;
+    case 'week': {
+      d.setUTCHours(0, 0, 0, 0);
+      d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+      return d;
+    }
+    case 'month':
+      return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
+  }
+}
+
+export function nextBucket(start: Date, granularity: Granularity): Date {
+  const d = new Date(start.getTime());
+  if (granularity === 'hour') d.setUTCHours(d.getUTCHours() + 1);
+  else if (granularity === 'day') d.setUTCDate(d.getUTCDate() + 1);
+  else if (granularity === 'week') d.setUTCDate(d.getUTCDate() + 7);
+  else d.setUTCMonth(d.getUTCMonth() + 1);
+  return d;
+}
+
+/** Buckets overlapping [from, to). */
+export function bucketStarts(from: Date, to: Date, granularity: Granularity): Date[] {
+  const starts: Date[] = [];
+  for (let s = bucketStart(from, granularity); s.getTime() < to.getTime(); s = nextBucket(s, granularity))
+    starts.push(s);
+  return starts;
+}
+
+export function countBuckets(from: Date, to: Date, granularity: Granularity): number {
+  const approx: Record<Granularity, number> = {
+    hour: 3600e3,
+    day: 86400e3,
+    week: 7 * 86400e3,
+    month: 28 * 86400e3,
+  };
+  return Math.ceil((to.getTime() - from.getTime()) / approx[granularity]) + 1;
+}
+
+/**
+ * The number limit checks and end-of-period billing read: a customer's usage on a meter from a
+ * purchase's periodStart up to and including `now`.
+ */
+export function usageSince(
+  reader: UsageReader,
+  query: Omit<UsageTotalQuery, 'from' | 'to'> & { periodStart: Date; now: Date },
+): Promise<UsageTotal> {
+  const { periodStart, now, ...scope } = query;
+  return reader.total({ ...scope, from: periodStart, to: new Date(now.getTime() + 1) });
+}
