@@ -5,7 +5,7 @@ import { internalToken } from '@mcp-meter/contracts/snapshots';
 import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
 import { type Clock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
-import type { Pool } from './db/pool';
+import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
@@ -171,7 +171,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {
-          await deps.pool.query('SELECT 1');
+          await pingDatabase(deps.pool);
           return { status: 'ok' };
         } catch {
           return sendProblem(reply, 'service_unavailable', 'PostgreSQL is not reachable');

@@ -31,3 +31,29 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     client.release();
   }
 }
+
+/**
+ * Runs `work` on one connection while it holds a session-level advisory lock: processes that
+ * name the same lock (a number, or a name hashed by PostgreSQL's hashtext) run it one at a time.
+ * The lock is released, and the connection returned, however `work` ends.
+ */
+export async function withAdvisoryLock<T>(
+  pool: Pool,
+  lock: number | string,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const key = typeof lock === 'number' ? ['$1::bigint', lock] : ['hashtext($1)', lock];
+  const client = await pool.connect();
+  try {
+    await client.query(`SELECT pg_advisory_lock(${key[0]})`, [key[1]]);
+    return await work(client);
+  } finally {
+    await client.query(`SELECT pg_advisory_unlock(${key[0]})`, [key[1]]).catch(() => undefined);
+    client.release();
+  }
+}
+
+/** Answers once PostgreSQL runs a trivial query: the health check. */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query('SELECT 1');
+}

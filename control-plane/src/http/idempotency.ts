@@ -3,6 +3,7 @@ import type { Clock } from '../clock';
 import type { Pool } from '../db/pool';
 import { DomainError, ValidationError } from '../errors';
 import { type App, authOf } from './app';
+import { claimKey, completeKey, findKey, releaseKey } from './idempotency-keys';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,14 +18,6 @@ declare module 'fastify' {
 /** How long a key and its stored response are kept (Stripe keeps 24 hours too). */
 const KEY_TTL_MS = 24 * 3600 * 1000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-
-interface StoredKey {
-  request_hash: string;
-  state: 'in_progress' | 'done';
-  response_status: number | null;
-  response_body: string | null;
-  created_at: Date;
-}
 
 /**
  * Idempotency-Key for the routes that opt in: the first request runs and its response is kept;
@@ -65,24 +58,19 @@ export function installIdempotency(scope: App, pool: Pool, clock: Clock): void {
       .update(`${request.method} ${path}\n${JSON.stringify(request.body ?? null)}`)
       .digest('hex');
     const now = clock.now();
-    await pool.query(
-      'DELETE FROM idempotency_keys WHERE provider_id = $1 AND environment = $2 AND key = $3 AND created_at < $4',
-      [auth.providerId, auth.environment, key, new Date(now.getTime() - KEY_TTL_MS)],
-    );
-    const claimed = await pool.query(
-      `INSERT INTO idempotency_keys (provider_id, environment, key, method, path, request_hash, state, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'in_progress', $7) ON CONFLICT DO NOTHING`,
-      [auth.providerId, auth.environment, key, request.method, path, hash, now],
-    );
-    if (claimed.rowCount === 1) {
+    const claimed = await claimKey(pool, auth, {
+      key,
+      method: request.method,
+      path,
+      hash,
+      at: now,
+      expiredBefore: new Date(now.getTime() - KEY_TTL_MS),
+    });
+    if (claimed) {
       request.idempotencyKey = key;
       return;
     }
-    const { rows } = await pool.query<StoredKey>(
-      'SELECT request_hash, state, response_status, response_body, created_at FROM idempotency_keys WHERE provider_id = $1 AND environment = $2 AND key = $3',
-      [auth.providerId, auth.environment, key],
-    );
-    const stored = rows[0];
+    const stored = await findKey(pool, auth, key);
     if (stored === undefined)
       throw new DomainError(
         'idempotency_request_in_progress',
@@ -111,24 +99,12 @@ export function installIdempotency(scope: App, pool: Pool, clock: Clock): void {
     const key = request.idempotencyKey;
     if (key === null) return payload;
     const auth = authOf(request);
-    if (reply.statusCode >= 500) {
-      await pool.query(
-        'DELETE FROM idempotency_keys WHERE provider_id = $1 AND environment = $2 AND key = $3',
-        [auth.providerId, auth.environment, key],
-      );
-    } else {
-      await pool.query(
-        `UPDATE idempotency_keys SET state = 'done', response_status = $4, response_body = $5
-          WHERE provider_id = $1 AND environment = $2 AND key = $3`,
-        [
-          auth.providerId,
-          auth.environment,
-          key,
-          reply.statusCode,
-          typeof payload === 'string' ? payload : JSON.stringify(payload),
-        ],
-      );
-    }
+    if (reply.statusCode >= 500) await releaseKey(pool, auth, key);
+    else
+      await completeKey(pool, auth, key, {
+        status: reply.statusCode,
+        body: typeof payload === 'string' ? payload : JSON.stringify(payload),
+      });
     return payload;
   });
 }

@@ -106,3 +106,19 @@ export async function topupAttempts(db: Queryable, customerId: string, sessionId
   );
   return rows[0]?.attempts ?? 0;
 }
+
+/** The newest open plan session of the customer for the plan that stays open past `openUntil`. */
+export async function findOpenPlanSession(
+  db: Queryable,
+  customerId: string,
+  planId: string,
+  openUntil: Date,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM checkout_sessions
+      WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
+      ORDER BY created_at DESC LIMIT 1`,
+    [customerId, planId, openUntil],
+  );
+  return rows[0]?.id;
+}

@@ -12,12 +12,20 @@ import {
 import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
+import { type Pool, withAdvisoryLock } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import { findOpenPlanSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
-import { findPlan, type PlanRow, productsWithDefaultPlan, settingsOf } from '../plans/repository';
+import {
+  findDefaultPlanId,
+  findPlan,
+  type PlanRow,
+  plansOnSale,
+  productsWithDefaultPlan,
+  settingsOf,
+} from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
@@ -130,11 +138,8 @@ export class LimitService {
         periodEnd: purchase.period_end,
       };
     }
-    const { rows: defaults } = await this.pool.query<{ id: string }>(
-      `SELECT id FROM plans WHERE product_id = $1 AND is_default AND status = 'active'`,
-      [productId],
-    );
-    const plan = defaults[0] === undefined ? undefined : await findPlan(this.pool, auth, defaults[0].id);
+    const defaultId = await findDefaultPlanId(this.pool, productId);
+    const plan = defaultId === undefined ? undefined : await findPlan(this.pool, auth, defaultId);
     if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
     const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
     return { planId: plan.id, limit: plan.usage_limit, periodStart: period.start, periodEnd: period.end };
@@ -329,10 +334,7 @@ export class LimitService {
     const product = await findProduct(this.pool, auth, request.productId);
     if (product === undefined)
       throw new NotFoundError('product_not_found', `No product ${request.productId}`);
-    const { rows: plans } = await this.pool.query<PlanRow>(
-      `SELECT * FROM plans WHERE product_id = $1 AND status = 'active' ORDER BY price, id`,
-      [product.id],
-    );
+    const plans = await plansOnSale(this.pool, product.id);
     let choice: PlanRow | undefined;
     if (request.reason === 'plan_required') {
       for (const id of request.planIds ?? []) {
@@ -360,33 +362,20 @@ export class LimitService {
     if (choice === undefined)
       throw new NotFoundError('plan_not_found', `Product ${product.id} has no plan on sale`);
     // Concurrent paywalls (several proxies) for the same customer and plan share one session.
-    const lockName = `paywall:${request.customerId}:${choice.id}`;
-    const client = await this.pool.connect();
-    let sessionId: string;
-    let url: string;
-    try {
-      await client.query('SELECT pg_advisory_lock(hashtext($1))', [lockName]);
-      const { rows: open } = await client.query<{ id: string }>(
-        `SELECT id FROM checkout_sessions
-          WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
-          ORDER BY created_at DESC LIMIT 1`,
-        [request.customerId, choice.id, new Date(this.clock.now().getTime() + 10 * 60_000)],
-      );
-      if (open[0] === undefined) {
+    const openUntil = new Date(this.clock.now().getTime() + 10 * 60_000);
+    const { sessionId, url } = await withAdvisoryLock(
+      this.pool,
+      `paywall:${request.customerId}:${choice.id}`,
+      async (client) => {
+        const open = await findOpenPlanSession(client, request.customerId, choice.id, openUntil);
+        if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
         const session = await this.checkout.create(auth, {
           customerRef: request.customerId,
           planRef: choice.id,
         });
-        sessionId = session.id;
-        url = session.url;
-      } else {
-        sessionId = open[0].id;
-        url = this.checkout.urlOf(sessionId);
-      }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [lockName]).catch(() => undefined);
-      client.release();
-    }
+        return { sessionId: session.id, url: session.url };
+      },
+    );
     this.logger.debug(
       { customer: request.customerId, session: sessionId, reason: request.reason },
       'paywall',

@@ -186,3 +186,21 @@ export async function productsWithDefaultPlan(
   );
   return rows.map((r) => r.product_id);
 }
+
+/** The product's default plan on sale, whatever its price: the plan of customers without a purchase. */
+export async function findDefaultPlanId(db: Queryable, productId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM plans WHERE product_id = $1 AND is_default AND status = 'active'`,
+    [productId],
+  );
+  return rows[0]?.id;
+}
+
+/** The product's plans on sale, cheapest first: what a paywall chooses from. */
+export async function plansOnSale(db: Queryable, productId: string): Promise<PlanRow[]> {
+  const { rows } = await db.query<PlanRow>(
+    `${SELECT} WHERE p.product_id = $1 AND p.status = 'active' ORDER BY p.price, p.id`,
+    [productId],
+  );
+  return rows;
+}

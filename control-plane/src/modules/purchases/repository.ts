@@ -181,3 +181,25 @@ export async function latestPurchasePerProduct(db: Queryable): Promise<PurchaseR
   );
   return rows;
 }
+
+/**
+ * Locks one purchase the billing scheduler has work for (a trial ending or due a reminder, a
+ * period ended, a dunning retry due, a renewal due a reminder), skipping those another scheduler
+ * holds: each is handled by one process at a time.
+ */
+export async function lockNextDuePurchase(
+  db: Queryable,
+  due: { now: Date; trialReminderBy: Date; renewalReminderBy: Date },
+): Promise<PurchaseRow | undefined> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases
+      WHERE (status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
+         OR (status = 'active' AND period_end <= $1)
+         OR (status = 'past_due' AND next_retry_at <= $1)
+         OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end <= $3
+             AND renewal_reminder_for IS DISTINCT FROM period_end)
+      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    [due.now, due.trialReminderBy, due.renewalReminderBy],
+  );
+  return rows[0];
+}

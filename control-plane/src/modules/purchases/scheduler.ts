@@ -6,6 +6,7 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
+import { lockNextDuePurchase } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
 
 export interface SchedulerOptions {
@@ -81,17 +82,11 @@ export class BillingScheduler {
   private async handleOne(): Promise<PurchaseRow | undefined> {
     const now = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
-      const { rows } = await tx.query<PurchaseRow>(
-        `SELECT * FROM purchases
-          WHERE (status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
-             OR (status = 'active' AND period_end <= $1)
-             OR (status = 'past_due' AND next_retry_at <= $1)
-             OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end <= $3
-                 AND renewal_reminder_for IS DISTINCT FROM period_end)
-          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-        [now, addDays(now, this.options.trialReminderDays), addDays(now, this.options.renewalReminderDays)],
-      );
-      const row = rows[0];
+      const row = await lockNextDuePurchase(tx, {
+        now,
+        trialReminderBy: addDays(now, this.options.trialReminderDays),
+        renewalReminderBy: addDays(now, this.options.renewalReminderDays),
+      });
       return row === undefined ? undefined : this.handle(tx, row, now);
     });
   }

@@ -11,7 +11,7 @@ import {
 } from '@mcp-meter/contracts/snapshots';
 import { importJWK, SignJWT } from 'jose';
 import type { Clock } from '../../clock';
-import type { Pool, PoolClient } from '../../db/pool';
+import { type Pool, type PoolClient, withAdvisoryLock } from '../../db/pool';
 import { NotFoundError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
@@ -31,6 +31,9 @@ import {
 export const MAX_TOKEN_SECONDS = 30 * 86400;
 
 const unixSeconds = (at: Date) => Math.floor(at.getTime() / 1000);
+
+/** The advisory lock under which replicas find or create the signing key (one at a time). */
+const SIGNING_KEY_LOCK = 727274002;
 
 /**
  * Issues customer access tokens: ES256 JWTs (signed with jose) the proxy verifies locally with
@@ -62,9 +65,7 @@ export class TokenService {
 
   /** The active signing key's private JWK; the first caller creates it (replicas agree through the advisory lock). */
   private async activeKey(): Promise<{ kid: string; privateJwk: JsonWebKey; created?: true }> {
-    const client = await this.pool.connect();
-    try {
-      await client.query('SELECT pg_advisory_lock(727274002)');
+    return withAdvisoryLock(this.pool, SIGNING_KEY_LOCK, async (client) => {
       for (const row of await usableSigningKeys(client, this.secretId)) {
         if (row.private_jwk_sealed === null) {
           // Written in plain text before keys were sealed: sealed now under this secret, in place.
@@ -97,10 +98,7 @@ export class TokenService {
         at: this.clock.now(),
       });
       return { kid, privateJwk, created: true };
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(727274002)').catch(() => undefined);
-      client.release();
-    }
+    });
   }
 
   async jwks(): Promise<{ keys: JsonWebKey[] }> {

@@ -189,3 +189,141 @@ export async function queueRedeliveries(
   );
   return rows;
 }
+
+/** A delivery claimed for an attempt, with what the attempt sends. */
+export interface ClaimedDelivery {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  attempts: number;
+  url: string;
+  type: string;
+  body: string;
+}
+
+/** Whether any delivery is due now on an enabled endpoint and not leased to a worker. */
+export async function anyDeliveryDue(db: Queryable, now: Date): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
+        AND e.status = 'enabled' AND e.deleted_at IS NULL LIMIT 1`,
+    [now],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Claims up to `capacity` due deliveries for this worker: leases them until `lockedUntil` and
+ * counts the attempt. Candidates are locked first (SKIP LOCKED: never what another worker is
+ * claiming), then at most `perEndpoint` are kept per endpoint, so one endpoint's backlog cannot
+ * fill the batch; endpoints already at their share here (`busyEndpoints`) and deliveries in
+ * flight here are left out.
+ */
+export async function claimDueDeliveries(
+  db: Queryable,
+  claim: {
+    now: Date;
+    capacity: number;
+    lockedUntil: Date;
+    busyEndpoints: string[];
+    inFlight: string[];
+    perEndpoint: number;
+  },
+): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedDelivery>(
+    `WITH candidates AS (
+       SELECT d.id, d.endpoint_id, d.next_attempt_at
+         FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
+          AND e.status = 'enabled' AND e.deleted_at IS NULL AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.id = ANY($5))
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT $7
+        FOR UPDATE OF d SKIP LOCKED
+     ),
+     ranked AS (
+       SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn
+         FROM candidates
+     ),
+     picked AS (SELECT id FROM ranked WHERE rn <= $6 ORDER BY next_attempt_at, id LIMIT $2)
+     UPDATE webhook_deliveries d SET locked_until = $3, attempts = d.attempts + 1, updated_at = $1
+       FROM picked, webhook_endpoints e, outbox_events o
+      WHERE d.id = picked.id AND e.id = d.endpoint_id AND o.id = d.event_id
+     RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, e.url, o.type, o.payload::text AS body`,
+    [
+      claim.now,
+      claim.capacity,
+      claim.lockedUntil,
+      claim.busyEndpoints,
+      claim.inFlight,
+      claim.perEndpoint,
+      claim.capacity * 4,
+    ],
+  );
+  return rows;
+}
+
+/**
+ * Writes an attempt's outcome in one statement, so in one round trip and atomically: the
+ * delivery's state (succeeded, or pending until `next`), the attempt log, and the endpoint's
+ * consecutive-failure count, which disables it at `disableAfter`. Answers the endpoint's count
+ * and status when they changed.
+ */
+export async function recordAttempt(
+  db: Queryable,
+  outcome: {
+    delivery: ClaimedDelivery;
+    attemptId: string;
+    result: {
+      ok: boolean;
+      statusCode: number | null;
+      error: string | null;
+      latencyMs: number;
+      responseExcerpt: string | null;
+    };
+    next: Date | null;
+    at: Date;
+    disableAfter: number;
+  },
+): Promise<{ consecutive_failures: number; status: string } | undefined> {
+  const { delivery: d, result } = outcome;
+  const { rows } = await db.query<{ consecutive_failures: number; status: string }>(
+    `WITH delivery AS (
+       UPDATE webhook_deliveries
+          SET status = $2, next_attempt_at = COALESCE($3, next_attempt_at), locked_until = NULL,
+              last_status_code = $4, last_error = $5, updated_at = $6
+        WHERE id = $1
+     ),
+     logged AS (
+       INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, succeeded, status_code,
+                                     latency_ms, error, response_excerpt, next_attempt_at, created_at)
+       VALUES ($7, $1, $8, $9, $10, $11, $12, $4, $13, $5, $14, $3, $6)
+     )
+     UPDATE webhook_endpoints
+        SET consecutive_failures = CASE WHEN $12 THEN 0 ELSE consecutive_failures + 1 END,
+            status = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 THEN 'disabled' ELSE status END,
+            disabled_reason = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 AND status = 'enabled'
+                                   THEN $16 ELSE disabled_reason END,
+            updated_at = CASE WHEN $12 THEN updated_at ELSE $6 END
+      WHERE id = $8 AND (NOT $12 OR consecutive_failures <> 0)
+      RETURNING consecutive_failures, status`,
+    [
+      d.id,
+      result.ok ? 'succeeded' : 'pending',
+      outcome.next,
+      result.statusCode,
+      result.error,
+      outcome.at,
+      outcome.attemptId,
+      d.endpoint_id,
+      d.event_id,
+      d.type,
+      d.attempts,
+      result.ok,
+      result.latencyMs,
+      result.responseExcerpt,
+      outcome.disableAfter,
+      `${outcome.disableAfter} consecutive failed attempts`,
+    ],
+  );
+  return rows[0];
+}

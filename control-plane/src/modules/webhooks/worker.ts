@@ -2,6 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { unixSeconds } from '../events/outbox';
+import { anyDeliveryDue, type ClaimedDelivery, claimDueDeliveries, recordAttempt } from './repository';
 import type { WebhookSender } from './sender';
 import { signedRequest, type WebhookService } from './service';
 
@@ -23,16 +24,6 @@ export interface WebhookWorkerOptions {
   /** How long a claimed attempt is leased to this process; longer than the send timeout. */
   leaseMs: number;
   logger: Logger;
-}
-
-interface Claimed {
-  id: string;
-  event_id: string;
-  endpoint_id: string;
-  attempts: number;
-  url: string;
-  type: string;
-  body: string;
 }
 
 export function retryDelay(attempt: number, retryAfterMs: number | null): number {
@@ -113,15 +104,8 @@ export class WebhookWorker {
     }
   }
 
-  private async anyDue(): Promise<boolean> {
-    const now = this.clock.now();
-    const { rows } = await this.pool.query(
-      `SELECT 1 FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
-          AND e.status = 'enabled' AND e.deleted_at IS NULL LIMIT 1`,
-      [now],
-    );
-    return rows.length > 0;
+  private anyDue(): Promise<boolean> {
+    return anyDeliveryDue(this.pool, this.clock.now());
   }
 
   get inFlightCount(): number {
@@ -133,37 +117,14 @@ export class WebhookWorker {
     if (capacity <= 0) return 0;
     const now = this.clock.now();
     const busy = [...this.perEndpoint].filter(([, n]) => n >= this.options.perEndpoint).map(([id]) => id);
-    const { rows } = await this.pool.query<Claimed>(
-      // Lock candidates first (SKIP LOCKED: never what another worker is claiming), then keep at
-      // most perEndpoint per endpoint, so one endpoint's backlog cannot fill the batch.
-      `WITH candidates AS (
-         SELECT d.id, d.endpoint_id, d.next_attempt_at
-           FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND (d.locked_until IS NULL OR d.locked_until <= $1)
-            AND e.status = 'enabled' AND e.deleted_at IS NULL AND NOT (d.endpoint_id = ANY($4)) AND NOT (d.id = ANY($5))
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT $7
-          FOR UPDATE OF d SKIP LOCKED
-       ),
-       ranked AS (
-         SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS rn
-           FROM candidates
-       ),
-       picked AS (SELECT id FROM ranked WHERE rn <= $6 ORDER BY next_attempt_at, id LIMIT $2)
-       UPDATE webhook_deliveries d SET locked_until = $3, attempts = d.attempts + 1, updated_at = $1
-         FROM picked, webhook_endpoints e, outbox_events o
-        WHERE d.id = picked.id AND e.id = d.endpoint_id AND o.id = d.event_id
-       RETURNING d.id, d.event_id, d.endpoint_id, d.attempts, e.url, o.type, o.payload::text AS body`,
-      [
-        now,
-        capacity,
-        new Date(now.getTime() + this.options.leaseMs),
-        busy,
-        [...this.inFlight.keys()],
-        this.options.perEndpoint,
-        capacity * 4,
-      ],
-    );
+    const rows = await claimDueDeliveries(this.pool, {
+      now,
+      capacity,
+      lockedUntil: new Date(now.getTime() + this.options.leaseMs),
+      busyEndpoints: busy,
+      inFlight: [...this.inFlight.keys()],
+      perEndpoint: this.options.perEndpoint,
+    });
     // Signing secrets once per endpoint of this claim, not once per delivery.
     const secrets = new Map<string, string[]>();
     for (const endpointId of new Set(rows.map((r) => r.endpoint_id)))
@@ -187,54 +148,21 @@ export class WebhookWorker {
     return rows.length;
   }
 
-  private async attempt(d: Claimed, secrets: readonly string[]): Promise<void> {
+  private async attempt(d: ClaimedDelivery, secrets: readonly string[]): Promise<void> {
     const headers = signedRequest(d.body, d.event_id, secrets, unixSeconds(this.clock.now()));
     const result = await this.sender.send(d.url, d.body, headers);
     this.sent++;
     const now = this.clock.now();
     const next = result.ok ? null : new Date(now.getTime() + retryDelay(d.attempts, result.retryAfterMs));
-    // One statement, so one round trip and atomic: the delivery's state, the attempt log, and the
-    // endpoint's consecutive-failure count (disabled at disableAfter).
-    const { rows } = await this.pool.query<{ consecutive_failures: number; status: string }>(
-      `WITH delivery AS (
-         UPDATE webhook_deliveries
-            SET status = $2, next_attempt_at = COALESCE($3, next_attempt_at), locked_until = NULL,
-                last_status_code = $4, last_error = $5, updated_at = $6
-          WHERE id = $1
-       ),
-       logged AS (
-         INSERT INTO webhook_attempts (id, delivery_id, endpoint_id, event_id, event_type, attempt, succeeded, status_code,
-                                       latency_ms, error, response_excerpt, next_attempt_at, created_at)
-         VALUES ($7, $1, $8, $9, $10, $11, $12, $4, $13, $5, $14, $3, $6)
-       )
-       UPDATE webhook_endpoints
-          SET consecutive_failures = CASE WHEN $12 THEN 0 ELSE consecutive_failures + 1 END,
-              status = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 THEN 'disabled' ELSE status END,
-              disabled_reason = CASE WHEN NOT $12 AND consecutive_failures + 1 >= $15 AND status = 'enabled'
-                                     THEN $16 ELSE disabled_reason END,
-              updated_at = CASE WHEN $12 THEN updated_at ELSE $6 END
-        WHERE id = $8 AND (NOT $12 OR consecutive_failures <> 0)
-        RETURNING consecutive_failures, status`,
-      [
-        d.id,
-        result.ok ? 'succeeded' : 'pending',
-        next,
-        result.statusCode,
-        result.error,
-        now,
-        headers['sv-delivery'],
-        d.endpoint_id,
-        d.event_id,
-        d.type,
-        d.attempts,
-        result.ok,
-        result.latencyMs,
-        result.responseExcerpt,
-        this.options.disableAfter,
-        `${this.options.disableAfter} consecutive failed attempts`,
-      ],
-    );
-    if (rows[0]?.status === 'disabled' && rows[0].consecutive_failures === this.options.disableAfter)
+    const endpoint = await recordAttempt(this.pool, {
+      delivery: d,
+      attemptId: headers['sv-delivery'] as string,
+      result,
+      next,
+      at: now,
+      disableAfter: this.options.disableAfter,
+    });
+    if (endpoint?.status === 'disabled' && endpoint.consecutive_failures === this.options.disableAfter)
       this.options.logger.warn(
         { endpoint: d.endpoint_id },
         'webhook endpoint disabled after repeated failures',
