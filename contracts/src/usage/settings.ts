@@ -54,14 +54,14 @@ export function readBusConfig(env: EnvReader): BusConfig {
     batchSize: env.int('INGEST_BATCH_SIZE', 5000, { min: 1, max: 1_000_000 }),
     // Usage becomes queryable within about this long after it is accepted. Each write is a
     // ClickHouse part to merge later: at 1,500 records/s, 1 s instead of 0.5 s cut the ingest
-    // process's CPU for metering by about 40% (bench notes of issue 5).
+    // process's CPU for metering by about 40% (measured with `npm run bench:proxy`).
     flushIntervalMs: env.int('INGEST_FLUSH_INTERVAL_MS', 1000, { min: 10, max: 60_000 }),
     retryDelayMs: env.int('INGEST_RETRY_DELAY_MS', 500, { min: 10, max: 60_000 }),
     // A consumer fetch waits for this much data or INGEST_FETCH_MAX_WAIT_MS, whichever comes first:
     // fewer, fuller fetches cost the broker and the consumer far less per record, for at most the
     // wait in freshness. At 512 KiB fetches stay bound by the wait (four a second) up to about
     // 4,000 records/s; from 64 KiB it cut this process's CPU per metered call by about a fifth
-    // holding the proxy bench at 2000 calls/s (bench notes of issue 5).
+    // holding the proxy bench at 2000 calls/s (measured with `npm run bench:proxy`).
     fetchMinBytes: env.int('INGEST_FETCH_MIN_BYTES', 512 * 1024, { min: 1, max: 64 * 1024 * 1024 }),
     fetchMaxWaitMs: env.int('INGEST_FETCH_MAX_WAIT_MS', 250, { min: 10, max: 10_000 }),
   };

@@ -45,6 +45,14 @@ export interface PaywallRequest {
   planId?: string | undefined;
 }
 
+/** `POST /v1/sdk/limits`: whose limit, on which product, and whether to spend a unit. */
+export interface LimitCheck {
+  customerRef: string;
+  productRef: string;
+  meterName?: string | undefined;
+  consume?: boolean | undefined;
+}
+
 export interface Paywall {
   checkoutUrl: string;
   checkoutSessionId: string;
@@ -146,15 +154,7 @@ export class LimitService {
   }
 
   /** `POST /v1/sdk/limits`: check, and with `consume` admit and record one call. */
-  async check(
-    auth: AuthContext,
-    input: {
-      customerRef: string;
-      productRef: string;
-      meterName?: string | undefined;
-      consume?: boolean | undefined;
-    },
-  ) {
+  async check(auth: AuthContext, input: LimitCheck) {
     try {
       return await this.checkOnce(auth, input);
     } catch (error) {
@@ -167,15 +167,7 @@ export class LimitService {
     }
   }
 
-  private async checkOnce(
-    auth: AuthContext,
-    input: {
-      customerRef: string;
-      productRef: string;
-      meterName?: string | undefined;
-      consume?: boolean | undefined;
-    },
-  ) {
+  private async checkOnce(auth: AuthContext, input: LimitCheck) {
     const customer = await findCustomer(this.pool, auth, input.customerRef);
     if (customer === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);

@@ -89,7 +89,7 @@ const Tool = Type.Object({
 });
 export type Tool = import('@sinclair/typebox').Static<typeof Tool>;
 
-/** Spec 2.3. */
+/** An MCP server as the API shows it: its origin, the product that gates it, and where clients reach it. */
 export const McpServer = Type.Object({
   id: Type.String(),
   reference: Type.String(),

@@ -58,7 +58,7 @@ export const ActivateBody = Type.Object(
   { additionalProperties: false },
 );
 
-/** Spec 2.4 plus `status`. */
+/** What an activation did (`status`), with the purchase and, when payment is due, where to pay. */
 export const ActivationResult = Type.Object({
   status: stringEnum([
     'activated',
