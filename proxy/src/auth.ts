@@ -1,9 +1,12 @@
 import type { JsonWebKey } from 'node:crypto';
 import {
+  ACCESS_TOKEN_AUDIENCE,
   type AccessTokenClaims,
   JWKS_KEY,
+  MCP_SCOPE,
   type McpServerSnapshot,
   type SnapshotStore,
+  subdomainOfResource,
   type VerifyResult,
   verifyAccessToken,
 } from '@mcp-meter/contracts/snapshots';
@@ -17,7 +20,7 @@ import { type RevocationDirectory, SnapshotUnavailableError } from './directory'
 export class TokenVerifier {
   private keys: JsonWebKey[] = [];
   /** The `iss` tokens must carry, as the control plane published it with the keys. */
-  private issuer: string | undefined;
+  private issuer_: string | undefined;
   private keysFetchedAt = 0;
   private readonly verified = new Map<string, Extract<VerifyResult, { ok: true }>>();
 
@@ -44,7 +47,7 @@ export class TokenVerifier {
       const published =
         raw === undefined ? {} : (JSON.parse(raw) as { keys?: JsonWebKey[]; issuer?: string });
       this.keys = published.keys ?? [];
-      this.issuer = typeof published.issuer === 'string' ? published.issuer : undefined;
+      this.issuer_ = typeof published.issuer === 'string' ? published.issuer : undefined;
       this.keysFetchedAt = Date.now();
     }
     return this.keys;
@@ -75,9 +78,9 @@ export class TokenVerifier {
     const now = Math.floor(Date.now() / 1000);
     let result = this.verified.get(token) as VerifyResult | undefined;
     if (result === undefined || (result.ok && result.claims.exp + 30 < now)) {
-      result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer);
+      result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer_);
       if (!result.ok && result.reason === 'unknown signing key')
-        result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer);
+        result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer_);
       if (result.ok) {
         // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
         if (this.verified.size >= 10_000) this.verified.clear();
@@ -90,23 +93,45 @@ export class TokenVerifier {
     // the store cannot be read, no revocation can be published either: the token is judged on
     // its signature, as it was before the outage.
     let revoked: Awaited<ReturnType<RevocationDirectory['lookup']>>;
+    let grantRevoked: Awaited<ReturnType<RevocationDirectory['lookup']>>;
     try {
       revoked = await this.revocations.lookup(result.claims);
+      const grant = result.claims.sid;
+      if (grant !== undefined) grantRevoked = await this.revocations.lookupGrant(grant);
     } catch (error) {
       if (!(error instanceof SnapshotUnavailableError)) throw error;
     }
     if (revoked !== undefined && result.claims.iat <= revoked.before)
       return { ok: false, reason: 'token revoked' };
+    if (grantRevoked !== undefined && result.claims.iat <= grantRevoked.before)
+      return { ok: false, reason: 'token revoked' };
     return result;
+  }
+
+  /** The authorization server that issues the tokens, as published with the keys. */
+  async issuer(): Promise<string | undefined> {
+    await this.keySet(false);
+    return this.issuer_;
   }
 
   /**
    * What a valid token may do with a server: `foreign` for another provider's or environment's
    * server (answered as if it did not exist, so tokens cannot map other providers' servers),
-   * a reason when the token is for another product, or undefined when it opens the server.
+   * `insufficient_scope` for a sign-in token without the MCP scope, a reason when the token is
+   * for another server (a sign-in token names one resource, RFC 8707) or product, or undefined
+   * when it opens the server.
    */
-  static access(claims: AccessTokenClaims, server: McpServerSnapshot): 'foreign' | string | undefined {
+  static access(
+    claims: AccessTokenClaims,
+    server: McpServerSnapshot,
+    baseDomain: string | undefined,
+  ): 'foreign' | 'insufficient_scope' | string | undefined {
     if (claims.prv !== server.providerId || claims.env !== server.environment) return 'foreign';
+    if (claims.aud !== ACCESS_TOKEN_AUDIENCE) {
+      if (subdomainOfResource(claims.aud, baseDomain) !== server.subdomain)
+        return 'token is for another MCP server';
+      if (!(claims.scope ?? '').split(' ').includes(MCP_SCOPE)) return 'insufficient_scope';
+    }
     if (claims.prd !== undefined && server.productId !== null && claims.prd !== server.productId)
       return 'token is for another product';
     return undefined;

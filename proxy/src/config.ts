@@ -13,6 +13,11 @@ export interface ProxyConfig {
   port: number;
   /** Set: route by Host `<subdomain>.<base domain>`; the path form /mcp/<subdomain> always works. */
   baseDomain: string | undefined;
+  /**
+   * The scheme clients reach the proxy with (from PROXY_PUBLIC_URL, as the control plane reads
+   * it): the resource URLs of OAuth discovery carry it.
+   */
+  publicScheme: 'http' | 'https';
   redisUrl: string | undefined;
   maxBodyBytes: number;
   /** Emitted records wait here while the bus is unreachable (and across restarts). */
@@ -51,6 +56,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     host: env.string('PROXY_HOST', '127.0.0.1'),
     port: env.int('PROXY_PORT', 8081, { min: 0, max: 65535 }),
     baseDomain: env.optionalString('PROXY_BASE_DOMAIN')?.toLowerCase(),
+    publicScheme: env.url('PROXY_PUBLIC_URL', ['http', 'https'])?.startsWith('https:') ? 'https' : 'http',
     redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),
     // MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool arguments.
     spillDir: resolve(env.string('PROXY_SPILL_DIR', join(readDataDir(env), 'spill'))),

@@ -7,6 +7,7 @@ import {
   parseRevocation,
   type RevocationSnapshot,
   revocationKey,
+  revokedGrantKey,
   type SnapshotStore,
 } from '@mcp-meter/contracts/snapshots';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
@@ -115,5 +116,10 @@ export class RevocationDirectory extends SnapshotCache<RevocationSnapshot> {
 
   lookup(claims: { prv: string; env: Environment; sub: string }) {
     return this.get(revocationKey(claims.prv, claims.env, claims.sub));
+  }
+
+  /** A revoked grant (a hosted sign-in whose refresh token was reused, or revoked by its client). */
+  lookupGrant(grantId: string) {
+    return this.get(revokedGrantKey(grantId));
   }
 }

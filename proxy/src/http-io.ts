@@ -146,3 +146,21 @@ export function writeHead(exchange: Exchange, status: number, headers: IncomingH
   if (exchange.cors) writeCors(exchange);
   exchange.headersSent = true;
 }
+
+/** A CORS preflight: 204, and for a browser any site with the headers it asked for. */
+export function answerPreflight(exchange: Exchange, askedHeaders: string): void {
+  if (exchange.aborted) return;
+  const res = exchange.res;
+  exchange.requests.inc({ code: '204' });
+  res.cork(() => {
+    res.writeStatus('204 No Content').writeHeader('allow', CORS_METHODS);
+    if (exchange.cors) {
+      res
+        .writeHeader('access-control-allow-origin', '*')
+        .writeHeader('access-control-allow-methods', CORS_METHODS)
+        .writeHeader('access-control-max-age', '86400');
+      if (askedHeaders !== '') res.writeHeader('access-control-allow-headers', askedHeaders);
+    }
+    res.endWithoutBody();
+  });
+}

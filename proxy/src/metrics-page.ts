@@ -1,9 +1,12 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ControlPlaneLink } from './control-link';
 import type { ServerDirectory } from './directory';
 import type { Gatekeeper } from './gatekeeper';
+import { type Exchange, respond } from './http-io';
 import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
+import { refuse } from './refusals';
 
 /** What the metrics page reads besides the proxy's own counters. */
 export interface MetricSources {
@@ -107,4 +110,23 @@ export class ProxyMetrics {
   close(): void {
     this.loopDelay.close();
   }
+}
+
+/** Compares a presented secret with the expected one in constant time. */
+function sameText(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** `GET /metrics`, behind `PROXY_METRICS_TOKEN` when one is set. */
+export function serveMetrics(
+  exchange: Exchange,
+  authorization: string,
+  expected: string | undefined,
+  render: () => string,
+): void {
+  if (expected !== undefined && !sameText(authorization, expected))
+    return refuse(exchange, 'metrics_unauthorized');
+  respond(exchange, 200, 'text/plain; version=0.0.4', render());
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { type McpServerSnapshot, unseal } from '@mcp-meter/contracts/snapshots';
 import type { Dispatcher } from 'undici';
 
 /** Where a server's origin lives, split once per snapshot for the dispatcher. */
@@ -78,4 +79,27 @@ export function callOrigin(
       },
     );
   });
+}
+
+/**
+ * The provider's key for each origin, unsealed once per server snapshot (a new snapshot, after a
+ * change, is unsealed again); null for an origin without one.
+ */
+export class OriginKeys {
+  private readonly keys = new WeakMap<McpServerSnapshot, { header: string; value: string } | null>();
+
+  constructor(private readonly secretKey: Buffer) {}
+
+  of(server: McpServerSnapshot): { header: string; value: string } | null {
+    let key = this.keys.get(server);
+    if (key === undefined) {
+      const sealed = server.originAuth;
+      key =
+        sealed === undefined || sealed === null
+          ? null
+          : { header: sealed.header, value: unseal(this.secretKey, sealed.sealedValue) };
+      this.keys.set(server, key);
+    }
+    return key;
+  }
 }

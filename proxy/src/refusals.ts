@@ -58,6 +58,12 @@ export const PROXY_ERRORS = {
   tool_call_without_id: body(INVALID_REQUEST),
   tool_call_id_repeated: body(INVALID_REQUEST),
   unauthorized: { status: 401, form: 'rpc', rpc: -32001, message: 'Unauthorized' },
+  insufficient_scope: {
+    status: 403,
+    form: 'rpc',
+    rpc: -32001,
+    message: 'Forbidden: the token does not carry the scope this server needs',
+  },
   metrics_unauthorized: {
     status: 401,
     form: 'http',

@@ -1,9 +1,8 @@
 import uWS from 'uWebSockets.js';
-import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
-import { type AccessTokenClaims, type McpServerSnapshot, unseal } from '@mcp-meter/contracts/snapshots';
+import type { AccessTokenClaims } from '@mcp-meter/contracts/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
@@ -13,9 +12,10 @@ import { CallDesk, type CallFacts, withoutCalls } from './call-desk';
 import type { ProxyConfig } from './config';
 import type { ControlPlaneLink } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
+import { bearerChallenge, metadataRouteOf, resourceUrlOf, serveResourceMetadata } from './discovery';
 import type { Gatekeeper } from './gatekeeper';
 import {
-  CORS_METHODS,
+  answerPreflight,
   type Exchange,
   hopHeadersIn,
   REQUEST_SKIP,
@@ -33,8 +33,8 @@ import {
   type ToolOutcome,
   toolCallsIn,
 } from './jsonrpc';
-import { ProxyMetrics } from './metrics-page';
-import { callOrigin, originTarget } from './origin';
+import { ProxyMetrics, serveMetrics } from './metrics-page';
+import { callOrigin, OriginKeys, originTarget } from './origin';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
 import { type Route, routeOf } from './routing';
@@ -71,12 +71,6 @@ function originFailure(error: unknown): ProxyErrorCode {
   if (error instanceof OriginCredentialsRefused) return 'origin_auth_failed';
   if (isOriginNotAllowed(error)) return 'origin_not_allowed';
   return isOriginTimeout(error) ? 'origin_timeout' : 'origin_unreachable';
-}
-/** Compares a presented secret with the expected one in constant time. */
-function sameText(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export interface ProxyServerDeps {
@@ -147,19 +141,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   };
   const metrics = new ProxyMetrics();
   const desk = new CallDesk({ emitter, link, metrics, logger });
-  const originAuth = new WeakMap<McpServerSnapshot, { header: string; value: string } | null>();
-  const originAuthOf = (server: McpServerSnapshot) => {
-    let auth = originAuth.get(server);
-    if (auth === undefined) {
-      const sealed = server.originAuth;
-      auth =
-        sealed === undefined || sealed === null
-          ? null
-          : { header: sealed.header, value: unseal(deps.secretKey, sealed.sealedValue) };
-      originAuth.set(server, auth);
-    }
-    return auth;
-  };
+  const originKeys = new OriginKeys(deps.secretKey);
 
   /**
    * One request's way through the proxy: identity, server, body, gating, then the origin call
@@ -180,6 +162,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       /** What the proxy read of the body (GET and DELETE have none: read as an empty object). */
       reading: BodyReading;
       authorization: string;
+      /** The resource URL of the server as the client addressed it (OAuth discovery). */
+      resource: string | undefined;
       arrived: number;
     },
   ) {
@@ -190,15 +174,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       ? parsed.some(declaresUrlElicitation)
       : declaresUrlElicitation(parsed);
     const singleId = idOf(parsed);
-    // RFC 6750 / MCP authorization: the client learns it must (re)authenticate.
+    // RFC 6750 / MCP authorization: the client learns it must (re)authenticate, and where the
+    // server's protected-resource metadata names the authorization server (RFC 9728).
     const unauthorized = (reason: string) =>
       refuse(exchange, 'unauthorized', singleId, {
         message: `Unauthorized: ${reason}`,
         headers: {
-          'www-authenticate':
-            request.authorization === ''
-              ? 'Bearer realm="mcp"'
-              : `Bearer realm="mcp", error="invalid_token", error_description="${reason}"`,
+          'www-authenticate': bearerChallenge(
+            request.resource,
+            request.authorization === '' ? undefined : { code: 'invalid_token', description: reason },
+          ),
         },
       });
     // The token is judged before the server is looked up: without a valid one, no request
@@ -211,8 +196,19 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
     const server = await directory.lookup(request.route.subdomain);
     const access =
-      server === undefined || claims === undefined ? undefined : TokenVerifier.access(claims, server);
+      server === undefined || claims === undefined
+        ? undefined
+        : TokenVerifier.access(claims, server, config.baseDomain);
     if (server === undefined || access === 'foreign') return refuse(exchange, 'mcp_server_not_found');
+    if (access === 'insufficient_scope')
+      return refuse(exchange, 'insufficient_scope', singleId, {
+        headers: {
+          'www-authenticate': bearerChallenge(request.resource, {
+            code: 'insufficient_scope',
+            description: 'the token does not carry the mcp scope',
+          }),
+        },
+      });
     if (access !== undefined) return unauthorized(access);
     const customerRef = claims?.sub ?? 'anonymous';
     if (server.status !== 'active')
@@ -272,7 +268,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const headers = request.headers;
     // A session's end (DELETE) forgets what its client declared.
     if (request.method === 'DELETE') urlElicitationSessions.delete(sessionOf(headers));
-    const auth = originAuthOf(server);
+    const auth = originKeys.of(server);
     if (auth !== null) headers[auth.header] = auth.value;
     const sent = performance.now();
     metrics.own.observe((sent - started) / 1000);
@@ -429,6 +425,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
 
   const metricsAuthorization =
     config.metricsToken === undefined ? undefined : `Bearer ${config.metricsToken}`;
+  const renderMetrics = () =>
+    metrics.render({ gatekeeper, limiter: deps.limiter, directory, link, emitter, inflight: live.size });
   const app = uWS.App().any('/*', (res, req) => {
     const url = req.getUrl();
     const method = req.getCaseSensitiveMethod();
@@ -452,40 +450,22 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (stopping) return respond(exchange, 503, 'application/json', '{"status":"stopping"}');
       return respond(exchange, 200, 'application/json', '{"status":"ok"}');
     }
-    if (url === '/metrics') {
-      if (
-        metricsAuthorization !== undefined &&
-        !sameText(req.getHeader('authorization'), metricsAuthorization)
-      ) {
-        return refuse(exchange, 'metrics_unauthorized');
-      }
-      return respond(
-        exchange,
-        200,
-        'text/plain; version=0.0.4',
-        metrics.render({ gatekeeper, limiter: deps.limiter, directory, link, emitter, inflight: live.size }),
-      );
-    }
+    if (url === '/metrics')
+      return serveMetrics(exchange, req.getHeader('authorization'), metricsAuthorization, renderMetrics);
 
-    if (method === 'OPTIONS') {
-      // A CORS preflight carries no credentials: answered here, never sent on or refused for want of a token.
-      if (exchange.aborted) return;
-      const asked = req.getHeader('access-control-request-headers');
-      exchange.requests.inc({ code: '204' });
-      res.cork(() => {
-        res.writeStatus('204 No Content').writeHeader('allow', CORS_METHODS);
-        if (exchange.cors) {
-          res
-            .writeHeader('access-control-allow-origin', '*')
-            .writeHeader('access-control-allow-methods', CORS_METHODS)
-            .writeHeader('access-control-max-age', '86400');
-          if (asked !== '') res.writeHeader('access-control-allow-headers', asked);
-        }
-        res.endWithoutBody();
-      });
+    // A CORS preflight carries no credentials: answered here, never sent on or refused for want of a token.
+    if (method === 'OPTIONS')
+      return answerPreflight(exchange, req.getHeader('access-control-request-headers'));
+    const host = req.getHeader('host');
+    const metadataRoute = metadataRouteOf(url, host, config.baseDomain);
+    if (metadataRoute !== undefined) {
+      if (metadataRoute === 'none' || (method !== 'GET' && method !== 'HEAD'))
+        return refuse(exchange, 'route_not_found', null, { message: `No route for ${url}` });
+      const resource = resourceUrlOf(metadataRoute.route, host, config.publicScheme, metadataRoute.pathForm);
+      void serveResourceMetadata(exchange, resource, verifier);
       return;
     }
-    const route = routeOf(url, req.getHeader('host'), config.baseDomain);
+    const route = routeOf(url, host, config.baseDomain);
     if (route === undefined)
       return refuse(exchange, 'route_not_found', null, { message: `No route for ${url}` });
     // The origin path is the registered one: nothing may climb out of it, encoded or not.
@@ -508,7 +488,18 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     live.add(exchange);
     const run = (body: Buffer, reading: BodyReading) => {
       const parsed = reading.ok ? reading.parsed : undefined;
-      return forward(exchange, { method, route, query, headers, body, reading, authorization, arrived })
+      const resource = resourceUrlOf(route, host, config.publicScheme, url.startsWith('/mcp/'));
+      return forward(exchange, {
+        method,
+        route,
+        query,
+        headers,
+        body,
+        reading,
+        authorization,
+        resource,
+        arrived,
+      })
         .catch((error: unknown) => {
           const id = idOf(parsed);
           if (error instanceof SnapshotUnavailableError) {

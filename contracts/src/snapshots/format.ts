@@ -101,15 +101,57 @@ export function parseRevocation(raw: string | undefined): RevocationSnapshot | u
 /** Claims of a customer access token as the proxy reads them. */
 export interface AccessTokenClaims {
   iss: string;
+  /**
+   * Who the token is for: `ACCESS_TOKEN_AUDIENCE` for a token the provider minted (any of its
+   * servers, or one product's), or the resource URL of one MCP server for a token issued by the
+   * hosted sign-in (RFC 8707), which only that server accepts.
+   */
   aud: string;
   /** The customer's reference. */
   sub: string;
   prv: string;
   env: Environment;
   prd?: string;
+  /** Space-separated scopes (hosted sign-in tokens); a minted token carries none and needs none. */
+  scope?: string;
+  /** The OAuth client the token was issued to (hosted sign-in tokens). */
+  client_id?: string;
+  /** The grant (sign-in) the token belongs to: revoking the grant refuses all of its tokens. */
+  sid?: string;
   iat: number;
   exp: number;
   jti: string;
 }
 
 export const ACCESS_TOKEN_AUDIENCE = 'mcp-meter-proxy';
+
+/** The scope a hosted sign-in token needs to call an MCP server through the proxy. */
+export const MCP_SCOPE = 'mcp';
+
+/**
+ * The MCP server (its subdomain) that a resource URL names, in either of the proxy's address
+ * forms: `<origin>/mcp/<subdomain>[/…]`, or a host `<subdomain>.<baseDomain>`. Undefined for
+ * anything else, including URLs with credentials, a query or a fragment.
+ */
+export function subdomainOfResource(resource: string, baseDomain: string | undefined): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(resource);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') return undefined;
+  const pathForm = /^\/mcp\/([a-z0-9-]+)\/?$/.exec(url.pathname);
+  if (pathForm?.[1] !== undefined) return pathForm[1];
+  if (baseDomain === undefined) return undefined;
+  const host = url.hostname.toLowerCase();
+  if (!host.endsWith(`.${baseDomain.replace(/:\d+$/, '')}`)) return undefined;
+  const subdomain = host.slice(0, -(baseDomain.replace(/:\d+$/, '').length + 1));
+  return /^[a-z0-9-]+$/.test(subdomain) && (url.pathname === '/' || url.pathname === '/mcp')
+    ? subdomain
+    : undefined;
+}
+
+/** Grants (hosted sign-ins) whose tokens are revoked: a token of the grant issued at or before `before` is refused. */
+export const revokedGrantKey = (grantId: string): string => `${SNAPSHOT_PREFIX}revoked-grant:${grantId}`;

@@ -4,12 +4,15 @@ export {
   type EntitlementSnapshot,
   entitlementKey,
   JWKS_KEY,
+  MCP_SCOPE,
   type McpServerSnapshot,
   mcpServerKey,
   parseMcpServerSnapshot,
   parseRevocation,
   type RevocationSnapshot,
   revocationKey,
+  revokedGrantKey,
+  subdomainOfResource,
 } from './format';
 export { type VerifyResult, verifyAccessToken } from './jwt';
 export { internalToken, loadSecretKey, readSecretKey, seal, unseal } from './secrets';

@@ -31,8 +31,9 @@ const reasonOf = (error: unknown): string => {
 
 /**
  * Verifies a customer access token (an ES256 JWT, through jose) against a published key set:
- * signature, audience, issuer (when the key set names one), expiry with 30 s of skew, and the
- * claims the proxy relies on. No I/O, so the proxy can run it on every new token.
+ * signature, issuer (when the key set names one), expiry with 30 s of skew, an audience of the
+ * proxy's (a minted token) or a resource URL (a sign-in token, matched to its server by the
+ * proxy), and the claims the proxy relies on. No I/O, so the proxy can run it on every new token.
  */
 export async function verifyAccessToken(
   token: string,
@@ -41,9 +42,10 @@ export async function verifyAccessToken(
   issuer?: string,
 ): Promise<VerifyResult> {
   try {
+    // The audience is checked below: the provider's own audience, or one server's resource URL,
+    // whose server the proxy matches once it knows which server is called.
     const { payload } = await jwtVerify(token, keySetOf(keys), {
       algorithms: ['ES256'],
-      audience: ACCESS_TOKEN_AUDIENCE,
       ...(issuer === undefined ? {} : { issuer }),
       clockTolerance: 30,
       currentDate: new Date(nowSeconds * 1000),
@@ -53,7 +55,14 @@ export async function verifyAccessToken(
       return { ok: false, reason: 'token issued in the future' };
     const claims = payload as Partial<AccessTokenClaims>;
     if (
+      typeof claims.aud !== 'string' ||
+      (claims.aud !== ACCESS_TOKEN_AUDIENCE && !/^https?:\/\//.test(claims.aud))
+    )
+      return { ok: false, reason: 'wrong audience' };
+    if (
       typeof claims.sub !== 'string' ||
+      (claims.scope !== undefined && typeof claims.scope !== 'string') ||
+      (claims.sid !== undefined && typeof claims.sid !== 'string') ||
       typeof claims.prv !== 'string' ||
       (claims.env !== 'sandbox' && claims.env !== 'live') ||
       (claims.prd !== undefined && typeof claims.prd !== 'string')
