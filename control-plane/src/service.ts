@@ -35,6 +35,8 @@ import { ProviderService } from './modules/providers/service';
 import { purchaseRoutes } from './modules/purchases/routes';
 import { BillingScheduler } from './modules/purchases/scheduler';
 import { PurchaseService } from './modules/purchases/service';
+import { signInRoutes } from './modules/sign-in/routes';
+import { SignInService } from './modules/sign-in/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
 import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
@@ -151,6 +153,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     checkoutSessions,
     deps.logger,
   );
+  const signIn = new SignInService(deps.pool, clock, tokens, {
+    issuer: deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+    proxyBaseDomain: deps.config.proxyBaseDomain,
+    resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
+  });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
@@ -168,6 +175,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     open: async (scope) => {
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(jwksRoutes(tokens));
+      await scope.register(
+        signInRoutes(signIn, (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:')),
+      );
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {

@@ -126,7 +126,6 @@ export function serveMetrics(
   expected: string | undefined,
   render: () => string,
 ): void {
-  if (expected !== undefined && !sameText(authorization, expected))
-    return refuse(exchange, 'metrics_unauthorized');
-  respond(exchange, 200, 'text/plain; version=0.0.4', render());
+  if (expected !== undefined && !sameText(authorization, expected)) refuse(exchange, 'metrics_unauthorized');
+  else respond(exchange, 200, 'text/plain; version=0.0.4', render());
 }

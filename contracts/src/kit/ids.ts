@@ -69,6 +69,8 @@ export const ID = {
   webhookEndpoint: 'we',
   webhookSecret: 'whs',
   webhookDelivery: 'dlv',
+  oauthClient: 'cli',
+  grant: 'grt',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

@@ -6,6 +6,7 @@ import {
   JWKS_KEY,
   type RevocationSnapshot,
   revocationKey,
+  revokedGrantKey,
   seal,
   unseal,
 } from '@mcp-meter/contracts/snapshots';
@@ -16,6 +17,7 @@ import { NotFoundError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
+import { recentlyRevokedGrants } from '../sign-in/repository';
 import {
   claimSigningKey,
   insertSigningKey,
@@ -29,6 +31,9 @@ import {
 
 /** The longest an access token lives; revocations older than this no longer matter. */
 export const MAX_TOKEN_SECONDS = 30 * 86400;
+
+/** How long a hosted sign-in's access token lives: an hour, then the client refreshes it. */
+export const SIGN_IN_TOKEN_SECONDS = 3600;
 
 const unixSeconds = (at: Date) => Math.floor(at.getTime() / 1000);
 
@@ -118,6 +123,9 @@ export class TokenService {
     await this.publishKeys();
     const since = new Date(this.clock.now().getTime() - MAX_TOKEN_SECONDS * 1000);
     for (const row of await recentRevocations(this.pool, since)) await this.publishRevocation(row);
+    const grantsSince = new Date(this.clock.now().getTime() - SIGN_IN_TOKEN_SECONDS * 1000);
+    for (const grant of await recentlyRevokedGrants(this.pool, grantsSince))
+      await this.publishGrantRevocation(grant.id, grant.revoked_at);
   }
 
   private async publishRevocation(row: RevocationRow): Promise<void> {
@@ -154,6 +162,50 @@ export class TokenService {
     }
     await publish();
     return { customerRef: customer.id, revokedBefore: this.clock.now().toISOString() };
+  }
+
+  /**
+   * An access token of a hosted sign-in (RFC 9068 profile, `typ: at+jwt`): for one MCP server's
+   * resource URL only (RFC 8707), with the grant's scope, client and id, so revoking the grant
+   * refuses it. Short-lived: the client refreshes it.
+   */
+  async issueForGrant(grant: {
+    id: string;
+    clientId: string;
+    customerId: string;
+    providerId: string;
+    environment: AuthContext['environment'];
+    resource: string;
+    scope: string;
+    productId: string | null;
+  }): Promise<{ accessToken: string; expiresIn: number }> {
+    const key = await this.activeKey();
+    if (key.created) await this.publishKeys();
+    const now = unixSeconds(this.clock.now());
+    const claims: Omit<AccessTokenClaims, 'iss' | 'aud' | 'sub' | 'iat' | 'exp' | 'jti'> = {
+      prv: grant.providerId,
+      env: grant.environment,
+      ...(grant.productId === null ? {} : { prd: grant.productId }),
+      scope: grant.scope,
+      client_id: grant.clientId,
+      sid: grant.id,
+    };
+    const accessToken = await new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
+      .setIssuer(this.issuer)
+      .setAudience(grant.resource)
+      .setSubject(grant.customerId)
+      .setIssuedAt(now)
+      .setExpirationTime(now + SIGN_IN_TOKEN_SECONDS)
+      .setJti(randomBytes(12).toString('base64url'))
+      .sign(await importJWK({ ...key.privateJwk, alg: 'ES256' }, 'ES256'));
+    return { accessToken, expiresIn: SIGN_IN_TOKEN_SECONDS };
+  }
+
+  /** Tells the proxies that every token of the grant issued until `at` is revoked. */
+  async publishGrantRevocation(grantId: string, at: Date): Promise<void> {
+    const snapshot: RevocationSnapshot = { v: 1, before: unixSeconds(at) };
+    await this.snapshots.set(revokedGrantKey(grantId), JSON.stringify(snapshot));
   }
 
   async issue(

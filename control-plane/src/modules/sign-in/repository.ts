@@ -1,0 +1,302 @@
+import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Queryable } from '../../db/pool';
+
+type Tenant = { providerId: string; environment: Environment };
+
+export interface ClientRow {
+  id: string;
+  secret_hash: string | null;
+  token_endpoint_auth_method: 'none' | 'client_secret_post' | 'client_secret_basic';
+  redirect_uris: string[];
+  client_name: string | null;
+  client_uri: string | null;
+  logo_uri: string | null;
+  application_type: 'web' | 'native';
+  created_at: Date;
+}
+
+export async function insertClient(db: Queryable, row: ClientRow): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_clients (id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, client_uri,
+                                logo_uri, application_type, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      row.id,
+      row.secret_hash,
+      row.token_endpoint_auth_method,
+      row.redirect_uris,
+      row.client_name,
+      row.client_uri,
+      row.logo_uri,
+      row.application_type,
+      row.created_at,
+    ],
+  );
+}
+
+export async function findClient(db: Queryable, id: string): Promise<ClientRow | undefined> {
+  const { rows } = await db.query<ClientRow>('SELECT * FROM oauth_clients WHERE id = $1', [id]);
+  return rows[0];
+}
+
+/** The MCP server a resource names, whichever provider it belongs to (subdomains are global). */
+export async function findServerBySubdomain(
+  db: Queryable,
+  subdomain: string,
+): Promise<
+  | {
+      id: string;
+      provider_id: string;
+      environment: Environment;
+      name: string;
+      product_id: string | null;
+      status: string;
+      avatar_url: string | null;
+    }
+  | undefined
+> {
+  const { rows } = await db.query(
+    `SELECT id, provider_id, environment, name, product_id, status, avatar_url
+       FROM mcp_servers WHERE subdomain = $1 AND deleted_at IS NULL`,
+    [subdomain],
+  );
+  return rows[0];
+}
+
+export interface LoginRow {
+  customer_id: string;
+  password_hash: string;
+}
+
+/** The sign-in account of an email in a tenant, if its customer is not deleted. */
+export async function findLogin(db: Queryable, tenant: Tenant, email: string): Promise<LoginRow | undefined> {
+  const { rows } = await db.query<LoginRow>(
+    `SELECT l.customer_id, l.password_hash FROM customer_logins l JOIN customers c ON c.id = l.customer_id
+      WHERE l.provider_id = $1 AND l.environment = $2 AND l.email = $3 AND c.status <> 'deleted'`,
+    [tenant.providerId, tenant.environment, email],
+  );
+  return rows[0];
+}
+
+/** Whether any live customer of the tenant (signed up or created through the API) has this email. */
+export async function emailInUse(db: Queryable, tenant: Tenant, email: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM customers WHERE provider_id = $1 AND environment = $2 AND lower(email) = $3 AND status <> 'deleted'
+     UNION ALL
+     SELECT 1 FROM customer_logins l JOIN customers c ON c.id = l.customer_id
+      WHERE l.provider_id = $1 AND l.environment = $2 AND l.email = $3 AND c.status <> 'deleted'
+     LIMIT 1`,
+    [tenant.providerId, tenant.environment, email],
+  );
+  return rows.length > 0;
+}
+
+/** Inserts a sign-in account; false when the email already has one in the tenant. */
+export async function insertLogin(
+  db: Queryable,
+  row: { customerId: string; tenant: Tenant; email: string; passwordHash: string; at: Date },
+): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO customer_logins (customer_id, provider_id, environment, email, password_hash, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (provider_id, environment, email) DO NOTHING`,
+    [row.customerId, row.tenant.providerId, row.tenant.environment, row.email, row.passwordHash, row.at],
+  );
+  return result.rowCount === 1;
+}
+
+export interface GrantRow {
+  id: string;
+  client_id: string;
+  customer_id: string;
+  provider_id: string;
+  environment: Environment;
+  mcp_server_id: string;
+  resource: string;
+  scope: string;
+  revoked_at: Date | null;
+  created_at: Date;
+}
+
+export async function insertGrant(db: Queryable, row: GrantRow): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_grants (id, client_id, customer_id, provider_id, environment, mcp_server_id, resource, scope, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      row.id,
+      row.client_id,
+      row.customer_id,
+      row.provider_id,
+      row.environment,
+      row.mcp_server_id,
+      row.resource,
+      row.scope,
+      row.created_at,
+    ],
+  );
+}
+
+/** The grant with what a token needs of its customer and server: both must still be live. */
+export async function findLiveGrant(
+  db: Queryable,
+  id: string,
+): Promise<(GrantRow & { product_id: string | null }) | undefined> {
+  const { rows } = await db.query<GrantRow & { product_id: string | null }>(
+    `SELECT g.*, s.product_id FROM oauth_grants g
+       JOIN customers c ON c.id = g.customer_id
+       JOIN mcp_servers s ON s.id = g.mcp_server_id
+      WHERE g.id = $1 AND g.revoked_at IS NULL AND c.status <> 'deleted' AND s.deleted_at IS NULL`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Revokes a grant once; answers whether this call revoked it. */
+export async function revokeGrant(db: Queryable, id: string, reason: string, at: Date): Promise<boolean> {
+  const result = await db.query(
+    'UPDATE oauth_grants SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL',
+    [id, at, reason],
+  );
+  return (result.rowCount ?? 0) > 0;
+}
+
+/** Grants revoked since `since`: the proxies are told again at start (their tokens may still be alive). */
+export async function recentlyRevokedGrants(
+  db: Queryable,
+  since: Date,
+): Promise<{ id: string; revoked_at: Date }[]> {
+  const { rows } = await db.query<{ id: string; revoked_at: Date }>(
+    'SELECT id, revoked_at FROM oauth_grants WHERE revoked_at >= $1',
+    [since],
+  );
+  return rows;
+}
+
+export async function insertCode(
+  db: Queryable,
+  row: { codeHash: string; grantId: string; redirectUri: string; codeChallenge: string; expiresAt: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_codes (code_hash, grant_id, redirect_uri, code_challenge, expires_at)
+     VALUES ($1, $2, $3, $4, $5)`,
+    [row.codeHash, row.grantId, row.redirectUri, row.codeChallenge, row.expiresAt],
+  );
+}
+
+export interface CodeRow {
+  code_hash: string;
+  grant_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+/**
+ * Spends a code: the guarded UPDATE lets exactly one of any number of concurrent exchanges have
+ * it. `used` is the code as it was before, for a code spent already (a replay).
+ */
+export async function spendCode(
+  db: Queryable,
+  codeHash: string,
+  at: Date,
+): Promise<{ spent: CodeRow } | { used: CodeRow } | undefined> {
+  const { rows } = await db.query<CodeRow>(
+    'UPDATE oauth_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL RETURNING *',
+    [codeHash, at],
+  );
+  if (rows[0] !== undefined) return { spent: rows[0] };
+  const { rows: seen } = await db.query<CodeRow>('SELECT * FROM oauth_codes WHERE code_hash = $1', [
+    codeHash,
+  ]);
+  return seen[0] === undefined ? undefined : { used: seen[0] };
+}
+
+export async function insertRefreshToken(
+  db: Queryable,
+  row: { tokenHash: string; grantId: string; expiresAt: Date; at: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO oauth_refresh_tokens (token_hash, grant_id, expires_at, created_at) VALUES ($1, $2, $3, $4)`,
+    [row.tokenHash, row.grantId, row.expiresAt, row.at],
+  );
+}
+
+/**
+ * Spends a refresh token (rotation): one of any number of concurrent uses gets it. `reused` names
+ * the grant of a token used before, which the caller revokes.
+ */
+export async function spendRefreshToken(
+  db: Queryable,
+  tokenHash: string,
+  at: Date,
+): Promise<{ grantId: string } | { reused: string } | { expired: string } | undefined> {
+  const { rows } = await db.query<{ grant_id: string; expires_at: Date }>(
+    'UPDATE oauth_refresh_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL RETURNING grant_id, expires_at',
+    [tokenHash, at],
+  );
+  const spent = rows[0];
+  if (spent !== undefined)
+    return spent.expires_at > at ? { grantId: spent.grant_id } : { expired: spent.grant_id };
+  const { rows: seen } = await db.query<{ grant_id: string }>(
+    'SELECT grant_id FROM oauth_refresh_tokens WHERE token_hash = $1',
+    [tokenHash],
+  );
+  return seen[0] === undefined ? undefined : { reused: seen[0].grant_id };
+}
+
+/** The grant a refresh token belongs to, used or not (revocation, RFC 7009). */
+export async function grantOfRefreshToken(db: Queryable, tokenHash: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ grant_id: string }>(
+    'SELECT grant_id FROM oauth_refresh_tokens WHERE token_hash = $1',
+    [tokenHash],
+  );
+  return rows[0]?.grant_id;
+}
+
+/**
+ * Failed sign-ins under each key within the window that began at most `windowMs` ago: the larger
+ * count and when its window ends.
+ */
+export async function failuresOf(
+  db: Queryable,
+  keys: readonly string[],
+  at: Date,
+  windowMs: number,
+): Promise<{ key: string; failures: number; windowEnds: Date }[]> {
+  const { rows } = await db.query<{ key: string; failures: number; window_start: Date }>(
+    'SELECT key, failures, window_start FROM sign_in_failures WHERE key = ANY($1) AND window_start > $2',
+    [keys, new Date(at.getTime() - windowMs)],
+  );
+  return rows.map((r) => ({
+    key: r.key,
+    failures: r.failures,
+    windowEnds: new Date(r.window_start.getTime() + windowMs),
+  }));
+}
+
+/** Counts one failed sign-in under each key, starting a new window where the last one ended. */
+export async function countFailure(
+  db: Queryable,
+  keys: readonly string[],
+  at: Date,
+  windowMs: number,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO sign_in_failures (key, failures, window_start) SELECT unnest($1::text[]), 1, $2
+     ON CONFLICT (key) DO UPDATE SET
+       failures = CASE WHEN sign_in_failures.window_start > $3 THEN sign_in_failures.failures + 1 ELSE 1 END,
+       window_start = CASE WHEN sign_in_failures.window_start > $3 THEN sign_in_failures.window_start ELSE $2 END`,
+    [keys, at, new Date(at.getTime() - windowMs)],
+  );
+}
+
+export async function clearFailures(db: Queryable, key: string): Promise<void> {
+  await db.query('DELETE FROM sign_in_failures WHERE key = $1', [key]);
+}
+
+/** Holds, until the transaction ends, the lock of one email's sign-up in a tenant. */
+export async function lockEmail(db: Queryable, tenant: Tenant, email: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+    `signup:${tenant.providerId}:${tenant.environment}:${email}`,
+  ]);
+}

@@ -1,0 +1,412 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../../http/app';
+import { sendProblem } from '../../http/error-handler';
+import { Problem } from '../../http/schemas';
+import { renderSignIn, renderSignInError, SIGN_IN_CSP } from './page';
+import {
+  AuthorizationRequestFields,
+  ClientRegistration,
+  LoginBody,
+  OAuthErrorBody,
+  SignupBody,
+  TokenResponse,
+} from './schemas';
+import {
+  type Authorization,
+  type AuthorizationParams,
+  OAuthError,
+  SignInError,
+  type SignInService,
+} from './service';
+
+/** The request parameters an authorization request carries through the hosted page. */
+const PARAM_NAMES = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'state',
+  'scope',
+  'code_challenge',
+  'code_challenge_method',
+  'resource',
+  'mcp_subdomain',
+] as const;
+
+const CSRF_COOKIE = 'mcpm_signin';
+
+/** OAuth endpoints answer RFC 6749 errors; input refused before them (a NUL, a bad body) is problem+json. */
+const OAuthOrProblem = Type.Union([OAuthErrorBody, Problem]);
+/** Marks a form that named a parameter twice (the name given as its value). */
+const DUPLICATE = 'duplicate parameter';
+
+/** Only string parameters, each once (RFC 6749 §3.1); anything else is a malformed request. */
+function oauthForm(body: unknown): Record<string, string> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new OAuthError('invalid_request', 'Send the parameters as a form or a JSON object');
+  const form: Record<string, string> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (name === DUPLICATE)
+      throw new OAuthError('invalid_request', `${String(value)} is given more than once`);
+    if (typeof value !== 'string') throw new OAuthError('invalid_request', `${name} must be a string`);
+    if (value.length > 4096) throw new OAuthError('invalid_request', `${name} is too long`);
+    form[name] = value;
+  }
+  return form;
+}
+
+const paramsOf = (source: Record<string, unknown>): AuthorizationParams => {
+  const params: Record<string, string> = {};
+  for (const name of PARAM_NAMES) {
+    const value = source[name];
+    if (typeof value === 'string') params[name] = value;
+  }
+  return params;
+};
+
+const cookieOf = (request: FastifyRequest, name: string): string | undefined => {
+  for (const part of (request.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return rest.join('=');
+  }
+  return undefined;
+};
+
+const sameText = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** RFC 6749 §5.2: a client that tried Basic authentication is challenged with Basic. */
+const sendOAuthError = (reply: FastifyReply, error: OAuthError, triedBasic = false) => {
+  if (error.status === 401 && triedBasic) reply.header('www-authenticate', 'Basic realm="oauth"');
+  return reply
+    .status(error.status)
+    .header('cache-control', 'no-store')
+    .send({ error: error.error, error_description: error.description });
+};
+
+/** Browser-based MCP clients read discovery and call these endpoints from other origins. */
+const allowAnyOrigin = (reply: FastifyReply) => reply.header('access-control-allow-origin', '*');
+
+/**
+ * Customer sign-in (spec 4.2, 4.3; MCP authorization): authorization server metadata, client
+ * registration, the hosted sign-in page and its JSON twins, the token endpoint and revocation.
+ */
+export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
+  return async (app: App) => {
+    // OAuth clients send forms (RFC 6749 §4.1.3); a parameter given twice is refused, not merged.
+    app.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_request, body, done) => {
+        const form: Record<string, string> = {};
+        for (const [name, value] of new URLSearchParams(body as string)) {
+          if (Object.hasOwn(form, name)) {
+            done(null, { [DUPLICATE]: name });
+            return;
+          }
+          form[name] = value;
+        }
+        done(null, form);
+      },
+    );
+    const tags = ['customer sign-in'];
+
+    for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])
+      app.get(
+        path,
+        { schema: { tags, summary: 'Authorization server metadata (RFC 8414)' } },
+        async (_r, reply) => allowAnyOrigin(reply).send(signIn.metadata()),
+      );
+
+    for (const path of ['/v1/customer/auth/register', '/v1/customer/auth/token', '/v1/customer/auth/revoke'])
+      app.options(path, { schema: { hide: true } }, async (_request, reply) =>
+        allowAnyOrigin(reply)
+          .header('access-control-allow-methods', 'POST, OPTIONS')
+          .header('access-control-allow-headers', 'authorization, content-type, mcp-protocol-version')
+          .header('access-control-max-age', '86400')
+          .status(204)
+          .send(),
+      );
+
+    app.post(
+      '/v1/customer/auth/register',
+      {
+        schema: {
+          tags,
+          summary: 'Register an OAuth client (RFC 7591 dynamic client registration)',
+          body: ClientRegistration,
+          response: {
+            201: Type.Object({ client_id: Type.String() }, { additionalProperties: true }),
+            400: OAuthErrorBody,
+          },
+        },
+      },
+      async (request, reply) => {
+        allowAnyOrigin(reply);
+        try {
+          return reply
+            .status(201)
+            .header('cache-control', 'no-store')
+            .send(await signIn.register(request.body));
+        } catch (error) {
+          if (error instanceof OAuthError) return sendOAuthError(reply, error);
+          throw error;
+        }
+      },
+    );
+
+    const page = (
+      reply: FastifyReply,
+      status: number,
+      authorization: Authorization,
+      params: AuthorizationParams,
+      message?: { form: 'login' | 'signup'; text: string },
+      email?: string,
+    ) => {
+      const csrf = randomBytes(24).toString('base64url');
+      return reply
+        .status(status)
+        .header('content-security-policy', SIGN_IN_CSP)
+        .header('x-frame-options', 'DENY')
+        .header('referrer-policy', 'no-referrer')
+        .header('cache-control', 'no-store')
+        .header(
+          'set-cookie',
+          `${CSRF_COOKIE}=${csrf}; Path=/v1/customer/auth; HttpOnly; SameSite=Lax${secureCookies ? '; Secure' : ''}`,
+        )
+        .type('text/html; charset=utf-8')
+        .send(
+          renderSignIn({
+            provider: authorization.provider,
+            serverName: authorization.server.name,
+            clientName: authorization.client.client_name,
+            params: params as Record<string, string>,
+            csrf,
+            message,
+            email,
+            sandbox: authorization.tenant.environment === 'sandbox',
+          }),
+        );
+    };
+    const errorPage = (reply: FastifyReply, text: string) =>
+      reply
+        .status(400)
+        .header('content-security-policy', SIGN_IN_CSP)
+        .header('cache-control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(renderSignInError(text));
+
+    /**
+     * Checks an authorization request: a bad client or redirect URI is shown on a page (never
+     * redirected: that would make this an open redirector); any other error goes back to the client.
+     */
+    const authorizationOf = async (reply: FastifyReply, params: AuthorizationParams) => {
+      try {
+        await signIn.checkClient(params);
+      } catch (error) {
+        if (error instanceof OAuthError) return errorPage(reply, error.description);
+        throw error;
+      }
+      try {
+        return await signIn.authorize(params);
+      } catch (error) {
+        if (error instanceof OAuthError)
+          return reply.redirect(
+            signIn.errorRedirect(params.redirect_uri as string, params.state, error),
+            303,
+          );
+        throw error;
+      }
+    };
+
+    app.get(
+      '/v1/customer/auth/authorize',
+      {
+        schema: {
+          tags,
+          summary: 'The authorization endpoint: the hosted sign-in page',
+          querystring: AuthorizationRequestFields,
+        },
+      },
+      async (request, reply) => {
+        const params = paramsOf(request.query);
+        const authorization = await authorizationOf(reply, params);
+        if (!('client' in authorization)) return authorization;
+        return page(reply, 200, authorization, params);
+      },
+    );
+
+    app.post(
+      '/v1/customer/auth/authorize',
+      {
+        schema: {
+          tags,
+          summary: 'The hosted sign-in page posts here (form): sign in or sign up, then back to the client',
+          consumes: ['application/x-www-form-urlencoded'],
+        },
+      },
+      async (request, reply) => {
+        const form = (request.body ?? {}) as Record<string, unknown>;
+        const params = paramsOf(form);
+        const authorization = await authorizationOf(reply, params);
+        if (!('client' in authorization)) return authorization;
+        const intent = form.intent === 'signup' ? 'signup' : 'login';
+        const csrf = cookieOf(request, CSRF_COOKIE);
+        if (csrf === undefined || typeof form.csrf !== 'string' || !sameText(csrf, form.csrf))
+          return page(reply, 403, authorization, params, {
+            form: intent,
+            text: 'This page expired. Please try again.',
+          });
+        const email = typeof form.email === 'string' ? form.email.slice(0, 320) : '';
+        const password = typeof form.password === 'string' ? form.password : '';
+        if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || password === '' || password.length > 1024)
+          return page(
+            reply,
+            400,
+            authorization,
+            params,
+            { form: intent, text: 'Enter your email and password.' },
+            email,
+          );
+        try {
+          const { redirectUrl } =
+            intent === 'signup'
+              ? await signIn.signup(authorization, {
+                  email,
+                  password,
+                  name:
+                    typeof form.name === 'string' && form.name.trim() !== ''
+                      ? form.name.slice(0, 200)
+                      : undefined,
+                  address: request.ip,
+                })
+              : await signIn.login(authorization, { email, password, address: request.ip });
+          return reply.redirect(redirectUrl, 303);
+        } catch (error) {
+          if (!(error instanceof SignInError)) throw error;
+          if (error.retryAfterSeconds !== undefined)
+            reply.header('retry-after', String(error.retryAfterSeconds));
+          return page(
+            reply,
+            error.status,
+            authorization,
+            params,
+            { form: intent, text: error.message },
+            email,
+          );
+        }
+      },
+    );
+
+    /** The JSON twins of the page's forms (spec 4.3): the same checks, the redirect as JSON. */
+    const jsonSignIn = async (
+      request: FastifyRequest,
+      body: Record<string, unknown>,
+      reply: FastifyReply,
+      intent: 'login' | 'signup',
+    ) => {
+      const params = paramsOf({ response_type: 'code', ...body });
+      let authorization: Authorization;
+      try {
+        authorization = await signIn.authorize(params);
+      } catch (error) {
+        if (error instanceof OAuthError)
+          return sendProblem(reply, 'invalid_authorization_request', error.description, {
+            error: error.error,
+          });
+        throw error;
+      }
+      try {
+        const credentials = {
+          email: body.email as string,
+          password: body.password as string,
+          address: request.ip,
+        };
+        if (intent === 'login') return await signIn.login(authorization, credentials);
+        const name = typeof body.name === 'string' ? body.name : undefined;
+        return reply.status(201).send(await signIn.signup(authorization, { ...credentials, name }));
+      } catch (error) {
+        if (!(error instanceof SignInError)) throw error;
+        if (error.retryAfterSeconds !== undefined)
+          reply.header('retry-after', String(error.retryAfterSeconds));
+        return sendProblem(reply, error.code, error.message);
+      }
+    };
+    const signInResponses = {
+      400: Problem,
+      401: Problem,
+      409: Problem,
+      429: Problem,
+    };
+    app.post(
+      '/v1/customer/auth/logins',
+      {
+        schema: {
+          tags,
+          summary: 'Sign in with email and password; answers the redirect URL carrying the code',
+          body: LoginBody,
+          response: { 200: Type.Object({ redirectUrl: Type.String() }), ...signInResponses },
+        },
+      },
+      async (request, reply) => jsonSignIn(request, request.body, reply, 'login'),
+    );
+    app.post(
+      '/v1/customer/auth/signups',
+      {
+        schema: {
+          tags,
+          summary: "Create a customer of the MCP server's provider and sign in; answers the redirect URL",
+          body: SignupBody,
+          response: { 201: Type.Object({ redirectUrl: Type.String() }), ...signInResponses },
+        },
+      },
+      async (request, reply) => jsonSignIn(request, request.body, reply, 'signup'),
+    );
+
+    app.post(
+      '/v1/customer/auth/token',
+      {
+        schema: {
+          tags,
+          summary: 'The token endpoint: authorization_code (PKCE S256) and refresh_token (rotating)',
+          consumes: ['application/x-www-form-urlencoded', 'application/json'],
+          response: { 200: TokenResponse, 400: OAuthOrProblem, 401: OAuthOrProblem },
+        },
+      },
+      async (request, reply) => {
+        allowAnyOrigin(reply).header('cache-control', 'no-store').header('pragma', 'no-cache');
+        try {
+          return await signIn.token(oauthForm(request.body), request.headers.authorization);
+        } catch (error) {
+          if (error instanceof OAuthError)
+            return sendOAuthError(reply, error, /^basic /i.test(request.headers.authorization ?? ''));
+          throw error;
+        }
+      },
+    );
+
+    app.post(
+      '/v1/customer/auth/revoke',
+      {
+        schema: {
+          tags,
+          summary: 'Revoke a refresh token and its sign-in (RFC 7009)',
+          consumes: ['application/x-www-form-urlencoded', 'application/json'],
+          response: { 200: Type.Object({}), 400: OAuthOrProblem, 401: OAuthOrProblem },
+        },
+      },
+      async (request, reply) => {
+        allowAnyOrigin(reply).header('cache-control', 'no-store');
+        try {
+          await signIn.revoke(oauthForm(request.body), request.headers.authorization);
+          return {};
+        } catch (error) {
+          if (error instanceof OAuthError)
+            return sendOAuthError(reply, error, /^basic /i.test(request.headers.authorization ?? ''));
+          throw error;
+        }
+      },
+    );
+  };
+}

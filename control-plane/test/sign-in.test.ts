@@ -1,0 +1,502 @@
+import { freePort } from '@mcp-meter/contracts/kit';
+import * as oauth from 'oauth4webapi';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+
+/**
+ * The customer sign-in authorization server, driven by oauth4webapi (a certified OAuth client
+ * library, nobody's code here) against the control plane listening on loopback, on the run's
+ * real PostgreSQL. The proxy's side is in test/e2e/customer-sign-in.test.ts.
+ */
+const insecure = { [oauth.allowInsecureRequests]: true } as const;
+const REDIRECT = 'http://127.0.0.1:7777/callback';
+
+let harness: TestControlPlane;
+let base: string;
+const clock = new MovableClock();
+let as: oauth.AuthorizationServer;
+let resource: string;
+let api: ReturnType<typeof injectClient>;
+let providerId: string;
+let productId: string;
+let subdomain: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock, publicUrl: base });
+  await harness.controlPlane.app.listen({ port, host: '127.0.0.1' });
+  const created = await harness.controlPlane.providers.create({ displayName: 'Sign-in Co' });
+  providerId = created.provider.id;
+  api = injectClient(harness.controlPlane, created.sandboxKey);
+  productId = (await api('POST', '/v1/ui/products', { name: 'Weather' })).body.id;
+  const free = await api('POST', `/v1/ui/products/${productId}/plans`, {
+    name: 'Free',
+    type: 'recurring',
+    billingCycle: 'monthly',
+    currency: 'usd',
+    price: 0,
+    limit: 5,
+    default: true,
+  });
+  expect(free.status).toBe(201);
+  const server = await api('POST', '/v1/ui/mcp-servers', {
+    name: 'weather',
+    url: 'http://127.0.0.1:1/mcp',
+    productId,
+    defaultPlanId: free.body.id,
+  });
+  expect(server.status).toBe(201);
+  subdomain = server.body.subdomain;
+  resource = server.body.mcpProxyUrl;
+  const issuer = new URL(base);
+  as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
+});
+afterAll(() => harness?.close());
+
+const register = async (metadata: Record<string, unknown> = {}) => {
+  const response = await oauth.dynamicClientRegistrationRequest(
+    as,
+    {
+      redirect_uris: [REDIRECT],
+      token_endpoint_auth_method: 'none',
+      client_name: 'Test client',
+      ...metadata,
+    },
+    insecure,
+  );
+  return oauth.processDynamicClientRegistrationResponse(response);
+};
+
+let emails = 0;
+const newEmail = () => `person${++emails}-${Date.now()}@example.com`;
+
+/** Signs up (or in) through spec 4.3's JSON endpoint; answers the redirect the browser would follow. */
+const signIn = async (
+  client: oauth.Client,
+  options: {
+    email?: string;
+    password?: string;
+    intent?: 'signups' | 'logins';
+    challenge?: string;
+    state?: string;
+  } = {},
+) => {
+  const verifier = oauth.generateRandomCodeVerifier();
+  const challenge = options.challenge ?? (await oauth.calculatePKCECodeChallenge(verifier));
+  const response = await fetch(`${base}/v1/customer/auth/${options.intent ?? 'signups'}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      email: options.email ?? newEmail(),
+      password: options.password ?? 'correct horse battery',
+      state: options.state ?? 'st-1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      resource,
+      scope: 'mcp',
+    }),
+  });
+  return { response, verifier };
+};
+
+const exchange = async (client: oauth.Client, redirectUrl: string, verifier: string, state = 'st-1') => {
+  const params = oauth.validateAuthResponse(as, client, new URL(redirectUrl), state);
+  const response = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    oauth.None(),
+    params,
+    REDIRECT,
+    verifier,
+    { ...insecure, additionalParameters: { resource } },
+  );
+  return oauth.processAuthorizationCodeResponse(as, client, response);
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+const jsonOf = async (response: Response): Promise<Json> => (await response.json()) as Json;
+
+const tokenForm = (fields: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(`${base}/v1/customer/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(fields),
+  });
+
+describe('customer sign-in: the authorization server', () => {
+  it('publishes RFC 8414 metadata with S256 only, also as the OpenID discovery document', async () => {
+    expect(as).toMatchObject({
+      issuer: base,
+      code_challenge_methods_supported: ['S256'],
+      registration_endpoint: `${base}/v1/customer/auth/register`,
+      token_endpoint: `${base}/v1/customer/auth/token`,
+      authorization_response_iss_parameter_supported: true,
+    });
+    const oidc = await (await fetch(`${base}/.well-known/openid-configuration`)).json();
+    expect(oidc).toEqual(as);
+  });
+
+  it('oauth4webapi registers, signs up, exchanges the code and gets an RFC 9068 token for that MCP server only', async () => {
+    const client = await register();
+    const { response, verifier } = await signIn(client);
+    expect(response.status).toBe(201);
+    const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+    expect(new URL(redirectUrl).searchParams.get('iss')).toBe(base);
+    const tokens = await exchange(client, redirectUrl, verifier);
+    expect(tokens).toMatchObject({ token_type: 'bearer', expires_in: 3600, scope: 'mcp' });
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+
+    // An independent RFC 9068 check: typ at+jwt, issuer, audience = the server's resource URL.
+    const claims = await oauth.validateJwtAccessToken(
+      as,
+      new Request(resource, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+      resource,
+      insecure,
+    );
+    expect(claims).toMatchObject({
+      iss: base,
+      aud: resource,
+      client_id: client.client_id,
+      scope: 'mcp',
+      prv: providerId,
+    });
+    const customer = await api('GET', `/v1/sdk/customers/${claims.sub}`);
+    expect(customer.status).toBe(200);
+    // A token for another server's resource does not validate as this one's.
+    await expect(
+      oauth.validateJwtAccessToken(
+        as,
+        new Request(resource, { headers: { authorization: `Bearer ${tokens.access_token}` } }),
+        `${resource}-other`,
+        insecure,
+      ),
+    ).rejects.toThrow();
+  });
+
+  it('creates the customer for the server provider, with customer.created naming the product, and refuses an email in use', async () => {
+    const client = await register();
+    const email = newEmail();
+    const first = await signIn(client, { email });
+    expect(first.response.status).toBe(201);
+    const found = await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(email)}`);
+    expect(found.body.data).toHaveLength(1);
+    const { rows } = await harness.pool.query<{ payload: { data: { object: Record<string, unknown> } } }>(
+      `SELECT payload FROM outbox_events WHERE type = 'customer.created' AND payload->'data'->'object'->>'id' = $1`,
+      [found.body.data[0].id],
+    );
+    expect(rows[0]?.payload.data.object.product).toEqual({ reference: productId });
+
+    const again = await signIn(client, { email: email.toUpperCase() });
+    expect(again.response.status).toBe(409);
+    expect((await jsonOf(again.response)).code).toBe('email_in_use');
+    // A customer the provider created through the API keeps its email: sign-up cannot take it over.
+    const apiEmail = newEmail();
+    await api('POST', '/v1/sdk/customers', { email: apiEmail });
+    expect((await signIn(client, { email: apiEmail })).response.status).toBe(409);
+
+    const login = await signIn(client, { email, intent: 'logins' });
+    expect(login.response.status).toBe(200);
+    const wrong = await signIn(client, { email, intent: 'logins', password: 'not the password' });
+    const nobody = await signIn(client, { email: newEmail(), intent: 'logins' });
+    // The same answer whether the account exists or not.
+    expect([wrong.response.status, nobody.response.status]).toEqual([401, 401]);
+    expect((await jsonOf(wrong.response)).detail).toBe((await jsonOf(nobody.response)).detail);
+  });
+
+  it('rotates refresh tokens; a used one presented again revokes the sign-in and every token it issued', async () => {
+    const client = await register();
+    const { response, verifier } = await signIn(client);
+    const first = await exchange(
+      client,
+      ((await response.json()) as { redirectUrl: string }).redirectUrl,
+      verifier,
+    );
+    const refresh = (token: string) =>
+      oauth
+        .refreshTokenGrantRequest(as, client, oauth.None(), token, insecure)
+        .then((r) => oauth.processRefreshTokenResponse(as, client, r));
+    const second = await refresh(first.refresh_token as string);
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+    const third = await refresh(second.refresh_token as string);
+    // The first refresh token again: a reuse. It fails, and so does the newest one.
+    await expect(refresh(first.refresh_token as string)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(refresh(third.refresh_token as string)).rejects.toMatchObject({ error: 'invalid_grant' });
+    // The proxies learn it: every access token of the grant issued until now is refused.
+    const claims = JSON.parse(
+      Buffer.from((third.access_token as string).split('.')[1] as string, 'base64url').toString(),
+    );
+    const revoked = JSON.parse(
+      (await harness.snapshots.get(`mcpmeter:snapshot:revoked-grant:${claims.sid}`)) ?? '{}',
+    );
+    expect(revoked.before).toBeGreaterThanOrEqual(claims.iat);
+  });
+
+  it('revokes a sign-in by its refresh token (RFC 7009), for the client it was issued to only', async () => {
+    const client = await register();
+    const other = await register();
+    const { response, verifier } = await signIn(client);
+    const tokens = await exchange(
+      client,
+      ((await response.json()) as { redirectUrl: string }).redirectUrl,
+      verifier,
+    );
+    const revoke = (by: oauth.Client) =>
+      oauth
+        .revocationRequest(as, by, oauth.None(), tokens.refresh_token as string, insecure)
+        .then((r) => oauth.processRevocationResponse(r));
+    await revoke(other);
+    const still = await oauth
+      .refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token as string, insecure)
+      .then((r) => oauth.processRefreshTokenResponse(as, client, r));
+    await revoke(client);
+    await expect(
+      oauth
+        .refreshTokenGrantRequest(as, client, oauth.None(), still.refresh_token as string, insecure)
+        .then((r) => oauth.processRefreshTokenResponse(as, client, r)),
+    ).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('gets no token with a wrong verifier, a plain challenge or none at all', async () => {
+    const client = await register();
+    const { response } = await signIn(client);
+    const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+    await expect(exchange(client, redirectUrl, oauth.generateRandomCodeVerifier())).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+    const plain = await signIn(client, { challenge: oauth.generateRandomCodeVerifier().slice(0, 43) });
+    // A 43-character verifier used as its own challenge (plain) never matches its S256 digest.
+    expect(plain.response.status).toBe(201);
+    const authorize = await fetch(
+      `${base}/v1/customer/auth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        code_challenge: 'x'.repeat(43),
+        code_challenge_method: 'plain',
+        resource,
+        state: 's',
+      })}`,
+      { redirect: 'manual' },
+    );
+    expect(authorize.status).toBe(303);
+    const back = new URL(authorize.headers.get('location') as string);
+    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT);
+    expect(back.searchParams.get('error')).toBe('invalid_request');
+    expect(back.searchParams.get('state')).toBe('s');
+    const missing = await tokenForm({
+      grant_type: 'authorization_code',
+      client_id: client.client_id,
+      code: new URL(redirectUrl).searchParams.get('code') as string,
+      redirect_uri: REDIRECT,
+    });
+    expect(missing.status).toBe(400);
+    expect((await jsonOf(missing)).error).toBe('invalid_request');
+  });
+
+  it('spends a code once: twelve exchanges at once get one token, and the replay revokes it', async () => {
+    const client = await register();
+    const { response, verifier } = await signIn(client);
+    const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+    const code = new URL(redirectUrl).searchParams.get('code') as string;
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        tokenForm({
+          grant_type: 'authorization_code',
+          client_id: client.client_id,
+          code,
+          redirect_uri: REDIRECT,
+          code_verifier: verifier,
+        }),
+      ),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 400)).toHaveLength(11);
+    const issued = (await answers.find((a) => a.status === 200)?.json()) as { refresh_token: string };
+    const refreshed = await tokenForm({
+      grant_type: 'refresh_token',
+      client_id: client.client_id,
+      refresh_token: issued.refresh_token,
+    });
+    expect(refreshed.status).toBe(400);
+    expect((await jsonOf(refreshed)).error).toBe('invalid_grant');
+  });
+
+  it('never redirects to a URI the client did not register, and refuses unsafe ones at registration', async () => {
+    const client = await register();
+    const ask = (redirect: string, clientId = client.client_id) =>
+      fetch(
+        `${base}/v1/customer/auth/authorize?${new URLSearchParams({
+          response_type: 'code',
+          client_id: clientId,
+          redirect_uri: redirect,
+          code_challenge: 'x'.repeat(43),
+          code_challenge_method: 'S256',
+          resource,
+        })}`,
+        { redirect: 'manual' },
+      );
+    for (const attempt of [
+      'https://evil.example/callback',
+      'http://127.0.0.1:7777/callback/../../evil',
+      'http://127.0.0.1.evil.example:7777/callback',
+      `${REDIRECT}#frag`,
+    ]) {
+      const answer = await ask(attempt);
+      expect(answer.status, attempt).toBe(400);
+      expect(answer.headers.get('location'), attempt).toBeNull();
+      expect(answer.headers.get('content-type')).toContain('text/html');
+    }
+    const unknown = await ask(REDIRECT, 'cli_nobody');
+    expect(unknown.status).toBe(400);
+    expect(unknown.headers.get('location')).toBeNull();
+    // Loopback redirect URIs may use any port (RFC 8252 §7.3).
+    const page = await ask('http://127.0.0.1:45678/callback');
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Sign-in Co');
+
+    for (const uri of [
+      'http://evil.example/cb',
+      'javascript:alert(1)',
+      'myapp:/cb',
+      'https://x.example/cb#f',
+    ]) {
+      const refused = await fetch(`${base}/v1/customer/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ redirect_uris: [uri] }),
+      });
+      expect(refused.status, uri).toBe(400);
+      expect((await jsonOf(refused)).error).toBe('invalid_redirect_uri');
+    }
+    expect((await register({ redirect_uris: ['com.example.app:/oauth'] })).client_id).toMatch(/^cli_/);
+  });
+
+  it('authenticates confidential clients by the method they registered', async () => {
+    const basic = await register({ token_endpoint_auth_method: 'client_secret_basic' });
+    const post = await register({ token_endpoint_auth_method: 'client_secret_post' });
+    const secret = (c: oauth.Client) => c.client_secret as string;
+    const run = async (client: oauth.Client, auth: oauth.ClientAuth) => {
+      const { response, verifier } = await signIn(client);
+      const params = oauth.validateAuthResponse(
+        as,
+        client,
+        new URL(((await response.json()) as { redirectUrl: string }).redirectUrl),
+        'st-1',
+      );
+      return oauth
+        .authorizationCodeGrantRequest(as, client, auth, params, REDIRECT, verifier, insecure)
+        .then((r) => oauth.processAuthorizationCodeResponse(as, client, r));
+    };
+    await expect(run(basic, oauth.ClientSecretBasic(secret(basic)))).resolves.toMatchObject({ scope: 'mcp' });
+    await expect(run(post, oauth.ClientSecretPost(secret(post)))).resolves.toMatchObject({ scope: 'mcp' });
+    await expect(run(basic, oauth.ClientSecretPost(secret(basic)))).rejects.toMatchObject({
+      error: 'invalid_client',
+    });
+    await expect(run(post, oauth.ClientSecretPost('cs_wrong'))).rejects.toMatchObject({
+      error: 'invalid_client',
+    });
+    await expect(run(basic, oauth.None())).rejects.toMatchObject({ error: 'invalid_client' });
+  });
+
+  it('answers the token endpoint in JSON too, with RFC 6749 errors for what it cannot take', async () => {
+    const json = (body: unknown) =>
+      fetch(`${base}/v1/customer/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await jsonOf(await json({ grant_type: 'password', client_id: 'cli_x' }))).error).toBe(
+      'invalid_client',
+    );
+    const client = await register();
+    expect((await jsonOf(await json({ grant_type: 'password', client_id: client.client_id }))).error).toBe(
+      'unsupported_grant_type',
+    );
+    expect((await jsonOf(await json({ grant_type: 5, client_id: client.client_id }))).error).toBe(
+      'invalid_request',
+    );
+    const twice = await fetch(`${base}/v1/customer/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=refresh_token&client_id=${client.client_id}&refresh_token=a&refresh_token=b`,
+    });
+    expect(twice.status).toBe(400);
+    expect((await jsonOf(twice)).error).toBe('invalid_request');
+    for (const body of ['grant_type=a%00b', 'a%00b=1', '%00=%00']) {
+      const nul = await fetch(`${base}/v1/customer/auth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+      expect(nul.status, body).toBe(400);
+    }
+    const { response, verifier } = await signIn(client);
+    const code = new URL(((await response.json()) as { redirectUrl: string }).redirectUrl).searchParams.get(
+      'code',
+    );
+    const ok = await json({
+      grant_type: 'authorization_code',
+      client_id: client.client_id,
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('cache-control')).toBe('no-store');
+    expect(await jsonOf(ok)).toMatchObject({ token_type: 'Bearer', scope: 'mcp' });
+  });
+
+  it('throttles sign-in per account with 429 and Retry-After, before the password is even checked', async () => {
+    const client = await register();
+    const email = newEmail();
+    await signIn(client, { email, password: 'the real password' });
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await signIn(client, { email, intent: 'logins', password: `guess ${i}` })).response.status,
+      ).toBe(401);
+    const blocked = await signIn(client, { email, intent: 'logins', password: 'the real password' });
+    expect(blocked.response.status).toBe(429);
+    expect(Number(blocked.response.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The window passes: the right password works again.
+    clock.advance(16 * 60_000);
+    expect(
+      (await signIn(client, { email, intent: 'logins', password: 'the real password' })).response.status,
+    ).toBe(200);
+  });
+
+  it('gets no token for a code older than 60 seconds', async () => {
+    const client = await register();
+    const { response, verifier } = await signIn(client);
+    const { redirectUrl } = (await response.json()) as { redirectUrl: string };
+    clock.advance(61_000);
+    await expect(exchange(client, redirectUrl, verifier)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('refuses a resource that names no MCP server here', async () => {
+    const client = await register();
+    const answer = await fetch(`${base}/v1/customer/auth/logins`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_id: client.client_id,
+        redirect_uri: REDIRECT,
+        email: newEmail(),
+        password: 'x',
+        code_challenge: 'x'.repeat(43),
+        code_challenge_method: 'S256',
+        resource: `http://127.0.0.1:9/mcp/${subdomain}-missing`,
+      }),
+    });
+    expect(answer.status).toBe(400);
+    expect(await jsonOf(answer)).toMatchObject({
+      code: 'invalid_authorization_request',
+      error: 'invalid_target',
+    });
+  });
+});
