@@ -111,6 +111,8 @@ export class TokenVerifier {
   /** The authorization server that issues the tokens, as published with the keys. */
   async issuer(): Promise<string | undefined> {
     await this.keySet(false);
+    // Read before the control plane first published its keys: look again rather than wait a TTL.
+    if (this.issuer_ === undefined) await this.keySet(true);
     return this.issuer_;
   }
 

@@ -1,0 +1,369 @@
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { type ProviderKeys, suffix } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+
+const CHROMIUM = '/usr/bin/chromium';
+const PASSWORD = 'a long enough password';
+
+/**
+ * An OAuth client provider as an MCP host application keeps one: registration, tokens and the
+ * PKCE verifier in memory; "opening the browser" only notes the URL, which the test opens in
+ * Chromium.
+ */
+class HostApplication implements OAuthClientProvider {
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  verifier = '';
+  authorizationUrl: URL | undefined;
+  constructor(readonly redirectUrl: string) {}
+  get clientMetadata(): OAuthClientMetadata {
+    return {
+      redirect_uris: [this.redirectUrl],
+      token_endpoint_auth_method: 'none',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      client_name: 'E2E Assistant',
+    };
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+}
+
+const claimsOf = (token: string) =>
+  JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()) as Record<string, string>;
+
+/**
+ * A customer goes from "add this MCP URL" to a metered, gated tool call with no provider
+ * involvement: the official MCP SDK client discovers the authorization server through the proxy,
+ * registers, the customer signs up on the hosted page in Chromium, and the SDK exchanges the code.
+ * Control plane + ingest and a proxy as processes, on real PostgreSQL, Redis, Kafka and ClickHouse.
+ */
+describe('customer sign-in through the proxy, with the MCP SDK client and a browser', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let baseUrl: string;
+  let proxyPort: number;
+  let origin: McpOrigin;
+  let provider: ProviderKeys;
+  let api: ReturnType<typeof apiClient>;
+  let live: ReturnType<typeof apiClient>;
+  let serverA: { subdomain: string; mcpProxyUrl: string };
+  let serverB: { subdomain: string; mcpProxyUrl: string };
+  let liveServer: { subdomain: string; mcpProxyUrl: string };
+  let browser: Browser;
+  let receiver: Server;
+  let callbackUrl: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-signin-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    const env = {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: infra.databaseUrl,
+      WEBHOOKS_ENABLED: 'false',
+      REDIS_URL: infra.redisUrl,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      BUS_NAMESPACE: `signin${suffix()}`,
+      SECRET_KEY: 'cd'.repeat(32),
+      PORT: String(port),
+      CONTROL_PLANE_URL: baseUrl,
+      PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
+    };
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill') }],
+    });
+    services = stack.services;
+    await stack.ready;
+
+    origin = await startMcpOrigin();
+    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Sign-in Tools'], env);
+    api = apiClient(baseUrl, provider.sandboxKey);
+    live = apiClient(baseUrl, provider.liveKey);
+    const register = async (client: typeof api, name: string) => {
+      const product = (await client<{ id: string }>('POST', '/v1/ui/products', { name })).body;
+      const free = await client<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Free',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        currency: 'usd',
+        price: 0,
+        limit: 2,
+        default: true,
+      });
+      expect(free.status).toBe(201);
+      await client('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Pro',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        currency: 'usd',
+        price: 900,
+        limit: 1000,
+      });
+      const server = await client<{ subdomain: string; mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
+        name: `${name}-${suffix()}`,
+        url: origin.url,
+        productId: product.id,
+        defaultPlanId: free.body.id,
+      });
+      expect(server.status).toBe(201);
+      return server.body;
+    };
+    serverA = await register(api, 'Calculator');
+    serverB = await register(api, 'Other');
+    liveServer = await register(live, 'Live calculator');
+    expect(serverA.mcpProxyUrl).toBe(`http://127.0.0.1:${proxyPort}/mcp/${serverA.subdomain}`);
+
+    // Where the authorization response lands: the host application's loopback listener.
+    receiver = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><title>Signed in</title><p>You can close this window.</p>');
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const address = receiver.address();
+    callbackUrl = `http://127.0.0.1:${address !== null && typeof address === 'object' ? address.port : 0}/callback`;
+    expect(existsSync(CHROMIUM), 'Debian chromium must be installed (.ci/run installs it)').toBe(true);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    receiver?.close();
+    await Promise.all(services.map((s) => s.stop()));
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Connects the SDK client to `url` with only the host application: the first connect is
+   * refused (401 with the metadata URL), the SDK discovers, registers and asks for the browser;
+   * the customer fills a form there; the SDK exchanges the code; the second connect works.
+   */
+  const connectWithSignIn = async (
+    url: string,
+    app: HostApplication,
+    fill: (page: import('playwright-core').Page) => Promise<void>,
+  ) => {
+    const first = new Client({ name: 'e2e-host', version: '1.0.0' });
+    await expect(
+      first.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: app })),
+    ).rejects.toThrow(UnauthorizedError);
+    expect(app.authorizationUrl?.origin).toBe(baseUrl);
+    const page = await browser.newPage();
+    try {
+      await page.goto(app.authorizationUrl?.toString() as string);
+      await fill(page);
+      await page.waitForURL((u) => u.toString().startsWith(callbackUrl), { timeout: 30_000 });
+      const landed = new URL(page.url());
+      expect(landed.searchParams.get('iss')).toBe(baseUrl);
+      const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: app });
+      await transport.finishAuth(landed.searchParams.get('code') as string);
+    } finally {
+      await page.close();
+    }
+    const client = new Client({ name: 'e2e-host', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: app }));
+    return client;
+  };
+  const usageOf = (customerRef: string) =>
+    api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
+      'GET',
+      `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=outcome`,
+    );
+  const call = (url: string, token: string) =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'raw', version: '1' },
+        },
+      }),
+    });
+
+  it('the SDK client signs up in the browser, then its tool calls are metered to that customer and gated by the plan', async () => {
+    // Discovery as clients see it: the proxy's challenge points at the server's metadata.
+    const challenge = await call(serverA.mcpProxyUrl, '');
+    expect(challenge.status).toBe(401);
+    const header = challenge.headers.get('www-authenticate') ?? '';
+    expect(header).toContain(
+      `resource_metadata="http://127.0.0.1:${proxyPort}/.well-known/oauth-protected-resource/mcp/${serverA.subdomain}"`,
+    );
+    expect(header).toContain('scope="mcp"');
+    const metadata = await (
+      await fetch(
+        `http://127.0.0.1:${proxyPort}/.well-known/oauth-protected-resource/mcp/${serverA.subdomain}`,
+      )
+    ).json();
+    expect(metadata).toMatchObject({ resource: serverA.mcpProxyUrl, authorization_servers: [baseUrl] });
+
+    const app = new HostApplication(callbackUrl);
+    const email = `signup-${suffix()}@example.com`;
+    const client = await connectWithSignIn(serverA.mcpProxyUrl, app, async (page) => {
+      expect(await page.locator('h1').innerText()).toBe('Sign-in Tools');
+      expect(await page.locator('main').innerText()).toContain('E2E Assistant wants to use');
+      await page.getByLabel('Email', { exact: true }).nth(1).fill(email);
+      await page.getByLabel('Password (at least 8 characters)').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Create account' }).click();
+    });
+    const customerRef = claimsOf(app.saved?.access_token as string).sub as string;
+    expect(customerRef).toMatch(/^cus_/);
+    const result = (await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })) as {
+      content: Array<{ text: string }>;
+      isError?: boolean;
+    };
+    expect(result.content[0]?.text).toBe('5');
+    await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } });
+    // The free plan allows 2 calls: the third gets the paywall, not the origin.
+    const before = origin.calls.get('add') ?? 0;
+    const refused = (await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as {
+      content: Array<{ text: string }>;
+      isError?: boolean;
+    };
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0]?.text).toContain('/checkout/');
+    expect(origin.calls.get('add') ?? 0).toBe(before);
+    await client.close();
+
+    const usage = await pollUntil(
+      () => usageOf(customerRef),
+      (u) => (u.body.groups ?? []).reduce((n, g) => n + g.records, 0) >= 3,
+      { timeoutMs: 60_000 },
+    );
+    expect(usage.body.groups?.sort((a, b) => a.value.localeCompare(b.value))).toEqual([
+      { value: 'paywall', records: 1 },
+      { value: 'success', records: 2 },
+    ]);
+    const customer = await api<{ email: string }>('GET', `/v1/sdk/customers/${customerRef}`);
+    expect(customer.body.email).toBe(email);
+  });
+
+  it('signs in again with the account, and each token opens only its own server, environment and customer', async () => {
+    const email = `again-${suffix()}@example.com`;
+    const signUp = new HostApplication(callbackUrl);
+    const first = await connectWithSignIn(serverB.mcpProxyUrl, signUp, async (page) => {
+      await page.getByLabel('Email', { exact: true }).nth(1).fill(email);
+      await page.getByLabel('Password (at least 8 characters)').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Create account' }).click();
+    });
+    await first.close();
+    // Another host application, the same customer: the sign-in form this time.
+    const app = new HostApplication(callbackUrl);
+    const client = await connectWithSignIn(serverA.mcpProxyUrl, app, async (page) => {
+      await page.getByLabel('Email', { exact: true }).first().fill(email);
+      await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+    });
+    await client.close();
+    const token = app.saved?.access_token as string;
+    expect(claimsOf(token).sub).toBe(claimsOf(signUp.saved?.access_token as string).sub);
+
+    expect((await call(serverA.mcpProxyUrl, token)).status).toBe(200);
+    // A token for server A is refused by server B of the same provider (RFC 8707 audience).
+    const other = await call(serverB.mcpProxyUrl, token);
+    expect(other.status).toBe(401);
+    expect(other.headers.get('www-authenticate')).toContain('error="invalid_token"');
+    // A sandbox token on a live server: as if the server did not exist.
+    expect((await call(liveServer.mcpProxyUrl, token)).status).toBe(404);
+
+    // Revoking the sign-in (RFC 7009) reaches the proxy: the access token stops working.
+    const revoked = await fetch(`${baseUrl}/v1/customer/auth/revoke`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        token: app.saved?.refresh_token as string,
+        client_id: app.info?.client_id as string,
+      }),
+    });
+    expect(revoked.status).toBe(200);
+    await pollUntil(
+      () => call(serverA.mcpProxyUrl, token),
+      (answer) => answer.status === 401,
+      { timeoutMs: 30_000 },
+    );
+    // Deleting the customer ends its other sign-ins too.
+    const otherToken = signUp.saved?.access_token as string;
+    expect((await call(serverB.mcpProxyUrl, otherToken)).status).toBe(200);
+    expect((await api('DELETE', `/v1/sdk/customers/${claimsOf(otherToken).sub}`)).status).toBe(200);
+    await pollUntil(
+      () => call(serverB.mcpProxyUrl, otherToken),
+      (answer) => answer.status === 401,
+      { timeoutMs: 30_000 },
+    );
+    const refresh = await fetch(`${baseUrl}/v1/customer/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: signUp.saved?.refresh_token as string,
+        client_id: signUp.info?.client_id as string,
+      }),
+    });
+    expect(refresh.status).toBe(400);
+  });
+});
