@@ -104,7 +104,9 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: infra.databaseUrl,
       WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: infra.redisUrl,
+      // A Redis database of its own: the key set and issuer the proxy reads are this control
+      // plane's, not those of another test file's control plane on the same server.
+      REDIS_URL: `${infra.redisUrl}/7`,
       KAFKA_BROKERS: infra.kafkaBrokers,
       BUS_NAMESPACE: `signin${suffix()}`,
       SECRET_KEY: 'cd'.repeat(32),

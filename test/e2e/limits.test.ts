@@ -88,7 +88,9 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       DATABASE_URL: infra.databaseUrl,
       // The database is shared with other test files, whose webhook endpoints this worker must not send to.
       WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: infra.redisUrl,
+      // A Redis database per test file: the key set and issuer its proxies read are its own
+      // control plane's, not another file's that published last.
+      REDIS_URL: `${infra.redisUrl}/3`,
       KAFKA_BROKERS: infra.kafkaBrokers,
       BUS_NAMESPACE: `limits${suffix()}`,
       SECRET_KEY: 'ab'.repeat(32),
@@ -222,7 +224,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
 
     // Redis loses the counter: it is seeded again from ClickHouse (37 admitted calls), so the
     // cap holds across the loss.
-    const redis = new Redis(infra.redisUrl);
+    const redis = new Redis(`${infra.redisUrl}/3`);
     const keys = await redis.keys(`mcpmeter:limit:sandbox:*:${customer.ref}:*`);
     expect(keys.length).toBeGreaterThan(0);
     await redis.del(...keys);

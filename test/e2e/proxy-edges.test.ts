@@ -313,7 +313,9 @@ describe('the proxy at its edges', () => {
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: infra.databaseUrl,
       WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: infra.redisUrl,
+      // A Redis database per test file: the key set and issuer its proxies read are its own
+      // control plane's, not another file's that published last.
+      REDIS_URL: `${infra.redisUrl}/2`,
       KAFKA_BROKERS: infra.kafkaBrokers,
       BUS_NAMESPACE: `edges${suffix()}`,
       SECRET_KEY: 'cd'.repeat(32),
@@ -365,7 +367,10 @@ describe('the proxy at its edges', () => {
     const before = origin.seen.length;
     const missing = await send(server.proxied, { headers: jsonHeaders(), body: toolCall(11) });
     expect(missing.status).toBe(401);
-    expect(missing.headers['www-authenticate']).toBe('Bearer realm="mcp"');
+    // RFC 9728 §5.1: the challenge names the server's protected-resource metadata and scope.
+    expect(missing.headers['www-authenticate']).toMatch(
+      /^Bearer realm="mcp", resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp\/[a-z0-9-]+", scope="mcp"$/,
+    );
     expect(JSON.parse(missing.body)).toMatchObject({ jsonrpc: '2.0', id: 11, error: { code: -32001 } });
 
     const { token } = await customerWithToken();
@@ -376,7 +381,7 @@ describe('the proxy at its edges', () => {
       const refused = await send(server.proxied, { headers: jsonHeaders(bad), body: toolCall(12) });
       expect(refused.status).toBe(401);
       expect(refused.headers['www-authenticate']).toMatch(
-        /^Bearer realm="mcp", error="invalid_token", error_description="[^"]+"$/,
+        /^Bearer realm="mcp", resource_metadata="[^"]+", scope="mcp", error="invalid_token", error_description="[^"]+"$/,
       );
       expect(JSON.parse(refused.body)).toMatchObject({ id: 12, error: { code: -32001 } });
     }

@@ -36,7 +36,9 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
       DATABASE_URL: infra.databaseUrl,
       // The database is shared with other test files, whose webhook endpoints this worker must not send to.
       WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: infra.redisUrl,
+      // A Redis database per test file: the key set and issuer its proxies read are its own
+      // control plane's, not another file's that published last.
+      REDIS_URL: `${infra.redisUrl}/1`,
       KAFKA_BROKERS: infra.kafkaBrokers,
       // Own topics and consumer group: nothing shared with other test files on the same broker.
       BUS_NAMESPACE: `stack${suffix()}`,

@@ -133,7 +133,9 @@ export async function mcpThroughProxyFlow(
       });
     const anonymous = await attempt();
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="mcp"');
+    expect(anonymous.headers.get('www-authenticate')).toMatch(
+      /^Bearer realm="mcp", resource_metadata="[^"]+\/\.well-known\/oauth-protected-resource\/mcp\/[a-z0-9-]+", scope="mcp"$/,
+    );
     const garbage = await attempt('Bearer not.a.token');
     expect(garbage.status).toBe(401);
     expect(garbage.headers.get('www-authenticate')).toContain('error="invalid_token"');

@@ -138,7 +138,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
           body: ClientRegistration,
           response: {
             201: Type.Object({ client_id: Type.String() }, { additionalProperties: true }),
-            400: OAuthErrorBody,
+            400: OAuthOrProblem,
           },
         },
       },
