@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser';
 import { startTestControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { root } from '../helpers/processes';
 
@@ -12,7 +13,6 @@ import { root } from '../helpers/processes';
  * playwright-core), the purchase becomes active and the customer lands on the provider's
  * return URL. Everything runs on 127.0.0.1.
  */
-const CHROMIUM = '/usr/bin/chromium';
 
 describe('hosted checkout in a browser', () => {
   let harness: TestControlPlane;
@@ -37,19 +37,7 @@ describe('hosted checkout in a browser', () => {
     await new Promise<void>((resolve) => returnServer.listen(0, '127.0.0.1', resolve));
     const address = returnServer.address();
     returnUrl = `http://127.0.0.1:${address !== null && typeof address === 'object' ? address.port : 0}`;
-    expect(existsSync(CHROMIUM), 'Debian chromium must be installed (.ci/run installs it)').toBe(true);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

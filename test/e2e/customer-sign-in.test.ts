@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,15 +12,15 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
+import { launchChromium } from '../helpers/browser';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
 
-const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'a long enough password';
 
 /**
@@ -168,19 +168,7 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const address = receiver.address();
     callbackUrl = `http://127.0.0.1:${address !== null && typeof address === 'object' ? address.port : 0}/callback`;
-    expect(existsSync(CHROMIUM), 'Debian chromium must be installed (.ci/run installs it)').toBe(true);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-        '--disable-quic',
-      ],
-    });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {
