@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ControlPlaneLink } from './control-link';
@@ -112,13 +112,6 @@ export class ProxyMetrics {
   }
 }
 
-/** Compares a presented secret with the expected one in constant time. */
-function sameText(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
 /** `GET /metrics`, behind `PROXY_METRICS_TOKEN` when one is set. */
 export function serveMetrics(
   exchange: Exchange,
@@ -126,6 +119,7 @@ export function serveMetrics(
   expected: string | undefined,
   render: () => string,
 ): void {
-  if (expected !== undefined && !sameText(authorization, expected)) refuse(exchange, 'metrics_unauthorized');
+  if (expected !== undefined && !sameSecret(authorization, expected))
+    refuse(exchange, 'metrics_unauthorized');
   else respond(exchange, 200, 'text/plain; version=0.0.4', render());
 }

@@ -9,3 +9,4 @@ export {
   readOutboundAllowedHosts,
   UnsafeUrlError,
 } from './outbound';
+export { sameSecret } from './secrets';

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import { type App, authOf } from '../../http/app';
 import { sendProblem } from '../../http/error-handler';
@@ -57,11 +57,10 @@ const Tenant = {
 
 /** The proxy's calls (off its hot path): paywall sessions and limit counter seeds. */
 export function internalRoutes(limits: LimitService, token: string) {
-  const expected = Buffer.from(`Bearer ${token}`);
+  const expected = `Bearer ${token}`;
   return async (app: App) => {
     app.addHook('onRequest', async (request, reply) => {
-      const given = Buffer.from(request.headers.authorization ?? '');
-      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      if (!sameSecret(request.headers.authorization ?? '', expected))
         return sendProblem(reply, 'unauthorized', 'Internal API token required');
     });
     app.post(

@@ -1,4 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sameSecret } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../../http/app';
@@ -72,9 +73,6 @@ const cookieOf = (request: FastifyRequest, name: string): string | undefined => 
   }
   return undefined;
 };
-
-const sameText = (a: string, b: string) =>
-  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /** RFC 6749 §5.2: a client that tried Basic authentication is challenged with Basic. */
 const sendOAuthError = (reply: FastifyReply, error: OAuthError, triedBasic = false) => {
@@ -253,7 +251,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         if (!('client' in authorization)) return authorization;
         const intent = form.intent === 'signup' ? 'signup' : 'login';
         const csrf = cookieOf(request, CSRF_COOKIE);
-        if (csrf === undefined || typeof form.csrf !== 'string' || !sameText(csrf, form.csrf))
+        if (csrf === undefined || typeof form.csrf !== 'string' || !sameSecret(form.csrf, csrf))
           return page(reply, 403, authorization, params, {
             form: intent,
             text: 'This page expired. Please try again.',

@@ -1,5 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { ID, newId } from '@mcp-meter/contracts/kit';
+import { createHash, randomBytes } from 'node:crypto';
+import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import { MCP_SCOPE, subdomainOfResource } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
@@ -439,9 +439,7 @@ export class SignInService {
     }
     if ((method === 'client_secret_basic') !== basic || secret === undefined || client.secret_hash === null)
       throw new OAuthError('invalid_client', `Authenticate with ${method}`, 401);
-    const given = Buffer.from(sha256(secret));
-    const expected = Buffer.from(client.secret_hash);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    if (!sameSecret(sha256(secret), client.secret_hash))
       throw new OAuthError('invalid_client', 'Wrong client secret', 401);
     return client;
   }
@@ -477,9 +475,7 @@ export class SignInService {
       throw new OAuthError('invalid_grant', 'The code was issued to another client');
     if (form.redirect_uri !== spent.redirect_uri)
       throw new OAuthError('invalid_grant', 'redirect_uri differs from the authorization request');
-    const challenge = Buffer.from(sha256(verifier));
-    const expected = Buffer.from(spent.code_challenge);
-    if (challenge.length !== expected.length || !timingSafeEqual(challenge, expected))
+    if (!sameSecret(sha256(verifier), spent.code_challenge))
       throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     if (form.resource !== undefined && form.resource !== grant.resource)
       throw new OAuthError('invalid_target', 'resource differs from the authorization request');
