@@ -1,4 +1,4 @@
-import { MCP_SCOPE } from '@mcp-meter/contracts/snapshots';
+import { MCP_SCOPE, subdomainOfHost } from '@mcp-meter/contracts/snapshots';
 import type { TokenVerifier } from './auth';
 import { type Exchange, respond } from './http-io';
 import { refuse } from './refusals';
@@ -30,13 +30,9 @@ export function metadataRouteOf(
   const rest = url.slice(WELL_KNOWN.length);
   const pathForm = /^\/mcp\/([a-z0-9-]+)\/?$/.exec(rest);
   if (pathForm?.[1] !== undefined) return { route: { subdomain: pathForm[1], rest: '' }, pathForm: true };
-  if (baseDomain !== undefined && (rest === '' || rest === '/' || rest === '/mcp')) {
-    const hostname = host.toLowerCase().replace(/:\d+$/, '');
-    if (hostname.endsWith(`.${baseDomain}`)) {
-      const subdomain = hostname.slice(0, -baseDomain.length - 1);
-      if (/^[a-z0-9-]+$/.test(subdomain)) return { route: { subdomain, rest: '' }, pathForm: false };
-    }
-  }
+  const subdomain =
+    rest === '' || rest === '/' || rest === '/mcp' ? subdomainOfHost(host, baseDomain) : undefined;
+  if (subdomain !== undefined) return { route: { subdomain, rest: '' }, pathForm: false };
   return 'none';
 }
 

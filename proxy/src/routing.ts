@@ -1,3 +1,5 @@
+import { subdomainOfHost } from '@mcp-meter/contracts/snapshots';
+
 /** Which server a request is for, from the path (`/mcp/<subdomain>`) or the Host. */
 export interface Route {
   subdomain: string;
@@ -34,9 +36,6 @@ export function routeOf(
     const rest = pathForm[2] ?? '';
     return escapesOriginPath(rest) ? 'unsafe_path' : { subdomain: pathForm[1], rest };
   }
-  if (baseDomain === undefined) return undefined;
-  const hostname = host.toLowerCase().replace(/:\d+$/, '');
-  if (!hostname.endsWith(`.${baseDomain}`)) return undefined;
-  const subdomain = hostname.slice(0, -baseDomain.length - 1);
-  return /^[a-z0-9-]+$/.test(subdomain) ? { subdomain, rest: '' } : undefined;
+  const subdomain = subdomainOfHost(host, baseDomain);
+  return subdomain === undefined ? undefined : { subdomain, rest: '' };
 }

@@ -162,8 +162,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       /** What the proxy read of the body (GET and DELETE have none: read as an empty object). */
       reading: BodyReading;
       authorization: string;
-      /** The resource URL of the server as the client addressed it (OAuth discovery). */
-      resource: string | undefined;
+      /** How the client addressed the server (its resource URL is built only for a refusal). */
+      host: string;
+      pathForm: boolean;
       arrived: number;
     },
   ) {
@@ -176,12 +177,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const singleId = idOf(parsed);
     // RFC 6750 / MCP authorization: the client learns it must (re)authenticate, and where the
     // server's protected-resource metadata names the authorization server (RFC 9728).
+    const challenge = (error?: Parameters<typeof bearerChallenge>[1]) =>
+      bearerChallenge(
+        resourceUrlOf(request.route, request.host, config.publicScheme, request.pathForm),
+        error,
+      );
     const unauthorized = (reason: string) =>
       refuse(exchange, 'unauthorized', singleId, {
         message: `Unauthorized: ${reason}`,
         headers: {
-          'www-authenticate': bearerChallenge(
-            request.resource,
+          'www-authenticate': challenge(
             request.authorization === '' ? undefined : { code: 'invalid_token', description: reason },
           ),
         },
@@ -203,7 +208,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     if (access === 'insufficient_scope')
       return refuse(exchange, 'insufficient_scope', singleId, {
         headers: {
-          'www-authenticate': bearerChallenge(request.resource, {
+          'www-authenticate': challenge({
             code: 'insufficient_scope',
             description: 'the token does not carry the mcp scope',
           }),
@@ -488,7 +493,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     live.add(exchange);
     const run = (body: Buffer, reading: BodyReading) => {
       const parsed = reading.ok ? reading.parsed : undefined;
-      const resource = resourceUrlOf(route, host, config.publicScheme, url.startsWith('/mcp/'));
       return forward(exchange, {
         method,
         route,
@@ -497,7 +501,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         body,
         reading,
         authorization,
-        resource,
+        host,
+        pathForm: url.startsWith('/mcp/'),
         arrived,
       })
         .catch((error: unknown) => {

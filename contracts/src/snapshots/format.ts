@@ -144,13 +144,20 @@ export function subdomainOfResource(resource: string, baseDomain: string | undef
   if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') return undefined;
   const pathForm = /^\/mcp\/([a-z0-9-]+)\/?$/.exec(url.pathname);
   if (pathForm?.[1] !== undefined) return pathForm[1];
+  return url.pathname === '/' || url.pathname === '/mcp' ? subdomainOfHost(url.host, baseDomain) : undefined;
+}
+
+/**
+ * The MCP server a Host names in the subdomain form `<subdomain>.<baseDomain>` (ports and case
+ * aside), or undefined.
+ */
+export function subdomainOfHost(host: string, baseDomain: string | undefined): string | undefined {
   if (baseDomain === undefined) return undefined;
-  const host = url.hostname.toLowerCase();
-  if (!host.endsWith(`.${baseDomain.replace(/:\d+$/, '')}`)) return undefined;
-  const subdomain = host.slice(0, -(baseDomain.replace(/:\d+$/, '').length + 1));
-  return /^[a-z0-9-]+$/.test(subdomain) && (url.pathname === '/' || url.pathname === '/mcp')
-    ? subdomain
-    : undefined;
+  const hostname = host.toLowerCase().replace(/:\d+$/, '');
+  const base = baseDomain.toLowerCase().replace(/:\d+$/, '');
+  if (!hostname.endsWith(`.${base}`)) return undefined;
+  const subdomain = hostname.slice(0, -base.length - 1);
+  return /^[a-z0-9-]+$/.test(subdomain) ? subdomain : undefined;
 }
 
 /** Grants (hosted sign-ins) whose tokens are revoked: a token of the grant issued at or before `before` is refused. */

@@ -12,6 +12,7 @@ export {
   type RevocationSnapshot,
   revocationKey,
   revokedGrantKey,
+  subdomainOfHost,
   subdomainOfResource,
 } from './format';
 export { type VerifyResult, verifyAccessToken } from './jwt';

@@ -135,12 +135,12 @@ export async function insertGrant(db: Queryable, row: GrantRow): Promise<void> {
   );
 }
 
+/** A grant whose customer and server are live, with the server's product (a token's `prd`). */
+export type LiveGrant = GrantRow & { product_id: string | null };
+
 /** The grant with what a token needs of its customer and server: both must still be live. */
-export async function findLiveGrant(
-  db: Queryable,
-  id: string,
-): Promise<(GrantRow & { product_id: string | null }) | undefined> {
-  const { rows } = await db.query<GrantRow & { product_id: string | null }>(
+export async function findLiveGrant(db: Queryable, id: string): Promise<LiveGrant | undefined> {
+  const { rows } = await db.query<LiveGrant>(
     `SELECT g.*, s.product_id FROM oauth_grants g
        JOIN customers c ON c.id = g.customer_id
        JOIN mcp_servers s ON s.id = g.mcp_server_id

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sameSecret } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_STATUS } from '../../errors';
 import type { App } from '../../http/app';
 import { sendProblem } from '../../http/error-handler';
 import { Problem } from '../../http/schemas';
@@ -287,7 +288,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
             reply.header('retry-after', String(error.retryAfterSeconds));
           return page(
             reply,
-            error.status,
+            ERROR_STATUS[error.code],
             authorization,
             params,
             { form: intent, text: error.message },

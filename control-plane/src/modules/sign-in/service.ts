@@ -3,6 +3,7 @@ import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import { MCP_SCOPE, subdomainOfResource } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
+import { DomainError } from '../../errors';
 import { insertCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { getProvider } from '../providers/repository';
@@ -25,6 +26,7 @@ import {
   insertGrant,
   insertLogin,
   insertRefreshToken,
+  type LiveGrant,
   lockEmail,
   revokeGrant,
   spendCode,
@@ -42,15 +44,17 @@ export class OAuthError extends Error {
   }
 }
 
-/** A sign-in the hosted page or the JSON login could not complete; `code` is the machine code. */
-export class SignInError extends Error {
+/**
+ * A sign-in the hosted page or the JSON login could not complete, in the API's error vocabulary
+ * (its status comes from ERROR_STATUS); a throttled one says when to try again.
+ */
+export class SignInError extends DomainError {
   constructor(
-    readonly code: 'invalid_credentials' | 'too_many_attempts' | 'email_in_use' | 'weak_password',
+    override readonly code: 'invalid_credentials' | 'too_many_attempts' | 'email_in_use' | 'weak_password',
     message: string,
-    readonly status: number,
     readonly retryAfterSeconds?: number,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 
@@ -296,7 +300,7 @@ export class SignInService {
     const ok = await verifyPassword(login?.password_hash, credentials.password);
     if (login === undefined || !ok) {
       await countFailure(this.pool, [accountKey, addressKey], this.clock.now(), FAILURE_WINDOW_MS);
-      throw new SignInError('invalid_credentials', 'The email or password is not right', 401);
+      throw new SignInError('invalid_credentials', 'The email or password is not right');
     }
     await clearFailures(this.pool, accountKey);
     return { redirectUrl: await this.codeRedirect(request, login.customer_id) };
@@ -316,7 +320,7 @@ export class SignInService {
     const addressKey = `address:${details.address}`;
     await this.throttle(addressKey);
     if (details.password.length < 8)
-      throw new SignInError('weak_password', 'Choose a password of at least 8 characters', 400);
+      throw new SignInError('weak_password', 'Choose a password of at least 8 characters');
     const passwordHash = await hashPassword(details.password);
     const at = this.clock.now();
     const customerId = await inTransaction(this.pool, async (tx) => {
@@ -356,7 +360,7 @@ export class SignInService {
       return id;
     });
     if (customerId === undefined)
-      throw new SignInError('email_in_use', 'An account with this email exists: sign in instead', 409);
+      throw new SignInError('email_in_use', 'An account with this email exists: sign in instead');
     return { redirectUrl: await this.codeRedirect(request, customerId) };
   }
 
@@ -369,7 +373,6 @@ export class SignInService {
         throw new SignInError(
           'too_many_attempts',
           'Too many attempts; wait a few minutes and try again',
-          429,
           Math.max(1, Math.ceil((entry.windowEnds.getTime() - now.getTime()) / 1000)),
         );
     }
@@ -506,7 +509,7 @@ export class SignInService {
     return this.issue(grant);
   }
 
-  private async issue(grant: Awaited<ReturnType<typeof findLiveGrant>> & object) {
+  private async issue(grant: LiveGrant) {
     const refreshToken = token();
     const at = this.clock.now();
     await insertRefreshToken(this.pool, {

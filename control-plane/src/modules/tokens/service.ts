@@ -179,27 +179,45 @@ export class TokenService {
     scope: string;
     productId: string | null;
   }): Promise<{ accessToken: string; expiresIn: number }> {
+    const accessToken = await this.sign({
+      typ: 'at+jwt',
+      audience: grant.resource,
+      subject: grant.customerId,
+      expiresIn: SIGN_IN_TOKEN_SECONDS,
+      claims: {
+        prv: grant.providerId,
+        env: grant.environment,
+        ...(grant.productId === null ? {} : { prd: grant.productId }),
+        scope: grant.scope,
+        client_id: grant.clientId,
+        sid: grant.id,
+      },
+    });
+    return { accessToken, expiresIn: SIGN_IN_TOKEN_SECONDS };
+  }
+
+  /** Signs an access token with the active key (published first when it was made just now). */
+  private async sign(token: {
+    typ: 'JWT' | 'at+jwt';
+    audience: string;
+    subject: string;
+    expiresIn: number;
+    claims: Omit<AccessTokenClaims, 'iss' | 'aud' | 'sub' | 'iat' | 'exp' | 'jti'>;
+  }): Promise<string> {
     const key = await this.activeKey();
+    // A key made just now (the first, or one replacing a key sealed under another secret) must
+    // reach the proxies before its tokens do.
     if (key.created) await this.publishKeys();
     const now = unixSeconds(this.clock.now());
-    const claims: Omit<AccessTokenClaims, 'iss' | 'aud' | 'sub' | 'iat' | 'exp' | 'jti'> = {
-      prv: grant.providerId,
-      env: grant.environment,
-      ...(grant.productId === null ? {} : { prd: grant.productId }),
-      scope: grant.scope,
-      client_id: grant.clientId,
-      sid: grant.id,
-    };
-    const accessToken = await new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
+    return new SignJWT({ ...token.claims })
+      .setProtectedHeader({ alg: 'ES256', typ: token.typ, kid: key.kid })
       .setIssuer(this.issuer)
-      .setAudience(grant.resource)
-      .setSubject(grant.customerId)
+      .setAudience(token.audience)
+      .setSubject(token.subject)
       .setIssuedAt(now)
-      .setExpirationTime(now + SIGN_IN_TOKEN_SECONDS)
+      .setExpirationTime(now + token.expiresIn)
       .setJti(randomBytes(12).toString('base64url'))
       .sign(await importJWK({ ...key.privateJwk, alg: 'ES256' }, 'ES256'));
-    return { accessToken, expiresIn: SIGN_IN_TOKEN_SECONDS };
   }
 
   /** Tells the proxies that every token of the grant issued until `at` is revoked. */
@@ -222,26 +240,18 @@ export class TokenService {
         throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
       productId = product.id;
     }
-    const key = await this.activeKey();
-    // A key made just now (the first, or one replacing a key sealed under another secret) must
-    // reach the proxies before its tokens do.
-    if (key.created) await this.publishKeys();
-    const now = unixSeconds(this.clock.now());
     const expiresIn = Math.min(input.expiresInSeconds ?? 3600, MAX_TOKEN_SECONDS);
-    const claims: Omit<AccessTokenClaims, 'iss' | 'aud' | 'sub' | 'iat' | 'exp' | 'jti'> = {
-      prv: auth.providerId,
-      env: auth.environment,
-      ...(productId === undefined ? {} : { prd: productId }),
-    };
-    const accessToken = await new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: key.kid })
-      .setIssuer(this.issuer)
-      .setAudience(ACCESS_TOKEN_AUDIENCE)
-      .setSubject(customer.id)
-      .setIssuedAt(now)
-      .setExpirationTime(now + expiresIn)
-      .setJti(randomBytes(12).toString('base64url'))
-      .sign(await importJWK({ ...key.privateJwk, alg: 'ES256' }, 'ES256'));
+    const accessToken = await this.sign({
+      typ: 'JWT',
+      audience: ACCESS_TOKEN_AUDIENCE,
+      subject: customer.id,
+      expiresIn,
+      claims: {
+        prv: auth.providerId,
+        env: auth.environment,
+        ...(productId === undefined ? {} : { prd: productId }),
+      },
+    });
     return { accessToken, tokenType: 'Bearer' as const, expiresIn, customerRef: customer.id };
   }
 }
