@@ -199,6 +199,14 @@ describe('customer sign-in: the authorization server', () => {
     await api('POST', '/v1/sdk/customers', { email: apiEmail });
     expect((await signIn(client, { email: apiEmail })).response.status).toBe(409);
 
+    // Eight sign-ups of one new email at once make one account, never two customers.
+    const racing = newEmail();
+    const raced = await Promise.all(Array.from({ length: 8 }, () => signIn(client, { email: racing })));
+    expect(raced.map((r) => r.response.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
+    expect(
+      (await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(racing)}`)).body.data,
+    ).toHaveLength(1);
+
     const login = await signIn(client, { email, intent: 'logins' });
     expect(login.response.status).toBe(200);
     const wrong = await signIn(client, { email, intent: 'logins', password: 'not the password' });
