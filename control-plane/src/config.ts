@@ -42,6 +42,10 @@ export interface ControlPlaneConfig {
    * OUTBOUND_ALLOWED_HOSTS, for tests and private deployments.
    */
   outboundAllowedHosts: string[];
+  /** Where sign-in codes are sent from: SMTP_URL (smtp:// or smtps://); unset, they are logged. */
+  smtpUrl: string | undefined;
+  /** The From of the service's mail: MAIL_FROM. */
+  mailFrom: string;
 }
 
 export interface WebhookConfig {
@@ -103,6 +107,8 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     secretKey: readSecretKey(env, dataDir),
     webhooks: readWebhookConfig(env),
     outboundAllowedHosts: readOutboundAllowedHosts(env),
+    smtpUrl: env.url('SMTP_URL', ['smtp', 'smtps']),
+    mailFrom: env.string('MAIL_FROM', 'MCP Meter <no-reply@localhost>'),
   };
 }
 

@@ -9,6 +9,8 @@ export const ERROR_STATUS = {
   idempotency_key_required: 400,
   invalid_authorization_request: 400,
   weak_password: 400,
+  invalid_verification_code: 400,
+  verification_expired: 400,
   unauthorized: 401,
   invalid_api_key: 401,
   invalid_credentials: 401,
@@ -27,6 +29,7 @@ export const ERROR_STATUS = {
   transaction_not_found: 404,
   webhook_endpoint_not_found: 404,
   event_not_found: 404,
+  verification_not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
   reference_taken: 409,
@@ -37,7 +40,6 @@ export const ERROR_STATUS = {
   meter_protected: 409,
   meter_name_taken: 409,
   customer_exists: 409,
-  email_in_use: 409,
   insufficient_credits: 409,
   invalid_transition: 409,
   payments_not_configured: 409,
@@ -58,6 +60,7 @@ export const ERROR_STATUS = {
   usage_bus_unavailable: 503,
   usage_store_unavailable: 503,
   service_unavailable: 503,
+  mail_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -9,6 +9,7 @@ import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
+import { LogMailer, type Mailer, SmtpMailer } from './mail';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
@@ -51,7 +52,7 @@ export interface ControlPlaneDeps {
     Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
     Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>> &
     Pick<ControlPlaneConfig, 'secretKey'> &
-    Partial<Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts'>>;
+    Partial<Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom'>>;
   logger: Logger;
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
   counters?: CounterStore;
@@ -153,7 +154,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     checkoutSessions,
     deps.logger,
   );
-  const signIn = new SignInService(deps.pool, clock, tokens, {
+  const mailer: Mailer =
+    deps.config.smtpUrl === undefined
+      ? new LogMailer(deps.logger)
+      : new SmtpMailer(deps.config.smtpUrl, deps.config.mailFrom ?? 'MCP Meter <no-reply@localhost>');
+  const signIn = new SignInService(deps.pool, clock, tokens, mailer, {
     issuer: deps.config.publicUrl ?? 'http://127.0.0.1:8080',
     proxyBaseDomain: deps.config.proxyBaseDomain,
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
@@ -207,6 +212,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(webhookRoutes(webhooks));
     },
   });
+  app.addHook('onClose', async () => mailer.close());
   return {
     app,
     providers,

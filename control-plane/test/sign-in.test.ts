@@ -2,6 +2,7 @@ import { freePort } from '@mcp-meter/contracts/kit';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startMailbox } from '../../test/helpers/mailbox';
 import { MovableClock } from '../src/clock';
 
 /**
@@ -13,6 +14,7 @@ const insecure = { [oauth.allowInsecureRequests]: true } as const;
 const REDIRECT = 'http://127.0.0.1:7777/callback';
 
 let harness: TestControlPlane;
+let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 let base: string;
 const clock = new MovableClock();
 let as: oauth.AuthorizationServer;
@@ -25,7 +27,13 @@ let subdomain: string;
 beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock, publicUrl: base });
+  mailbox = await startMailbox();
+  harness = await startTestControlPlane({
+    bodyLimitBytes: 1024 * 1024,
+    clock,
+    publicUrl: base,
+    smtpUrl: mailbox.url,
+  });
   await harness.controlPlane.app.listen({ port, host: '127.0.0.1' });
   const created = await harness.controlPlane.providers.create({ displayName: 'Sign-in Co' });
   providerId = created.provider.id;
@@ -53,7 +61,10 @@ beforeAll(async () => {
   const issuer = new URL(base);
   as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
 });
-afterAll(() => harness?.close());
+afterAll(async () => {
+  await harness?.close();
+  await mailbox?.close();
+});
 
 const register = async (metadata: Record<string, unknown> = {}) => {
   const response = await oauth.dynamicClientRegistrationRequest(
@@ -72,7 +83,11 @@ const register = async (metadata: Record<string, unknown> = {}) => {
 let emails = 0;
 const newEmail = () => `person${++emails}-${Date.now()}@example.com`;
 
-/** Signs up (or in) through spec 4.3's JSON endpoint; answers the redirect the browser would follow. */
+/**
+ * Signs in through spec 4.3's JSON endpoint, or signs up: starts the sign-up, reads the code from
+ * the mail the SMTP server received, and finishes it. Answers the last response (the redirect the
+ * browser would follow, when it worked) and the PKCE verifier.
+ */
 const signIn = async (
   client: oauth.Client,
   options: {
@@ -85,13 +100,15 @@ const signIn = async (
 ) => {
   const verifier = oauth.generateRandomCodeVerifier();
   const challenge = options.challenge ?? (await oauth.calculatePKCECodeChallenge(verifier));
-  const response = await fetch(`${base}/v1/customer/auth/${options.intent ?? 'signups'}`, {
+  const email = options.email ?? newEmail();
+  const mailed = mailbox.countFor(email);
+  const start = await fetch(`${base}/v1/customer/auth/${options.intent ?? 'signups'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       client_id: client.client_id,
       redirect_uri: REDIRECT,
-      email: options.email ?? newEmail(),
+      email,
       password: options.password ?? 'correct horse battery',
       state: options.state ?? 'st-1',
       code_challenge: challenge,
@@ -100,7 +117,35 @@ const signIn = async (
       scope: 'mcp',
     }),
   });
-  return { response, verifier };
+  if (options.intent === 'logins' || start.status !== 202) return { response: start, verifier };
+  const { verificationId } = (await start.json()) as { verificationId: string };
+  const code = await mailbox.codeFor(email, mailed);
+  return { response: await verify(verificationId, code), verifier, verificationId };
+};
+
+const verify = (verificationId: string, code: string) =>
+  fetch(`${base}/v1/customer/auth/signups/${verificationId}/verify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ code }),
+  });
+
+/** Starts a sign-up and answers its 202 body, without finishing it. */
+const startSignup = async (client: oauth.Client, email: string, password = 'correct horse battery') => {
+  const response = await fetch(`${base}/v1/customer/auth/signups`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      email,
+      password,
+      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+      code_challenge_method: 'S256',
+      resource,
+    }),
+  });
+  return { status: response.status, body: await jsonOf(response) };
 };
 
 const exchange = async (client: oauth.Client, redirectUrl: string, verifier: string, state = 'st-1') => {
@@ -144,7 +189,7 @@ describe('customer sign-in: the authorization server', () => {
   it('oauth4webapi registers, signs up, exchanges the code and gets an RFC 9068 token for that MCP server only', async () => {
     const client = await register();
     const { response, verifier } = await signIn(client);
-    expect(response.status).toBe(201);
+    expect(response.status).toBe(200);
     const { redirectUrl } = (await response.json()) as { redirectUrl: string };
     expect(new URL(redirectUrl).searchParams.get('iss')).toBe(base);
     const tokens = await exchange(client, redirectUrl, verifier);
@@ -178,11 +223,29 @@ describe('customer sign-in: the authorization server', () => {
     ).rejects.toThrow();
   });
 
-  it('creates the customer for the server provider, with customer.created naming the product, and refuses an email in use', async () => {
+  it('creates the customer for the server provider once the mailed code comes back, with customer.created naming the product', async () => {
     const client = await register();
     const email = newEmail();
-    const first = await signIn(client, { email });
-    expect(first.response.status).toBe(201);
+    const mailed = mailbox.countFor(email);
+    const started = await startSignup(client, email);
+    expect(started.status).toBe(202);
+    expect(started.body).toEqual({
+      verificationId: expect.stringMatching(/^emv_/),
+      email,
+      expiresAt: expect.any(String),
+    });
+    // Nothing exists until the code comes back.
+    expect((await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(email)}`)).body.data).toHaveLength(
+      0,
+    );
+    const code = await mailbox.codeFor(email, mailed);
+    const mail = mailbox.mails.filter((m) => m.to.includes(email)).at(-1);
+    expect(mail?.raw).toMatch(/^Subject: \d{6} is your Sign-in Co code/m);
+    expect(mail?.raw).toContain('weather');
+
+    const done = await verify(started.body.verificationId, code);
+    expect(done.status).toBe(200);
+    expect(new URL((await jsonOf(done)).redirectUrl).searchParams.get('code')).toEqual(expect.any(String));
     const found = await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(email)}`);
     expect(found.body.data).toHaveLength(1);
     const { rows } = await harness.pool.query<{ payload: { data: { object: Record<string, unknown> } } }>(
@@ -190,30 +253,99 @@ describe('customer sign-in: the authorization server', () => {
       [found.body.data[0].id],
     );
     expect(rows[0]?.payload.data.object.product).toEqual({ reference: productId });
+    // A code works once.
+    expect(await jsonOf(await verify(started.body.verificationId, code))).toMatchObject({
+      code: 'verification_expired',
+    });
+    expect((await signIn(client, { email, intent: 'logins' })).response.status).toBe(200);
+  });
 
-    const again = await signIn(client, { email: email.toUpperCase() });
-    expect(again.response.status).toBe(409);
-    expect((await jsonOf(again.response)).code).toBe('email_in_use');
-    // A customer the provider created through the API keeps its email: sign-up cannot take it over.
+  it('tells nobody which emails are known: a sign-up for a taken email answers the same, and only the inbox finishes it', async () => {
+    const client = await register();
+    const known = newEmail();
+    expect((await signIn(client, { email: known, password: 'first password' })).response.status).toBe(200);
     const apiEmail = newEmail();
-    await api('POST', '/v1/sdk/customers', { email: apiEmail });
-    expect((await signIn(client, { email: apiEmail })).response.status).toBe(409);
+    const apiCustomer = await api('POST', '/v1/sdk/customers', { email: apiEmail, name: 'Made by the API' });
+    expect(apiCustomer.status).toBe(201);
 
-    // Eight sign-ups of one new email at once make one account, never two customers.
-    const racing = newEmail();
-    const raced = await Promise.all(Array.from({ length: 8 }, () => signIn(client, { email: racing })));
-    expect(raced.map((r) => r.response.status).sort()).toEqual([201, 409, 409, 409, 409, 409, 409, 409]);
+    const fresh = await startSignup(client, newEmail());
+    const taken = await startSignup(client, known.toUpperCase(), 'second password');
+    const ofApi = await startSignup(client, apiEmail);
+    for (const answer of [fresh, taken, ofApi]) {
+      expect(answer.status).toBe(202);
+      expect(Object.keys(answer.body).sort()).toEqual(['email', 'expiresAt', 'verificationId']);
+    }
+    // Without the code, the known account keeps its password and the API customer gets none.
     expect(
-      (await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(racing)}`)).body.data,
-    ).toHaveLength(1);
+      (await signIn(client, { email: known, intent: 'logins', password: 'second password' })).response.status,
+    ).toBe(401);
+    expect((await signIn(client, { email: apiEmail, intent: 'logins' })).response.status).toBe(401);
 
-    const login = await signIn(client, { email, intent: 'logins' });
-    expect(login.response.status).toBe(200);
-    const wrong = await signIn(client, { email, intent: 'logins', password: 'not the password' });
-    const nobody = await signIn(client, { email: newEmail(), intent: 'logins' });
-    // The same answer whether the account exists or not.
-    expect([wrong.response.status, nobody.response.status]).toEqual([401, 401]);
-    expect((await jsonOf(wrong.response)).detail).toBe((await jsonOf(nobody.response)).detail);
+    // Wrong codes are counted: five, then even the right one is refused.
+    const code = await mailbox.codeFor(apiEmail);
+    const wrong = code === '000000' ? '000001' : '000000';
+    const first = await verify(ofApi.body.verificationId, wrong);
+    expect(first.status).toBe(400);
+    expect(await jsonOf(first)).toMatchObject({ code: 'invalid_verification_code' });
+    for (let i = 0; i < 4; i++) await verify(ofApi.body.verificationId, wrong);
+    expect(await jsonOf(await verify(ofApi.body.verificationId, code))).toMatchObject({
+      code: 'verification_expired',
+    });
+    expect((await verify('emv_unknown', '123456')).status).toBe(404);
+
+    // The inbox's owner links the API customer: same customer, no second one, no customer.created.
+    const linked = await signIn(client, { email: apiEmail });
+    expect(linked.response.status).toBe(200);
+    const customers = await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(apiEmail)}`);
+    expect(customers.body.data.map((c: { id: string }) => c.id)).toEqual([apiCustomer.body.id]);
+    const tokens = await exchange(client, (await jsonOf(linked.response)).redirectUrl, linked.verifier);
+    expect(
+      JSON.parse(Buffer.from(tokens.access_token.split('.')[1] as string, 'base64url').toString()).sub,
+    ).toBe(apiCustomer.body.id);
+    const events = await harness.pool.query(
+      `SELECT 1 FROM outbox_events WHERE type = 'customer.created' AND payload->'data'->'object'->>'id' = $1`,
+      [apiCustomer.body.id],
+    );
+    expect(events.rows).toHaveLength(1);
+
+    // And on a known account the code sets the new password: the same flow is the password reset.
+    const reset = await signIn(client, { email: known, password: 'second password' });
+    expect(reset.response.status).toBe(200);
+    expect(
+      (await signIn(client, { email: known, intent: 'logins', password: 'second password' })).response.status,
+    ).toBe(200);
+    expect(
+      (await signIn(client, { email: known, intent: 'logins', password: 'first password' })).response.status,
+    ).toBe(401);
+  });
+
+  it('finishes one sign-up once however many times its code is sent at once, and makes one customer of racing sign-ups', async () => {
+    const client = await register();
+    const email = newEmail();
+    const a = await startSignup(client, email);
+    const b = await startSignup(client, email);
+    const codeA = await mailbox.codeFor(email, 0);
+    const codeB = await mailbox.codeFor(email, 1);
+    const answers = await Promise.all([
+      ...Array.from({ length: 8 }, () => verify(a.body.verificationId, codeA)),
+      ...Array.from({ length: 8 }, () => verify(b.body.verificationId, codeB)),
+    ]);
+    expect(answers.map((r) => r.status).sort()).toEqual([...Array(2).fill(200), ...Array(14).fill(400)]);
+    expect((await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(email)}`)).body.data).toHaveLength(
+      1,
+    );
+  });
+
+  it('mails at most five codes to one address in 15 minutes, then answers 429 with Retry-After', async () => {
+    const client = await register();
+    const email = newEmail();
+    for (let i = 0; i < 5; i++) expect((await startSignup(client, email)).status).toBe(202);
+    const blocked = await startSignup(client, email);
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.code).toBe('too_many_attempts');
+    expect(mailbox.countFor(email)).toBe(5);
+    clock.advance(16 * 60_000);
+    expect((await startSignup(client, email)).status).toBe(202);
   });
 
   it('rotates refresh tokens; a used one presented again revokes the sign-in and every token it issued', async () => {
@@ -278,7 +410,7 @@ describe('customer sign-in: the authorization server', () => {
     });
     const plain = await signIn(client, { challenge: oauth.generateRandomCodeVerifier().slice(0, 43) });
     // A 43-character verifier used as its own challenge (plain) never matches its S256 digest.
-    expect(plain.response.status).toBe(201);
+    expect(plain.response.status).toBe(200);
     const authorize = await fetch(
       `${base}/v1/customer/auth/authorize?${new URLSearchParams({
         response_type: 'code',
@@ -463,7 +595,7 @@ describe('customer sign-in: the authorization server', () => {
   it('throttles sign-in per account with 429 and Retry-After, before the password is even checked', async () => {
     const client = await register();
     const email = newEmail();
-    await signIn(client, { email, password: 'the real password' });
+    expect((await signIn(client, { email, password: 'the real password' })).response.status).toBe(200);
     for (let i = 0; i < 5; i++)
       expect(
         (await signIn(client, { email, intent: 'logins', password: `guess ${i}` })).response.status,

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { launchChromium } from '../helpers/browser';
 import { type ProviderKeys, suffix } from '../helpers/flows';
+import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
@@ -91,8 +92,10 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
   let browser: Browser;
   let receiver: Server;
   let callbackUrl: string;
+  let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 
   beforeAll(async () => {
+    mailbox = await startMailbox();
     dir = mkdtempSync(join(tmpdir(), 'mcpmeter-signin-'));
     chmodSync(dir, 0o755);
     const port = await freePort();
@@ -113,6 +116,8 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
       PORT: String(port),
       CONTROL_PLANE_URL: baseUrl,
       PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
+      SMTP_URL: mailbox.url,
+      MAIL_FROM: 'Sign-in Tools <no-reply@example.com>',
     };
     const stack = spawnSplitStack({
       env,
@@ -176,6 +181,7 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     receiver?.close();
     await Promise.all(services.map((s) => s.stop()));
     await origin?.close();
+    await mailbox?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -209,6 +215,17 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     const client = new Client({ name: 'e2e-host', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: app }));
     return client;
+  };
+  /** The hosted page's sign-up: the form, then the code from the mail the SMTP server received. */
+  const signUpOnPage = async (page: import('playwright-core').Page, email: string) => {
+    const mailed = mailbox.countFor(email);
+    await page.getByLabel('Email', { exact: true }).nth(1).fill(email);
+    await page.getByLabel('Password (at least 8 characters)', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByRole('heading', { name: 'Check your email' }).waitFor();
+    expect(await page.locator('main').innerText()).toContain(email);
+    await page.getByLabel('Code').fill(await mailbox.codeFor(email, mailed));
+    await page.getByRole('button', { name: 'Continue' }).click();
   };
   const usageOf = (customerRef: string) =>
     api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
@@ -257,10 +274,9 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     const client = await connectWithSignIn(serverA.mcpProxyUrl, app, async (page) => {
       expect(await page.locator('h1').innerText()).toBe('Sign-in Tools');
       expect(await page.locator('main').innerText()).toContain('E2E Assistant wants to use');
-      await page.getByLabel('Email', { exact: true }).nth(1).fill(email);
-      await page.getByLabel('Password (at least 8 characters)').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Create account' }).click();
+      await signUpOnPage(page, email);
     });
+    expect(mailbox.mails.at(-1)?.from).toBe('no-reply@example.com');
     const customerRef = claimsOf(app.saved?.access_token as string).sub as string;
     expect(customerRef).toMatch(/^cus_/);
     const result = (await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })) as {
@@ -296,11 +312,7 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
   it('signs in again with the account, and each token opens only its own server, environment and customer', async () => {
     const email = `again-${suffix()}@example.com`;
     const signUp = new HostApplication(callbackUrl);
-    const first = await connectWithSignIn(serverB.mcpProxyUrl, signUp, async (page) => {
-      await page.getByLabel('Email', { exact: true }).nth(1).fill(email);
-      await page.getByLabel('Password (at least 8 characters)').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Create account' }).click();
-    });
+    const first = await connectWithSignIn(serverB.mcpProxyUrl, signUp, (page) => signUpOnPage(page, email));
     await first.close();
     // Another host application, the same customer: the sign-in form this time.
     const app = new HostApplication(callbackUrl);
@@ -355,5 +367,50 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
       }),
     });
     expect(refresh.status).toBe(400);
+  });
+
+  it('a customer the provider created through the API signs up by the mailed code, and a forgotten password is reset the same way', async () => {
+    const email = `known-${suffix()}@example.com`;
+    const created = await api<{ id: string }>('POST', '/v1/sdk/customers', { email, name: 'Known' });
+    expect(created.status).toBe(201);
+    const app = new HostApplication(callbackUrl);
+    const first = await connectWithSignIn(serverA.mcpProxyUrl, app, (page) => signUpOnPage(page, email));
+    await first.close();
+    // The account is the provider's customer, not a new one.
+    expect(claimsOf(app.saved?.access_token as string).sub).toBe(created.body.id);
+
+    const again = new HostApplication(callbackUrl);
+    const client = await connectWithSignIn(serverA.mcpProxyUrl, again, async (page) => {
+      const mailed = mailbox.countFor(email);
+      await page.getByText('Forgot your password?').click();
+      await page.getByLabel('Email', { exact: true }).nth(2).fill(email);
+      await page.getByLabel('New password (at least 8 characters)').fill('a brand new password');
+      await page.getByRole('button', { name: 'Email me a code' }).click();
+      await page
+        .getByLabel('Code')
+        .fill('000000' === (await mailbox.codeFor(email, mailed)) ? '111111' : '000000');
+      await page.getByRole('button', { name: 'Continue' }).click();
+      expect(await page.getByRole('alert').innerText()).toContain('That code is not right; 4 tries left');
+      await page.getByLabel('Code').fill(await mailbox.codeFor(email, mailed));
+      await page.getByRole('button', { name: 'Continue' }).click();
+    });
+    await client.close();
+    expect(claimsOf(again.saved?.access_token as string).sub).toBe(created.body.id);
+    const login = (password: string) =>
+      fetch(`${baseUrl}/v1/customer/auth/logins`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          client_id: again.info?.client_id,
+          redirect_uri: callbackUrl,
+          email,
+          password,
+          code_challenge: 'x'.repeat(43),
+          code_challenge_method: 'S256',
+          resource: serverA.mcpProxyUrl,
+        }),
+      });
+    expect((await login('a brand new password')).status).toBe(200);
+    expect((await login(PASSWORD)).status).toBe(401);
   });
 });

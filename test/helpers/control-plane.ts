@@ -41,6 +41,8 @@ export async function startTestControlPlane(options: {
   webhooks?: Partial<WebhookConfig>;
   /** Defaults to loopback, where test origins listen. */
   outboundAllowedHosts?: string[];
+  /** Where sign-in codes are mailed (a test mailbox); unset, they are logged. */
+  smtpUrl?: string;
 }): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
@@ -59,6 +61,7 @@ export async function startTestControlPlane(options: {
         webhooks: { ...DEFAULT_WEBHOOK_CONFIG, ...options.webhooks },
         outboundAllowedHosts: options.outboundAllowedHosts ?? ['127.0.0.1'],
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+        ...(options.smtpUrl === undefined ? {} : { smtpUrl: options.smtpUrl }),
       },
       logger,
       pool,

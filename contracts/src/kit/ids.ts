@@ -71,6 +71,7 @@ export const ID = {
   webhookDelivery: 'dlv',
   oauthClient: 'cli',
   grant: 'grt',
+  emailVerification: 'emv',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

@@ -78,17 +78,47 @@ export async function findLogin(db: Queryable, tenant: Tenant, email: string): P
   return rows[0];
 }
 
-/** Whether any live customer of the tenant (signed up or created through the API) has this email. */
-export async function emailInUse(db: Queryable, tenant: Tenant, email: string): Promise<boolean> {
-  const { rows } = await db.query(
-    `SELECT 1 FROM customers WHERE provider_id = $1 AND environment = $2 AND lower(email) = $3 AND status <> 'deleted'
-     UNION ALL
-     SELECT 1 FROM customer_logins l JOIN customers c ON c.id = l.customer_id
-      WHERE l.provider_id = $1 AND l.environment = $2 AND l.email = $3 AND c.status <> 'deleted'
-     LIMIT 1`,
+/**
+ * Who holds an email in a tenant: the customer with a sign-in account for it, else the oldest live
+ * customer the provider created with it (through the API), else nobody. A sign-in account of a
+ * deleted customer is removed first, so the address can be used again.
+ */
+export async function accountOfEmail(
+  db: Queryable,
+  tenant: Tenant,
+  email: string,
+): Promise<{ customerId: string; hasLogin: boolean } | undefined> {
+  await db.query(
+    `DELETE FROM customer_logins l USING customers c
+      WHERE c.id = l.customer_id AND l.provider_id = $1 AND l.environment = $2 AND l.email = $3 AND c.status = 'deleted'`,
     [tenant.providerId, tenant.environment, email],
   );
-  return rows.length > 0;
+  const { rows } = await db.query<{ customer_id: string; has_login: boolean }>(
+    `SELECT customer_id, true AS has_login FROM customer_logins
+      WHERE provider_id = $1 AND environment = $2 AND email = $3
+     UNION ALL
+     (SELECT id, false FROM customers
+       WHERE provider_id = $1 AND environment = $2 AND lower(email) = $3 AND status <> 'deleted'
+       ORDER BY created_at, id LIMIT 1)
+     ORDER BY has_login DESC LIMIT 1`,
+    [tenant.providerId, tenant.environment, email],
+  );
+  const row = rows[0];
+  return row === undefined ? undefined : { customerId: row.customer_id, hasLogin: row.has_login };
+}
+
+/** Sets a new password on a sign-in account. */
+export async function updateLoginPassword(
+  db: Queryable,
+  customerId: string,
+  passwordHash: string,
+  at: Date,
+): Promise<void> {
+  await db.query('UPDATE customer_logins SET password_hash = $2, updated_at = $3 WHERE customer_id = $1', [
+    customerId,
+    passwordHash,
+    at,
+  ]);
 }
 
 /** Inserts a sign-in account; false when the email already has one in the tenant. */
@@ -299,4 +329,71 @@ export async function lockEmail(db: Queryable, tenant: Tenant, email: string): P
   await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
     `signup:${tenant.providerId}:${tenant.environment}:${email}`,
   ]);
+}
+
+export interface VerificationRow {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  email: string;
+  name: string | null;
+  password_hash: string;
+  /** The authorization request's parameters, to resume it. */
+  request: Record<string, string>;
+  code_hash: string;
+  attempts: number;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Date;
+}
+
+export async function insertVerification(
+  db: Queryable,
+  row: Omit<VerificationRow, 'attempts' | 'used_at'>,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO email_verifications (id, provider_id, environment, email, name, password_hash, request, code_hash,
+       expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.email,
+      row.name,
+      row.password_hash,
+      row.request,
+      row.code_hash,
+      row.expires_at,
+      row.created_at,
+    ],
+  );
+}
+
+/**
+ * Spends one attempt at a verification's code: answers the row when it is still open (unused,
+ * unexpired, attempts left), counting the attempt; `closed` when it exists but is not open.
+ */
+export async function attemptVerification(
+  db: Queryable,
+  id: string,
+  at: Date,
+  maxAttempts: number,
+): Promise<VerificationRow | 'closed' | undefined> {
+  const { rows } = await db.query<VerificationRow>(
+    `UPDATE email_verifications SET attempts = attempts + 1
+      WHERE id = $1 AND used_at IS NULL AND expires_at > $2 AND attempts < $3 RETURNING *`,
+    [id, at, maxAttempts],
+  );
+  if (rows[0] !== undefined) return rows[0];
+  const found = await db.query('SELECT 1 FROM email_verifications WHERE id = $1', [id]);
+  return found.rows.length > 0 ? 'closed' : undefined;
+}
+
+/** Marks a verification used; false when another request used it first. */
+export async function useVerification(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const result = await db.query(
+    'UPDATE email_verifications SET used_at = $2 WHERE id = $1 AND used_at IS NULL',
+    [id, at],
+  );
+  return result.rowCount === 1;
 }

@@ -6,14 +6,16 @@ import { ERROR_STATUS } from '../../errors';
 import type { App } from '../../http/app';
 import { sendProblem } from '../../http/error-handler';
 import { Problem } from '../../http/schemas';
-import { renderSignIn, renderSignInError, SIGN_IN_CSP } from './page';
+import { renderSignIn, renderSignInError, renderVerify, SIGN_IN_CSP, type SignInForm } from './page';
 import {
   AuthorizationRequestFields,
   ClientRegistration,
   LoginBody,
   OAuthErrorBody,
   SignupBody,
+  SignupStarted,
   TokenResponse,
+  VerifyBody,
 } from './schemas';
 import {
   type Authorization,
@@ -160,11 +162,27 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
       status: number,
       authorization: Authorization,
       params: AuthorizationParams,
-      message?: { form: 'login' | 'signup'; text: string },
+      message?: { form: SignInForm; text: string },
       email?: string,
     ) => {
+      const csrf = htmlHeaders(reply, status);
+      return reply.send(
+        renderSignIn({
+          provider: authorization.provider,
+          serverName: authorization.server.name,
+          clientName: authorization.client.client_name,
+          params: params as Record<string, string>,
+          csrf,
+          message,
+          email,
+          sandbox: authorization.tenant.environment === 'sandbox',
+        }),
+      );
+    };
+    /** Headers of every page: no script, never framed, never cached; a fresh CSRF cookie, answered. */
+    const htmlHeaders = (reply: FastifyReply, status: number): string => {
       const csrf = randomBytes(24).toString('base64url');
-      return reply
+      reply
         .status(status)
         .header('content-security-policy', SIGN_IN_CSP)
         .header('x-frame-options', 'DENY')
@@ -174,19 +192,29 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
           'set-cookie',
           `${CSRF_COOKIE}=${csrf}; Path=/v1/customer/auth; HttpOnly; SameSite=Lax${secureCookies ? '; Secure' : ''}`,
         )
-        .type('text/html; charset=utf-8')
-        .send(
-          renderSignIn({
-            provider: authorization.provider,
-            serverName: authorization.server.name,
-            clientName: authorization.client.client_name,
-            params: params as Record<string, string>,
-            csrf,
-            message,
-            email,
-            sandbox: authorization.tenant.environment === 'sandbox',
-          }),
-        );
+        .type('text/html; charset=utf-8');
+      return csrf;
+    };
+    const verifyPage = (
+      reply: FastifyReply,
+      status: number,
+      authorization: Authorization,
+      params: AuthorizationParams,
+      verification: { id: string; email: string },
+      message?: string,
+    ) => {
+      const csrf = htmlHeaders(reply, status);
+      return reply.send(
+        renderVerify({
+          provider: authorization.provider,
+          params: params as Record<string, string>,
+          csrf,
+          verificationId: verification.id,
+          email: verification.email,
+          message,
+          sandbox: authorization.tenant.environment === 'sandbox',
+        }),
+      );
     };
     const errorPage = (reply: FastifyReply, text: string) =>
       reply
@@ -250,13 +278,41 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         const params = paramsOf(form);
         const authorization = await authorizationOf(reply, params);
         if (!('client' in authorization)) return authorization;
-        const intent = form.intent === 'signup' ? 'signup' : 'login';
+        const intent: SignInForm =
+          form.intent === 'signup' || form.intent === 'reset' || form.intent === 'verify'
+            ? form.intent
+            : 'login';
         const csrf = cookieOf(request, CSRF_COOKIE);
         if (csrf === undefined || typeof form.csrf !== 'string' || !sameSecret(form.csrf, csrf))
           return page(reply, 403, authorization, params, {
-            form: intent,
+            form: intent === 'verify' ? 'signup' : intent,
             text: 'This page expired. Please try again.',
           });
+        const retryAfter = (error: SignInError) => {
+          if (error.retryAfterSeconds !== undefined)
+            reply.header('retry-after', String(error.retryAfterSeconds));
+        };
+        if (intent === 'verify') {
+          const verification = {
+            id: typeof form.verification === 'string' ? form.verification.slice(0, 100) : '',
+            email: typeof form.email === 'string' ? form.email.slice(0, 320) : '',
+          };
+          const code = typeof form.code === 'string' ? form.code.trim() : '';
+          try {
+            const { redirectUrl } = await signIn.verifySignup(verification.id, code, request.ip);
+            return reply.redirect(redirectUrl, 303);
+          } catch (error) {
+            if (!(error instanceof SignInError)) throw error;
+            retryAfter(error);
+            // A wrong code may be tried again on the same page; anything else starts over.
+            if (error.code === 'invalid_verification_code')
+              return verifyPage(reply, 400, authorization, params, verification, error.message);
+            return page(reply, ERROR_STATUS[error.code], authorization, params, {
+              form: 'signup',
+              text: error.message,
+            });
+          }
+        }
         const email = typeof form.email === 'string' ? form.email.slice(0, 320) : '';
         const password = typeof form.password === 'string' ? form.password : '';
         if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || password === '' || password.length > 1024)
@@ -269,23 +325,30 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
             email,
           );
         try {
-          const { redirectUrl } =
-            intent === 'signup'
-              ? await signIn.signup(authorization, {
-                  email,
-                  password,
-                  name:
-                    typeof form.name === 'string' && form.name.trim() !== ''
-                      ? form.name.slice(0, 200)
-                      : undefined,
-                  address: request.ip,
-                })
-              : await signIn.login(authorization, { email, password, address: request.ip });
-          return reply.redirect(redirectUrl, 303);
+          if (intent === 'login') {
+            const { redirectUrl } = await signIn.login(authorization, {
+              email,
+              password,
+              address: request.ip,
+            });
+            return reply.redirect(redirectUrl, 303);
+          }
+          const started = await signIn.startSignup(authorization, {
+            email,
+            password,
+            name:
+              intent === 'signup' && typeof form.name === 'string' && form.name.trim() !== ''
+                ? form.name.slice(0, 200)
+                : undefined,
+            address: request.ip,
+          });
+          return verifyPage(reply, 200, authorization, params, {
+            id: started.verificationId,
+            email: started.email,
+          });
         } catch (error) {
           if (!(error instanceof SignInError)) throw error;
-          if (error.retryAfterSeconds !== undefined)
-            reply.header('retry-after', String(error.retryAfterSeconds));
+          retryAfter(error);
           return page(
             reply,
             ERROR_STATUS[error.code],
@@ -322,9 +385,9 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
           password: body.password as string,
           address: request.ip,
         };
-        if (intent === 'login') return await signIn.login(authorization, credentials);
+        if (intent === 'login') return reply.send(await signIn.login(authorization, credentials));
         const name = typeof body.name === 'string' ? body.name : undefined;
-        return reply.status(201).send(await signIn.signup(authorization, { ...credentials, name }));
+        return reply.status(202).send(await signIn.startSignup(authorization, { ...credentials, name }));
       } catch (error) {
         if (!(error instanceof SignInError)) throw error;
         if (error.retryAfterSeconds !== undefined)
@@ -332,11 +395,12 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         return sendProblem(reply, error.code, error.message);
       }
     };
+    const RedirectUrl = Type.Object({ redirectUrl: Type.String() });
     const signInResponses = {
       400: Problem,
       401: Problem,
-      409: Problem,
       429: Problem,
+      503: Problem,
     };
     app.post(
       '/v1/customer/auth/logins',
@@ -345,7 +409,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
           tags,
           summary: 'Sign in with email and password; answers the redirect URL carrying the code',
           body: LoginBody,
-          response: { 200: Type.Object({ redirectUrl: Type.String() }), ...signInResponses },
+          response: { 200: RedirectUrl, ...signInResponses },
         },
       },
       async (request, reply) => jsonSignIn(request, request.body, reply, 'login'),
@@ -355,12 +419,37 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
       {
         schema: {
           tags,
-          summary: "Create a customer of the MCP server's provider and sign in; answers the redirect URL",
+          summary: 'Sign up, or choose a new password: mails a one-time code to the email',
+          description:
+            'Nothing is created yet, and the answer is the same for every email. POST the mailed code to /v1/customer/auth/signups/{verificationId}/verify within 10 minutes to finish.',
           body: SignupBody,
-          response: { 201: Type.Object({ redirectUrl: Type.String() }), ...signInResponses },
+          response: { 202: SignupStarted, ...signInResponses },
         },
       },
       async (request, reply) => jsonSignIn(request, request.body, reply, 'signup'),
+    );
+    app.post(
+      '/v1/customer/auth/signups/:verificationId/verify',
+      {
+        schema: {
+          tags,
+          summary:
+            "Finish a sign-up with the mailed code: sets the password (creating the customer of the MCP server's provider if none has the email) and answers the redirect URL",
+          params: Type.Object({ verificationId: Type.String({ minLength: 1, maxLength: 100 }) }),
+          body: VerifyBody,
+          response: { 200: RedirectUrl, 404: Problem, ...signInResponses },
+        },
+      },
+      async (request, reply) => {
+        try {
+          return await signIn.verifySignup(request.params.verificationId, request.body.code, request.ip);
+        } catch (error) {
+          if (!(error instanceof SignInError)) throw error;
+          if (error.retryAfterSeconds !== undefined)
+            reply.header('retry-after', String(error.retryAfterSeconds));
+          return sendProblem(reply, error.code, error.message);
+        }
+      },
     );
 
     app.post(

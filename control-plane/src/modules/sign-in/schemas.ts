@@ -36,6 +36,18 @@ const credentials = {
 export const LoginBody = Type.Object(credentials, { additionalProperties: false });
 export const SignupBody = Type.Object({ ...credentials, name: text(200) }, { additionalProperties: false });
 
+/** A sign-up waiting for the code mailed to its email. */
+export const SignupStarted = Type.Object({
+  verificationId: Type.String(),
+  email: Type.String(),
+  expiresAt: Type.String({ format: 'date-time' }),
+});
+
+export const VerifyBody = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 20, description: 'The six digits mailed to the email' }) },
+  { additionalProperties: false },
+);
+
 /** RFC 7591 client metadata; checked by the service so errors carry RFC 7591's codes. */
 export const ClientRegistration = Type.Object(
   {

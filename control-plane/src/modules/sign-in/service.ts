@@ -1,9 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
 import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import { MCP_SCOPE, subdomainOfResource } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import { DomainError } from '../../errors';
+import type { Mailer } from '../../mail';
 import { insertCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { getProvider } from '../providers/repository';
@@ -11,10 +12,11 @@ import type { TokenService } from '../tokens/service';
 import { hashPassword, verifyPassword } from './passwords';
 import { redirectUriMatches, redirectUriProblem } from './redirect-uris';
 import {
+  accountOfEmail,
+  attemptVerification,
   type ClientRow,
   clearFailures,
   countFailure,
-  emailInUse,
   failuresOf,
   findClient,
   findLiveGrant,
@@ -26,11 +28,14 @@ import {
   insertGrant,
   insertLogin,
   insertRefreshToken,
+  insertVerification,
   type LiveGrant,
   lockEmail,
   revokeGrant,
   spendCode,
   spendRefreshToken,
+  updateLoginPassword,
+  useVerification,
 } from './repository';
 
 /** An OAuth error (RFC 6749 §5.2, RFC 7591 §3.2.2, RFC 6750): answered as `{error, error_description}`. */
@@ -50,7 +55,14 @@ export class OAuthError extends Error {
  */
 export class SignInError extends DomainError {
   constructor(
-    override readonly code: 'invalid_credentials' | 'too_many_attempts' | 'email_in_use' | 'weak_password',
+    override readonly code:
+      | 'invalid_credentials'
+      | 'too_many_attempts'
+      | 'weak_password'
+      | 'invalid_verification_code'
+      | 'verification_expired'
+      | 'verification_not_found'
+      | 'mail_unavailable',
     message: string,
     readonly retryAfterSeconds?: number,
   ) {
@@ -90,12 +102,28 @@ const REFRESH_TTL_MS = 30 * 86400_000;
 const FAILURE_WINDOW_MS = 15 * 60_000;
 const MAX_FAILURES_PER_ACCOUNT = 5;
 const MAX_FAILURES_PER_ADDRESS = 30;
+/** Codes mailed to one address of a tenant within the window: bounds mail sent to someone else's inbox. */
+const MAX_CODES_PER_EMAIL = 5;
+const VERIFICATION_TTL_MS = 10 * 60_000;
+const MAX_CODE_ATTEMPTS = 5;
 const PKCE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
 const token = () => randomBytes(32).toString('base64url');
 const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+/** The parameters that resume an authorization request (as `authorize` reads them). */
+const requestParams = (request: Authorization): Record<string, string> => ({
+  response_type: 'code',
+  client_id: request.client.id,
+  redirect_uri: request.redirectUri,
+  scope: request.scope,
+  code_challenge: request.codeChallenge,
+  code_challenge_method: 'S256',
+  resource: request.resource,
+  ...(request.state === undefined ? {} : { state: request.state }),
+});
 
 /**
  * The authorization server of customer sign-in (OAuth 2.1 for MCP clients): client registration
@@ -108,6 +136,7 @@ export class SignInService {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly tokens: TokenService,
+    private readonly mailer: Mailer,
     private readonly addressing: {
       issuer: string;
       proxyBaseDomain: string | undefined;
@@ -307,60 +336,149 @@ export class SignInService {
   }
 
   /**
-   * Creates the customer (for the server's provider and environment, `customer.created` with the
-   * server's product, spec 6.5 rule 1) with a password, and answers the redirect with a code. An
-   * email a customer of the provider already has is refused: linking it needs proof that the
-   * person owns the address.
+   * Starts a sign-up (or a new password: the same thing for the person asking) by mailing a
+   * one-time code to the address. Nothing is created until the code comes back, so the answer is
+   * the same whether the email is new, belongs to a customer the provider created through the API,
+   * or already has an account: sign-up tells nobody which addresses are known, and only the
+   * person who reads the inbox can attach a password to it.
    */
-  async signup(
+  async startSignup(
     request: Authorization,
     details: { email: string; password: string; name?: string | undefined; address: string },
-  ) {
+  ): Promise<{ verificationId: string; email: string; expiresAt: string }> {
     const email = normaliseEmail(details.email);
+    const mailKey = `mail:${request.tenant.providerId}:${request.tenant.environment}:${email}`;
     const addressKey = `address:${details.address}`;
-    await this.throttle(addressKey);
+    await this.throttle(mailKey, addressKey);
     if (details.password.length < 8)
       throw new SignInError('weak_password', 'Choose a password of at least 8 characters');
-    const passwordHash = await hashPassword(details.password);
     const at = this.clock.now();
-    const customerId = await inTransaction(this.pool, async (tx) => {
-      // One sign-up per email at a time: the second waits, then finds the first's account.
-      await lockEmail(tx, request.tenant, email);
-      if (await emailInUse(tx, request.tenant, email)) return undefined;
-      const id = newId(ID.customer);
-      await insertCustomer(tx, {
-        id,
-        provider_id: request.tenant.providerId,
-        environment: request.tenant.environment,
-        external_ref: null,
-        name: details.name ?? null,
-        email,
-        telephone: null,
-        status: 'active',
-        metadata: {},
-        created_at: at,
-        updated_at: at,
+    const id = newId(ID.emailVerification);
+    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    const expiresAt = new Date(at.getTime() + VERIFICATION_TTL_MS);
+    await insertVerification(this.pool, {
+      id,
+      provider_id: request.tenant.providerId,
+      environment: request.tenant.environment,
+      email,
+      name: details.name ?? null,
+      password_hash: await hashPassword(details.password),
+      request: requestParams(request),
+      code_hash: sha256(`${id}:${code}`),
+      expires_at: expiresAt,
+      created_at: at,
+    });
+    await countFailure(this.pool, [mailKey], at, FAILURE_WINDOW_MS);
+    try {
+      await this.mailer.send({
+        to: email,
+        subject: `${code} is your ${request.provider.name} code`,
+        text: [
+          `Your code to sign in to ${request.provider.name} (${request.server.name}) is:`,
+          '',
+          `    ${code}`,
+          '',
+          'It works once, for 10 minutes. If you did not ask for it, ignore this message:',
+          'nothing changes without the code.',
+        ].join('\n'),
       });
-      await insertLogin(tx, { customerId: id, tenant: request.tenant, email, passwordHash, at });
-      await writeEvent(tx, {
-        ...request.tenant,
-        type: 'customer.created',
-        object: {
+    } catch {
+      throw new SignInError(
+        'mail_unavailable',
+        'We could not send the code just now; try again in a minute',
+        60,
+      );
+    }
+    return { verificationId: id, email, expiresAt: expiresAt.toISOString() };
+  }
+
+  /**
+   * Finishes a sign-up with the mailed code: the address is proven, so its password is set. The
+   * customer is the one with an account for the email, else the one the provider created with it,
+   * else a new one (`customer.created` with the server's product, spec 6.5 rule 1). Answers the
+   * redirect of the authorization request the sign-up started from, with a fresh code.
+   */
+  async verifySignup(verificationId: string, code: string, address: string) {
+    const addressKey = `address:${address}`;
+    await this.throttle(addressKey);
+    const now = this.clock.now();
+    const row = await attemptVerification(this.pool, verificationId, now, MAX_CODE_ATTEMPTS);
+    if (row === undefined)
+      throw new SignInError('verification_not_found', 'This sign-up is not known; start again');
+    if (row === 'closed')
+      throw new SignInError('verification_expired', 'This code expired or was used up; start again');
+    if (!/^\d{6}$/.test(code) || !sameSecret(sha256(`${row.id}:${code}`), row.code_hash)) {
+      await countFailure(this.pool, [addressKey], now, FAILURE_WINDOW_MS);
+      const left = MAX_CODE_ATTEMPTS - row.attempts;
+      throw new SignInError(
+        'invalid_verification_code',
+        left > 0
+          ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
+          : 'That code is not right; start again',
+      );
+    }
+    // The client and server are checked again: either may have gone while the mail travelled.
+    let request: Authorization;
+    try {
+      request = await this.authorize(row.request);
+    } catch (error) {
+      if (error instanceof OAuthError)
+        throw new SignInError('verification_expired', 'This sign-in request is no longer valid; start again');
+      throw error;
+    }
+    const tenant = { providerId: row.provider_id, environment: row.environment };
+    const customerId = await inTransaction(this.pool, async (tx) => {
+      if (!(await useVerification(tx, row.id, now))) return undefined;
+      // One sign-up per email at a time: the second waits, then finds the first's account.
+      await lockEmail(tx, tenant, row.email);
+      const account = await accountOfEmail(tx, tenant, row.email);
+      if (account?.hasLogin) {
+        await updateLoginPassword(tx, account.customerId, row.password_hash, now);
+        return account.customerId;
+      }
+      const id = account?.customerId ?? newId(ID.customer);
+      if (account === undefined) {
+        await insertCustomer(tx, {
           id,
-          reference: id,
-          name: details.name ?? null,
-          email,
+          provider_id: tenant.providerId,
+          environment: tenant.environment,
+          external_ref: null,
+          name: row.name,
+          email: row.email,
           telephone: null,
           status: 'active',
-          created: unixSeconds(at),
-          product: request.server.productId === null ? null : { reference: request.server.productId },
-        },
-        at,
+          metadata: {},
+          created_at: now,
+          updated_at: now,
+        });
+        await writeEvent(tx, {
+          ...tenant,
+          type: 'customer.created',
+          object: {
+            id,
+            reference: id,
+            name: row.name,
+            email: row.email,
+            telephone: null,
+            status: 'active',
+            created: unixSeconds(now),
+            product: request.server.productId === null ? null : { reference: request.server.productId },
+          },
+          at: now,
+        });
+      }
+      await insertLogin(tx, {
+        customerId: id,
+        tenant,
+        email: row.email,
+        passwordHash: row.password_hash,
+        at: now,
       });
       return id;
     });
     if (customerId === undefined)
-      throw new SignInError('email_in_use', 'An account with this email exists: sign in instead');
+      throw new SignInError('verification_expired', 'This code was already used; start again');
+    await clearFailures(this.pool, `account:${tenant.providerId}:${tenant.environment}:${row.email}`);
     return { redirectUrl: await this.codeRedirect(request, customerId) };
   }
 
@@ -368,7 +486,11 @@ export class SignInService {
   private async throttle(...keys: string[]): Promise<void> {
     const now = this.clock.now();
     for (const entry of await failuresOf(this.pool, keys, now, FAILURE_WINDOW_MS)) {
-      const limit = entry.key.startsWith('account:') ? MAX_FAILURES_PER_ACCOUNT : MAX_FAILURES_PER_ADDRESS;
+      const limit = entry.key.startsWith('account:')
+        ? MAX_FAILURES_PER_ACCOUNT
+        : entry.key.startsWith('mail:')
+          ? MAX_CODES_PER_EMAIL
+          : MAX_FAILURES_PER_ADDRESS;
       if (entry.failures >= limit)
         throw new SignInError(
           'too_many_attempts',
