@@ -36,6 +36,7 @@ import { ProviderService } from './modules/providers/service';
 import { purchaseRoutes } from './modules/purchases/routes';
 import { BillingScheduler } from './modules/purchases/scheduler';
 import { PurchaseService } from './modules/purchases/service';
+import { ClientMetadataFetcher } from './modules/sign-in/client-metadata';
 import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
@@ -61,6 +62,8 @@ export interface ControlPlaneDeps {
   reader: UsageReader;
   snapshots: SnapshotStore;
   clock?: Clock;
+  /** Certificates to trust, besides the system's, when fetching client metadata documents (tests). */
+  outboundCa?: string;
 }
 
 export interface ControlPlane {
@@ -158,7 +161,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.config.smtpUrl === undefined
       ? new LogMailer(deps.logger)
       : new SmtpMailer(deps.config.smtpUrl, deps.config.mailFrom ?? 'MCP Meter <no-reply@localhost>');
-  const signIn = new SignInService(deps.pool, clock, tokens, mailer, {
+  const clientDocuments = new ClientMetadataFetcher(originGuard, deps.outboundCa);
+  const signIn = new SignInService(deps.pool, clock, tokens, mailer, clientDocuments, {
     issuer: deps.config.publicUrl ?? 'http://127.0.0.1:8080',
     proxyBaseDomain: deps.config.proxyBaseDomain,
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
@@ -212,7 +216,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(webhookRoutes(webhooks));
     },
   });
-  app.addHook('onClose', async () => mailer.close());
+  app.addHook('onClose', async () => {
+    mailer.close();
+    await clientDocuments.close();
+  });
   return {
     app,
     providers,

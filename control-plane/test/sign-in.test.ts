@@ -1,5 +1,7 @@
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { freePort } from '@mcp-meter/contracts/kit';
 import * as oauth from 'oauth4webapi';
+import { generate as selfSigned } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { startMailbox } from '../../test/helpers/mailbox';
@@ -15,6 +17,11 @@ const REDIRECT = 'http://127.0.0.1:7777/callback';
 
 let harness: TestControlPlane;
 let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+/** Client ID Metadata Documents served over https on loopback: path → answer; fetches counted. */
+const documents = new Map<string, { body: string; headers?: Record<string, string> }>();
+const fetches = new Map<string, number>();
+let documentServer: HttpsServer;
+let documentBase: string;
 let base: string;
 const clock = new MovableClock();
 let as: oauth.AuthorizationServer;
@@ -28,11 +35,27 @@ beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
   mailbox = await startMailbox();
+  const tls = await selfSigned([{ name: 'commonName', value: '127.0.0.1' }], {
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }],
+  });
+  documentServer = createHttpsServer({ key: tls.private, cert: tls.cert }, (request, response) => {
+    const path = request.url ?? '';
+    fetches.set(path, (fetches.get(path) ?? 0) + 1);
+    const document = documents.get(path);
+    response.writeHead(document === undefined ? 404 : 200, {
+      'content-type': 'application/json',
+      ...document?.headers,
+    });
+    response.end(document?.body ?? '{}');
+  });
+  await new Promise<void>((resolve) => documentServer.listen(0, '127.0.0.1', resolve));
+  documentBase = `https://127.0.0.1:${(documentServer.address() as { port: number }).port}`;
   harness = await startTestControlPlane({
     bodyLimitBytes: 1024 * 1024,
     clock,
     publicUrl: base,
     smtpUrl: mailbox.url,
+    outboundCa: tls.cert,
   });
   await harness.controlPlane.app.listen({ port, host: '127.0.0.1' });
   const created = await harness.controlPlane.providers.create({ displayName: 'Sign-in Co' });
@@ -64,6 +87,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness?.close();
   await mailbox?.close();
+  documentServer?.close();
 });
 
 const register = async (metadata: Record<string, unknown> = {}) => {
@@ -638,5 +662,150 @@ describe('customer sign-in: the authorization server', () => {
       code: 'invalid_authorization_request',
       error: 'invalid_target',
     });
+  });
+});
+
+describe('customer sign-in: Client ID Metadata Documents', () => {
+  /** Publishes a document at `path` and answers its URL, the client_id. */
+  const publish = (
+    path: string,
+    document: (clientId: string) => Record<string, unknown>,
+    headers?: Record<string, string>,
+  ) => {
+    const clientId = `${documentBase}${path}`;
+    documents.set(path, {
+      body: JSON.stringify(document(clientId)),
+      ...(headers === undefined ? {} : { headers }),
+    });
+    return clientId;
+  };
+  const authorizePage = (clientId: string, redirectUri = REDIRECT) =>
+    fetch(
+      `${base}/v1/customer/auth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        code_challenge: 'x'.repeat(43),
+        code_challenge_method: 'S256',
+        resource,
+        state: 's',
+      })}`,
+      { redirect: 'manual' },
+    );
+
+  it('is advertised, and an https client_id works with no registration: page, code, token, refresh', async () => {
+    expect(as.client_id_metadata_document_supported).toBe(true);
+    const clientId = publish(
+      '/apps/assistant.json',
+      (id) => ({
+        client_id: id,
+        client_name: 'Metadata Assistant',
+        redirect_uris: [REDIRECT],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
+      { 'cache-control': 'max-age=600' },
+    );
+    const page = await authorizePage(clientId);
+    expect(page.status).toBe(200);
+    // The page names the application and the host that published its metadata.
+    expect(await page.text()).toContain(`Metadata Assistant (127.0.0.1:${new URL(documentBase).port})`);
+
+    const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
+    const { response, verifier } = await signIn(client);
+    expect(response.status).toBe(200);
+    const tokens = await exchange(client, (await jsonOf(response)).redirectUrl, verifier);
+    expect(
+      JSON.parse(Buffer.from(tokens.access_token.split('.')[1] as string, 'base64url').toString()),
+    ).toMatchObject({
+      client_id: clientId,
+      aud: resource,
+    });
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(
+        as,
+        client,
+        oauth.None(),
+        tokens.refresh_token as string,
+        insecure,
+      ),
+    );
+    expect(refreshed.access_token).toEqual(expect.any(String));
+    // Cached for the answer's max-age: two more authorizations, no new fetch; past it, one.
+    const before = fetches.get('/apps/assistant.json');
+    await authorizePage(clientId);
+    await authorizePage(clientId);
+    expect(fetches.get('/apps/assistant.json')).toBe(before);
+    clock.advance(11 * 60_000);
+    expect((await authorizePage(clientId)).status).toBe(200);
+    expect(fetches.get('/apps/assistant.json')).toBe((before ?? 0) + 1);
+  });
+
+  it('refuses documents that do not describe the URL they are at, carry secrets, or redirect elsewhere, on the page', async () => {
+    const cases: Array<[string, (id: string) => Record<string, unknown>, string]> = [
+      [
+        '/bad/other-id.json',
+        () => ({ client_id: 'https://elsewhere.example/app.json', redirect_uris: [REDIRECT] }),
+        'names another client_id',
+      ],
+      [
+        '/bad/secret.json',
+        (id) => ({ client_id: id, redirect_uris: [REDIRECT], client_secret: 'x' }),
+        'must not carry a client secret',
+      ],
+      [
+        '/bad/basic.json',
+        (id) => ({
+          client_id: id,
+          redirect_uris: [REDIRECT],
+          token_endpoint_auth_method: 'client_secret_basic',
+        }),
+        'token_endpoint_auth_method none',
+      ],
+      [
+        '/bad/evil-redirect.json',
+        (id) => ({ client_id: id, redirect_uris: ['http://evil.example/cb'] }),
+        'redirect URI that is not allowed',
+      ],
+    ];
+    for (const [path, document, words] of cases) {
+      const answer = await authorizePage(publish(path, document));
+      expect(answer.status, path).toBe(400);
+      expect(answer.headers.get('location'), path).toBeNull();
+      expect(await answer.text(), path).toContain(words);
+    }
+    const big = publish('/bad/big.json', (id) => ({
+      client_id: id,
+      redirect_uris: [REDIRECT],
+      client_name: 'x'.repeat(20_000),
+    }));
+    expect(await (await authorizePage(big)).text()).toContain('larger than 16 KiB');
+    // A redirect URI the document does not list is never redirected to.
+    const listed = publish('/ok/listed.json', (id) => ({ client_id: id, redirect_uris: [REDIRECT] }));
+    const elsewhere = await authorizePage(listed, 'http://127.0.0.1:7777/other');
+    expect(elsewhere.status).toBe(400);
+    expect(elsewhere.headers.get('location')).toBeNull();
+    // Missing documents and URLs that cannot be client ids.
+    expect(await (await authorizePage(`${documentBase}/missing.json`)).text()).toContain('HTTP 404');
+    expect(await (await authorizePage(`${documentBase}/`)).text()).toContain('must have a path');
+    expect(await (await authorizePage(`${documentBase}/a/../b.json`)).text()).toContain(
+      'must not have . or .. segments',
+    );
+  });
+
+  it('fetches documents through the SSRF guard: internal addresses and odd ports are refused before any dial', async () => {
+    for (const clientId of [
+      'https://10.0.0.1/app.json',
+      'https://[::ffff:7f00:1]/app.json',
+      'https://169.254.169.254/latest/meta-data.json',
+      'https://example.com:22/app.json',
+    ]) {
+      const answer = await authorizePage(clientId);
+      expect(answer.status, clientId).toBe(400);
+      expect(await answer.text(), clientId).toContain('cannot be fetched');
+    }
   });
 });

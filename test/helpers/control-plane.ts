@@ -43,6 +43,8 @@ export async function startTestControlPlane(options: {
   outboundAllowedHosts?: string[];
   /** Where sign-in codes are mailed (a test mailbox); unset, they are logged. */
   smtpUrl?: string;
+  /** A CA to trust for client metadata documents served by the test over https. */
+  outboundCa?: string;
 }): Promise<TestControlPlane> {
   const logger = createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
@@ -69,6 +71,7 @@ export async function startTestControlPlane(options: {
       reader,
       snapshots,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.outboundCa === undefined ? {} : { outboundCa: options.outboundCa }),
     });
   const controlPlane = await build(store.store);
   return {

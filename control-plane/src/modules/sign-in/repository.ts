@@ -13,13 +13,22 @@ export interface ClientRow {
   logo_uri: string | null;
   application_type: 'web' | 'native';
   created_at: Date;
+  /** When the cached Client ID Metadata Document must be fetched again; null for registered clients. */
+  metadata_expires_at: Date | null;
 }
 
+/**
+ * Inserts a client; a metadata-document client already cached is refreshed in place (a registered
+ * client is never overwritten: its id is never a URL).
+ */
 export async function insertClient(db: Queryable, row: ClientRow): Promise<void> {
   await db.query(
     `INSERT INTO oauth_clients (id, secret_hash, token_endpoint_auth_method, redirect_uris, client_name, client_uri,
-                                logo_uri, application_type, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+                                logo_uri, application_type, created_at, metadata_expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (id) DO UPDATE SET redirect_uris = $4, client_name = $5, client_uri = $6, logo_uri = $7,
+       application_type = $8, metadata_expires_at = $10
+     WHERE oauth_clients.metadata_expires_at IS NOT NULL`,
     [
       row.id,
       row.secret_hash,
@@ -30,6 +39,7 @@ export async function insertClient(db: Queryable, row: ClientRow): Promise<void>
       row.logo_uri,
       row.application_type,
       row.created_at,
+      row.metadata_expires_at,
     ],
   );
 }

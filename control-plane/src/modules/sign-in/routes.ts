@@ -6,6 +6,7 @@ import { ERROR_STATUS } from '../../errors';
 import type { App } from '../../http/app';
 import { sendProblem } from '../../http/error-handler';
 import { Problem } from '../../http/schemas';
+import { isMetadataDocumentUrl } from './client-metadata';
 import { renderSignIn, renderSignInError, renderVerify, SIGN_IN_CSP, type SignInForm } from './page';
 import {
   AuthorizationRequestFields,
@@ -84,6 +85,16 @@ const sendOAuthError = (reply: FastifyReply, error: OAuthError, triedBasic = fal
     .status(error.status)
     .header('cache-control', 'no-store')
     .send({ error: error.error, error_description: error.description });
+};
+
+/**
+ * How the page names the application: its own name, and for a metadata-document client the host
+ * that published it too, the one part of it nobody can claim falsely.
+ */
+const displayName = (client: { id: string; client_name: string | null }): string | null => {
+  if (!isMetadataDocumentUrl(client.id)) return client.client_name;
+  const host = new URL(client.id).host;
+  return client.client_name === null ? host : `${client.client_name} (${host})`;
 };
 
 /** Browser-based MCP clients read discovery and call these endpoints from other origins. */
@@ -170,7 +181,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         renderSignIn({
           provider: authorization.provider,
           serverName: authorization.server.name,
-          clientName: authorization.client.client_name,
+          clientName: displayName(authorization.client),
           params: params as Record<string, string>,
           csrf,
           message,

@@ -9,6 +9,7 @@ import { insertCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { getProvider } from '../providers/repository';
 import type { TokenService } from '../tokens/service';
+import { ClientMetadataError, type ClientMetadataFetcher, isMetadataDocumentUrl } from './client-metadata';
 import { hashPassword, verifyPassword } from './passwords';
 import { redirectUriMatches, redirectUriProblem } from './redirect-uris';
 import {
@@ -137,6 +138,7 @@ export class SignInService {
     private readonly clock: Clock,
     private readonly tokens: TokenService,
     private readonly mailer: Mailer,
+    private readonly documents: ClientMetadataFetcher,
     private readonly addressing: {
       issuer: string;
       proxyBaseDomain: string | undefined;
@@ -163,7 +165,7 @@ export class SignInService {
       token_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
       revocation_endpoint_auth_methods_supported: ['none', 'client_secret_post', 'client_secret_basic'],
       authorization_response_iss_parameter_supported: true,
-      client_id_metadata_document_supported: false,
+      client_id_metadata_document_supported: true,
     };
   }
 
@@ -230,6 +232,7 @@ export class SignInService {
       logo_uri: url('logo_uri'),
       application_type: applicationType,
       created_at: at,
+      metadata_expires_at: null,
     };
     await insertClient(this.pool, row);
     return {
@@ -256,13 +259,42 @@ export class SignInService {
   async checkClient(params: AuthorizationParams): Promise<{ client: ClientRow; redirectUri: string }> {
     if (params.client_id === undefined || params.client_id === '')
       throw new OAuthError('invalid_request', 'client_id is missing');
-    const client = await findClient(this.pool, params.client_id);
+    const client = await this.clientOf(params.client_id);
     if (client === undefined)
       throw new OAuthError('invalid_client', 'This application is not registered here');
     const redirectUri = params.redirect_uri;
     if (redirectUri === undefined || !redirectUriMatches(client.redirect_uris, redirectUri))
       throw new OAuthError('invalid_request', 'redirect_uri is not one the application registered');
     return { client, redirectUri };
+  }
+
+  /**
+   * The client an authorization request names: a registered one, or the one described by the
+   * metadata document at an https client_id, fetched when no fresh copy is cached. A document that
+   * cannot be used is an `invalid_client` shown on the page.
+   */
+  private async clientOf(clientId: string): Promise<ClientRow | undefined> {
+    const cached = await findClient(this.pool, clientId);
+    if (!isMetadataDocumentUrl(clientId)) return cached;
+    const now = this.clock.now();
+    if (cached?.metadata_expires_at != null && cached.metadata_expires_at > now) return cached;
+    let fetched: Awaited<ReturnType<ClientMetadataFetcher['fetch']>>;
+    try {
+      fetched = await this.documents.fetch(clientId);
+    } catch (error) {
+      if (error instanceof ClientMetadataError) throw new OAuthError('invalid_client', error.message);
+      throw error;
+    }
+    const row: ClientRow = {
+      id: clientId,
+      secret_hash: null,
+      token_endpoint_auth_method: 'none',
+      ...fetched.metadata,
+      created_at: cached?.created_at ?? now,
+      metadata_expires_at: new Date(now.getTime() + fetched.cacheMs),
+    };
+    await insertClient(this.pool, row);
+    return row;
   }
 
   /**
