@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { pythonWith } from '../helpers/python';
 
 const PASSWORD = 'a long enough password';
 
@@ -93,8 +95,11 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
   let receiver: Server;
   let callbackUrl: string;
   let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+  let python: string;
 
   beforeAll(async () => {
+    // The Python MCP SDK, the second client nobody here wrote (installed once per machine).
+    python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
     mailbox = await startMailbox();
     dir = mkdtempSync(join(tmpdir(), 'mcpmeter-signin-'));
     chmodSync(dir, 0o755);
@@ -412,5 +417,73 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
       });
     expect((await login('a brand new password')).status).toBe(200);
     expect((await login(PASSWORD)).status).toBe(401);
+  });
+
+  it('the Python MCP SDK signs in by itself (discovery, registration, browser, code) and its tool call is metered', async () => {
+    const email = `python-${suffix()}@example.com`;
+    const child = spawn(
+      python,
+      [join(import.meta.dirname, 'python', 'oauth_client.py'), serverA.mcpProxyUrl, callbackUrl],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const lines: string[] = [];
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      lines.push(...parts);
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      const line = (prefix: string) =>
+        pollUntil(
+          async () => lines.find((l) => l.startsWith(prefix)),
+          (found) => found !== undefined || child.exitCode !== null,
+          { timeoutMs: 60_000 },
+        ).then((found) => {
+          if (found === undefined) throw new Error(`python exited without ${prefix}: ${stderr}`);
+          return found.slice(prefix.length + 1);
+        });
+      const authorizationUrl = new URL(await line('AUTHORIZE'));
+      expect(authorizationUrl.origin).toBe(baseUrl);
+      expect(authorizationUrl.searchParams.get('resource')).toBe(serverA.mcpProxyUrl);
+      expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
+      const page = await browser.newPage();
+      try {
+        await page.goto(authorizationUrl.toString());
+        expect(await page.locator('main').innerText()).toContain('Python MCP SDK wants to use');
+        await signUpOnPage(page, email);
+        await page.waitForURL((u) => u.toString().startsWith(callbackUrl), { timeout: 30_000 });
+        child.stdin.write(`${page.url()}\n`);
+      } finally {
+        await page.close();
+      }
+      const result = JSON.parse(await line('RESULT')) as Record<string, unknown>;
+      expect(await exited).toBe(0);
+      expect(result).toMatchObject({
+        text: '42',
+        aud: serverA.mcpProxyUrl,
+        clientId: expect.stringMatching(/^cli_/),
+      });
+      expect(result.isError).toBeFalsy();
+      const customerRef = result.sub as string;
+      const customer = await api<{ email: string }>('GET', `/v1/sdk/customers/${customerRef}`);
+      expect(customer.body.email).toBe(email);
+      const usage = await pollUntil(
+        () => usageOf(customerRef),
+        (u) => (u.body.groups ?? []).reduce((n, g) => n + g.records, 0) >= 1,
+        { timeoutMs: 60_000 },
+      );
+      expect(usage.body.groups).toEqual([{ value: 'success', records: 1 }]);
+    } finally {
+      child.kill();
+    }
   });
 });
