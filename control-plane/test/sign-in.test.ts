@@ -1,6 +1,7 @@
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { freePort } from '@mcp-meter/contracts/kit';
 import * as oauth from 'oauth4webapi';
+import { pino } from 'pino';
 import { generate as selfSigned } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
@@ -16,6 +17,8 @@ const insecure = { [oauth.allowInsecureRequests]: true } as const;
 const REDIRECT = 'http://127.0.0.1:7777/callback';
 
 let harness: TestControlPlane;
+/** Every line the control plane logged at error level or above (a handler that threw). */
+const errorsLogged: string[] = [];
 let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 /** Client ID Metadata Documents served over https on loopback: path → answer; fetches counted. */
 const documents = new Map<string, { body: string; headers?: Record<string, string> }>();
@@ -56,6 +59,7 @@ beforeAll(async () => {
     publicUrl: base,
     smtpUrl: mailbox.url,
     outboundCa: tls.cert,
+    logger: pino({ level: 'error' }, { write: (line: string) => void errorsLogged.push(line) }),
   });
   await harness.controlPlane.app.listen({ port, host: '127.0.0.1' });
   const created = await harness.controlPlane.providers.create({ displayName: 'Sign-in Co' });
@@ -807,5 +811,11 @@ describe('customer sign-in: Client ID Metadata Documents', () => {
       expect(answer.status, clientId).toBe(400);
       expect(await answer.text(), clientId).toContain('cannot be fetched');
     }
+  });
+});
+
+describe('customer sign-in: what the service logged', () => {
+  it('logged no error for any request above: every refusal was an answer, not a thrown handler', () => {
+    expect(errorsLogged).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { createLogger } from '@mcp-meter/contracts/kit';
+import { createLogger, type Logger } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import { InProcessUsageBus } from '@mcp-meter/ingest';
@@ -45,8 +45,10 @@ export async function startTestControlPlane(options: {
   smtpUrl?: string;
   /** A CA to trust for client metadata documents served by the test over https. */
   outboundCa?: string;
+  /** Defaults to a silent one. */
+  logger?: Logger;
 }): Promise<TestControlPlane> {
-  const logger = createLogger({ level: 'silent', name: 'test' });
+  const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
   const pool = createPool(inject('infra').databaseUrl);
   await migratePostgres(pool);
   const store = await openTestUsageStore('cp');

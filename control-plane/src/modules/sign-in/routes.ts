@@ -239,21 +239,27 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
      * Checks an authorization request: a bad client or redirect URI is shown on a page (never
      * redirected: that would make this an open redirector); any other error goes back to the client.
      */
-    const authorizationOf = async (reply: FastifyReply, params: AuthorizationParams) => {
+    const authorizationOf = async (
+      reply: FastifyReply,
+      params: AuthorizationParams,
+    ): Promise<Authorization | undefined> => {
+      // Answered here: undefined. (A reply is a thenable, so it is never returned from an async function.)
       try {
         await signIn.checkClient(params);
       } catch (error) {
-        if (error instanceof OAuthError) return errorPage(reply, error.description);
+        if (error instanceof OAuthError) {
+          errorPage(reply, error.description);
+          return undefined;
+        }
         throw error;
       }
       try {
         return await signIn.authorize(params);
       } catch (error) {
-        if (error instanceof OAuthError)
-          return reply.redirect(
-            signIn.errorRedirect(params.redirect_uri as string, params.state, error),
-            303,
-          );
+        if (error instanceof OAuthError) {
+          reply.redirect(signIn.errorRedirect(params.redirect_uri as string, params.state, error), 303);
+          return undefined;
+        }
         throw error;
       }
     };
@@ -270,7 +276,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
       async (request, reply) => {
         const params = paramsOf(request.query);
         const authorization = await authorizationOf(reply, params);
-        if (!('client' in authorization)) return authorization;
+        if (authorization === undefined) return reply;
         return page(reply, 200, authorization, params);
       },
     );
@@ -288,7 +294,7 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         const form = (request.body ?? {}) as Record<string, unknown>;
         const params = paramsOf(form);
         const authorization = await authorizationOf(reply, params);
-        if (!('client' in authorization)) return authorization;
+        if (authorization === undefined) return reply;
         const intent: SignInForm =
           form.intent === 'signup' || form.intent === 'reset' || form.intent === 'verify'
             ? form.intent
