@@ -1,6 +1,7 @@
 import type { Queryable } from '../../db/pool';
+import { formatDecimal } from '../billing/pricing';
 import type { Tenant } from '../products/repository';
-import type { PlanSettings } from './rules';
+import { decimalOf, type PlanSettings } from './rules';
 
 export interface PlanRow {
   id: string;
@@ -33,6 +34,11 @@ export interface PlanRow {
   metadata: PlanSettings['metadata'];
   features: PlanSettings['features'];
   usage_tracking: PlanSettings['usageTracking'];
+  /** numeric: pg answers it as a string, exact. */
+  unit_amount: string | null;
+  tiers: PlanSettings['tiers'];
+  tiers_mode: PlanSettings['tiersMode'];
+  package_size: string | number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -62,6 +68,10 @@ export const settingsOf = (row: PlanRow): PlanSettings => ({
   features: row.features,
   metadata: row.metadata,
   usageTracking: row.usage_tracking,
+  unitAmount: row.unit_amount === null ? null : formatDecimal(decimalOf(row.unit_amount)),
+  tiers: row.tiers,
+  tiersMode: row.tiers_mode,
+  packageSize: row.package_size === null ? null : Number(row.package_size),
 });
 
 const SELECT = `SELECT p.*, m.name AS meter_name FROM plans p LEFT JOIN meters m ON m.id = p.meter_id`;
@@ -93,6 +103,10 @@ const columns = (s: PlanSettings, meterId: string | null) => [
   s.metadata,
   s.features,
   s.usageTracking,
+  s.unitAmount,
+  s.tiers === null ? null : JSON.stringify(s.tiers),
+  s.tiersMode,
+  s.packageSize,
 ];
 
 export async function insertPlan(
@@ -110,9 +124,10 @@ export async function insertPlan(
     `INSERT INTO plans (id, provider_id, environment, product_id, created_at, updated_at,
        meter_id, name, description, type, price, currency, billing_cycle, billing_interval_days, billing_model,
        credits_per_unit, free_units, usage_limit, base_price, setup_fee, trial_days, rollover_unused_units,
-       auto_renew, status, max_active_users, access_expiry_days, is_default, limits, metadata, features, usage_tracking)
+       auto_renew, status, max_active_users, access_expiry_days, is_default, limits, metadata, features, usage_tracking,
+       unit_amount, tiers, tiers_mode, package_size)
      VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
-             $23, $24, $25, $26, $27, $28, $29, $30)`,
+             $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)`,
     [
       plan.id,
       plan.tenant.providerId,
@@ -134,7 +149,7 @@ export async function updatePlan(
        billing_interval_days = $10, billing_model = $11, credits_per_unit = $12, free_units = $13, usage_limit = $14,
        base_price = $15, setup_fee = $16, trial_days = $17, rollover_unused_units = $18, auto_renew = $19, status = $20,
        max_active_users = $21, access_expiry_days = $22, is_default = $23, limits = $24, metadata = $25, features = $26,
-       usage_tracking = $27
+       usage_tracking = $27, unit_amount = $28, tiers = $29, tiers_mode = $30, package_size = $31
      WHERE id = $1`,
     [plan.id, plan.at, ...columns(plan.settings, plan.meterId)],
   );

@@ -1,4 +1,5 @@
 import type { FieldProblem } from '../../errors';
+import { formatDecimal, type Pricing, parseDecimal } from '../billing/pricing';
 import type {
   BILLING_CYCLES,
   BILLING_MODELS,
@@ -35,6 +36,50 @@ export interface PlanSettings {
     method: (typeof TRACKING_METHODS)[number];
     granularity: (typeof TRACKING_GRANULARITIES)[number];
   } | null;
+  /** Cents per unit as an exact decimal string ("0.2"), instead of the whole-cent `price`. */
+  unitAmount: string | null;
+  tiers: PlanTier[] | null;
+  tiersMode: 'graduated' | 'volume' | null;
+  /** Units per package: `price` (or `unitAmount`) is the price of each package, started packages count. */
+  packageSize: number | null;
+}
+
+/** A price tier as a plan keeps it: amounts as given (decimal strings once normalised). */
+export interface PlanTier {
+  upTo: number | null;
+  unitAmount: string;
+  flatAmount: number;
+}
+
+/** A decimal the plan holds (already checked) as scaled cents. */
+export function decimalOf(value: string | number): bigint {
+  const parsed = parseDecimal(value);
+  if (!('scaled' in parsed)) throw new Error(`not a decimal: ${value}`);
+  return parsed.scaled;
+}
+
+/** The decimal's normal form ("0.20" → "0.2"), or the value as text when it is not one (reported later). */
+export function normaliseDecimal(value: string | number): string {
+  const parsed = parseDecimal(value);
+  return 'scaled' in parsed ? formatDecimal(parsed.scaled) : String(value);
+}
+
+/** How a usage-based or hybrid plan prices the units of a period (after its free units). */
+export function pricingOf(
+  s: Pick<PlanSettings, 'price' | 'unitAmount' | 'tiers' | 'tiersMode' | 'packageSize'>,
+): Pricing {
+  if (s.tiers !== null)
+    return {
+      model: s.tiersMode ?? 'graduated',
+      tiers: s.tiers.map((t) => ({
+        upTo: t.upTo === null ? null : BigInt(t.upTo),
+        unitAmount: decimalOf(t.unitAmount),
+        flatAmount: BigInt(t.flatAmount),
+      })),
+    };
+  const unitAmount = s.unitAmount === null ? decimalOf(s.price) : decimalOf(s.unitAmount);
+  if (s.packageSize !== null) return { model: 'package', unitAmount, packageSize: BigInt(s.packageSize) };
+  return { model: 'per-unit', unitAmount };
 }
 
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((c) => c.toLowerCase()));
@@ -85,5 +130,49 @@ export function planProblems(s: PlanSettings): FieldProblem[] {
   if (s.rolloverUnusedUnits && !isMetered(s))
     add('rolloverUnusedUnits', 'only metered plans have units to roll over');
   if (s.usageTracking !== null && !isMetered(s)) add('usageTracking', 'only metered plans track usage');
+  pricingProblems(s, add);
   return problems;
+}
+
+const MAX_TIERS = 20;
+
+/** Rules of the usage pricing fields; each problem names the field (down to the tier). */
+function pricingProblems(s: PlanSettings, add: (field: string, message: string) => void): void {
+  const pricesUsage = s.type === 'usage-based' || s.type === 'hybrid';
+  for (const [field, set] of [
+    ['unitAmount', s.unitAmount !== null],
+    ['tiers', s.tiers !== null],
+    ['tiersMode', s.tiersMode !== null],
+    ['packageSize', s.packageSize !== null],
+  ] as const)
+    if (set && !pricesUsage) add(field, 'only usage-based and hybrid plans price usage');
+  if (!pricesUsage) return;
+  if (s.unitAmount !== null) {
+    const parsed = parseDecimal(s.unitAmount);
+    if ('problem' in parsed) add('unitAmount', parsed.problem);
+    if (s.price > 0) add('unitAmount', 'give the unit price as price (whole cents) or unitAmount, not both');
+  }
+  const tiers = s.tiers;
+  if (tiers === null) {
+    if (s.tiersMode !== null) add('tiersMode', 'is only used with tiers');
+    return;
+  }
+  if (s.tiersMode === null) add('tiersMode', 'is required with tiers: "graduated" or "volume"');
+  if (s.price > 0) add('price', 'must be 0 when tiers price the usage');
+  if (s.unitAmount !== null) add('unitAmount', 'must not be set when tiers price the usage');
+  if (s.packageSize !== null) add('packageSize', 'must not be set with tiers');
+  if (tiers.length === 0 || tiers.length > MAX_TIERS) add('tiers', `must hold 1 to ${MAX_TIERS} tiers`);
+  let previous = 0;
+  tiers.forEach((tier, index) => {
+    const last = index === tiers.length - 1;
+    if (last && tier.upTo !== null) add(`tiers/${index}/upTo`, 'the last tier must be unbounded (null)');
+    if (!last && tier.upTo === null) add(`tiers/${index}/upTo`, 'only the last tier may be unbounded');
+    if (tier.upTo !== null) {
+      if (tier.upTo <= previous)
+        add(`tiers/${index}/upTo`, `must be greater than the previous tier's upTo (${previous})`);
+      previous = tier.upTo;
+    }
+    const parsed = parseDecimal(tier.unitAmount);
+    if ('problem' in parsed) add(`tiers/${index}/unitAmount`, parsed.problem);
+  });
 }

@@ -41,6 +41,23 @@ const Features = Type.Record(
   },
 );
 
+/** Cents per unit as a decimal: a number (0.2) or a string ("0.2"), at most 12 decimal places. */
+const DecimalCents = (description: string) =>
+  Type.Union([Type.Number({ minimum: 0, maximum: 99_999_999_999 }), Type.String({ maxLength: 40 })], {
+    description,
+  });
+
+const TierInput = Type.Object(
+  {
+    upTo: Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), Type.Null()], {
+      description: 'Last unit of the tier, inclusive; null for the last tier',
+    }),
+    unitAmount: DecimalCents('Cents per unit in this tier; decimals allowed (0.05)'),
+    flatAmount: Type.Optional(Money('Whole cents charged once when the tier is used')),
+  },
+  { additionalProperties: false },
+);
+
 /** Fields a provider may change after creation; `type` and `currency` are fixed once sold. */
 const mutable = {
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -75,6 +92,23 @@ const mutable = {
   metadata: Metadata,
   features: Features,
   usageTracking: UsageTracking,
+  unitAmount: DecimalCents(
+    'Usage-based and hybrid plans: cents per unit as a decimal (0.2 for a fifth of a cent), instead of price',
+  ),
+  tiers: Type.Array(TierInput, {
+    maxItems: 20,
+    description: 'Usage-based and hybrid plans: price tiers in increasing upTo, the last unbounded',
+  }),
+  tiersMode: literals(
+    ['graduated', 'volume'] as const,
+    'graduated: each tier prices its own units; volume: the tier of the total prices every unit',
+  ),
+  packageSize: Type.Integer({
+    minimum: 1,
+    maximum: 1_000_000_000,
+    description:
+      'Usage-based and hybrid plans: units per package; price (or unitAmount) is per package, started packages count',
+  }),
 };
 
 const optional = <T extends Record<string, import('@sinclair/typebox').TSchema>>(fields: T) =>
@@ -107,6 +141,10 @@ export const PlanUpdate = Type.Object(
     maxActiveUsers: nullable(mutable.maxActiveUsers),
     accessExpiryDays: nullable(mutable.accessExpiryDays),
     usageTracking: nullable(UsageTracking),
+    unitAmount: nullable(mutable.unitAmount),
+    tiers: nullable(mutable.tiers),
+    tiersMode: nullable(mutable.tiersMode),
+    packageSize: nullable(mutable.packageSize),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -145,6 +183,14 @@ export const Plan = Type.Object({
   features: Type.Record(Type.String(), Type.Union([Type.Boolean(), Type.Number(), Type.String()])),
   metadata: Type.Record(Type.String(), Type.String()),
   usageTracking: Nullable(UsageTracking),
+  unitAmount: Nullable(Type.Number({ description: 'Cents per unit, decimal' })),
+  tiers: Nullable(
+    Type.Array(
+      Type.Object({ upTo: Nullable(Type.Integer()), unitAmount: Type.Number(), flatAmount: Type.Integer() }),
+    ),
+  ),
+  tiersMode: Nullable(literals(['graduated', 'volume'] as const)),
+  packageSize: Nullable(Type.Integer()),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

@@ -17,7 +17,14 @@ import {
   settingsOf,
   updatePlan,
 } from './repository';
-import { currencySymbol, isMetered, type PlanSettings, planProblems, requiresPayment } from './rules';
+import {
+  currencySymbol,
+  isMetered,
+  normaliseDecimal,
+  type PlanSettings,
+  planProblems,
+  requiresPayment,
+} from './rules';
 import type { Plan, PlanCreate, PlanUpdate } from './schemas';
 
 export function toPlan(row: PlanRow): Plan {
@@ -55,9 +62,43 @@ export function toPlan(row: PlanRow): Plan {
     features: s.features,
     metadata: s.metadata,
     usageTracking: s.usageTracking,
+    unitAmount: s.unitAmount === null ? null : Number(s.unitAmount),
+    tiers:
+      s.tiers === null
+        ? null
+        : s.tiers.map((t) => ({ upTo: t.upTo, unitAmount: Number(t.unitAmount), flatAmount: t.flatAmount })),
+    tiersMode: s.tiersMode,
+    packageSize: s.packageSize,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
+}
+
+/** The pricing fields of a request as settings: decimals in their normal form ("0.20" → "0.2"). */
+function pricingFields(input: {
+  unitAmount?: number | string | null | undefined;
+  tiers?:
+    | Array<{ upTo: number | null; unitAmount: number | string; flatAmount?: number | undefined }>
+    | null
+    | undefined;
+  tiersMode?: 'graduated' | 'volume' | null | undefined;
+  packageSize?: number | null | undefined;
+}): Partial<Pick<PlanSettings, 'unitAmount' | 'tiers' | 'tiersMode' | 'packageSize'>> {
+  const fields: Partial<Pick<PlanSettings, 'unitAmount' | 'tiers' | 'tiersMode' | 'packageSize'>> = {};
+  if (input.unitAmount !== undefined)
+    fields.unitAmount = input.unitAmount === null ? null : normaliseDecimal(input.unitAmount);
+  if (input.tiers !== undefined)
+    fields.tiers =
+      input.tiers === null
+        ? null
+        : input.tiers.map((t) => ({
+            upTo: t.upTo,
+            unitAmount: normaliseDecimal(t.unitAmount),
+            flatAmount: t.flatAmount ?? 0,
+          }));
+  if (input.tiersMode !== undefined) fields.tiersMode = input.tiersMode;
+  if (input.packageSize !== undefined) fields.packageSize = input.packageSize;
+  return fields;
 }
 
 /** Payload of `plan.*` events (spec 6.5). */
@@ -116,6 +157,11 @@ export class PlanService {
         metadata: input.metadata ?? {},
         usageTracking:
           input.usageTracking ?? (metered ? { method: 'automatic', granularity: 'hourly' } : null),
+        unitAmount: null,
+        tiers: null,
+        tiersMode: null,
+        packageSize: null,
+        ...pricingFields(input),
       };
       const problems = planProblems(settings);
       if (problems.length > 0) throw new ValidationError(problems);
@@ -153,8 +199,12 @@ export class PlanService {
   async update(auth: AuthContext, ref: string, patch: PlanUpdate): Promise<Plan> {
     return this.change(auth, ref, (current) => {
       if (current.status === 'archived') throw new ConflictError('plan_archived', `Plan ${ref} is archived`);
-      const { default: isDefault, ...rest } = patch;
-      const merged = { ...settingsOf(current), ...rest } as PlanSettings;
+      const { default: isDefault, unitAmount, tiers, tiersMode, packageSize, ...rest } = patch;
+      const merged = {
+        ...settingsOf(current),
+        ...rest,
+        ...pricingFields({ unitAmount, tiers, tiersMode, packageSize }),
+      } as PlanSettings;
       if (isDefault !== undefined) merged.isDefault = isDefault;
       return merged;
     });
