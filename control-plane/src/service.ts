@@ -10,6 +10,8 @@ import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { billingRoutes } from './modules/billing/routes';
+import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
@@ -168,6 +170,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
   });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
+  const billing = new BillingService(deps.pool, clock, deps.reader);
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
@@ -211,6 +214,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(planRoutes(plans));
       await scope.register(meterRoutes(meters));
       await scope.register(usageRoutes(usage));
+      await scope.register(billingRoutes(billing));
       await scope.register(mcpServerRoutes(mcpServers));
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));

@@ -105,3 +105,57 @@ describe('plan pricing models', () => {
     expect(negative.status).toBe(400);
   });
 });
+
+describe('the upcoming invoice', () => {
+  it('prices the usage of the current period from ClickHouse to the cent, free units first', async () => {
+    const product = (await api('POST', '/v1/ui/products', { name: 'Graduated', reference: 'graduated' }))
+      .body;
+    const plan = await api('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Graduated',
+      type: 'usage-based',
+      freeUnits: 100,
+      tiersMode: 'graduated',
+      tiers: [
+        { upTo: 1000, unitAmount: 0 },
+        { upTo: 10000, unitAmount: 0.1, flatAmount: 500 },
+        { upTo: null, unitAmount: 0.05 },
+      ],
+    });
+    expect(plan.status).toBe(201);
+    await api('POST', '/v1/sdk/customers', { externalRef: 'preview-user' });
+    const activated = await api('POST', '/v1/sdk/activate', {
+      customerRef: 'preview-user',
+      planRef: plan.body.id,
+    });
+    expect(activated.status).toBe(200);
+    const purchaseRef = activated.body.purchaseRef as string;
+
+    const empty = await api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchaseRef}`);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toMatchObject({
+      usage: { units: 0, billableUnits: 0 },
+      lines: [],
+      total: 0,
+      currency: 'usd',
+    });
+
+    // 12,445 units reported in two parts; the first 100 are free: 12,345 billable, the README's example.
+    for (const units of [10_000, 2_445])
+      expect(
+        (await api('POST', '/v1/sdk/usages', { customerRef: 'preview-user', productRef: 'graduated', units }))
+          .status,
+      ).toBe(202);
+    await harness.settled();
+    const preview = await api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchaseRef}`);
+    expect(preview.body.usage).toEqual({ units: 12_445, freeUnits: 100, billableUnits: 12_345 });
+    expect(preview.body.lines.map((l: { amount: number }) => l.amount)).toEqual([0, 900, 500, 117]);
+    expect(preview.body.total).toBe(1517);
+
+    // Volume pricing of the same usage: all 12,345 at 0.05 = 617.25 → 617.
+    await api('PATCH', `/v1/ui/plans/${plan.body.id}`, { tiersMode: 'volume' });
+    expect((await api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchaseRef}`)).body.total).toBe(617);
+
+    expect((await api('GET', '/v1/sdk/invoices/upcoming?purchaseRef=pur_missing')).status).toBe(404);
+    expect((await api('GET', '/v1/sdk/invoices/upcoming')).status).toBe(400);
+  });
+});
