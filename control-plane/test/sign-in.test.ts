@@ -130,20 +130,12 @@ const signIn = async (
   const challenge = options.challenge ?? (await oauth.calculatePKCECodeChallenge(verifier));
   const email = options.email ?? newEmail();
   const mailed = mailbox.countFor(email);
-  const start = await fetch(`${base}/v1/customer/auth/${options.intent ?? 'signups'}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      client_id: client.client_id,
-      redirect_uri: REDIRECT,
-      email,
-      password: options.password ?? 'correct horse battery',
-      state: options.state ?? 'st-1',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      resource,
-      scope: 'mcp',
-    }),
+  const start = await postCredentials(options.intent ?? 'signups', client, {
+    email,
+    password: options.password ?? 'correct horse battery',
+    state: options.state ?? 'st-1',
+    code_challenge: challenge,
+    scope: 'mcp',
   });
   if (options.intent === 'logins' || start.status !== 202) return { response: start, verifier };
   const { verificationId } = (await start.json()) as { verificationId: string };
@@ -160,21 +152,31 @@ const verify = (verificationId: string, code: string) =>
 
 /** Starts a sign-up and answers its 202 body, without finishing it. */
 const startSignup = async (client: oauth.Client, email: string, password = 'correct horse battery') => {
-  const response = await fetch(`${base}/v1/customer/auth/signups`, {
+  const response = await postCredentials('signups', client, {
+    email,
+    password,
+    code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
+  });
+  return { status: response.status, body: await jsonOf(response) };
+};
+
+/** Spec 4.3's JSON sign-in or sign-up for this file's server, redirect URI and S256. */
+const postCredentials = (
+  intent: 'signups' | 'logins',
+  client: oauth.Client,
+  fields: Record<string, string>,
+) =>
+  fetch(`${base}/v1/customer/auth/${intent}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       client_id: client.client_id,
       redirect_uri: REDIRECT,
-      email,
-      password,
-      code_challenge: await oauth.calculatePKCECodeChallenge(oauth.generateRandomCodeVerifier()),
       code_challenge_method: 'S256',
       resource,
+      ...fields,
     }),
   });
-  return { status: response.status, body: await jsonOf(response) };
-};
 
 const exchange = async (client: oauth.Client, redirectUrl: string, verifier: string, state = 'st-1') => {
   const params = oauth.validateAuthResponse(as, client, new URL(redirectUrl), state);

@@ -33,6 +33,45 @@ const eventObject = (row: CustomerRow) => ({
   created: unixSeconds(row.created_at),
 });
 
+/**
+ * Inserts a customer with its `customer.created` event, in the caller's transaction; undefined
+ * when the externalRef is taken. `product` is set only for customers created by the hosted
+ * sign-in of an MCP server linked to a product (spec 6.5 rule 1), null otherwise.
+ */
+export async function createCustomerIn(
+  tx: PoolClient,
+  tenant: AuthContext,
+  input: CustomerCreate,
+  options: { at: Date; productId: string | null },
+): Promise<CustomerRow | undefined> {
+  const { at } = options;
+  const row = await insertCustomer(tx, {
+    id: newId(ID.customer),
+    provider_id: tenant.providerId,
+    environment: tenant.environment,
+    external_ref: input.externalRef ?? null,
+    name: input.name ?? null,
+    email: input.email ?? null,
+    telephone: input.telephone ?? null,
+    status: 'active',
+    metadata: input.metadata ?? {},
+    created_at: at,
+    updated_at: at,
+  });
+  if (row !== undefined) {
+    await writeEvent(tx, {
+      ...tenant,
+      type: 'customer.created',
+      object: {
+        ...eventObject(row),
+        product: options.productId === null ? null : { reference: options.productId },
+      },
+      at,
+    });
+  }
+  return row;
+}
+
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
 
 export class CustomerService {
@@ -45,35 +84,8 @@ export class CustomerService {
     },
   ) {}
 
-  private async insert(
-    tx: PoolClient,
-    auth: AuthContext,
-    input: CustomerCreate,
-  ): Promise<CustomerRow | undefined> {
-    const at = this.clock.now();
-    const row = await insertCustomer(tx, {
-      id: newId(ID.customer),
-      provider_id: auth.providerId,
-      environment: auth.environment,
-      external_ref: input.externalRef ?? null,
-      name: input.name ?? null,
-      email: input.email ?? null,
-      telephone: input.telephone ?? null,
-      status: 'active',
-      metadata: input.metadata ?? {},
-      created_at: at,
-      updated_at: at,
-    });
-    if (row !== undefined) {
-      // `product` is set only for customers created by the hosted OAuth of a product-linked client.
-      await writeEvent(tx, {
-        ...auth,
-        type: 'customer.created',
-        object: { ...eventObject(row), product: null },
-        at,
-      });
-    }
-    return row;
+  private insert(tx: PoolClient, auth: AuthContext, input: CustomerCreate): Promise<CustomerRow | undefined> {
+    return createCustomerIn(tx, auth, input, { at: this.clock.now(), productId: null });
   }
 
   async create(auth: AuthContext, input: CustomerCreate): Promise<Customer> {

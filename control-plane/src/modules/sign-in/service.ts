@@ -5,8 +5,8 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import { DomainError } from '../../errors';
 import type { Mailer } from '../../mail';
-import { insertCustomer } from '../customers/repository';
-import { unixSeconds, writeEvent } from '../events/outbox';
+import { createCustomerIn } from '../customers/service';
+import { unixSeconds } from '../events/outbox';
 import { getProvider } from '../providers/repository';
 import type { TokenService } from '../tokens/service';
 import { ClientMetadataError, type ClientMetadataFetcher, isMetadataDocumentUrl } from './client-metadata';
@@ -113,6 +113,9 @@ const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url');
 const token = () => randomBytes(32).toString('base64url');
 const normaliseEmail = (email: string) => email.trim().toLowerCase();
+/** The throttle key of failed sign-ins to one account (an email of one provider and environment). */
+const accountKey = (tenant: { providerId: string; environment: string }, email: string) =>
+  `account:${tenant.providerId}:${tenant.environment}:${email}`;
 
 /** The parameters that resume an authorization request (as `authorize` reads them). */
 const requestParams = (request: Authorization): Record<string, string> => ({
@@ -353,17 +356,17 @@ export class SignInService {
   /** Signs in an existing account and answers the redirect carrying a fresh code. */
   async login(request: Authorization, credentials: { email: string; password: string; address: string }) {
     const email = normaliseEmail(credentials.email);
-    const accountKey = `account:${request.tenant.providerId}:${request.tenant.environment}:${email}`;
+    const account = accountKey(request.tenant, email);
     const addressKey = `address:${credentials.address}`;
-    await this.throttle(accountKey, addressKey);
+    await this.throttle(account, addressKey);
     const login = await findLogin(this.pool, request.tenant, email);
     // The same work whether or not the account exists: the answer and its timing tell nothing.
     const ok = await verifyPassword(login?.password_hash, credentials.password);
     if (login === undefined || !ok) {
-      await countFailure(this.pool, [accountKey, addressKey], this.clock.now(), FAILURE_WINDOW_MS);
+      await countFailure(this.pool, [account, addressKey], this.clock.now(), FAILURE_WINDOW_MS);
       throw new SignInError('invalid_credentials', 'The email or password is not right');
     }
-    await clearFailures(this.pool, accountKey);
+    await clearFailures(this.pool, account);
     return { redirectUrl: await this.codeRedirect(request, login.customer_id) };
   }
 
@@ -468,37 +471,17 @@ export class SignInService {
         await updateLoginPassword(tx, account.customerId, row.password_hash, now);
         return account.customerId;
       }
-      const id = account?.customerId ?? newId(ID.customer);
-      if (account === undefined) {
-        await insertCustomer(tx, {
-          id,
-          provider_id: tenant.providerId,
-          environment: tenant.environment,
-          external_ref: null,
-          name: row.name,
-          email: row.email,
-          telephone: null,
-          status: 'active',
-          metadata: {},
-          created_at: now,
-          updated_at: now,
-        });
-        await writeEvent(tx, {
-          ...tenant,
-          type: 'customer.created',
-          object: {
-            id,
-            reference: id,
-            name: row.name,
-            email: row.email,
-            telephone: null,
-            status: 'active',
-            created: unixSeconds(now),
-            product: request.server.productId === null ? null : { reference: request.server.productId },
-          },
-          at: now,
-        });
-      }
+      const id =
+        account?.customerId ??
+        (
+          await createCustomerIn(
+            tx,
+            tenant,
+            { name: row.name ?? undefined, email: row.email },
+            { at: now, productId: request.server.productId },
+          )
+        )?.id;
+      if (id === undefined) throw new Error('a customer without externalRef was not inserted');
       await insertLogin(tx, {
         customerId: id,
         tenant,
@@ -510,7 +493,7 @@ export class SignInService {
     });
     if (customerId === undefined)
       throw new SignInError('verification_expired', 'This code was already used; start again');
-    await clearFailures(this.pool, `account:${tenant.providerId}:${tenant.environment}:${row.email}`);
+    await clearFailures(this.pool, accountKey(tenant, row.email));
     return { redirectUrl: await this.codeRedirect(request, customerId) };
   }
 
