@@ -38,7 +38,7 @@ export interface InvoiceLine {
   amount: number;
 }
 
-/** Why a value cannot be a unit amount, or undefined with the scaled value in `parse`. */
+/** A unit amount read exactly: its value scaled by 10^12, or why it is not one. */
 export function parseDecimal(value: unknown): { scaled: bigint } | { problem: string } {
   let text: string;
   if (typeof value === 'number') {
