@@ -137,7 +137,7 @@ PROPS
     -Dlog4j.configuration="file:$dir/log4j.properties" -Dkafka.logs.dir="$dir" \
     kafka.Kafka "$dir/server.properties" >"$dir/stdout.log" 2>&1 &
   echo $! >"$STACK_DIR/kafka.pid"
-  wait_for kafka 90 port_open "$KAFKA_PORT" || { tail -20 "$dir/stdout.log" "$dir/server.log" >&2 || true; return 1; }
+  wait_for kafka 90 port_open "$KAFKA_PORT" || { tail -n 20 "$dir/stdout.log" "$dir/server.log" >&2 || true; return 1; }
   log "kafka ready on 127.0.0.1:$KAFKA_PORT"
 }
 kafka_stop() { stop_pid "$STACK_DIR/kafka.pid" kafka; }

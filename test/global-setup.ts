@@ -33,7 +33,13 @@ export default async function setup(project: TestProject) {
     PG_PORT: String(await freePort()),
   };
   const infra = join(root, 'deploy', 'infra.sh');
-  execFileSync('bash', [infra, 'all', 'start'], { env, stdio: 'inherit', timeout: 200_000 });
+  try {
+    execFileSync('bash', [infra, 'all', 'start'], { env, stdio: 'inherit', timeout: 200_000 });
+  } catch (error) {
+    // Whatever did start is stopped: a failed setup leaves no server running.
+    execFileSync('bash', [infra, 'all', 'stop'], { env, stdio: 'inherit', timeout: 120_000 });
+    throw error;
+  }
   const urls = Object.fromEntries(
     execFileSync('bash', [infra, 'all', 'env'], { env, encoding: 'utf8' })
       .trim()

@@ -1,7 +1,24 @@
 import { createServer } from 'node:net';
 
+/** Ports this process has handed out: the OS may offer a just-closed one again. */
+const handedOut = new Set<number>();
+
+/**
+ * A free loopback port, never one this process was given before: the OS can offer the same
+ * closed port to two calls in a row (it once gave Redis and the Kafka controller the same one).
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await pickPort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
 /** Asks the kernel for an unused loopback port. */
-export function freePort(): Promise<number> {
+function pickPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
