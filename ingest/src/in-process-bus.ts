@@ -1,4 +1,5 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
+import type { UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsageBatchHandler, UsagePublisher, UsageSubscription } from './bus';
 
@@ -15,8 +16,11 @@ export interface InProcessBusOptions {
  * store delays records instead of losing them. Durability ends at the process: a graceful stop
  * drains the queue; a crash loses what was not yet written (use Kafka where that matters).
  */
-export class InProcessUsageBus implements UsagePublisher, UsageSubscription {
+export class InProcessUsageBus implements UsagePublisher, UsageSubscription, UsageSettlement {
   private readonly queue: UsageRecord[] = [];
+  /** Records ever accepted and ever written: the queue is FIFO, so `written` passing a count taken earlier means all of those are stored. */
+  private accepted = 0;
+  private written = 0;
   private handler: UsageBatchHandler | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
@@ -25,6 +29,7 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription {
 
   async publish(records: readonly UsageRecord[]): Promise<void> {
     this.queue.push(...records);
+    this.accepted += records.length;
     if (this.queue.length >= this.options.batchSize) void this.drain();
   }
 
@@ -54,6 +59,7 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription {
       try {
         await handler(batch);
         this.queue.splice(0, batch.length);
+        this.written += batch.length;
       } catch (error) {
         this.options.logger.error(
           { err: error, records: batch.length },
@@ -62,6 +68,18 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription {
         return;
       }
     }
+  }
+
+  async settled(timeoutMs: number): Promise<boolean> {
+    const target = this.accepted;
+    const deadline = Date.now() + timeoutMs;
+    while (this.written < target) {
+      if (this.handler === undefined || Date.now() >= deadline) return false;
+      await this.drain();
+      if (this.written < target)
+        await new Promise((resolve) => setTimeout(resolve, Math.min(this.options.retryDelayMs, 50)));
+    }
+    return true;
   }
 
   async stop(): Promise<void> {

@@ -10,6 +10,7 @@ export { recordTopic } from './bus';
 export { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
 export { InProcessUsageBus } from './in-process-bus';
+export { KafkaUsageSettlement } from './kafka-settlement';
 export {
   openUsageBus,
   openUsageStore,

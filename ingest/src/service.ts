@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from '@mcp-meter/contracts/kit';
-import type { BusConfig, ClickHouseConfig } from '@mcp-meter/contracts/usage';
+import type { BusConfig, ClickHouseConfig, UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { UsagePublisher, UsageSubscription } from './bus';
 import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
 import { InProcessUsageBus } from './in-process-bus';
@@ -11,12 +11,15 @@ import {
   KafkaUsageSubscription,
   kafkaLogging,
 } from './kafka-bus';
+import { KafkaUsageSettlement } from './kafka-settlement';
 import { ClickHouseUsageStore } from './usage-store';
 
 export interface UsageBus {
   publisher: UsagePublisher;
   /** A consumer-group member (Kafka) or the shared in-process queue. */
   subscription(): UsageSubscription;
+  /** Whether what the bus accepted so far is stored: billing waits for it before closing a period. */
+  settlement: UsageSettlement;
   kind: 'kafka' | 'in-process';
   close(): Promise<void>;
 }
@@ -24,7 +27,13 @@ export interface UsageBus {
 export async function openUsageBus(config: BusConfig, logger: Logger): Promise<UsageBus> {
   if (config.kafkaBrokers.length === 0) {
     const bus = new InProcessUsageBus({ ...config, logger });
-    return { publisher: bus, subscription: () => bus, kind: 'in-process', close: async () => {} };
+    return {
+      publisher: bus,
+      subscription: () => bus,
+      settlement: bus,
+      kind: 'in-process',
+      close: async () => {},
+    };
   }
   const kafka = new Kafka({
     clientId: config.kafkaClientId,
@@ -35,7 +44,9 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
   await ensureUsageTopics(kafka, config.namespace, config.kafkaTopicPartitions);
   const publisher = new KafkaUsagePublisher(kafka, config.namespace);
   await publisher.connect();
+  const settlement = new KafkaUsageSettlement(kafka, config.namespace, config.kafkaConsumerGroup);
   return {
+    settlement,
     publisher,
     subscription: () =>
       new KafkaUsageSubscription(kafka, {
@@ -51,7 +62,10 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
         logger,
       }),
     kind: 'kafka',
-    close: () => publisher.close(),
+    close: async () => {
+      await settlement.close();
+      await publisher.close();
+    },
   };
 }
 

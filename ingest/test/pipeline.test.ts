@@ -160,4 +160,29 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
       await consumer.close();
     }
   });
+
+  it('the settlement says true only once the consumer group has stored everything published before the call', async () => {
+    const batch = Array.from({ length: 20 }, () => record('sandbox', 'watermark', 1));
+    const late = Array.from({ length: 5 }, () => record('live', 'watermark', 1));
+    await bus.publisher.publish(batch);
+    await bus.publisher.publish(late);
+    // No consumer runs: the records sit in Kafka, so billing must not close a period yet.
+    expect(await bus.settlement.settled(1_500)).toBe(false);
+    expect(await total('sandbox', 'watermark')).toEqual({ total: 0, records: 0 });
+    const consumer = await startIngestConsumer({
+      subscription: bus.subscription(),
+      store: store.store,
+      logger,
+    });
+    try {
+      expect(await bus.settlement.settled(60_000)).toBe(true);
+      // Read at once, without polling: settled means stored.
+      expect(await total('sandbox', 'watermark')).toEqual({ total: 20, records: 20 });
+      expect(await total('live', 'watermark')).toEqual({ total: 5, records: 5 });
+      // Nothing new since: settled at once.
+      expect(await bus.settlement.settled(1)).toBe(true);
+    } finally {
+      await consumer.close();
+    }
+  });
 });

@@ -1,0 +1,74 @@
+import type { UsageSettlement } from '@mcp-meter/contracts/usage';
+import type { Admin, Kafka } from 'kafkajs';
+import { allTopics } from './kafka-bus';
+
+/**
+ * The ingest watermark read from Kafka itself: the end offset of every usage partition, taken
+ * now, against the offsets the ingest consumer group has committed. The group commits a
+ * partition's offset only after the ClickHouse write that holds its records (see the batcher),
+ * so once every committed offset has reached the end offsets taken at the call, every record
+ * that was in Kafka at the call is stored, whichever replica wrote it. Idle partitions pass at
+ * once; unreadable messages are skipped and committed by the consumer, so they never hold it.
+ */
+export class KafkaUsageSettlement implements UsageSettlement {
+  private admin: Admin | undefined;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly namespace: string,
+    private readonly groupId: string,
+    private readonly pollMs = 200,
+  ) {}
+
+  async settled(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    try {
+      const admin = await this.connected();
+      const topics = allTopics(this.namespace);
+      const ends = new Map<string, bigint>();
+      for (const topic of topics) {
+        for (const p of await admin.fetchTopicOffsets(topic)) {
+          // An empty partition (or one emptied by retention) holds nothing to wait for.
+          if (BigInt(p.high) > BigInt(p.low)) ends.set(`${topic}/${p.partition}`, BigInt(p.high));
+        }
+      }
+      for (;;) {
+        const committed = await admin.fetchOffsets({ groupId: this.groupId, topics });
+        const behind = [...ends].filter(([key, end]) => {
+          const [topic, partition] = splitKey(key);
+          const entry = committed
+            .find((t) => t.topic === topic)
+            ?.partitions.find((p) => p.partition === partition);
+          return entry === undefined || BigInt(entry.offset) < end;
+        });
+        if (behind.length === 0) return true;
+        if (Date.now() + this.pollMs > deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, this.pollMs));
+      }
+    } catch {
+      // An unreachable broker settles nothing; the caller tries again on its next pass.
+      await this.close();
+      return false;
+    }
+  }
+
+  private async connected(): Promise<Admin> {
+    if (this.admin === undefined) {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      this.admin = admin;
+    }
+    return this.admin;
+  }
+
+  async close(): Promise<void> {
+    const admin = this.admin;
+    this.admin = undefined;
+    await admin?.disconnect().catch(() => undefined);
+  }
+}
+
+function splitKey(key: string): [string, number] {
+  const slash = key.lastIndexOf('/');
+  return [key.slice(0, slash), Number(key.slice(slash + 1))];
+}
