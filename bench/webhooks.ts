@@ -92,6 +92,7 @@ async function main() {
       pool,
       publisher: { publish: async () => {}, close: async () => {} },
       reader,
+      settlement: { settled: async () => true },
       snapshots: new MemorySnapshotStore(),
     });
     const { sandboxKey, provider } = await controlPlane.providers.create({ displayName: 'Bench' });

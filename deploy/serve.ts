@@ -99,6 +99,7 @@ async function main(): Promise<void> {
       pool: database.pool,
       publisher: bus.publisher,
       reader: usageStore.store,
+      settlement: bus.settlement,
       snapshots,
       counters,
     });

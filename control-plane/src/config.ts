@@ -31,6 +31,8 @@ export interface ControlPlaneConfig {
   schedulerEnabled: boolean;
   schedulerIntervalMs: number;
   dunningRetryHours: number[];
+  /** How long after a usage-billed period ends its records may still arrive before it is billed. */
+  usageLatenessMs: number;
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
@@ -101,6 +103,9 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     // Renewals and retries are due at day granularity; a minute keeps them prompt and cheap.
     schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 60_000, { min: 1_000, max: 3_600_000 }),
     dunningRetryHours: readRetryHours(env),
+    // Proxies hand records to the bus within milliseconds; minutes cover a broker failover or a
+    // spool replay. Later records are billed on the next invoice (docs/billing.md).
+    usageLatenessMs: env.int('BILLING_USAGE_LATENESS_SECONDS', 300, { min: 0, max: 86_400 }) * 1000,
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
     clickhouse: readClickHouseConfig(env, dataDir),

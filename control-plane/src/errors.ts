@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   mcp_server_not_found: 404,
   customer_not_found: 404,
   purchase_not_found: 404,
+  invoice_not_found: 404,
   checkout_session_not_found: 404,
   transaction_not_found: 404,
   webhook_endpoint_not_found: 404,

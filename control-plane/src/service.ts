@@ -2,7 +2,7 @@ import { type Logger, OutboundGuard } from '@mcp-meter/contracts/kit';
 import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
-import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
+import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { type Clock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import { type Pool, pingDatabase } from './db/pool';
@@ -10,6 +10,7 @@ import { type App, buildApp } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
@@ -53,7 +54,12 @@ import { WebhookWorker } from './modules/webhooks/worker';
 export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
     Partial<Pick<ControlPlaneConfig, 'publicUrl'>> &
-    Partial<Pick<ControlPlaneConfig, 'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs'>> &
+    Partial<
+      Pick<
+        ControlPlaneConfig,
+        'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs' | 'usageLatenessMs'
+      >
+    > &
     Pick<ControlPlaneConfig, 'secretKey'> &
     Partial<Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom'>>;
   logger: Logger;
@@ -62,6 +68,8 @@ export interface ControlPlaneDeps {
   pool: Pool;
   publisher: UsagePublisher;
   reader: UsageReader;
+  /** Whether the usage bus has stored what it accepted: usage periods close only after it has. */
+  settlement: UsageSettlement;
   snapshots: SnapshotStore;
   clock?: Clock;
   /** Certificates to trust, besides the system's, when fetching client metadata documents (tests). */
@@ -111,6 +119,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const credits = new CreditService(deps.pool, clock);
   const processor = new SandboxProcessor();
   const payments = new PaymentService(deps.pool, clock, processor);
+  const invoicing = new Invoicing(clock, payments, deps.reader);
   const checkoutSessions = new CheckoutSessions(
     deps.pool,
     clock,
@@ -122,12 +131,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.snapshots,
     deps.logger,
     payments,
+    invoicing,
     checkoutSessions,
   );
-  const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, {
+  const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, invoicing, deps.settlement, {
     dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
     trialReminderDays: 3,
     renewalReminderDays: 7,
+    usageLatenessMs: deps.config.usageLatenessMs ?? 300_000,
+    settleTimeoutMs: 10_000,
     logger: deps.logger,
   });
   const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);

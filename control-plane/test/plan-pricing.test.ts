@@ -123,11 +123,22 @@ describe('the upcoming invoice', () => {
     });
     expect(plan.status).toBe(201);
     await api('POST', '/v1/sdk/customers', { externalRef: 'preview-user' });
+    // Usage priced above zero needs a way to pay, as any paid plan does.
+    const unpaid = await api('POST', '/v1/sdk/activate', {
+      customerRef: 'preview-user',
+      planRef: plan.body.id,
+    });
+    expect(unpaid.body.status).toBe('payment_required');
+    const card = await api('POST', '/v1/sdk/customers/preview-user/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    expect(card.status).toBe(201);
     const activated = await api('POST', '/v1/sdk/activate', {
       customerRef: 'preview-user',
       planRef: plan.body.id,
     });
     expect(activated.status).toBe(200);
+    expect(activated.body.status).toBe('activated');
     const purchaseRef = activated.body.purchaseRef as string;
 
     const empty = await api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchaseRef}`);

@@ -1,6 +1,6 @@
 import { createLogger, type Logger } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
-import type { UsageReader } from '@mcp-meter/contracts/usage';
+import type { UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { InProcessUsageBus } from '@mcp-meter/ingest';
 import { inject } from 'vitest';
 import type { Clock } from '../../control-plane/src/clock';
@@ -23,8 +23,11 @@ export interface TestControlPlane {
   store: Awaited<ReturnType<typeof openTestUsageStore>>;
   bus: InProcessUsageBus;
   snapshots: MemorySnapshotStore;
-  /** Another control plane on the same database, reading usage through `reader` (fault tests). */
-  build(reader: UsageReader): Promise<ControlPlane>;
+  /**
+   * Another control plane on the same database, reading usage through `reader` (fault tests);
+   * `settlement` stands in for the usage bus's watermark (default: this harness's bus).
+   */
+  build(reader: UsageReader, settlement?: UsageSettlement): Promise<ControlPlane>;
   /** Waits until every accepted record is in ClickHouse. */
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -55,7 +58,7 @@ export async function startTestControlPlane(options: {
   const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
   await bus.start((records) => store.store.insert(records));
   const snapshots = new MemorySnapshotStore();
-  const build = (reader: UsageReader) =>
+  const build = (reader: UsageReader, settlement: UsageSettlement = bus) =>
     buildControlPlane({
       config: {
         bodyLimitBytes: options.bodyLimitBytes,
@@ -71,6 +74,7 @@ export async function startTestControlPlane(options: {
       pool,
       publisher: bus,
       reader,
+      settlement,
       snapshots,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.outboundCa === undefined ? {} : { outboundCa: options.outboundCa }),

@@ -72,6 +72,7 @@ export const ID = {
   oauthClient: 'cli',
   grant: 'grt',
   emailVerification: 'emv',
+  invoice: 'inv',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

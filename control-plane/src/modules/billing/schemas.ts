@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Nullable, Timestamp } from '../../http/schemas';
+import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
 
 export const InvoiceLine = Type.Object({
   description: Type.String(),
@@ -30,5 +30,64 @@ export type UpcomingInvoice = Static<typeof UpcomingInvoice>;
 
 export const UpcomingQuery = Type.Object(
   { purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) },
+  { additionalProperties: false },
+);
+
+export const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'] as const;
+
+export const Invoice = Type.Object({
+  id: Type.String({ description: 'Invoice id (inv_…)' }),
+  status: stringEnum(
+    INVOICE_STATUSES,
+    'open until paid; uncollectible when dunning gives up; draft and void are reserved for manual invoices',
+  ),
+  customerRef: Type.String(),
+  purchaseRef: Type.String(),
+  productId: Type.String(),
+  planRef: Type.String(),
+  billingReason: stringEnum(['first_payment', 'renewal', 'trial_conversion', 'final_usage'] as const),
+  currency: Type.String(),
+  usage: Nullable(
+    Type.Object({
+      periodStart: Timestamp,
+      periodEnd: Timestamp,
+      units: Type.Integer({ description: 'Counted on the requests meter in [periodStart, periodEnd)' }),
+      freeUnits: Type.Integer({ description: "The plan's free units plus any carried over" }),
+      billableUnits: Type.Integer(),
+    }),
+  ),
+  lines: Type.Array(
+    Type.Object({
+      kind: stringEnum(['base', 'setup_fee', 'usage', 'late_usage'] as const),
+      description: Type.String(),
+      quantity: Type.Integer(),
+      unitAmount: Type.String({ description: 'Cents per unit as an exact decimal; for a flat fee, the fee' }),
+      amount: Type.Integer({ description: 'Whole cents, rounded once, half to even' }),
+      period: Nullable(Type.Object({ start: Timestamp, end: Timestamp })),
+    }),
+  ),
+  total: Type.Integer({ description: 'Whole cents: the sum of the lines, and the amount charged' }),
+  amountPaid: Type.Integer(),
+  amountDue: Type.Integer(),
+  attemptCount: Type.Integer(),
+  paymentId: Nullable(Type.String({ description: 'The latest charge attempt (pay_…)' })),
+  createdAt: Timestamp,
+  finalizedAt: Nullable(Timestamp),
+  paidAt: Nullable(Timestamp),
+});
+export type Invoice = Static<typeof Invoice>;
+
+export const InvoicePage = Type.Object({ data: Type.Array(Invoice), nextCursor: Nullable(Type.String()) });
+export const InvoiceParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const InvoiceListQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    cursor: Type.Optional(Type.String({ maxLength: 200 })),
+    customerRef: Type.Optional(
+      Type.String({ maxLength: 255, description: 'Customer reference or externalRef' }),
+    ),
+    purchaseRef: Type.Optional(Type.String({ maxLength: 100 })),
+    status: Type.Optional(stringEnum(INVOICE_STATUSES)),
+  },
   { additionalProperties: false },
 );

@@ -2,17 +2,53 @@ import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { NotFoundError, UnavailableError } from '../../errors';
+import { decodeCursor, toPage } from '../../http/schemas';
+import { findCustomer } from '../customers/repository';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { pricingOf } from '../plans/rules';
 import type { AuthContext } from '../providers/service';
 import { findPurchase } from '../purchases/repository';
 import { priceUsage } from './pricing';
-import type { UpcomingInvoice } from './schemas';
+import { findInvoice, type InvoiceRow, listInvoices } from './repository';
+import type { Invoice, UpcomingInvoice } from './schemas';
+
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+
+export const toInvoice = (r: InvoiceRow): Invoice => ({
+  id: r.id,
+  status: r.status,
+  customerRef: r.customer_id,
+  purchaseRef: r.purchase_id,
+  productId: r.product_id,
+  planRef: r.plan_id,
+  billingReason: r.billing_reason as Invoice['billingReason'],
+  currency: r.currency,
+  usage:
+    r.usage_period_start === null || r.usage_period_end === null || r.usage_units === null
+      ? null
+      : {
+          periodStart: r.usage_period_start.toISOString(),
+          periodEnd: r.usage_period_end.toISOString(),
+          units: r.usage_units,
+          freeUnits: r.free_units ?? 0,
+          billableUnits: Math.max(0, r.usage_units - (r.free_units ?? 0)),
+        },
+  lines: r.lines,
+  total: r.total,
+  amountPaid: r.amount_paid,
+  amountDue: r.status === 'open' ? r.total - r.amount_paid : 0,
+  attemptCount: r.attempt_count,
+  paymentId: r.payment_id,
+  createdAt: r.created_at.toISOString(),
+  finalizedAt: iso(r.finalized_at),
+  paidAt: iso(r.paid_at),
+});
 
 /**
- * Turning usage into money. So far: the upcoming invoice, what the current period of a
- * usage-based or hybrid purchase has run up, priced by its plan (see pricing.ts).
+ * Invoices as providers read them, and the upcoming invoice: what the current period of a
+ * usage-based or hybrid purchase has run up, priced by its plan (see pricing.ts). Invoices are
+ * issued by invoicing.ts, when a purchase is first paid and when its periods close.
  */
 export class BillingService {
   constructor(
@@ -26,6 +62,38 @@ export class BillingService {
    * plan's limit counts on the requests meter since the period started (calls admitted for this
    * product and usage reported for it; refused calls never count), less the free units, priced.
    */
+  async get(auth: AuthContext, id: string): Promise<Invoice> {
+    const row = await findInvoice(this.pool, auth, id);
+    if (row === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+    return toInvoice(row);
+  }
+
+  async list(
+    auth: AuthContext,
+    query: {
+      limit: number;
+      cursor?: string | undefined;
+      customerRef?: string | undefined;
+      purchaseRef?: string | undefined;
+      status?: string | undefined;
+    },
+  ) {
+    let customerId: string | null = null;
+    if (query.customerRef !== undefined) {
+      const customer = await findCustomer(this.pool, auth, query.customerRef);
+      if (customer === undefined) return { data: [], nextCursor: null };
+      customerId = customer.id;
+    }
+    const rows = await listInvoices(this.pool, auth, {
+      after: decodeCursor(query.cursor) ?? null,
+      customerId,
+      purchaseId: query.purchaseRef ?? null,
+      status: query.status ?? null,
+      limit: query.limit + 1,
+    });
+    return toPage(rows, query.limit, toInvoice);
+  }
+
   async upcoming(auth: AuthContext, purchaseRef: string): Promise<UpcomingInvoice> {
     const purchase = await findPurchase(this.pool, auth, purchaseRef, false);
     if (purchase === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${purchaseRef}`);
@@ -45,14 +113,20 @@ export class BillingService {
           customerRef: purchase.customer_id,
           productId: purchase.product_id,
           from: purchase.period_start,
-          to: asOf,
+          // Everything of the period so far, records stamped a little ahead of this clock included.
+          to: purchase.period_end ?? new Date(asOf.getTime() + 86_400_000),
         });
       } catch {
         throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
       }
     }
     const priced = pricesUsage
-      ? priceUsage(pricingOf(settings), BigInt(units), BigInt(settings.freeUnits), 'call')
+      ? priceUsage(
+          pricingOf(settings),
+          BigInt(units),
+          BigInt(settings.freeUnits + purchase.rollover_units),
+          'call',
+        )
       : { billableUnits: 0n, lines: [], total: 0 };
     return {
       purchaseRef: purchase.id,
@@ -62,7 +136,11 @@ export class BillingService {
       periodStart: purchase.period_start.toISOString(),
       periodEnd: purchase.period_end === null ? null : purchase.period_end.toISOString(),
       asOf: asOf.toISOString(),
-      usage: { units, freeUnits: settings.freeUnits, billableUnits: Number(priced.billableUnits) },
+      usage: {
+        units,
+        freeUnits: settings.freeUnits + purchase.rollover_units,
+        billableUnits: Number(priced.billableUnits),
+      },
       lines: priced.lines,
       total: priced.total,
     };

@@ -88,14 +88,16 @@ export interface PaymentInsert {
   transaction_reference: string;
   failure_reason: string | null;
   created_at: Date;
+  invoice_id: string | null;
 }
 
 /** Records a charge attempt; false when this attempt already has a row (any unique index). */
 export async function insertPayment(db: Queryable, p: PaymentInsert): Promise<boolean> {
   const inserted = await db.query(
     `INSERT INTO payments (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, amount, currency, status, reason,
-                           period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+                           period_key, attempt, processor, processor_payment_intent, transaction_reference, failure_reason, created_at,
+                           invoice_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      ON CONFLICT DO NOTHING`,
     [
       p.id,
@@ -116,6 +118,7 @@ export async function insertPayment(db: Queryable, p: PaymentInsert): Promise<bo
       p.transaction_reference,
       p.failure_reason,
       p.created_at,
+      p.invoice_id,
     ],
   );
   return (inserted.rowCount ?? 0) > 0;

@@ -32,9 +32,11 @@ export interface ChargeRequest {
   planId: string | null;
   amount: number;
   currency: string;
-  reason: 'first_payment' | 'renewal' | 'dunning_retry' | 'trial_conversion' | 'topup';
+  reason: 'first_payment' | 'renewal' | 'dunning_retry' | 'trial_conversion' | 'topup' | 'final_usage';
   periodKey: string;
   attempt: number;
+  /** The invoice this charge pays (purchases); top-ups have none. */
+  invoiceId?: string | undefined;
 }
 
 export interface ChargeOutcome {
@@ -140,6 +142,7 @@ export class PaymentService {
       transaction_reference: transactionReference,
       failure_reason: failureReason,
       created_at: at,
+      invoice_id: request.invoiceId ?? null,
     });
     if (!inserted) throw new Error(`payment ${key} was already attempted`);
     const object = {

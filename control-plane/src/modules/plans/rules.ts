@@ -99,8 +99,20 @@ export function currencySymbol(currency: string): string {
 export const isMetered = (s: Pick<PlanSettings, 'type' | 'limit'>): boolean =>
   s.type === 'usage-based' || s.type === 'hybrid' || s.limit !== null;
 
-export const requiresPayment = (s: Pick<PlanSettings, 'price' | 'basePrice' | 'setupFee'>): boolean =>
-  s.price > 0 || s.basePrice > 0 || s.setupFee > 0;
+/** Whether buying the plan needs a way to pay: any price, fee, or usage priced above zero. */
+export const requiresPayment = (
+  s: Pick<PlanSettings, 'price' | 'basePrice' | 'setupFee'> &
+    Partial<Pick<PlanSettings, 'unitAmount' | 'tiers'>>,
+): boolean =>
+  s.price > 0 ||
+  s.basePrice > 0 ||
+  s.setupFee > 0 ||
+  (s.unitAmount != null && decimalOf(s.unitAmount) > 0n) ||
+  (s.tiers ?? []).some((t) => t.flatAmount > 0 || decimalOf(t.unitAmount) > 0n);
+
+/** Whether a plan's periods close with a usage charge: post-paid usage-based plans and hybrid plans. */
+export const billsUsage = (s: Pick<PlanSettings, 'type' | 'billingModel'>): boolean =>
+  s.type === 'hybrid' || (s.type === 'usage-based' && s.billingModel === 'post-paid');
 
 /** Rules across fields, checked on the complete plan after create defaults or a merged update. */
 export function planProblems(s: PlanSettings): FieldProblem[] {

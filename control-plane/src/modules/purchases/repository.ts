@@ -66,6 +66,10 @@ export interface PurchaseRow {
   trial_reminder_sent: boolean;
   renewal_reminder_for: Date | null;
   setup_fee_due: number;
+  /** The period closes with a usage charge (post-paid usage-based and hybrid plans). */
+  bills_usage: boolean;
+  /** Unused free units carried into the current period (plans with rolloverUnusedUnits). */
+  rollover_units: number;
 }
 
 /** Statuses in which a purchase is the customer's current one for its product. */
@@ -103,7 +107,7 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
             ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
-            renewal_reminder_for = $12, setup_fee_due = $13
+            renewal_reminder_for = $12, setup_fee_due = $13, rollover_units = $14
       WHERE id = $1`,
     [
       row.id,
@@ -119,6 +123,7 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.trial_reminder_sent,
       row.renewal_reminder_for,
       row.setup_fee_due,
+      row.rollover_units,
     ],
   );
 }
@@ -127,8 +132,8 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
                             is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
-                            ended_at, created_at, updated_at, setup_fee_due)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+                            ended_at, created_at, updated_at, setup_fee_due, bills_usage)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
     [
       row.id,
       row.provider_id,
@@ -151,6 +156,7 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.created_at,
       row.updated_at,
       row.setup_fee_due,
+      row.bills_usage,
     ],
   );
 }
@@ -189,17 +195,26 @@ export async function latestPurchasePerProduct(db: Queryable): Promise<PurchaseR
  */
 export async function lockNextDuePurchase(
   db: Queryable,
-  due: { now: Date; trialReminderBy: Date; renewalReminderBy: Date },
+  due: { now: Date; trialReminderBy: Date; renewalReminderBy: Date; usageClosedBy: Date },
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
     `SELECT * FROM purchases
       WHERE (status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
-         OR (status = 'active' AND period_end <= $1)
+         OR (status = 'active' AND period_end <= $1 AND (NOT bills_usage OR period_end <= $4))
          OR (status = 'past_due' AND next_retry_at <= $1)
-         OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end <= $3
-             AND renewal_reminder_for IS DISTINCT FROM period_end)
+         OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end > $1
+             AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-    [due.now, due.trialReminderBy, due.renewalReminderBy],
+    [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy],
   );
   return rows[0];
+}
+
+/** Whether any usage-billed period ended by `closedBy` waits to be billed (before asking the usage bus). */
+export async function usagePeriodsDue(db: Queryable, closedBy: Date): Promise<boolean> {
+  const { rows } = await db.query<{ due: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM purchases WHERE status = 'active' AND bills_usage AND period_end <= $1) AS due`,
+    [closedBy],
+  );
+  return rows[0]?.due === true;
 }

@@ -1,19 +1,37 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
+import type { UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import {
+  baseLine,
+  type InvoiceDraft,
+  type Invoicing,
+  type PeriodUsage,
+  rolloverAfter,
+  setupFeeLine,
+} from '../billing/invoicing';
+import type { StoredLine } from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
-import { lockNextDuePurchase } from './repository';
+import { lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
+import type { MoveName } from './state-machine';
 
 export interface SchedulerOptions {
   /** Hours after each failed charge before the next try; when they run out, the purchase is cancelled. */
   dunningRetryHours: readonly number[];
   trialReminderDays: number;
   renewalReminderDays: number;
+  /**
+   * How long after a usage-billed period ends its records may still be on their way (a proxy's
+   * buffer or spool); the period closes only after this, and after the usage bus is settled.
+   */
+  usageLatenessMs: number;
+  /** How long one pass waits for the usage bus to settle before leaving usage periods for the next. */
+  settleTimeoutMs: number;
   logger: Logger;
 }
 
@@ -35,6 +53,8 @@ export class BillingScheduler {
     private readonly clock: Clock,
     private readonly purchases: PurchaseService,
     private readonly payments: PaymentService,
+    private readonly invoicing: Invoicing,
+    private readonly settlement: UsageSettlement,
     private readonly options: SchedulerOptions,
   ) {}
 
@@ -56,8 +76,9 @@ export class BillingScheduler {
   private async run(limit: number): Promise<number> {
     let handled = 0;
     for (const job of this.jobs) handled += await job();
+    const usageClosedBy = await this.usageClosedBy();
     while (handled < limit) {
-      const changed = await this.handleOne();
+      const changed = await this.handleOne(usageClosedBy);
       if (changed === undefined) break;
       handled++;
       await this.purchases.publish([changed]);
@@ -79,13 +100,28 @@ export class BillingScheduler {
     await this.running;
   }
 
-  private async handleOne(): Promise<PurchaseRow | undefined> {
+  /**
+   * The latest end of a usage-billed period this pass may close: the lateness allowance before
+   * now, once the usage bus has stored everything it held at that moment. When the bus does not
+   * settle in time, no usage period closes in this pass (the epoch), and the next pass asks again:
+   * records still in Kafka are never left to the next period.
+   */
+  private async usageClosedBy(): Promise<Date> {
+    const closedBy = new Date(this.clock.now().getTime() - this.options.usageLatenessMs);
+    if (!(await usagePeriodsDue(this.pool, closedBy))) return new Date(0);
+    if (await this.settlement.settled(this.options.settleTimeoutMs)) return closedBy;
+    this.options.logger.warn('usage bus not settled; usage-billed periods close on a later pass');
+    return new Date(0);
+  }
+
+  private async handleOne(usageClosedBy: Date): Promise<PurchaseRow | undefined> {
     const now = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const row = await lockNextDuePurchase(tx, {
         now,
         trialReminderBy: addDays(now, this.options.trialReminderDays),
         renewalReminderBy: addDays(now, this.options.renewalReminderDays),
+        usageClosedBy,
       });
       return row === undefined ? undefined : this.handle(tx, row, now);
     });
@@ -97,25 +133,6 @@ export class BillingScheduler {
     if (plan === undefined) throw new Error(`purchase ${row.id} has no plan ${row.plan_id}`);
     const settings = settingsOf(plan);
     const nextEnd = (start: Date) => periodEnd(start, settings, row.anchor_day);
-    const charge = (
-      amount: number,
-      reason: 'renewal' | 'dunning_retry' | 'trial_conversion',
-      periodKey: Date,
-      attempt: number,
-    ) =>
-      amount === 0
-        ? Promise.resolve({ status: 'succeeded' as const })
-        : this.payments.charge(tx, auth, {
-            customerId: row.customer_id,
-            purchaseId: row.id,
-            productId: row.product_id,
-            planId: row.plan_id,
-            amount,
-            currency: row.currency,
-            reason,
-            periodKey: periodKey.toISOString(),
-            attempt,
-          });
     // A new period starts the usage counters from zero: usage.reset, in the renewal's transaction.
     const renew = async (fields: Partial<PurchaseRow>) => {
       const renewed = await this.purchases.apply(tx, auth, row, 'renewed', fields);
@@ -140,13 +157,43 @@ export class BillingScheduler {
       const hours = this.options.dunningRetryHours[index];
       return hours === undefined ? null : new Date(now.getTime() + hours * HOUR_MS);
     };
+    // The period's closing usage (usage-billed purchases), priced as invoice lines.
+    const closingUsage = async (end: Date) =>
+      row.bills_usage
+        ? await this.invoicing.usageLines(tx, auth, row, settings, row.period_start, end)
+        : undefined;
+    const issue = (
+      periodKey: Date,
+      billingReason: InvoiceDraft['billingReason'],
+      chargeReason: InvoiceDraft['chargeReason'],
+      lines: StoredLine[],
+      usage?: PeriodUsage,
+    ) =>
+      lines.length === 0 && usage === undefined
+        ? Promise.resolve({ status: 'succeeded' as const, rollover: 0 })
+        : this.invoicing
+            .issue(tx, auth, {
+              purchase: row,
+              periodKey: periodKey.toISOString(),
+              billingReason,
+              chargeReason,
+              lines,
+              usage,
+            })
+            .then((c) => ({ status: c.status, rollover: rolloverAfter(c.invoice, settings) }));
 
     if (row.status === 'trialing' && row.trial_end !== null) {
       if (row.trial_end > now)
         return this.purchases.apply(tx, auth, row, 'trial_ending_soon', { trial_reminder_sent: true });
       if (row.cancel_at_period_end)
         return this.purchases.apply(tx, auth, row, 'period_ended_cancelled', { ended_at: row.trial_end });
-      const paid = await charge(row.amount + row.setup_fee_due, 'trial_conversion', row.trial_end, 0);
+      const lines = [
+        ...(row.amount > 0
+          ? [baseLine(settings.name, row.amount, row.trial_end, nextEnd(row.trial_end))]
+          : []),
+        ...(row.setup_fee_due > 0 ? [setupFeeLine(row.setup_fee_due)] : []),
+      ];
+      const paid = await issue(row.trial_end, 'trial_conversion', 'trial_conversion', lines);
       if (paid.status === 'failed') return this.purchases.apply(tx, auth, row, 'trial_ended_unpaid');
       return this.purchases.apply(tx, auth, row, 'trial_converted', {
         period_start: row.trial_end,
@@ -157,17 +204,21 @@ export class BillingScheduler {
 
     if (row.status === 'past_due' && row.period_end !== null) {
       const attempt = row.retry_count + 1;
-      const paid = await charge(row.amount, 'dunning_retry', row.period_end, attempt);
+      const retried = await this.invoicing.retry(tx, auth, row, row.period_end.toISOString(), attempt);
+      // Purchases that fell past due before invoices existed are retried on their amount alone.
+      const paid = retried ?? (await this.chargeWithoutInvoice(tx, auth, row, attempt));
       if (paid.status === 'succeeded') {
         return renew({
           period_start: row.period_end,
           period_end: nextEnd(row.period_end),
           retry_count: 0,
           next_retry_at: null,
+          rollover_units: retried === undefined ? 0 : rolloverAfter(retried.invoice, settings),
         });
       }
       const next = retryAt(attempt);
       if (next === null) {
+        await this.invoicing.markUncollectible(tx, row.id, row.period_end.toISOString());
         return this.purchases.apply(tx, auth, row, 'dunning_exhausted', {
           retry_count: attempt,
           next_retry_at: null,
@@ -186,14 +237,31 @@ export class BillingScheduler {
           renewal_reminder_for: row.period_end,
         });
       }
-      if (!row.is_recurring)
-        return this.purchases.apply(tx, auth, row, 'expire', { ended_at: row.period_end });
-      if (row.cancel_at_period_end)
-        return this.purchases.apply(tx, auth, row, 'period_ended_cancelled', { ended_at: row.period_end });
-      if (!row.auto_renew) return this.purchases.apply(tx, auth, row, 'expire', { ended_at: row.period_end });
-      const paid = await charge(row.amount, 'renewal', row.period_end, 0);
+      const closed = await closingUsage(row.period_end);
+      const ending: MoveName | undefined = !row.is_recurring
+        ? 'expire'
+        : row.cancel_at_period_end
+          ? 'period_ended_cancelled'
+          : !row.auto_renew
+            ? 'expire'
+            : undefined;
+      if (ending !== undefined) {
+        // The last period's usage is still owed: one final invoice, charged once (no dunning,
+        // as there is no later period to withhold); an unpaid one stays open.
+        if (closed !== undefined)
+          await issue(row.period_end, 'final_usage', 'final_usage', closed.lines, closed.usage);
+        return this.purchases.apply(tx, auth, row, ending, { ended_at: row.period_end });
+      }
+      // One invoice at the boundary: the closed period's usage in arrears, the next period's base
+      // price in advance (as Stripe bills a metered subscription).
+      const next = nextEnd(row.period_end);
+      const lines = [
+        ...(closed?.lines ?? []),
+        ...(row.amount > 0 ? [baseLine(settings.name, row.amount, row.period_end, next)] : []),
+      ];
+      const paid = await issue(row.period_end, 'renewal', 'renewal', lines, closed?.usage);
       if (paid.status === 'succeeded') {
-        return renew({ period_start: row.period_end, period_end: nextEnd(row.period_end) });
+        return renew({ period_start: row.period_end, period_end: next, rollover_units: paid.rollover });
       }
       return this.purchases.apply(
         tx,
@@ -205,5 +273,20 @@ export class BillingScheduler {
       );
     }
     throw new Error(`purchase ${row.id} was selected as due but matches no rule`);
+  }
+
+  private async chargeWithoutInvoice(tx: PoolClient, auth: AuthContext, row: PurchaseRow, attempt: number) {
+    if (row.amount === 0) return { status: 'succeeded' as const };
+    return this.payments.charge(tx, auth, {
+      customerId: row.customer_id,
+      purchaseId: row.id,
+      productId: row.product_id,
+      planId: row.plan_id,
+      amount: row.amount,
+      currency: row.currency,
+      reason: 'dunning_retry',
+      periodKey: (row.period_end as Date).toISOString(),
+      attempt,
+    });
   }
 }

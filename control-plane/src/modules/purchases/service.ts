@@ -6,12 +6,13 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
 import { findBalance } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
-import { type PlanSettings, requiresPayment } from '../plans/rules';
+import { billsUsage, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
@@ -84,6 +85,7 @@ export class PurchaseService {
     private readonly snapshots: SnapshotStore,
     private readonly logger: Logger,
     private readonly payments: PaymentService,
+    private readonly invoicing: Invoicing,
     /** Creates the hosted checkout session a paid activation answers with. */
     private readonly checkoutSessions: {
       create(
@@ -204,6 +206,8 @@ export class PurchaseService {
       renewal_reminder_for: null,
       // A trial defers the setup fee to the first charge, at conversion.
       setup_fee_due: move === 'start_trial' ? settings.setupFee : 0,
+      bills_usage: billsUsage(settings),
+      rollover_units: 0,
     };
     await insertPurchase(tx, row);
     for (const type of transition(null, move).events)
@@ -330,17 +334,18 @@ export class PurchaseService {
         changed.push(await this.apply(tx, auth, current, 'superseded', { ended_at: this.clock.now() }));
       let created = await this.start(tx, auth, customer.id, plan, move);
       if (move === 'start_pending') {
-        // The first payment: the period's price plus the setup fee, on the customer's card.
-        const charged = await this.payments.charge(tx, auth, {
-          customerId: customer.id,
-          purchaseId: created.id,
-          productId: created.product_id,
-          planId: created.plan_id,
-          amount: created.amount + settings.setupFee,
-          currency: created.currency,
-          reason: 'first_payment',
+        // The first invoice: the period's price plus the setup fee, on the customer's card.
+        const charged = await this.invoicing.issue(tx, auth, {
+          purchase: created,
           periodKey: 'first',
-          attempt: 0,
+          billingReason: 'first_payment',
+          chargeReason: 'first_payment',
+          lines: [
+            ...(created.amount > 0
+              ? [baseLine(settings.name, created.amount, created.period_start, created.period_end)]
+              : []),
+            ...(settings.setupFee > 0 ? [setupFeeLine(settings.setupFee)] : []),
+          ],
         });
         if (charged.status === 'failed') throw new FirstPaymentFailed(charged.failureReason ?? 'failed');
         created = await this.apply(tx, auth, created, 'first_payment_succeeded');

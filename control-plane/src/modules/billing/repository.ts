@@ -1,0 +1,171 @@
+import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Queryable } from '../../db/pool';
+
+export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void';
+
+/** A line as an invoice keeps it: the priced line plus what it bills for. */
+export interface StoredLine {
+  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage';
+  description: string;
+  quantity: number;
+  unitAmount: string;
+  amount: number;
+  period: { start: string; end: string } | null;
+}
+
+/** One invoice as stored. */
+export interface InvoiceRow {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  customer_id: string;
+  purchase_id: string;
+  product_id: string;
+  plan_id: string;
+  period_key: string;
+  status: InvoiceStatus;
+  billing_reason: string;
+  currency: string;
+  usage_period_start: Date | null;
+  usage_period_end: Date | null;
+  usage_units: number | null;
+  free_units: number | null;
+  lines: StoredLine[];
+  total: number;
+  amount_paid: number;
+  attempt_count: number;
+  payment_id: string | null;
+  created_at: Date;
+  finalized_at: Date | null;
+  paid_at: Date | null;
+  closed_at: Date | null;
+}
+
+type Tenant = { providerId: string; environment: Environment };
+
+/**
+ * Stores a new invoice; undefined when the purchase already has one for this period key (the
+ * unique index), which is how a second replica or a rerun learns the period is already billed.
+ */
+export async function insertInvoice(
+  db: Queryable,
+  row: Omit<InvoiceRow, 'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at'>,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
+                           billing_reason, currency, usage_period_start, usage_period_end, usage_units, free_units, lines,
+                           total, created_at, finalized_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+     ON CONFLICT (purchase_id, period_key) DO NOTHING RETURNING *`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.purchase_id,
+      row.product_id,
+      row.plan_id,
+      row.period_key,
+      row.status,
+      row.billing_reason,
+      row.currency,
+      row.usage_period_start,
+      row.usage_period_end,
+      row.usage_units,
+      row.free_units,
+      JSON.stringify(row.lines),
+      row.total,
+      row.created_at,
+      row.finalized_at,
+    ],
+  );
+  return rows[0];
+}
+
+/** The invoice of a purchase's period, locked for the caller's transaction. */
+export async function lockInvoiceOfPeriod(
+  db: Queryable,
+  purchaseId: string,
+  periodKey: string,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    'SELECT * FROM invoices WHERE purchase_id = $1 AND period_key = $2 FOR UPDATE',
+    [purchaseId, periodKey],
+  );
+  return rows[0];
+}
+
+/** The newest invoice of the purchase that closed a usage period (what late records are checked against). */
+export async function lastUsageInvoice(db: Queryable, purchaseId: string): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT * FROM invoices WHERE purchase_id = $1 AND usage_units IS NOT NULL AND status <> 'void'
+      ORDER BY usage_period_end DESC LIMIT 1`,
+    [purchaseId],
+  );
+  return rows[0];
+}
+
+/** Records a charge attempt's outcome on the invoice; only an open invoice moves. */
+export async function recordAttempt(
+  db: Queryable,
+  change: {
+    id: string;
+    paymentId: string | null;
+    status: 'open' | 'paid' | 'uncollectible';
+    amountPaid: number;
+    at: Date;
+  },
+): Promise<InvoiceRow> {
+  const { rows } = await db.query<InvoiceRow>(
+    `UPDATE invoices SET status = $2, payment_id = COALESCE($3, payment_id), amount_paid = $4,
+            attempt_count = attempt_count + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END,
+            paid_at = CASE WHEN $2 = 'paid' THEN $5 ELSE paid_at END,
+            closed_at = CASE WHEN $2 IN ('paid', 'uncollectible') THEN $5 ELSE closed_at END
+      WHERE id = $1 AND status = 'open' RETURNING *`,
+    [change.id, change.status, change.paymentId, change.amountPaid, change.at],
+  );
+  const row = rows[0];
+  if (row === undefined) throw new Error(`invoice ${change.id} is not open`);
+  return row;
+}
+
+export async function findInvoice(
+  db: Queryable,
+  tenant: Tenant,
+  id: string,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    'SELECT * FROM invoices WHERE provider_id = $1 AND environment = $2 AND id = $3',
+    [tenant.providerId, tenant.environment, id],
+  );
+  return rows[0];
+}
+
+export async function listInvoices(
+  db: Queryable,
+  tenant: Tenant,
+  page: {
+    after: string | null;
+    customerId: string | null;
+    purchaseId: string | null;
+    status: string | null;
+    limit: number;
+  },
+): Promise<InvoiceRow[]> {
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT * FROM invoices WHERE provider_id = $1 AND environment = $2 AND ($3::text IS NULL OR id > $3)
+       AND ($4::text IS NULL OR customer_id = $4) AND ($5::text IS NULL OR purchase_id = $5)
+       AND ($6::text IS NULL OR status = $6)
+     ORDER BY id LIMIT $7`,
+    [
+      tenant.providerId,
+      tenant.environment,
+      page.after,
+      page.customerId,
+      page.purchaseId,
+      page.status,
+      page.limit,
+    ],
+  );
+  return rows;
+}

@@ -1,0 +1,412 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * End-of-period billing with the clock moved forward: usage counted in ClickHouse (chdb) over
+ * the closed period, free units first, priced by the plan, issued as an invoice and charged,
+ * with its events, for each pricing model; late records, rollover, dunning of a usage invoice,
+ * a usage bus that has not settled, and two schedulers at once. Every amount is worked by hand.
+ */
+const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
+let harness: TestControlPlane;
+
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+
+async function seller(name: string) {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = async (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${sandboxKey}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+  const product = (await api('POST', '/v1/ui/products', { name: `${name} tools` })).body;
+  const plan = async (body: Json) => {
+    const created = await api('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Metered',
+      billingCycle: 'monthly',
+      ...body,
+    });
+    expect(created.status).toBe(201);
+    return created.body;
+  };
+  const card = (ref: string, number: string) =>
+    api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+      card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+  /** A customer with a good card on the plan: the purchase reference. */
+  const subscribe = async (planRef: string) => {
+    const customer = (await api('POST', '/v1/sdk/customers', {})).body;
+    expect((await card(customer.reference, SANDBOX_CARDS.succeeds)).status).toBe(201);
+    const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef });
+    expect(activation.body.status).toBe('activated');
+    return { customer: customer.reference as string, purchase: activation.body.purchaseRef as string };
+  };
+  const use = async (customerRef: string, units: number, timestamp?: Date) => {
+    const recorded = await api('POST', '/v1/sdk/usages', {
+      customerRef,
+      productRef: product.id,
+      units,
+      ...(timestamp === undefined ? {} : { timestamp: timestamp.toISOString() }),
+    });
+    expect(recorded.status).toBe(202);
+  };
+  const invoices = async (purchaseRef: string) =>
+    (await api('GET', `/v1/sdk/invoices?purchaseRef=${purchaseRef}&limit=100`)).body.data as Json[];
+  const events = async (purchaseRef: string) => {
+    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1
+         AND (payload->'data'->'object'->>'purchase' = $2 OR payload->'data'->'object'->>'id' = $2
+              OR payload->'data'->'object'->>'customer' = (SELECT customer_id FROM purchases WHERE id = $2))
+       ORDER BY created_at, id`,
+      [provider.id, purchaseRef],
+    );
+    return rows.map((r) => ({ type: r.type, object: r.payload.data.object }));
+  };
+  const payments = async (purchaseRef: string) =>
+    (
+      await harness.pool.query(
+        'SELECT amount, status, reason, attempt, invoice_id FROM payments WHERE purchase_id = $1 ORDER BY created_at, id',
+        [purchaseRef],
+      )
+    ).rows;
+  return { api, plan, card, subscribe, use, invoices, events, payments, provider, product };
+}
+
+const run = () => harness.controlPlane.scheduler.runDue();
+const at = (iso: string) => clock.set(new Date(iso));
+const billingTypes = (events: { type: string }[]) =>
+  events
+    .map((e) => e.type)
+    .filter(
+      (t) =>
+        t.startsWith('usage.charged') ||
+        t.startsWith('payment.') ||
+        t === 'usage.reset' ||
+        t === 'purchase.renewed' ||
+        t === 'purchase.past_due' ||
+        t === 'purchase.cancelled',
+    );
+
+describe('end-of-period usage billing', () => {
+  it('bills a per-unit plan at 0.2¢ after the lateness allowance, and late records on the next invoice', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Per unit');
+    const plan = await s.plan({ type: 'usage-based', unitAmount: 0.2, freeUnits: 1000 });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    await s.use(customer, 2000);
+    await s.use(customer, 617);
+    at('2026-03-20T00:00:00.000Z');
+    await harness.settled();
+
+    // The period has ended, but records may still be on their way for 5 minutes: nothing yet.
+    at('2026-04-01T00:00:01.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.periodStart).toBe(
+      '2026-03-01T00:00:00.000Z',
+    );
+    // A record of the closed period that arrives inside the allowance is billed with it.
+    await s.use(customer, 3, new Date('2026-03-31T23:59:59.000Z'));
+    at('2026-04-01T00:05:00.000Z');
+    await run();
+
+    // 2,620 calls, 1,000 free: 1,620 × 0.2¢ = 324¢ exactly.
+    const [first, closed] = await s.invoices(purchase);
+    expect(first).toMatchObject({ billingReason: 'first_payment', total: 0, status: 'paid', lines: [] });
+    expect(closed).toMatchObject({
+      status: 'paid',
+      billingReason: 'renewal',
+      currency: 'usd',
+      usage: {
+        periodStart: '2026-03-01T00:00:00.000Z',
+        periodEnd: '2026-04-01T00:00:00.000Z',
+        units: 2620,
+        freeUnits: 1000,
+        billableUnits: 1620,
+      },
+      lines: [
+        {
+          kind: 'usage',
+          description: '1620 calls',
+          quantity: 1620,
+          unitAmount: '0.2',
+          amount: 324,
+          period: { start: '2026-03-01T00:00:00.000Z', end: '2026-04-01T00:00:00.000Z' },
+        },
+      ],
+      total: 324,
+      amountPaid: 324,
+      amountDue: 0,
+      attemptCount: 1,
+    });
+    expect((await s.api('GET', `/v1/sdk/invoices/${closed?.id}`)).body).toEqual(closed);
+    expect(await s.payments(purchase)).toEqual([
+      { amount: 324, status: 'succeeded', reason: 'renewal', attempt: 0, invoice_id: closed?.id },
+    ]);
+    const events = await s.events(purchase);
+    expect(billingTypes(events)).toEqual([
+      'usage.charged',
+      'payment.succeeded',
+      'purchase.renewed',
+      'usage.reset',
+    ]);
+    expect(events.find((e) => e.type === 'usage.charged')?.object).toMatchObject({
+      invoice: closed?.id,
+      purchase,
+      customer,
+      quantity: 2620,
+      freeUnits: 1000,
+      billableUnits: 1620,
+      lateUnits: 0,
+      amount: 324,
+      currency: 'usd',
+      periodStart: Date.parse('2026-03-01T00:00:00Z') / 1000,
+      periodEnd: Date.parse('2026-04-01T00:00:00Z') / 1000,
+    });
+
+    // April: 1,500 calls, and one more March call that arrives after March was billed. It is
+    // billed on April's invoice as the difference it makes to March's price: 1,621 × 0.2 =
+    // 324.2 → 324, so 0¢; a second late call makes 1,622 × 0.2 = 324.4 → 324, still 0¢; a
+    // third 324.6 → 325: 1¢. Three late calls, 1¢.
+    at('2026-04-10T00:00:00.000Z');
+    await s.use(customer, 1500);
+    await s.use(customer, 3, new Date('2026-03-30T00:00:00.000Z'));
+    await harness.settled();
+    at('2026-05-01T00:05:00.000Z');
+    await run();
+    const april = (await s.invoices(purchase))[2];
+    // 1,500 calls, 1,000 free: 500 × 0.2 = 100¢; late usage 1¢.
+    expect(april).toMatchObject({
+      usage: { units: 1500, billableUnits: 500 },
+      lines: [
+        { kind: 'usage', quantity: 500, amount: 100 },
+        {
+          kind: 'late_usage',
+          description: 'Late usage for 2026-03-01 – 2026-04-01: 3 calls',
+          quantity: 3,
+          amount: 1,
+          period: { start: '2026-03-01T00:00:00.000Z', end: '2026-04-01T00:00:00.000Z' },
+        },
+      ],
+      total: 101,
+      status: 'paid',
+    });
+    expect((await s.events(purchase)).filter((e) => e.type === 'usage.charged').at(-1)?.object).toMatchObject(
+      {
+        lateUnits: 3,
+        amount: 101,
+      },
+    );
+    expect(await run()).toBe(0);
+  });
+
+  it('bills a hybrid plan its usage in arrears and its base in advance, through dunning', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Hybrid');
+    const plan = await s.plan({
+      type: 'hybrid',
+      basePrice: 1000,
+      freeUnits: 100,
+      tiersMode: 'graduated',
+      tiers: [
+        { upTo: 1000, unitAmount: 0 },
+        { upTo: 10000, unitAmount: 0.1, flatAmount: 500 },
+        { upTo: null, unitAmount: 0.05 },
+      ],
+    });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    // The first invoice: the base price of the first period, in advance.
+    expect((await s.invoices(purchase))[0]).toMatchObject({
+      billingReason: 'first_payment',
+      lines: [
+        {
+          kind: 'base',
+          description: 'Metered (2026-03-01 – 2026-04-01)',
+          quantity: 1,
+          unitAmount: '1000',
+          amount: 1000,
+        },
+      ],
+      total: 1000,
+      status: 'paid',
+    });
+    await s.use(customer, 12_445);
+    await harness.settled();
+    // The card starts failing before the period closes.
+    expect((await s.card(customer, SANDBOX_CARDS.failsLater)).status).toBe(201);
+
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    // 12,445 calls, 100 free: 12,345 billable. Tier 1: 1,000 × 0 = 0; tier 2: 9,000 × 0.1 = 900
+    // + 500 flat; tier 3: 2,345 × 0.05 = 117.25 → 117. Usage 1,517¢ plus April's base 1,000¢.
+    const closed = (await s.invoices(purchase))[1];
+    expect(closed?.lines.map((l: Json) => [l.kind, l.quantity, l.amount])).toEqual([
+      ['usage', 1000, 0],
+      ['usage', 9000, 900],
+      ['usage', 1, 500],
+      ['usage', 2345, 117],
+      ['base', 1, 1000],
+    ]);
+    expect(closed).toMatchObject({ total: 2517, status: 'open', amountDue: 2517, attemptCount: 1 });
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('past_due');
+
+    // A working card, and the first retry (24 h later) pays the same invoice.
+    expect((await s.card(customer, SANDBOX_CARDS.succeeds)).status).toBe(201);
+    at('2026-04-02T00:06:00.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/invoices/${closed?.id}`)).body).toMatchObject({
+      status: 'paid',
+      total: 2517,
+      amountPaid: 2517,
+      attemptCount: 2,
+    });
+    expect(await s.payments(purchase)).toMatchObject([
+      { amount: 1000, status: 'succeeded', reason: 'first_payment', attempt: 0 },
+      { amount: 2517, status: 'failed', reason: 'renewal', attempt: 0, invoice_id: closed?.id },
+      { amount: 2517, status: 'succeeded', reason: 'dunning_retry', attempt: 1, invoice_id: closed?.id },
+    ]);
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-04-01T00:00:00.000Z',
+      periodEnd: '2026-05-01T00:00:00.000Z',
+    });
+    expect(billingTypes(await s.events(purchase))).toEqual([
+      'payment.succeeded',
+      'usage.charged',
+      'payment.failed',
+      'purchase.past_due',
+      'payment.succeeded',
+      'purchase.renewed',
+      'usage.reset',
+    ]);
+  });
+
+  it('carries unused free units over, bills packages, and closes a cancelled purchase with a final invoice', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Packages');
+    const plan = await s.plan({
+      type: 'usage-based',
+      price: 50,
+      packageSize: 100,
+      freeUnits: 100,
+      rolloverUnusedUnits: true,
+    });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    await s.use(customer, 40);
+    await harness.settled();
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    // 40 of 100 free units used: nothing to pay, 60 carried into April.
+    expect((await s.invoices(purchase))[1]).toMatchObject({
+      usage: { units: 40, freeUnits: 100, billableUnits: 0 },
+      lines: [],
+      total: 0,
+      status: 'paid',
+      attemptCount: 0,
+    });
+    await s.use(customer, 305);
+    await harness.settled();
+    expect((await s.api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchase}`)).body).toMatchObject({
+      usage: { units: 305, freeUnits: 160, billableUnits: 145 },
+      total: 100,
+    });
+    expect((await s.api('POST', `/v1/sdk/purchases/${purchase}/cancel`, { atPeriodEnd: true })).status).toBe(
+      200,
+    );
+
+    at('2026-05-01T00:06:00.000Z');
+    await run();
+    // 305 calls, 100 + 60 free: 145 billable, 2 started packages of 100 at 50¢ = 100¢.
+    const final = (await s.invoices(purchase))[2];
+    expect(final).toMatchObject({
+      billingReason: 'final_usage',
+      usage: { units: 305, freeUnits: 160, billableUnits: 145 },
+      lines: [{ kind: 'usage', description: '145 calls in 2 packages of 100', quantity: 2, amount: 100 }],
+      total: 100,
+      status: 'paid',
+    });
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('cancelled');
+    expect((await s.payments(purchase)).at(-1)).toMatchObject({ amount: 100, reason: 'final_usage' });
+    // Cancelled: the unused rollover goes nowhere, and nothing is due any more.
+    expect(await run()).toBe(0);
+  });
+
+  it('waits for the usage bus to settle before closing a usage period', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Watermark');
+    const plan = await s.plan({ type: 'usage-based', price: 1 });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    await s.use(customer, 7);
+    await harness.settled();
+    let settled = false;
+    let asked = 0;
+    const held = await harness.build(harness.store.store, {
+      settled: async () => {
+        asked++;
+        return settled;
+      },
+    });
+    at('2026-04-01T00:06:00.000Z');
+    await held.scheduler.runDue();
+    expect(asked).toBe(1);
+    expect(await s.invoices(purchase)).toHaveLength(1);
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.periodStart).toBe(
+      '2026-03-01T00:00:00.000Z',
+    );
+    settled = true;
+    await held.scheduler.runDue();
+    expect((await s.invoices(purchase))[1]).toMatchObject({ total: 7, status: 'paid' });
+    await held.app.close();
+  });
+
+  it('two schedulers closing the same periods at once bill each purchase once', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Replicas');
+    const plan = await s.plan({ type: 'usage-based', unitAmount: 1.5 });
+    const subscribed = [];
+    for (let i = 0; i < 12; i++) {
+      const sub = await s.subscribe(plan.id);
+      await s.use(sub.customer, i + 1);
+      subscribed.push(sub);
+    }
+    await harness.settled();
+    const a = await harness.build(harness.store.store);
+    const b = await harness.build(harness.store.store);
+    at('2026-04-01T00:06:00.000Z');
+    await Promise.all([a.scheduler.runDue(), b.scheduler.runDue(), run()]);
+    for (const [i, sub] of subscribed.entries()) {
+      const invoices = await s.invoices(sub.purchase);
+      // (i + 1) calls × 1.5¢, rounded half to even once: 1.5 → 2, 3, 4.5 → 4, 6, 7.5 → 8, …
+      const expected = halfEven((i + 1) * 1.5);
+      expect(invoices).toHaveLength(2);
+      expect(invoices[1]).toMatchObject({ total: expected, status: 'paid' });
+      const paid = (await s.payments(sub.purchase)).filter((p) => p.reason === 'renewal');
+      expect(paid).toEqual([
+        { amount: expected, status: 'succeeded', reason: 'renewal', attempt: 0, invoice_id: invoices[1]?.id },
+      ]);
+      expect((await s.events(sub.purchase)).filter((e) => e.type === 'usage.charged')).toHaveLength(1);
+    }
+    await a.app.close();
+    await b.app.close();
+  });
+});
+
+/** x.5 to the even neighbour, other fractions to the nearest: the reference for the test above. */
+function halfEven(x: number): number {
+  const floor = Math.floor(x);
+  const rest = x - floor;
+  if (rest < 0.5) return floor;
+  if (rest > 0.5) return floor + 1;
+  return floor % 2 === 0 ? floor : floor + 1;
+}
