@@ -1,5 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { pollUntil } from '../../test/helpers/poll';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
@@ -399,6 +404,101 @@ describe('end-of-period usage billing', () => {
     }
     await a.app.close();
     await b.app.close();
+  });
+});
+
+describe('a control plane killed during a billing run', () => {
+  it('bills every purchase exactly once after a restart', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Killed');
+    const plan = await s.plan({ type: 'usage-based', price: 3 });
+    const { rows: meters } = await harness.pool.query<{ id: string }>(
+      `SELECT id FROM meters WHERE provider_id = $1 AND environment = 'sandbox' AND name = 'requests'`,
+      [s.provider.id],
+    );
+    const subscribed: { customer: string; purchase: string; units: number }[] = [];
+    for (let i = 0; i < 16; i++) subscribed.push({ ...(await s.subscribe(plan.id)), units: 10 + i });
+    const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-kill-'));
+    const usageFile = join(dir, 'usage.json');
+    writeFileSync(
+      usageFile,
+      JSON.stringify(
+        subscribed.map((sub, i) => ({
+          id: `kill-${i}`,
+          providerId: s.provider.id,
+          meterRef: meters[0]?.id,
+          customerRef: sub.customer,
+          productId: s.product.id,
+          units: sub.units,
+          timestamp: '2026-03-15T00:00:00.000Z',
+        })),
+      ),
+    );
+    const renewals = async () =>
+      Number(
+        (
+          await harness.pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM invoices i JOIN purchases p ON p.id = i.purchase_id
+              WHERE p.provider_id = $1 AND i.billing_reason = 'renewal'`,
+            [s.provider.id],
+          )
+        ).rows[0]?.n,
+      );
+    const replica = (pauseMs: number): { child: ChildProcess; done: Promise<string> } => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'billing-process.ts')],
+        {
+          env: {
+            ...process.env,
+            DATABASE_URL: inject('infra').databaseUrl,
+            NOW: '2026-04-01T00:06:00.000Z',
+            CHDB_DIR: join(dir, 'chdb'),
+            USAGE_FILE: usageFile,
+            PAUSE_MS: String(pauseMs),
+          },
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      let out = '';
+      child.stdout?.on('data', (chunk) => {
+        out += chunk;
+      });
+      const done = new Promise<string>((resolve) => child.on('exit', () => resolve(out)));
+      return { child, done };
+    };
+    try {
+      // The first process bills slowly (150 ms before each usage count) and dies midway.
+      const first = replica(150);
+      await pollUntil(renewals, (n) => n >= 4, { what: 'a billing run under way', timeoutMs: 60_000 });
+      first.child.kill('SIGKILL');
+      await first.done;
+      const billedBeforeKill = await renewals();
+      expect(billedBeforeKill).toBeLessThan(subscribed.length);
+
+      // The restarted process bills the rest, and nothing twice.
+      const second = replica(0);
+      const handled = Number((await second.done).trim().split('\n').at(-1));
+      expect(handled).toBe(subscribed.length - billedBeforeKill);
+      for (const sub of subscribed) {
+        const invoices = await s.invoices(sub.purchase);
+        expect(invoices.map((i) => [i.billingReason, i.total, i.status])).toEqual([
+          ['first_payment', 0, 'paid'],
+          ['renewal', sub.units * 3, 'paid'],
+        ]);
+        expect((await s.payments(sub.purchase)).map((p) => [p.reason, p.amount, p.status])).toEqual([
+          ['renewal', sub.units * 3, 'succeeded'],
+        ]);
+        const types = (await s.events(sub.purchase)).map((e) => e.type);
+        expect(types.filter((t) => t === 'usage.charged')).toHaveLength(1);
+        expect(types.filter((t) => t === 'purchase.renewed')).toHaveLength(1);
+        expect((await s.api('GET', `/v1/sdk/purchases/${sub.purchase}`)).body.periodStart).toBe(
+          '2026-04-01T00:00:00.000Z',
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
