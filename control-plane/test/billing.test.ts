@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
@@ -391,7 +391,7 @@ describe('billing scheduler', () => {
         execFile(
           process.execPath,
           ['--import', 'tsx', join(import.meta.dirname, 'fixtures', 'scheduler-process.ts')],
-          { env: { ...process.env, DATABASE_URL: inject('infra').databaseUrl, NOW: now }, timeout: 60_000 },
+          { env: { ...process.env, DATABASE_URL: harness.databaseUrl, NOW: now }, timeout: 60_000 },
           (error, stdout) => (error ? reject(error) : resolve(Number(stdout.trim()))),
         );
       });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createLogger, type Logger } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import type { UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
@@ -20,6 +21,8 @@ export const TEST_SECRET_KEY = Buffer.alloc(32, 7);
 export interface TestControlPlane {
   controlPlane: ControlPlane;
   pool: Pool;
+  /** This harness's own database (other processes of a test connect to it). */
+  databaseUrl: string;
   store: Awaited<ReturnType<typeof openTestUsageStore>>;
   bus: InProcessUsageBus;
   snapshots: MemorySnapshotStore;
@@ -50,9 +53,14 @@ export async function startTestControlPlane(options: {
   outboundCa?: string;
   /** Defaults to a silent one. */
   logger?: Logger;
+  /** The platform's fee on payments (default none). */
+  platformFee?: { bps: number; fixed: number };
 }): Promise<TestControlPlane> {
   const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
-  const pool = createPool(inject('infra').databaseUrl);
+  // A database of its own on the run's server: the billing scheduler is global by design, so one
+  // test file's clock (or the real one) must never renew another file's purchases.
+  const databaseUrl = await createTestDatabase(inject('infra').databaseUrl);
+  const pool = createPool(databaseUrl);
   await migratePostgres(pool);
   const store = await openTestUsageStore('cp');
   const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
@@ -69,6 +77,7 @@ export async function startTestControlPlane(options: {
         outboundAllowedHosts: options.outboundAllowedHosts ?? ['127.0.0.1'],
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
         ...(options.smtpUrl === undefined ? {} : { smtpUrl: options.smtpUrl }),
+        ...(options.platformFee === undefined ? {} : { platformFee: options.platformFee }),
       },
       logger,
       pool,
@@ -83,6 +92,7 @@ export async function startTestControlPlane(options: {
   return {
     controlPlane,
     pool,
+    databaseUrl,
     store,
     bus,
     snapshots,
@@ -99,8 +109,34 @@ export async function startTestControlPlane(options: {
       await bus.stop();
       await store.close();
       await pool.end();
+      await dropTestDatabase(inject('infra').databaseUrl, databaseUrl);
     },
   };
+}
+
+/** A fresh, empty database on the server of `serverUrl`; answers its URL. */
+async function createTestDatabase(serverUrl: string): Promise<string> {
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = createPool(serverUrl);
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function dropTestDatabase(serverUrl: string, databaseUrl: string): Promise<void> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  if (!/^t_[0-9a-f]{12}$/.test(name)) return;
+  const admin = createPool(serverUrl);
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field in the tests
