@@ -33,6 +33,8 @@ export interface ControlPlaneConfig {
   dunningRetryHours: number[];
   /** How long after a usage-billed period ends its records may still arrive before it is billed. */
   usageLatenessMs: number;
+  /** The platform's fee on each payment (ledger, P&L): PLATFORM_FEE_BPS and PLATFORM_FEE_FIXED. */
+  platformFee: { bps: number; fixed: number };
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
@@ -106,6 +108,10 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     // Proxies hand records to the bus within milliseconds; minutes cover a broker failover or a
     // spool replay. Later records are billed on the next invoice (docs/billing.md).
     usageLatenessMs: env.int('BILLING_USAGE_LATENESS_SECONDS', 300, { min: 0, max: 86_400 }) * 1000,
+    platformFee: {
+      bps: env.int('PLATFORM_FEE_BPS', 0, { min: 0, max: 10_000 }),
+      fixed: env.int('PLATFORM_FEE_FIXED', 0, { min: 0, max: 1_000_000 }),
+    },
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
     clickhouse: readClickHouseConfig(env, dataDir),

@@ -20,6 +20,10 @@ import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
+import { financialRoutes } from './modules/financials/routes';
+import { FinancialService } from './modules/financials/service';
+import { transactionRoutes } from './modules/ledger/routes';
+import { Ledger, TransactionService } from './modules/ledger/service';
 import { internalRoutes, limitRoutes } from './modules/limits/routes';
 import { LimitService } from './modules/limits/service';
 import { mcpServerRoutes } from './modules/mcp-servers/routes';
@@ -57,7 +61,7 @@ export interface ControlPlaneDeps {
     Partial<
       Pick<
         ControlPlaneConfig,
-        'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs' | 'usageLatenessMs'
+        'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs' | 'usageLatenessMs' | 'platformFee'
       >
     > &
     Pick<ControlPlaneConfig, 'secretKey'> &
@@ -118,7 +122,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const customers = new CustomerService(deps.pool, clock, tokens);
   const credits = new CreditService(deps.pool, clock);
   const processor = new SandboxProcessor();
-  const payments = new PaymentService(deps.pool, clock, processor);
+  const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
+  const payments = new PaymentService(deps.pool, clock, processor, ledger);
   const invoicing = new Invoicing(clock, payments, deps.reader);
   const checkoutSessions = new CheckoutSessions(
     deps.pool,
@@ -143,7 +148,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
   });
   const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);
-  const refunds = new RefundService(deps.pool, clock, processor, purchases);
+  const refunds = new RefundService(deps.pool, clock, processor, purchases, ledger);
+  const transactions = new TransactionService(deps.pool);
+  const financials = new FinancialService(deps.pool, clock);
 
   scheduler.addJob(() => checkout.expireDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
@@ -221,6 +228,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(paymentRoutes(payments));
       await scope.register(checkoutRoutes(checkout));
       await scope.register(refundRoutes(refunds));
+      await scope.register(transactionRoutes(transactions));
+      await scope.register(financialRoutes(financials));
       await scope.register(tokenRoutes(tokens));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { pollUntil } from '../../test/helpers/poll';
 import { MovableClock } from '../src/clock';
@@ -451,7 +451,7 @@ describe('a control plane killed during a billing run', () => {
         {
           env: {
             ...process.env,
-            DATABASE_URL: inject('infra').databaseUrl,
+            DATABASE_URL: harness.databaseUrl,
             NOW: '2026-04-01T00:06:00.000Z',
             CHDB_DIR: join(dir, 'chdb'),
             USAGE_FILE: usageFile,

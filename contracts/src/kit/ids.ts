@@ -73,6 +73,7 @@ export const ID = {
   grant: 'grt',
   emailVerification: 'emv',
   invoice: 'inv',
+  ledgerEntry: 'le',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

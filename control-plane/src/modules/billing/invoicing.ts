@@ -252,6 +252,13 @@ export class Invoicing {
       periodKey: invoice.period_key,
       attempt,
       invoiceId: invoice.id,
+      // Each line is earned over the period it bills for: usage already, a base price in advance
+      // over the coming period; a setup fee when paid.
+      revenue: invoice.lines.map((line) => ({
+        amount: line.amount,
+        start: line.period === null ? null : new Date(line.period.start),
+        end: line.period === null ? null : new Date(line.period.end),
+      })),
     });
     const updated = await recordAttempt(tx, {
       id: invoice.id,

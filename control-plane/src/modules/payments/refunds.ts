@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
 import { unixSeconds, writeEvent } from '../events/outbox';
+import type { Ledger } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
 import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
@@ -54,6 +55,7 @@ export class RefundService {
     private readonly clock: Clock,
     private readonly processor: PaymentProcessor,
     private readonly purchases: PurchaseService,
+    private readonly ledger: Ledger,
   ) {}
 
   async refund(auth: AuthContext, input: typeof RefundCreate.static) {
@@ -107,6 +109,16 @@ export class RefundService {
         failure_reason: outcome.failureReason ?? null,
         created_at: at,
       });
+      if (outcome.status === 'succeeded') {
+        await this.ledger.recordRefund(tx, auth, {
+          id,
+          paymentId: payment.id,
+          customerId: payment.customer_id,
+          amount,
+          currency: payment.currency,
+          at,
+        });
+      }
       const object = {
         id,
         amount,

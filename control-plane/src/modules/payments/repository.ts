@@ -126,6 +126,7 @@ export async function insertPayment(db: Queryable, p: PaymentInsert): Promise<bo
 
 export interface PaymentRow {
   id: string;
+  customer_id: string;
   purchase_id: string | null;
   amount: number;
   currency: string;

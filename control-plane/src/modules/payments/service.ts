@@ -4,6 +4,7 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
+import type { Ledger, RevenuePart } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
 import { CardError, type CardInput, type PaymentProcessor } from './processor';
 import {
@@ -37,6 +38,8 @@ export interface ChargeRequest {
   attempt: number;
   /** The invoice this charge pays (purchases); top-ups have none. */
   invoiceId?: string | undefined;
+  /** The service periods the amount pays for (revenue recognition); unnamed amounts are earned at once. */
+  revenue?: RevenuePart[] | undefined;
 }
 
 export interface ChargeOutcome {
@@ -50,6 +53,7 @@ export class PaymentService {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly processor: PaymentProcessor,
+    private readonly ledger: Ledger,
   ) {}
 
   /** Stores a card for the customer (sandbox test cards only) and makes it the default. */
@@ -145,6 +149,21 @@ export class PaymentService {
       invoice_id: request.invoiceId ?? null,
     });
     if (!inserted) throw new Error(`payment ${key} was already attempted`);
+    if (result.status === 'succeeded') {
+      await this.ledger.recordPayment(tx, auth, {
+        id,
+        transactionId: transactionReference,
+        customerId: request.customerId,
+        amount: request.amount,
+        currency: request.currency,
+        description:
+          request.invoiceId === undefined
+            ? `Payment (${request.reason})`
+            : `Invoice ${request.invoiceId} (${request.reason})`,
+        at,
+        revenue: request.revenue,
+      });
+    }
     const object = {
       id,
       amount: request.amount,

@@ -1,0 +1,227 @@
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Pool, PoolClient } from '../../db/pool';
+import { ValidationError } from '../../errors';
+import { findCustomer } from '../customers/repository';
+import type { AuthContext } from '../providers/service';
+import { type EntryInsert, insertTransaction, listTransactions, type TransactionRow } from './repository';
+
+/** The platform's fee on each payment: basis points of the amount (half to even) plus a fixed part. */
+export interface PlatformFee {
+  bps: number;
+  fixed: number;
+}
+
+/** Part of a payment's amount and the service period it pays for (null: earned when received). */
+export interface RevenuePart {
+  amount: number;
+  start: Date | null;
+  end: Date | null;
+}
+
+/** The fee on a payment of `amount` minor units, never more than the payment. */
+export function platformFeeOf(amount: number, fee: PlatformFee): number {
+  const scaled = BigInt(amount) * BigInt(fee.bps);
+  const whole = scaled / 10_000n;
+  const rest = scaled % 10_000n;
+  const rounded = rest * 2n > 10_000n || (rest * 2n === 10_000n && whole % 2n === 1n) ? whole + 1n : whole;
+  return Math.min(amount, Number(rounded) + (amount > 0 ? fee.fixed : 0));
+}
+
+/**
+ * Writes every money movement into the double-entry ledger, inside the transaction that moves
+ * the money (the payment's or refund's own), so a movement and its entries commit together.
+ */
+export class Ledger {
+  constructor(private readonly fee: PlatformFee) {}
+
+  /**
+   * A payment received: the processor balance gains the amount, revenue is credited by part
+   * (each with the period it pays for), and the platform's fee moves from the balance to fees.
+   */
+  async recordPayment(
+    tx: PoolClient,
+    auth: AuthContext,
+    payment: {
+      id: string;
+      transactionId: string;
+      customerId: string;
+      amount: number;
+      currency: string;
+      description: string;
+      at: Date;
+      revenue?: RevenuePart[] | undefined;
+    },
+  ): Promise<void> {
+    const parts = (payment.revenue ?? []).filter((p) => p.amount !== 0);
+    const covered = parts.reduce((sum, p) => sum + p.amount, 0);
+    // Whatever no part names is earned when received.
+    if (covered !== payment.amount) parts.push({ amount: payment.amount - covered, start: null, end: null });
+    const fee = platformFeeOf(payment.amount, this.fee);
+    const entry = (account: EntryInsert['account'], amount: number, part?: RevenuePart): EntryInsert => {
+      const spread = part?.start != null && part.end != null && part.end > part.start;
+      return {
+        id: newId(ID.ledgerEntry),
+        account,
+        amount,
+        recognition_start: spread ? part.start : null,
+        recognition_end: spread ? part.end : null,
+      };
+    };
+    await insertTransaction(tx, auth, {
+      transactionId: payment.transactionId,
+      kind: 'payment',
+      currency: payment.currency,
+      customerId: payment.customerId,
+      paymentId: payment.id,
+      sourceId: payment.id,
+      description: payment.description,
+      occurredAt: payment.at,
+      entries: [
+        entry('processor_balance', payment.amount),
+        ...parts.map((part) => entry('revenue', -part.amount, part)),
+        entry('platform_fees', fee),
+        entry('processor_balance', -fee),
+      ],
+    });
+  }
+
+  /** Money returned to the customer: the balance pays it, as contra-revenue. The fee is kept. */
+  async recordRefund(
+    tx: PoolClient,
+    auth: AuthContext,
+    refund: { id: string; paymentId: string; customerId: string; amount: number; currency: string; at: Date },
+  ): Promise<void> {
+    await insertTransaction(tx, auth, {
+      transactionId: newId(ID.transaction),
+      kind: 'refund',
+      currency: refund.currency,
+      customerId: refund.customerId,
+      paymentId: refund.paymentId,
+      sourceId: refund.id,
+      description: `Refund of ${refund.paymentId}`,
+      occurredAt: refund.at,
+      entries: [
+        {
+          id: newId(ID.ledgerEntry),
+          account: 'refunds',
+          amount: refund.amount,
+          recognition_start: null,
+          recognition_end: null,
+        },
+        {
+          id: newId(ID.ledgerEntry),
+          account: 'processor_balance',
+          amount: -refund.amount,
+          recognition_start: null,
+          recognition_end: null,
+        },
+      ],
+    });
+  }
+}
+
+export const toTransaction = (r: TransactionRow) => ({
+  id: r.id,
+  type: r.kind,
+  amount: r.amount,
+  fee: r.fee,
+  net: r.net,
+  currency: r.currency,
+  customerRef: r.customer_id,
+  paymentId: r.payment_id,
+  source: r.source_id,
+  description: r.description,
+  createdAt: r.occurred_at.toISOString(),
+});
+export type Transaction = ReturnType<typeof toTransaction>;
+
+/** Cursor of the transactions listing: the last row's time and id. */
+const encodeCursor = (r: TransactionRow) =>
+  Buffer.from(`${r.occurred_at.toISOString()}|${r.id}`, 'utf8').toString('base64url');
+
+function decodeCursor(cursor: string | undefined): { at: Date; id: string } | null {
+  if (cursor === undefined) return null;
+  const [at, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const date = new Date(at ?? '');
+  if (id === undefined || id === '' || Number.isNaN(date.getTime()))
+    throw new ValidationError([
+      { path: '/cursor', message: 'is not a cursor this listing gave', location: 'querystring' },
+    ]);
+  return { at: date, id };
+}
+
+function instant(value: string | undefined, field: string): Date | null {
+  if (value === undefined) return null;
+  const date = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime()))
+    throw new ValidationError([
+      { path: `/${field}`, message: 'must be an ISO-8601 date or date-time', location: 'querystring' },
+    ]);
+  return date;
+}
+
+export interface TransactionQuery {
+  limit: number;
+  cursor?: string | undefined;
+  type?: string | undefined;
+  customerRef?: string | undefined;
+  currency?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+}
+
+/** The transactions listing: the ledger seen as balance transactions (payment, refund, …). */
+export class TransactionService {
+  constructor(private readonly pool: Pool) {}
+
+  async list(auth: AuthContext, query: TransactionQuery) {
+    const filter = await this.filter(auth, query);
+    if (filter === undefined) return { data: [], nextCursor: null };
+    const rows = await listTransactions(this.pool, auth, {
+      ...filter,
+      after: decodeCursor(query.cursor),
+      limit: query.limit + 1,
+    });
+    const data = rows.slice(0, query.limit);
+    const last = data.at(-1);
+    return {
+      data: data.map(toTransaction),
+      nextCursor: rows.length > query.limit && last !== undefined ? encodeCursor(last) : null,
+    };
+  }
+
+  /** Every matching transaction, page by page, at most `max` (the CSV export). */
+  async *all(auth: AuthContext, query: Omit<TransactionQuery, 'limit' | 'cursor'>, max: number) {
+    const filter = await this.filter(auth, query);
+    if (filter === undefined) return;
+    let after: { at: Date; id: string } | null = null;
+    for (let sent = 0; sent < max; ) {
+      const rows = await listTransactions(this.pool, auth, {
+        ...filter,
+        after,
+        limit: Math.min(1000, max - sent),
+      });
+      for (const row of rows) yield toTransaction(row);
+      sent += rows.length;
+      const last = rows.at(-1);
+      if (last === undefined || rows.length < 1000) return;
+      after = { at: last.occurred_at, id: last.id };
+    }
+  }
+
+  private async filter(auth: AuthContext, query: Omit<TransactionQuery, 'limit' | 'cursor'>) {
+    let customerId: string | null = null;
+    if (query.customerRef !== undefined) {
+      const customer = await findCustomer(this.pool, auth, query.customerRef);
+      if (customer === undefined) return undefined;
+      customerId = customer.id;
+    }
+    return {
+      kind: query.type ?? null,
+      customerId,
+      currency: query.currency?.toLowerCase() ?? null,
+      from: instant(query.from, 'from'),
+      to: instant(query.to, 'to'),
+    };
+  }
+}
