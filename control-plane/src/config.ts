@@ -35,6 +35,8 @@ export interface ControlPlaneConfig {
   usageLatenessMs: number;
   /** The platform's fee on each payment (ledger, P&L): PLATFORM_FEE_BPS and PLATFORM_FEE_FIXED. */
   platformFee: { bps: number; fixed: number };
+  /** PAYOUT_SCHEDULE (daily, weekly, manual) and PAYOUT_DELAY_DAYS. */
+  payouts: { schedule: 'daily' | 'weekly' | 'manual'; delayDays: number };
   logLevel: LogLevel;
   bus: BusConfig;
   clickhouse: ClickHouseConfig;
@@ -111,6 +113,10 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     platformFee: {
       bps: env.int('PLATFORM_FEE_BPS', 0, { min: 0, max: 10_000 }),
       fixed: env.int('PLATFORM_FEE_FIXED', 0, { min: 0, max: 1_000_000 }),
+    },
+    payouts: {
+      schedule: env.oneOf('PAYOUT_SCHEDULE', ['daily', 'weekly', 'manual'] as const, 'daily'),
+      delayDays: env.int('PAYOUT_DELAY_DAYS', 2, { min: 0, max: 30 }),
     },
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),

@@ -20,6 +20,8 @@ import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
+import { disputeRoutes } from './modules/disputes/routes';
+import { DisputeService } from './modules/disputes/service';
 import { financialRoutes } from './modules/financials/routes';
 import { FinancialService } from './modules/financials/service';
 import { transactionRoutes } from './modules/ledger/routes';
@@ -35,6 +37,8 @@ import { SandboxProcessor } from './modules/payments/processor';
 import { RefundService, refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
 import { PaymentService } from './modules/payments/service';
+import { payoutRoutes } from './modules/payouts/routes';
+import { PayoutService } from './modules/payouts/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
 import { productRoutes } from './modules/products/routes';
@@ -61,7 +65,12 @@ export interface ControlPlaneDeps {
     Partial<
       Pick<
         ControlPlaneConfig,
-        'dunningRetryHours' | 'schedulerEnabled' | 'schedulerIntervalMs' | 'usageLatenessMs' | 'platformFee'
+        | 'dunningRetryHours'
+        | 'schedulerEnabled'
+        | 'schedulerIntervalMs'
+        | 'usageLatenessMs'
+        | 'platformFee'
+        | 'payouts'
       >
     > &
     Pick<ControlPlaneConfig, 'secretKey'> &
@@ -123,7 +132,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const credits = new CreditService(deps.pool, clock);
   const processor = new SandboxProcessor();
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
-  const payments = new PaymentService(deps.pool, clock, processor, ledger);
+  const disputes = new DisputeService(deps.pool, clock);
+  const payments = new PaymentService(deps.pool, clock, processor, ledger, disputes);
   const invoicing = new Invoicing(clock, payments, deps.reader);
   const checkoutSessions = new CheckoutSessions(
     deps.pool,
@@ -153,6 +163,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const financials = new FinancialService(deps.pool, clock);
 
   scheduler.addJob(() => checkout.expireDue());
+  const payouts = new PayoutService(
+    deps.pool,
+    clock,
+    deps.config.payouts ?? { schedule: 'daily', delayDays: 2 },
+    deps.logger,
+  );
+  scheduler.addJob(() => payouts.payOutDue());
+  scheduler.addJob(() => payouts.settleDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   const outboundAllowed = deps.config.outboundAllowedHosts ?? [];
   const originGuard = new OutboundGuard(outboundAllowed);
@@ -230,6 +248,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(refundRoutes(refunds));
       await scope.register(transactionRoutes(transactions));
       await scope.register(financialRoutes(financials));
+      await scope.register(disputeRoutes(disputes));
+      await scope.register(payoutRoutes(payouts));
       await scope.register(tokenRoutes(tokens));
       await scope.register(productRoutes(products));
       await scope.register(planRoutes(plans));

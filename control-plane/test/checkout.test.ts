@@ -54,7 +54,7 @@ async function seller() {
   const customer = (await call('POST', '/v1/sdk/customers', { externalRef: 'buyer' })).body;
   const events = async () => {
     const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
-      `SELECT type, payload FROM outbox_events WHERE provider_id = $1 AND type LIKE 'checkout_session.%' ORDER BY created_at, id`,
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1 AND (type LIKE 'checkout_session.%' OR type = 'payment.canceled') ORDER BY created_at, id`,
       [provider.id],
     );
     return rows.map((r) => ({ type: r.type, object: r.payload.data.object }));
@@ -172,7 +172,7 @@ describe('checkout sessions', () => {
     ]);
   });
 
-  it('expire after their time with checkout_session.expired, and cannot be paid then', async () => {
+  it('expire after their time with checkout_session.expired and payment.canceled, and cannot be paid then', async () => {
     const { call, plan, events } = await seller();
     const session = (
       await call('POST', '/v1/sdk/checkout-sessions', {
@@ -190,7 +190,16 @@ describe('checkout sessions', () => {
     expect((await events()).map((e) => e.type)).toEqual([
       'checkout_session.created',
       'checkout_session.expired',
+      'payment.canceled',
     ]);
+    expect((await events()).at(-1)).toMatchObject({
+      object: {
+        id: session.id,
+        checkout_session: session.id,
+        amount: session.amount,
+        cancellation_reason: 'abandoned',
+      },
+    });
     expect((await call('GET', '/v1/sdk/purchases?customerRef=buyer')).body.data).toEqual([]);
   });
 });

@@ -55,6 +55,8 @@ export async function startTestControlPlane(options: {
   logger?: Logger;
   /** The platform's fee on payments (default none). */
   platformFee?: { bps: number; fixed: number };
+  /** Default manual: clock-walking tests would otherwise see their balances paid out. */
+  payouts?: { schedule: 'daily' | 'weekly' | 'manual'; delayDays: number };
 }): Promise<TestControlPlane> {
   const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
   // A database of its own on the run's server: the billing scheduler is global by design, so one
@@ -78,6 +80,7 @@ export async function startTestControlPlane(options: {
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
         ...(options.smtpUrl === undefined ? {} : { smtpUrl: options.smtpUrl }),
         ...(options.platformFee === undefined ? {} : { platformFee: options.platformFee }),
+        payouts: options.payouts ?? { schedule: 'manual', delayDays: 2 },
       },
       logger,
       pool,

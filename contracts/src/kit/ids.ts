@@ -74,6 +74,8 @@ export const ID = {
   emailVerification: 'emv',
   invoice: 'inv',
   ledgerEntry: 'le',
+  dispute: 'dp',
+  payout: 'po',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

@@ -2,7 +2,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError } from '../../errors';
 import type { CreditService } from '../credits/service';
-import { writeEvent } from '../events/outbox';
+import { unixSeconds, writeEvent } from '../events/outbox';
 import type { CardInput } from '../payments/processor';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
@@ -207,6 +207,24 @@ export class CheckoutService {
           type: 'checkout_session.expired',
           object: this.sessions.eventObject(row),
           previousAttributes: { status: 'active' },
+          at,
+        });
+        // The payment the session was opened for will not happen: the abandoned intent is canceled.
+        await writeEvent(tx, {
+          providerId: row.provider_id,
+          environment: row.environment,
+          type: 'payment.canceled',
+          object: {
+            id: row.id,
+            checkout_session: row.id,
+            amount: row.amount,
+            currency: row.currency,
+            customer: row.customer_id,
+            product: row.product_id,
+            plan: row.plan_id,
+            cancellation_reason: 'abandoned',
+            created: unixSeconds(at),
+          },
           at,
         });
       }

@@ -136,3 +136,30 @@ export async function listTransactions(
   );
   return rows;
 }
+
+/** The processor balance of one provider, environment and currency. */
+export async function processorBalance(db: Queryable, tenant: Tenant, currency: string): Promise<number> {
+  const { rows } = await db.query<{ total: number | null }>(
+    `SELECT sum(amount)::bigint AS total FROM ledger_entries
+      WHERE provider_id = $1 AND environment = $2 AND currency = $3 AND account = 'processor_balance'`,
+    [tenant.providerId, tenant.environment, currency],
+  );
+  return rows[0]?.total ?? 0;
+}
+
+/** Every processor balance above zero: what a payout run pays out. */
+export async function positiveBalances(
+  db: Queryable,
+): Promise<Array<{ provider_id: string; environment: Environment; currency: string; balance: number }>> {
+  const { rows } = await db.query<{
+    provider_id: string;
+    environment: Environment;
+    currency: string;
+    balance: number;
+  }>(
+    `SELECT provider_id, environment, currency, sum(amount)::bigint AS balance FROM ledger_entries
+      WHERE account = 'processor_balance' GROUP BY provider_id, environment, currency HAVING sum(amount) > 0
+      ORDER BY provider_id, environment, currency`,
+  );
+  return rows;
+}

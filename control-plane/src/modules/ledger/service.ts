@@ -3,7 +3,14 @@ import type { Pool, PoolClient } from '../../db/pool';
 import { ValidationError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import type { AuthContext } from '../providers/service';
-import { type EntryInsert, insertTransaction, listTransactions, type TransactionRow } from './repository';
+import {
+  type Account,
+  type EntryInsert,
+  insertTransaction,
+  listTransactions,
+  type TransactionKind,
+  type TransactionRow,
+} from './repository';
 
 /** The platform's fee on each payment: basis points of the amount (half to even) plus a fixed part. */
 export interface PlatformFee {
@@ -118,6 +125,39 @@ export class Ledger {
       ],
     });
   }
+}
+
+export interface Movement {
+  kind: TransactionKind;
+  currency: string;
+  customerId: string | null;
+  paymentId: string | null;
+  sourceId: string;
+  description: string;
+  at: Date;
+  /** Each account's change: debits positive, credits negative, summing to zero. */
+  moves: Array<[Account, number]>;
+}
+
+/** One balanced ledger transaction of any other movement (disputes, payouts), in `tx`. */
+export async function recordMovement(tx: PoolClient, auth: AuthContext, m: Movement): Promise<void> {
+  await insertTransaction(tx, auth, {
+    transactionId: newId(ID.transaction),
+    kind: m.kind,
+    currency: m.currency,
+    customerId: m.customerId,
+    paymentId: m.paymentId,
+    sourceId: m.sourceId,
+    description: m.description,
+    occurredAt: m.at,
+    entries: m.moves.map(([account, amount]) => ({
+      id: newId(ID.ledgerEntry),
+      account,
+      amount,
+      recognition_start: null,
+      recognition_end: null,
+    })),
+  });
 }
 
 export const toTransaction = (r: TransactionRow) => ({

@@ -18,7 +18,12 @@ export interface AttachedCard {
 }
 
 export type ChargeResult =
-  | { status: 'succeeded'; processorPaymentIntent: string }
+  | {
+      status: 'succeeded';
+      processorPaymentIntent: string;
+      /** The charge went through and the customer's bank disputed it at once (sandbox test card). */
+      disputed?: { reason: string };
+    }
   | { status: 'failed'; processorPaymentIntent: string; failureReason: string };
 
 export interface PaymentProcessor {
@@ -55,6 +60,7 @@ export class CardError extends Error {
  *   4000 0000 0000 0341  attaches; every charge fails (card_declined), for dunning
  *   4000 0000 0000 9995  attaches; every charge fails (insufficient_funds)
  *   4000 0000 0000 0002  refused when attached (card_declined)
+ *   4000 0000 0000 0259  attaches; every charge succeeds and is disputed at once (fraudulent)
  * Any other number that passes the Luhn check behaves like 4242 4242 4242 4242.
  */
 export const SANDBOX_CARDS = {
@@ -62,6 +68,7 @@ export const SANDBOX_CARDS = {
   failsLater: '4000000000000341',
   insufficientFunds: '4000000000009995',
   declined: '4000000000000002',
+  disputed: '4000000000000259',
 } as const;
 
 function luhn(number: string): boolean {
@@ -122,6 +129,8 @@ export class SandboxProcessor implements PaymentProcessor {
     if (request.processorRef.endsWith(SANDBOX_CARDS.insufficientFunds)) {
       return { status: 'failed', processorPaymentIntent, failureReason: 'insufficient_funds' };
     }
+    if (request.processorRef.endsWith(SANDBOX_CARDS.disputed))
+      return { status: 'succeeded', processorPaymentIntent, disputed: { reason: 'fraudulent' } };
     return { status: 'succeeded', processorPaymentIntent };
   }
 }

@@ -5,6 +5,7 @@ import { inTransaction, type Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
+import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
@@ -78,14 +79,15 @@ export class RefundService {
           { path: '/currency', message: `the payment was in ${payment.currency}`, location: 'body' },
         ]);
       }
-      const refunded = await refundedAmount(tx, payment.id);
+      // Money a dispute holds is no longer the provider's to give back.
+      const refunded = (await refundedAmount(tx, payment.id)) + (await disputedAmount(tx, payment.id));
       const amount = input.refundAmount ?? payment.amount - refunded;
       if (amount <= 0 || refunded + amount > payment.amount) {
         throw new ConflictError(
           'refund_exceeds_payment',
-          `At most ${payment.amount - refunded} ${payment.currency} can still be refunded`,
+          `At most ${Math.max(payment.amount - refunded, 0)} ${payment.currency} can still be refunded`,
           {
-            refundable: payment.amount - refunded,
+            refundable: Math.max(payment.amount - refunded, 0),
           },
         );
       }

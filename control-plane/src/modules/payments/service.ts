@@ -3,6 +3,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import { findCustomer } from '../customers/repository';
+import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
@@ -54,6 +55,7 @@ export class PaymentService {
     private readonly clock: Clock,
     private readonly processor: PaymentProcessor,
     private readonly ledger: Ledger,
+    private readonly disputes: Pick<DisputeService, 'openInTx'>,
   ) {}
 
   /** Stores a card for the customer (sandbox test cards only) and makes it the default. */
@@ -182,6 +184,23 @@ export class PaymentService {
       object,
       at,
     });
+    if (result.status === 'succeeded' && result.disputed !== undefined) {
+      await this.disputes.openInTx(
+        tx,
+        auth,
+        {
+          id,
+          customer_id: request.customerId,
+          purchase_id: request.purchaseId,
+          amount: request.amount,
+          currency: request.currency,
+          status: 'succeeded',
+          processor_payment_intent: result.processorPaymentIntent,
+          transaction_reference: transactionReference,
+        },
+        { reason: result.disputed.reason },
+      );
+    }
     return { status: result.status, paymentId: id, failureReason };
   }
 }
