@@ -313,7 +313,7 @@ describe('billing scheduler', () => {
     expect(liveCard.json()).toMatchObject({ status: 409, code: 'payments_not_configured' });
   });
 
-  it('refunds in part and in full; a full refund of a purchase payment revokes it with purchase.refunded', async () => {
+  it('refunds in part and in full, pending then refunded; a full refund of a purchase payment revokes it', async () => {
     clock.set(new Date('2026-07-01T00:00:00.000Z'));
     const { api, plan, customer, events } = await seller();
     const monthly = await plan({ type: 'recurring', price: 1000 });
@@ -338,7 +338,7 @@ describe('billing scheduler', () => {
       originalTransactionId: txn,
       refundAmount: 300,
       currency: 'usd',
-      status: 'succeeded',
+      status: 'pending',
     });
     expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('active');
     const tooMuch = await api('POST', '/v1/ui/transactions/refunds', {
@@ -350,16 +350,20 @@ describe('billing scheduler', () => {
       (await api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: rows[0]?.id })).body
         .refundAmount,
     ).toBe(700);
+    // Both refunds are pending until the processor reports, at the scheduler's next pass.
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('active');
+    await run();
     expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('cancelled');
     expect(types(await events(ref)).slice(-1)).toEqual(['purchase.refunded']);
+    expect(await run()).toBe(0);
     const { rows: outbox } = await harness.pool.query<{ type: string }>(
       `SELECT type FROM outbox_events WHERE type LIKE 'payment.refund%' AND payload->'data'->'object'->>'id' IN (SELECT id FROM refunds WHERE payment_id = $1) ORDER BY created_at, id`,
       [rows[0]?.id],
     );
     expect(outbox.map((r) => r.type)).toEqual([
       'payment.refund_pending',
-      'payment.refunded',
       'payment.refund_pending',
+      'payment.refunded',
       'payment.refunded',
     ]);
     expect(
@@ -369,6 +373,52 @@ describe('billing scheduler', () => {
     expect(
       (await other.api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: txn })).status,
     ).toBe(404);
+  });
+
+  it('a refund that fails when it settles says payment.refund_failed and returns the money to the balance', async () => {
+    clock.set(new Date('2026-07-10T00:00:00.000Z'));
+    const { api, plan, customer } = await seller();
+    const monthly = await plan({ type: 'recurring', price: 1000 });
+    const c = await customer(SANDBOX_CARDS.refundFails);
+    const ref = (
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: monthly.reference })
+    ).body.purchaseRef;
+    const { rows } = await harness.pool.query<{ transaction_reference: string; id: string }>(
+      'SELECT id, transaction_reference FROM payments WHERE purchase_id = $1',
+      [ref],
+    );
+    const refund = await api('POST', '/v1/ui/transactions/refunds', {
+      originalTransactionId: rows[0]?.transaction_reference,
+    });
+    expect(refund.body).toMatchObject({ refundAmount: 1000, status: 'pending' });
+    // While pending, the money is out of the balance and nothing more can be refunded.
+    const balance = async () =>
+      (await api('GET', '/v1/ui/financials/cashflow?period=this-month')).body.current;
+    expect(await balance()).toMatchObject({ refundsIssued: 1000, closingBalance: 0 });
+    await run();
+    const { rows: outbox } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE type LIKE 'payment.refund%' AND payload->'data'->'object'->>'id' = $1 ORDER BY created_at, id`,
+      [refund.body.id],
+    );
+    expect(outbox.map((r) => r.type)).toEqual(['payment.refund_pending', 'payment.refund_failed']);
+    expect(outbox[1]?.payload.data.object).toMatchObject({
+      amount: 1000,
+      status: 'failed',
+      failure_reason: 'expired_or_canceled_card',
+    });
+    expect(await balance()).toMatchObject({ refundsIssued: 0, closingBalance: 1000 });
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body.status).toBe('active');
+    const types = (await api('GET', '/v1/ui/transactions')).body.data.map((t: Json) => [t.type, t.net]);
+    expect(types).toEqual([
+      ['payment', 1000],
+      ['refund', -1000],
+      ['refund_reversal', 1000],
+    ]);
+    // The failed refund no longer counts: the whole payment can be refunded again.
+    expect(
+      (await api('POST', '/v1/ui/transactions/refunds', { originalTransactionId: rows[0]?.id })).body
+        .refundAmount,
+    ).toBe(1000);
   });
 
   it('two control-plane processes running the scheduler at once charge and announce each renewal exactly once', async () => {

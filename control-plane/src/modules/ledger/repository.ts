@@ -15,6 +15,7 @@ export type Account = (typeof ACCOUNTS)[number];
 export const TRANSACTION_KINDS = [
   'payment',
   'refund',
+  'refund_reversal',
   'dispute',
   'dispute_reversal',
   'payout',

@@ -37,12 +37,17 @@ export interface PaymentProcessor {
     currency: string;
     idempotencyKey: string;
   }): ChargeResult;
-  /** Returns money of an earlier charge; the same idempotency key gives the same result. */
+  /**
+   * Starts returning money of an earlier charge; the same idempotency key gives the same result.
+   * A pending refund is settled later by `settleRefund`.
+   */
   refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }): {
-    status: 'succeeded' | 'failed';
+    status: 'pending' | 'succeeded' | 'failed';
     processorRefund: string;
     failureReason?: string;
   };
+  /** How a pending refund ended. */
+  settleRefund(processorRefund: string): { status: 'succeeded' | 'failed'; failureReason?: string };
 }
 
 export class CardError extends Error {
@@ -61,6 +66,7 @@ export class CardError extends Error {
  *   4000 0000 0000 9995  attaches; every charge fails (insufficient_funds)
  *   4000 0000 0000 0002  refused when attached (card_declined)
  *   4000 0000 0000 0259  attaches; every charge succeeds and is disputed at once (fraudulent)
+ *   4000 0000 0000 5126  attaches; every charge succeeds, and its refunds fail when they settle
  * Any other number that passes the Luhn check behaves like 4242 4242 4242 4242.
  */
 export const SANDBOX_CARDS = {
@@ -69,7 +75,11 @@ export const SANDBOX_CARDS = {
   insufficientFunds: '4000000000009995',
   declined: '4000000000000002',
   disputed: '4000000000000259',
+  refundFails: '4000000000005126',
 } as const;
+
+/** Sandbox charges of the refund-failing card carry this in their intent id, so refunds know. */
+const REFUND_FAILS = 'rf_';
 
 function luhn(number: string): boolean {
   let sum = 0;
@@ -113,8 +123,19 @@ export class SandboxProcessor implements PaymentProcessor {
     };
   }
 
+  /** Sandbox refunds are pending until the next scheduler pass settles them. */
   refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }) {
-    return { status: 'succeeded' as const, processorRefund: `re_sandbox_${request.idempotencyKey}` };
+    const fails = request.processorPaymentIntent.startsWith(`pi_sandbox_${REFUND_FAILS}`);
+    return {
+      status: 'pending' as const,
+      processorRefund: `re_sandbox_${fails ? REFUND_FAILS : ''}${request.idempotencyKey}`,
+    };
+  }
+
+  settleRefund(processorRefund: string) {
+    return processorRefund.startsWith(`re_sandbox_${REFUND_FAILS}`)
+      ? { status: 'failed' as const, failureReason: 'expired_or_canceled_card' }
+      : { status: 'succeeded' as const };
   }
 
   charge(request: {
@@ -123,7 +144,7 @@ export class SandboxProcessor implements PaymentProcessor {
     currency: string;
     idempotencyKey: string;
   }): ChargeResult {
-    const processorPaymentIntent = `pi_sandbox_${request.idempotencyKey}`;
+    const processorPaymentIntent = `pi_sandbox_${request.processorRef.endsWith(SANDBOX_CARDS.refundFails) ? REFUND_FAILS : ''}${request.idempotencyKey}`;
     if (request.processorRef.endsWith(SANDBOX_CARDS.failsLater))
       return { status: 'failed', processorPaymentIntent, failureReason: 'card_declined' };
     if (request.processorRef.endsWith(SANDBOX_CARDS.insufficientFunds)) {

@@ -1,18 +1,27 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
 import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
-import type { Ledger } from '../ledger/service';
+import { type Ledger, recordMovement } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
 import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import type { PaymentProcessor } from './processor';
-import { insertRefund, lockPayment, refundedAmount } from './repository';
+import {
+  insertRefund,
+  lockNextPendingRefund,
+  lockPayment,
+  type PaymentRow,
+  type RefundRow,
+  refundedAmount,
+  settleRefund,
+  succeededRefunds,
+} from './repository';
 
 /** Spec 2.7 / 4.9; `refundAmount` defaults to everything not yet refunded. */
 export const RefundCreate = Type.Object(
@@ -97,7 +106,7 @@ export class RefundService {
         amount,
         idempotencyKey: id,
       });
-      await insertRefund(tx, {
+      const refund: RefundRow = {
         id,
         provider_id: auth.providerId,
         environment: auth.environment,
@@ -110,8 +119,11 @@ export class RefundService {
         processor_refund: outcome.processorRefund,
         failure_reason: outcome.failureReason ?? null,
         created_at: at,
-      });
-      if (outcome.status === 'succeeded') {
+        settled_at: outcome.status === 'pending' ? null : at,
+      };
+      await insertRefund(tx, refund);
+      // The money leaves the balance when the refund is made; a failure brings it back.
+      if (outcome.status !== 'failed') {
         await this.ledger.recordRefund(tx, auth, {
           id,
           paymentId: payment.id,
@@ -121,40 +133,9 @@ export class RefundService {
           at,
         });
       }
-      const object = {
-        id,
-        amount,
-        currency: payment.currency,
-        processor_refund: outcome.processorRefund,
-        reason: input.reason ?? null,
-        created: unixSeconds(at),
-      };
-      await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object, at });
-      await writeEvent(tx, {
-        ...auth,
-        type: outcome.status === 'succeeded' ? 'payment.refunded' : 'payment.refund_failed',
-        object:
-          outcome.status === 'succeeded'
-            ? object
-            : { ...object, failure_reason: outcome.failureReason ?? 'failed' },
-        at,
-      });
-      let purchase: PurchaseRow | undefined;
-      if (
-        outcome.status === 'succeeded' &&
-        refunded + amount === payment.amount &&
-        payment.purchase_id !== null
-      ) {
-        const current = await lockPurchase(tx, payment.purchase_id);
-        if (
-          current !== undefined &&
-          ['active', 'past_due', 'cancelled', 'expired'].includes(current.status)
-        ) {
-          purchase = await this.purchases.apply(tx, auth, current, 'refunded', {
-            ended_at: current.ended_at ?? at,
-          });
-        }
-      }
+      await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object: refundObject(refund), at });
+      const purchase =
+        outcome.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
       return {
         result: {
           id,
@@ -171,7 +152,93 @@ export class RefundService {
     if (purchase !== undefined) await this.purchases.publish([purchase]);
     return result;
   }
+
+  /**
+   * Scheduler job: pending refunds learn their outcome from the processor, one at a time
+   * (SKIP LOCKED, so replicas share the work): payment.refunded, or payment.refund_failed with
+   * the money back in the balance.
+   */
+  async settleDue(): Promise<number> {
+    let settled = 0;
+    for (;;) {
+      const done = await inTransaction(this.pool, async (tx) => {
+        const refund = await lockNextPendingRefund(tx);
+        if (refund === undefined) return undefined;
+        const auth: AuthContext = { providerId: refund.provider_id, environment: refund.environment };
+        const payment = await lockPayment(tx, auth, refund.payment_id);
+        if (payment === undefined) throw new Error(`refund ${refund.id} has no payment ${refund.payment_id}`);
+        const outcome = this.processor.settleRefund(refund.processor_refund);
+        const at = this.clock.now();
+        const settledRefund = await settleRefund(tx, refund.id, {
+          status: outcome.status,
+          failureReason: outcome.failureReason ?? null,
+          at,
+        });
+        return { purchase: await this.finish(tx, auth, settledRefund, payment, true) };
+      });
+      if (done === undefined) return settled;
+      settled++;
+      if (done.purchase !== undefined) await this.purchases.publish([done.purchase]);
+    }
+  }
+
+  /**
+   * A refund's outcome: payment.refunded, and a purchase whose payment is now refunded in full is
+   * revoked; or payment.refund_failed, and (when the money had left) it returns to the balance.
+   */
+  private async finish(
+    tx: PoolClient,
+    auth: AuthContext,
+    refund: RefundRow,
+    payment: PaymentRow,
+    moneyLeft: boolean,
+  ): Promise<PurchaseRow | undefined> {
+    const at = this.clock.now();
+    if (refund.status === 'failed') {
+      if (moneyLeft) {
+        await recordMovement(tx, auth, {
+          kind: 'refund_reversal',
+          currency: refund.currency,
+          customerId: payment.customer_id,
+          paymentId: payment.id,
+          sourceId: refund.id,
+          description: `Refund ${refund.id} failed (${refund.failure_reason ?? 'failed'})`,
+          at,
+          moves: [
+            ['processor_balance', refund.amount],
+            ['refunds', -refund.amount],
+          ],
+        });
+      }
+      await writeEvent(tx, {
+        ...auth,
+        type: 'payment.refund_failed',
+        object: { ...refundObject(refund), failure_reason: refund.failure_reason ?? 'failed' },
+        at,
+      });
+      return undefined;
+    }
+    await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund), at });
+    if (payment.purchase_id === null || (await succeededRefunds(tx, payment.id)) !== payment.amount)
+      return undefined;
+    const current = await lockPurchase(tx, payment.purchase_id);
+    if (current === undefined || !['active', 'past_due', 'cancelled', 'expired'].includes(current.status))
+      return undefined;
+    return this.purchases.apply(tx, auth, current, 'refunded', { ended_at: current.ended_at ?? at });
+  }
 }
+
+/** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */
+const refundObject = (r: RefundRow) => ({
+  id: r.id,
+  amount: r.amount,
+  currency: r.currency,
+  processor_refund: r.processor_refund,
+  reason: r.reason,
+  payment: r.payment_id,
+  status: r.status,
+  created: unixSeconds(r.created_at),
+});
 
 export function refundRoutes(refunds: RefundService) {
   return async (app: App) => {

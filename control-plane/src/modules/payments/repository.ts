@@ -157,26 +157,27 @@ export async function refundedAmount(db: Queryable, paymentId: string): Promise<
   return Number(rows[0]?.total ?? 0);
 }
 
-export async function insertRefund(
-  db: Queryable,
-  r: {
-    id: string;
-    provider_id: string;
-    environment: Environment;
-    payment_id: string;
-    amount: number;
-    currency: string;
-    reason: string | null;
-    metadata: Record<string, string>;
-    status: string;
-    processor_refund: string;
-    failure_reason: string | null;
-    created_at: Date;
-  },
-): Promise<void> {
+export interface RefundRow {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  payment_id: string;
+  amount: number;
+  currency: string;
+  reason: string | null;
+  metadata: Record<string, string>;
+  status: 'pending' | 'succeeded' | 'failed';
+  processor_refund: string;
+  failure_reason: string | null;
+  created_at: Date;
+  settled_at: Date | null;
+}
+
+export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
   await db.query(
-    `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund, failure_reason, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund,
+                          failure_reason, created_at, settled_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
     [
       r.id,
       r.provider_id,
@@ -190,6 +191,39 @@ export async function insertRefund(
       r.processor_refund,
       r.failure_reason,
       r.created_at,
+      r.settled_at,
     ],
   );
+}
+
+/** The oldest pending refund, locked (SKIP LOCKED: scheduler replicas share the work). */
+export async function lockNextPendingRefund(db: Queryable): Promise<RefundRow | undefined> {
+  const { rows } = await db.query<RefundRow>(
+    `SELECT * FROM refunds WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+  );
+  return rows[0];
+}
+
+/** A pending refund's outcome; only a pending refund moves. */
+export async function settleRefund(
+  db: Queryable,
+  id: string,
+  change: { status: 'succeeded' | 'failed'; failureReason: string | null; at: Date },
+): Promise<RefundRow> {
+  const { rows } = await db.query<RefundRow>(
+    `UPDATE refunds SET status = $2, failure_reason = $3, settled_at = $4 WHERE id = $1 AND status = 'pending' RETURNING *`,
+    [id, change.status, change.failureReason, change.at],
+  );
+  const row = rows[0];
+  if (row === undefined) throw new Error(`refund ${id} is not pending`);
+  return row;
+}
+
+/** What refunds of a payment returned for good. */
+export async function succeededRefunds(db: Queryable, paymentId: string): Promise<number> {
+  const { rows } = await db.query<{ total: string | null }>(
+    `SELECT sum(amount) AS total FROM refunds WHERE payment_id = $1 AND status = 'succeeded'`,
+    [paymentId],
+  );
+  return Number(rows[0]?.total ?? 0);
 }
