@@ -11,7 +11,7 @@ import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
 import { Invoicing } from './modules/billing/invoicing';
-import { billingRoutes } from './modules/billing/routes';
+import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
@@ -171,6 +171,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   scheduler.addJob(() => payouts.payOutDue());
   scheduler.addJob(() => payouts.settleDue());
+  scheduler.addJob(() => refunds.settleDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   const outboundAllowed = deps.config.outboundAllowedHosts ?? [];
   const originGuard = new OutboundGuard(outboundAllowed);
@@ -207,7 +208,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
   });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
-  const billing = new BillingService(deps.pool, clock, deps.reader);
+  const billing = new BillingService(
+    deps.pool,
+    clock,
+    deps.reader,
+    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+  );
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
@@ -223,6 +229,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     providers,
     open: async (scope) => {
       await scope.register(hostedCheckoutRoutes(checkout));
+      await scope.register(hostedInvoiceRoutes(billing));
       await scope.register(jwksRoutes(tokens));
       await scope.register(
         signInRoutes(signIn, (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:')),

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { pollUntil } from '../../test/helpers/poll';
@@ -404,6 +405,73 @@ describe('end-of-period usage billing', () => {
     }
     await a.app.close();
     await b.app.close();
+  });
+});
+
+describe('the hosted invoice', () => {
+  it('shows the customer the invoice as a page and a PDF, by its link alone', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Invoicer <&>');
+    const plan = await s.plan({ type: 'hybrid', basePrice: 500, unitAmount: 0.2 });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    await s.api('PATCH', `/v1/sdk/customers/${customer}`, {
+      name: 'Ada <b>Lovelace</b>',
+      email: 'ada@example.com',
+    });
+    await s.use(customer, 1234);
+    await harness.settled();
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    const invoice = (await s.invoices(purchase))[1];
+    // 1,234 × 0.2 = 246.8 → 247, plus April's base 500.
+    expect(invoice).toMatchObject({ total: 747, status: 'paid' });
+    expect(invoice?.hostedUrl).toMatch(/^http:\/\/127\.0\.0\.1:8080\/invoice\/[0-9a-f]{64}$/);
+    expect(invoice?.pdfUrl).toBe(`${invoice?.hostedUrl}/pdf`);
+    const path = new URL(invoice?.hostedUrl).pathname;
+
+    const page = await harness.controlPlane.app.inject({ method: 'GET', url: path });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(page.headers['cache-control']).toBe('no-store');
+    for (const text of [
+      'Invoicer &lt;&amp;&gt;',
+      'Ada &lt;b&gt;Lovelace&lt;/b&gt;',
+      invoice?.id,
+      '1234 calls',
+      '$0.002',
+      '$2.47',
+      'Metered (2026-04-01 – 2026-05-01)',
+      '$5.00',
+      '$7.47',
+      'Paid',
+      'Sandbox invoice',
+    ])
+      expect(page.body).toContain(text);
+    expect(page.body).not.toContain('<b>Lovelace');
+
+    const pdf = await harness.controlPlane.app.inject({ method: 'GET', url: `${path}/pdf` });
+    expect(pdf.statusCode).toBe(200);
+    expect(pdf.headers['content-type']).toBe('application/pdf');
+    expect(pdf.rawPayload.subarray(0, 5).toString()).toBe('%PDF-');
+    const parsed = await PDFDocument.load(pdf.rawPayload);
+    expect(parsed.getTitle()).toBe(`Invoice ${invoice?.id}`);
+    expect(parsed.getAuthor()).toBe('Invoicer <&>');
+    expect(parsed.getPageCount()).toBe(1);
+
+    // Only the exact link opens it.
+    for (const url of [
+      `/invoice/${'0'.repeat(64)}`,
+      `/invoice/${'0'.repeat(64)}/pdf`,
+      '/invoice/not-a-token',
+      `${path.slice(0, -1)}x`,
+    ])
+      expect((await harness.controlPlane.app.inject({ method: 'GET', url })).statusCode).toBe(404);
+    // A token longer than any route parameter: the router refuses it (URI too long), never a 500.
+    expect(
+      (await harness.controlPlane.app.inject({ method: 'GET', url: `/invoice/${'a'.repeat(300)}` }))
+        .statusCode,
+    ).toBe(414);
   });
 });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
@@ -157,6 +158,7 @@ export class Invoicing {
       total,
       created_at: at,
       finalized_at: at,
+      access_token: randomBytes(32).toString('hex'),
     });
     const invoice = inserted ?? (await lockInvoiceOfPeriod(tx, purchase.id, draft.periodKey));
     if (invoice === undefined) throw new Error(`invoice ${purchase.id}/${draft.periodKey} vanished`);

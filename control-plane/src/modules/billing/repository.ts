@@ -39,6 +39,8 @@ export interface InvoiceRow {
   finalized_at: Date | null;
   paid_at: Date | null;
   closed_at: Date | null;
+  /** The hosted page's and PDF's capability. */
+  access_token: string;
 }
 
 type Tenant = { providerId: string; environment: Environment };
@@ -54,8 +56,8 @@ export async function insertInvoice(
   const { rows } = await db.query<InvoiceRow>(
     `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
                            billing_reason, currency, usage_period_start, usage_period_end, usage_units, free_units, lines,
-                           total, created_at, finalized_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+                           total, created_at, finalized_at, access_token)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
      ON CONFLICT (purchase_id, period_key) DO NOTHING RETURNING *`,
     [
       row.id,
@@ -77,8 +79,15 @@ export async function insertInvoice(
       row.total,
       row.created_at,
       row.finalized_at,
+      row.access_token,
     ],
   );
+  return rows[0];
+}
+
+/** An invoice by the token of its hosted page (no tenant: the token is the capability). */
+export async function findInvoiceByToken(db: Queryable, token: string): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>('SELECT * FROM invoices WHERE access_token = $1', [token]);
   return rows[0];
 }
 

@@ -1,5 +1,7 @@
+import { Type } from '@sinclair/typebox';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
+import { INVOICE_CSP, renderInvoicePage, renderInvoicePdf } from './document';
 import {
   Invoice,
   InvoiceListQuery,
@@ -49,5 +51,35 @@ export function billingRoutes(billing: BillingService) {
       },
       async (request) => billing.get(authOf(request), request.params.id),
     );
+  };
+}
+
+const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 100 }) });
+const GONE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Invoice</title></head><body><p>This invoice is not available.</p></body></html>';
+
+/** The customer's view of an invoice, by the link's token alone (no key): the page and its PDF. */
+export function hostedInvoiceRoutes(billing: BillingService) {
+  return async (app: App) => {
+    const hide = { hide: true };
+    app.get('/invoice/:token', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
+      const doc = await billing.document(request.params.token);
+      reply
+        .header('content-security-policy', INVOICE_CSP)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8');
+      if (doc === undefined) return reply.status(404).send(GONE);
+      return reply.send(renderInvoicePage(doc));
+    });
+    app.get('/invoice/:token/pdf', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
+      const doc = await billing.document(request.params.token);
+      reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+      if (doc === undefined) return reply.status(404).type('text/html; charset=utf-8').send(GONE);
+      return reply
+        .type('application/pdf')
+        .header('content-disposition', `inline; filename="invoice-${doc.invoice.id}.pdf"`)
+        .send(await renderInvoicePdf(doc));
+    });
   };
 }

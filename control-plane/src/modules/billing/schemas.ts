@@ -74,6 +74,10 @@ export const Invoice = Type.Object({
   createdAt: Timestamp,
   finalizedAt: Nullable(Timestamp),
   paidAt: Nullable(Timestamp),
+  hostedUrl: Type.String({
+    description: 'The invoice page to send the customer to; the link is its only key',
+  }),
+  pdfUrl: Type.String({ description: 'The same invoice as a PDF' }),
 });
 export type Invoice = Static<typeof Invoice>;
 

@@ -7,15 +7,18 @@ import { findCustomer } from '../customers/repository';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { pricingOf } from '../plans/rules';
+import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
 import { findPurchase } from '../purchases/repository';
+import type { InvoiceDocument } from './document';
 import { priceUsage } from './pricing';
-import { findInvoice, type InvoiceRow, listInvoices } from './repository';
+import { findInvoice, findInvoiceByToken, type InvoiceRow, listInvoices } from './repository';
 import type { Invoice, UpcomingInvoice } from './schemas';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
-export const toInvoice = (r: InvoiceRow): Invoice => ({
+/** The invoice as the API answers it; `publicUrl` is where its hosted page lives. */
+export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   id: r.id,
   status: r.status,
   customerRef: r.customer_id,
@@ -43,6 +46,8 @@ export const toInvoice = (r: InvoiceRow): Invoice => ({
   createdAt: r.created_at.toISOString(),
   finalizedAt: iso(r.finalized_at),
   paidAt: iso(r.paid_at),
+  hostedUrl: `${publicUrl}/invoice/${r.access_token}`,
+  pdfUrl: `${publicUrl}/invoice/${r.access_token}/pdf`,
 });
 
 /**
@@ -55,7 +60,34 @@ export class BillingService {
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly reader: UsageReader,
+    private readonly publicUrl: string,
   ) {}
+
+  /** The hosted page's and PDF's view of an invoice, by its token; undefined when there is none. */
+  async document(token: string): Promise<InvoiceDocument | undefined> {
+    if (!/^[0-9a-f]{64}$/.test(token)) return undefined;
+    const row = await findInvoiceByToken(this.pool, token);
+    if (row === undefined) return undefined;
+    const merchant = await getProvider(this.pool, row.provider_id);
+    const customer = await findCustomer(
+      this.pool,
+      { providerId: row.provider_id, environment: row.environment },
+      row.customer_id,
+    );
+    if (merchant === undefined) return undefined;
+    const invoice = toInvoice(row, this.publicUrl);
+    return {
+      invoice,
+      merchant: {
+        displayName: merchant.displayName,
+        legalName: merchant.legalName,
+        supportEmail: merchant.supportEmail,
+      },
+      customer: { name: customer?.name ?? null, email: customer?.email ?? null, reference: row.customer_id },
+      pdfUrl: invoice.pdfUrl,
+      sandbox: row.environment === 'sandbox',
+    };
+  }
 
   /**
    * The usage lines the purchase's current period would close with if it ended now: the units the
@@ -65,7 +97,7 @@ export class BillingService {
   async get(auth: AuthContext, id: string): Promise<Invoice> {
     const row = await findInvoice(this.pool, auth, id);
     if (row === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
-    return toInvoice(row);
+    return toInvoice(row, this.publicUrl);
   }
 
   async list(
@@ -91,7 +123,7 @@ export class BillingService {
       status: query.status ?? null,
       limit: query.limit + 1,
     });
-    return toPage(rows, query.limit, toInvoice);
+    return toPage(rows, query.limit, (row) => toInvoice(row, this.publicUrl));
   }
 
   async upcoming(auth: AuthContext, purchaseRef: string): Promise<UpcomingInvoice> {
