@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { entitlementKey } from '@mcp-meter/contracts/snapshots';
 import { PDFDocument } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
@@ -405,6 +406,70 @@ describe('end-of-period usage billing', () => {
     }
     await a.app.close();
     await b.app.close();
+  });
+});
+
+describe('a purchase that ends before its period does', () => {
+  it('bills the usage of the part period: after a plan switch, and after an immediate cancellation', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Switcher');
+    const cheap = await s.plan({ type: 'usage-based', price: 1 });
+    const dear = await s.plan({ type: 'usage-based', price: 2 });
+    const { customer, purchase: first } = await s.subscribe(cheap.id);
+    at('2026-03-10T00:00:00.000Z');
+    await s.use(customer, 40);
+    await harness.settled();
+
+    // March 15: the customer switches plans. The first purchase's 40 calls are still owed.
+    at('2026-03-15T00:00:00.000Z');
+    const switched = await s.api('POST', '/v1/sdk/activate', { customerRef: customer, planRef: dear.id });
+    expect(switched.body.status).toBe('activated');
+    const second = switched.body.purchaseRef as string;
+    at('2026-03-16T00:00:00.000Z');
+    await s.use(customer, 5);
+    await harness.settled();
+
+    at('2026-03-15T00:01:00.000Z');
+    await run();
+    expect(await s.invoices(first)).toHaveLength(1);
+    at('2026-03-16T00:06:00.000Z');
+    await run();
+    // 40 calls at 1¢ over March 1 – 15; the 5 calls after the switch belong to the new plan.
+    expect((await s.invoices(first))[1]).toMatchObject({
+      billingReason: 'final_usage',
+      usage: { periodStart: '2026-03-01T00:00:00.000Z', periodEnd: '2026-03-15T00:00:00.000Z', units: 40 },
+      total: 40,
+      status: 'paid',
+    });
+    expect(await run()).toBe(0);
+    // Billing the old purchase left the customer's entitlement with the new one.
+    const snapshot = await harness.snapshots.get(
+      entitlementKey({
+        providerId: s.provider.id,
+        environment: 'sandbox',
+        customerId: customer,
+        productId: s.product.id,
+      }),
+    );
+    expect(JSON.parse(snapshot ?? '{}')).toMatchObject({ purchaseId: second, grantsAccess: true });
+
+    // March 20: cancelled at once. Its 5 calls at 2¢ are billed after the allowance.
+    at('2026-03-20T00:00:00.000Z');
+    expect((await s.api('POST', `/v1/sdk/purchases/${second}/cancel`, {})).body.status).toBe('cancelled');
+    at('2026-03-20T00:06:00.000Z');
+    await run();
+    expect((await s.invoices(second)).map((i) => [i.billingReason, i.total, i.usage?.units ?? null])).toEqual(
+      [
+        ['first_payment', 0, null],
+        ['final_usage', 10, 5],
+      ],
+    );
+    const charged = (await s.events(second)).filter((e) => e.type === 'usage.charged');
+    expect(charged.map((e) => [e.object.purchase, e.object.amount])).toEqual([
+      [first, 40],
+      [second, 10],
+    ]);
+    expect(await run()).toBe(0);
   });
 });
 

@@ -70,6 +70,8 @@ export interface PurchaseRow {
   bills_usage: boolean;
   /** Unused free units carried into the current period (plans with rolloverUnusedUnits). */
   rollover_units: number;
+  /** Ended before its period did, with that part period's usage still to bill. */
+  final_usage_due: boolean;
 }
 
 /** Statuses in which a purchase is the customer's current one for its product. */
@@ -107,7 +109,7 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
             ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
-            renewal_reminder_for = $12, setup_fee_due = $13, rollover_units = $14
+            renewal_reminder_for = $12, setup_fee_due = $13, rollover_units = $14, final_usage_due = $15
       WHERE id = $1`,
     [
       row.id,
@@ -124,6 +126,7 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.renewal_reminder_for,
       row.setup_fee_due,
       row.rollover_units,
+      row.final_usage_due,
     ],
   );
 }
@@ -204,6 +207,7 @@ export async function lockNextDuePurchase(
          OR (status = 'past_due' AND next_retry_at <= $1)
          OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end > $1
              AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
+         OR (final_usage_due AND ended_at <= $4)
       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
     [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy],
   );
@@ -213,8 +217,14 @@ export async function lockNextDuePurchase(
 /** Whether any usage-billed period ended by `closedBy` waits to be billed (before asking the usage bus). */
 export async function usagePeriodsDue(db: Queryable, closedBy: Date): Promise<boolean> {
   const { rows } = await db.query<{ due: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM purchases WHERE status = 'active' AND bills_usage AND period_end <= $1) AS due`,
+    `SELECT EXISTS (SELECT 1 FROM purchases WHERE status = 'active' AND bills_usage AND period_end <= $1)
+         OR EXISTS (SELECT 1 FROM purchases WHERE final_usage_due AND ended_at <= $1) AS due`,
     [closedBy],
   );
   return rows[0]?.due === true;
+}
+
+/** The final usage of an ended purchase is billed. */
+export async function clearFinalUsageDue(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE purchases SET final_usage_due = false WHERE id = $1', [id]);
 }

@@ -16,7 +16,7 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
-import { lockNextDuePurchase, usagePeriodsDue } from './repository';
+import { clearFinalUsageDue, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
 import type { MoveName } from './state-machine';
 
@@ -81,7 +81,9 @@ export class BillingScheduler {
       const changed = await this.handleOne(usageClosedBy);
       if (changed === undefined) break;
       handled++;
-      await this.purchases.publish([changed]);
+      // A purchase that had already ended (its final usage billed) may have a successor, whose
+      // entitlement its own must not overwrite.
+      if (changed.publish) await this.purchases.publish([changed.row]);
     }
     return handled;
   }
@@ -114,7 +116,7 @@ export class BillingScheduler {
     return new Date(0);
   }
 
-  private async handleOne(usageClosedBy: Date): Promise<PurchaseRow | undefined> {
+  private async handleOne(usageClosedBy: Date): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
     const now = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const row = await lockNextDuePurchase(tx, {
@@ -123,7 +125,9 @@ export class BillingScheduler {
         renewalReminderBy: addDays(now, this.options.renewalReminderDays),
         usageClosedBy,
       });
-      return row === undefined ? undefined : this.handle(tx, row, now);
+      if (row === undefined) return undefined;
+      if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };
+      return { row: await this.handle(tx, row, now), publish: true };
     });
   }
 
@@ -273,6 +277,32 @@ export class BillingScheduler {
       );
     }
     throw new Error(`purchase ${row.id} was selected as due but matches no rule`);
+  }
+
+  /** The usage of the part period before a purchase ended early, as one final invoice, charged once. */
+  private async billFinalUsage(tx: PoolClient, row: PurchaseRow): Promise<PurchaseRow> {
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const plan = await findPlan(tx, auth, row.plan_id);
+    if (plan === undefined || row.ended_at === null)
+      throw new Error(`purchase ${row.id} cannot be billed finally`);
+    const closed = await this.invoicing.usageLines(
+      tx,
+      auth,
+      row,
+      settingsOf(plan),
+      row.period_start,
+      row.ended_at,
+    );
+    await this.invoicing.issue(tx, auth, {
+      purchase: row,
+      periodKey: row.ended_at.toISOString(),
+      billingReason: 'final_usage',
+      chargeReason: 'final_usage',
+      lines: closed.lines,
+      usage: closed.usage,
+    });
+    await clearFinalUsageDue(tx, row.id);
+    return { ...row, final_usage_due: false };
   }
 
   private async chargeWithoutInvoice(tx: PoolClient, auth: AuthContext, row: PurchaseRow, attempt: number) {

@@ -208,6 +208,7 @@ export class PurchaseService {
       setup_fee_due: move === 'start_trial' ? settings.setupFee : 0,
       bills_usage: billsUsage(settings),
       rollover_units: 0,
+      final_usage_due: false,
     };
     await insertPurchase(tx, row);
     for (const type of transition(null, move).events)
@@ -331,7 +332,12 @@ export class PurchaseService {
         return { status: 'already_active' as const, rows: [current] };
       const changed: PurchaseRow[] = [];
       if (current !== undefined)
-        changed.push(await this.apply(tx, auth, current, 'superseded', { ended_at: this.clock.now() }));
+        changed.push(
+          await this.apply(tx, auth, current, 'superseded', {
+            ended_at: this.clock.now(),
+            final_usage_due: endsMidPeriod(current, this.clock.now()),
+          }),
+        );
       let created = await this.start(tx, auth, customer.id, plan, move);
       if (move === 'start_pending') {
         // The first invoice: the period's price plus the setup fee, on the customer's card.
@@ -382,7 +388,10 @@ export class PurchaseService {
           { cancelAtPeriodEnd: false },
         );
       }
-      return this.apply(tx, auth, current, 'cancel_now', { ended_at: this.clock.now() });
+      return this.apply(tx, auth, current, 'cancel_now', {
+        ended_at: this.clock.now(),
+        final_usage_due: endsMidPeriod(current, this.clock.now()),
+      });
     });
     await this.publish([row]);
     return toPurchase(row);
@@ -462,6 +471,13 @@ export class PurchaseService {
     }
   }
 }
+
+/**
+ * An active usage-billed purchase ending now leaves the usage of its open period to bill (up to
+ * now). A past-due one has had its period invoiced already.
+ */
+const endsMidPeriod = (row: PurchaseRow, at: Date): boolean =>
+  row.bills_usage && row.status === 'active' && row.period_start < at;
 
 /** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
 export function recurringAmount(settings: PlanSettings): number {
