@@ -1,4 +1,5 @@
 import PDFDocument from 'pdfkit';
+import { escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
 import type { Invoice } from './schemas';
 
@@ -10,12 +11,6 @@ export interface InvoiceDocument {
   pdfUrl: string;
   sandbox: boolean;
 }
-
-const escapeHtml = (text: string): string =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
-  );
 
 /**
  * A unit price in the currency's major unit, exactly: "0.2" cents of usd is "$0.002". The

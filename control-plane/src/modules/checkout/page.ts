@@ -1,3 +1,5 @@
+import { escapeHtml } from '../../http/html';
+
 /** The hosted checkout page: server-rendered, every value escaped, no third-party assets. */
 export interface CheckoutView {
   sessionId: string;
@@ -14,12 +16,6 @@ export interface CheckoutView {
   cancelUrl: string | null;
   sandbox: boolean;
 }
-
-const escapeHtml = (text: string): string =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
-  );
 
 /** Minor units to a display price with the currency's symbol and decimals, e.g. 900 usd → "$9.00". */
 export function formatMoney(amount: number, currency: string): string {

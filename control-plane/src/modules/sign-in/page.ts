@@ -1,3 +1,5 @@
+import { escapeHtml } from '../../http/html';
+
 /**
  * The hosted sign-in page: server-rendered, every value escaped, no script and no third-party
  * asset, so it works without JavaScript and with any assistive technology that reads forms.
@@ -18,12 +20,6 @@ export interface SignInView {
   email?: string | undefined;
   sandbox: boolean;
 }
-
-const escapeHtml = (text: string): string =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
-  );
 
 /**
  * No script at all; forms post to this origin only, then redirect to the client (form-action is
