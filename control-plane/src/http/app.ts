@@ -11,7 +11,7 @@ import Fastify, {
   type RawRequestDefaultExpression,
   type RawServerDefault,
 } from 'fastify';
-import { ValidationError } from '../errors';
+import { DomainError, ValidationError } from '../errors';
 import type { AuthContext, ProviderService } from '../modules/providers/service';
 import { installErrorHandling } from './error-handler';
 
@@ -33,6 +33,14 @@ declare module 'fastify' {
 export function authOf(request: FastifyRequest): AuthContext {
   if (request.auth === null) throw new Error('route is outside the authenticated scope');
   return request.auth;
+}
+
+/** The caller of a sandbox-only route: a live key is answered as if the route did not exist. */
+export function sandboxAuthOf(request: FastifyRequest): AuthContext {
+  const auth = authOf(request);
+  if (auth.environment !== 'sandbox')
+    throw new DomainError('sandbox_only', 'This operation exists in sandbox only; use a sandbox key');
+  return auth;
 }
 
 function makeAjv(options: AjvOptions): Ajv {

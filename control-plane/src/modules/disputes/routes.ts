@@ -1,7 +1,5 @@
-import { DomainError } from '../../errors';
-import { type App, authOf } from '../../http/app';
+import { type App, authOf, sandboxAuthOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
-import type { AuthContext } from '../providers/service';
 import {
   Dispute,
   DisputeListQuery,
@@ -12,13 +10,6 @@ import {
   SandboxDisputeBody,
 } from './schemas';
 import type { DisputeService } from './service';
-
-/** Sandbox-only operations answer a live key as if they did not exist. */
-export function sandboxOnly(auth: AuthContext): AuthContext {
-  if (auth.environment !== 'sandbox')
-    throw new DomainError('sandbox_only', 'This operation exists in sandbox only; use a sandbox key');
-  return auth;
-}
 
 export function disputeRoutes(disputes: DisputeService) {
   return async (app: App) => {
@@ -71,7 +62,7 @@ export function disputeRoutes(disputes: DisputeService) {
         },
       },
       async (request, reply) =>
-        reply.status(201).send(await disputes.open(sandboxOnly(authOf(request)), request.body)),
+        reply.status(201).send(await disputes.open(sandboxAuthOf(request), request.body)),
     );
     app.post(
       '/v1/sdk/sandbox/disputes/:id/close',
@@ -84,8 +75,7 @@ export function disputeRoutes(disputes: DisputeService) {
           response: { 200: Dispute, 409: Problem, ...errorResponses },
         },
       },
-      async (request) =>
-        disputes.close(sandboxOnly(authOf(request)), request.params.id, request.body.outcome),
+      async (request) => disputes.close(sandboxAuthOf(request), request.params.id, request.body.outcome),
     );
   };
 }

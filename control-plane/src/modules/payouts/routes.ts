@@ -1,6 +1,5 @@
-import { type App, authOf } from '../../http/app';
+import { type App, authOf, sandboxAuthOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
-import { sandboxOnly } from '../disputes/routes';
 import { Payout, PayoutListQuery, PayoutPage, PayoutParams, SandboxPayoutBody } from './schemas';
 import type { PayoutService } from './service';
 
@@ -42,7 +41,7 @@ export function payoutRoutes(payouts: PayoutService) {
         },
       },
       async (request, reply) =>
-        reply.status(201).send(await payouts.create(sandboxOnly(authOf(request)), request.body)),
+        reply.status(201).send(await payouts.create(sandboxAuthOf(request), request.body)),
     );
   };
 }
