@@ -1,6 +1,7 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Pool, PoolClient } from '../../db/pool';
 import { ValidationError } from '../../errors';
+import { roundHalfEven } from '../billing/pricing';
 import { findCustomer } from '../customers/repository';
 import type { AuthContext } from '../providers/service';
 import {
@@ -27,10 +28,8 @@ export interface RevenuePart {
 
 /** The fee on a payment of `amount` minor units, never more than the payment. */
 export function platformFeeOf(amount: number, fee: PlatformFee): number {
-  const scaled = BigInt(amount) * BigInt(fee.bps);
-  const whole = scaled / 10_000n;
-  const rest = scaled % 10_000n;
-  const rounded = rest * 2n > 10_000n || (rest * 2n === 10_000n && whole % 2n === 1n) ? whole + 1n : whole;
+  // Basis points of the amount as a decimal scaled by 10^12 (÷ 10^4 × 10^12), rounded like every line.
+  const rounded = roundHalfEven(BigInt(amount) * BigInt(fee.bps) * 10n ** 8n);
   return Math.min(amount, Number(rounded) + (amount > 0 ? fee.fixed : 0));
 }
 
@@ -98,30 +97,17 @@ export class Ledger {
     auth: AuthContext,
     refund: { id: string; paymentId: string; customerId: string; amount: number; currency: string; at: Date },
   ): Promise<void> {
-    await insertTransaction(tx, auth, {
-      transactionId: newId(ID.transaction),
+    await recordMovement(tx, auth, {
       kind: 'refund',
       currency: refund.currency,
       customerId: refund.customerId,
       paymentId: refund.paymentId,
       sourceId: refund.id,
       description: `Refund of ${refund.paymentId}`,
-      occurredAt: refund.at,
-      entries: [
-        {
-          id: newId(ID.ledgerEntry),
-          account: 'refunds',
-          amount: refund.amount,
-          recognition_start: null,
-          recognition_end: null,
-        },
-        {
-          id: newId(ID.ledgerEntry),
-          account: 'processor_balance',
-          amount: -refund.amount,
-          recognition_start: null,
-          recognition_end: null,
-        },
+      at: refund.at,
+      moves: [
+        ['refunds', refund.amount],
+        ['processor_balance', -refund.amount],
       ],
     });
   }
