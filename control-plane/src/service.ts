@@ -211,7 +211,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const billing = new BillingService(
     deps.pool,
     clock,
-    deps.reader,
+    invoicing,
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',
   );
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
-import type { PoolClient } from '../../db/pool';
+import type { PoolClient, Queryable } from '../../db/pool';
 import { UnavailableError } from '../../errors';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
@@ -78,22 +78,7 @@ export class Invoicing {
     start: Date,
     end: Date,
   ): Promise<{ lines: StoredLine[]; usage: PeriodUsage }> {
-    const meter = await findMeter(tx, auth.providerId, auth.environment, REQUESTS_METER);
-    if (meter === undefined) throw new Error(`provider ${auth.providerId} has no requests meter`);
-    const count = async (from: Date, to: Date) => {
-      try {
-        return await this.reader.limitUsage({
-          ...auth,
-          meterRef: meter.id,
-          customerRef: purchase.customer_id,
-          productId: purchase.product_id,
-          from,
-          to,
-        });
-      } catch {
-        throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
-      }
-    };
+    const count = (from: Date, to: Date) => this.unitsOf(tx, auth, purchase, from, to);
     const pricing = pricingOf(settings);
     const units = await count(start, end);
     const freeUnits = settings.freeUnits + purchase.rollover_units;
@@ -127,6 +112,34 @@ export class Invoicing {
       }
     }
     return { lines, usage: { start, end, units, freeUnits, lateUnits } };
+  }
+
+  /**
+   * The units a purchase's plan bills in [from, to): what its limit counts on the requests meter
+   * (admitted calls and usage reported for the product; refusals never). 503 when ClickHouse
+   * cannot be read.
+   */
+  async unitsOf(
+    db: Queryable,
+    auth: AuthContext,
+    purchase: Pick<PurchaseRow, 'customer_id' | 'product_id'>,
+    from: Date,
+    to: Date,
+  ): Promise<number> {
+    const meter = await findMeter(db, auth.providerId, auth.environment, REQUESTS_METER);
+    if (meter === undefined) throw new Error(`provider ${auth.providerId} has no requests meter`);
+    try {
+      return await this.reader.limitUsage({
+        ...auth,
+        meterRef: meter.id,
+        customerRef: purchase.customer_id,
+        productId: purchase.product_id,
+        from,
+        to,
+      });
+    } catch {
+      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
+    }
   }
 
   /**

@@ -1,16 +1,15 @@
-import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
-import { NotFoundError, UnavailableError } from '../../errors';
+import { NotFoundError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { findCustomer } from '../customers/repository';
-import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { pricingOf } from '../plans/rules';
 import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
 import { findPurchase } from '../purchases/repository';
 import type { InvoiceDocument } from './document';
+import type { Invoicing } from './invoicing';
 import { priceUsage } from './pricing';
 import { findInvoice, findInvoiceByToken, type InvoiceRow, listInvoices } from './repository';
 import type { Invoice, UpcomingInvoice } from './schemas';
@@ -59,7 +58,7 @@ export class BillingService {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly reader: UsageReader,
+    private readonly invoicing: Pick<Invoicing, 'unitsOf'>,
     private readonly publicUrl: string,
   ) {}
 
@@ -89,11 +88,6 @@ export class BillingService {
     };
   }
 
-  /**
-   * The usage lines the purchase's current period would close with if it ended now: the units the
-   * plan's limit counts on the requests meter since the period started (calls admitted for this
-   * product and usage reported for it; refused calls never count), less the free units, priced.
-   */
   async get(auth: AuthContext, id: string): Promise<Invoice> {
     const row = await findInvoice(this.pool, auth, id);
     if (row === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
@@ -126,6 +120,11 @@ export class BillingService {
     return toPage(rows, query.limit, (row) => toInvoice(row, this.publicUrl));
   }
 
+  /**
+   * The usage lines the purchase's current period would close with if it ended now: the units the
+   * plan's limit counts on the requests meter since the period started (calls admitted for this
+   * product and usage reported for it; refused calls never count), less the free units, priced.
+   */
   async upcoming(auth: AuthContext, purchaseRef: string): Promise<UpcomingInvoice> {
     const purchase = await findPurchase(this.pool, auth, purchaseRef, false);
     if (purchase === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${purchaseRef}`);
@@ -136,21 +135,9 @@ export class BillingService {
     const pricesUsage = settings.type === 'usage-based' || settings.type === 'hybrid';
     let units = 0;
     if (pricesUsage) {
-      const meter = await findMeter(this.pool, auth.providerId, auth.environment, REQUESTS_METER);
-      if (meter === undefined) throw new Error(`provider ${auth.providerId} has no requests meter`);
-      try {
-        units = await this.reader.limitUsage({
-          ...auth,
-          meterRef: meter.id,
-          customerRef: purchase.customer_id,
-          productId: purchase.product_id,
-          from: purchase.period_start,
-          // Everything of the period so far, records stamped a little ahead of this clock included.
-          to: purchase.period_end ?? new Date(asOf.getTime() + 86_400_000),
-        });
-      } catch {
-        throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
-      }
+      // Everything of the period so far, records stamped a little ahead of this clock included.
+      const to = purchase.period_end ?? new Date(asOf.getTime() + 86_400_000);
+      units = await this.invoicing.unitsOf(this.pool, auth, purchase, purchase.period_start, to);
     }
     const priced = pricesUsage
       ? priceUsage(
