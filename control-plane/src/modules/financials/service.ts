@@ -69,13 +69,7 @@ export class FinancialService {
       otherCurrencies,
       current: await this.revenue(auth, currency, period),
       prior: { ...(await this.revenue(auth, currency, prior)), periodLabel: prior.label },
-      monthly: await Promise.all(
-        monthsOf(period).map(async (month) => ({
-          month: month.label,
-          revenue: await this.revenue(auth, currency, month),
-          balance: await this.balance(auth, currency, month),
-        })),
-      ),
+      monthly: await this.monthly(auth, currency, period),
     };
   }
 
@@ -87,14 +81,19 @@ export class FinancialService {
       currency,
       otherCurrencies,
       current: await this.balance(auth, currency, period),
-      monthly: await Promise.all(
-        monthsOf(period).map(async (month) => ({
-          month: month.label,
-          revenue: await this.revenue(auth, currency, month),
-          balance: await this.balance(auth, currency, month),
-        })),
-      ),
+      monthly: await this.monthly(auth, currency, period),
     };
+  }
+
+  /** Both summaries of each calendar month of the period. */
+  private monthly(auth: AuthContext, currency: string, period: ReportPeriod) {
+    return Promise.all(
+      monthsOf(period).map(async (month) => ({
+        month: month.label,
+        revenue: await this.revenue(auth, currency, month),
+        balance: await this.balance(auth, currency, month),
+      })),
+    );
   }
 
   /** The period named, and the report's currency: the one asked for, else the provider's most used. */
