@@ -375,6 +375,42 @@ describe('billing scheduler', () => {
     ).toBe(404);
   });
 
+  it('two schedulers settling the same pending refunds at once settle each once', async () => {
+    clock.set(new Date('2026-07-05T00:00:00.000Z'));
+    const { api, plan, customer } = await seller();
+    const once = await plan({ type: 'one-time', price: 1000 });
+    const refunds: Json[] = [];
+    for (let i = 0; i < 6; i++) {
+      const c = await customer(SANDBOX_CARDS.succeeds);
+      await api('POST', '/v1/sdk/activate', { customerRef: c.reference, planRef: once.reference });
+      const { rows } = await harness.pool.query(
+        'SELECT transaction_reference FROM payments WHERE customer_id = $1',
+        [c.reference],
+      );
+      refunds.push(
+        (
+          await api('POST', '/v1/ui/transactions/refunds', {
+            originalTransactionId: rows[0]?.transaction_reference,
+            refundAmount: 100,
+          })
+        ).body,
+      );
+    }
+    expect(refunds.every((r) => r.status === 'pending')).toBe(true);
+    const other = await harness.build(harness.store.store);
+    await Promise.all([run(), other.scheduler.runDue()]);
+    await other.app.close();
+    const { rows: settled } = await harness.pool.query<{ id: string }>(
+      `SELECT payload->'data'->'object'->>'id' AS id FROM outbox_events WHERE type = 'payment.refunded'
+          AND payload->'data'->'object'->>'id' = ANY($1) ORDER BY 1`,
+      [refunds.map((r) => r.id)],
+    );
+    expect(settled.map((r) => r.id)).toEqual(refunds.map((r) => r.id).sort());
+    // Six refunds of 100 left the balance once each, and nothing came back.
+    const flow = (await api('GET', '/v1/ui/financials/cashflow?period=this-month')).body.current;
+    expect(flow).toMatchObject({ paymentsReceived: 6000, refundsIssued: 600, closingBalance: 5400 });
+  });
+
   it('a refund that fails when it settles says payment.refund_failed and returns the money to the balance', async () => {
     clock.set(new Date('2026-07-10T00:00:00.000Z'));
     const { api, plan, customer } = await seller();

@@ -165,6 +165,19 @@ describe('disputes', () => {
   });
 });
 
+describe('money moves fired at once', () => {
+  it('one payment disputed six times at once opens one dispute and withdraws its money once', async () => {
+    const s = await seller('Racing disputes');
+    const { txn } = await s.buy(SANDBOX_CARDS.succeeds);
+    const opened = await Promise.all(
+      Array.from({ length: 6 }, () => s.api('POST', '/v1/sdk/sandbox/disputes', { transactionId: txn })),
+    );
+    expect(opened.map((o) => o.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    expect((await s.events('payment.disputed')).length).toBe(1);
+    expect(await s.balance()).toMatchObject({ disputes: 1000, closingBalance: 0 });
+  });
+});
+
 describe('payouts', () => {
   it('pays the balance out once a day, and it arrives after the delay', async () => {
     clock.set(new Date('2026-06-01T09:00:00.000Z'));
