@@ -71,6 +71,7 @@ async function main() {
       daily: unused,
       limitUsage: unused,
       countByProperty: unused,
+      creditUsage: unused,
     };
     const controlPlane = await buildControlPlane({
       config: {

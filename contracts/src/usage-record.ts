@@ -27,6 +27,8 @@ export interface CallFacts {
   outcome: 'success' | 'error' | 'paywall' | 'upstream_error';
   /** The call spent a unit of a plan's allowance: limits count it (and only it). */
   admitted: boolean;
+  /** Credits the call spent of the customer's balance (plans paid from credits); absent otherwise. */
+  credits?: number;
   productId: string | null;
   /** Proxied calls: the tool, the server, the time to answer, and whether the client left. */
   tool?: string;
@@ -56,6 +58,7 @@ export function callRecord(
   if (facts.latencyMs !== undefined) properties.latencyMs = facts.latencyMs;
   if (facts.productId !== null) properties.productId = facts.productId;
   if (facts.admitted) properties.admitted = true;
+  if (facts.credits !== undefined && facts.credits > 0) properties.credits = facts.credits;
   if (facts.cancelled === true) properties.cancelled = true;
   return {
     id: newId(ID.usageRecord),

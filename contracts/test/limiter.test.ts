@@ -111,6 +111,30 @@ describe.each([
     expect((store.commands - before) / 5_000).toBeLessThan(0.05);
   });
 
+  it('spends a cost per admission exactly across two limiters, and leaves a remainder short of one', async () => {
+    const a = await limiter();
+    const b = await limiter();
+    // 100 credits at 7 a call: 14 calls (98 credits); the last 2 credits buy nothing.
+    const t = { ...target(unique(), 100, 0), cost: 7 };
+    expect(await admitMany([a, b], t, 60)).toBe(14);
+    expect(await a.admit(t)).toMatchObject({ allowed: false, limit: 100 });
+    // A credit limit raised by 5 (a top-up) makes room for one more call.
+    expect(await admitMany([a, b], { ...t, limit: 105 }, 10)).toBe(1);
+  });
+
+  it('takes an admission back into its lease, or off the counter once settled', async () => {
+    const a = await limiter();
+    const t = target(unique(), 3, 0);
+    expect(await admitMany([a], t, 3)).toBe(3);
+    await a.giveBack(t);
+    expect(await admitMany([a], t, 3)).toBe(1);
+    const b = await limiter();
+    await a.close();
+    // The lease is settled now: the give-back comes off the counter's reported usage.
+    await a.giveBack(t);
+    expect(await admitMany([b], t, 3)).toBe(1);
+  });
+
   it('gives a closed limiter’s unspent lease back to the others', async () => {
     const a = await limiter();
     const b = await limiter();

@@ -51,6 +51,7 @@ export const ERROR_STATUS = {
   checkout_session_closed: 409,
   checkout_session_in_progress: 409,
   no_higher_plan: 409,
+  no_top_up: 409,
   refund_exceeds_payment: 409,
   dispute_exists: 409,
   dispute_closed: 409,

@@ -18,6 +18,7 @@ import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
+import { UsageDebits } from './modules/credits/usage-debits';
 import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
 import { disputeRoutes } from './modules/disputes/routes';
@@ -129,7 +130,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.config.secretKey,
   );
   const customers = new CustomerService(deps.pool, clock, tokens);
-  const credits = new CreditService(deps.pool, clock);
+  const usageDebits = new UsageDebits(deps.pool, clock, deps.reader, deps.logger);
+  const credits = new CreditService(deps.pool, clock, usageDebits);
   const processor = new SandboxProcessor();
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
   const disputes = new DisputeService(deps.pool, clock);
@@ -163,6 +165,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const financials = new FinancialService(deps.pool, clock);
 
   scheduler.addJob(() => checkout.expireDue());
+  scheduler.addJob(() => usageDebits.settleDue());
+  credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
   const payouts = new PayoutService(
     deps.pool,
     clock,

@@ -38,6 +38,7 @@ const base: PlanSettings = {
   tiers: null,
   tiersMode: null,
   packageSize: null,
+  topUp: null,
 };
 
 describe('plan rules', () => {

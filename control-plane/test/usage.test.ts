@@ -325,6 +325,7 @@ describe('usage queries', () => {
       daily: () => Promise.reject(new Error('connection refused')),
       limitUsage: () => Promise.reject(new Error('connection refused')),
       countByProperty: () => Promise.reject(new Error('connection refused')),
+      creditUsage: () => Promise.reject(new Error('connection refused')),
     };
     const outage = await build(down);
     try {

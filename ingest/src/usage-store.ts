@@ -174,6 +174,25 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     return Number(row?.calls ?? 0) + Math.ceil(Number(row?.reported ?? 0));
   }
 
+  async creditUsage(query: {
+    providerId: string;
+    environment: Environment;
+    meterRef: string;
+    customerRef?: string | undefined;
+  }): Promise<Map<string, { credits: number; calls: number }>> {
+    const rows = await this.rows<{ customer_ref: string; credits: string | number; calls: string | number }>(
+      `SELECT customer_ref, toString(sum(JSONExtractUInt(properties, 'credits'))) AS credits, count() AS calls
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE provider_id = {providerId:String}
+          AND meter_ref = {meterRef:String}
+          ${query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}'}
+          AND JSONExtractUInt(properties, 'credits') > 0
+        GROUP BY customer_ref`,
+      { providerId: query.providerId, meterRef: query.meterRef, customerRef: query.customerRef },
+    );
+    return new Map(rows.map((r) => [r.customer_ref, { credits: Number(r.credits), calls: Number(r.calls) }]));
+  }
+
   async countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>> {
     const rows = await this.rows<{ value: string; records: string | number }>(
       `SELECT JSONExtractString(properties, {property:String}) AS value, count() AS records

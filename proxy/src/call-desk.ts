@@ -14,12 +14,16 @@ type Refused = Exclude<Verdict, { kind: 'admit' }>;
 export interface CallFacts {
   outcome?: ToolOutcome;
   admitted: boolean;
+  /** Credits the call spent (plans paid from credits). */
+  credits?: number;
 }
 
 /** What a call's usage record says. */
 export interface RecordedFacts {
   outcome: ToolOutcome;
   admitted: boolean;
+  /** Credits the call spent (plans paid from credits). */
+  credits?: number | undefined;
   /** The client went away before the call's answer reached it. */
   cancelled?: boolean;
 }
@@ -69,7 +73,10 @@ export class CallDesk {
     calls.forEach((call, i) => {
       const verdict = verdicts[i];
       if (verdict === undefined || verdict.kind === 'admit')
-        facts.set(call, { admitted: verdict?.counted ?? false });
+        facts.set(call, {
+          admitted: verdict?.counted ?? false,
+          ...(verdict?.credits === undefined ? {} : { credits: verdict.credits }),
+        });
       else refused.push([call, verdict]);
     });
     const answers = await Promise.all(
@@ -102,6 +109,7 @@ export class CallDesk {
           latencyMs,
           productId: server.productId,
           admitted: facts.admitted,
+          ...(facts.credits === undefined ? {} : { credits: facts.credits }),
           ...(facts.cancelled === true ? { cancelled: true } : {}),
         }),
       );

@@ -7,7 +7,7 @@ export interface PaywallAsk {
   environment: Environment;
   customerId: string;
   productId: string;
-  reason: 'limit_reached' | 'plan_required' | 'no_plan';
+  reason: 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
   planIds?: string[];
   planId?: string;
 }
@@ -73,6 +73,15 @@ export class ControlPlaneLink {
   /** Purchases change the plan and so the counter; a paid customer must not get an old session. */
   forgetPaywalls(): void {
     this.paywalls.clear();
+  }
+
+  /** Where a customer's credit counter starts: the credits its recorded calls spent. */
+  creditSeed(scope: CounterScope): Promise<{ used: number; expiresAtMs: number }> {
+    return this.post('/internal/v1/credits/seed', {
+      providerId: scope.providerId,
+      environment: scope.environment,
+      customerId: scope.customerId,
+    });
   }
 
   seed(scope: CounterScope, periodEnd: Date | null): Promise<{ used: number; expiresAtMs: number }> {

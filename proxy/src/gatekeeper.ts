@@ -1,5 +1,6 @@
 import {
   counterKey,
+  creditKey,
   gateFor,
   type LeasedLimiter,
   LimiterUnavailableError,
@@ -10,15 +11,20 @@ import type { ControlPlaneLink } from './control-link';
 import { type EntitlementDirectory, SnapshotUnavailableError } from './directory';
 
 export type Verdict =
-  /** `counted`: the call spent a unit of a plan's allowance (recorded as `admitted: true`). */
-  | { kind: 'admit'; counted: boolean }
+  /**
+   * `counted`: the call spent a unit of a plan's allowance (recorded as `admitted: true`);
+   * `credits`: what it spent of the customer's credits (plans paid from credits).
+   */
+  | { kind: 'admit'; counted: boolean; credits?: number }
   | {
       kind: 'paywall';
-      reason: 'limit_reached' | 'plan_required' | 'no_plan';
+      reason: 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
       planIds: string[];
       planId?: string;
+      /** limit_reached: calls; credits_exhausted: credits (every credit funded, and spent). */
       limit?: number;
       used?: number;
+      creditsPerUnit?: number;
     }
   /** The limit store is down and the policy is to refuse rather than risk going over. */
   | { kind: 'unavailable' };
@@ -67,29 +73,56 @@ export class Gatekeeper {
       this.stats.decisions.paywall++;
       return { kind: 'paywall', reason: gate.reason, planIds: gate.planIds };
     }
-    if (gate.limit === null) {
+    if (gate.limit === null && gate.credits === null) {
       this.stats.decisions.admitted++;
       return COUNTED;
     }
     const scope = scopeOf(server, customerId, productId, gate);
     try {
-      const decision = await this.limiter.admit({
-        key: counterKey(scope),
-        limit: gate.limit,
-        seed: () => this.link.seed(scope, gate.periodEnd),
-      });
-      if (decision.allowed) {
+      const limitTarget =
+        gate.limit === null
+          ? undefined
+          : { key: counterKey(scope), limit: gate.limit, seed: () => this.link.seed(scope, gate.periodEnd) };
+      if (limitTarget !== undefined) {
+        const decision = await this.limiter.admit(limitTarget);
+        if (!decision.allowed) {
+          this.stats.decisions.paywall++;
+          return {
+            kind: 'paywall',
+            reason: 'limit_reached',
+            planIds: [],
+            planId: gate.planId,
+            limit: decision.limit,
+            used: decision.used,
+          };
+        }
+      }
+      if (gate.credits === null) {
         this.stats.decisions.admitted++;
         return COUNTED;
       }
+      const perUnit = gate.credits.perUnit;
+      const credits = await this.limiter.admit({
+        key: creditKey(scope),
+        limit: gate.credits.funded,
+        cost: perUnit,
+        seed: () => this.link.creditSeed(scope),
+      });
+      if (credits.allowed) {
+        this.stats.decisions.admitted++;
+        return { kind: 'admit', counted: true, credits: perUnit };
+      }
+      // Refused for want of credits: the unit of the plan's limit it took goes back.
+      if (limitTarget !== undefined) await this.limiter.giveBack(limitTarget);
       this.stats.decisions.paywall++;
       return {
         kind: 'paywall',
-        reason: 'limit_reached',
+        reason: 'credits_exhausted',
         planIds: [],
         planId: gate.planId,
-        limit: decision.limit,
-        used: decision.used,
+        limit: credits.limit,
+        used: credits.used,
+        creditsPerUnit: perUnit,
       };
     } catch (error) {
       if (!(error instanceof LimiterUnavailableError)) throw error;

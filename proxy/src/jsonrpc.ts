@@ -51,9 +51,10 @@ export const PAYWALL_META_KEY = 'dev.mcp-meter/paywall';
 export const URL_ELICITATION_REQUIRED = -32042;
 
 type PaywallVerdict = {
-  reason: 'limit_reached' | 'plan_required' | 'no_plan';
+  reason: 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
   limit?: number;
   used?: number;
+  creditsPerUnit?: number;
 };
 type PaywallOffer =
   | { checkoutUrl: string; checkoutSessionId: string; product: { id: string; name: string } }
@@ -65,18 +66,25 @@ function paywallText(
   verdict: PaywallVerdict,
   offer: PaywallOffer,
 ): { what: string; next: string } {
+  const credits = verdict.reason === 'credits_exhausted';
   const what =
     verdict.reason === 'limit_reached'
       ? `You have used all ${verdict.limit ?? ''} calls your plan includes for this period.`
-      : verdict.reason === 'plan_required'
-        ? `The tool "${call.tool}" needs a plan that includes it.`
-        : 'This MCP server needs a plan before its tools can be used.';
+      : credits
+        ? `Your credits have run out: each call costs ${verdict.creditsPerUnit ?? 1} ${verdict.creditsPerUnit === 1 ? 'credit' : 'credits'}.`
+        : verdict.reason === 'plan_required'
+          ? `The tool "${call.tool}" needs a plan that includes it.`
+          : 'This MCP server needs a plan before its tools can be used.';
   const next =
     offer === null
-      ? 'No plan with a higher limit is on sale; your allowance renews at the start of the next period.'
+      ? credits
+        ? 'No top-up is on sale; ask the provider to add credits.'
+        : 'No plan with a higher limit is on sale; your allowance renews at the start of the next period.'
       : offer === undefined
         ? 'A checkout link could not be created right now; please try again shortly.'
-        : `To continue, complete checkout for ${offer.product.name}: ${offer.checkoutUrl}`;
+        : credits
+          ? `To continue, top up your credits: ${offer.checkoutUrl}`
+          : `To continue, complete checkout for ${offer.product.name}: ${offer.checkoutUrl}`;
   return { what, next };
 }
 
@@ -128,6 +136,7 @@ export function paywallAnswer(
           checkoutSessionId: offer?.checkoutSessionId ?? null,
           limit: verdict.limit ?? null,
           used: verdict.used ?? null,
+          ...(verdict.creditsPerUnit === undefined ? {} : { creditsPerUnit: verdict.creditsPerUnit }),
           product: offer?.product ?? null,
         },
       },

@@ -267,7 +267,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
     const factsOf = (call: ToolCall, fallback: () => ToolOutcome) => {
       const known = facts.get(call);
-      return { outcome: known?.outcome ?? fallback(), admitted: known?.admitted ?? false };
+      return {
+        outcome: known?.outcome ?? fallback(),
+        admitted: known?.admitted ?? false,
+        credits: known?.credits,
+      };
     };
 
     const headers = request.headers;

@@ -52,6 +52,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
   let server: { id: string; subdomain: string; mcpProxyUrl: string };
   let free: { id: string };
   let pro: { id: string };
+  let productId: string;
   const baseDomain = 'mcp.test';
 
   const connect = async (proxyPort: number, accessToken: string, capabilities: ClientCapabilities = {}) => {
@@ -114,6 +115,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Limits Co'], env);
     api = apiClient(baseUrl, provider.sandboxKey);
     const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Calculator' })).body;
+    productId = product.id;
     const plan = async (body: Record<string, unknown>) => {
       const created = await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
         currency: 'usd',
@@ -344,6 +346,82 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       );
     });
     expect(status).toBe(200);
+  });
+
+  it('spends credits per call exactly across both proxies, debits them once, and reopens on more credits', async () => {
+    const credit = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
+      name: 'Credits',
+      type: 'usage-based',
+      billingModel: 'pre-paid',
+      creditsPerUnit: 3,
+      topUp: { credits: 30, amount: 500 },
+    });
+    expect(credit.status).toBe(201);
+    const customer = await customerWithToken();
+    const credits = (body: Record<string, unknown>) =>
+      api('POST', `/v1/sdk/customers/${customer.ref}/credits`, body);
+    expect((await credits({ kind: 'grant', amount: 20 })).status).toBe(201);
+    const activated = await api<{ status: string }>('POST', '/v1/sdk/activate', {
+      customerRef: customer.ref,
+      planRef: credit.body.id,
+    });
+    expect(activated.body.status).toBe('activated');
+
+    const adds = origin.calls.get('add') ?? 0;
+    const clients = await Promise.all(
+      [0, 1, 0, 1].map((i) => connect(proxyPorts[i] as number, customer.token)),
+    );
+    const burst = async (count: number) =>
+      (await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
+        ),
+      )) as ToolResult[];
+    // 20 credits at 3 a call: 6 calls, whichever proxy serves them; 2 credits stay unspent.
+    const first = await burst(40);
+    expect(first.filter((r) => r.isError !== true)).toHaveLength(6);
+    expect(origin.calls.get('add')).toBe(adds + 6);
+    const walls = first.filter((r) => r.isError === true);
+    expect(walls).toHaveLength(34);
+    for (const wall of walls)
+      expect(paywallOf(wall)).toMatchObject({ reason: 'credits_exhausted', creditsPerUnit: 3 });
+    // The paywall offers the plan's top-up pack.
+    const session = await api<{ amount: number; status: string }>(
+      'GET',
+      `/v1/sdk/checkout-sessions/${paywallOf(walls[0] as ToolResult)?.checkoutSessionId}`,
+    );
+    expect(session.body).toMatchObject({ amount: 500, status: 'active' });
+    expect((walls[0] as ToolResult).content[0]?.text).toContain('top up your credits');
+
+    // The 6 calls' records reach ClickHouse; reading the balance debits them, once.
+    await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 40,
+      { what: 'the burst recorded', timeoutMs: 40_000 },
+    );
+    const balance = await api<{ credits: number }>('GET', `/v1/sdk/customers/${customer.ref}/balance`);
+    expect(balance.body.credits).toBe(2);
+    const ledger = await api<{ data: Array<{ kind: string; amount: number }> }>(
+      'GET',
+      `/v1/sdk/customers/${customer.ref}/credits`,
+    );
+    expect(ledger.body.data.map((m) => [m.kind, m.amount])).toEqual([
+      ['usage', -18],
+      ['grant', 20],
+    ]);
+
+    // More credits reach both proxies: 2 + 10 = 12 credits, 4 more calls.
+    expect((await credits({ kind: 'grant', amount: 10 })).status).toBe(201);
+    // Each proxy learns of them when the entitlement changes; until then it refuses.
+    await pollUntil(
+      () => burst(8),
+      () => origin.calls.get('add') === adds + 10,
+      { what: 'calls admitted on the new credits', timeoutMs: 10_000 },
+    );
+    const after = await burst(8);
+    expect(after.every((r) => paywallOf(r)?.reason === 'credits_exhausted')).toBe(true);
+    expect(origin.calls.get('add')).toBe(adds + 10);
+    for (const client of clients) await client.close();
   });
 
   it('imports the tool list from the origin, keeping plan settings', async () => {

@@ -14,6 +14,8 @@ export interface LeaseCall {
   want: number;
   /** The grant is the budget left divided by this, at least 1: chunks shrink near the limit. */
   divisor: number;
+  /** Smallest grant (one admission's cost, default 1): less budget than this grants nothing. */
+  minGrant?: number | undefined;
   /** Expiry of the new lease in the store, after which it counts as fully spent. */
   leaseTtlMs: number;
   leaseId: string;
@@ -56,6 +58,7 @@ local ttl = tonumber(ARGV[4])
 local newId = ARGV[5]
 local settleField = 'L:' .. ARGV[6]
 local spent = tonumber(ARGV[7])
+local minGrant = tonumber(ARGV[8])
 local used = tonumber(redis.call('HGET', k, 'used') or '0')
 local leased = 0
 local fields = redis.call('HGETALL', k)
@@ -80,8 +83,8 @@ end
 redis.call('HSET', k, 'used', used)
 local granted = 0
 local avail = limit - used - leased
-if want > 0 and avail > 0 then
-  granted = math.max(1, math.min(want, math.floor(avail / divisor)))
+if want > 0 and avail >= minGrant then
+  granted = math.max(minGrant, math.min(want, math.floor(avail / divisor)))
   redis.call('HSET', k, 'L:' .. newId, granted .. ':' .. (now + ttl))
   leased = leased + granted
 end
@@ -111,6 +114,7 @@ interface LeaseRedis extends Redis {
     leaseId: string,
     settleId: string,
     spent: number,
+    minGrant: number,
   ): Promise<[number, number, number]>;
   meterSeed(key: string, used: number, expiresAt: number): Promise<number>;
   meterReport(key: string, units: number): Promise<number>;
@@ -126,6 +130,7 @@ const leaseArgs = (c: LeaseCall) =>
     c.leaseId,
     c.settle?.leaseId ?? '',
     c.settle?.spent ?? 0,
+    Math.max(1, c.minGrant ?? 1),
   ] as const;
 
 export class RedisCounterStore implements CounterStore {
@@ -207,8 +212,9 @@ export function leaseStep(counter: MemoryCounter, call: LeaseCall, now: number) 
   for (const lease of counter.leases.values()) leased += lease.amount;
   let granted = 0;
   const avail = call.limit - counter.used - leased;
-  if (call.want > 0 && avail > 0) {
-    granted = Math.max(1, Math.min(call.want, Math.floor(avail / call.divisor)));
+  const minGrant = Math.max(1, call.minGrant ?? 1);
+  if (call.want > 0 && avail >= minGrant) {
+    granted = Math.max(minGrant, Math.min(call.want, Math.floor(avail / call.divisor)));
     counter.leases.set(call.leaseId, { amount: granted, expiresAt: now + call.leaseTtlMs });
     leased += granted;
   }

@@ -13,6 +13,8 @@ export type Gate =
       limit: number | null;
       periodStart: Date;
       periodEnd: Date | null;
+      /** Paid from credits: each call also spends `perUnit` of the customer's credits. */
+      credits: { perUnit: number; funded: number } | null;
     }
   /** Refused before any limit: the customer has no plan that opens this tool. */
   | { kind: 'paywall'; reason: 'no_plan' | 'plan_required'; planIds: string[] };
@@ -62,6 +64,7 @@ export function gateFor(
     limit: fallback.limit,
     periodStart: period.start,
     periodEnd: period.end,
+    credits: null,
   };
 }
 
@@ -73,6 +76,7 @@ function purchaseGate(e: EntitlementSnapshot): Gate {
     limit: e.limit,
     periodStart: new Date(e.periodStart),
     periodEnd: e.periodEnd === null ? null : new Date(e.periodEnd),
+    credits: e.credits ?? null,
   };
 }
 

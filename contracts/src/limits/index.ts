@@ -9,7 +9,16 @@ export {
   RedisCounterStore,
 } from './counter';
 export { type Gate, gateFor, scopeOf } from './gate';
-export { type CounterScope, type Cycle, calendarPeriod, counterExpiry, counterKey } from './keys';
+export {
+  type CounterScope,
+  CREDIT_COUNTER_TTL_MS,
+  CREDIT_PREFIX,
+  type Cycle,
+  calendarPeriod,
+  counterExpiry,
+  counterKey,
+  creditKey,
+} from './keys';
 export {
   DEFAULT_LIMITER_OPTIONS,
   LeasedLimiter,

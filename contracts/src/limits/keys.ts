@@ -15,7 +15,20 @@ export function counterKey(s: CounterScope): string {
   return `${LIMIT_PREFIX}${s.environment}:${s.providerId}:${s.customerId}:${s.productId}:${s.planId}:${s.periodStart.getTime()}`;
 }
 
+/**
+ * One credit counter per customer: `used` is the credits its admitted calls spent, the limit is
+ * every credit ever made available to it (the entitlement's `credits.funded`). Shared by all of
+ * the customer's credit-funded products, as the balance is.
+ */
+export function creditKey(s: Pick<CounterScope, 'providerId' | 'environment' | 'customerId'>): string {
+  return `${CREDIT_PREFIX}${s.environment}:${s.providerId}:${s.customerId}`;
+}
+
+export const CREDIT_PREFIX = 'mcpmeter:credits:';
+
 const DAY_MS = 86_400_000;
+/** A credit counter is re-seeded from ClickHouse after this long without the limit's period to end it. */
+export const CREDIT_COUNTER_TTL_MS = 35 * DAY_MS;
 /** A counter outlives its period by a week (late settles, clock skew), then Redis drops it. */
 const AFTER_PERIOD_MS = 7 * DAY_MS;
 /** Periods without an end (one-time plans) are re-seeded from ClickHouse after this long. */

@@ -5,6 +5,11 @@ import type { CounterStore, LeaseCall } from './counter';
 export interface LimitTarget {
   key: string;
   limit: number;
+  /**
+   * Units one admission spends: 1 for a call against a plan's limit, the plan's creditsPerUnit
+   * against a customer's credit balance. Leases are never smaller than one admission.
+   */
+  cost?: number;
   /** Usage already admitted in the period (from ClickHouse) and when the counter may be dropped. */
   seed(): Promise<{ used: number; expiresAtMs: number }>;
 }
@@ -88,17 +93,37 @@ export class LeasedLimiter {
   /** Synchronous while a lease has budget left; otherwise one store call (or a short wait at the limit). */
   admit(target: LimitTarget): LimitDecision | Promise<LimitDecision> {
     const state = this.states.get(target.key);
-    if (state !== undefined && this.take(state)) return ALLOW;
+    if (state !== undefined && this.take(state, target.cost ?? 1)) return ALLOW;
     return this.slowAdmit(target);
   }
 
-  private take(state: KeyState): boolean {
+  /**
+   * Undoes one admission of `target` (another check refused the same call): back into the lease
+   * it came from while that is held, else subtracted from the counter's reported usage.
+   */
+  async giveBack(target: LimitTarget): Promise<void> {
+    const cost = target.cost ?? 1;
+    const held = this.states.get(target.key)?.held;
+    this.admitted--;
+    if (held !== undefined && held.spent >= cost) {
+      held.spent -= cost;
+      held.left += cost;
+      return;
+    }
+    try {
+      await this.store.report(target.key, -cost);
+    } catch (error) {
+      throw new LimiterUnavailableError(error);
+    }
+  }
+
+  private take(state: KeyState, cost: number): boolean {
     const held = state.held;
-    if (held === undefined || held.left <= 0) return false;
+    if (held === undefined || held.left < cost) return false;
     const now = performance.now();
     if (now - held.acquiredAt > this.options.holdMs) return false;
-    held.left--;
-    held.spent++;
+    held.left -= cost;
+    held.spent += cost;
     held.lastUsedAt = now;
     state.touchedAt = now;
     this.admitted++;
@@ -113,15 +138,16 @@ export class LeasedLimiter {
       this.startSweeping();
     }
     const deadline = performance.now() + this.options.holdMs + 250;
+    const cost = target.cost ?? 1;
     for (;;) {
-      if (this.take(state)) return ALLOW;
+      if (this.take(state, cost)) return ALLOW;
       if (state.acquiring === undefined) {
         state.acquiring = this.acquire(state, target).finally(() => {
           if (state !== undefined) state.acquiring = undefined;
         });
       }
       const reply = await state.acquiring;
-      if (this.take(state)) return ALLOW;
+      if (this.take(state, cost)) return ALLOW;
       // Budget was granted but taken by the other waiters: lease again.
       if (reply.granted > 0) continue;
       if (reply.leasedElsewhere > 0 && performance.now() < deadline) {
@@ -129,17 +155,21 @@ export class LeasedLimiter {
         continue;
       }
       this.denied++;
-      return { allowed: false, used: Math.max(reply.used, target.limit), limit: target.limit };
+      // With a cost above 1 the budget can end short of the limit (2 credits left, 3 a call).
+      const used = cost === 1 ? Math.max(reply.used, target.limit) : reply.used;
+      return { allowed: false, used, limit: target.limit };
     }
   }
 
   private async acquire(state: KeyState, target: LimitTarget) {
     const previous = state.held;
     state.held = undefined;
+    const cost = target.cost ?? 1;
     const call: LeaseCall = {
       key: target.key,
       limit: target.limit,
-      want: this.closed ? 0 : this.options.maxLease,
+      want: this.closed ? 0 : this.options.maxLease * cost,
+      minGrant: cost,
       divisor: this.options.divisor,
       leaseTtlMs: this.options.leaseTtlMs,
       leaseId: randomBytes(6).toString('base64url'),

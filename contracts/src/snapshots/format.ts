@@ -64,6 +64,12 @@ export interface EntitlementSnapshot {
   meterRef: string | null;
   periodStart: string;
   periodEnd: string | null;
+  /**
+   * A plan paid from credits: each admitted call spends `perUnit` credits of the customer's
+   * balance. `funded` is every credit ever made available to the customer (the balance plus what
+   * usage has been debited), the cap of its credit counter. Absent for other plans.
+   */
+  credits?: { perUnit: number; funded: number } | null;
 }
 
 export const entitlementKey = (

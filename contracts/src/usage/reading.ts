@@ -64,6 +64,17 @@ export interface UsageReader {
    * count for this product when they name it as `productId` or name no product, rounded up.
    */
   limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
+  /**
+   * Credits spent by calls on the requests meter (the `credits` the proxy or the SDK limit check
+   * wrote on each admitted call of a credit-paid plan), per customer, over all time: what a credit
+   * counter starts from and what usage settlement debits up to. `customerRef` narrows to one.
+   */
+  creditUsage(query: {
+    providerId: string;
+    environment: Environment;
+    meterRef: string;
+    customerRef?: string | undefined;
+  }): Promise<Map<string, { credits: number; calls: number }>>;
   /** Record counts grouped by one string property (e.g. `server` on the requests meter). */
   countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>>;
 }

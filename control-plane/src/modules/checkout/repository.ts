@@ -108,6 +108,23 @@ export async function topupAttempts(db: Queryable, customerId: string, sessionId
 }
 
 /** The newest open plan session of the customer for the plan that stays open past `openUntil`. */
+/** An open top-up session of the customer for this pack, still open at `openUntil`. */
+export async function findOpenTopupSession(
+  db: Queryable,
+  customerId: string,
+  pack: { credits: number; amount: number },
+  openUntil: Date,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM checkout_sessions
+      WHERE customer_id = $1 AND kind = 'topup' AND topup_credits = $2 AND amount = $3
+        AND status = 'active' AND expires_at > $4
+      ORDER BY created_at DESC LIMIT 1`,
+    [customerId, pack.credits, pack.amount, openUntil],
+  );
+  return rows[0]?.id;
+}
+
 export async function findOpenPlanSession(
   db: Queryable,
   customerId: string,

@@ -150,6 +150,8 @@ export class CheckoutService {
         });
         if (failure !== undefined)
           throw new DomainError('card_declined', `The card was refused (${failure})`);
+        // The proxy may now admit calls on the new credits.
+        await this.credits.announce(row.customer_id);
       }
       used = true;
     } finally {

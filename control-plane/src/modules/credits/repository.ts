@@ -1,8 +1,8 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
-import type { CREDIT_KINDS } from './schemas';
+import type { MOVEMENT_KINDS } from './schemas';
 
-export type CreditKind = (typeof CREDIT_KINDS)[number];
+export type CreditKind = (typeof MOVEMENT_KINDS)[number];
 
 export interface LedgerRow {
   id: string;
@@ -57,6 +57,69 @@ export async function lockBalance(db: Queryable, customerId: string, at: Date): 
     [customerId],
   );
   return rows[0]?.balance ?? 0;
+}
+
+/** The balance row with its usage totals, created at 0 when missing, locked for the transaction. */
+export async function lockUsageTotals(
+  db: Queryable,
+  customerId: string,
+  at: Date,
+): Promise<{ balance: number; usageDebited: number; usageCalls: number }> {
+  await lockBalance(db, customerId, at);
+  const { rows } = await db.query<{ balance: string; usage_debited: string; usage_calls: string }>(
+    'SELECT balance, usage_debited, usage_calls FROM credit_balances WHERE customer_id = $1',
+    [customerId],
+  );
+  const row = rows[0];
+  return {
+    balance: Number(row?.balance ?? 0),
+    usageDebited: Number(row?.usage_debited ?? 0),
+    usageCalls: Number(row?.usage_calls ?? 0),
+  };
+}
+
+/** The balance after a usage debit, with the usage totals it brought the customer up to. */
+export async function setUsageDebited(
+  db: Queryable,
+  customerId: string,
+  totals: { balance: number; usageDebited: number; usageCalls: number },
+  at: Date,
+) {
+  await db.query(
+    'UPDATE credit_balances SET balance = $2, usage_debited = $3, usage_calls = $4, updated_at = $5 WHERE customer_id = $1',
+    [customerId, totals.balance, totals.usageDebited, totals.usageCalls, at],
+  );
+}
+
+/**
+ * Every credit ever made available to each customer: the balance plus what usage has been
+ * debited from it. The cap of the customer's credit counter.
+ */
+export async function fundedCredits(db: Queryable, customerIds: string[]): Promise<Map<string, number>> {
+  if (customerIds.length === 0) return new Map();
+  const { rows } = await db.query<{ customer_id: string; funded: string }>(
+    'SELECT customer_id, (balance + usage_debited)::text AS funded FROM credit_balances WHERE customer_id = ANY($1)',
+    [customerIds],
+  );
+  return new Map(rows.map((r) => [r.customer_id, Number(r.funded)]));
+}
+
+/** Credits of usage debited so far, per customer of a tenant. */
+export async function usageDebited(db: Queryable, tenant: Tenant): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ customer_id: string; usage_debited: string }>(
+    `SELECT b.customer_id, b.usage_debited FROM credit_balances b JOIN customers c ON c.id = b.customer_id
+      WHERE c.provider_id = $1 AND c.environment = $2`,
+    [tenant.providerId, tenant.environment],
+  );
+  return new Map(rows.map((r) => [r.customer_id, Number(r.usage_debited)]));
+}
+
+/** Tenants with a plan paid from credits (usage-based, pre-paid): the ones whose usage spends credits. */
+export async function creditPaidTenants(db: Queryable): Promise<Tenant[]> {
+  const { rows } = await db.query<{ provider_id: string; environment: Environment }>(
+    `SELECT DISTINCT provider_id, environment FROM plans WHERE type = 'usage-based' AND billing_model = 'pre-paid'`,
+  );
+  return rows.map((r) => ({ providerId: r.provider_id, environment: r.environment }));
 }
 
 export async function setBalance(db: Queryable, customerId: string, balance: number, at: Date) {

@@ -2,6 +2,8 @@ import { Type } from '@sinclair/typebox';
 import { Metadata, page, stringEnum, Timestamp } from '../../http/schemas';
 
 export const CREDIT_KINDS = ['top_up', 'grant', 'debit', 'adjustment'] as const;
+/** What the ledger lists: the kinds a provider moves, and `usage`, the debits of calls served. */
+export const MOVEMENT_KINDS = [...CREDIT_KINDS, 'usage'] as const;
 
 export const CreditMovementCreate = Type.Object(
   {
@@ -36,7 +38,7 @@ export const CreditMovementCreate = Type.Object(
 export const CreditMovement = Type.Object({
   id: Type.String(),
   customerRef: Type.String(),
-  kind: stringEnum(CREDIT_KINDS),
+  kind: stringEnum(MOVEMENT_KINDS),
   amount: Type.Integer({ description: 'Signed change in credits' }),
   balance: Type.Integer({ description: 'Balance after this movement' }),
   reason: Type.Union([Type.String(), Type.Null()]),

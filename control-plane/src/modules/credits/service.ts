@@ -22,6 +22,7 @@ import {
   setLowBalanceThreshold,
 } from './repository';
 import type { CreditMovement, CreditMovementCreate } from './schemas';
+import type { UsageDebits } from './usage-debits';
 
 type Kind = CreditKind;
 
@@ -29,8 +30,47 @@ const EVENT: Record<Kind, string> = {
   top_up: 'customer.credit.topped_up',
   grant: 'customer.credit.granted',
   debit: 'customer.credit.debited',
+  usage: 'customer.credit.debited',
   adjustment: 'customer.credit.adjusted',
 };
+
+/**
+ * The events of one movement, in its transaction: `customer.credit.<kind>` always, then
+ * `low_balance` when the balance drops below the provider's threshold and `exhausted` when it
+ * reaches zero (or, by usage, below), each once per crossing.
+ */
+export async function writeCreditEvents(
+  tx: PoolClient,
+  auth: Pick<AuthContext, 'providerId' | 'environment'>,
+  movement: {
+    kind: Kind;
+    customerId: string;
+    before: number;
+    after: number;
+    productRef: string | null;
+    at: Date;
+    idempotencyKey: string | null;
+    extra?: Record<string, unknown>;
+  },
+): Promise<void> {
+  const { before, after, at, idempotencyKey } = movement;
+  const object = {
+    customerId: movement.customerId,
+    providerId: auth.providerId,
+    credits: after,
+    amount: after - before,
+    productRef: movement.productRef,
+    ...movement.extra,
+  };
+  await writeEvent(tx, { ...auth, type: EVENT[movement.kind], object, at, idempotencyKey });
+  const threshold = await lowBalanceThreshold(tx, auth.providerId);
+  if (before >= threshold && after < threshold) {
+    await writeEvent(tx, { ...auth, type: 'customer.credit.low_balance', object, at, idempotencyKey });
+  }
+  if (before > 0 && after <= 0) {
+    await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
+  }
+}
 
 const toMovement = (row: LedgerRow): Static<typeof CreditMovement> => ({
   id: row.id,
@@ -51,10 +91,23 @@ const toMovement = (row: LedgerRow): Static<typeof CreditMovement> => ({
  * provider's threshold, `exhausted` when it reaches zero, each once per crossing.
  */
 export class CreditService {
+  /** Tells the proxy's entitlements that the credits available to a customer changed (after commit). */
+  private fundsChanged: (customerId: string) => Promise<void> = async () => undefined;
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
+    private readonly usage?: UsageDebits,
   ) {}
+
+  onFundsChanged(listener: (customerId: string) => Promise<void>): void {
+    this.fundsChanged = listener;
+  }
+
+  /** After a caller's transaction that moved credits (`moveIn`) has committed. */
+  async announce(customerId: string): Promise<void> {
+    await this.fundsChanged(customerId);
+  }
 
   private async customer(db: Pool | PoolClient, auth: AuthContext, ref: string, forUpdate = false) {
     const customer = await findCustomer(db, auth, ref, { forUpdate });
@@ -66,8 +119,10 @@ export class CreditService {
     return lowBalanceThreshold(db, providerId);
   }
 
+  /** The balance, with the customer's calls recorded so far debited first. */
   async balance(auth: AuthContext, ref: string) {
     const customer = await this.customer(this.pool, auth, ref);
+    await this.usage?.settle(auth, customer.id);
     const balance = await findBalance(this.pool, customer.id);
     return {
       customerRef: customer.id,
@@ -99,7 +154,9 @@ export class CreditService {
         'Top-ups need an Idempotency-Key header so a retry cannot credit twice',
       );
     }
-    return inTransaction(this.pool, (tx) => this.moveIn(tx, auth, ref, input, idempotencyKey));
+    const moved = await inTransaction(this.pool, (tx) => this.moveIn(tx, auth, ref, input, idempotencyKey));
+    if (!moved.replayed) await this.announce(moved.movement.customerRef);
+    return moved;
   }
 
   /** `move` inside the caller's transaction (a checkout that charges and credits together). */
@@ -124,6 +181,8 @@ export class CreditService {
         throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
       productRef = product.reference;
     }
+    // Usage not yet debited is settled first, so a debit sees the balance the calls left.
+    await this.usage?.settleIn(tx, auth, customer.id);
     const before = await lockBalance(tx, customer.id, at);
     const after = before + delta;
     // Balances are exact integers: past 2^53 - 1 a JavaScript number cannot hold them.
@@ -160,22 +219,15 @@ export class CreditService {
       created_at: at,
     });
     await setBalance(tx, customer.id, after, at);
-
-    const object = {
+    await writeCreditEvents(tx, auth, {
+      kind: input.kind,
       customerId: customer.id,
-      providerId: auth.providerId,
-      credits: after,
-      amount: delta,
+      before,
+      after,
       productRef,
-    };
-    await writeEvent(tx, { ...auth, type: EVENT[input.kind], object, at, idempotencyKey });
-    const threshold = await this.threshold(tx, auth.providerId);
-    if (before >= threshold && after < threshold) {
-      await writeEvent(tx, { ...auth, type: 'customer.credit.low_balance', object, at, idempotencyKey });
-    }
-    if (before > 0 && after === 0) {
-      await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
-    }
+      at,
+      idempotencyKey,
+    });
     // Usage priced in credits (units × the plan's creditsPerUnit) is a usage charge.
     if (input.kind === 'debit' && input.units !== undefined && input.planRef !== undefined) {
       const plan = await findPlan(tx, auth, input.planRef);

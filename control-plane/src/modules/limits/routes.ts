@@ -26,6 +26,19 @@ const LimitAnswer = Type.Object({
   used: Type.Integer(),
   remaining: Nullable(Type.Integer()),
   planId: Type.Optional(Type.String()),
+  creditBalance: Type.Optional(
+    Type.Integer({
+      description:
+        'Plans paid from credits: credits still available to calls (balance less calls not yet debited)',
+    }),
+  ),
+  creditsPerUnit: Type.Optional(Type.Integer()),
+  reason: Type.Optional(
+    stringEnum(
+      ['limit_reached', 'plan_required', 'no_plan', 'credits_exhausted'] as const,
+      'Why the call is refused (withinLimits false)',
+    ),
+  ),
   checkoutUrl: Type.Optional(Type.String()),
   checkoutSessionId: Type.Optional(Type.String()),
   offeredPlanId: Type.Optional(Type.String()),
@@ -71,7 +84,7 @@ export function internalRoutes(limits: LimitService, token: string) {
           body: Type.Object(
             {
               ...Tenant,
-              reason: stringEnum(['limit_reached', 'plan_required', 'no_plan'] as const),
+              reason: stringEnum(['limit_reached', 'plan_required', 'no_plan', 'credits_exhausted'] as const),
               planIds: Type.Optional(Type.Array(Type.String({ maxLength: 100 }), { maxItems: 50 })),
               planId: Type.Optional(Type.String({ maxLength: 100 })),
             },
@@ -80,6 +93,23 @@ export function internalRoutes(limits: LimitService, token: string) {
         },
       },
       async (request) => limits.paywall(request.body),
+    );
+    app.post(
+      '/internal/v1/credits/seed',
+      {
+        schema: {
+          hide: true,
+          body: Type.Object(
+            {
+              providerId: Tenant.providerId,
+              environment: Tenant.environment,
+              customerId: Tenant.customerId,
+            },
+            { additionalProperties: false },
+          ),
+        },
+      },
+      async (request) => limits.creditSeed(request.body),
     );
     app.post(
       '/internal/v1/limits/seed',

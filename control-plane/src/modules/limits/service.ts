@@ -2,9 +2,11 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import {
   type CounterScope,
   type CounterStore,
+  CREDIT_COUNTER_TTL_MS,
   calendarPeriod,
   counterExpiry,
   counterKey,
+  creditKey,
   LeasedLimiter,
   LimiterUnavailableError,
   type LimitTarget,
@@ -14,8 +16,9 @@ import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contr
 import type { Clock } from '../../clock';
 import { type Pool, withAdvisoryLock } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
-import { findOpenPlanSession } from '../checkout/repository';
+import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
+import { fundedCredits } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import {
@@ -26,12 +29,12 @@ import {
   productsWithDefaultPlan,
   settingsOf,
 } from '../plans/repository';
-import { requiresPayment } from '../plans/rules';
+import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { accessProductIds, findAccessPurchase } from '../purchases/repository';
 
-export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan';
+export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
 
 export interface PaywallRequest {
   providerId: string;
@@ -41,7 +44,7 @@ export interface PaywallRequest {
   reason: PaywallReason;
   /** The plans that open the tool (plan_required), first choice first. */
   planIds?: string[] | undefined;
-  /** The plan whose limit was reached (limit_reached). */
+  /** The plan whose limit was reached (limit_reached), or whose credits ran out (credits_exhausted). */
   planId?: string | undefined;
 }
 
@@ -60,11 +63,30 @@ export interface Paywall {
   planId: string;
 }
 
+/** The answer of `POST /v1/sdk/limits`. */
+export interface LimitAnswer {
+  withinLimits: boolean;
+  limit: number | null;
+  used: number;
+  remaining: number | null;
+  planId?: string;
+  /** Credit-paid plans: credits still available to calls (the balance less calls not yet debited). */
+  creditBalance?: number;
+  creditsPerUnit?: number;
+  /** Why the call is (or would be) refused. */
+  reason?: PaywallReason;
+  checkoutUrl?: string;
+  checkoutSessionId?: string;
+  offeredPlanId?: string;
+}
+
 interface Governing {
   planId: string;
   limit: number | null;
   periodStart: Date;
   periodEnd: Date | null;
+  /** A plan paid from credits: each call also spends `perUnit` of the customer's credits. */
+  credits: { perUnit: number; funded: number } | null;
 }
 
 /**
@@ -122,6 +144,40 @@ export class LimitService {
     }
   }
 
+  /**
+   * Credits the customer's admitted calls have spent, from ClickHouse: the start of its credit
+   * counter, which lives for CREDIT_COUNTER_TTL_MS and is then started again.
+   */
+  async creditSeed(scope: {
+    providerId: string;
+    environment: Environment;
+    customerId: string;
+  }): Promise<{ used: number; expiresAtMs: number }> {
+    const meter = await this.requestsMeter(scope);
+    try {
+      const usage = await this.reader.creditUsage({
+        ...scope,
+        meterRef: meter.id,
+        customerRef: scope.customerId,
+      });
+      return {
+        used: usage.get(scope.customerId)?.credits ?? 0,
+        expiresAtMs: this.clock.now().getTime() + CREDIT_COUNTER_TTL_MS,
+      };
+    } catch {
+      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
+    }
+  }
+
+  private creditTarget(scope: CounterScope, credits: { perUnit: number; funded: number }): LimitTarget {
+    return {
+      key: creditKey(scope),
+      limit: credits.funded,
+      cost: credits.perUnit,
+      seed: () => this.creditSeed(scope),
+    };
+  }
+
   private target(scope: CounterScope, governing: Governing): LimitTarget {
     return {
       key: counterKey(scope),
@@ -139,18 +195,31 @@ export class LimitService {
     const purchase = await findAccessPurchase(this.pool, customerId, productId);
     if (purchase !== undefined) {
       const plan = await findPlan(this.pool, auth, purchase.plan_id);
+      const creditPaid = plan !== undefined && isCreditPaid(settingsOf(plan));
       return {
         planId: purchase.plan_id,
         limit: plan?.usage_limit ?? null,
         periodStart: purchase.period_start,
         periodEnd: purchase.period_end,
+        credits: creditPaid
+          ? {
+              perUnit: plan.credits_per_unit,
+              funded: (await fundedCredits(this.pool, [customerId])).get(customerId) ?? 0,
+            }
+          : null,
       };
     }
     const defaultId = await findDefaultPlanId(this.pool, productId);
     const plan = defaultId === undefined ? undefined : await findPlan(this.pool, auth, defaultId);
     if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
     const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
-    return { planId: plan.id, limit: plan.usage_limit, periodStart: period.start, periodEnd: period.end };
+    return {
+      planId: plan.id,
+      limit: plan.usage_limit,
+      periodStart: period.start,
+      periodEnd: period.end,
+      credits: null,
+    };
   }
 
   /** `POST /v1/sdk/limits`: check, and with `consume` admit and record one call. */
@@ -203,37 +272,77 @@ export class LimitService {
         productId: product.id,
         reason: 'no_plan',
       });
-      return { withinLimits: false, limit: 0, used: 0, remaining: 0, ...paywallFields(paywall) };
+      return {
+        withinLimits: false,
+        limit: 0,
+        used: 0,
+        remaining: 0,
+        reason: 'no_plan' as const,
+        ...paywallFields(paywall),
+      };
     }
-    if (governing.limit === null) {
-      if (consume) await this.record(auth, customer.id, product.id, 'success');
-      const { used } = await this.seed({ ...scopeFor(governing), periodEnd: governing.periodEnd });
-      return { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
-    }
-    const target = this.target(scopeFor(governing), governing);
-    let allowed = true;
+    const scope = scopeFor(governing);
+    const target = governing.limit === null ? undefined : this.target(scope, governing);
+    const creditTarget = governing.credits === null ? undefined : this.creditTarget(scope, governing.credits);
+    let refusedBy: 'limit_reached' | 'credits_exhausted' | undefined;
     if (consume) {
-      const decision = await this.limiter.admit(target);
-      allowed = decision.allowed;
-      await this.record(auth, customer.id, product.id, allowed ? 'success' : 'paywall');
+      if (target !== undefined && !(await this.limiter.admit(target)).allowed) refusedBy = 'limit_reached';
+      if (refusedBy === undefined && creditTarget !== undefined) {
+        if (!(await this.limiter.admit(creditTarget)).allowed) {
+          refusedBy = 'credits_exhausted';
+          // The call is refused: the unit of the plan's limit it took goes back.
+          if (target !== undefined) await this.limiter.giveBack(target);
+        }
+      }
+      await this.record(
+        auth,
+        customer.id,
+        product.id,
+        refusedBy === undefined ? 'success' : 'paywall',
+        refusedBy === undefined ? governing.credits?.perUnit : undefined,
+      );
     }
-    const used = Math.min(governing.limit, await this.reserved(target));
-    const remaining = governing.limit - used;
-    if (!consume) allowed = remaining > 0;
-    const base = { withinLimits: allowed, limit: governing.limit, used, remaining, planId: governing.planId };
-    if (allowed) return base;
+    let base: LimitAnswer;
+    if (target === undefined || governing.limit === null) {
+      const { used } = await this.seed({ ...scope, periodEnd: governing.periodEnd });
+      base = { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
+    } else {
+      const used = Math.min(governing.limit, await this.reserved(target));
+      const remaining = governing.limit - used;
+      base = {
+        withinLimits: remaining > 0,
+        limit: governing.limit,
+        used,
+        remaining,
+        planId: governing.planId,
+      };
+    }
+    if (creditTarget !== undefined && governing.credits !== null) {
+      const available = governing.credits.funded - (await this.reserved(creditTarget));
+      base.creditBalance = available;
+      base.creditsPerUnit = governing.credits.perUnit;
+      if (!consume && available < governing.credits.perUnit && base.withinLimits) {
+        base.withinLimits = false;
+        refusedBy = 'credits_exhausted';
+      }
+    }
+    if (consume) base.withinLimits = refusedBy === undefined;
+    else if (!base.withinLimits) refusedBy ??= 'limit_reached';
+    if (refusedBy === undefined) return base;
+    base.reason = refusedBy;
     try {
       const paywall = await this.paywall({
         ...tenant,
         customerId: customer.id,
         productId: product.id,
-        reason: 'limit_reached',
+        reason: refusedBy,
         planId: governing.planId,
       });
       return { ...base, ...paywallFields(paywall) };
     } catch (error) {
       // Nothing to sell past this limit: the answer says so by carrying no checkout.
-      if (error instanceof ConflictError && error.code === 'no_higher_plan') return base;
+      if (error instanceof ConflictError && (error.code === 'no_higher_plan' || error.code === 'no_top_up'))
+        return base;
       throw error;
     }
   }
@@ -299,13 +408,20 @@ export class LimitService {
     customerId: string,
     productId: string,
     outcome: 'success' | 'paywall',
+    credits?: number,
   ) {
     const meter = await this.requestsMeter(auth);
     const record = callRecord(
       { ...auth, meterRef: meter.id, meterName: meter.name },
       customerId,
       this.clock.now().toISOString(),
-      { source: 'sdk.limits', outcome, productId, admitted: outcome === 'success' },
+      {
+        source: 'sdk.limits',
+        outcome,
+        productId,
+        admitted: outcome === 'success',
+        ...(credits === undefined ? {} : { credits }),
+      },
     );
     try {
       await this.publisher.publish([record]);
@@ -326,6 +442,7 @@ export class LimitService {
     const product = await findProduct(this.pool, auth, request.productId);
     if (product === undefined)
       throw new NotFoundError('product_not_found', `No product ${request.productId}`);
+    if (request.reason === 'credits_exhausted') return this.topUpPaywall(request, product);
     const plans = await plansOnSale(this.pool, product.id);
     let choice: PlanRow | undefined;
     if (request.reason === 'plan_required') {
@@ -377,6 +494,41 @@ export class LimitService {
       checkoutSessionId: sessionId,
       product: { id: product.id, name: product.name },
       planId: choice.id,
+    };
+  }
+
+  /**
+   * Credits ran out: a checkout session for the top-up pack of the plan the customer is on,
+   * reusing an open one for the same pack; 409 no_top_up when the plan offers none.
+   */
+  private async topUpPaywall(
+    request: PaywallRequest,
+    product: { id: string; name: string },
+  ): Promise<Paywall> {
+    const auth = { providerId: request.providerId, environment: request.environment };
+    const plan = request.planId === undefined ? undefined : await findPlan(this.pool, auth, request.planId);
+    const pack = plan === undefined ? null : settingsOf(plan).topUp;
+    if (plan === undefined || pack === null)
+      throw new ConflictError('no_top_up', 'The plan offers no credit top-up; the provider can add credits');
+    const openUntil = new Date(this.clock.now().getTime() + 10 * 60_000);
+    const { sessionId, url } = await withAdvisoryLock(
+      this.pool,
+      `paywall:topup:${request.customerId}`,
+      async (client) => {
+        const open = await findOpenTopupSession(client, request.customerId, pack, openUntil);
+        if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
+        const session = await this.checkout.create(auth, {
+          customerRef: request.customerId,
+          topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
+        });
+        return { sessionId: session.id, url: session.url };
+      },
+    );
+    return {
+      checkoutUrl: url,
+      checkoutSessionId: sessionId,
+      product: { id: product.id, name: product.name },
+      planId: plan.id,
     };
   }
 

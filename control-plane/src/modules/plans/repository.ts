@@ -39,6 +39,8 @@ export interface PlanRow {
   tiers: PlanSettings['tiers'];
   tiers_mode: PlanSettings['tiersMode'];
   package_size: string | number | null;
+  topup_credits: string | number | null;
+  topup_amount: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -72,6 +74,10 @@ export const settingsOf = (row: PlanRow): PlanSettings => ({
   tiers: row.tiers,
   tiersMode: row.tiers_mode,
   packageSize: row.package_size === null ? null : Number(row.package_size),
+  topUp:
+    row.topup_credits === null || row.topup_amount === null
+      ? null
+      : { credits: Number(row.topup_credits), amount: row.topup_amount },
 });
 
 const SELECT = `SELECT p.*, m.name AS meter_name FROM plans p LEFT JOIN meters m ON m.id = p.meter_id`;
@@ -107,6 +113,8 @@ const columns = (s: PlanSettings, meterId: string | null) => [
   s.tiers === null ? null : JSON.stringify(s.tiers),
   s.tiersMode,
   s.packageSize,
+  s.topUp?.credits ?? null,
+  s.topUp?.amount ?? null,
 ];
 
 export async function insertPlan(
@@ -125,9 +133,9 @@ export async function insertPlan(
        meter_id, name, description, type, price, currency, billing_cycle, billing_interval_days, billing_model,
        credits_per_unit, free_units, usage_limit, base_price, setup_fee, trial_days, rollover_unused_units,
        auto_renew, status, max_active_users, access_expiry_days, is_default, limits, metadata, features, usage_tracking,
-       unit_amount, tiers, tiers_mode, package_size)
+       unit_amount, tiers, tiers_mode, package_size, topup_credits, topup_amount)
      VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22,
-             $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34)`,
+             $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36)`,
     [
       plan.id,
       plan.tenant.providerId,
@@ -149,7 +157,8 @@ export async function updatePlan(
        billing_interval_days = $10, billing_model = $11, credits_per_unit = $12, free_units = $13, usage_limit = $14,
        base_price = $15, setup_fee = $16, trial_days = $17, rollover_unused_units = $18, auto_renew = $19, status = $20,
        max_active_users = $21, access_expiry_days = $22, is_default = $23, limits = $24, metadata = $25, features = $26,
-       usage_tracking = $27, unit_amount = $28, tiers = $29, tiers_mode = $30, package_size = $31
+       usage_tracking = $27, unit_amount = $28, tiers = $29, tiers_mode = $30, package_size = $31,
+       topup_credits = $32, topup_amount = $33
      WHERE id = $1`,
     [plan.id, plan.at, ...columns(plan.settings, plan.meterId)],
   );

@@ -42,6 +42,8 @@ export interface PlanSettings {
   tiersMode: 'graduated' | 'volume' | null;
   /** Units per package: `price` (or `unitAmount`) is the price of each package, started packages count. */
   packageSize: number | null;
+  /** Plans paid from credits: the pack the paywall offers when the credits run out. */
+  topUp: { credits: number; amount: number } | null;
 }
 
 /** A price tier as a plan keeps it: amounts as given (decimal strings once normalised). */
@@ -100,6 +102,10 @@ export const isMetered = (s: Pick<PlanSettings, 'type' | 'limit'>): boolean =>
   s.type === 'usage-based' || s.type === 'hybrid' || s.limit !== null;
 
 /** Whether buying the plan needs a way to pay: any price, fee, or usage priced above zero. */
+/** A plan whose usage is paid from the customer's credits: each admitted call spends creditsPerUnit. */
+export const isCreditPaid = (s: Pick<PlanSettings, 'type' | 'billingModel'>): boolean =>
+  s.type === 'usage-based' && s.billingModel === 'pre-paid';
+
 export const requiresPayment = (
   s: Pick<PlanSettings, 'price' | 'basePrice' | 'setupFee'> &
     Partial<Pick<PlanSettings, 'unitAmount' | 'tiers'>>,
@@ -143,6 +149,8 @@ export function planProblems(s: PlanSettings): FieldProblem[] {
     add('rolloverUnusedUnits', 'only metered plans have units to roll over');
   if (s.usageTracking !== null && !isMetered(s)) add('usageTracking', 'only metered plans track usage');
   pricingProblems(s, add);
+  if (s.topUp !== null && !isCreditPaid(s))
+    add('topUp', 'only plans paid from credits (usage-based, pre-paid) offer a top-up');
   return problems;
 }
 

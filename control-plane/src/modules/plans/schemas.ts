@@ -109,6 +109,17 @@ const mutable = {
     description:
       'Usage-based and hybrid plans: units per package; price (or unitAmount) is per package, started packages count',
   }),
+  topUp: Type.Object(
+    {
+      credits: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000, description: 'Credits the pack adds' }),
+      amount: Type.Integer({ minimum: 1, maximum: 99_999_999, description: 'Price of the pack in cents' }),
+    },
+    {
+      additionalProperties: false,
+      description:
+        'Plans paid from credits (usage-based, pre-paid): the pack the paywall offers when the credits run out',
+    },
+  ),
 };
 
 const optional = <T extends Record<string, import('@sinclair/typebox').TSchema>>(fields: T) =>
@@ -145,6 +156,7 @@ export const PlanUpdate = Type.Object(
     tiers: nullable(mutable.tiers),
     tiersMode: nullable(mutable.tiersMode),
     packageSize: nullable(mutable.packageSize),
+    topUp: nullable(mutable.topUp),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -191,6 +203,7 @@ export const Plan = Type.Object({
   ),
   tiersMode: Nullable(literals(['graduated', 'volume'] as const)),
   packageSize: Nullable(Type.Integer()),
+  topUp: Nullable(Type.Object({ credits: Type.Integer(), amount: Type.Integer() })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

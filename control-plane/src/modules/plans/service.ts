@@ -69,6 +69,7 @@ export function toPlan(row: PlanRow): Plan {
         : s.tiers.map((t) => ({ upTo: t.upTo, unitAmount: Number(t.unitAmount), flatAmount: t.flatAmount })),
     tiersMode: s.tiersMode,
     packageSize: s.packageSize,
+    topUp: s.topUp,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -161,6 +162,7 @@ export class PlanService {
         tiers: null,
         tiersMode: null,
         packageSize: null,
+        topUp: input.topUp ?? null,
         ...pricingFields(input),
       };
       const problems = planProblems(settings);

@@ -183,10 +183,13 @@ export async function lockLivePurchase(
 }
 
 /** Each customer's latest purchase per product, a current one first. */
-export async function latestPurchasePerProduct(db: Queryable): Promise<PurchaseRow[]> {
+/** Each customer's purchase per product that decides access (the live one, else the latest); one customer's with `customerId`. */
+export async function latestPurchasePerProduct(db: Queryable, customerId?: string): Promise<PurchaseRow[]> {
   const { rows } = await db.query<PurchaseRow>(
     `SELECT DISTINCT ON (customer_id, product_id) * FROM purchases
+      WHERE $1::text IS NULL OR customer_id = $1
       ORDER BY customer_id, product_id, (status IN ${LIVE_STATUSES}) DESC, updated_at DESC`,
+    [customerId ?? null],
   );
   return rows;
 }

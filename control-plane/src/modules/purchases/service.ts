@@ -7,12 +7,12 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
-import { findBalance } from '../credits/repository';
+import { findBalance, fundedCredits } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
-import { billsUsage, type PlanSettings, requiresPayment } from '../plans/rules';
+import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, periodEnd } from './periods';
@@ -262,7 +262,7 @@ export class PurchaseService {
         `Plan ${plan.id} is not on sale (${plan.status === 'active' ? `product ${product.status}` : plan.status})`,
       );
     }
-    const creditFunded = settings.type === 'usage-based' && settings.billingModel === 'pre-paid';
+    const creditFunded = isCreditPaid(settings);
     let move: MoveName;
     if (!requiresPayment(settings) || creditFunded) move = 'start_active';
     else if (settings.trialDays > 0) move = 'start_trial';
@@ -413,6 +413,11 @@ export class PurchaseService {
     return toPurchase(row);
   }
 
+  /** Republishes one customer's entitlements: the credits available to it changed. */
+  async publishCustomer(customerId: string): Promise<void> {
+    await this.publish(await latestPurchasePerProduct(this.pool, customerId));
+  }
+
   /** Rebuilds every customer's entitlement per product from PostgreSQL (at start, or after Redis lost it). */
   async publishAll(): Promise<number> {
     const rows = await latestPurchasePerProduct(this.pool);
@@ -450,6 +455,13 @@ export class PurchaseService {
           meterRef: plan?.meter_id ?? null,
           periodStart: row.period_start.toISOString(),
           periodEnd: iso(row.period_end),
+          credits:
+            plan !== undefined && isCreditPaid(settingsOf(plan))
+              ? {
+                  perUnit: plan.credits_per_unit,
+                  funded: (await fundedCredits(this.pool, [row.customer_id])).get(row.customer_id) ?? 0,
+                }
+              : null,
         };
         // A superseded purchase must not overwrite its successor's entry for the same product.
         if (!snapshot.grantsAccess && rows.length > 1) continue;
