@@ -33,6 +33,7 @@ export const ERROR_STATUS = {
   verification_not_found: 404,
   dispute_not_found: 404,
   payout_not_found: 404,
+  test_clock_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
@@ -57,6 +58,7 @@ export const ERROR_STATUS = {
   dispute_closed: 409,
   dispute_exceeds_payment: 409,
   insufficient_balance: 409,
+  test_clock_advancing: 409,
   idempotency_request_in_progress: 409,
   payload_too_large: 413,
   too_many_records: 413,

@@ -3,7 +3,7 @@ import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limi
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
 import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
-import { type Clock, systemClock } from './clock';
+import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp } from './http/app';
@@ -51,6 +51,8 @@ import { PurchaseService } from './modules/purchases/service';
 import { ClientMetadataFetcher } from './modules/sign-in/client-metadata';
 import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
+import { installTestTime, testClockRoutes } from './modules/test-clocks/routes';
+import { TestClockService } from './modules/test-clocks/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
 import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
@@ -117,7 +119,7 @@ export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
 
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
 export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
-  const clock = deps.clock ?? systemClock;
+  const clock = new ScopedClock(deps.clock ?? systemClock);
   const providers = new ProviderService(deps.pool, clock);
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
@@ -164,6 +166,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
 
+  const testClocks = new TestClockService(deps.pool, clock, scheduler);
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
@@ -250,6 +253,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     },
     authenticated: async (scope) => {
       installIdempotency(scope, deps.pool, clock);
+      installTestTime(scope, deps.pool);
+      await scope.register(testClockRoutes(testClocks));
       await scope.register(merchantRoutes(providers));
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));

@@ -76,6 +76,7 @@ export const ID = {
   ledgerEntry: 'le',
   dispute: 'dp',
   payout: 'po',
+  testClock: 'tc',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

@@ -1,7 +1,7 @@
 import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { Tenant } from '../products/repository';
@@ -53,7 +53,7 @@ export class UsageDebits {
   /** Settles one customer (before its balance is shown); a failure to read usage leaves it for later. */
   async settle(tenant: Tenant, customerId: string): Promise<void> {
     try {
-      const totals = await this.totals(tenant, customerId);
+      const totals = await this.totals(this.pool, tenant, customerId);
       if (totals !== undefined)
         await inTransaction(this.pool, (tx) => this.debit(tx, tenant, customerId, totals));
     } catch (error) {
@@ -65,7 +65,8 @@ export class UsageDebits {
   async settleIn(tx: PoolClient, tenant: Tenant, customerId: string): Promise<void> {
     let totals: Totals | undefined;
     try {
-      totals = await this.totals(tenant, customerId);
+      // Through the caller's connection: waiting for another one while holding it could starve the pool.
+      totals = await this.totals(tx, tenant, customerId);
     } catch (error) {
       this.logger.warn({ err: error, customer: customerId }, 'credit usage not settled');
       return;
@@ -73,8 +74,8 @@ export class UsageDebits {
     if (totals !== undefined) await this.debit(tx, tenant, customerId, totals);
   }
 
-  private async totals(tenant: Tenant, customerId: string): Promise<Totals | undefined> {
-    const meter = await findMeter(this.pool, tenant.providerId, tenant.environment, REQUESTS_METER);
+  private async totals(db: Queryable, tenant: Tenant, customerId: string): Promise<Totals | undefined> {
+    const meter = await findMeter(db, tenant.providerId, tenant.environment, REQUESTS_METER);
     if (meter === undefined) return undefined;
     const usage = await this.reader.creditUsage({ ...tenant, meterRef: meter.id, customerRef: customerId });
     return usage.get(customerId);

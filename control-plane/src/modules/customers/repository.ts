@@ -12,17 +12,19 @@ export interface CustomerRow {
   telephone: string | null;
   status: 'active' | 'inactive' | 'deleted';
   metadata: Record<string, string>;
+  /** The sandbox test clock the customer lives on (its time is the clock's frozen time). */
+  test_clock_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS =
-  'id, provider_id, environment, external_ref, name, email, telephone, status, metadata, created_at, updated_at';
+  'id, provider_id, environment, external_ref, name, email, telephone, status, metadata, test_clock_id, created_at, updated_at';
 
 /** Inserts unless a live customer already holds the externalRef; undefined then (no error, no wait). */
 export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<CustomerRow | undefined> {
   const { rows } = await db.query<CustomerRow>(
-    `INSERT INTO customers (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    `INSERT INTO customers (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
      ON CONFLICT (provider_id, environment, external_ref) WHERE external_ref IS NOT NULL AND status <> 'deleted' DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -35,6 +37,7 @@ export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<C
       row.telephone,
       row.status,
       row.metadata,
+      row.test_clock_id,
       row.created_at,
       row.updated_at,
     ],

@@ -21,6 +21,13 @@ export const CustomerCreate = Type.Object(
     email: Type.Optional(Email),
     telephone: Type.Optional(Telephone),
     metadata: Type.Optional(Metadata),
+    testClock: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'Sandbox: the test clock (tc_…) the customer lives on',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -61,6 +68,9 @@ export const Customer = Type.Object({
   telephone: NullableString,
   status: stringEnum(['active', 'inactive'] as const),
   metadata: Type.Record(Type.String(), Type.String()),
+  testClock: Type.Union([Type.String(), Type.Null()], {
+    description: 'Sandbox: the test clock the customer lives on, or null',
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

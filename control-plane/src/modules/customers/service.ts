@@ -2,10 +2,11 @@ import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, NotFoundError } from '../../errors';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { AuthContext } from '../providers/service';
+import { findTestClock } from '../test-clocks/repository';
 import { type CustomerRow, findCustomer, insertCustomer, listCustomers, updateCustomer } from './repository';
 import type { Customer, CustomerCreate, CustomerEnsure, CustomerUpdate } from './schemas';
 
@@ -18,6 +19,7 @@ export const toCustomer = (row: CustomerRow): Customer => ({
   telephone: row.telephone,
   status: row.status === 'inactive' ? 'inactive' : 'active',
   metadata: row.metadata,
+  testClock: row.test_clock_id,
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
 });
@@ -45,6 +47,17 @@ export async function createCustomerIn(
   options: { at: Date; productId: string | null },
 ): Promise<CustomerRow | undefined> {
   const { at } = options;
+  let testClock: string | null = null;
+  if (input.testClock !== undefined) {
+    if (tenant.environment !== 'sandbox')
+      throw new ValidationError([
+        { path: '/testClock', message: 'test clocks exist in sandbox only', location: 'body' },
+      ]);
+    const clock = await findTestClock(tx, tenant, input.testClock);
+    if (clock === undefined)
+      throw new NotFoundError('test_clock_not_found', `No test clock ${input.testClock}`);
+    testClock = clock.id;
+  }
   const row = await insertCustomer(tx, {
     id: newId(ID.customer),
     provider_id: tenant.providerId,
@@ -55,6 +68,7 @@ export async function createCustomerIn(
     telephone: input.telephone ?? null,
     status: 'active',
     metadata: input.metadata ?? {},
+    test_clock_id: testClock,
     created_at: at,
     updated_at: at,
   });

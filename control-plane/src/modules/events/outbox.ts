@@ -38,10 +38,11 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
     [id, event.providerId, event.environment, event.type, envelope, event.at],
   );
   if (inserted.rowCount === 0) return id;
-  // Its deliveries, in the same transaction: one per enabled endpoint that takes this type.
+  // Its deliveries, in the same transaction: one per enabled endpoint that takes this type. An
+  // event of a sandbox test clock carries the clock's (later) time, yet is sent at once.
   await db.query(
     `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, attempts, next_attempt_at, created_at, updated_at)
-     SELECT 'whd_' || substr(md5($1 || e.id), 1, 26), $1, e.id, 'pending', 0, $2, $2, $2
+     SELECT 'whd_' || substr(md5($1 || e.id), 1, 26), $1, e.id, 'pending', 0, LEAST($2, now()), $2, $2
        FROM webhook_endpoints e
       WHERE e.provider_id = $3 AND e.environment = $4 AND e.status = 'enabled' AND e.deleted_at IS NULL
         AND (cardinality(e.enabled_events) = 0 OR $5 = ANY(e.enabled_events))`,

@@ -199,30 +199,51 @@ export async function latestPurchasePerProduct(db: Queryable, customerId?: strin
  * period ended, a dunning retry due, a renewal due a reminder), skipping those another scheduler
  * holds: each is handled by one process at a time.
  */
+/**
+ * Purchases of customers on the test clock `$n` (a sandbox clock being advanced), or, with null,
+ * of customers on no test clock: the ordinary passes never touch a clock's purchases.
+ */
+const onClock = (n: number) =>
+  `(CASE WHEN $${n}::text IS NULL
+         THEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.id = purchases.customer_id AND c.test_clock_id IS NOT NULL)
+         ELSE EXISTS (SELECT 1 FROM customers c WHERE c.id = purchases.customer_id AND c.test_clock_id = $${n}) END)`;
+
 export async function lockNextDuePurchase(
   db: Queryable,
-  due: { now: Date; trialReminderBy: Date; renewalReminderBy: Date; usageClosedBy: Date },
+  due: {
+    now: Date;
+    trialReminderBy: Date;
+    renewalReminderBy: Date;
+    usageClosedBy: Date;
+    clockId: string | null;
+  },
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
     `SELECT * FROM purchases
-      WHERE (status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
+      WHERE ((status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
          OR (status = 'active' AND period_end <= $1 AND (NOT bills_usage OR period_end <= $4))
          OR (status = 'past_due' AND next_retry_at <= $1)
          OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end > $1
              AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
-         OR (final_usage_due AND ended_at <= $4)
+         OR (final_usage_due AND ended_at <= $4))
+        AND ${onClock(5)}
       ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
-    [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy],
+    [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy, due.clockId],
   );
   return rows[0];
 }
 
 /** Whether any usage-billed period ended by `closedBy` waits to be billed (before asking the usage bus). */
-export async function usagePeriodsDue(db: Queryable, closedBy: Date): Promise<boolean> {
+export async function usagePeriodsDue(
+  db: Queryable,
+  closedBy: Date,
+  clockId: string | null,
+): Promise<boolean> {
   const { rows } = await db.query<{ due: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM purchases WHERE status = 'active' AND bills_usage AND period_end <= $1)
-         OR EXISTS (SELECT 1 FROM purchases WHERE final_usage_due AND ended_at <= $1) AS due`,
-    [closedBy],
+    `SELECT EXISTS (SELECT 1 FROM purchases
+                     WHERE ((status = 'active' AND bills_usage AND period_end <= $1)
+                        OR (final_usage_due AND ended_at <= $1)) AND ${onClock(2)}) AS due`,
+    [closedBy, clockId],
   );
   return rows[0]?.due === true;
 }

@@ -76,9 +76,22 @@ export class BillingScheduler {
   private async run(limit: number): Promise<number> {
     let handled = 0;
     for (const job of this.jobs) handled += await job();
-    const usageClosedBy = await this.usageClosedBy();
+    return handled + (await this.runPurchases(null, limit));
+  }
+
+  /**
+   * Everything due on one sandbox test clock at the current (test) time: the clock's advance
+   * calls this inside `atTestTime`, once per step.
+   */
+  runClock(clockId: string, limit = 1000): Promise<number> {
+    return this.runPurchases(clockId, limit);
+  }
+
+  private async runPurchases(clockId: string | null, limit: number): Promise<number> {
+    let handled = 0;
+    const usageClosedBy = await this.usageClosedBy(clockId);
     while (handled < limit) {
-      const changed = await this.handleOne(usageClosedBy);
+      const changed = await this.handleOne(usageClosedBy, clockId);
       if (changed === undefined) break;
       handled++;
       // A purchase that had already ended (its final usage billed) may have a successor, whose
@@ -108,15 +121,18 @@ export class BillingScheduler {
    * settle in time, no usage period closes in this pass (the epoch), and the next pass asks again:
    * records still in Kafka are never left to the next period.
    */
-  private async usageClosedBy(): Promise<Date> {
+  private async usageClosedBy(clockId: string | null): Promise<Date> {
     const closedBy = new Date(this.clock.now().getTime() - this.options.usageLatenessMs);
-    if (!(await usagePeriodsDue(this.pool, closedBy))) return new Date(0);
+    if (!(await usagePeriodsDue(this.pool, closedBy, clockId))) return new Date(0);
     if (await this.settlement.settled(this.options.settleTimeoutMs)) return closedBy;
     this.options.logger.warn('usage bus not settled; usage-billed periods close on a later pass');
     return new Date(0);
   }
 
-  private async handleOne(usageClosedBy: Date): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
+  private async handleOne(
+    usageClosedBy: Date,
+    clockId: string | null,
+  ): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
     const now = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const row = await lockNextDuePurchase(tx, {
@@ -124,6 +140,7 @@ export class BillingScheduler {
         trialReminderBy: addDays(now, this.options.trialReminderDays),
         renewalReminderBy: addDays(now, this.options.renewalReminderDays),
         usageClosedBy,
+        clockId,
       });
       if (row === undefined) return undefined;
       if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };

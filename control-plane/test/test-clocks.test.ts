@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * Sandbox test clocks on real PostgreSQL and ClickHouse (chdb): customers on a clock live at its
+ * frozen time, the scheduler's ordinary passes leave them alone, and advancing the clock closes
+ * their periods, converts their trials and bills their usage.
+ */
+let harness: TestControlPlane;
+
+beforeAll(async () => {
+  // The real clock: the test clock's months lie in the past, so an ordinary pass would bill them.
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024 });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+
+async function seller(name: string) {
+  const keys = await harness.controlPlane.providers.create({ displayName: name });
+  const client =
+    (key: string) =>
+    async (
+      method: 'GET' | 'POST' | 'PATCH',
+      url: string,
+      body?: unknown,
+    ): Promise<{ status: number; body: Json }> => {
+      const response = await harness.controlPlane.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${key}` },
+        ...(body === undefined ? {} : { payload: body as object }),
+      });
+      return { status: response.statusCode, body: response.json() as Json };
+    };
+  const api = client(keys.sandboxKey);
+  const live = client(keys.liveKey);
+  const product = (await api('POST', '/v1/ui/products', { name: `${name} tools` })).body;
+  const events = async (customer: string) => {
+    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1
+         AND (payload->'data'->'object'->>'customer' = $2 OR payload->'data'->'object'->>'id' = $2)
+       ORDER BY created_at, id`,
+      [keys.provider.id, customer],
+    );
+    return rows.map((r) => ({
+      type: r.type,
+      created: r.payload.created as number,
+      object: r.payload.data.object,
+    }));
+  };
+  return { api, live, product, events };
+}
+
+const unix = (iso: string) => Date.parse(iso) / 1000;
+
+describe('sandbox test clocks', () => {
+  it('exist in sandbox only, and a customer is created on one that exists', async () => {
+    const { api, live } = await seller('Clocks');
+    const refused = await live('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' });
+    expect([refused.status, refused.body.code]).toEqual([404, 'sandbox_only']);
+    expect((await api('POST', '/v1/sdk/test-clocks', { frozenTime: 'soon' })).status).toBe(400);
+    const clock = await api('POST', '/v1/sdk/test-clocks', { frozenTime: unix('2026-06-01T00:00:00Z') });
+    expect(clock.status).toBe(201);
+    expect(clock.body).toMatchObject({ frozenTime: '2026-06-01T00:00:00.000Z', status: 'ready' });
+    expect((await api('GET', `/v1/sdk/test-clocks/${clock.body.id}`)).body.id).toBe(clock.body.id);
+    const missing = await api('POST', '/v1/sdk/customers', { testClock: 'tc_nope' });
+    expect([missing.status, missing.body.code]).toEqual([404, 'test_clock_not_found']);
+    const liveCustomer = await live('POST', '/v1/sdk/customers', { testClock: clock.body.id });
+    expect(liveCustomer.status).toBe(400);
+    const customer = await api('POST', '/v1/sdk/customers', { testClock: clock.body.id });
+    expect(customer.body).toMatchObject({ testClock: clock.body.id, createdAt: '2026-06-01T00:00:00.000Z' });
+    // Only forward, and a bounded step at a time.
+    for (const frozenTime of ['2026-05-31T00:00:00Z', '2027-06-03T00:00:00Z']) {
+      const bad = await api('POST', `/v1/sdk/test-clocks/${clock.body.id}/advance`, { frozenTime });
+      expect(bad.status).toBe(400);
+      expect(JSON.stringify(bad.body)).toContain('/frozenTime');
+    }
+  });
+
+  it('bills a usage period and converts a trial when the clock is advanced, and not before', async () => {
+    const { api, product, events } = await seller('Clockwork');
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' })).body;
+    const metered = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Metered',
+        type: 'usage-based',
+        billingCycle: 'monthly',
+        price: 2,
+        freeUnits: 10,
+      })
+    ).body;
+    const trial = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Pro trial',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 900,
+        trialDays: 7,
+      })
+    ).body;
+    const onClock = async (planRef: string) => {
+      const customer = (await api('POST', '/v1/sdk/customers', { testClock: clock.id })).body
+        .reference as string;
+      const card = await api('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+        card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+      expect(card.status).toBe(201);
+      const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer, planRef });
+      expect(activation.body.status).toBe('activated');
+      return { customer, purchase: activation.body.purchaseRef as string };
+    };
+    const usage = await onClock(metered.id);
+    const trialing = await onClock(trial.id);
+    const purchase = (await api('GET', `/v1/sdk/purchases/${usage.purchase}`)).body;
+    expect(purchase).toMatchObject({
+      periodStart: '2026-06-01T00:00:00.000Z',
+      periodEnd: '2026-07-01T00:00:00.000Z',
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${trialing.purchase}`)).body.status).toBe('trialing');
+
+    // 25 units at the clock's time (June 2026, long past for the real clock).
+    const recorded = await api('POST', '/v1/sdk/usages', {
+      customerRef: usage.customer,
+      productRef: product.id,
+      units: 25,
+    });
+    expect(recorded.status).toBe(202);
+    await harness.settled();
+
+    // Ordinary passes run on the real clock, months after these periods ended: they touch nothing.
+    await harness.controlPlane.scheduler.runDue();
+    expect((await api('GET', `/v1/sdk/purchases/${usage.purchase}`)).body.periodStart).toBe(
+      '2026-06-01T00:00:00.000Z',
+    );
+    expect((await api('GET', `/v1/sdk/purchases/${trialing.purchase}`)).body.status).toBe('trialing');
+
+    const advanced = await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, {
+      frozenTime: '2026-07-02T00:00:00Z',
+    });
+    expect(advanced.body).toMatchObject({ frozenTime: '2026-07-02T00:00:00.000Z', status: 'ready' });
+
+    // The trial converted on its last day, charged 9.00.
+    const converted = await events(trialing.customer);
+    expect(converted.find((e) => e.type === 'payment.succeeded')).toMatchObject({
+      created: unix('2026-06-08T00:00:00Z'),
+      object: { amount: 900 },
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${trialing.purchase}`)).body.status).toBe('active');
+
+    // The usage period closed: (25 − 10 free) × 2¢ = 30¢, in arrears, at the clock's time.
+    const renewed = (await api('GET', `/v1/sdk/purchases/${usage.purchase}`)).body;
+    expect(renewed).toMatchObject({ periodStart: '2026-07-01T00:00:00.000Z', status: 'active' });
+    const invoices = (await api('GET', `/v1/sdk/invoices?purchaseRef=${usage.purchase}`)).body.data as Json[];
+    const closed = invoices.find((i) => i.billingReason === 'renewal');
+    expect(closed).toMatchObject({
+      total: 30,
+      status: 'paid',
+      usage: { periodEnd: '2026-07-01T00:00:00.000Z', units: 25, freeUnits: 10, billableUnits: 15 },
+      createdAt: '2026-07-02T00:00:00.000Z',
+    });
+    const billing = (await events(usage.customer)).filter((e) =>
+      ['usage.charged', 'payment.succeeded', 'purchase.renewed', 'usage.reset'].includes(e.type),
+    );
+    expect(billing.map((e) => e.type)).toEqual([
+      'usage.charged',
+      'payment.succeeded',
+      'purchase.renewed',
+      'usage.reset',
+    ]);
+    expect(billing.every((e) => e.created === unix('2026-07-02T00:00:00Z'))).toBe(true);
+
+    // Two advances at once: one runs, the other is told to wait.
+    const both = await Promise.all([
+      api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-07-20T00:00:00Z' }),
+      api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-07-21T00:00:00Z' }),
+    ]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(both.find((r) => r.status === 409)?.body.code).toBe('test_clock_advancing');
+  });
+});
