@@ -59,6 +59,7 @@ export const ERROR_STATUS = {
   dispute_exceeds_payment: 409,
   insufficient_balance: 409,
   test_clock_advancing: 409,
+  invoice_not_open: 409,
   idempotency_request_in_progress: 409,
   payload_too_large: 413,
   too_many_records: 413,

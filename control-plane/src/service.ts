@@ -220,6 +220,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     clock,
     invoicing,
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+    {
+      forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
+      publish: (rows) => purchases.publish(rows),
+    },
   );
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);

@@ -180,4 +180,68 @@ describe('sandbox test clocks', () => {
     expect(both.map((r) => r.status).sort()).toEqual([200, 409]);
     expect(both.find((r) => r.status === 409)?.body.code).toBe('test_clock_advancing');
   });
+
+  it('voids the invoice dunning is collecting: retries stop and the purchase is active again', async () => {
+    const { api, product, events } = await seller('Void');
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-03-01T00:00:00Z' })).body;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Monthly',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 1500,
+      })
+    ).body;
+    const customer = (await api('POST', '/v1/sdk/customers', { testClock: clock.id })).body
+      .reference as string;
+    // Paid at first, refused from the renewal on.
+    const card = (number: string) =>
+      api('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+        card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+    expect((await card(SANDBOX_CARDS.succeeds)).status).toBe(201);
+    const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    expect(activation.body.status).toBe('activated');
+    const purchase = activation.body.purchaseRef as string;
+    // The card on file from now on is refused.
+    expect((await card(SANDBOX_CARDS.failsLater)).status).toBe(201);
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-04-01T12:00:00Z' });
+    expect((await api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('past_due');
+    const invoices = (await api('GET', `/v1/sdk/invoices?purchaseRef=${purchase}`)).body.data as Json[];
+    const open = invoices.find((i) => i.status === 'open');
+    const paid = invoices.find((i) => i.status === 'paid');
+    expect(open).toMatchObject({ billingReason: 'renewal', total: 1500, attemptCount: 1 });
+
+    // A paid invoice cannot be voided.
+    const refused = await api('POST', `/v1/sdk/invoices/${paid?.id}/void`);
+    expect([refused.status, refused.body.code]).toEqual([409, 'invoice_not_open']);
+    // Voided five times at once: each answer is the void invoice, the purchase moves once.
+    const voids = await Promise.all(
+      Array.from({ length: 5 }, () => api('POST', `/v1/sdk/invoices/${open?.id}/void`)),
+    );
+    expect(voids.map((v) => v.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(voids[0]?.body).toMatchObject({
+      status: 'void',
+      amountDue: 0,
+      closedAt: '2026-04-01T12:00:00.000Z',
+    });
+    // The period the invoice billed is forgiven: the purchase moves on to the next one, active.
+    expect((await api('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-04-01T00:00:00.000Z',
+      periodEnd: '2026-05-01T00:00:00.000Z',
+    });
+    const moved = (await events(customer)).filter((e) => ['purchase.updated', 'usage.reset'].includes(e.type));
+    expect(moved.map((e) => e.type)).toEqual(['purchase.updated', 'usage.reset']);
+    expect(moved[0]?.object).toMatchObject({ id: purchase, status: 'active' });
+
+    // Past every dunning retry: nothing more is charged for the voided period.
+    const attempts = async () =>
+      (await harness.pool.query('SELECT count(*)::int AS n FROM payments WHERE purchase_id = $1', [purchase]))
+        .rows[0].n as number;
+    const before = await attempts();
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-04-20T00:00:00Z' });
+    expect(await attempts()).toBe(before);
+    expect((await api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('active');
+  });
 });

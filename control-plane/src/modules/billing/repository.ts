@@ -138,6 +138,15 @@ export async function recordAttempt(
   return row;
 }
 
+/** Voids an open invoice (guarded: only `open` moves); undefined when it was not open. */
+export async function voidOpenInvoice(db: Queryable, id: string, at: Date): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `UPDATE invoices SET status = 'void', closed_at = $2 WHERE id = $1 AND status = 'open' RETURNING *`,
+    [id, at],
+  );
+  return rows[0];
+}
+
 export async function findInvoice(
   db: Queryable,
   tenant: Tenant,

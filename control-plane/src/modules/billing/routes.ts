@@ -51,6 +51,19 @@ export function billingRoutes(billing: BillingService) {
       },
       async (request) => billing.get(authOf(request), request.params.id),
     );
+    app.post(
+      '/v1/sdk/invoices/:id/void',
+      {
+        schema: {
+          tags,
+          summary:
+            'Void an unpaid invoice: nothing more is collected, and a past-due purchase is active again',
+          params: InvoiceParams,
+          response: { 200: Invoice, 409: Problem, ...errorResponses },
+        },
+      },
+      async (request) => billing.void(authOf(request), request.params.id),
+    );
   };
 }
 

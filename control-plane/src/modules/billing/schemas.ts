@@ -39,7 +39,7 @@ export const Invoice = Type.Object({
   id: Type.String({ description: 'Invoice id (inv_…)' }),
   status: stringEnum(
     INVOICE_STATUSES,
-    'open until paid; uncollectible when dunning gives up; draft and void are reserved for manual invoices',
+    'open until paid; uncollectible when dunning gives up; void when the provider voided it unpaid; draft is reserved for manual invoices',
   ),
   customerRef: Type.String(),
   purchaseRef: Type.String(),
@@ -74,6 +74,9 @@ export const Invoice = Type.Object({
   createdAt: Timestamp,
   finalizedAt: Nullable(Timestamp),
   paidAt: Nullable(Timestamp),
+  closedAt: Nullable(
+    Type.String({ format: 'date-time', description: 'When it was paid, voided or marked uncollectible' }),
+  ),
   hostedUrl: Type.String({
     description: 'The invoice page to send the customer to; the link is its only key',
   }),

@@ -1,17 +1,25 @@
 import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
-import { NotFoundError } from '../../errors';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { ConflictError, NotFoundError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { findCustomer } from '../customers/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { pricingOf } from '../plans/rules';
 import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
-import { findPurchase } from '../purchases/repository';
+import { findPurchase, lockPurchase } from '../purchases/repository';
+import type { PurchaseRow } from '../purchases/service';
 import type { InvoiceDocument } from './document';
 import type { Invoicing } from './invoicing';
 import { priceUsage } from './pricing';
-import { findInvoice, findInvoiceByToken, type InvoiceRow, listInvoices } from './repository';
+import {
+  findInvoice,
+  findInvoiceByToken,
+  type InvoiceRow,
+  listInvoices,
+  lockInvoiceOfPeriod,
+  voidOpenInvoice,
+} from './repository';
 import type { Invoice, UpcomingInvoice } from './schemas';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -45,6 +53,7 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   createdAt: r.created_at.toISOString(),
   finalizedAt: iso(r.finalized_at),
   paidAt: iso(r.paid_at),
+  closedAt: iso(r.closed_at),
   hostedUrl: `${publicUrl}/invoice/${r.access_token}`,
   pdfUrl: `${publicUrl}/invoice/${r.access_token}/pdf`,
 });
@@ -60,7 +69,42 @@ export class BillingService {
     private readonly clock: Clock,
     private readonly invoicing: Pick<Invoicing, 'unitsOf'>,
     private readonly publicUrl: string,
+    private readonly dunning: {
+      forgive(tx: PoolClient, purchase: PurchaseRow): Promise<PurchaseRow>;
+      publish(rows: PurchaseRow[]): Promise<void>;
+    },
   ) {}
+
+  /**
+   * Voids an unpaid (open) invoice: nothing more is collected on it. When it is the invoice
+   * dunning was retrying, the period it billed is forgiven: the retries stop and the purchase
+   * moves on to its next period, `active` again (`purchase.updated`, `usage.reset`). Idempotent: voiding a void invoice answers it again; a paid or
+   * uncollectible one is 409 `invoice_not_open`.
+   */
+  async void(auth: AuthContext, id: string): Promise<Invoice> {
+    const found = await findInvoice(this.pool, auth, id);
+    if (found === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+    const outcome = await inTransaction(this.pool, async (tx) => {
+      // The purchase first, then the invoice: the order the billing scheduler locks them in.
+      const purchase = await lockPurchase(tx, found.purchase_id);
+      const invoice = await lockInvoiceOfPeriod(tx, found.purchase_id, found.period_key);
+      if (invoice === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+      if (invoice.status === 'void') return { invoice, purchase: undefined };
+      if (invoice.status !== 'open')
+        throw new ConflictError(
+          'invoice_not_open',
+          `Invoice ${id} is ${invoice.status}; only open invoices can be voided`,
+        );
+      const voided = await voidOpenInvoice(tx, invoice.id, this.clock.now());
+      if (voided === undefined) throw new Error(`invoice ${id} left open while locked`);
+      const collecting = purchase?.status === 'past_due' && invoice.billing_reason === 'renewal';
+      const updated =
+        purchase !== undefined && collecting ? await this.dunning.forgive(tx, purchase) : undefined;
+      return { invoice: voided, purchase: updated };
+    });
+    if (outcome.purchase !== undefined) await this.dunning.publish([outcome.purchase]);
+    return toInvoice(outcome.invoice, this.publicUrl);
+  }
 
   /** The hosted page's and PDF's view of an invoice, by its token; undefined when there is none. */
   async document(token: string): Promise<InvoiceDocument | undefined> {

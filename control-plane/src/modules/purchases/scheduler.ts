@@ -148,6 +148,28 @@ export class BillingScheduler {
     });
   }
 
+  /**
+   * The invoice dunning was collecting for a past-due purchase was voided: the period it billed
+   * is forgiven, and the purchase moves on to its next period as a renewal would, unpaid for the
+   * last (`purchase.updated`, then `usage.reset`). Call with the purchase locked.
+   */
+  async forgive(tx: PoolClient, row: PurchaseRow): Promise<PurchaseRow> {
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const plan = await findPlan(tx, auth, row.plan_id);
+    if (plan === undefined || row.period_end === null)
+      throw new Error(`purchase ${row.id} has no plan or no period to move on from`);
+    const now = this.clock.now();
+    const moved = await this.purchases.apply(tx, auth, row, 'invoice_voided', {
+      period_start: row.period_end,
+      period_end: periodEnd(row.period_end, settingsOf(plan), row.anchor_day),
+      retry_count: 0,
+      next_retry_at: null,
+      rollover_units: 0,
+    });
+    await writeUsageReset(tx, auth, row, moved, now);
+    return moved;
+  }
+
   private async handle(tx: PoolClient, row: PurchaseRow, now: Date): Promise<PurchaseRow> {
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
     const plan = await findPlan(tx, auth, row.plan_id);
@@ -157,21 +179,7 @@ export class BillingScheduler {
     // A new period starts the usage counters from zero: usage.reset, in the renewal's transaction.
     const renew = async (fields: Partial<PurchaseRow>) => {
       const renewed = await this.purchases.apply(tx, auth, row, 'renewed', fields);
-      await writeEvent(tx, {
-        ...auth,
-        type: 'usage.reset',
-        object: {
-          purchase: row.id,
-          customer: row.customer_id,
-          product: row.product_id,
-          plan: row.plan_id,
-          previousPeriodStart: unixSeconds(row.period_start),
-          periodStart: unixSeconds(renewed.period_start),
-          periodEnd: renewed.period_end === null ? null : unixSeconds(renewed.period_end),
-          created: unixSeconds(now),
-        },
-        at: now,
-      });
+      await writeUsageReset(tx, auth, row, renewed, now);
       return renewed;
     };
     const retryAt = (index: number) => {
@@ -336,4 +344,29 @@ export class BillingScheduler {
       attempt,
     });
   }
+}
+
+/** `usage.reset`: a purchase moved into a new period, whose usage counts from zero. */
+async function writeUsageReset(
+  tx: PoolClient,
+  auth: AuthContext,
+  before: PurchaseRow,
+  after: PurchaseRow,
+  now: Date,
+): Promise<void> {
+  await writeEvent(tx, {
+    ...auth,
+    type: 'usage.reset',
+    object: {
+      purchase: before.id,
+      customer: before.customer_id,
+      product: before.product_id,
+      plan: before.plan_id,
+      previousPeriodStart: unixSeconds(before.period_start),
+      periodStart: unixSeconds(after.period_start),
+      periodEnd: after.period_end === null ? null : unixSeconds(after.period_end),
+      created: unixSeconds(now),
+    },
+    at: now,
+  });
 }

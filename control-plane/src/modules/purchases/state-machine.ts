@@ -52,6 +52,8 @@ export const MOVES = {
   renewal_failed: { from: ['active'], to: 'past_due', events: ['purchase.past_due'] },
   dunning_retry_failed: { from: ['past_due'], to: SAME, events: ['purchase.past_due'] },
   dunning_exhausted: { from: ['past_due'], to: 'cancelled', events: ['purchase.cancelled'] },
+  /** The provider voided the invoice dunning was collecting: the period is forgiven, retries stop. */
+  invoice_voided: { from: ['past_due'], to: 'active', events: ['purchase.updated'] },
   schedule_cancellation: {
     from: LIVE,
     to: SAME,

@@ -86,7 +86,7 @@ export async function releaseAdvance(db: Queryable, id: string): Promise<void> {
 
 /**
  * The frozen time of the test clock a request is about, found from the customer it names (id or
- * externalRef), a purchase of that customer, or the clock given to a new customer.
+ * externalRef), a purchase or an invoice of that customer, or the clock given to a new customer.
  */
 export async function testTimeOf(
   db: Queryable,
@@ -94,6 +94,7 @@ export async function testTimeOf(
   about: {
     customerRef?: string | undefined;
     purchaseRef?: string | undefined;
+    invoiceId?: string | undefined;
     testClock?: string | undefined;
   },
 ): Promise<Date | undefined> {
@@ -104,9 +105,17 @@ export async function testTimeOf(
              OR t.id IN (SELECT test_clock_id FROM customers
                           WHERE provider_id = $1 AND environment = 'sandbox' AND (id = $2 OR external_ref = $2))
              OR t.id IN (SELECT c.test_clock_id FROM purchases p JOIN customers c ON c.id = p.customer_id
-                          WHERE p.id = $4 AND c.provider_id = $1))
+                          WHERE p.id = $4 AND c.provider_id = $1)
+             OR t.id IN (SELECT c.test_clock_id FROM invoices i JOIN customers c ON c.id = i.customer_id
+                          WHERE i.id = $5 AND c.provider_id = $1))
       LIMIT 1`,
-    [tenant.providerId, about.customerRef ?? null, about.testClock ?? null, about.purchaseRef ?? null],
+    [
+      tenant.providerId,
+      about.customerRef ?? null,
+      about.testClock ?? null,
+      about.purchaseRef ?? null,
+      about.invoiceId ?? null,
+    ],
   );
   return rows[0]?.frozen_time;
 }

@@ -65,7 +65,7 @@ export function testClockRoutes(clocks: TestClockService) {
 /**
  * Runs each sandbox request about a customer on a test clock at the clock's frozen time: the
  * customer it names (`customerRef` in the body or query, `/customers/{ref}`), a purchase of it
- * (`purchaseRef`, `/purchases/{ref}`), or the clock a new customer is created on (`testClock`).
+ * (`purchaseRef`, `/purchases/{ref}`), an invoice of it (`/invoices/{id}`), or the clock a new customer is created on (`testClock`).
  */
 export function installTestTime(app: App, pool: Pool): void {
   app.addHook('preHandler', (request, _reply, done) => {
@@ -88,10 +88,10 @@ export function installTestTime(app: App, pool: Pool): void {
         text(body.purchaseRef) ??
         text(query.purchaseRef) ??
         (path.startsWith('/v1/sdk/purchases/:ref') ? text(params.ref) : undefined),
+      invoiceId: path.startsWith('/v1/sdk/invoices/:id') ? text(params.id) : undefined,
       testClock: text(body.testClock),
     };
-    if (about.customerRef === undefined && about.purchaseRef === undefined && about.testClock === undefined)
-      return done();
+    if (Object.values(about).every((value) => value === undefined)) return done();
     testTimeOf(pool, auth, about).then(
       (time) => (time === undefined ? done() : atTestTime(time, () => done())),
       (error: unknown) => done(error as Error),
