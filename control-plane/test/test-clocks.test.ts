@@ -231,7 +231,9 @@ describe('sandbox test clocks', () => {
       periodStart: '2026-04-01T00:00:00.000Z',
       periodEnd: '2026-05-01T00:00:00.000Z',
     });
-    const moved = (await events(customer)).filter((e) => ['purchase.updated', 'usage.reset'].includes(e.type));
+    const moved = (await events(customer)).filter((e) =>
+      ['purchase.updated', 'usage.reset'].includes(e.type),
+    );
     expect(moved.map((e) => e.type)).toEqual(['purchase.updated', 'usage.reset']);
     expect(moved[0]?.object).toMatchObject({ id: purchase, status: 'active' });
 
