@@ -1,6 +1,6 @@
 import { entitlementKey } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
 /**
@@ -20,15 +20,7 @@ type Json = Record<string, any>;
 
 async function seller(name: string) {
   const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
-  const api = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH', url: string, body?: unknown, key = true) => {
-    const response = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: key ? { authorization: `Bearer ${sandboxKey}` } : {},
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    return { status: response.statusCode, body: response.json() as Json };
-  };
+  const api = injectClient(harness.controlPlane, sandboxKey);
   const product = (await api('POST', '/v1/ui/products', { name: `${name} tools` })).body;
   const events = async (customerRef: string) => {
     const { rows } = await harness.pool.query<{ type: string; payload: Json }>(

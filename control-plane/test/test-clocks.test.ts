@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
 /**
@@ -20,23 +20,8 @@ type Json = Record<string, any>;
 
 async function seller(name: string) {
   const keys = await harness.controlPlane.providers.create({ displayName: name });
-  const client =
-    (key: string) =>
-    async (
-      method: 'GET' | 'POST' | 'PATCH',
-      url: string,
-      body?: unknown,
-    ): Promise<{ status: number; body: Json }> => {
-      const response = await harness.controlPlane.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${key}` },
-        ...(body === undefined ? {} : { payload: body as object }),
-      });
-      return { status: response.statusCode, body: response.json() as Json };
-    };
-  const api = client(keys.sandboxKey);
-  const live = client(keys.liveKey);
+  const api = injectClient(harness.controlPlane, keys.sandboxKey);
+  const live = injectClient(harness.controlPlane, keys.liveKey);
   const product = (await api('POST', '/v1/ui/products', { name: `${name} tools` })).body;
   const events = async (customer: string) => {
     const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
