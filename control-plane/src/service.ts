@@ -35,6 +35,7 @@ import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
 import { SandboxProcessor } from './modules/payments/processor';
+import { Refunder } from './modules/payments/refunder';
 import { RefundService, refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
 import { PaymentService } from './modules/payments/service';
@@ -139,6 +140,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const disputes = new DisputeService(deps.pool, clock);
   const payments = new PaymentService(deps.pool, clock, processor, ledger, disputes);
   const invoicing = new Invoicing(clock, payments, deps.reader);
+  const refunder = new Refunder(clock, processor, ledger);
   const checkoutSessions = new CheckoutSessions(
     deps.pool,
     clock,
@@ -162,7 +164,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
   });
   const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);
-  const refunds = new RefundService(deps.pool, clock, processor, purchases, ledger);
+  const refunds = new RefundService(deps.pool, clock, processor, purchases, refunder);
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
 

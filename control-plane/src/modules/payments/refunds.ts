@@ -1,24 +1,19 @@
-import { ID, newId } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, NotFoundError, ValidationError } from '../../errors';
+import { NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
-import { disputedAmount } from '../disputes/repository';
-import { unixSeconds, writeEvent } from '../events/outbox';
-import { type Ledger, recordMovement } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
 import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import type { PaymentProcessor } from './processor';
+import type { Refunder } from './refunder';
 import {
-  insertRefund,
   lockNextPendingRefund,
   lockPayment,
   type PaymentRow,
   type RefundRow,
-  refundedAmount,
   settleRefund,
   succeededRefunds,
 } from './repository';
@@ -65,7 +60,7 @@ export class RefundService {
     private readonly clock: Clock,
     private readonly processor: PaymentProcessor,
     private readonly purchases: PurchaseService,
-    private readonly ledger: Ledger,
+    private readonly refunder: Refunder,
   ) {}
 
   async refund(auth: AuthContext, input: typeof RefundCreate.static) {
@@ -74,7 +69,6 @@ export class RefundService {
         { path: '/providerId', message: 'is not the provider of this API key', location: 'body' },
       ]);
     }
-    const at = this.clock.now();
     const { result, purchase } = await inTransaction(this.pool, async (tx) => {
       const payment = await lockPayment(tx, auth, input.originalTransactionId);
       if (payment === undefined || payment.status !== 'succeeded') {
@@ -88,63 +82,24 @@ export class RefundService {
           { path: '/currency', message: `the payment was in ${payment.currency}`, location: 'body' },
         ]);
       }
-      // Money a dispute holds is no longer the provider's to give back.
-      const refunded = (await refundedAmount(tx, payment.id)) + (await disputedAmount(tx, payment.id));
-      const amount = input.refundAmount ?? payment.amount - refunded;
-      if (amount <= 0 || refunded + amount > payment.amount) {
-        throw new ConflictError(
-          'refund_exceeds_payment',
-          `At most ${Math.max(payment.amount - refunded, 0)} ${payment.currency} can still be refunded`,
-          {
-            refundable: Math.max(payment.amount - refunded, 0),
-          },
-        );
-      }
-      const id = newId(ID.refund);
-      const outcome = this.processor.refund({
-        processorPaymentIntent: payment.processor_payment_intent,
-        amount,
-        idempotencyKey: id,
-      });
-      const refund: RefundRow = {
-        id,
-        provider_id: auth.providerId,
-        environment: auth.environment,
-        payment_id: payment.id,
-        amount,
-        currency: payment.currency,
+      // Money a dispute holds is no longer the provider's to give back (the refunder says so).
+      const refund = await this.refunder.open(tx, auth, payment, {
+        amount: input.refundAmount,
         reason: input.reason ?? null,
         metadata: input.metadata ?? {},
-        status: outcome.status,
-        processor_refund: outcome.processorRefund,
-        failure_reason: outcome.failureReason ?? null,
-        created_at: at,
-        settled_at: outcome.status === 'pending' ? null : at,
-      };
-      await insertRefund(tx, refund);
-      // The money leaves the balance when the refund is made; a failure brings it back.
-      if (outcome.status !== 'failed') {
-        await this.ledger.recordRefund(tx, auth, {
-          id,
-          paymentId: payment.id,
-          customerId: payment.customer_id,
-          amount,
-          currency: payment.currency,
-          at,
-        });
-      }
-      await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object: refundObject(refund), at });
+        source: 'request',
+      });
       const purchase =
-        outcome.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
+        refund.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
       return {
         result: {
-          id,
+          id: refund.id,
           originalTransactionId: payment.transaction_reference,
-          refundAmount: amount,
+          refundAmount: refund.amount,
           currency: payment.currency,
-          status: outcome.status,
-          reason: input.reason ?? null,
-          createdAt: at.toISOString(),
+          status: refund.status,
+          reason: refund.reason,
+          createdAt: refund.created_at.toISOString(),
         },
         purchase,
       };
@@ -193,52 +148,19 @@ export class RefundService {
     payment: PaymentRow,
     moneyLeft: boolean,
   ): Promise<PurchaseRow | undefined> {
-    const at = this.clock.now();
-    if (refund.status === 'failed') {
-      if (moneyLeft) {
-        await recordMovement(tx, auth, {
-          kind: 'refund_reversal',
-          currency: refund.currency,
-          customerId: payment.customer_id,
-          paymentId: payment.id,
-          sourceId: refund.id,
-          description: `Refund ${refund.id} failed (${refund.failure_reason ?? 'failed'})`,
-          at,
-          moves: [
-            ['processor_balance', refund.amount],
-            ['refunds', -refund.amount],
-          ],
-        });
-      }
-      await writeEvent(tx, {
-        ...auth,
-        type: 'payment.refund_failed',
-        object: { ...refundObject(refund), failure_reason: refund.failure_reason ?? 'failed' },
-        at,
-      });
-      return undefined;
-    }
-    await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund), at });
+    await this.refunder.close(tx, auth, refund, payment, moneyLeft);
+    // Unused time returned at a plan switch belongs to a purchase that has already ended.
+    if (refund.status === 'failed' || refund.source !== 'request') return undefined;
     if (payment.purchase_id === null || (await succeededRefunds(tx, payment.id)) !== payment.amount)
       return undefined;
     const current = await lockPurchase(tx, payment.purchase_id);
     if (current === undefined || !['active', 'past_due', 'cancelled', 'expired'].includes(current.status))
       return undefined;
-    return this.purchases.apply(tx, auth, current, 'refunded', { ended_at: current.ended_at ?? at });
+    return this.purchases.apply(tx, auth, current, 'refunded', {
+      ended_at: current.ended_at ?? this.clock.now(),
+    });
   }
 }
-
-/** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */
-const refundObject = (r: RefundRow) => ({
-  id: r.id,
-  amount: r.amount,
-  currency: r.currency,
-  processor_refund: r.processor_refund,
-  reason: r.reason,
-  payment: r.payment_id,
-  status: r.status,
-  created: unixSeconds(r.created_at),
-});
 
 export function refundRoutes(refunds: RefundService) {
   return async (app: App) => {

@@ -171,13 +171,15 @@ export interface RefundRow {
   failure_reason: string | null;
   created_at: Date;
   settled_at: Date | null;
+  /** request: the provider asked; proration: unused time returned at a plan switch. */
+  source: 'request' | 'proration';
 }
 
 export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
   await db.query(
     `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund,
-                          failure_reason, created_at, settled_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+                          failure_reason, created_at, settled_at, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
     [
       r.id,
       r.provider_id,
@@ -192,6 +194,7 @@ export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
       r.failure_reason,
       r.created_at,
       r.settled_at,
+      r.source,
     ],
   );
 }

@@ -1,0 +1,147 @@
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Clock } from '../../clock';
+import type { PoolClient } from '../../db/pool';
+import { ConflictError } from '../../errors';
+import { disputedAmount } from '../disputes/repository';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import { type Ledger, recordMovement } from '../ledger/service';
+import type { AuthContext } from '../providers/service';
+import type { PaymentProcessor } from './processor';
+import { insertRefund, type PaymentRow, type RefundRow, refundedAmount } from './repository';
+
+export interface RefundRequest {
+  /** Minor units; undefined: everything still refundable. */
+  amount?: number | undefined;
+  reason: string | null;
+  metadata: Record<string, string>;
+  source: RefundRow['source'];
+}
+
+/**
+ * Money going back to a customer through the processor, inside the caller's transaction (with
+ * the payment row locked): the refund, its ledger movement and its events commit together, both
+ * for a refund a provider asks for and for the unused time a plan switch returns.
+ */
+export class Refunder {
+  constructor(
+    private readonly clock: Clock,
+    private readonly processor: PaymentProcessor,
+    private readonly ledger: Ledger,
+  ) {}
+
+  /** What of a payment can still be refunded: neither refunded yet nor held by a dispute. */
+  async refundable(tx: PoolClient, payment: PaymentRow): Promise<number> {
+    const taken = (await refundedAmount(tx, payment.id)) + (await disputedAmount(tx, payment.id));
+    return Math.max(payment.amount - taken, 0);
+  }
+
+  /**
+   * Makes a refund of a locked, succeeded payment: the money leaves the balance at once, and
+   * payment.refund_pending is written. 409 refund_exceeds_payment beyond what is refundable.
+   * A refund the processor settles at once still needs `close`.
+   */
+  async open(
+    tx: PoolClient,
+    auth: AuthContext,
+    payment: PaymentRow,
+    request: RefundRequest,
+  ): Promise<RefundRow> {
+    const at = this.clock.now();
+    const refundable = await this.refundable(tx, payment);
+    const amount = request.amount ?? refundable;
+    if (amount <= 0 || amount > refundable) {
+      throw new ConflictError(
+        'refund_exceeds_payment',
+        `At most ${refundable} ${payment.currency} can still be refunded`,
+        { refundable },
+      );
+    }
+    const id = newId(ID.refund);
+    const outcome = this.processor.refund({
+      processorPaymentIntent: payment.processor_payment_intent,
+      amount,
+      idempotencyKey: id,
+    });
+    const refund: RefundRow = {
+      id,
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      payment_id: payment.id,
+      amount,
+      currency: payment.currency,
+      reason: request.reason,
+      metadata: request.metadata,
+      status: outcome.status,
+      processor_refund: outcome.processorRefund,
+      failure_reason: outcome.failureReason ?? null,
+      created_at: at,
+      settled_at: outcome.status === 'pending' ? null : at,
+      source: request.source,
+    };
+    await insertRefund(tx, refund);
+    // The money leaves the balance when the refund is made; a failure brings it back.
+    if (outcome.status !== 'failed') {
+      await this.ledger.recordRefund(tx, auth, {
+        id,
+        paymentId: payment.id,
+        customerId: payment.customer_id,
+        amount,
+        currency: payment.currency,
+        at,
+      });
+    }
+    await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object: refundObject(refund), at });
+    return refund;
+  }
+
+  /**
+   * A refund's outcome: payment.refunded, or payment.refund_failed with the money back in the
+   * balance when it had left (`moneyLeft`).
+   */
+  async close(
+    tx: PoolClient,
+    auth: AuthContext,
+    refund: RefundRow,
+    payment: PaymentRow,
+    moneyLeft: boolean,
+  ): Promise<void> {
+    const at = this.clock.now();
+    if (refund.status === 'failed') {
+      if (moneyLeft) {
+        await recordMovement(tx, auth, {
+          kind: 'refund_reversal',
+          currency: refund.currency,
+          customerId: payment.customer_id,
+          paymentId: payment.id,
+          sourceId: refund.id,
+          description: `Refund ${refund.id} failed (${refund.failure_reason ?? 'failed'})`,
+          at,
+          moves: [
+            ['processor_balance', refund.amount],
+            ['refunds', -refund.amount],
+          ],
+        });
+      }
+      await writeEvent(tx, {
+        ...auth,
+        type: 'payment.refund_failed',
+        object: { ...refundObject(refund), failure_reason: refund.failure_reason ?? 'failed' },
+        at,
+      });
+      return;
+    }
+    await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund), at });
+  }
+}
+
+/** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */
+const refundObject = (r: RefundRow) => ({
+  id: r.id,
+  amount: r.amount,
+  currency: r.currency,
+  processor_refund: r.processor_refund,
+  reason: r.reason,
+  payment: r.payment_id,
+  status: r.status,
+  created: unixSeconds(r.created_at),
+});
