@@ -153,6 +153,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.logger,
     payments,
     invoicing,
+    refunder,
     checkoutSessions,
   );
   const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, invoicing, deps.settlement, {

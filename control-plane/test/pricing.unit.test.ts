@@ -5,6 +5,7 @@ import {
   type Pricing,
   parseDecimal,
   priceUsage,
+  prorate,
   roundHalfEven,
   type Tier,
 } from '../src/modules/billing/pricing';
@@ -38,6 +39,32 @@ describe('pricing usage to the cent', () => {
     expect(roundHalfEven(7n * half)).toBe(4n); // 3.5 → 4
     expect(roundHalfEven(dec('2.500000000001'))).toBe(3n);
     expect(roundHalfEven(dec('2.499999999999'))).toBe(2n);
+  });
+
+  it('prorates a base price for unused time once, half to even, within [0, amount]', () => {
+    const DAY = 86_400_000;
+    expect(prorate(3000, 21 * DAY, 31 * DAY)).toBe(2032); // 2032.26
+    expect(prorate(6000, 27 * DAY, 31 * DAY)).toBe(5226); // 5225.81
+    expect(prorate(5, 1, 2)).toBe(2); // 2.5 → 2
+    expect(prorate(7, 1, 2)).toBe(4); // 3.5 → 4
+    expect(prorate(1000, 0, DAY)).toBe(0);
+    expect(prorate(1000, 2 * DAY, DAY)).toBe(1000);
+    expect(prorate(1000, -5, DAY)).toBe(0);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10 ** 9 }),
+        fc.integer({ min: 1, max: 10 ** 10 }),
+        (amount, whole) => {
+          const part = Math.floor(whole / 3);
+          const credit = prorate(amount, part, whole);
+          // Never more than one cent from the exact share, and never outside the amount.
+          const error = BigInt(credit) * BigInt(whole) - BigInt(amount) * BigInt(part);
+          expect(2n * (error < 0n ? -error : error) <= BigInt(whole)).toBe(true);
+          expect(credit).toBeGreaterThanOrEqual(0);
+          expect(credit).toBeLessThanOrEqual(amount);
+        },
+      ),
+    );
   });
 
   // The examples of the README, worked by hand.

@@ -155,3 +155,19 @@ export function priceUsage(
   }
   return { billableUnits: billable, lines, total: lines.reduce((sum, line) => sum + line.amount, 0) };
 }
+
+/**
+ * The part of `amount` cents that `part` of `whole` (two lengths of time, in milliseconds) is
+ * worth, rounded once to whole cents, half to even: the credit for a period's unused time.
+ */
+export function prorate(amount: number, part: number, whole: number): number {
+  if (whole <= 0 || part <= 0 || amount <= 0) return 0;
+  if (part >= whole) return amount;
+  const numerator = BigInt(amount) * BigInt(part);
+  const denominator = BigInt(whole);
+  const quotient = numerator / denominator;
+  const twice = (numerator % denominator) * 2n;
+  if (twice < denominator) return Number(quotient);
+  if (twice > denominator) return Number(quotient + 1n);
+  return Number(quotient % 2n === 0n ? quotient : quotient + 1n);
+}

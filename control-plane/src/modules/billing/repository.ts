@@ -5,7 +5,7 @@ export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void'
 
 /** A line as an invoice keeps it: the priced line plus what it bills for. */
 export interface StoredLine {
-  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage';
+  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage' | 'proration' | 'proration_refund';
   description: string;
   quantity: number;
   unitAmount: string;
@@ -110,6 +110,27 @@ export async function lastUsageInvoice(db: Queryable, purchaseId: string): Promi
     `SELECT * FROM invoices WHERE purchase_id = $1 AND usage_units IS NOT NULL AND status <> 'void'
       ORDER BY usage_period_end DESC LIMIT 1`,
     [purchaseId],
+  );
+  return rows[0];
+}
+
+/**
+ * The paid invoice whose base line paid for the service period [start, end) of a purchase (its
+ * first payment, trial conversion or renewal), or undefined when that period was not paid.
+ */
+export async function paidBaseInvoice(
+  db: Queryable,
+  purchaseId: string,
+  start: Date,
+  end: Date,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT * FROM invoices WHERE purchase_id = $1 AND status = 'paid' AND payment_id IS NOT NULL AND lines @> $2::jsonb
+      ORDER BY created_at DESC LIMIT 1`,
+    [
+      purchaseId,
+      JSON.stringify([{ kind: 'base', period: { start: start.toISOString(), end: end.toISOString() } }]),
+    ],
   );
   return rows[0];
 }

@@ -58,7 +58,14 @@ export const Invoice = Type.Object({
   ),
   lines: Type.Array(
     Type.Object({
-      kind: stringEnum(['base', 'setup_fee', 'usage', 'late_usage'] as const),
+      kind: stringEnum([
+        'base',
+        'setup_fee',
+        'usage',
+        'late_usage',
+        'proration',
+        'proration_refund',
+      ] as const),
       description: Type.String(),
       quantity: Type.Integer(),
       unitAmount: Type.String({ description: 'Cents per unit as an exact decimal; for a flat fee, the fee' }),

@@ -9,6 +9,7 @@ import { findPlan, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import type { AuthContext } from '../providers/service';
+import { latestPurchasePerProduct } from '../purchases/repository';
 import { type PurchaseService, recurringAmount } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
 import {
@@ -83,6 +84,19 @@ export class CheckoutService {
         lines.push(`plus ${formatMoney(s.price, s.currency)} per unit used`);
       if (s.trialDays > 0) lines.push(`${s.trialDays}-day free trial; the first charge is at its end`);
       if (s.setupFee > 0) lines.push(`One-time setup fee ${formatMoney(s.setupFee, s.currency)}`);
+      // A switch from a paid plan of the product credits its unused time when paid.
+      const current = (await latestPurchasePerProduct(this.pool, row.customer_id)).find(
+        (p) =>
+          p.product_id === plan.product_id &&
+          p.plan_id !== plan.id &&
+          p.status === 'active' &&
+          p.is_recurring &&
+          p.amount > 0,
+      );
+      if (current !== undefined) {
+        const from = (await findPlan(this.pool, auth, current.plan_id))?.name ?? current.plan_id;
+        lines.push(`Less the unused time of your ${from} plan, worked out when you pay`);
+      }
     }
     return {
       sessionId: row.id,

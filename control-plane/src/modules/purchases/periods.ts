@@ -1,4 +1,5 @@
 import type { PlanSettings } from '../plans/rules';
+import type { PurchaseRow } from './repository';
 
 const DAY_MS = 86_400_000;
 
@@ -51,3 +52,13 @@ export function periodEnd(
 }
 
 export const addDays = (date: Date, days: number): Date => new Date(date.getTime() + days * DAY_MS);
+
+/**
+ * A usage-billed purchase ending now leaves usage to bill up to now: an active one, its open
+ * period's; a past-due one, what it used after the period its unpaid invoice billed (access
+ * continues while dunning retries).
+ */
+export const endsMidPeriod = (row: PurchaseRow, at: Date): boolean =>
+  row.bills_usage &&
+  ((row.status === 'active' && row.period_start < at) ||
+    (row.status === 'past_due' && row.period_end !== null && row.period_end < at));

@@ -10,12 +10,12 @@ import {
   rolloverAfter,
   setupFeeLine,
 } from '../billing/invoicing';
-import type { StoredLine } from '../billing/repository';
+import { lastUsageInvoice, type StoredLine } from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
-import { addDays, periodEnd } from './periods';
+import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { clearFinalUsageDue, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
 import type { MoveName } from './state-machine';
@@ -252,6 +252,7 @@ export class BillingScheduler {
           retry_count: attempt,
           next_retry_at: null,
           ended_at: now,
+          final_usage_due: endsMidPeriod(row, now),
         });
       }
       return this.purchases.apply(tx, auth, row, 'dunning_retry_failed', {
@@ -304,28 +305,29 @@ export class BillingScheduler {
     throw new Error(`purchase ${row.id} was selected as due but matches no rule`);
   }
 
-  /** The usage of the part period before a purchase ended early, as one final invoice, charged once. */
+  /**
+   * The usage a purchase left unbilled when it ended early, as one final invoice, charged once:
+   * from its period's start, or from where its last usage invoice stopped (a past-due purchase
+   * used its service after the period dunning was collecting), up to the moment it ended.
+   */
   private async billFinalUsage(tx: PoolClient, row: PurchaseRow): Promise<PurchaseRow> {
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
     const plan = await findPlan(tx, auth, row.plan_id);
     if (plan === undefined || row.ended_at === null)
       throw new Error(`purchase ${row.id} cannot be billed finally`);
-    const closed = await this.invoicing.usageLines(
-      tx,
-      auth,
-      row,
-      settingsOf(plan),
-      row.period_start,
-      row.ended_at,
-    );
-    await this.invoicing.issue(tx, auth, {
-      purchase: row,
-      periodKey: row.ended_at.toISOString(),
-      billingReason: 'final_usage',
-      chargeReason: 'final_usage',
-      lines: closed.lines,
-      usage: closed.usage,
-    });
+    const billedTo = (await lastUsageInvoice(tx, row.id))?.usage_period_end ?? null;
+    const start = billedTo !== null && billedTo > row.period_start ? billedTo : row.period_start;
+    if (start < row.ended_at) {
+      const closed = await this.invoicing.usageLines(tx, auth, row, settingsOf(plan), start, row.ended_at);
+      await this.invoicing.issue(tx, auth, {
+        purchase: row,
+        periodKey: row.ended_at.toISOString(),
+        billingReason: 'final_usage',
+        chargeReason: 'final_usage',
+        lines: closed.lines,
+        usage: closed.usage,
+      });
+    }
     await clearFinalUsageDue(tx, row.id);
     return { ...row, final_usage_due: false };
   }

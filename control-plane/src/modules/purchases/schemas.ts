@@ -71,6 +71,24 @@ export const ActivationResult = Type.Object({
   purchaseRef: Type.Optional(Type.String()),
   checkoutSessionId: Type.Optional(Type.String()),
   checkoutUrl: Type.Optional(Type.String()),
+  proration: Type.Optional(
+    Type.Object(
+      {
+        credit: Type.Integer({
+          description: "Cents credited for the old plan's unused paid time, half to even",
+        }),
+        appliedToInvoice: Type.Integer({
+          description: "Of the credit, what the new plan's first invoice used",
+        }),
+        refunded: Type.Integer({
+          description: 'Of the credit, what went back to the card that paid the old period',
+        }),
+        invoiceId: Nullable(Type.String({ description: "The new plan's first invoice (inv_…)" })),
+        refundId: Nullable(Type.String({ description: 'The refund of the rest (re_…)' })),
+      },
+      { description: 'Present when a switch credited unused time of a paid period' },
+    ),
+  ),
   creditBalance: Type.Integer(),
   creditsPerUnit: Type.Integer(),
   currency: Type.String(),

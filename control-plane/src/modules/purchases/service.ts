@@ -10,12 +10,14 @@ import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
 import { findBalance, fundedCredits } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
+import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import { addDays, periodEnd } from './periods';
+import { addDays, endsMidPeriod, periodEnd } from './periods';
+import { prorationLines, unusedTimeOf } from './proration';
 import {
   findPurchase,
   insertPurchase,
@@ -76,6 +78,15 @@ export const eventObject = (r: PurchaseRow) => ({
 
 class FirstPaymentFailed extends Error {}
 
+/** What a plan switch credited for the old plan's unused time, in the activation's answer. */
+export interface Proration {
+  credit: number;
+  appliedToInvoice: number;
+  refunded: number;
+  invoiceId: string | null;
+  refundId: string | null;
+}
+
 type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 'topup_required' | 'invalid';
 
 export class PurchaseService {
@@ -86,6 +97,8 @@ export class PurchaseService {
     private readonly logger: Logger,
     private readonly payments: PaymentService,
     private readonly invoicing: Invoicing,
+    /** Returns the unused time of a switched-away plan to the card that paid it. */
+    private readonly refunder: Refunder,
     /** Creates the hosted checkout session a paid activation answers with. */
     private readonly checkoutSessions: {
       create(
@@ -288,7 +301,11 @@ export class PurchaseService {
       );
     }
 
-    let outcome: { status: 'already_active' | 'activated'; rows: PurchaseRow[] };
+    let outcome: {
+      status: 'already_active' | 'activated';
+      rows: PurchaseRow[];
+      proration?: Proration | undefined;
+    };
     try {
       outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move);
     } catch (error) {
@@ -305,13 +322,16 @@ export class PurchaseService {
     const purchase = outcome.rows.at(-1);
     return outcome.status === 'already_active'
       ? result('already_active', `Customer already has plan ${plan.id}`, purchase?.id)
-      : result(
-          'activated',
-          move === 'start_trial'
-            ? `Trial of ${settings.trialDays} days started`
-            : `Plan ${plan.id} is active`,
-          purchase?.id,
-        );
+      : {
+          ...result(
+            'activated',
+            move === 'start_trial'
+              ? `Trial of ${settings.trialDays} days started`
+              : `Plan ${plan.id} is active`,
+            purchase?.id,
+          ),
+          ...(outcome.proration === undefined ? {} : { proration: outcome.proration }),
+        };
   }
 
   private activateInTransaction(
@@ -331,30 +351,80 @@ export class PurchaseService {
       if (current !== undefined && current.plan_id === plan.id)
         return { status: 'already_active' as const, rows: [current] };
       const changed: PurchaseRow[] = [];
+      const now = this.clock.now();
+      // A switch away from a paid period credits its unused time (read before it ends).
+      const unused =
+        current === undefined
+          ? undefined
+          : await unusedTimeOf(
+              tx,
+              auth,
+              this.refunder,
+              current,
+              (await findPlan(tx, auth, current.plan_id))?.name ?? current.plan_id,
+              now,
+            );
       if (current !== undefined)
         changed.push(
           await this.apply(tx, auth, current, 'superseded', {
-            ended_at: this.clock.now(),
-            final_usage_due: endsMidPeriod(current, this.clock.now()),
+            ended_at: now,
+            final_usage_due: endsMidPeriod(current, now),
           }),
         );
       let created = await this.start(tx, auth, customer.id, plan, move);
+      let proration: Proration | undefined;
+      let invoiceId: string | null = null;
+      let refund = unused?.amount ?? 0;
       if (move === 'start_pending') {
-        // The first invoice: the period's price plus the setup fee, on the customer's card.
+        // The first invoice: the period's price plus the setup fee, less any unused time of the
+        // old plan, on the customer's card.
+        const charges = [
+          ...(created.amount > 0
+            ? [baseLine(settings.name, created.amount, created.period_start, created.period_end)]
+            : []),
+          ...(settings.setupFee > 0 ? [setupFeeLine(settings.setupFee)] : []),
+        ];
+        const credit =
+          unused === undefined
+            ? undefined
+            : prorationLines(
+                unused,
+                charges.reduce((sum, line) => sum + line.amount, 0),
+              );
+        refund = credit?.refund ?? 0;
         const charged = await this.invoicing.issue(tx, auth, {
           purchase: created,
           periodKey: 'first',
           billingReason: 'first_payment',
           chargeReason: 'first_payment',
-          lines: [
-            ...(created.amount > 0
-              ? [baseLine(settings.name, created.amount, created.period_start, created.period_end)]
-              : []),
-            ...(settings.setupFee > 0 ? [setupFeeLine(settings.setupFee)] : []),
-          ],
+          lines: [...charges, ...(credit?.lines ?? [])],
         });
         if (charged.status === 'failed') throw new FirstPaymentFailed(charged.failureReason ?? 'failed');
         created = await this.apply(tx, auth, created, 'first_payment_succeeded');
+        invoiceId = charged.invoice.id;
+      }
+      if (unused !== undefined) {
+        // Credit the new invoice could not absorb (or, with no invoice, all of it) goes back to
+        // the card that paid the old period; made after the new charge, which may still fail.
+        const refunded =
+          refund > 0
+            ? await this.refunder.open(tx, auth, unused.payment, {
+                amount: refund,
+                reason: `Unused time on ${unused.planName} after a switch to ${settings.name}`,
+                metadata: { purchase: current?.id ?? '', switchedTo: created.id },
+                source: 'proration',
+              })
+            : undefined;
+        // A processor that settles at once has its outcome now; the sandbox's settle later.
+        if (refunded !== undefined && refunded.status !== 'pending')
+          await this.refunder.close(tx, auth, refunded, unused.payment, false);
+        proration = {
+          credit: unused.amount,
+          appliedToInvoice: unused.amount - refund,
+          refunded: refund,
+          invoiceId,
+          refundId: refunded?.id ?? null,
+        };
       }
       changed.push(created);
       if (current !== undefined) {
@@ -366,7 +436,7 @@ export class PurchaseService {
           at: this.clock.now(),
         });
       }
-      return { status: 'activated' as const, rows: changed };
+      return { status: 'activated' as const, rows: changed, proration };
     });
   }
 
@@ -483,13 +553,6 @@ export class PurchaseService {
     }
   }
 }
-
-/**
- * An active usage-billed purchase ending now leaves the usage of its open period to bill (up to
- * now). A past-due one has had its period invoiced already.
- */
-const endsMidPeriod = (row: PurchaseRow, at: Date): boolean =>
-  row.bills_usage && row.status === 'active' && row.period_start < at;
 
 /** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
 export function recurringAmount(settings: PlanSettings): number {

@@ -1,0 +1,86 @@
+import type { PoolClient } from '../../db/pool';
+import { prorate } from '../billing/pricing';
+import { paidBaseInvoice, type StoredLine } from '../billing/repository';
+import type { Refunder } from '../payments/refunder';
+import { lockPayment, type PaymentRow } from '../payments/repository';
+import type { AuthContext } from '../providers/service';
+import type { PurchaseRow } from './repository';
+
+/**
+ * The credit a plan switch gives for the unused time of the old plan's paid period: its base
+ * price × (time left ÷ period length), rounded once to whole cents, half to even, and never
+ * more than is still refundable of the payment that paid it (a refund or dispute took the rest).
+ */
+export interface UnusedTime {
+  amount: number;
+  /** The payment that paid the period; an excess over the new invoice is refunded to it. */
+  payment: PaymentRow;
+  planName: string;
+  from: Date;
+  to: Date;
+}
+
+const day = (d: Date) => d.toISOString().slice(0, 10);
+
+/**
+ * Unused time of a purchase ending at `at`. Only a paid period of a recurring base price earns
+ * it: a trial, a pending or past-due period (not paid), a one-time purchase and usage (billed to
+ * the moment it ends) do not. Call with the purchase locked.
+ */
+export async function unusedTimeOf(
+  tx: PoolClient,
+  auth: AuthContext,
+  refunder: Pick<Refunder, 'refundable'>,
+  purchase: PurchaseRow,
+  planName: string,
+  at: Date,
+): Promise<UnusedTime | undefined> {
+  const end = purchase.period_end;
+  if (purchase.status !== 'active' || !purchase.is_recurring || end === null || end <= at) return undefined;
+  const invoice = await paidBaseInvoice(tx, purchase.id, purchase.period_start, end);
+  const base = invoice?.lines.find(
+    (line) => line.kind === 'base' && line.period?.start === purchase.period_start.toISOString(),
+  );
+  if (invoice?.payment_id == null || base === undefined) return undefined;
+  const payment = await lockPayment(tx, auth, invoice.payment_id);
+  if (payment === undefined || payment.status !== 'succeeded') return undefined;
+  const from = at > purchase.period_start ? at : purchase.period_start;
+  const credit = prorate(
+    base.amount,
+    end.getTime() - from.getTime(),
+    end.getTime() - purchase.period_start.getTime(),
+  );
+  const amount = Math.min(credit, await refunder.refundable(tx, payment));
+  return amount > 0 ? { amount, payment, planName, from, to: end } : undefined;
+}
+
+/**
+ * The proration lines of the new plan's first invoice: the whole credit, and, when it is more
+ * than the invoice's charges, the excess refunded to the old payment, so the total is never
+ * below zero. Returns the lines and the amount to refund.
+ */
+export function prorationLines(unused: UnusedTime, charges: number): { lines: StoredLine[]; refund: number } {
+  const refund = Math.max(unused.amount - charges, 0);
+  const lines: StoredLine[] = [
+    {
+      kind: 'proration',
+      description: `Unused time on ${unused.planName} (${day(unused.from)} – ${day(unused.to)})`,
+      quantity: 1,
+      unitAmount: (-unused.amount).toString(),
+      amount: -unused.amount,
+      // Negative revenue over the time the old payment no longer pays for.
+      period: { start: unused.from.toISOString(), end: unused.to.toISOString() },
+    },
+  ];
+  if (refund > 0) {
+    lines.push({
+      kind: 'proration_refund',
+      description: `Refunded to ${unused.payment.id}: unused time beyond this invoice`,
+      quantity: 1,
+      unitAmount: refund.toString(),
+      amount: refund,
+      period: null,
+    });
+  }
+  return { lines, refund };
+}
