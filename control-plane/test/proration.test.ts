@@ -359,3 +359,82 @@ describe('a past-due purchase that ends', () => {
     expect(await run()).toBe(0);
   });
 });
+
+describe('an unpaid final-usage invoice', () => {
+  it('is retried on the dunning schedule, once per attempt across schedulers, until paid or given up', async () => {
+    at('2026-05-01T00:00:00.000Z');
+    const s = await seller('Final retries');
+    const metered = await s.plan({ name: 'Metered', type: 'usage-based', price: 2 });
+    const fixes = await s.customer();
+    const never = await s.customer();
+    const fixed = (await s.activate(fixes, metered)).body.purchaseRef as string;
+    const lost = (await s.activate(never, metered)).body.purchaseRef as string;
+    at('2026-05-03T00:00:00.000Z');
+    await s.use(fixes, 4);
+    await s.use(never, 6);
+    await harness.settled();
+    for (const ref of [fixes, never])
+      expect((await s.setCard(ref, SANDBOX_CARDS.failsLater)).status).toBe(201);
+
+    // May 10: both cancelled at once; their final invoices (8¢ and 12¢) fail at 00:06.
+    at('2026-05-10T00:00:00.000Z');
+    for (const ref of [fixed, lost])
+      expect((await s.api('POST', `/v1/sdk/purchases/${ref}/cancel`, {})).body.status).toBe('cancelled');
+    at('2026-05-10T00:06:00.000Z');
+    await run();
+    const finalOf = async (ref: string) =>
+      (await s.invoices(ref)).find((i) => i.billingReason === 'final_usage');
+    expect(await finalOf(fixed)).toMatchObject({
+      total: 8,
+      status: 'open',
+      attemptCount: 1,
+      nextPaymentAttempt: '2026-05-11T00:06:00.000Z',
+    });
+
+    // One customer fixes the card. The first retry (24 h later) is taken by one of three
+    // schedulers running at once: one charge per invoice.
+    expect((await s.setCard(fixes, SANDBOX_CARDS.succeeds)).status).toBe(201);
+    const a = await harness.build(harness.store.store);
+    const b = await harness.build(harness.store.store);
+    at('2026-05-11T00:07:00.000Z');
+    await Promise.all([a.scheduler.runDue(), b.scheduler.runDue(), run()]);
+    await a.app.close();
+    await b.app.close();
+    expect(await finalOf(fixed)).toMatchObject({
+      status: 'paid',
+      amountPaid: 8,
+      attemptCount: 2,
+      nextPaymentAttempt: null,
+    });
+    expect((await s.paymentsOf(fixed)).map((p) => [p.amount, p.status, p.reason])).toEqual([
+      [8, 'failed', 'final_usage'],
+      [8, 'succeeded', 'dunning_retry'],
+    ]);
+    expect(await finalOf(lost)).toMatchObject({
+      status: 'open',
+      attemptCount: 2,
+      nextPaymentAttempt: '2026-05-14T00:07:00.000Z',
+    });
+
+    // The other never pays: after 72 h and then 168 h it is uncollectible, and no retry is left.
+    at('2026-05-14T00:08:00.000Z');
+    await run();
+    at('2026-05-21T00:09:00.000Z');
+    await run();
+    expect(await finalOf(lost)).toMatchObject({
+      status: 'uncollectible',
+      attemptCount: 4,
+      nextPaymentAttempt: null,
+      closedAt: '2026-05-21T00:09:00.000Z',
+    });
+    expect((await s.paymentsOf(lost)).map((p) => [p.status, p.reason])).toEqual([
+      ['failed', 'final_usage'],
+      ['failed', 'dunning_retry'],
+      ['failed', 'dunning_retry'],
+      ['failed', 'dunning_retry'],
+    ]);
+    at('2026-06-30T00:00:00.000Z');
+    await run();
+    expect((await s.paymentsOf(lost)).length).toBe(4);
+  });
+});

@@ -225,6 +225,11 @@ export class Invoicing {
     return this.collect(tx, auth, invoice, 'dunning_retry', attempt);
   }
 
+  /** Charges an open invoice, locked by the caller, once more (attempt = its attempts so far). */
+  async collectAgain(tx: PoolClient, auth: AuthContext, invoice: InvoiceRow): Promise<Collection> {
+    return this.collect(tx, auth, invoice, 'dunning_retry', invoice.attempt_count);
+  }
+
   /** Dunning gave up: the invoice stays unpaid for good. */
   async markUncollectible(tx: PoolClient, purchaseId: string, periodKey: string): Promise<void> {
     const invoice = await lockInvoiceOfPeriod(tx, purchaseId, periodKey);

@@ -39,6 +39,8 @@ export interface InvoiceRow {
   finalized_at: Date | null;
   paid_at: Date | null;
   closed_at: Date | null;
+  /** When an unpaid final-usage invoice is charged again (null: no retry due). */
+  next_retry_at: Date | null;
   /** The hosted page's and PDF's capability. */
   access_token: string;
 }
@@ -51,7 +53,10 @@ type Tenant = { providerId: string; environment: Environment };
  */
 export async function insertInvoice(
   db: Queryable,
-  row: Omit<InvoiceRow, 'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at'>,
+  row: Omit<
+    InvoiceRow,
+    'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at' | 'next_retry_at'
+  >,
 ): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
     `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
@@ -150,7 +155,8 @@ export async function recordAttempt(
     `UPDATE invoices SET status = $2, payment_id = COALESCE($3, payment_id), amount_paid = $4,
             attempt_count = attempt_count + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END,
             paid_at = CASE WHEN $2 = 'paid' THEN $5 ELSE paid_at END,
-            closed_at = CASE WHEN $2 IN ('paid', 'uncollectible') THEN $5 ELSE closed_at END
+            closed_at = CASE WHEN $2 IN ('paid', 'uncollectible') THEN $5 ELSE closed_at END,
+            next_retry_at = CASE WHEN $2 = 'open' THEN next_retry_at END
       WHERE id = $1 AND status = 'open' RETURNING *`,
     [change.id, change.status, change.paymentId, change.amountPaid, change.at],
   );
@@ -159,10 +165,33 @@ export async function recordAttempt(
   return row;
 }
 
+/** When an open invoice is charged again (null: never). */
+export async function scheduleInvoiceRetry(db: Queryable, id: string, at: Date | null): Promise<void> {
+  await db.query(`UPDATE invoices SET next_retry_at = $2 WHERE id = $1 AND status = 'open'`, [id, at]);
+}
+
+/**
+ * Locks one open invoice whose retry is due, skipping those another scheduler holds; on a test
+ * clock's pass only its customers' invoices, on an ordinary pass none of theirs.
+ */
+export async function lockNextInvoiceRetry(
+  db: Queryable,
+  now: Date,
+  clockId: string | null,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT * FROM invoices i WHERE status = 'open' AND next_retry_at <= $1
+        AND (SELECT c.test_clock_id FROM customers c WHERE c.id = i.customer_id) IS NOT DISTINCT FROM $2::text
+      ORDER BY next_retry_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    [now, clockId],
+  );
+  return rows[0];
+}
+
 /** Voids an open invoice (guarded: only `open` moves); undefined when it was not open. */
 export async function voidOpenInvoice(db: Queryable, id: string, at: Date): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
-    `UPDATE invoices SET status = 'void', closed_at = $2 WHERE id = $1 AND status = 'open' RETURNING *`,
+    `UPDATE invoices SET status = 'void', closed_at = $2, next_retry_at = NULL WHERE id = $1 AND status = 'open' RETURNING *`,
     [id, at],
   );
   return rows[0];

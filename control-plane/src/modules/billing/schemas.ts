@@ -84,6 +84,12 @@ export const Invoice = Type.Object({
   closedAt: Nullable(
     Type.String({ format: 'date-time', description: 'When it was paid, voided or marked uncollectible' }),
   ),
+  nextPaymentAttempt: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: 'When an unpaid final-usage invoice is charged again; null when no retry is due',
+    }),
+  ),
   hostedUrl: Type.String({
     description: 'The invoice page to send the customer to; the link is its only key',
   }),

@@ -54,6 +54,7 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   finalizedAt: iso(r.finalized_at),
   paidAt: iso(r.paid_at),
   closedAt: iso(r.closed_at),
+  nextPaymentAttempt: iso(r.next_retry_at),
   hostedUrl: `${publicUrl}/invoice/${r.access_token}`,
   pdfUrl: `${publicUrl}/invoice/${r.access_token}/pdf`,
 });

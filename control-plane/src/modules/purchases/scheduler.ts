@@ -10,7 +10,13 @@ import {
   rolloverAfter,
   setupFeeLine,
 } from '../billing/invoicing';
-import { lastUsageInvoice, type StoredLine } from '../billing/repository';
+import {
+  type InvoiceRow,
+  lastUsageInvoice,
+  lockNextInvoiceRetry,
+  type StoredLine,
+  scheduleInvoiceRetry,
+} from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
@@ -88,7 +94,7 @@ export class BillingScheduler {
   }
 
   private async runPurchases(clockId: string | null, limit: number): Promise<number> {
-    let handled = 0;
+    let handled = await this.retryInvoices(clockId, limit);
     const usageClosedBy = await this.usageClosedBy(clockId);
     while (handled < limit) {
       const changed = await this.handleOne(usageClosedBy, clockId);
@@ -199,7 +205,7 @@ export class BillingScheduler {
       usage?: PeriodUsage,
     ) =>
       lines.length === 0 && usage === undefined
-        ? Promise.resolve({ status: 'succeeded' as const, rollover: 0 })
+        ? Promise.resolve({ status: 'succeeded' as const, rollover: 0, invoice: undefined })
         : this.invoicing
             .issue(tx, auth, {
               purchase: row,
@@ -209,7 +215,11 @@ export class BillingScheduler {
               lines,
               usage,
             })
-            .then((c) => ({ status: c.status, rollover: rolloverAfter(c.invoice, settings) }));
+            .then((c) => ({
+              status: c.status,
+              rollover: rolloverAfter(c.invoice, settings),
+              invoice: c.invoice,
+            }));
 
     if (row.status === 'trialing' && row.trial_end !== null) {
       if (row.trial_end > now)
@@ -276,10 +286,19 @@ export class BillingScheduler {
             ? 'expire'
             : undefined;
       if (ending !== undefined) {
-        // The last period's usage is still owed: one final invoice, charged once (no dunning,
-        // as there is no later period to withhold); an unpaid one stays open.
-        if (closed !== undefined)
-          await issue(row.period_end, 'final_usage', 'final_usage', closed.lines, closed.usage);
+        // The last period's usage is still owed: one final invoice; unpaid, it is retried on
+        // the dunning schedule (there is no later period to withhold).
+        if (closed !== undefined) {
+          const billed = await issue(
+            row.period_end,
+            'final_usage',
+            'final_usage',
+            closed.lines,
+            closed.usage,
+          );
+          if (billed.status === 'failed' && billed.invoice !== undefined)
+            await this.scheduleFinalRetry(tx, billed.invoice, now);
+        }
         return this.purchases.apply(tx, auth, row, ending, { ended_at: row.period_end });
       }
       // One invoice at the boundary: the closed period's usage in arrears, the next period's base
@@ -319,7 +338,7 @@ export class BillingScheduler {
     const start = billedTo !== null && billedTo > row.period_start ? billedTo : row.period_start;
     if (start < row.ended_at) {
       const closed = await this.invoicing.usageLines(tx, auth, row, settingsOf(plan), start, row.ended_at);
-      await this.invoicing.issue(tx, auth, {
+      const billed = await this.invoicing.issue(tx, auth, {
         purchase: row,
         periodKey: row.ended_at.toISOString(),
         billingReason: 'final_usage',
@@ -327,9 +346,46 @@ export class BillingScheduler {
         lines: closed.lines,
         usage: closed.usage,
       });
+      if (billed.status === 'failed') await this.scheduleFinalRetry(tx, billed.invoice, this.clock.now());
     }
     await clearFinalUsageDue(tx, row.id);
     return { ...row, final_usage_due: false };
+  }
+
+  /**
+   * An unpaid final-usage invoice is charged again after each of the dunning intervals, counted
+   * from its failed attempts; once they run out it is uncollectible.
+   */
+  private async scheduleFinalRetry(tx: PoolClient, invoice: InvoiceRow, now: Date): Promise<void> {
+    if (invoice.status !== 'open') return;
+    const hours = this.options.dunningRetryHours[invoice.attempt_count - 1];
+    if (hours === undefined) {
+      await this.invoicing.markUncollectible(tx, invoice.purchase_id, invoice.period_key);
+      return;
+    }
+    await scheduleInvoiceRetry(tx, invoice.id, new Date(now.getTime() + hours * HOUR_MS));
+  }
+
+  /**
+   * Due retries of unpaid final-usage invoices, one at a time (SKIP LOCKED, so replicas share
+   * them): payment.succeeded and the invoice paid, or payment.failed and the next retry.
+   */
+  private async retryInvoices(clockId: string | null, limit: number): Promise<number> {
+    let handled = 0;
+    while (handled < limit) {
+      const done = await inTransaction(this.pool, async (tx) => {
+        const now = this.clock.now();
+        const invoice = await lockNextInvoiceRetry(tx, now, clockId);
+        if (invoice === undefined) return false;
+        const auth: AuthContext = { providerId: invoice.provider_id, environment: invoice.environment };
+        const collected = await this.invoicing.collectAgain(tx, auth, invoice);
+        if (collected.status === 'failed') await this.scheduleFinalRetry(tx, collected.invoice, now);
+        return true;
+      });
+      if (!done) break;
+      handled++;
+    }
+    return handled;
   }
 
   private async chargeWithoutInvoice(tx: PoolClient, auth: AuthContext, row: PurchaseRow, attempt: number) {
