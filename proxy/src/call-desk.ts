@@ -4,9 +4,11 @@ import { callRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ToolCall, ToolOutcome } from './calls';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
+import type { Era } from './era';
 import type { Gatekeeper, Verdict } from './gatekeeper';
 import { paywallAnswer } from './jsonrpc';
 import type { ProxyMetrics } from './metrics-page';
+import type { PaywallStates } from './paywall-state';
 
 type Refused = Exclude<Verdict, { kind: 'admit' }>;
 
@@ -50,6 +52,7 @@ export class CallDesk {
       link: ControlPlaneLink | undefined;
       metrics: ProxyMetrics;
       logger: Logger;
+      states: PaywallStates;
     },
   ) {}
 
@@ -59,7 +62,7 @@ export class CallDesk {
     server: McpServerSnapshot,
     customerRef: string,
     calls: ToolCall[],
-    urlElicitation: boolean,
+    era: Era,
   ): Promise<{
     facts: Map<ToolCall, CallFacts>;
     answers: Record<string, unknown>[];
@@ -80,7 +83,7 @@ export class CallDesk {
       else refused.push([call, verdict]);
     });
     const answers = await Promise.all(
-      refused.map(([call, verdict]) => this.refusal(server, customerRef, call, verdict, urlElicitation)),
+      refused.map(([call, verdict]) => this.refusal(server, customerRef, call, verdict, era)),
     );
     for (const [call, verdict] of refused)
       facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
@@ -117,15 +120,15 @@ export class CallDesk {
   }
 
   /**
-   * The JSON-RPC answer to a call the origin never sees: the paywall (a URL elicitation for a
-   * client that declared it, else a tool result), or a retry-later error.
+   * The JSON-RPC answer to a call the origin never sees: the paywall in the shape of the
+   * client's revision (jsonrpc.ts), or a retry-later error.
    */
   private async refusal(
     server: McpServerSnapshot,
     customerRef: string,
     call: ToolCall,
     verdict: Refused,
-    urlElicitation: boolean,
+    era: Era,
   ): Promise<Record<string, unknown>> {
     if (verdict.kind === 'unavailable') {
       return {
@@ -154,6 +157,16 @@ export class CallDesk {
         );
       }
     }
-    return paywallAnswer(call, verdict, paywall, urlElicitation);
+    // A modern client that can open the checkout page retries the call with this state after it.
+    const state =
+      era.modern && era.urlElicitation && paywall !== null && paywall !== undefined
+        ? await this.deps.states.mint({
+            customer: customerRef,
+            server: server.serverId,
+            tool: call.tool,
+            arguments: call.arguments,
+          })
+        : undefined;
+    return paywallAnswer(call, verdict, paywall, era, state);
   }
 }

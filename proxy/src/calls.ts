@@ -2,6 +2,10 @@
 export interface ToolCall {
   id: string | number;
   tool: string;
+  /** The call's `params.arguments`, as sent. */
+  arguments?: unknown;
+  /** A retry's `params.requestState` (MCP 2026-07-28), the proxy's or the origin's. */
+  requestState?: unknown;
 }
 
 /** What the origin's JSON-RPC response to one call said. */

@@ -16,7 +16,12 @@ export function toolCallsIn(body: unknown): ToolCall[] {
     const id = message.id;
     if (typeof id !== 'string' && typeof id !== 'number') continue;
     const params = isObject(message.params) ? message.params : {};
-    calls.push({ id, tool: typeof params.name === 'string' ? params.name : '' });
+    calls.push({
+      id,
+      tool: typeof params.name === 'string' ? params.name : '',
+      arguments: params.arguments,
+      ...(params.requestState === undefined ? {} : { requestState: params.requestState }),
+    });
   }
   return calls;
 }
@@ -31,6 +36,9 @@ export function outcomeOf(httpStatus: number, answer: CallAnswer | undefined): T
   if (answer === undefined) return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'upstream_error';
   return answer.error || answer.toolError ? 'error' : 'success';
 }
+
+/** JSON-RPC: the params are not valid for the method. */
+export const INVALID_PARAMS = -32602;
 
 export function jsonRpcError(
   id: string | number | null,
@@ -88,21 +96,65 @@ function paywallText(
   return { what, next };
 }
 
+/** The machine-readable paywall every paywall result carries in `_meta`. */
+function paywallMeta(verdict: PaywallVerdict, offer: PaywallOffer) {
+  return {
+    [PAYWALL_META_KEY]: {
+      kind: 'payment_required',
+      reason: verdict.reason,
+      checkoutUrl: offer?.checkoutUrl ?? null,
+      checkoutSessionId: offer?.checkoutSessionId ?? null,
+      limit: verdict.limit ?? null,
+      used: verdict.used ?? null,
+      ...(verdict.creditsPerUnit === undefined ? {} : { creditsPerUnit: verdict.creditsPerUnit }),
+      product: offer?.product ?? null,
+    },
+  };
+}
+
+/** The key of the paywall's one input request in a modern `input_required` result. */
+export const CHECKOUT_INPUT = 'checkout';
+
 /**
- * The paywall as MCP clients see it. A client that declared URL elicitation (MCP 2025-11-25)
- * gets the JSON-RPC error -32042 whose one URL-mode elicitation is the checkout page; any other
- * gets a tool result with `isError: true`, the checkout URL in its text, and the machine-readable
- * paywall in `_meta`. Never `structuredContent`: clients validate it against the tool's
- * `outputSchema`, even on errors, and would refuse the answer instead of showing the link.
+ * The paywall as MCP clients see it, in the shape of the client's revision:
+ * - MCP 2026-07-28, client declared URL elicitation in this request's capabilities: an
+ *   `input_required` result whose one input request is a URL-mode elicitation of the checkout
+ *   page, with the proxy's signed `requestState`; the client retries the same call with it after
+ *   checkout, and the proxy checks the limit again.
+ * - MCP 2025-11-25, client declared URL elicitation at initialize: the JSON-RPC error -32042
+ *   whose one URL-mode elicitation is the checkout page.
+ * - Any other client: a tool result with `isError: true`, the checkout URL in its text and the
+ *   machine-readable paywall in `_meta` (modern results also carry `resultType: "complete"`).
+ * Never `structuredContent`: clients validate it against the tool's `outputSchema`, even on
+ * errors, and would refuse the answer instead of showing the link.
  */
 export function paywallAnswer(
   call: ToolCall,
   verdict: PaywallVerdict,
   offer: PaywallOffer,
-  urlElicitation: boolean,
+  era: { modern: boolean; urlElicitation: boolean },
+  requestState?: string,
 ): Record<string, unknown> {
   const { what, next } = paywallText(call, verdict, offer);
-  if (urlElicitation && offer !== null && offer !== undefined) {
+  const hasOffer = offer !== null && offer !== undefined;
+  if (era.modern && era.urlElicitation && hasOffer && requestState !== undefined) {
+    return {
+      jsonrpc: '2.0',
+      id: call.id,
+      result: {
+        resultType: 'input_required',
+        inputRequests: {
+          [CHECKOUT_INPUT]: {
+            method: 'elicitation/create',
+            params: { mode: 'url', message: `${what} ${next}`, url: offer.checkoutUrl },
+          },
+        },
+        requestState,
+        _meta: paywallMeta(verdict, offer),
+      },
+    };
+  }
+  if (!era.modern && era.urlElicitation && hasOffer) {
     return {
       jsonrpc: '2.0',
       id: call.id,
@@ -126,20 +178,10 @@ export function paywallAnswer(
     jsonrpc: '2.0',
     id: call.id,
     result: {
+      ...(era.modern ? { resultType: 'complete' } : {}),
       content: [{ type: 'text', text: `${what} ${next}` }],
       isError: true,
-      _meta: {
-        [PAYWALL_META_KEY]: {
-          kind: 'payment_required',
-          reason: verdict.reason,
-          checkoutUrl: offer?.checkoutUrl ?? null,
-          checkoutSessionId: offer?.checkoutSessionId ?? null,
-          limit: verdict.limit ?? null,
-          used: verdict.used ?? null,
-          ...(verdict.creditsPerUnit === undefined ? {} : { creditsPerUnit: verdict.creditsPerUnit }),
-          product: offer?.product ?? null,
-        },
-      },
+      _meta: paywallMeta(verdict, offer),
     },
   };
 }

@@ -1,3 +1,4 @@
+import { HEADER_MISMATCH } from './era';
 import { CORS_METHODS, type Exchange, respond } from './http-io';
 import { jsonRpcError } from './jsonrpc';
 
@@ -57,6 +58,12 @@ export const PROXY_ERRORS = {
   body_not_jsonrpc: body(INVALID_REQUEST),
   tool_call_without_id: body(INVALID_REQUEST),
   tool_call_id_repeated: body(INVALID_REQUEST),
+  header_mismatch: {
+    status: 400,
+    form: 'rpc',
+    rpc: HEADER_MISMATCH,
+    message: 'Header mismatch: the MCP headers do not match the body',
+  },
   unauthorized: { status: 401, form: 'rpc', rpc: -32001, message: 'Unauthorized' },
   insufficient_scope: {
     status: 403,

@@ -13,6 +13,7 @@ import type { ProxyConfig } from './config';
 import type { ControlPlaneLink } from './control-link';
 import { type ServerDirectory, SnapshotUnavailableError } from './directory';
 import { bearerChallenge, metadataRouteOf, resourceUrlOf, serveResourceMetadata } from './discovery';
+import { eraOf, headerMismatch } from './era';
 import type { Gatekeeper } from './gatekeeper';
 import {
   answerPreflight,
@@ -27,6 +28,8 @@ import {
 } from './http-io';
 import {
   declaresUrlElicitation,
+  INVALID_PARAMS,
+  jsonRpcError,
   outcomeOf,
   sessionHeader,
   type ToolCall,
@@ -35,6 +38,7 @@ import {
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
 import { callOrigin, OriginKeys, originTarget } from './origin';
+import { PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
 import { type Route, routeOf } from './routing';
@@ -140,7 +144,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     exchange.origin?.abort(new Error('proxy stopping'));
   };
   const metrics = new ProxyMetrics();
-  const desk = new CallDesk({ emitter, link, metrics, logger });
+  const states = new PaywallStates(deps.secretKey);
+  const desk = new CallDesk({ emitter, link, metrics, logger, states });
   const originKeys = new OriginKeys(deps.secretKey);
 
   /**
@@ -223,6 +228,45 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     // Not read, so not judged: the origin never sees it (it might decode a call the proxy missed).
     if (!request.reading.ok)
       return refuse(exchange, request.reading.code, null, { message: request.reading.message });
+    // MCP 2026-07-28: headers the body contradicts are refused before anything is spent.
+    const era = eraOf(request.headers, parsed);
+    if (request.method === 'POST') {
+      const mismatch = headerMismatch(request.headers, parsed, era);
+      if (mismatch !== undefined)
+        return refuse(exchange, 'header_mismatch', singleId, { message: `Header mismatch: ${mismatch}` });
+    }
+    let body = request.body;
+    // A modern retry after the paywall's checkout carries the proxy's own requestState: checked,
+    // then taken out, so the origin sees the original call (which is gated again below).
+    const retry = era.modern && calls.length === 1 ? calls[0] : undefined;
+    if (retry !== undefined && PaywallStates.isOurs(retry.requestState)) {
+      const check = await states.check(retry.requestState, {
+        customer: customerRef,
+        server: server.serverId,
+        tool: retry.tool,
+        arguments: retry.arguments,
+      });
+      if (check !== 'ok') {
+        desk.meter(server, customerRef, calls, () => ({ outcome: 'error', admitted: false }), started);
+        return respond(
+          exchange,
+          200,
+          'application/json',
+          jsonRpcError(
+            retry.id,
+            INVALID_PARAMS,
+            `requestState ${STATE_PROBLEMS[check]}; call the tool again without it`,
+            {
+              code: 'request_state_invalid',
+            },
+          ),
+        );
+      }
+      const params = (parsed as { params: Record<string, unknown> }).params;
+      delete params.requestState;
+      delete params.inputResponses;
+      body = Buffer.from(JSON.stringify(parsed));
+    }
 
     // Gating and limits: refused calls are answered here and never reach the origin.
     const gated =
@@ -232,12 +276,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             server,
             customerRef,
             calls,
-            urlElicitationSessions.has(sessionOf(request.headers)),
+            era.modern
+              ? era
+              : { modern: false, urlElicitation: urlElicitationSessions.has(sessionOf(request.headers)) },
           )
         : undefined;
     const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
     const extra = gated?.answers ?? [];
-    let body = request.body;
     if (gated !== undefined && gated.answers.length > 0) {
       const rest = withoutCalls(parsed, gated.refusedIds);
       if (rest.length === 0) {
