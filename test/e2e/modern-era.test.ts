@@ -1,0 +1,334 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { type ProviderKeys, suffix } from '../helpers/flows';
+import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+
+interface ToolResult {
+  content: Array<{ type: string; text: string }>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+type Rpc = { status: number; body: Json };
+
+const MODERN = '2026-07-28';
+
+/**
+ * MCP 2026-07-28 through the proxy, with the TypeScript SDK v2 on both ends (a client pinned to
+ * the revision or in `auto` mode, an origin on `createMcpHandler`): calls pass through and are
+ * metered; the paywall is read by the client (an `input_required` URL elicitation the client
+ * fulfils, or a readable tool error); the retry after checkout is served once; a tampered state
+ * and headers the body contradicts are refused with nothing forwarded or spent.
+ */
+describe('MCP 2026-07-28 through the proxy', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let baseUrl: string;
+  let proxyUrl: string;
+  let origin: ModernOrigin;
+  let api: ReturnType<typeof apiClient>;
+  let subdomain: string;
+
+  const customerWithToken = async () => {
+    const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
+    const token = await api<{ accessToken: string }>(
+      'POST',
+      `/v1/sdk/customers/${customer.reference}/tokens`,
+      {},
+    );
+    return { ref: customer.reference, token: token.body.accessToken };
+  };
+  const connect = async (
+    token: string,
+    options: { urlElicitation?: boolean; mode?: 'auto' | { pin: string } } = {},
+  ) => {
+    const client = new Client(
+      { name: 'modern-client', version: '1.0.0' },
+      {
+        capabilities: options.urlElicitation === true ? { elicitation: { url: {} } } : {},
+        versionNegotiation: { mode: options.mode ?? { pin: MODERN } },
+      },
+    );
+    const transport = new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp/${subdomain}`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    });
+    await client.connect(transport);
+    return client;
+  };
+  /** A modern tools/call sent by hand, with its mirrored headers (overridable). */
+  const rawCall = async (
+    token: string,
+    params: Record<string, unknown>,
+    headers: Record<string, string> = {},
+  ) => {
+    const response = await fetch(`${proxyUrl}/mcp/${subdomain}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN,
+        'mcp-method': 'tools/call',
+        'mcp-name': String(params.name),
+        ...headers,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: {
+          ...params,
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      }),
+    });
+    return { status: response.status, body: (await response.json()) as Json } as Rpc;
+  };
+  const usage = (customerRef: string) =>
+    api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
+      'GET',
+      `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=outcome`,
+    );
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-modern-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    const env = {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      DATA_DIR: join(dir, 'data'),
+      DATABASE_URL: infra.databaseUrl,
+      WEBHOOKS_ENABLED: 'false',
+      REDIS_URL: `${infra.redisUrl}/6`,
+      KAFKA_BROKERS: infra.kafkaBrokers,
+      BUS_NAMESPACE: `modern${suffix()}`,
+      SECRET_KEY: 'cd'.repeat(32),
+      PORT: String(port),
+      PUBLIC_URL: baseUrl,
+      CONTROL_PLANE_URL: baseUrl,
+    };
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill') }],
+    });
+    services = stack.services;
+    await stack.ready;
+    origin = await startModernOrigin();
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Modern Co'], env);
+    api = apiClient(baseUrl, provider.sandboxKey);
+    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' })).body;
+    const plan = async (body: Record<string, unknown>) =>
+      (
+        await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
+          currency: 'usd',
+          type: 'recurring',
+          billingCycle: 'monthly',
+          ...body,
+        })
+      ).body;
+    const free = await plan({ name: 'Free', price: 0, limit: 1, default: true });
+    await plan({ name: 'Pro', price: 900, limit: 1000 });
+    const registered = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+      name: `adder-${suffix()}`,
+      url: origin.url,
+      productId: product.id,
+      defaultPlanId: free.id,
+    });
+    expect(registered.status).toBe(201);
+    subdomain = registered.body.subdomain;
+  });
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves a pinned client, and past the limit shows it a checkout it completes, then serves the retry once', async () => {
+    const customer = await customerWithToken();
+    const client = await connect(customer.token, { urlElicitation: true });
+    const first = (await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })) as ToolResult;
+    expect(first.content[0]?.text).toBe('3');
+
+    // The plan's one call is spent: the paywall is an input_required URL elicitation. The
+    // client's handler "completes checkout" (pays the session on the hosted page) and accepts;
+    // the SDK retries with the proxy's requestState, the limit is checked again, and the call runs.
+    const asked: Array<{ mode?: string; url?: string; message?: string }> = [];
+    const paidSessions = new Set<string>();
+    client.setRequestHandler('elicitation/create', async (request) => {
+      const params = request.params as { mode?: string; url?: string; message?: string };
+      asked.push(params);
+      const session = new URL(String(params.url)).pathname.split('/').at(-1) as string;
+      if (!paidSessions.has(session)) {
+        const paid = await fetch(`${baseUrl}/checkout/${session}/pay`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+          }),
+        });
+        expect(paid.status).toBe(200);
+        paidSessions.add(session);
+      }
+      // A retry that reaches the proxy before the new plan's announcement is paywalled again
+      // and asks once more: accepted again, the next retry finds the plan.
+      return { action: 'accept' };
+    });
+    const before = origin.calls.get('add') ?? 0;
+    const second = (await client.callTool({ name: 'add', arguments: { a: 2, b: 5 } })) as ToolResult;
+    expect(asked.length).toBeGreaterThanOrEqual(1);
+    expect(paidSessions.size).toBe(1);
+    expect(asked[0]).toMatchObject({ mode: 'url', url: expect.stringContaining('/checkout/cs_') });
+    expect(asked[0]?.message).toContain('complete checkout');
+    expect(second.isError ?? false).toBe(false);
+    expect(second.content[0]?.text).toBe('7');
+    expect(origin.calls.get('add') ?? 0).toBe(before + 1);
+    await client.close();
+
+    // Recorded: the first call, each paywall round, and the served retry.
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 2 + asked.length,
+      { what: 'every round recorded', timeoutMs: 30_000 },
+    );
+    expect(recorded.groups).toEqual(
+      expect.arrayContaining([
+        { value: 'success', records: 2 },
+        { value: 'paywall', records: asked.length },
+      ]),
+    );
+  });
+
+  it('shows a modern client without URL elicitation a readable paywall, in auto mode too', async () => {
+    const customer = await customerWithToken();
+    for (const mode of [{ pin: MODERN }, 'auto'] as const) {
+      const client = await connect(customer.token, { mode });
+      const result = (await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as ToolResult;
+      await client.close();
+      if (result.isError === true) {
+        expect(result.content[0]?.text).toContain('/checkout/cs_');
+        expect(result._meta?.['dev.mcp-meter/paywall']).toMatchObject({ kind: 'payment_required' });
+      } else expect(result.content[0]?.text).toBe('2');
+    }
+    // One of the two was served, the other paywalled.
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 2,
+      { what: 'two records', timeoutMs: 30_000 },
+    );
+    expect(recorded.groups).toEqual(
+      expect.arrayContaining([
+        { value: 'success', records: 1 },
+        { value: 'paywall', records: 1 },
+      ]),
+    );
+  });
+
+  it('refuses a tampered or foreign requestState, and headers the body contradicts, before anything is spent', async () => {
+    const owner = await customerWithToken();
+    const other = await customerWithToken();
+    const before = origin.calls.get('add') ?? 0;
+
+    const tampered = await rawCall(owner.token, {
+      name: 'add',
+      arguments: { a: 1, b: 1 },
+      requestState: 'mcpm.paywall.eyJhbGciOiJIUzI1NiJ9.e30.AAAA',
+    });
+    expect(tampered.status).toBe(200);
+    expect(tampered.body.error).toMatchObject({ code: -32602, data: { code: 'request_state_invalid' } });
+
+    // A real state, minted for the owner's paywalled call, presented by another customer.
+    expect(
+      (await rawCall(owner.token, { name: 'add', arguments: { a: 1, b: 1 } })).body.result.content[0].text,
+    ).toBe('2');
+    const states: string[] = [];
+    const wall = await fetch(`${proxyUrl}/mcp/${subdomain}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${owner.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN,
+        'mcp-method': 'tools/call',
+        'mcp-name': 'add',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: {
+          name: 'add',
+          arguments: { a: 4, b: 4 },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': MODERN,
+            'io.modelcontextprotocol/clientCapabilities': { elicitation: { url: {} } },
+          },
+        },
+      }),
+    });
+    const walled = (await wall.json()) as Json;
+    expect(walled.result).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { checkout: { method: 'elicitation/create', params: { mode: 'url' } } },
+    });
+    states.push(walled.result.requestState);
+    const foreign = await rawCall(other.token, {
+      name: 'add',
+      arguments: { a: 4, b: 4 },
+      requestState: states[0],
+    });
+    expect(foreign.body.error).toMatchObject({ code: -32602, data: { code: 'request_state_invalid' } });
+    expect(foreign.body.error.message).toContain('another customer or call');
+    // The owner's own state on other arguments is refused too.
+    const moved = await rawCall(owner.token, {
+      name: 'add',
+      arguments: { a: 5, b: 4 },
+      requestState: states[0],
+    });
+    expect(moved.body.error).toMatchObject({ code: -32602 });
+
+    // Mcp-Method saying tools/list on a tools/call body: 400, -32020, not forwarded.
+    const mismatch = await rawCall(
+      other.token,
+      { name: 'add', arguments: { a: 1, b: 1 } },
+      { 'mcp-method': 'tools/list' },
+    );
+    expect(mismatch.status).toBe(400);
+    expect(mismatch.body.error).toMatchObject({ code: -32020 });
+    const named = await rawCall(
+      other.token,
+      { name: 'add', arguments: { a: 1, b: 1 } },
+      { 'mcp-name': 'other' },
+    );
+    expect(named.status).toBe(400);
+    expect(named.body.error.code).toBe(-32020);
+    const missing = await rawCall(
+      other.token,
+      { name: 'add', arguments: { a: 1, b: 1 } },
+      { 'mcp-name': '' },
+    );
+    expect(missing.status).toBe(400);
+    // Only the owner's one plain call reached the origin.
+    expect(origin.calls.get('add') ?? 0).toBe(before + 1);
+    // The other customer spent nothing: its one call is still there.
+    const served = await rawCall(other.token, { name: 'add', arguments: { a: 20, b: 22 } });
+    expect(served.body.result.content[0].text).toBe('42');
+  });
+});
