@@ -2,7 +2,7 @@ import type { PoolClient } from '../../db/pool';
 import { prorate } from '../billing/pricing';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
-import { lockPayment, type PaymentRow } from '../payments/repository';
+import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';
 import type { AuthContext } from '../providers/service';
 import type { PurchaseRow } from './repository';
 
@@ -83,4 +83,28 @@ export function prorationLines(unused: UnusedTime, charges: number): { lines: St
     });
   }
   return { lines, refund };
+}
+
+/**
+ * Returns the part of the credit no invoice absorbed to the card that paid the old period, as a
+ * refund like any other (source `proration`, which revokes nothing); nothing when it is zero.
+ */
+export async function refundUnusedTime(
+  tx: PoolClient,
+  auth: AuthContext,
+  refunder: Pick<Refunder, 'open' | 'close'>,
+  unused: UnusedTime,
+  amount: number,
+  purchases: { from: string; to: string; toPlan: string },
+): Promise<RefundRow | undefined> {
+  if (amount <= 0) return undefined;
+  const refund = await refunder.open(tx, auth, unused.payment, {
+    amount,
+    reason: `Unused time on ${unused.planName} after a switch to ${purchases.toPlan}`,
+    metadata: { purchase: purchases.from, switchedTo: purchases.to },
+    source: 'proration',
+  });
+  // A processor that settles at once has its outcome now; the sandbox's settle later.
+  if (refund.status !== 'pending') await refunder.close(tx, auth, refund, unused.payment, false);
+  return refund;
 }

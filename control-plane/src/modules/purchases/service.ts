@@ -17,7 +17,7 @@ import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '..
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
-import { prorationLines, unusedTimeOf } from './proration';
+import { prorationLines, refundUnusedTime, unusedTimeOf } from './proration';
 import {
   findPurchase,
   insertPurchase,
@@ -372,7 +372,6 @@ export class PurchaseService {
           }),
         );
       let created = await this.start(tx, auth, customer.id, plan, move);
-      let proration: Proration | undefined;
       let invoiceId: string | null = null;
       let refund = unused?.amount ?? 0;
       if (move === 'start_pending') {
@@ -403,29 +402,25 @@ export class PurchaseService {
         created = await this.apply(tx, auth, created, 'first_payment_succeeded');
         invoiceId = charged.invoice.id;
       }
-      if (unused !== undefined) {
-        // Credit the new invoice could not absorb (or, with no invoice, all of it) goes back to
-        // the card that paid the old period; made after the new charge, which may still fail.
-        const refunded =
-          refund > 0
-            ? await this.refunder.open(tx, auth, unused.payment, {
-                amount: refund,
-                reason: `Unused time on ${unused.planName} after a switch to ${settings.name}`,
-                metadata: { purchase: current?.id ?? '', switchedTo: created.id },
-                source: 'proration',
-              })
-            : undefined;
-        // A processor that settles at once has its outcome now; the sandbox's settle later.
-        if (refunded !== undefined && refunded.status !== 'pending')
-          await this.refunder.close(tx, auth, refunded, unused.payment, false);
-        proration = {
-          credit: unused.amount,
-          appliedToInvoice: unused.amount - refund,
-          refunded: refund,
-          invoiceId,
-          refundId: refunded?.id ?? null,
-        };
-      }
+      // Made after the new charge, which may still fail and undo the switch.
+      const refunded =
+        unused === undefined
+          ? undefined
+          : await refundUnusedTime(tx, auth, this.refunder, unused, refund, {
+              from: current?.id ?? '',
+              to: created.id,
+              toPlan: settings.name,
+            });
+      const proration: Proration | undefined =
+        unused === undefined
+          ? undefined
+          : {
+              credit: unused.amount,
+              appliedToInvoice: unused.amount - refund,
+              refunded: refund,
+              invoiceId,
+              refundId: refunded?.id ?? null,
+            };
       changed.push(created);
       if (current !== undefined) {
         await writeEvent(tx, {
