@@ -13,7 +13,7 @@ import {
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
-import { type ProviderKeys, suffix } from '../helpers/flows';
+import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
@@ -64,15 +64,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     await client.connect(transport);
     return client;
   };
-  const customerWithToken = async () => {
-    const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
-    const token = await api<{ accessToken: string }>(
-      'POST',
-      `/v1/sdk/customers/${customer.reference}/tokens`,
-      {},
-    );
-    return { ref: customer.reference, token: token.body.accessToken };
-  };
+  const customerWithToken = () => newCustomer(api);
   const usage = (customerRef: string, groupBy = 'outcome') =>
     api<UsageAnswer>('GET', `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=${groupBy}`);
 

@@ -5,7 +5,7 @@ import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
-import { type ProviderKeys, suffix } from '../helpers/flows';
+import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
@@ -38,15 +38,7 @@ describe('MCP 2026-07-28 through the proxy', () => {
   let api: ReturnType<typeof apiClient>;
   let subdomain: string;
 
-  const customerWithToken = async () => {
-    const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
-    const token = await api<{ accessToken: string }>(
-      'POST',
-      `/v1/sdk/customers/${customer.reference}/tokens`,
-      {},
-    );
-    return { ref: customer.reference, token: token.body.accessToken };
-  };
+  const customerWithToken = () => newCustomer(api);
   const connect = async (
     token: string,
     options: { urlElicitation?: boolean; mode?: 'auto' | { pin: string } } = {},

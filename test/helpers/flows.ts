@@ -20,6 +20,17 @@ interface UsageTotal {
 
 export const suffix = () => randomBytes(4).toString('hex');
 
+/** A new customer of the provider `api` speaks for, with an access token minted for it. */
+export async function customerWithToken(api: ReturnType<typeof apiClient>) {
+  const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
+  const token = await api<{ accessToken: string }>(
+    'POST',
+    `/v1/sdk/customers/${customer.reference}/tokens`,
+    {},
+  );
+  return { ref: customer.reference, token: token.body.accessToken };
+}
+
 /**
  * The core promise of the product end to end: a provider sells a usage-based plan, usage sent
  * with its sandbox key is counted exactly (decimals, duplicates), and its live key sees none of it.
