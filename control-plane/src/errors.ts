@@ -60,6 +60,7 @@ export const ERROR_STATUS = {
   insufficient_balance: 409,
   test_clock_advancing: 409,
   invoice_not_open: 409,
+  invoice_not_finalizable: 409,
   idempotency_request_in_progress: 409,
   payload_too_large: 413,
   too_many_records: 413,
@@ -72,6 +73,7 @@ export const ERROR_STATUS = {
   internal_error: 500,
   usage_bus_unavailable: 503,
   usage_store_unavailable: 503,
+  usage_not_settled: 503,
   service_unavailable: 503,
   mail_unavailable: 503,
 } as const;
@@ -123,7 +125,7 @@ export class UnauthorizedError extends DomainError {
 /** A dependency (bus, usage store) is unreachable; the caller may retry. */
 export class UnavailableError extends DomainError {
   constructor(
-    code: 'usage_bus_unavailable' | 'usage_store_unavailable' | 'service_unavailable',
+    code: 'usage_bus_unavailable' | 'usage_store_unavailable' | 'usage_not_settled' | 'service_unavailable',
     message: string,
   ) {
     super(code, message);

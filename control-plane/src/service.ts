@@ -225,6 +225,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',
     {
       forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
+      closeNow: (tx, purchase) => scheduler.closeNow(tx, purchase),
+      usageSettled: () => scheduler.usageSettled(),
       publish: (rows) => purchases.publish(rows),
     },
   );

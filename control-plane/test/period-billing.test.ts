@@ -367,7 +367,10 @@ describe('end-of-period usage billing', () => {
     at('2026-04-01T00:06:00.000Z');
     await held.scheduler.runDue();
     expect(asked).toBe(1);
-    expect(await s.invoices(purchase)).toHaveLength(1);
+    // Not closed: the invoice is a draft, recounted on each pass, and nothing is charged.
+    const waiting = await s.invoices(purchase);
+    expect(waiting).toHaveLength(2);
+    expect(waiting[1]).toMatchObject({ status: 'draft', total: 7, usage: { units: 7 }, attemptCount: 0 });
     expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.periodStart).toBe(
       '2026-03-01T00:00:00.000Z',
     );
@@ -431,7 +434,10 @@ describe('a purchase that ends before its period does', () => {
 
     at('2026-03-15T00:01:00.000Z');
     await run();
-    expect(await s.invoices(first)).toHaveLength(1);
+    // Inside the lateness allowance: a draft of the part period, 40 calls so far.
+    const drafted = await s.invoices(first);
+    expect(drafted).toHaveLength(2);
+    expect(drafted[1]).toMatchObject({ status: 'draft', billingReason: 'final_usage', total: 40 });
     at('2026-03-16T00:06:00.000Z');
     await run();
     // 40 calls at 1¢ over March 1 – 15; the 5 calls after the switch belong to the new plan.

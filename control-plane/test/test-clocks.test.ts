@@ -144,7 +144,9 @@ describe('sandbox test clocks', () => {
       total: 30,
       status: 'paid',
       usage: { periodEnd: '2026-07-01T00:00:00.000Z', units: 25, freeUnits: 10, billableUnits: 15 },
-      createdAt: '2026-07-02T00:00:00.000Z',
+      // Drafted when the period ended, finalized once the lateness allowance had passed.
+      createdAt: '2026-07-01T00:00:00.000Z',
+      finalizedAt: '2026-07-02T00:00:00.000Z',
     });
     const billing = (await events(usage.customer)).filter((e) =>
       ['usage.charged', 'payment.succeeded', 'purchase.renewed', 'usage.reset'].includes(e.type),
@@ -230,5 +232,106 @@ describe('sandbox test clocks', () => {
     await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-04-20T00:00:00Z' });
     expect(await attempts()).toBe(before);
     expect((await api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('active');
+  });
+
+  it('drafts a usage invoice while late records may arrive, then finalizes it once', async () => {
+    const { api, product, events } = await seller('Drafts');
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' })).body;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Metered',
+        type: 'usage-based',
+        billingCycle: 'monthly',
+        price: 2,
+        freeUnits: 10,
+      })
+    ).body;
+    const subscribe = async () => {
+      const customer = (await api('POST', '/v1/sdk/customers', { testClock: clock.id })).body
+        .reference as string;
+      await api('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+        card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+      const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+      expect(activation.body.status).toBe('activated');
+      const used = await api('POST', '/v1/sdk/usages', {
+        customerRef: customer,
+        productRef: product.id,
+        units: 25,
+      });
+      expect(used.status).toBe(202);
+      return { customer, purchase: activation.body.purchaseRef as string };
+    };
+    const first = await subscribe();
+    const second = await subscribe();
+    await harness.settled();
+    const invoiceOf = async (purchase: string) => {
+      const list = (
+        (await api('GET', `/v1/sdk/invoices?purchaseRef=${purchase}`)).body.data as Json[]
+      ).filter((i) => i.billingReason === 'renewal');
+      expect(list).toHaveLength(1);
+      return list[0] as Json;
+    };
+
+    // Two minutes after June ends, inside the 5-minute lateness allowance: a draft of the bill.
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-07-01T00:02:00Z' });
+    const draft = await invoiceOf(first.purchase);
+    expect(draft).toMatchObject({
+      status: 'draft',
+      billingReason: 'renewal',
+      usage: { units: 25, freeUnits: 10, billableUnits: 15 },
+      total: 30,
+      amountDue: 30,
+      finalizedAt: null,
+      hostedUrl: null,
+      pdfUrl: null,
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${first.purchase}`)).body.periodStart).toBe(
+      '2026-06-01T00:00:00.000Z',
+    );
+    expect((await events(first.customer)).some((e) => e.type === 'usage.charged')).toBe(false);
+    const voided = await api('POST', `/v1/sdk/invoices/${draft.id}/void`);
+    expect([voided.status, voided.body.code]).toEqual([409, 'invoice_not_open']);
+
+    // A record of June arrives late; the next pass recounts the same draft.
+    const late = await api('POST', '/v1/sdk/usages', {
+      customerRef: first.customer,
+      productRef: product.id,
+      units: 5,
+      timestamp: '2026-06-30T23:59:00Z',
+    });
+    expect(late.status).toBe(202);
+    await harness.settled();
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-07-01T00:03:00Z' });
+    expect(await invoiceOf(first.purchase)).toMatchObject({
+      id: draft.id,
+      status: 'draft',
+      usage: { units: 30 },
+      total: 40,
+    });
+
+    // Finalized now, five times at once: the period closes once, (30 − 10) × 2¢ = 40¢ is paid.
+    const finalized = await Promise.all(
+      Array.from({ length: 5 }, () => api('POST', `/v1/sdk/invoices/${draft.id}/finalize`)),
+    );
+    expect(finalized.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const r of finalized) expect(r.body).toMatchObject({ id: draft.id, status: 'paid', total: 40 });
+    const paid = await invoiceOf(first.purchase);
+    expect(paid).toMatchObject({ finalizedAt: '2026-07-01T00:03:00.000Z', amountPaid: 40 });
+    expect(paid.hostedUrl).toMatch(/\/invoice\/[0-9a-f]{64}$/);
+    expect((await api('GET', `/v1/sdk/purchases/${first.purchase}`)).body.periodStart).toBe(
+      '2026-07-01T00:00:00.000Z',
+    );
+    const billed = (await events(first.customer)).filter((e) =>
+      ['usage.charged', 'payment.succeeded', 'purchase.renewed'].includes(e.type),
+    );
+    expect(billed.map((e) => e.type)).toEqual(['usage.charged', 'payment.succeeded', 'purchase.renewed']);
+    expect(billed[0]?.object).toMatchObject({ invoice: draft.id, quantity: 30, amount: 40 });
+
+    // The other purchase's draft is finalized by the scheduler once the allowance has passed.
+    const other = await invoiceOf(second.purchase);
+    expect(other.status).toBe('draft');
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-07-01T00:10:00Z' });
+    expect(await invoiceOf(second.purchase)).toMatchObject({ id: other.id, status: 'paid', total: 30 });
   });
 });

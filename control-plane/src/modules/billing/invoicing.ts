@@ -12,12 +12,14 @@ import type { AuthContext } from '../providers/service';
 import type { PurchaseRow } from '../purchases/repository';
 import { priceUsage } from './pricing';
 import {
+  finalizeDraft,
   type InvoiceRow,
   insertInvoice,
   lastUsageInvoice,
   lockInvoiceOfPeriod,
   recordAttempt,
   type StoredLine,
+  saveDraft,
 } from './repository';
 
 /** What a closing usage period counted, as the invoice keeps it. */
@@ -144,38 +146,20 @@ export class Invoicing {
 
   /**
    * Issues the invoice of a period and collects it: a total of zero is paid at once, anything
-   * else is charged to the customer's default card (attempt 0). When the period already has its
+   * else is charged to the customer's default card (attempt 0). A draft of the period (see
+   * `draft`) is finalized with these closing lines; when the period already has its finalized
    * invoice, that one is collected instead of a second being made.
    */
   async issue(tx: PoolClient, auth: AuthContext, draft: InvoiceDraft): Promise<Collection> {
     const at = this.clock.now();
     const { purchase } = draft;
-    const total = draft.lines.reduce((sum, line) => sum + line.amount, 0);
-    const inserted = await insertInvoice(tx, {
-      id: newId(ID.invoice),
-      provider_id: auth.providerId,
-      environment: auth.environment,
-      customer_id: purchase.customer_id,
-      purchase_id: purchase.id,
-      product_id: purchase.product_id,
-      plan_id: purchase.plan_id,
-      period_key: draft.periodKey,
-      status: 'open',
-      billing_reason: draft.billingReason,
-      currency: purchase.currency,
-      usage_period_start: draft.usage?.start ?? null,
-      usage_period_end: draft.usage?.end ?? null,
-      usage_units: draft.usage?.units ?? null,
-      free_units: draft.usage?.freeUnits ?? null,
-      lines: draft.lines,
-      total,
-      created_at: at,
-      finalized_at: at,
-      access_token: randomBytes(32).toString('hex'),
-    });
-    const invoice = inserted ?? (await lockInvoiceOfPeriod(tx, purchase.id, draft.periodKey));
+    const row = this.rowOf(auth, draft, at);
+    const inserted = await insertInvoice(tx, { ...row, status: 'open', finalized_at: at });
+    let invoice = inserted ?? (await lockInvoiceOfPeriod(tx, purchase.id, draft.periodKey));
     if (invoice === undefined) throw new Error(`invoice ${purchase.id}/${draft.periodKey} vanished`);
-    if (inserted !== undefined && draft.usage !== undefined) {
+    const finalized = invoice.status === 'draft' ? await finalizeDraft(tx, invoice.id, row, at) : undefined;
+    invoice = finalized ?? invoice;
+    if ((inserted !== undefined || finalized !== undefined) && draft.usage !== undefined) {
       const usageAmount = draft.lines
         .filter((l) => l.kind === 'usage' || l.kind === 'late_usage')
         .reduce((sum, line) => sum + line.amount, 0);
@@ -207,6 +191,39 @@ export class Invoicing {
     if (invoice.status !== 'open')
       return { invoice, status: 'failed', failureReason: `invoice_${invoice.status}` };
     return this.collect(tx, auth, invoice, draft.chargeReason, invoice.attempt_count);
+  }
+
+  /**
+   * Stores the invoice a period will close with, as it stands now, as a `draft`: no payment, no
+   * event, no customer copy. Refreshed on every pass until the period closes and `issue`
+   * finalizes it; a period already finalized is left alone.
+   */
+  async draft(tx: PoolClient, auth: AuthContext, draft: InvoiceDraft): Promise<InvoiceRow | undefined> {
+    return saveDraft(tx, this.rowOf(auth, draft, this.clock.now()));
+  }
+
+  private rowOf(auth: AuthContext, draft: InvoiceDraft, at: Date) {
+    const { purchase } = draft;
+    return {
+      id: newId(ID.invoice),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: purchase.customer_id,
+      purchase_id: purchase.id,
+      product_id: purchase.product_id,
+      plan_id: purchase.plan_id,
+      period_key: draft.periodKey,
+      billing_reason: draft.billingReason,
+      currency: purchase.currency,
+      usage_period_start: draft.usage?.start ?? null,
+      usage_period_end: draft.usage?.end ?? null,
+      usage_units: draft.usage?.units ?? null,
+      free_units: draft.usage?.freeUnits ?? null,
+      lines: draft.lines,
+      total: draft.lines.reduce((sum, line) => sum + line.amount, 0),
+      created_at: at,
+      access_token: randomBytes(32).toString('hex'),
+    };
   }
 
   /** Charges the open invoice of a purchase's period again (a dunning retry). */

@@ -90,9 +90,99 @@ export async function insertInvoice(
   return rows[0];
 }
 
-/** An invoice by the token of its hosted page (no tenant: the token is the capability). */
+type Contents = Pick<
+  InvoiceRow,
+  'lines' | 'total' | 'usage_period_start' | 'usage_period_end' | 'usage_units' | 'free_units'
+>;
+
+/**
+ * Stores or refreshes the draft of a period's invoice; a period whose invoice is already
+ * finalized is left alone (undefined).
+ */
+export async function saveDraft(
+  db: Queryable,
+  row: Omit<
+    InvoiceRow,
+    | 'amount_paid'
+    | 'attempt_count'
+    | 'payment_id'
+    | 'paid_at'
+    | 'closed_at'
+    | 'next_retry_at'
+    | 'finalized_at'
+    | 'status'
+  >,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
+                           billing_reason, currency, usage_period_start, usage_period_end, usage_units, free_units, lines,
+                           total, created_at, access_token)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'draft', $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+     ON CONFLICT (purchase_id, period_key) DO UPDATE
+        SET lines = EXCLUDED.lines, total = EXCLUDED.total, usage_period_start = EXCLUDED.usage_period_start,
+            usage_period_end = EXCLUDED.usage_period_end, usage_units = EXCLUDED.usage_units,
+            free_units = EXCLUDED.free_units, billing_reason = EXCLUDED.billing_reason
+      WHERE invoices.status = 'draft'
+     RETURNING *`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.purchase_id,
+      row.product_id,
+      row.plan_id,
+      row.period_key,
+      row.billing_reason,
+      row.currency,
+      row.usage_period_start,
+      row.usage_period_end,
+      row.usage_units,
+      row.free_units,
+      JSON.stringify(row.lines),
+      row.total,
+      row.created_at,
+      row.access_token,
+    ],
+  );
+  return rows[0];
+}
+
+/** Finalizes a draft with its closing contents: `open`, to be collected. Undefined when it was not a draft. */
+export async function finalizeDraft(
+  db: Queryable,
+  id: string,
+  contents: Contents & Pick<InvoiceRow, 'billing_reason'>,
+  at: Date,
+): Promise<InvoiceRow | undefined> {
+  const { rows } = await db.query<InvoiceRow>(
+    `UPDATE invoices SET status = 'open', finalized_at = $2, lines = $3, total = $4, usage_period_start = $5,
+            usage_period_end = $6, usage_units = $7, free_units = $8, billing_reason = $9
+      WHERE id = $1 AND status = 'draft' RETURNING *`,
+    [
+      id,
+      at,
+      JSON.stringify(contents.lines),
+      contents.total,
+      contents.usage_period_start,
+      contents.usage_period_end,
+      contents.usage_units,
+      contents.free_units,
+      contents.billing_reason,
+    ],
+  );
+  return rows[0];
+}
+
+/**
+ * A finalized invoice by the token of its hosted page (no tenant: the token is the capability);
+ * a draft has no customer copy yet.
+ */
 export async function findInvoiceByToken(db: Queryable, token: string): Promise<InvoiceRow | undefined> {
-  const { rows } = await db.query<InvoiceRow>('SELECT * FROM invoices WHERE access_token = $1', [token]);
+  const { rows } = await db.query<InvoiceRow>(
+    `SELECT * FROM invoices WHERE access_token = $1 AND status <> 'draft'`,
+    [token],
+  );
   return rows[0];
 }
 
@@ -112,7 +202,7 @@ export async function lockInvoiceOfPeriod(
 /** The newest invoice of the purchase that closed a usage period (what late records are checked against). */
 export async function lastUsageInvoice(db: Queryable, purchaseId: string): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
-    `SELECT * FROM invoices WHERE purchase_id = $1 AND usage_units IS NOT NULL AND status <> 'void'
+    `SELECT * FROM invoices WHERE purchase_id = $1 AND usage_units IS NOT NULL AND status NOT IN ('void', 'draft')
       ORDER BY usage_period_end DESC LIMIT 1`,
     [purchaseId],
   );

@@ -64,6 +64,19 @@ export function billingRoutes(billing: BillingService) {
       },
       async (request) => billing.void(authOf(request), request.params.id),
     );
+    app.post(
+      '/v1/sdk/invoices/:id/finalize',
+      {
+        schema: {
+          tags,
+          summary:
+            'Finalize a draft now: close its period without waiting out the lateness allowance, and collect it',
+          params: InvoiceParams,
+          response: { 200: Invoice, 409: Problem, 503: Problem, ...errorResponses },
+        },
+      },
+      async (request) => billing.finalize(authOf(request), request.params.id),
+    );
   };
 }
 

@@ -39,7 +39,7 @@ export const Invoice = Type.Object({
   id: Type.String({ description: 'Invoice id (inv_…)' }),
   status: stringEnum(
     INVOICE_STATUSES,
-    'open until paid; uncollectible when dunning gives up; void when the provider voided it unpaid; draft is reserved for manual invoices',
+    'draft while its usage period waits out the lateness allowance (recounted each pass, no payment, no customer copy); open until paid; uncollectible when dunning gives up; void when the provider voided it unpaid',
   ),
   customerRef: Type.String(),
   purchaseRef: Type.String(),
@@ -90,10 +90,12 @@ export const Invoice = Type.Object({
       description: 'When an unpaid final-usage invoice is charged again; null when no retry is due',
     }),
   ),
-  hostedUrl: Type.String({
-    description: 'The invoice page to send the customer to; the link is its only key',
-  }),
-  pdfUrl: Type.String({ description: 'The same invoice as a PDF' }),
+  hostedUrl: Nullable(
+    Type.String({
+      description: 'The invoice page to send the customer to; the link is its only key (null while a draft)',
+    }),
+  ),
+  pdfUrl: Nullable(Type.String({ description: 'The same invoice as a PDF (null while a draft)' })),
 });
 export type Invoice = Static<typeof Invoice>;
 

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, NotFoundError } from '../../errors';
+import { ConflictError, NotFoundError, UnavailableError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { findCustomer } from '../customers/repository';
 import { findPlan, settingsOf } from '../plans/repository';
@@ -47,7 +47,7 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   lines: r.lines,
   total: r.total,
   amountPaid: r.amount_paid,
-  amountDue: r.status === 'open' ? r.total - r.amount_paid : 0,
+  amountDue: r.status === 'open' || r.status === 'draft' ? r.total - r.amount_paid : 0,
   attemptCount: r.attempt_count,
   paymentId: r.payment_id,
   createdAt: r.created_at.toISOString(),
@@ -55,8 +55,9 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   paidAt: iso(r.paid_at),
   closedAt: iso(r.closed_at),
   nextPaymentAttempt: iso(r.next_retry_at),
-  hostedUrl: `${publicUrl}/invoice/${r.access_token}`,
-  pdfUrl: `${publicUrl}/invoice/${r.access_token}/pdf`,
+  // A draft has no customer copy yet (as with Stripe, the link comes with finalizing).
+  hostedUrl: r.status === 'draft' ? null : `${publicUrl}/invoice/${r.access_token}`,
+  pdfUrl: r.status === 'draft' ? null : `${publicUrl}/invoice/${r.access_token}/pdf`,
 });
 
 /**
@@ -72,6 +73,11 @@ export class BillingService {
     private readonly publicUrl: string,
     private readonly dunning: {
       forgive(tx: PoolClient, purchase: PurchaseRow): Promise<PurchaseRow>;
+      closeNow(
+        tx: PoolClient,
+        purchase: PurchaseRow,
+      ): Promise<{ row: PurchaseRow; publish: boolean } | undefined>;
+      usageSettled(): Promise<boolean>;
       publish(rows: PurchaseRow[]): Promise<void>;
     },
   ) {}
@@ -107,6 +113,34 @@ export class BillingService {
     return toInvoice(outcome.invoice, this.publicUrl);
   }
 
+  /**
+   * Finalizes a draft now instead of after the lateness allowance: the period closes as the
+   * scheduler would close it (recounted, the invoice `open` and collected, the purchase renewed or
+   * ended), provided the usage bus has stored every record it holds; otherwise 503
+   * `usage_not_settled` and the draft stays. A finalized invoice is answered as it is, so retries
+   * and concurrent calls close the period once.
+   */
+  async finalize(auth: AuthContext, id: string): Promise<Invoice> {
+    const found = await findInvoice(this.pool, auth, id);
+    if (found === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+    if (found.status !== 'draft') return toInvoice(found, this.publicUrl);
+    if (!(await this.dunning.usageSettled()))
+      throw new UnavailableError(
+        'usage_not_settled',
+        'Usage records are still on their way to the usage store; try again in a moment',
+      );
+    const outcome = await inTransaction(this.pool, async (tx) => {
+      // The purchase first, then the invoice: the order the billing scheduler locks them in.
+      const purchase = await lockPurchase(tx, found.purchase_id);
+      const closed = purchase === undefined ? undefined : await this.dunning.closeNow(tx, purchase);
+      return { invoice: await findInvoice(tx, auth, id), closed };
+    });
+    if (outcome.closed?.publish === true) await this.dunning.publish([outcome.closed.row]);
+    if (outcome.invoice === undefined || outcome.invoice.status === 'draft')
+      throw new ConflictError('invoice_not_finalizable', `Invoice ${id} has no ended period to close`);
+    return toInvoice(outcome.invoice, this.publicUrl);
+  }
+
   /** The hosted page's and PDF's view of an invoice, by its token; undefined when there is none. */
   async document(token: string): Promise<InvoiceDocument | undefined> {
     if (!/^[0-9a-f]{64}$/.test(token)) return undefined;
@@ -120,6 +154,7 @@ export class BillingService {
     );
     if (merchant === undefined) return undefined;
     const invoice = toInvoice(row, this.publicUrl);
+    if (invoice.pdfUrl === null) return undefined;
     return {
       invoice,
       merchant: {

@@ -233,6 +233,27 @@ export async function lockNextDuePurchase(
   return rows[0];
 }
 
+/**
+ * Locks the next purchase (by id, after `after`) whose usage-billed period has ended by `now`
+ * but may not close yet (it ended after `closedBy`): the ones whose invoice is a draft. Skips
+ * purchases another process holds.
+ */
+export async function lockNextDraftable(
+  db: Queryable,
+  due: { now: Date; closedBy: Date; clockId: string | null; after: string },
+): Promise<PurchaseRow | undefined> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases
+      WHERE bills_usage AND id > $4
+        AND ((status = 'active' AND period_end <= $1 AND period_end > $2)
+          OR (final_usage_due AND ended_at <= $1 AND ended_at > $2))
+        AND ${onClock(3)}
+      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    [due.now, due.closedBy, due.clockId, due.after],
+  );
+  return rows[0];
+}
+
 /** Whether any usage-billed period ended by `closedBy` waits to be billed (before asking the usage bus). */
 export async function usagePeriodsDue(
   db: Queryable,

@@ -22,7 +22,7 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import type { AuthContext } from '../providers/service';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
-import { clearFinalUsageDue, lockNextDuePurchase, usagePeriodsDue } from './repository';
+import { clearFinalUsageDue, lockNextDraftable, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
 import type { MoveName } from './state-machine';
 
@@ -96,6 +96,11 @@ export class BillingScheduler {
   private async runPurchases(clockId: string | null, limit: number): Promise<number> {
     let handled = await this.retryInvoices(clockId, limit);
     const usageClosedBy = await this.usageClosedBy(clockId);
+    // Drafts are a preview: a usage store that cannot be read leaves them as they were, and
+    // must not hold up renewals that need no usage.
+    await this.refreshDrafts(clockId, usageClosedBy, limit).catch((error: unknown) =>
+      this.options.logger.warn({ err: error }, 'draft invoices not refreshed in this pass'),
+    );
     while (handled < limit) {
       const changed = await this.handleOne(usageClosedBy, clockId);
       if (changed === undefined) break;
@@ -192,35 +197,6 @@ export class BillingScheduler {
       const hours = this.options.dunningRetryHours[index];
       return hours === undefined ? null : new Date(now.getTime() + hours * HOUR_MS);
     };
-    // The period's closing usage (usage-billed purchases), priced as invoice lines.
-    const closingUsage = async (end: Date) =>
-      row.bills_usage
-        ? await this.invoicing.usageLines(tx, auth, row, settings, row.period_start, end)
-        : undefined;
-    const issue = (
-      periodKey: Date,
-      billingReason: InvoiceDraft['billingReason'],
-      chargeReason: InvoiceDraft['chargeReason'],
-      lines: StoredLine[],
-      usage?: PeriodUsage,
-    ) =>
-      lines.length === 0 && usage === undefined
-        ? Promise.resolve({ status: 'succeeded' as const, rollover: 0, invoice: undefined })
-        : this.invoicing
-            .issue(tx, auth, {
-              purchase: row,
-              periodKey: periodKey.toISOString(),
-              billingReason,
-              chargeReason,
-              lines,
-              usage,
-            })
-            .then((c) => ({
-              status: c.status,
-              rollover: rolloverAfter(c.invoice, settings),
-              invoice: c.invoice,
-            }));
-
     if (row.status === 'trialing' && row.trial_end !== null) {
       if (row.trial_end > now)
         return this.purchases.apply(tx, auth, row, 'trial_ending_soon', { trial_reminder_sent: true });
@@ -232,7 +208,16 @@ export class BillingScheduler {
           : []),
         ...(row.setup_fee_due > 0 ? [setupFeeLine(row.setup_fee_due)] : []),
       ];
-      const paid = await issue(row.trial_end, 'trial_conversion', 'trial_conversion', lines);
+      const paid =
+        lines.length === 0
+          ? { status: 'succeeded' }
+          : await this.invoicing.issue(tx, auth, {
+              purchase: row,
+              periodKey: row.trial_end.toISOString(),
+              billingReason: 'trial_conversion',
+              chargeReason: 'trial_conversion',
+              lines,
+            });
       if (paid.status === 'failed') return this.purchases.apply(tx, auth, row, 'trial_ended_unpaid');
       return this.purchases.apply(tx, auth, row, 'trial_converted', {
         period_start: row.trial_end,
@@ -277,40 +262,25 @@ export class BillingScheduler {
           renewal_reminder_for: row.period_end,
         });
       }
-      const closed = await closingUsage(row.period_end);
-      const ending: MoveName | undefined = !row.is_recurring
-        ? 'expire'
-        : row.cancel_at_period_end
-          ? 'period_ended_cancelled'
-          : !row.auto_renew
-            ? 'expire'
-            : undefined;
+      const ending = endingMove(row);
+      const closing = await this.closingInvoice(tx, auth, row);
       if (ending !== undefined) {
         // The last period's usage is still owed: one final invoice; unpaid, it is retried on
         // the dunning schedule (there is no later period to withhold).
-        if (closed !== undefined) {
-          const billed = await issue(
-            row.period_end,
-            'final_usage',
-            'final_usage',
-            closed.lines,
-            closed.usage,
-          );
-          if (billed.status === 'failed' && billed.invoice !== undefined)
-            await this.scheduleFinalRetry(tx, billed.invoice, now);
+        if (closing !== undefined) {
+          const billed = await this.invoicing.issue(tx, auth, closing);
+          if (billed.status === 'failed') await this.scheduleFinalRetry(tx, billed.invoice, now);
         }
         return this.purchases.apply(tx, auth, row, ending, { ended_at: row.period_end });
       }
-      // One invoice at the boundary: the closed period's usage in arrears, the next period's base
-      // price in advance (as Stripe bills a metered subscription).
       const next = nextEnd(row.period_end);
-      const lines = [
-        ...(closed?.lines ?? []),
-        ...(row.amount > 0 ? [baseLine(settings.name, row.amount, row.period_end, next)] : []),
-      ];
-      const paid = await issue(row.period_end, 'renewal', 'renewal', lines, closed?.usage);
-      if (paid.status === 'succeeded') {
-        return renew({ period_start: row.period_end, period_end: next, rollover_units: paid.rollover });
+      const paid = closing === undefined ? undefined : await this.invoicing.issue(tx, auth, closing);
+      if (paid === undefined || paid.status === 'succeeded') {
+        return renew({
+          period_start: row.period_end,
+          period_end: next,
+          rollover_units: paid === undefined ? 0 : rolloverAfter(paid.invoice, settings),
+        });
       }
       return this.purchases.apply(
         tx,
@@ -331,25 +301,105 @@ export class BillingScheduler {
    */
   private async billFinalUsage(tx: PoolClient, row: PurchaseRow): Promise<PurchaseRow> {
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-    const plan = await findPlan(tx, auth, row.plan_id);
-    if (plan === undefined || row.ended_at === null)
-      throw new Error(`purchase ${row.id} cannot be billed finally`);
-    const billedTo = (await lastUsageInvoice(tx, row.id))?.usage_period_end ?? null;
-    const start = billedTo !== null && billedTo > row.period_start ? billedTo : row.period_start;
-    if (start < row.ended_at) {
-      const closed = await this.invoicing.usageLines(tx, auth, row, settingsOf(plan), start, row.ended_at);
-      const billed = await this.invoicing.issue(tx, auth, {
-        purchase: row,
-        periodKey: row.ended_at.toISOString(),
-        billingReason: 'final_usage',
-        chargeReason: 'final_usage',
-        lines: closed.lines,
-        usage: closed.usage,
-      });
+    const closing = await this.closingInvoice(tx, auth, row);
+    if (closing !== undefined) {
+      const billed = await this.invoicing.issue(tx, auth, closing);
       if (billed.status === 'failed') await this.scheduleFinalRetry(tx, billed.invoice, this.clock.now());
     }
     await clearFinalUsageDue(tx, row.id);
     return { ...row, final_usage_due: false };
+  }
+
+  /**
+   * The invoice that closes a purchase's ended period, as it stands now: for an active purchase
+   * whose period is over, the period's usage in arrears (usage-billed plans) and, when it renews,
+   * the next period's base price in advance, as Stripe bills a metered subscription; for a
+   * purchase that ended early, the usage it left unbilled, from its period's start (or from where
+   * its last usage invoice stopped: a past-due purchase used its service after the period dunning
+   * was collecting) up to the moment it ended. Undefined when there is nothing to invoice.
+   */
+  private async closingInvoice(
+    tx: PoolClient,
+    auth: AuthContext,
+    row: PurchaseRow,
+  ): Promise<InvoiceDraft | undefined> {
+    const plan = await findPlan(tx, auth, row.plan_id);
+    if (plan === undefined) throw new Error(`purchase ${row.id} has no plan ${row.plan_id}`);
+    const settings = settingsOf(plan);
+    if (row.final_usage_due) {
+      if (row.ended_at === null) throw new Error(`purchase ${row.id} owes final usage but has not ended`);
+      const billedTo = (await lastUsageInvoice(tx, row.id))?.usage_period_end ?? null;
+      const start = billedTo !== null && billedTo > row.period_start ? billedTo : row.period_start;
+      if (start >= row.ended_at) return undefined;
+      const closed = await this.invoicing.usageLines(tx, auth, row, settings, start, row.ended_at);
+      return final(row, row.ended_at, closed);
+    }
+    if (row.status !== 'active' || row.period_end === null) return undefined;
+    const closed = row.bills_usage
+      ? await this.invoicing.usageLines(tx, auth, row, settings, row.period_start, row.period_end)
+      : undefined;
+    if (endingMove(row) !== undefined)
+      return closed === undefined ? undefined : final(row, row.period_end, closed);
+    const next = periodEnd(row.period_end, settings, row.anchor_day);
+    const lines = [
+      ...(closed?.lines ?? []),
+      ...(row.amount > 0 ? [baseLine(settings.name, row.amount, row.period_end, next)] : []),
+    ];
+    if (lines.length === 0 && closed === undefined) return undefined;
+    return {
+      purchase: row,
+      periodKey: row.period_end.toISOString(),
+      billingReason: 'renewal',
+      chargeReason: 'renewal',
+      lines,
+      usage: closed?.usage,
+    };
+  }
+
+  /**
+   * Drafts of the usage invoices still waiting to close: periods that have ended but are inside
+   * the lateness allowance (or whose usage bus has not settled). Each pass recounts them, so a
+   * provider sees the invoice forming and the records that arrive late in it; the period's close
+   * finalizes the same invoice. One purchase at a time, skipping those another replica holds.
+   */
+  private async refreshDrafts(clockId: string | null, closedBy: Date, limit: number): Promise<number> {
+    let after = '';
+    let handled = 0;
+    while (handled < limit) {
+      const next = await inTransaction(this.pool, async (tx) => {
+        const row = await lockNextDraftable(tx, { now: this.clock.now(), closedBy, clockId, after });
+        if (row === undefined) return undefined;
+        const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+        const closing = await this.closingInvoice(tx, auth, row);
+        if (closing !== undefined) await this.invoicing.draft(tx, auth, closing);
+        return row.id;
+      });
+      if (next === undefined) break;
+      after = next;
+      handled++;
+    }
+    return handled;
+  }
+
+  /**
+   * Closes the ended period of a purchase (locked by the caller) now, without waiting out the
+   * lateness allowance: what finalizing its draft invoice asks for. Undefined when the purchase
+   * has no ended period waiting.
+   */
+  async closeNow(
+    tx: PoolClient,
+    row: PurchaseRow,
+  ): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
+    if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };
+    const now = this.clock.now();
+    if (row.status !== 'active' || !row.bills_usage || row.period_end === null || row.period_end > now)
+      return undefined;
+    return { row: await this.handle(tx, row, now), publish: true };
+  }
+
+  /** Whether the usage bus has stored everything it holds (waits up to the pass's timeout). */
+  usageSettled(): Promise<boolean> {
+    return this.settlement.settled(this.options.settleTimeoutMs);
   }
 
   /**
@@ -402,6 +452,30 @@ export class BillingScheduler {
       attempt,
     });
   }
+}
+
+/** How an active purchase ends when its period does, or undefined when it renews. */
+function endingMove(row: PurchaseRow): MoveName | undefined {
+  if (!row.is_recurring) return 'expire';
+  if (row.cancel_at_period_end) return 'period_ended_cancelled';
+  if (!row.auto_renew) return 'expire';
+  return undefined;
+}
+
+/** The final invoice of a purchase's usage, keyed by the moment its last period ended. */
+function final(
+  row: PurchaseRow,
+  end: Date,
+  closed: { lines: StoredLine[]; usage: PeriodUsage },
+): InvoiceDraft {
+  return {
+    purchase: row,
+    periodKey: end.toISOString(),
+    billingReason: 'final_usage',
+    chargeReason: 'final_usage',
+    lines: closed.lines,
+    usage: closed.usage,
+  };
 }
 
 /** `usage.reset`: a purchase moved into a new period, whose usage counts from zero. */
