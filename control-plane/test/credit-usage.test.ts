@@ -157,6 +157,90 @@ describe('credits drawn down by usage', () => {
     expect((await api('GET', `/v1/sdk/customers/${customer}/balance`)).body.credits).toBe(27);
   });
 
+  it('closes each period with a statement of the calls and credits spent, at 0', async () => {
+    const { api, product } = await seller('Statements');
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' })).body;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Credits monthly',
+        type: 'usage-based',
+        billingModel: 'pre-paid',
+        billingCycle: 'monthly',
+        creditsPerUnit: 3,
+      })
+    ).body;
+    const customer = (await api('POST', '/v1/sdk/customers', { testClock: clock.id })).body
+      .reference as string;
+    await api('POST', `/v1/sdk/customers/${customer}/credits`, { kind: 'grant', amount: 30 });
+    const activated = await api('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    expect(activated.body.status).toBe('activated');
+    const purchase = activated.body.purchaseRef as string;
+    const call = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const answer = await api('POST', '/v1/sdk/limits', {
+          customerRef: customer,
+          productRef: product.id,
+          consume: true,
+        });
+        expect(answer.body).toMatchObject({ withinLimits: true });
+      }
+      await harness.settled();
+    };
+    const statements = async () =>
+      (await api('GET', `/v1/sdk/invoices?purchaseRef=${purchase}`)).body.data as Json[];
+    const advance = (frozenTime: string) =>
+      api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime });
+
+    // June: 4 calls at 3 credits. Two minutes after it ends the statement is a draft.
+    await call(4);
+    await advance('2026-07-01T00:02:00Z');
+    expect(await statements()).toMatchObject([{ status: 'draft', total: 0 }]);
+    await advance('2026-07-02T00:00:00Z');
+    const [june] = await statements();
+    expect(june).toMatchObject({
+      status: 'paid',
+      billingReason: 'renewal',
+      total: 0,
+      amountPaid: 0,
+      paymentId: null,
+      lines: [
+        {
+          kind: 'credits_applied',
+          description: '4 calls paid from the credit balance: 12 credits',
+          quantity: 4,
+          credits: 12,
+          amount: 0,
+          period: { start: '2026-06-01T00:00:00.000Z', end: '2026-07-01T00:00:00.000Z' },
+        },
+      ],
+    });
+    expect((await api('GET', `/v1/sdk/purchases/${purchase}`)).body.periodStart).toBe(
+      '2026-07-01T00:00:00.000Z',
+    );
+    expect((await api('GET', `/v1/sdk/customers/${customer}/balance`)).body.credits).toBe(18);
+
+    // July: one call, then cancelled at once on July 10; the part period gets its own statement.
+    await call(1);
+    await advance('2026-07-10T00:00:00Z');
+    const cancelled = await api('POST', `/v1/sdk/purchases/${purchase}/cancel`, { atPeriodEnd: false });
+    expect(cancelled.status).toBe(200);
+    await advance('2026-07-11T00:00:00Z');
+    const last = (await statements())[1];
+    expect(last).toMatchObject({
+      status: 'paid',
+      billingReason: 'final_usage',
+      total: 0,
+      lines: [
+        {
+          kind: 'credits_applied',
+          quantity: 1,
+          credits: 3,
+          period: { start: '2026-07-01T00:00:00.000Z', end: '2026-07-10T00:00:00.000Z' },
+        },
+      ],
+    });
+  });
+
   it('refuses a top-up field on plans not paid from credits, naming it', async () => {
     const { api, product } = await seller('No top-up');
     const refused = await api('POST', `/v1/ui/products/${product.id}/plans`, {

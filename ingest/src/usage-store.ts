@@ -179,16 +179,36 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     environment: Environment;
     meterRef: string;
     customerRef?: string | undefined;
+    productId?: string | undefined;
+    from?: Date | undefined;
+    to?: Date | undefined;
   }): Promise<Map<string, { credits: number; calls: number }>> {
+    const narrow = [
+      query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}',
+      query.productId === undefined
+        ? ''
+        : "AND JSONExtractString(properties, 'productId') = {productId:String}",
+      query.from === undefined ? '' : "AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')",
+      query.to === undefined ? '' : "AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')",
+    ].join(' ');
     const rows = await this.rows<{ customer_ref: string; credits: string | number; calls: string | number }>(
       `SELECT customer_ref, toString(sum(JSONExtractUInt(properties, 'credits'))) AS credits, count() AS calls
          FROM ${this.database}.${TABLES[query.environment]} FINAL
         WHERE provider_id = {providerId:String}
           AND meter_ref = {meterRef:String}
-          ${query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}'}
+          ${narrow}
           AND JSONExtractUInt(properties, 'credits') > 0
         GROUP BY customer_ref`,
-      { providerId: query.providerId, meterRef: query.meterRef, customerRef: query.customerRef },
+      Object.fromEntries(
+        Object.entries({
+          providerId: query.providerId,
+          meterRef: query.meterRef,
+          customerRef: query.customerRef,
+          productId: query.productId,
+          fromMs: query.from?.getTime(),
+          toMs: query.to?.getTime(),
+        }).filter(([, value]) => value !== undefined),
+      ),
     );
     return new Map(rows.map((r) => [r.customer_ref, { credits: Number(r.credits), calls: Number(r.calls) }]));
   }

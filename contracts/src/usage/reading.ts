@@ -67,13 +67,17 @@ export interface UsageReader {
   /**
    * Credits spent by calls on the requests meter (the `credits` the proxy or the SDK limit check
    * wrote on each admitted call of a credit-paid plan), per customer, over all time: what a credit
-   * counter starts from and what usage settlement debits up to. `customerRef` narrows to one.
+   * counter starts from and what usage settlement debits up to. `customerRef` narrows to one,
+   * `productId` to the calls of one product, `from` and `to` to record times in [from, to).
    */
   creditUsage(query: {
     providerId: string;
     environment: Environment;
     meterRef: string;
     customerRef?: string | undefined;
+    productId?: string | undefined;
+    from?: Date | undefined;
+    to?: Date | undefined;
   }): Promise<Map<string, { credits: number; calls: number }>>;
   /** Record counts grouped by one string property (e.g. `server` on the requests meter). */
   countByProperty(query: UsageScope & { property: string }): Promise<Map<string, number>>;

@@ -117,6 +117,47 @@ export class Invoicing {
   }
 
   /**
+   * The statement line of a period [start, end) of a purchase paid from credits: the calls
+   * admitted for its product and the credits they spent from the balance (what the records
+   * carry). Its amount is 0: the credits were paid for when they were bought, and the usage
+   * settlement debits them from the balance; the invoice shows where they went.
+   */
+  async creditLine(
+    tx: PoolClient,
+    auth: AuthContext,
+    purchase: PurchaseRow,
+    start: Date,
+    end: Date,
+  ): Promise<StoredLine> {
+    const meter = await findMeter(tx, auth.providerId, auth.environment, REQUESTS_METER);
+    if (meter === undefined) throw new Error(`provider ${auth.providerId} has no requests meter`);
+    let spent: { credits: number; calls: number };
+    try {
+      const usage = await this.reader.creditUsage({
+        ...auth,
+        meterRef: meter.id,
+        customerRef: purchase.customer_id,
+        productId: purchase.product_id,
+        from: start,
+        to: end,
+      });
+      spent = usage.get(purchase.customer_id) ?? { credits: 0, calls: 0 };
+    } catch {
+      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
+    }
+    const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+    return {
+      kind: 'credits_applied',
+      description: `${plural(spent.calls, 'call')} paid from the credit balance: ${plural(spent.credits, 'credit')}`,
+      quantity: spent.calls,
+      unitAmount: '0',
+      amount: 0,
+      period: { start: iso(start), end: iso(end) },
+      credits: spent.credits,
+    };
+  }
+
+  /**
    * The units a purchase's plan bills in [from, to): what its limit counts on the requests meter
    * (admitted calls and usage reported for the product; refusals never). 503 when ClickHouse
    * cannot be read.

@@ -5,12 +5,14 @@ export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void'
 
 /** A line as an invoice keeps it: the priced line plus what it bills for. */
 export interface StoredLine {
-  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage' | 'proration' | 'proration_refund';
+  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage' | 'proration' | 'proration_refund' | 'credits_applied';
   description: string;
   quantity: number;
   unitAmount: string;
   amount: number;
   period: { start: string; end: string } | null;
+  /** Credits the line's calls spent from the customer's balance (`credits_applied` only). */
+  credits?: number;
 }
 
 /** One invoice as stored. */

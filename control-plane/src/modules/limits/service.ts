@@ -138,7 +138,7 @@ export class LimitService {
         from: scope.periodStart,
         to: new Date(now.getTime() + 60_000),
       });
-      return { used, expiresAtMs: counterExpiry(scope.periodEnd, now) };
+      return { used, expiresAtMs: onRedisClock(counterExpiry(scope.periodEnd, now), now) };
     } catch {
       throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
     }
@@ -162,7 +162,7 @@ export class LimitService {
       });
       return {
         used: usage.get(scope.customerId)?.credits ?? 0,
-        expiresAtMs: this.clock.now().getTime() + CREDIT_COUNTER_TTL_MS,
+        expiresAtMs: onRedisClock(this.clock.now().getTime() + CREDIT_COUNTER_TTL_MS, this.clock.now()),
       };
     } catch {
       throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
@@ -542,3 +542,12 @@ const paywallFields = (p: Paywall) => ({
   checkoutSessionId: p.checkoutSessionId,
   offeredPlanId: p.planId,
 });
+
+/**
+ * A counter's expiry, worked out on the control plane's clock, as the time Redis expires it on
+ * its own wall clock: the same time to live. They differ for a sandbox test clock's customers,
+ * whose periods lie months away from the real time; a counter never lives less than a minute.
+ */
+function onRedisClock(expiresAtMs: number, now: Date): number {
+  return Date.now() + Math.max(60_000, expiresAtMs - now.getTime());
+}

@@ -56,9 +56,9 @@ export const addDays = (date: Date, days: number): Date => new Date(date.getTime
 /**
  * A usage-billed purchase ending now leaves usage to bill up to now: an active one, its open
  * period's; a past-due one, what it used after the period its unpaid invoice billed (access
- * continues while dunning retries).
+ * continues while dunning retries). One paid from credits leaves the statement of its part period.
  */
 export const endsMidPeriod = (row: PurchaseRow, at: Date): boolean =>
-  row.bills_usage &&
+  (row.bills_usage || row.pays_from_credits) &&
   ((row.status === 'active' && row.period_start < at) ||
     (row.status === 'past_due' && row.period_end !== null && row.period_end < at));

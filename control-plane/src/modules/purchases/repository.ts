@@ -68,6 +68,8 @@ export interface PurchaseRow {
   setup_fee_due: number;
   /** The period closes with a usage charge (post-paid usage-based and hybrid plans). */
   bills_usage: boolean;
+  /** Its calls are paid from credits: each period closes with a statement of what they spent. */
+  pays_from_credits: boolean;
   /** Unused free units carried into the current period (plans with rolloverUnusedUnits). */
   rollover_units: number;
   /** Ended before its period did, with that part period's usage still to bill. */
@@ -135,8 +137,8 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
                             is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
-                            ended_at, created_at, updated_at, setup_fee_due, bills_usage)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+                            ended_at, created_at, updated_at, setup_fee_due, bills_usage, pays_from_credits)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
     [
       row.id,
       row.provider_id,
@@ -160,6 +162,7 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.updated_at,
       row.setup_fee_due,
       row.bills_usage,
+      row.pays_from_credits,
     ],
   );
 }
@@ -221,7 +224,7 @@ export async function lockNextDuePurchase(
   const { rows } = await db.query<PurchaseRow>(
     `SELECT * FROM purchases
       WHERE ((status = 'trialing' AND (trial_end <= $1 OR (NOT trial_reminder_sent AND trial_end <= $2)))
-         OR (status = 'active' AND period_end <= $1 AND (NOT bills_usage OR period_end <= $4))
+         OR (status = 'active' AND period_end <= $1 AND (NOT (bills_usage OR pays_from_credits) OR period_end <= $4))
          OR (status = 'past_due' AND next_retry_at <= $1)
          OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end > $1
              AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
@@ -244,7 +247,7 @@ export async function lockNextDraftable(
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
     `SELECT * FROM purchases
-      WHERE bills_usage AND id > $4
+      WHERE (bills_usage OR pays_from_credits) AND id > $4
         AND ((status = 'active' AND period_end <= $1 AND period_end > $2)
           OR (final_usage_due AND ended_at <= $1 AND ended_at > $2))
         AND ${onClock(3)}
@@ -262,7 +265,7 @@ export async function usagePeriodsDue(
 ): Promise<boolean> {
   const { rows } = await db.query<{ due: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM purchases
-                     WHERE ((status = 'active' AND bills_usage AND period_end <= $1)
+                     WHERE ((status = 'active' AND (bills_usage OR pays_from_credits) AND period_end <= $1)
                         OR (final_usage_due AND ended_at <= $1)) AND ${onClock(2)}) AS due`,
     [closedBy, clockId],
   );

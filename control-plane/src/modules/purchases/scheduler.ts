@@ -331,10 +331,24 @@ export class BillingScheduler {
       const billedTo = (await lastUsageInvoice(tx, row.id))?.usage_period_end ?? null;
       const start = billedTo !== null && billedTo > row.period_start ? billedTo : row.period_start;
       if (start >= row.ended_at) return undefined;
-      const closed = await this.invoicing.usageLines(tx, auth, row, settings, start, row.ended_at);
+      const closed = row.pays_from_credits
+        ? { lines: [await this.invoicing.creditLine(tx, auth, row, start, row.ended_at)] }
+        : await this.invoicing.usageLines(tx, auth, row, settings, start, row.ended_at);
       return final(row, row.ended_at, closed);
     }
     if (row.status !== 'active' || row.period_end === null) return undefined;
+    if (row.pays_from_credits) {
+      // The period's statement: the calls it paid from credits, the whole invoice at 0.
+      const line = await this.invoicing.creditLine(tx, auth, row, row.period_start, row.period_end);
+      const renews = endingMove(row) === undefined;
+      return {
+        purchase: row,
+        periodKey: row.period_end.toISOString(),
+        billingReason: renews ? 'renewal' : 'final_usage',
+        chargeReason: renews ? 'renewal' : 'final_usage',
+        lines: [line],
+      };
+    }
     const closed = row.bills_usage
       ? await this.invoicing.usageLines(tx, auth, row, settings, row.period_start, row.period_end)
       : undefined;
@@ -392,7 +406,8 @@ export class BillingScheduler {
   ): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
     if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };
     const now = this.clock.now();
-    if (row.status !== 'active' || !row.bills_usage || row.period_end === null || row.period_end > now)
+    const closesOnUsage = row.bills_usage || row.pays_from_credits;
+    if (row.status !== 'active' || !closesOnUsage || row.period_end === null || row.period_end > now)
       return undefined;
     return { row: await this.handle(tx, row, now), publish: true };
   }
@@ -466,7 +481,7 @@ function endingMove(row: PurchaseRow): MoveName | undefined {
 function final(
   row: PurchaseRow,
   end: Date,
-  closed: { lines: StoredLine[]; usage: PeriodUsage },
+  closed: { lines: StoredLine[]; usage?: PeriodUsage },
 ): InvoiceDraft {
   return {
     purchase: row,

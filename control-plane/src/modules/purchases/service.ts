@@ -220,6 +220,7 @@ export class PurchaseService {
       // A trial defers the setup fee to the first charge, at conversion.
       setup_fee_due: move === 'start_trial' ? settings.setupFee : 0,
       bills_usage: billsUsage(settings),
+      pays_from_credits: isCreditPaid(settings),
       rollover_units: 0,
       final_usage_due: false,
     };
