@@ -27,6 +27,8 @@ export interface CallFacts {
   outcome: 'success' | 'error' | 'paywall' | 'upstream_error';
   /** The call spent a unit of a plan's allowance: limits count it (and only it). */
   admitted: boolean;
+  /** The proxy refused the call (paywall, limit store down, bad request state): never billable. */
+  refused?: boolean;
   /** Credits the call spent of the customer's balance (plans paid from credits); absent otherwise. */
   credits?: number;
   productId: string | null;
@@ -41,7 +43,7 @@ export interface CallFacts {
 
 /**
  * The one usage record of a gated call, on the requests meter: value 1, with the facts as
- * properties (`admitted` and `cancelled` only when true). Built without the validator: every
+ * properties (`admitted`, `refused` and `cancelled` only when true). Built without the validator: every
  * field comes from a trusted snapshot or the producing process, and the proxy calls it per call.
  */
 export function callRecord(
@@ -58,6 +60,7 @@ export function callRecord(
   if (facts.latencyMs !== undefined) properties.latencyMs = facts.latencyMs;
   if (facts.productId !== null) properties.productId = facts.productId;
   if (facts.admitted) properties.admitted = true;
+  if (facts.refused === true) properties.refused = true;
   if (facts.credits !== undefined && facts.credits > 0) properties.credits = facts.credits;
   if (facts.cancelled === true) properties.cancelled = true;
   return {

@@ -34,16 +34,24 @@ const BUCKET_START: Readonly<Record<Granularity, string>> = {
 };
 
 /** Only these fixed SQL fragments are ever spliced in; every value travels as a parameter. */
+/**
+ * A record of the requests meter that is billable: a call that was served (or failed upstream),
+ * never one the proxy refused nor a round of a multi-round call that only asked for input.
+ */
+export const BILLABLE_RECORD = `NOT JSONExtractBool(properties, 'refused')
+  AND JSONExtractString(properties, 'outcome') NOT IN ('paywall', 'input_required')`;
+
 function aggregateExpression(meter: MeterAggregation | undefined): string {
+  const only = meter?.billableOnly === true ? BILLABLE_RECORD : '1';
   switch (meter?.aggregation ?? 'sum') {
     case 'sum':
-      return 'toString(sum(value))';
+      return `toString(sumIf(value, ${only}))`;
     case 'count':
-      return 'toString(count())';
+      return `toString(countIf(${only}))`;
     case 'max':
-      return 'toString(if(count() = 0, toDecimal128(0, 9), max(value)))';
+      return `toString(if(countIf(${only}) = 0, toDecimal128(0, 9), maxIf(value, ${only})))`;
     case 'unique_count':
-      return 'toString(uniqExactIf(JSONExtractRaw(properties, {valueProperty:String}), JSONHas(properties, {valueProperty:String})))';
+      return `toString(uniqExactIf(JSONExtractRaw(properties, {valueProperty:String}), JSONHas(properties, {valueProperty:String}) AND ${only}))`;
   }
 }
 

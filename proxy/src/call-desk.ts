@@ -16,6 +16,8 @@ type Refused = Exclude<Verdict, { kind: 'admit' }>;
 export interface CallFacts {
   outcome?: ToolOutcome;
   admitted: boolean;
+  /** The proxy answered the call itself instead of serving it. */
+  refused?: boolean;
   /** Credits the call spent (plans paid from credits). */
   credits?: number;
 }
@@ -24,6 +26,8 @@ export interface CallFacts {
 export interface RecordedFacts {
   outcome: ToolOutcome;
   admitted: boolean;
+  /** The proxy answered the call itself instead of serving it: never billable. */
+  refused?: boolean | undefined;
   /** Credits the call spent (plans paid from credits). */
   credits?: number | undefined;
   /** The client went away before the call's answer reached it. */
@@ -86,7 +90,11 @@ export class CallDesk {
       refused.map(([call, verdict]) => this.refusal(server, customerRef, call, verdict, era)),
     );
     for (const [call, verdict] of refused)
-      facts.set(call, { outcome: verdict.kind === 'paywall' ? 'paywall' : 'error', admitted: false });
+      facts.set(call, {
+        outcome: verdict.kind === 'paywall' ? 'paywall' : 'error',
+        admitted: false,
+        refused: true,
+      });
     return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
   }
 
@@ -112,6 +120,7 @@ export class CallDesk {
           latencyMs,
           productId: server.productId,
           admitted: facts.admitted,
+          ...(facts.refused === true ? { refused: true } : {}),
           ...(facts.credits === undefined ? {} : { credits: facts.credits }),
           ...(facts.cancelled === true ? { cancelled: true } : {}),
         }),

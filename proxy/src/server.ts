@@ -247,7 +247,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         arguments: retry.arguments,
       });
       if (check !== 'ok') {
-        desk.meter(server, customerRef, calls, () => ({ outcome: 'error', admitted: false }), started);
+        desk.meter(
+          server,
+          customerRef,
+          calls,
+          () => ({ outcome: 'error', admitted: false, refused: true }),
+          started,
+        );
         return respond(
           exchange,
           200,
@@ -290,7 +296,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           server,
           customerRef,
           calls,
-          (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false }),
+          (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false, refused: true }),
           started,
         );
         const answer = Array.isArray(parsed) ? JSON.stringify(extra) : JSON.stringify(extra[0]);
@@ -315,6 +321,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return {
         outcome: known?.outcome ?? fallback(),
         admitted: known?.admitted ?? false,
+        refused: known?.refused,
         credits: known?.credits,
       };
     };

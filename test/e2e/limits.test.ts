@@ -25,6 +25,7 @@ interface ToolResult {
   _meta?: Record<string, unknown>;
 }
 interface UsageAnswer {
+  total: number;
   records: number;
   groups?: Array<{ value: string; records: number }>;
 }
@@ -200,6 +201,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       { value: 'success', records: LIMIT },
       { value: 'error', records: 1 },
     ]);
+    // Billable: the calls served (the failing tool's included), never the paywall's refusals.
+    expect(recorded.total).toBe(LIMIT + 1);
 
     // The SDK limit check reads the same counter and offers the same session.
     const check = await api<Record<string, unknown>>('POST', '/v1/sdk/limits', {

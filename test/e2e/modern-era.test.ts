@@ -89,7 +89,7 @@ describe('MCP 2026-07-28 through the proxy', () => {
     return { status: response.status, body: (await response.json()) as Json } as Rpc;
   };
   const usage = (customerRef: string) =>
-    api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
+    api<{ total: number; records: number; groups?: Array<{ value: string; records: number }> }>(
       'GET',
       `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=outcome`,
     );
@@ -231,6 +231,9 @@ describe('MCP 2026-07-28 through the proxy', () => {
         { value: 'paywall', records: 1 },
       ]),
     );
+    // The meter's total is what can be billed: the served call, not the refusal.
+    expect(recorded.total).toBe(1);
+    expect(recorded.records).toBe(2);
   });
 
   it('refuses a tampered or foreign requestState, and headers the body contradicts, before anything is spent', async () => {

@@ -15,6 +15,12 @@ export type Granularity = (typeof GRANULARITIES)[number];
 export interface MeterAggregation {
   aggregation: Aggregation;
   valueProperty?: string | null | undefined;
+  /**
+   * Aggregate only billable records (the requests meter): not the calls the proxy refused
+   * (`refused`, or the paywall's outcome) nor a multi-round call's rounds that asked for input.
+   * `records` and groupings still count every record.
+   */
+  billableOnly?: boolean | undefined;
 }
 
 export interface UsageScope {

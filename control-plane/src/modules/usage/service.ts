@@ -351,7 +351,9 @@ export class UsageService {
     }
     const customerRef =
       query.customerRef === undefined ? undefined : await this.customerId(auth, query.customerRef);
-    const scope = { ...auth, meterRef: meter.id, customerRef, from, to, meter };
+    // The requests meter's total is what can be billed: refusals count as records only.
+    const aggregation = { ...meter, billableOnly: meter.name === REQUESTS_METER };
+    const scope = { ...auth, meterRef: meter.id, customerRef, from, to, meter: aggregation };
     const { granularity, groupBy } = query;
     const [total, buckets, groups] = await this.read(() =>
       Promise.all([
@@ -385,7 +387,14 @@ export class UsageService {
     const meter = await this.meter(auth, meterRef);
     const { from, to } = this.range(query, (end) => new Date(end.getTime() - 30 * DAY_MS));
     const data = await this.read(() =>
-      this.reader.byCustomer({ ...auth, meterRef: meter.id, from, to, meter, limit: query.limit }),
+      this.reader.byCustomer({
+        ...auth,
+        meterRef: meter.id,
+        from,
+        to,
+        meter: { ...meter, billableOnly: meter.name === REQUESTS_METER },
+        limit: query.limit,
+      }),
     );
     return {
       meterRef: meter.id,
