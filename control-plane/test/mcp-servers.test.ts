@@ -140,6 +140,44 @@ describe('MCP server registry', () => {
     ).toBe(201);
   });
 
+  it('keeps the browser origins a server allows, written exactly as browsers send them', async () => {
+    const { call } = await seller('Origins');
+    const name = unique();
+    const created = await call('POST', '/v1/ui/mcp-servers', { name, url: 'http://127.0.0.1:3000/mcp' });
+    expect(created.body.allowedOrigins).toEqual([]);
+    expect((await snapshot(name)).allowedOrigins).toEqual([]);
+    const id = created.body.id as string;
+    const patched = await call('PATCH', `/v1/ui/mcp-servers/${id}`, {
+      allowedOrigins: ['https://app.example', 'http://localhost:5173', 'http://[::1]:8080'],
+    });
+    expect(patched.status).toBe(200);
+    expect((await snapshot(name)).allowedOrigins).toEqual([
+      'https://app.example',
+      'http://localhost:5173',
+      'http://[::1]:8080',
+    ]);
+    const refused = await call('PATCH', `/v1/ui/mcp-servers/${id}`, {
+      allowedOrigins: [
+        'https://ok.example',
+        'https://App.example',
+        'https://app.example/',
+        '*',
+        'ftp://x.example',
+        'https://a.example:443',
+      ],
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((e: { path: string }) => e.path)).toEqual([
+      '/allowedOrigins/1',
+      '/allowedOrigins/2',
+      '/allowedOrigins/3',
+      '/allowedOrigins/4',
+      '/allowedOrigins/5',
+    ]);
+    expect(refused.body.errors[0].message).toContain('https://app.example');
+    expect((await call('GET', `/v1/ui/mcp-servers/${id}`)).body.allowedOrigins).toHaveLength(3);
+  });
+
   it('keeps origin keys write-only and sealed, and starts even when one was sealed under another secret', async () => {
     const { call } = await seller('Sealed');
     const name = unique();

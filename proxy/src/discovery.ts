@@ -103,6 +103,6 @@ export async function serveResourceMetadata(
     issuer = undefined;
   }
   if (issuer === undefined) return refuse(exchange, 'proxy_unavailable');
-  exchange.cors = true;
+  exchange.cors = '*';
   return respond(exchange, 200, 'application/json', protectedResourceMetadata(resource, issuer));
 }

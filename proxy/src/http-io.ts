@@ -21,8 +21,12 @@ export interface Exchange {
   standalone: boolean;
   /** The proxy is stopping and cancelled this exchange's origin request. */
   stopped: boolean;
-  /** From a browser (an Origin header): the answer carries the proxy's CORS headers. */
-  cors: boolean;
+  /**
+   * The value of `access-control-allow-origin` the answer carries: a browser's Origin once the
+   * MCP server allows it, `*` on public documents (protected-resource metadata), else undefined
+   * (no CORS headers; the origin's own pass only to clients that are not browsers).
+   */
+  cors: string | undefined;
 }
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
@@ -65,16 +69,20 @@ export const statusLine = (status: number) => {
 };
 
 /**
- * CORS for browser-based MCP clients. Any site may call: every request needs the customer's
- * bearer token, which a browser never sends on its own (no cookies are involved), so there is
- * nothing for another site to ride on. The origin's own CORS headers are replaced by these.
+ * CORS for browser-based MCP clients. A page may call an MCP server only from an origin the
+ * server lists in its allowed origins (the MCP transport requires servers to validate Origin:
+ * this is what stops DNS rebinding); the answer names that origin alone and varies on it. The
+ * origin's own CORS headers are replaced by these.
  */
 const CORS_EXPOSED = 'mcp-session-id, mcp-protocol-version, www-authenticate, retry-after';
 export const CORS_METHODS = 'GET, POST, DELETE, OPTIONS';
 
 /** Call inside cork. */
 export function writeCors(exchange: Exchange): void {
-  exchange.res.writeHeader('access-control-allow-origin', '*');
+  const allowed = exchange.cors;
+  if (allowed === undefined) return;
+  exchange.res.writeHeader('access-control-allow-origin', allowed);
+  if (allowed !== '*') exchange.res.writeHeader('vary', 'origin');
   exchange.res.writeHeader('access-control-expose-headers', CORS_EXPOSED);
 }
 
@@ -92,7 +100,7 @@ export function respond(
     if (!exchange.headersSent) {
       exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
       for (const [name, value] of Object.entries(headers)) exchange.res.writeHeader(name, value);
-      if (exchange.cors) writeCors(exchange);
+      writeCors(exchange);
     }
     exchange.headersSent = true;
     exchange.res.end(body);
@@ -139,27 +147,28 @@ export function writeHead(exchange: Exchange, status: number, headers: IncomingH
   for (const name in headers) {
     const value = headers[name];
     if (RESPONSE_SKIP.has(name) || value === undefined || (hop.length > 0 && hop.includes(name))) continue;
-    if (exchange.cors && name.startsWith('access-control-')) continue;
+    if (exchange.cors !== undefined && name.startsWith('access-control-')) continue;
     if (typeof value === 'string') exchange.res.writeHeader(name, value);
     else for (const v of value) exchange.res.writeHeader(name, v);
   }
-  if (exchange.cors) writeCors(exchange);
+  writeCors(exchange);
   exchange.headersSent = true;
 }
 
-/** A CORS preflight: 204, and for a browser any site with the headers it asked for. */
+/** A CORS preflight: 204, and for an allowed browser origin the methods and headers it asked for. */
 export function answerPreflight(exchange: Exchange, askedHeaders: string): void {
   if (exchange.aborted) return;
   const res = exchange.res;
   exchange.requests.inc({ code: '204' });
   res.cork(() => {
     res.writeStatus('204 No Content').writeHeader('allow', CORS_METHODS);
-    if (exchange.cors) {
+    if (exchange.cors !== undefined) {
       res
-        .writeHeader('access-control-allow-origin', '*')
+        .writeHeader('access-control-allow-origin', exchange.cors)
         .writeHeader('access-control-allow-methods', CORS_METHODS)
         .writeHeader('access-control-max-age', '86400');
       if (askedHeaders !== '') res.writeHeader('access-control-allow-headers', askedHeaders);
+      if (exchange.cors !== '*') res.writeHeader('vary', 'origin');
     }
     res.endWithoutBody();
   });

@@ -64,6 +64,12 @@ export const PROXY_ERRORS = {
     rpc: HEADER_MISMATCH,
     message: 'Header mismatch: the MCP headers do not match the body',
   },
+  browser_origin_not_allowed: {
+    status: 403,
+    form: 'http',
+    rpc: INVALID_REQUEST,
+    message: "Forbidden: this page's origin is not allowed to call this MCP server",
+  },
   unauthorized: { status: 401, form: 'rpc', rpc: -32001, message: 'Unauthorized' },
   insufficient_scope: {
     status: 403,

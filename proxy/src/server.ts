@@ -156,6 +156,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
    * an object per request on the hot path. Gating lives in call-desk.ts, refusals in
    * refusals.ts, writing in http-io.ts.
    */
+  /** Whether the MCP server on this subdomain lets pages from `pageOrigin` call it. */
+  async function originAllowed(subdomain: string, pageOrigin: string): Promise<boolean> {
+    const server = await directory.lookup(subdomain);
+    return server?.allowedOrigins?.includes(pageOrigin) === true;
+  }
+
   async function forward(
     exchange: Exchange,
     request: {
@@ -171,10 +177,20 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       host: string;
       pathForm: boolean;
       arrived: number;
+      /** The Origin header ('' when the client is not a browser page). */
+      pageOrigin: string;
     },
   ) {
     const started = request.arrived;
     const parsed = request.reading.ok ? request.reading.parsed : undefined;
+    // A page from an origin the server does not allow is refused before anything else is judged
+    // (MCP transports: servers MUST validate Origin, against DNS rebinding). An unknown server
+    // answers the same, so no page learns which subdomains exist.
+    if (request.pageOrigin !== '') {
+      if (!(await originAllowed(request.route.subdomain, request.pageOrigin)))
+        return refuse(exchange, 'browser_origin_not_allowed');
+      exchange.cors = request.pageOrigin;
+    }
     const calls = toolCallsIn(parsed);
     const declaresElicitation = Array.isArray(parsed)
       ? parsed.some(declaresUrlElicitation)
@@ -313,7 +329,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       exchange.res.writeStatus(statusLine(200)).writeHeader('content-type', 'application/json');
       for (const [name, value] of Object.entries(sessionHeader(upstreamHeaders)))
         exchange.res.writeHeader(name, value);
-      if (exchange.cors) writeCors(exchange);
+      writeCors(exchange);
       exchange.headersSent = true;
     };
     const factsOf = (call: ToolCall, fallback: () => ToolOutcome) => {
@@ -500,8 +516,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       requests: metrics.requests,
       standalone: method === 'GET',
       stopped: false,
-      cors: req.getHeader('origin') !== '',
+      cors: undefined,
     };
+    // A browser's page (an Origin header); served only from origins its MCP server allows.
+    const pageOrigin = req.getHeader('origin');
     res.onAborted(() => {
       exchange.aborted = true;
       exchange.origin?.abort(new Error('client went away'));
@@ -514,11 +532,33 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     if (url === '/metrics')
       return serveMetrics(exchange, req.getHeader('authorization'), metricsAuthorization, renderMetrics);
 
-    // A CORS preflight carries no credentials: answered here, never sent on or refused for want of a token.
-    if (method === 'OPTIONS')
-      return answerPreflight(exchange, req.getHeader('access-control-request-headers'));
     const host = req.getHeader('host');
     const metadataRoute = metadataRouteOf(url, host, config.baseDomain);
+    // A CORS preflight carries no credentials: answered here, never sent on or refused for want
+    // of a token. Public documents are for any page; an MCP server only for the origins it allows.
+    if (method === 'OPTIONS') {
+      const asked = req.getHeader('access-control-request-headers');
+      if (pageOrigin === '') return answerPreflight(exchange, asked);
+      if (metadataRoute !== undefined) {
+        exchange.cors = '*';
+        return answerPreflight(exchange, asked);
+      }
+      const target = routeOf(url, host, config.baseDomain);
+      if (target === undefined || target === 'unsafe_path')
+        return refuse(exchange, 'browser_origin_not_allowed');
+      void originAllowed(target.subdomain, pageOrigin).then(
+        (allowed) => {
+          if (!allowed) return refuse(exchange, 'browser_origin_not_allowed');
+          exchange.cors = pageOrigin;
+          answerPreflight(exchange, asked);
+        },
+        (error: unknown) => {
+          logger.warn({ err: error, subdomain: target.subdomain }, 'snapshot store unavailable');
+          refuse(exchange, 'proxy_unavailable');
+        },
+      );
+      return;
+    }
     if (metadataRoute !== undefined) {
       if (metadataRoute === 'none' || (method !== 'GET' && method !== 'HEAD'))
         return refuse(exchange, 'route_not_found', null, { message: `No route for ${url}` });
@@ -560,6 +600,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         host,
         pathForm: url.startsWith('/mcp/'),
         arrived,
+        pageOrigin,
       })
         .catch((error: unknown) => {
           const id = idOf(parsed);

@@ -721,25 +721,40 @@ describe('the proxy at its edges', () => {
     for (const client of clients) client.abort();
   });
 
-  it('lets browser-based clients in: preflights answered without a token, CORS headers on every answer', async () => {
+  it('lets pages from allowed origins in, CORS headers on every answer, and refuses every other origin with 403', async () => {
     const customer = await customerWithToken();
-    const server = await register('/headers');
+    const server = await register('/headers', { allowedOrigins: ['https://app.example'] });
     const before = origin.seen.length;
-    const preflight = await send(server.proxied, {
-      method: 'OPTIONS',
-      headers: {
-        origin: 'https://app.example',
-        'access-control-request-method': 'POST',
-        'access-control-request-headers': 'authorization, content-type, mcp-session-id, mcp-protocol-version',
-      },
-    });
-    expect(preflight.status).toBe(204);
-    expect(preflight.headers).toMatchObject({
-      'access-control-allow-origin': '*',
+    const preflight = (from: string) =>
+      send(server.proxied, {
+        method: 'OPTIONS',
+        headers: {
+          origin: from,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers':
+            'authorization, content-type, mcp-session-id, mcp-protocol-version',
+        },
+      });
+    const allowed = await preflight('https://app.example');
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers).toMatchObject({
+      'access-control-allow-origin': 'https://app.example',
       'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
       'access-control-allow-headers': 'authorization, content-type, mcp-session-id, mcp-protocol-version',
       'access-control-max-age': '86400',
+      vary: 'origin',
     });
+    // Another site, a look-alike, and a server that does not exist all get the same 403.
+    for (const from of ['http://evil.example', 'https://app.example.evil.example', 'null']) {
+      const refused = await preflight(from);
+      expect(refused.status).toBe(403);
+      expect(refused.headers['access-control-allow-origin']).toBeUndefined();
+    }
+    const nowhere = await send(`${proxyUrl}/mcp/no-such-server-here`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    });
+    expect(nowhere.status).toBe(403);
     expect(origin.seen.length).toBe(before);
 
     const browser = { origin: 'https://app.example' };
@@ -749,20 +764,37 @@ describe('the proxy at its edges', () => {
     });
     expect(answer.status).toBe(200);
     // The proxy's CORS headers, not the origin's (one value, so browsers accept it).
-    expect(answer.headers['access-control-allow-origin']).toBe('*');
+    expect(answer.headers['access-control-allow-origin']).toBe('https://app.example');
     expect(answer.headers['access-control-expose-headers']).toContain('mcp-session-id');
     expect(answer.headers['mcp-session-id']).toBe('origin-session-7');
     // A refusal must be readable too: the client needs the challenge to sign in.
-    const refused = await send(server.proxied, {
+    const unauthorized = await send(server.proxied, {
       headers: { ...jsonHeaders(), ...browser },
       body: toolCall(122),
     });
-    expect(refused.status).toBe(401);
-    expect(refused.headers['access-control-allow-origin']).toBe('*');
-    expect(refused.headers['access-control-expose-headers']).toContain('www-authenticate');
+    expect(unauthorized.status).toBe(401);
+    expect(unauthorized.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(unauthorized.headers['access-control-expose-headers']).toContain('www-authenticate');
+    // A page from another origin, with a valid token: 403 before anything is judged, forwarded or spent.
+    const seen = origin.seen.length;
+    const foreign = await send(server.proxied, {
+      headers: { ...jsonHeaders(customer.token), origin: 'http://evil.example' },
+      body: toolCall(124),
+    });
+    expect(foreign.status).toBe(403);
+    expect(JSON.parse(foreign.body).code).toBe('browser_origin_not_allowed');
+    expect(foreign.headers['access-control-allow-origin']).toBeUndefined();
+    expect(origin.seen.length).toBe(seen);
     // Without an Origin (not a browser), the origin's headers pass as they are.
     const direct = await send(server.proxied, { headers: jsonHeaders(customer.token), body: toolCall(123) });
     expect(direct.headers['access-control-allow-origin']).toBe('https://only.example');
+    // The default is no origin at all: browsers are refused until the provider allows one.
+    const closed = await register('/headers');
+    const refusedByDefault = await send(closed.proxied, {
+      headers: { ...jsonHeaders(customer.token), ...browser },
+      body: toolCall(125),
+    });
+    expect(refusedByDefault.status).toBe(403);
   });
 
   it('passes notifications through with the origin status and records no usage for them', async () => {

@@ -26,6 +26,11 @@ export interface McpServerSnapshot {
     intervalDays: number | null;
   } | null;
   tools?: { name: string; planIds: string[]; noPlan: boolean }[];
+  /**
+   * Web origins whose pages may call the server (the Origin header, exactly); a request with
+   * any other Origin is refused with 403. Absent or empty: every browser request is refused.
+   */
+  allowedOrigins?: string[];
   /** Header the origin expects its API key in, and the header value sealed with the deployment secret. */
   originAuth?: { header: string; sealedValue: string } | null;
 }

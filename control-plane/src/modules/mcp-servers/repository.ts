@@ -17,6 +17,8 @@ export interface McpServerRow {
   deleted_at: Date | null;
   auth_header_name: string | null;
   auth_api_key_sealed: string | null;
+  /** Browser origins (`https://app.example`) allowed to call through the proxy. */
+  allowed_origins: string[];
 }
 
 type Tenant = { providerId: string; environment: Environment };
@@ -25,8 +27,8 @@ type Tenant = { providerId: string; environment: Environment };
 export async function insertServer(db: Queryable, row: McpServerRow, at: Date): Promise<void> {
   await db.query(
     `INSERT INTO mcp_servers (id, provider_id, environment, name, subdomain, url, product_id, status, avatar_url, default_plan_id, tools,
-                              created_at, updated_at, auth_header_name, auth_api_key_sealed)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)`,
+                              created_at, updated_at, auth_header_name, auth_api_key_sealed, allowed_origins)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15)`,
     [
       row.id,
       row.provider_id,
@@ -42,6 +44,7 @@ export async function insertServer(db: Queryable, row: McpServerRow, at: Date): 
       at,
       row.auth_header_name,
       row.auth_api_key_sealed,
+      row.allowed_origins,
     ],
   );
 }
@@ -62,7 +65,7 @@ export async function findServer(
 export async function updateServer(db: Queryable, row: McpServerRow, at: Date): Promise<void> {
   await db.query(
     `UPDATE mcp_servers SET url = $2, product_id = $3, default_plan_id = $4, avatar_url = $5, status = $6, tools = $7, updated_at = $8,
-            auth_header_name = $9, auth_api_key_sealed = $10
+            auth_header_name = $9, auth_api_key_sealed = $10, allowed_origins = $11
       WHERE id = $1`,
     [
       row.id,
@@ -75,6 +78,7 @@ export async function updateServer(db: Queryable, row: McpServerRow, at: Date): 
       at,
       row.auth_header_name,
       row.auth_api_key_sealed,
+      row.allowed_origins,
     ],
   );
 }

@@ -38,6 +38,12 @@ const mutable = {
     pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$",
     description: 'Header that carries the origin API key (default Authorization)',
   }),
+  allowedOrigins: Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+    maxItems: 50,
+    uniqueItems: true,
+    description:
+      'Web origins (scheme://host[:port], e.g. https://app.example) whose pages may call the server through the proxy; others get 403. Requests without an Origin header are not affected. Default: none',
+  }),
   authApiKey: Type.String({
     minLength: 1,
     maxLength: 4096,
@@ -62,6 +68,7 @@ export const McpServerCreate = Type.Object(
     tools: Type.Optional(mutable.tools),
     authHeaderName: Type.Optional(mutable.authHeaderName),
     authApiKey: Type.Optional(mutable.authApiKey),
+    allowedOrigins: Type.Optional(mutable.allowedOrigins),
   },
   { additionalProperties: false },
 );
@@ -76,6 +83,7 @@ export const McpServerUpdate = Type.Object(
     tools: Type.Optional(mutable.tools),
     authHeaderName: nullable(mutable.authHeaderName),
     authApiKey: nullable(mutable.authApiKey),
+    allowedOrigins: Type.Optional(mutable.allowedOrigins),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -105,6 +113,9 @@ export const McpServer = Type.Object({
   tools: Type.Array(Tool),
   authHeaderName: Type.Union([Type.String(), Type.Null()]),
   hasAuthApiKey: Type.Boolean(),
+  allowedOrigins: Type.Array(Type.String(), {
+    description: 'Web origins whose pages may call through the proxy (CORS); others get 403',
+  }),
   totalTransactions: Type.Optional(
     Type.Integer({ description: 'Tool calls through the proxy (absent while usage storage is unreachable)' }),
   ),

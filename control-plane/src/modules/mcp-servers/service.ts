@@ -141,6 +141,7 @@ export class McpServerService {
       tools: row.tools,
       authHeaderName: row.auth_api_key_sealed === null ? null : (row.auth_header_name ?? 'Authorization'),
       hasAuthApiKey: row.auth_api_key_sealed !== null,
+      allowedOrigins: row.allowed_origins,
       ...(figures.transactions === undefined ? {} : { totalTransactions: transactions ?? 0 }),
       balance: row.product_id === null ? 0 : (figures.balances.get(row.product_id) ?? 0),
       currency: figures.currency,
@@ -204,6 +205,7 @@ export class McpServerService {
 
   async create(auth: AuthContext, input: Static<typeof McpServerCreate>) {
     await this.checkOriginUrl(input.url);
+    checkAllowedOrigins(input.allowedOrigins);
     const subdomain = slugify(input.name);
     if (subdomain.length < 2) {
       throw new ValidationError([
@@ -231,6 +233,7 @@ export class McpServerService {
       deleted_at: null,
       auth_header_name: input.authHeaderName ?? null,
       auth_api_key_sealed: input.authApiKey === undefined ? null : seal(this.secretKey, input.authApiKey),
+      allowed_origins: input.allowedOrigins ?? [],
     };
     try {
       await insertServer(this.pool, row, at);
@@ -256,6 +259,7 @@ export class McpServerService {
   async update(auth: AuthContext, id: string, patch: Static<typeof McpServerUpdate>) {
     const current = await this.find(this.pool, auth, id);
     if (patch.url !== undefined) await this.checkOriginUrl(patch.url);
+    checkAllowedOrigins(patch.allowedOrigins);
     const productRef = patch.productId === undefined ? current.product_id : patch.productId;
     const defaultPlanId = patch.defaultPlanId === undefined ? current.default_plan_id : patch.defaultPlanId;
     const links = await this.resolveLinks(auth, {
@@ -278,6 +282,7 @@ export class McpServerService {
           : patch.authApiKey === null
             ? null
             : seal(this.secretKey, patch.authApiKey),
+      allowed_origins: patch.allowedOrigins ?? current.allowed_origins,
     };
     await updateServer(this.pool, next, this.clock.now());
     await this.publish(next);
@@ -350,6 +355,7 @@ export class McpServerService {
       defaultPlanId: row.default_plan_id,
       defaultPlan: await this.defaultPlanTerms(db, row),
       tools: row.tools.map((t) => ({ name: t.name, planIds: t.planIds, noPlan: t.noPlan })),
+      allowedOrigins: row.allowed_origins,
       originAuth:
         row.auth_api_key_sealed === null
           ? null
@@ -411,4 +417,37 @@ export class McpServerService {
     }
     return published;
   }
+}
+
+/**
+ * Each allowed origin must be written as browsers send the Origin header: scheme, host and a
+ * port other than the default, nothing else (`https://app.example`, `http://localhost:5173`).
+ * 400 naming the entry, with the form to use when it only differs in case or a trailing slash.
+ */
+function checkAllowedOrigins(origins: string[] | undefined): void {
+  if (origins === undefined) return;
+  const problems: FieldProblem[] = [];
+  origins.forEach((value, i) => {
+    const path = `/allowedOrigins/${i}`;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(value);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed === undefined || (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')) {
+      problems.push({
+        path,
+        message: 'must be an http or https origin, e.g. https://app.example',
+        location: 'body',
+      });
+    } else if (parsed.origin !== value) {
+      problems.push({
+        path,
+        message: `must be an origin alone, as browsers send it: ${parsed.origin}`,
+        location: 'body',
+      });
+    }
+  });
+  if (problems.length > 0) throw new ValidationError(problems);
 }
