@@ -25,18 +25,24 @@ const IGNORED = 0;
 const ID = 1;
 const IS_ERROR = 2;
 const TRACKED_KEY = 3;
+const RESULT_TYPE = 4;
+const REQUEST_STATE = 5;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const LF = 0x0a;
 const CR = 0x0d;
-/** Longer keys are none of `id`, `result`, `error`, `method`, `isError`, even fully \u-escaped. */
+/** Longer keys are none of the keys read below, even fully \u-escaped. */
 const KEY_CAP_BYTES = 64;
 /** Longer literals are numbers no call id can equal (ids come from the request, as JSON numbers). */
 const LITERAL_CAP = 400;
+/** An origin's `requestState` longer than this (as JSON text) is not read: its retry is a new call. */
+const STATE_CAP_BYTES = 65_536;
+/** `resultType` values are short words. */
+const RESULT_TYPE_CAP_BYTES = 64;
 const MAX_DEPTH = 10_000;
 
-const KEYS = ['id', 'result', 'error', 'method', 'isError'];
+const KEYS = ['id', 'result', 'error', 'method', 'isError', 'resultType', 'requestState'];
 /** A key (without escapes) read in place: one of the keys that matter, or '' for any other. */
 function keyIn(buf: Buffer, from: number, to: number): string {
   const length = to - from;
@@ -93,6 +99,9 @@ class JsonRpcDocument {
   private hasError = false;
   private hasMethod = false;
   private toolError = false;
+  /** The result's `resultType` and `requestState` (MCP 2026-07-28 multi-round calls). */
+  private resultType: string | undefined;
+  private requestState: string | undefined;
   /** What the string or literal being read is for. */
   private role = IGNORED;
   private stringIsKey = false;
@@ -135,6 +144,15 @@ class JsonRpcDocument {
       if (isSpace(c)) continue;
       this.structural(c);
     }
+  }
+
+  /**
+   * The response to `id` once the document's value is complete (only whitespace may follow),
+   * before `finish`: what the proxy needs to act on before the answer's last bytes go out.
+   */
+  settledAnswer(id: string | number): CallAnswer | undefined {
+    if (this.state !== DONE) return undefined;
+    return this.pending.find((p) => p.id === id)?.answer;
   }
 
   /** The document ended: true when it was well-formed, and then its responses are reported. */
@@ -201,6 +219,8 @@ class JsonRpcDocument {
         // A repeated key replaces the earlier value, as in JSON.parse.
         this.hasResult = true;
         this.toolError = false;
+        this.resultType = undefined;
+        this.requestState = undefined;
       } else if (key === 'error') this.hasError = true;
       else if (key === 'method') this.hasMethod = true;
     } else if (inResult && key === 'isError') this.toolError = false;
@@ -224,13 +244,24 @@ class JsonRpcDocument {
         this.hasError = false;
         this.hasMethod = false;
         this.toolError = false;
+        this.resultType = undefined;
+        this.requestState = undefined;
       } else if (inMessage && key === 'result') {
         this.resultDepth = depth + 1;
         this.resultKey = '';
       }
       this.state = FIRST_KEY;
     } else if (c === QUOTE) {
-      this.beginString(false, inMessage && key === 'id' ? ID : IGNORED);
+      this.beginString(
+        false,
+        inMessage && key === 'id'
+          ? ID
+          : inResult && key === 'resultType'
+            ? RESULT_TYPE
+            : inResult && key === 'requestState'
+              ? REQUEST_STATE
+              : IGNORED,
+      );
     } else if (isLiteralByte(c)) {
       this.role = inMessage && key === 'id' ? ID : inResult && key === 'isError' ? IS_ERROR : IGNORED;
       this.literal = this.role === IGNORED ? '' : String.fromCharCode(c);
@@ -250,7 +281,13 @@ class JsonRpcDocument {
     this.role = role;
     this.backslashes = 0;
     this.partsBytes = 0;
-    this.partsCap = isKey ? KEY_CAP_BYTES : this.idCapBytes;
+    this.partsCap = isKey
+      ? KEY_CAP_BYTES
+      : role === REQUEST_STATE
+        ? STATE_CAP_BYTES
+        : role === RESULT_TYPE
+          ? RESULT_TYPE_CAP_BYTES
+          : this.idCapBytes;
     this.overflow = false;
   }
 
@@ -330,6 +367,8 @@ class JsonRpcDocument {
       return;
     }
     if (role === ID) this.id = text;
+    else if (role === RESULT_TYPE) this.resultType = text;
+    else if (role === REQUEST_STATE) this.requestState = text;
     this.valueDone();
   }
 
@@ -407,7 +446,15 @@ class JsonRpcDocument {
         this.wants(id) &&
         !this.pending.some((p) => p.id === id)
       ) {
-        this.pending.push({ id, answer: { error: this.hasError, toolError: this.toolError } });
+        this.pending.push({
+          id,
+          answer: {
+            error: this.hasError,
+            toolError: this.toolError,
+            inputRequired: this.hasResult && !this.hasError && this.resultType === 'input_required',
+            ...(this.requestState === undefined ? {} : { requestState: this.requestState }),
+          },
+        });
       }
     }
     this.stack.pop();
@@ -459,6 +506,14 @@ export class AnswerScanner {
   /** The response to `call`, the first one when the origin sent several. */
   answerTo(call: ToolCall): CallAnswer | undefined {
     return this.answers.get(idKey(call.id));
+  }
+
+  /**
+   * The response to `call` as soon as it is known: in an SSE stream when its event ends, in a
+   * JSON answer when the document's value is complete (before the answer is).
+   */
+  answerSoFar(call: ToolCall): CallAnswer | undefined {
+    return this.answers.get(idKey(call.id)) ?? (this.sse ? undefined : this.document.settledAnswer(call.id));
   }
 
   write(chunk: Buffer): void {

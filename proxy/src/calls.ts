@@ -6,6 +6,8 @@ export interface ToolCall {
   arguments?: unknown;
   /** A retry's `params.requestState` (MCP 2026-07-28), the proxy's or the origin's. */
   requestState?: unknown;
+  /** The call carries `params.inputResponses`: a retry answering the input an earlier round asked for. */
+  answersInput?: boolean;
 }
 
 /** What the origin's JSON-RPC response to one call said. */
@@ -14,7 +16,11 @@ export interface CallAnswer {
   error: boolean;
   /** A tool result flagged `isError: true`. */
   toolError: boolean;
+  /** A result with `resultType: "input_required"` (MCP 2026-07-28): a round, not the call's end. */
+  inputRequired: boolean;
+  /** That result's `requestState`, which the client's retry carries back. */
+  requestState?: string;
 }
 
 /** Outcome of one tool call as recorded on the usage record. */
-export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error';
+export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error' | 'input_required';

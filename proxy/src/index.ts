@@ -9,6 +9,7 @@ import type { ProxyConfig } from './config';
 import { ControlPlaneLink } from './control-link';
 import { EntitlementDirectory, RevocationDirectory, ServerDirectory } from './directory';
 import { Gatekeeper } from './gatekeeper';
+import { CallRounds } from './rounds';
 import { type ProxyServer, startProxyServer } from './server';
 
 export { type ProxyConfig, readProxyConfig } from './config';
@@ -69,6 +70,8 @@ export async function startProxy(deps: {
     gatekeeper,
     link,
     limiter,
+    // Multi-round calls hold their unit in the same shared store as the limit counters.
+    rounds: gatekeeper === undefined ? undefined : new CallRounds(deps.counters),
     secretKey: config.secretKey,
     logger,
   });

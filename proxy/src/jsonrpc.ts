@@ -21,6 +21,7 @@ export function toolCallsIn(body: unknown): ToolCall[] {
       tool: typeof params.name === 'string' ? params.name : '',
       arguments: params.arguments,
       ...(params.requestState === undefined ? {} : { requestState: params.requestState }),
+      ...(params.inputResponses === undefined ? {} : { answersInput: true }),
     });
   }
   return calls;
@@ -34,6 +35,7 @@ export function outcomeOf(httpStatus: number, answer: CallAnswer | undefined): T
   if (httpStatus >= 500) return 'upstream_error';
   if (httpStatus >= 400) return 'error';
   if (answer === undefined) return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'upstream_error';
+  if (answer.inputRequired) return 'input_required';
   return answer.error || answer.toolError ? 'error' : 'success';
 }
 

@@ -52,7 +52,10 @@ function canonical(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-const digestOf = (args: unknown) => createHash('sha256').update(canonical(args)).digest('base64url');
+/** A digest of a call's arguments, equal for equal arguments whatever their keys' order. */
+export const argumentsDigest = (args: unknown) =>
+  createHash('sha256').update(canonical(args)).digest('base64url');
+const digestOf = argumentsDigest;
 
 export class PaywallStates {
   private readonly current: Key;

@@ -38,9 +38,10 @@ import {
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
 import { callOrigin, OriginKeys, originTarget } from './origin';
-import { PaywallStates, STATE_PROBLEMS } from './paywall-state';
+import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
+import type { CallRounds } from './rounds';
 import { type Route, routeOf } from './routing';
 import { RecentSessions, sessionOf } from './sessions';
 
@@ -86,6 +87,8 @@ export interface ProxyServerDeps {
   gatekeeper: Gatekeeper | undefined;
   link: ControlPlaneLink | undefined;
   limiter: LeasedLimiter | undefined;
+  /** Holds of multi-round calls (absent without gating: nothing is spent, so nothing is held). */
+  rounds?: CallRounds | undefined;
   secretKey: Buffer;
   logger: Logger;
 }
@@ -108,7 +111,7 @@ const SSE_OPENING = Buffer.from(':\n');
 const NO_BODY: BodyReading = { ok: true, parsed: {} };
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
-  const { config, directory, emitter, verifier, gatekeeper, link, logger } = deps;
+  const { config, directory, emitter, verifier, gatekeeper, link, logger, rounds } = deps;
   // Every origin connection goes to an address the SSRF guard checked at the dial (DNS may
   // have changed since registration); literal addresses, which skip lookup, are checked per URL.
   const guard = new OutboundGuard(config.outboundAllowedHosts);
@@ -290,9 +293,37 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       body = Buffer.from(JSON.stringify(parsed));
     }
 
+    // A multi-round call's retry (MCP 2026-07-28) bringing back the state an origin issued to this
+    // customer: the call was admitted at its first round, so this round is not admitted again.
+    const single = era.modern && calls.length === 1 ? calls[0] : undefined;
+    const bindingOf = (call: ToolCall, state: string | null) => ({
+      customer: customerRef,
+      server: server.serverId,
+      tool: call.tool,
+      args: argumentsDigest(call.arguments),
+      state,
+    });
+    const foreignState =
+      single !== undefined &&
+      typeof single.requestState === 'string' &&
+      !PaywallStates.isOurs(single.requestState)
+        ? single.requestState
+        : undefined;
+    const binding =
+      single === undefined || (foreignState === undefined && single.answersInput !== true)
+        ? undefined
+        : bindingOf(single, foreignState ?? null);
+    const continuing =
+      binding === undefined || rounds === undefined
+        ? undefined
+        : await rounds.take(binding).catch((error: unknown) => {
+            logger.warn({ err: error }, 'multi-round hold unreadable: the retry is gated as a new call');
+            return undefined;
+          });
+
     // Gating and limits: refused calls are answered here and never reach the origin.
     const gated =
-      calls.length > 0 && gatekeeper !== undefined && config.requireAuth
+      calls.length > 0 && gatekeeper !== undefined && config.requireAuth && continuing === undefined
         ? await desk.gate(
             gatekeeper,
             server,
@@ -304,6 +335,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           )
         : undefined;
     const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
+    if (continuing !== undefined && single !== undefined)
+      facts.set(single, { admitted: continuing.admitted, credits: continuing.credits });
     const extra = gated?.answers ?? [];
     if (gated !== undefined && gated.answers.length > 0) {
       const rest = withoutCalls(parsed, gated.refusedIds);
@@ -334,12 +367,37 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
     const factsOf = (call: ToolCall, fallback: () => ToolOutcome) => {
       const known = facts.get(call);
+      const outcome = known?.outcome ?? fallback();
+      // A round that asked for input is not the call: its unit and credits go on the final round.
+      const round = outcome === 'input_required';
       return {
-        outcome: known?.outcome ?? fallback(),
-        admitted: known?.admitted ?? false,
+        outcome,
+        admitted: round ? false : (known?.admitted ?? false),
         refused: known?.refused,
-        credits: known?.credits,
+        credits: round ? undefined : known?.credits,
       };
+    };
+    /**
+     * The one forwarded modern call whose answer may ask for input: the hold for its retry is
+     * kept before the answer's last bytes reach the client, so no retry can arrive before it.
+     */
+    const holdFor =
+      rounds !== undefined && single !== undefined && facts.get(single)?.refused !== true
+        ? single
+        : undefined;
+    let holdSettled = holdFor === undefined;
+    let holding: Promise<void> | undefined;
+    const keepHold = (call: ToolCall, state: string | null): Promise<void> => {
+      const fact = facts.get(call);
+      return (rounds as CallRounds)
+        .open(bindingOf(call, state), {
+          rounds: (continuing?.rounds ?? 0) + 1,
+          admitted: fact?.admitted ?? false,
+          ...(fact?.credits === undefined ? {} : { credits: fact.credits }),
+        })
+        .catch((error: unknown) =>
+          logger.warn({ err: error }, 'multi-round hold not kept: the retry will be gated as a new call'),
+        );
     };
 
     const headers = request.headers;
@@ -385,6 +443,27 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         started,
       );
     };
+    /** Passes a piece of the answer on; false when the client is slow (the origin resumes when it drains). */
+    const send = (out: Buffer): boolean => {
+      if (out.length === 0) return true;
+      let accepted = true;
+      exchange.res.cork(() => {
+        if (!exchange.headersSent) writeAnswerHead();
+        // The whole answer in its first chunk (most JSON answers): one write, with a length.
+        if (out.length === expectedLength && extra.length === 0) {
+          exchange.res.end(out);
+          ended = true;
+        } else accepted = exchange.res.write(out);
+      });
+      if (!accepted) {
+        // The client reads slower than the origin writes: pause the origin until it drains.
+        exchange.res.onWritable(() => {
+          exchange.origin?.resume();
+          return true;
+        });
+      }
+      return accepted;
+    };
     try {
       const literalProblem = literalProblemOf(server.originUrl);
       if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
@@ -426,24 +505,20 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             if (exchange.aborted || refusedCredentials) return true;
             scanner?.write(chunk);
             const out = merger === undefined ? chunk : merger.write(chunk);
-            if (out.length === 0) return true;
-            let accepted = true;
-            exchange.res.cork(() => {
-              if (!exchange.headersSent) writeAnswerHead();
-              // The whole answer in its first chunk (most JSON answers): one write, with a length.
-              if (out.length === expectedLength && extra.length === 0) {
-                exchange.res.end(out);
-                ended = true;
-              } else accepted = exchange.res.write(out);
-            });
-            if (!accepted) {
-              // The client reads slower than the origin writes: pause the origin until it drains.
-              exchange.res.onWritable(() => {
-                exchange.origin?.resume();
-                return true;
-              });
+            if (!holdSettled && holdFor !== undefined) {
+              const answer = scanner?.answerSoFar(holdFor);
+              if (answer !== undefined) {
+                holdSettled = true;
+                if (answer.inputRequired) {
+                  // Paused until the hold is kept, then this chunk goes and the origin resumes.
+                  holding = keepHold(holdFor, answer.requestState ?? null).then(() => {
+                    if (!exchange.aborted && send(out)) exchange.origin?.resume();
+                  });
+                  return false;
+                }
+              }
             }
-            return accepted;
+            return send(out);
           },
         },
         (control) => {
@@ -452,6 +527,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           else if (exchange.stopped) control.abort(new Error('proxy stopping'));
         },
       );
+      // The answer may have ended while its last chunk waited for a multi-round hold.
+      await holding;
       if (exchange.aborted) return meterCancelled();
       if (refusedCredentials) throw new OriginCredentialsRefused(status);
       metrics.origin.observe((performance.now() - sent) / 1000);

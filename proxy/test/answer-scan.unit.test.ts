@@ -38,6 +38,10 @@ function oracle(documents: string[], calls: ToolCall[]): Array<CallAnswer | unde
         found.set(key(m.id), {
           error: 'error' in m,
           toolError: isObject(m.result) && m.result.isError === true,
+          inputRequired: !('error' in m) && isObject(m.result) && m.result.resultType === 'input_required',
+          ...(isObject(m.result) && typeof m.result.requestState === 'string'
+            ? { requestState: m.result.requestState }
+            : {}),
         });
     }
   }
@@ -84,7 +88,9 @@ function junk(rng: Rng, depth: number): unknown {
   // Objects full of decoy keys: only the message's own id/result/error/method count.
   const object: Record<string, unknown> = {};
   for (let i = rng.int(4); i > 0; i--)
-    object[rng.pick(['id', 'isError', 'result', 'error', 'method', 'content', 'k'])] = junk(rng, depth + 1);
+    object[
+      rng.pick(['id', 'isError', 'result', 'error', 'method', 'content', 'k', 'resultType', 'requestState'])
+    ] = junk(rng, depth + 1);
   return object;
 }
 
@@ -108,6 +114,8 @@ function message(rng: Rng): unknown {
           ['content', () => [{ type: 'text', text: rng.pick(TRICKY) }, junk(rng, 2)]],
           ['isError', () => rng.pick([true, false, 'true', 1, null])],
           ['structuredContent', () => junk(rng, 2)],
+          ['resultType', () => rng.pick(['complete', 'input_required', 'input_required', 7, null])],
+          ['requestState', () => rng.pick(['st-1', rng.pick(TRICKY), 'x'.repeat(3000), 42, null])],
         ];
         for (const [k, v] of parts.sort(() => rng.next() - 0.5)) if (rng.chance(0.8)) result[k] = v();
         return result;
@@ -208,10 +216,12 @@ describe('reading the answers to tool calls as they stream', () => {
     const big = 'A'.repeat(3 * 1024 * 1024);
     const answer = `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"image","data":"${big}","mimeType":"image/png"}],"isError":true}}`;
     const cuts = Array.from({ length: 200 }, (_, i) => i * 16_384 + 7);
-    expect(scan('application/json', answer, [call(9)], cuts)).toEqual([{ error: false, toolError: true }]);
+    expect(scan('application/json', answer, [call(9)], cuts)).toEqual([
+      { error: false, toolError: true, inputRequired: false },
+    ]);
     const events = `${`event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"${'x'.repeat(64 * 1024)}"}}\n\n`.repeat(40)}data: {"jsonrpc":"2.0","id":"c-1","error":{"code":-32603,"message":"failed"}}\n\n`;
     expect(scan('text/event-stream', events, [call('c-1')], [1000, 70_000, 2_000_000])).toEqual([
-      { error: true, toolError: false },
+      { error: true, toolError: false, inputRequired: false },
     ]);
   });
 
@@ -219,17 +229,39 @@ describe('reading the answers to tool calls as they stream', () => {
     const stream =
       sse({ jsonrpc: '2.0', id: 1, method: 'sampling/createMessage', params: {} }) +
       sse({ jsonrpc: '2.0', id: 1, result: { content: [], isError: true } });
-    expect(scan('text/event-stream', stream, [call(1)])).toEqual([{ error: false, toolError: true }]);
+    expect(scan('text/event-stream', stream, [call(1)])).toEqual([
+      { error: false, toolError: true, inputRequired: false },
+    ]);
   });
 
   it('matches ids by type and value, escapes included', () => {
     const answer =
       '[{"jsonrpc":"2.0","\\u0069d":"a\\u0022b","result":{"is\\u0045rror":true}},{"id":7e0,"result":{}}]';
     expect(scan('application/json', answer, [call('a"b'), call(7), call('7')])).toEqual([
-      { error: false, toolError: true },
-      { error: false, toolError: false },
+      { error: false, toolError: true, inputRequired: false },
+      { error: false, toolError: false, inputRequired: false },
       undefined,
     ]);
+  });
+
+  it('reads a multi-round answer: input_required with its requestState, as soon as the JSON value ends', () => {
+    const call = { id: 3, tool: 'ask' };
+    const answer = Buffer.from(
+      '{"jsonrpc":"2.0","id":3,"result":{"resultType":"input_required","inputRequests":{"a":{}},"requestState":"s\\u0041-1"}}  ',
+    );
+    const scanner = new AnswerScanner('application/json', [call]);
+    scanner.write(answer.subarray(0, 40));
+    expect(scanner.answerSoFar(call)).toBeUndefined();
+    scanner.write(answer.subarray(40));
+    // Known before the answer ends (only whitespace may follow), so a hold can be kept first.
+    expect(scanner.answerSoFar(call)).toEqual({
+      error: false,
+      toolError: false,
+      inputRequired: true,
+      requestState: 'sA-1',
+    });
+    scanner.end();
+    expect(scanner.answerTo(call)?.inputRequired).toBe(true);
   });
 
   it('finds nothing in an answer that is not well-formed JSON', () => {
@@ -248,7 +280,7 @@ describe('reading the answers to tool calls as they stream', () => {
     // In a stream, a bad event is skipped and the others still count.
     expect(
       scan('text/event-stream', `data: {"id":1,"result":{\n\n${sse({ id: 1, error: {} })}`, calls),
-    ).toEqual([{ error: true, toolError: false }]);
+    ).toEqual([{ error: true, toolError: false, inputRequired: false }]);
   });
 });
 

@@ -19,9 +19,11 @@ describe('finding tool calls in MCP traffic', () => {
   });
 
   it('classifies outcomes', () => {
-    expect(outcomeOf(200, { error: false, toolError: false })).toBe('success');
-    expect(outcomeOf(200, { error: false, toolError: true })).toBe('error');
-    expect(outcomeOf(200, { error: true, toolError: false })).toBe('error');
+    const answer = { error: false, toolError: false, inputRequired: false };
+    expect(outcomeOf(200, answer)).toBe('success');
+    expect(outcomeOf(200, { ...answer, toolError: true })).toBe('error');
+    expect(outcomeOf(200, { ...answer, error: true })).toBe('error');
+    expect(outcomeOf(200, { ...answer, inputRequired: true, requestState: 's' })).toBe('input_required');
     expect(outcomeOf(404, undefined)).toBe('error');
     expect(outcomeOf(502, undefined)).toBe('upstream_error');
     expect(outcomeOf(200, undefined)).toBe('success');

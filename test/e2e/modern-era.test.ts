@@ -41,12 +41,21 @@ describe('MCP 2026-07-28 through the proxy', () => {
   const customerWithToken = () => newCustomer(api);
   const connect = async (
     token: string,
-    options: { urlElicitation?: boolean; mode?: 'auto' | { pin: string } } = {},
+    options: { urlElicitation?: boolean; formElicitation?: boolean; mode?: 'auto' | { pin: string } } = {},
   ) => {
     const client = new Client(
       { name: 'modern-client', version: '1.0.0' },
       {
-        capabilities: options.urlElicitation === true ? { elicitation: { url: {} } } : {},
+        capabilities: {
+          ...(options.urlElicitation === true || options.formElicitation === true
+            ? {
+                elicitation: {
+                  ...(options.urlElicitation === true ? { url: {} } : {}),
+                  ...(options.formElicitation === true ? { form: {} } : {}),
+                },
+              }
+            : {}),
+        },
         versionNegotiation: { mode: options.mode ?? { pin: MODERN } },
       },
     );
@@ -234,6 +243,53 @@ describe('MCP 2026-07-28 through the proxy', () => {
     // The meter's total is what can be billed: the served call, not the refusal.
     expect(recorded.total).toBe(1);
     expect(recorded.records).toBe(2);
+  });
+
+  it('bills a multi-round call once: it completes with one call left, and its input round is not billable', async () => {
+    // The free plan allows one call. The deploy tool asks for a confirmation first (input_required
+    // with a requestState); the SDK answers it and retries: one call, one unit.
+    const customer = await customerWithToken();
+    const client = await connect(customer.token, { formElicitation: true });
+    const asked: Array<{ message?: string }> = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push(request.params as { message?: string });
+      return { action: 'accept', content: { confirm: true } };
+    });
+    const before = origin.calls.get('deploy') ?? 0;
+    const deployed = (await client.callTool({ name: 'deploy', arguments: { env: 'prod' } })) as ToolResult;
+    expect(deployed.isError ?? false).toBe(false);
+    expect(deployed.content[0]?.text).toBe('deployed to prod');
+    expect(asked.map((a) => a.message)).toEqual(['Deploy to prod?']);
+    expect(origin.calls.get('deploy') ?? 0).toBe(before + 2);
+
+    // That call spent the plan's one unit: the next call meets the paywall.
+    const next = (await client.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as ToolResult;
+    expect(next.isError).toBe(true);
+    await client.close();
+    // The hold is taken once: the same retry sent again is a new call, and is paywalled.
+    const replay = await rawCall(customer.token, {
+      name: 'deploy',
+      arguments: { env: 'prod' },
+      requestState: 'deploy:prod',
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+    expect(replay.body.result?.isError).toBe(true);
+    expect(origin.calls.get('deploy') ?? 0).toBe(before + 2);
+
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 4,
+      { what: 'every round recorded', timeoutMs: 30_000 },
+    );
+    expect(recorded.groups).toEqual(
+      expect.arrayContaining([
+        { value: 'input_required', records: 1 },
+        { value: 'success', records: 1 },
+        { value: 'paywall', records: 2 },
+      ]),
+    );
+    // Billable: the one deploy call.
+    expect(recorded.total).toBe(1);
   });
 
   it('refuses a tampered or foreign requestState, and headers the body contradicts, before anything is spent', async () => {

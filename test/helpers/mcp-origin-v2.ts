@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { acceptedContent, createMcpHandler, inputRequired, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 export interface ModernOrigin {
@@ -25,6 +25,26 @@ export async function startModernOrigin(): Promise<ModernOrigin> {
       async ({ a, b }) => {
         count('add');
         return { content: [{ type: 'text', text: String(a + b) }] };
+      },
+    );
+    // A multi-round tool (MCP 2026-07-28): the first round asks the user to confirm, with a
+    // requestState the retry must bring back; the retry with the answer completes the call.
+    const confirmation = z.object({ confirm: z.boolean() });
+    server.registerTool(
+      'deploy',
+      { description: 'Deploys after a confirmation', inputSchema: { env: z.string() } },
+      async ({ env }, ctx) => {
+        count('deploy');
+        const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmation);
+        if (answer === undefined) {
+          return inputRequired({
+            inputRequests: {
+              confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmation }),
+            },
+            requestState: `deploy:${env}`,
+          });
+        }
+        return { content: [{ type: 'text', text: answer.confirm ? `deployed to ${env}` : 'not deployed' }] };
       },
     );
     return server;

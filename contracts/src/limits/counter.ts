@@ -38,6 +38,13 @@ export interface CounterStore {
    * does not will count it when it is seeded from ClickHouse.
    */
   report(key: string, units: number): Promise<void>;
+  /**
+   * Keeps `value` under `key` for `ttlMs`, shared by every process of the store: what one proxy
+   * leaves for the next request of a multi-round call, which may reach another proxy.
+   */
+  putHold(key: string, value: string, ttlMs: number): Promise<void>;
+  /** Takes the value under `key` once: a second taker, or one after the expiry, gets undefined. */
+  takeHold(key: string): Promise<string | undefined>;
   /** Store commands sent, for the metrics. */
   readonly commands: number;
   close(): Promise<void>;
@@ -186,6 +193,16 @@ export class RedisCounterStore implements CounterStore {
     await this.redis.meterReport(key, units);
   }
 
+  async putHold(key: string, value: string, ttlMs: number): Promise<void> {
+    this.commands++;
+    await this.redis.set(key, value, 'PX', Math.max(1, Math.round(ttlMs)));
+  }
+
+  async takeHold(key: string): Promise<string | undefined> {
+    this.commands++;
+    return (await this.redis.getdel(key)) ?? undefined;
+  }
+
   async close(): Promise<void> {
     this.redis.disconnect();
   }
@@ -262,6 +279,23 @@ export class MemoryCounterStore implements CounterStore {
     this.commands++;
     const counter = this.counter(key);
     if (counter !== undefined) counter.used += units;
+  }
+
+  private readonly holds = new Map<string, { value: string; expiresAt: number }>();
+
+  async putHold(key: string, value: string, ttlMs: number): Promise<void> {
+    this.commands++;
+    this.holds.set(key, { value, expiresAt: this.now() + ttlMs });
+    // Expired holds are dropped as new ones arrive, so the map stays as small as what is open.
+    if (this.holds.size > 1000)
+      for (const [k, hold] of this.holds) if (hold.expiresAt <= this.now()) this.holds.delete(k);
+  }
+
+  async takeHold(key: string): Promise<string | undefined> {
+    this.commands++;
+    const hold = this.holds.get(key);
+    this.holds.delete(key);
+    return hold === undefined || hold.expiresAt <= this.now() ? undefined : hold.value;
   }
 
   async close(): Promise<void> {}
