@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
@@ -290,6 +292,60 @@ describe('MCP 2026-07-28 through the proxy', () => {
     );
     // Billable: the one deploy call.
     expect(recorded.total).toBe(1);
+  });
+
+  it('serves a v1 SDK client (MCP 2025) against the same v2 origin, and passes server/discover through', async () => {
+    const customer = await customerWithToken();
+    const client = new V1Client({ name: 'v1-client', version: '1.0.0' });
+    await client.connect(
+      new V1Transport(new URL(`${proxyUrl}/mcp/${subdomain}`), {
+        requestInit: { headers: { authorization: `Bearer ${customer.token}` } },
+      }),
+    );
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['add', 'deploy']));
+    const before = origin.calls.get('add') ?? 0;
+    const sum = (await client.callTool({ name: 'add', arguments: { a: 20, b: 22 } })) as ToolResult;
+    expect(sum.content[0]?.text).toBe('42');
+    expect(origin.calls.get('add') ?? 0).toBe(before + 1);
+    await client.close();
+
+    // server/discover is not a tool call: forwarded as it is (the same answer as the origin's
+    // own), nothing metered.
+    const discover = (url: string, token?: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: {
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': MODERN,
+          'mcp-method': 'server/discover',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'server/discover',
+          params: {
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': MODERN,
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        }),
+      });
+    const proxied = await discover(`${proxyUrl}/mcp/${subdomain}`, customer.token);
+    const direct = await discover(origin.url);
+    expect(proxied.status).toBe(200);
+    const found = (await proxied.json()) as Json;
+    expect(found.result).toEqual(((await direct.json()) as Json).result);
+    expect(JSON.stringify(found.result)).toContain(MODERN);
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 1,
+      { what: 'the v1 call recorded', timeoutMs: 30_000 },
+    );
+    expect(recorded).toMatchObject({ records: 1, total: 1 });
   });
 
   it('refuses a tampered or foreign requestState, and headers the body contradicts, before anything is spent', async () => {
