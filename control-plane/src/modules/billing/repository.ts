@@ -49,23 +49,28 @@ export interface InvoiceRow {
 
 type Tenant = { providerId: string; environment: Environment };
 
-/**
- * Stores a new invoice; undefined when the purchase already has one for this period key (the
- * unique index), which is how a second replica or a rerun learns the period is already billed.
- */
-export async function insertInvoice(
+type NewInvoice = Omit<
+  InvoiceRow,
+  'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at' | 'next_retry_at'
+>;
+
+type Contents = Pick<
+  InvoiceRow,
+  'lines' | 'total' | 'usage_period_start' | 'usage_period_end' | 'usage_units' | 'free_units'
+>;
+
+/** One INSERT of a new invoice, with what to do when the purchase's period already has one. */
+async function insertRow(
   db: Queryable,
-  row: Omit<
-    InvoiceRow,
-    'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at' | 'next_retry_at'
-  >,
+  row: NewInvoice,
+  onConflict: string,
 ): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
     `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
                            billing_reason, currency, usage_period_start, usage_period_end, usage_units, free_units, lines,
                            total, created_at, finalized_at, access_token)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
-     ON CONFLICT (purchase_id, period_key) DO NOTHING RETURNING *`,
+     ON CONFLICT (purchase_id, period_key) ${onConflict} RETURNING *`,
     [
       row.id,
       row.provider_id,
@@ -92,62 +97,30 @@ export async function insertInvoice(
   return rows[0];
 }
 
-type Contents = Pick<
-  InvoiceRow,
-  'lines' | 'total' | 'usage_period_start' | 'usage_period_end' | 'usage_units' | 'free_units'
->;
+/**
+ * Stores a new invoice; undefined when the purchase already has one for this period key (the
+ * unique index), which is how a second replica or a rerun learns the period is already billed.
+ */
+export function insertInvoice(db: Queryable, row: NewInvoice): Promise<InvoiceRow | undefined> {
+  return insertRow(db, row, 'DO NOTHING');
+}
 
 /**
  * Stores or refreshes the draft of a period's invoice; a period whose invoice is already
  * finalized is left alone (undefined).
  */
-export async function saveDraft(
+export function saveDraft(
   db: Queryable,
-  row: Omit<
-    InvoiceRow,
-    | 'amount_paid'
-    | 'attempt_count'
-    | 'payment_id'
-    | 'paid_at'
-    | 'closed_at'
-    | 'next_retry_at'
-    | 'finalized_at'
-    | 'status'
-  >,
+  row: Omit<NewInvoice, 'status' | 'finalized_at'>,
 ): Promise<InvoiceRow | undefined> {
-  const { rows } = await db.query<InvoiceRow>(
-    `INSERT INTO invoices (id, provider_id, environment, customer_id, purchase_id, product_id, plan_id, period_key, status,
-                           billing_reason, currency, usage_period_start, usage_period_end, usage_units, free_units, lines,
-                           total, created_at, access_token)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'draft', $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-     ON CONFLICT (purchase_id, period_key) DO UPDATE
-        SET lines = EXCLUDED.lines, total = EXCLUDED.total, usage_period_start = EXCLUDED.usage_period_start,
-            usage_period_end = EXCLUDED.usage_period_end, usage_units = EXCLUDED.usage_units,
-            free_units = EXCLUDED.free_units, billing_reason = EXCLUDED.billing_reason
-      WHERE invoices.status = 'draft'
-     RETURNING *`,
-    [
-      row.id,
-      row.provider_id,
-      row.environment,
-      row.customer_id,
-      row.purchase_id,
-      row.product_id,
-      row.plan_id,
-      row.period_key,
-      row.billing_reason,
-      row.currency,
-      row.usage_period_start,
-      row.usage_period_end,
-      row.usage_units,
-      row.free_units,
-      JSON.stringify(row.lines),
-      row.total,
-      row.created_at,
-      row.access_token,
-    ],
+  return insertRow(
+    db,
+    { ...row, status: 'draft', finalized_at: null },
+    `DO UPDATE SET lines = EXCLUDED.lines, total = EXCLUDED.total, usage_period_start = EXCLUDED.usage_period_start,
+                   usage_period_end = EXCLUDED.usage_period_end, usage_units = EXCLUDED.usage_units,
+                   free_units = EXCLUDED.free_units, billing_reason = EXCLUDED.billing_reason
+      WHERE invoices.status = 'draft'`,
   );
-  return rows[0];
 }
 
 /** Finalizes a draft with its closing contents: `open`, to be collected. Undefined when it was not a draft. */
