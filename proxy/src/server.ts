@@ -151,6 +151,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   const desk = new CallDesk({ emitter, link, metrics, logger, states });
   const originKeys = new OriginKeys(deps.secretKey);
 
+  /** Whether the MCP server on this subdomain lets pages from `pageOrigin` call it. */
+  async function originAllowed(subdomain: string, pageOrigin: string): Promise<boolean> {
+    const server = await directory.lookup(subdomain);
+    return server?.allowedOrigins?.includes(pageOrigin) === true;
+  }
+
   /**
    * One request's way through the proxy: identity, server, body, gating, then the origin call
    * whose answer streams back while its calls' outcomes are read. Longer than the rest on
@@ -159,12 +165,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
    * an object per request on the hot path. Gating lives in call-desk.ts, refusals in
    * refusals.ts, writing in http-io.ts.
    */
-  /** Whether the MCP server on this subdomain lets pages from `pageOrigin` call it. */
-  async function originAllowed(subdomain: string, pageOrigin: string): Promise<boolean> {
-    const server = await directory.lookup(subdomain);
-    return server?.allowedOrigins?.includes(pageOrigin) === true;
-  }
-
   async function forward(
     exchange: Exchange,
     request: {

@@ -101,11 +101,11 @@ export function currencySymbol(currency: string): string {
 export const isMetered = (s: Pick<PlanSettings, 'type' | 'limit'>): boolean =>
   s.type === 'usage-based' || s.type === 'hybrid' || s.limit !== null;
 
-/** Whether buying the plan needs a way to pay: any price, fee, or usage priced above zero. */
 /** A plan whose usage is paid from the customer's credits: each admitted call spends creditsPerUnit. */
 export const isCreditPaid = (s: Pick<PlanSettings, 'type' | 'billingModel'>): boolean =>
   s.type === 'usage-based' && s.billingModel === 'pre-paid';
 
+/** Whether buying the plan needs a way to pay: any price, fee, or usage priced above zero. */
 export const requiresPayment = (
   s: Pick<PlanSettings, 'price' | 'basePrice' | 'setupFee'> &
     Partial<Pick<PlanSettings, 'unitAmount' | 'tiers'>>,
