@@ -72,6 +72,7 @@ describe('MCP 2026-07-28 through the proxy', () => {
     token: string,
     params: Record<string, unknown>,
     headers: Record<string, string> = {},
+    capabilities: Json = {},
   ) => {
     const response = await fetch(`${proxyUrl}/mcp/${subdomain}`, {
       method: 'POST',
@@ -92,7 +93,7 @@ describe('MCP 2026-07-28 through the proxy', () => {
           ...params,
           _meta: {
             'io.modelcontextprotocol/protocolVersion': MODERN,
-            'io.modelcontextprotocol/clientCapabilities': {},
+            'io.modelcontextprotocol/clientCapabilities': capabilities,
           },
         },
       }),
@@ -292,6 +293,32 @@ describe('MCP 2026-07-28 through the proxy', () => {
     );
     // Billable: the one deploy call.
     expect(recorded.total).toBe(1);
+  });
+
+  it('serves one of five identical retries fired at once with the same hold, on a plan with one call', async () => {
+    const customer = await customerWithToken();
+    const form = { elicitation: { form: {} } };
+    const before = origin.calls.get('deploy') ?? 0;
+    const asked = await rawCall(customer.token, { name: 'deploy', arguments: { env: 'stage' } }, {}, form);
+    expect(asked.body.result).toMatchObject({ resultType: 'input_required', requestState: 'deploy:stage' });
+    const retry = () =>
+      rawCall(
+        customer.token,
+        {
+          name: 'deploy',
+          arguments: { env: 'stage' },
+          requestState: 'deploy:stage',
+          inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+        },
+        {},
+        form,
+      );
+    const answers = await Promise.all(Array.from({ length: 5 }, retry));
+    const served = answers.filter((a) => a.body.result?.content?.[0]?.text === 'deployed to stage');
+    expect(served).toHaveLength(1);
+    // The other four found no hold: new calls, and the plan's one call is spent.
+    expect(answers.filter((a) => a.body.result?.isError === true)).toHaveLength(4);
+    expect(origin.calls.get('deploy') ?? 0).toBe(before + 2);
   });
 
   it('serves a v1 SDK client (MCP 2025) against the same v2 origin, and passes server/discover through', async () => {
