@@ -17,6 +17,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { launchChromium } from '../helpers/browser';
+import { conformanceRunner, failures, readResults } from '../helpers/conformance';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
@@ -484,6 +485,77 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
       expect(usage.body.groups).toEqual([{ value: 'success', records: 1 }]);
     } finally {
       child.kill();
+    }
+  });
+
+  it("passes the official conformance suite's authorization server scenarios, Chromium signing in", async () => {
+    const { node, cli } = await conformanceRunner();
+    const port = await freePort();
+    const redirectUri = `http://127.0.0.1:${port}/callback`;
+    // The suite needs a client registered for its callback: a public one (PKCE, no secret).
+    const registered = await fetch(`${baseUrl}/v1/customer/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'MCP conformance suite',
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+      }),
+    });
+    expect(registered.status).toBe(201);
+    const { client_id: clientId } = (await registered.json()) as { client_id: string };
+    const output = mkdtempSync(join(tmpdir(), 'mcpmeter-conformance-auth-'));
+    const args = [
+      'authorization',
+      '--url',
+      baseUrl,
+      '--client-id',
+      clientId,
+      '--resource',
+      serverA.mcpProxyUrl,
+    ];
+    const child = spawn(node, [cli, ...args, '--port', String(port), '--output-dir', output], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      // The runner prints the authorization request and waits for the browser to come back.
+      const authorizationUrl = await pollUntil(
+        async () => stdout.split('\n').find((line) => line.startsWith(`${baseUrl}/`)),
+        (found) => found !== undefined || child.exitCode !== null,
+        { timeoutMs: 60_000, what: 'the authorization URL the suite prints' },
+      );
+      expect(authorizationUrl, stdout).toBeDefined();
+      const page = await browser.newPage();
+      try {
+        await page.goto(authorizationUrl as string);
+        expect(await page.locator('main').innerText()).toContain('MCP conformance suite wants to use');
+        await signUpOnPage(page, `conformance-${suffix()}@example.com`);
+        await page.waitForURL((u) => u.toString().startsWith(redirectUri), { timeout: 30_000 });
+      } finally {
+        await page.close();
+      }
+      expect(await exited, stdout).toBe(0);
+      const results = readResults(output);
+      expect([...results.keys()].sort()).toEqual([
+        'authorization-code-grant',
+        'authorization-server-metadata-endpoint',
+      ]);
+      expect(failures(results)).toEqual([]);
+      const grant = results.get('authorization-code-grant') ?? [];
+      expect(grant.map((check) => check.status)).toEqual(['SUCCESS']);
+    } finally {
+      child.kill();
+      rmSync(output, { recursive: true, force: true });
     }
   });
 });
