@@ -17,7 +17,10 @@ export interface Exchange {
   origin: OriginControl | undefined;
   wakeWriter: (() => void) | undefined;
   requests: Counter;
-  /** A GET: the session's standalone SSE stream, which ends only when someone ends it. */
+  /**
+   * A stream that ends only when someone ends it: a session's standalone GET stream (MCP 2025)
+   * or a `subscriptions/listen` POST (MCP 2026-07-28).
+   */
   standalone: boolean;
   /** The proxy is stopping and cancelled this exchange's origin request. */
   stopped: boolean;

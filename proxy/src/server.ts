@@ -135,7 +135,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   // (one connection per client session): in the shared one, a few hundred connected clients
   // would take every connection and queue all calls behind streams that never end.
   const origins = new Agent({ ...originOptions, connections: config.originMaxConnections });
-  const streams = new Agent({ ...originOptions, connections: null });
+  // Silence is such a stream's normal state (nothing changed): it is never ended for it.
+  const streams = new Agent({ ...originOptions, bodyTimeout: 0, connections: null });
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
   const live = new Set<Exchange>();
   // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
@@ -194,6 +195,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         return refuse(exchange, 'browser_origin_not_allowed');
       exchange.cors = request.pageOrigin;
     }
+    // MCP 2026-07-28's subscriptions/listen is a POST whose event stream lasts as long as the
+    // client listens: like a session's GET stream it takes a connection of the stream pool, not
+    // one the calls share, and a stopping proxy ends it at once.
+    if (isObject(parsed) && parsed.method === 'subscriptions/listen') exchange.standalone = true;
     const calls = toolCallsIn(parsed);
     const declaresElicitation = Array.isArray(parsed)
       ? parsed.some(declaresUrlElicitation)

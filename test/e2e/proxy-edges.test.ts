@@ -130,6 +130,14 @@ async function startEdgeOrigin() {
           sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'first' } }),
         );
         return;
+      case '/listen':
+        // MCP 2026-07-28 subscriptions/listen: the acknowledgement, silence longer than the
+        // proxy's idle allowance, then a change notification, then the end of the stream.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(sse({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: {} }));
+        await new Promise((resolve) => setTimeout(resolve, IDLE_TIMEOUT_MS + 1_500));
+        res.end(sse({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: {} }));
+        return;
       case '/big-error':
         // A tool that fails after producing megabytes (an image): the error flag comes last.
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -562,6 +570,45 @@ describe('the proxy at its edges', () => {
     expect(text).toContain(JSON.stringify(result(51, 'done')));
     const recorded = await recordsOf(customer.ref, 1);
     expect(recorded.groups).toEqual([{ value: 'success', records: 1 }]);
+  });
+
+  it('keeps a subscriptions/listen stream open through silence longer than the idle allowance, unmetered', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/listen');
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const started = Date.now();
+    const response = await fetch(server.proxied, {
+      method: 'POST',
+      headers: {
+        ...jsonHeaders(customer.token),
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 71,
+        method: 'subscriptions/listen',
+        params: { _meta: meta, notifications: { toolsListChanged: true } },
+      }),
+    });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const opened = await readUntil(reader, 'notifications/subscriptions/acknowledged', 5_000);
+    expect(opened).toContain('notifications/subscriptions/acknowledged');
+    const later = await readUntil(reader, 'notifications/tools/list_changed', IDLE_TIMEOUT_MS + 10_000);
+    expect(later).toContain('notifications/tools/list_changed');
+    expect(Date.now() - started).toBeGreaterThan(IDLE_TIMEOUT_MS + 1_000);
+    // Listening is not a call: the customer's only record is the tool call that follows.
+    const call = await send(`${(await register('/')).proxied}`, {
+      headers: jsonHeaders(customer.token),
+      body: toolCall(72),
+    });
+    expect(call.status).toBe(200);
+    const recorded = await recordsOf(customer.ref, 1);
+    expect(recorded.records).toBe(1);
   });
 
   it('ends a stream whose origin goes silent, and records the call as upstream_error', async () => {
