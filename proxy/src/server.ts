@@ -27,6 +27,7 @@ import {
   writeHead,
 } from './http-io';
 import {
+  CHECKOUT_INPUT,
   declaresUrlElicitation,
   INVALID_PARAMS,
   jsonRpcError,
@@ -263,6 +264,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     // A modern retry after the paywall's checkout carries the proxy's own requestState: checked,
     // then taken out, so the origin sees the original call (which is gated again below).
     const retry = era.modern && calls.length === 1 ? calls[0] : undefined;
+    let checkoutDeclined = false;
     if (retry !== undefined && PaywallStates.isOurs(retry.requestState)) {
       const check = await states.check(retry.requestState, {
         customer: customerRef,
@@ -293,6 +295,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         );
       }
       const params = (parsed as { params: Record<string, unknown> }).params;
+      // The customer turned the checkout down (decline, cancel): asking again would loop until
+      // the client gives up, so a call still over its limit ends with the readable paywall.
+      const checkout = isObject(params.inputResponses) ? params.inputResponses[CHECKOUT_INPUT] : undefined;
+      checkoutDeclined =
+        isObject(checkout) && (checkout.action === 'decline' || checkout.action === 'cancel');
       delete params.requestState;
       delete params.inputResponses;
       body = Buffer.from(JSON.stringify(parsed));
@@ -335,7 +342,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             customerRef,
             calls,
             era.modern
-              ? era
+              ? { ...era, urlElicitation: era.urlElicitation && !checkoutDeclined }
               : { modern: false, urlElicitation: urlElicitationSessions.has(sessionOf(request.headers)) },
           )
         : undefined;

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,6 +13,7 @@ import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { pythonWith } from '../helpers/python';
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
@@ -465,4 +468,76 @@ describe('MCP 2026-07-28 through the proxy', () => {
     const served = await rawCall(other.token, { name: 'add', arguments: { a: 20, b: 22 } });
     expect(served.body.result.content[0].text).toBe('42');
   });
+
+  // The Python MCP SDK (mcp 2.x), a client nobody here wrote, in each of its connect modes: the
+  // 2025 handshake, pinned to 2026-07-28, and auto (server/discover, which the proxy passes on).
+  // Modern clients open with the multi-round tool; the 2025 one with a plain call (this origin
+  // serves 2025 statelessly, where a server cannot ask the client anything).
+  it.each([
+    ['legacy', '2025-11-25'],
+    ['2026-07-28', '2026-07-28'],
+    ['auto', '2026-07-28'],
+  ])(
+    'serves the Python SDK in mode %s: a call on a one-call plan, then a paywall it reads',
+    async (mode, version) => {
+      const python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
+      const customer = await customerWithToken();
+      const modern = version === '2026-07-28';
+      const deploys = origin.calls.get('deploy') ?? 0;
+      const { stdout } = await promisify(execFile)(
+        python,
+        [
+          join(import.meta.dirname, 'python', 'era_client.py'),
+          `${proxyUrl}/mcp/${subdomain}`,
+          customer.token,
+          mode,
+          modern ? 'deploy' : 'add',
+        ],
+        { timeout: 120_000 },
+      );
+      const line = stdout.split('\n').find((l) => l.startsWith('RESULT ')) as string;
+      const result = JSON.parse(line.slice('RESULT '.length)) as {
+        protocolVersion: string;
+        calls: Json[];
+        asked: Array<{ mode: string; url?: string; message: string }>;
+      };
+      expect(result.protocolVersion).toBe(version);
+      const paywalled = result.calls[1] as Json;
+      if (modern) {
+        // The multi-round call completes on the plan's one call: both rounds reached the origin.
+        expect(result.calls[0]).toMatchObject({ text: 'deployed to prod', isError: false });
+        expect(result.asked[0]).toMatchObject({ mode: 'form', message: 'Deploy to prod?' });
+        expect((origin.calls.get('deploy') ?? 0) - deploys).toBe(2);
+        // The paywall as a URL elicitation of the checkout page; declined, so the call ends with
+        // the readable paywall instead of asking again.
+        const checkout = result.asked.find((asked) => asked.mode === 'url');
+        expect(checkout?.url).toMatch(/\/checkout\/cs_/);
+        expect(paywalled).toMatchObject({ isError: true });
+        expect(paywalled.text).toContain(checkout?.url);
+        expect(paywalled.meta['dev.mcp-meter/paywall']).toMatchObject({ kind: 'payment_required' });
+      } else {
+        expect(result.calls[0]).toMatchObject({ text: '42', isError: false });
+        // This origin serves 2025 without sessions, so the proxy has no session to remember the
+        // client's URL elicitation by: the paywall is the readable tool error with the checkout.
+        expect(paywalled).toMatchObject({ isError: true });
+        expect(paywalled.text).toMatch(
+          /complete checkout for Adder: http:\/\/127\.0\.0\.1:\d+\/checkout\/cs_/,
+        );
+        expect(paywalled.meta['dev.mcp-meter/paywall']).toMatchObject({ kind: 'payment_required', limit: 1 });
+      }
+      // Billable: the one admitted call. Input rounds and refusals stay visible by outcome.
+      const recorded = await pollUntil(
+        async () => (await usage(customer.ref)).body,
+        (body) => body.records >= (modern ? 4 : 2),
+        { what: "the Python client's records" },
+      );
+      expect(recorded.total).toBe(1);
+      const byOutcome = Object.fromEntries(
+        (recorded.groups ?? []).map((group) => [group.value, group.records]),
+      );
+      expect(byOutcome).toEqual(
+        modern ? { success: 1, input_required: 1, paywall: 2 } : { success: 1, paywall: 1 },
+      );
+    },
+  );
 });
