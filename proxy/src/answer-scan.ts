@@ -452,6 +452,7 @@ class JsonRpcDocument {
             error: this.hasError,
             toolError: this.toolError,
             inputRequired: this.hasResult && !this.hasError && this.resultType === 'input_required',
+            ...(this.hasResult && !this.hasError && this.resultType === 'task' ? { task: true } : {}),
             ...(this.requestState === undefined ? {} : { requestState: this.requestState }),
           },
         });

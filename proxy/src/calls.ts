@@ -18,9 +18,14 @@ export interface CallAnswer {
   toolError: boolean;
   /** A result with `resultType: "input_required"` (MCP 2026-07-28): a round, not the call's end. */
   inputRequired: boolean;
+  /**
+   * A result with `resultType: "task"` (the MCP tasks extension, SEP-2663): the origin runs the
+   * call as a task and answers with its handle; the client polls `tasks/get` for the result.
+   */
+  task?: boolean;
   /** That result's `requestState`, which the client's retry carries back. */
   requestState?: string;
 }
 
 /** Outcome of one tool call as recorded on the usage record. */
-export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error' | 'input_required';
+export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error' | 'input_required' | 'task';

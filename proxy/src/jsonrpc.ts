@@ -29,13 +29,16 @@ export function toolCallsIn(body: unknown): ToolCall[] {
 
 /**
  * A call succeeded when its response has a result that is not flagged `isError`. A JSON-RPC
- * error or a tool error is `error`; an unusable answer from the origin is `upstream_error`.
+ * error or a tool error is `error`; an unusable answer from the origin is `upstream_error`; an
+ * input round is `input_required`; a task handle (the tasks extension) is `task`: the call was
+ * admitted and runs on at the origin, whose later `tasks/get` answers the proxy does not meter.
  */
 export function outcomeOf(httpStatus: number, answer: CallAnswer | undefined): ToolOutcome {
   if (httpStatus >= 500) return 'upstream_error';
   if (httpStatus >= 400) return 'error';
   if (answer === undefined) return httpStatus >= 200 && httpStatus < 300 ? 'success' : 'upstream_error';
   if (answer.inputRequired) return 'input_required';
+  if (answer.task === true && !answer.error) return 'task';
   return answer.error || answer.toolError ? 'error' : 'success';
 }
 

@@ -39,6 +39,7 @@ function oracle(documents: string[], calls: ToolCall[]): Array<CallAnswer | unde
           error: 'error' in m,
           toolError: isObject(m.result) && m.result.isError === true,
           inputRequired: !('error' in m) && isObject(m.result) && m.result.resultType === 'input_required',
+          ...(!('error' in m) && isObject(m.result) && m.result.resultType === 'task' ? { task: true } : {}),
           ...(isObject(m.result) && typeof m.result.requestState === 'string'
             ? { requestState: m.result.requestState }
             : {}),
@@ -114,7 +115,7 @@ function message(rng: Rng): unknown {
           ['content', () => [{ type: 'text', text: rng.pick(TRICKY) }, junk(rng, 2)]],
           ['isError', () => rng.pick([true, false, 'true', 1, null])],
           ['structuredContent', () => junk(rng, 2)],
-          ['resultType', () => rng.pick(['complete', 'input_required', 'input_required', 7, null])],
+          ['resultType', () => rng.pick(['complete', 'input_required', 'input_required', 'task', 7, null])],
           ['requestState', () => rng.pick(['st-1', rng.pick(TRICKY), 'x'.repeat(3000), 42, null])],
         ];
         for (const [k, v] of parts.sort(() => rng.next() - 0.5)) if (rng.chance(0.8)) result[k] = v();
@@ -262,6 +263,23 @@ describe('reading the answers to tool calls as they stream', () => {
     });
     scanner.end();
     expect(scanner.answerTo(call)?.inputRequired).toBe(true);
+  });
+
+  it('reads a task handle (the tasks extension): the call runs on at the origin', () => {
+    const call = { id: 'c', tool: 'slow_compute' };
+    const scanner = new AnswerScanner('text/event-stream', [call]);
+    scanner.write(
+      Buffer.from(
+        'data: {"jsonrpc":"2.0","id":"c","result":{"resultType":"task","taskId":"t1","status":"working","ttlMs":60000}}\n\n',
+      ),
+    );
+    scanner.end();
+    expect(scanner.answerTo(call)).toEqual({
+      error: false,
+      toolError: false,
+      inputRequired: false,
+      task: true,
+    });
   });
 
   it('finds nothing in an answer that is not well-formed JSON', () => {

@@ -24,6 +24,7 @@ describe('finding tool calls in MCP traffic', () => {
     expect(outcomeOf(200, { ...answer, toolError: true })).toBe('error');
     expect(outcomeOf(200, { ...answer, error: true })).toBe('error');
     expect(outcomeOf(200, { ...answer, inputRequired: true, requestState: 's' })).toBe('input_required');
+    expect(outcomeOf(200, { ...answer, task: true })).toBe('task');
     expect(outcomeOf(404, undefined)).toBe('error');
     expect(outcomeOf(502, undefined)).toBe('upstream_error');
     expect(outcomeOf(200, undefined)).toBe('success');

@@ -18,6 +18,7 @@ import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
 
 interface UsageAnswer {
   records: number;
+  total: number;
   groups?: Array<{ value: string; records: number }>;
 }
 interface Seen {
@@ -138,6 +139,34 @@ async function startEdgeOrigin() {
         await new Promise((resolve) => setTimeout(resolve, IDLE_TIMEOUT_MS + 1_500));
         res.end(sse({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: {} }));
         return;
+      case '/task': {
+        // The MCP tasks extension (SEP-2663): a tool call answered with a task handle, then the
+        // client polls tasks/get until the task's result is inlined.
+        const method = (message as { method?: string } | null)?.method;
+        const task = {
+          taskId: 'task-1',
+          createdAt: '2026-11-25T00:00:00Z',
+          lastUpdatedAt: '2026-11-25T00:00:01Z',
+          ttlMs: 60_000,
+        };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            result:
+              method === 'tools/call'
+                ? { resultType: 'task', status: 'working', ...task }
+                : {
+                    resultType: 'complete',
+                    status: 'completed',
+                    ...task,
+                    result: { content: [{ type: 'text', text: 'computed' }] },
+                  },
+          }),
+        );
+        return;
+      }
       case '/big-error':
         // A tool that fails after producing megabytes (an image): the error flag comes last.
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -609,6 +638,40 @@ describe('the proxy at its edges', () => {
     expect(call.status).toBe(200);
     const recorded = await recordsOf(customer.ref, 1);
     expect(recorded.records).toBe(1);
+  });
+
+  it('meters a call answered with a task handle once, at the call, and not the polling after it', async () => {
+    const customer = await customerWithToken();
+    const server = await register('/task');
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const post = (method: string, id: number, params: Record<string, unknown>, name?: string) =>
+      send(server.proxied, {
+        headers: {
+          ...jsonHeaders(customer.token),
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+          ...(name === undefined ? {} : { 'mcp-name': name }),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } }),
+      });
+    const started = await post(
+      'tools/call',
+      81,
+      { name: 'slow_compute', arguments: { seconds: 1 } },
+      'slow_compute',
+    );
+    expect(JSON.parse(started.body).result).toMatchObject({ resultType: 'task', taskId: 'task-1' });
+    for (const id of [82, 83]) {
+      const polled = await post('tasks/get', id, { taskId: 'task-1' });
+      expect(JSON.parse(polled.body).result).toMatchObject({ status: 'completed' });
+    }
+    const recorded = await recordsOf(customer.ref, 1);
+    expect(recorded.groups).toEqual([{ value: 'task', records: 1 }]);
+    // A task handle is a call the plan admitted: billable like any served call.
+    expect(recorded.total).toBe(1);
   });
 
   it('ends a stream whose origin goes silent, and records the call as upstream_error', async () => {
