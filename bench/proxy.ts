@@ -5,6 +5,7 @@
  *   BP  k6 → bare passthrough (uWebSockets.js + undici, nothing else) → origin: the proxy's floor
  *   B2  k6 → proxy (token check, gating, cached limit check) with metering off → origin
  *   B3  k6 → proxy, full path: the same plus a usage record per call (Kafka → ClickHouse) → origin
+ *   B3m B3's path with MCP 2026-07-28 calls (CPU per call only)
  *
  *   npm run bench:proxy [-- --trial-seconds 8 --latency-seconds 15]
  *
@@ -91,7 +92,15 @@ async function api<T>(base: string, key: string, method: string, path: string, b
   return JSON.parse(text) as T;
 }
 
-function k6(k6Bin: string, target: string, url: string, rate: number, seconds: number, token = ''): Trial {
+function k6(
+  k6Bin: string,
+  target: string,
+  url: string,
+  rate: number,
+  seconds: number,
+  token = '',
+  modern = false,
+): Trial {
   const summary = join(work, `k6-${target}-${rate}-${Date.now()}.json`);
   execFileSync(k6Bin, ['run', '--quiet', '--no-usage-report', join(root, 'bench', 'k6', 'tool-call.js')], {
     env: {
@@ -100,6 +109,7 @@ function k6(k6Bin: string, target: string, url: string, rate: number, seconds: n
       RATE: String(rate),
       DURATION: `${seconds}s`,
       TOKEN: token,
+      MODERN: modern ? '1' : '0',
       SUMMARY: summary,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -338,10 +348,19 @@ async function main() {
     BP: { url: `http://127.0.0.1:${passthroughPort}/`, token: '' },
     B2: { url: `http://127.0.0.1:${proxyPorts[0]}/mcp/${b2Server.subdomain}`, token: accessToken },
     B3: { url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`, token: accessToken },
+    // B3's path with MCP 2026-07-28 calls (the `_meta` envelope, the mirrored headers the proxy
+    // checks, the era it answers in): measured for its CPU per call beside B3's.
+    B3m: {
+      url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`,
+      token: accessToken,
+      modern: true,
+    },
   } as const;
   type Target = keyof typeof targets;
-  const run = (target: Target, rate: number, seconds = TRIAL_SECONDS) =>
-    k6(k6Bin, target, targets[target].url, rate, seconds, targets[target].token);
+  const run = (target: Target, rate: number, seconds = TRIAL_SECONDS) => {
+    const t: { url: string; token: string; modern?: boolean } = targets[target];
+    return k6(k6Bin, target, t.url, rate, seconds, t.token, t.modern === true);
+  };
 
   // Warm-up: JIT, connection pools, snapshot caches, the limit counter's first lease. Short
   // warm-ups left the proxies' first trials with compile pauses and dropped iterations.
@@ -357,7 +376,7 @@ async function main() {
   // CPU per call by process: which part of the machine each target's calls cost.
   const cpuBreakdown = async (rate: number): Promise<CpuBreakdown> => {
     const rows: CpuBreakdown['rows'] = [];
-    for (const target of ['B1', 'BP', 'B2', 'B3'] as const) {
+    for (const target of ['B1', 'BP', 'B2', 'B3', 'B3m'] as const) {
       const before = cpuSample(named);
       const started = Date.now();
       const trial = run(target, rate, 10);
@@ -469,7 +488,7 @@ async function main() {
     return t;
   };
   const searches = await searchAll(
-    Object.keys(targets) as Target[],
+    (Object.keys(targets) as Target[]).filter((target) => target !== 'B3m'),
     Number(args['start-rate']),
     (target, rate) => (target === 'B3' ? runB3(rate) : Promise.resolve(run(target, rate))),
   );
@@ -729,6 +748,11 @@ ${cpuTable(r.cpuPerCall)}
   packages cannot beat on this machine; B2/BP is what the proxy's own work costs on top.
 - B2 and B3 are separate proxy processes sharing Redis; both verify the customer's access token,
   gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
+- B3m is B3's path (same proxy, server and customer) with MCP 2026-07-28 calls: the \`_meta\`
+  envelope (version, client info, capabilities with URL elicitation) and the mirrored
+  \`MCP-Protocol-Version\`, \`Mcp-Method\` and \`Mcp-Name\` headers the proxy checks against the
+  body. It is measured in the CPU table only (no max-rate search): a modern call must cost the
+  proxy no more than a 2025 one. Runs of \`--cpu-only\` for it: bench/results/proxy-modern.md.
 - Metering is fire-and-forget, so dropped iterations alone cannot show a pipeline falling
   behind. A B3 trial also needs a record of every call answered so far in ClickHouse (counted
   through the usage API) within ${r.catchUp.deadlineSeconds} s of its end; a pipeline keeping pace has up to about 1.4 s of
