@@ -135,6 +135,22 @@ describe.each([
     expect(await admitMany([b], t, 3)).toBe(1);
   });
 
+  it('reads usage without the units its own lease has unspent, a given-back one included', async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const t = target(unique(), 20);
+    expect(await admitMany([a], t, 3)).toBe(3); // a holds a lease of 5: 3 spent, 2 left
+    await a.giveBack(t); // 2 spent, 3 left, still leased as 5 in the store
+    const own = await a.peek(t);
+    expect(own.used + own.leased).toBe(2);
+    // Another process cannot tell what a's lease spent: it counts the lease whole.
+    const other = await b.peek(t);
+    expect(other.used + other.leased).toBe(5);
+    await a.close();
+    const settled = await b.peek(t);
+    expect(settled.used + settled.leased).toBe(2);
+  });
+
   it('gives a closed limiter’s unspent lease back to the others', async () => {
     const a = await limiter();
     const b = await limiter();

@@ -200,7 +200,12 @@ export class LeasedLimiter {
     return reply;
   }
 
-  /** Reported usage and open leases of a counter, without leasing (seeds a missing counter). */
+  /**
+   * Reported usage and open leases of a counter, without leasing (seeds a missing counter).
+   * `leased` leaves out the units this process's own lease still has unspent (a given-back unit
+   * returns there), so a read right after a refusal does not count that unit as used; other
+   * processes' leases count whole, as nothing tells what they spent.
+   */
   async peek(target: LimitTarget): Promise<{ used: number; leased: number }> {
     const call: LeaseCall = {
       key: target.key,
@@ -212,7 +217,8 @@ export class LeasedLimiter {
     };
     try {
       const reply = await this.leaseSeeded(call, target);
-      return { used: reply.used, leased: reply.leased };
+      const unspent = this.states.get(target.key)?.held?.left ?? 0;
+      return { used: reply.used, leased: Math.max(0, reply.leased - unspent) };
     } catch (error) {
       throw new LimiterUnavailableError(error);
     }
