@@ -63,6 +63,11 @@ export async function startTestControlPlane(options: {
   // test file's clock (or the real one) must never renew another file's purchases.
   const databaseUrl = await createTestDatabase(inject('infra').databaseUrl);
   const pool = createPool(databaseUrl);
+  // Closing drops the database WITH (FORCE): a connection still closing then gets 57P01 from the
+  // server, which the pool emits as an error; that one is expected, any other is reported.
+  pool.on('error', (error: Error & { code?: string }) => {
+    if (error.code !== '57P01') console.error('idle PostgreSQL client failed', error);
+  });
   await migratePostgres(pool);
   const store = await openTestUsageStore('cp');
   const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
@@ -136,6 +141,17 @@ async function dropTestDatabase(serverUrl: string, databaseUrl: string): Promise
   if (!/^t_[0-9a-f]{12}$/.test(name)) return;
   const admin = createPool(serverUrl);
   try {
+    // The pool's connections may still be closing on the server: wait for them (a plain DROP
+    // fails while any is open) rather than kill them, which hands their client a 57P01 error.
+    for (let attempt = 0; attempt < 40; attempt++) {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+        return;
+      } catch (error) {
+        if ((error as { code?: string }).code !== '55006') throw error; // object_in_use
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   } finally {
     await admin.end();
