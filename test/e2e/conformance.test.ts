@@ -9,7 +9,7 @@ import { type ConformanceResults, conformanceRunner, failures, passed } from '..
 import { type ConformanceOrigin, startConformanceOrigin } from '../helpers/conformance-origin';
 import { customerWithToken, type ProviderKeys, suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 
 /** The tasks extension: the SDK v2 has no task runtime, so the origin cannot pass it directly. */
 const isExtension = (scenario: string) => scenario.startsWith('tasks-');
@@ -43,20 +43,13 @@ describe('the MCP conformance suite, directly and through the proxy', () => {
     const relayPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     relayUrl = `http://127.0.0.1:${relayPort}/mcp`;
-    const env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: `${infra.redisUrl}/7`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      BUS_NAMESPACE: `conformance${suffix()}`,
-      SECRET_KEY: 'ce'.repeat(32),
-      PORT: String(port),
-      PUBLIC_URL: baseUrl,
-      CONTROL_PLANE_URL: baseUrl,
-    };
+    const env = sharedStackEnv({
+      name: 'conformance',
+      infra,
+      dir,
+      port,
+      extra: { SECRET_KEY: 'ce'.repeat(32), PUBLIC_URL: baseUrl },
+    });
     const stack = spawnSplitStack({
       env,
       logDir: dir,

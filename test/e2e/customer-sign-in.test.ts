@@ -22,7 +22,7 @@ import { type ProviderKeys, suffix } from '../helpers/flows';
 import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
 
 const PASSWORD = 'a long enough password';
@@ -107,24 +107,18 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     const port = await freePort();
     proxyPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
-    const env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      WEBHOOKS_ENABLED: 'false',
-      // A Redis database of its own: the key set and issuer the proxy reads are this control
-      // plane's, not those of another test file's control plane on the same server.
-      REDIS_URL: `${infra.redisUrl}/7`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      BUS_NAMESPACE: `signin${suffix()}`,
-      SECRET_KEY: 'cd'.repeat(32),
-      PORT: String(port),
-      CONTROL_PLANE_URL: baseUrl,
-      PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
-      SMTP_URL: mailbox.url,
-      MAIL_FROM: 'Sign-in Tools <no-reply@example.com>',
-    };
+    const env = sharedStackEnv({
+      name: 'signin',
+      infra,
+      dir,
+      port,
+      extra: {
+        SECRET_KEY: 'cd'.repeat(32),
+        PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
+        SMTP_URL: mailbox.url,
+        MAIL_FROM: 'Sign-in Tools <no-reply@example.com>',
+      },
+    });
     const stack = spawnSplitStack({
       env,
       logDir: dir,

@@ -16,7 +16,7 @@ import { apiClient } from '../helpers/api';
 import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack, stackRedisUrl } from '../helpers/processes';
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
@@ -75,22 +75,13 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     const port = await freePort();
     proxyPorts = [await freePort(), await freePort()];
     baseUrl = `http://127.0.0.1:${port}`;
-    const env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      // The database is shared with other test files, whose webhook endpoints this worker must not send to.
-      WEBHOOKS_ENABLED: 'false',
-      // A Redis database per test file: the key set and issuer its proxies read are its own
-      // control plane's, not another file's that published last.
-      REDIS_URL: `${infra.redisUrl}/3`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      BUS_NAMESPACE: `limits${suffix()}`,
-      SECRET_KEY: 'ab'.repeat(32),
-      PORT: String(port),
-      CONTROL_PLANE_URL: baseUrl,
-    };
+    const env = sharedStackEnv({
+      name: 'limits',
+      infra,
+      dir,
+      port,
+      extra: { SECRET_KEY: 'ab'.repeat(32) },
+    });
     const stack = spawnSplitStack({
       env,
       logDir: dir,
@@ -221,7 +212,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
 
     // Redis loses the counter: it is seeded again from ClickHouse (37 admitted calls), so the
     // cap holds across the loss.
-    const redis = new Redis(`${infra.redisUrl}/3`);
+    const redis = new Redis(stackRedisUrl(infra, 'limits'));
     const keys = await redis.keys(`mcpmeter:limit:sandbox:*:${customer.ref}:*`);
     expect(keys.length).toBeGreaterThan(0);
     await redis.del(...keys);

@@ -12,7 +12,7 @@ import { apiClient } from '../helpers/api';
 import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
 
 interface ToolResult {
@@ -116,20 +116,13 @@ describe('MCP 2026-07-28 through the proxy', () => {
     const proxyPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    const env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      WEBHOOKS_ENABLED: 'false',
-      REDIS_URL: `${infra.redisUrl}/6`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      BUS_NAMESPACE: `modern${suffix()}`,
-      SECRET_KEY: 'cd'.repeat(32),
-      PORT: String(port),
-      PUBLIC_URL: baseUrl,
-      CONTROL_PLANE_URL: baseUrl,
-    };
+    const env = sharedStackEnv({
+      name: 'modern',
+      infra,
+      dir,
+      port,
+      extra: { SECRET_KEY: 'cd'.repeat(32), PUBLIC_URL: baseUrl },
+    });
     const stack = spawnSplitStack({
       env,
       logDir: dir,

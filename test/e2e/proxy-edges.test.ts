@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 
 interface UsageAnswer {
   records: number;
@@ -344,21 +344,14 @@ describe('the proxy at its edges', () => {
     const proxyPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    const env = {
-      ...process.env,
-      LOG_LEVEL: 'error',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      WEBHOOKS_ENABLED: 'false',
-      // A Redis database per test file: the key set and issuer its proxies read are its own
-      // control plane's, not another file's that published last.
-      REDIS_URL: `${infra.redisUrl}/2`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      BUS_NAMESPACE: `edges${suffix()}`,
-      SECRET_KEY: 'cd'.repeat(32),
-      PORT: String(port),
-      CONTROL_PLANE_URL: baseUrl,
-    };
+    const env = sharedStackEnv({
+      name: 'edges',
+      infra,
+      dir,
+      port,
+      logLevel: 'error',
+      extra: { SECRET_KEY: 'cd'.repeat(32) },
+    });
     const stack = spawnSplitStack({
       env,
       logDir: dir,

@@ -3,14 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  foreignToken,
-  mcpThroughProxyFlow,
-  type ProviderKeys,
-  sellAndMeterFlow,
-  suffix,
-} from '../helpers/flows';
-import { runAdmin, type Service, spawnSplitStack } from '../helpers/processes';
+import { foreignToken, mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 
 /**
  * The distributed shape: real PostgreSQL, Redis and Kafka; control plane + ingest in one process
@@ -29,22 +23,7 @@ describe('multi-process stack on real PostgreSQL, Redis and Kafka', () => {
     const port = await freePort();
     const proxyPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
-    env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: join(dir, 'data'),
-      DATABASE_URL: infra.databaseUrl,
-      // The database is shared with other test files, whose webhook endpoints this worker must not send to.
-      WEBHOOKS_ENABLED: 'false',
-      // A Redis database per test file: the key set and issuer its proxies read are its own
-      // control plane's, not another file's that published last.
-      REDIS_URL: `${infra.redisUrl}/1`,
-      KAFKA_BROKERS: infra.kafkaBrokers,
-      // Own topics and consumer group: nothing shared with other test files on the same broker.
-      BUS_NAMESPACE: `stack${suffix()}`,
-      PORT: String(port),
-      PROXY_PORT: String(proxyPort),
-    };
+    env = sharedStackEnv({ name: 'stack', infra, dir, port, extra: { PROXY_PORT: String(proxyPort) } });
     const stack = spawnSplitStack({ env, logDir: dir, proxies: [{}] });
     services = stack.services;
     await stack.ready;

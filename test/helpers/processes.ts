@@ -1,6 +1,8 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { Infra } from '../global-setup';
+import { suffix } from './flows';
 import { pollUntil } from './poll';
 
 export const root = resolve(import.meta.dirname, '..', '..');
@@ -79,6 +81,55 @@ export function spawnSplitStack(options: {
 }
 
 /** Waits for 200 on /healthz; fails at once, with the service's log, if the process has exited. */
+/**
+ * The Redis database of each test file that starts its own stack on the run's shared Redis: the
+ * key set and issuer its proxies read must be its own control plane's, not those of another
+ * file's that published last. One map, so no two files can share one by accident.
+ */
+const REDIS_DATABASES = {
+  stack: 1,
+  edges: 2,
+  limits: 3,
+  modern: 6,
+  signin: 7,
+  conformance: 8,
+} as const;
+
+/** The Redis URL of a test file's own database on the run's shared Redis. */
+export function stackRedisUrl(infra: Infra, name: keyof typeof REDIS_DATABASES): string {
+  return `${infra.redisUrl}/${REDIS_DATABASES[name]}`;
+}
+
+/**
+ * The environment of a split stack (control plane + ingest, and proxies) on the run's shared
+ * PostgreSQL, Redis and Kafka: its own data directory, Redis database and bus namespace (own
+ * topics and consumer group), and no webhook deliveries (the database is shared with other
+ * files, whose endpoints this one must not send to). `extra` adds or overrides variables.
+ */
+export function sharedStackEnv(options: {
+  name: keyof typeof REDIS_DATABASES;
+  infra: Infra;
+  dir: string;
+  port: number;
+  logLevel?: string;
+  extra?: NodeJS.ProcessEnv;
+}): NodeJS.ProcessEnv {
+  const { name, infra, dir, port } = options;
+  return {
+    ...process.env,
+    LOG_LEVEL: options.logLevel ?? 'warn',
+    DATA_DIR: join(dir, 'data'),
+    DATABASE_URL: infra.databaseUrl,
+    WEBHOOKS_ENABLED: 'false',
+    REDIS_URL: stackRedisUrl(infra, name),
+    KAFKA_BROKERS: infra.kafkaBrokers,
+    BUS_NAMESPACE: `${name}${suffix()}`,
+    PORT: String(port),
+    CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+    ...options.extra,
+  };
+}
+
 export async function waitHealthy(url: string, service: Service, timeoutMs = 90_000): Promise<void> {
   await pollUntil(
     async () => {
