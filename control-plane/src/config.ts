@@ -52,6 +52,8 @@ export interface ControlPlaneConfig {
   smtpUrl: string | undefined;
   /** The From of the service's mail: MAIL_FROM. */
   mailFrom: string;
+  /** Where the Stripe API is (STRIPE_API_URL): Stripe's own, or stripe-mock for tests. */
+  stripeApiUrl: string;
 }
 
 export interface WebhookConfig {
@@ -126,6 +128,11 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     outboundAllowedHosts: readOutboundAllowedHosts(env),
     smtpUrl: env.url('SMTP_URL', ['smtp', 'smtps']),
     mailFrom: env.string('MAIL_FROM', 'MCP Meter <no-reply@localhost>'),
+    // Set by the operator, never by a provider: the one host live payments are sent to.
+    stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(
+      /\/$/,
+      '',
+    ),
   };
 }
 

@@ -8,6 +8,8 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   idempotency_key_required: 400,
   invalid_authorization_request: 400,
+  // A processor's event whose signature does not verify with the connected signing secret.
+  invalid_signature: 400,
   weak_password: 400,
   invalid_verification_code: 400,
   verification_expired: 400,
@@ -76,6 +78,8 @@ export const ERROR_STATUS = {
   usage_not_settled: 503,
   service_unavailable: 503,
   mail_unavailable: 503,
+  // The provider's payment processor (Stripe) could not be reached or failed; retry.
+  processor_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -34,7 +34,6 @@ import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
-import { SandboxProcessor } from './modules/payments/processor';
 import { Refunder } from './modules/payments/refunder';
 import { RefundService, refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
@@ -43,6 +42,9 @@ import { payoutRoutes } from './modules/payouts/routes';
 import { PayoutService } from './modules/payouts/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
+import { StripeEvents } from './modules/processors/events';
+import { processorRoutes, stripeWebhookRoutes } from './modules/processors/routes';
+import { ProcessorService } from './modules/processors/service';
 import { productRoutes } from './modules/products/routes';
 import { ProductService } from './modules/products/service';
 import { ProviderService } from './modules/providers/service';
@@ -78,7 +80,9 @@ export interface ControlPlaneDeps {
       >
     > &
     Pick<ControlPlaneConfig, 'secretKey'> &
-    Partial<Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom'>>;
+    Partial<
+      Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom' | 'stripeApiUrl'>
+    >;
   logger: Logger;
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
   counters?: CounterStore;
@@ -135,12 +139,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const customers = new CustomerService(deps.pool, clock, tokens);
   const usageDebits = new UsageDebits(deps.pool, clock, deps.reader, deps.logger);
   const credits = new CreditService(deps.pool, clock, usageDebits);
-  const processor = new SandboxProcessor();
+  const processors = new ProcessorService(deps.pool, clock, deps.config.secretKey, {
+    url: deps.config.stripeApiUrl ?? 'https://api.stripe.com',
+  });
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
   const disputes = new DisputeService(deps.pool, clock);
-  const payments = new PaymentService(deps.pool, clock, processor, ledger, disputes);
+  const payments = new PaymentService(deps.pool, clock, processors, ledger, disputes);
   const invoicing = new Invoicing(clock, payments, deps.reader);
-  const refunder = new Refunder(clock, processor, ledger);
+  const refunder = new Refunder(clock, processors, ledger);
   const checkoutSessions = new CheckoutSessions(
     deps.pool,
     clock,
@@ -165,7 +171,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
   });
   const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);
-  const refunds = new RefundService(deps.pool, clock, processor, purchases, refunder);
+  const refunds = new RefundService(deps.pool, clock, processors, purchases, refunder);
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
 
@@ -177,6 +183,17 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.pool,
     clock,
     deps.config.payouts ?? { schedule: 'daily', delayDays: 2 },
+    deps.logger,
+  );
+  payouts.leaveToProcessor((auth) => processors.paysOut(auth));
+  const stripeEvents = new StripeEvents(
+    deps.pool,
+    clock,
+    processors,
+    refunds,
+    disputes,
+    payouts,
+    purchases,
     deps.logger,
   );
   scheduler.addJob(() => payouts.payOutDue());
@@ -251,6 +268,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         signInRoutes(signIn, (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:')),
       );
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
+      await scope.register(stripeWebhookRoutes(stripeEvents));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
         try {
           await pingDatabase(deps.pool);
@@ -269,6 +287,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(creditRoutes(credits));
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
+      await scope.register(processorRoutes(processors));
       await scope.register(checkoutRoutes(checkout));
       await scope.register(refundRoutes(refunds));
       await scope.register(transactionRoutes(transactions));

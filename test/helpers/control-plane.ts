@@ -57,6 +57,8 @@ export async function startTestControlPlane(options: {
   platformFee?: { bps: number; fixed: number };
   /** Default manual: clock-walking tests would otherwise see their balances paid out. */
   payouts?: { schedule: 'daily' | 'weekly' | 'manual'; delayDays: number };
+  /** STRIPE_API_URL: stripe-mock (test/helpers/stripe-mock.ts) for live payments. */
+  stripeApiUrl?: string;
 }): Promise<TestControlPlane> {
   const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
   // A database of its own on the run's server: the billing scheduler is global by design, so one
@@ -86,6 +88,7 @@ export async function startTestControlPlane(options: {
         ...(options.smtpUrl === undefined ? {} : { smtpUrl: options.smtpUrl }),
         ...(options.platformFee === undefined ? {} : { platformFee: options.platformFee }),
         payouts: options.payouts ?? { schedule: 'manual', delayDays: 2 },
+        ...(options.stripeApiUrl === undefined ? {} : { stripeApiUrl: options.stripeApiUrl }),
       },
       logger,
       pool,
@@ -167,7 +170,7 @@ type Json = Record<string, any>;
  */
 export function injectClient(controlPlane: ControlPlane, key: string) {
   return async (
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
     url: string,
     body?: unknown,
     as: string | null = key,

@@ -126,7 +126,7 @@ export class CheckoutService {
     let used = false;
     try {
       const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-      await this.payments.attachCard(auth, row.customer_id, card);
+      await this.payments.attachCard(auth, row.customer_id, { card });
       if (row.kind === 'plan' && row.plan_id !== null) {
         const result = await this.purchases.activate(auth, {
           customerRef: row.customer_id,

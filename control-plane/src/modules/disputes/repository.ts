@@ -76,6 +76,19 @@ export async function moveDispute(
   return rows[0];
 }
 
+/** A dispute by the processor's id for it (Stripe's dp_… / du_…), within one provider's environment. */
+export async function findDisputeByProcessorId(
+  db: Queryable,
+  tenant: Tenant,
+  processorDispute: string,
+): Promise<DisputeRow | undefined> {
+  const { rows } = await db.query<DisputeRow>(
+    'SELECT * FROM disputes WHERE provider_id = $1 AND environment = $2 AND processor_dispute = $3',
+    [tenant.providerId, tenant.environment, processorDispute],
+  );
+  return rows[0];
+}
+
 export async function findDispute(
   db: Queryable,
   tenant: Tenant,

@@ -12,6 +12,7 @@ import {
   type DisputeStatus,
   disputedAmount,
   findDispute,
+  findDisputeByProcessorId,
   insertDispute,
   listDisputes,
   moveDispute,
@@ -64,7 +65,12 @@ export class DisputeService {
     tx: PoolClient,
     auth: AuthContext,
     payment: PaymentRow,
-    input: { amount?: number | undefined; reason?: string | undefined },
+    input: {
+      amount?: number | undefined;
+      reason?: string | undefined;
+      /** The processor's id for the dispute; the sandbox makes one up. */
+      processorDispute?: string | undefined;
+    },
   ): Promise<DisputeRow> {
     const at = this.clock.now();
     const open =
@@ -89,7 +95,7 @@ export class DisputeService {
       reason: input.reason ?? 'fraudulent',
       status: 'needs_response',
       evidence: null,
-      processor_dispute: `dp_sandbox_${id.slice(3)}`,
+      processor_dispute: input.processorDispute ?? `dp_sandbox_${id.slice(3)}`,
       created_at: at,
       updated_at: at,
       closed_at: null,
@@ -148,38 +154,58 @@ export class DisputeService {
   async close(auth: AuthContext, id: string, outcome: 'won' | 'lost') {
     return toDispute(
       await inTransaction(this.pool, async (tx) => {
-        const at = this.clock.now();
-        const row = await moveDispute(tx, auth, id, OPEN, { status: outcome, at });
+        const row = await this.closeInTx(tx, auth, id, outcome);
         if (row === undefined) {
           const current = await this.mustFind(auth, id);
           throw new ConflictError('dispute_closed', `Dispute ${id} is already ${current.status}`);
         }
-        const payment = await lockPayment(tx, auth, row.payment_id);
-        if (payment === undefined) throw new Error(`dispute ${id} has no payment ${row.payment_id}`);
-        if (outcome === 'won') {
-          await recordMovement(tx, auth, {
-            kind: 'dispute_reversal',
-            currency: row.currency,
-            customerId: row.customer_id,
-            paymentId: row.payment_id,
-            sourceId: row.id,
-            description: `Dispute ${row.id} won`,
-            at,
-            moves: [
-              ['processor_balance', row.amount],
-              ['disputes', -row.amount],
-            ],
-          });
-        }
-        await writeEvent(tx, {
-          ...auth,
-          type: 'payment.dispute_closed',
-          object: eventObject(row, payment),
-          at,
-        });
         return row;
       }),
     );
+  }
+
+  /**
+   * Decides an open dispute inside the caller's transaction; undefined when it was not open (a
+   * repeated or concurrent close moves money once). Won returns the money to the balance.
+   */
+  async closeInTx(
+    tx: PoolClient,
+    auth: AuthContext,
+    id: string,
+    outcome: 'won' | 'lost',
+  ): Promise<DisputeRow | undefined> {
+    const at = this.clock.now();
+    const row = await moveDispute(tx, auth, id, OPEN, { status: outcome, at });
+    if (row === undefined) return undefined;
+    const payment = await lockPayment(tx, auth, row.payment_id);
+    if (payment === undefined) throw new Error(`dispute ${id} has no payment ${row.payment_id}`);
+    if (outcome === 'won') {
+      await recordMovement(tx, auth, {
+        kind: 'dispute_reversal',
+        currency: row.currency,
+        customerId: row.customer_id,
+        paymentId: row.payment_id,
+        sourceId: row.id,
+        description: `Dispute ${row.id} won`,
+        at,
+        moves: [
+          ['processor_balance', row.amount],
+          ['disputes', -row.amount],
+        ],
+      });
+    }
+    await writeEvent(tx, { ...auth, type: 'payment.dispute_closed', object: eventObject(row, payment), at });
+    return row;
+  }
+
+  /** The processor moved an open dispute to under review (evidence was submitted there). */
+  async reviewInTx(tx: PoolClient, auth: AuthContext, id: string): Promise<void> {
+    await moveDispute(tx, auth, id, ['needs_response'], { status: 'under_review', at: this.clock.now() });
+  }
+
+  /** A dispute by the processor's id for it. */
+  findByProcessorId(tx: PoolClient, auth: AuthContext, processorDispute: string) {
+    return findDisputeByProcessorId(tx, auth, processorDispute);
   }
 
   async get(auth: AuthContext, id: string) {

@@ -1,6 +1,7 @@
 /**
- * The payment-processor port. The sandbox processor is built in; live processors are adapters
- * behind the same interface (none is configured yet, so live mode cannot take card payments).
+ * The payment-processor port: one interface, two adapters. The sandbox processor is built in and
+ * serves every sandbox key; the Stripe adapter (modules/processors/stripe.ts) serves the live mode
+ * of a provider that connected its Stripe account. No processor's own types pass this interface.
  */
 export interface CardInput {
   number: string;
@@ -9,8 +10,24 @@ export interface CardInput {
   cvc: string;
 }
 
+/**
+ * What a customer's card arrives as: raw test card numbers in sandbox; in live mode a payment
+ * method the processor already holds (Stripe.js or Stripe Checkout collected it, `pm_…`), since
+ * card numbers never pass through this service.
+ */
+export type MethodInput = { card: CardInput } | { paymentMethod: string };
+
+/** Our customer as the processor knows it: its customer object there, once one exists. */
+export interface ProcessorCustomer {
+  id: string;
+  email: string | null;
+  processorCustomer: string | null;
+}
+
 export interface AttachedCard {
   processorRef: string;
+  /** The processor's customer object the card belongs to (null where it has none). */
+  processorCustomer: string | null;
   brand: string;
   last4: string;
   expMonth: number;
@@ -26,28 +43,56 @@ export type ChargeResult =
     }
   | { status: 'failed'; processorPaymentIntent: string; failureReason: string };
 
+export interface ProcessorCharge {
+  processorRef: string;
+  processorCustomer: string | null;
+  amount: number;
+  currency: string;
+  /** Derived from our own ids: the same key always gives the same charge, never a second one. */
+  idempotencyKey: string;
+  /** Our ids, kept on the processor's payment so its dashboard and events lead back to them. */
+  metadata: Record<string, string>;
+}
+
+export interface RefundResult {
+  status: 'pending' | 'succeeded' | 'failed';
+  processorRefund: string;
+  failureReason?: string;
+}
+
 export interface PaymentProcessor {
-  readonly name: string;
-  /** Validates and stores a card; throws CardError when the card is refused. */
-  attach(card: CardInput, now: Date): AttachedCard;
-  /** Charges a stored card. The same idempotency key always gives the same result. */
-  charge(request: {
-    processorRef: string;
-    amount: number;
-    currency: string;
-    idempotencyKey: string;
-  }): ChargeResult;
+  readonly name: 'sandbox' | 'stripe';
+  /** Validates and stores a card; throws CardError when the card is refused or not of this processor. */
+  attach(customer: ProcessorCustomer, input: MethodInput, now: Date): Promise<AttachedCard>;
+  /** Charges a stored card off-session. The same idempotency key always gives the same result. */
+  charge(request: ProcessorCharge): Promise<ChargeResult>;
   /**
    * Starts returning money of an earlier charge; the same idempotency key gives the same result.
-   * A pending refund is settled later by `settleRefund`.
+   * A pending refund is settled later by `settleRefund` (or the processor's event).
    */
-  refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }): {
-    status: 'pending' | 'succeeded' | 'failed';
-    processorRefund: string;
-    failureReason?: string;
-  };
-  /** How a pending refund ended. */
-  settleRefund(processorRefund: string): { status: 'succeeded' | 'failed'; failureReason?: string };
+  refund(request: {
+    processorPaymentIntent: string;
+    amount: number;
+    idempotencyKey: string;
+  }): Promise<RefundResult>;
+  /** Where a pending refund stands now; `pending` while the processor has not decided. */
+  settleRefund(
+    processorRefund: string,
+  ): Promise<{ status: 'pending' | 'succeeded' | 'failed'; failureReason?: string }>;
+}
+
+/**
+ * Which processor serves a provider's environment: the sandbox processor for sandbox keys, the
+ * provider's connected Stripe account for live. Implemented by modules/processors.
+ */
+export interface Processors {
+  /** The processor new payments go through; 409 payments_not_configured when live has none. */
+  current(auth: { providerId: string; environment: 'sandbox' | 'live' }): Promise<PaymentProcessor>;
+  /** The processor an earlier payment or refund went through (its `processor` column). */
+  named(
+    auth: { providerId: string; environment: 'sandbox' | 'live' },
+    name: string,
+  ): Promise<PaymentProcessor>;
 }
 
 export class CardError extends Error {
@@ -104,7 +149,13 @@ function brandOf(number: string): string {
 export class SandboxProcessor implements PaymentProcessor {
   readonly name = 'sandbox';
 
-  attach(card: CardInput, now: Date): AttachedCard {
+  async attach(_customer: ProcessorCustomer, input: MethodInput, now: Date): Promise<AttachedCard> {
+    if (!('card' in input))
+      throw new CardError(
+        '/paymentMethod',
+        'is for live mode with Stripe connected; sandbox takes a test card in `card`',
+      );
+    const card = input.card;
     const number = card.number.replace(/[\s-]/g, '');
     if (!/^\d{12,19}$/.test(number) || !luhn(number))
       throw new CardError('/card/number', 'is not a valid card number');
@@ -116,6 +167,7 @@ export class SandboxProcessor implements PaymentProcessor {
       throw new CardError('/card/number', 'the card was declined (card_declined)');
     return {
       processorRef: `sandbox_card_${number}`,
+      processorCustomer: null,
       brand: brandOf(number),
       last4: number.slice(-4),
       expMonth: card.expMonth,
@@ -124,7 +176,7 @@ export class SandboxProcessor implements PaymentProcessor {
   }
 
   /** Sandbox refunds are pending until the next scheduler pass settles them. */
-  refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }) {
+  async refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }) {
     const fails = request.processorPaymentIntent.startsWith(`pi_sandbox_${REFUND_FAILS}`);
     return {
       status: 'pending' as const,
@@ -132,18 +184,13 @@ export class SandboxProcessor implements PaymentProcessor {
     };
   }
 
-  settleRefund(processorRefund: string) {
+  async settleRefund(processorRefund: string) {
     return processorRefund.startsWith(`re_sandbox_${REFUND_FAILS}`)
       ? { status: 'failed' as const, failureReason: 'expired_or_canceled_card' }
       : { status: 'succeeded' as const };
   }
 
-  charge(request: {
-    processorRef: string;
-    amount: number;
-    currency: string;
-    idempotencyKey: string;
-  }): ChargeResult {
+  async charge(request: ProcessorCharge): Promise<ChargeResult> {
     const processorPaymentIntent = `pi_sandbox_${request.processorRef.endsWith(SANDBOX_CARDS.refundFails) ? REFUND_FAILS : ''}${request.idempotencyKey}`;
     if (request.processorRef.endsWith(SANDBOX_CARDS.failsLater))
       return { status: 'failed', processorPaymentIntent, failureReason: 'card_declined' };

@@ -6,7 +6,7 @@ import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { type Ledger, recordMovement } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
-import type { PaymentProcessor } from './processor';
+import type { Processors } from './processor';
 import { insertRefund, type PaymentRow, type RefundRow, refundedAmount } from './repository';
 
 export interface RefundRequest {
@@ -25,7 +25,7 @@ export interface RefundRequest {
 export class Refunder {
   constructor(
     private readonly clock: Clock,
-    private readonly processor: PaymentProcessor,
+    private readonly processors: Processors,
     private readonly ledger: Ledger,
   ) {}
 
@@ -57,7 +57,8 @@ export class Refunder {
       );
     }
     const id = newId(ID.refund);
-    const outcome = this.processor.refund({
+    const processor = await this.processors.named(auth, payment.processor);
+    const outcome = await processor.refund({
       processorPaymentIntent: payment.processor_payment_intent,
       amount,
       idempotencyKey: id,

@@ -7,11 +7,12 @@ import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas
 import type { AuthContext } from '../providers/service';
 import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
-import type { PaymentProcessor } from './processor';
+import type { Processors } from './processor';
 import type { Refunder } from './refunder';
 import {
   lockNextPendingRefund,
   lockPayment,
+  lockRefundByProcessorId,
   type PaymentRow,
   type RefundRow,
   settleRefund,
@@ -58,7 +59,7 @@ export class RefundService {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly processor: PaymentProcessor,
+    private readonly processors: Processors,
     private readonly purchases: PurchaseService,
     private readonly refunder: Refunder,
   ) {}
@@ -115,26 +116,61 @@ export class RefundService {
    */
   async settleDue(): Promise<number> {
     let settled = 0;
+    let after = '';
     for (;;) {
       const done = await inTransaction(this.pool, async (tx) => {
-        const refund = await lockNextPendingRefund(tx);
+        const refund = await lockNextPendingRefund(tx, after);
         if (refund === undefined) return undefined;
+        after = refund.id;
         const auth: AuthContext = { providerId: refund.provider_id, environment: refund.environment };
         const payment = await lockPayment(tx, auth, refund.payment_id);
         if (payment === undefined) throw new Error(`refund ${refund.id} has no payment ${refund.payment_id}`);
-        const outcome = this.processor.settleRefund(refund.processor_refund);
-        const at = this.clock.now();
-        const settledRefund = await settleRefund(tx, refund.id, {
-          status: outcome.status,
-          failureReason: outcome.failureReason ?? null,
-          at,
-        });
-        return { purchase: await this.finish(tx, auth, settledRefund, payment, true) };
+        const processor = await this.processors.named(auth, payment.processor);
+        const { status, failureReason } = await processor.settleRefund(refund.processor_refund);
+        if (status === 'pending') return { purchase: undefined, moved: false };
+        return {
+          purchase: await this.settle(tx, auth, refund, payment, { status, failureReason }),
+          moved: true,
+        };
       });
       if (done === undefined) return settled;
-      settled++;
+      if (done.moved) settled++;
       if (done.purchase !== undefined) await this.purchases.publish([done.purchase]);
     }
+  }
+
+  /**
+   * A refund's outcome as the processor reports it in an event (Stripe's refund.updated),
+   * inside the caller's transaction: a pending refund settles; one already settled is left as it
+   * is. Answers the purchase a full refund revoked, to publish after commit.
+   */
+  async settleFromProcessor(
+    tx: PoolClient,
+    auth: AuthContext,
+    processorRefund: string,
+    outcome: { status: 'succeeded' | 'failed'; failureReason?: string | undefined },
+  ): Promise<{ found: boolean; purchase?: PurchaseRow | undefined }> {
+    const refund = await lockRefundByProcessorId(tx, auth, processorRefund);
+    if (refund === undefined) return { found: false };
+    if (refund.status !== 'pending') return { found: true };
+    const payment = await lockPayment(tx, auth, refund.payment_id);
+    if (payment === undefined) throw new Error(`refund ${refund.id} has no payment ${refund.payment_id}`);
+    return { found: true, purchase: await this.settle(tx, auth, refund, payment, outcome) };
+  }
+
+  private async settle(
+    tx: PoolClient,
+    auth: AuthContext,
+    refund: RefundRow,
+    payment: PaymentRow,
+    outcome: { status: 'succeeded' | 'failed'; failureReason?: string | undefined },
+  ): Promise<PurchaseRow | undefined> {
+    const settledRefund = await settleRefund(tx, refund.id, {
+      status: outcome.status,
+      failureReason: outcome.failureReason ?? null,
+      at: this.clock.now(),
+    });
+    return this.finish(tx, auth, settledRefund, payment, true);
   }
 
   /**

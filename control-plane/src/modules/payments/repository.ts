@@ -4,7 +4,10 @@ import type { Queryable } from '../../db/pool';
 export interface MethodRow {
   id: string;
   customer_id: string;
+  processor: string;
   processor_ref: string;
+  /** The processor's customer object the card belongs to (Stripe's cus_…); null in sandbox. */
+  processor_customer: string | null;
   brand: string;
   last4: string;
   exp_month: number;
@@ -24,7 +27,6 @@ export async function insertDefaultMethod(
   method: Omit<MethodRow, 'is_default'> & {
     provider_id: string;
     environment: Environment;
-    processor: string;
   },
 ): Promise<MethodRow> {
   await db.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
@@ -32,8 +34,8 @@ export async function insertDefaultMethod(
   ]);
   const { rows } = await db.query<MethodRow>(
     `INSERT INTO payment_methods (id, provider_id, environment, customer_id, processor, processor_ref, brand, last4, exp_month, exp_year,
-                                  is_default, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11) RETURNING *`,
+                                  is_default, created_at, processor_customer)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11, $12) RETURNING *`,
     [
       method.id,
       method.provider_id,
@@ -46,6 +48,7 @@ export async function insertDefaultMethod(
       method.exp_month,
       method.exp_year,
       method.created_at,
+      method.processor_customer,
     ],
   );
   const row = rows[0];
@@ -67,6 +70,21 @@ export async function findDefaultMethod(db: Queryable, customerId: string): Prom
     [customerId],
   );
   return rows[0];
+}
+
+/** The customer's customer object at a processor, from a card stored there before. */
+export async function findProcessorCustomer(
+  db: Queryable,
+  customerId: string,
+  processor: string,
+): Promise<string | null> {
+  const { rows } = await db.query<{ processor_customer: string }>(
+    `SELECT processor_customer FROM payment_methods
+      WHERE customer_id = $1 AND processor = $2 AND processor_customer IS NOT NULL
+      ORDER BY created_at DESC LIMIT 1`,
+    [customerId, processor],
+  );
+  return rows[0]?.processor_customer ?? null;
 }
 
 export interface PaymentInsert {
@@ -126,6 +144,7 @@ export async function insertPayment(db: Queryable, p: PaymentInsert): Promise<bo
 
 export interface PaymentRow {
   id: string;
+  processor: string;
   customer_id: string;
   purchase_id: string | null;
   amount: number;
@@ -199,10 +218,42 @@ export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
   );
 }
 
-/** The oldest pending refund, locked (SKIP LOCKED: scheduler replicas share the work). */
-export async function lockNextPendingRefund(db: Queryable): Promise<RefundRow | undefined> {
+/**
+ * The oldest pending refund after `after` (its id; '' from the start), locked (SKIP LOCKED:
+ * scheduler replicas share the work). A refund the processor has not decided yet stays pending,
+ * so a pass walks past it.
+ */
+export async function lockNextPendingRefund(db: Queryable, after: string): Promise<RefundRow | undefined> {
   const { rows } = await db.query<RefundRow>(
-    `SELECT * FROM refunds WHERE status = 'pending' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    `SELECT * FROM refunds WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    [after],
+  );
+  return rows[0];
+}
+
+/** A refund by the processor's id for it, locked, within one provider's environment. */
+export async function lockRefundByProcessorId(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  processorRefund: string,
+): Promise<RefundRow | undefined> {
+  const { rows } = await db.query<RefundRow>(
+    'SELECT * FROM refunds WHERE provider_id = $1 AND environment = $2 AND processor_refund = $3 FOR UPDATE',
+    [tenant.providerId, tenant.environment, processorRefund],
+  );
+  return rows[0];
+}
+
+/** A payment by the processor's id for it (Stripe's pi_…), locked, within one provider's environment. */
+export async function lockPaymentByIntent(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  processorPaymentIntent: string,
+): Promise<PaymentRow | undefined> {
+  const { rows } = await db.query<PaymentRow>(
+    `SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND processor_payment_intent = $3
+      ORDER BY created_at LIMIT 1 FOR UPDATE`,
+    [tenant.providerId, tenant.environment, processorPaymentIntent],
   );
   return rows[0];
 }

@@ -14,24 +14,36 @@ const PaymentMethod = Type.Object({
   createdAt: Timestamp,
 });
 
-const AttachCard = Type.Object(
-  {
-    card: Type.Object(
-      {
-        number: Type.String({
-          minLength: 12,
-          maxLength: 23,
-          description: 'Sandbox test card number (see docs/billing.md)',
-        }),
-        expMonth: Type.Integer({ minimum: 1, maximum: 12 }),
-        expYear: Type.Integer({ minimum: 2000, maximum: 2100 }),
-        cvc: Type.String({ minLength: 3, maxLength: 4 }),
-      },
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false },
-);
+const AttachCard = Type.Union([
+  Type.Object(
+    {
+      card: Type.Object(
+        {
+          number: Type.String({
+            minLength: 12,
+            maxLength: 23,
+            description: 'Sandbox test card number (see docs/billing.md)',
+          }),
+          expMonth: Type.Integer({ minimum: 1, maximum: 12 }),
+          expYear: Type.Integer({ minimum: 2000, maximum: 2100 }),
+          cvc: Type.String({ minLength: 3, maxLength: 4 }),
+        },
+        { additionalProperties: false },
+      ),
+    },
+    { additionalProperties: false, title: 'Sandbox test card' },
+  ),
+  Type.Object(
+    {
+      paymentMethod: Type.String({
+        pattern: '^(pm|card|src)_[A-Za-z0-9_]{1,250}$',
+        description:
+          'Live mode with Stripe connected: a card PaymentMethod collected by Stripe.js or Checkout',
+      }),
+    },
+    { additionalProperties: false, title: 'Stripe payment method' },
+  ),
+]);
 
 export function paymentRoutes(payments: PaymentService) {
   return async (app: App) => {
@@ -41,16 +53,15 @@ export function paymentRoutes(payments: PaymentService) {
       {
         schema: {
           tags,
-          summary: "Store a card as the customer's default (sandbox test cards)",
+          summary:
+            "Store a card as the customer's default (sandbox test cards; a Stripe payment method in live)",
           params: CustomerParams,
           body: AttachCard,
-          response: { 201: PaymentMethod, 402: Problem, 409: Problem, ...errorResponses },
+          response: { 201: PaymentMethod, 402: Problem, 409: Problem, 503: Problem, ...errorResponses },
         },
       },
       async (request, reply) =>
-        reply
-          .status(201)
-          .send(await payments.attachCard(authOf(request), request.params.ref, request.body.card)),
+        reply.status(201).send(await payments.attachCard(authOf(request), request.params.ref, request.body)),
     );
     app.get(
       '/v1/sdk/customers/:ref/payment-methods',

@@ -7,9 +7,10 @@ import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
 import type { AuthContext } from '../providers/service';
-import { CardError, type CardInput, type PaymentProcessor } from './processor';
+import { CardError, type MethodInput, type Processors } from './processor';
 import {
   findDefaultMethod,
+  findProcessorCustomer,
   insertDefaultMethod,
   insertPayment,
   listMethods,
@@ -53,24 +54,31 @@ export class PaymentService {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly processor: PaymentProcessor,
+    private readonly processors: Processors,
     private readonly ledger: Ledger,
     private readonly disputes: Pick<DisputeService, 'openInTx'>,
   ) {}
 
-  /** Stores a card for the customer (sandbox test cards only) and makes it the default. */
-  async attachCard(auth: AuthContext, customerRef: string, card: CardInput) {
-    if (auth.environment === 'live') {
-      throw new DomainError(
-        'payments_not_configured',
-        'No live payment processor is configured; card payments work in sandbox',
-      );
-    }
+  /**
+   * Stores a card for the customer and makes it the default: a sandbox test card, or in live mode
+   * a payment method the provider's Stripe account holds (attached to the customer's Stripe
+   * customer, made once). 409 payments_not_configured in live mode without Stripe connected.
+   */
+  async attachCard(auth: AuthContext, customerRef: string, input: MethodInput) {
+    const processor = await this.processors.current(auth);
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
-    let attached: ReturnType<PaymentProcessor['attach']>;
+    let attached: Awaited<ReturnType<typeof processor.attach>>;
     try {
-      attached = this.processor.attach(card, this.clock.now());
+      attached = await processor.attach(
+        {
+          id: customer.id,
+          email: customer.email ?? null,
+          processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
+        },
+        input,
+        this.clock.now(),
+      );
     } catch (error) {
       if (!(error instanceof CardError)) throw error;
       if (error.message.includes('declined'))
@@ -85,8 +93,9 @@ export class PaymentService {
         provider_id: auth.providerId,
         environment: auth.environment,
         customer_id: customer.id,
-        processor: this.processor.name,
+        processor: processor.name,
         processor_ref: attached.processorRef,
+        processor_customer: attached.processorCustomer,
         brand: attached.brand,
         last4: attached.last4,
         exp_month: attached.expMonth,
@@ -117,17 +126,25 @@ export class PaymentService {
     const at = this.clock.now();
     const method = await findDefaultMethod(tx, request.customerId);
     const key = `${request.purchaseId ?? request.customerId}:${request.periodKey}:${request.attempt}`;
+    const id = newId(ID.payment);
     const result =
       method === undefined
         ? { status: 'failed' as const, processorPaymentIntent: 'none', failureReason: 'no_payment_method' }
-        : this.processor.charge({
+        : await (await this.processors.named(auth, method.processor)).charge({
             processorRef: method.processor_ref,
+            processorCustomer: method.processor_customer,
             amount: request.amount,
             currency: request.currency,
             idempotencyKey: key,
+            metadata: {
+              payment: id,
+              customer: request.customerId,
+              reason: request.reason,
+              ...(request.purchaseId === null ? {} : { purchase: request.purchaseId }),
+              ...(request.invoiceId === undefined ? {} : { invoice: request.invoiceId }),
+            },
           });
     const failureReason = result.status === 'failed' ? result.failureReason : null;
-    const id = newId(ID.payment);
     const transactionReference = newId(ID.transaction);
     const inserted = await insertPayment(tx, {
       id,
@@ -143,7 +160,7 @@ export class PaymentService {
       reason: request.reason,
       period_key: request.periodKey,
       attempt: request.attempt,
-      processor: this.processor.name,
+      processor: method?.processor ?? 'none',
       processor_payment_intent: result.processorPaymentIntent,
       transaction_reference: transactionReference,
       failure_reason: failureReason,
@@ -190,6 +207,7 @@ export class PaymentService {
         auth,
         {
           id,
+          processor: method?.processor ?? 'none',
           customer_id: request.customerId,
           purchase_id: request.purchaseId,
           amount: request.amount,

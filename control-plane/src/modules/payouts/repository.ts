@@ -53,12 +53,30 @@ export async function insertPayout(db: Queryable, row: PayoutRow): Promise<Payou
   return rows[0];
 }
 
-/** The next pending payout that has arrived, locked (SKIP LOCKED: replicas share the work). */
+/**
+ * The next pending sandbox payout that has arrived, locked (SKIP LOCKED: replicas share the
+ * work). A processor's payouts (Stripe's po_…) are settled by its events, never by the date.
+ */
 export async function lockNextArrived(db: Queryable, now: Date): Promise<PayoutRow | undefined> {
   const { rows } = await db.query<PayoutRow>(
     `SELECT *, scheduled_for::text FROM payouts WHERE status = 'pending' AND arrival_date <= $1
+        AND processor_payout LIKE 'po\\_sandbox\\_%'
       ORDER BY arrival_date, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
     [now],
+  );
+  return rows[0];
+}
+
+/** A payout by the processor's id for it, locked, within one provider's environment. */
+export async function lockPayoutByProcessorId(
+  db: Queryable,
+  tenant: Tenant,
+  processorPayout: string,
+): Promise<PayoutRow | undefined> {
+  const { rows } = await db.query<PayoutRow>(
+    `SELECT *, scheduled_for::text FROM payouts WHERE provider_id = $1 AND environment = $2 AND processor_payout = $3
+      FOR UPDATE`,
+    [tenant.providerId, tenant.environment, processorPayout],
   );
   return rows[0];
 }

@@ -14,6 +14,7 @@ import {
   listPayouts,
   lockBalance,
   lockNextArrived,
+  lockPayoutByProcessorId,
   type PayoutRow,
   settlePayout,
 } from './repository';
@@ -59,6 +60,8 @@ const eventObject = (r: PayoutRow) => ({
  */
 export class PayoutService {
   private lastScheduledDay: string | undefined;
+  /** Balances whose processor pays them out on its own schedule (a connected Stripe account). */
+  private paidOutByProcessor: (auth: AuthContext) => Promise<boolean> = async () => false;
 
   constructor(
     private readonly pool: Pool,
@@ -66,6 +69,11 @@ export class PayoutService {
     private readonly settings: PayoutSettings,
     private readonly logger: Logger,
   ) {}
+
+  /** Leaves the balances `test` accepts to their processor's own payouts (reported by its events). */
+  leaveToProcessor(test: (auth: AuthContext) => Promise<boolean>): void {
+    this.paidOutByProcessor = test;
+  }
 
   /** Scheduler job: the day's automatic payouts, once per day per process (the index makes it once overall). */
   async payOutDue(): Promise<number> {
@@ -76,6 +84,7 @@ export class PayoutService {
     let made = 0;
     for (const balance of await positiveBalances(this.pool)) {
       const auth: AuthContext = { providerId: balance.provider_id, environment: balance.environment };
+      if (await this.paidOutByProcessor(auth)) continue;
       const payout = await inTransaction(this.pool, (tx) =>
         this.make(tx, auth, {
           currency: balance.currency,
@@ -134,6 +143,90 @@ export class PayoutService {
       if (!done) return settled;
       settled++;
     }
+  }
+
+  /**
+   * A payout the processor made on its own schedule, as its events report it (Stripe's
+   * payout.created, payout.paid, payout.failed; any order, any repeat), inside the caller's
+   * transaction. The first report records it with the balance leaving for the bank; paid writes
+   * payout.paid; failed brings the money back and writes payout.failed. A settled payout stays.
+   */
+  async recordFromProcessor(
+    tx: PoolClient,
+    auth: AuthContext,
+    report: {
+      processorPayout: string;
+      amount: number;
+      currency: string;
+      arrivalDate: Date;
+      status: 'pending' | 'paid' | 'failed';
+      failureReason: string | null;
+    },
+  ): Promise<PayoutRow> {
+    const currency = report.currency.toLowerCase();
+    await lockBalance(tx, auth, currency);
+    const at = this.clock.now();
+    let row = await lockPayoutByProcessorId(tx, auth, report.processorPayout);
+    if (row === undefined) {
+      const id = newId(ID.payout);
+      row = await insertPayout(tx, {
+        id,
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        amount: report.amount,
+        currency,
+        status: 'pending',
+        scheduled_for: null,
+        arrival_date: report.arrivalDate,
+        failure_reason: null,
+        processor_payout: report.processorPayout,
+        sandbox_failure: null,
+        created_at: at,
+        updated_at: at,
+      });
+      if (row === undefined) throw new Error(`payout ${report.processorPayout} was not stored`);
+      await recordMovement(tx, auth, {
+        kind: 'payout',
+        currency,
+        customerId: null,
+        paymentId: null,
+        sourceId: id,
+        description: `Payout ${id} (${report.processorPayout})`,
+        at,
+        moves: [
+          ['bank', report.amount],
+          ['processor_balance', -report.amount],
+        ],
+      });
+    }
+    if (row.status !== 'pending' || report.status === 'pending') return row;
+    const settled = await settlePayout(tx, row.id, {
+      status: report.status,
+      failureReason: report.status === 'failed' ? (report.failureReason ?? 'failed') : null,
+      at,
+    });
+    if (report.status === 'failed') {
+      await recordMovement(tx, auth, {
+        kind: 'payout_reversal',
+        currency,
+        customerId: null,
+        paymentId: null,
+        sourceId: row.id,
+        description: `Payout ${row.id} failed (${settled.failure_reason})`,
+        at,
+        moves: [
+          ['processor_balance', row.amount],
+          ['bank', -row.amount],
+        ],
+      });
+    }
+    await writeEvent(tx, {
+      ...auth,
+      type: report.status === 'failed' ? 'payout.failed' : 'payout.paid',
+      object: eventObject(settled),
+      at,
+    });
+    return settled;
   }
 
   /** Sandbox: a payout now, of `amount` (default the whole balance); `failure` makes it fail on arrival. */

@@ -1,0 +1,174 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
+import type Stripe from 'stripe';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { DomainError, NotFoundError } from '../../errors';
+import type { DisputeService } from '../disputes/service';
+import type { RefundService } from '../payments/refunds';
+import { lockPaymentByIntent } from '../payments/repository';
+import type { PayoutService } from '../payouts/service';
+import type { AuthContext } from '../providers/service';
+import type { PurchaseRow, PurchaseService } from '../purchases/service';
+import { claimEvent, setEventOutcome } from './repository';
+import type { ProcessorService } from './service';
+import { refundStatus } from './stripe';
+
+/** What became of one event: applied, already applied (a redelivery), ignored, or why it matched nothing. */
+export type EventOutcome = 'applied' | 'duplicate' | 'ignored' | `unmatched:${string}` | `refused:${string}`;
+
+type Applied = { outcome: EventOutcome; purchases?: PurchaseRow[] };
+
+/**
+ * Stripe's events for a connected provider (POST /v1/processors/stripe/webhooks/{providerId}):
+ * the signature is verified with the provider's signing secret over the raw body; each event is
+ * applied once, in one transaction with its claim by Stripe's event id (a redelivery or a
+ * concurrent copy is acknowledged without effect); events may come in any order. Stripe's
+ * objects are read here and nowhere else: what reaches our services is our own vocabulary.
+ */
+export class StripeEvents {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly processors: ProcessorService,
+    private readonly refunds: RefundService,
+    private readonly disputes: DisputeService,
+    private readonly payouts: PayoutService,
+    private readonly purchases: PurchaseService,
+    private readonly logger: Logger,
+  ) {}
+
+  async receive(providerId: string, rawBody: Buffer, signature: string | undefined) {
+    const connection = await this.processors.stripeConnection(providerId);
+    if (connection === undefined)
+      throw new NotFoundError('not_found', `Provider ${providerId} has no Stripe account connected`);
+    let event: Stripe.Event;
+    try {
+      event = connection.stripe.webhooks.constructEvent(rawBody, signature ?? '', connection.webhookSecret);
+    } catch (error) {
+      throw new DomainError(
+        'invalid_signature',
+        `The Stripe-Signature does not verify: ${(error as Error).message}`,
+      );
+    }
+    // A connected account's events are its live mode's; Stripe's own test mode stands in for it.
+    const auth: AuthContext = { providerId, environment: 'live' };
+    const applied = await inTransaction(this.pool, async (tx): Promise<Applied> => {
+      const claim = { providerId, processor: 'stripe', eventId: event.id, type: event.type };
+      const fresh = await claimEvent(tx, { ...claim, outcome: 'applied', at: this.clock.now() });
+      if (!fresh) return { outcome: 'duplicate' };
+      // A refusal of our rules (a dispute larger than what is left of a payment, say) is kept as
+      // the event's outcome and acknowledged: Stripe sending it again would change nothing.
+      await tx.query('SAVEPOINT apply_event');
+      let result: Applied;
+      try {
+        result = await this.apply(tx, auth, event);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        await tx.query('ROLLBACK TO SAVEPOINT apply_event');
+        result = { outcome: `refused:${error.code}` };
+      }
+      if (result.outcome !== 'applied') await setEventOutcome(tx, { ...claim, outcome: result.outcome });
+      return result;
+    });
+    if (applied.purchases !== undefined && applied.purchases.length > 0)
+      await this.purchases.publish(applied.purchases);
+    this.logger.info(
+      { provider: providerId, event: event.id, type: event.type, outcome: applied.outcome },
+      'stripe event',
+    );
+    return { received: true as const, id: event.id, type: event.type, outcome: applied.outcome };
+  }
+
+  private async apply(tx: PoolClient, auth: AuthContext, event: Stripe.Event): Promise<Applied> {
+    switch (event.type) {
+      case 'refund.created':
+      case 'refund.updated':
+      case 'refund.failed':
+      case 'charge.refund.updated':
+        return this.refundMoved(tx, auth, event.data.object);
+      case 'charge.refunded': {
+        const refunds = event.data.object.refunds?.data ?? [];
+        const purchases: PurchaseRow[] = [];
+        let matched = false;
+        for (const refund of refunds) {
+          const moved = await this.refundMoved(tx, auth, refund);
+          matched ||= moved.outcome === 'applied';
+          purchases.push(...(moved.purchases ?? []));
+        }
+        return { outcome: matched ? 'applied' : 'unmatched:refund', purchases };
+      }
+      case 'charge.dispute.created':
+      case 'charge.dispute.updated':
+      case 'charge.dispute.closed':
+        return this.disputeMoved(tx, auth, event.data.object);
+      case 'payout.created':
+      case 'payout.updated':
+      case 'payout.paid':
+      case 'payout.failed':
+      case 'payout.canceled':
+        return this.payoutMoved(tx, auth, event.data.object);
+      case 'payment_intent.succeeded':
+      case 'payment_intent.payment_failed': {
+        // Charges are confirmed while we wait, so their outcome is already recorded; the event
+        // only confirms it. One we have no payment for is noted (reconciliation reports it).
+        const payment = await lockPaymentByIntent(tx, auth, event.data.object.id);
+        if (payment === undefined) return { outcome: 'unmatched:payment' };
+        const agrees = (payment.status === 'succeeded') === (event.type === 'payment_intent.succeeded');
+        return { outcome: agrees ? 'applied' : `unmatched:payment_${payment.status}` };
+      }
+      default:
+        return { outcome: 'ignored' };
+    }
+  }
+
+  /** A refund's status at Stripe: a pending one of ours settles (refunded, or failed with the money back). */
+  private async refundMoved(tx: PoolClient, auth: AuthContext, refund: Stripe.Refund): Promise<Applied> {
+    const { status, failureReason } = refundStatus(refund);
+    if (status === 'pending') return { outcome: 'applied' };
+    const settled = await this.refunds.settleFromProcessor(tx, auth, refund.id, { status, failureReason });
+    if (!settled.found) return { outcome: 'unmatched:refund' };
+    return { outcome: 'applied', purchases: settled.purchase === undefined ? [] : [settled.purchase] };
+  }
+
+  /**
+   * A dispute at Stripe: opened on our payment (the money leaves the balance), under review once
+   * evidence is in, won (the money returns) or lost. A close that arrives before its opening
+   * opens it first.
+   */
+  private async disputeMoved(tx: PoolClient, auth: AuthContext, dispute: Stripe.Dispute): Promise<Applied> {
+    let row = await this.disputes.findByProcessorId(tx, auth, dispute.id);
+    if (row === undefined) {
+      const intent =
+        typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
+      const payment = intent === undefined ? undefined : await lockPaymentByIntent(tx, auth, intent);
+      if (payment === undefined || payment.status !== 'succeeded') return { outcome: 'unmatched:payment' };
+      row = await this.disputes.openInTx(tx, auth, payment, {
+        amount: dispute.amount,
+        reason: dispute.reason,
+        processorDispute: dispute.id,
+      });
+    }
+    if (dispute.status === 'under_review') await this.disputes.reviewInTx(tx, auth, row.id);
+    const status: string = dispute.status;
+    if (status === 'won' || status === 'lost') await this.disputes.closeInTx(tx, auth, row.id, status);
+    return { outcome: 'applied' };
+  }
+
+  /** A payout Stripe made from the provider's balance: recorded once, then paid or failed. */
+  private async payoutMoved(tx: PoolClient, auth: AuthContext, payout: Stripe.Payout): Promise<Applied> {
+    await this.payouts.recordFromProcessor(tx, auth, {
+      processorPayout: payout.id,
+      amount: payout.amount,
+      currency: payout.currency,
+      arrivalDate: new Date(payout.arrival_date * 1000),
+      status:
+        payout.status === 'paid'
+          ? 'paid'
+          : payout.status === 'failed' || payout.status === 'canceled'
+            ? 'failed'
+            : 'pending',
+      failureReason: payout.failure_code ?? (payout.status === 'canceled' ? 'canceled' : null),
+    });
+    return { outcome: 'applied' };
+  }
+}

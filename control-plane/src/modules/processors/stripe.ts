@@ -1,0 +1,199 @@
+import Stripe from 'stripe';
+import { DomainError } from '../../errors';
+import {
+  type AttachedCard,
+  CardError,
+  type ChargeResult,
+  type MethodInput,
+  type PaymentProcessor,
+  type ProcessorCharge,
+  type ProcessorCustomer,
+  type RefundResult,
+} from '../payments/processor';
+
+/** Where the Stripe API is: https://api.stripe.com, or stripe-mock on loopback in tests. */
+export interface StripeApi {
+  url: string;
+}
+
+/** A Stripe client for one secret key. The only place the `stripe` package is constructed. */
+export function stripeClient(api: StripeApi, secretKey: string): Stripe {
+  const url = new URL(api.url);
+  return new Stripe(secretKey, {
+    host: url.hostname,
+    port: url.port === '' ? (url.protocol === 'http:' ? 80 : 443) : Number(url.port),
+    protocol: url.protocol === 'http:' ? 'http' : 'https',
+    // Every call carries our idempotency key, so the SDK's retries after a timeout are safe.
+    maxNetworkRetries: 2,
+    timeout: 20_000,
+    telemetry: false,
+  });
+}
+
+/**
+ * Stripe's failures in our vocabulary: a card refusal is an outcome, not an error; a refused key
+ * means the connection needs attention (409 payments_not_configured); Stripe out of reach or
+ * failing is 503 processor_unavailable, and whatever was being done is retried with the same
+ * idempotency key.
+ */
+function translate(error: unknown): never {
+  if (
+    error instanceof Stripe.errors.StripeAuthenticationError ||
+    error instanceof Stripe.errors.StripePermissionError
+  )
+    throw new DomainError(
+      'payments_not_configured',
+      'Stripe refused the connected secret key; connect the account again',
+    );
+  if (
+    error instanceof Stripe.errors.StripeConnectionError ||
+    error instanceof Stripe.errors.StripeAPIError ||
+    error instanceof Stripe.errors.StripeRateLimitError ||
+    (error instanceof Stripe.errors.StripeError && (error.statusCode ?? 0) >= 500)
+  )
+    throw new DomainError(
+      'processor_unavailable',
+      `Stripe could not be reached: ${(error as Error).message}`,
+    );
+  throw error;
+}
+
+/**
+ * The Stripe adapter of the payment-processor port, for one provider's account. Cards are
+ * Stripe PaymentMethods on a Stripe Customer made once per customer; charges are off-session
+ * PaymentIntents confirmed at once (cards only, so the outcome is known when the call returns);
+ * refunds are Stripe Refunds. Every call that creates something carries a key derived from our
+ * own ids.
+ */
+export class StripeProcessor implements PaymentProcessor {
+  readonly name = 'stripe' as const;
+
+  constructor(private readonly stripe: Stripe) {}
+
+  async attach(customer: ProcessorCustomer, input: MethodInput): Promise<AttachedCard> {
+    if (!('paymentMethod' in input))
+      throw new CardError(
+        '/card',
+        'card numbers are not taken in live mode; collect the card with Stripe (Stripe.js or Checkout) and send its payment method id in `paymentMethod`',
+      );
+    try {
+      const processorCustomer =
+        customer.processorCustomer ??
+        (
+          await this.stripe.customers.create(
+            {
+              metadata: { customer: customer.id },
+              ...(customer.email === null ? {} : { email: customer.email }),
+            },
+            { idempotencyKey: `customer:${customer.id}` },
+          )
+        ).id;
+      const method = await this.stripe.paymentMethods.attach(
+        input.paymentMethod,
+        { customer: processorCustomer },
+        { idempotencyKey: `attach:${customer.id}:${input.paymentMethod}` },
+      );
+      if (method.type !== 'card' || method.card === undefined || method.card === null)
+        throw new CardError('/paymentMethod', `is a ${method.type} payment method; only cards are taken`);
+      await this.stripe.customers.update(processorCustomer, {
+        invoice_settings: { default_payment_method: method.id },
+      });
+      return {
+        processorRef: method.id,
+        processorCustomer,
+        brand: method.card.brand,
+        last4: method.card.last4,
+        expMonth: method.card.exp_month,
+        expYear: method.card.exp_year,
+      };
+    } catch (error) {
+      if (error instanceof CardError) throw error;
+      if (error instanceof Stripe.errors.StripeCardError)
+        throw new CardError(
+          '/paymentMethod',
+          `the card was declined (${error.decline_code ?? error.code ?? 'declined'})`,
+        );
+      if (error instanceof Stripe.errors.StripeInvalidRequestError)
+        throw new CardError('/paymentMethod', `Stripe refused it: ${error.message}`);
+      return translate(error);
+    }
+  }
+
+  async charge(request: ProcessorCharge): Promise<ChargeResult> {
+    try {
+      const intent = await this.stripe.paymentIntents.create(
+        {
+          amount: request.amount,
+          currency: request.currency,
+          payment_method: request.processorRef,
+          allowed_payment_method_types: ['card'],
+          confirm: true,
+          off_session: true,
+          metadata: request.metadata,
+          ...(request.processorCustomer === null ? {} : { customer: request.processorCustomer }),
+        },
+        { idempotencyKey: `charge:${request.idempotencyKey}` },
+      );
+      if (intent.status === 'succeeded') return { status: 'succeeded', processorPaymentIntent: intent.id };
+      // Anything else after an off-session confirmation is a refusal for this attempt: the
+      // card needs the customer (requires_action) or another card (requires_payment_method).
+      const error = intent.last_payment_error;
+      return {
+        status: 'failed',
+        processorPaymentIntent: intent.id,
+        failureReason: error?.decline_code ?? error?.code ?? intent.status,
+      };
+    } catch (error) {
+      if (error instanceof Stripe.errors.StripeCardError) {
+        const intent = (error.raw as { payment_intent?: { id?: string } } | undefined)?.payment_intent;
+        return {
+          status: 'failed',
+          processorPaymentIntent: intent?.id ?? 'none',
+          failureReason: error.decline_code ?? error.code ?? 'card_declined',
+        };
+      }
+      if (error instanceof Stripe.errors.StripeInvalidRequestError)
+        return {
+          status: 'failed',
+          processorPaymentIntent: 'none',
+          failureReason: error.code ?? 'invalid_request',
+        };
+      return translate(error);
+    }
+  }
+
+  async refund(request: {
+    processorPaymentIntent: string;
+    amount: number;
+    idempotencyKey: string;
+  }): Promise<RefundResult> {
+    try {
+      const refund = await this.stripe.refunds.create(
+        { payment_intent: request.processorPaymentIntent, amount: request.amount },
+        { idempotencyKey: `refund:${request.idempotencyKey}` },
+      );
+      return { ...refundStatus(refund), processorRefund: refund.id };
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
+  async settleRefund(processorRefund: string) {
+    try {
+      return refundStatus(await this.stripe.refunds.retrieve(processorRefund));
+    } catch (error) {
+      return translate(error);
+    }
+  }
+}
+
+/** Stripe's refund statuses in ours: pending and requires_action wait; canceled is a failure. */
+export function refundStatus(refund: { status: string | null; failure_reason?: string | null }): {
+  status: 'pending' | 'succeeded' | 'failed';
+  failureReason?: string;
+} {
+  if (refund.status === 'succeeded') return { status: 'succeeded' };
+  if (refund.status === 'failed' || refund.status === 'canceled')
+    return { status: 'failed', failureReason: refund.failure_reason ?? refund.status };
+  return { status: 'pending' };
+}

@@ -1,0 +1,504 @@
+import Stripe from 'stripe';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
+import { MovableClock } from '../src/clock';
+
+/**
+ * Live payments through a provider's Stripe account. Every request the service makes goes to
+ * stripe-mock (Stripe's OpenAPI-driven mock, installed by `go install`), through a relay that
+ * records it, so each test sees what reached "Stripe": path, form and idempotency key. The state
+ * stripe-mock cannot hold (it is stateless) arrives as Stripe would send it: events built from
+ * stripe-mock's own fixtures, signed with the SDK's test-header helper, posted to the endpoint.
+ */
+const clock = new MovableClock(new Date('2026-06-01T09:00:00.000Z'));
+const SIGNING_SECRET = 'whsec_testsigningsecret0123456789';
+const signer = new Stripe('sk_test_signer');
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+
+let fixtures: Record<string, Json> = {};
+let eventCount = 0;
+
+/** A Stripe event of `type` whose object is stripe-mock's fixture of `resource` with `fields` over it. */
+function event(type: string, resource: string, fields: Json): Json {
+  eventCount++;
+  return {
+    id: `evt_test_${eventCount}_${Date.now()}`,
+    object: 'event',
+    api_version: Stripe.API_VERSION,
+    created: Math.floor(clock.now().getTime() / 1000),
+    data: { object: { ...fixtures[resource], ...fields } },
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    type,
+  };
+}
+
+async function liveSeller(harness: TestControlPlane, name: string) {
+  const { sandboxKey, liveKey, provider } = await harness.controlPlane.providers.create({
+    displayName: name,
+  });
+  const live = injectClient(harness.controlPlane, liveKey);
+  const post = async (body: Json, secret = SIGNING_SECRET) => {
+    const payload = JSON.stringify(body);
+    const response = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/v1/processors/stripe/webhooks/${provider.id}`,
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret }),
+      },
+      payload,
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+  const events = async (prefix: string) => {
+    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
+      `SELECT type, payload FROM outbox_events WHERE provider_id = $1 AND environment = 'live' AND type LIKE $2
+        ORDER BY created_at, id`,
+      [provider.id, `${prefix}%`],
+    );
+    return rows.map((r) => ({ type: r.type, object: r.payload.data.object }));
+  };
+  const ledger = async (kind: string) => {
+    const { rows } = await harness.pool.query<{ account: string; amount: string }>(
+      `SELECT account, amount FROM ledger_entries WHERE provider_id = $1 AND environment = 'live' AND kind = $2
+        ORDER BY transaction_id, account`,
+      [provider.id, kind],
+    );
+    return rows.map((r) => [r.account, Number(r.amount)]);
+  };
+  return { provider, sandbox: injectClient(harness.controlPlane, sandboxKey), live, post, events, ledger };
+}
+
+async function connect(seller: Awaited<ReturnType<typeof liveSeller>>) {
+  const connected = await seller.live('PUT', '/v1/ui/processors/stripe', {
+    secretKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc',
+    webhookSigningSecret: SIGNING_SECRET,
+  });
+  expect(connected.status).toBe(200);
+  return connected.body;
+}
+
+/** A live customer with a card stored at Stripe, and a paid monthly plan of 1000. */
+async function payingCustomer(seller: Awaited<ReturnType<typeof liveSeller>>) {
+  const product = (await seller.live('POST', '/v1/ui/products', { name: 'Weather' })).body;
+  const plan = (
+    await seller.live('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 1000,
+    })
+  ).body;
+  const customer = (await seller.live('POST', '/v1/sdk/customers', { email: 'ada@example.com' })).body
+    .reference;
+  const card = await seller.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+    paymentMethod: 'pm_card_visa',
+  });
+  expect(card.status).toBe(201);
+  return { plan, customer, card: card.body };
+}
+
+describe('live payments through Stripe, payments succeeding', () => {
+  let harness: TestControlPlane;
+  let mock: StripeMock;
+
+  beforeAll(async () => {
+    mock = await startStripeMock({ payments: 'succeed', refunds: 'pending' });
+    fixtures = mock.fixtures;
+    harness = await startTestControlPlane({
+      bodyLimitBytes: 1024 * 1024,
+      clock,
+      stripeApiUrl: mock.url,
+      payouts: { schedule: 'daily', delayDays: 2 },
+    });
+  }, 600_000);
+  afterAll(async () => {
+    await harness?.close();
+    await mock?.close();
+  });
+
+  it('connects with the live key only, keeps the keys sealed, shows the last 4, disconnects', async () => {
+    const s = await liveSeller(harness, 'Connecting');
+    // Before a connection, live cards are refused as before.
+    const before = await s.live('POST', '/v1/sdk/customers', {});
+    const refused = await s.live('POST', `/v1/sdk/customers/${before.body.reference}/payment-methods`, {
+      paymentMethod: 'pm_card_visa',
+    });
+    expect(refused.body).toMatchObject({ status: 409, code: 'payments_not_configured' });
+
+    const keys = { secretKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc', webhookSigningSecret: SIGNING_SECRET };
+    expect((await s.sandbox('PUT', '/v1/ui/processors/stripe', keys)).body).toMatchObject({
+      status: 403,
+      code: 'forbidden',
+    });
+    const bad = await s.live('PUT', '/v1/ui/processors/stripe', { ...keys, secretKey: 'pk_live_notasecret' });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('/secretKey');
+    expect((await s.live('GET', '/v1/ui/processors/stripe')).body).toEqual({ connected: false });
+
+    const connected = await connect(s);
+    expect(connected).toMatchObject({ connected: true, last4: 'p7dc', mode: 'test' });
+    expect(connected.account).toMatch(/^acct_/);
+    expect(JSON.stringify(connected)).not.toContain('sk_test_4eC39');
+    expect((await s.live('GET', '/v1/ui/processors/stripe')).body).toEqual(connected);
+    const { rows } = await harness.pool.query(
+      'SELECT secret_key_sealed, webhook_secret_sealed FROM processor_connections WHERE provider_id = $1',
+      [s.provider.id],
+    );
+    expect(JSON.stringify(rows)).not.toContain('4eC39HqLyjWDarjtT1zdp7dc');
+    expect(JSON.stringify(rows)).not.toContain('testsigningsecret');
+    // The key was tried on Stripe before it was kept.
+    expect(mock.requests.some((r) => r.method === 'GET' && r.path === '/v1/account')).toBe(true);
+
+    expect((await s.live('DELETE', '/v1/ui/processors/stripe')).body).toEqual({ connected: false });
+    expect(
+      (
+        await s.live('POST', `/v1/sdk/customers/${before.body.reference}/payment-methods`, {
+          paymentMethod: 'pm_card_visa',
+        })
+      ).body.code,
+    ).toBe('payments_not_configured');
+  });
+
+  it('stores a Stripe payment method on one Stripe customer and charges it off-session with our key', async () => {
+    const s = await liveSeller(harness, 'Charging');
+    await connect(s);
+    const from = mock.requests.length;
+    const { plan, customer, card } = await payingCustomer(s);
+    expect(card).toMatchObject({ brand: 'visa', last4: '4242', isDefault: true });
+    // Card numbers never come in live mode.
+    const raw = await s.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    expect(raw.status).toBe(400);
+    expect(JSON.stringify(raw.body)).toContain('/card');
+    // A second card goes to the same Stripe customer: no second customer is made.
+    expect(
+      (
+        await s.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+          paymentMethod: 'pm_card_mastercard',
+        })
+      ).status,
+    ).toBe(201);
+
+    const activated = await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    expect(activated.body).toMatchObject({ status: 'activated' });
+    const purchase = activated.body.purchaseRef as string;
+
+    const sent = mock.requests.slice(from);
+    // Stripe's own mock accepted every request the service sent.
+    expect(sent.filter((r) => r.status !== 200)).toEqual([]);
+    const customers = sent.filter((r) => r.method === 'POST' && r.path === '/v1/customers');
+    expect(customers).toHaveLength(1);
+    expect(customers[0]).toMatchObject({
+      idempotencyKey: `customer:${customer}`,
+      params: { 'metadata[customer]': customer, email: 'ada@example.com' },
+    });
+    expect(sent.filter((r) => r.path === '/v1/payment_methods/pm_card_visa/attach')).toHaveLength(1);
+    const charges = sent.filter((r) => r.path === '/v1/payment_intents');
+    expect(charges).toHaveLength(1);
+    expect(charges[0]).toMatchObject({
+      idempotencyKey: `charge:${purchase}:first:0`,
+      params: {
+        amount: '1000',
+        currency: 'usd',
+        confirm: 'true',
+        off_session: 'true',
+        payment_method: 'pm_card_mastercard',
+        'allowed_payment_method_types[0]': 'card',
+        'metadata[purchase]': purchase,
+        'metadata[customer]': customer,
+        'metadata[reason]': 'first_payment',
+      },
+    });
+    expect(charges[0]?.params.customer).toMatch(/^cus_/);
+    const { rows } = await harness.pool.query(
+      `SELECT processor, processor_payment_intent, status, amount FROM payments WHERE purchase_id = $1`,
+      [purchase],
+    );
+    expect(rows).toEqual([
+      {
+        processor: 'stripe',
+        processor_payment_intent: expect.stringMatching(/^pi_/),
+        status: 'succeeded',
+        amount: 1000,
+      },
+    ]);
+    expect((await s.events('payment.')).map((e) => e.type)).toEqual(['payment.succeeded']);
+    expect(await s.ledger('payment')).toContainEqual(['processor_balance', 1000]);
+  });
+
+  it('refunds through Stripe: pending until Stripe says; a failed refund brings the money back, once', async () => {
+    const s = await liveSeller(harness, 'Refunding');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const payment = (await harness.pool.query('SELECT id FROM payments WHERE purchase_id = $1', [purchase]))
+      .rows[0].id as string;
+    const from = mock.requests.length;
+    const refund = await s.live('POST', '/v1/ui/transactions/refunds', {
+      originalTransactionId: payment,
+      refundAmount: 400,
+    });
+    expect(refund.status).toBe(202);
+    expect(refund.body).toMatchObject({ status: 'pending', refundAmount: 400 });
+    const sent = mock.requests.slice(from).filter((r) => r.path === '/v1/refunds');
+    expect(sent).toEqual([
+      expect.objectContaining({
+        status: 200,
+        idempotencyKey: `refund:${refund.body.id}`,
+        params: expect.objectContaining({ amount: '400', payment_intent: expect.stringMatching(/^pi_/) }),
+      }),
+    ]);
+    const processorRefund = (
+      await harness.pool.query('SELECT processor_refund FROM refunds WHERE id = $1', [refund.body.id])
+    ).rows[0].processor_refund as string;
+
+    // The scheduler asks Stripe; stripe-mock still says pending, so it stays pending.
+    await harness.controlPlane.scheduler.runDue();
+    expect(
+      (await harness.pool.query('SELECT status FROM refunds WHERE id = $1', [refund.body.id])).rows[0].status,
+    ).toBe('pending');
+
+    // Stripe's refund.updated says it failed, delivered ten times at once: applied once.
+    const failed = event('refund.updated', 'refund', {
+      id: processorRefund,
+      status: 'failed',
+      failure_reason: 'expired_or_canceled_card',
+      amount: 400,
+    });
+    const answers = await Promise.all(Array.from({ length: 10 }, () => s.post(failed)));
+    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
+    expect(answers.filter((a) => a.body.outcome === 'applied')).toHaveLength(1);
+    expect(answers.filter((a) => a.body.outcome === 'duplicate')).toHaveLength(9);
+    expect((await s.events('payment.refund')).map((e) => e.type)).toEqual([
+      'payment.refund_pending',
+      'payment.refund_failed',
+    ]);
+    expect((await s.events('payment.refund_failed'))[0]?.object).toMatchObject({
+      failure_reason: 'expired_or_canceled_card',
+      amount: 400,
+    });
+    expect(await s.ledger('refund')).toEqual([
+      ['processor_balance', -400],
+      ['refunds', 400],
+    ]);
+    expect(await s.ledger('refund_reversal')).toEqual([
+      ['processor_balance', 400],
+      ['refunds', -400],
+    ]);
+    // A later "succeeded" for the settled refund changes nothing.
+    expect(
+      (await s.post(event('refund.updated', 'refund', { id: processorRefund, status: 'succeeded' }))).body,
+    ).toMatchObject({ outcome: 'applied' });
+    expect((await s.events('payment.refund')).map((e) => e.type)).toHaveLength(2);
+  });
+
+  it('maps disputes: opened then lost, and a close that arrives before its opening', async () => {
+    const s = await liveSeller(harness, 'Disputed');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const intent = (
+      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
+        purchase,
+      ])
+    ).rows[0].processor_payment_intent as string;
+
+    const base = {
+      id: 'du_test_lost',
+      payment_intent: intent,
+      amount: 1000,
+      currency: 'usd',
+      reason: 'fraudulent',
+    };
+    expect(
+      (await s.post(event('charge.dispute.created', 'dispute', { ...base, status: 'needs_response' }))).body
+        .outcome,
+    ).toBe('applied');
+    expect((await s.live('GET', '/v1/ui/disputes')).body.data).toEqual([
+      expect.objectContaining({ processorDispute: 'du_test_lost', amount: 1000, status: 'needs_response' }),
+    ]);
+    await s.post(event('charge.dispute.updated', 'dispute', { ...base, status: 'under_review' }));
+    await s.post(event('charge.dispute.closed', 'dispute', { ...base, status: 'lost' }));
+    expect((await s.live('GET', '/v1/ui/disputes')).body.data[0]).toMatchObject({ status: 'lost' });
+    expect((await s.events('payment.disput')).map((e) => e.type)).toEqual([
+      'payment.disputed',
+      'payment.dispute_closed',
+    ]);
+    expect(await s.ledger('dispute')).toEqual([
+      ['disputes', 1000],
+      ['processor_balance', -1000],
+    ]);
+    expect(await s.ledger('dispute_reversal')).toEqual([]);
+
+    // Another payment's dispute: won, with the close delivered first.
+    const second = await payingCustomer(s);
+    const other = (
+      await s.live('POST', '/v1/sdk/activate', { customerRef: second.customer, planRef: second.plan.id })
+    ).body.purchaseRef as string;
+    const otherIntent = (
+      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
+        other,
+      ])
+    ).rows[0].processor_payment_intent as string;
+    const won = {
+      id: 'du_test_won',
+      payment_intent: otherIntent,
+      amount: 300,
+      currency: 'usd',
+      reason: 'general',
+    };
+    expect(
+      (await s.post(event('charge.dispute.closed', 'dispute', { ...won, status: 'won' }))).body.outcome,
+    ).toBe('applied');
+    expect(
+      (await s.post(event('charge.dispute.created', 'dispute', { ...won, status: 'needs_response' }))).body,
+    ).toMatchObject({ outcome: 'applied' });
+    const disputes = (await s.live('GET', '/v1/ui/disputes')).body.data as Json[];
+    expect(disputes.find((d) => d.processorDispute === 'du_test_won')).toMatchObject({
+      status: 'won',
+      amount: 300,
+    });
+    expect(await s.ledger('dispute_reversal')).toEqual([
+      ['disputes', -300],
+      ['processor_balance', 300],
+    ]);
+    // A dispute of a charge that is not ours is acknowledged and noted.
+    expect(
+      (
+        await s.post(
+          event('charge.dispute.created', 'dispute', { ...won, id: 'du_x', payment_intent: 'pi_unknown' }),
+        )
+      ).body.outcome,
+    ).toBe('unmatched:payment');
+  });
+
+  it('records Stripe payouts from their events in any order, and leaves the balance to Stripe', async () => {
+    const s = await liveSeller(harness, 'Paid out');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    const payout = { id: 'po_test_1', amount: 700, currency: 'usd', arrival_date: 1_780_000_000 };
+    expect((await s.post(event('payout.paid', 'payout', { ...payout, status: 'paid' }))).body.outcome).toBe(
+      'applied',
+    );
+    expect(
+      (await s.post(event('payout.created', 'payout', { ...payout, status: 'pending' }))).body.outcome,
+    ).toBe('applied');
+    const listed = (await s.live('GET', '/v1/ui/payouts')).body.data as Json[];
+    expect(listed).toEqual([
+      expect.objectContaining({
+        processorPayout: 'po_test_1',
+        amount: 700,
+        status: 'paid',
+        automatic: false,
+      }),
+    ]);
+    expect((await s.events('payout.')).map((e) => e.type)).toEqual(['payout.paid']);
+    expect(await s.ledger('payout')).toEqual([
+      ['bank', 700],
+      ['processor_balance', -700],
+    ]);
+    // A failed payout: the money comes back to the balance.
+    const failed = { id: 'po_test_2', amount: 200, currency: 'usd', arrival_date: 1_780_000_000 };
+    await s.post(
+      event('payout.failed', 'payout', { ...failed, status: 'failed', failure_code: 'account_closed' }),
+    );
+    expect((await s.events('payout.failed'))[0]?.object).toMatchObject({
+      amount: 200,
+      failure_reason: 'account_closed',
+    });
+    expect(await s.ledger('payout_reversal')).toEqual([
+      ['bank', -200],
+      ['processor_balance', 200],
+    ]);
+    // The daily payout run leaves a Stripe-connected live balance (300 here) to Stripe.
+    clock.set(new Date(clock.now().getTime() + 86_400_000));
+    await harness.controlPlane.scheduler.runDue();
+    expect(
+      ((await s.live('GET', '/v1/ui/payouts')).body.data as Json[]).map((p) => p.processorPayout).sort(),
+    ).toEqual(['po_test_1', 'po_test_2']);
+  });
+
+  it('refuses a wrong signature, an unknown provider, and acknowledges events it does not use', async () => {
+    const s = await liveSeller(harness, 'Signed');
+    await connect(s);
+    const unused = event('customer.created', 'customer', {});
+    expect((await s.post(unused)).body).toMatchObject({ received: true, outcome: 'ignored' });
+    expect((await s.post(unused)).body).toMatchObject({ outcome: 'duplicate' });
+    const forged = await s.post(
+      event('payout.paid', 'payout', { id: 'po_forged' }),
+      'whsec_someoneelse0123456789',
+    );
+    expect(forged.body).toMatchObject({ status: 400, code: 'invalid_signature' });
+    const tampered = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/v1/processors/stripe/webhooks/${s.provider.id}`,
+      headers: {
+        'content-type': 'application/json',
+        'stripe-signature': signer.webhooks.generateTestHeaderString({
+          payload: JSON.stringify(event('payout.paid', 'payout', { amount: 1 })),
+          secret: SIGNING_SECRET,
+        }),
+      },
+      payload: JSON.stringify(event('payout.paid', 'payout', { amount: 999_999 })),
+    });
+    expect(tampered.json()).toMatchObject({ code: 'invalid_signature' });
+    const unsigned = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/v1/processors/stripe/webhooks/${s.provider.id}`,
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
+    expect(unsigned.json()).toMatchObject({ status: 400, code: 'invalid_signature' });
+    const nobody = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/processors/stripe/webhooks/prv_nobody',
+      headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+      payload: '{}',
+    });
+    expect(nobody.statusCode).toBe(404);
+    expect((await s.live('GET', '/v1/ui/payouts')).body.data).toEqual([]);
+  });
+});
+
+describe('live payments through Stripe, cards refused', () => {
+  let harness: TestControlPlane;
+  let mock: StripeMock;
+
+  beforeAll(async () => {
+    // stripe-mock's own PaymentIntent fixture: requires_payment_method, the state of a refusal.
+    mock = await startStripeMock({ payments: 'refused' });
+    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock, stripeApiUrl: mock.url });
+  }, 600_000);
+  afterAll(async () => {
+    await harness?.close();
+    await mock?.close();
+  });
+
+  it('keeps nothing of a refused first payment and tells the customer to pay again', async () => {
+    const s = await liveSeller(harness, 'Refused');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const activated = await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    expect(activated.body).toMatchObject({ status: 'payment_required' });
+    expect(activated.body.message).toContain('requires_payment_method');
+    const charges = mock.requests.filter((r) => r.path === '/v1/payment_intents');
+    expect(charges).toHaveLength(1);
+    expect(charges[0]?.status).toBe(200);
+    expect(
+      (
+        await harness.pool.query('SELECT count(*)::int AS n FROM purchases WHERE customer_id = $1', [
+          customer,
+        ])
+      ).rows[0].n,
+    ).toBe(0);
+  });
+});
