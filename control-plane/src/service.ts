@@ -170,7 +170,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     settleTimeoutMs: 10_000,
     logger: deps.logger,
   });
-  const checkout = new CheckoutService(deps.pool, clock, checkoutSessions, purchases, payments, credits);
+  const checkout = new CheckoutService(
+    deps.pool,
+    clock,
+    checkoutSessions,
+    purchases,
+    payments,
+    credits,
+    processors,
+  );
   const refunds = new RefundService(deps.pool, clock, processors, purchases, refunder);
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
@@ -194,6 +202,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     disputes,
     payouts,
     purchases,
+    checkout,
     deps.logger,
   );
   scheduler.addJob(() => payouts.payOutDue());

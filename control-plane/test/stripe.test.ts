@@ -232,6 +232,81 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(await s.ledger('payment')).toContainEqual(['processor_balance', 1000]);
   });
 
+  it('sends a live checkout to Stripe Checkout; its completion stores the card, charges and activates, once', async () => {
+    const s = await liveSeller(harness, 'Checking out');
+    await connect(s);
+    const product = (await s.live('POST', '/v1/ui/products', { name: 'Maps' })).body;
+    const plan = (
+      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Team',
+        type: 'recurring',
+        price: 2500,
+      })
+    ).body;
+    const customer = (await s.live('POST', '/v1/sdk/customers', {})).body.reference;
+    const offered = await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+    expect(offered.body).toMatchObject({ status: 'payment_required' });
+    const session = offered.body.checkoutSessionId as string;
+
+    // The hosted checkout URL sends the customer on to Stripe's page for this session.
+    const from = mock.requests.length;
+    const page = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: new URL(offered.body.checkoutUrl).pathname,
+    });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toMatch(/^https:\/\/checkout\.stripe\.com\//);
+    const made = mock.requests.slice(from).filter((r) => r.path === '/v1/checkout/sessions');
+    expect(made).toEqual([
+      expect.objectContaining({
+        status: 200,
+        idempotencyKey: `checkout:${session}`,
+        params: expect.objectContaining({
+          mode: 'setup',
+          client_reference_id: session,
+          'metadata[checkout_session]': session,
+          currency: 'usd',
+          customer: expect.stringMatching(/^cus_/),
+        }),
+      }),
+    ]);
+    expect(made[0]?.params.success_url).toContain(`session_id=${session}`);
+    expect(made[0]?.params['custom_text[submit][message]']).toContain('$25.00');
+
+    // Stripe reports the completed session, three times at once: paid and activated once.
+    const completed = event('checkout.session.completed', 'checkout.session', {
+      id: 'cs_test_completed',
+      mode: 'setup',
+      status: 'complete',
+      client_reference_id: session,
+      setup_intent: 'seti_test_1',
+      payment_intent: null,
+    });
+    const answers = await Promise.all([s.post(completed), s.post(completed), s.post(completed)]);
+    const outcomes = answers.map((a) => (a.status === 200 ? a.body.outcome : a.body.code));
+    expect(outcomes.filter((o) => o === 'applied')).toHaveLength(1);
+    // The others were a redelivery (acknowledged) or arrived while it was paying (409: Stripe retries).
+    expect(outcomes.every((o) => ['applied', 'duplicate', 'checkout_session_in_progress'].includes(o))).toBe(
+      true,
+    );
+    expect((await s.post(completed)).body.outcome).toBe('duplicate');
+
+    const purchases = (await s.live('GET', `/v1/sdk/purchases?customerRef=${customer}`)).body.data as Json[];
+    expect(purchases).toEqual([expect.objectContaining({ planRef: plan.id, status: 'active' })]);
+    const charges = mock.requests.slice(from).filter((r) => r.path === '/v1/payment_intents');
+    expect(charges).toHaveLength(1);
+    expect(charges[0]?.params).toMatchObject({
+      amount: '2500',
+      payment_method: 'pm_card_visa',
+      off_session: 'true',
+    });
+    expect((await s.live('GET', `/v1/sdk/checkout-sessions/${session}`)).body).toMatchObject({
+      status: 'used',
+    });
+    expect((await s.events('checkout_session.completed')).length).toBe(1);
+    expect((await s.events('payment.succeeded')).map((e) => e.object.amount)).toEqual([2500]);
+  });
+
   it('refunds through Stripe: pending until Stripe says; a failed refund brings the money back, once', async () => {
     const s = await liveSeller(harness, 'Refunding');
     await connect(s);

@@ -35,7 +35,7 @@ export interface StripeMock {
  * makes. stripe-mock checks each request against Stripe's OpenAPI spec and answers with its
  * fixtures; it is stateless, so what a payment comes to is a fixture: by default its
  * PaymentIntent is `requires_payment_method` (a refused card); `payments: 'succeed'` answers
- * `succeeded`, and `refunds: 'pending'` leaves refunds pending, from a copy of its own fixtures.
+ * `succeeded` (and SetupIntents hold a card), and `refunds: 'pending'` leaves refunds pending, from a copy of its own fixtures.
  */
 export async function startStripeMock(
   options: { payments?: 'succeed' | 'refused'; refunds?: 'pending' | 'succeeded' } = {},
@@ -47,6 +47,11 @@ export async function startStripeMock(
   const fixtures = JSON.parse(shipped) as { resources: Record<string, Record<string, unknown>> };
   if (options.payments === 'succeed') {
     Object.assign(fixtures.resources.payment_intent ?? {}, { status: 'succeeded', last_payment_error: null });
+    // A Checkout Session in setup mode completes with a SetupIntent holding the card it saved.
+    Object.assign(fixtures.resources.setup_intent ?? {}, {
+      status: 'succeeded',
+      payment_method: 'pm_card_visa',
+    });
   }
   if (options.refunds === 'pending') Object.assign(fixtures.resources.refund ?? {}, { status: 'pending' });
   const fixturesFile = join(work, 'fixtures.json');

@@ -103,6 +103,9 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
   return async (app: App) => {
     const hide = { hide: true };
     app.get('/checkout/:id', { schema: { ...hide, params: SessionParams } }, async (request, reply) => {
+      // Live mode with Stripe: the card is given on Stripe's own page.
+      const page = await checkout.processorPage(request.params.id);
+      if (page !== undefined) return reply.header('cache-control', 'no-store').redirect(page, 303);
       const view = await checkout.view(request.params.id);
       reply
         .header('content-security-policy', CHECKOUT_CSP)
@@ -127,7 +130,7 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
           },
         },
       },
-      async (request) => checkout.pay(request.params.id, request.body.card),
+      async (request) => checkout.pay(request.params.id, { card: request.body.card }),
     );
     app.get(
       '/checkout/:id/complete',

@@ -2,8 +2,10 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError } from '../../errors';
 import type { CreditService } from '../credits/service';
+import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
-import type { CardInput } from '../payments/processor';
+import type { MethodInput, Processors } from '../payments/processor';
+import { findProcessorCustomer } from '../payments/repository';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
@@ -44,6 +46,7 @@ export class CheckoutService {
     private readonly purchases: PurchaseService,
     private readonly payments: PaymentService,
     private readonly credits: CreditService,
+    private readonly processors: Processors,
   ) {}
 
   urlOf(id: string): string {
@@ -116,17 +119,62 @@ export class CheckoutService {
   }
 
   /**
+   * Where the customer gives a card when the processor has a page of its own (live mode with
+   * Stripe: a Stripe Checkout Session, made once per session); undefined when our page takes it.
+   */
+  async processorPage(id: string): Promise<string | undefined> {
+    const row = await this.sessions.load(id);
+    if (row.environment !== 'live' || row.status !== 'active' || row.expires_at <= this.clock.now())
+      return undefined;
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const processor = await this.processors.current(auth).catch(() => undefined);
+    const view = await this.view(id);
+    if (processor?.cardPage === undefined || view === undefined) return undefined;
+    const customer = await findCustomer(this.pool, auth, row.customer_id);
+    if (customer === undefined) return undefined;
+    const redirect = new URL(row.success_url);
+    redirect.searchParams.set('session_id', row.id);
+    return processor.cardPage(
+      {
+        id: customer.id,
+        email: customer.email,
+        processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
+      },
+      {
+        checkoutSession: row.id,
+        currency: row.currency,
+        description: [view.title, ...view.lines, view.dueNow].join(' · '),
+        successUrl: redirect.toString(),
+        cancelUrl: row.cancel_url,
+      },
+    );
+  }
+
+  /**
+   * The processor's page saved the customer's card for session `id` (Stripe's
+   * checkout.session.completed): the session is paid with it as on our own page. A session of
+   * another provider or environment is not touched; one already paid answers 409
+   * checkout_session_closed, so a redelivered event charges nothing.
+   */
+  async completeFromProcessor(providerId: string, id: string, paymentMethod: string): Promise<void> {
+    const row = await this.sessions.load(id);
+    if (row.provider_id !== providerId || row.environment !== 'live')
+      throw new ConflictError('checkout_session_closed', `Checkout session ${id} is not this account's`);
+    await this.pay(id, { paymentMethod });
+  }
+
+  /**
    * Pays a session from the hosted page; answers where to send the customer next. One payer at
    * a time: the session is claimed with a guarded UPDATE (a lease, released on failure), so
    * concurrent or repeated submissions get 409 instead of charging again. A top-up charges,
    * credits and closes the session in one transaction.
    */
-  async pay(id: string, card: CardInput): Promise<{ redirectUrl: string }> {
+  async pay(id: string, card: MethodInput): Promise<{ redirectUrl: string }> {
     const row = await this.claim(id);
     let used = false;
     try {
       const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-      await this.payments.attachCard(auth, row.customer_id, { card });
+      await this.payments.attachCard(auth, row.customer_id, card);
       if (row.kind === 'plan' && row.plan_id !== null) {
         const result = await this.purchases.activate(auth, {
           customerRef: row.customer_id,

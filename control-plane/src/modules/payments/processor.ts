@@ -60,8 +60,23 @@ export interface RefundResult {
   failureReason?: string;
 }
 
+/** A checkout session as a processor's own card page shows it. */
+export interface CardPageRequest {
+  checkoutSession: string;
+  currency: string;
+  description: string;
+  successUrl: string;
+  cancelUrl: string | null;
+}
+
 export interface PaymentProcessor {
   readonly name: 'sandbox' | 'stripe';
+  /**
+   * A page at the processor where the customer gives a card for a checkout session (Stripe
+   * Checkout); the processor's event that the page completed names the checkout session and the
+   * card. Absent: our own hosted page takes the card.
+   */
+  cardPage?(customer: ProcessorCustomer, request: CardPageRequest): Promise<string>;
   /** Validates and stores a card; throws CardError when the card is refused or not of this processor. */
   attach(customer: ProcessorCustomer, input: MethodInput, now: Date): Promise<AttachedCard>;
   /** Charges a stored card off-session. The same idempotency key always gives the same result. */

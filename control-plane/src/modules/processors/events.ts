@@ -3,6 +3,7 @@ import type Stripe from 'stripe';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError } from '../../errors';
+import type { CheckoutService } from '../checkout/service';
 import type { DisputeService } from '../disputes/service';
 import type { RefundService } from '../payments/refunds';
 import { lockPaymentByIntent } from '../payments/repository';
@@ -11,7 +12,7 @@ import type { AuthContext } from '../providers/service';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import { claimEvent, setEventOutcome } from './repository';
 import type { ProcessorService } from './service';
-import { refundStatus } from './stripe';
+import { refundStatus, StripeProcessor } from './stripe';
 
 /** What became of one event: applied, already applied (a redelivery), ignored, or why it matched nothing. */
 export type EventOutcome = 'applied' | 'duplicate' | 'ignored' | `unmatched:${string}` | `refused:${string}`;
@@ -34,6 +35,7 @@ export class StripeEvents {
     private readonly disputes: DisputeService,
     private readonly payouts: PayoutService,
     private readonly purchases: PurchaseService,
+    private readonly checkout: CheckoutService,
     private readonly logger: Logger,
   ) {}
 
@@ -52,8 +54,13 @@ export class StripeEvents {
     }
     // A connected account's events are its live mode's; Stripe's own test mode stands in for it.
     const auth: AuthContext = { providerId, environment: 'live' };
+    const claim = { providerId, processor: 'stripe', eventId: event.id, type: event.type };
+    if (event.type === 'checkout.session.completed') {
+      const outcome = await this.checkoutCompleted(providerId, connection.stripe, event.data.object);
+      const fresh = await claimEvent(this.pool, { ...claim, outcome, at: this.clock.now() });
+      return this.answer(providerId, event, fresh ? outcome : 'duplicate');
+    }
     const applied = await inTransaction(this.pool, async (tx): Promise<Applied> => {
-      const claim = { providerId, processor: 'stripe', eventId: event.id, type: event.type };
       const fresh = await claimEvent(tx, { ...claim, outcome: 'applied', at: this.clock.now() });
       if (!fresh) return { outcome: 'duplicate' };
       // A refusal of our rules (a dispute larger than what is left of a payment, say) is kept as
@@ -72,11 +79,38 @@ export class StripeEvents {
     });
     if (applied.purchases !== undefined && applied.purchases.length > 0)
       await this.purchases.publish(applied.purchases);
-    this.logger.info(
-      { provider: providerId, event: event.id, type: event.type, outcome: applied.outcome },
-      'stripe event',
-    );
-    return { received: true as const, id: event.id, type: event.type, outcome: applied.outcome };
+    return this.answer(providerId, event, applied.outcome);
+  }
+
+  private answer(providerId: string, event: Stripe.Event, outcome: EventOutcome) {
+    this.logger.info({ provider: providerId, event: event.id, type: event.type, outcome }, 'stripe event');
+    return { received: true as const, id: event.id, type: event.type, outcome };
+  }
+
+  /**
+   * Stripe Checkout saved the customer's card for one of our checkout sessions: the session is
+   * paid with it (card stored, plan activated or credits bought, charged off-session). Paying is
+   * guarded by the session's own state, so a redelivery finds it closed and charges nothing; a
+   * copy arriving while the first is paying gets 409 and Stripe delivers it again later.
+   */
+  private async checkoutCompleted(
+    providerId: string,
+    stripe: Stripe,
+    session: Stripe.Checkout.Session,
+  ): Promise<EventOutcome> {
+    const ours = session.client_reference_id ?? session.metadata?.checkout_session;
+    const setup = typeof session.setup_intent === 'string' ? session.setup_intent : session.setup_intent?.id;
+    if (session.mode !== 'setup' || ours === undefined || ours === null || setup === undefined)
+      return 'ignored';
+    const card = await new StripeProcessor(stripe).cardOfSetup(setup);
+    if (card === undefined) return 'unmatched:card';
+    try {
+      await this.checkout.completeFromProcessor(providerId, ours, card);
+      return 'applied';
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code === 'checkout_session_in_progress') throw error;
+      return error.code === 'checkout_session_closed' ? 'duplicate' : `refused:${error.code}`;
+    }
   }
 
   private async apply(tx: PoolClient, auth: AuthContext, event: Stripe.Event): Promise<Applied> {

@@ -3,6 +3,7 @@ import { DomainError } from '../../errors';
 import {
   type AttachedCard,
   CardError,
+  type CardPageRequest,
   type ChargeResult,
   type MethodInput,
   type PaymentProcessor,
@@ -70,6 +71,56 @@ export class StripeProcessor implements PaymentProcessor {
 
   constructor(private readonly stripe: Stripe) {}
 
+  /**
+   * A Stripe Checkout Session in setup mode that saves the customer's card for off-session use;
+   * its checkout.session.completed event carries our session id (client_reference_id), and the
+   * charge follows through `charge` as for any stored card.
+   */
+  async cardPage(customer: ProcessorCustomer, request: CardPageRequest): Promise<string> {
+    try {
+      const session = await this.stripe.checkout.sessions.create(
+        {
+          mode: 'setup',
+          // The payment methods the account offers for the currency; only a card is then kept
+          // (attach refuses any other type, and charges allow cards only).
+          currency: request.currency,
+          customer: await this.customerOf(customer),
+          client_reference_id: request.checkoutSession,
+          metadata: { checkout_session: request.checkoutSession },
+          success_url: request.successUrl,
+          ...(request.cancelUrl === null ? {} : { cancel_url: request.cancelUrl }),
+          custom_text: { submit: { message: request.description.slice(0, 1200) } },
+        },
+        { idempotencyKey: `checkout:${request.checkoutSession}` },
+      );
+      if (session.url === null) throw new Error(`Stripe Checkout Session ${session.id} has no url`);
+      return session.url;
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
+  /** The card a completed setup-mode Checkout Session saved (its SetupIntent's payment method). */
+  async cardOfSetup(setupIntent: string): Promise<string | undefined> {
+    try {
+      const intent = await this.stripe.setupIntents.retrieve(setupIntent);
+      const method = intent.payment_method;
+      return typeof method === 'string' ? method : (method?.id ?? undefined);
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
+  /** The customer's Stripe customer, made once (the key makes a retry answer the same one). */
+  private async customerOf(customer: ProcessorCustomer): Promise<string> {
+    if (customer.processorCustomer !== null) return customer.processorCustomer;
+    const made = await this.stripe.customers.create(
+      { metadata: { customer: customer.id }, ...(customer.email === null ? {} : { email: customer.email }) },
+      { idempotencyKey: `customer:${customer.id}` },
+    );
+    return made.id;
+  }
+
   async attach(customer: ProcessorCustomer, input: MethodInput): Promise<AttachedCard> {
     if (!('paymentMethod' in input))
       throw new CardError(
@@ -77,17 +128,7 @@ export class StripeProcessor implements PaymentProcessor {
         'card numbers are not taken in live mode; collect the card with Stripe (Stripe.js or Checkout) and send its payment method id in `paymentMethod`',
       );
     try {
-      const processorCustomer =
-        customer.processorCustomer ??
-        (
-          await this.stripe.customers.create(
-            {
-              metadata: { customer: customer.id },
-              ...(customer.email === null ? {} : { email: customer.email }),
-            },
-            { idempotencyKey: `customer:${customer.id}` },
-          )
-        ).id;
+      const processorCustomer = await this.customerOf(customer);
       const method = await this.stripe.paymentMethods.attach(
         input.paymentMethod,
         { customer: processorCustomer },
