@@ -542,6 +542,70 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(nobody.statusCode).toBe(404);
     expect((await s.live('GET', '/v1/ui/payouts')).body.data).toEqual([]);
   });
+
+  it('a refused renewal puts the purchase past due; the dunning retry through Stripe recovers it', async () => {
+    const s = await liveSeller(harness, 'Dunning');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const periodEnd = new Date((await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body.periodEnd);
+
+    // The card is refused at renewal.
+    mock.payments('refused');
+    const from = mock.requests.length;
+    clock.set(new Date(periodEnd.getTime() + 60_000));
+    await harness.controlPlane.scheduler.runDue();
+    expect((await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({ status: 'past_due' });
+    // Every purchase of this file renews here; this one's charges carry its id.
+    const charges = () =>
+      mock.requests
+        .slice(from)
+        .filter((r) => r.path === '/v1/payment_intents' && r.params['metadata[purchase]'] === purchase);
+    const renewal = charges();
+    expect(renewal).toEqual([
+      expect.objectContaining({
+        status: 200,
+        idempotencyKey: `charge:${purchase}:${periodEnd.toISOString()}:0`,
+        params: expect.objectContaining({ amount: '1000', 'metadata[reason]': 'renewal' }),
+      }),
+    ]);
+    const failed = (await s.events('payment.failed')).map((e) => e.object);
+    expect(failed).toEqual([
+      expect.objectContaining({ amount: 1000, failure_reason: 'requires_payment_method' }),
+    ]);
+    expect((await s.events('purchase.past_due')).length).toBe(1);
+    // Stripe's own event for that attempt agrees with what was recorded.
+    const intent = failed[0]?.processor_payment_intent as string;
+    expect(
+      (
+        await s.post(
+          event('payment_intent.payment_failed', 'payment_intent', {
+            id: intent,
+            status: 'requires_payment_method',
+          }),
+        )
+      ).body.outcome,
+    ).toBe('applied');
+
+    // A day later the customer's card works again: the retry succeeds and the purchase renews.
+    mock.payments('succeed');
+    clock.set(new Date(periodEnd.getTime() + 25 * 3_600_000));
+    await harness.controlPlane.scheduler.runDue();
+    const recovered = (await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body;
+    expect(recovered).toMatchObject({ status: 'active' });
+    expect(new Date(recovered.periodStart).getTime()).toBe(periodEnd.getTime());
+    const retry = charges();
+    expect(retry.map((r) => r.idempotencyKey)).toEqual([
+      `charge:${purchase}:${periodEnd.toISOString()}:0`,
+      `charge:${purchase}:${periodEnd.toISOString()}:1`,
+    ]);
+    expect(retry[1]?.params['metadata[reason]']).toBe('dunning_retry');
+    expect((await s.events('payment.succeeded')).map((e) => e.object.amount)).toEqual([1000, 1000]);
+    expect((await s.events('purchase.renewed')).length).toBe(1);
+    const invoices = (await s.live('GET', `/v1/sdk/invoices?customerRef=${customer}`)).body.data as Json[];
+    expect(invoices.map((i) => i.status)).toEqual(['paid', 'paid']);
+  });
 });
 
 describe('live payments through Stripe, cards refused', () => {

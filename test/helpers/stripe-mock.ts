@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,57 +21,77 @@ export interface StripeRequest {
   status: number;
 }
 
+export type PaymentsAnswer = 'succeed' | 'refused';
+
 export interface StripeMock {
   /** The URL to give the service as STRIPE_API_URL (a recording relay in front of the mock). */
   url: string;
   requests: StripeRequest[];
   /** stripe-mock's fixtures as it ships them, by resource (`refund`, `dispute`, `payout`, …). */
   fixtures: Record<string, Record<string, unknown>>;
+  /** What the card payments made from now on come to. */
+  payments(answer: PaymentsAnswer): void;
   close(): Promise<void>;
 }
 
+type Fixtures = { resources: Record<string, Record<string, unknown>> };
+
 /**
- * stripe-mock on a free loopback port, behind a relay that records every request the service
+ * stripe-mock on free loopback ports, behind a relay that records every request the service
  * makes. stripe-mock checks each request against Stripe's OpenAPI spec and answers with its
- * fixtures; it is stateless, so what a payment comes to is a fixture: by default its
- * PaymentIntent is `requires_payment_method` (a refused card); `payments: 'succeed'` answers
- * `succeeded` (and SetupIntents hold a card), and `refunds: 'pending'` leaves refunds pending, from a copy of its own fixtures.
+ * fixtures. It is stateless, so what a payment comes to is a fixture: its own PaymentIntent is
+ * `requires_payment_method` (a refused card, `refused`); a copy of its fixtures answers
+ * `succeeded` (and SetupIntents hold a card, `succeed`). Both run, and `payments()` picks the one
+ * the relay sends to. `refunds: 'pending'` leaves refunds pending in both.
  */
 export async function startStripeMock(
-  options: { payments?: 'succeed' | 'refused'; refunds?: 'pending' | 'succeeded' } = {},
+  options: { payments?: PaymentsAnswer; refunds?: 'pending' | 'succeeded' } = {},
 ): Promise<StripeMock> {
   const { stdout } = await run('bash', [join(root, 'test', 'stripe', 'install.sh')], { timeout: 600_000 });
   const dir = stdout.trim();
   const work = mkdtempSync(join(tmpdir(), 'stripe-mock-'));
   const shipped = readFileSync(join(dir, 'fixtures3.json'), 'utf8');
-  const fixtures = JSON.parse(shipped) as { resources: Record<string, Record<string, unknown>> };
-  if (options.payments === 'succeed') {
-    Object.assign(fixtures.resources.payment_intent ?? {}, { status: 'succeeded', last_payment_error: null });
-    // A Checkout Session in setup mode completes with a SetupIntent holding the card it saved.
-    Object.assign(fixtures.resources.setup_intent ?? {}, {
-      status: 'succeeded',
-      payment_method: 'pm_card_visa',
-    });
-  }
-  if (options.refunds === 'pending') Object.assign(fixtures.resources.refund ?? {}, { status: 'pending' });
-  const fixturesFile = join(work, 'fixtures.json');
-  writeFileSync(fixturesFile, JSON.stringify(fixtures));
+  const variant = (answer: PaymentsAnswer) => {
+    const fixtures = JSON.parse(shipped) as Fixtures;
+    if (answer === 'succeed') {
+      Object.assign(fixtures.resources.payment_intent ?? {}, {
+        status: 'succeeded',
+        last_payment_error: null,
+      });
+      // A Checkout Session in setup mode completes with a SetupIntent holding the card it saved.
+      Object.assign(fixtures.resources.setup_intent ?? {}, {
+        status: 'succeeded',
+        payment_method: 'pm_card_visa',
+      });
+    }
+    if (options.refunds === 'pending') Object.assign(fixtures.resources.refund ?? {}, { status: 'pending' });
+    const file = join(work, `fixtures-${answer}.json`);
+    writeFileSync(file, JSON.stringify(fixtures));
+    return file;
+  };
 
-  const mockPort = await freePort();
-  // It serves HTTPS too, on a fixed default port unless told: both on free loopback ports.
-  const child = spawn(
-    join(dir, 'bin', 'stripe-mock'),
-    [
-      '-http-addr',
-      `127.0.0.1:${mockPort}`,
-      '-https-addr',
-      `127.0.0.1:${await freePort()}`,
-      '-fixtures',
-      fixturesFile,
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const children: ChildProcess[] = [];
+  const ports = {} as Record<PaymentsAnswer, number>;
+  for (const answer of ['succeed', 'refused'] as const) {
+    ports[answer] = await freePort();
+    // It serves HTTPS too, on a fixed default port unless told: both on free loopback ports.
+    children.push(
+      spawn(
+        join(dir, 'bin', 'stripe-mock'),
+        [
+          '-http-addr',
+          `127.0.0.1:${ports[answer]}`,
+          '-https-addr',
+          `127.0.0.1:${await freePort()}`,
+          '-fixtures',
+          variant(answer),
+        ],
+        { stdio: 'ignore' },
+      ),
+    );
+  }
+  const exited = children.map((child) => new Promise<void>((resolve) => child.on('exit', () => resolve())));
+  let current: PaymentsAnswer = options.payments ?? 'refused';
 
   const requests: StripeRequest[] = [];
   const relay = createServer((incoming, outgoing) => {
@@ -79,13 +99,14 @@ export async function startStripeMock(
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => {
       const body = Buffer.concat(chunks);
+      const port = ports[current];
       const forward = httpRequest(
         {
           host: '127.0.0.1',
-          port: mockPort,
+          port,
           method: incoming.method,
           path: incoming.url,
-          headers: { ...incoming.headers, host: `127.0.0.1:${mockPort}` },
+          headers: { ...incoming.headers, host: `127.0.0.1:${port}` },
         },
         (answer) => {
           const key = incoming.headers['idempotency-key'];
@@ -106,24 +127,29 @@ export async function startStripeMock(
   });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
-  await pollUntil(
-    async () => {
-      const answer = await fetch(`http://127.0.0.1:${mockPort}/v1/account`, {
-        headers: { authorization: 'Bearer sk_test_ready' },
-      }).catch(() => undefined);
-      return answer?.ok === true;
-    },
-    (ready) => ready,
-    { timeoutMs: 20_000, what: 'stripe-mock to answer' },
-  );
+  for (const port of Object.values(ports)) {
+    await pollUntil(
+      async () => {
+        const answer = await fetch(`http://127.0.0.1:${port}/v1/account`, {
+          headers: { authorization: 'Bearer sk_test_ready' },
+        }).catch(() => undefined);
+        return answer?.ok === true;
+      },
+      (ready) => ready,
+      { timeoutMs: 20_000, what: 'stripe-mock to answer' },
+    );
+  }
   return {
     url,
     requests,
-    fixtures: (JSON.parse(shipped) as typeof fixtures).resources,
+    fixtures: (JSON.parse(shipped) as Fixtures).resources,
+    payments(answer) {
+      current = answer;
+    },
     async close() {
       await new Promise<void>((resolve) => relay.close(() => resolve()));
-      child.kill('SIGTERM');
-      await exited;
+      for (const child of children) child.kill('SIGTERM');
+      await Promise.all(exited);
       rmSync(work, { recursive: true, force: true });
     },
   };
