@@ -206,6 +206,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.logger,
   );
   scheduler.addJob(() => payouts.payOutDue());
+  scheduler.addJob(() => processors.reconcileYesterday(deps.logger));
   scheduler.addJob(() => payouts.settleDue());
   scheduler.addJob(() => refunds.settleDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;

@@ -1,6 +1,14 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import {
+  injectClient,
+  startTestControlPlane,
+  TEST_SECRET_KEY,
+  type TestControlPlane,
+} from '../../test/helpers/control-plane';
+import { root } from '../../test/helpers/processes';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import { MovableClock } from '../src/clock';
 
@@ -500,6 +508,70 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(
       ((await s.live('GET', '/v1/ui/payouts')).body.data as Json[]).map((p) => p.processorPayout).sort(),
     ).toEqual(['po_test_1', 'po_test_2']);
+  });
+
+  it('reconciles the ledger with Stripe balance transactions, reporting differences, by API and admin command', async () => {
+    const s = await liveSeller(harness, 'Reconciled');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const intent = (
+      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
+        purchase,
+      ])
+    ).rows[0].processor_payment_intent as string;
+    const from = new Date(clock.now().getTime() - 3_600_000).toISOString();
+    const to = new Date(clock.now().getTime() + 3_600_000).toISOString();
+    const before = mock.requests.length;
+    const report = await s.live('GET', `/v1/ui/processors/stripe/reconciliation?from=${from}&to=${to}`);
+    expect(report.status).toBe(200);
+    const asked = mock.requests.slice(before).filter((r) => r.path === '/v1/balance_transactions');
+    expect(asked).toEqual([expect.objectContaining({ method: 'GET', status: 200 })]);
+    // stripe-mock's one balance transaction is a charge of another PaymentIntent: both sides are
+    // reported, nothing is matched by guess.
+    expect(report.body).toMatchObject({
+      matched: 0,
+      balanced: false,
+      missingAtStripe: [{ kind: 'payment', stripeId: intent, amount: 1000, currency: 'usd' }],
+      missingHere: [
+        expect.objectContaining({ kind: 'payment', amount: 100, ref: expect.stringMatching(/^txn_/) }),
+      ],
+      stripeFees: { usd: 0 },
+    });
+    expect(
+      (await s.live('GET', `/v1/ui/processors/stripe/reconciliation?from=${to}&to=${from}`)).body,
+    ).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(
+      (await s.sandbox('GET', `/v1/ui/processors/stripe/reconciliation?from=${from}&to=${to}`)).body,
+    ).toMatchObject({ status: 403 });
+
+    // The same report from the admin command, against the same database.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        './deploy/loader.mjs',
+        'control-plane/src/admin/cli.ts',
+        'reconcile',
+        '--provider',
+        s.provider.id,
+        '--from',
+        from,
+        '--to',
+        to,
+      ],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          DATABASE_URL: harness.databaseUrl,
+          SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
+          STRIPE_API_URL: mock.url,
+        },
+      },
+    );
+    expect(JSON.parse(stdout)).toEqual(report.body);
   });
 
   it('refuses a wrong signature, an unknown provider, and acknowledges events it does not use', async () => {

@@ -11,6 +11,7 @@ import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-recor
 import { systemClock } from '../clock';
 import { readSecretKey } from '../config';
 import { openDatabase } from '../db/open';
+import { ProcessorService } from '../modules/processors/service';
 import { ProviderService } from '../modules/providers/service';
 import { TokenService } from '../modules/tokens/service';
 
@@ -20,7 +21,9 @@ const USAGE = `usage: npm run admin -- <command>
   provider enable-live --id <prv_…>
   provider disable-live --id <prv_…>
     key rotate --provider <prv_…> --environment sandbox|live
-  token create --key <secret key> --customer <customerRef> [--product <productRef>] [--expires-in <seconds>]`;
+  token create --key <secret key> --customer <customerRef> [--product <productRef>] [--expires-in <seconds>]
+  reconcile --provider <prv_…> --from <ISO time> --to <ISO time>
+    (the provider's live ledger against its Stripe balance transactions; differences reported, not fixed)`;
 
 class UsageError extends Error {}
 
@@ -44,6 +47,8 @@ async function run(argv: string[]): Promise<unknown> {
       customer: { type: 'string' },
       product: { type: 'string' },
       'expires-in': { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
     },
   });
   const command = positionals.join(' ');
@@ -54,6 +59,7 @@ async function run(argv: string[]): Promise<unknown> {
     'provider disable-live',
     'key rotate',
     'token create',
+    'reconcile',
   ];
   if (!known.includes(command))
     throw new UsageError(command === '' ? 'no command given' : `unknown command "${command}"`);
@@ -69,6 +75,10 @@ async function run(argv: string[]): Promise<unknown> {
       env.url('PUBLIC_URL', ['http', 'https']) ??
       `http://127.0.0.1:${env.int('PORT', 8080, { min: 0, max: 65535 })}`
     ).replace(/\/$/, ''),
+    stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(
+      /\/$/,
+      '',
+    ),
   });
   const logger = createLogger({ level: 'warn', name: 'admin' });
   const database = await openDatabase({ ...config, logger });
@@ -129,6 +139,16 @@ async function run(argv: string[]): Promise<unknown> {
           productRef: values.product,
           expiresInSeconds: expires,
         });
+      }
+      case 'reconcile': {
+        const from = new Date(required(values.from, 'from'));
+        const to = new Date(required(values.to, 'to'));
+        if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime()) || to <= from)
+          throw new UsageError('--from and --to must be ISO times, --to after --from');
+        const processors = new ProcessorService(database.pool, systemClock, config.secretKey, {
+          url: config.stripeApiUrl,
+        });
+        return await processors.reconcile(required(values.provider, 'provider'), { from, to });
       }
       default: {
         const providerId = required(values.provider, 'provider');

@@ -88,3 +88,45 @@ export async function setEventOutcome(
     [event.providerId, event.processor, event.eventId, event.outcome],
   );
 }
+
+/**
+ * The provider's live ledger movements of the Stripe balance in [from, to), each with the Stripe
+ * object it concerns and its gross amount as Stripe's balance shows it (a payment before fees;
+ * refunds, disputes and payouts negative, their reversals positive).
+ */
+export async function stripeMovements(
+  db: Queryable,
+  providerId: string,
+  window: { from: Date; to: Date },
+): Promise<Array<{ kind: string; stripe_id: string | null; amount: string; currency: string; ref: string }>> {
+  const { rows } = await db.query(
+    `SELECT le.kind, le.currency, le.source_id AS ref,
+            CASE le.kind
+              WHEN 'payment' THEN (SELECT p.processor_payment_intent FROM payments p WHERE p.id = le.source_id AND p.processor = 'stripe')
+              WHEN 'refund' THEN (SELECT r.processor_refund FROM refunds r WHERE r.id = le.source_id)
+              WHEN 'refund_reversal' THEN (SELECT r.processor_refund FROM refunds r WHERE r.id = le.source_id)
+              WHEN 'dispute' THEN (SELECT d.processor_dispute FROM disputes d WHERE d.id = le.source_id)
+              WHEN 'dispute_reversal' THEN (SELECT d.processor_dispute FROM disputes d WHERE d.id = le.source_id)
+              ELSE (SELECT po.processor_payout FROM payouts po WHERE po.id = le.source_id)
+            END AS stripe_id,
+            CASE le.kind
+              WHEN 'payment' THEN (SELECT p.amount FROM payments p WHERE p.id = le.source_id)
+              ELSE sum(le.amount) FILTER (WHERE le.account = 'processor_balance')
+            END AS amount
+       FROM ledger_entries le
+      WHERE le.provider_id = $1 AND le.environment = 'live' AND le.occurred_at >= $2 AND le.occurred_at < $3
+        AND le.kind IN ('payment', 'refund', 'refund_reversal', 'dispute', 'dispute_reversal', 'payout', 'payout_reversal')
+      GROUP BY le.transaction_id, le.kind, le.source_id, le.currency
+      ORDER BY min(le.occurred_at), le.transaction_id`,
+    [providerId, window.from, window.to],
+  );
+  return rows;
+}
+
+/** Providers with Stripe connected (the daily reconciliation's list). */
+export async function connectedProviders(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ provider_id: string }>(
+    "SELECT provider_id FROM processor_connections WHERE processor = 'stripe' ORDER BY provider_id",
+  );
+  return rows.map((r) => r.provider_id);
+}

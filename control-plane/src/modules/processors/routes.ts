@@ -1,7 +1,15 @@
+import { DomainError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
 import type { StripeEvents } from './events';
-import { StripeConnect, StripeConnection, StripeWebhookParams, StripeWebhookReceipt } from './schemas';
+import {
+  ReconciliationQuery,
+  ReconciliationReport,
+  StripeConnect,
+  StripeConnection,
+  StripeWebhookParams,
+  StripeWebhookReceipt,
+} from './schemas';
 import type { ProcessorService } from './service';
 
 /** The provider's Stripe connection (live key only). */
@@ -31,6 +39,40 @@ export function processorRoutes(processors: ProcessorService) {
         },
       },
       async (request) => processors.showStripe(authOf(request)),
+    );
+    app.get(
+      '/v1/ui/processors/stripe/reconciliation',
+      {
+        schema: {
+          tags,
+          summary:
+            "Our ledger against Stripe's balance transactions for a window: differences, never corrected",
+          querystring: ReconciliationQuery,
+          response: {
+            200: ReconciliationReport,
+            403: Problem,
+            409: Problem,
+            503: Problem,
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => {
+        const auth = authOf(request);
+        if (auth.environment !== 'live')
+          throw new DomainError(
+            'forbidden',
+            'Reconciliation reads the live Stripe account; use the live key',
+          );
+        const from = new Date(request.query.from);
+        const to = new Date(request.query.to);
+        const span = to.getTime() - from.getTime();
+        if (!(span > 0 && span <= 93 * 86_400_000))
+          throw new ValidationError([
+            { path: '/to', message: 'must be after from, by at most 93 days', location: 'querystring' },
+          ]);
+        return processors.reconcile(auth.providerId, { from, to });
+      },
     );
     app.delete(
       '/v1/ui/processors/stripe',

@@ -42,3 +42,33 @@ export const StripeWebhookReceipt = Type.Object({
       'applied, duplicate (already applied), ignored (a type we do not use), unmatched:… or refused:…',
   }),
 });
+
+export const ReconciliationQuery = Type.Object(
+  {
+    from: Type.String({ format: 'date-time', description: 'Start of the window (inclusive)' }),
+    to: Type.String({
+      format: 'date-time',
+      description: 'End of the window (exclusive); at most 93 days after from',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const Movement = Type.Object({
+  kind: Type.String(),
+  stripeId: Type.String(),
+  amount: Type.Integer(),
+  currency: Type.String(),
+  ref: Type.String({ description: "Our id, or Stripe's balance transaction (txn_…)" }),
+});
+
+export const ReconciliationReport = Type.Object({
+  from: Timestamp,
+  to: Timestamp,
+  matched: Type.Integer(),
+  missingAtStripe: Type.Array(Movement),
+  missingHere: Type.Array(Movement),
+  amountMismatches: Type.Array(Type.Object({ ours: Movement, stripe: Movement })),
+  stripeFees: Type.Record(Type.String(), Type.Integer()),
+  balanced: Type.Boolean(),
+});

@@ -1,3 +1,4 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
 import { seal, unseal } from '@mcp-meter/contracts/snapshots';
 import type Stripe from 'stripe';
 import type { Clock } from '../../clock';
@@ -5,8 +6,23 @@ import type { Pool } from '../../db/pool';
 import { DomainError, ValidationError } from '../../errors';
 import { type PaymentProcessor, type Processors, SandboxProcessor } from '../payments/processor';
 import type { AuthContext } from '../providers/service';
-import { type ConnectionRow, deleteConnection, findConnection, upsertConnection } from './repository';
-import { type StripeApi, StripeProcessor, stripeClient } from './stripe';
+import {
+  type Movement,
+  type MovementKind,
+  movementOf,
+  type ReconciliationReport,
+  reconcile,
+  type StripeBalanceTransaction,
+} from './reconciliation';
+import {
+  type ConnectionRow,
+  connectedProviders,
+  deleteConnection,
+  findConnection,
+  stripeMovements,
+  upsertConnection,
+} from './repository';
+import { type StripeApi, StripeProcessor, stripeClient, translate } from './stripe';
 
 const LIVE_ONLY =
   'A payment processor is connected with the live secret key; sandbox always uses the sandbox processor';
@@ -20,6 +36,7 @@ export class ProcessorService implements Processors {
   private readonly sandbox = new SandboxProcessor();
   /** Clients per provider, made again when the provider connects another key. */
   private readonly clients = new Map<string, { sealed: string; stripe: Stripe }>();
+  private lastReconciledDay: string | undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -103,6 +120,73 @@ export class ProcessorService implements Processors {
     const row = await findConnection(this.pool, providerId, 'stripe');
     if (row === undefined) return undefined;
     return { stripe: this.clientOf(row), webhookSecret: unseal(this.secretKey, row.webhook_secret_sealed) };
+  }
+
+  /**
+   * Our ledger's movements of the provider's Stripe balance in [from, to) against Stripe's
+   * balance transactions of the same window (all pages). 409 payments_not_configured without
+   * a connection; 503 processor_unavailable when Stripe cannot be read.
+   */
+  async reconcile(providerId: string, window: { from: Date; to: Date }): Promise<ReconciliationReport> {
+    const stripe = await this.stripeOf(providerId);
+    const ours: Movement[] = (await stripeMovements(this.pool, providerId, window)).flatMap((row) =>
+      row.stripe_id === null
+        ? []
+        : [
+            {
+              kind: row.kind as MovementKind,
+              stripeId: row.stripe_id,
+              amount: Number(row.amount),
+              currency: row.currency,
+              ref: row.ref,
+            },
+          ],
+    );
+    const theirs: Movement[] = [];
+    const fees: Record<string, number> = {};
+    try {
+      for await (const bt of stripe.balanceTransactions.list({
+        created: {
+          gte: Math.floor(window.from.getTime() / 1000),
+          lt: Math.floor(window.to.getTime() / 1000),
+        },
+        limit: 100,
+        expand: ['data.source'],
+      })) {
+        fees[bt.currency] = (fees[bt.currency] ?? 0) + bt.fee;
+        const movement = movementOf(bt as unknown as StripeBalanceTransaction);
+        if (movement !== undefined) theirs.push(movement);
+      }
+    } catch (error) {
+      return translate(error);
+    }
+    return reconcile(window, ours, theirs, fees);
+  }
+
+  /**
+   * Scheduler job: once a day per process, yesterday (UTC) of every connected provider is
+   * reconciled; differences are logged as a warning with the whole report, never corrected.
+   */
+  async reconcileYesterday(logger: Logger): Promise<number> {
+    const now = this.clock.now();
+    const day = now.toISOString().slice(0, 10);
+    if (this.lastReconciledDay === day) return 0;
+    this.lastReconciledDay = day;
+    const to = new Date(`${day}T00:00:00.000Z`);
+    const from = new Date(to.getTime() - 86_400_000);
+    let reconciled = 0;
+    for (const providerId of await connectedProviders(this.pool)) {
+      try {
+        const report = await this.reconcile(providerId, { from, to });
+        if (report.balanced)
+          logger.info({ provider: providerId, matched: report.matched }, 'stripe reconciled');
+        else logger.warn({ provider: providerId, report }, 'stripe reconciliation found differences');
+        reconciled++;
+      } catch (error) {
+        logger.warn({ provider: providerId, err: error }, 'stripe reconciliation failed');
+      }
+    }
+    return reconciled;
   }
 
   private async stripeOf(providerId: string): Promise<Stripe> {

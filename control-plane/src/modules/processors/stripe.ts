@@ -37,7 +37,7 @@ export function stripeClient(api: StripeApi, secretKey: string): Stripe {
  * failing is 503 processor_unavailable, and whatever was being done is retried with the same
  * idempotency key.
  */
-function translate(error: unknown): never {
+export function translate(error: unknown): never {
   if (
     error instanceof Stripe.errors.StripeAuthenticationError ||
     error instanceof Stripe.errors.StripePermissionError
