@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Schema fuzzing of the control plane's API: schemathesis (PyPI) generates requests from
 # /openapi.json, valid and invalid, NUL bytes included, and sends them with a sandbox key, a live
-# key and no key to `npm start` on embedded defaults, on loopback only. Bounded by examples per
-# operation and by time; stops the service itself. Writes bench/results/api-fuzz.{md,json} and
+# key and no key to `npm start` on embedded defaults (live payments go to stripe-mock), on loopback
+# only. Bounded by examples per operation and by time; stops the service itself. Writes bench/results/api-fuzz.{md,json} and
 # exits non-zero when any answer was a 5xx.
 #
 #   FUZZ_MAX_SECONDS=600 bash bench/api-fuzz.sh  # 100 examples per operation, fuzzing repeated for 600 s per key
@@ -35,12 +35,20 @@ free_port() { node -e "const s=require('net').createServer().listen(0,'127.0.0.1
 port=$(free_port)
 proxy_port=$(free_port)
 base=http://127.0.0.1:$port
-export DATA_DIR=$work/data PORT=$port PROXY_PORT=$proxy_port LOG_LEVEL=warn WEBHOOKS_ENABLED=false
+# Live payments go to stripe-mock on loopback (a fuzzed key may connect Stripe), never to Stripe.
+stripe_mock=$(bash test/stripe/install.sh)/bin/stripe-mock
+stripe_port=$(free_port)
+"$stripe_mock" -http-addr "127.0.0.1:$stripe_port" -https-addr "127.0.0.1:$(free_port)" > "$work/stripe-mock.log" 2>&1 &
+stripe=$!
+export DATA_DIR=$work/data PORT=$port PROXY_PORT=$proxy_port LOG_LEVEL=warn WEBHOOKS_ENABLED=false \
+  STRIPE_API_URL=http://127.0.0.1:$stripe_port
 node --import ./deploy/loader.mjs deploy/serve.ts > "$work/serve.log" 2>&1 &
 service=$!
 cleanup() {
   kill -TERM "$service" 2>/dev/null || true
   wait "$service" 2>/dev/null || true
+  kill -TERM "$stripe" 2>/dev/null || true
+  wait "$stripe" 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT

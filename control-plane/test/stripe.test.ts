@@ -580,6 +580,15 @@ describe('live payments through Stripe, payments succeeding', () => {
     const unused = event('customer.created', 'customer', {});
     expect((await s.post(unused)).body).toMatchObject({ received: true, outcome: 'ignored' });
     expect((await s.post(unused)).body).toMatchObject({ outcome: 'duplicate' });
+    // Signed but not well formed: acknowledged as refused, nothing recorded.
+    for (const amount of ['lots', -5, 2 ** 60, null])
+      expect(
+        (await s.post(event('payout.paid', 'payout', { id: `po_bad_${String(amount)}`, amount }))).body,
+      ).toMatchObject({ received: true, outcome: 'refused:malformed' });
+    expect(
+      (await s.post({ ...event('charge.dispute.created', 'dispute', {}), data: { object: null } })).body
+        .outcome,
+    ).toBe('refused:malformed');
     const forged = await s.post(
       event('payout.paid', 'payout', { id: 'po_forged' }),
       'whsec_someoneelse0123456789',

@@ -83,6 +83,8 @@ function installValidation(app: FastifyInstance): void {
 /** Where a NUL character sits in a parsed value (a key or a string), as a JSON pointer. */
 export function nulPath(value: unknown, path = ''): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path || '/' : undefined;
+  // A raw body kept as bytes (a signed webhook) is the route's to read, not text to store.
+  if (Buffer.isBuffer(value)) return undefined;
   if (value === null || typeof value !== 'object') return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {

@@ -114,6 +114,8 @@ export class StripeEvents {
   }
 
   private async apply(tx: PoolClient, auth: AuthContext, event: Stripe.Event): Promise<Applied> {
+    // Signed is not well formed: an object without the fields its type reads is kept as refused.
+    if (!wellFormed(event)) return { outcome: 'refused:malformed' };
     switch (event.type) {
       case 'refund.created':
       case 'refund.updated':
@@ -205,4 +207,27 @@ export class StripeEvents {
     });
     return { outcome: 'applied' };
   }
+}
+
+const isText = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 255;
+const isAmount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** Whether the event's object has what its handler reads, with sane values. */
+function wellFormed(event: Stripe.Event): boolean {
+  const object = (event.data as { object?: unknown } | undefined)?.object as
+    | Record<string, unknown>
+    | undefined;
+  if (typeof object !== 'object' || object === null || !isText(object.id)) return false;
+  if (event.type.startsWith('payout.'))
+    return isAmount(object.amount) && isText(object.currency) && typeof object.arrival_date === 'number';
+  if (event.type.startsWith('charge.dispute.'))
+    return isAmount(object.amount) && (object.amount as number) > 0;
+  if (event.type === 'charge.refunded') {
+    const refunds = (object.refunds as { data?: unknown } | undefined)?.data;
+    return (
+      refunds === undefined ||
+      (Array.isArray(refunds) && refunds.every((r) => isText((r as { id?: unknown })?.id)))
+    );
+  }
+  return true;
 }
