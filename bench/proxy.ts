@@ -1,18 +1,22 @@
 /**
- * Proxy benchmark (issue 5), k6 open-model load against five targets in one run:
- *   B0  k6 → null responder (the harness's own ceiling)
- *   B1  k6 → trivial MCP origin, directly
- *   BP  k6 → bare passthrough (uWebSockets.js + undici, nothing else) → origin: the proxy's floor
- *   B2  k6 → proxy (token check, gating, cached limit check) with metering off → origin
- *   B3  k6 → proxy, full path: the same plus a usage record per call (Kafka → ClickHouse) → origin
- *   B3m B3's path with MCP 2026-07-28 calls (CPU per call only)
+ * Proxy benchmark (issue 28): what a metered tool call costs, against peers measured in the same
+ * run on the same machine, with load generators that cost little (wrk: closed model, maximum
+ * throughput; vegeta: open model, latency at a fixed arrival rate). Targets:
+ *   B1  origin directly (a trivial MCP origin answering at once)
+ *   N   nginx proxy_pass with upstream keep-alive → origin: the cost of a good reverse proxy
+ *   BP  bare uWebSockets.js + undici hop → origin: the floor of a Node hop on our packages
+ *   B2  proxy, metering off (token check, routing, gating, cached limit check) → origin
+ *   B3  proxy, full path (B2 + a usage record per call: Kafka → ingest → ClickHouse) → origin
+ *   B3m B3 with MCP 2026-07-28 calls
+ *   A   the all-in-one service (`npm start`: proxy, control plane, ingest and chdb in one process)
  *
- *   npm run bench:proxy [-- --trial-seconds 8 --latency-seconds 15]
+ *   npm run bench:proxy                  # the whole method, written to bench/results/proxy.{md,json,svg}
+ *   npm run bench:proxy -- --cpu-only    # CPU per call of every process at saturation, printed only
+ *   npm run bench:proxy -- --cpu-only --hold-seconds 600   # and the stack kept up for profiling
  *
- * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), the control plane +
- * ingest and two proxy processes, builds k6 with `go install` if missing, stops by itself, and
- * writes bench/results/proxy.{md,json}. A trial with dropped iterations, failed checks or a
- * shortfall in achieved rate does not count as sustained.
+ * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), the services, the
+ * origin and nginx, installs wrk, vegeta and nginx if missing (bench/load/install.sh), sends
+ * traffic only to 127.0.0.1, and stops by itself.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
@@ -24,38 +28,37 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Redis } from 'ioredis';
-import { inversions, searchAll, type Trial } from './search';
+import { flame } from './load/flame';
 
 const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
   options: {
     'trial-seconds': { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '32' },
     'latency-seconds': { type: 'string', default: '15' },
-    'start-rate': { type: 'string', default: '1000' },
-    // A B3 trial holds only if every call it made is in ClickHouse this soon after it ends.
-    'catch-up-seconds': { type: 'string', default: '2' },
-    // Only the CPU-per-call breakdown at this rate (no max-rate search): for working on the path.
-    'cpu-only': { type: 'string' },
-    // With --cpu-only: keep the stack up this long afterwards (targets printed) for profiling by hand.
+    'cpu-only': { type: 'boolean', default: false },
     'hold-seconds': { type: 'string', default: '0' },
-    // Rewrite bench/results/proxy.md from proxy.json (after a change to the report's wording).
     'report-only': { type: 'boolean', default: false },
+    // A CPU profile of the metered proxy (B3) over the run: flame graph and table in bench/results.
+    profile: { type: 'boolean', default: false },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
+const ROUNDS = Number(args.rounds);
+const CONNECTIONS = Number(args.connections);
 const LATENCY_SECONDS = Number(args['latency-seconds']);
-const CATCH_UP_SECONDS = Number(args['catch-up-seconds']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const children: ChildProcess[] = [];
 const named = new Map<number, string>();
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+let stopInfra = () => {};
 
 function spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawn(command, argv, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -67,7 +70,10 @@ function spawnLogged(name: string, command: string, argv: string[], env: NodeJS.
   return child;
 }
 
-async function waitFor(url: string, seconds = 90): Promise<void> {
+const firstLine = (child: ChildProcess) =>
+  new Promise<string>((done) => child.stdout?.once('data', (chunk: Buffer) => done(chunk.toString('utf8'))));
+
+async function waitFor(url: string, seconds = 120): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     try {
@@ -92,72 +98,166 @@ async function api<T>(base: string, key: string, method: string, path: string, b
   return JSON.parse(text) as T;
 }
 
-function k6(
-  k6Bin: string,
-  target: string,
-  url: string,
-  rate: number,
-  seconds: number,
-  token = '',
-  modern = false,
-): Trial {
-  const summary = join(work, `k6-${target}-${rate}-${Date.now()}.json`);
-  execFileSync(k6Bin, ['run', '--quiet', '--no-usage-report', join(root, 'bench', 'k6', 'tool-call.js')], {
-    env: {
-      ...process.env,
-      TARGET_URL: url,
-      RATE: String(rate),
-      DURATION: `${seconds}s`,
-      TOKEN: token,
-      MODERN: modern ? '1' : '0',
-      SUMMARY: summary,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-    timeout: (seconds + 60) * 1000,
-  });
-  const data = JSON.parse(readFileSync(summary, 'utf8')) as {
-    metrics: Record<string, { values: Record<string, number> }>;
-  };
-  const m = (name: string, value: string) => data.metrics[name]?.values[value] ?? 0;
-  const requests = m('http_reqs', 'count');
-  const trial: Trial = {
-    target,
-    rate,
-    achieved: Math.round(requests / seconds),
-    requests,
-    dropped: m('dropped_iterations', 'count'),
-    failedChecks: m('checks', 'fails'),
-    p50: m('http_req_duration', 'p(50)'),
-    p90: m('http_req_duration', 'p(90)'),
-    p99: m('http_req_duration', 'p(99)'),
-    sustained: false,
-  };
-  trial.sustained = trial.dropped === 0 && trial.failedChecks === 0 && requests >= rate * seconds * 0.98;
-  log(
-    `${target} @${rate}/s: ${trial.achieved}/s, dropped ${trial.dropped}, failed ${trial.failedChecks}, p50 ${trial.p50.toFixed(3)} ms, p99 ${trial.p99.toFixed(3)} ms ${trial.sustained ? 'ok' : 'NOT SUSTAINED'}`,
-  );
-  return trial;
+// ------------------------------------------------------------------ scenarios and load generators
+
+interface Scenario {
+  method: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+const scenario = (file: string) =>
+  JSON.parse(readFileSync(join(root, 'bench', 'scenarios', file), 'utf8')) as Scenario;
+const CALL = scenario('tool-call.json');
+const MODERN_CALL = scenario('tool-call-2026-07-28.json');
+
+interface Target {
+  url: string;
+  token: string;
+  call: Scenario;
 }
 
-/** BP is optional only for reports rewritten from a proxy.json older than its latency trials. */
-type LatencyTrials = { B1: Trial[]; BP?: Trial[]; B3: Trial[] };
+const headersOf = (t: Target) => ({
+  ...t.call.headers,
+  ...(t.token === '' ? {} : { authorization: `Bearer ${t.token}` }),
+});
 
-interface CpuBreakdown {
+/** The scenario as a wrk script (wrk's Lua has no JSON: the request is written out literally). */
+function wrkScript(name: string, t: Target): string {
+  const file = join(work, `${name}.lua`);
+  const lines = [
+    `wrk.method = ${JSON.stringify(t.call.method)}`,
+    `wrk.body = ${JSON.stringify(JSON.stringify(t.call.body))}`,
+    ...Object.entries(headersOf(t)).map(
+      ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
+    ),
+  ];
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+interface WrkResult {
+  requests: number;
+  rps: number;
+  errors: number;
+  p50: number;
+  p99: number;
+}
+
+/** wrk, closed model: `CONNECTIONS` connections each sending the next call when the last is answered. */
+function wrk(tools: Tools, name: string, t: Target, seconds: number, pin?: string): WrkResult {
+  const argv = ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', wrkScript(name, t), t.url];
+  const out = execFileSync(
+    pin === undefined ? tools.WRK : 'taskset',
+    pin === undefined ? argv : ['-c', pin, tools.WRK, ...argv],
+    {
+      encoding: 'utf8',
+      timeout: (seconds + 30) * 1000,
+    },
+  );
+  const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+  const ms = (label: string) => {
+    const m = new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
+    if (m === null) return Number.NaN;
+    const v = Number(m[1]);
+    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+  };
+  const requests = num(/(\d+) requests in/);
+  const errors =
+    num(/Non-2xx or 3xx responses: (\d+)/) +
+    [...out.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((s, m) => s + Number(m[2]), 0);
+  return { requests, rps: num(/Requests\/sec:\s+([\d.]+)/), errors, p50: ms('50'), p99: ms('99') };
+}
+
+interface LatencyTrial {
+  target: string;
   rate: number;
-  rows: Array<{
-    target: string;
-    requests: number;
-    seconds: number;
-    usPerCall: Record<string, number>;
-    total: number;
-  }>;
+  requests: number;
+  achievedRate: number;
+  success: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  valid: boolean;
 }
 
 /**
- * CPU seconds (user + system) by process group, from /proc, keyed by group and pid; k6 is
- * counted through our cutime. A process that exits between two samples drops out of the
- * difference (its last ticks are lost, never subtracted): short-lived PostgreSQL backends
- * otherwise made a group's figure negative.
+ * vegeta, open model: calls start on schedule whatever the target does. A trial whose calls
+ * did not all start on time (the achieved rate short of the asked one) or did not all succeed is
+ * invalid, reported as such and never as a latency.
+ */
+function vegeta(tools: Tools, name: string, t: Target, rate: number, seconds: number): LatencyTrial {
+  const targets = join(work, `${name}.targets.json`);
+  const header = Object.fromEntries(Object.entries(headersOf(t)).map(([k, v]) => [k, [v]]));
+  // One JSON target per line, as vegeta reads them.
+  writeFileSync(
+    targets,
+    `${JSON.stringify({
+      method: t.call.method,
+      url: t.url,
+      header,
+      body: Buffer.from(JSON.stringify(t.call.body)).toString('base64'),
+    })}\n`,
+  );
+  const results = join(work, `${name}-${rate}.bin`);
+  execFileSync(
+    'bash',
+    [
+      '-c',
+      `"$0" attack -format=json -targets="$1" -rate="$2"/1s -duration="$3"s -timeout=10s -workers=64 -max-workers=2000 > "$4"`,
+      tools.VEGETA,
+      targets,
+      String(rate),
+      String(seconds),
+      results,
+    ],
+    { timeout: (seconds + 60) * 1000 },
+  );
+  const latencies: number[] = [];
+  let ok = 0;
+  let first = Number.POSITIVE_INFINITY;
+  let last = 0;
+  const csv = execFileSync(tools.VEGETA, ['encode', '--to=csv', results], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  });
+  for (const line of csv.split('\n')) {
+    if (line === '') continue;
+    const [timestamp, code, latency] = line.split(',');
+    const at = Number(timestamp);
+    first = Math.min(first, at);
+    last = Math.max(last, at);
+    latencies.push(Number(latency) / 1e6);
+    if (code === '200') ok++;
+  }
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? Number.NaN;
+  const span = (last - first) / 1e9;
+  const achievedRate = latencies.length / Math.max(span, 1e-9);
+  const trial: LatencyTrial = {
+    target: name,
+    rate,
+    requests: latencies.length,
+    achievedRate,
+    success: ok / Math.max(latencies.length, 1),
+    p50: q(0.5),
+    p99: q(0.99),
+    p999: q(0.999),
+    valid: ok === latencies.length && latencies.length >= rate * seconds * 0.99,
+  };
+  log(
+    `${name} @${rate}/s: ${trial.requests} calls, success ${trial.success.toFixed(4)}, p50 ${trial.p50.toFixed(3)} p99 ${trial.p99.toFixed(3)} p99.9 ${trial.p999.toFixed(3)} ms${trial.valid ? '' : ' INVALID'}`,
+  );
+  rmSync(results, { force: true });
+  return trial;
+}
+
+// ------------------------------------------------------------------ CPU per process
+
+/**
+ * CPU seconds (user + system) by process group, from /proc. wrk and vegeta are the bench's
+ * children and counted through its cutime. A process that exits between two samples drops out
+ * (its last ticks are lost, never subtracted).
  */
 type CpuSample = Map<string, { group: string; seconds: number }>;
 const CLK_TCK = 100;
@@ -173,7 +273,7 @@ function statTimes(pid: string | number): number[] | undefined {
     return undefined;
   }
 }
-function cpuSample(named: Map<number, string>): CpuSample {
+function cpuSample(): CpuSample {
   const sample: CpuSample = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -183,7 +283,7 @@ function cpuSample(named: Map<number, string>): CpuSample {
     const [utime = 0, stime = 0, cutime = 0, cstime = 0] = times;
     if (pid === process.pid) {
       sample.set(`${pid}`, { group: 'bench', seconds: (utime + stime) / CLK_TCK });
-      sample.set(`${pid}/children`, { group: 'k6', seconds: (cutime + cstime) / CLK_TCK });
+      sample.set(`${pid}/children`, { group: 'load generator', seconds: (cutime + cstime) / CLK_TCK });
       continue;
     }
     let group = named.get(pid);
@@ -196,20 +296,20 @@ function cpuSample(named: Map<number, string>): CpuSample {
         ? 'kafka'
         : cmdline.includes('redis-server')
           ? 'redis'
-          : cmdline.includes('postgres')
-            ? 'postgres'
-            : 'other';
+          : cmdline.startsWith('nginx')
+            ? 'nginx'
+            : cmdline.includes('postgres')
+              ? 'postgres'
+              : 'other';
     }
     sample.set(`${pid}`, { group, seconds: (utime + stime) / CLK_TCK });
   }
   return sample;
 }
-/** CPU seconds each group used between two samples. */
 function cpuBetween(before: CpuSample, after: CpuSample): Record<string, number> {
   const used: Record<string, number> = {};
   for (const [key, { group, seconds }] of after) {
     const earlier = before.get(key);
-    // A pid reused by a new process within the interval would show a smaller total: counted whole.
     const delta = earlier === undefined || earlier.seconds > seconds ? seconds : seconds - earlier.seconds;
     used[group] = (used[group] ?? 0) + delta;
   }
@@ -221,13 +321,47 @@ async function redisCommands(redis: Redis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
 }
 
+// ------------------------------------------------------------------ the run
+
+type Tools = { WRK: string; VEGETA: string; NGINX: string };
+const TARGETS = ['B1', 'N', 'BP', 'B2', 'B3', 'B3m', 'A'] as const;
+type TargetName = (typeof TARGETS)[number];
+/** The process whose CPU is "the proxy" of each target. */
+const PROXY_GROUP: Record<TargetName, string> = {
+  B1: 'origin',
+  N: 'nginx',
+  BP: 'passthrough',
+  B2: 'proxy-b2',
+  B3: 'proxy-b3',
+  B3m: 'proxy-b3',
+  A: 'all-in-one',
+};
+
+interface SaturationRow {
+  target: TargetName;
+  rounds: Array<{ rps: number; requests: number; errors: number; usPerCall: Record<string, number> }>;
+}
+
+const median = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
+};
+
 async function main() {
   if (args['report-only']) {
-    const saved = JSON.parse(readFileSync(join(root, 'bench', 'results', 'proxy.json'), 'utf8'));
-    writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(saved));
-    log('rewritten bench/results/proxy.md from proxy.json');
+    const saved = JSON.parse(readFileSync(join(root, 'bench', 'results', 'proxy.json'), 'utf8')) as Result;
+    writeResults(saved);
     return;
   }
+  const tools = Object.fromEntries(
+    execFileSync('bash', [join(root, 'bench', 'load', 'install.sh')], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  ) as Tools;
   const ports = {
     REDIS_PORT: String(await freePort()),
     KAFKA_PORT: String(await freePort()),
@@ -237,7 +371,6 @@ async function main() {
   const infraEnv = { ...process.env, STACK_DIR: join(work, 'stack'), ...ports };
   const infra = join(root, 'deploy', 'infra.sh');
   stopInfra = () => execFileSync('bash', [infra, 'all', 'stop'], { stdio: 'inherit', env: infraEnv });
-  execFileSync('bash', [infra, 'k6', 'install'], { stdio: 'inherit', env: infraEnv });
   execFileSync('bash', [infra, 'all', 'start'], { stdio: 'inherit', env: infraEnv, timeout: 300_000 });
   const urls = Object.fromEntries(
     execFileSync('bash', [infra, 'all', 'env'], { env: infraEnv, encoding: 'utf8' })
@@ -245,13 +378,11 @@ async function main() {
       .split('\n')
       .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
   ) as Record<string, string>;
-  const k6Bin = urls.K6_BIN ?? '';
 
   const cpPort = await freePort();
   const base = `http://127.0.0.1:${cpPort}`;
   const env = {
     ...process.env,
-    // The bench's origins listen on loopback, which the SSRF guard refuses unless allowed.
     OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     LOG_LEVEL: 'warn',
     DATA_DIR: join(work, 'data'),
@@ -265,66 +396,97 @@ async function main() {
   const serve = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
   spawnLogged('control-plane', process.execPath, serve, { ...env, SERVICES: 'control-plane,ingest' });
   const servers = spawnLogged(
-    'servers',
+    'origin',
     process.execPath,
-    ['--import', './deploy/loader.mjs', 'bench/k6/servers.ts'],
+    ['--import', './deploy/loader.mjs', 'bench/load/servers.ts'],
     env,
   );
-  const serverPorts = await new Promise<{ nullPort: number; originPort: number }>((resolvePorts) => {
-    servers.stdout?.once('data', (chunk: Buffer) => resolvePorts(JSON.parse(chunk.toString('utf8'))));
-  });
-  // BP: the proxy's two packages with nothing in between (bench/k6/passthrough.ts).
+  const { originPort } = JSON.parse(await firstLine(servers)) as { originPort: number };
   const passthrough = spawnLogged(
     'passthrough',
     process.execPath,
-    ['--import', './deploy/loader.mjs', 'bench/k6/passthrough.ts'],
-    {
-      ...env,
-      ORIGIN_URL: `http://127.0.0.1:${serverPorts.originPort}/bp`,
-    },
+    ['--import', './deploy/loader.mjs', 'bench/load/passthrough.ts'],
+    { ...env, ORIGIN_URL: `http://127.0.0.1:${originPort}/bp` },
   );
-  const passthroughPort = await new Promise<number>((resolvePort) => {
-    passthrough.stdout?.once('data', (chunk: Buffer) =>
-      resolvePort((JSON.parse(chunk.toString('utf8')) as { port: number }).port),
-    );
-  });
+  const passthroughPort = (JSON.parse(await firstLine(passthrough)) as { port: number }).port;
+
+  // N: nginx as a keep-alive reverse proxy, one worker (as one Node process is one core).
+  const nginxPort = await freePort();
+  const nginxDir = join(work, 'nginx');
+  execFileSync('mkdir', ['-p', join(nginxDir, 'logs')]);
+  writeFileSync(
+    join(nginxDir, 'nginx.conf'),
+    `daemon off;
+master_process off;
+worker_processes 1;
+error_log ${join(nginxDir, 'logs', 'error.log')} warn;
+pid ${join(nginxDir, 'nginx.pid')};
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${nginxDir};
+  proxy_temp_path ${nginxDir};
+  upstream origin { server 127.0.0.1:${originPort}; keepalive 256; }
+  server {
+    listen 127.0.0.1:${nginxPort};
+    location / {
+      proxy_pass http://origin/n;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`,
+  );
+  spawnLogged('nginx', tools.NGINX, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf')], env);
   await waitFor(`${base}/healthz`);
 
-  const provider = JSON.parse(
-    execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', 'Bench'], {
-      cwd: root,
-      env,
-      encoding: 'utf8',
-    }),
-  ) as { sandboxKey: string };
-  const key = provider.sandboxKey;
-  const product = await api<{ id: string }>(base, key, 'POST', '/v1/ui/products', { name: 'Bench' });
-  // A real limit (far above what the run sends): every call takes the full limit-check path.
-  const plan = await api<{ id: string }>(base, key, 'POST', `/v1/ui/products/${product.id}/plans`, {
-    name: 'Free',
-    type: 'recurring',
-    billingCycle: 'monthly',
-    price: 0,
-    currency: 'usd',
-    limit: 1_000_000_000,
-  });
-  const register = (name: string, path: string) =>
-    api<{ id: string; subdomain: string }>(base, key, 'POST', '/v1/ui/mcp-servers', {
-      name,
-      url: `http://127.0.0.1:${serverPorts.originPort}${path}`,
-      productId: product.id,
-      defaultPlanId: plan.id,
+  const admin = (dataEnv: NodeJS.ProcessEnv) =>
+    JSON.parse(
+      execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', 'Bench'], {
+        cwd: root,
+        env: dataEnv,
+        encoding: 'utf8',
+      }),
+    ) as { sandboxKey: string };
+  /** A product with a free plan of a real limit, MCP servers for `paths`, a customer and a token. */
+  const seller = async (apiBase: string, key: string, paths: string[]) => {
+    const product = await api<{ id: string }>(apiBase, key, 'POST', '/v1/ui/products', { name: 'Bench' });
+    const plan = await api<{ id: string }>(apiBase, key, 'POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Free',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      price: 0,
+      currency: 'usd',
+      limit: 1_000_000_000,
     });
-  const b2Server = await register('bench-b2', '/b2');
-  const b3Server = await register('bench-b3', '/b3');
-  const customer = await api<{ reference: string }>(base, key, 'POST', '/v1/sdk/customers', {});
-  const { accessToken } = await api<{ accessToken: string }>(
-    base,
-    key,
-    'POST',
-    `/v1/sdk/customers/${customer.reference}/tokens`,
-    { expiresInSeconds: 86_400 },
-  );
+    const servers: Array<{ id: string; subdomain: string }> = [];
+    for (const path of paths)
+      servers.push(
+        await api(apiBase, key, 'POST', '/v1/ui/mcp-servers', {
+          name: `bench${path.replaceAll('/', '-')}`,
+          url: `http://127.0.0.1:${originPort}${path}`,
+          productId: product.id,
+          defaultPlanId: plan.id,
+        }),
+      );
+    const customer = await api<{ reference: string }>(apiBase, key, 'POST', '/v1/sdk/customers', {});
+    const { accessToken } = await api<{ accessToken: string }>(
+      apiBase,
+      key,
+      'POST',
+      `/v1/sdk/customers/${customer.reference}/tokens`,
+      { expiresInSeconds: 86_400 },
+    );
+    return { servers, customer: customer.reference, token: accessToken };
+  };
+  const key = admin(env).sandboxKey;
+  const split = await seller(base, key, ['/b2', '/b3']);
+  const [b2Server, b3Server] = split.servers as [
+    { id: string; subdomain: string },
+    { id: string; subdomain: string },
+  ];
 
   const proxyPorts = [await freePort(), await freePort()];
   spawnLogged('proxy-b2', process.execPath, serve, {
@@ -334,72 +496,114 @@ async function main() {
     PROXY_METERING_ENABLED: 'false',
     PROXY_SPILL_DIR: join(work, 'spill-b2'),
   });
-  spawnLogged('proxy-b3', process.execPath, serve, {
-    ...env,
-    SERVICES: 'proxy',
-    PROXY_PORT: String(proxyPorts[1]),
-    PROXY_SPILL_DIR: join(work, 'spill-b3'),
-  });
+  const profileDir = join(work, 'profile');
+  const b3Process = spawnLogged(
+    'proxy-b3',
+    process.execPath,
+    [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...serve],
+    {
+      ...env,
+      SERVICES: 'proxy',
+      PROXY_PORT: String(proxyPorts[1]),
+      PROXY_SPILL_DIR: join(work, 'spill-b3'),
+    },
+  );
   for (const port of proxyPorts) await waitFor(`http://127.0.0.1:${port}/healthz`);
 
-  const targets = {
-    B0: { url: `http://127.0.0.1:${serverPorts.nullPort}/`, token: '' },
-    B1: { url: `http://127.0.0.1:${serverPorts.originPort}/b1`, token: '' },
-    BP: { url: `http://127.0.0.1:${passthroughPort}/`, token: '' },
-    B2: { url: `http://127.0.0.1:${proxyPorts[0]}/mcp/${b2Server.subdomain}`, token: accessToken },
-    B3: { url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`, token: accessToken },
-    // B3's path with MCP 2026-07-28 calls (the `_meta` envelope, the mirrored headers the proxy
-    // checks, the era it answers in): measured for its CPU per call beside B3's.
+  // A: `npm start` as it runs on embedded defaults, a data directory of its own.
+  const aPort = await freePort();
+  const aProxyPort = await freePort();
+  const aEnv = {
+    ...process.env,
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    DATA_DIR: join(work, 'all-in-one'),
+    PORT: String(aPort),
+    PROXY_PORT: String(aProxyPort),
+  };
+  spawnLogged('all-in-one', process.execPath, serve, aEnv);
+  await waitFor(`http://127.0.0.1:${aPort}/healthz`, 240);
+  await waitFor(`http://127.0.0.1:${aProxyPort}/healthz`);
+  const aKey = admin(aEnv).sandboxKey;
+  const allInOne = await seller(`http://127.0.0.1:${aPort}`, aKey, ['/a']);
+
+  const targets: Record<TargetName, Target> = {
+    B1: { url: `http://127.0.0.1:${originPort}/b1`, token: '', call: CALL },
+    N: { url: `http://127.0.0.1:${nginxPort}/`, token: '', call: CALL },
+    BP: { url: `http://127.0.0.1:${passthroughPort}/`, token: '', call: CALL },
+    B2: {
+      url: `http://127.0.0.1:${proxyPorts[0]}/mcp/${b2Server.subdomain}`,
+      token: split.token,
+      call: CALL,
+    },
+    B3: {
+      url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`,
+      token: split.token,
+      call: CALL,
+    },
     B3m: {
       url: `http://127.0.0.1:${proxyPorts[1]}/mcp/${b3Server.subdomain}`,
-      token: accessToken,
-      modern: true,
+      token: split.token,
+      call: MODERN_CALL,
     },
-  } as const;
-  type Target = keyof typeof targets;
-  const run = (target: Target, rate: number, seconds = TRIAL_SECONDS) => {
-    const t: { url: string; token: string; modern?: boolean } = targets[target];
-    return k6(k6Bin, target, t.url, rate, seconds, t.token, t.modern === true);
+    A: {
+      url: `http://127.0.0.1:${aProxyPort}/mcp/${allInOne.servers[0]?.subdomain}`,
+      token: allInOne.token,
+      call: CALL,
+    },
   };
-
-  // Warm-up: JIT, connection pools, snapshot caches, the limit counter's first lease. Short
-  // warm-ups left the proxies' first trials with compile pauses and dropped iterations.
-  for (let pass = 0; pass < 2; pass++) {
-    for (const target of Object.keys(targets) as Target[]) run(target, 1000, 5);
-    await new Promise((r) => setImmediate(r)); // a pending SIGINT is handled here
+  // Every target answers a tool result before anything is measured.
+  for (const name of TARGETS) {
+    const t = targets[name];
+    const answer = await fetch(t.url, {
+      method: 'POST',
+      headers: headersOf(t),
+      body: JSON.stringify(t.call.body),
+    });
+    const text = await answer.text();
+    if (answer.status !== 200 || !text.includes('"result"') || text.includes('payment_required'))
+      throw new Error(`${name} did not answer a tool result: ${answer.status} ${text.slice(0, 300)}`);
   }
-  // The Kafka broker's JIT keeps compiling its produce and fetch paths for tens of seconds of
-  // traffic (its C2 threads took 16% of a core in the first 20 s): B3 is measured warm, as a
-  // broker in service is.
-  run('B3', 1500, 30);
 
-  // CPU per call by process: which part of the machine each target's calls cost.
-  const cpuBreakdown = async (rate: number): Promise<CpuBreakdown> => {
-    const rows: CpuBreakdown['rows'] = [];
-    for (const target of ['B1', 'BP', 'B2', 'B3', 'B3m'] as const) {
-      const before = cpuSample(named);
-      const started = Date.now();
-      const trial = run(target, rate, 10);
-      await new Promise((r) => setTimeout(r, 2000)); // the pipeline finishes the trial's records
-      const after = cpuSample(named);
-      const seconds = (Date.now() - started) / 1000;
-      const usPerCall: Record<string, number> = {};
-      for (const [group, seconds] of Object.entries(cpuBetween(before, after))) {
-        usPerCall[group] = (seconds * 1e6) / trial.requests;
+  // Warm-up: JIT, pools, snapshot caches, the limit counter's lease, the broker's JIT.
+  for (const name of TARGETS) wrk(tools, name, targets[name], 5);
+  wrk(tools, 'B3', targets.B3, 20);
+
+  const redis = new Redis(urls.REDIS_URL ?? '');
+  let b3Commands = 0;
+  let b3Calls = 0;
+  // Saturation, closed model: rounds that take every target in turn, so drift reaches all alike.
+  const saturation: SaturationRow[] = TARGETS.map((target) => ({ target, rounds: [] }));
+  const rounds = args['cpu-only'] ? 1 : ROUNDS;
+  for (let round = 0; round < rounds; round++) {
+    for (const row of saturation) {
+      const before = cpuSample();
+      const commandsBefore = row.target === 'B3' ? await redisCommands(redis) : 0;
+      const result = wrk(tools, row.target, targets[row.target], TRIAL_SECONDS);
+      // The pipeline finishes the trial's records (their CPU belongs to these calls).
+      if (row.target === 'B3' || row.target === 'B3m' || row.target === 'A')
+        await new Promise((r) => setTimeout(r, 2000));
+      const after = cpuSample();
+      if (row.target === 'B3') {
+        b3Commands += (await redisCommands(redis)) - commandsBefore - 1;
+        b3Calls += result.requests;
       }
-      const total = Object.values(usPerCall).reduce((a, b) => a + b, 0);
-      rows.push({ target, requests: trial.requests, seconds, usPerCall, total });
+      const usPerCall: Record<string, number> = {};
+      for (const [group, seconds] of Object.entries(cpuBetween(before, after)))
+        usPerCall[group] = (seconds * 1e6) / Math.max(result.requests, 1);
+      row.rounds.push({ rps: result.rps, requests: result.requests, errors: result.errors, usPerCall });
       log(
-        `${target} CPU µs/call: ${Object.entries(usPerCall)
-          .filter(([, v]) => v >= 0.5)
-          .map(([k, v]) => `${k} ${v.toFixed(1)}`)
-          .join(', ')}; total ${total.toFixed(1)}`,
+        `${row.target} round ${round + 1}: ${Math.round(result.rps)} calls/s, ${result.errors} errors; CPU µs/call ${row.target} ${(usPerCall[PROXY_GROUP[row.target]] ?? 0).toFixed(1)}, all ${Object.values(
+          usPerCall,
+        )
+          .reduce((a, b) => a + b, 0)
+          .toFixed(1)}`,
       );
     }
-    return { rate, rows };
-  };
-  if (args['cpu-only'] !== undefined) {
-    await cpuBreakdown(Number(args['cpu-only']));
+  }
+  if (args['cpu-only']) {
+    printCpu(saturation);
+    if (args.profile) await writeProfile(b3Process, profileDir);
     const hold = Number(args['hold-seconds']);
     if (hold > 0) {
       log(
@@ -407,44 +611,44 @@ async function main() {
       );
       await new Promise((r) => setTimeout(r, hold * 1000));
     }
+    await redis.quit();
     return;
   }
 
-  const countsAfterWarmup = await (await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)).json();
-  log(`origin counts after warm-up: ${JSON.stringify(countsAfterWarmup)}`);
+  // One proxy process pinned to core 0, wrk on core 1 (the origin and the rest where they fall):
+  // the most calls/s one core of each hop gives.
+  const pinned: Record<string, number> = {};
+  for (const name of ['N', 'BP', 'B2', 'B3'] as const) {
+    const group = PROXY_GROUP[name];
+    const pids = [...named].filter(([, n]) => n === group).map(([p]) => p);
+    for (const pid of pids)
+      execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    const results = [0, 1].map(() => wrk(tools, name, targets[name], TRIAL_SECONDS, '1').rps);
+    for (const pid of pids)
+      execFileSync('taskset', ['-a', '-p', '-c', '0,1', String(pid)], { stdio: 'ignore' });
+    pinned[name] = Math.max(...results);
+    log(`${name} pinned to one core: ${Math.round(pinned[name] ?? 0)} calls/s`);
+  }
 
-  // Redis commands are counted around B3 trials only (B2 is idle then), over B3's calls.
-  const redis = new Redis(urls.REDIS_URL ?? '');
-  let b3Commands = 0;
-  let b3Calls = 0;
-  const b3Metrics = `http://127.0.0.1:${proxyPorts[1]}/metrics`;
-  const loopDelay = async () => {
-    // A fresh connection each time: the proxy closes idle keep-alive connections, and a pooled
-    // one left from the previous scrape, one trial ago, may be closed as it is reused.
-    const text = await new Promise<string>((resolveText, reject) => {
-      get(b3Metrics, { agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          body += chunk;
-        });
-        res.on('end', () => resolveText(body));
-      }).on('error', reject);
-    });
-    const q = (quantile: string) =>
-      Number(
-        text.match(new RegExp(`event_loop_delay_seconds\\{quantile="${quantile}"\\} (\\S+)`))?.[1] ?? NaN,
-      ) * 1000;
-    return { p99: q('0.99'), max: q('1') };
-  };
-  const originCount = async (path: string) =>
-    (
-      (await (await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)).json()) as Record<
-        string,
-        number
-      >
-    )[path] ?? 0;
-  const b3Recorded = async () =>
+  // Added latency over the origin at 25% and 50% of B1's maximum (the issue's loads), and at 25%
+  // of B3's own maximum (a load the metered proxy sustains here), interleaved.
+  const maxOf = (t: TargetName) =>
+    median(saturation.find((r) => r.target === t)?.rounds.map((r) => r.rps) ?? []);
+  const rateAt = (max: number, share: number) => Math.max(100, Math.round((max * share) / 100) * 100);
+  const latency: LatencyTrial[] = [];
+  for (const rate of [rateAt(maxOf('B3'), 0.25), rateAt(maxOf('B1'), 0.25), rateAt(maxOf('B1'), 0.5)]) {
+    for (let i = 0; i < 2; i++)
+      for (const name of ['B1', 'N', 'BP', 'B3'] as const)
+        latency.push(vegeta(tools, name, targets[name], rate, LATENCY_SECONDS));
+  }
+
+  // Completeness: an open-model B3 trial at half of B3's maximum (vegeta lets every call it
+  // started finish, where wrk's end abandons the calls in flight): the records it adds in
+  // ClickHouse against the calls it adds at the origin, once the pipeline has caught up.
+  const answered = async () =>
+    ((await (await fetch(`http://127.0.0.1:${originPort}/count`)).json()) as Record<string, number>)['/b3'] ??
+    0;
+  const recordedOf = async () =>
     (
       await api<{ groups: Array<{ value: string; records: number }> }>(
         base,
@@ -453,324 +657,325 @@ async function main() {
         '/ui/meters/requests/usage?groupBy=server',
       )
     ).groups.find((g) => g.value === b3Server.id)?.records ?? 0;
-  // Metering is fire-and-forget, so k6 alone cannot see a pipeline falling behind: records
-  // would pile up in the emitter or the broker and land after the trial. A B3 rate holds only if
-  // the pipeline keeps pace, checked as every call answered so far (warm-up and earlier trials
-  // included) being in ClickHouse within CATCH_UP_SECONDS of the trial's end. A pipeline that
-  // keeps up has up to about 1.4 s of records in flight (emitter linger 100 ms, consumer fetch
-  // wait up to 250 ms, ingest flush up to 1 s); one short by a fraction f over an 8 s trial ends
-  // it about 8f seconds behind.
-  const catchUp = async (deadlineSeconds: number): Promise<number> => {
-    const answered = await originCount('/b3');
-    const started = performance.now();
-    for (;;) {
-      // Timed from when the count was asked for: the query sees the table as it was then.
-      const seconds = (performance.now() - started) / 1000;
-      if ((await b3Recorded()) >= answered) return seconds;
-      if (seconds > deadlineSeconds) return Number.POSITIVE_INFINITY;
-      await new Promise((r) => setTimeout(r, 200));
+  const settle = async () => {
+    let last = -1;
+    for (let i = 0, stable = 0; i < 120 && stable < 3; i++) {
+      const now = await recordedOf();
+      stable = now === last ? stable + 1 : 0;
+      last = now;
+      await new Promise((r) => setTimeout(r, 1000));
     }
+    return last;
   };
-  const runB3 = async (rate: number, seconds = TRIAL_SECONDS) => {
-    await loopDelay(); // each scrape resets the proxy's loop-delay histogram
-    const before = await redisCommands(redis);
-    const t = run('B3', rate, seconds);
-    t.catchUpSeconds = await catchUp(CATCH_UP_SECONDS);
-    t.loopDelay = await loopDelay();
-    b3Commands += (await redisCommands(redis)) - before - 2; // less the two INFO calls themselves
-    b3Calls += t.requests;
-    if (t.catchUpSeconds > CATCH_UP_SECONDS) {
-      t.sustained = false;
-      log(`B3 @${rate}/s: NOT SUSTAINED: usage records still missing ${CATCH_UP_SECONDS} s after the trial`);
-      // The next trial starts with the pipeline drained, as every other trial does.
-      if ((await catchUp(300)) === Number.POSITIVE_INFINITY) throw new Error('B3 records never all arrived');
-    } else log(`B3 @${rate}/s: all records in ClickHouse ${t.catchUpSeconds.toFixed(2)} s after the trial`);
-    return t;
-  };
-  const searches = await searchAll(
-    (Object.keys(targets) as Target[]).filter((target) => target !== 'B3m'),
-    Number(args['start-rate']),
-    (target, rate) => (target === 'B3' ? runB3(rate) : Promise.resolve(run(target, rate))),
-  );
-  const max = Object.fromEntries(
-    Object.entries(searches).map(([target, search]) => [
-      target,
-      { rate: search.result, trials: search.trials },
-    ]),
-  ) as Record<Target, { rate: number; trials: Trial[] }>;
-  const b1Max = max.B1?.rate ?? 0;
-  const half = Math.max(50, Math.round(b1Max / 2));
-  // Latency at half of B1's max, interleaved; the better of two damps noise from other processes
-  // on the machine equally for all. Only trials without dropped iterations count (a run with
-  // drops is invalid), so rounds are run until each target has two valid trials, at most four.
-  // BP runs in the same rounds: BP − B1 is the latency any hop on these packages adds here, the
-  // floor under B3 − B1 as BP/B1 is the ceiling over B3/B1.
-  const latency = { B1: [] as Trial[], BP: [] as Trial[], B3: [] as Trial[] };
-  const validCount = (ts: Trial[]) => ts.filter((t) => t.sustained).length;
-  for (let i = 0; i < 4 && Object.values(latency).some((ts) => validCount(ts) < 2); i++) {
-    latency.B1.push(run('B1', half, LATENCY_SECONDS));
-    latency.BP.push(run('BP', half, LATENCY_SECONDS));
-    latency.B3.push(await runB3(half, LATENCY_SECONDS));
-  }
-  const redisPerCall = b3Commands / b3Calls;
-  const cpu = await cpuBreakdown(half);
-
-  // Event completeness: records of the B3 server in ClickHouse against calls the origin answered.
-  const originCounts = (await (
-    await fetch(`http://127.0.0.1:${serverPorts.originPort}/count`)
-  ).json()) as Record<string, number>;
-  const b3Answered = originCounts['/b3'] ?? 0;
-  let recorded = 0;
-  let outcomes: Array<{ value: string; records: number }> = [];
-  for (let i = 0, last = -1, stable = 0; i < 240 && stable < 6; i++) {
-    const answer = await api<{ groups: Array<{ value: string; records: number }> }>(
-      base,
-      key,
-      'GET',
-      '/ui/meters/requests/usage?groupBy=server',
-    );
-    recorded = answer.groups.find((g) => g.value === b3Server.id)?.records ?? 0;
-    stable = recorded === last ? stable + 1 : 0;
-    last = recorded;
-    if (recorded >= b3Answered && stable >= 2) break;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  outcomes = (
-    await api<{ groups: Array<{ value: string; records: number }> }>(
-      base,
-      key,
-      'GET',
-      `/ui/meters/requests/usage?customerRef=${customer.reference}&groupBy=outcome`,
-    )
-  ).groups;
+  const recordedBefore = await settle();
+  const answeredBefore = await answered();
+  vegeta(tools, 'B3', targets.B3, rateAt(maxOf('B3'), 0.5), 10);
+  const answeredDelta = (await answered()) - answeredBefore;
+  const recordedDelta = (await settle()) - recordedBefore;
   await redis.quit();
+  if (args.profile) await writeProfile(b3Process, profileDir);
 
-  // NaN when every trial of a target dropped iterations: reported as invalid, never as a number.
-  const best = (ts: Trial[], pick: (t: Trial) => number) => {
-    const valid = ts.filter((t) => t.sustained);
-    return valid.length === 0 ? Number.NaN : Math.min(...valid.map(pick));
-  };
-  const b1p50 = best(latency.B1, (t) => t.p50);
-  const b1p99 = best(latency.B1, (t) => t.p99);
-  const b3p50 = best(latency.B3, (t) => t.p50);
-  const b3p99 = best(latency.B3, (t) => t.p99);
-  const bpP50 = best(latency.BP, (t) => t.p50);
-  const bpP99 = best(latency.BP, (t) => t.p99);
-  const rateOf = (t: Target) => max[t]?.rate ?? 0;
-  const result = {
+  const result: Result = {
     date: new Date().toISOString(),
     machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}`,
-    trialSeconds: TRIAL_SECONDS,
-    latencySeconds: LATENCY_SECONDS,
-    maxRates: { B0: rateOf('B0'), B1: rateOf('B1'), BP: rateOf('BP'), B2: rateOf('B2'), B3: rateOf('B3') },
-    throughputRetention: rateOf('B3') / rateOf('B1'),
-    passthroughFloor: rateOf('BP') / rateOf('B1'),
-    proxyOverFloor: rateOf('B2') / rateOf('BP'),
-    meteringTax: rateOf('B3') / rateOf('B2'),
-    latencyAtHalfB1: {
-      rate: half,
-      B1: { p50: b1p50, p99: b1p99 },
-      BP: { p50: bpP50, p99: bpP99 },
-      B3: { p50: b3p50, p99: b3p99 },
+    method: {
+      trialSeconds: TRIAL_SECONDS,
+      rounds: ROUNDS,
+      connections: CONNECTIONS,
+      latencySeconds: LATENCY_SECONDS,
     },
-    addedP50Ms: b3p50 - b1p50,
-    addedP99Ms: b3p99 - b1p99,
-    redisCommandsPerCall: redisPerCall,
+    saturation,
+    pinned,
+    latency,
+    redisCommandsPerCall: b3Commands / Math.max(b3Calls, 1),
     completeness: {
-      b3CallsAnsweredByOrigin: b3Answered,
-      recordsInClickHouse: recorded,
-      ratio: recorded / b3Answered,
+      answered: answeredDelta,
+      recorded: recordedDelta,
+      ratio: recordedDelta / Math.max(answeredDelta, 1),
     },
-    catchUp: {
-      deadlineSeconds: CATCH_UP_SECONDS,
-      // Over B3's passing trials (max-rate search and latency): how far the pipeline lagged.
-      worstPassingSeconds: Math.max(
-        0,
-        ...[...(max.B3?.trials ?? []), ...latency.B3]
-          .filter((t) => t.sustained)
-          .map((t) => t.catchUpSeconds ?? 0),
-      ),
-      trialsFailed: [...(max.B3?.trials ?? []), ...latency.B3].filter(
-        (t) => (t.catchUpSeconds ?? 0) > CATCH_UP_SECONDS,
-      ).length,
-    },
-    outcomes,
-    originCounts,
-    countsAfterWarmup,
-    trials: Object.fromEntries(Object.entries(max).map(([t, v]) => [t, v.trials])),
-    latencyTrials: latency,
-    cpuPerCall: cpu,
   };
-  writeFileSync(join(root, 'bench', 'results', 'proxy.json'), `${JSON.stringify(result, null, 2)}\n`);
-  writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(result));
-  log(`written bench/results/proxy.md`);
+  writeResults(result);
 }
 
-let stopInfra = () => {};
-
-const CPU_GROUPS: Array<[string, string]> = [
-  ['k6', 'k6'],
-  ['servers', 'origin and null responder'],
-  ['passthrough', 'bare passthrough BP'],
-  ['proxy-b2', 'proxy B2 (metering off)'],
-  ['proxy-b3', 'proxy B3'],
-  ['kafka', 'Kafka broker (JVM)'],
-  ['control-plane', 'control plane + ingest consumer + chdb'],
-  ['redis', 'Redis'],
-  ['postgres', 'PostgreSQL'],
-  ['bench', 'this script'],
-  ['other', 'anything else on the machine'],
-];
-function cpuTable(b: CpuBreakdown): string {
-  const head = `| process | ${b.rows.map((r) => r.target).join(' | ')} |\n| --- |${b.rows.map(() => ' ---: |').join('')}\n`;
-  const lines = CPU_GROUPS.map(
-    ([group, label]) =>
-      `| ${label} | ${b.rows.map((r) => (r.usPerCall[group] ?? 0).toFixed(1)).join(' | ')} |`,
+/** Stops the profiled proxy (it writes its profile as it exits) and draws the profile. */
+async function writeProfile(child: ChildProcess, dir: string): Promise<void> {
+  const exited = new Promise((done) => child.once('exit', done));
+  if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
+  await exited;
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (file === undefined) throw new Error('the proxy wrote no CPU profile');
+  const { svg, table } = flame(
+    JSON.parse(readFileSync(join(dir, file), 'utf8')),
+    'proxy B3 (every call metered), wrk and vegeta load',
   );
-  lines.push(`| **total** | ${b.rows.map((r) => `**${r.total.toFixed(1)}**`).join(' | ')} |`);
-  return head + lines.join('\n');
+  writeFileSync(join(root, 'bench', 'results', 'proxy-profile.svg'), svg);
+  writeFileSync(
+    join(root, 'bench', 'results', 'proxy-profile.md'),
+    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Self time by function, the top 30:\n\n${table}`,
+  );
+  log('written bench/results/proxy-profile.{md,svg}');
 }
 
-const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
-
-function report(r: {
+interface Result {
   date: string;
   machine: string;
-  maxRates: Record<string, number>;
-  throughputRetention: number;
-  passthroughFloor: number;
-  proxyOverFloor: number;
-  meteringTax: number;
-  latencyAtHalfB1: {
-    rate: number;
-    B1: { p50: number; p99: number };
-    /** Absent in runs from before BP joined the latency trials (--report-only on an old proxy.json). */
-    BP?: { p50: number; p99: number };
-    B3: { p50: number; p99: number };
-  };
-  addedP50Ms: number;
-  addedP99Ms: number;
+  method: { trialSeconds: number; rounds: number; connections: number; latencySeconds: number };
+  saturation: SaturationRow[];
+  pinned: Record<string, number>;
+  latency: LatencyTrial[];
   redisCommandsPerCall: number;
-  completeness: { b3CallsAnsweredByOrigin: number; recordsInClickHouse: number; ratio: number };
-  catchUp: { deadlineSeconds: number; worstPassingSeconds: number; trialsFailed: number };
-  trialSeconds: number;
-  latencySeconds: number;
-  cpuPerCall: CpuBreakdown;
-  latencyTrials: LatencyTrials;
-}): string {
-  const delays = r.latencyTrials.B3.map((t) => t.loopDelay).filter((d) => d !== undefined);
-  const added = (diff: number, b3: number, b1: number) =>
-    Number.isNaN(diff)
-      ? 'invalid: every trial of a target dropped iterations'
-      : `${diff.toFixed(3)} ms (${b3.toFixed(3)} − ${b1.toFixed(3)})`;
-  const used = (ts: Trial[]) => {
-    const dropped = ts.filter((t) => !t.sustained).map((t) => t.dropped.toLocaleString('en-US'));
-    const others = dropped.length === 1 ? 'the other dropped' : 'the others dropped';
-    return `${ts.length - dropped.length} of ${ts.length}${dropped.length === 0 ? '' : ` (${others} ${dropped.join(', ')})`}`;
-  };
-  const ms = (values: number[]) => `${Math.max(...values).toFixed(1)} ms`;
-  const { rate: halfRate, B1: b1, BP: bp } = r.latencyAtHalfB1;
-  const floorRows =
-    bp === undefined
-      ? ''
-      : `| added p50 at ${halfRate}/s of the bare passthrough (BP − B1): the least any hop adds here | ${added(bp.p50 - b1.p50, bp.p50, b1.p50)} | | |
-| added p99 at ${halfRate}/s of the bare passthrough (BP − B1): the least any hop adds here | ${added(bp.p99 - b1.p99, bp.p99, b1.p99)} | | |
-`;
-  return `# Proxy benchmark (k6, open model)
-
-Run ${r.date} on ${r.machine}. Everything (k6, origin, proxies, control plane, Redis, Kafka,
-ClickHouse) shares this machine, so the ratios, measured in one run, are what count.
-
-| target | path | max sustained rate (calls/s) |
-| --- | --- | --- |
-| B0 | k6 → null responder | ${r.maxRates.B0} |
-| B1 | k6 → trivial MCP origin | ${r.maxRates.B1} |
-| BP | k6 → bare passthrough (uWebSockets.js + undici, nothing else) → origin | ${r.maxRates.BP} |
-| B2 | k6 → proxy (auth, gating, cached limit check, metering off) → origin | ${r.maxRates.B2} |
-| B3 | k6 → proxy, full path (B2 + usage record per call) → origin | ${r.maxRates.B3} |
-
-| measure | value | goal | |
-| --- | --- | --- | --- |
-| throughput retention B3/B1 | ${r.throughputRetention.toFixed(3)} | ≥ 0.85 | ${goal(r.throughputRetention >= 0.85)} |
-| metering tax B3/B2 | ${r.meteringTax.toFixed(3)} | ≥ 0.95 | ${r.meteringTax > 1 ? '**inconclusive** (B3 above B2, see below)' : goal(r.meteringTax >= 0.95)} |
-| passthrough floor BP/B1: the best B3/B1 any hop on these packages reaches here | ${r.passthroughFloor.toFixed(3)} | | |
-| the proxy's own work B2/BP (auth, routing, gating, limit check, headers, answer inspection) | ${r.proxyOverFloor.toFixed(3)} | | |
-| added p50 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP50Ms, r.latencyAtHalfB1.B3.p50, r.latencyAtHalfB1.B1.p50)} | | |
-| added p99 at ${r.latencyAtHalfB1.rate}/s (B3 − B1) | ${added(r.addedP99Ms, r.latencyAtHalfB1.B3.p99, r.latencyAtHalfB1.B1.p99)} | ≤ 1 ms | ${goal(r.addedP99Ms <= 1)} |
-${floorRows}| Redis commands per tool call | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
-| event completeness (records / calls) | ${r.completeness.recordsInClickHouse} / ${r.completeness.b3CallsAnsweredByOrigin} = ${r.completeness.ratio.toFixed(4)} | exactly 1 | ${goal(r.completeness.ratio === 1)} |
-${inversions(r.maxRates)}${
-  r.maxRates.BP !== undefined && r.maxRates.B1 !== undefined && r.maxRates.BP > r.maxRates.B1
-    ? `
-**B1 came out below BP in this run.** BP does B1's origin work plus a hop, so it cannot really
-outrun B1: B1's search stopped early on stalls of the shared machine (see its trials in
-\`proxy.json\`), and B3/B1 above overstates retention. B3/BP = ${((r.maxRates.B3 ?? 0) / r.maxRates.BP).toFixed(3)} is a lower bound
-for it; the true B3/B1 of this run lies between the two.
-`
-    : ''
+  completeness: { answered: number; recorded: number; ratio: number };
 }
-Latency percentiles come only from trials without dropped iterations (the better of the valid
-ones): B1 ${used(r.latencyTrials.B1)}, ${r.latencyTrials.BP === undefined ? '' : `BP ${used(r.latencyTrials.BP)}, `}B3 ${used(r.latencyTrials.B3)}.
-During the B3 latency trials the B3 proxy's event loop was delayed by at most ${ms(delays.map((d) => d.max))}
-(p99 ${ms(delays.map((d) => d.p99))}, worst of the trials, from its \`mcpmeter_proxy_event_loop_delay_seconds\`); the rest
-of a slow call's time is spent queued for a core or in k6, the origin and the kernel.
-Every passing B3 trial had all its usage records in ClickHouse within ${r.catchUp.worstPassingSeconds.toFixed(2)} s of its end
-(limit ${r.catchUp.deadlineSeconds} s); ${r.catchUp.trialsFailed === 0 ? 'no B3 trial failed on that count' : `${r.catchUp.trialsFailed} B3 trial(s) failed on that count`}.
 
-## CPU per call, by process
+/** Median over rounds of each process group's CPU µs per call. */
+function cpuOf(row: SaturationRow): Record<string, number> {
+  const groups = new Set(row.rounds.flatMap((r) => Object.keys(r.usPerCall)));
+  return Object.fromEntries([...groups].map((g) => [g, median(row.rounds.map((r) => r.usPerCall[g] ?? 0))]));
+}
 
-Each target alone at ${r.cpuPerCall.rate}/s for 10 s (then 2 s for the pipeline to finish the trial's records):
-CPU time (user + system, from \`/proc\`) of each process group over the calls made, in µs per call.
-Idle processes still tick (timers, the broker's housekeeping), so a process's figure under a target
-it does not serve is its background cost. A process that exits during a trial (a PostgreSQL
-backend) is left out of that trial's figure.
+const GROUPS: Array<[string, string]> = [
+  ['load generator', 'wrk'],
+  ['origin', 'origin'],
+  ['nginx', 'nginx'],
+  ['passthrough', 'bare hop BP'],
+  ['proxy-b2', 'proxy B2'],
+  ['proxy-b3', 'proxy B3'],
+  ['all-in-one', 'all-in-one service'],
+  ['kafka', 'Kafka'],
+  ['control-plane', 'control plane + ingest + chdb'],
+  ['redis', 'Redis'],
+  ['postgres', 'PostgreSQL'],
+  ['bench', 'bench script'],
+  ['other', 'other'],
+];
 
-${cpuTable(r.cpuPerCall)}
+function printCpu(saturation: SaturationRow[]) {
+  for (const row of saturation) {
+    const cpu = cpuOf(row);
+    log(
+      `${row.target}: ${Math.round(median(row.rounds.map((r) => r.rps)))} calls/s; CPU µs/call ${GROUPS.filter(
+        ([g]) => (cpu[g] ?? 0) >= 0.5,
+      )
+        .map(([g, label]) => `${label} ${(cpu[g] ?? 0).toFixed(1)}`)
+        .join(', ')}`,
+    );
+  }
+}
+
+function writeResults(r: Result) {
+  writeFileSync(join(root, 'bench', 'results', 'proxy.json'), `${JSON.stringify(r, null, 2)}\n`);
+  writeFileSync(join(root, 'bench', 'results', 'proxy.svg'), plot(r));
+  writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(r));
+  log('written bench/results/proxy.{md,json,svg}');
+}
+
+/** Stacked bars: CPU µs per call of each target, by process. */
+function plot(r: Result): string {
+  const colors = [
+    '#bbb',
+    '#8da0cb',
+    '#66c2a5',
+    '#a6d854',
+    '#fc8d62',
+    '#e78ac3',
+    '#ffd92f',
+    '#e5c494',
+    '#b3b3b3',
+    '#1b9e77',
+    '#d95f02',
+    '#7570b3',
+    '#666',
+  ];
+  const rows = r.saturation.map((row) => ({ target: row.target, cpu: cpuOf(row) }));
+  const max = Math.max(...rows.map((row) => Object.values(row.cpu).reduce((a, b) => a + b, 0)), 1);
+  const width = 760;
+  const barH = 26;
+  const left = 60;
+  const scale = (width - left - 180) / max;
+  const parts: string[] = [];
+  rows.forEach((row, i) => {
+    let x = left;
+    const y = 30 + i * (barH + 10);
+    parts.push(`<text x="${left - 8}" y="${y + 18}" text-anchor="end" font-size="13">${row.target}</text>`);
+    GROUPS.forEach(([group], g) => {
+      const w = (row.cpu[group] ?? 0) * scale;
+      if (w <= 0) return;
+      parts.push(
+        `<rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${colors[g]}"/>`,
+      );
+      x += w;
+    });
+    const total = Object.values(row.cpu).reduce((a, b) => a + b, 0);
+    parts.push(`<text x="${(x + 6).toFixed(1)}" y="${y + 18}" font-size="12">${total.toFixed(0)} µs</text>`);
+  });
+  const legendY = 30 + rows.length * (barH + 10) + 10;
+  GROUPS.forEach(([, label], g) => {
+    const x = left + (g % 4) * 170;
+    const y = legendY + Math.floor(g / 4) * 18;
+    parts.push(
+      `<rect x="${x}" y="${y}" width="12" height="12" fill="${colors[g]}"/><text x="${x + 16}" y="${y + 11}" font-size="11">${label}</text>`,
+    );
+  });
+  const height = legendY + Math.ceil(GROUPS.length / 4) * 18 + 10;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
+<text x="${left}" y="18" font-size="14">CPU µs per call by process, wrk at saturation (${r.date.slice(0, 10)})</text>
+${parts.join('\n')}
+</svg>
+`;
+}
+
+function report(r: Result): string {
+  const row = (t: TargetName) => r.saturation.find((s) => s.target === t);
+  const cpu = (t: TargetName) => {
+    const s = row(t);
+    return s === undefined ? {} : cpuOf(s);
+  };
+  const own = (t: TargetName) => cpu(t)[PROXY_GROUP[t]] ?? Number.NaN;
+  const all = (t: TargetName) => Object.values(cpu(t)).reduce((a, b) => a + b, 0);
+  const best = (t: string, rate: number, pick: (x: LatencyTrial) => number) => {
+    const valid = r.latency.filter((x) => x.target === t && x.rate === rate && x.valid);
+    return valid.length === 0 ? Number.NaN : Math.min(...valid.map(pick));
+  };
+  const rates = [...new Set(r.latency.map((x) => x.rate))].sort((a, b) => a - b);
+  const fmt = (v: number, d = 1) => (Number.isNaN(v) ? 'invalid' : v.toFixed(d));
+  const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
+  // A: the all-in-one service's CPU per call (its one process) over nginx's.
+  const aOverN = own('A') / own('N');
+  const b3OverBp = own('B3') / own('BP');
+  const added = (rate: number, t: string, p: (x: LatencyTrial) => number) =>
+    best(t, rate, p) - best('B1', rate, p);
+  const latencyRows = rates
+    .map(
+      (rate) =>
+        `| ${rate}/s | ${['N', 'BP', 'B3']
+          .map(
+            (t) =>
+              `${fmt(
+                added(rate, t, (x) => x.p50),
+                3,
+              )} / ${fmt(
+                added(rate, t, (x) => x.p99),
+                3,
+              )} / ${fmt(
+                added(rate, t, (x) => x.p999),
+                3,
+              )}`,
+          )
+          .join(' | ')} | ${fmt(
+          best('B1', rate, (x) => x.p50),
+          3,
+        )} / ${fmt(
+          best('B1', rate, (x) => x.p99),
+          3,
+        )} |`,
+    )
+    .join('\n');
+  const light = rates[0] ?? 0;
+  const heavy = rates[1] ?? 0;
+  const cpuRows = GROUPS.filter(([g]) => r.saturation.some((s) => (cpuOf(s)[g] ?? 0) >= 0.05))
+    .map(([g, label]) => `| ${label} | ${r.saturation.map((s) => fmt(cpuOf(s)[g] ?? 0)).join(' | ')} |`)
+    .join('\n');
+  return `# Proxy benchmark (wrk and vegeta)
+
+Run ${r.date} on ${r.machine}. Everything (load generator, origin, nginx, proxies, control plane,
+Redis, Kafka, ClickHouse) shares this machine: the ratios, measured in one run, are what count.
+Method below the tables; the plot is [proxy.svg](proxy.svg).
+
+## Goals (issue 28)
+
+| measure | now | goal | |
+| --- | --- | --- | --- |
+| proxy process CPU per metered call (B3) | ${fmt(own('B3'))} µs | ≤ 60 µs | ${goal(own('B3') <= 60)} |
+| all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (${fmt(own('A'))} / ${fmt(own('N'))} µs) | ≤ 2.5 | ${goal(aOverN <= 2.5)} |
+| B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (${fmt(own('B3'))} / ${fmt(own('BP'))} µs) | ≤ 1.10 | ${goal(b3OverBp <= 1.1)} |
+| metered calls/s, one proxy process pinned to one core (B3) | ${Math.round(r.pinned.B3 ?? 0)} | ≥ 20,000 | ${goal((r.pinned.B3 ?? 0) >= 20_000)} |
+| added p50 / p99 at ${heavy}/s (25% of B1's max), B3 − B1 | ${fmt(
+    added(heavy, 'B3', (x) => x.p50),
+    3,
+  )} / ${fmt(
+    added(heavy, 'B3', (x) => x.p99),
+    3,
+  )} ms | ≤ 0.2 / ≤ 1 ms | ${goal(added(heavy, 'B3', (x) => x.p50) <= 0.2 && added(heavy, 'B3', (x) => x.p99) <= 1)} |
+| added p50 / p99 at ${light}/s (25% of B3's own max), B3 − B1 | ${fmt(
+    added(light, 'B3', (x) => x.p50),
+    3,
+  )} / ${fmt(
+    added(light, 'B3', (x) => x.p99),
+    3,
+  )} ms | | |
+| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+| completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
+
+## Maximum throughput and CPU per call, wrk at saturation
+
+Median of ${r.method.rounds} rounds of ${r.method.trialSeconds} s, ${r.method.connections} connections, every target in turn each round.
+
+| | ${r.saturation.map((s) => s.target).join(' | ')} |
+| --- |${r.saturation.map(() => ' ---: |').join('')}
+| calls/s | ${r.saturation.map((s) => Math.round(median(s.rounds.map((x) => x.rps)))).join(' | ')} |
+| errors (non-2xx, socket) | ${r.saturation.map((s) => s.rounds.reduce((a, x) => a + x.errors, 0)).join(' | ')} |
+| **CPU µs per call, the hop's own process** | ${r.saturation.map((s) => `**${fmt(own(s.target))}**`).join(' | ')} |
+| CPU µs per call, every process | ${r.saturation.map((s) => fmt(all(s.target))).join(' | ')} |
+
+CPU µs per call by process (median over rounds):
+
+| process | ${r.saturation.map((s) => s.target).join(' | ')} |
+| --- |${r.saturation.map(() => ' ---: |').join('')}
+${cpuRows}
+
+Targets: B1 the origin directly; N nginx \`proxy_pass\` with upstream keep-alive (1 worker); BP a
+bare uWebSockets.js + undici hop; B2 the proxy with metering off; B3 the proxy, every call metered
+(Kafka → ingest → ClickHouse); B3m B3 with MCP 2026-07-28 calls; A the all-in-one service
+(\`npm start\`: proxy, control plane, ingest and chdb in one process, every call metered). B3's
+records are consumed by the control-plane process, A's in its own process: "every process" counts
+them. B3m / B3 (the modern era's cost): ${fmt(own('B3m') / own('B3'), 2)}.
+
+## One core
+
+The hop's process pinned to core 0 (all its threads), wrk on core 1; the best of two trials.
+
+| | ${Object.keys(r.pinned).join(' | ')} |
+| --- |${Object.keys(r.pinned)
+    .map(() => ' ---: |')
+    .join('')}
+| calls/s | ${Object.values(r.pinned)
+    .map((v) => Math.round(v))
+    .join(' | ')} |
+
+## Added latency over the origin (vegeta, open model)
+
+p50 / p99 / p99.9 in ms, the better of two ${r.method.latencySeconds} s trials at each rate, interleaved; a
+trial whose calls did not all start on time or did not all succeed is invalid and not used.
+
+| rate | N − B1 | BP − B1 | B3 − B1 | B1 p50 / p99 |
+| --- | --- | --- | --- | --- |
+${latencyRows}
+
+Invalid trials: ${
+    r.latency
+      .filter((x) => !x.valid)
+      .map((x) => `${x.target} @${x.rate}/s`)
+      .join(', ') || 'none'
+  }.
 
 ## Method
 
-- k6 (built with \`go install go.k6.io/k6\`) runs \`bench/k6/tool-call.js\`: a \`constant-arrival-rate\`
-  scenario posting one JSON-RPC \`tools/call\` per iteration; a check requires HTTP 200 with a
-  \`result\` that is not the paywall.
-- Max sustained rate per target: trials of ${r.trialSeconds} s starting at 1,000/s, ×1.5 until a rate fails, then four
-  bisection steps. A trial counts only with zero dropped iterations, zero failed checks and at
-  least 98% of the scheduled requests completed; runs with dropped iterations are invalid. A
-  rate fails when two trials at it fail: a single stall of a neighbour (a JIT or GC burst, a
-  ClickHouse merge) can drop iterations at any rate on two shared cores. Same rule for every target.
-- The five searches advance in turns, one trial per target per round in a rotating order (a
-  failed trial's repeat comes on the target's next turn), so drift in the machine's noise over
-  the run reaches every target alike instead of whichever was being searched at the time.
-- The origin (\`bench/k6/servers.ts\`) parses each call and answers at once; the null responder
-  returns fixed bytes without parsing. Both are plain \`node:http\` with keep-alive.
-- BP (\`bench/k6/passthrough.ts\`) is the proxy's floor: the same uWebSockets.js server and undici
-  dispatcher with the proxy's pool settings, forwarding each POST to the origin and writing back
-  status, content type and body, with nothing else. BP/B1 is the retention a proxy built on these
-  packages cannot beat on this machine; B2/BP is what the proxy's own work costs on top.
-- B2 and B3 are separate proxy processes sharing Redis; both verify the customer's access token,
-  gate the tool and check a plan limit of 10⁹ (leased from Redis); only B3 emits usage records.
-- B3m is B3's path (same proxy, server and customer) with MCP 2026-07-28 calls: the \`_meta\`
-  envelope (version, client info, capabilities with URL elicitation) and the mirrored
-  \`MCP-Protocol-Version\`, \`Mcp-Method\` and \`Mcp-Name\` headers the proxy checks against the
-  body. It is measured in the CPU table only (no max-rate search): a modern call must cost the
-  proxy no more than a 2025 one. Runs of \`--cpu-only\` for it: bench/results/proxy-modern.md.
-- Metering is fire-and-forget, so dropped iterations alone cannot show a pipeline falling
-  behind. A B3 trial also needs a record of every call answered so far in ClickHouse (counted
-  through the usage API) within ${r.catchUp.deadlineSeconds} s of its end; a pipeline keeping pace has up to about 1.4 s of
-  records in flight (emitter linger, consumer fetch wait, ingest flush). After a trial that
-  fails this, the next waits for the pipeline to drain.
-- Latency: B1, BP and B3 in turn at half of B1's max rate for ${r.latencySeconds} s each, until each has
-  two trials without dropped iterations (at most four rounds); the better percentile of the valid
-  trials is reported, the same rule for all. BP − B1 is what one hop on these packages adds to
-  latency on this machine with nothing else in it: the floor under B3 − B1.
-- Redis commands per call: \`total_commands_processed\` around each B3 trial (nothing else runs
-  then; background reads of idle processes included), summed, divided by B3's calls.
-- Completeness: records of the B3 server in ClickHouse (via the usage API, after ingest settles)
-  divided by the tool calls the origin answered on B3's path (warm-up included on both sides).
-- Everything shares this machine's cores; the reading of a run belongs in the issue notes.
+- Load generators: wrk (Debian; 1 thread, closed model: each connection sends its next call when
+  the last is answered) for maximum throughput and CPU per call; vegeta (Go module
+  \`github.com/tsenart/vegeta/v12\`, built with \`go install\`; open model: calls start on
+  schedule whatever the target does) for latency. Both read the tool-neutral scenarios in
+  \`bench/scenarios/\` (\`bench/scenarios/README.md\` runs them by hand against a deployed proxy).
+- CPU: user + system time of every process from \`/proc\`, sampled around each trial (for B3, B3m
+  and A also over the 2 s after it, while the pipeline stores the trial's records), divided by the
+  calls wrk counted. The load generator is counted through the bench's children.
+- Noise: everything shares two cores; rounds take every target in turn so drift reaches all alike;
+  medians over rounds. A throughput figure is the machine's, not the product's: read the ratios.
+- No timing is asserted in tests. \`npm run bench:proxy -- --cpu-only\` is the quick loop (one
+  round, printed, nothing written).
 `;
 }
 
-const cleanup = () => {
+async function shutdown() {
   for (const child of children) {
     if (child.pid !== undefined && child.exitCode === null) {
       try {
@@ -778,38 +983,29 @@ const cleanup = () => {
       } catch {}
     }
   }
-};
-// Interrupted (Ctrl-C, a timeout): the stack goes down with the script, never left running.
-for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.once(signal, () => {
-    cleanup();
-    try {
-      stopInfra();
-    } catch {}
-    rmSync(work, { recursive: true, force: true });
-    process.exit(130);
-  });
-main()
-  .catch((error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-    for (const name of new Set(named.values())) {
+  await new Promise((r) => setTimeout(r, 3000));
+  for (const child of children) {
+    if (child.pid !== undefined && child.exitCode === null) {
       try {
-        const lines = readFileSync(join(work, `${name}.log`), 'utf8')
-          .trimEnd()
-          .split('\n')
-          .slice(-15);
-        process.stderr.write(`--- ${name}.log (last lines)\n${lines.join('\n')}\n`);
+        process.kill(-child.pid, 'SIGKILL');
       } catch {}
     }
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    cleanup();
-    setTimeout(() => {
-      try {
-        stopInfra();
-      } catch {}
-      rmSync(work, { recursive: true, force: true });
-      process.exit();
-    }, 3000);
+  }
+  try {
+    stopInfra();
+  } catch {}
+  rmSync(work, { recursive: true, force: true });
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => {
+    void shutdown().then(() => process.exit(130));
+  });
+
+main()
+  .then(shutdown)
+  .catch(async (error: unknown) => {
+    console.error(error);
+    await shutdown();
+    process.exit(1);
   });

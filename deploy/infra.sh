@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Local infrastructure on 127.0.0.1, with all state under one directory.
 #
-#   deploy/infra.sh <redis|kafka|postgres|all|k6> <install|start|check|stop|env>
+#   deploy/infra.sh <redis|kafka|postgres|all> <install|start|check|stop|env>
 #
-# k6 (not part of all) is built from source with go install, for bench/proxy.ts.
 # install  puts what is missing on this machine (Debian redis-server; the Kafka broker jars from
 #          Maven Central into a cache outside the repo; PostgreSQL comes with npm ci).
 # start    starts the server in the background if it is not already up, and waits until ready.
@@ -182,30 +181,15 @@ pg_stop() {
   return 0
 }
 
-# ---------------------------------------------------------------- k6 (benchmarks only)
-K6_VERSION=v1.4.2
-K6_BIN=$CACHE/bin/k6
-k6_install() {
-  [[ -x $K6_BIN ]] && return 0
-  command -v go >/dev/null || { log "go is needed to build k6 (go install go.k6.io/k6)"; return 1; }
-  log "building k6 $K6_VERSION with go install (a few minutes the first time)"
-  mkdir -p "$CACHE/bin"
-  GOBIN=$CACHE/bin go install "go.k6.io/k6@$K6_VERSION"
-}
-k6_check() { [[ -x $K6_BIN ]] && "$K6_BIN" version >/dev/null; }
-k6_start() { k6_install; }
-k6_stop() { :; }
-
 print_env() {
   echo "REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
   echo "KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
   echo "DATABASE_URL=postgres://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/mcpmeter"
-  echo "K6_BIN=$K6_BIN"
 }
 
 component=${1:-}; verb=${2:-}
 case $component in
-  redis | kafka | k6) prefix=$component ;;
+  redis | kafka) prefix=$component ;;
   postgres) prefix=pg ;;
   all)
     [[ $verb == env ]] && { print_env; exit 0; }
