@@ -1,6 +1,7 @@
 /**
  * A V8 CPU profile (`node --cpu-prof`) as a flame graph (SVG, one rect per call path, width by
- * time, hover for the name) and a table of where the time is spent by function (self time).
+ * busy time, hover for the name) and a table of where the busy time goes by function (self time);
+ * idle samples are left out.
  *
  *   node --import ./deploy/loader.mjs bench/load/flame.ts <profile.cpuprofile> <out.svg> [out.md]
  */
@@ -25,8 +26,10 @@ const nameOf = (n: ProfileNode) => {
 
 export function flame(profile: Profile, title: string): { svg: string; table: string } {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  // Busy time only: samples of an idle event loop say nothing of what a call costs.
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
   const self = new Map<number, number>();
-  for (const id of profile.samples) self.set(id, (self.get(id) ?? 0) + 1);
+  for (const id of profile.samples) if (!idle.has(id)) self.set(id, (self.get(id) ?? 0) + 1);
   const total = new Map<number, number>();
   const totalOf = (id: number): number => {
     const known = total.get(id);
