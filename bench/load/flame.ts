@@ -66,12 +66,12 @@ export function flame(profile: Profile, title: string): { svg: string; table: st
       b.name.includes('node:') || !b.name.includes(' ') ? 30 : b.name.includes('node_modules') ? 200 : 10;
     const label =
       b.w > 60
-        ? `<text x="${(b.x + 3).toFixed(2)}" y="${y + 12}" font-size="10">${escape(b.name.slice(0, Math.floor(b.w / 6)))}</text>`
+        ? `<text x="${(b.x + 3).toFixed(2)}" y="${y + 12}" font-size="10">${escapeXml(b.name.slice(0, Math.floor(b.w / 6)))}</text>`
         : '';
-    return `<g><title>${escape(b.name)} (${b.share}%)</title><rect x="${b.x.toFixed(2)}" y="${y}" width="${b.w.toFixed(2)}" height="${rowH - 1}" fill="hsl(${hue},70%,${55 + (b.depth % 5) * 5}%)"/>${label}</g>`;
+    return `<g><title>${escapeXml(b.name)} (${b.share}%)</title><rect x="${b.x.toFixed(2)}" y="${y}" width="${b.w.toFixed(2)}" height="${rowH - 1}" fill="hsl(${hue},70%,${55 + (b.depth % 5) * 5}%)"/>${label}</g>`;
   });
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace">
-<text x="4" y="16" font-size="13" font-family="sans-serif">${escape(title)}</text>
+<text x="4" y="16" font-size="13" font-family="sans-serif">${escapeXml(title)}</text>
 ${rects.join('\n')}
 </svg>
 `;
@@ -88,7 +88,7 @@ ${rects.join('\n')}
   return { svg, table };
 }
 
-function escape(text: string): string {
+function escapeXml(text: string): string {
   return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
