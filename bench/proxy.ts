@@ -479,7 +479,7 @@ http {
       `/v1/sdk/customers/${customer.reference}/tokens`,
       { expiresInSeconds: 86_400 },
     );
-    return { servers, customer: customer.reference, token: accessToken };
+    return { servers, customer: customer.reference, product: product.id, token: accessToken };
   };
   const key = admin(env).sandboxKey;
   const split = await seller(base, key, ['/b2', '/b3']);
@@ -630,6 +630,44 @@ http {
     log(`${name} pinned to one core: ${Math.round(pinned[name] ?? 0)} calls/s`);
   }
 
+  // The control plane's limit check (POST /v1/sdk/limits, one call consumed per check), its
+  // process pinned to core 0 likewise; exactness: the calls it counted against what wrk saw
+  // answered (a check abandoned at a trial's end may still have counted).
+  const limitCheck = {
+    url: `${base}/v1/sdk/limits`,
+    token: key,
+    call: {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: { customerRef: split.customer, productRef: split.product },
+    },
+  };
+  const usedOf = async () =>
+    (
+      await api<{ used: number }>(base, key, 'POST', '/v1/sdk/limits', {
+        customerRef: split.customer,
+        productRef: split.product,
+        consume: false,
+      })
+    ).used;
+  const cpPids = [...named].filter(([, n]) => n === 'control-plane').map(([p]) => p);
+  for (const pid of cpPids)
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+  const usedBefore = await usedOf();
+  const checks = [0, 1].map(() => wrk(tools, 'L', limitCheck, TRIAL_SECONDS, '1'));
+  const usedDelta = (await usedOf()) - usedBefore;
+  for (const pid of cpPids)
+    execFileSync('taskset', ['-a', '-p', '-c', '0,1', String(pid)], { stdio: 'ignore' });
+  const limits = {
+    rps: Math.max(...checks.map((c) => c.rps)),
+    answered: checks.reduce((a, c) => a + c.requests, 0),
+    errors: checks.reduce((a, c) => a + c.errors, 0),
+    counted: usedDelta,
+  };
+  log(
+    `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors`,
+  );
+
   // Added latency over the origin at 25% and 50% of B1's maximum (the issue's loads), and at 25%
   // of B3's own maximum (a load the metered proxy sustains here), interleaved.
   const maxOf = (t: TargetName) =>
@@ -687,6 +725,7 @@ http {
     saturation,
     pinned,
     latency,
+    limits,
     redisCommandsPerCall: b3Commands / Math.max(b3Calls, 1),
     completeness: {
       answered: answeredDelta,
@@ -725,6 +764,8 @@ interface Result {
   latency: LatencyTrial[];
   redisCommandsPerCall: number;
   completeness: { answered: number; recorded: number; ratio: number };
+  /** The control plane's limit check on one pinned core (absent in runs from before it). */
+  limits?: { rps: number; answered: number; errors: number; counted: number };
 }
 
 /** Median over rounds of each process group's CPU µs per call. */
@@ -904,6 +945,7 @@ Method below the tables; the plot is [proxy.svg](proxy.svg).
     3,
   )} ms | | |
 | Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+| control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
 | completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
 
 ## Maximum throughput and CPU per call, wrk at saturation
