@@ -463,6 +463,47 @@ describe('live payments through Stripe, payments succeeding', () => {
     ).toBe('unmatched:payment');
   });
 
+  it('applies a dispute once when its opening, review and close arrive at the same moment', async () => {
+    const s = await liveSeller(harness, 'Disputed at once');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const intent = (
+      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
+        purchase,
+      ])
+    ).rows[0].processor_payment_intent as string;
+    const base = {
+      id: 'du_test_race',
+      payment_intent: intent,
+      amount: 600,
+      currency: 'usd',
+      reason: 'fraudulent',
+    };
+    const deliveries = [
+      event('charge.dispute.created', 'dispute', { ...base, status: 'needs_response' }),
+      event('charge.dispute.updated', 'dispute', { ...base, status: 'under_review' }),
+      event('charge.dispute.closed', 'dispute', { ...base, status: 'lost' }),
+    ];
+    // Each event twice, all six at once.
+    const answers = await Promise.all([...deliveries, ...deliveries].map((e) => s.post(e)));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
+    expect(answers.filter((a) => a.body.outcome === 'duplicate')).toHaveLength(3);
+    expect(answers.every((a) => ['applied', 'duplicate'].includes(a.body.outcome))).toBe(true);
+    expect((await s.live('GET', '/v1/ui/disputes')).body.data).toEqual([
+      expect.objectContaining({ processorDispute: 'du_test_race', amount: 600, status: 'lost' }),
+    ]);
+    expect((await s.events('payment.disput')).map((e) => e.type)).toEqual([
+      'payment.disputed',
+      'payment.dispute_closed',
+    ]);
+    expect(await s.ledger('dispute')).toEqual([
+      ['disputes', 600],
+      ['processor_balance', -600],
+    ]);
+  });
+
   it('records Stripe payouts from their events in any order, and leaves the balance to Stripe', async () => {
     const s = await liveSeller(harness, 'Paid out');
     await connect(s);

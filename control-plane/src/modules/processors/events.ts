@@ -172,11 +172,13 @@ export class StripeEvents {
    * opens it first.
    */
   private async disputeMoved(tx: PoolClient, auth: AuthContext, dispute: Stripe.Dispute): Promise<Applied> {
+    // The payment is locked before the dispute is looked up: events of one dispute delivered at
+    // once wait for each other here, so the later one sees what the first one opened.
+    const intent =
+      typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
+    const payment = intent === undefined ? undefined : await lockPaymentByIntent(tx, auth, intent);
     let row = await this.disputes.findByProcessorId(tx, auth, dispute.id);
     if (row === undefined) {
-      const intent =
-        typeof dispute.payment_intent === 'string' ? dispute.payment_intent : dispute.payment_intent?.id;
-      const payment = intent === undefined ? undefined : await lockPaymentByIntent(tx, auth, intent);
       if (payment === undefined || payment.status !== 'succeeded') return { outcome: 'unmatched:payment' };
       row = await this.disputes.openInTx(tx, auth, payment, {
         amount: dispute.amount,
