@@ -320,6 +320,18 @@ function cpuBetween(before: CpuSample, after: CpuSample): Record<string, number>
   return used;
 }
 
+/** A count read every second until it holds for three reads (or `seconds` pass): the pipeline has caught up. */
+async function whenStable(read: () => Promise<number>, seconds: number): Promise<number> {
+  let last = -1;
+  for (let i = 0, stable = 0; i < seconds && stable < 3; i++) {
+    const now = await read();
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return last;
+}
+
 async function redisCommands(redis: Redis): Promise<number> {
   const info = await redis.info('stats');
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
@@ -675,16 +687,7 @@ http {
   for (const pid of cpPids)
     execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
   // `used` counts stored records: read once the pipeline has stored the checks' records.
-  const settledUsed = async () => {
-    let last = -1;
-    for (let i = 0, stable = 0; i < 60 && stable < 3; i++) {
-      const now = await usedOf();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    return last;
-  };
+  const settledUsed = () => whenStable(usedOf, 60);
   const usedBefore = await settledUsed();
   const checks = [0, 1].map(() => wrk(tools, 'L', limitCheck, TRIAL_SECONDS, '1'));
   for (const pid of cpPids)
@@ -729,16 +732,7 @@ http {
         '/ui/meters/requests/usage?groupBy=server',
       )
     ).groups.find((g) => g.value === b3Server.id)?.records ?? 0;
-  const settle = async () => {
-    let last = -1;
-    for (let i = 0, stable = 0; i < 120 && stable < 3; i++) {
-      const now = await recordedOf();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    return last;
-  };
+  const settle = () => whenStable(recordedOf, 120);
   const recordedBefore = await settle();
   const answeredBefore = await answered();
   vegeta(tools, 'B3', targets.B3, rateAt(maxOf('B3'), 0.5), 10);

@@ -112,31 +112,9 @@ export class PayoutService {
         if (row === undefined) return false;
         const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
         const failed = row.sandbox_failure !== null;
-        const settledRow = await settlePayout(tx, row.id, {
+        await this.settle(tx, auth, row, {
           status: failed ? 'failed' : 'paid',
           failureReason: row.sandbox_failure,
-          at,
-        });
-        if (failed) {
-          await recordMovement(tx, auth, {
-            kind: 'payout_reversal',
-            currency: row.currency,
-            customerId: null,
-            paymentId: null,
-            sourceId: row.id,
-            description: `Payout ${row.id} failed (${row.sandbox_failure})`,
-            at,
-            moves: [
-              ['processor_balance', row.amount],
-              ['bank', -row.amount],
-            ],
-          });
-        }
-        await writeEvent(tx, {
-          ...auth,
-          type: failed ? 'payout.failed' : 'payout.paid',
-          object: eventObject(settledRow),
-          at,
         });
         return true;
       });
@@ -200,19 +178,32 @@ export class PayoutService {
       });
     }
     if (row.status !== 'pending' || report.status === 'pending') return row;
-    const settled = await settlePayout(tx, row.id, {
+    return this.settle(tx, auth, row, {
       status: report.status,
       failureReason: report.status === 'failed' ? (report.failureReason ?? 'failed') : null,
-      at,
     });
-    if (report.status === 'failed') {
+  }
+
+  /**
+   * A pending payout's outcome, inside the caller's transaction: paid (payout.paid), or failed
+   * with the money back in the balance (payout_reversal, payout.failed).
+   */
+  private async settle(
+    tx: PoolClient,
+    auth: AuthContext,
+    row: PayoutRow,
+    outcome: { status: 'paid' | 'failed'; failureReason: string | null },
+  ): Promise<PayoutRow> {
+    const at = this.clock.now();
+    const settled = await settlePayout(tx, row.id, { ...outcome, at });
+    if (outcome.status === 'failed') {
       await recordMovement(tx, auth, {
         kind: 'payout_reversal',
-        currency,
+        currency: row.currency,
         customerId: null,
         paymentId: null,
         sourceId: row.id,
-        description: `Payout ${row.id} failed (${settled.failure_reason})`,
+        description: `Payout ${row.id} failed (${outcome.failureReason})`,
         at,
         moves: [
           ['processor_balance', row.amount],
@@ -222,7 +213,7 @@ export class PayoutService {
     }
     await writeEvent(tx, {
       ...auth,
-      type: report.status === 'failed' ? 'payout.failed' : 'payout.paid',
+      type: outcome.status === 'failed' ? 'payout.failed' : 'payout.paid',
       object: eventObject(settled),
       at,
     });
