@@ -77,6 +77,8 @@ export const ERROR_STATUS = {
   usage_store_unavailable: 503,
   usage_not_settled: 503,
   service_unavailable: 503,
+  // PostgreSQL, Redis, Kafka or ClickHouse is unreachable: nothing was changed; retry.
+  dependency_unavailable: 503,
   mail_unavailable: 503,
   // The provider's payment processor (Stripe) could not be reached or failed; retry.
   processor_unavailable: 503,
@@ -129,9 +131,69 @@ export class UnauthorizedError extends DomainError {
 /** A dependency (bus, usage store) is unreachable; the caller may retry. */
 export class UnavailableError extends DomainError {
   constructor(
-    code: 'usage_bus_unavailable' | 'usage_store_unavailable' | 'usage_not_settled' | 'service_unavailable',
+    code:
+      | 'usage_bus_unavailable'
+      | 'usage_store_unavailable'
+      | 'usage_not_settled'
+      | 'service_unavailable'
+      | 'dependency_unavailable',
     message: string,
   ) {
     super(code, message);
   }
+}
+
+/** Seconds a client is asked to wait (`Retry-After`) before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 5;
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+const UNREACHABLE_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Connection is closed',
+  "Stream isn't writeable",
+];
+
+/**
+ * Whether an error says a dependency (PostgreSQL, Redis, Kafka, ClickHouse) could not be reached
+ * or went away mid-request, rather than that the request or the code was wrong: a socket error,
+ * a PostgreSQL connection-class state (08…, shutting down 57P0x, too many connections 53300), a
+ * pool connect timeout, a closed Redis connection, or a Kafka connection or timeout error. Such
+ * an error becomes a 503 the client may retry, never a 500.
+ */
+export function isDependencyOutage(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 3) return false;
+  const { code, name, message, cause, errors } = error as {
+    code?: unknown;
+    name?: unknown;
+    message?: unknown;
+    cause?: unknown;
+    errors?: unknown;
+  };
+  if (typeof code === 'string') {
+    if (UNREACHABLE_CODES.has(code)) return true;
+    if ('severity' in error && /^(08...|57P0[123]|53300)$/.test(code)) return true;
+  }
+  if (
+    typeof name === 'string' &&
+    (name === 'MaxRetriesPerRequestError' ||
+      name === 'KafkaJSConnectionError' ||
+      name === 'KafkaJSRequestTimeoutError' ||
+      name === 'KafkaJSConnectionClosedError' ||
+      name === 'KafkaJSNumberOfRetriesExceeded')
+  )
+    return true;
+  if (typeof message === 'string' && UNREACHABLE_MESSAGES.some((m) => message.startsWith(m))) return true;
+  if (Array.isArray(errors) && errors.some((e) => isDependencyOutage(e, depth + 1))) return true;
+  return cause !== undefined && isDependencyOutage(cause, depth + 1);
 }

@@ -59,11 +59,14 @@ export async function startTestControlPlane(options: {
   payouts?: { schedule: 'daily' | 'weekly' | 'manual'; delayDays: number };
   /** STRIPE_API_URL: stripe-mock (test/helpers/stripe-mock.ts) for live payments. */
   stripeApiUrl?: string;
+  /** The PostgreSQL server to make its database on (default the run's; fault tests bring their own). */
+  postgresServerUrl?: string;
 }): Promise<TestControlPlane> {
   const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
   // A database of its own on the run's server: the billing scheduler is global by design, so one
   // test file's clock (or the real one) must never renew another file's purchases.
-  const databaseUrl = await createTestDatabase(inject('infra').databaseUrl);
+  const serverUrl = options.postgresServerUrl ?? inject('infra').databaseUrl;
+  const databaseUrl = await createTestDatabase(serverUrl);
   const pool = createPool(databaseUrl);
   // Closing drops the database WITH (FORCE): a connection still closing then gets 57P01 from the
   // server, which the pool emits as an error; that one is expected, any other is reported.
@@ -120,7 +123,7 @@ export async function startTestControlPlane(options: {
       await bus.stop();
       await store.close();
       await pool.end();
-      await dropTestDatabase(inject('infra').databaseUrl, databaseUrl);
+      await dropTestDatabase(serverUrl, databaseUrl);
     },
   };
 }

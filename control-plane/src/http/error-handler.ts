@@ -1,5 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, ERROR_STATUS, type ErrorCode, type FieldProblem } from '../errors';
+import {
+  DomainError,
+  ERROR_STATUS,
+  type ErrorCode,
+  type FieldProblem,
+  isDependencyOutage,
+  RETRY_AFTER_SECONDS,
+} from '../errors';
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
@@ -25,6 +32,9 @@ export function sendProblem(
 ): FastifyReply {
   const status = ERROR_STATUS[code];
   if (status === 401) reply.header('WWW-Authenticate', 'Bearer realm="api"');
+  // Every 503 says when to come back, whichever dependency it is about.
+  if (status === 503 && !reply.hasHeader('retry-after'))
+    reply.header('Retry-After', String(RETRY_AFTER_SECONDS));
   return reply
     .status(status)
     .type('application/problem+json')
@@ -112,6 +122,14 @@ export function installErrorHandling(app: FastifyInstance): void {
         reply,
         'invalid_request',
         'A value in the request cannot be stored (out of range or not representable)',
+      );
+    }
+    if (isDependencyOutage(error)) {
+      request.log.warn({ err: error }, 'dependency unavailable');
+      return sendProblem(
+        reply,
+        'dependency_unavailable',
+        'A service this request needs is unreachable right now; nothing was changed; retry shortly',
       );
     }
     request.log.error({ err: error }, 'unhandled error');

@@ -1,7 +1,14 @@
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
-import { type FieldProblem, NotFoundError, UnauthorizedError, ValidationError } from '../../errors';
+import {
+  type FieldProblem,
+  isDependencyOutage,
+  NotFoundError,
+  UnauthorizedError,
+  UnavailableError,
+  ValidationError,
+} from '../../errors';
 import { insertMeter, REQUESTS_METER } from '../meters/repository';
 import { isCurrency } from '../plans/rules';
 import { environmentOfKey, generateKey } from './keys';
@@ -10,6 +17,7 @@ import {
   getProvider,
   insertApiKey,
   insertProvider,
+  type KeyOwner,
   listProviders,
   type MerchantFields,
   type Provider,
@@ -35,7 +43,16 @@ export interface CreatedProvider {
   liveKey: string;
 }
 
+/** A verified key is looked up again after this long (a revocation elsewhere takes this long to apply). */
+const KEY_FRESH_MS = 5_000;
+/** While PostgreSQL is unreachable, a key verified this recently is still accepted. */
+const KEY_OUTAGE_GRACE_MS = 10 * 60_000;
+const KEY_CACHE_LIMIT = 10_000;
+
 export class ProviderService {
+  /** Verified keys by their secret: a key check is a map lookup, and survives a database outage. */
+  private readonly verifiedKeys = new Map<string, { owner: KeyOwner; checkedAt: number }>();
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
@@ -84,7 +101,9 @@ export class ProviderService {
   }
 
   async setLiveEnabled(id: string, enabled: boolean): Promise<void> {
-    if (!(await setLiveEnabled(this.pool, id, enabled, this.clock.now()))) {
+    const changed = await setLiveEnabled(this.pool, id, enabled, this.clock.now());
+    this.verifiedKeys.clear();
+    if (!changed) {
       throw new NotFoundError('not_found', `No provider ${id}`);
     }
   }
@@ -132,16 +151,49 @@ export class ProviderService {
     return this.get(id);
   }
 
+  /**
+   * The owner of a key: remembered for KEY_FRESH_MS after a lookup; while PostgreSQL cannot be
+   * reached, a key verified within KEY_OUTAGE_GRACE_MS is still accepted, so calls that need no
+   * database (usage queries) keep working, and any other key gets 503 dependency_unavailable.
+   * Refused keys are never remembered. Rotation and live-mode changes here forget every key.
+   */
+  private async keyOwner(key: string): Promise<KeyOwner | undefined> {
+    const known = this.verifiedKeys.get(key);
+    const now = performance.now();
+    if (known !== undefined && now - known.checkedAt < KEY_FRESH_MS) return known.owner;
+    let owner: KeyOwner | undefined;
+    try {
+      owner = await findKeyOwner(this.pool, key);
+    } catch (error) {
+      if (!isDependencyOutage(error)) throw error;
+      if (known !== undefined && now - known.checkedAt < KEY_OUTAGE_GRACE_MS) return known.owner;
+      throw new UnavailableError(
+        'dependency_unavailable',
+        'The API key cannot be checked right now (the database is unreachable); retry shortly',
+      );
+    }
+    // Only keys that open the API are remembered: a refusal is looked up again next time.
+    if (owner === undefined || (owner.environment === 'live' && !owner.liveEnabled))
+      this.verifiedKeys.delete(key);
+    else {
+      if (this.verifiedKeys.size >= KEY_CACHE_LIMIT) this.verifiedKeys.clear();
+      this.verifiedKeys.set(key, { owner, checkedAt: performance.now() });
+    }
+    return owner;
+  }
+
   /** Revokes every active key of the environment and issues a new one in the same transaction. */
   async rotateKey(providerId: string, environment: Environment): Promise<{ key: string; revoked: number }> {
     await this.get(providerId);
     const at = this.clock.now();
-    return inTransaction(this.pool, async (tx) => {
+    const rotated = await inTransaction(this.pool, async (tx) => {
       const revoked = await revokeApiKeys(tx, providerId, environment, at);
       const key = generateKey(environment);
       await insertApiKey(tx, { providerId, environment, key, at });
       return { key, revoked };
     });
+    this.verifiedKeys.clear();
+    return rotated;
   }
 
   /** Resolves a bearer secret key; the environment comes from the key, never from the request. */
@@ -155,7 +207,7 @@ export class ProviderService {
       throw new UnauthorizedError('unauthorized', 'The Authorization header must use the Bearer scheme');
     }
     const claimed = environmentOfKey(key);
-    const owner = claimed === undefined || key.length > 200 ? undefined : await findKeyOwner(this.pool, key);
+    const owner = claimed === undefined || key.length > 200 ? undefined : await this.keyOwner(key);
     if (owner === undefined || owner.environment !== claimed) {
       throw new UnauthorizedError('invalid_api_key', 'The API key is not valid or has been revoked');
     }

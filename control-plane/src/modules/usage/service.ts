@@ -12,6 +12,7 @@ import {
   ConflictError,
   DomainError,
   type FieldProblem,
+  isDependencyOutage,
   NotFoundError,
   UnavailableError,
   ValidationError,
@@ -76,6 +77,8 @@ export const accepted = (r: UsageRecord) => ({
 });
 
 export class UsageService {
+  private readonly knownMeters = new Map<string, Meter>();
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
@@ -87,9 +90,24 @@ export class UsageService {
     },
   ) {}
 
+  /**
+   * A meter by id or name. The last answer for each is remembered, so that usage reads, which
+   * need nothing else from PostgreSQL, keep working while it is unreachable (a meter's id and
+   * name never change; its status may be a moment old).
+   */
   private async meter(auth: AuthContext, ref: string): Promise<Meter> {
-    const meter = await findMeter(this.pool, auth.providerId, auth.environment, ref);
+    const key = `${auth.providerId}\u0000${auth.environment}\u0000${ref}`;
+    let meter: Meter | undefined;
+    try {
+      meter = await findMeter(this.pool, auth.providerId, auth.environment, ref);
+    } catch (error) {
+      const known = this.knownMeters.get(key);
+      if (known !== undefined && isDependencyOutage(error)) return known;
+      throw error;
+    }
     if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${ref}`);
+    if (this.knownMeters.size >= 10_000) this.knownMeters.clear();
+    this.knownMeters.set(key, meter);
     return meter;
   }
 
