@@ -127,8 +127,25 @@ export function toMessages(namespace: string, records: readonly UsageRecord[]) {
   return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
 }
 
+/** Records one produce request carries at most when concurrent publishes are sent together. */
+const MAX_RECORDS_PER_PRODUCE = 5_000;
+
+interface PendingPublish {
+  records: readonly UsageRecord[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Publishes with group commit: while one produce request is in flight, the records of every
+ * publish that arrives meanwhile wait and go together in the next one. Each caller still resolves
+ * only once its own records are acknowledged, so nothing is acknowledged early; under load a
+ * request carries many callers' records instead of each paying a round trip to the broker.
+ */
 export class KafkaUsagePublisher implements UsagePublisher {
   private readonly producer: Producer;
+  private waiting: PendingPublish[] = [];
+  private producing: Promise<void> | undefined;
 
   constructor(
     kafka: Kafka,
@@ -145,17 +162,54 @@ export class KafkaUsagePublisher implements UsagePublisher {
     await this.producer.connect();
   }
 
-  async publish(records: readonly UsageRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    // acks from every in-sync replica: an acknowledged record survives the loss of the leader.
-    await this.producer.sendBatch({
-      acks: -1,
-      timeout: 10_000,
-      topicMessages: toMessages(this.namespace, records),
+  publish(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ records, resolve, reject });
+      this.kick();
     });
   }
 
+  private kick(): void {
+    if (this.producing !== undefined) return;
+    this.producing = this.produceWaiting().finally(() => {
+      this.producing = undefined;
+      // A publish may have come between the loop's last look and this callback.
+      if (this.waiting.length > 0) this.kick();
+    });
+  }
+
+  /** Sends what waits, a request at a time, until nothing does; a failed request fails its callers only. */
+  private async produceWaiting(): Promise<void> {
+    while (this.waiting.length > 0) {
+      let count = 0;
+      let take = 0;
+      while (take < this.waiting.length) {
+        const size = this.waiting[take]?.records.length ?? 0;
+        if (take > 0 && count + size > MAX_RECORDS_PER_PRODUCE) break;
+        count += size;
+        take++;
+      }
+      const batch = this.waiting.splice(0, take);
+      try {
+        // acks from every in-sync replica: an acknowledged record survives the loss of the leader.
+        await this.producer.sendBatch({
+          acks: -1,
+          timeout: 10_000,
+          topicMessages: toMessages(
+            this.namespace,
+            batch.length === 1 ? (batch[0]?.records ?? []) : batch.flatMap((p) => p.records),
+          ),
+        });
+        for (const p of batch) p.resolve();
+      } catch (error) {
+        for (const p of batch) p.reject(error);
+      }
+    }
+  }
+
   async close(): Promise<void> {
+    while (this.producing !== undefined) await this.producing;
     await this.producer.disconnect();
   }
 }

@@ -13,7 +13,22 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
 });
 
 export function createPool(connectionString: string): Pool {
-  return new pg.Pool({ connectionString, max: 10, idleTimeoutMillis: 30_000 });
+  // A connect that cannot finish (PostgreSQL down or hung) fails after 5 s: the request gets a 503.
+  return new pg.Pool({
+    connectionString,
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+  });
+}
+
+/**
+ * A named prepared statement: PostgreSQL parses and plans it once per connection instead of on
+ * every call. For the hot reads (API key check, limit check) whose text never varies; `name` must
+ * be unique to `text` across the codebase.
+ */
+export function prepared(name: string, text: string, values: unknown[]): pg.QueryConfig {
+  return { name, text, values };
 }
 
 /** Runs `work` in one transaction: everything it writes commits together or not at all. */

@@ -1,5 +1,5 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 import type { Tenant } from '../products/repository';
 
 export interface CustomerRow {
@@ -52,11 +52,13 @@ export async function findCustomer(
   ref: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<CustomerRow | undefined> {
-  const { rows } = await db.query<CustomerRow>(
-    `SELECT ${COLUMNS} FROM customers
+  const forUpdate = options.forUpdate === true;
+  const text = `SELECT ${COLUMNS} FROM customers
       WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted' AND (id = $3 OR external_ref = $3)
-      ORDER BY (id = $3) DESC LIMIT 1 ${options.forUpdate === true ? 'FOR UPDATE' : ''}`,
-    [tenant.providerId, tenant.environment, ref],
+      ORDER BY (id = $3) DESC LIMIT 1 ${forUpdate ? 'FOR UPDATE' : ''}`;
+  const values = [tenant.providerId, tenant.environment, ref];
+  const { rows } = await db.query<CustomerRow>(
+    forUpdate ? { text, values } : prepared('customer_by_ref', text, values),
   );
   return rows[0];
 }

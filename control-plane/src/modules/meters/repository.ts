@@ -1,7 +1,7 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import { AGGREGATIONS, type Aggregation } from '@mcp-meter/contracts/usage';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 
 export const REQUESTS_METER = 'requests';
 export { AGGREGATIONS };
@@ -84,8 +84,11 @@ export async function findMeter(
   ref: string,
 ): Promise<Meter | undefined> {
   const { rows } = await db.query<MeterRow>(
-    `SELECT * FROM meters WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR name = $3)`,
-    [providerId, environment, ref],
+    prepared(
+      'meter_by_ref',
+      `SELECT * FROM meters WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR name = $3)`,
+      [providerId, environment, ref],
+    ),
   );
   return rows[0] === undefined ? undefined : toMeter(rows[0]);
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 import { formatDecimal } from '../billing/pricing';
 import type { Tenant } from '../products/repository';
 import { decimalOf, type PlanSettings } from './rules';
@@ -178,9 +178,11 @@ export async function findPlan(
   ref: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<PlanRow | undefined> {
+  const forUpdate = options.forUpdate === true;
+  const text = `${SELECT} WHERE p.provider_id = $1 AND p.environment = $2 AND p.id = $3 ${forUpdate ? 'FOR UPDATE OF p' : ''}`;
+  const values = [tenant.providerId, tenant.environment, ref];
   const { rows } = await db.query<PlanRow>(
-    `${SELECT} WHERE p.provider_id = $1 AND p.environment = $2 AND p.id = $3 ${options.forUpdate === true ? 'FOR UPDATE OF p' : ''}`,
-    [tenant.providerId, tenant.environment, ref],
+    forUpdate ? { text, values } : prepared('plan_by_id', text, values),
   );
   return rows[0];
 }
@@ -214,8 +216,11 @@ export async function productsWithDefaultPlan(
 /** The product's default plan on sale, whatever its price: the plan of customers without a purchase. */
 export async function findDefaultPlanId(db: Queryable, productId: string): Promise<string | undefined> {
   const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM plans WHERE product_id = $1 AND is_default AND status = 'active'`,
-    [productId],
+    prepared(
+      'default_plan',
+      `SELECT id FROM plans WHERE product_id = $1 AND is_default AND status = 'active'`,
+      [productId],
+    ),
   );
   return rows[0]?.id;
 }

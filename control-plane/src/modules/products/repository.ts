@@ -1,5 +1,5 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 
 export interface ProductRow {
   id: string;
@@ -53,10 +53,12 @@ export async function findProduct(
   ref: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<ProductRow | undefined> {
+  const forUpdate = options.forUpdate === true;
+  const text = `SELECT * FROM products WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR reference = $3)
+     ${forUpdate ? 'FOR UPDATE' : ''}`;
+  const values = [tenant.providerId, tenant.environment, ref];
   const { rows } = await db.query<ProductRow>(
-    `SELECT * FROM products WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR reference = $3)
-     ${options.forUpdate === true ? 'FOR UPDATE' : ''}`,
-    [tenant.providerId, tenant.environment, ref],
+    forUpdate ? { text, values } : prepared('product_by_ref', text, values),
   );
   return rows[0];
 }

@@ -1,6 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 import { hashKey, keyHint } from './keys';
 
 export interface Provider {
@@ -136,10 +136,13 @@ export interface KeyOwner {
 
 export async function findKeyOwner(db: Queryable, key: string): Promise<KeyOwner | undefined> {
   const { rows } = await db.query<{ provider_id: string; environment: Environment; live_enabled: boolean }>(
-    `SELECT k.provider_id, k.environment, p.live_enabled
+    prepared(
+      'key_owner',
+      `SELECT k.provider_id, k.environment, p.live_enabled
        FROM api_keys k JOIN providers p ON p.id = k.provider_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-    [hashKey(key)],
+      [hashKey(key)],
+    ),
   );
   const row = rows[0];
   return row === undefined

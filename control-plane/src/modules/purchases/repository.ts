@@ -1,4 +1,4 @@
-import type { Queryable } from '../../db/pool';
+import { prepared, type Queryable } from '../../db/pool';
 import type { PurchaseStatus } from './state-machine';
 import { GRANTS_ACCESS } from './state-machine';
 
@@ -16,10 +16,13 @@ export async function findAccessPurchase(
   productId: string,
 ): Promise<AccessPurchase | undefined> {
   const { rows } = await db.query<AccessPurchase>(
-    `SELECT id, plan_id, period_start, period_end FROM purchases
+    prepared(
+      'access_purchase',
+      `SELECT id, plan_id, period_start, period_end FROM purchases
       WHERE customer_id = $1 AND product_id = $2 AND status = ANY($3)
       ORDER BY updated_at DESC LIMIT 1`,
-    [customerId, productId, [...GRANTS_ACCESS]],
+      [customerId, productId, [...GRANTS_ACCESS]],
+    ),
   );
   return rows[0];
 }

@@ -98,8 +98,9 @@ export async function testTimeOf(
     testClock?: string | undefined;
   },
 ): Promise<Date | undefined> {
-  const { rows } = await db.query<{ frozen_time: Date }>(
-    `SELECT t.frozen_time FROM test_clocks t
+  const { rows } = await db.query<{ frozen_time: Date }>({
+    name: 'test_clock_time',
+    text: `SELECT t.frozen_time FROM test_clocks t
       WHERE t.provider_id = $1
         AND (t.id = $3
              OR t.id IN (SELECT test_clock_id FROM customers
@@ -109,13 +110,13 @@ export async function testTimeOf(
              OR t.id IN (SELECT c.test_clock_id FROM invoices i JOIN customers c ON c.id = i.customer_id
                           WHERE i.id = $5 AND c.provider_id = $1))
       LIMIT 1`,
-    [
+    values: [
       tenant.providerId,
       about.customerRef ?? null,
       about.testClock ?? null,
       about.purchaseRef ?? null,
       about.invoiceId ?? null,
     ],
-  );
+  });
   return rows[0]?.frozen_time;
 }
