@@ -1,6 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { type McpServerSnapshot, unseal } from '@mcp-meter/contracts/snapshots';
-import type { Dispatcher } from 'undici';
 
 /** Where a server's origin lives, split once per snapshot for the dispatcher. */
 export interface OriginTarget {
@@ -27,59 +25,7 @@ export function originTarget(originUrl: string, rest: string, query: string): Or
   };
 }
 
-export interface OriginSink {
-  /** Status and headers arrived. */
-  head(status: number, headers: IncomingHttpHeaders): void;
-  /** A body chunk; false pauses the origin until the sink calls `resume`. */
-  data(chunk: Buffer): boolean;
-}
-
-export interface OriginControl {
-  abort(reason: Error): void;
-  resume(): void;
-}
-
-/**
- * One origin request on undici's dispatcher, with the response pushed straight to the sink:
- * no body stream and no promise per chunk on the hot path. Resolves when the answer has ended;
- * rejects on connect, timeout or protocol errors (before or after the head).
- */
-export function callOrigin(
-  dispatcher: Dispatcher,
-  target: OriginTarget,
-  request: { method: string; headers: Record<string, string>; body: Buffer | null },
-  sink: OriginSink,
-  bind: (control: OriginControl) => void,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    dispatcher.dispatch(
-      {
-        origin: target.origin,
-        path: target.path,
-        method: request.method as Dispatcher.HttpMethod,
-        headers: request.headers,
-        body: request.body,
-      },
-      {
-        onRequestStart(controller) {
-          bind({ abort: (reason) => controller.abort(reason), resume: () => controller.resume() });
-        },
-        onResponseStart(_controller, statusCode, headers) {
-          sink.head(statusCode, headers);
-        },
-        onResponseData(controller, chunk) {
-          if (!sink.data(chunk)) controller.pause();
-        },
-        onResponseEnd() {
-          resolve();
-        },
-        onResponseError(_controller, error) {
-          reject(error);
-        },
-      },
-    );
-  });
-}
+export type { OriginControl, OriginSink } from './origin-client';
 
 /**
  * The provider's key for each origin, unsealed once per server snapshot (a new snapshot, after a

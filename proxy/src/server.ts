@@ -4,7 +4,6 @@ import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/contracts
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { AccessTokenClaims } from '@mcp-meter/contracts/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
-import { Agent } from 'undici';
 import { AnswerScanner } from './answer-scan';
 import { TokenVerifier } from './auth';
 import { BatchMerger } from './batch-merge';
@@ -38,7 +37,8 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
-import { callOrigin, OriginKeys, originTarget } from './origin';
+import { OriginKeys, originTarget } from './origin';
+import { OriginClient, OriginError } from './origin-client';
 import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
@@ -46,16 +46,12 @@ import type { CallRounds } from './rounds';
 import { type Route, routeOf } from './routing';
 import { RecentSessions, sessionOf } from './sessions';
 
-/** undici's errors for an origin that did not connect, answer or go on answering in time. */
-const ORIGIN_TIMEOUTS = new Set([
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-]);
+/** An origin that did not connect, answer or go on answering in time. */
 const isOriginTimeout = (error: unknown) =>
-  error !== null &&
-  typeof error === 'object' &&
-  ORIGIN_TIMEOUTS.has(String((error as { code?: unknown }).code));
+  error instanceof OriginError &&
+  (error.code === 'origin_connect_timeout' ||
+    error.code === 'origin_headers_timeout' ||
+    error.code === 'origin_body_timeout');
 /**
  * The origin asked for authentication (401, 407). The customer's credentials are for the proxy and
  * never reach the origin, so this is the origin key the provider configured (missing or wrong):
@@ -125,19 +121,23 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     return literalProblems.get(originUrl);
   };
   const originOptions = {
-    connect: { timeout: config.originConnectTimeoutMs, lookup: guard.lookup } as never,
-    headersTimeout: config.originHeadersTimeoutMs,
-    bodyTimeout: config.originIdleTimeoutMs,
-    keepAliveTimeout: 30_000,
-    pipelining: 1,
+    connectTimeoutMs: config.originConnectTimeoutMs,
+    lookup: guard.lookup as never,
+    headersTimeoutMs: config.originHeadersTimeoutMs,
+    idleTimeoutMs: config.originIdleTimeoutMs,
+    keepAliveMs: 30_000,
   };
   // Requests share a bounded keep-alive pool per origin. A session's standalone GET stream holds
   // its connection for as long as the session lives, so streams get their own, unbounded pool
   // (one connection per client session): in the shared one, a few hundred connected clients
   // would take every connection and queue all calls behind streams that never end.
-  const origins = new Agent({ ...originOptions, connections: config.originMaxConnections });
+  const origins = new OriginClient({ ...originOptions, maxConnections: config.originMaxConnections });
   // Silence is such a stream's normal state (nothing changed): it is never ended for it.
-  const streams = new Agent({ ...originOptions, bodyTimeout: 0, connections: null });
+  const streams = new OriginClient({
+    ...originOptions,
+    idleTimeoutMs: 0,
+    maxConnections: Number.POSITIVE_INFINITY,
+  });
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
   const live = new Set<Exchange>();
   // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
@@ -479,10 +479,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     try {
       const literalProblem = literalProblemOf(server.originUrl);
       if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
-      await callOrigin(
-        exchange.standalone ? streams : origins,
-        originTarget(server.originUrl, request.route.rest, request.query),
-        { method: request.method, headers, body: body.length > 0 ? body : null },
+      const target = originTarget(server.originUrl, request.route.rest, request.query);
+      await (exchange.standalone ? streams : origins).request(
+        target.origin,
+        { method: request.method, path: target.path, headers, body: body.length > 0 ? body : null },
         {
           head(statusCode, h) {
             status = statusCode;
