@@ -1,6 +1,7 @@
 import {
   appendFileSync,
   closeSync,
+  fsync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -8,6 +9,7 @@ import {
   readFileSync,
   renameSync,
   unlinkSync,
+  writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '@mcp-meter/contracts/kit';
@@ -22,11 +24,20 @@ export interface EmitterStats {
   replayed: number;
   dropped: number;
   queued: number;
+  /** Records written to the write-ahead spool, and spool writes that failed. */
+  spooled: number;
+  spoolFailures: number;
 }
 
 /** Fire-and-forget usage emission for hot paths: `emit` never waits and never throws. */
 export interface UsageEmitter {
   emit(record: UsageRecord): void;
+  /**
+   * Resolves once every record emitted so far is in the write-ahead spool (the page cache: it
+   * survives the process); undefined when nothing is waiting to be written. A caller that must
+   * not answer before its record is safe awaits it.
+   */
+  spooled(): Promise<void> | undefined;
   flush(): Promise<void>;
   close(): Promise<void>;
   stats(): EmitterStats;
@@ -40,8 +51,35 @@ export interface BatchingEmitterOptions {
   retryDelayMs: number;
   /** Where records wait on disk while the bus is unreachable; unset: drop past maxQueued. */
   spillDir?: string | undefined;
+  /**
+   * Write-ahead: every record is appended to a spool file in `spillDir` (one write per
+   * event-loop turn) before `spooled()` resolves, and kept there until the bus has it. Spool
+   * files of a process that died are replayed at start, like spill files.
+   */
+  writeAhead?: boolean | undefined;
+  /** How often the spool is fsync'd: what a machine crash (not a process crash) may lose. */
+  fsyncMs?: number | undefined;
   logger: Logger;
 }
+
+/** One spool file: records appended until it is sealed, deleted once the bus has them all. */
+interface SpoolSegment {
+  path: string;
+  fd: number;
+  openedAt: number;
+  bytes: number;
+  /** Records written here and not yet published, spilled or dropped. */
+  outstanding: number;
+  sealed: boolean;
+  dirty: boolean;
+}
+
+/** A spool file is sealed (a new one started) after this long or this size. */
+const SEGMENT_MS = 2_000;
+const SEGMENT_BYTES = 16 * 1024 * 1024;
+/** Spool files open in this process (an emitter never adopts another live one's). */
+const openSpools = new Set<string>();
+let spoolSequence = 0;
 
 /**
  * Batches records to the bus off the request path. When the bus is down, records wait in
@@ -58,9 +96,30 @@ export class BatchingUsageEmitter implements UsageEmitter {
   private flushing = 0;
   private timer: NodeJS.Timeout | undefined;
   private sending: Promise<void> | undefined;
-  private readonly counters = { emitted: 0, published: 0, retried: 0, spilled: 0, replayed: 0, dropped: 0 };
+  private readonly counters = {
+    emitted: 0,
+    published: 0,
+    retried: 0,
+    spilled: 0,
+    replayed: 0,
+    dropped: 0,
+    spooled: 0,
+    spoolFailures: 0,
+  };
   private readonly spillFile: string | undefined;
   private spillPending: boolean;
+  /** Write-ahead state: records emitted this turn, not yet in the spool. */
+  private unspooled: UsageRecord[] = [];
+  private spoolWrite: { promise: Promise<void>; resolve: () => void } | undefined;
+  private segment: SpoolSegment | undefined;
+  private readonly sealedSegments = new Set<SpoolSegment>();
+  private readonly segmentOf = new WeakMap<UsageRecord, SpoolSegment>();
+  /** Records the bus had before their spool write (an in-process bus can be that fast). */
+  private readonly settledEarly = new WeakSet<UsageRecord>();
+  private fsyncTimer: NodeJS.Timeout | undefined;
+  /** Settles once the files found at start (a previous run's spill and spool) are replayed. */
+  private readonly recovery: Promise<void>;
+  private markRecovered: () => void = () => {};
 
   constructor(
     private readonly publisher: UsagePublisher,
@@ -69,14 +128,50 @@ export class BatchingUsageEmitter implements UsageEmitter {
     if (options.spillDir !== undefined) {
       mkdirSync(options.spillDir, { recursive: true });
       recoverClaimedSpills(options.spillDir);
-      this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}.jsonl`);
+      adoptOrphanedSpools(options.spillDir);
+      this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}-${++spoolSequence}.jsonl`);
+      if (options.writeAhead === true) {
+        this.fsyncTimer = setInterval(() => this.fsyncSegments(), options.fsyncMs ?? 1_000);
+        this.fsyncTimer.unref();
+      }
     }
     this.spillPending = this.spillFiles().length > 0;
+    this.recovery = new Promise((resolve) => {
+      this.markRecovered = resolve;
+    });
     if (this.spillPending) this.schedule(0);
+    else this.markRecovered();
+  }
+
+  /**
+   * Whether what a previous run left on disk (records it served and never handed to the bus)
+   * is on the bus now, waiting up to `timeoutMs`. A proxy waits for it before taking calls, so
+   * limit counters started from stored usage count those records too.
+   */
+  async recovered(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const done = await Promise.race([this.recovery.then(() => true), late]);
+    clearTimeout(timer);
+    return done;
   }
 
   emit(record: UsageRecord): void {
     this.counters.emitted++;
+    if (this.fsyncTimer !== undefined) {
+      this.unspooled.push(record);
+      if (this.spoolWrite === undefined) {
+        let resolve = () => {};
+        const promise = new Promise<void>((done) => {
+          resolve = done;
+        });
+        this.spoolWrite = { promise, resolve };
+        // After the turn's I/O callbacks: every record they emitted goes in one write.
+        setImmediate(() => this.writeSpool());
+      }
+    }
     if (this.queue.length === 0) this.queuedSince = performance.now();
     this.queue.push(record);
     this.enforceMemoryBound();
@@ -94,6 +189,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
     if (records.length === 0) return;
     if (this.spillFile === undefined) {
       this.counters.dropped += records.length;
+      this.settle(records);
       this.options.logger.error(
         { records: records.length },
         'usage emitter over its memory bound with no spill directory; records dropped',
@@ -107,7 +203,9 @@ export class BatchingUsageEmitter implements UsageEmitter {
       closeSync(fd);
       this.counters.spilled += records.length;
       this.spillPending = true;
+      this.settle(records);
     } catch (error) {
+      // Still in the spool, if it is on: replayed from there by the next start.
       this.counters.dropped += records.length;
       this.options.logger.error(
         { err: error, records: records.length },
@@ -116,10 +214,111 @@ export class BatchingUsageEmitter implements UsageEmitter {
     }
   }
 
+  spooled(): Promise<void> | undefined {
+    return this.spoolWrite?.promise;
+  }
+
+  /** Appends the turn's records to the spool in one write, then lets waiting answers go. */
+  private writeSpool(): void {
+    const records = this.unspooled;
+    const waiting = this.spoolWrite;
+    this.unspooled = [];
+    this.spoolWrite = undefined;
+    try {
+      const segment = this.currentSegment();
+      let text = '';
+      for (const record of records) text += `${JSON.stringify(record)}\n`;
+      const bytes = Buffer.from(text);
+      let at = 0;
+      while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
+      segment.bytes += bytes.length;
+      segment.dirty = true;
+      for (const record of records) {
+        if (this.settledEarly.has(record)) continue;
+        this.segmentOf.set(record, segment);
+        segment.outstanding++;
+      }
+      this.counters.spooled += records.length;
+    } catch (error) {
+      this.counters.spoolFailures++;
+      this.options.logger.error(
+        { err: error, records: records.length },
+        'usage spool write failed; the records are only in memory until published',
+      );
+    }
+    waiting?.resolve();
+  }
+
+  private currentSegment(): SpoolSegment {
+    const now = performance.now();
+    const current = this.segment;
+    if (current !== undefined && now - current.openedAt < SEGMENT_MS && current.bytes < SEGMENT_BYTES)
+      return current;
+    if (current !== undefined) this.seal(current);
+    const path = join(
+      this.options.spillDir ?? '',
+      `spool-${Date.now()}-${process.pid}-${++spoolSequence}.jsonl`,
+    );
+    const segment: SpoolSegment = {
+      path,
+      fd: openSync(path, 'a'),
+      openedAt: now,
+      bytes: 0,
+      outstanding: 0,
+      sealed: false,
+      dirty: false,
+    };
+    openSpools.add(path);
+    this.segment = segment;
+    return segment;
+  }
+
+  private seal(segment: SpoolSegment): void {
+    segment.sealed = true;
+    if (this.segment === segment) this.segment = undefined;
+    if (segment.outstanding === 0) this.removeSegment(segment);
+    else this.sealedSegments.add(segment);
+  }
+
+  private removeSegment(segment: SpoolSegment): void {
+    this.sealedSegments.delete(segment);
+    openSpools.delete(segment.path);
+    try {
+      closeSync(segment.fd);
+      unlinkSync(segment.path);
+    } catch (error) {
+      this.options.logger.warn({ err: error, file: segment.path }, 'usage spool file not removed');
+    }
+  }
+
+  /** The bus (or the spill file) has these records: their spool files may go. */
+  private settle(records: readonly UsageRecord[]): void {
+    if (this.fsyncTimer === undefined) return;
+    for (const record of records) {
+      const segment = this.segmentOf.get(record);
+      if (segment === undefined) {
+        this.settledEarly.add(record);
+        continue;
+      }
+      this.segmentOf.delete(record);
+      segment.outstanding--;
+      if (segment.sealed && segment.outstanding === 0) this.removeSegment(segment);
+    }
+  }
+
+  /** Flushes spool writes from the page cache to the disk, off the event loop. */
+  private fsyncSegments(): void {
+    for (const segment of [this.segment, ...this.sealedSegments]) {
+      if (segment === undefined || !segment.dirty) continue;
+      segment.dirty = false;
+      fsync(segment.fd, () => undefined);
+    }
+  }
+
   private spillFiles(): string[] {
     if (this.options.spillDir === undefined) return [];
     return readdirSync(this.options.spillDir)
-      .filter((f) => f.endsWith('.jsonl'))
+      .filter((f) => f.startsWith('spill-') && f.endsWith('.jsonl'))
       .sort()
       .map((f) => join(this.options.spillDir ?? '', f));
   }
@@ -172,6 +371,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
         return;
       }
       this.counters.published += batch.length;
+      this.settle(batch);
     }
     if (this.spillPending) await this.replaySpill();
   }
@@ -207,6 +407,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
       this.options.logger.info({ records: records.length }, 'spilled usage records replayed');
     }
     this.spillPending = this.spillFiles().length > 0;
+    if (!this.spillPending) this.markRecovered();
   }
 
   /** Publishes everything queued now, without lingering; resolves once that was tried. */
@@ -242,10 +443,45 @@ export class BatchingUsageEmitter implements UsageEmitter {
       );
       this.spill(this.queue.splice(0));
     }
+    if (this.fsyncTimer !== undefined) {
+      if (this.unspooled.length > 0) this.writeSpool();
+      clearInterval(this.fsyncTimer);
+      // Everything was published or spilled: the spool has nothing left to keep.
+      if (this.segment !== undefined) this.seal(this.segment);
+      for (const segment of [...this.sealedSegments])
+        if (segment.outstanding === 0) this.removeSegment(segment);
+    }
   }
 
   stats(): EmitterStats {
     return { ...this.counters, queued: this.queue.length };
+  }
+}
+
+/**
+ * Spool files of a process that is gone (a crash, or a kill) become spill files, replayed like
+ * them: what it served may not have reached the bus. A spool file of a live process (another
+ * proxy sharing the directory, or another emitter in this one) is left to it; a file with this
+ * process's id that it did not open is a previous process's whose id was reused.
+ */
+export function adoptOrphanedSpools(spillDir: string): void {
+  for (const file of readdirSync(spillDir)) {
+    const match = /^spool-\d+-(\d+)-\d+\.jsonl$/.exec(file);
+    if (match === null) continue;
+    const path = join(spillDir, file);
+    if (openSpools.has(path)) continue;
+    const pid = Number(match[1]);
+    if (pid !== process.pid && isAlive(pid)) continue;
+    renameSync(path, join(spillDir, `spill-${file}`));
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
   }
 }
 

@@ -10,11 +10,17 @@ export interface InProcessBusOptions {
   logger: Logger;
 }
 
+/** A publish waits at most this long for its records to be written before it fails. */
+const PUBLISH_TIMEOUT_MS = 10_000;
+/** How long a publish lingers for others to share its write. */
+const PUBLISH_LINGER_MS = 20;
+
 /**
  * The all-in-one stand-in for Kafka: an in-memory queue drained into the handler on batch size
  * or max wait. A batch leaves the queue only after the handler has written it, so a failing
- * store delays records instead of losing them. Durability ends at the process: a graceful stop
- * drains the queue; a crash loses what was not yet written (use Kafka where that matters).
+ * store delays records instead of losing them. Like a Kafka acknowledgement, a publish resolves
+ * only once its records are written (stored), so a publisher that keeps records until then
+ * (the proxy's spool) loses none in a crash; publishes close together share one write.
  */
 export class InProcessUsageBus implements UsagePublisher, UsageSubscription, UsageSettlement {
   private readonly queue: UsageRecord[] = [];
@@ -24,13 +30,56 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
   private handler: UsageBatchHandler | undefined;
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | undefined;
+  /** Publishes waiting for their records to be written: resolved once `written` reaches `upTo`. */
+  private waiters: Array<{ upTo: number; resolve: () => void; reject: (error: Error) => void }> = [];
+  private soon: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: InProcessBusOptions) {}
 
-  async publish(records: readonly UsageRecord[]): Promise<void> {
+  publish(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
     this.queue.push(...records);
     this.accepted += records.length;
+    const upTo = this.accepted;
+    const written = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(new Error('usage records not written in time; they stay queued'));
+      }, PUBLISH_TIMEOUT_MS);
+      timer.unref();
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.waiters.push({
+        upTo,
+        resolve: done,
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+    });
     if (this.queue.length >= this.options.batchSize) void this.drain();
+    else
+      this.soon ??= setTimeout(
+        () => {
+          this.soon = undefined;
+          void this.drain();
+        },
+        Math.min(PUBLISH_LINGER_MS, this.options.flushIntervalMs),
+      );
+    return written;
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const still: typeof this.waiters = [];
+    for (const waiter of this.waiters) {
+      if (waiter.upTo <= this.written) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.waiters = still;
   }
 
   get pending(): number {
@@ -60,6 +109,7 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
         await handler(batch);
         this.queue.splice(0, batch.length);
         this.written += batch.length;
+        this.wake();
       } catch (error) {
         this.options.logger.error(
           { err: error, records: batch.length },
@@ -94,6 +144,8 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
     if (this.queue.length > 0) {
       this.options.logger.error({ records: this.queue.length }, 'usage records not written at shutdown');
     }
+    for (const waiter of this.waiters.splice(0)) waiter.reject(new Error('usage bus stopped'));
+    if (this.soon !== undefined) clearTimeout(this.soon);
     this.handler = undefined;
   }
 

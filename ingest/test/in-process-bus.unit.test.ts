@@ -24,8 +24,11 @@ describe('the in-process bus as the ingest watermark', () => {
     const bus = new InProcessUsageBus({ batchSize: 100, flushIntervalMs: 10_000, retryDelayMs: 5, logger });
     const written: UsageRecord[] = [];
     let failing = true;
-    // Nothing consumes yet: nothing accepted can be stored.
-    await bus.publish([record()]);
+    // Nothing consumes yet: nothing accepted can be stored, and its publish has not resolved.
+    let firstWritten = false;
+    const first = bus.publish([record()]).then(() => {
+      firstWritten = true;
+    });
     expect(await bus.settled(20)).toBe(false);
     await bus.start(async (records) => {
       if (failing) throw new Error('store down');
@@ -34,10 +37,13 @@ describe('the in-process bus as the ingest watermark', () => {
     // A failing store holds the watermark back.
     expect(await bus.settled(30)).toBe(false);
     expect(written).toHaveLength(0);
+    expect(firstWritten).toBe(false);
     failing = false;
+    // A publish resolves once its records are written, like a Kafka acknowledgement.
     await bus.publish([record(), record()]);
-    expect(await bus.settled(1_000)).toBe(true);
     expect(written).toHaveLength(3);
+    await first;
+    expect(await bus.settled(1_000)).toBe(true);
     await bus.stop();
   });
 

@@ -22,6 +22,9 @@ export interface ProxyConfig {
   maxBodyBytes: number;
   /** Emitted records wait here while the bus is unreachable (and across restarts). */
   spillDir: string;
+  /** Write each usage record to the spool in spillDir before its answer ends (issue 32). */
+  spoolEnabled: boolean;
+  spoolFsyncMs: number;
   /** Concurrent requests per origin (standalone GET streams apart); more wait for a connection. */
   originMaxConnections: number;
   originConnectTimeoutMs: number;
@@ -60,6 +63,10 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),
     // MCP requests are small JSON-RPC messages; 4 MiB leaves room for large tool arguments.
     spillDir: resolve(env.string('PROXY_SPILL_DIR', join(readDataDir(env), 'spill'))),
+    // A served call's record is on disk (the page cache) before its answer's last byte leaves;
+    // fsync'd this often, which bounds what a machine crash (not a process crash) can lose.
+    spoolEnabled: env.bool('PROXY_SPOOL', true),
+    spoolFsyncMs: env.int('PROXY_SPOOL_FSYNC_MS', 1_000, { min: 10, max: 60_000 }),
     maxBodyBytes: env.int('PROXY_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     originMaxConnections: env.int('PROXY_ORIGIN_MAX_CONNECTIONS', 256, { min: 1, max: 100_000 }),
     originConnectTimeoutMs: env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),

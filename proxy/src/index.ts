@@ -31,6 +31,8 @@ export async function startProxy(deps: {
         maxQueued: config.emitterMaxQueued,
         retryDelayMs: 500,
         spillDir: config.spillDir,
+        writeAhead: config.spoolEnabled,
+        fsyncMs: config.spoolFsyncMs,
         logger,
       })
     : undefined;
@@ -62,6 +64,10 @@ export async function startProxy(deps: {
   // Listening before the store is readable would answer the first calls with retry-shortly errors.
   if (!(await verifier.warm(10_000)))
     logger.warn('snapshot store not readable yet: starting anyway, calls retry until it is');
+  // Calls a previous run served but never handed to the bus (a crash) are replayed first, so a
+  // limit counter started from stored usage counts them: a restart never hands back allowance.
+  if (emitter !== undefined && !(await emitter.recovered(15_000)))
+    logger.warn('usage left by a previous run is not on the bus yet; starting anyway');
   const server = await startProxyServer({
     config,
     directory: new ServerDirectory(deps.snapshots, config.snapshotTtlMs),

@@ -455,14 +455,24 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         started,
       );
     };
+    // A metered answer's last byte waits until the calls' records are in the spool, so a crash
+    // can never leave a served call unrecorded (issue 32); the wait is the rest of this turn.
+    const spooling = emitter !== undefined && calls.length > 0;
+    /** The whole answer, when it came in one chunk and waits for the spool. */
+    let whole: Buffer | undefined;
     /** Passes a piece of the answer on; false when the client is slow (the origin resumes when it drains). */
     const send = (out: Buffer): boolean => {
       if (out.length === 0) return true;
+      // The whole answer in its first chunk (most JSON answers): one write, with a length.
+      const complete = out.length === expectedLength && extra.length === 0;
+      if (complete && spooling) {
+        whole = out;
+        return true;
+      }
       let accepted = true;
       exchange.res.cork(() => {
         if (!exchange.headersSent) writeAnswerHead();
-        // The whole answer in its first chunk (most JSON answers): one write, with a length.
-        if (out.length === expectedLength && extra.length === 0) {
+        if (complete) {
           exchange.res.end(out);
           ended = true;
         } else accepted = exchange.res.write(out);
@@ -559,12 +569,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           );
           if (waiting !== undefined) await waiting;
         }
-      if (!exchange.aborted && !ended) {
-        exchange.res.cork(() => {
-          if (!exchange.headersSent) writeAnswerHead();
-          exchange.res.end();
-        });
-      }
       metrics.requests.inc({ code: String(merger === undefined ? status : 200) });
       scanner?.end();
       desk.meter(
@@ -574,6 +578,17 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         (call) => factsOf(call, () => outcomeOf(status, scanner?.answerTo(call))),
         started,
       );
+      if (spooling) {
+        const spooled = emitter.spooled();
+        if (spooled !== undefined) await spooled;
+      }
+      if (!exchange.aborted && !ended) {
+        exchange.res.cork(() => {
+          if (!exchange.headersSent) writeAnswerHead();
+          if (whole === undefined) exchange.res.end();
+          else exchange.res.end(whole);
+        });
+      }
     } catch (error) {
       if (exchange.aborted) return meterCancelled();
       if (exchange.stopped) {

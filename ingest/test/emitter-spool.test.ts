@@ -1,0 +1,207 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@mcp-meter/contracts/kit';
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
+import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { afterEach, describe, expect, it } from 'vitest';
+import { root } from '../../test/helpers/processes';
+import { BatchingUsageEmitter } from '../src/emitter';
+
+/**
+ * The emitter's write-ahead spool (issue 32): a record is in a file (the page cache) once
+ * `spooled()` resolves, stays there until the bus has it, and a process killed with records
+ * still unpublished has them replayed by the next emitter on the same directory.
+ */
+const logger = createLogger({ level: 'silent', name: 'spool-test' });
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-spool-'));
+  dirs.push(dir);
+  return dir;
+}
+
+const record = (id: string): UsageRecord => {
+  const built = buildUsageRecord(
+    { customerRef: 'cus_1', value: 1, id },
+    {
+      providerId: 'prv_x',
+      environment: 'sandbox',
+      meterRef: 'mtr_x',
+      meterName: 'requests',
+      now: new Date(),
+    },
+  );
+  if (built.record === undefined) throw new Error(JSON.stringify(built.errors));
+  return built.record;
+};
+
+/** A publisher that holds every publish until `release()`, and records what it was given. */
+function gatedPublisher() {
+  const published: string[] = [];
+  let open: () => void = () => {};
+  let gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const publisher: UsagePublisher = {
+    async publish(records) {
+      await gate;
+      published.push(...records.map((r) => r.id));
+    },
+    async close() {},
+  };
+  return {
+    publisher,
+    published,
+    release() {
+      open();
+      gate = Promise.resolve();
+    },
+  };
+}
+
+const files = (dir: string, prefix: string) => readdirSync(dir).filter((f) => f.startsWith(prefix));
+const lines = (dir: string, prefix: string) =>
+  files(dir, prefix).flatMap((f) =>
+    readFileSync(join(dir, f), 'utf8')
+      .split('\n')
+      .filter((l) => l !== ''),
+  );
+
+describe('the write-ahead usage spool', () => {
+  it('has every record on disk once spooled() resolves, and removes the file once the bus has them', async () => {
+    const dir = tempDir();
+    const bus = gatedPublisher();
+    const emitter = new BatchingUsageEmitter(bus.publisher, {
+      maxBatch: 100,
+      lingerMs: 1,
+      maxQueued: 10_000,
+      retryDelayMs: 10,
+      spillDir: dir,
+      writeAhead: true,
+      fsyncMs: 50,
+      logger,
+    });
+    expect(emitter.spooled()).toBeUndefined();
+    for (let i = 0; i < 3; i++) emitter.emit(record(`r-${i}`));
+    const spooled = emitter.spooled();
+    expect(spooled).toBeDefined();
+    // Not written yet within the turn that emitted them: one write takes the turn's records.
+    expect(lines(dir, 'spool-')).toHaveLength(0);
+    await spooled;
+    expect(lines(dir, 'spool-').map((l) => JSON.parse(l).id)).toEqual(['r-0', 'r-1', 'r-2']);
+    expect(files(dir, 'spool-')).toHaveLength(1);
+    expect(emitter.stats()).toMatchObject({ spooled: 3, spoolFailures: 0 });
+    bus.release();
+    await emitter.flush();
+    expect(bus.published).toEqual(['r-0', 'r-1', 'r-2']);
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('keeps a record in the spool while the bus is down, and then only until the bus has it', async () => {
+    const dir = tempDir();
+    const bus = gatedPublisher();
+    const emitter = new BatchingUsageEmitter(bus.publisher, {
+      maxBatch: 100,
+      lingerMs: 1,
+      maxQueued: 10_000,
+      retryDelayMs: 10,
+      spillDir: dir,
+      writeAhead: true,
+      fsyncMs: 50,
+      logger,
+    });
+    emitter.emit(record('early'));
+    await emitter.spooled();
+    // A spool file is sealed after two seconds: records of the next turns go to a new one.
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    emitter.emit(record('late'));
+    await emitter.spooled();
+    expect(files(dir, 'spool-')).toHaveLength(2);
+    bus.release();
+    await emitter.flush();
+    // The sealed file's records are all published: it is gone; the open one stays until sealed.
+    expect(lines(dir, 'spool-').map((l) => JSON.parse(l).id)).toEqual(['late']);
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  }, 10_000);
+
+  it('replays, exactly and once, the spool of a process killed before its bus had the records', async () => {
+    const dir = tempDir();
+    const child = spawn(
+      process.execPath,
+      ['--import', './deploy/loader.mjs', 'ingest/test/fixtures/spooling-process.ts', dir, '1000'],
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('spooled')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`spooling process exited early (${code})`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(lines(dir, 'spool-')).toHaveLength(1000);
+
+    const replayed: string[] = [];
+    const emitter = new BatchingUsageEmitter(
+      {
+        async publish(records) {
+          replayed.push(...records.map((r) => r.id));
+        },
+        async close() {},
+      },
+      {
+        maxBatch: 100,
+        lingerMs: 1,
+        maxQueued: 10_000,
+        retryDelayMs: 10,
+        spillDir: dir,
+        writeAhead: true,
+        logger,
+      },
+    );
+    for (let i = 0; i < 100 && replayed.length < 1000; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(new Set(replayed).size).toBe(1000);
+    expect(replayed).toHaveLength(1000);
+    expect([...replayed].sort()).toEqual(Array.from({ length: 1000 }, (_, i) => `crash-${i}`).sort());
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  }, 30_000);
+
+  it('leaves the spool of another live process alone', async () => {
+    const dir = tempDir();
+    // The parent of this test process is alive and is not it.
+    const live = `spool-${Date.now()}-${process.ppid}-1.jsonl`;
+    writeFileSync(join(dir, live), `${JSON.stringify(record('theirs'))}\n`);
+    const replayed: string[] = [];
+    const emitter = new BatchingUsageEmitter(
+      {
+        async publish(records) {
+          replayed.push(...records.map((r) => r.id));
+        },
+        async close() {},
+      },
+      {
+        maxBatch: 100,
+        lingerMs: 1,
+        maxQueued: 10_000,
+        retryDelayMs: 10,
+        spillDir: dir,
+        writeAhead: true,
+        logger,
+      },
+    );
+    emitter.emit(record('mine'));
+    await emitter.flush();
+    await emitter.close();
+    expect(replayed).toEqual(['mine']);
+    expect(readdirSync(dir)).toEqual([live]);
+  });
+});
