@@ -73,13 +73,23 @@ async function main(): Promise<void> {
     usageStore = await openUsageStore(cp.clickhouse);
     closers.push(['usage store', () => usageStore?.close() ?? Promise.resolve()]);
   }
+  let ingestState: 'starting' | 'running' | 'failed' | undefined;
   if (services.has('ingest') && usageStore !== undefined) {
-    const consumer = await startIngestConsumer({
-      subscription: bus.subscription(),
-      store: usageStore.store,
-      logger,
-    });
-    closers.push(['ingest consumer', () => consumer.close()]);
+    // Not awaited: joining a Kafka consumer group can wait out a dead member's session (tens of
+    // seconds after a crash); the API and the proxy serve meanwhile and ingest catches up.
+    const subscription = bus.subscription();
+    ingestState = 'starting';
+    startIngestConsumer({ subscription, store: usageStore.store, logger }).then(
+      () => {
+        ingestState = 'running';
+        logger.info('usage consumer running');
+      },
+      (error: unknown) => {
+        ingestState = 'failed';
+        logger.error({ err: error }, 'usage consumer failed to start');
+      },
+    );
+    closers.push(['ingest consumer', () => subscription.stop()]);
   }
 
   const snapshots = openSnapshotStore(cp.redisUrl);
@@ -102,6 +112,7 @@ async function main(): Promise<void> {
       settlement: bus.settlement,
       snapshots,
       counters,
+      ...(ingestState === undefined ? {} : { ingestState: () => ingestState ?? 'failed' }),
     });
     closers.push(['control plane', () => server.close()]);
     // In one process the proxy talks to this control plane where it really listens (PORT=0 too).

@@ -95,6 +95,8 @@ export interface ControlPlaneDeps {
   clock?: Clock;
   /** Certificates to trust, besides the system's, when fetching client metadata documents (tests). */
   outboundCa?: string;
+  /** The usage consumer in this process, for /healthz: joining its group, running, or failed. */
+  ingestState?: () => 'starting' | 'running' | 'failed';
 }
 
 export interface ControlPlane {
@@ -280,9 +282,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
       scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
+        // The API answers while the usage consumer still joins its group (it catches up behind).
+        const ingest = deps.ingestState?.();
         try {
           await pingDatabase(deps.pool);
-          return { status: 'ok' };
+          return ingest === undefined ? { status: 'ok' } : { status: 'ok', ingest };
         } catch {
           return sendProblem(reply, 'service_unavailable', 'PostgreSQL is not reachable');
         }

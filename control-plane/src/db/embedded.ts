@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
@@ -56,20 +56,53 @@ function binariesPackage(): string | undefined {
   }
 }
 
-/** The port of a live server on this data directory, from line 4 of postmaster.pid. */
-async function runningPort(pgDir: string): Promise<number | undefined> {
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+};
+
+/** The live server on this data directory (postmaster.pid: its pid on line 1, its port on line 4). */
+async function runningServer(pgDir: string): Promise<{ pid: number; port: number } | undefined> {
   const pidFile = join(pgDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return undefined;
   const lines = (await readFile(pidFile, 'utf8')).split('\n');
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
-  try {
-    process.kill(pid, 0);
-    return port;
-  } catch {
-    return undefined;
-  }
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return undefined;
+  return isAlive(pid) ? { pid, port } : undefined;
+}
+
+/** The process that started the server on this data directory, and is to stop it. */
+const ownerFile = (dataDir: string) => join(dataDir, 'postgres-owner.pid');
+
+async function ownerOf(dataDir: string): Promise<number | undefined> {
+  if (!existsSync(ownerFile(dataDir))) return undefined;
+  const pid = Number((await readFile(ownerFile(dataDir), 'utf8')).trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/**
+ * Stops a server its owner left running (the owner was killed, so nothing would ever stop it):
+ * a fast shutdown (SIGINT), then an immediate one (SIGQUIT) if it is still up after 20 s.
+ */
+async function stopOrphan(server: { pid: number }, log: (line: string) => void): Promise<void> {
+  log(`stopping the embedded PostgreSQL (pid ${server.pid}) left running by a process that is gone`);
+  const gone = async (ms: number) => {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      if (!isAlive(server.pid)) return true;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return !isAlive(server.pid);
+  };
+  process.kill(server.pid, 'SIGINT');
+  if (await gone(20_000)) return;
+  process.kill(server.pid, 'SIGQUIT');
+  if (!(await gone(10_000))) throw new Error(`the orphaned PostgreSQL (pid ${server.pid}) does not stop`);
 }
 
 /**
@@ -81,6 +114,8 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port?: number;
   onLog?: (line: string) => void;
+  /** What an operator should hear of (an orphaned server stopped). */
+  onNotice?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
   await mkdir(options.dataDir, { recursive: true });
   await chmod(options.dataDir, 0o755);
@@ -92,8 +127,14 @@ export async function startEmbeddedPostgres(options: {
   const urlFor = (port: number, database = DATABASE) =>
     `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${database}`;
 
-  const livePort = await runningPort(pgDir);
-  if (livePort !== undefined) return { url: urlFor(livePort), shared: true, stop: async () => {} };
+  const live = await runningServer(pgDir);
+  if (live !== undefined) {
+    // A running `npm start` (or admin command) owns it: share it, and leave stopping it to that owner.
+    const owner = await ownerOf(options.dataDir);
+    if (owner !== undefined && owner !== process.pid && isAlive(owner))
+      return { url: urlFor(live.port), shared: true, stop: async () => {} };
+    await stopOrphan(live, (line) => options.onNotice?.(line));
+  }
 
   const port = options.port ?? (await freePort());
   const server = new EmbeddedPostgres({
@@ -109,6 +150,7 @@ export async function startEmbeddedPostgres(options: {
   });
   if (!existsSync(join(pgDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
+  await writeFile(ownerFile(options.dataDir), String(process.pid));
 
   const admin = new pg.Client({ connectionString: urlFor(port, 'postgres') });
   await admin.connect();
@@ -118,5 +160,12 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end();
   }
-  return { url: urlFor(port), shared: false, stop: () => server.stop() };
+  return {
+    url: urlFor(port),
+    shared: false,
+    stop: async () => {
+      await server.stop();
+      await rm(ownerFile(options.dataDir), { force: true });
+    },
+  };
 }

@@ -20,6 +20,7 @@ export async function openDatabase(options: {
       ? await startEmbeddedPostgres({
           dataDir: options.dataDir,
           onLog: (line) => options.logger.debug({ postgres: line.trim() }),
+          onNotice: (line) => options.logger.warn(line),
         })
       : undefined;
   const url = options.databaseUrl ?? embedded?.url;

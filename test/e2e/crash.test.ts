@@ -1,0 +1,196 @@
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import type { ProviderKeys } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+
+/**
+ * Issue 32's first fault: the all-in-one service (`deploy/serve.ts` on embedded defaults)
+ * SIGKILLed while clients call tools, then started again. Reconciled exactly: every call a
+ * client got an answer to is recorded (no more than the origin executed), the plan's limit is
+ * never passed across the restart, and the embedded PostgreSQL the dead process left running is
+ * stopped by the next start, so a clean stop leaves nothing behind.
+ */
+const LIMIT = 300;
+const CLIENTS = 8;
+
+function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+    delete env[name];
+  return env;
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('the all-in-one service killed under load', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let baseUrl: string;
+  let proxyUrl: string;
+  let service: Service;
+  let origin: McpOrigin;
+  let runs = 0;
+
+  const start = async () => {
+    service = spawnService(process.execPath, ['--import', './deploy/loader.mjs', 'deploy/serve.ts'], {
+      env,
+      logDir: dir,
+      name: `serve-${++runs}`,
+    });
+    await waitHealthy(baseUrl, service);
+    await waitHealthy(proxyUrl, service);
+  };
+  const postmasterPid = () => {
+    const file = join(dir, 'data', 'postgres', 'postmaster.pid');
+    return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+  };
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-crash-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    env = embeddedEnv({ DATA_DIR: join(dir, 'data'), PORT: String(port), PROXY_PORT: String(proxyPort) });
+    origin = await startMcpOrigin({ stateless: true });
+    await start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('records every served call, never passes the limit, and leaves no PostgreSQL orphan', async () => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Crash Co'], env);
+    const api = apiClient(baseUrl, provider.sandboxKey);
+    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' });
+    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
+      name: 'Free',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      price: 0,
+      currency: 'usd',
+      limit: LIMIT,
+    });
+    expect(plan.status).toBe(201);
+    const server = await api<{ mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
+      name: 'adder',
+      url: origin.url,
+      productId: product.body.id,
+      defaultPlanId: plan.body.id,
+    });
+    expect(server.status).toBe(201);
+    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef: 'crash' });
+    expect(
+      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
+        .status,
+    ).toBe(200);
+    const token = await api<{ accessToken: string }>(
+      'POST',
+      `/v1/sdk/customers/${customer.body.reference}/tokens`,
+      {},
+    );
+    const used = async () =>
+      (
+        await apiClient(baseUrl, provider.sandboxKey)<{ used: number }>('POST', '/v1/sdk/limits', {
+          customerRef: customer.body.reference,
+          productRef: product.body.id,
+          consume: false,
+        })
+      ).body.used;
+
+    /** One tools/call: served (an answer with a result), refused (the paywall), or failed. */
+    let id = 0;
+    let lastAnswer = '';
+    const callTool = async (): Promise<'served' | 'refused' | 'failed'> => {
+      try {
+        const response = await fetch(server.body.mcpProxyUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            authorization: `Bearer ${token.body.accessToken}`,
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: ++id,
+            method: 'tools/call',
+            params: { name: 'add', arguments: { a: 1, b: 2 } },
+          }),
+        });
+        const text = await response.text();
+        lastAnswer = `${response.status} ${text.slice(0, 300)}`;
+        if (response.status !== 200) return 'failed';
+        if (text.includes('dev.mcp-meter/paywall')) return 'refused';
+        if (text.includes('"result"') && text.includes('"text":"3"')) return 'served';
+        return 'failed';
+      } catch (error) {
+        lastAnswer = String(error);
+        return 'failed';
+      }
+    };
+
+    // Phase 1: clients call until the process is killed under them.
+    let served1 = 0;
+    let killed = false;
+    const loops = Array.from({ length: CLIENTS }, async () => {
+      while (!killed) {
+        const outcome = await callTool();
+        if (outcome === 'served') served1++;
+        if (outcome === 'refused') throw new Error('refused before the limit');
+      }
+    });
+    while (served1 < 100) await new Promise((r) => setTimeout(r, 5));
+    const orphan = postmasterPid();
+    expect(orphan).toBeDefined();
+    const exited = new Promise((resolve) => service.child.once('exit', resolve));
+    process.kill(service.child.pid as number, 'SIGKILL');
+    killed = true;
+    await Promise.all(loops);
+    await exited;
+    const executed1 = origin.calls.get('add') ?? 0;
+    // The dead process's PostgreSQL outlived it.
+    expect(isAlive(orphan as number)).toBe(true);
+
+    await start();
+    expect(readFileSync(service.logFile, 'utf8')).toContain('left running by a process that is gone');
+    expect(isAlive(orphan as number)).toBe(false);
+    const recorded1 = await used();
+    // Lost: none. Every answered call is recorded, and nothing the origin did not run.
+    expect(recorded1).toBeGreaterThanOrEqual(served1);
+    expect(recorded1).toBeLessThanOrEqual(executed1);
+
+    // Phase 2: call until the paywall; the restart handed back no spent allowance.
+    let served2 = 0;
+    for (;;) {
+      const outcome = await callTool();
+      if (outcome === 'served') served2++;
+      else if (outcome === 'refused') break;
+      else throw new Error(`a call failed after the restart: ${lastAnswer}`);
+    }
+    expect(recorded1 + served2).toBe(LIMIT);
+    expect(served1 + served2).toBeLessThanOrEqual(LIMIT);
+    expect(await used()).toBe(LIMIT);
+
+    // A clean stop stops the PostgreSQL this run started (it had stopped the orphan).
+    const own = postmasterPid();
+    expect(own).toBeDefined();
+    expect(await service.stop('SIGTERM')).toBe(0);
+    expect(isAlive(own as number)).toBe(false);
+  }, 240_000);
+});
