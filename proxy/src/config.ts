@@ -42,7 +42,10 @@ export interface ProxyConfig {
   /** Gating and exact limits on tools/call (needs requireAuth: limits are per customer). */
   limitsEnabled: boolean;
   /** What a limited call gets while Redis is unreachable: refused (closed) or admitted (open). */
-  limitsWhenUnavailable: 'closed' | 'open';
+  limitsWhenUnavailable: 'grace' | 'closed' | 'open';
+  /** The `grace` policy's bound per counter: a share of the limit, capped. */
+  limitOutageGracePercent: number;
+  limitOutageGraceMax: number;
   /** Largest chunk of a limit one proxy leases at a time. */
   limitMaxLease: number;
   /** The control plane's internal API: paywall checkout sessions and limit counter seeds. */
@@ -86,7 +89,15 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     emitterLingerMs: env.int('EMITTER_LINGER_MS', 100, { min: 0, max: 10_000 }),
     emitterMaxQueued: env.int('EMITTER_MAX_QUEUED', 100_000, { min: 1, max: 10_000_000 }),
     limitsEnabled: env.bool('PROXY_LIMITS_ENABLED', true),
-    limitsWhenUnavailable: env.oneOf('PROXY_LIMITS_WHEN_UNAVAILABLE', ['closed', 'open'] as const, 'closed'),
+    // Redis away and this proxy's leases spent: a bounded grace per counter (default 1% of the
+    // limit, at most 100 calls; 0 fails closed), added to the counter once Redis is back.
+    limitsWhenUnavailable: env.oneOf(
+      'PROXY_LIMITS_WHEN_UNAVAILABLE',
+      ['grace', 'closed', 'open'] as const,
+      'grace',
+    ),
+    limitOutageGracePercent: env.int('PROXY_LIMIT_OUTAGE_GRACE_PERCENT', 1, { min: 0, max: 100 }),
+    limitOutageGraceMax: env.int('PROXY_LIMIT_OUTAGE_GRACE_MAX', 100, { min: 0, max: 1_000_000 }),
     limitMaxLease: env.int('PROXY_LIMIT_MAX_LEASE', 100, { min: 1, max: 100_000 }),
     controlPlaneUrl: (
       env.url('CONTROL_PLANE_URL', ['http', 'https']) ??

@@ -51,6 +51,7 @@ export async function startProxy(deps: {
           limiter,
           link,
           config.limitsWhenUnavailable,
+          { percent: config.limitOutageGracePercent, max: config.limitOutageGraceMax },
         )
       : undefined;
   // A purchase change may end a paywall; its remembered checkout session must not outlive it.
@@ -85,6 +86,7 @@ export async function startProxy(deps: {
     ...server,
     async close() {
       await server.close();
+      await gatekeeper?.close();
       // Unspent leases go back to the shared budget for the other proxies.
       await limiter?.close();
       await emitter?.close();

@@ -47,7 +47,14 @@ export class ProxyMetrics {
       );
       for (const [decision, value] of Object.entries(gatekeeper.stats.decisions))
         decisions.inc({ decision }, value);
-      parts.push(decisions.render());
+      parts.push(
+        decisions.render(),
+        gauge(
+          'mcpmeter_proxy_limit_grace_unreported',
+          'Calls admitted in outage grace (limit store unreachable) not yet added to their counter',
+          gatekeeper.stats.graceUnreported,
+        ),
+      );
     }
     if (limiter !== undefined) {
       parts.push(
@@ -98,6 +105,16 @@ export class ProxyMetrics {
           'mcpmeter_usage_dropped_total',
           'Usage records lost (no spill directory, or the disk failed)',
           stats.dropped,
+        ),
+        counter(
+          'mcpmeter_usage_spooled_total',
+          'Usage records written to the write-ahead spool before their answers ended',
+          stats.spooled,
+        ),
+        counter(
+          'mcpmeter_usage_spool_failures_total',
+          'Spool writes that failed (the records stayed in memory only)',
+          stats.spoolFailures,
         ),
         gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
       );

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
+import { root } from '../../test/helpers/processes';
 import { serverSnapshot } from '../../test/helpers/snapshots';
 import { tokenIssuer } from '../../test/helpers/tokens';
 
@@ -38,7 +40,12 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
   const stores: CounterStore[] = [];
 
   let lastProxyUrl = '';
-  async function proxyWith(counters: CounterStore, extra: Record<string, string>, originUrl?: string) {
+  async function proxyWith(
+    counters: CounterStore,
+    extra: Record<string, string>,
+    originUrl?: string,
+    limit = 3,
+  ) {
     const snapshots = new MemorySnapshotStore();
     await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
     await snapshots.set(
@@ -49,7 +56,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
         originUrl: originUrl ?? origin.url,
         productId: PRODUCT,
         defaultPlanId: PLAN,
-        defaultPlan: { planId: PLAN, limit: 3, billingCycle: 'monthly', intervalDays: null },
+        defaultPlan: { planId: PLAN, limit, billingCycle: 'monthly', intervalDays: null },
         tools: [{ name: 'fail', planIds: [], noPlan: true }],
       }),
     );
@@ -117,8 +124,10 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     return store;
   };
 
-  it('closed (default): limited calls get a retry-later error, free tools still work, nothing reaches the origin', async () => {
-    const client = (await proxyWith(await deadRedis(), {})) as Client;
+  it('closed: limited calls get a retry-later error, free tools still work, nothing reaches the origin', async () => {
+    const client = (await proxyWith(await deadRedis(), {
+      PROXY_LIMITS_WHEN_UNAVAILABLE: 'closed',
+    })) as Client;
     await expect(client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).rejects.toThrow(
       /Usage limits cannot be checked right now/,
     );
@@ -135,6 +144,109 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       ['fail', 'error', false],
     ]);
   });
+
+  it('grace (default): a bounded number of calls per counter is admitted, then retry-later errors', async () => {
+    records.length = 0;
+    const before = origin.calls.get('add') ?? 0;
+    // Default: 1% of the limit, at least one call, at most 100; here 50% of 4 = 2 calls.
+    const client = (await proxyWith(
+      await deadRedis(),
+      { PROXY_LIMIT_OUTAGE_GRACE_PERCENT: '50' },
+      undefined,
+      4,
+    )) as Client;
+    for (let i = 0; i < 2; i++)
+      expect((await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).content).toEqual([
+        { type: 'text', text: '3' },
+      ]);
+    await expect(client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).rejects.toThrow(
+      /Usage limits cannot be checked right now/,
+    );
+    expect((origin.calls.get('add') ?? 0) - before).toBe(2);
+    const metrics = await (await fetch(`${lastProxyUrl}/metrics`)).text();
+    expect(metrics).toMatch(/mcpmeter_proxy_limit_decisions_total\{decision="grace"\} 2/);
+    expect(metrics).toMatch(/mcpmeter_proxy_limit_grace_unreported 2/);
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(records.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
+      ['success', true],
+      ['success', true],
+      ['error', false],
+    ]);
+  });
+
+  it('grace with a maximum of 0 fails closed', async () => {
+    const client = (await proxyWith(await deadRedis(), { PROXY_LIMIT_OUTAGE_GRACE_MAX: '0' })) as Client;
+    await expect(client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })).rejects.toThrow(
+      /Usage limits cannot be checked right now/,
+    );
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  });
+
+  it('Redis stopped under a held lease: its units, then the grace, then retry-later; counted once Redis is back', async () => {
+    records.length = 0;
+    const stack = mkdtempSync(join(tmpdir(), 'mcpmeter-redis-outage-'));
+    chmodSync(stack, 0o755);
+    const redisEnv = { ...process.env, STACK_DIR: stack, REDIS_PORT: String(await freePort()) };
+    const redis = (verb: 'start' | 'stop') =>
+      execFileSync('bash', [join(root, 'deploy', 'infra.sh'), 'redis', verb], {
+        env: redisEnv,
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
+    redis('start');
+    try {
+      const counters = new RedisCounterStore(`redis://127.0.0.1:${redisEnv.REDIS_PORT}`);
+      stores.push(counters);
+      expect(await counters.ready()).toBe(true);
+      await seedFreeCounter(counters, 0);
+      // A limit of 40: the first call leases a quarter of it (10); the grace is 5% of 40 = 2.
+      const client = (await proxyWith(
+        counters,
+        { PROXY_LIMIT_OUTAGE_GRACE_PERCENT: '5' },
+        undefined,
+        40,
+      )) as Client;
+      const add = () => client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
+      expect((await add()).content).toEqual([{ type: 'text', text: '3' }]);
+      redis('stop');
+      // Longer than the lease's hold (1 s): an outage outlives it, the lease still serves.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      for (let i = 0; i < 9 + 2; i++) expect((await add()).content).toEqual([{ type: 'text', text: '3' }]);
+      await expect(add()).rejects.toThrow(/Usage limits cannot be checked right now/);
+      redis('start');
+      expect(await counters.ready(10_000)).toBe(true);
+      // The lease is settled at what it spent, and the grace calls are added: 12 used, none leased.
+      const key = counterKey({
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        customerId: CUSTOMER,
+        productId: PRODUCT,
+        planId: PLAN,
+        periodStart: calendarPeriod('monthly', null, new Date()).start,
+      });
+      let reply = await counters.lease({ key, limit: 40, want: 0, divisor: 1, leaseTtlMs: 0, leaseId: '' });
+      for (let i = 0; i < 100 && !(reply.missing === false && reply.used === 12 && reply.leased === 0); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        reply = await counters.lease({ key, limit: 40, want: 0, divisor: 1, leaseTtlMs: 0, leaseId: '' });
+      }
+      expect(reply).toMatchObject({ missing: false, used: 12, leased: 0 });
+      expect(await (await fetch(`${lastProxyUrl}/metrics`)).text()).toMatch(
+        /mcpmeter_proxy_limit_grace_unreported 0/,
+      );
+      await client.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const limited = records.filter((r) => r.properties.tool === 'add');
+      expect(limited.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
+        ...Array.from({ length: 12 }, () => ['success', true]),
+        ['error', false],
+      ]);
+    } finally {
+      redis('stop');
+      rmSync(stack, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('open: limited calls are admitted and recorded as admitted, so the next seed counts them', async () => {
     records.length = 0;

@@ -177,10 +177,12 @@ export class RedisCounterStore implements CounterStore {
     this.commands += calls.length;
     const pipeline = this.redis.pipeline() as unknown as {
       meterLease(...args: ReturnType<typeof leaseArgs>): void;
-      exec(): Promise<unknown>;
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
     };
     for (const call of calls) pipeline.meterLease(...leaseArgs({ ...call, want: 0 }));
-    await pipeline.exec();
+    // A pipeline reports each command's error in its results rather than rejecting.
+    const failed = (await pipeline.exec())?.find(([error]) => error !== null);
+    if (failed?.[0] != null) throw failed[0];
   }
 
   async seed(key: string, used: number, expiresAtMs: number): Promise<void> {

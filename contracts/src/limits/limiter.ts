@@ -117,11 +117,11 @@ export class LeasedLimiter {
     }
   }
 
-  private take(state: KeyState, cost: number): boolean {
+  private take(state: KeyState, cost: number, anyAge = false): boolean {
     const held = state.held;
     if (held === undefined || held.left < cost) return false;
     const now = performance.now();
-    if (now - held.acquiredAt > this.options.holdMs) return false;
+    if (!anyAge && now - held.acquiredAt > this.options.holdMs) return false;
     held.left -= cost;
     held.spent += cost;
     held.lastUsedAt = now;
@@ -146,7 +146,15 @@ export class LeasedLimiter {
           if (state !== undefined) state.acquiring = undefined;
         });
       }
-      const reply = await state.acquiring;
+      let reply: Awaited<NonNullable<KeyState['acquiring']>>;
+      try {
+        reply = await state.acquiring;
+      } catch (error) {
+        // The store is unreachable: what this process already leased was reserved there and is
+        // still this process's to spend, however old (an expired lease counts as fully spent).
+        if (this.take(state, cost, true)) return ALLOW;
+        throw error;
+      }
       if (this.take(state, cost)) return ALLOW;
       // Budget was granted but taken by the other waiters: lease again.
       if (reply.granted > 0) continue;
@@ -183,6 +191,20 @@ export class LeasedLimiter {
         state.held = { id: call.leaseId, left: reply.granted, spent: 0, acquiredAt: now, lastUsedAt: now };
       }
       return { granted: reply.granted, leasedElsewhere: reply.leased - reply.granted, used: reply.used };
+    } catch (error) {
+      // The lease could not be settled or renewed: it stays held, to be spent while the store is away.
+      if (previous !== undefined && state.held === undefined) state.held = previous;
+      throw new LimiterUnavailableError(error);
+    }
+  }
+
+  /**
+   * Adds `units` admitted without the store (an outage's grace) to the counter's reported usage,
+   * so the counter counts them once the store is back.
+   */
+  async report(key: string, units: number): Promise<void> {
+    try {
+      await this.store.report(key, units);
     } catch (error) {
       throw new LimiterUnavailableError(error);
     }
@@ -234,6 +256,7 @@ export class LeasedLimiter {
   private async sweep(force = false): Promise<void> {
     const now = performance.now();
     const calls: LeaseCall[] = [];
+    const swept: Array<[KeyState, NonNullable<KeyState['held']>]> = [];
     for (const [key, state] of this.states) {
       const held = state.held;
       if (state.acquiring !== undefined) continue;
@@ -242,6 +265,7 @@ export class LeasedLimiter {
         (force || now - held.lastUsedAt > this.options.idleMs || now - held.acquiredAt > this.options.holdMs)
       ) {
         state.held = undefined;
+        swept.push([state, held]);
         calls.push({
           key,
           limit: 0,
@@ -258,8 +282,14 @@ export class LeasedLimiter {
       clearInterval(this.timer);
       this.timer = undefined;
     }
-    // A failed settle is safe: the lease expires in the store and counts as fully spent.
-    await this.store.settleMany(calls).catch(() => undefined);
+    if (calls.length === 0) return;
+    try {
+      await this.store.settleMany(calls);
+    } catch {
+      // The store is away: the lease expires there and counts as fully spent, so its unspent
+      // units stay this process's to use until the store is back (a stop gives them up).
+      if (!force) for (const [state, held] of swept) state.held ??= held;
+    }
   }
 
   /** Returns every unspent lease, so a clean shutdown leaves the whole budget to the other processes. */
