@@ -12,8 +12,12 @@ export interface InProcessBusOptions {
 
 /** A publish waits at most this long for its records to be written before it fails. */
 const PUBLISH_TIMEOUT_MS = 10_000;
-/** How long a publish lingers for others to share its write. */
-const PUBLISH_LINGER_MS = 20;
+/**
+ * How long a publish lingers for others to share its write, and the least time between writes
+ * while records keep coming (at most the flush interval): each write costs chdb about the same
+ * whatever its size, so under load writes go about this often, carrying everything since.
+ */
+const PUBLISH_LINGER_MS = 100;
 
 /**
  * The all-in-one stand-in for Kafka: an in-memory queue drained into the handler on batch size
@@ -61,15 +65,18 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
       });
     });
     if (this.queue.length >= this.options.batchSize) void this.drain();
-    else
-      this.soon ??= setTimeout(
-        () => {
-          this.soon = undefined;
-          void this.drain();
-        },
-        Math.min(PUBLISH_LINGER_MS, this.options.flushIntervalMs),
-      );
+    else this.drainSoon();
     return written;
+  }
+
+  private drainSoon(): void {
+    this.soon ??= setTimeout(
+      () => {
+        this.soon = undefined;
+        void this.drain();
+      },
+      Math.min(PUBLISH_LINGER_MS, this.options.flushIntervalMs),
+    );
   }
 
   private wake(): void {
@@ -96,15 +103,20 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
   drain(): Promise<void> {
     this.draining ??= this.drainOnce().finally(() => {
       this.draining = undefined;
+      // Records that came during the pass wait a linger, so writes do not go back to back.
+      if (this.queue.length > 0 && this.waiters.length > 0) this.drainSoon();
     });
     return this.draining;
   }
 
+  /** Writes what was queued when the pass began, in batches; later records go in the next pass. */
   private async drainOnce(): Promise<void> {
     const handler = this.handler;
     if (handler === undefined) return;
-    while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, this.options.batchSize);
+    let left = this.queue.length;
+    while (left > 0 && this.queue.length > 0) {
+      const batch = this.queue.slice(0, Math.min(this.options.batchSize, left));
+      left -= batch.length;
       try {
         await handler(batch);
         this.queue.splice(0, batch.length);
