@@ -71,6 +71,9 @@ describe('the all-in-one service killed under load', () => {
 
   afterAll(async () => {
     await service?.stop();
+    // A failed run may leave the killed process's PostgreSQL behind: it must not outlive the test.
+    const left = postmasterPid();
+    if (left !== undefined && isAlive(left)) process.kill(left, 'SIGQUIT');
     await origin?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -1,0 +1,677 @@
+/**
+ * The fault matrix (issue 32, shared/design/reliability.md) as a program: each fault is caused
+ * under load on loopback, and what clients got, what the origin executed and what was recorded
+ * and admitted are reconciled exactly. Results go to bench/results/faults.{md,json}.
+ *
+ *   npm run faults                 # every fault below, about 4 minutes
+ *   npm run faults -- --only proxy-kill,pg-stop
+ *
+ * Faults:
+ *   aio-kill    the all-in-one service SIGKILLed under load, started again on its data directory
+ *   proxy-kill  a proxy of the distributed stack SIGKILLed under load, started again
+ *   pg-stop     PostgreSQL stopped for OUTAGE_SECONDS under API load
+ *   redis-stop  Redis stopped for OUTAGE_SECONDS under proxy load
+ *   cp-kill     control plane + ingest SIGKILLed and started again at once
+ *
+ * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), sends traffic only
+ * to 127.0.0.1, bounded in calls and time, and stops everything it started.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import {
+  chmodSync,
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { type McpOrigin, startMcpOrigin } from '../test/helpers/mcp-origin';
+
+const root = resolve(import.meta.dirname, '..');
+const { values: args } = parseArgs({
+  options: {
+    only: { type: 'string', default: '' },
+    'outage-seconds': { type: 'string', default: '10' },
+    clients: { type: 'string', default: '8' },
+  },
+});
+const OUTAGE_SECONDS = Number(args['outage-seconds']);
+const CLIENTS = Number(args.clients);
+const log = (line: string) => process.stderr.write(`[faults] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const work = mkdtempSync(join(tmpdir(), 'mcpmeter-faults-'));
+chmodSync(work, 0o755);
+const SERVE = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
+
+// ------------------------------------------------------------------ processes
+
+interface Proc {
+  child: ChildProcess;
+  name: string;
+  exited: Promise<number | null>;
+}
+const procs = new Set<Proc>();
+
+function startProc(name: string, env: NodeJS.ProcessEnv): Proc {
+  const child = spawn(process.execPath, SERVE, {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  const file = createWriteStream(join(work, `${name}.log`), { flags: 'a' });
+  child.stdout?.pipe(file);
+  child.stderr?.pipe(file);
+  const proc: Proc = {
+    child,
+    name,
+    exited: new Promise((done) => child.once('exit', (code) => done(code))),
+  };
+  procs.add(proc);
+  void proc.exited.then(() => procs.delete(proc));
+  return proc;
+}
+
+async function stopProc(proc: Proc, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (proc.child.exitCode !== null || proc.child.pid === undefined) return;
+  // The node process only (not its group): a SIGKILL leaves what it started, as a real crash does.
+  proc.child.kill(signal);
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), 30_000);
+  await proc.exited;
+  clearTimeout(timer);
+}
+
+async function healthy(url: string, proc: Proc, seconds = 120): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (proc.child.exitCode !== null) throw new Error(`${proc.name} exited: see ${work}/${proc.name}.log`);
+    try {
+      if ((await fetch(`${url}/healthz`)).status === 200) return (Date.now() - started) / 1000;
+    } catch {}
+    if (Date.now() - started > seconds * 1000) throw new Error(`${url} not healthy in ${seconds} s`);
+    await sleep(100);
+  }
+}
+
+function infra(env: NodeJS.ProcessEnv, component: string, verb: 'start' | 'stop'): void {
+  execFileSync('bash', [join(root, 'deploy', 'infra.sh'), component, verb], {
+    env,
+    stdio: 'ignore',
+    timeout: 180_000,
+  });
+}
+
+async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+function admin(env: NodeJS.ProcessEnv): { sandboxKey: string } {
+  return JSON.parse(
+    execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', 'Faults'], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+    }),
+  ) as { sandboxKey: string };
+}
+
+interface Seller {
+  key: string;
+  customer: string;
+  product: string;
+  mcpUrl: string;
+  token: string;
+}
+
+/** A product with a free plan of `limit` calls, its MCP server on `origin`, an activated customer and a token. */
+async function seller(
+  base: string,
+  env: NodeJS.ProcessEnv,
+  origin: McpOrigin,
+  limit: number,
+): Promise<Seller> {
+  const { sandboxKey: key } = admin(env);
+  const product = await api<{ id: string }>(base, key, 'POST', '/v1/ui/products', { name: 'Faults' });
+  const plan = await api<{ id: string }>(base, key, 'POST', `/v1/ui/products/${product.id}/plans`, {
+    name: 'Free',
+    type: 'recurring',
+    billingCycle: 'monthly',
+    price: 0,
+    currency: 'usd',
+    limit,
+  });
+  const server = await api<{ mcpProxyUrl: string }>(base, key, 'POST', '/v1/ui/mcp-servers', {
+    name: `faults-${Date.now()}`,
+    url: origin.url,
+    productId: product.id,
+    defaultPlanId: plan.id,
+  });
+  const customer = await api<{ reference: string }>(base, key, 'POST', '/v1/sdk/customers', {});
+  await api(base, key, 'POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef: plan.id });
+  const { accessToken } = await api<{ accessToken: string }>(
+    base,
+    key,
+    'POST',
+    `/v1/sdk/customers/${customer.reference}/tokens`,
+    { expiresInSeconds: 3600 },
+  );
+  return {
+    key,
+    customer: customer.reference,
+    product: product.id,
+    mcpUrl: server.mcpProxyUrl,
+    token: accessToken,
+  };
+}
+
+/** Calls admitted against the limit so far (stored records plus open leases), and records stored. */
+async function accounting(base: string, s: Seller): Promise<{ used: number; records: number }> {
+  const { used } = await api<{ used: number }>(base, s.key, 'POST', '/v1/sdk/limits', {
+    customerRef: s.customer,
+    productRef: s.product,
+    consume: false,
+  });
+  const { records } = await api<{ records: number }>(
+    base,
+    s.key,
+    'GET',
+    `/ui/meters/requests/usage?customerRef=${s.customer}`,
+  );
+  return { used, records };
+}
+
+/** Reads `read` until it gives the same answer twice, 1 s apart (the pipeline has settled). */
+async function settled<T>(read: () => Promise<T>, seconds = 60): Promise<T> {
+  let last = JSON.stringify(await read());
+  for (let i = 0; i < seconds; i++) {
+    await sleep(1_000);
+    const now = await read();
+    if (JSON.stringify(now) === last) return now;
+    last = JSON.stringify(now);
+  }
+  return read();
+}
+
+// ------------------------------------------------------------------ load
+
+type Outcome = 'served' | 'refused' | 'failed' | 'server_error';
+
+interface Load {
+  counts: Record<Outcome, number>;
+  /** Every loop has ended (stopped, or `maxCalls` made). */
+  finished(): boolean;
+  /** Longest run of failed calls, in seconds: what clients saw of the outage. */
+  outageSeconds(): number;
+  stop(): Promise<void>;
+}
+
+/** `CLIENTS` loops of one call each after the other until stopped (or `maxCalls`). */
+function load(call: () => Promise<Outcome>, maxCalls = 50_000): Load {
+  const counts: Record<Outcome, number> = { served: 0, refused: 0, failed: 0, server_error: 0 };
+  let stopped = false;
+  let calls = 0;
+  let failingSince: number | undefined;
+  let longest = 0;
+  let ended = 0;
+  const loops = Array.from({ length: CLIENTS }, async () => {
+    while (!stopped && calls < maxCalls) {
+      calls++;
+      const outcome = await call();
+      counts[outcome]++;
+      const now = Date.now();
+      if (outcome === 'failed' || outcome === 'server_error') failingSince ??= now;
+      else if (failingSince !== undefined) {
+        longest = Math.max(longest, now - failingSince);
+        failingSince = undefined;
+      }
+      // A failing call waits a little, so an outage does not spend the calls in a busy loop.
+      if (outcome !== 'served') await sleep(outcome === 'refused' ? 20 : 100);
+    }
+    ended++;
+  });
+  return {
+    counts,
+    finished: () => ended === CLIENTS,
+    outageSeconds: () => Math.max(longest, failingSince === undefined ? 0 : Date.now() - failingSince) / 1000,
+    async stop() {
+      stopped = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+let rpcId = 0;
+/** The last answer that was not a served call, for the log. */
+let lastFailure = '';
+function toolCall(s: Seller): () => Promise<Outcome> {
+  return async () => {
+    try {
+      const response = await fetch(s.mcpUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${s.token}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: ++rpcId,
+          method: 'tools/call',
+          params: { name: 'add', arguments: { a: 1, b: 2 } },
+        }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await response.text();
+      if (text.includes('"text":"3"')) return 'served';
+      lastFailure = `${response.status} ${text.slice(0, 200)}`;
+      if (response.status >= 500) return response.status === 503 ? 'failed' : 'server_error';
+      return text.includes('dev.mcp-meter/paywall') || text.includes('"error"') ? 'refused' : 'failed';
+    } catch (error) {
+      lastFailure = String(error);
+      return 'failed';
+    }
+  };
+}
+
+// ------------------------------------------------------------------ the distributed stack
+
+interface Stack {
+  env: NodeJS.ProcessEnv;
+  infraEnv: NodeJS.ProcessEnv;
+  base: string;
+  proxyUrl: string;
+  proxyEnv: NodeJS.ProcessEnv;
+  cp: Proc;
+  proxy: Proc;
+  origin: McpOrigin;
+}
+
+async function startStack(): Promise<Stack> {
+  const infraEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    STACK_DIR: join(work, 'stack'),
+    REDIS_PORT: String(await freePort()),
+    KAFKA_PORT: String(await freePort()),
+    KAFKA_CONTROLLER_PORT: String(await freePort()),
+    PG_PORT: String(await freePort()),
+  };
+  infra(infraEnv, 'all', 'start');
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const proxyPort = await freePort();
+  const proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    DATABASE_URL: `postgres://mcpmeter:mcpmeter-local@127.0.0.1:${infraEnv.PG_PORT}/mcpmeter`,
+    REDIS_URL: `redis://127.0.0.1:${infraEnv.REDIS_PORT}`,
+    KAFKA_BROKERS: `127.0.0.1:${infraEnv.KAFKA_PORT}`,
+    SECRET_KEY: 'ab'.repeat(32),
+    DATA_DIR: join(work, 'data'),
+    PORT: String(port),
+    CONTROL_PLANE_URL: base,
+    // The MCP server URLs the API hands out point at this stack's proxy.
+    PROXY_PUBLIC_URL: proxyUrl,
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    BUS_NAMESPACE: 'faults',
+  };
+  const cp = startProc('control-plane', { ...env, SERVICES: 'control-plane,ingest' });
+  await healthy(base, cp);
+  const proxyEnv = {
+    ...env,
+    SERVICES: 'proxy',
+    PROXY_PORT: String(proxyPort),
+    PROXY_SPILL_DIR: join(work, 'spill'),
+  };
+  const proxy = startProc('proxy', proxyEnv);
+  await healthy(proxyUrl, proxy);
+  const origin = await startMcpOrigin({ stateless: true });
+  return { env, infraEnv, base, proxyUrl, proxyEnv, cp, proxy, origin };
+}
+
+// ------------------------------------------------------------------ faults
+
+interface Row {
+  fault: string;
+  clients: Record<Outcome, number>;
+  /** Calls the origin ran. */
+  executed: number;
+  /** Records stored for the customer, and calls counted against the limit. */
+  recorded: number;
+  admitted: number;
+  limit: number;
+  /** Served calls with no record. */
+  lost: number;
+  overshoot: number;
+  clientOutageSeconds: number;
+  apiBackSeconds?: number;
+  notes: string;
+}
+
+const executedOf = (origin: McpOrigin) => origin.calls.get('add') ?? 0;
+
+/** A process SIGKILLed under load and started again; then calls until the limit, and the books. */
+async function killUnderLoad(
+  fault: string,
+  stack: { base: string; origin: McpOrigin },
+  s: Seller,
+  limit: number,
+  kill: () => Promise<void>,
+  restart: () => Promise<void>,
+  notes: string,
+): Promise<Row> {
+  const before = executedOf(stack.origin);
+  const running = load(toolCall(s), limit * 3);
+  const deadline = Date.now() + 180_000;
+  while (running.counts.served < limit / 4 && !running.finished() && Date.now() < deadline) await sleep(10);
+  if (running.counts.served === 0) log(`no call served before the fault: ${lastFailure}`);
+  await kill();
+  await sleep(1_000);
+  await restart();
+  // Until the paywall: what the restart left of the allowance is spent.
+  while (running.counts.refused === 0 && !running.finished() && Date.now() < deadline) await sleep(20);
+  await running.stop();
+  // Everything stored, leases settled (or expired: a dead proxy's lease counts as spent).
+  const books = await settled(() => accounting(stack.base, s));
+  const executed = executedOf(stack.origin) - before;
+  return {
+    fault,
+    clients: { ...running.counts },
+    executed,
+    recorded: books.records,
+    admitted: books.used,
+    limit,
+    lost: Math.max(0, running.counts.served - books.records),
+    overshoot: Math.max(0, running.counts.served - limit),
+    clientOutageSeconds: running.outageSeconds(),
+    notes,
+  };
+}
+
+async function proxyKill(stack: Stack): Promise<Row> {
+  const limit = 2_000;
+  const s = await seller(stack.base, stack.env, stack.origin, limit);
+  return killUnderLoad(
+    'proxy SIGKILL under load, restarted',
+    stack,
+    s,
+    limit,
+    async () => {
+      await stopProc(stack.proxy, 'SIGKILL');
+    },
+    async () => {
+      stack.proxy = startProc('proxy', stack.proxyEnv);
+      await healthy(stack.proxyUrl, stack.proxy);
+    },
+    'the dead proxy\'s unspent lease counts as spent once it expires (10 s): "admitted" above includes it',
+  );
+}
+
+async function pgStop(stack: Stack): Promise<Row> {
+  const s = await seller(stack.base, stack.env, stack.origin, 1_000_000);
+  // API load: reads that need PostgreSQL, writes that need it, and usage reads that do not.
+  const paths: Array<[string, string, unknown?]> = [
+    ['GET', '/v1/ui/products'],
+    ['POST', '/v1/sdk/customers', {}],
+    ['GET', `/ui/meters/requests/usage?customerRef=${s.customer}`],
+  ];
+  let n = 0;
+  let missingRetryAfter = 0;
+  const running = load(async () => {
+    const [method, path, body] = paths[n++ % paths.length] as [string, string, unknown?];
+    try {
+      const response = await fetch(`${stack.base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${s.key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(15_000),
+      });
+      await response.text();
+      if (response.status === 503) {
+        if (response.headers.get('retry-after') === null) missingRetryAfter++;
+        return 'failed';
+      }
+      return response.status >= 500 ? 'server_error' : 'served';
+    } catch {
+      return 'failed';
+    }
+  });
+  await sleep(2_000);
+  infra(stack.infraEnv, 'postgres', 'stop');
+  await sleep(OUTAGE_SECONDS * 1000);
+  infra(stack.infraEnv, 'postgres', 'start');
+  await sleep(3_000);
+  await running.stop();
+  return {
+    fault: `PostgreSQL stopped ${OUTAGE_SECONDS} s under API load`,
+    clients: { ...running.counts },
+    executed: 0,
+    recorded: 0,
+    admitted: 0,
+    limit: 0,
+    lost: 0,
+    overshoot: 0,
+    clientOutageSeconds: running.outageSeconds(),
+    notes: `"failed" are 503 dependency_unavailable (${missingRetryAfter} without Retry-After); usage reads keep answering (a key verified before the outage)`,
+  };
+}
+
+async function redisStop(stack: Stack): Promise<Row> {
+  const limit = 1_000_000;
+  const s = await seller(stack.base, stack.env, stack.origin, limit);
+  const before = executedOf(stack.origin);
+  const running = load(toolCall(s), 100_000);
+  await sleep(2_000);
+  infra(stack.infraEnv, 'redis', 'stop');
+  const during = { ...running.counts };
+  await sleep(OUTAGE_SECONDS * 1000);
+  const servedInOutage = running.counts.served - during.served;
+  infra(stack.infraEnv, 'redis', 'start');
+  await sleep(3_000);
+  await running.stop();
+  const books = await settled(() => accounting(stack.base, s));
+  const metrics = await (await fetch(`${stack.proxyUrl}/metrics`)).text();
+  const grace = Number(
+    /mcpmeter_proxy_limit_decisions_total\{decision="grace"\} (\d+)/.exec(metrics)?.[1] ?? 0,
+  );
+  return {
+    fault: `Redis stopped ${OUTAGE_SECONDS} s under proxy load`,
+    clients: { ...running.counts },
+    executed: executedOf(stack.origin) - before,
+    recorded: books.records,
+    admitted: books.used,
+    limit,
+    lost: Math.max(0, running.counts.served - books.records),
+    overshoot: 0,
+    clientOutageSeconds: running.outageSeconds(),
+    notes: `${servedInOutage} calls served during the outage: the held lease, then ${grace} in grace (1% of the limit, at most 100); then retry-later refusals`,
+  };
+}
+
+async function cpKill(stack: Stack): Promise<Row> {
+  const s = await seller(stack.base, stack.env, stack.origin, 1_000_000);
+  const running = load(toolCall(s), 100_000);
+  await sleep(2_000);
+  await stopProc(stack.cp, 'SIGKILL');
+  const killedAt = Date.now();
+  stack.cp = startProc('control-plane', { ...stack.env, SERVICES: 'control-plane,ingest' });
+  await healthy(stack.base, stack.cp);
+  const apiBack = (Date.now() - killedAt) / 1000;
+  await sleep(3_000);
+  await running.stop();
+  // The consumer rejoins behind the API (the dead member's session runs out first): the books
+  // are read once it runs and has caught up.
+  let ingestBack = 0;
+  for (let i = 0; i < 900; i++) {
+    const health = (await (await fetch(`${stack.base}/healthz`)).json()) as { ingest?: string };
+    if (health.ingest === 'running') {
+      ingestBack = (Date.now() - killedAt) / 1000;
+      break;
+    }
+    await sleep(100);
+  }
+  const books = await settled(() => accounting(stack.base, s));
+  return {
+    fault: 'control plane + ingest SIGKILLed, restarted at once',
+    clients: { ...running.counts },
+    executed: 0,
+    recorded: books.records,
+    admitted: books.used,
+    limit: 0,
+    lost: Math.max(0, running.counts.served - books.records),
+    overshoot: 0,
+    clientOutageSeconds: running.outageSeconds(),
+    apiBackSeconds: apiBack,
+    notes: `the proxy keeps serving from its caches; the API answers before the usage consumer rejoins its group (running ${ingestBack.toFixed(1)} s after the kill)`,
+  };
+}
+
+async function aioKill(): Promise<Row> {
+  const dataDir = join(work, 'aio');
+  const port = await freePort();
+  const proxyPort = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const proxyUrl = `http://127.0.0.1:${proxyPort}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    PROXY_PORT: String(proxyPort),
+  };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+    delete env[name];
+  let aio = startProc('all-in-one', env);
+  await healthy(base, aio);
+  await healthy(proxyUrl, aio);
+  const origin = await startMcpOrigin({ stateless: true });
+  const limit = 1_000;
+  const s = await seller(base, env, origin, limit);
+  const postmaster = () => {
+    const file = join(dataDir, 'postgres', 'postmaster.pid');
+    return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+  };
+  const orphan = postmaster();
+  try {
+    const row = await killUnderLoad(
+      'all-in-one SIGKILL under load, restarted',
+      { base, origin },
+      s,
+      limit,
+      async () => {
+        await stopProc(aio, 'SIGKILL');
+      },
+      async () => {
+        aio = startProc('all-in-one', env);
+        await healthy(base, aio);
+        await healthy(proxyUrl, aio);
+      },
+      '',
+    );
+    let orphanAlive = false;
+    try {
+      if (orphan !== undefined) process.kill(orphan, 0);
+      orphanAlive = orphan !== undefined;
+    } catch {}
+    await stopProc(aio, 'SIGTERM');
+    const left = postmaster();
+    row.notes = `the dead process's PostgreSQL ${orphanAlive ? 'still ran after the restart' : 'was stopped by the restart'}; after a clean stop ${left === undefined ? 'none runs' : `pid ${left} remains`}`;
+    return row;
+  } finally {
+    await stopProc(aio, 'SIGTERM');
+    await origin.close();
+  }
+}
+
+// ------------------------------------------------------------------ report
+
+function report(rows: Row[]): void {
+  const lines = [
+    '# Fault matrix',
+    '',
+    `\`npm run faults\` on ${new Date().toISOString().slice(0, 10)}: ${CLIENTS} client loops on loopback, outages of ${OUTAGE_SECONDS} s.`,
+    'Clients: calls served (an answer with a result), refused (a paywall or a retry-later error),',
+    'failed (no answer, or 503) and server errors (any other 5xx). Executed: what the origin ran.',
+    'Recorded: usage records stored for the customer. Admitted: what the limit counts (stored',
+    'admitted calls plus leases still open). Lost: served calls without a record. Overshoot:',
+    'served calls past the limit.',
+    '',
+    '| fault | served | refused | failed | 5xx | executed | recorded | admitted | limit | lost | overshoot | client outage (s) | API back (s) | notes |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...rows.map(
+      (r) =>
+        `| ${r.fault} | ${r.clients.served} | ${r.clients.refused} | ${r.clients.failed} | ${r.clients.server_error} | ${r.executed || '–'} | ${r.recorded || '–'} | ${r.admitted || '–'} | ${r.limit || '–'} | ${r.lost} | ${r.overshoot} | ${r.clientOutageSeconds.toFixed(1)} | ${r.apiBackSeconds?.toFixed(1) ?? '–'} | ${r.notes} |`,
+    ),
+    '',
+  ];
+  writeFileSync(join(root, 'bench', 'results', 'faults.md'), lines.join('\n'));
+  writeFileSync(join(root, 'bench', 'results', 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function main(): Promise<void> {
+  const only = new Set(args.only === '' ? [] : args.only.split(','));
+  const wanted = (name: string) => only.size === 0 || only.has(name);
+  const rows: Row[] = [];
+  if (wanted('aio-kill')) {
+    log('all-in-one SIGKILL');
+    rows.push(await aioKill());
+  }
+  if (['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill'].some(wanted)) {
+    log('starting the distributed stack');
+    const stack = await startStack();
+    try {
+      if (wanted('proxy-kill')) {
+        log('proxy SIGKILL');
+        rows.push(await proxyKill(stack));
+      }
+      if (wanted('redis-stop')) {
+        log('Redis stop');
+        rows.push(await redisStop(stack));
+      }
+      if (wanted('pg-stop')) {
+        log('PostgreSQL stop');
+        rows.push(await pgStop(stack));
+      }
+      if (wanted('cp-kill')) {
+        log('control plane SIGKILL');
+        rows.push(await cpKill(stack));
+      }
+    } finally {
+      await stopProc(stack.proxy);
+      await stopProc(stack.cp);
+      await stack.origin.close();
+      infra(stack.infraEnv, 'all', 'stop');
+    }
+  }
+  report(rows);
+}
+
+try {
+  await main();
+  rmSync(work, { recursive: true, force: true });
+} catch (error) {
+  log(`failed; logs kept in ${work}`);
+  throw error;
+} finally {
+  for (const proc of [...procs]) await stopProc(proc, 'SIGKILL');
+}
