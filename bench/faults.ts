@@ -5,6 +5,9 @@
  *
  *   npm run faults                 # every fault below, about 4 minutes
  *   npm run faults -- --only proxy-kill,pg-stop
+ *   npm run faults -- --only proxy-kill --results-dir /tmp/x    # CI's subset
+ *
+ * Exits 1 when any fault lost a served call, passed a limit or answered a 5xx.
  *
  * Faults:
  *   aio-kill    the all-in-one service SIGKILLed under load, started again on its data directory
@@ -38,6 +41,7 @@ const { values: args } = parseArgs({
     only: { type: 'string', default: '' },
     'outage-seconds': { type: 'string', default: '10' },
     clients: { type: 'string', default: '8' },
+    'results-dir': { type: 'string', default: join(resolve(import.meta.dirname, '..'), 'bench', 'results') },
   },
 });
 const OUTAGE_SECONDS = Number(args['outage-seconds']);
@@ -623,9 +627,14 @@ function report(rows: Row[]): void {
     ),
     '',
   ];
-  writeFileSync(join(root, 'bench', 'results', 'faults.md'), lines.join('\n'));
-  writeFileSync(join(root, 'bench', 'results', 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
+  writeFileSync(join(args['results-dir'], 'faults.md'), lines.join('\n'));
+  writeFileSync(join(args['results-dir'], 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
   process.stdout.write(`${lines.join('\n')}\n`);
+  const broken = rows.filter((r) => r.lost > 0 || r.overshoot > 0 || r.clients.server_error > 0);
+  if (broken.length > 0) {
+    log(`lost calls, overshoot or 5xx in: ${broken.map((r) => r.fault).join('; ')}`);
+    process.exitCode = 1;
+  }
 }
 
 async function main(): Promise<void> {
