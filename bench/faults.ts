@@ -32,7 +32,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort } from '@mcp-meter/contracts/kit';
+import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { type McpOrigin, startMcpOrigin } from '../test/helpers/mcp-origin';
 
 const root = resolve(import.meta.dirname, '..');
@@ -591,11 +591,7 @@ async function aioKill(): Promise<Row> {
       },
       '',
     );
-    let orphanAlive = false;
-    try {
-      if (orphan !== undefined) process.kill(orphan, 0);
-      orphanAlive = orphan !== undefined;
-    } catch {}
+    const orphanAlive = orphan !== undefined && processAlive(orphan);
     await stopProc(aio, 'SIGTERM');
     const left = postmaster();
     row.notes = `the dead process's PostgreSQL ${orphanAlive ? 'still ran after the restart' : 'was stopped by the restart'}; after a clean stop ${left === undefined ? 'none runs' : `pid ${left} remains`}`;

@@ -12,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '@mcp-meter/contracts/kit';
+import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
 import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
 
@@ -471,17 +471,8 @@ export function adoptOrphanedSpools(spillDir: string): void {
     const path = join(spillDir, file);
     if (openSpools.has(path)) continue;
     const pid = Number(match[1]);
-    if (pid !== process.pid && isAlive(pid)) continue;
+    if (pid !== process.pid && processAlive(pid)) continue;
     renameSync(path, join(spillDir, `spill-${file}`));
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
   }
 }
 

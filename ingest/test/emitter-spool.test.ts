@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
-import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterEach, describe, expect, it } from 'vitest';
 import { root } from '../../test/helpers/processes';
+import { usageRecord } from '../../test/helpers/usage-records';
 import { BatchingUsageEmitter } from '../src/emitter';
 
 /**
@@ -26,20 +27,7 @@ function tempDir(): string {
   return dir;
 }
 
-const record = (id: string): UsageRecord => {
-  const built = buildUsageRecord(
-    { customerRef: 'cus_1', value: 1, id },
-    {
-      providerId: 'prv_x',
-      environment: 'sandbox',
-      meterRef: 'mtr_x',
-      meterName: 'requests',
-      now: new Date(),
-    },
-  );
-  if (built.record === undefined) throw new Error(JSON.stringify(built.errors));
-  return built.record;
-};
+const record = (id: string): UsageRecord => usageRecord({ id });
 
 /** A publisher that holds every publish until `release()`, and records what it was given. */
 function gatedPublisher() {
@@ -65,6 +53,27 @@ function gatedPublisher() {
   };
 }
 
+/** An emitter with the write-ahead spool on `dir`, publishing through `publisher`. */
+const spooling = (dir: string, publisher: UsagePublisher, fsyncMs?: number) =>
+  new BatchingUsageEmitter(publisher, {
+    maxBatch: 100,
+    lingerMs: 1,
+    maxQueued: 10_000,
+    retryDelayMs: 10,
+    spillDir: dir,
+    writeAhead: true,
+    fsyncMs,
+    logger,
+  });
+
+/** A publisher that records the ids it was given. */
+const recordingInto = (into: string[]): UsagePublisher => ({
+  async publish(records) {
+    into.push(...records.map((r) => r.id));
+  },
+  async close() {},
+});
+
 const files = (dir: string, prefix: string) => readdirSync(dir).filter((f) => f.startsWith(prefix));
 const lines = (dir: string, prefix: string) =>
   files(dir, prefix).flatMap((f) =>
@@ -77,16 +86,7 @@ describe('the write-ahead usage spool', () => {
   it('has every record on disk once spooled() resolves, and removes the file once the bus has them', async () => {
     const dir = tempDir();
     const bus = gatedPublisher();
-    const emitter = new BatchingUsageEmitter(bus.publisher, {
-      maxBatch: 100,
-      lingerMs: 1,
-      maxQueued: 10_000,
-      retryDelayMs: 10,
-      spillDir: dir,
-      writeAhead: true,
-      fsyncMs: 50,
-      logger,
-    });
+    const emitter = spooling(dir, bus.publisher, 50);
     expect(emitter.spooled()).toBeUndefined();
     for (let i = 0; i < 3; i++) emitter.emit(record(`r-${i}`));
     const spooled = emitter.spooled();
@@ -107,16 +107,7 @@ describe('the write-ahead usage spool', () => {
   it('keeps a record in the spool while the bus is down, and then only until the bus has it', async () => {
     const dir = tempDir();
     const bus = gatedPublisher();
-    const emitter = new BatchingUsageEmitter(bus.publisher, {
-      maxBatch: 100,
-      lingerMs: 1,
-      maxQueued: 10_000,
-      retryDelayMs: 10,
-      spillDir: dir,
-      writeAhead: true,
-      fsyncMs: 50,
-      logger,
-    });
+    const emitter = spooling(dir, bus.publisher, 50);
     emitter.emit(record('early'));
     await emitter.spooled();
     // A spool file is sealed after two seconds: records of the next turns go to a new one.
@@ -150,23 +141,7 @@ describe('the write-ahead usage spool', () => {
     expect(lines(dir, 'spool-')).toHaveLength(1000);
 
     const replayed: string[] = [];
-    const emitter = new BatchingUsageEmitter(
-      {
-        async publish(records) {
-          replayed.push(...records.map((r) => r.id));
-        },
-        async close() {},
-      },
-      {
-        maxBatch: 100,
-        lingerMs: 1,
-        maxQueued: 10_000,
-        retryDelayMs: 10,
-        spillDir: dir,
-        writeAhead: true,
-        logger,
-      },
-    );
+    const emitter = spooling(dir, recordingInto(replayed));
     for (let i = 0; i < 100 && replayed.length < 1000; i++) await new Promise((r) => setTimeout(r, 20));
     expect(new Set(replayed).size).toBe(1000);
     expect(replayed).toHaveLength(1000);
@@ -181,23 +156,7 @@ describe('the write-ahead usage spool', () => {
     const live = `spool-${Date.now()}-${process.ppid}-1.jsonl`;
     writeFileSync(join(dir, live), `${JSON.stringify(record('theirs'))}\n`);
     const replayed: string[] = [];
-    const emitter = new BatchingUsageEmitter(
-      {
-        async publish(records) {
-          replayed.push(...records.map((r) => r.id));
-        },
-        async close() {},
-      },
-      {
-        maxBatch: 100,
-        lingerMs: 1,
-        maxQueued: 10_000,
-        retryDelayMs: 10,
-        spillDir: dir,
-        writeAhead: true,
-        logger,
-      },
-    );
+    const emitter = spooling(dir, recordingInto(replayed));
     emitter.emit(record('mine'));
     await emitter.flush();
     await emitter.close();

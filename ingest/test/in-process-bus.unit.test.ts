@@ -1,23 +1,11 @@
 import { createLogger } from '@mcp-meter/contracts/kit';
-import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { describe, expect, it } from 'vitest';
+import { usageRecord } from '../../test/helpers/usage-records';
 import { InProcessUsageBus } from '../src/in-process-bus';
 
 const logger = createLogger({ level: 'silent', name: 'bus-test' });
-const record = (): UsageRecord => {
-  const built = buildUsageRecord(
-    { customerRef: 'c', value: 1 },
-    {
-      providerId: 'prv_x',
-      environment: 'sandbox',
-      meterRef: 'mtr_x',
-      meterName: 'requests',
-      now: new Date(),
-    },
-  );
-  if (built.record === undefined) throw new Error(JSON.stringify(built.errors));
-  return built.record;
-};
+const record = (): UsageRecord => usageRecord({ customerRef: 'c' });
 
 describe('the in-process bus as the ingest watermark', () => {
   it('is settled only once every record accepted before the call is written', async () => {

@@ -103,20 +103,20 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The limit counter of the customer on the default plan, this period. */
+  const freeCounterKey = () =>
+    counterKey({
+      providerId: PROVIDER,
+      environment: 'sandbox',
+      customerId: CUSTOMER,
+      productId: PRODUCT,
+      planId: PLAN,
+      periodStart: calendarPeriod('monthly', null, new Date()).start,
+    });
+
   /** The default plan's counter as an earlier seed left it, so only the paywall needs the control plane. */
   const seedFreeCounter = (counters: CounterStore, used: number) =>
-    counters.seed(
-      counterKey({
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        customerId: CUSTOMER,
-        productId: PRODUCT,
-        planId: PLAN,
-        periodStart: calendarPeriod('monthly', null, new Date()).start,
-      }),
-      used,
-      Date.now() + 60_000,
-    );
+    counters.seed(freeCounterKey(), used, Date.now() + 60_000);
 
   const deadRedis = async () => {
     const store = new RedisCounterStore(`redis://127.0.0.1:${await freePort()}`);
@@ -218,14 +218,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       redis('start');
       expect(await counters.ready(10_000)).toBe(true);
       // The lease is settled at what it spent, and the grace calls are added: 12 used, none leased.
-      const key = counterKey({
-        providerId: PROVIDER,
-        environment: 'sandbox',
-        customerId: CUSTOMER,
-        productId: PRODUCT,
-        planId: PLAN,
-        periodStart: calendarPeriod('monthly', null, new Date()).start,
-      });
+      const key = freeCounterKey();
       let reply = await counters.lease({ key, limit: 40, want: 0, divisor: 1, leaseTtlMs: 0, leaseId: '' });
       for (let i = 0; i < 100 && !(reply.missing === false && reply.used === 12 && reply.leased === 0); i++) {
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
+import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import type { ProviderKeys } from '../helpers/flows';
@@ -24,15 +24,6 @@ function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     delete env[name];
   return env;
 }
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('the all-in-one service killed under load', () => {
   let dir: string;
@@ -73,7 +64,7 @@ describe('the all-in-one service killed under load', () => {
     await service?.stop();
     // A failed run may leave the killed process's PostgreSQL behind: it must not outlive the test.
     const left = postmasterPid();
-    if (left !== undefined && isAlive(left)) process.kill(left, 'SIGQUIT');
+    if (left !== undefined && processAlive(left)) process.kill(left, 'SIGQUIT');
     await origin?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -168,11 +159,11 @@ describe('the all-in-one service killed under load', () => {
     await exited;
     const executed1 = origin.calls.get('add') ?? 0;
     // The dead process's PostgreSQL outlived it.
-    expect(isAlive(orphan as number)).toBe(true);
+    expect(processAlive(orphan as number)).toBe(true);
 
     await start();
     expect(readFileSync(service.logFile, 'utf8')).toContain('left running by a process that is gone');
-    expect(isAlive(orphan as number)).toBe(false);
+    expect(processAlive(orphan as number)).toBe(false);
     const recorded1 = await used();
     // Lost: none. Every answered call is recorded, and nothing the origin did not run.
     expect(recorded1).toBeGreaterThanOrEqual(served1);
@@ -194,6 +185,6 @@ describe('the all-in-one service killed under load', () => {
     const own = postmasterPid();
     expect(own).toBeDefined();
     expect(await service.stop('SIGTERM')).toBe(0);
-    expect(isAlive(own as number)).toBe(false);
+    expect(processAlive(own as number)).toBe(false);
   }, 240_000);
 });

@@ -32,3 +32,13 @@ function pickPort(): Promise<number> {
     });
   });
 }
+
+/** Whether a process with this id exists (one owned by another user counts: EPERM). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM';
+  }
+}

