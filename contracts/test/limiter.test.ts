@@ -1,6 +1,7 @@
 import {
   type CounterStore,
   calendarPeriod,
+  LEASE_TOMBSTONE_MS,
   LeasedLimiter,
   type LimitDecision,
   leaseStep,
@@ -53,6 +54,25 @@ describe('lease step (pure)', () => {
       used: 10,
       leased: 0,
     });
+  });
+
+  it('lets a late settle of an expired lease give back what it did not spend, once', () => {
+    const counter = { used: 0, leases: new Map(), expiresAt: Number.POSITIVE_INFINITY };
+    const call = { key: 'k', limit: 10, want: 4, divisor: 1, leaseTtlMs: 1000, leaseId: 'dead' };
+    expect(leaseStep(counter, call, 0)).toMatchObject({ granted: 4, used: 0, leased: 4 });
+    // Expired: counted whole.
+    const peek = { ...call, want: 0, leaseId: '' };
+    expect(leaseStep(counter, peek, 1000)).toEqual({ granted: 0, used: 4, leased: 0 });
+    // Its successor read 1 recorded unit in the spool: the other 3 return, and only once.
+    const late = { ...peek, settle: { leaseId: 'dead', spent: 1 } };
+    expect(leaseStep(counter, late, 2000)).toEqual({ granted: 0, used: 1, leased: 0 });
+    expect(leaseStep(counter, late, 2000)).toEqual({ granted: 0, used: 1, leased: 0 });
+    // A marker left for an hour and never settled is dropped, its lease staying fully spent.
+    expect(leaseStep(counter, { ...call, leaseId: 'gone' }, 3000)).toMatchObject({ used: 1, leased: 4 });
+    expect(leaseStep(counter, peek, 4000)).toMatchObject({ used: 5 });
+    expect(counter.leases.size).toBe(1);
+    expect(leaseStep(counter, peek, 4000 + LEASE_TOMBSTONE_MS)).toMatchObject({ used: 5 });
+    expect(counter.leases.size).toBe(0);
   });
 
   it('finds the calendar period of a default plan', () => {
@@ -169,13 +189,13 @@ describe('leased limiter timers', () => {
     try {
       const limiter = new LeasedLimiter(new MemoryCounterStore(), fast);
       expect(vi.getTimerCount()).toBe(0);
-      expect(await limiter.admit(target('timers', 100))).toEqual({ allowed: true });
+      expect(await limiter.admit(target('timers', 100))).toMatchObject({ allowed: true });
       expect(vi.getTimerCount()).toBe(1);
       // The idle lease is settled after idleMs, the counter forgotten a minute later.
       await vi.advanceTimersByTimeAsync(61_000);
       expect(vi.getTimerCount()).toBe(0);
       // Used again: the sweep comes back with it.
-      expect(await limiter.admit(target('timers', 100))).toEqual({ allowed: true });
+      expect(await limiter.admit(target('timers', 100))).toMatchObject({ allowed: true });
       expect(vi.getTimerCount()).toBe(1);
       await limiter.close();
       expect(vi.getTimerCount()).toBe(0);
@@ -186,6 +206,58 @@ describe('leased limiter timers', () => {
 });
 
 describe('leased limiter when the holder of a lease vanishes', () => {
+  it.each(['memory', 'redis'] as const)(
+    'settles a dead holder’s leases at what its spool recorded, open or expired, once (%s)',
+    async (name) => {
+      const store =
+        name === 'memory' ? new MemoryCounterStore() : new RedisCounterStore(inject('infra').redisUrl);
+      if (store instanceof RedisCounterStore) await store.ready();
+      const key = `mcpmeter:limit:test:dead:${name}:${Date.now()}`;
+      await store.seed(key, 0, Date.now() + 60_000);
+      const lease = (leaseId: string, leaseTtlMs: number) =>
+        store.lease({ key, limit: 100, want: 20, divisor: 1, leaseTtlMs, leaseId });
+      expect(await lease('open', 60_000)).toMatchObject({ granted: 20 });
+      expect(await lease('expiring', 100)).toMatchObject({ granted: 20 });
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const read = () => store.lease({ key, limit: 100, want: 0, divisor: 1, leaseTtlMs: 0, leaseId: '' });
+      // The expired lease counts whole, the open one is still leased.
+      expect(await read()).toEqual({ missing: false, granted: 0, used: 20, leased: 20 });
+
+      const successor = new LeasedLimiter(store, fast);
+      const recorded = [
+        { key, lease: 'open', units: 3 },
+        { key, lease: 'expiring', units: 5 },
+        { key, lease: 'never-known', units: 50 },
+      ];
+      successor.settleLater(recorded);
+      await successor.settlePending();
+      expect(successor.unsettled).toBe(0);
+      expect(await read()).toEqual({ missing: false, granted: 0, used: 8, leased: 0 });
+      // A second start reading the same spool changes nothing.
+      successor.settleLater(recorded);
+      await successor.settlePending();
+      expect(await read()).toEqual({ missing: false, granted: 0, used: 8, leased: 0 });
+      await successor.close();
+      await store.close();
+    },
+  );
+
+  it('tells its watcher each lease it opens and each the store has settled', async () => {
+    const events: string[] = [];
+    const limiter = new LeasedLimiter(new MemoryCounterStore(), fast, {
+      opened: (lease) => events.push(`opened ${lease}`),
+      closed: (lease) => events.push(`closed ${lease}`),
+    });
+    const t = target('watched', 100);
+    const first = await limiter.admit(t);
+    if (!first.allowed || first.charge === undefined) throw new Error('expected an admission from a lease');
+    expect(first.charge).toMatchObject({ key: 'watched', units: 1 });
+    // Admissions from the same lease name it, with no new object per call.
+    expect(await limiter.admit(t)).toBe(first);
+    await limiter.close();
+    expect(events).toEqual([`opened ${first.charge.lease}`, `closed ${first.charge.lease}`]);
+  });
+
   it('counts the lost lease as spent once it expires, and never over-admits', async () => {
     const url = inject('infra').redisUrl;
     const crashed = new RedisCounterStore(url);

@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
+import type { LeaseCharge, LeaseWatcher } from '@mcp-meter/contracts/limits';
 import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
 
@@ -31,7 +32,11 @@ export interface EmitterStats {
 
 /** Fire-and-forget usage emission for hot paths: `emit` never waits and never throws. */
 export interface UsageEmitter {
-  emit(record: UsageRecord): void;
+  /**
+   * `charges`: what the call spent of which of this process's limit leases. The spool keeps them
+   * with the record, so that after a crash the next start settles the leases at what was recorded.
+   */
+  emit(record: UsageRecord, charges?: readonly LeaseCharge[]): void;
   /**
    * Resolves once every record emitted so far is in the write-ahead spool (the page cache: it
    * survives the process); undefined when nothing is waiting to be written. A caller that must
@@ -70,6 +75,8 @@ interface SpoolSegment {
   bytes: number;
   /** Records written here and not yet published, spilled or dropped. */
   outstanding: number;
+  /** Open leases charged by records here: the file is kept until they are settled. */
+  leases: Set<string>;
   sealed: boolean;
   dirty: boolean;
 }
@@ -77,6 +84,9 @@ interface SpoolSegment {
 /** A spool file is sealed (a new one started) after this long or this size. */
 const SEGMENT_MS = 2_000;
 const SEGMENT_BYTES = 16 * 1024 * 1024;
+/** The field of a spool line holding the record's lease charges (`[key, lease, units]` each). */
+const CHARGES_FIELD = '~charges';
+
 /** Spool files open in this process (an emitter never adopts another live one's). */
 const openSpools = new Set<string>();
 let spoolSequence = 0;
@@ -88,7 +98,7 @@ let spoolSequence = 0;
  * records again; a replay that fails midway is retried whole, which is safe because the store
  * counts a record id once.
  */
-export class BatchingUsageEmitter implements UsageEmitter {
+export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
   private queue: UsageRecord[] = [];
   /** When the oldest record in the queue arrived (ms, monotonic). */
   private queuedSince = 0;
@@ -108,8 +118,16 @@ export class BatchingUsageEmitter implements UsageEmitter {
   };
   private readonly spillFile: string | undefined;
   private spillPending: boolean;
-  /** Write-ahead state: records emitted this turn, not yet in the spool. */
+  /** Write-ahead state: records emitted this turn, not yet in the spool, and their charges. */
   private unspooled: UsageRecord[] = [];
+  private unspooledCharges: Array<readonly LeaseCharge[] | undefined> = [];
+  /** This process's limit leases not yet settled in the store. */
+  private readonly openLeases = new Set<string>();
+  /**
+   * What the records a dead process left in its spool spent of each lease: the start settles
+   * those leases at it (the dead process never did).
+   */
+  readonly inheritedCharges: LeaseCharge[] = [];
   private spoolWrite: { promise: Promise<void>; resolve: () => void } | undefined;
   private segment: SpoolSegment | undefined;
   private readonly sealedSegments = new Set<SpoolSegment>();
@@ -129,6 +147,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
       mkdirSync(options.spillDir, { recursive: true });
       recoverClaimedSpills(options.spillDir);
       adoptOrphanedSpools(options.spillDir);
+      this.inheritedCharges = spooledCharges(options.spillDir);
       this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}-${++spoolSequence}.jsonl`);
       if (options.writeAhead === true) {
         this.fsyncTimer = setInterval(() => this.fsyncSegments(), options.fsyncMs ?? 1_000);
@@ -158,10 +177,11 @@ export class BatchingUsageEmitter implements UsageEmitter {
     return done;
   }
 
-  emit(record: UsageRecord): void {
+  emit(record: UsageRecord, charges?: readonly LeaseCharge[]): void {
     this.counters.emitted++;
     if (this.fsyncTimer !== undefined) {
       this.unspooled.push(record);
+      this.unspooledCharges.push(charges);
       if (this.spoolWrite === undefined) {
         let resolve = () => {};
         const promise = new Promise<void>((done) => {
@@ -221,13 +241,28 @@ export class BatchingUsageEmitter implements UsageEmitter {
   /** Appends the turn's records to the spool in one write, then lets waiting answers go. */
   private writeSpool(): void {
     const records = this.unspooled;
+    const charges = this.unspooledCharges;
     const waiting = this.spoolWrite;
     this.unspooled = [];
+    this.unspooledCharges = [];
     this.spoolWrite = undefined;
     try {
       const segment = this.currentSegment();
       let text = '';
-      for (const record of records) text += `${JSON.stringify(record)}\n`;
+      for (let i = 0; i < records.length; i++) {
+        const line = JSON.stringify(records[i]);
+        const spent = charges[i];
+        if (spent === undefined || spent.length === 0) {
+          text += `${line}\n`;
+          continue;
+        }
+        const fields: Array<[string, string, number]> = [];
+        for (const c of spent) {
+          fields.push([c.key, c.lease, c.units]);
+          if (this.openLeases.has(c.lease)) segment.leases.add(c.lease);
+        }
+        text += `${line.slice(0, -1)},"${CHARGES_FIELD}":${JSON.stringify(fields)}}\n`;
+      }
       const bytes = Buffer.from(text);
       let at = 0;
       while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
@@ -265,6 +300,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
       openedAt: now,
       bytes: 0,
       outstanding: 0,
+      leases: new Set(),
       sealed: false,
       dirty: false,
     };
@@ -276,8 +312,21 @@ export class BatchingUsageEmitter implements UsageEmitter {
   private seal(segment: SpoolSegment): void {
     segment.sealed = true;
     if (this.segment === segment) this.segment = undefined;
-    if (segment.outstanding === 0) this.removeSegment(segment);
+    if (done(segment)) this.removeSegment(segment);
     else this.sealedSegments.add(segment);
+  }
+
+  opened(lease: string): void {
+    if (this.fsyncTimer !== undefined) this.openLeases.add(lease);
+  }
+
+  /** The store counts what the lease spent: the spool no longer needs its records for it. */
+  closed(lease: string): void {
+    if (!this.openLeases.delete(lease)) return;
+    this.segment?.leases.delete(lease);
+    for (const segment of [...this.sealedSegments]) {
+      if (segment.leases.delete(lease) && done(segment)) this.removeSegment(segment);
+    }
   }
 
   private removeSegment(segment: SpoolSegment): void {
@@ -302,7 +351,7 @@ export class BatchingUsageEmitter implements UsageEmitter {
       }
       this.segmentOf.delete(record);
       segment.outstanding--;
-      if (segment.sealed && segment.outstanding === 0) this.removeSegment(segment);
+      if (segment.sealed && done(segment)) this.removeSegment(segment);
     }
   }
 
@@ -446,16 +495,63 @@ export class BatchingUsageEmitter implements UsageEmitter {
     if (this.fsyncTimer !== undefined) {
       if (this.unspooled.length > 0) this.writeSpool();
       clearInterval(this.fsyncTimer);
-      // Everything was published or spilled: the spool has nothing left to keep.
+      // Everything was published or spilled: the spool keeps only what names a lease the store
+      // has not settled (it was away); the next start settles those leases from it.
       if (this.segment !== undefined) this.seal(this.segment);
-      for (const segment of [...this.sealedSegments])
-        if (segment.outstanding === 0) this.removeSegment(segment);
+      for (const segment of [...this.sealedSegments]) {
+        if (done(segment)) this.removeSegment(segment);
+        else {
+          this.sealedSegments.delete(segment);
+          openSpools.delete(segment.path);
+          closeSync(segment.fd);
+        }
+      }
     }
   }
 
   stats(): EmitterStats {
     return { ...this.counters, queued: this.queue.length };
   }
+}
+
+/** A sealed segment may go once the bus has its records and the store its leases. */
+const done = (segment: SpoolSegment) => segment.outstanding === 0 && segment.leases.size === 0;
+
+/**
+ * What the records in spool files a previous process left (now spill files, waiting for replay)
+ * spent of each lease, summed per lease. Settling a lease at it again is harmless: the store
+ * settles a lease once and ignores one it no longer knows.
+ */
+export function spooledCharges(spillDir: string): LeaseCharge[] {
+  const spent = new Map<string, LeaseCharge>();
+  for (const file of readdirSync(spillDir)) {
+    if (!/^spill-spool-.*\.jsonl$/.test(file)) continue;
+    let text: string;
+    try {
+      text = readFileSync(join(spillDir, file), 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      if (!line.includes(CHARGES_FIELD)) continue;
+      let fields: unknown;
+      try {
+        fields = (JSON.parse(line) as Record<string, unknown>)[CHARGES_FIELD];
+      } catch {
+        continue; // a line cut short by the crash: its record never completed
+      }
+      if (!Array.isArray(fields)) continue;
+      for (const field of fields) {
+        if (!Array.isArray(field)) continue;
+        const [key, lease, units] = field as unknown[];
+        if (typeof key !== 'string' || typeof lease !== 'string' || typeof units !== 'number') continue;
+        const charge = spent.get(lease) ?? { key, lease, units: 0 };
+        charge.units += units;
+        spent.set(lease, charge);
+      }
+    }
+  }
+  return [...spent.values()];
 }
 
 /**

@@ -150,6 +150,73 @@ describe('the write-ahead usage spool', () => {
     expect(readdirSync(dir)).toEqual([]);
   }, 30_000);
 
+  it('hands the next start what a killed process recorded against each of its open leases', async () => {
+    const dir = tempDir();
+    const child = spawn(
+      process.execPath,
+      ['--import', './deploy/loader.mjs', 'ingest/test/fixtures/spooling-process.ts', dir, '1000', 'charged'],
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: Buffer) => {
+        if (chunk.toString().includes('spooled')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`spooling process exited early (${code})`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+
+    const replayed: string[] = [];
+    const emitter = spooling(dir, recordingInto(replayed));
+    // 500 even records of 1 unit each; 334 records (0, 3, … 999) of 7 credits each.
+    expect([...emitter.inheritedCharges].sort((a, b) => a.lease.localeCompare(b.lease))).toEqual([
+      { key: 'limit:a', lease: 'lease-a', units: 500 },
+      { key: 'credit:c', lease: 'lease-c', units: 334 * 7 },
+    ]);
+    for (let i = 0; i < 100 && replayed.length < 1000; i++) await new Promise((r) => setTimeout(r, 20));
+    // The charges travel in the spool only: what reaches the bus is the record itself.
+    expect(replayed).toHaveLength(1000);
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  }, 30_000);
+
+  it('keeps a spool file while a lease its records spent from is open, and lets it go once settled', async () => {
+    const dir = tempDir();
+    const published: string[] = [];
+    const first = spooling(dir, recordingInto(published));
+    first.opened('open-lease');
+    first.opened('settled-lease');
+    first.emit(record('a'), [{ key: 'k', lease: 'open-lease', units: 1 }]);
+    first.emit(record('b'), [{ key: 'k', lease: 'settled-lease', units: 1 }]);
+    first.emit(record('c'), [{ key: 'k', lease: 'closed-before', units: 1 }]);
+    await first.spooled();
+    first.closed('settled-lease');
+    await first.flush();
+    expect(published).toEqual(['a', 'b', 'c']);
+    // Stopped with a lease the store never settled (it was away): the file stays for the next start.
+    await first.close();
+    expect(files(dir, 'spool-')).toHaveLength(1);
+
+    const second = spooling(dir, recordingInto(published));
+    expect(second.inheritedCharges).toEqual([
+      { key: 'k', lease: 'open-lease', units: 1 },
+      { key: 'k', lease: 'settled-lease', units: 1 },
+      { key: 'k', lease: 'closed-before', units: 1 },
+    ]);
+    await second.flush();
+    await second.close();
+    expect(readdirSync(dir)).toEqual([]);
+
+    // The same stop with every lease settled leaves nothing behind.
+    const third = spooling(dir, recordingInto(published));
+    third.opened('l');
+    third.emit(record('d'), [{ key: 'k', lease: 'l', units: 1 }]);
+    await third.spooled();
+    third.closed('l');
+    await third.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('leaves the spool of another live process alone', async () => {
     const dir = tempDir();
     // The parent of this test process is alive and is not it.

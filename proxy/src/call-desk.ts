@@ -1,4 +1,5 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
+import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
 import { callRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
@@ -20,6 +21,8 @@ export interface CallFacts {
   refused?: boolean;
   /** Credits the call spent (plans paid from credits). */
   credits?: number;
+  /** What the admission spent of which lease. */
+  charges?: LeaseCharge[];
 }
 
 /** What a call's usage record says. */
@@ -32,6 +35,8 @@ export interface RecordedFacts {
   credits?: number | undefined;
   /** The client went away before the call's answer reached it. */
   cancelled?: boolean;
+  /** What this request's admission of the call spent of which lease (kept with the record in the spool). */
+  charges?: LeaseCharge[] | undefined;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
@@ -83,6 +88,7 @@ export class CallDesk {
         facts.set(call, {
           admitted: verdict?.counted ?? false,
           ...(verdict?.credits === undefined ? {} : { credits: verdict.credits }),
+          ...(verdict?.charges === undefined ? {} : { charges: verdict.charges }),
         });
       else refused.push([call, verdict]);
     });
@@ -91,7 +97,7 @@ export class CallDesk {
     );
     for (const [call, verdict] of refused)
       facts.set(call, {
-        outcome: verdict.kind === 'paywall' ? 'paywall' : 'error',
+        outcome: verdict.kind === 'paywall' ? 'paywall' : 'unavailable',
         admitted: false,
         refused: true,
       });
@@ -124,6 +130,7 @@ export class CallDesk {
           ...(facts.credits === undefined ? {} : { credits: facts.credits }),
           ...(facts.cancelled === true ? { cancelled: true } : {}),
         }),
+        facts.charges,
       );
     }
   }

@@ -2,6 +2,7 @@ import {
   counterKey,
   creditKey,
   gateFor,
+  type LeaseCharge,
   type LeasedLimiter,
   LimiterUnavailableError,
   scopeOf,
@@ -15,7 +16,8 @@ export type Verdict =
    * `counted`: the call spent a unit of a plan's allowance (recorded as `admitted: true`);
    * `credits`: what it spent of the customer's credits (plans paid from credits).
    */
-  | { kind: 'admit'; counted: boolean; credits?: number }
+  /** `charges`: what the call spent of which of this process's leases (its record carries them). */
+  | { kind: 'admit'; counted: boolean; credits?: number; charges?: LeaseCharge[] }
   | {
       kind: 'paywall';
       reason: 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
@@ -139,8 +141,10 @@ export class Gatekeeper {
         gate.limit === null
           ? undefined
           : { key: counterKey(scope), limit: gate.limit, seed: () => this.link.seed(scope, gate.periodEnd) };
+      let charges: LeaseCharge[] | undefined;
       if (limitTarget !== undefined) {
         const decision = await this.limiter.admit(limitTarget);
+        if (decision.allowed && decision.charge !== undefined) charges = [decision.charge];
         if (!decision.allowed) {
           this.stats.decisions.paywall++;
           return {
@@ -155,7 +159,7 @@ export class Gatekeeper {
       }
       if (gate.credits === null) {
         this.stats.decisions.admitted++;
-        return COUNTED;
+        return charges === undefined ? COUNTED : { kind: 'admit', counted: true, charges };
       }
       const perUnit = gate.credits.perUnit;
       const credits = await this.limiter.admit({
@@ -166,7 +170,13 @@ export class Gatekeeper {
       });
       if (credits.allowed) {
         this.stats.decisions.admitted++;
-        return { kind: 'admit', counted: true, credits: perUnit };
+        if (credits.charge !== undefined) charges = [...(charges ?? []), credits.charge];
+        return {
+          kind: 'admit',
+          counted: true,
+          credits: perUnit,
+          ...(charges === undefined ? {} : { charges }),
+        };
       }
       // Refused for want of credits: the unit of the plan's limit it took goes back.
       if (limitTarget !== undefined) await this.limiter.giveBack(limitTarget);

@@ -42,8 +42,23 @@ export async function startProxy(deps: {
     ? new ControlPlaneLink(config.controlPlaneUrl, internalToken(config.secretKey), controlPlane)
     : undefined;
   const limiter = limited
-    ? new LeasedLimiter(deps.counters, { ...DEFAULT_LIMITER_OPTIONS, maxLease: config.limitMaxLease })
+    ? new LeasedLimiter(
+        deps.counters,
+        { ...DEFAULT_LIMITER_OPTIONS, maxLease: config.limitMaxLease },
+        // The spool keeps each record's lease charges until the lease is settled in the store.
+        emitter,
+      )
     : undefined;
+  // A dead predecessor's open leases are settled at what its spool recorded, not left to expire
+  // as fully spent: the allowance it had leased and not spent returns to the customer.
+  if (limiter !== undefined && emitter !== undefined && emitter.inheritedCharges.length > 0) {
+    limiter.settleLater(emitter.inheritedCharges);
+    await limiter.settlePending();
+    logger.info(
+      { leases: emitter.inheritedCharges.length, unsettled: limiter.unsettled },
+      'leases of a previous run settled at what it recorded',
+    );
+  }
   const gatekeeper =
     link !== undefined && limiter !== undefined
       ? new Gatekeeper(

@@ -387,6 +387,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         admitted: round ? false : (known?.admitted ?? false),
         refused: known?.refused,
         credits: round ? undefined : known?.credits,
+        // The unit was spent in this request whatever the round: a crash settles its lease with it.
+        charges: known?.charges,
       };
     };
     /**

@@ -5,7 +5,9 @@ import { Redis } from 'ioredis';
  * admitted and reported) and the open leases: chunks of the remaining budget handed to one
  * process each, spent there without asking again. A lease is settled with what was spent
  * and the rest returns to the budget; a lease whose holder vanished expires and counts as
- * fully spent, so a crash can only ever under-admit, never over-admit.
+ * fully spent, so a crash can only ever under-admit, never over-admit. An expired lease leaves
+ * a marker for LEASE_TOMBSTONE_MS: a late settle (the holder's successor read what it recorded
+ * from its spool, or the holder itself once the store is back) still returns the unspent rest.
  */
 export interface LeaseCall {
   key: string;
@@ -52,6 +54,9 @@ export interface CounterStore {
 
 export const LIMIT_PREFIX = 'mcpmeter:limit:';
 
+/** How long an expired lease can still be settled at what it spent (then it stays fully spent). */
+export const LEASE_TOMBSTONE_MS = 3_600_000;
+
 /** Same logic as `leaseStep` below, in one atomic step on the Redis server. */
 const LEASE_SCRIPT = `
 local k = KEYS[1]
@@ -63,25 +68,35 @@ local want = tonumber(ARGV[2])
 local divisor = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[4])
 local newId = ARGV[5]
-local settleField = 'L:' .. ARGV[6]
-local spent = tonumber(ARGV[7])
+local settleId = ARGV[6]
+local spent = math.max(0, tonumber(ARGV[7]))
 local minGrant = tonumber(ARGV[8])
 local used = tonumber(redis.call('HGET', k, 'used') or '0')
 local leased = 0
 local fields = redis.call('HGETALL', k)
 for i = 1, #fields, 2 do
   local f = fields[i]
-  if string.sub(f, 1, 2) == 'L:' then
+  local kind = string.sub(f, 1, 2)
+  if kind == 'L:' or kind == 'X:' then
     local v = fields[i + 1]
     local sep = string.find(v, ':', 1, true)
     local amount = tonumber(string.sub(v, 1, sep - 1))
     local expires = tonumber(string.sub(v, sep + 1))
-    if ARGV[6] ~= '' and f == settleField then
-      used = used + math.min(spent, amount)
+    local id = string.sub(f, 3)
+    if settleId ~= '' and id == settleId then
+      -- An open lease adds what it spent; an expired one (counted whole) gives back the rest.
+      if kind == 'L:' then
+        used = used + math.min(spent, amount)
+      else
+        used = used - (amount - math.min(spent, amount))
+      end
       redis.call('HDEL', k, f)
+    elseif kind == 'X:' then
+      if expires <= now then redis.call('HDEL', k, f) end
     elseif expires <= now then
       used = used + amount
       redis.call('HDEL', k, f)
+      redis.call('HSET', k, 'X:' .. id, amount .. ':' .. (now + ${LEASE_TOMBSTONE_MS}))
     else
       leased = leased + amount
     end
@@ -212,7 +227,8 @@ export class RedisCounterStore implements CounterStore {
 
 interface MemoryCounter {
   used: number;
-  leases: Map<string, { amount: number; expiresAt: number }>;
+  /** Open leases, and expired ones (`expired`, counted whole) that a late settle may still correct. */
+  leases: Map<string, { amount: number; expiresAt: number; expired?: boolean }>;
   expiresAt: number;
 }
 
@@ -220,15 +236,18 @@ interface MemoryCounter {
 export function leaseStep(counter: MemoryCounter, call: LeaseCall, now: number) {
   for (const [id, lease] of counter.leases) {
     if (call.settle !== undefined && id === call.settle.leaseId) {
-      counter.used += Math.min(call.settle.spent, lease.amount);
+      const spent = Math.min(Math.max(0, call.settle.spent), lease.amount);
+      counter.used += lease.expired === true ? spent - lease.amount : spent;
       counter.leases.delete(id);
+    } else if (lease.expired === true) {
+      if (lease.expiresAt <= now) counter.leases.delete(id);
     } else if (lease.expiresAt <= now) {
       counter.used += lease.amount;
-      counter.leases.delete(id);
+      counter.leases.set(id, { amount: lease.amount, expiresAt: now + LEASE_TOMBSTONE_MS, expired: true });
     }
   }
   let leased = 0;
-  for (const lease of counter.leases.values()) leased += lease.amount;
+  for (const lease of counter.leases.values()) if (lease.expired !== true) leased += lease.amount;
   let granted = 0;
   const avail = call.limit - counter.used - leased;
   const minGrant = Math.max(1, call.minGrant ?? 1);

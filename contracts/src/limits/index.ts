@@ -1,5 +1,6 @@
 export {
   type CounterStore,
+  LEASE_TOMBSTONE_MS,
   type LeaseCall,
   type LeaseReply,
   LIMIT_PREFIX,
@@ -21,7 +22,9 @@ export {
 } from './keys';
 export {
   DEFAULT_LIMITER_OPTIONS,
+  type LeaseCharge,
   LeasedLimiter,
+  type LeaseWatcher,
   type LimitDecision,
   type LimiterOptions,
   LimiterUnavailableError,

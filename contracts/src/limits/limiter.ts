@@ -14,8 +14,25 @@ export interface LimitTarget {
   seed(): Promise<{ used: number; expiresAtMs: number }>;
 }
 
+/**
+ * What one admission spent of which lease: a usage record carries it into the write-ahead spool,
+ * so that after a crash the next process settles the dead one's open leases at what was recorded.
+ */
+export interface LeaseCharge {
+  key: string;
+  lease: string;
+  units: number;
+}
+
+/** Told when this process's leases open and when the store has them settled. */
+export interface LeaseWatcher {
+  opened(lease: string): void;
+  closed(lease: string): void;
+}
+
 export type LimitDecision =
-  | { allowed: true }
+  /** `charge`: the lease the admission came from (absent when there was none: grace, checks). */
+  | { allowed: true; charge?: LeaseCharge }
   /** `used` counts every admitted call, so `used >= limit` here. */
   | { allowed: false; used: number; limit: number };
 
@@ -49,6 +66,8 @@ export class LimiterUnavailableError extends Error {
 
 interface Held {
   id: string;
+  /** The decision every admission from this lease returns (one object per lease, not per call). */
+  decision: { allowed: true; charge: LeaseCharge };
   left: number;
   spent: number;
   acquiredAt: number;
@@ -61,7 +80,6 @@ interface KeyState {
   touchedAt: number;
 }
 
-const ALLOW: LimitDecision = { allowed: true };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -81,9 +99,17 @@ export class LeasedLimiter {
   denied = 0;
   leases = 0;
 
+  /**
+   * Settlements the store has not taken yet: a dead process's leases at what its spool recorded,
+   * and leases whose grant was lost with the store's answer. Retried by the sweep.
+   */
+  private pending: LeaseCall[] = [];
+  private settling: Promise<void> | undefined;
+
   constructor(
     private readonly store: CounterStore,
     private readonly options: LimiterOptions = DEFAULT_LIMITER_OPTIONS,
+    private readonly watcher?: LeaseWatcher,
   ) {}
 
   get storeCommands(): number {
@@ -93,8 +119,8 @@ export class LeasedLimiter {
   /** Synchronous while a lease has budget left; otherwise one store call (or a short wait at the limit). */
   admit(target: LimitTarget): LimitDecision | Promise<LimitDecision> {
     const state = this.states.get(target.key);
-    if (state !== undefined && this.take(state, target.cost ?? 1)) return ALLOW;
-    return this.slowAdmit(target);
+    const held = state === undefined ? undefined : this.take(state, target.cost ?? 1);
+    return held?.decision ?? this.slowAdmit(target);
   }
 
   /**
@@ -117,17 +143,18 @@ export class LeasedLimiter {
     }
   }
 
-  private take(state: KeyState, cost: number, anyAge = false): boolean {
+  /** Spends `cost` of the held lease; the lease, or undefined when it cannot pay. */
+  private take(state: KeyState, cost: number, anyAge = false): Held | undefined {
     const held = state.held;
-    if (held === undefined || held.left < cost) return false;
+    if (held === undefined || held.left < cost) return undefined;
     const now = performance.now();
-    if (!anyAge && now - held.acquiredAt > this.options.holdMs) return false;
+    if (!anyAge && now - held.acquiredAt > this.options.holdMs) return undefined;
     held.left -= cost;
     held.spent += cost;
     held.lastUsedAt = now;
     state.touchedAt = now;
     this.admitted++;
-    return true;
+    return held;
   }
 
   private async slowAdmit(target: LimitTarget): Promise<LimitDecision> {
@@ -140,7 +167,8 @@ export class LeasedLimiter {
     const deadline = performance.now() + this.options.holdMs + 250;
     const cost = target.cost ?? 1;
     for (;;) {
-      if (this.take(state, cost)) return ALLOW;
+      let held = this.take(state, cost);
+      if (held !== undefined) return held.decision;
       if (state.acquiring === undefined) {
         state.acquiring = this.acquire(state, target).finally(() => {
           if (state !== undefined) state.acquiring = undefined;
@@ -152,10 +180,12 @@ export class LeasedLimiter {
       } catch (error) {
         // The store is unreachable: what this process already leased was reserved there and is
         // still this process's to spend, however old (an expired lease counts as fully spent).
-        if (this.take(state, cost, true)) return ALLOW;
+        held = this.take(state, cost, true);
+        if (held !== undefined) return held.decision;
         throw error;
       }
-      if (this.take(state, cost)) return ALLOW;
+      held = this.take(state, cost);
+      if (held !== undefined) return held.decision;
       // Budget was granted but taken by the other waiters: lease again.
       if (reply.granted > 0) continue;
       if (reply.leasedElsewhere > 0 && performance.now() < deadline) {
@@ -184,16 +214,32 @@ export class LeasedLimiter {
       settle: previous === undefined ? undefined : { leaseId: previous.id, spent: previous.spent },
     };
     try {
+      // Told before the store grants it: a record may name the lease as soon as it exists.
+      if (call.want > 0) this.watcher?.opened(call.leaseId);
       const reply = await this.leaseSeeded(call, target);
       this.leases++;
+      if (previous !== undefined) this.watcher?.closed(previous.id);
       const now = performance.now();
       if (reply.granted > 0) {
-        state.held = { id: call.leaseId, left: reply.granted, spent: 0, acquiredAt: now, lastUsedAt: now };
-      }
+        const charge = { key: target.key, lease: call.leaseId, units: cost };
+        state.held = {
+          id: call.leaseId,
+          decision: { allowed: true, charge },
+          left: reply.granted,
+          spent: 0,
+          acquiredAt: now,
+          lastUsedAt: now,
+        };
+      } else if (call.want > 0) this.watcher?.closed(call.leaseId);
       return { granted: reply.granted, leasedElsewhere: reply.leased - reply.granted, used: reply.used };
     } catch (error) {
       // The lease could not be settled or renewed: it stays held, to be spent while the store is away.
       if (previous !== undefined && state.held === undefined) state.held = previous;
+      // The new lease may have been granted before the answer was lost: settled at nothing later.
+      if (call.want > 0) {
+        this.settleLater([{ key: target.key, lease: call.leaseId, units: 0 }]);
+        this.watcher?.closed(call.leaseId);
+      }
       throw new LimiterUnavailableError(error);
     }
   }
@@ -246,6 +292,51 @@ export class LeasedLimiter {
     }
   }
 
+  /**
+   * Settles leases this process does not hold at the units recorded against them: those of a
+   * process that died (read from the spool it left). An open lease adds them; one that expired
+   * meanwhile (counted whole) gives back the rest; one the store no longer knows is left alone.
+   * Retried while the store is away.
+   */
+  settleLater(charges: readonly LeaseCharge[]): void {
+    for (const charge of charges)
+      this.pending.push({
+        key: charge.key,
+        limit: 0,
+        want: 0,
+        divisor: 1,
+        leaseTtlMs: 0,
+        leaseId: '',
+        settle: { leaseId: charge.lease, spent: charge.units },
+      });
+    if (this.pending.length > 0) {
+      this.startSweeping();
+      void this.settlePending();
+    }
+  }
+
+  /** Settlements still waiting for the store. */
+  get unsettled(): number {
+    return this.pending.length;
+  }
+
+  /** Sends the waiting settlements in one round trip; resolves when that was tried. */
+  settlePending(): Promise<void> {
+    this.settling ??= (async () => {
+      const calls = this.pending;
+      this.pending = [];
+      if (calls.length === 0) return;
+      try {
+        await this.store.settleMany(calls);
+      } catch {
+        this.pending.unshift(...calls);
+      }
+    })().finally(() => {
+      this.settling = undefined;
+    });
+    return this.settling;
+  }
+
   private startSweeping(): void {
     if (this.timer !== undefined || this.closed) return;
     this.timer = setInterval(() => void this.sweep(), Math.max(20, Math.min(this.options.idleMs, 100)));
@@ -278,13 +369,15 @@ export class LeasedLimiter {
       }
       if (state.held === undefined && now - state.touchedAt > 60_000) this.states.delete(key);
     }
-    if (this.states.size === 0 && this.timer !== undefined) {
+    if (this.pending.length > 0) void this.settlePending();
+    if (this.states.size === 0 && this.pending.length === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
     if (calls.length === 0) return;
     try {
       await this.store.settleMany(calls);
+      for (const [, held] of swept) this.watcher?.closed(held.id);
     } catch {
       // The store is away: the lease expires there and counts as fully spent, so its unspent
       // units stay this process's to use until the store is back (a stop gives them up).
@@ -298,5 +391,6 @@ export class LeasedLimiter {
     clearInterval(this.timer);
     await Promise.allSettled([...this.states.values()].map((s) => s.acquiring));
     await this.sweep(true);
+    await this.settlePending();
   }
 }
