@@ -7,7 +7,8 @@
  *   npm run faults -- --only proxy-kill,pg-stop
  *   npm run faults -- --only proxy-kill --results-dir /tmp/x    # CI's subset
  *
- * Exits 1 when any fault lost a served call, passed a limit or answered a 5xx.
+ * Exits 1 when any fault lost a served call, passed a limit, stranded allowance (counted calls
+ * beyond the billable ones) or answered a 5xx.
  *
  * Faults:
  *   aio-kill    the all-in-one service SIGKILLed under load, started again on its data directory
@@ -15,6 +16,7 @@
  *   pg-stop     PostgreSQL stopped for OUTAGE_SECONDS under API load
  *   redis-stop  Redis stopped for OUTAGE_SECONDS under proxy load
  *   cp-kill     control plane + ingest SIGKILLed and started again at once
+ *   redis-flush a customer at its limit, then Redis FLUSHALL and a restart of every process
  *
  * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), sends traffic only
  * to 127.0.0.1, bounded in calls and time, and stops everything it started.
@@ -183,20 +185,26 @@ async function seller(
   };
 }
 
-/** Calls admitted against the limit so far (stored records plus open leases), and records stored. */
-async function accounting(base: string, s: Seller): Promise<{ used: number; records: number }> {
+/**
+ * Calls admitted against the limit so far (stored records plus open leases), records stored
+ * (refusals included) and the billable total of the requests meter (refusals never count).
+ */
+async function accounting(
+  base: string,
+  s: Seller,
+): Promise<{ used: number; records: number; billable: number }> {
   const { used } = await api<{ used: number }>(base, s.key, 'POST', '/v1/sdk/limits', {
     customerRef: s.customer,
     productRef: s.product,
     consume: false,
   });
-  const { records } = await api<{ records: number }>(
+  const { records, total } = await api<{ records: number; total: number }>(
     base,
     s.key,
     'GET',
     `/ui/meters/requests/usage?customerRef=${s.customer}`,
   );
-  return { used, records };
+  return { used, records, billable: total };
 }
 
 /** Reads `read` until it gives the same answer twice, 1 s apart (the pipeline has settled). */
@@ -355,13 +363,16 @@ interface Row {
   clients: Record<Outcome, number>;
   /** Calls the origin ran. */
   executed: number;
-  /** Records stored for the customer, and calls counted against the limit. */
+  /** Records stored for the customer, the billable ones, and calls counted against the limit. */
   recorded: number;
+  billable: number;
   admitted: number;
   limit: number;
   /** Served calls with no record. */
   lost: number;
   overshoot: number;
+  /** Allowance counted as spent with no billable call behind it (a lease nobody settled). */
+  stranded: number;
   clientOutageSeconds: number;
   apiBackSeconds?: number;
   notes: string;
@@ -398,10 +409,12 @@ async function killUnderLoad(
     clients: { ...running.counts },
     executed,
     recorded: books.records,
+    billable: books.billable,
     admitted: books.used,
     limit,
-    lost: Math.max(0, running.counts.served - books.records),
+    lost: Math.max(0, running.counts.served - books.billable),
     overshoot: Math.max(0, running.counts.served - limit),
+    stranded: Math.max(0, books.used - books.billable),
     clientOutageSeconds: running.outageSeconds(),
     notes,
   };
@@ -422,7 +435,7 @@ async function proxyKill(stack: Stack): Promise<Row> {
       stack.proxy = startProc('proxy', stack.proxyEnv);
       await healthy(stack.proxyUrl, stack.proxy);
     },
-    'the dead proxy\'s unspent lease counts as spent once it expires (10 s): "admitted" above includes it',
+    "the restarted proxy settled the dead one's open lease at what its spool recorded: its unspent units returned",
   );
 }
 
@@ -469,10 +482,12 @@ async function pgStop(stack: Stack): Promise<Row> {
     clients: { ...running.counts },
     executed: 0,
     recorded: 0,
+    billable: 0,
     admitted: 0,
     limit: 0,
     lost: 0,
     overshoot: 0,
+    stranded: 0,
     clientOutageSeconds: running.outageSeconds(),
     notes: `"failed" are 503 dependency_unavailable (${missingRetryAfter} without Retry-After); usage reads keep answering (a key verified before the outage)`,
   };
@@ -501,12 +516,14 @@ async function redisStop(stack: Stack): Promise<Row> {
     clients: { ...running.counts },
     executed: executedOf(stack.origin) - before,
     recorded: books.records,
+    billable: books.billable,
     admitted: books.used,
     limit,
-    lost: Math.max(0, running.counts.served - books.records),
+    lost: Math.max(0, running.counts.served - books.billable),
     overshoot: 0,
+    stranded: Math.max(0, books.used - books.billable),
     clientOutageSeconds: running.outageSeconds(),
-    notes: `${servedInOutage} calls served during the outage: the held lease, then ${grace} in grace (1% of the limit, at most 100); then retry-later refusals`,
+    notes: `${servedInOutage} calls served during the outage: the held lease, then ${grace} in grace (1% of the limit, at most 100), all counted once Redis was back; then retry-later refusals, recorded with outcome \`unavailable\` and not billable`,
   };
 }
 
@@ -538,13 +555,63 @@ async function cpKill(stack: Stack): Promise<Row> {
     clients: { ...running.counts },
     executed: 0,
     recorded: books.records,
+    billable: books.billable,
     admitted: books.used,
     limit: 0,
-    lost: Math.max(0, running.counts.served - books.records),
+    lost: Math.max(0, running.counts.served - books.billable),
     overshoot: 0,
+    stranded: Math.max(0, books.used - books.billable),
     clientOutageSeconds: running.outageSeconds(),
     apiBackSeconds: apiBack,
     notes: `the proxy keeps serving from its caches; the API answers before the usage consumer rejoins its group (running ${ingestBack.toFixed(1)} s after the kill)`,
+  };
+}
+
+/**
+ * A customer spends its whole allowance; Redis then loses every counter (FLUSHALL) and every
+ * process is restarted. The counter is started again from stored usage, which must first have
+ * caught up with the bus: the customer must still be at its limit, nothing more admitted.
+ */
+async function redisFlush(stack: Stack): Promise<Row> {
+  const limit = 500;
+  const s = await seller(stack.base, stack.env, stack.origin, limit);
+  const before = executedOf(stack.origin);
+  const spend = load(toolCall(s), limit * 3);
+  const deadline = Date.now() + 120_000;
+  while (spend.counts.refused === 0 && !spend.finished() && Date.now() < deadline) await sleep(10);
+  await spend.stop();
+  // At once, with the last records possibly still on their way to ClickHouse.
+  execFileSync('redis-cli', ['-p', String(stack.infraEnv.REDIS_PORT), 'FLUSHALL'], { stdio: 'ignore' });
+  await stopProc(stack.proxy);
+  await stopProc(stack.cp);
+  stack.cp = startProc('control-plane', { ...stack.env, SERVICES: 'control-plane,ingest' });
+  await healthy(stack.base, stack.cp);
+  stack.proxy = startProc('proxy', stack.proxyEnv);
+  await healthy(stack.proxyUrl, stack.proxy);
+  const after = load(toolCall(s), 400);
+  const until = Date.now() + 20_000;
+  while (!after.finished() && Date.now() < until) await sleep(50);
+  await after.stop();
+  const books = await settled(() => accounting(stack.base, s));
+  const served = spend.counts.served + after.counts.served;
+  return {
+    fault: 'customer at its limit, Redis FLUSHALL, every process restarted',
+    clients: {
+      served,
+      refused: spend.counts.refused + after.counts.refused,
+      failed: spend.counts.failed + after.counts.failed,
+      server_error: spend.counts.server_error + after.counts.server_error,
+    },
+    executed: executedOf(stack.origin) - before,
+    recorded: books.records,
+    billable: books.billable,
+    admitted: books.used,
+    limit,
+    lost: Math.max(0, served - books.billable),
+    overshoot: Math.max(0, served - limit),
+    stranded: Math.max(0, books.used - books.billable),
+    clientOutageSeconds: after.outageSeconds(),
+    notes: `${after.counts.served} calls served after the flush and restart (${after.counts.refused} refused): the counter was started again from stored usage once ingest had caught up with the bus`,
   };
 }
 
@@ -612,23 +679,26 @@ function report(rows: Row[]): void {
     'Clients: calls served (an answer with a result), refused (a paywall or a retry-later error),',
     'failed (no answer, or 503) and server errors (any other 5xx). Executed: what the origin ran.',
     'Recorded: usage records stored for the customer. Admitted: what the limit counts (stored',
-    'admitted calls plus leases still open). Lost: served calls without a record. Overshoot:',
-    'served calls past the limit.',
+    "admitted calls plus leases still open). Billable: the requests meter's total (refusals are",
+    'records, never billable). Lost: served calls without a billable record. Overshoot: served',
+    'calls past the limit. Stranded: allowance counted with no billable call behind it.',
     '',
-    '| fault | served | refused | failed | 5xx | executed | recorded | admitted | limit | lost | overshoot | client outage (s) | API back (s) | notes |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| fault | served | refused | failed | 5xx | executed | recorded | billable | admitted | limit | lost | overshoot | stranded | client outage (s) | API back (s) | notes |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.fault} | ${r.clients.served} | ${r.clients.refused} | ${r.clients.failed} | ${r.clients.server_error} | ${r.executed || '–'} | ${r.recorded || '–'} | ${r.admitted || '–'} | ${r.limit || '–'} | ${r.lost} | ${r.overshoot} | ${r.clientOutageSeconds.toFixed(1)} | ${r.apiBackSeconds?.toFixed(1) ?? '–'} | ${r.notes} |`,
+        `| ${r.fault} | ${r.clients.served} | ${r.clients.refused} | ${r.clients.failed} | ${r.clients.server_error} | ${r.executed || '–'} | ${r.recorded || '–'} | ${r.billable || '–'} | ${r.admitted || '–'} | ${r.limit || '–'} | ${r.lost} | ${r.overshoot} | ${r.stranded} | ${r.clientOutageSeconds.toFixed(1)} | ${r.apiBackSeconds?.toFixed(1) ?? '–'} | ${r.notes} |`,
     ),
     '',
   ];
   writeFileSync(join(args['results-dir'], 'faults.md'), lines.join('\n'));
   writeFileSync(join(args['results-dir'], 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
   process.stdout.write(`${lines.join('\n')}\n`);
-  const broken = rows.filter((r) => r.lost > 0 || r.overshoot > 0 || r.clients.server_error > 0);
+  const broken = rows.filter(
+    (r) => r.lost > 0 || r.overshoot > 0 || r.stranded > 0 || r.clients.server_error > 0,
+  );
   if (broken.length > 0) {
-    log(`lost calls, overshoot or 5xx in: ${broken.map((r) => r.fault).join('; ')}`);
+    log(`lost calls, overshoot, stranded allowance or 5xx in: ${broken.map((r) => r.fault).join('; ')}`);
     process.exitCode = 1;
   }
 }
@@ -641,7 +711,7 @@ async function main(): Promise<void> {
     log('all-in-one SIGKILL');
     rows.push(await aioKill());
   }
-  if (['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill'].some(wanted)) {
+  if (['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill', 'redis-flush'].some(wanted)) {
     log('starting the distributed stack');
     const stack = await startStack();
     try {
@@ -660,6 +730,10 @@ async function main(): Promise<void> {
       if (wanted('cp-kill')) {
         log('control plane SIGKILL');
         rows.push(await cpKill(stack));
+      }
+      if (wanted('redis-flush')) {
+        log('Redis FLUSHALL and a full restart');
+        rows.push(await redisFlush(stack));
       }
     } finally {
       await stopProc(stack.proxy);

@@ -24,7 +24,7 @@ export interface UsageRecord {
 
 /** What is known of one gated call (a proxied tools/call, or an SDK limit check that consumes). */
 export interface CallFacts {
-  outcome: 'success' | 'error' | 'paywall' | 'upstream_error' | 'input_required' | 'task';
+  outcome: 'success' | 'error' | 'paywall' | 'unavailable' | 'upstream_error' | 'input_required' | 'task';
   /** The call spent a unit of a plan's allowance: limits count it (and only it). */
   admitted: boolean;
   /** The proxy refused the call (paywall, limit store down, bad request state): never billable. */

@@ -235,6 +235,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.counters ?? new MemoryCounterStore(),
     checkoutSessions,
     deps.logger,
+    deps.settlement,
   );
   const mailer: Mailer =
     deps.config.smtpUrl === undefined

@@ -11,7 +11,8 @@ import { allTopics } from './kafka-bus';
  * once; unreadable messages are skipped and committed by the consumer, so they never hold it.
  */
 export class KafkaUsageSettlement implements UsageSettlement {
-  private admin: Admin | undefined;
+  /** One admin connection, shared by concurrent callers (counter seeds come several at once). */
+  private admin: Promise<Admin> | undefined;
 
   constructor(
     private readonly kafka: Kafka,
@@ -52,19 +53,24 @@ export class KafkaUsageSettlement implements UsageSettlement {
     }
   }
 
-  private async connected(): Promise<Admin> {
-    if (this.admin === undefined) {
+  private connected(): Promise<Admin> {
+    this.admin ??= (async () => {
       const admin = this.kafka.admin();
-      await admin.connect();
-      this.admin = admin;
-    }
+      try {
+        await admin.connect();
+      } catch (error) {
+        this.admin = undefined;
+        throw error;
+      }
+      return admin;
+    })();
     return this.admin;
   }
 
   async close(): Promise<void> {
     const admin = this.admin;
     this.admin = undefined;
-    await admin?.disconnect().catch(() => undefined);
+    await (await admin?.catch(() => undefined))?.disconnect().catch(() => undefined);
   }
 }
 

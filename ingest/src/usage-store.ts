@@ -39,7 +39,7 @@ const BUCKET_START: Readonly<Record<Granularity, string>> = {
  * never one the proxy refused nor a round of a multi-round call that only asked for input.
  */
 export const BILLABLE_RECORD = `NOT JSONExtractBool(properties, 'refused')
-  AND JSONExtractString(properties, 'outcome') NOT IN ('paywall', 'input_required')`;
+  AND JSONExtractString(properties, 'outcome') NOT IN ('paywall', 'unavailable', 'input_required')`;
 
 function aggregateExpression(meter: MeterAggregation | undefined): string {
   const only = meter?.billableOnly === true ? BILLABLE_RECORD : '1';

@@ -28,4 +28,12 @@ export interface CallAnswer {
 }
 
 /** Outcome of one tool call as recorded on the usage record. */
-export type ToolOutcome = 'success' | 'error' | 'paywall' | 'upstream_error' | 'input_required' | 'task';
+export type ToolOutcome =
+  | 'success'
+  | 'error'
+  | 'paywall'
+  /** Refused because the usage limit could not be checked (its store was away): retry later. */
+  | 'unavailable'
+  | 'upstream_error'
+  | 'input_required'
+  | 'task';

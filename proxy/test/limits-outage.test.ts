@@ -140,7 +140,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     expect(
       records.map((r) => [r.properties.tool, r.properties.outcome, r.properties.admitted ?? false]),
     ).toEqual([
-      ['add', 'error', false],
+      ['add', 'unavailable', false],
       ['fail', 'error', false],
     ]);
   });
@@ -171,7 +171,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     expect(records.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
       ['success', true],
       ['success', true],
-      ['error', false],
+      ['unavailable', false],
     ]);
   });
 
@@ -233,7 +233,7 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
       const limited = records.filter((r) => r.properties.tool === 'add');
       expect(limited.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
         ...Array.from({ length: 12 }, () => ['success', true]),
-        ['error', false],
+        ['unavailable', false],
       ]);
     } finally {
       redis('stop');

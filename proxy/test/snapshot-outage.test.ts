@@ -210,7 +210,7 @@ describe('the proxy while its snapshot store is down', () => {
       ['cus_known', 'add', 'success'],
       ['cus_known', 'add', 'success'],
       ['cus_new', 'add', 'success'],
-      ['cus_stranger', 'add', 'error'],
+      ['cus_stranger', 'add', 'unavailable'],
       ['cus_known', 'add', 'success'],
     ]);
   });

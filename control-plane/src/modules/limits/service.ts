@@ -11,7 +11,7 @@ import {
   LimiterUnavailableError,
   type LimitTarget,
 } from '@mcp-meter/contracts/limits';
-import type { UsagePublisher, UsageReader } from '@mcp-meter/contracts/usage';
+import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
 import { type Pool, withAdvisoryLock } from '../../db/pool';
@@ -33,6 +33,9 @@ import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { accessProductIds, findAccessPurchase } from '../purchases/repository';
+
+/** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
+const SEED_SETTLE_MS = 5_000;
 
 export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
 
@@ -105,6 +108,8 @@ export class LimitService {
     private readonly counters: CounterStore,
     private readonly checkout: CheckoutSessions,
     private readonly logger: Logger,
+    /** The ingest watermark: a counter starts only from stored usage that has caught up. */
+    private readonly settlement: UsageSettlement,
   ) {
     // One unit per lease: a REST check holds no budget that a proxy might need.
     this.limiter = new LeasedLimiter(counters, {
@@ -122,11 +127,27 @@ export class LimitService {
     return meter;
   }
 
+  /**
+   * A counter starts from ClickHouse, which must first hold every record already on the usage
+   * bus: after a Redis flush or a full restart, records still travelling (or replayed from a
+   * crashed proxy's spool) would otherwise be left out and their allowance handed back. While
+   * ingest lags past SEED_SETTLE_MS the seed is refused (503): the proxy applies its outage
+   * policy rather than start a counter short.
+   */
+  private async caughtUp(): Promise<void> {
+    if (!(await this.settlement.settled(SEED_SETTLE_MS)))
+      throw new UnavailableError(
+        'usage_store_unavailable',
+        'Stored usage is still catching up with the usage bus; try again shortly',
+      );
+  }
+
   /** Calls admitted in the counter's period so far, from ClickHouse: the start of a counter. */
   async seed(
     scope: CounterScope & { periodEnd: Date | null },
   ): Promise<{ used: number; expiresAtMs: number }> {
     const meter = await this.requestsMeter(scope);
+    await this.caughtUp();
     const now = this.clock.now();
     try {
       const used = await this.reader.limitUsage({
@@ -154,6 +175,7 @@ export class LimitService {
     customerId: string;
   }): Promise<{ used: number; expiresAtMs: number }> {
     const meter = await this.requestsMeter(scope);
+    await this.caughtUp();
     try {
       const usage = await this.reader.creditUsage({
         ...scope,
