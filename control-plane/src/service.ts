@@ -6,7 +6,7 @@ import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/co
 import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import { type Pool, pingDatabase } from './db/pool';
-import { type App, buildApp } from './http/app';
+import { type App, buildApp, warmSchemas } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
@@ -348,6 +348,7 @@ export async function startControlPlane(
   await controlPlane.tokens.publish();
   deps.logger.debug({ servers, entitlements }, 'snapshots published');
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
+  warmSchemas(controlPlane.app, deps.logger);
   if (deps.config.schedulerEnabled !== false)
     controlPlane.scheduler.start(deps.config.schedulerIntervalMs ?? 60_000);
   if ((deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG).enabled) controlPlane.webhookWorker.start();

@@ -28,7 +28,7 @@ async function seller(name: string) {
   const customer = (await call('POST', '/v1/sdk/customers', { externalRef: 'metered-user' })).body;
   const check = (productRef = 'metered', consume = false) =>
     call('POST', '/v1/sdk/limits', { customerRef: 'metered-user', productRef, consume });
-  return { call, customer, check };
+  return { call, customer, check, key: sandboxKey };
 }
 
 describe('plan limits and reported usage', () => {
@@ -70,6 +70,33 @@ describe('plan limits and reported usage', () => {
     expect((await check('metered')).body).toMatchObject({ used: 9 });
     expect((await check('metered', true)).body.withinLimits).toBe(true);
     expect((await check('metered', true)).body.withinLimits).toBe(false);
+  });
+
+  it('starts a counter only from stored usage that has caught up with the usage bus', async () => {
+    const { call, key } = await seller('Lagging ingest');
+    expect(
+      (await call('POST', '/v1/sdk/meter-events', { customerRef: 'metered-user', value: 4 })).status,
+    ).toBe(202);
+    await harness.settled();
+    // A control plane whose counters are gone (a new process, a flushed Redis) while ingest lags.
+    let caughtUp = false;
+    const lagging = await harness.build(harness.store.store, { settled: async () => caughtUp });
+    try {
+      const check = () =>
+        injectClient(lagging, key)('POST', '/v1/sdk/limits', {
+          customerRef: 'metered-user',
+          productRef: 'metered',
+          consume: true,
+        });
+      const refused = await check();
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatchObject({ code: 'usage_store_unavailable' });
+      caughtUp = true;
+      expect((await check()).body).toMatchObject({ withinLimits: true, used: 5, remaining: 5 });
+    } finally {
+      await lagging.limits.close();
+      await lagging.app.close();
+    }
   });
 
   it('counts reported usage when a counter starts from ClickHouse', async () => {

@@ -1,4 +1,4 @@
-import PDFDocument from 'pdfkit';
+// pdfkit is loaded on the first PDF, not at start: it is a fifth of a second of every start.
 import { escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
 import type { Invoice } from './schemas';
@@ -91,7 +91,8 @@ ${rows}
 }
 
 /** The same invoice as a one-document PDF (pdfkit, its built-in Helvetica: nothing fetched). */
-export function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
+export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
+  const { default: PDFDocument } = await import('pdfkit');
   const { invoice: inv, merchant } = doc;
   const money = (amount: number) => formatMoney(amount, inv.currency);
   const pdf = new PDFDocument({

@@ -1,6 +1,5 @@
 import type { OutboundGuard } from '@mcp-meter/contracts/kit';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+// The MCP client is loaded on the first tool import, not at start (a fifth of a second of it).
 import { Agent, fetch as undiciFetch } from 'undici';
 import { DomainError } from '../../errors';
 
@@ -42,6 +41,10 @@ export async function listOriginTools(
   if (refused !== undefined)
     throw new DomainError('origin_unreachable', `Could not read tools/list: ${refused}`);
   const dispatcher = new Agent({ connect: { timeout: timeoutMs, lookup: guard.lookup } as never });
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const client = new Client({ name: 'mcp-meter-tool-import', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: auth === null ? {} : { [auth.header]: auth.value } },
