@@ -1,5 +1,5 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
-import nodemailer, { type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 /** One plain-text message to one person. */
 export interface MailMessage {
@@ -16,27 +16,33 @@ export interface Mailer {
 
 /** SMTP_URL's transport (nodemailer): `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://…:465`. */
 export class SmtpMailer implements Mailer {
-  private readonly transport: Transporter;
+  /** Made on the first message: nodemailer is loaded then, not at every start. */
+  private transport: Promise<Transporter> | undefined;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly from: string,
-  ) {
-    // A message is sent while someone waits on a page: fail in seconds, not minutes.
-    this.transport = nodemailer.createTransport({
-      url,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 15_000,
-    });
+  ) {}
+
+  private transporter(): Promise<Transporter> {
+    this.transport ??= import('nodemailer').then(({ default: nodemailer }) =>
+      // A message is sent while someone waits on a page: fail in seconds, not minutes.
+      nodemailer.createTransport({
+        url: this.url,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 15_000,
+      }),
+    );
+    return this.transport;
   }
 
   async send(message: MailMessage): Promise<void> {
-    await this.transport.sendMail({ from: this.from, ...message });
+    await (await this.transporter()).sendMail({ from: this.from, ...message });
   }
 
   close(): void {
-    this.transport.close();
+    void this.transport?.then((transport) => transport.close());
   }
 }
 
