@@ -17,6 +17,8 @@
  *   redis-stop  Redis stopped for OUTAGE_SECONDS under proxy load
  *   cp-kill     control plane + ingest SIGKILLed and started again at once
  *   redis-flush a customer at its limit, then Redis FLUSHALL and a restart of every process
+ *   kafka-kill  the Kafka broker SIGKILLed under proxy load, started again OUTAGE_SECONDS later
+ *   webhook-kill control plane SIGKILLed while webhook deliveries are in flight, started again
  *
  * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), sends traffic only
  * to 127.0.0.1, bounded in calls and time, and stops everything it started.
@@ -31,6 +33,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -341,6 +344,9 @@ async function startStack(): Promise<Stack> {
     PROXY_PUBLIC_URL: proxyUrl,
     OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
     BUS_NAMESPACE: 'faults',
+    // Webhook deliveries: looked for every half second, an attempt leased for 3 × 3 s.
+    WEBHOOK_INTERVAL_MS: '500',
+    WEBHOOK_TIMEOUT_MS: '3000',
   };
   const cp = startProc('control-plane', { ...env, SERVICES: 'control-plane,ingest' });
   await healthy(base, cp);
@@ -615,6 +621,119 @@ async function redisFlush(stack: Stack): Promise<Row> {
   };
 }
 
+/** Reads `read` until `done` holds (or `seconds` pass), then until it stops changing. */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, seconds = 120): Promise<T> {
+  for (let i = 0; i < seconds * 4; i++) {
+    if (done(await read())) break;
+    await sleep(250);
+  }
+  return settled(read);
+}
+
+/** The broker SIGKILLed while the proxy serves: calls go on, records wait and all arrive after. */
+async function kafkaKill(stack: Stack): Promise<Row> {
+  const limit = 1_000_000;
+  const s = await seller(stack.base, stack.env, stack.origin, limit);
+  const before = executedOf(stack.origin);
+  const running = load(toolCall(s), 100_000);
+  await sleep(2_000);
+  const pid = Number(readFileSync(join(String(stack.infraEnv.STACK_DIR), 'kafka.pid'), 'utf8'));
+  process.kill(pid, 'SIGKILL');
+  const during = { ...running.counts };
+  await sleep(OUTAGE_SECONDS * 1000);
+  const servedInOutage = running.counts.served - during.served;
+  infra(stack.infraEnv, 'kafka', 'start');
+  await sleep(3_000);
+  await running.stop();
+  const served = running.counts.served;
+  const books = await until(
+    () => accounting(stack.base, s),
+    (b) => b.billable >= served,
+  );
+  return {
+    fault: `Kafka broker SIGKILLed under proxy load, started ${OUTAGE_SECONDS} s later`,
+    clients: { ...running.counts },
+    executed: executedOf(stack.origin) - before,
+    recorded: books.records,
+    billable: books.billable,
+    admitted: books.used,
+    limit,
+    lost: Math.max(0, served - books.billable),
+    overshoot: 0,
+    stranded: Math.max(0, books.used - books.billable),
+    clientOutageSeconds: running.outageSeconds(),
+    notes: `${servedInOutage} calls served while the broker was down; their records waited in the proxy (memory, spill file) and all arrived after`,
+  };
+}
+
+/**
+ * The control plane SIGKILLed while webhook deliveries are in flight (a receiver that takes a
+ * second to answer each), started again: every event arrives; an attempt cut short by the kill is
+ * sent again once its lease runs out, with the same event id (at least once, deduplicated by id).
+ */
+async function webhookKill(stack: Stack): Promise<Row> {
+  const events = 40;
+  const received: string[] = [];
+  let killedAt = 0;
+  let lastAt = 0;
+  const receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    request.on('end', () => {
+      setTimeout(() => {
+        try {
+          received.push(String((JSON.parse(body) as { id?: unknown }).id));
+          lastAt = Date.now();
+        } catch {}
+        response.writeHead(200).end();
+      }, 1_000);
+    });
+  });
+  await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+  const address = receiver.address();
+  const port = address !== null && typeof address === 'object' ? address.port : 0;
+  try {
+    const { sandboxKey: key } = admin(stack.env);
+    await api(stack.base, key, 'POST', '/v1/webhook_endpoints', {
+      url: `http://127.0.0.1:${port}/hook`,
+      enabledEvents: ['customer.created'],
+    });
+    for (let i = 0; i < events; i++) await api(stack.base, key, 'POST', '/v1/sdk/customers', {});
+    const deadline = Date.now() + 60_000;
+    while (received.length < 4 && Date.now() < deadline) await sleep(20);
+    await stopProc(stack.cp, 'SIGKILL');
+    killedAt = Date.now();
+    const deliveredBefore = new Set(received).size;
+    stack.cp = startProc('control-plane', { ...stack.env, SERVICES: 'control-plane,ingest' });
+    await healthy(stack.base, stack.cp);
+    const apiBack = (Date.now() - killedAt) / 1000;
+    const all = Date.now() + 120_000;
+    while (new Set(received).size < events && Date.now() < all) await sleep(100);
+    await sleep(2_000);
+    const distinct = new Set(received).size;
+    return {
+      fault: 'control plane SIGKILLed during webhook deliveries, restarted',
+      clients: { served: 0, refused: 0, failed: 0, server_error: 0 },
+      executed: events,
+      recorded: distinct,
+      billable: 0,
+      admitted: 0,
+      limit: 0,
+      lost: events - distinct,
+      overshoot: 0,
+      stranded: 0,
+      clientOutageSeconds: 0,
+      apiBackSeconds: apiBack,
+      notes: `${events} events, ${distinct} delivered (${deliveredBefore} before the kill), ${received.length - distinct} sent twice with the same event id (attempts cut short by the kill, resent once their 9 s lease ran out); the last ${((lastAt - killedAt) / 1000).toFixed(1)} s after the kill`,
+    };
+  } finally {
+    receiver.closeAllConnections();
+    receiver.close();
+  }
+}
+
 async function aioKill(): Promise<Row> {
   const dataDir = join(work, 'aio');
   const port = await freePort();
@@ -711,7 +830,11 @@ async function main(): Promise<void> {
     log('all-in-one SIGKILL');
     rows.push(await aioKill());
   }
-  if (['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill', 'redis-flush'].some(wanted)) {
+  if (
+    ['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill', 'redis-flush', 'kafka-kill', 'webhook-kill'].some(
+      wanted,
+    )
+  ) {
     log('starting the distributed stack');
     const stack = await startStack();
     try {
@@ -734,6 +857,14 @@ async function main(): Promise<void> {
       if (wanted('redis-flush')) {
         log('Redis FLUSHALL and a full restart');
         rows.push(await redisFlush(stack));
+      }
+      if (wanted('kafka-kill')) {
+        log('Kafka SIGKILL');
+        rows.push(await kafkaKill(stack));
+      }
+      if (wanted('webhook-kill')) {
+        log('control plane SIGKILL during webhook deliveries');
+        rows.push(await webhookKill(stack));
       }
     } finally {
       await stopProc(stack.proxy);

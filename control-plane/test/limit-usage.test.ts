@@ -70,6 +70,10 @@ describe('plan limits and reported usage', () => {
     expect((await check('metered')).body).toMatchObject({ used: 9 });
     expect((await check('metered', true)).body.withinLimits).toBe(true);
     expect((await check('metered', true)).body.withinLimits).toBe(false);
+    expect((await check('metered')).body).not.toHaveProperty('overLimit');
+    // Usage reported past the limit is shown as such, not hidden in a used of 10.
+    await call('POST', '/v1/sdk/usages', { customerRef: 'metered-user', productRef: 'metered', units: 3 });
+    expect((await check('metered')).body).toMatchObject({ used: 10, remaining: 0, overLimit: 3 });
   });
 
   it('starts a counter only from stored usage that has caught up with the usage bus', async () => {

@@ -25,6 +25,13 @@ const LimitAnswer = Type.Object({
   limit: Nullable(Type.Integer()),
   used: Type.Integer(),
   remaining: Nullable(Type.Integer()),
+  overLimit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description:
+        'Units counted beyond the limit: calls admitted on a proxy outage grace, or usage reported past it',
+    }),
+  ),
   planId: Type.Optional(Type.String()),
   creditBalance: Type.Optional(
     Type.Integer({

@@ -72,6 +72,11 @@ export interface LimitAnswer {
   limit: number | null;
   used: number;
   remaining: number | null;
+  /**
+   * Units counted beyond the limit, when there are any: calls a proxy admitted on its outage
+   * grace while Redis was away, or usage reported through the usage API past the limit.
+   */
+  overLimit?: number;
   planId?: string;
   /** Credit-paid plans: credits still available to calls (the balance less calls not yet debited). */
   creditBalance?: number;
@@ -329,13 +334,15 @@ export class LimitService {
       const { used } = await this.seed({ ...scope, periodEnd: governing.periodEnd });
       base = { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
     } else {
-      const used = Math.min(governing.limit, await this.reserved(target));
+      const counted = await this.reserved(target);
+      const used = Math.min(governing.limit, counted);
       const remaining = governing.limit - used;
       base = {
         withinLimits: remaining > 0,
         limit: governing.limit,
         used,
         remaining,
+        ...(counted > governing.limit ? { overLimit: counted - governing.limit } : {}),
         planId: governing.planId,
       };
     }
