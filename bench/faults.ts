@@ -273,6 +273,8 @@ function load(call: () => Promise<Outcome>, maxCalls = 50_000): Load {
 let rpcId = 0;
 /** The last answer that was not a served call, for the log. */
 let lastFailure = '';
+/** Every answer that was not a served call, for the log at the end. */
+const failures: string[] = [];
 function toolCall(s: Seller): () => Promise<Outcome> {
   return async () => {
     try {
@@ -294,10 +296,12 @@ function toolCall(s: Seller): () => Promise<Outcome> {
       const text = await response.text();
       if (text.includes('"text":"3"')) return 'served';
       lastFailure = `${response.status} ${text.slice(0, 200)}`;
+      failures.push(lastFailure);
       if (response.status >= 500) return response.status === 503 ? 'failed' : 'server_error';
       return text.includes('dev.mcp-meter/paywall') || text.includes('"error"') ? 'refused' : 'failed';
     } catch (error) {
       lastFailure = String(error);
+      failures.push(`${lastFailure} (${(error as Error).cause ?? ''})`);
       return 'failed';
     }
   };
@@ -813,6 +817,12 @@ function report(rows: Row[]): void {
   writeFileSync(join(args['results-dir'], 'faults.md'), lines.join('\n'));
   writeFileSync(join(args['results-dir'], 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
   process.stdout.write(`${lines.join('\n')}\n`);
+  const kinds = new Map<string, number>();
+  for (const f of failures) {
+    const kind = f.replace(/"id":\d+/, '"id":…').slice(0, 160);
+    kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+  }
+  for (const [kind, n] of kinds) log(`${n} × ${kind}`);
   const broken = rows.filter(
     (r) => r.lost > 0 || r.overshoot > 0 || r.stranded > 0 || r.clients.server_error > 0,
   );

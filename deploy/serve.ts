@@ -1,20 +1,16 @@
 /**
  * One entry point for every way of running: `npm start` runs all services in one process on
  * embedded defaults; `SERVICES=proxy` (etc.) runs a subset against real servers, as `npm run
- * stack` does. Only wiring lives here.
+ * stack` does. Only wiring lives here. A service's package is loaded only when it runs: a proxy
+ * process never loads Fastify or PostgreSQL code, and each starts sooner.
  */
 
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
-import {
-  type ControlPlaneConfig,
-  openDatabase,
-  readControlPlaneConfig,
-  startControlPlane,
-} from '@mcp-meter/control-plane';
+import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
 import { openUsageBus, openUsageStore, startIngestConsumer, type UsageStoreHandle } from '@mcp-meter/ingest';
-import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
+import { readProxyConfig } from '@mcp-meter/proxy/config';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
 type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -64,6 +60,11 @@ async function main(): Promise<void> {
   const { services, controlPlane: cp, proxy: proxyConfig } = config;
   const logger = createLogger({ level: cp.logLevel, name: [...services].join('+') });
   const closers: Array<[string, () => Promise<void>]> = [];
+  // Loaded while the connections below are made.
+  const controlPlaneModule = services.has('control-plane') ? import('@mcp-meter/control-plane') : undefined;
+  const proxyModule = services.has('proxy') ? import('@mcp-meter/proxy') : undefined;
+  void controlPlaneModule?.catch(() => undefined);
+  void proxyModule?.catch(() => undefined);
 
   const bus = await openUsageBus(cp.bus, logger);
   closers.push(['usage bus', () => bus.close()]);
@@ -98,7 +99,8 @@ async function main(): Promise<void> {
   const counters = await openCounterStore(cp.redisUrl);
   closers.push(['limit counters', () => counters.close()]);
 
-  if (services.has('control-plane') && usageStore !== undefined) {
+  if (controlPlaneModule !== undefined && usageStore !== undefined) {
+    const { openDatabase, startControlPlane } = await controlPlaneModule;
     const database = await openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger });
     closers.push(['database', () => database.close()]);
     const server = await startControlPlane({
@@ -121,7 +123,8 @@ async function main(): Promise<void> {
     process.stdout.write(`Control plane: ${server.url}  (API docs: ${server.url}/openapi.json)\n`);
   }
 
-  if (services.has('proxy')) {
+  if (proxyModule !== undefined) {
+    const { startProxy } = await proxyModule;
     const proxy = await startProxy({
       config: proxyConfig,
       snapshots,
