@@ -107,12 +107,19 @@ async function healthy(url: string, proc: Proc, seconds = 120): Promise<number> 
   }
 }
 
-function infra(env: NodeJS.ProcessEnv, component: string, verb: 'start' | 'stop'): void {
-  execFileSync('bash', [join(root, 'deploy', 'infra.sh'), component, verb], {
+/**
+ * deploy/infra.sh, without blocking this process: the origin and the client loops live here, and
+ * a synchronous wait of seconds would stall calls in flight (a fault of the harness, not the system).
+ */
+async function infra(env: NodeJS.ProcessEnv, component: string, verb: 'start' | 'stop'): Promise<void> {
+  // stdio ignored: the servers it starts keep no pipe of ours open.
+  const child = spawn('bash', [join(root, 'deploy', 'infra.sh'), component, verb], {
     env,
     stdio: 'ignore',
     timeout: 180_000,
   });
+  const code = await new Promise<number | null>((done) => child.once('exit', done));
+  if (code !== 0) throw new Error(`infra.sh ${component} ${verb} exited with ${code}`);
 }
 
 async function api<T>(base: string, key: string, method: string, path: string, body?: unknown): Promise<T> {
@@ -329,7 +336,7 @@ async function startStack(): Promise<Stack> {
     KAFKA_CONTROLLER_PORT: String(await freePort()),
     PG_PORT: String(await freePort()),
   };
-  infra(infraEnv, 'all', 'start');
+  await infra(infraEnv, 'all', 'start');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const proxyPort = await freePort();
@@ -482,9 +489,9 @@ async function pgStop(stack: Stack): Promise<Row> {
     }
   });
   await sleep(2_000);
-  infra(stack.infraEnv, 'postgres', 'stop');
+  await infra(stack.infraEnv, 'postgres', 'stop');
   await sleep(OUTAGE_SECONDS * 1000);
-  infra(stack.infraEnv, 'postgres', 'start');
+  await infra(stack.infraEnv, 'postgres', 'start');
   await sleep(3_000);
   await running.stop();
   return {
@@ -509,11 +516,11 @@ async function redisStop(stack: Stack): Promise<Row> {
   const before = executedOf(stack.origin);
   const running = load(toolCall(s), 100_000);
   await sleep(2_000);
-  infra(stack.infraEnv, 'redis', 'stop');
   const during = { ...running.counts };
+  await infra(stack.infraEnv, 'redis', 'stop');
   await sleep(OUTAGE_SECONDS * 1000);
   const servedInOutage = running.counts.served - during.served;
-  infra(stack.infraEnv, 'redis', 'start');
+  await infra(stack.infraEnv, 'redis', 'start');
   await sleep(3_000);
   await running.stop();
   const books = await settled(() => accounting(stack.base, s));
@@ -646,7 +653,7 @@ async function kafkaKill(stack: Stack): Promise<Row> {
   const during = { ...running.counts };
   await sleep(OUTAGE_SECONDS * 1000);
   const servedInOutage = running.counts.served - during.served;
-  infra(stack.infraEnv, 'kafka', 'start');
+  await infra(stack.infraEnv, 'kafka', 'start');
   await sleep(3_000);
   await running.stop();
   const served = running.counts.served;
@@ -880,7 +887,7 @@ async function main(): Promise<void> {
       await stopProc(stack.proxy);
       await stopProc(stack.cp);
       await stack.origin.close();
-      infra(stack.infraEnv, 'all', 'stop');
+      await infra(stack.infraEnv, 'all', 'stop');
     }
   }
   report(rows);
