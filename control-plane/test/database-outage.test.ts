@@ -52,9 +52,17 @@ describe('PostgreSQL outage', () => {
     await harness.settled();
     const before = await api('GET', '/ui/meters/requests/usage');
     expect(before).toMatchObject({ status: 200, body: { total: 3 } });
+    // A connection checked out between two queries (a transaction waiting on something else).
+    const held = await harness.pool.connect();
+    await held.query('BEGIN');
 
     postgres('stop');
     try {
+      // Its connection broke with the server while no query ran on it (the event loop turns
+      // first); the process is still here, and the next query on it fails.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await expect(held.query('SELECT 1')).rejects.toThrow();
+      held.release(true);
       const calls: Array<[string, 'GET' | 'POST', string, unknown?]> = [
         [seen.sandboxKey, 'GET', '/v1/ui/products'],
         [seen.sandboxKey, 'POST', '/v1/sdk/customers', { externalRef: 'c-2' }],

@@ -14,12 +14,20 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
 
 export function createPool(connectionString: string): Pool {
   // A connect that cannot finish (PostgreSQL down or hung) fails after 5 s: the request gets a 503.
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString,
     max: 10,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 5_000,
   });
+  // A connection that breaks while checked out between two queries (PostgreSQL stopped during a
+  // transaction) emits 'error' on its client, which with no listener ends the process. Its next
+  // query fails instead (503 dependency_unavailable), and the pool drops it on release. Idle
+  // connections' errors reach the pool's own 'error' event.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
+  return pool;
 }
 
 /**
