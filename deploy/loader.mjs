@@ -1,9 +1,10 @@
 // How the services run TypeScript: `node --import ./deploy/loader.mjs deploy/serve.ts`.
-// tsx resolves modules (extensionless and workspace imports) and handles everything else; the
+// tsx's ES module hooks resolve modules (extensionless and workspace imports; its CommonJS
+// require hook is left out: nothing here requires TypeScript, and it slowed every require); the
 // hooks in loader-hooks.mjs compile this repository's .ts files without tsx's `keepNames`, which
 // wraps every named closure in a call that redefines its `name`: 4.7% of the proxy's CPU per call
 // in a profile of the full path (issue 5 notes).
 import { register } from 'node:module';
-import 'tsx';
+import 'tsx/esm';
 
 register('./loader-hooks.mjs', import.meta.url);
