@@ -801,6 +801,9 @@ async function aioKill(): Promise<Row> {
 
 // ------------------------------------------------------------------ report
 
+/** Calls billed beyond what the origin ran: a record stored twice would show here. */
+const doubled = (r: Row) => (r.executed > 0 && r.billable > 0 ? Math.max(0, r.billable - r.executed) : 0);
+
 function report(rows: Row[]): void {
   const lines = [
     '# Fault matrix',
@@ -810,14 +813,15 @@ function report(rows: Row[]): void {
     'failed (no answer, or 503) and server errors (any other 5xx). Executed: what the origin ran.',
     'Recorded: usage records stored for the customer. Admitted: what the limit counts (stored',
     "admitted calls plus leases still open). Billable: the requests meter's total (refusals are",
-    'records, never billable). Lost: served calls without a billable record. Overshoot: served',
-    'calls past the limit. Stranded: allowance counted with no billable call behind it.',
+    'records, never billable). Lost: served calls without a billable record. Doubled: calls billed',
+    'beyond what the origin ran. Overshoot: served calls past the limit. Stranded: allowance counted',
+    'with no billable call behind it.',
     '',
-    '| fault | served | refused | failed | 5xx | executed | recorded | billable | admitted | limit | lost | overshoot | stranded | client outage (s) | API back (s) | notes |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| fault | served | refused | failed | 5xx | executed | recorded | billable | admitted | limit | lost | doubled | overshoot | stranded | client outage (s) | API back (s) | notes |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.fault} | ${r.clients.served} | ${r.clients.refused} | ${r.clients.failed} | ${r.clients.server_error} | ${r.executed || '–'} | ${r.recorded || '–'} | ${r.billable || '–'} | ${r.admitted || '–'} | ${r.limit || '–'} | ${r.lost} | ${r.overshoot} | ${r.stranded} | ${r.clientOutageSeconds.toFixed(1)} | ${r.apiBackSeconds?.toFixed(1) ?? '–'} | ${r.notes} |`,
+        `| ${r.fault} | ${r.clients.served} | ${r.clients.refused} | ${r.clients.failed} | ${r.clients.server_error} | ${r.executed || '–'} | ${r.recorded || '–'} | ${r.billable || '–'} | ${r.admitted || '–'} | ${r.limit || '–'} | ${r.lost} | ${doubled(r)} | ${r.overshoot} | ${r.stranded} | ${r.clientOutageSeconds.toFixed(1)} | ${r.apiBackSeconds?.toFixed(1) ?? '–'} | ${r.notes} |`,
     ),
     '',
   ];
@@ -831,10 +835,12 @@ function report(rows: Row[]): void {
   }
   for (const [kind, n] of kinds) log(`${n} × ${kind}`);
   const broken = rows.filter(
-    (r) => r.lost > 0 || r.overshoot > 0 || r.stranded > 0 || r.clients.server_error > 0,
+    (r) => r.lost > 0 || doubled(r) > 0 || r.overshoot > 0 || r.stranded > 0 || r.clients.server_error > 0,
   );
   if (broken.length > 0) {
-    log(`lost calls, overshoot, stranded allowance or 5xx in: ${broken.map((r) => r.fault).join('; ')}`);
+    log(
+      `lost or doubled calls, overshoot, stranded allowance or 5xx in: ${broken.map((r) => r.fault).join('; ')}`,
+    );
     process.exitCode = 1;
   }
 }
