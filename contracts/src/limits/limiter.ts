@@ -76,6 +76,8 @@ interface Held {
 
 interface KeyState {
   held: Held | undefined;
+  /** The counter as the store last answered a lease call of this process: used, and leased by all. */
+  seen: { used: number; leased: number } | undefined;
   acquiring: Promise<{ granted: number; leasedElsewhere: number; used: number }> | undefined;
   touchedAt: number;
 }
@@ -160,7 +162,7 @@ export class LeasedLimiter {
   private async slowAdmit(target: LimitTarget): Promise<LimitDecision> {
     let state = this.states.get(target.key);
     if (state === undefined) {
-      state = { held: undefined, acquiring: undefined, touchedAt: performance.now() };
+      state = { held: undefined, seen: undefined, acquiring: undefined, touchedAt: performance.now() };
       this.states.set(target.key, state);
       this.startSweeping();
     }
@@ -218,6 +220,7 @@ export class LeasedLimiter {
       if (call.want > 0) this.watcher?.opened(call.leaseId);
       const reply = await this.leaseSeeded(call, target);
       this.leases++;
+      state.seen = { used: reply.used, leased: reply.leased };
       if (previous !== undefined) this.watcher?.closed(previous.id);
       const now = performance.now();
       if (reply.granted > 0) {
@@ -254,6 +257,17 @@ export class LeasedLimiter {
     } catch (error) {
       throw new LimiterUnavailableError(error);
     }
+  }
+
+  /**
+   * Reported usage plus open leases of a counter as the store answered this process's latest
+   * lease call for it, less what this process's own lease has unspent: what `peek` would read, for
+   * a caller whose admission just made that call (one unit per lease), without a second call.
+   */
+  seenReserved(key: string): number | undefined {
+    const state = this.states.get(key);
+    if (state?.seen === undefined) return undefined;
+    return state.seen.used + Math.max(0, state.seen.leased - (state.held?.left ?? 0));
   }
 
   /** One lease call; a missing counter is seeded first (from the target's usage) and asked again. */

@@ -126,9 +126,17 @@ export class LimitService {
     });
   }
 
+  /** Each tenant's requests meter: made with the provider, never archived, so read once. */
+  private readonly requestsMeters = new Map<string, Meter>();
+
   private async requestsMeter(tenant: AuthContext): Promise<Meter> {
+    const key = `${tenant.providerId}:${tenant.environment}`;
+    const known = this.requestsMeters.get(key);
+    if (known !== undefined) return known;
     const meter = await findMeter(this.pool, tenant.providerId, tenant.environment, REQUESTS_METER);
     if (meter === undefined) throw new Error(`provider ${tenant.providerId} has no requests meter`);
+    if (this.requestsMeters.size >= 10_000) this.requestsMeters.clear();
+    this.requestsMeters.set(key, meter);
     return meter;
   }
 
@@ -334,7 +342,10 @@ export class LimitService {
       const { used } = await this.seed({ ...scope, periodEnd: governing.periodEnd });
       base = { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
     } else {
-      const counted = await this.reserved(target);
+      // A consuming check's admission just asked the store (one unit per lease): its answer is
+      // the count, with no second round trip.
+      const counted =
+        (consume ? this.limiter.seenReserved(target.key) : undefined) ?? (await this.reserved(target));
       const used = Math.min(governing.limit, counted);
       const remaining = governing.limit - used;
       base = {
