@@ -217,6 +217,22 @@ async function accounting(
   return { used, records, billable: total };
 }
 
+/**
+ * A row's reconciled columns: what was stored and counted against the calls clients were served.
+ * `limit` 0: no limit applies, so nothing can overshoot.
+ */
+function reconciled(served: number, books: Awaited<ReturnType<typeof accounting>>, limit: number) {
+  return {
+    recorded: books.records,
+    billable: books.billable,
+    admitted: books.used,
+    limit,
+    lost: Math.max(0, served - books.billable),
+    overshoot: limit > 0 ? Math.max(0, served - limit) : 0,
+    stranded: Math.max(0, books.used - books.billable),
+  };
+}
+
 /** Reads `read` until it gives the same answer twice, 1 s apart (the pipeline has settled). */
 async function settled<T>(read: () => Promise<T>, seconds = 60): Promise<T> {
   let last = JSON.stringify(await read());
@@ -425,13 +441,7 @@ async function killUnderLoad(
     fault,
     clients: { ...running.counts },
     executed,
-    recorded: books.records,
-    billable: books.billable,
-    admitted: books.used,
-    limit,
-    lost: Math.max(0, running.counts.served - books.billable),
-    overshoot: Math.max(0, running.counts.served - limit),
-    stranded: Math.max(0, books.used - books.billable),
+    ...reconciled(running.counts.served, books, limit),
     clientOutageSeconds: running.outageSeconds(),
     notes,
   };
@@ -532,13 +542,7 @@ async function redisStop(stack: Stack): Promise<Row> {
     fault: `Redis stopped ${OUTAGE_SECONDS} s under proxy load`,
     clients: { ...running.counts },
     executed: executedOf(stack.origin) - before,
-    recorded: books.records,
-    billable: books.billable,
-    admitted: books.used,
-    limit,
-    lost: Math.max(0, running.counts.served - books.billable),
-    overshoot: 0,
-    stranded: Math.max(0, books.used - books.billable),
+    ...reconciled(running.counts.served, books, limit),
     clientOutageSeconds: running.outageSeconds(),
     notes: `${servedInOutage} calls served during the outage: the held lease, then ${grace} in grace (1% of the limit, at most 100), all counted once Redis was back; then retry-later refusals, recorded with outcome \`unavailable\` and not billable`,
   };
@@ -571,13 +575,7 @@ async function cpKill(stack: Stack): Promise<Row> {
     fault: 'control plane + ingest SIGKILLed, restarted at once',
     clients: { ...running.counts },
     executed: 0,
-    recorded: books.records,
-    billable: books.billable,
-    admitted: books.used,
-    limit: 0,
-    lost: Math.max(0, running.counts.served - books.billable),
-    overshoot: 0,
-    stranded: Math.max(0, books.used - books.billable),
+    ...reconciled(running.counts.served, books, 0),
     clientOutageSeconds: running.outageSeconds(),
     apiBackSeconds: apiBack,
     notes: `the proxy keeps serving from its caches; the API answers before the usage consumer rejoins its group (running ${ingestBack.toFixed(1)} s after the kill)`,
@@ -620,13 +618,7 @@ async function redisFlush(stack: Stack): Promise<Row> {
       server_error: spend.counts.server_error + after.counts.server_error,
     },
     executed: executedOf(stack.origin) - before,
-    recorded: books.records,
-    billable: books.billable,
-    admitted: books.used,
-    limit,
-    lost: Math.max(0, served - books.billable),
-    overshoot: Math.max(0, served - limit),
-    stranded: Math.max(0, books.used - books.billable),
+    ...reconciled(served, books, limit),
     clientOutageSeconds: after.outageSeconds(),
     notes: `${after.counts.served} calls served after the flush and restart (${after.counts.refused} refused): the counter was started again from stored usage once ingest had caught up with the bus`,
   };
@@ -665,13 +657,7 @@ async function kafkaKill(stack: Stack): Promise<Row> {
     fault: `Kafka broker SIGKILLed under proxy load, started ${OUTAGE_SECONDS} s later`,
     clients: { ...running.counts },
     executed: executedOf(stack.origin) - before,
-    recorded: books.records,
-    billable: books.billable,
-    admitted: books.used,
-    limit,
-    lost: Math.max(0, served - books.billable),
-    overshoot: 0,
-    stranded: Math.max(0, books.used - books.billable),
+    ...reconciled(served, books, limit),
     clientOutageSeconds: running.outageSeconds(),
     notes: `${servedInOutage} calls served while the broker was down; their records waited in the proxy (memory, spill file) and all arrived after`,
   };
@@ -853,41 +839,24 @@ async function main(): Promise<void> {
     log('all-in-one SIGKILL');
     rows.push(await aioKill());
   }
-  if (
-    ['proxy-kill', 'pg-stop', 'redis-stop', 'cp-kill', 'redis-flush', 'kafka-kill', 'webhook-kill'].some(
-      wanted,
-    )
-  ) {
+  // The faults of the distributed stack, in the order they run on one stack.
+  const stackFaults: Array<[string, string, (stack: Stack) => Promise<Row>]> = [
+    ['proxy-kill', 'proxy SIGKILL', proxyKill],
+    ['redis-stop', 'Redis stop', redisStop],
+    ['pg-stop', 'PostgreSQL stop', pgStop],
+    ['cp-kill', 'control plane SIGKILL', cpKill],
+    ['redis-flush', 'Redis FLUSHALL and a full restart', redisFlush],
+    ['kafka-kill', 'Kafka SIGKILL', kafkaKill],
+    ['webhook-kill', 'control plane SIGKILL during webhook deliveries', webhookKill],
+  ];
+  const chosen = stackFaults.filter(([name]) => wanted(name));
+  if (chosen.length > 0) {
     log('starting the distributed stack');
     const stack = await startStack();
     try {
-      if (wanted('proxy-kill')) {
-        log('proxy SIGKILL');
-        rows.push(await proxyKill(stack));
-      }
-      if (wanted('redis-stop')) {
-        log('Redis stop');
-        rows.push(await redisStop(stack));
-      }
-      if (wanted('pg-stop')) {
-        log('PostgreSQL stop');
-        rows.push(await pgStop(stack));
-      }
-      if (wanted('cp-kill')) {
-        log('control plane SIGKILL');
-        rows.push(await cpKill(stack));
-      }
-      if (wanted('redis-flush')) {
-        log('Redis FLUSHALL and a full restart');
-        rows.push(await redisFlush(stack));
-      }
-      if (wanted('kafka-kill')) {
-        log('Kafka SIGKILL');
-        rows.push(await kafkaKill(stack));
-      }
-      if (wanted('webhook-kill')) {
-        log('control plane SIGKILL during webhook deliveries');
-        rows.push(await webhookKill(stack));
+      for (const [, label, run] of chosen) {
+        log(label);
+        rows.push(await run(stack));
       }
     } finally {
       await stopProc(stack.proxy);

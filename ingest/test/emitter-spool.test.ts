@@ -74,6 +74,26 @@ const recordingInto = (into: string[]): UsagePublisher => ({
   async close() {},
 });
 
+/**
+ * Runs the spooling fixture on `dir` (1,000 records, the bus never answering), waits until they
+ * are spooled, and SIGKILLs it.
+ */
+async function spoolAndKill(dir: string, ...extra: string[]): Promise<void> {
+  const child = spawn(
+    process.execPath,
+    ['--import', './deploy/loader.mjs', 'ingest/test/fixtures/spooling-process.ts', dir, '1000', ...extra],
+    { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('spooled')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`spooling process exited early (${code})`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
 const files = (dir: string, prefix: string) => readdirSync(dir).filter((f) => f.startsWith(prefix));
 const lines = (dir: string, prefix: string) =>
   files(dir, prefix).flatMap((f) =>
@@ -125,19 +145,7 @@ describe('the write-ahead usage spool', () => {
 
   it('replays, exactly and once, the spool of a process killed before its bus had the records', async () => {
     const dir = tempDir();
-    const child = spawn(
-      process.execPath,
-      ['--import', './deploy/loader.mjs', 'ingest/test/fixtures/spooling-process.ts', dir, '1000'],
-      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.on('data', (chunk: Buffer) => {
-        if (chunk.toString().includes('spooled')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`spooling process exited early (${code})`)));
-    });
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await spoolAndKill(dir);
     expect(lines(dir, 'spool-')).toHaveLength(1000);
 
     const replayed: string[] = [];
@@ -152,19 +160,7 @@ describe('the write-ahead usage spool', () => {
 
   it('hands the next start what a killed process recorded against each of its open leases', async () => {
     const dir = tempDir();
-    const child = spawn(
-      process.execPath,
-      ['--import', './deploy/loader.mjs', 'ingest/test/fixtures/spooling-process.ts', dir, '1000', 'charged'],
-      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.on('data', (chunk: Buffer) => {
-        if (chunk.toString().includes('spooled')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`spooling process exited early (${code})`)));
-    });
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await spoolAndKill(dir, 'charged');
 
     const replayed: string[] = [];
     const emitter = spooling(dir, recordingInto(replayed));

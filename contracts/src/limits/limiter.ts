@@ -84,6 +84,17 @@ interface KeyState {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A store call that only settles lease `leaseId` of counter `key` at `spent`, leasing nothing. */
+const settleCall = (key: string, leaseId: string, spent: number): LeaseCall => ({
+  key,
+  limit: 0,
+  want: 0,
+  divisor: 1,
+  leaseTtlMs: 0,
+  leaseId: '',
+  settle: { leaseId, spent },
+});
+
 /**
  * Exact usage caps at local speed. Each process leases a chunk of a counter's remaining budget
  * (one atomic store call) and admits calls from it in memory; chunks shrink as the budget runs
@@ -313,16 +324,7 @@ export class LeasedLimiter {
    * Retried while the store is away.
    */
   settleLater(charges: readonly LeaseCharge[]): void {
-    for (const charge of charges)
-      this.pending.push({
-        key: charge.key,
-        limit: 0,
-        want: 0,
-        divisor: 1,
-        leaseTtlMs: 0,
-        leaseId: '',
-        settle: { leaseId: charge.lease, spent: charge.units },
-      });
+    for (const charge of charges) this.pending.push(settleCall(charge.key, charge.lease, charge.units));
     if (this.pending.length > 0) {
       this.startSweeping();
       void this.settlePending();
@@ -371,15 +373,7 @@ export class LeasedLimiter {
       ) {
         state.held = undefined;
         swept.push([state, held]);
-        calls.push({
-          key,
-          limit: 0,
-          want: 0,
-          divisor: 1,
-          leaseTtlMs: 0,
-          leaseId: '',
-          settle: { leaseId: held.id, spent: held.spent },
-        });
+        calls.push(settleCall(key, held.id, held.spent));
       }
       if (state.held === undefined && now - state.touchedAt > 60_000) this.states.delete(key);
     }
