@@ -38,6 +38,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort, processAlive } from '@mcp-meter/contracts/kit';
+import { KafkaUsageSettlement } from '@mcp-meter/ingest';
+import { Kafka, logLevel } from 'kafkajs';
 import { type McpOrigin, startMcpOrigin } from '../test/helpers/mcp-origin';
 
 const root = resolve(import.meta.dirname, '..');
@@ -233,13 +235,59 @@ function reconciled(served: number, books: Awaited<ReturnType<typeof accounting>
   };
 }
 
-/** Reads `read` until it gives the same answer twice, 1 s apart (the pipeline has settled). */
+/**
+ * Everything the proxy served is stored: its emitter has handed every record to the bus (none
+ * queued, none in a publish), and the ingest consumer group has committed past the bus's end
+ * offsets, i.e. written what was there to ClickHouse. Reading the books before that compares
+ * served calls with a pipeline still in motion (ingest flushes every second: two equal reads
+ * 1 s apart are no proof it is done).
+ */
+async function drained(proxyUrl: string, brokers: string | undefined): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const page = await fetch(`${proxyUrl}/metrics`)
+      .then((r) => r.text())
+      .catch(() => '');
+    const metric = (name: string) =>
+      Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(page)?.[1] ?? Number.NaN);
+    const emitted = metric('mcpmeter_usage_emitted_total');
+    const handed =
+      metric('mcpmeter_usage_published_total') +
+      metric('mcpmeter_usage_spilled_total') +
+      metric('mcpmeter_usage_dropped_total');
+    if (metric('mcpmeter_usage_emitter_queue_depth') === 0 && emitted === handed) break;
+    if (Date.now() > deadline)
+      throw new Error(`the proxy's usage emitter did not drain: ${emitted} emitted, ${handed} handed on`);
+    await sleep(100);
+  }
+  // The all-in-one's bus is in its process: its ingest batches are what `settled` waits out.
+  if (brokers === undefined) return;
+  const kafka = new Kafka({
+    clientId: 'faults',
+    brokers: [brokers],
+    logLevel: logLevel.NOTHING,
+  });
+  const settlement = new KafkaUsageSettlement(kafka, 'faults', 'faults-ingest');
+  try {
+    if (!(await settlement.settled(Math.max(1_000, deadline - Date.now()))))
+      throw new Error('ingest did not catch up with the usage bus');
+  } finally {
+    await settlement.close();
+  }
+}
+
+/**
+ * Reads `read` until it gives the same answer three times, 1 s apart: longer than an ingest
+ * flush (1 s) plus a bus fetch, so a batch on its way to ClickHouse shows as a change.
+ */
 async function settled<T>(read: () => Promise<T>, seconds = 60): Promise<T> {
   let last = JSON.stringify(await read());
+  let same = 0;
   for (let i = 0; i < seconds; i++) {
     await sleep(1_000);
     const now = await read();
-    if (JSON.stringify(now) === last) return now;
+    same = JSON.stringify(now) === last ? same + 1 : 0;
+    if (same === 2) return now;
     last = JSON.stringify(now);
   }
   return read();
@@ -416,7 +464,7 @@ const executedOf = (origin: McpOrigin) => origin.calls.get('add') ?? 0;
 /** A process SIGKILLed under load and started again; then calls until the limit, and the books. */
 async function killUnderLoad(
   fault: string,
-  stack: { base: string; origin: McpOrigin },
+  stack: { base: string; origin: McpOrigin; proxyUrl: string; brokers?: string | undefined },
   s: Seller,
   limit: number,
   kill: () => Promise<void>,
@@ -435,6 +483,7 @@ async function killUnderLoad(
   while (running.counts.refused === 0 && !running.finished() && Date.now() < deadline) await sleep(20);
   await running.stop();
   // Everything stored, leases settled (or expired: a dead proxy's lease counts as spent).
+  await drained(stack.proxyUrl, stack.brokers);
   const books = await settled(() => accounting(stack.base, s));
   const executed = executedOf(stack.origin) - before;
   return {
@@ -452,7 +501,7 @@ async function proxyKill(stack: Stack): Promise<Row> {
   const s = await seller(stack.base, stack.env, stack.origin, limit);
   return killUnderLoad(
     'proxy SIGKILL under load, restarted',
-    stack,
+    { ...stack, brokers: stack.env.KAFKA_BROKERS },
     s,
     limit,
     async () => {
@@ -533,6 +582,7 @@ async function redisStop(stack: Stack): Promise<Row> {
   await infra(stack.infraEnv, 'redis', 'start');
   await sleep(3_000);
   await running.stop();
+  await drained(stack.proxyUrl, stack.env.KAFKA_BROKERS);
   const books = await settled(() => accounting(stack.base, s));
   const metrics = await (await fetch(`${stack.proxyUrl}/metrics`)).text();
   const grace = Number(
@@ -570,6 +620,7 @@ async function cpKill(stack: Stack): Promise<Row> {
     }
     await sleep(100);
   }
+  await drained(stack.proxyUrl, stack.env.KAFKA_BROKERS);
   const books = await settled(() => accounting(stack.base, s));
   return {
     fault: 'control plane + ingest SIGKILLed, restarted at once',
@@ -607,6 +658,7 @@ async function redisFlush(stack: Stack): Promise<Row> {
   const until = Date.now() + 20_000;
   while (!after.finished() && Date.now() < until) await sleep(50);
   await after.stop();
+  await drained(stack.proxyUrl, stack.env.KAFKA_BROKERS);
   const books = await settled(() => accounting(stack.base, s));
   const served = spend.counts.served + after.counts.served;
   return {
@@ -649,6 +701,7 @@ async function kafkaKill(stack: Stack): Promise<Row> {
   await sleep(3_000);
   await running.stop();
   const served = running.counts.served;
+  await drained(stack.proxyUrl, stack.env.KAFKA_BROKERS);
   const books = await until(
     () => accounting(stack.base, s),
     (b) => b.billable >= served,
@@ -761,7 +814,7 @@ async function aioKill(): Promise<Row> {
   try {
     const row = await killUnderLoad(
       'all-in-one SIGKILL under load, restarted',
-      { base, origin },
+      { base, origin, proxyUrl },
       s,
       limit,
       async () => {
