@@ -19,7 +19,9 @@ const infraEnv = Object.fromEntries(
 );
 
 const base = { ...process.env, ...infraEnv, DATA_DIR: dataDir };
-const serve = ['--import', join(root, 'deploy', 'loader.mjs'), join(root, 'deploy', 'serve.ts')];
+// Built once here, so the two processes do not both find the build out of date.
+execFileSync(process.execPath, [join(root, 'deploy', 'build.mjs')], { stdio: 'inherit' });
+const serve = [join(root, 'deploy', 'start.mjs')];
 const children: ChildProcess[] = [
   spawn(process.execPath, serve, { env: { ...base, SERVICES: 'control-plane,ingest' }, stdio: 'inherit' }),
   spawn(process.execPath, serve, { env: { ...base, SERVICES: 'proxy' }, stdio: 'inherit' }),

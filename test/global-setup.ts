@@ -33,6 +33,8 @@ export default async function setup(project: TestProject) {
     PG_PORT: String(await freePort()),
   };
   const infra = join(root, 'deploy', 'infra.sh');
+  // The services' build (deploy/build.mjs), made once here: tests that spawn them start it.
+  execFileSync(process.execPath, [join(root, 'deploy', 'build.mjs')], { stdio: 'inherit', timeout: 120_000 });
   try {
     execFileSync('bash', [infra, 'all', 'start'], { env, stdio: 'inherit', timeout: 200_000 });
   } catch (error) {

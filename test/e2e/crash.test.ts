@@ -35,7 +35,7 @@ describe('the all-in-one service killed under load', () => {
   let runs = 0;
 
   const start = async () => {
-    service = spawnService(process.execPath, ['--import', './deploy/loader.mjs', 'deploy/serve.ts'], {
+    service = spawnService(process.execPath, ['deploy/start.mjs'], {
       env,
       logDir: dir,
       name: `serve-${++runs}`,

@@ -45,7 +45,8 @@ export function spawnService(
   };
 }
 
-const SERVE = ['--import', './deploy/loader.mjs', 'deploy/serve.ts'];
+/** The services as `npm start` runs them: from their build (made by the global setup). */
+const SERVE = ['deploy/start.mjs'];
 
 /**
  * The services as `npm run stack` runs them: control plane + ingest in one process (on
