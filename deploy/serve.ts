@@ -9,7 +9,7 @@ import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
-import { openUsageBus, openUsageStore, startIngestConsumer, type UsageStoreHandle } from '@mcp-meter/ingest';
+import { openUsageBus, openUsageStore, startIngestConsumer } from '@mcp-meter/ingest';
 import { readProxyConfig } from '@mcp-meter/proxy/config';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
@@ -66,14 +66,39 @@ async function main(): Promise<void> {
   void controlPlaneModule?.catch(() => undefined);
   void proxyModule?.catch(() => undefined);
 
-  const bus = await openUsageBus(cp.bus, logger);
-  closers.push(['usage bus', () => bus.close()]);
-
-  let usageStore: UsageStoreHandle | undefined;
-  if (services.has('ingest') || services.has('control-plane')) {
-    usageStore = await openUsageStore(cp.clickhouse);
-    closers.push(['usage store', () => usageStore?.close() ?? Promise.resolve()]);
+  // Independent connections, made at once: a restarted control plane answers sooner.
+  const needsUsageStore = services.has('ingest') || services.has('control-plane');
+  const snapshots = openSnapshotStore(cp.redisUrl);
+  closers.push(['snapshot store', () => snapshots.close()]);
+  const opened = await Promise.allSettled([
+    // The control plane publishes snapshots as it starts: the store must take writes by then.
+    snapshots.ready(10_000).then((ready) => {
+      if (!ready && services.has('control-plane'))
+        throw new Error('the snapshot store (Redis) is unreachable');
+    }),
+    openUsageBus(cp.bus, logger),
+    needsUsageStore ? openUsageStore(cp.clickhouse) : Promise.resolve(undefined),
+    openCounterStore(cp.redisUrl),
+    controlPlaneModule?.then(({ openDatabase }) =>
+      openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger }),
+    ),
+  ]);
+  const [, busResult, storeResult, countersResult, databaseResult] = opened;
+  const bus = fulfilled(busResult);
+  const usageStore = fulfilled(storeResult);
+  const counters = fulfilled(countersResult);
+  const database = fulfilled(databaseResult);
+  if (bus !== undefined) closers.push(['usage bus', () => bus.close()]);
+  if (usageStore !== undefined) closers.push(['usage store', () => usageStore.close()]);
+  if (counters !== undefined) closers.push(['limit counters', () => counters.close()]);
+  if (database !== undefined) closers.push(['database', () => database.close()]);
+  const failed = opened.find((r) => r.status === 'rejected');
+  if (failed !== undefined || bus === undefined || counters === undefined) {
+    // What did open is closed again (an embedded PostgreSQL must not outlive this process).
+    for (const [, close] of closers.reverse()) await close().catch(() => undefined);
+    throw failed?.reason ?? new Error('a connection did not open');
   }
+
   let ingestState: 'starting' | 'running' | 'failed' | undefined;
   if (services.has('ingest') && usageStore !== undefined) {
     // Not awaited: joining a Kafka consumer group can wait out a dead member's session (tens of
@@ -93,16 +118,8 @@ async function main(): Promise<void> {
     closers.push(['ingest consumer', () => subscription.stop()]);
   }
 
-  const snapshots = openSnapshotStore(cp.redisUrl);
-  closers.push(['snapshot store', () => snapshots.close()]);
-  // Limit counters: Redis when set (shared by every proxy), else one memory store for this process.
-  const counters = await openCounterStore(cp.redisUrl);
-  closers.push(['limit counters', () => counters.close()]);
-
-  if (controlPlaneModule !== undefined && usageStore !== undefined) {
-    const { openDatabase, startControlPlane } = await controlPlaneModule;
-    const database = await openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger });
-    closers.push(['database', () => database.close()]);
+  if (controlPlaneModule !== undefined && usageStore !== undefined && database !== undefined) {
+    const { startControlPlane } = await controlPlaneModule;
     const server = await startControlPlane({
       config: cp,
       host: cp.host,
@@ -160,6 +177,10 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+function fulfilled<T>(result: PromiseSettledResult<T>): T | undefined {
+  return result.status === 'fulfilled' ? result.value : undefined;
 }
 
 main().catch((error: unknown) => {

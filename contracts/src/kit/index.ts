@@ -1,7 +1,7 @@
 export { ConfigError, type EnvReader, readEnv } from './env';
 export { ID, type IdPrefix, newId, ulid } from './ids';
 export { createLogger, LOG_LEVELS, type Logger, type LogLevel } from './logger';
-export { freePort, processAlive } from './net';
+export { connectedWithin, freePort, processAlive } from './net';
 export {
   isAllowedPort,
   isInternalAddress,

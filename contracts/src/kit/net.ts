@@ -42,3 +42,26 @@ export function processAlive(pid: number): boolean {
     return (error as { code?: string }).code === 'EPERM';
   }
 }
+
+/** A client that reports `ready` once connected (an ioredis connection). */
+interface Connecting {
+  status: string;
+  once(event: 'ready', listener: () => void): unknown;
+  off(event: 'ready', listener: () => void): unknown;
+}
+
+/** Resolves true once `client` is connected, or false after `timeoutMs` (it keeps trying). */
+export function connectedWithin(client: Connecting, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const ready = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', ready);
+      resolve(false);
+    }, timeoutMs);
+    client.once('ready', ready);
+  });
+}

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { connectedWithin } from '../kit/net';
 
 /**
  * One usage-limit counter per customer, product, plan and period. It holds `used` (calls
@@ -170,15 +171,8 @@ export class RedisCounterStore implements CounterStore {
   }
 
   /** Resolves once connected, or after `timeoutMs` (calls then fail until Redis is back). */
-  async ready(timeoutMs = 5_000): Promise<boolean> {
-    if (this.redis.status === 'ready') return true;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
+  ready(timeoutMs = 5_000): Promise<boolean> {
+    return connectedWithin(this.redis, timeoutMs);
   }
 
   async lease(call: LeaseCall): Promise<LeaseReply> {

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { connectedWithin } from '../kit/net';
 
 /** Key-value store shared by the control plane (writer) and the proxies (readers). */
 export interface SnapshotStore {
@@ -7,6 +8,11 @@ export interface SnapshotStore {
   delete(key: string): Promise<void>;
   /** Calls `listener` with each key written or deleted by any process, so caches can drop it. */
   onChange(listener: (key: string) => void): void;
+  /**
+   * Resolves true once the store answers, or false after `timeoutMs` (reads and writes fail
+   * fast until it does): a writer waits for it before publishing at start.
+   */
+  ready(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -26,6 +32,9 @@ export class MemorySnapshotStore implements SnapshotStore {
   async delete(key: string) {
     this.values.delete(key);
     for (const listener of this.listeners) listener(key);
+  }
+  async ready() {
+    return true;
   }
   onChange(listener: (key: string) => void) {
     this.listeners.push(listener);
@@ -47,6 +56,9 @@ export class RedisSnapshotStore implements SnapshotStore {
     );
   }
 
+  ready(timeoutMs = 5_000): Promise<boolean> {
+    return connectedWithin(this.redis, timeoutMs);
+  }
   async get(key: string) {
     return (await this.redis.get(key)) ?? undefined;
   }
