@@ -245,7 +245,7 @@ describe('leased limiter when the holder of a lease vanishes', () => {
   it('tells its watcher each lease it opens and each the store has settled', async () => {
     const events: string[] = [];
     const limiter = new LeasedLimiter(new MemoryCounterStore(), fast, {
-      opened: (lease) => events.push(`opened ${lease}`),
+      opened: (_key, lease) => events.push(`opened ${lease}`),
       closed: (lease) => events.push(`closed ${lease}`),
     });
     const t = target('watched', 100);

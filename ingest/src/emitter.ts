@@ -84,7 +84,10 @@ interface SpoolSegment {
 /** A spool file is sealed (a new one started) after this long or this size. */
 const SEGMENT_MS = 2_000;
 const SEGMENT_BYTES = 16 * 1024 * 1024;
-/** The field of a spool line holding the record's lease charges (`[key, lease, units]` each). */
+/**
+ * The field of a spool line holding the record's lease charges (`[key, lease, units]` each). A
+ * line with this field alone names a lease as it opens (units 0); replay skips it (no record).
+ */
 const CHARGES_FIELD = '~charges';
 
 /** Spool files open in this process (an emitter never adopts another live one's). */
@@ -316,8 +319,27 @@ export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
     else this.sealedSegments.add(segment);
   }
 
-  opened(lease: string): void {
-    if (this.fsyncTimer !== undefined) this.openLeases.add(lease);
+  /**
+   * Written to the spool at once, before the lease can admit a call: a process killed before any
+   * call it admitted on the lease is recorded (calls in flight at the kill) still leaves the lease
+   * named, and the next start settles it at what was recorded (nothing) instead of leaving its
+   * whole budget spent until it expires.
+   */
+  opened(key: string, lease: string): void {
+    if (this.fsyncTimer === undefined) return;
+    this.openLeases.add(lease);
+    try {
+      const segment = this.currentSegment();
+      const bytes = Buffer.from(`{"${CHARGES_FIELD}":${JSON.stringify([[key, lease, 0]])}}\n`);
+      let at = 0;
+      while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
+      segment.bytes += bytes.length;
+      segment.dirty = true;
+      segment.leases.add(lease);
+    } catch (error) {
+      this.counters.spoolFailures++;
+      this.options.logger.error({ err: error, lease }, 'usage spool write failed for a lease opened');
+    }
   }
 
   /** The store counts what the lease spent: the spool no longer needs its records for it. */

@@ -180,8 +180,8 @@ describe('the write-ahead usage spool', () => {
     const dir = tempDir();
     const published: string[] = [];
     const first = spooling(dir, recordingInto(published));
-    first.opened('open-lease');
-    first.opened('settled-lease');
+    first.opened('k', 'open-lease');
+    first.opened('k', 'settled-lease');
     first.emit(record('a'), [{ key: 'k', lease: 'open-lease', units: 1 }]);
     first.emit(record('b'), [{ key: 'k', lease: 'settled-lease', units: 1 }]);
     first.emit(record('c'), [{ key: 'k', lease: 'closed-before', units: 1 }]);
@@ -205,11 +205,31 @@ describe('the write-ahead usage spool', () => {
 
     // The same stop with every lease settled leaves nothing behind.
     const third = spooling(dir, recordingInto(published));
-    third.opened('l');
+    third.opened('k', 'l');
     third.emit(record('d'), [{ key: 'k', lease: 'l', units: 1 }]);
     await third.spooled();
     third.closed('l');
     await third.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('names a lease in the spool as it opens, so one that admitted no recorded call returns whole', async () => {
+    const dir = tempDir();
+    const published: string[] = [];
+    const first = spooling(dir, recordingInto(published));
+    // Opened for a call still in flight when the process stopped: no record spent from it.
+    first.opened('limit:k', 'idle-lease');
+    first.emit(record('a'));
+    await first.flush();
+    await first.close();
+
+    const second = spooling(dir, recordingInto(published));
+    expect(second.inheritedCharges).toEqual([{ key: 'limit:k', lease: 'idle-lease', units: 0 }]);
+    await second.flush();
+    await second.close();
+    // The marker is no record: only 'a' reached the bus (again from the kept file: the store
+    // counts a record id once).
+    expect(new Set(published)).toEqual(new Set(['a']));
     expect(readdirSync(dir)).toEqual([]);
   });
 

@@ -24,9 +24,12 @@ export interface LeaseCharge {
   units: number;
 }
 
-/** Told when this process's leases open and when the store has them settled. */
+/**
+ * Told when this process's leases open (before the store is asked, so before any call spends
+ * from them) and when the store has them settled.
+ */
 export interface LeaseWatcher {
-  opened(lease: string): void;
+  opened(key: string, lease: string): void;
   closed(lease: string): void;
 }
 
@@ -228,7 +231,7 @@ export class LeasedLimiter {
     };
     try {
       // Told before the store grants it: a record may name the lease as soon as it exists.
-      if (call.want > 0) this.watcher?.opened(call.leaseId);
+      if (call.want > 0) this.watcher?.opened(target.key, call.leaseId);
       const reply = await this.leaseSeeded(call, target);
       this.leases++;
       state.seen = { used: reply.used, leased: reply.leased };
