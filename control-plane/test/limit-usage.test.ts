@@ -32,6 +32,49 @@ async function seller(name: string) {
 }
 
 describe('plan limits and reported usage', () => {
+  it('finds the customer, product and governing plan a check names, by id or reference', async () => {
+    const { call, customer, check } = await seller('Lookup');
+    const products = (await call('GET', '/v1/ui/products')).body.data as Array<{
+      id: string;
+      reference: string;
+    }>;
+    const metered = products.find((p) => p.reference === 'metered');
+    // By externalRef or id, by reference or id: the same counter.
+    expect((await check('metered', true)).body).toMatchObject({ withinLimits: true, limit: 10, used: 1 });
+    expect(
+      (await call('POST', '/v1/sdk/limits', { customerRef: customer.id, productRef: metered?.id })).body,
+    ).toMatchObject({ limit: 10, used: 2 });
+    // A purchase governs over the default plan: its plan's limit counts.
+    const paid = (
+      await call('POST', `/v1/ui/products/${metered?.id}/plans`, {
+        name: 'Bigger',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 0,
+        limit: 50,
+      })
+    ).body;
+    expect(
+      (await call('POST', '/v1/sdk/activate', { customerRef: 'metered-user', planRef: paid.id })).body,
+    ).toMatchObject({ status: 'activated' });
+    expect((await check('metered')).body).toMatchObject({ limit: 50, planId: paid.id });
+    // What names nothing is a 404 with its own code; a deleted customer names nothing.
+    expect((await check('no-such-product')).body).toMatchObject({ status: 404, code: 'product_not_found' });
+    expect(
+      (await call('POST', '/v1/sdk/limits', { customerRef: 'nobody', productRef: 'metered' })).body,
+    ).toMatchObject({ status: 404, code: 'customer_not_found' });
+    const gone = (await call('POST', '/v1/sdk/customers', { externalRef: 'gone-user' })).body;
+    expect((await call('DELETE', `/v1/sdk/customers/${gone.id}`)).status).toBeLessThan(300);
+    expect(
+      (await call('POST', '/v1/sdk/limits', { customerRef: 'gone-user', productRef: 'metered' })).body,
+    ).toMatchObject({ status: 404, code: 'customer_not_found' });
+    // A product with no purchase and no default plan: no plan governs, and with none on sale
+    // there is no checkout to offer either.
+    const bare = (await call('POST', '/v1/ui/products', { name: 'Bare', reference: 'bare' })).body;
+    expect(bare.id).toBeDefined();
+    expect((await check('bare')).body).toMatchObject({ status: 404, code: 'plan_not_found' });
+  });
+
   it('adds usage reported through the API to a running counter, for the product named or every product', async () => {
     const { call, check } = await seller('Live counter');
     // The counter starts here (one admitted call).

@@ -19,7 +19,6 @@ import { ConflictError, DomainError, NotFoundError, UnavailableError, Validation
 import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { fundedCredits } from '../credits/repository';
-import { findCustomer } from '../customers/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import {
   findDefaultPlanId,
@@ -32,7 +31,8 @@ import {
 import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
-import { accessProductIds, findAccessPurchase } from '../purchases/repository';
+import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
+import { findLimitSubject } from './repository';
 
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
@@ -228,6 +228,16 @@ export class LimitService {
     productId: string,
   ): Promise<Governing | undefined> {
     const purchase = await findAccessPurchase(this.pool, customerId, productId);
+    return this.governingOf(auth, customerId, purchase, () => findDefaultPlanId(this.pool, productId));
+  }
+
+  /** The plan that governs, given the access purchase (if any) and, without one, the default plan. */
+  private async governingOf(
+    auth: AuthContext,
+    customerId: string,
+    purchase: AccessPurchase | undefined,
+    defaultPlanId: () => Promise<string | undefined> | string | undefined,
+  ): Promise<Governing | undefined> {
     if (purchase !== undefined) {
       const plan = await findPlan(this.pool, auth, purchase.plan_id);
       const creditPaid = plan !== undefined && isCreditPaid(settingsOf(plan));
@@ -244,7 +254,7 @@ export class LimitService {
           : null,
       };
     }
-    const defaultId = await findDefaultPlanId(this.pool, productId);
+    const defaultId = await defaultPlanId();
     const plan = defaultId === undefined ? undefined : await findPlan(this.pool, auth, defaultId);
     if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
     const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
@@ -272,11 +282,14 @@ export class LimitService {
   }
 
   private async checkOnce(auth: AuthContext, input: LimitCheck) {
-    const customer = await findCustomer(this.pool, auth, input.customerRef);
-    if (customer === undefined)
+    // Customer, product, purchase and default plan in one round trip (then the plan itself).
+    const subject = await findLimitSubject(this.pool, auth, input.customerRef, input.productRef);
+    if (subject.customerId === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
-    const product = await findProduct(this.pool, auth, input.productRef);
-    if (product === undefined) throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+    if (subject.productId === undefined)
+      throw new NotFoundError('product_not_found', `No product ${input.productRef}`);
+    const customer = { id: subject.customerId };
+    const product = { id: subject.productId };
     if (input.meterName !== undefined && input.meterName !== REQUESTS_METER) {
       const meter = await findMeter(this.pool, auth.providerId, auth.environment, input.meterName);
       if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${input.meterName}`);
@@ -290,7 +303,12 @@ export class LimitService {
     }
     const consume = input.consume ?? true;
     const tenant = { providerId: auth.providerId, environment: auth.environment };
-    const governing = await this.governing(auth, customer.id, product.id);
+    const governing = await this.governingOf(
+      auth,
+      customer.id,
+      subject.purchase,
+      () => subject.defaultPlanId,
+    );
     const scopeFor = (g: Governing): CounterScope => ({
       ...tenant,
       customerId: customer.id,
