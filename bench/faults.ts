@@ -814,6 +814,7 @@ async function aioKill(): Promise<Row> {
     return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
   };
   const orphan = postmaster();
+  let apiBack: number | undefined;
   try {
     const row = await killUnderLoad(
       'all-in-one SIGKILL under load, restarted',
@@ -824,12 +825,16 @@ async function aioKill(): Promise<Row> {
         await stopProc(aio, 'SIGKILL');
       },
       async () => {
+        const restartedAt = Date.now();
         aio = startProc('all-in-one', env);
         await healthy(base, aio);
+        apiBack = (Date.now() - restartedAt) / 1000;
         await healthy(proxyUrl, aio);
       },
       '',
     );
+    // From the restart (the kill was a second before it): its embedded PostgreSQL starts again too.
+    row.apiBackSeconds = apiBack;
     const orphanAlive = orphan !== undefined && processAlive(orphan);
     await stopProc(aio, 'SIGTERM');
     const left = postmaster();
@@ -857,7 +862,9 @@ function report(rows: Row[]): void {
     "admitted calls plus leases still open). Billable: the requests meter's total (refusals are",
     'records, never billable). Lost: served calls without a billable record. Doubled: calls billed',
     'beyond what the origin ran. Overshoot: served calls past the limit. Stranded: allowance counted',
-    'with no billable call behind it.',
+    'with no billable call behind it. API back: seconds until the restarted control plane answers',
+    '`/healthz` (from the kill when it is restarted at once, else from the restart); more than',
+    `${API_BACK_SECONDS} s fails the run.`,
     '',
     '| fault | served | refused | failed | 5xx | executed | recorded | billable | admitted | limit | lost | doubled | overshoot | stranded | client outage (s) | API back (s) | notes |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
