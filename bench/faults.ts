@@ -70,6 +70,8 @@ interface Proc {
   exited: Promise<number | null>;
 }
 const procs = new Set<Proc>();
+/** The infra.sh stacks this run started (their servers outlive it unless stopped). */
+const startedInfra = new Set<NodeJS.ProcessEnv>();
 
 function startProc(name: string, env: NodeJS.ProcessEnv): Proc {
   const child = spawn(process.execPath, SERVE, {
@@ -403,6 +405,7 @@ async function startStack(): Promise<Stack> {
     KAFKA_CONTROLLER_PORT: String(await freePort()),
     PG_PORT: String(await freePort()),
   };
+  startedInfra.add(infraEnv);
   await infra(infraEnv, 'all', 'start');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -933,10 +936,24 @@ async function main(): Promise<void> {
       await stopProc(stack.cp);
       await stack.origin.close();
       await infra(stack.infraEnv, 'all', 'stop');
+      startedInfra.delete(stack.infraEnv);
     }
   }
   report(rows);
 }
+
+// Stopped by a signal (Ctrl-C, a CI timeout): the servers infra.sh started run as daemons and
+// would outlive this process, so they are stopped here before it exits.
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => {
+    log(`${signal}: stopping what this run started; logs kept in ${work}`);
+    for (const proc of procs) proc.child.kill('SIGKILL');
+    for (const env of startedInfra)
+      try {
+        execFileSync('bash', [join(root, 'deploy', 'infra.sh'), 'all', 'stop'], { env, stdio: 'ignore' });
+      } catch {}
+    process.exit(130);
+  });
 
 try {
   await main();
