@@ -240,6 +240,13 @@ function reconciled(served: number, books: Awaited<ReturnType<typeof accounting>
   };
 }
 
+/** A series' value on a Prometheus text page (`name{labels}` as the page writes it). */
+function metricValue(page: string, series: string): number | undefined {
+  const escaped = series.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const value = new RegExp(`^${escaped} (\\d+)$`, 'm').exec(page)?.[1];
+  return value === undefined ? undefined : Number(value);
+}
+
 /**
  * Everything the proxy served is stored: its emitter has handed every record to the bus (none
  * queued, none in a publish), and the ingest consumer group has committed past the bus's end
@@ -253,8 +260,7 @@ async function drained(proxyUrl: string, brokers: string | undefined): Promise<v
     const page = await fetch(`${proxyUrl}/metrics`)
       .then((r) => r.text())
       .catch(() => '');
-    const metric = (name: string) =>
-      Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(page)?.[1] ?? Number.NaN);
+    const metric = (name: string) => metricValue(page, name) ?? Number.NaN;
     const emitted = metric('mcpmeter_usage_emitted_total');
     const handed =
       metric('mcpmeter_usage_published_total') +
@@ -591,9 +597,7 @@ async function redisStop(stack: Stack): Promise<Row> {
   await drained(stack.proxyUrl, stack.env.KAFKA_BROKERS);
   const books = await settled(() => accounting(stack.base, s));
   const metrics = await (await fetch(`${stack.proxyUrl}/metrics`)).text();
-  const grace = Number(
-    /mcpmeter_proxy_limit_decisions_total\{decision="grace"\} (\d+)/.exec(metrics)?.[1] ?? 0,
-  );
+  const grace = metricValue(metrics, 'mcpmeter_proxy_limit_decisions_total{decision="grace"}') ?? 0;
   return {
     fault: `Redis stopped ${OUTAGE_SECONDS} s under proxy load`,
     clients: { ...running.counts },

@@ -41,15 +41,15 @@ function recipeKey(esbuildVersion) {
     .digest('hex');
 }
 
-/** The current build's entry, when every input is as it was when it was made. */
-function upToDate() {
+/** The current build's entry, when it was made by `recipe` and every input is as it was then. */
+function upToDate(recipe) {
   let manifest;
   try {
     manifest = JSON.parse(readFileSync(join(CURRENT, 'manifest.json'), 'utf8'));
   } catch {
     return undefined;
   }
-  if (manifest.node !== process.version || manifest.root !== root) return undefined;
+  if (manifest.recipe !== recipe || manifest.root !== root) return undefined;
   for (const [file, size, mtimeMs] of manifest.inputs) {
     try {
       const stat = statSync(join(root, file));
@@ -58,7 +58,7 @@ function upToDate() {
       return undefined;
     }
   }
-  return { entry: join(CURRENT, ENTRY), recipe: manifest.recipe };
+  return join(CURRENT, ENTRY);
 }
 
 /**
@@ -67,9 +67,8 @@ function upToDate() {
  * processes started from it may still load its lazily imported chunks; older ones than the last
  * three, and a day old, are removed.
  */
-async function build() {
+async function build(recipe) {
   const esbuild = await import('esbuild');
-  const recipe = recipeKey(esbuild.version);
   const id = `${Date.now()}-${process.pid}`;
   const out = join(CACHE, id);
   const result = await esbuild.build({
@@ -114,7 +113,7 @@ async function build() {
     const stat = statSync(join(root, file));
     return [file, stat.size, stat.mtimeMs];
   });
-  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ node: process.version, root, recipe, inputs }));
+  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ root, recipe, inputs }));
   const link = join(CACHE, `current-${id}`);
   symlinkSync(id, link);
   renameSync(link, CURRENT);
@@ -136,15 +135,12 @@ function prune(keep) {
 /** The entry of an up-to-date build, building one first when needed. */
 export async function built() {
   mkdirSync(CACHE, { recursive: true });
-  const current = upToDate();
-  if (current !== undefined) {
-    // A different esbuild or recipe (an upgrade, an edit of this file) also rebuilds.
-    const esbuildPackage = JSON.parse(
-      readFileSync(join(root, 'node_modules', 'esbuild', 'package.json'), 'utf8'),
-    );
-    if (current.recipe === recipeKey(esbuildPackage.version)) return current.entry;
-  }
-  return build();
+  // A different Node, esbuild or recipe (an upgrade, an edit of this file) also rebuilds.
+  const esbuildPackage = JSON.parse(
+    readFileSync(join(root, 'node_modules', 'esbuild', 'package.json'), 'utf8'),
+  );
+  const recipe = recipeKey(esbuildPackage.version);
+  return upToDate(recipe) ?? build(recipe);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

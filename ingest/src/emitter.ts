@@ -266,11 +266,7 @@ export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
         }
         text += `${line.slice(0, -1)},"${CHARGES_FIELD}":${JSON.stringify(fields)}}\n`;
       }
-      const bytes = Buffer.from(text);
-      let at = 0;
-      while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
-      segment.bytes += bytes.length;
-      segment.dirty = true;
+      append(segment, text);
       for (const record of records) {
         if (this.settledEarly.has(record)) continue;
         this.segmentOf.set(record, segment);
@@ -330,11 +326,7 @@ export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
     this.openLeases.add(lease);
     try {
       const segment = this.currentSegment();
-      const bytes = Buffer.from(`{"${CHARGES_FIELD}":${JSON.stringify([[key, lease, 0]])}}\n`);
-      let at = 0;
-      while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
-      segment.bytes += bytes.length;
-      segment.dirty = true;
+      append(segment, `{"${CHARGES_FIELD}":${JSON.stringify([[key, lease, 0]])}}\n`);
       segment.leases.add(lease);
     } catch (error) {
       this.counters.spoolFailures++;
@@ -534,6 +526,15 @@ export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
   stats(): EmitterStats {
     return { ...this.counters, queued: this.queue.length };
   }
+}
+
+/** Whole lines onto a spool file, in one write where the kernel takes it all (fsync'd later). */
+function append(segment: SpoolSegment, text: string): void {
+  const bytes = Buffer.from(text);
+  let at = 0;
+  while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
+  segment.bytes += bytes.length;
+  segment.dirty = true;
 }
 
 /** A sealed segment may go once the bus has its records and the store its leases. */
