@@ -10,6 +10,7 @@ import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
 import { openUsageBus, openUsageStore, startIngestConsumer } from '@mcp-meter/ingest';
+import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 import { readProxyConfig } from '@mcp-meter/proxy/config';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
@@ -120,7 +121,24 @@ async function main(): Promise<void> {
 
   if (controlPlaneModule !== undefined && usageStore !== undefined && database !== undefined) {
     const { startControlPlane } = await controlPlaneModule;
+    // The SDK limit check answers once its record is in this spool; the records reach the bus in
+    // batches, as the proxy's do (one produce request per check cost more than the check).
+    const recorder = new BatchingUsageEmitter(bus.publisher, {
+      maxBatch: 1_000,
+      lingerMs: 20,
+      maxQueued: 100_000,
+      retryDelayMs: 500,
+      spillDir: cp.spillDir,
+      writeAhead: true,
+      fsyncMs: 1_000,
+      logger,
+    });
+    closers.push(['limit-check records', () => recorder.close()]);
+    // A previous run's records go to the bus first, so counters seeded from stored usage count them.
+    if (!(await recorder.recovered(15_000)))
+      logger.warn('limit-check records of a previous run are not on the bus yet; starting anyway');
     const server = await startControlPlane({
+      recorder,
       config: cp,
       host: cp.host,
       port: cp.port,

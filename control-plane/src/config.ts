@@ -1,3 +1,4 @@
+import { join, resolve } from 'node:path';
 import {
   type EnvReader,
   LOG_LEVELS,
@@ -17,6 +18,12 @@ export { readSecretKey };
 
 export interface ControlPlaneConfig {
   dataDir: string;
+  /**
+   * The write-ahead spool of the SDK limit check's usage records (CONTROL_PLANE_SPILL_DIR,
+   * default DATA_DIR/spill-control-plane): a check answers once its record is here, and the
+   * records go to the bus in batches.
+   */
+  spillDir: string;
   host: string;
   port: number;
   /** Where providers and customers reach the control plane (hosted pages, links in events). */
@@ -93,6 +100,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
   }
   return {
     dataDir,
+    spillDir: resolve(env.string('CONTROL_PLANE_SPILL_DIR', join(dataDir, 'spill-control-plane'))),
     host,
     port,
     publicUrl: (env.url('PUBLIC_URL', ['http', 'https']) ?? `http://127.0.0.1:${port}`).replace(/\/$/, ''),

@@ -2,7 +2,7 @@ import { type Logger, OutboundGuard } from '@mcp-meter/contracts/kit';
 import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
-import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
+import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import { type Pool, pingDatabase } from './db/pool';
@@ -88,6 +88,8 @@ export interface ControlPlaneDeps {
   counters?: CounterStore;
   pool: Pool;
   publisher: UsagePublisher;
+  /** The limit check's records: a write-ahead spool (deploy/serve.ts); without one, published and awaited. */
+  recorder?: UsageRecorder;
   reader: UsageReader;
   /** Whether the usage bus has stored what it accepted: usage periods close only after it has. */
   settlement: UsageSettlement;
@@ -236,6 +238,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     checkoutSessions,
     deps.logger,
     deps.settlement,
+    deps.recorder,
   );
   const mailer: Mailer =
     deps.config.smtpUrl === undefined
@@ -342,6 +345,8 @@ export async function startControlPlane(
   deps: ControlPlaneDeps & { host: string; port: number },
 ): Promise<ControlPlane & { url: string; close(): Promise<void> }> {
   const controlPlane = await buildControlPlane(deps);
+  const settled = await controlPlane.limits.settleInherited();
+  if (settled > 0) deps.logger.info({ leases: settled }, 'limit-check leases of a previous run settled');
   // The proxy reads only snapshots: rebuild them from PostgreSQL so a fresh or flushed store is whole.
   const servers = await controlPlane.mcpServers.publishAll();
   const entitlements = await controlPlane.purchases.publishAll();

@@ -13,7 +13,8 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
-import type { LeaseCharge, LeaseWatcher } from '@mcp-meter/contracts/limits';
+import type { LeaseCharge } from '@mcp-meter/contracts/limits';
+import type { UsageRecorder } from '@mcp-meter/contracts/usage';
 import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
 
@@ -101,7 +102,7 @@ let spoolSequence = 0;
  * records again; a replay that fails midway is retried whole, which is safe because the store
  * counts a record id once.
  */
-export class BatchingUsageEmitter implements UsageEmitter, LeaseWatcher {
+export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private queue: UsageRecord[] = [];
   /** When the oldest record in the queue arrived (ms, monotonic). */
   private queuedSince = 0;

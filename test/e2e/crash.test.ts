@@ -17,6 +17,8 @@ import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/pr
  */
 const LIMIT = 300;
 const CLIENTS = 8;
+/** The plan limit of the SDK limit-check case. */
+const CHECK_LIMIT = 400;
 
 function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
@@ -68,6 +70,72 @@ describe('the all-in-one service killed under load', () => {
     await origin?.close();
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it('records every limit check it admitted, once, across a SIGKILL', async () => {
+    // The SDK limit check answers once its record is in the control plane's spool; the records
+    // reach the bus in batches. Killed under eight clients, the next start replays the spool
+    // before it answers, so the counter (started from stored records) holds every admission.
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Checks Co'], env);
+    const api = apiClient(baseUrl, provider.sandboxKey);
+    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Checked' });
+    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
+      name: 'Free',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      price: 0,
+      currency: 'usd',
+      limit: CHECK_LIMIT,
+    });
+    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef: 'checks' });
+    expect(
+      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
+        .status,
+    ).toBe(200);
+    const check = async (consume: boolean) => {
+      try {
+        const answer = await apiClient(baseUrl, provider.sandboxKey)<{ withinLimits: boolean; used: number }>(
+          'POST',
+          '/v1/sdk/limits',
+          { customerRef: customer.body.reference, productRef: product.body.id, consume },
+        );
+        return answer.status === 200 ? answer.body : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+
+    let admitted1 = 0;
+    let killed = false;
+    const loops = Array.from({ length: CLIENTS }, async () => {
+      while (!killed) {
+        const answer = await check(true);
+        if (answer?.withinLimits === true) admitted1++;
+        else if (answer !== undefined) throw new Error('refused before the limit');
+      }
+    });
+    while (admitted1 < 150) await new Promise((r) => setTimeout(r, 2));
+    const exited = new Promise((resolve) => service.child.once('exit', resolve));
+    process.kill(service.child.pid as number, 'SIGKILL');
+    killed = true;
+    await Promise.all(loops);
+    await exited;
+
+    await start();
+    const recorded = (await check(false))?.used ?? -1;
+    // Every admission a client was told of is recorded; at most the checks in flight at the kill
+    // (admitted and spooled, their answers never sent) come on top.
+    expect(recorded).toBeGreaterThanOrEqual(admitted1);
+    expect(recorded).toBeLessThanOrEqual(admitted1 + CLIENTS);
+    let admitted2 = 0;
+    for (;;) {
+      const answer = await check(true);
+      if (answer === undefined) throw new Error('a check failed after the restart');
+      if (!answer.withinLimits) break;
+      admitted2++;
+    }
+    expect(recorded + admitted2).toBe(CHECK_LIMIT);
+    expect((await check(false))?.used).toBe(CHECK_LIMIT);
+  }, 240_000);
 
   it('records every served call, never passes the limit, and leaves no PostgreSQL orphan', async () => {
     const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Crash Co'], env);

@@ -1,4 +1,4 @@
-export type { UsagePublisher } from './publisher';
+export type { UsagePublisher, UsageRecorder } from './publisher';
 export * from './reading';
 export * from './settings';
 export type { UsageSettlement } from './settlement';

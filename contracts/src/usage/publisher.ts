@@ -1,3 +1,4 @@
+import type { LeaseCharge, LeaseWatcher } from '../limits';
 import type { UsageRecord } from '../usage-record';
 
 /** Producer side of the usage bus. */
@@ -5,4 +6,20 @@ export interface UsagePublisher {
   /** Resolves only once the bus has durably accepted every record (Kafka: acks from all ISRs). */
   publish(records: readonly UsageRecord[]): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * Records written ahead to a local spool and published in batches off the request path (the
+ * emitter the proxy meters with). A caller that must not answer before its record is safe awaits
+ * `spooled()`; the bus gets the record shortly after, and a crash in between loses nothing: the
+ * next start replays the spool. As a lease watcher it names each limit lease in the spool as it
+ * opens, so a crash never strands a leased unit.
+ */
+export interface UsageRecorder extends LeaseWatcher {
+  /** `charges`: what the call spent of which of this process's limit leases. */
+  emit(record: UsageRecord, charges?: readonly LeaseCharge[]): void;
+  /** Resolves once every record emitted so far is in the spool; undefined when nothing waits. */
+  spooled(): Promise<void> | undefined;
+  /** What the records a dead predecessor left in the spool spent of its leases (settled at start). */
+  readonly inheritedCharges: readonly LeaseCharge[];
 }

@@ -1,12 +1,14 @@
 import { prepared, type Queryable } from '../../db/pool';
+import type { PlanRow } from '../plans/repository';
 import type { Tenant } from '../products/repository';
 import { GRANTS_ACCESS } from '../purchases/state-machine';
 
 /**
  * What a limit check is about, found in one round trip: the customer (by id or externalRef, never
- * a deleted one), the product (by id or reference), the customer's access-granting purchase of
- * it (the latest, as `findAccessPurchase` picks) and, without one, the product's active default
- * plan. A limit check used to make these four queries one after another.
+ * a deleted one) and the frozen time of its sandbox test clock, the product (by id or reference),
+ * the customer's access-granting purchase of it (the latest, as `findAccessPurchase` picks) and,
+ * without one, the product's active default plan, and the governing plan's row (the purchase's
+ * plan, else the default plan). A limit check used to make six queries one after another.
  */
 export interface LimitSubject {
   customerId: string | undefined;
@@ -14,17 +16,22 @@ export interface LimitSubject {
   purchase: { id: string; plan_id: string; period_start: Date; period_end: Date | null } | undefined;
   /** The product's active default plan; looked for only when there is no purchase. */
   defaultPlanId: string | undefined;
+  /** The purchase's plan, else the default plan, as `findPlan` reads it (this tenant's only). */
+  plan: PlanRow | undefined;
+  /** The frozen time of the test clock the customer is on (sandbox). */
+  testTime: Date | undefined;
 }
 
-interface SubjectRow {
-  customer_id: string | null;
-  product_id: string | null;
-  purchase_id: string | null;
-  plan_id: string | null;
-  period_start: Date | null;
-  period_end: Date | null;
-  default_plan_id: string | null;
-}
+type SubjectRow = Partial<PlanRow> & {
+  subject_customer_id: string | null;
+  subject_test_time: Date | null;
+  subject_product_id: string | null;
+  subject_purchase_id: string | null;
+  subject_plan_id: string | null;
+  subject_period_start: Date | null;
+  subject_period_end: Date | null;
+  subject_default_plan_id: string | null;
+};
 
 export async function findLimitSubject(
   db: Queryable,
@@ -36,7 +43,7 @@ export async function findLimitSubject(
     prepared(
       'limit_subject',
       `WITH c AS (
-         SELECT id FROM customers
+         SELECT id, test_clock_id FROM customers
           WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted' AND (id = $3 OR external_ref = $3)
           ORDER BY (id = $3) DESC LIMIT 1
        ), pr AS (
@@ -47,30 +54,61 @@ export async function findLimitSubject(
          SELECT p.id, p.plan_id, p.period_start, p.period_end FROM purchases p
           WHERE p.customer_id = (SELECT id FROM c) AND p.product_id = (SELECT id FROM pr) AND p.status = ANY($5)
           ORDER BY p.updated_at DESC LIMIT 1
+       ), s AS (
+         SELECT (SELECT id FROM c) AS subject_customer_id,
+                (SELECT t.frozen_time FROM test_clocks t
+                  WHERE $2 = 'sandbox' AND t.provider_id = $1 AND t.id = (SELECT test_clock_id FROM c)) AS subject_test_time,
+                (SELECT id FROM pr) AS subject_product_id,
+                pu.id AS subject_purchase_id, pu.plan_id AS subject_plan_id,
+                pu.period_start AS subject_period_start, pu.period_end AS subject_period_end,
+                CASE WHEN pu.id IS NULL THEN
+                  (SELECT id FROM plans WHERE product_id = (SELECT id FROM pr) AND is_default AND status = 'active' LIMIT 1)
+                END AS subject_default_plan_id
+           FROM (SELECT 1) one LEFT JOIN pu ON true
        )
-       SELECT (SELECT id FROM c) AS customer_id,
-              (SELECT id FROM pr) AS product_id,
-              pu.id AS purchase_id, pu.plan_id, pu.period_start, pu.period_end,
-              CASE WHEN pu.id IS NULL THEN
-                (SELECT id FROM plans WHERE product_id = (SELECT id FROM pr) AND is_default AND status = 'active' LIMIT 1)
-              END AS default_plan_id
-         FROM (SELECT 1) one LEFT JOIN pu ON true`,
+       SELECT s.*, p.*, m.name AS meter_name
+         FROM s
+         LEFT JOIN plans p ON p.id = COALESCE(s.subject_plan_id, s.subject_default_plan_id)
+                          AND p.provider_id = $1 AND p.environment = $2
+         LEFT JOIN meters m ON m.id = p.meter_id`,
       [tenant.providerId, tenant.environment, customerRef, productRef, [...GRANTS_ACCESS]],
     ),
   );
   const row = rows[0];
+  if (row === undefined)
+    return {
+      customerId: undefined,
+      productId: undefined,
+      purchase: undefined,
+      defaultPlanId: undefined,
+      plan: undefined,
+      testTime: undefined,
+    };
+  const {
+    subject_customer_id,
+    subject_test_time,
+    subject_product_id,
+    subject_purchase_id,
+    subject_plan_id,
+    subject_period_start,
+    subject_period_end,
+    subject_default_plan_id,
+    ...plan
+  } = row;
   return {
-    customerId: row?.customer_id ?? undefined,
-    productId: row?.product_id ?? undefined,
+    customerId: subject_customer_id ?? undefined,
+    productId: subject_product_id ?? undefined,
     purchase:
-      row?.purchase_id != null && row.plan_id !== null && row.period_start !== null
+      subject_purchase_id !== null && subject_plan_id !== null && subject_period_start !== null
         ? {
-            id: row.purchase_id,
-            plan_id: row.plan_id,
-            period_start: row.period_start,
-            period_end: row.period_end,
+            id: subject_purchase_id,
+            plan_id: subject_plan_id,
+            period_start: subject_period_start,
+            period_end: subject_period_end,
           }
         : undefined,
-    defaultPlanId: row?.default_plan_id ?? undefined,
+    defaultPlanId: subject_default_plan_id ?? undefined,
+    plan: plan.id == null ? undefined : (plan as PlanRow),
+    testTime: subject_test_time ?? undefined,
   };
 }

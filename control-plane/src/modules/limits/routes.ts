@@ -56,6 +56,8 @@ export function limitRoutes(limits: LimitService) {
     app.post(
       '/v1/sdk/limits',
       {
+        // The check reads the customer's test clock in its one lookup query (limits/repository.ts).
+        config: { testTime: 'own' },
         schema: {
           tags: ['usage'],
           summary: "Check (and by default consume one call of) a customer's usage limit for a product",

@@ -7,13 +7,14 @@ import {
   counterExpiry,
   counterKey,
   creditKey,
+  type LeaseCharge,
   LeasedLimiter,
   LimiterUnavailableError,
   type LimitTarget,
 } from '@mcp-meter/contracts/limits';
-import type { UsagePublisher, UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
+import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
-import type { Clock } from '../../clock';
+import { atTestTime, type Clock } from '../../clock';
 import { type Pool, withAdvisoryLock } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
 import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
@@ -32,7 +33,7 @@ import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
-import { findLimitSubject } from './repository';
+import { findLimitSubject, type LimitSubject } from './repository';
 
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
@@ -115,15 +116,38 @@ export class LimitService {
     private readonly logger: Logger,
     /** The ingest watermark: a counter starts only from stored usage that has caught up. */
     private readonly settlement: UsageSettlement,
+    /**
+     * Where a consuming check's record goes: a write-ahead spool published in batches (the
+     * services as deployed), or, without one, straight to the bus, each check awaiting its ack.
+     */
+    private readonly recorder?: UsageRecorder,
   ) {
-    // One unit per lease: a REST check holds no budget that a proxy might need.
-    this.limiter = new LeasedLimiter(counters, {
-      maxLease: 1,
-      divisor: 1,
-      holdMs: 1_000,
-      idleMs: 0,
-      leaseTtlMs: 10_000,
-    });
+    // One unit per lease: a REST check holds no budget that a proxy might need. The recorder
+    // names each lease in its spool as it opens, so a crash before the record is written
+    // returns the unit at the next start instead of stranding it.
+    this.limiter = new LeasedLimiter(
+      counters,
+      {
+        maxLease: 1,
+        divisor: 1,
+        holdMs: 1_000,
+        idleMs: 0,
+        leaseTtlMs: 10_000,
+      },
+      recorder,
+    );
+  }
+
+  /**
+   * Settles the leases a crashed predecessor left open at what its spool recorded: the units it
+   * leased and never recorded go back to the customers.
+   */
+  async settleInherited(): Promise<number> {
+    const inherited = this.recorder?.inheritedCharges ?? [];
+    if (inherited.length === 0) return 0;
+    this.limiter.settleLater(inherited);
+    await this.limiter.settlePending();
+    return inherited.length;
   }
 
   /** Each tenant's requests meter: made with the provider, never archived, so read once. */
@@ -228,18 +252,21 @@ export class LimitService {
     productId: string,
   ): Promise<Governing | undefined> {
     const purchase = await findAccessPurchase(this.pool, customerId, productId);
-    return this.governingOf(auth, customerId, purchase, () => findDefaultPlanId(this.pool, productId));
+    const planId = purchase?.plan_id ?? (await findDefaultPlanId(this.pool, productId));
+    const plan = planId === undefined ? undefined : await findPlan(this.pool, auth, planId);
+    return this.governingOf(customerId, purchase, plan);
   }
 
-  /** The plan that governs, given the access purchase (if any) and, without one, the default plan. */
+  /**
+   * The plan that governs, given the access purchase (if any) and the row of its plan or, without
+   * a purchase, of the product's default plan (which governs only while it is free).
+   */
   private async governingOf(
-    auth: AuthContext,
     customerId: string,
-    purchase: AccessPurchase | undefined,
-    defaultPlanId: () => Promise<string | undefined> | string | undefined,
+    purchase: Pick<AccessPurchase, 'plan_id' | 'period_start' | 'period_end'> | undefined,
+    plan: PlanRow | undefined,
   ): Promise<Governing | undefined> {
     if (purchase !== undefined) {
-      const plan = await findPlan(this.pool, auth, purchase.plan_id);
       const creditPaid = plan !== undefined && isCreditPaid(settingsOf(plan));
       return {
         planId: purchase.plan_id,
@@ -254,8 +281,6 @@ export class LimitService {
           : null,
       };
     }
-    const defaultId = await defaultPlanId();
-    const plan = defaultId === undefined ? undefined : await findPlan(this.pool, auth, defaultId);
     if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
     const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
     return {
@@ -282,8 +307,15 @@ export class LimitService {
   }
 
   private async checkOnce(auth: AuthContext, input: LimitCheck) {
-    // Customer, product, purchase and default plan in one round trip (then the plan itself).
+    // Customer, test clock, product, purchase and governing plan in one round trip.
     const subject = await findLimitSubject(this.pool, auth, input.customerRef, input.productRef);
+    // A sandbox customer on a test clock is checked at the clock's time (its periods, its records).
+    if (subject.testTime !== undefined)
+      return atTestTime(subject.testTime, () => this.checkSubject(auth, input, subject));
+    return this.checkSubject(auth, input, subject);
+  }
+
+  private async checkSubject(auth: AuthContext, input: LimitCheck, subject: LimitSubject) {
     if (subject.customerId === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
     if (subject.productId === undefined)
@@ -303,12 +335,7 @@ export class LimitService {
     }
     const consume = input.consume ?? true;
     const tenant = { providerId: auth.providerId, environment: auth.environment };
-    const governing = await this.governingOf(
-      auth,
-      customer.id,
-      subject.purchase,
-      () => subject.defaultPlanId,
-    );
+    const governing = await this.governingOf(customer.id, subject.purchase, subject.plan);
     const scopeFor = (g: Governing): CounterScope => ({
       ...tenant,
       customerId: customer.id,
@@ -339,13 +366,20 @@ export class LimitService {
     const creditTarget = governing.credits === null ? undefined : this.creditTarget(scope, governing.credits);
     let refusedBy: 'limit_reached' | 'credits_exhausted' | undefined;
     if (consume) {
-      if (target !== undefined && !(await this.limiter.admit(target)).allowed) refusedBy = 'limit_reached';
+      const charges: LeaseCharge[] = [];
+      if (target !== undefined) {
+        const admitted = await this.limiter.admit(target);
+        if (!admitted.allowed) refusedBy = 'limit_reached';
+        else if (admitted.charge !== undefined) charges.push(admitted.charge);
+      }
       if (refusedBy === undefined && creditTarget !== undefined) {
-        if (!(await this.limiter.admit(creditTarget)).allowed) {
+        const paid = await this.limiter.admit(creditTarget);
+        if (!paid.allowed) {
           refusedBy = 'credits_exhausted';
           // The call is refused: the unit of the plan's limit it took goes back.
           if (target !== undefined) await this.limiter.giveBack(target);
-        }
+          charges.length = 0;
+        } else if (paid.charge !== undefined) charges.push(paid.charge);
       }
       await this.record(
         auth,
@@ -353,6 +387,7 @@ export class LimitService {
         product.id,
         refusedBy === undefined ? 'success' : 'paywall',
         refusedBy === undefined ? governing.credits?.perUnit : undefined,
+        charges,
       );
     }
     let base: LimitAnswer;
@@ -467,6 +502,7 @@ export class LimitService {
     productId: string,
     outcome: 'success' | 'paywall',
     credits?: number,
+    charges?: readonly LeaseCharge[],
   ) {
     const meter = await this.requestsMeter(auth);
     const record = callRecord(
@@ -481,6 +517,12 @@ export class LimitService {
         ...(credits === undefined ? {} : { credits }),
       },
     );
+    if (this.recorder !== undefined) {
+      // In the spool before the answer goes: the bus gets it with the next batch.
+      this.recorder.emit(record, charges === undefined || charges.length === 0 ? undefined : charges);
+      await this.recorder.spooled();
+      return;
+    }
     try {
       await this.publisher.publish([record]);
     } catch {
