@@ -276,7 +276,8 @@ export class LeasedLimiter {
   /**
    * Reported usage plus open leases of a counter as the store answered this process's latest
    * lease call for it, less what this process's own lease has unspent: what `peek` would read, for
-   * a caller whose admission just made that call (one unit per lease), without a second call.
+   * a caller whose admission came from this process's lease, without a second call. It counts
+   * every admission of this process; the others' as of that lease call (at most `holdMs` ago).
    */
   seenReserved(key: string): number | undefined {
     const state = this.states.get(key);

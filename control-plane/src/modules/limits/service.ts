@@ -7,6 +7,7 @@ import {
   counterExpiry,
   counterKey,
   creditKey,
+  DEFAULT_LIMITER_OPTIONS,
   type LeaseCharge,
   LeasedLimiter,
   LimiterUnavailableError,
@@ -122,18 +123,15 @@ export class LimitService {
      */
     private readonly recorder?: UsageRecorder,
   ) {
-    // One unit per lease: a REST check holds no budget that a proxy might need. The recorder
-    // names each lease in its spool as it opens, so a crash before the record is written
-    // returns the unit at the next start instead of stranding it.
+    // With a spool, checks lease budget as a proxy does (one store call serves many checks, the
+    // leases shrinking to one unit at the limit): the spool names each lease as it opens, so the
+    // next start after a crash settles it at what was recorded. Without one, a lease left by a
+    // crash would count as spent until it expires: one unit per lease then.
     this.limiter = new LeasedLimiter(
       counters,
-      {
-        maxLease: 1,
-        divisor: 1,
-        holdMs: 1_000,
-        idleMs: 0,
-        leaseTtlMs: 10_000,
-      },
+      recorder === undefined
+        ? { maxLease: 1, divisor: 1, holdMs: 1_000, idleMs: 0, leaseTtlMs: 10_000 }
+        : DEFAULT_LIMITER_OPTIONS,
       recorder,
     );
   }
@@ -395,8 +393,9 @@ export class LimitService {
       const { used } = await this.seed({ ...scope, periodEnd: governing.periodEnd });
       base = { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
     } else {
-      // A consuming check's admission just asked the store (one unit per lease): its answer is
-      // the count, with no second round trip.
+      // A consuming check's count comes from the lease it was admitted from, with no second
+      // round trip: every admission of this process, and what the others had admitted or leased
+      // when this process last leased (at most holdMs ago; with one unit per lease, just now).
       const counted =
         (consume ? this.limiter.seenReserved(target.key) : undefined) ?? (await this.reserved(target));
       const used = Math.min(governing.limit, counted);
