@@ -10,19 +10,36 @@ import { GRANTS_ACCESS } from '../purchases/state-machine';
  * without one, the product's active default plan, and the governing plan's row (the purchase's
  * plan, else the default plan). A limit check used to make six queries one after another.
  */
+/** The columns of a plan that decide whether and how it governs a check (of `PlanRow`). */
+export type GoverningPlanRow = Pick<
+  PlanRow,
+  | 'id'
+  | 'type'
+  | 'billing_model'
+  | 'price'
+  | 'base_price'
+  | 'setup_fee'
+  | 'unit_amount'
+  | 'tiers'
+  | 'usage_limit'
+  | 'credits_per_unit'
+  | 'billing_cycle'
+  | 'billing_interval_days'
+>;
+
 export interface LimitSubject {
   customerId: string | undefined;
   productId: string | undefined;
   purchase: { id: string; plan_id: string; period_start: Date; period_end: Date | null } | undefined;
   /** The product's active default plan; looked for only when there is no purchase. */
   defaultPlanId: string | undefined;
-  /** The purchase's plan, else the default plan, as `findPlan` reads it (this tenant's only). */
-  plan: PlanRow | undefined;
+  /** The purchase's plan, else the default plan (this tenant's only, whatever its status). */
+  plan: GoverningPlanRow | undefined;
   /** The frozen time of the test clock the customer is on (sandbox). */
   testTime: Date | undefined;
 }
 
-type SubjectRow = Partial<PlanRow> & {
+type SubjectRow = { [K in keyof GoverningPlanRow]: GoverningPlanRow[K] | null } & {
   subject_customer_id: string | null;
   subject_test_time: Date | null;
   subject_product_id: string | null;
@@ -66,11 +83,11 @@ export async function findLimitSubject(
                 END AS subject_default_plan_id
            FROM (SELECT 1) one LEFT JOIN pu ON true
        )
-       SELECT s.*, p.*, m.name AS meter_name
+       SELECT s.*, p.id, p.type, p.billing_model, p.price, p.base_price, p.setup_fee, p.unit_amount,
+              p.tiers, p.usage_limit, p.credits_per_unit, p.billing_cycle, p.billing_interval_days
          FROM s
          LEFT JOIN plans p ON p.id = COALESCE(s.subject_plan_id, s.subject_default_plan_id)
-                          AND p.provider_id = $1 AND p.environment = $2
-         LEFT JOIN meters m ON m.id = p.meter_id`,
+                          AND p.provider_id = $1 AND p.environment = $2`,
       [tenant.providerId, tenant.environment, customerRef, productRef, [...GRANTS_ACCESS]],
     ),
   );
@@ -108,7 +125,7 @@ export async function findLimitSubject(
           }
         : undefined,
     defaultPlanId: subject_default_plan_id ?? undefined,
-    plan: plan.id == null ? undefined : (plan as PlanRow),
+    plan: plan.id === null ? undefined : (plan as GoverningPlanRow),
     testTime: subject_test_time ?? undefined,
   };
 }

@@ -34,7 +34,7 @@ import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
-import { findLimitSubject, type LimitSubject } from './repository';
+import { findLimitSubject, type GoverningPlanRow, type LimitSubject } from './repository';
 
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
@@ -262,10 +262,11 @@ export class LimitService {
   private async governingOf(
     customerId: string,
     purchase: Pick<AccessPurchase, 'plan_id' | 'period_start' | 'period_end'> | undefined,
-    plan: PlanRow | undefined,
+    plan: GoverningPlanRow | undefined,
   ): Promise<Governing | undefined> {
     if (purchase !== undefined) {
-      const creditPaid = plan !== undefined && isCreditPaid(settingsOf(plan));
+      const creditPaid =
+        plan !== undefined && isCreditPaid({ type: plan.type, billingModel: plan.billing_model });
       return {
         planId: purchase.plan_id,
         limit: plan?.usage_limit ?? null,
@@ -279,7 +280,17 @@ export class LimitService {
           : null,
       };
     }
-    if (plan === undefined || requiresPayment(settingsOf(plan)) || plan.price > 0) return undefined;
+    if (
+      plan === undefined ||
+      requiresPayment({
+        price: plan.price,
+        basePrice: plan.base_price,
+        setupFee: plan.setup_fee,
+        unitAmount: plan.unit_amount,
+        tiers: plan.tiers,
+      })
+    )
+      return undefined;
     const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
     return {
       planId: plan.id,
