@@ -64,4 +64,44 @@ describe('the paywall offer', () => {
     expect(nothing.body.checkoutUrl).toBeUndefined();
     expect(nothing.body.offeredPlanId).toBeUndefined();
   });
+
+  it('answers many refusals at once with one checkout session, never starving the connection pool', async () => {
+    // Each refusal's paywall takes an advisory lock on a pooled connection; were the session
+    // then created on other pooled connections, 10 refusals waiting for the lock would hold the
+    // whole pool while the lock's holder waited for an eleventh (5 s, then a 503).
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Crowd' });
+    const call = injectClient(harness.controlPlane, sandboxKey);
+    const product = (await call('POST', '/v1/ui/products', { name: 'Crowded' })).body;
+    const plan = async (name: string, limit: number, extra: Json = {}) =>
+      (
+        await call('POST', `/v1/ui/products/${product.id}/plans`, {
+          name,
+          type: 'recurring',
+          billingCycle: 'monthly',
+          price: 0,
+          limit,
+          ...extra,
+        })
+      ).body;
+    await plan('Free', 1, { default: true });
+    const more = await plan('More', 100);
+    const customer = (await call('POST', '/v1/sdk/customers', {})).body;
+    const check = () =>
+      call('POST', '/v1/sdk/limits', {
+        customerRef: customer.reference,
+        productRef: product.id,
+        consume: true,
+      });
+    expect((await check()).body.withinLimits).toBe(true);
+    const refusals = await Promise.all(Array.from({ length: 40 }, check));
+    for (const refusal of refusals) {
+      expect(refusal.status).toBe(200);
+      expect(refusal.body).toMatchObject({
+        withinLimits: false,
+        reason: 'limit_reached',
+        offeredPlanId: more.id,
+      });
+    }
+    expect(new Set(refusals.map((r) => r.body.checkoutSessionId)).size).toBe(1);
+  });
 });

@@ -43,15 +43,29 @@ export function prepared(name: string, text: string, values: unknown[]): pg.Quer
 export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    return await transactionOn(client, work);
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * `inTransaction` on a connection the caller already holds (one holding a session-level advisory
+ * lock): work done under the lock never waits for a second connection from the pool, which
+ * other holders waiting for the same lock could have taken, all of them waiting for each other.
+ */
+export async function transactionOn<T>(
+  client: PoolClient,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  await client.query('BEGIN');
+  try {
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
-  } finally {
-    client.release();
   }
 }
 

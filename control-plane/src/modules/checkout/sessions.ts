@@ -1,6 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient, type Queryable, transactionOn } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
@@ -79,21 +79,26 @@ export class CheckoutSessions {
     };
   }
 
-  async create(auth: AuthContext, input: CheckoutInput) {
+  /**
+   * `on`: a connection the caller holds (the paywall's, under its advisory lock); every query of
+   * the creation then runs on it, none waits for another connection from the pool.
+   */
+  async create(auth: AuthContext, input: CheckoutInput, on?: PoolClient) {
+    const db: Queryable = on ?? this.pool;
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
     if ((input.planRef === undefined) === (input.topup === undefined))
       throw problem('/planRef', 'send either planRef or topup');
-    const customer = await findCustomer(this.pool, auth, input.customerRef);
+    const customer = await findCustomer(db, auth, input.customerRef);
     if (customer === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
     const id = newId(ID.checkoutSession);
     const at = this.clock.now();
     let fields: Pick<SessionRow, 'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency'>;
     if (input.planRef !== undefined) {
-      const plan = await findPlan(this.pool, auth, input.planRef);
+      const plan = await findPlan(db, auth, input.planRef);
       if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
-      const product = await findProduct(this.pool, auth, plan.product_id);
+      const product = await findProduct(db, auth, plan.product_id);
       if (plan.status !== 'active' || product?.status !== 'active')
         throw problem('/planRef', 'the plan is not on sale');
       const s = settingsOf(plan);
@@ -109,7 +114,7 @@ export class CheckoutSessions {
     } else {
       const topup = input.topup;
       if (topup === undefined) throw problem('/topup', 'is required');
-      const merchant = await getProvider(this.pool, auth.providerId);
+      const merchant = await getProvider(db, auth.providerId);
       const currency = (topup.currency ?? merchant?.defaultCurrency ?? 'usd').toLowerCase();
       if (!isCurrency(currency)) throw problem('/topup/currency', 'is not an ISO 4217 code');
       const allowed = merchant?.supportedTopupCurrencies;
@@ -139,10 +144,11 @@ export class CheckoutSessions {
       completed_at: null,
       created_at: at,
     };
-    await inTransaction(this.pool, async (tx) => {
+    const write = async (tx: PoolClient) => {
       await insertSession(tx, row);
       await writeEvent(tx, { ...auth, type: 'checkout_session.created', object: this.eventObject(row), at });
-    });
+    };
+    await (on === undefined ? inTransaction(this.pool, write) : transactionOn(on, write));
     return this.toApi(row);
   }
 

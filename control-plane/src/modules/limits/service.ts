@@ -588,10 +588,14 @@ export class LimitService {
       async (client) => {
         const open = await findOpenPlanSession(client, request.customerId, choice.id, openUntil);
         if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
-        const session = await this.checkout.create(auth, {
-          customerRef: request.customerId,
-          planRef: choice.id,
-        });
+        const session = await this.checkout.create(
+          auth,
+          {
+            customerRef: request.customerId,
+            planRef: choice.id,
+          },
+          client,
+        );
         return { sessionId: session.id, url: session.url };
       },
     );
@@ -627,10 +631,14 @@ export class LimitService {
       async (client) => {
         const open = await findOpenTopupSession(client, request.customerId, pack, openUntil);
         if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
-        const session = await this.checkout.create(auth, {
-          customerRef: request.customerId,
-          topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
-        });
+        const session = await this.checkout.create(
+          auth,
+          {
+            customerRef: request.customerId,
+            topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
+          },
+          client,
+        );
         return { sessionId: session.id, url: session.url };
       },
     );
