@@ -7,8 +7,9 @@ import { GRANTS_ACCESS } from '../purchases/state-machine';
  * What a limit check is about, found in one round trip: the customer (by id or externalRef, never
  * a deleted one) and the frozen time of its sandbox test clock, the product (by id or reference),
  * the customer's access-granting purchase of it (the latest, as `findAccessPurchase` picks) and,
- * without one, the product's active default plan, and the governing plan's row (the purchase's
- * plan, else the default plan). A limit check used to make six queries one after another.
+ * without one, the product's active default plan, the governing plan's deciding columns (the
+ * purchase's plan, else the default plan) and the customer's funded credits. A limit check used
+ * to make up to four queries one after another.
  */
 /** The columns of a plan that decide whether and how it governs a check (of `PlanRow`). */
 export type GoverningPlanRow = Pick<
@@ -37,11 +38,17 @@ export interface LimitSubject {
   plan: GoverningPlanRow | undefined;
   /** The frozen time of the test clock the customer is on (sandbox). */
   testTime: Date | undefined;
+  /**
+   * Every credit made available to the customer (balance plus usage debited, as `fundedCredits`
+   * reads it): the cap of its credit counter when the governing plan is paid from credits.
+   */
+  fundedCredits: number;
 }
 
 type SubjectRow = { [K in keyof GoverningPlanRow]: GoverningPlanRow[K] | null } & {
   subject_customer_id: string | null;
   subject_test_time: Date | null;
+  subject_funded_credits: string | null;
   subject_product_id: string | null;
   subject_purchase_id: string | null;
   subject_plan_id: string | null;
@@ -75,6 +82,8 @@ export async function findLimitSubject(
          SELECT (SELECT id FROM c) AS subject_customer_id,
                 (SELECT t.frozen_time FROM test_clocks t
                   WHERE $2 = 'sandbox' AND t.provider_id = $1 AND t.id = (SELECT test_clock_id FROM c)) AS subject_test_time,
+                (SELECT (b.balance + b.usage_debited)::text FROM credit_balances b
+                  WHERE b.customer_id = (SELECT id FROM c)) AS subject_funded_credits,
                 (SELECT id FROM pr) AS subject_product_id,
                 pu.id AS subject_purchase_id, pu.plan_id AS subject_plan_id,
                 pu.period_start AS subject_period_start, pu.period_end AS subject_period_end,
@@ -100,10 +109,12 @@ export async function findLimitSubject(
       defaultPlanId: undefined,
       plan: undefined,
       testTime: undefined,
+      fundedCredits: 0,
     };
   const {
     subject_customer_id,
     subject_test_time,
+    subject_funded_credits,
     subject_product_id,
     subject_purchase_id,
     subject_plan_id,
@@ -127,5 +138,6 @@ export async function findLimitSubject(
     defaultPlanId: subject_default_plan_id ?? undefined,
     plan: plan.id === null ? undefined : (plan as GoverningPlanRow),
     testTime: subject_test_time ?? undefined,
+    fundedCredits: subject_funded_credits === null ? 0 : Number(subject_funded_credits),
   };
 }

@@ -252,7 +252,11 @@ export class LimitService {
     const purchase = await findAccessPurchase(this.pool, customerId, productId);
     const planId = purchase?.plan_id ?? (await findDefaultPlanId(this.pool, productId));
     const plan = planId === undefined ? undefined : await findPlan(this.pool, auth, planId);
-    return this.governingOf(customerId, purchase, plan);
+    return this.governingOf(
+      purchase,
+      plan,
+      async () => (await fundedCredits(this.pool, [customerId])).get(customerId) ?? 0,
+    );
   }
 
   /**
@@ -260,9 +264,10 @@ export class LimitService {
    * a purchase, of the product's default plan (which governs only while it is free).
    */
   private async governingOf(
-    customerId: string,
     purchase: Pick<AccessPurchase, 'plan_id' | 'period_start' | 'period_end'> | undefined,
     plan: GoverningPlanRow | undefined,
+    /** Every credit made available to the customer: read only for a plan paid from credits. */
+    funded: () => Promise<number> | number,
   ): Promise<Governing | undefined> {
     if (purchase !== undefined) {
       const creditPaid =
@@ -275,7 +280,7 @@ export class LimitService {
         credits: creditPaid
           ? {
               perUnit: plan.credits_per_unit,
-              funded: (await fundedCredits(this.pool, [customerId])).get(customerId) ?? 0,
+              funded: await funded(),
             }
           : null,
       };
@@ -344,7 +349,7 @@ export class LimitService {
     }
     const consume = input.consume ?? true;
     const tenant = { providerId: auth.providerId, environment: auth.environment };
-    const governing = await this.governingOf(customer.id, subject.purchase, subject.plan);
+    const governing = await this.governingOf(subject.purchase, subject.plan, () => subject.fundedCredits);
     const scopeFor = (g: Governing): CounterScope => ({
       ...tenant,
       customerId: customer.id,
