@@ -3,14 +3,6 @@ import type { PlanRow } from '../plans/repository';
 import type { Tenant } from '../products/repository';
 import { GRANTS_ACCESS } from '../purchases/state-machine';
 
-/**
- * What a limit check is about, found in one round trip: the customer (by id or externalRef, never
- * a deleted one) and the frozen time of its sandbox test clock, the product (by id or reference),
- * the customer's access-granting purchase of it (the latest, as `findAccessPurchase` picks) and,
- * without one, the product's active default plan, the governing plan's deciding columns (the
- * purchase's plan, else the default plan) and the customer's funded credits. A limit check used
- * to make up to four queries one after another.
- */
 /** The columns of a plan that decide whether and how it governs a check (of `PlanRow`). */
 export type GoverningPlanRow = Pick<
   PlanRow,
@@ -28,12 +20,18 @@ export type GoverningPlanRow = Pick<
   | 'billing_interval_days'
 >;
 
+/**
+ * What a limit check is about, found in one round trip: the customer (by id or externalRef, never
+ * a deleted one) and the frozen time of its sandbox test clock, the product (by id or reference),
+ * the customer's access-granting purchase of it (the latest, as `findAccessPurchase` picks) and,
+ * without one, the product's active default plan, the governing plan's deciding columns (the
+ * purchase's plan, else the default plan) and the customer's funded credits. A limit check used
+ * to make up to four queries one after another.
+ */
 export interface LimitSubject {
   customerId: string | undefined;
   productId: string | undefined;
   purchase: { id: string; plan_id: string; period_start: Date; period_end: Date | null } | undefined;
-  /** The product's active default plan; looked for only when there is no purchase. */
-  defaultPlanId: string | undefined;
   /** The purchase's plan, else the default plan (this tenant's only, whatever its status). */
   plan: GoverningPlanRow | undefined;
   /** The frozen time of the test clock the customer is on (sandbox). */
@@ -106,7 +104,6 @@ export async function findLimitSubject(
       customerId: undefined,
       productId: undefined,
       purchase: undefined,
-      defaultPlanId: undefined,
       plan: undefined,
       testTime: undefined,
       fundedCredits: 0,
@@ -135,7 +132,6 @@ export async function findLimitSubject(
             period_end: subject_period_end,
           }
         : undefined,
-    defaultPlanId: subject_default_plan_id ?? undefined,
     plan: plan.id === null ? undefined : (plan as GoverningPlanRow),
     testTime: subject_test_time ?? undefined,
     fundedCredits: subject_funded_credits === null ? 0 : Number(subject_funded_credits),
