@@ -15,22 +15,27 @@ afterAll(() => harness?.close());
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
 
+/** Makes monthly recurring plans of the product: name, limit, price, and any other field. */
+const planMaker =
+  (call: ReturnType<typeof injectClient>, productId: string) =>
+  async (name: string, limit: number, price: number, extra: Json = {}) =>
+    (
+      await call('POST', `/v1/ui/products/${productId}/plans`, {
+        name,
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price,
+        limit,
+        ...extra,
+      })
+    ).body;
+
 describe('the paywall offer', () => {
   it('offers the cheapest plan with a higher limit, never a lower one, and nothing when none is higher', async () => {
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Offers' });
     const call = injectClient(harness.controlPlane, sandboxKey);
     const product = (await call('POST', '/v1/ui/products', { name: 'Tiers' })).body;
-    const plan = async (name: string, limit: number, price: number, extra: Json = {}) =>
-      (
-        await call('POST', `/v1/ui/products/${product.id}/plans`, {
-          name,
-          type: 'recurring',
-          billingCycle: 'monthly',
-          price,
-          limit,
-          ...extra,
-        })
-      ).body;
+    const plan = planMaker(call, product.id);
     await plan('Free', 2, 0, { default: true });
     const mid = await plan('Mid', 3, 0);
     const big = await plan('Big', 6, 900);
@@ -72,19 +77,9 @@ describe('the paywall offer', () => {
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Crowd' });
     const call = injectClient(harness.controlPlane, sandboxKey);
     const product = (await call('POST', '/v1/ui/products', { name: 'Crowded' })).body;
-    const plan = async (name: string, limit: number, extra: Json = {}) =>
-      (
-        await call('POST', `/v1/ui/products/${product.id}/plans`, {
-          name,
-          type: 'recurring',
-          billingCycle: 'monthly',
-          price: 0,
-          limit,
-          ...extra,
-        })
-      ).body;
-    await plan('Free', 1, { default: true });
-    const more = await plan('More', 100);
+    const plan = planMaker(call, product.id);
+    await plan('Free', 1, 0, { default: true });
+    const more = await plan('More', 100, 0);
     const customer = (await call('POST', '/v1/sdk/customers', {})).body;
     const check = () =>
       call('POST', '/v1/sdk/limits', {

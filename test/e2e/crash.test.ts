@@ -45,6 +45,27 @@ describe('the all-in-one service killed under load', () => {
     await waitHealthy(baseUrl, service);
     await waitHealthy(proxyUrl, service);
   };
+  /** A provider with a product, a free plan of `limit` calls, and a customer activated on it. */
+  const seller = async (providerName: string, productName: string, limit: number, externalRef: string) => {
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', providerName], env);
+    const api = apiClient(baseUrl, provider.sandboxKey);
+    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: productName });
+    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
+      name: 'Free',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      price: 0,
+      currency: 'usd',
+      limit,
+    });
+    expect(plan.status).toBe(201);
+    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef });
+    expect(
+      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
+        .status,
+    ).toBe(200);
+    return { provider, api, product, plan, customer };
+  };
   const postmasterPid = () => {
     const file = join(dir, 'data', 'postgres', 'postmaster.pid');
     return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
@@ -75,22 +96,7 @@ describe('the all-in-one service killed under load', () => {
     // The SDK limit check answers once its record is in the control plane's spool; the records
     // reach the bus in batches. Killed under eight clients, the next start replays the spool
     // before it answers, so the counter (started from stored records) holds every admission.
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Checks Co'], env);
-    const api = apiClient(baseUrl, provider.sandboxKey);
-    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Checked' });
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
-      name: 'Free',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      price: 0,
-      currency: 'usd',
-      limit: CHECK_LIMIT,
-    });
-    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef: 'checks' });
-    expect(
-      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
-        .status,
-    ).toBe(200);
+    const { provider, product, customer } = await seller('Checks Co', 'Checked', CHECK_LIMIT, 'checks');
     const check = async (consume: boolean) => {
       try {
         const answer = await apiClient(baseUrl, provider.sandboxKey)<{ withinLimits: boolean; used: number }>(
@@ -143,18 +149,7 @@ describe('the all-in-one service killed under load', () => {
   }, 240_000);
 
   it('records every served call, never passes the limit, and leaves no PostgreSQL orphan', async () => {
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Crash Co'], env);
-    const api = apiClient(baseUrl, provider.sandboxKey);
-    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' });
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
-      name: 'Free',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      price: 0,
-      currency: 'usd',
-      limit: LIMIT,
-    });
-    expect(plan.status).toBe(201);
+    const { provider, api, product, plan, customer } = await seller('Crash Co', 'Adder', LIMIT, 'crash');
     const server = await api<{ mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
       name: 'adder',
       url: origin.url,
@@ -162,11 +157,6 @@ describe('the all-in-one service killed under load', () => {
       defaultPlanId: plan.body.id,
     });
     expect(server.status).toBe(201);
-    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef: 'crash' });
-    expect(
-      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
-        .status,
-    ).toBe(200);
     const token = await api<{ accessToken: string }>(
       'POST',
       `/v1/sdk/customers/${customer.body.reference}/tokens`,
