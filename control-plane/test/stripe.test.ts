@@ -240,6 +240,40 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(await s.ledger('payment')).toContainEqual(['processor_balance', 1000]);
   });
 
+  it("charges thirty customers at once, each charge on its own transaction's connection", async () => {
+    // Each first payment charges Stripe inside its purchase's transaction. Looking up the
+    // provider's Stripe key there on another pooled connection starved the pool (ten
+    // connections): ten transactions each waited for an eleventh until the connect timeout.
+    const s = await liveSeller(harness, 'Busy');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const customers = [customer];
+    for (let i = 1; i < 30; i++) {
+      const reference = (await s.live('POST', '/v1/sdk/customers', {})).body.reference as string;
+      const card = await s.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
+        paymentMethod: 'pm_card_visa',
+      });
+      expect(card.status).toBe(201);
+      customers.push(reference);
+    }
+    const answers = await Promise.all(
+      customers.map((customerRef) => s.live('POST', '/v1/sdk/activate', { customerRef, planRef: plan.id })),
+    );
+    expect(answers.map((a) => `${a.status} ${a.body.status}`)).toEqual(customers.map(() => '200 activated'));
+    const { rows } = await harness.pool.query<{ id: string }>(
+      `SELECT id FROM payments WHERE provider_id = $1 AND status = 'succeeded'`,
+      [s.provider.id],
+    );
+    expect(rows).toHaveLength(30);
+    // Refunds call Stripe inside their payment's transaction the same way.
+    const refunds = await Promise.all(
+      rows.map(({ id }) =>
+        s.live('POST', '/v1/ui/transactions/refunds', { originalTransactionId: id, refundAmount: 100 }),
+      ),
+    );
+    expect(refunds.map((r) => `${r.status} ${r.body.status}`)).toEqual(rows.map(() => '202 pending'));
+  });
+
   it('sends a live checkout to Stripe Checkout; its completion stores the card, charges and activates, once', async () => {
     const s = await liveSeller(harness, 'Checking out');
     await connect(s);

@@ -3,6 +3,8 @@
  * serves every sandbox key; the Stripe adapter (modules/processors/stripe.ts) serves the live mode
  * of a provider that connected its Stripe account. No processor's own types pass this interface.
  */
+import type { Queryable } from '../../db/pool';
+
 export interface CardInput {
   number: string;
   expMonth: number;
@@ -103,10 +105,15 @@ export interface PaymentProcessor {
 export interface Processors {
   /** The processor new payments go through; 409 payments_not_configured when live has none. */
   current(auth: { providerId: string; environment: 'sandbox' | 'live' }): Promise<PaymentProcessor>;
-  /** The processor an earlier payment or refund went through (its `processor` column). */
+  /**
+   * The processor an earlier payment or refund went through (its `processor` column). Callers
+   * inside a transaction pass it as `db`: the provider's connection is read there, not on a
+   * second pooled connection that a full pool would never hand out.
+   */
   named(
     auth: { providerId: string; environment: 'sandbox' | 'live' },
     name: string,
+    db: Queryable,
   ): Promise<PaymentProcessor>;
 }
 

@@ -57,7 +57,7 @@ export class Refunder {
       );
     }
     const id = newId(ID.refund);
-    const processor = await this.processors.named(auth, payment.processor);
+    const processor = await this.processors.named(auth, payment.processor, tx);
     const outcome = await processor.refund({
       processorPaymentIntent: payment.processor_payment_intent,
       amount,

@@ -125,7 +125,7 @@ export class RefundService {
         const auth: AuthContext = { providerId: refund.provider_id, environment: refund.environment };
         const payment = await lockPayment(tx, auth, refund.payment_id);
         if (payment === undefined) throw new Error(`refund ${refund.id} has no payment ${refund.payment_id}`);
-        const processor = await this.processors.named(auth, payment.processor);
+        const processor = await this.processors.named(auth, payment.processor, tx);
         const { status, failureReason } = await processor.settleRefund(refund.processor_refund);
         if (status === 'pending') return { purchase: undefined, moved: false };
         return {

@@ -130,7 +130,7 @@ export class PaymentService {
     const result =
       method === undefined
         ? { status: 'failed' as const, processorPaymentIntent: 'none', failureReason: 'no_payment_method' }
-        : await (await this.processors.named(auth, method.processor)).charge({
+        : await (await this.processors.named(auth, method.processor, tx)).charge({
             processorRef: method.processor_ref,
             processorCustomer: method.processor_customer,
             amount: request.amount,

@@ -2,7 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import { seal, unseal } from '@mcp-meter/contracts/snapshots';
 import type Stripe from 'stripe';
 import type { Clock } from '../../clock';
-import type { Pool } from '../../db/pool';
+import type { Pool, Queryable } from '../../db/pool';
 import { DomainError, ValidationError } from '../../errors';
 import { type PaymentProcessor, type Processors, SandboxProcessor } from '../payments/processor';
 import type { AuthContext } from '../providers/service';
@@ -53,9 +53,10 @@ export class ProcessorService implements Processors {
   async named(
     auth: Pick<AuthContext, 'providerId' | 'environment'>,
     name: string,
+    db: Queryable,
   ): Promise<PaymentProcessor> {
     if (name === 'sandbox') return this.sandbox;
-    if (name === 'stripe') return new StripeProcessor(await this.stripeOf(auth.providerId));
+    if (name === 'stripe') return new StripeProcessor(await this.stripeOf(auth.providerId, db));
     throw new Error(`no payment processor named ${name}`);
   }
 
@@ -189,8 +190,8 @@ export class ProcessorService implements Processors {
     return reconciled;
   }
 
-  private async stripeOf(providerId: string): Promise<Stripe> {
-    const row = await findConnection(this.pool, providerId, 'stripe');
+  private async stripeOf(providerId: string, db: Queryable = this.pool): Promise<Stripe> {
+    const row = await findConnection(db, providerId, 'stripe');
     if (row === undefined)
       throw new DomainError(
         'payments_not_configured',
