@@ -16,7 +16,9 @@ export default defineConfig({
     reporters: ['default'],
     // Test origins and webhook receivers listen on loopback, which the SSRF guard refuses unless
     // allowed; services the tests spawn inherit it. Tests of the guard itself set their own list.
-    env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+    // MCPMETER_STRICT_POOL: a transaction that asks the pool for a second connection fails at
+    // once (control-plane/src/db/pool.ts) instead of starving the pool under load.
+    env: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', MCPMETER_STRICT_POOL: '1' },
     projects: [
       {
         extends: true,

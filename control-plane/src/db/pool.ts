@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 
 export type Pool = pg.Pool;
@@ -11,6 +12,17 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => {
   if (!Number.isSafeInteger(parsed)) throw new Error(`int8 value ${value} exceeds the safe integer range`);
   return parsed;
 });
+
+/**
+ * Work that holds a pooled connection (a transaction, an advisory lock) must not ask the pool for
+ * another: with every connection held by such work, each waits for the next one until the
+ * connect timeout and the requests answer 503. With MCPMETER_STRICT_POOL=1 (set for every test
+ * run) the pool refuses that second ask at once, so a test that reaches it fails on the spot.
+ * Off by default: tracking the holder costs every promise in the process a hook.
+ */
+const holder = process.env.MCPMETER_STRICT_POOL === '1' ? new AsyncLocalStorage<true>() : undefined;
+const holding = <T>(work: () => Promise<T>): Promise<T> =>
+  holder === undefined ? work() : holder.run(true, work);
 
 export function createPool(connectionString: string): Pool {
   // A connect that cannot finish (PostgreSQL down or hung) fails after 5 s: the request gets a 503.
@@ -27,6 +39,14 @@ export function createPool(connectionString: string): Pool {
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
+  if (holder !== undefined) {
+    const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
+    (pool as { connect: unknown }).connect = (...args: unknown[]) => {
+      if (holder.getStore() === true)
+        throw new Error('MCPMETER_STRICT_POOL: work holding a pooled connection asked the pool for another');
+      return connect(...args);
+    };
+  }
   return pool;
 }
 
@@ -43,7 +63,7 @@ export function prepared(name: string, text: string, values: unknown[]): pg.Quer
 export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    return await transactionOn(client, work);
+    return await holding(() => transactionOn(client, work));
   } finally {
     client.release();
   }
@@ -83,7 +103,7 @@ export async function withAdvisoryLock<T>(
   const client = await pool.connect();
   try {
     await client.query(`SELECT pg_advisory_lock(${key[0]})`, [key[1]]);
-    return await work(client);
+    return await holding(() => work(client));
   } finally {
     await client.query(`SELECT pg_advisory_unlock(${key[0]})`, [key[1]]).catch(() => undefined);
     client.release();

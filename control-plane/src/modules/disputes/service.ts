@@ -1,6 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
 import { ConflictError, NotFoundError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import { unixSeconds, writeEvent } from '../events/outbox';
@@ -156,7 +156,7 @@ export class DisputeService {
       await inTransaction(this.pool, async (tx) => {
         const row = await this.closeInTx(tx, auth, id, outcome);
         if (row === undefined) {
-          const current = await this.mustFind(auth, id);
+          const current = await this.mustFind(auth, id, tx);
           throw new ConflictError('dispute_closed', `Dispute ${id} is already ${current.status}`);
         }
         return row;
@@ -224,8 +224,9 @@ export class DisputeService {
     return toPage(rows, query.limit, toDispute);
   }
 
-  private async mustFind(auth: AuthContext, id: string): Promise<DisputeRow> {
-    const row = await findDispute(this.pool, auth, id);
+  /** `db` is the caller's transaction when there is one: never a second pooled connection. */
+  private async mustFind(auth: AuthContext, id: string, db: Queryable = this.pool): Promise<DisputeRow> {
+    const row = await findDispute(db, auth, id);
     if (row === undefined) throw new NotFoundError('dispute_not_found', `No dispute ${id}`);
     return row;
   }
