@@ -781,7 +781,7 @@ async function writeProfile(child: ChildProcess, dir: string): Promise<void> {
   writeFileSync(join(root, 'bench', 'results', 'proxy-profile.svg'), svg);
   writeFileSync(
     join(root, 'bench', 'results', 'proxy-profile.md'),
-    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the process's busy time (idle left out); line numbers are those of the modules as the loader compiled them, not of the .ts sources. Self time by function, the top 30:\n\n${table}`,
+    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the process's busy time (idle left out); frames are named by their TypeScript source and line through the build's source maps. Native frames (\`writeBuffer\`: a socket write; \`(program)\`: the engine and uWebSockets.js outside JavaScript) are the system calls and the runtime. Self time by function, the top 30:\n\n${table}`,
   );
   log('written bench/results/proxy-profile.{md,svg}');
 }

@@ -1,15 +1,19 @@
 /**
  * A V8 CPU profile (`node --cpu-prof`) as a flame graph (SVG, one rect per call path, width by
  * busy time, hover for the name) and a table of where the busy time goes by function (self time);
- * idle samples are left out.
+ * idle samples are left out. Frames of a bundle with a source map beside it (the services' build)
+ * are named by their TypeScript source and line.
  *
  *   node --import ./deploy/loader.mjs bench/load/flame.ts <profile.cpuprofile> <out.svg> [out.md]
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber?: number };
   hitCount?: number;
   children?: number[];
 }
@@ -18,10 +22,40 @@ interface Profile {
   samples: number[];
 }
 
+const repository = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const maps = new Map<string, SourceMap | undefined>();
+
+/** The source map written beside a bundled file, if there is one. */
+function mapOf(path: string): SourceMap | undefined {
+  if (!maps.has(path)) {
+    const file = `${path}.map`;
+    maps.set(path, existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, 'utf8'))) : undefined);
+  }
+  return maps.get(path);
+}
+
+/** Where a frame's code was written: the source file and line behind a bundle, else the file as run. */
+function placeOf(frame: ProfileNode['callFrame']): string {
+  if (frame.url === '') return '';
+  const path = frame.url.startsWith('file://') ? fileURLToPath(frame.url) : frame.url;
+  const found = path.startsWith('/')
+    ? mapOf(path)?.findEntry(frame.lineNumber, frame.columnNumber ?? 0)
+    : undefined;
+  // An empty object when the map has no entry there.
+  const entry = found as { originalSource?: string; originalLine: number } | undefined;
+  if (entry?.originalSource !== undefined) {
+    const source = entry.originalSource.startsWith('file://')
+      ? fileURLToPath(entry.originalSource)
+      : resolve(dirname(path), entry.originalSource);
+    return `${relative(repository, source).replace(/^node_modules\//, '')}:${entry.originalLine + 1}`;
+  }
+  return `${path.replace(/^.*\/(node_modules|work\/[^/]+)\//, '')}:${frame.lineNumber + 1}`;
+}
+
 const nameOf = (n: ProfileNode) => {
-  const file = n.callFrame.url.replace(/^file:\/\//, '').replace(/^.*\/(node_modules|work\/[^/]+)\//, '');
+  const place = placeOf(n.callFrame);
   const fn = n.callFrame.functionName || '(anonymous)';
-  return file === '' ? fn : `${fn} ${file}:${n.callFrame.lineNumber + 1}`;
+  return place === '' ? fn : `${fn} ${place}`;
 };
 
 export function flame(profile: Profile, title: string): { svg: string; table: string } {
@@ -84,7 +118,25 @@ ${rects.join('\n')}
     .sort((a, b) => b[1] - a[1])
     .slice(0, 30)
     .map(([name, hits]) => `| ${((hits / all) * 100).toFixed(1)}% | \`${name.replaceAll('|', '\\|')}\` |`);
-  const table = `| self time | function |\n| ---: | --- |\n${rows.join('\n')}\n`;
+  // Inclusive: a function with everything it called, each sample counted once per name on its stack.
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const withCallees = new Map<string, number>();
+  for (const [id, hits] of self) {
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const name = nameOf(byId.get(at) as ProfileNode);
+      if (name === '(root)' || seen.has(name)) continue;
+      seen.add(name);
+      withCallees.set(name, (withCallees.get(name) ?? 0) + hits);
+    }
+  }
+  const inclusive = [...withCallees]
+    .filter(([name]) => !name.includes('node:') && name.includes(' '))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20)
+    .map(([name, hits]) => `| ${((hits / all) * 100).toFixed(1)}% | \`${name.replaceAll('|', '\\|')}\` |`);
+  const table = `| self time | function |\n| ---: | --- |\n${rows.join('\n')}\n\nWith everything they called (the project's and its packages' functions), the top 20:\n\n| inclusive time | function |\n| ---: | --- |\n${inclusive.join('\n')}\n`;
   return { svg, table };
 }
 
