@@ -17,6 +17,7 @@ import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
 import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
+import { recordJson } from './record-json';
 
 export interface EmitterStats {
   emitted: number;
@@ -254,7 +255,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       const segment = this.currentSegment();
       let text = '';
       for (let i = 0; i < records.length; i++) {
-        const line = JSON.stringify(records[i]);
+        const line = recordJson(records[i] as UsageRecord);
         const spent = charges[i];
         if (spent === undefined || spent.length === 0) {
           text += `${line}\n`;
