@@ -15,6 +15,7 @@ import Fastify, {
 import { DomainError, ValidationError } from '../errors';
 import type { AuthContext, ProviderService } from '../modules/providers/service';
 import { installErrorHandling } from './error-handler';
+import { RequestLogger } from './request-logger';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -190,6 +191,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     loggerInstance: options.logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
     requestIdHeader: 'x-request-id',
+    childLoggerFactory: RequestLogger.factory,
     schemaController: {
       compilersFactory: {
         // Fastify's own response serializers (fast-json-stringify), compiled on first use.
