@@ -324,6 +324,22 @@ function toBusRecord(value: unknown): UsageRecord | undefined {
   };
 }
 
+const recordTexts = new WeakMap<UsageRecord, string>();
+
+/**
+ * A usage record's JSON, made once: the emitter writes it to its spool and the bus publishes the
+ * same text, where each used to serialize the record itself. A record is not changed once
+ * emitted; the text lives as long as the record object does.
+ */
+export function recordJson(record: UsageRecord): string {
+  let text = recordTexts.get(record);
+  if (text === undefined) {
+    text = JSON.stringify(record);
+    recordTexts.set(record, text);
+  }
+  return text;
+}
+
 /** Kafka message key: one customer's records stay on one partition, in order. */
 export function partitionKey(record: UsageRecord): string {
   return `${record.providerId}:${record.customerRef}`;

@@ -15,9 +15,8 @@ import { join } from 'node:path';
 import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
-import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { parseBusRecord, recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
-import { recordJson } from './record-json';
 
 export interface EmitterStats {
   emitted: number;

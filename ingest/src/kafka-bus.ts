@@ -7,6 +7,7 @@ import {
   ENVIRONMENTS,
   parseBusMessage,
   partitionKey,
+  recordJson,
   type UsageRecord,
 } from '@mcp-meter/contracts/usage-record';
 import {
@@ -16,7 +17,6 @@ import {
   type UsagePublisher,
   type UsageSubscription,
 } from './bus';
-import { recordJson } from './record-json';
 
 export { Kafka } from 'kafkajs';
 

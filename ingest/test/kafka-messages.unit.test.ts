@@ -1,7 +1,6 @@
-import { callRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { callRecord, recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { describe, expect, it } from 'vitest';
 import { toMessages } from '../src/kafka-bus';
-import { recordJson } from '../src/record-json';
 
 const meter = (providerId: string, environment: 'sandbox' | 'live') => ({
   providerId,
