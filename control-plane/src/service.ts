@@ -350,7 +350,12 @@ export async function startControlPlane(
   // The proxy reads only snapshots: rebuild them from PostgreSQL so a fresh or flushed store is whole.
   const servers = await controlPlane.mcpServers.publishAll();
   const entitlements = await controlPlane.purchases.publishAll();
-  await controlPlane.tokens.publish();
+  const { replacedIssuer } = await controlPlane.tokens.publish();
+  if (replacedIssuer !== undefined)
+    deps.logger.warn(
+      { issuer: deps.config.publicUrl, replacedIssuer },
+      'another control plane published a different token issuer (its PUBLIC_URL differs): proxies now refuse the tokens it issued; every control plane of a deployment needs the same PUBLIC_URL',
+    );
   deps.logger.debug({ servers, entitlements }, 'snapshots published');
   await controlPlane.app.listen({ host: deps.host, port: deps.port });
   warmSchemas(controlPlane.app, deps.logger);

@@ -5,7 +5,11 @@ import {
   verifyAccessToken,
 } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import {
+  startTestControlPlane,
+  TEST_SECRET_KEY,
+  type TestControlPlane,
+} from '../../test/helpers/control-plane';
 import { systemClock } from '../src/clock';
 import { TokenService } from '../src/modules/tokens/service';
 
@@ -126,6 +130,17 @@ describe('customer access tokens', () => {
     await harness.snapshots.delete(key);
     await harness.controlPlane.tokens.publish();
     expect(await harness.snapshots.get(key)).toBeDefined();
+  });
+
+  it('tells a control plane that publishes another issuer which one it replaced', async () => {
+    const store = new MemorySnapshotStore();
+    const at = (issuer: string) =>
+      new TokenService(harness.pool, systemClock, store, issuer, TEST_SECRET_KEY);
+    expect(await at('https://api.example.com').publish()).toEqual({ replacedIssuer: undefined });
+    // A replica with the same PUBLIC_URL replaces nothing; one with another does.
+    expect(await at('https://api.example.com').publish()).toEqual({ replacedIssuer: undefined });
+    expect(await at('http://10.0.0.7:8080').publish()).toEqual({ replacedIssuer: 'https://api.example.com' });
+    expect(JSON.parse((await store.get(JWKS_KEY)) ?? '{}').issuer).toBe('http://10.0.0.7:8080');
   });
 
   it("signs under each SECRET_KEY with its own key, never retiring another secret's, all verifiable", async () => {

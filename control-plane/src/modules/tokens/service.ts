@@ -111,21 +111,33 @@ export class TokenService {
     return { keys: await publicSigningKeys(this.pool) };
   }
 
-  private async publishKeys(): Promise<void> {
+  /** Publishes the key set and this issuer; answers the issuer it replaced, when another was published. */
+  private async publishKeys(): Promise<string | undefined> {
+    const before = await this.snapshots.get(JWKS_KEY);
     await this.snapshots.set(JWKS_KEY, JSON.stringify({ ...(await this.jwks()), issuer: this.issuer }));
+    let replaced: unknown;
+    try {
+      replaced = before === undefined ? undefined : (JSON.parse(before) as { issuer?: unknown }).issuer;
+    } catch {
+      replaced = undefined; // unreadable: nothing to compare with
+    }
+    return typeof replaced === 'string' && replaced !== this.issuer ? replaced : undefined;
   }
 
   /**
    * Writes the key set and issuer where proxies read them, and every revocation that can still
    * matter; called at start (a fresh or flushed store is made whole) and when keys change.
+   * `replacedIssuer`: the issuer another control plane had published (its PUBLIC_URL differs),
+   * whose tokens the proxies now refuse.
    */
-  async publish(): Promise<void> {
-    await this.publishKeys();
+  async publish(): Promise<{ replacedIssuer: string | undefined }> {
+    const replacedIssuer = await this.publishKeys();
     const since = new Date(this.clock.now().getTime() - MAX_TOKEN_SECONDS * 1000);
     for (const row of await recentRevocations(this.pool, since)) await this.publishRevocation(row);
     const grantsSince = new Date(this.clock.now().getTime() - SIGN_IN_TOKEN_SECONDS * 1000);
     for (const grant of await recentlyRevokedGrants(this.pool, grantsSince))
       await this.publishGrantRevocation(grant.id, grant.revoked_at);
+    return { replacedIssuer };
   }
 
   private async publishRevocation(row: RevocationRow): Promise<void> {
