@@ -15,12 +15,17 @@ afterAll(() => harness?.close());
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
 type Json = Record<string, any>;
 
-/** Makes monthly recurring plans of the product: name, limit, price, and any other field. */
-const planMaker =
-  (call: ReturnType<typeof injectClient>, productId: string) =>
-  async (name: string, limit: number, price: number, extra: Json = {}) =>
+/**
+ * A provider with one product and a customer: `plan` makes monthly recurring plans of the product
+ * (name, limit, price, any other field), `check` consumes one call of the customer's limit.
+ */
+async function seller(displayName: string, productName: string) {
+  const { sandboxKey } = await harness.controlPlane.providers.create({ displayName });
+  const call = injectClient(harness.controlPlane, sandboxKey);
+  const product = (await call('POST', '/v1/ui/products', { name: productName })).body;
+  const plan = async (name: string, limit: number, price: number, extra: Json = {}) =>
     (
-      await call('POST', `/v1/ui/products/${productId}/plans`, {
+      await call('POST', `/v1/ui/products/${product.id}/plans`, {
         name,
         type: 'recurring',
         billingCycle: 'monthly',
@@ -29,23 +34,22 @@ const planMaker =
         ...extra,
       })
     ).body;
+  const customer = (await call('POST', '/v1/sdk/customers', {})).body;
+  const check = () =>
+    call('POST', '/v1/sdk/limits', {
+      customerRef: customer.reference,
+      productRef: product.id,
+      consume: true,
+    });
+  return { call, plan, customer, check };
+}
 
 describe('the paywall offer', () => {
   it('offers the cheapest plan with a higher limit, never a lower one, and nothing when none is higher', async () => {
-    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Offers' });
-    const call = injectClient(harness.controlPlane, sandboxKey);
-    const product = (await call('POST', '/v1/ui/products', { name: 'Tiers' })).body;
-    const plan = planMaker(call, product.id);
+    const { call, plan, customer, check } = await seller('Offers', 'Tiers');
     await plan('Free', 2, 0, { default: true });
     const mid = await plan('Mid', 3, 0);
     const big = await plan('Big', 6, 900);
-    const customer = (await call('POST', '/v1/sdk/customers', {})).body;
-    const check = () =>
-      call('POST', '/v1/sdk/limits', {
-        customerRef: customer.reference,
-        productRef: product.id,
-        consume: true,
-      });
 
     // On the free default plan: past 2 calls, the cheapest higher plan (Mid), not Free again.
     await check();
@@ -74,19 +78,9 @@ describe('the paywall offer', () => {
     // Each refusal's paywall takes an advisory lock on a pooled connection; were the session
     // then created on other pooled connections, 10 refusals waiting for the lock would hold the
     // whole pool while the lock's holder waited for an eleventh (5 s, then a 503).
-    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Crowd' });
-    const call = injectClient(harness.controlPlane, sandboxKey);
-    const product = (await call('POST', '/v1/ui/products', { name: 'Crowded' })).body;
-    const plan = planMaker(call, product.id);
+    const { plan, check } = await seller('Crowd', 'Crowded');
     await plan('Free', 1, 0, { default: true });
     const more = await plan('More', 100, 0);
-    const customer = (await call('POST', '/v1/sdk/customers', {})).body;
-    const check = () =>
-      call('POST', '/v1/sdk/limits', {
-        customerRef: customer.reference,
-        productRef: product.id,
-        consume: true,
-      });
     expect((await check()).body.withinLimits).toBe(true);
     const refusals = await Promise.all(Array.from({ length: 40 }, check));
     for (const refusal of refusals) {
