@@ -144,6 +144,7 @@ async function main(): Promise<void> {
       port: cp.port,
       logger,
       pool: database.pool,
+      paymentsPool: database.paymentsPool,
       publisher: bus.publisher,
       reader: usageStore.store,
       settlement: bus.settlement,

@@ -87,6 +87,12 @@ export interface ControlPlaneDeps {
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
   counters?: CounterStore;
   pool: Pool;
+  /**
+   * Connections for the services whose transactions may wait on a payment processor (charges,
+   * refunds, payouts, Stripe's events): a bulkhead, so a processor that stops answering holds
+   * these and the rest of the API keeps its own. Defaults to `pool`.
+   */
+  paymentsPool?: Pool;
   publisher: UsagePublisher;
   /** The limit check's records: a write-ahead spool (deploy/serve.ts); without one, published and awaited. */
   recorder?: UsageRecorder;
@@ -129,6 +135,9 @@ export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
 export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
   const clock = new ScopedClock(deps.clock ?? systemClock);
+  // A Stripe call inside a transaction holds its connection for as long as Stripe takes (20 s and
+  // two retries at worst): ten such calls used to hold every connection of the API.
+  const paying = deps.paymentsPool ?? deps.pool;
   const providers = new ProviderService(deps.pool, clock);
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
@@ -143,12 +152,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const customers = new CustomerService(deps.pool, clock, tokens);
   const usageDebits = new UsageDebits(deps.pool, clock, deps.reader, deps.logger);
   const credits = new CreditService(deps.pool, clock, usageDebits);
-  const processors = new ProcessorService(deps.pool, clock, deps.config.secretKey, {
+  const processors = new ProcessorService(paying, clock, deps.config.secretKey, {
     url: deps.config.stripeApiUrl ?? 'https://api.stripe.com',
   });
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
   const disputes = new DisputeService(deps.pool, clock);
-  const payments = new PaymentService(deps.pool, clock, processors, ledger, disputes);
+  const payments = new PaymentService(paying, clock, processors, ledger, disputes);
   const invoicing = new Invoicing(clock, payments, deps.reader);
   const refunder = new Refunder(clock, processors, ledger);
   const checkoutSessions = new CheckoutSessions(
@@ -157,7 +166,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',
   );
   const purchases = new PurchaseService(
-    deps.pool,
+    paying,
     clock,
     deps.snapshots,
     deps.logger,
@@ -166,7 +175,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     refunder,
     checkoutSessions,
   );
-  const scheduler = new BillingScheduler(deps.pool, clock, purchases, payments, invoicing, deps.settlement, {
+  const scheduler = new BillingScheduler(paying, clock, purchases, payments, invoicing, deps.settlement, {
     dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
     trialReminderDays: 3,
     renewalReminderDays: 7,
@@ -175,7 +184,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
   });
   const checkout = new CheckoutService(
-    deps.pool,
+    paying,
     clock,
     checkoutSessions,
     purchases,
@@ -183,23 +192,23 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     credits,
     processors,
   );
-  const refunds = new RefundService(deps.pool, clock, processors, purchases, refunder);
+  const refunds = new RefundService(paying, clock, processors, purchases, refunder);
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
 
-  const testClocks = new TestClockService(deps.pool, clock, scheduler);
+  const testClocks = new TestClockService(paying, clock, scheduler);
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
   const payouts = new PayoutService(
-    deps.pool,
+    paying,
     clock,
     deps.config.payouts ?? { schedule: 'daily', delayDays: 2 },
     deps.logger,
   );
   payouts.leaveToProcessor((auth) => processors.paysOut(auth));
   const stripeEvents = new StripeEvents(
-    deps.pool,
+    paying,
     clock,
     processors,
     refunds,
@@ -252,7 +261,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
   const billing = new BillingService(
-    deps.pool,
+    paying,
     clock,
     invoicing,
     deps.config.publicUrl ?? 'http://127.0.0.1:8080',

@@ -8,6 +8,7 @@ import {
   TEST_SECRET_KEY,
   type TestControlPlane,
 } from '../../test/helpers/control-plane';
+import { pollUntil } from '../../test/helpers/poll';
 import { root } from '../../test/helpers/processes';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import { MovableClock } from '../src/clock';
@@ -272,6 +273,57 @@ describe('live payments through Stripe, payments succeeding', () => {
       ),
     );
     expect(refunds.map((r) => `${r.status} ${r.body.status}`)).toEqual(rows.map(() => '202 pending'));
+  });
+
+  it('keeps the rest of the API answering while Stripe hangs, and finishes the charges once it is back', async () => {
+    // A charge waits on Stripe inside its transaction. When the payment services shared the
+    // API's pool, ten charges waiting on a Stripe that had stopped answering held all ten
+    // connections, and every other request answered 503 after the 5 s connect timeout.
+    const s = await liveSeller(harness, 'Stalled');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const customers = [customer];
+    for (let i = 1; i < 12; i++) {
+      const reference = (await s.live('POST', '/v1/sdk/customers', {})).body.reference as string;
+      const card = await s.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
+        paymentMethod: 'pm_card_visa',
+      });
+      expect(card.status).toBe(201);
+      customers.push(reference);
+    }
+    mock.hold(true);
+    let answers: Array<{ status: number; body: Json }> = [];
+    try {
+      const activations = Promise.all(
+        customers.map((customerRef) => s.live('POST', '/v1/sdk/activate', { customerRef, planRef: plan.id })),
+      );
+      // Every connection of the payments pool is in a transaction waiting on Stripe.
+      await pollUntil(
+        async () => mock.held,
+        (held) => held >= 10,
+        { timeoutMs: 30_000, what: 'ten charges waiting on Stripe' },
+      );
+      const products = await s.live('GET', '/v1/ui/products');
+      expect(products.status).toBe(200);
+      const created = await s.live('POST', '/v1/sdk/customers', {});
+      expect(created.status).toBe(201);
+      // Another customer's limit check (one whose purchase is being paid waits for that payment).
+      const check = await s.live('POST', '/v1/sdk/limits', {
+        customerRef: created.body.reference,
+        productRef: plan.productId,
+      });
+      expect(check.status).toBe(200);
+      mock.hold(false);
+      answers = await activations;
+    } finally {
+      mock.hold(false);
+    }
+    expect(answers.map((a) => `${a.status} ${a.body.status}`)).toEqual(customers.map(() => '200 activated'));
+    const { rows } = await harness.pool.query<{ count: string }>(
+      `SELECT count(*) FROM payments WHERE provider_id = $1 AND status = 'succeeded'`,
+      [s.provider.id],
+    );
+    expect(Number(rows[0]?.count)).toBe(12);
   });
 
   it('sends a live checkout to Stripe Checkout; its completion stores the card, charges and activates, once', async () => {

@@ -68,11 +68,15 @@ export async function startTestControlPlane(options: {
   const serverUrl = options.postgresServerUrl ?? inject('infra').databaseUrl;
   const databaseUrl = await createTestDatabase(serverUrl);
   const pool = createPool(databaseUrl);
+  // The payment services' connections, apart as in production (control-plane/src/db/open.ts).
+  const paymentsPool = createPool(databaseUrl);
   // Closing drops the database WITH (FORCE): a connection still closing then gets 57P01 from the
   // server, which the pool emits as an error; that one is expected, any other is reported.
-  pool.on('error', (error: Error & { code?: string }) => {
-    if (error.code !== '57P01') console.error('idle PostgreSQL client failed', error);
-  });
+  for (const each of [pool, paymentsPool]) {
+    each.on('error', (error: Error & { code?: string }) => {
+      if (error.code !== '57P01') console.error('idle PostgreSQL client failed', error);
+    });
+  }
   await migratePostgres(pool);
   const store = await openTestUsageStore('cp');
   const bus = new InProcessUsageBus({ batchSize: 5000, flushIntervalMs: 20, retryDelayMs: 20, logger });
@@ -95,6 +99,7 @@ export async function startTestControlPlane(options: {
       },
       logger,
       pool,
+      paymentsPool,
       publisher: bus,
       reader,
       settlement,
@@ -122,7 +127,7 @@ export async function startTestControlPlane(options: {
       await controlPlane.webhookSender.close();
       await bus.stop();
       await store.close();
-      await pool.end();
+      await Promise.all([pool.end(), paymentsPool.end()]);
       await dropTestDatabase(serverUrl, databaseUrl);
     },
   };

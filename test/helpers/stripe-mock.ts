@@ -31,6 +31,13 @@ export interface StripeMock {
   fixtures: Record<string, Record<string, unknown>>;
   /** What the card payments made from now on come to. */
   payments(answer: PaymentsAnswer): void;
+  /**
+   * Stripe stops answering (true): requests from now on wait at the relay, unanswered, until
+   * `hold(false)` sends them on (Stripe recovers).
+   */
+  hold(on: boolean): void;
+  /** Requests waiting at the relay while held. */
+  readonly held: number;
   close(): Promise<void>;
 }
 
@@ -94,10 +101,16 @@ export async function startStripeMock(
   let current: PaymentsAnswer = options.payments ?? 'refused';
 
   const requests: StripeRequest[] = [];
+  let holding = false;
+  let waiting: Array<() => void> = [];
   const relay = createServer((incoming, outgoing) => {
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => {
+      if (holding) waiting.push(send);
+      else send();
+    });
+    const send = () => {
       const body = Buffer.concat(chunks);
       const port = ports[current];
       const forward = httpRequest(
@@ -123,7 +136,7 @@ export async function startStripeMock(
       );
       forward.on('error', () => outgoing.writeHead(502).end());
       forward.end(body);
-    });
+    };
   });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
@@ -145,6 +158,16 @@ export async function startStripeMock(
     fixtures: (JSON.parse(shipped) as Fixtures).resources,
     payments(answer) {
       current = answer;
+    },
+    hold(on) {
+      holding = on;
+      if (on) return;
+      const release = waiting;
+      waiting = [];
+      for (const send of release) send();
+    },
+    get held() {
+      return waiting.length;
     },
     async close() {
       await new Promise<void>((resolve) => relay.close(() => resolve()));

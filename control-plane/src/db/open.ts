@@ -5,6 +5,11 @@ import { createPool, type Pool } from './pool';
 
 export interface Database {
   pool: Pool;
+  /**
+   * The connections of transactions that may call a payment processor (charges, refunds): a
+   * pool of their own, so a processor that stops answering holds these and never the API's.
+   */
+  paymentsPool: Pool;
   url: string;
   close(): Promise<void>;
 }
@@ -26,20 +31,24 @@ export async function openDatabase(options: {
   const url = options.databaseUrl ?? embedded?.url;
   if (url === undefined) throw new Error('no database URL');
   const pool = createPool(url);
-  pool.on('error', (error: Error & { code?: string }) => {
-    // 57P01: the server is shutting down (Ctrl-C reaches embedded PostgreSQL with this process):
-    // the pool reconnects if it is still needed, and says so quietly.
-    if (error.code === '57P01')
-      return options.logger.debug('PostgreSQL closed an idle connection (shutting down)');
-    options.logger.error({ code: error.code, message: error.message }, 'idle PostgreSQL client failed');
-  });
+  const paymentsPool = createPool(url);
+  for (const each of [pool, paymentsPool]) {
+    each.on('error', (error: Error & { code?: string }) => {
+      // 57P01: the server is shutting down (Ctrl-C reaches embedded PostgreSQL with this process):
+      // the pool reconnects if it is still needed, and says so quietly.
+      if (error.code === '57P01')
+        return options.logger.debug('PostgreSQL closed an idle connection (shutting down)');
+      options.logger.error({ code: error.code, message: error.message }, 'idle PostgreSQL client failed');
+    });
+  }
   const applied = await migratePostgres(pool);
   if (applied.length > 0) options.logger.info({ applied }, 'PostgreSQL migrations applied');
   return {
     pool,
+    paymentsPool,
     url,
     close: async () => {
-      await pool.end();
+      await Promise.all([pool.end(), paymentsPool.end()]);
       await embedded?.stop();
     },
   };
