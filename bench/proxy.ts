@@ -974,6 +974,15 @@ function report(r: Result): string {
     return values.length === 0 ? 'n/a' : spread({ min: Math.min(...values), max: Math.max(...values) }, 0);
   };
   const reference = r.reference ?? [];
+  // Something outside the stack (a compiler, an editor's indexer) that ran during a trial took
+  // cores from it: such trials are named, so a reader knows which figures it touched.
+  const disturbed = r.saturation.flatMap((s) =>
+    s.rounds.flatMap((x, i) =>
+      (x.usPerCall.other ?? 0) > 0.1 * (x.usPerCall[PROXY_GROUP[s.target]] ?? 0)
+        ? [`${s.target} round ${i + 1} (${fmt(x.usPerCall.other ?? 0)} µs/call)`]
+        : [],
+    ),
+  );
   const noise =
     reference.length === 0
       ? 'not measured in this run.'
@@ -1066,6 +1075,9 @@ CPU µs per call by process (median over rounds):
 | process | ${r.saturation.map((s) => s.target).join(' | ')} |
 | --- |${r.saturation.map(() => ' ---: |').join('')}
 ${cpuRows}
+
+Trials in which processes outside the stack ("other") took more than a tenth of the hop's own CPU:
+${disturbed.join(', ') || 'none'}.
 
 Targets: B1 the origin directly; N nginx \`proxy_pass\` with upstream keep-alive (1 worker); BP a
 bare uWebSockets.js + undici hop; BPn the same hop with a lean HTTP/1.1 keep-alive client over
