@@ -111,6 +111,20 @@ async function payingCustomer(seller: Awaited<ReturnType<typeof liveSeller>>) {
   return { plan, customer, card: card.body };
 }
 
+/** `count` more live customers of `seller`, each with a card stored at Stripe. */
+async function cardHolders(seller: Awaited<ReturnType<typeof liveSeller>>, count: number) {
+  const customers: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const reference = (await seller.live('POST', '/v1/sdk/customers', {})).body.reference as string;
+    const card = await seller.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
+      paymentMethod: 'pm_card_visa',
+    });
+    expect(card.status).toBe(201);
+    customers.push(reference);
+  }
+  return customers;
+}
+
 describe('live payments through Stripe, payments succeeding', () => {
   let harness: TestControlPlane;
   let mock: StripeMock;
@@ -248,15 +262,7 @@ describe('live payments through Stripe, payments succeeding', () => {
     const s = await liveSeller(harness, 'Busy');
     await connect(s);
     const { plan, customer } = await payingCustomer(s);
-    const customers = [customer];
-    for (let i = 1; i < 30; i++) {
-      const reference = (await s.live('POST', '/v1/sdk/customers', {})).body.reference as string;
-      const card = await s.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
-        paymentMethod: 'pm_card_visa',
-      });
-      expect(card.status).toBe(201);
-      customers.push(reference);
-    }
+    const customers = [customer, ...(await cardHolders(s, 29))];
     const answers = await Promise.all(
       customers.map((customerRef) => s.live('POST', '/v1/sdk/activate', { customerRef, planRef: plan.id })),
     );
@@ -282,15 +288,7 @@ describe('live payments through Stripe, payments succeeding', () => {
     const s = await liveSeller(harness, 'Stalled');
     await connect(s);
     const { plan, customer } = await payingCustomer(s);
-    const customers = [customer];
-    for (let i = 1; i < 12; i++) {
-      const reference = (await s.live('POST', '/v1/sdk/customers', {})).body.reference as string;
-      const card = await s.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
-        paymentMethod: 'pm_card_visa',
-      });
-      expect(card.status).toBe(201);
-      customers.push(reference);
-    }
+    const customers = [customer, ...(await cardHolders(s, 11))];
     mock.hold(true);
     let answers: Array<{ status: number; body: Json }> = [];
     try {
