@@ -55,13 +55,27 @@ export class RequestLogger implements FastifyBaseLogger {
     (this.logger[level] as (...line: unknown[]) => void)(...args);
   }
 
-  fatal = (...args: unknown[]) => this.write('fatal', args);
-  error = (...args: unknown[]) => this.write('error', args);
-  warn = (...args: unknown[]) => this.write('warn', args);
-  info = (...args: unknown[]) => this.write('info', args);
-  debug = (...args: unknown[]) => this.write('debug', args);
-  trace = (...args: unknown[]) => this.write('trace', args);
-  silent = () => undefined;
+  // Methods on the prototype, not arrow fields: a request's logger is made for every request,
+  // and fields would make seven closures each time for lines most requests never log.
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return options?.level === undefined
