@@ -1,4 +1,5 @@
-import { prepared, type Queryable } from '../../db/pool';
+import pg from 'pg';
+import { type Pool, prepared, type Queryable } from '../../db/pool';
 import type { PlanRow } from '../plans/repository';
 import type { Tenant } from '../products/repository';
 import { GRANTS_ACCESS } from '../purchases/state-machine';
@@ -135,5 +136,59 @@ export async function findLimitSubject(
     plan: plan.id === null ? undefined : (plan as GoverningPlanRow),
     testTime: subject_test_time ?? undefined,
     fundedCredits: subject_funded_credits === null ? 0 : Number(subject_funded_credits),
+  };
+}
+
+/** The channel migration 032's triggers announce subject changes on, with the tenant ('*': all). */
+const SUBJECT_CHANNEL = 'limit_subjects';
+
+/** A connection that hears every change to limit subjects (see `listenForSubjectChanges`). */
+export interface SubjectChanges {
+  /**
+   * Resolves once every change committed before the call has been heard: a query on the
+   * listening connection, whose answer PostgreSQL sends only after the notifications queued
+   * for it before the query arrived.
+   */
+  barrier(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A connection of its own (outside `pool`, with its settings) listening on the subject channel:
+ * `heard` gets each announced tenant, `lost` the error that ended the connection (once).
+ */
+export async function listenForSubjectChanges(
+  pool: Pool,
+  heard: (tenant: string) => void,
+  lost: (error: Error) => void,
+): Promise<SubjectChanges> {
+  const client = new pg.Client({ ...pool.options, application_name: 'mcp-meter limit subjects' });
+  let ended = false;
+  const end = (error: Error) => {
+    if (ended) return;
+    ended = true;
+    lost(error);
+  };
+  client.on('error', end);
+  client.on('end', () => end(new Error('the subject listener connection ended')));
+  client.on('notification', (message) => {
+    if (message.channel === SUBJECT_CHANNEL) heard(message.payload ?? '*');
+  });
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${SUBJECT_CHANNEL}`);
+  } catch (error) {
+    ended = true;
+    await client.end().catch(() => undefined);
+    throw error;
+  }
+  return {
+    barrier: async () => {
+      await client.query('SELECT 1');
+    },
+    close: async () => {
+      ended = true;
+      await client.end().catch(() => undefined);
+    },
   };
 }

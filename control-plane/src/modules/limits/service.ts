@@ -34,7 +34,13 @@ import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { AuthContext } from '../providers/service';
 import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
-import { findLimitSubject, type GoverningPlanRow, type LimitSubject } from './repository';
+import {
+  findLimitSubject,
+  type GoverningPlanRow,
+  type LimitSubject,
+  listenForSubjectChanges,
+} from './repository';
+import { SubjectCache } from './subject-cache';
 
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
@@ -106,6 +112,8 @@ interface Governing {
  */
 export class LimitService {
   readonly limiter: LeasedLimiter;
+  /** Each check's subject, without reading PostgreSQL each time and never older than a committed write. */
+  readonly subjects: SubjectCache;
 
   constructor(
     private readonly pool: Pool,
@@ -134,6 +142,7 @@ export class LimitService {
         : DEFAULT_LIMITER_OPTIONS,
       recorder,
     );
+    this.subjects = new SubjectCache((heard, lost) => listenForSubjectChanges(pool, heard, lost), logger);
   }
 
   /**
@@ -321,8 +330,11 @@ export class LimitService {
   }
 
   private async checkOnce(auth: AuthContext, input: LimitCheck) {
-    // Customer, test clock, product, purchase and governing plan in one round trip.
-    const subject = await findLimitSubject(this.pool, auth, input.customerRef, input.productRef);
+    // Customer, test clock, product, purchase and governing plan: kept in memory, read in one
+    // round trip when not.
+    const subject = await this.subjects.get(auth, input.customerRef, input.productRef, () =>
+      findLimitSubject(this.pool, auth, input.customerRef, input.productRef),
+    );
     // A sandbox customer on a test clock is checked at the clock's time (its periods, its records).
     if (subject.testTime !== undefined)
       return atTestTime(subject.testTime, () => this.checkSubject(auth, input, subject));
@@ -656,7 +668,7 @@ export class LimitService {
   }
 
   async close(): Promise<void> {
-    await this.limiter.close();
+    await Promise.all([this.limiter.close(), this.subjects.close()]);
   }
 }
 
