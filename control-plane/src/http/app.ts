@@ -133,6 +133,19 @@ function installValidation(app: FastifyInstance, schemas: LazySchemas): void {
   );
 }
 
+/** Whether a NUL character sits anywhere in a parsed value (a key or a string). */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (value === null || typeof value !== 'object' || Buffer.isBuffer(value)) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsNul(item)) return true;
+    return false;
+  }
+  for (const key in value)
+    if (key.includes('\u0000') || holdsNul((value as Record<string, unknown>)[key])) return true;
+  return false;
+}
+
 /** Where a NUL character sits in a parsed value (a key or a string), as a JSON pointer. */
 export function nulPath(value: unknown, path = ''): string | undefined {
   if (typeof value === 'string') return value.includes('\u0000') ? path || '/' : undefined;
@@ -166,7 +179,8 @@ function refuseNulCharacters(app: FastifyInstance): void {
       ['querystring', request.query],
       ['body', request.body],
     ] as const) {
-      const path = nulPath(value);
+      // Most requests hold none: looked for first, and only then where (a pointer per key).
+      const path = holdsNul(value) ? nulPath(value) : undefined;
       if (path !== undefined)
         throw new ValidationError([
           { path, message: 'must not contain the NUL character (U+0000)', location },
