@@ -680,7 +680,7 @@ http {
     const hold = Number(args['hold-seconds']);
     if (hold > 0) {
       log(
-        `holding ${hold} s: ${JSON.stringify({ targets, pids: Object.fromEntries([...named].map(([p, n]) => [n, p])) })}`,
+        `holding ${hold} s: ${JSON.stringify({ targets, limitCheck: { url: `${base}/v1/sdk/limits`, key, body: { customerRef: split.customer, productRef: split.product } }, pids: Object.fromEntries([...named].map(([p, n]) => [n, p])) })}`,
       );
       await new Promise((r) => setTimeout(r, hold * 1000));
     }
@@ -728,6 +728,8 @@ http {
     execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
   // `used` counts stored records: read once the pipeline has stored the checks' records.
   const settledUsed = () => whenStable(usedOf, 60);
+  // Warm-up, as every proxy target had: the check's route compiled and optimised, its subject kept.
+  wrk(tools, 'L', limitCheck, 5);
   const usedBefore = await settledUsed();
   const checks = [0, 1].map(() => wrk(tools, 'L', limitCheck, TRIAL_SECONDS, '1'));
   for (const pid of cpPids)
