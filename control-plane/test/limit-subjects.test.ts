@@ -1,5 +1,10 @@
+import { createLogger } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startTcpRelay } from '../../test/helpers/tcp-relay';
+import { createPool } from '../src/db/pool';
+import { findLimitSubject, listenForSubjectChanges } from '../src/modules/limits/repository';
+import { SubjectCache } from '../src/modules/limits/subject-cache';
 
 /**
  * The limit check keeps each subject (customer, product, purchase, governing plan, credits, test
@@ -123,6 +128,55 @@ describe('limit subjects kept in memory', () => {
     await untilListening(check);
     await harness.pool.query('UPDATE plans SET usage_limit = 27 WHERE id = $1', [plan.id]);
     expect((await check()).body).toMatchObject({ limit: 27 });
+  });
+
+  it('gives up a listening connection that goes silent, and reads PostgreSQL meanwhile', async () => {
+    const { key, plan } = await seller('Silent');
+    const tenant = await harness.controlPlane.providers.authenticate(`Bearer ${key}`);
+    // The cache's connection goes through a relay that can stall (a half-dead network path).
+    const relay = await startTcpRelay(Number(new URL(harness.databaseUrl).port));
+    const relayed = new URL(harness.databaseUrl);
+    relayed.port = String(relay.port);
+    const relayedPool = createPool(relayed.toString());
+    const cache = new SubjectCache(
+      (heard, lost) => listenForSubjectChanges(relayedPool, 300, heard, lost),
+      createLogger({ level: 'silent', name: 'test' }),
+    );
+    const limit = async () =>
+      (
+        await cache.get(tenant, 'subject-user', 'metered', () =>
+          findLimitSubject(harness.pool, tenant, 'subject-user', 'metered'),
+        )
+      ).plan?.usage_limit;
+    const listening = async () => {
+      for (let i = 0; i < 100; i++) {
+        const before = cache.reads;
+        await limit();
+        if (cache.reads === before) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('never listening');
+    };
+    try {
+      await listening();
+      relay.hold(true);
+      await harness.pool.query('UPDATE plans SET usage_limit = 31 WHERE id = $1', [plan.id]);
+      // The barrier goes unanswered: past its timeout the connection is given up and the check
+      // reads PostgreSQL (it would wait for ever otherwise).
+      expect(await limit()).toBe(31);
+      await harness.pool.query('UPDATE plans SET usage_limit = 32 WHERE id = $1', [plan.id]);
+      expect(await limit()).toBe(32);
+      // The path is back: a new connection listens, and changes are heard again.
+      relay.hold(false);
+      await listening();
+      await harness.pool.query('UPDATE plans SET usage_limit = 33 WHERE id = $1', [plan.id]);
+      expect(await limit()).toBe(33);
+    } finally {
+      relay.hold(false);
+      await cache.close();
+      await relayedPool.end();
+      await relay.close();
+    }
   });
 
   it('drops a subject when the credits funded change, not when usage is debited', async () => {

@@ -155,14 +155,24 @@ export interface SubjectChanges {
 
 /**
  * A connection of its own (outside `pool`, with its settings) listening on the subject channel:
- * `heard` gets each announced tenant, `lost` the error that ended the connection (once).
+ * `heard` gets each announced tenant, `lost` the error that ended the connection (once). A
+ * connect, LISTEN or barrier that takes longer than `timeoutMs` fails, and a failed barrier gives
+ * the connection up (it may have missed changes): a silent, half-dead connection must never hold
+ * checks, which then read PostgreSQL until the caller listens again.
  */
 export async function listenForSubjectChanges(
   pool: Pool,
+  timeoutMs: number,
   heard: (tenant: string) => void,
   lost: (error: Error) => void,
 ): Promise<SubjectChanges> {
-  const client = new pg.Client({ ...pool.options, application_name: 'mcp-meter limit subjects' });
+  const client = new pg.Client({
+    ...pool.options,
+    application_name: 'mcp-meter limit subjects',
+    keepAlive: true,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+  });
   let ended = false;
   const end = (error: Error) => {
     if (ended) return;
@@ -179,12 +189,18 @@ export async function listenForSubjectChanges(
     await client.query(`LISTEN ${SUBJECT_CHANNEL}`);
   } catch (error) {
     ended = true;
-    await client.end().catch(() => undefined);
+    void client.end().catch(() => undefined);
     throw error;
   }
   return {
     barrier: async () => {
-      await client.query('SELECT 1');
+      try {
+        await client.query('SELECT 1');
+      } catch (error) {
+        end(error instanceof Error ? error : new Error(String(error)));
+        void client.end().catch(() => undefined);
+        throw error;
+      }
     },
     close: async () => {
       ended = true;

@@ -42,6 +42,11 @@ import {
 } from './repository';
 import { SubjectCache } from './subject-cache';
 
+/**
+ * Longest the subject cache's connection may take to connect, listen or answer a barrier (one
+ * normally takes well under a millisecond); past it, checks read PostgreSQL until it listens again.
+ */
+const SUBJECT_LISTENER_TIMEOUT_MS = 2_000;
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
 
@@ -142,7 +147,10 @@ export class LimitService {
         : DEFAULT_LIMITER_OPTIONS,
       recorder,
     );
-    this.subjects = new SubjectCache((heard, lost) => listenForSubjectChanges(pool, heard, lost), logger);
+    this.subjects = new SubjectCache(
+      (heard, lost) => listenForSubjectChanges(pool, SUBJECT_LISTENER_TIMEOUT_MS, heard, lost),
+      logger,
+    );
   }
 
   /**
