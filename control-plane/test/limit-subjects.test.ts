@@ -38,11 +38,11 @@ async function seller(name: string) {
 const subjects = () => harness.controlPlane.limits.subjects;
 
 /** Checks until one is answered from memory: the cache is listening for changes. */
-async function untilListening(check: () => Promise<unknown>) {
+async function untilListening(check: () => Promise<unknown>, cache: SubjectCache = subjects()) {
   for (let i = 0; i < 100; i++) {
-    const before = subjects().reads;
+    const before = cache.reads;
     await check();
-    if (subjects().reads === before) return;
+    if (cache.reads === before) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('the subject cache never started answering from memory');
@@ -148,17 +148,8 @@ describe('limit subjects kept in memory', () => {
           findLimitSubject(harness.pool, tenant, 'subject-user', 'metered'),
         )
       ).plan?.usage_limit;
-    const listening = async () => {
-      for (let i = 0; i < 100; i++) {
-        const before = cache.reads;
-        await limit();
-        if (cache.reads === before) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('never listening');
-    };
     try {
-      await listening();
+      await untilListening(limit, cache);
       relay.hold(true);
       await harness.pool.query('UPDATE plans SET usage_limit = 31 WHERE id = $1', [plan.id]);
       // The barrier goes unanswered: past its timeout the connection is given up and the check
@@ -168,7 +159,7 @@ describe('limit subjects kept in memory', () => {
       expect(await limit()).toBe(32);
       // The path is back: a new connection listens, and changes are heard again.
       relay.hold(false);
-      await listening();
+      await untilListening(limit, cache);
       await harness.pool.query('UPDATE plans SET usage_limit = 33 WHERE id = $1', [plan.id]);
       expect(await limit()).toBe(33);
     } finally {
