@@ -705,13 +705,9 @@ http {
   // the most calls/s one core of each hop gives.
   const pinned: Record<string, number> = {};
   for (const name of ['N', 'BP', 'B2', 'B3'] as const) {
-    const group = PROXY_GROUP[name];
-    const pids = [...named].filter(([, n]) => n === group).map(([p]) => p);
-    for (const pid of pids)
-      execFileSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    pinGroups([PROXY_GROUP[name]], '0');
     const results = [0, 1].map(() => wrk(tools, name, targets[name], TRIAL_SECONDS, '1').rps);
-    for (const pid of pids)
-      execFileSync('taskset', ['-a', '-p', '-c', '0,1', String(pid)], { stdio: 'ignore' });
+    pinGroups([PROXY_GROUP[name]], '0,1');
     pinned[name] = Math.max(...results);
     log(`${name} pinned to one core: ${Math.round(pinned[name] ?? 0)} calls/s`);
   }
