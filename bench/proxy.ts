@@ -314,6 +314,41 @@ function groupOf(pid: number): string {
           : 'other';
 }
 
+/** How busy a pinned trial kept each side: the measured group's core, and the rest in cores. */
+interface CoresBusy {
+  hop: number;
+  rest: number;
+}
+
+const percent = (share: number) => `${Math.round(share * 100)}%`;
+
+/**
+ * Two trials with `group` (all its threads) alone on core 0 and every other process of the stack
+ * on core 1 (origin, nginx, the other hops, the control plane, PostgreSQL, Redis, Kafka; wrk is
+ * started there), then every process free again. Each trial comes with the CPU its side used per
+ * second of wall time: the hop's own near 1.0 means the figure is its core's; short of that, the
+ * other core (wrk and the origin) or waiting held it back.
+ */
+function onOneCore(group: string, trial: () => WrkResult): Array<{ result: WrkResult; busy: CoresBusy }> {
+  const stack = [...new Set([...named.values(), 'kafka', 'redis', 'postgres', 'nginx'])];
+  pinGroups(
+    stack.filter((g) => g !== group),
+    '1',
+  );
+  pinGroups([group], '0');
+  const trials = [0, 1].map(() => {
+    const before = cpuSample();
+    const started = performance.now();
+    const result = trial();
+    const used = cpuBetween(before, cpuSample());
+    const seconds = (performance.now() - started) / 1000;
+    const rest = Object.entries(used).reduce((sum, [g, s]) => (g === group ? sum : sum + s), 0);
+    return { result, busy: { hop: (used[group] ?? 0) / seconds, rest: rest / seconds } };
+  });
+  pinGroups(stack, '0,1');
+  return trials;
+}
+
 /** Moves every process of `groups` (all its threads) to `cpus` (taskset's list, '0,1' for both). */
 function pinGroups(groups: readonly string[], cpus: string): void {
   for (const entry of readdirSync('/proc')) {
@@ -701,15 +736,20 @@ http {
     return;
   }
 
-  // One proxy process pinned to core 0, wrk on core 1 (the origin and the rest where they fall):
-  // the most calls/s one core of each hop gives.
+  // One proxy process alone on core 0, wrk, the origin and the rest of the stack on core 1: the
+  // most calls/s one core of each hop gives, with how busy each side was (a hop short of its
+  // whole core was held back by the other one).
   const pinned: Record<string, number> = {};
+  const pinnedBusy: Record<string, CoresBusy> = {};
   for (const name of ['N', 'BP', 'B2', 'B3'] as const) {
-    pinGroups([PROXY_GROUP[name]], '0');
-    const results = [0, 1].map(() => wrk(tools, name, targets[name], TRIAL_SECONDS, '1').rps);
-    pinGroups([PROXY_GROUP[name]], '0,1');
-    pinned[name] = Math.max(...results);
-    log(`${name} pinned to one core: ${Math.round(pinned[name] ?? 0)} calls/s`);
+    const best = onOneCore(PROXY_GROUP[name], () =>
+      wrk(tools, name, targets[name], TRIAL_SECONDS, '1'),
+    ).reduce((a, b) => (b.result.rps > a.result.rps ? b : a));
+    pinned[name] = best.result.rps;
+    pinnedBusy[name] = best.busy;
+    log(
+      `${name} pinned to one core: ${Math.round(best.result.rps)} calls/s; its core ${percent(best.busy.hop)} busy, the rest ${percent(best.busy.rest)} of a core`,
+    );
   }
 
   // The control plane's limit check (POST /v1/sdk/limits, one call consumed per check), its
@@ -739,20 +779,18 @@ http {
   const usedBefore = await settledUsed();
   // The control plane alone on core 0; what it calls (PostgreSQL, Redis, Kafka) on core 1 with
   // wrk, as a proxy's origin is on the other core: the core measured is the control plane's own.
-  const dependencies = ['postgres', 'redis', 'kafka'];
-  pinGroups(['control-plane'], '0');
-  pinGroups(dependencies, '1');
-  const checks = [0, 1].map(() => wrk(tools, 'L', limitCheck, TRIAL_SECONDS, '1'));
-  pinGroups(['control-plane', ...dependencies], '0,1');
+  const checks = onOneCore('control-plane', () => wrk(tools, 'L', limitCheck, TRIAL_SECONDS, '1'));
   const usedDelta = (await settledUsed()) - usedBefore;
+  const bestCheck = checks.reduce((a, b) => (b.result.rps > a.result.rps ? b : a));
   const limits = {
-    rps: Math.max(...checks.map((c) => c.rps)),
-    answered: checks.reduce((a, c) => a + c.requests, 0),
-    errors: checks.reduce((a, c) => a + c.errors, 0),
+    rps: bestCheck.result.rps,
+    answered: checks.reduce((a, c) => a + c.result.requests, 0),
+    errors: checks.reduce((a, c) => a + c.result.errors, 0),
     counted: usedDelta,
+    busy: bestCheck.busy,
   };
   log(
-    `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors`,
+    `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors; its core ${percent(limits.busy.hop)} busy`,
   );
 
   // Added latency over the origin at 25% and 50% of B1's maximum (the issue's loads), and at 25%
@@ -803,6 +841,7 @@ http {
     saturation,
     reference,
     pinned,
+    pinnedBusy,
     latency,
     limits,
     redisCommandsPerCall: b3Commands / Math.max(b3Calls, 1),
@@ -842,11 +881,13 @@ interface Result {
   /** The reference workload's CPU ms, once per round (absent in runs from before it). */
   reference?: number[];
   pinned: Record<string, number>;
+  /** How busy each pinned trial kept the hop's core and the rest (absent in runs from before it). */
+  pinnedBusy?: Record<string, CoresBusy>;
   latency: LatencyTrial[];
   redisCommandsPerCall: number;
   completeness: { answered: number; recorded: number; ratio: number };
   /** The control plane's limit check on one pinned core (absent in runs from before it). */
-  limits?: { rps: number; answered: number; errors: number; counted: number };
+  limits?: { rps: number; answered: number; errors: number; counted: number; busy?: CoresBusy };
 }
 
 /** Median over rounds of each process group's CPU µs per call. */
@@ -1099,7 +1140,10 @@ them. B3m / B3 (the modern era's cost): ${fmt(paired('B3m', 'B3').median, 2)} (r
 
 ## One core
 
-The hop's process pinned to core 0 (all its threads), wrk on core 1; the best of two trials.
+The hop's process alone on core 0 (all its threads); wrk, the origin and every other process of
+the stack on core 1; the best of two trials. "Busy" is CPU time per second of the trial: the hop's
+own core near 100% means the figure is what one core of it gives; short of that, something else
+held it back (core 1, where wrk and the origin run, near its whole core).
 
 | | ${Object.keys(r.pinned).join(' | ')} |
 | --- |${Object.keys(r.pinned)
@@ -1108,10 +1152,20 @@ The hop's process pinned to core 0 (all its threads), wrk on core 1; the best of
 | calls/s | ${Object.values(r.pinned)
     .map((v) => Math.round(v))
     .join(' | ')} |
-
+${
+  r.pinnedBusy === undefined
+    ? ''
+    : `| the hop's core busy | ${Object.keys(r.pinned)
+        .map((k) => (r.pinnedBusy?.[k] === undefined ? '' : percent(r.pinnedBusy[k].hop)))
+        .join(' | ')} |
+| everything else, in cores | ${Object.keys(r.pinned)
+        .map((k) => (r.pinnedBusy?.[k] === undefined ? '' : fmt(r.pinnedBusy[k].rest, 2)))
+        .join(' | ')} |
+`
+}
 The control plane's limit check (\`POST /v1/sdk/limits\`, one unit consumed per check, 32
 connections): the control-plane process (with ingest and chdb, as it runs here) alone on core 0,
-PostgreSQL, Redis, Kafka and wrk on core 1, after a 5 s warm-up; the best of two trials. Exact:
+PostgreSQL, Redis, Kafka and wrk on core 1, after a 5 s warm-up; the best of two trials${r.limits?.busy === undefined ? '' : ` (the control plane's core ${percent(r.limits.busy.hop)} busy, everything else ${fmt(r.limits.busy.rest, 2)} of a core)`}. Exact:
 the units counted (read back once the pipeline stored the checks' records) against the checks
 wrk saw answered, the difference being checks in flight when wrk stopped.
 
