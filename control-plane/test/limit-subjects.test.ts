@@ -170,6 +170,43 @@ describe('limit subjects kept in memory', () => {
     }
   });
 
+  it('reads a subject not in memory without waiting for a barrier', async () => {
+    const { call, key } = await seller('Misses');
+    await call('POST', '/v1/sdk/customers', { externalRef: 'second-user' });
+    const tenant = await harness.controlPlane.providers.authenticate(`Bearer ${key}`);
+    const relay = await startTcpRelay(Number(new URL(harness.databaseUrl).port));
+    const relayed = new URL(harness.databaseUrl);
+    relayed.port = String(relay.port);
+    const relayedPool = createPool(relayed.toString());
+    const cache = new SubjectCache(
+      (heard, lost) => listenForSubjectChanges(relayedPool, 2_000, heard, lost),
+      createLogger({ level: 'silent', name: 'test' }),
+    );
+    const limitOf = async (customerRef: string) =>
+      (
+        await cache.get(tenant, customerRef, 'metered', () =>
+          findLimitSubject(harness.pool, tenant, customerRef, 'metered'),
+        )
+      ).plan?.usage_limit;
+    try {
+      await untilListening(() => limitOf('subject-user'), cache);
+      // The listening connection stalls: a barrier would go unanswered until it is given up.
+      relay.hold(true);
+      const reads = cache.reads;
+      expect(await limitOf('second-user')).toBe(10);
+      expect(cache.reads).toBe(reads + 1);
+      relay.hold(false);
+      // Kept, and the connection was never given up: answered from memory after a barrier.
+      expect(await limitOf('second-user')).toBe(10);
+      expect(cache.reads).toBe(reads + 1);
+    } finally {
+      relay.hold(false);
+      await cache.close();
+      await relayedPool.end();
+      await relay.close();
+    }
+  });
+
   it('drops a subject when the credits funded change, not when usage is debited', async () => {
     const { call, product } = await seller('Credits');
     const credit = (

@@ -22,7 +22,7 @@ interface Waiter {
  * 032's triggers, at the writing transaction's commit); a connection of this cache listens and
  * drops the tenant's subjects as it hears them. Before answering from memory, a check waits for a
  * barrier on that connection (see `SubjectChanges.barrier`): a change committed before the check
- * arrived has then been heard. Checks arriving while a barrier is out share the next one, so under
+ * arrived has then been heard. A subject not in memory is read without waiting for one. Checks arriving while a barrier is out share the next one, so under
  * load one round trip serves many checks. A subject read while a change to its tenant was heard is
  * used once and not kept. Without a listening connection (PostgreSQL away, or not yet connected)
  * every check reads PostgreSQL, as before, while the cache tries to listen again every second.
@@ -63,16 +63,21 @@ export class SubjectCache {
       this.startListening();
       return this.readThrough(read);
     }
-    try {
-      await this.barrier();
-    } catch {
-      return this.readThrough(read);
-    }
     const tenantKey = `${tenant.providerId}:${tenant.environment}`;
     // NUL cannot occur in either reference (the API refuses it), so the pair is unambiguous.
     const key = `${customerRef}\u0000${productRef}`;
-    const known = this.byTenant.get(tenantKey)?.get(key);
-    if (known !== undefined) return known;
+    // Only a subject in memory waits for the barrier (then is looked for again: what was heard
+    // meanwhile may have dropped it). One that is not is read now: a read is as fresh as a
+    // barrier makes memory, and the guard below keeps it only if nothing was heard meanwhile.
+    if (this.byTenant.get(tenantKey)?.has(key)) {
+      try {
+        await this.barrier();
+      } catch {
+        return this.readThrough(read);
+      }
+      const known = this.byTenant.get(tenantKey)?.get(key);
+      if (known !== undefined) return known;
+    }
     const epoch = this.epoch;
     const changes = this.changes.get(tenantKey) ?? 0;
     const subject = await this.readThrough(read);
