@@ -48,6 +48,35 @@ async function untilListening(check: () => Promise<unknown>, cache: SubjectCache
   throw new Error('the subject cache never started answering from memory');
 }
 
+/**
+ * A cache of its own whose listening connection goes through a relay that can stall (a half-dead
+ * network path), given up after `timeoutMs` without an answer; `limitOf` reads through it.
+ */
+async function relayedCache(key: string, timeoutMs: number) {
+  const tenant = await harness.controlPlane.providers.authenticate(`Bearer ${key}`);
+  const relay = await startTcpRelay(Number(new URL(harness.databaseUrl).port));
+  const relayed = new URL(harness.databaseUrl);
+  relayed.port = String(relay.port);
+  const relayedPool = createPool(relayed.toString());
+  const cache = new SubjectCache(
+    (heard, lost) => listenForSubjectChanges(relayedPool, timeoutMs, heard, lost),
+    createLogger({ level: 'silent', name: 'test' }),
+  );
+  const limitOf = async (customerRef: string) =>
+    (
+      await cache.get(tenant, customerRef, 'metered', () =>
+        findLimitSubject(harness.pool, tenant, customerRef, 'metered'),
+      )
+    ).plan?.usage_limit;
+  const close = async () => {
+    relay.hold(false);
+    await cache.close();
+    await relayedPool.end();
+    await relay.close();
+  };
+  return { relay, cache, limitOf, close };
+}
+
 describe('limit subjects kept in memory', () => {
   it('answers from memory, and sees every write committed before the check, from any writer', async () => {
     const { call, key, product, plan } = await seller('Subjects');
@@ -132,22 +161,8 @@ describe('limit subjects kept in memory', () => {
 
   it('gives up a listening connection that goes silent, and reads PostgreSQL meanwhile', async () => {
     const { key, plan } = await seller('Silent');
-    const tenant = await harness.controlPlane.providers.authenticate(`Bearer ${key}`);
-    // The cache's connection goes through a relay that can stall (a half-dead network path).
-    const relay = await startTcpRelay(Number(new URL(harness.databaseUrl).port));
-    const relayed = new URL(harness.databaseUrl);
-    relayed.port = String(relay.port);
-    const relayedPool = createPool(relayed.toString());
-    const cache = new SubjectCache(
-      (heard, lost) => listenForSubjectChanges(relayedPool, 300, heard, lost),
-      createLogger({ level: 'silent', name: 'test' }),
-    );
-    const limit = async () =>
-      (
-        await cache.get(tenant, 'subject-user', 'metered', () =>
-          findLimitSubject(harness.pool, tenant, 'subject-user', 'metered'),
-        )
-      ).plan?.usage_limit;
+    const { relay, cache, limitOf, close } = await relayedCache(key, 300);
+    const limit = () => limitOf('subject-user');
     try {
       await untilListening(limit, cache);
       relay.hold(true);
@@ -163,31 +178,14 @@ describe('limit subjects kept in memory', () => {
       await harness.pool.query('UPDATE plans SET usage_limit = 33 WHERE id = $1', [plan.id]);
       expect(await limit()).toBe(33);
     } finally {
-      relay.hold(false);
-      await cache.close();
-      await relayedPool.end();
-      await relay.close();
+      await close();
     }
   });
 
   it('reads a subject not in memory without waiting for a barrier', async () => {
     const { call, key } = await seller('Misses');
     await call('POST', '/v1/sdk/customers', { externalRef: 'second-user' });
-    const tenant = await harness.controlPlane.providers.authenticate(`Bearer ${key}`);
-    const relay = await startTcpRelay(Number(new URL(harness.databaseUrl).port));
-    const relayed = new URL(harness.databaseUrl);
-    relayed.port = String(relay.port);
-    const relayedPool = createPool(relayed.toString());
-    const cache = new SubjectCache(
-      (heard, lost) => listenForSubjectChanges(relayedPool, 2_000, heard, lost),
-      createLogger({ level: 'silent', name: 'test' }),
-    );
-    const limitOf = async (customerRef: string) =>
-      (
-        await cache.get(tenant, customerRef, 'metered', () =>
-          findLimitSubject(harness.pool, tenant, customerRef, 'metered'),
-        )
-      ).plan?.usage_limit;
+    const { relay, cache, limitOf, close } = await relayedCache(key, 2_000);
     try {
       await untilListening(() => limitOf('subject-user'), cache);
       // The listening connection stalls: a barrier would go unanswered until it is given up.
@@ -200,10 +198,7 @@ describe('limit subjects kept in memory', () => {
       expect(await limitOf('second-user')).toBe(10);
       expect(cache.reads).toBe(reads + 1);
     } finally {
-      relay.hold(false);
-      await cache.close();
-      await relayedPool.end();
-      await relay.close();
+      await close();
     }
   });
 
