@@ -14,8 +14,9 @@ import { type RevocationDirectory, SnapshotUnavailableError } from './directory'
 
 /**
  * Verifies customer access tokens locally: the key set comes from the snapshot store (cached,
- * refetched when a token names an unknown key), and verified tokens are remembered until they
- * expire, so a call costs a map lookup rather than a signature check.
+ * refetched when a token names an unknown key), and verified tokens are remembered (by the
+ * Authorization header that carried them) until they expire, so a call costs a map lookup
+ * rather than a signature check.
  */
 export class TokenVerifier {
   private keys: JsonWebKey[] = [];
@@ -72,19 +73,20 @@ export class TokenVerifier {
 
   /** The token's own validity (signature, issuer, audience, expiry, revocation), before any server is looked up. */
   async verify(authorization: string): Promise<VerifyResult> {
-    const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
-    const token = match?.[1];
-    if (token === undefined) return { ok: false, reason: 'missing bearer token' };
     const now = Math.floor(Date.now() / 1000);
-    let result = this.verified.get(token) as VerifyResult | undefined;
+    // Remembered by the header as it came: a client sends the same one call after call.
+    let result = this.verified.get(authorization) as VerifyResult | undefined;
     if (result === undefined || (result.ok && result.claims.exp + 30 < now)) {
+      const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+      const token = match?.[1];
+      if (token === undefined) return { ok: false, reason: 'missing bearer token' };
       result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer_);
       if (!result.ok && result.reason === 'unknown signing key')
         result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer_);
       if (result.ok) {
         // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
         if (this.verified.size >= 10_000) this.verified.clear();
-        this.verified.set(token, result);
+        this.verified.set(authorization, result);
       }
     }
     if (!result.ok) return result;

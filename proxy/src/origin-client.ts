@@ -85,6 +85,22 @@ interface Exchange {
   done: boolean;
 }
 
+const CONTENT_LENGTH = /^\d{1,15}$/;
+
+/** Header names as origins spell them, lower-cased and checked once (bounded: origins repeat theirs). */
+const headerNames = new Map<string, string>();
+
+/** An answer's header name, lower-cased; throws when it is not an HTTP token. */
+function headerName(raw: string): string {
+  const known = headerNames.get(raw);
+  if (known !== undefined) return known;
+  const name = raw.toLowerCase();
+  if (!TOKEN.test(name))
+    throw new OriginError('origin_protocol_error', 'the answer has a malformed header name');
+  if (headerNames.size < 512) headerNames.set(raw, name);
+  return name;
+}
+
 /** The request's head and body as one buffer; throws on a header that cannot be sent. */
 function encodeRequest(request: OriginRequest, host: string): Buffer {
   if (!TOKEN.test(request.method) || UNSENDABLE_PATH.test(request.path))
@@ -267,8 +283,11 @@ class Connection {
         this.pending = data;
         return undefined;
       }
-      const lines = data.toString('latin1', 0, end).split('\r\n');
-      const match = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: |$)/.exec(lines[0] ?? '');
+      const head = data.toString('latin1', 0, end);
+      const statusEnd = head.indexOf('\r\n');
+      const match = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: |$)/.exec(
+        statusEnd < 0 ? head : head.slice(0, statusEnd),
+      );
       if (match === null)
         throw new OriginError('origin_protocol_error', 'the answer has no HTTP/1.x status line');
       const status = Number(match[2]);
@@ -276,15 +295,16 @@ class Connection {
       if (status === 101) throw new OriginError('origin_protocol_error', 'the origin switched protocols');
       if (status < 200) continue; // 100 Continue, 103 Early Hints: the final answer follows
       const headers: IncomingHttpHeaders = {};
-      for (let i = 1; i < lines.length; i++) {
-        const line = lines[i] as string;
-        const colon = line.indexOf(':');
-        if (colon <= 0)
+      // Line by line through the head, without cutting it into lines first.
+      for (let at = statusEnd < 0 ? head.length : statusEnd + 2; at < head.length; ) {
+        let stop = head.indexOf('\r\n', at);
+        if (stop < 0) stop = head.length;
+        const colon = head.indexOf(':', at);
+        if (colon <= at || colon > stop)
           throw new OriginError('origin_protocol_error', 'the answer has a malformed header line');
-        const name = line.slice(0, colon).toLowerCase();
-        if (!TOKEN.test(name))
-          throw new OriginError('origin_protocol_error', 'the answer has a malformed header name');
-        const value = line.slice(colon + 1).trim();
+        const name = headerName(head.slice(at, colon));
+        const value = head.slice(colon + 1, stop).trim();
+        at = stop + 2;
         const known = headers[name];
         if (known === undefined) headers[name] = name === 'set-cookie' ? [value] : value;
         else if (Array.isArray(known)) known.push(value);
@@ -302,7 +322,8 @@ class Connection {
   private frame(status: number, http11: boolean, headers: IncomingHttpHeaders, method: string): void {
     const connection = String(headers.connection ?? '').toLowerCase();
     this.reusable = http11 ? !connection.includes('close') : connection.includes('keep-alive');
-    const hint = /timeout=(\d+)/i.exec(String(headers['keep-alive'] ?? ''));
+    const keepAlive = headers['keep-alive'];
+    const hint = keepAlive === undefined ? null : /timeout=(\d+)/i.exec(String(keepAlive));
     // A second short of what the origin announced, so it never closes a connection being reused.
     this.keepAliveHint = hint === null ? 0 : Math.max(0, Number(hint[1]) * 1000 - 1000);
     if (this.keepAliveHint === 0 && hint !== null) this.reusable = false;
@@ -319,6 +340,10 @@ class Connection {
         this.mode = 'chunked';
         this.chunkState = 'size';
       }
+    } else if (typeof length === 'string' && CONTENT_LENGTH.test(length)) {
+      // One plain length, as nearly every answer has it.
+      this.remaining = Number(length);
+      this.mode = this.remaining === 0 ? 'none' : 'length';
     } else if (length !== undefined) {
       const values = new Set(
         String(length)
@@ -326,7 +351,7 @@ class Connection {
           .map((v) => v.trim()),
       );
       const [only] = values;
-      if (values.size !== 1 || only === undefined || !/^\d{1,15}$/.test(only))
+      if (values.size !== 1 || only === undefined || !CONTENT_LENGTH.test(only))
         throw new OriginError('origin_protocol_error', 'the answer has an invalid Content-Length');
       this.remaining = Number(only);
       this.mode = this.remaining === 0 ? 'none' : 'length';

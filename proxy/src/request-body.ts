@@ -33,6 +33,8 @@ const refuse = (code: BodyProblem, message: string, jsonRpcCode = PARSE_ERROR): 
 
 /** `application/json` or `application/<x>+json`, with no charset or a UTF-8 one. */
 function contentTypeProblem(contentType: string): BodyReading | undefined {
+  // What nearly every client sends: nothing to take apart.
+  if (contentType === 'application/json') return undefined;
   const [mediaType = '', ...params] = contentType.split(';');
   const media = mediaType.trim().toLowerCase();
   if (media !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(media)) {

@@ -743,12 +743,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         live.delete(exchange);
         return refuse(exchange, 'payload_too_large');
       }
-      // uWS reuses the chunk's memory after this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(chunk)));
+      // uWS reuses the chunk's memory after this callback returns: copy it (once, for a body
+      // that came in one chunk, as most do).
+      const copy = Buffer.from(new Uint8Array(chunk));
       if (isLast) {
-        const body = Buffer.concat(chunks);
+        const body = chunks.length === 0 ? copy : Buffer.concat([...chunks, copy]);
         void run(body, readJsonBody(body, headers['content-type'], headers['content-encoding']));
-      }
+      } else chunks.push(copy);
     });
   });
 

@@ -186,6 +186,27 @@ describe('the proxy origin client', () => {
     expect(origin.connections()).toBe(1);
   });
 
+  it('gives header names lower-cased and values trimmed, repeated names together, on every answer', async () => {
+    const origin = await rawServer((_request, socket) => {
+      socket.write(
+        'HTTP/1.1 200 OK\r\nContent-Type:  application/json \r\nX-Trace: a\r\nx-trace: b\r\nSet-Cookie: s=1\r\nContent-Length: 2, 2\r\n\r\n{}',
+      );
+    });
+    const through = client();
+    // The second answer reads the names as remembered from the first.
+    for (let i = 0; i < 2; i++) {
+      const answer = await call(through, origin.url, { body: '{}' });
+      expect(answer.body).toBe('{}');
+      expect(answer.headers).toEqual({
+        'content-type': 'application/json',
+        'x-trace': ['a', 'b'],
+        'set-cookie': ['s=1'],
+        'content-length': '2, 2',
+      });
+    }
+    expect(origin.connections()).toBe(1);
+  });
+
   it('refuses answers it cannot read rather than guess', async () => {
     const heads = [
       'HTTP/2 200\r\n\r\n',
@@ -194,6 +215,9 @@ describe('the proxy origin client', () => {
       'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n',
       'HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n',
       'HTTP/1.1 200 OK\r\nno colon here\r\n\r\n',
+      'HTTP/1.1 200 OK\r\n: no name\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\nBad Name: x\r\ncontent-length: 0\r\n\r\n',
+      'HTTP/1.1 200 OK\r\ncontent-length: 0\r\nno colon at the end\r\n\r\n',
     ];
     const origin = await rawServer((_request, socket, i) => {
       socket.write(heads[i] ?? '');
