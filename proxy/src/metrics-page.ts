@@ -5,7 +5,7 @@ import type { ControlPlaneLink } from './control-link';
 import type { ServerDirectory } from './directory';
 import type { Gatekeeper } from './gatekeeper';
 import { type Exchange, respond } from './http-io';
-import { Counter, counter, EventLoopDelay, gauge, Histogram } from './metrics';
+import { Counter, counter, EventLoopDelay, GcPauses, gauge, Histogram } from './metrics';
 import { refuse } from './refusals';
 
 /** What the metrics page reads besides the proxy's own counters. */
@@ -23,6 +23,8 @@ export interface MetricSources {
 export class ProxyMetrics {
   /** Every answer waits while the event loop is blocked, so its delay is the proxy's latency floor. */
   private readonly loopDelay = new EventLoopDelay('mcpmeter_proxy_event_loop_delay_seconds');
+  /** What blocks the loop most often under load: the collector's pauses. */
+  private readonly gcPauses = new GcPauses('mcpmeter_proxy_gc');
   readonly requests = new Counter(
     'mcpmeter_proxy_http_requests_total',
     'HTTP requests answered (by the origin or by the proxy), by status code',
@@ -120,12 +122,13 @@ export class ProxyMetrics {
       );
     }
     parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', sources.inflight));
-    parts.push(this.loopDelay.render());
+    parts.push(this.loopDelay.render(), this.gcPauses.render());
     return parts.join('');
   }
 
   close(): void {
     this.loopDelay.close();
+    this.gcPauses.close();
   }
 }
 

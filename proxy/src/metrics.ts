@@ -1,6 +1,6 @@
 /** Minimal Prometheus text exposition: labelled counters and histograms, no dependencies. */
 
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
 type Labels = Record<string, string>;
 const labelText = (labels: Labels) => {
@@ -97,5 +97,58 @@ export class EventLoopDelay {
   }
   close(): void {
     this.histogram.disable();
+  }
+}
+
+/** The kinds of garbage collection Node reports, by the names the metrics give them. */
+const GC_KINDS = new Map<number, string>([
+  [constants.NODE_PERFORMANCE_GC_MINOR, 'minor'],
+  [constants.NODE_PERFORMANCE_GC_MAJOR, 'major'],
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL, 'incremental'],
+  [constants.NODE_PERFORMANCE_GC_WEAKCB, 'weakcb'],
+]);
+
+/**
+ * Garbage-collection pauses of this process, by kind: how many and how long in all (counters),
+ * and the longest since the previous render. A pause stops every request in the process, so a
+ * p99 that climbs with the longest pause is the collector's, not the network's.
+ */
+export class GcPauses {
+  private readonly count = new Map<string, number>();
+  private readonly seconds = new Map<string, number>();
+  private readonly longest = new Map<string, number>();
+  private readonly observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const detail = (entry as { detail?: { kind?: number } }).detail;
+      const kind = GC_KINDS.get(detail?.kind ?? -1) ?? 'other';
+      const pause = entry.duration / 1000;
+      this.count.set(kind, (this.count.get(kind) ?? 0) + 1);
+      this.seconds.set(kind, (this.seconds.get(kind) ?? 0) + pause);
+      this.longest.set(kind, Math.max(this.longest.get(kind) ?? 0, pause));
+    }
+  });
+
+  /** `prefix`: the metrics are `<prefix>_pauses_total`, `<prefix>_pause_seconds_total` and `<prefix>_pause_max_seconds`. */
+  constructor(readonly prefix: string) {
+    this.observer.observe({ entryTypes: ['gc'] });
+  }
+
+  render(): string {
+    const pauses = `${this.prefix}_pauses_total`;
+    const seconds = `${this.prefix}_pause_seconds_total`;
+    const longest = `${this.prefix}_pause_max_seconds`;
+    let out = `# HELP ${pauses} Garbage-collection pauses, by kind\n# TYPE ${pauses} counter\n`;
+    for (const [kind, n] of this.count) out += `${pauses}{kind="${kind}"} ${n}\n`;
+    out += `# HELP ${seconds} Time the process was paused for garbage collection, by kind\n# TYPE ${seconds} counter\n`;
+    for (const [kind, total] of this.seconds) out += `${seconds}{kind="${kind}"} ${total.toFixed(6)}\n`;
+    out += `# HELP ${longest} The longest garbage-collection pause since the previous scrape, by kind\n# TYPE ${longest} gauge\n`;
+    for (const kind of this.count.keys())
+      out += `${longest}{kind="${kind}"} ${(this.longest.get(kind) ?? 0).toFixed(6)}\n`;
+    this.longest.clear();
+    return out;
+  }
+
+  close(): void {
+    this.observer.disconnect();
   }
 }

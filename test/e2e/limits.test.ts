@@ -446,5 +446,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(metrics).toMatch(/mcpmeter_proxy_own_seconds_count \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);
+    // A process that served this many calls has collected garbage.
+    expect(metrics).toMatch(/mcpmeter_proxy_gc_pauses_total\{kind="minor"\} [1-9]/);
+    expect(metrics).toMatch(/mcpmeter_proxy_gc_pause_max_seconds\{kind="minor"\} \d/);
   });
 });
