@@ -182,6 +182,40 @@ interface LatencyTrial {
   p99: number;
   p999: number;
   valid: boolean;
+  /** B3's garbage collection during the trial, read from its metrics page. */
+  gc?: GcDuring;
+}
+
+/** Garbage-collection pauses of a proxy over a trial: how many and how long, by kind, and the longest. */
+interface GcDuring {
+  minor: number;
+  minorMs: number;
+  major: number;
+  majorMs: number;
+  longestMs: number;
+}
+
+/** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`), by name and kind; a read resets the longest pause. */
+async function gcMetrics(base: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const values = new Map<string, number>();
+  for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.]+)$/gm))
+    values.set(`${m[1]} ${m[2]}`, Number(m[3]));
+  return values;
+}
+
+function gcBetween(before: Map<string, number>, after: Map<string, number>): GcDuring {
+  const grew = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  let longest = 0;
+  for (const [name, value] of after)
+    if (name.startsWith('pause_max_seconds ')) longest = Math.max(longest, value);
+  return {
+    minor: grew('pauses_total minor'),
+    minorMs: grew('pause_seconds_total minor') * 1000,
+    major: grew('pauses_total major'),
+    majorMs: grew('pause_seconds_total major') * 1000,
+    longestMs: longest * 1000,
+  };
 }
 
 /**
@@ -799,10 +833,16 @@ http {
     median(saturation.find((r) => r.target === t)?.rounds.map((r) => r.rps) ?? []);
   const rateAt = (max: number, share: number) => Math.max(100, Math.round((max * share) / 100) * 100);
   const latency: LatencyTrial[] = [];
+  // B3's collector pauses over each of its trials, from its metrics page: what its tail is made of.
+  const b3Base = new URL(targets.B3.url).origin;
   for (const rate of [rateAt(maxOf('B3'), 0.25), rateAt(maxOf('B1'), 0.25), rateAt(maxOf('B1'), 0.5)]) {
     for (let i = 0; i < 2; i++)
-      for (const name of ['B1', 'N', 'BP', 'B3'] as const)
-        latency.push(vegeta(tools, name, targets[name], rate, LATENCY_SECONDS));
+      for (const name of ['B1', 'N', 'BP', 'B3'] as const) {
+        const before = name === 'B3' ? await gcMetrics(b3Base) : undefined;
+        const trial = vegeta(tools, name, targets[name], rate, LATENCY_SECONDS);
+        if (before !== undefined) trial.gc = gcBetween(before, await gcMetrics(b3Base));
+        latency.push(trial);
+      }
   }
 
   // Completeness: an open-model B3 trial at half of B3's maximum (vegeta lets every call it
@@ -1183,6 +1223,17 @@ Invalid trials: ${
       .filter((x) => !x.valid)
       .map((x) => `${x.target} @${x.rate}/s`)
       .join(', ') || 'none'
+  }.
+
+B3's garbage-collection pauses during each of its trials (from its \`/metrics\`; every call in the
+process waits out a pause): ${
+    r.latency
+      .filter((x) => x.target === 'B3' && x.gc !== undefined)
+      .map((x) => {
+        const gc = x.gc as GcDuring;
+        return `${x.rate}/s: ${gc.minor} minor (${fmt(gc.minorMs, 0)} ms), ${gc.major} major (${fmt(gc.majorMs, 0)} ms), longest ${fmt(gc.longestMs, 1)} ms`;
+      })
+      .join('; ') || 'not read'
   }.
 
 ## Method
