@@ -531,10 +531,17 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
 
 /** Whole lines onto a spool file, in one write where the kernel takes it all (fsync'd later). */
 function append(segment: SpoolSegment, text: string): void {
-  const bytes = Buffer.from(text);
-  let at = 0;
-  while (at < bytes.length) at += writeSync(segment.fd, bytes, at);
-  segment.bytes += bytes.length;
+  // Written as the string it is: no buffer is made of it (under load a turn's records come to
+  // tens of kilobytes, each buffer memory outside the heap for the collector to account for).
+  const size = Buffer.byteLength(text);
+  const written = writeSync(segment.fd, text);
+  if (written < size) {
+    // A short write: the bytes not written yet follow.
+    const rest = Buffer.from(text).subarray(written);
+    let at = 0;
+    while (at < rest.length) at += writeSync(segment.fd, rest, at);
+  }
+  segment.bytes += size;
   segment.dirty = true;
 }
 
