@@ -199,7 +199,7 @@ interface GcDuring {
 async function gcMetrics(base: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const values = new Map<string, number>();
-  for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.]+)$/gm))
+  for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.e+-]+)$/gm))
     values.set(`${m[1]} ${m[2]}`, Number(m[3]));
   return values;
 }

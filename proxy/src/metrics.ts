@@ -114,38 +114,37 @@ const GC_KINDS = new Map<number, string>([
  * p99 that climbs with the longest pause is the collector's, not the network's.
  */
 export class GcPauses {
-  private readonly count = new Map<string, number>();
-  private readonly seconds = new Map<string, number>();
+  private readonly pauses: Counter;
+  private readonly seconds: Counter;
   private readonly longest = new Map<string, number>();
   private readonly observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       const detail = (entry as { detail?: { kind?: number } }).detail;
       const kind = GC_KINDS.get(detail?.kind ?? -1) ?? 'other';
       const pause = entry.duration / 1000;
-      this.count.set(kind, (this.count.get(kind) ?? 0) + 1);
-      this.seconds.set(kind, (this.seconds.get(kind) ?? 0) + pause);
+      this.pauses.inc({ kind });
+      this.seconds.inc({ kind }, pause);
       this.longest.set(kind, Math.max(this.longest.get(kind) ?? 0, pause));
     }
   });
 
   /** `prefix`: the metrics are `<prefix>_pauses_total`, `<prefix>_pause_seconds_total` and `<prefix>_pause_max_seconds`. */
   constructor(readonly prefix: string) {
+    this.pauses = new Counter(`${prefix}_pauses_total`, 'Garbage-collection pauses, by kind');
+    this.seconds = new Counter(
+      `${prefix}_pause_seconds_total`,
+      'Time the process was paused for garbage collection, by kind',
+    );
     this.observer.observe({ entryTypes: ['gc'] });
   }
 
   render(): string {
-    const pauses = `${this.prefix}_pauses_total`;
-    const seconds = `${this.prefix}_pause_seconds_total`;
     const longest = `${this.prefix}_pause_max_seconds`;
-    let out = `# HELP ${pauses} Garbage-collection pauses, by kind\n# TYPE ${pauses} counter\n`;
-    for (const [kind, n] of this.count) out += `${pauses}{kind="${kind}"} ${n}\n`;
-    out += `# HELP ${seconds} Time the process was paused for garbage collection, by kind\n# TYPE ${seconds} counter\n`;
-    for (const [kind, total] of this.seconds) out += `${seconds}{kind="${kind}"} ${total.toFixed(6)}\n`;
-    out += `# HELP ${longest} The longest garbage-collection pause since the previous scrape, by kind\n# TYPE ${longest} gauge\n`;
-    for (const kind of this.count.keys())
-      out += `${longest}{kind="${kind}"} ${(this.longest.get(kind) ?? 0).toFixed(6)}\n`;
-    this.longest.clear();
-    return out;
+    let out = `# HELP ${longest} The longest garbage-collection pause since the previous scrape, by kind\n# TYPE ${longest} gauge\n`;
+    for (const [kind, seconds] of this.longest) out += `${longest}{kind="${kind}"} ${seconds.toFixed(6)}\n`;
+    // Kinds seen before and not since: their longest pause since the previous scrape is none.
+    for (const kind of this.longest.keys()) this.longest.set(kind, 0);
+    return this.pauses.render() + this.seconds.render() + out;
   }
 
   close(): void {

@@ -17,8 +17,8 @@ describe('the garbage-collection pause metrics', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       const page = pauses.render();
       const count = Number(/test_gc_pauses_total\{kind="minor"\} (\d+)/.exec(page)?.[1]);
-      const seconds = Number(/test_gc_pause_seconds_total\{kind="minor"\} ([\d.]+)/.exec(page)?.[1]);
-      const longest = Number(/test_gc_pause_max_seconds\{kind="minor"\} ([\d.]+)/.exec(page)?.[1]);
+      const seconds = Number(/test_gc_pause_seconds_total\{kind="minor"\} ([\d.e+-]+)/.exec(page)?.[1]);
+      const longest = Number(/test_gc_pause_max_seconds\{kind="minor"\} ([\d.e+-]+)/.exec(page)?.[1]);
       expect(count).toBeGreaterThan(0);
       expect(seconds).toBeGreaterThan(0);
       expect(longest).toBeGreaterThan(0);
