@@ -22,10 +22,11 @@ interface Waiter {
  * 032's triggers, at the writing transaction's commit); a connection of this cache listens and
  * drops the tenant's subjects as it hears them. Before answering from memory, a check waits for a
  * barrier on that connection (see `SubjectChanges.barrier`): a change committed before the check
- * arrived has then been heard. A subject not in memory is read without waiting for one. Checks arriving while a barrier is out share the next one, so under
- * load one round trip serves many checks. A subject read while a change to its tenant was heard is
- * used once and not kept. Without a listening connection (PostgreSQL away, or not yet connected)
- * every check reads PostgreSQL, as before, while the cache tries to listen again every second.
+ * arrived has then been heard. A subject not in memory is read without waiting for one. Checks
+ * arriving while a barrier is out share the next one, so under load one round trip serves many
+ * checks. A subject read while a change to its tenant was heard is used once and not kept.
+ * Without a listening connection (PostgreSQL away, or not yet connected) every check reads
+ * PostgreSQL, as before, while the cache tries to listen again every second.
  */
 export class SubjectCache {
   private readonly byTenant = new Map<string, Map<string, LimitSubject>>();
