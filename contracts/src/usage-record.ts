@@ -324,19 +324,22 @@ function toBusRecord(value: unknown): UsageRecord | undefined {
   };
 }
 
-const recordTexts = new WeakMap<UsageRecord, string>();
+/** Where a record keeps its JSON once made: a property JSON, keys and spreads do not see. */
+const TEXT = Symbol('usage record JSON');
 
 /**
  * A usage record's JSON, made once: the emitter writes it to its spool and the bus publishes the
  * same text, where each used to serialize the record itself. A record is not changed once
- * emitted; the text lives as long as the record object does.
+ * emitted; the text lives as long as the record object does. It is kept on the record itself (a
+ * hidden property) rather than in a weak map: a record waits about a tenth of a second for its
+ * publish, and entries of a weak map keyed by young objects are work for every minor collection.
  */
 export function recordJson(record: UsageRecord): string {
-  let text = recordTexts.get(record);
-  if (text === undefined) {
-    text = JSON.stringify(record);
-    recordTexts.set(record, text);
-  }
+  const kept = (record as { [TEXT]?: string })[TEXT];
+  if (kept !== undefined) return kept;
+  const text = JSON.stringify(record);
+  // Not enumerable: a copy made with a spread does not carry the original's text.
+  if (Object.isExtensible(record)) Object.defineProperty(record, TEXT, { value: text });
   return text;
 }
 

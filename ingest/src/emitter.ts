@@ -82,6 +82,23 @@ interface SpoolSegment {
   dirty: boolean;
 }
 
+/**
+ * Which spool segment holds a record waiting for the bus, kept on the record itself (a hidden
+ * property) rather than in a weak map: records wait about a tenth of a second, and weak-map
+ * entries keyed by young objects are work for every minor collection. SETTLED: the bus (or the
+ * spill file) has the record, possibly before its spool write (an in-process bus can be that
+ * fast), so that write does not count it.
+ */
+const SPOOLED_IN = Symbol('spool segment');
+const SETTLED = 'settled';
+type Waiting = UsageRecord & { [SPOOLED_IN]?: SpoolSegment | typeof SETTLED };
+
+function mark(record: Waiting, where: SpoolSegment | typeof SETTLED): void {
+  if (Object.hasOwn(record, SPOOLED_IN)) record[SPOOLED_IN] = where;
+  // Not enumerable: a copy made with a spread is not taken for the waiting record.
+  else Object.defineProperty(record, SPOOLED_IN, { value: where, writable: true });
+}
+
 /** A spool file is sealed (a new one started) after this long or this size. */
 const SEGMENT_MS = 2_000;
 const SEGMENT_BYTES = 16 * 1024 * 1024;
@@ -135,9 +152,6 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private spoolWrite: { promise: Promise<void>; resolve: () => void } | undefined;
   private segment: SpoolSegment | undefined;
   private readonly sealedSegments = new Set<SpoolSegment>();
-  private readonly segmentOf = new WeakMap<UsageRecord, SpoolSegment>();
-  /** Records the bus had before their spool write (an in-process bus can be that fast). */
-  private readonly settledEarly = new WeakSet<UsageRecord>();
   private fsyncTimer: NodeJS.Timeout | undefined;
   /** Settles once the files found at start (a previous run's spill and spool) are replayed. */
   private readonly recovery: Promise<void>;
@@ -181,8 +195,10 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     return done;
   }
 
-  emit(record: UsageRecord, charges?: readonly LeaseCharge[]): void {
+  emit(emitted: UsageRecord, charges?: readonly LeaseCharge[]): void {
     this.counters.emitted++;
+    // The record carries its spool segment while it waits: a frozen one waits as a copy.
+    const record = Object.isExtensible(emitted) ? emitted : { ...emitted };
     if (this.fsyncTimer !== undefined) {
       this.unspooled.push(record);
       this.unspooledCharges.push(charges);
@@ -269,8 +285,9 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       }
       append(segment, text);
       for (const record of records) {
-        if (this.settledEarly.has(record)) continue;
-        this.segmentOf.set(record, segment);
+        const waiting = record as Waiting;
+        if (waiting[SPOOLED_IN] === SETTLED) continue;
+        mark(waiting, segment);
         segment.outstanding++;
       }
       this.counters.spooled += records.length;
@@ -359,12 +376,10 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private settle(records: readonly UsageRecord[]): void {
     if (this.fsyncTimer === undefined) return;
     for (const record of records) {
-      const segment = this.segmentOf.get(record);
-      if (segment === undefined) {
-        this.settledEarly.add(record);
-        continue;
-      }
-      this.segmentOf.delete(record);
+      const waiting = record as Waiting;
+      const segment = waiting[SPOOLED_IN];
+      mark(waiting, SETTLED);
+      if (segment === undefined || segment === SETTLED) continue;
       segment.outstanding--;
       if (segment.sealed && done(segment)) this.removeSegment(segment);
     }

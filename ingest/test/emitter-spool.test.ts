@@ -124,6 +124,44 @@ describe('the write-ahead usage spool', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('lets a spool file go whose records the bus had before their spool write, frozen ones too', async () => {
+    const dir = tempDir();
+    const published: string[] = [];
+    const onDiskAtPublish: number[] = [];
+    // A batch per record and a bus that answers at once, as an in-process bus can: each publish
+    // ends within the turn, before the turn's one spool write.
+    const emitter = new BatchingUsageEmitter(
+      {
+        async publish(records) {
+          onDiskAtPublish.push(lines(dir, 'spool-').length);
+          published.push(...records.map((r) => r.id));
+        },
+        async close() {},
+      },
+      {
+        maxBatch: 1,
+        lingerMs: 1,
+        maxQueued: 10_000,
+        retryDelayMs: 10,
+        spillDir: dir,
+        writeAhead: true,
+        logger,
+      },
+    );
+    const plain = record('early-0');
+    emitter.emit(plain);
+    emitter.emit(Object.freeze(record('early-1')));
+    await emitter.spooled();
+    expect(published).toEqual(['early-0', 'early-1']);
+    expect(onDiskAtPublish).toEqual([0, 0]);
+    expect(lines(dir, 'spool-').map((l) => JSON.parse(l).id)).toEqual(['early-0', 'early-1']);
+    // What the emitter keeps on a waiting record is hidden: its keys and a copy are as emitted.
+    expect(Object.keys(plain)).toEqual(Object.keys(record('other')));
+    expect(Object.getOwnPropertySymbols({ ...plain })).toEqual([]);
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('keeps a record in the spool while the bus is down, and then only until the bus has it', async () => {
     const dir = tempDir();
     const bus = gatedPublisher();

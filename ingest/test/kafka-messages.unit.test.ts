@@ -45,4 +45,16 @@ describe('usage records as Kafka messages', () => {
     expect(texts).toContain(JSON.stringify(records[3]));
     expect(recordJson(records[0] as UsageRecord)).toBe(JSON.stringify(records[0]));
   });
+
+  it("keeps a record's JSON on it out of sight: a changed copy gets its own, a frozen record one too", () => {
+    const record = call('prv_a', 'cus_1');
+    const keys = Object.keys(record);
+    const text = recordJson(record);
+    expect(recordJson(record)).toBe(text);
+    expect(Object.keys(record)).toEqual(keys);
+    expect(JSON.stringify(record)).toBe(text);
+    const changed = { ...record, value: 5 };
+    expect(recordJson(changed)).toBe(JSON.stringify(changed));
+    expect(recordJson(Object.freeze({ ...record }))).toBe(text);
+  });
 });
