@@ -120,6 +120,14 @@ describe('ids', () => {
     expect(ulid(1_800_000_000_001) > (ids.at(-1) ?? '')).toBe(true);
   });
 
+  it('write the time as the ULID specification does', async () => {
+    const { ulid } = await import('../src/kit/ids');
+    // The specification's example: 1469918176385 ms is 01ARYZ6S41 (written lower-case here).
+    expect(ulid(1_469_918_176_385).slice(0, 10)).toBe('01aryz6s41');
+    expect(ulid(0).slice(0, 10)).toBe('0000000000');
+    expect(ulid(2 ** 48 - 1).slice(0, 10)).toBe('7zzzzzzzzz');
+  });
+
   it('draws fresh randomness for every millisecond, across refills of its random pool', async () => {
     const { ulid } = await import('../src/kit/ids');
     const ids = Array.from({ length: 2000 }, (_, i) => ulid(1_900_000_000_000 + i));

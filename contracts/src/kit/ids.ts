@@ -7,13 +7,17 @@ const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;
 
 let lastTime = -1;
-let lastTimePart = '';
 const lastRandom = new Uint8Array(16);
+/** The id being made, as Crockford digits: its first ten (the time) change once a millisecond. */
+const digits = Buffer.alloc(26);
+const CROCKFORD_CODES = Buffer.from(CROCKFORD, 'latin1');
 
 /**
  * A ULID (48-bit millisecond time + 80 random bits, Crockford base32), monotonic within a
  * process: ids made in the same millisecond increment the random part, so they sort in creation
- * order. Cursor pagination and the outbox's event order rely on that.
+ * order. Cursor pagination and the outbox's event order rely on that. The digits are written
+ * into one buffer and read out as one string (every usage record gets an id: adding digit by
+ * digit made a string per digit).
  */
 export function ulid(now = Date.now()): string {
   if (now === lastTime) {
@@ -31,18 +35,15 @@ export function ulid(now = Date.now()): string {
     lastRandom[0] = (pool[poolOffset] ?? 0) % 16;
     for (let i = 1; i < lastRandom.length; i++) lastRandom[i] = (pool[poolOffset + i] ?? 0) % 32;
     poolOffset += lastRandom.length;
-    let time = '';
     let t = now;
-    for (let i = 0; i < 10; i++) {
-      time = (CROCKFORD[t % 32] ?? '0') + time;
+    for (let i = 9; i >= 0; i--) {
+      digits[i] = CROCKFORD_CODES[t % 32] ?? 0x30;
       t = Math.floor(t / 32);
     }
     lastTime = now;
-    lastTimePart = time;
   }
-  let id = lastTimePart;
-  for (let i = 0; i < lastRandom.length; i++) id += CROCKFORD[lastRandom[i] ?? 0] ?? '0';
-  return id;
+  for (let i = 0; i < lastRandom.length; i++) digits[10 + i] = CROCKFORD_CODES[lastRandom[i] ?? 0] ?? 0x30;
+  return digits.toString('latin1', 0, 26);
 }
 
 /**
