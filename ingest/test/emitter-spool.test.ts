@@ -162,6 +162,44 @@ describe('the write-ahead usage spool', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('writes a turn of thousands of records, charged or not, each line whole and exact', async () => {
+    const dir = tempDir();
+    const bus = gatedPublisher();
+    const emitter = spooling(dir, bus.publisher);
+    // First, one record of three bytes a character (a long tool name in CJK): more than the line
+    // buffer holds at the start.
+    const wide = { ...record('wide'), properties: { tool: '中'.repeat(30_000) } };
+    emitter.emit(wide, [{ key: 'k', lease: 'l', units: 1 }]);
+    await emitter.spooled();
+    // Customer refs and lease keys with emoji and quotes (multi-byte UTF-8, escapes), a NUL in
+    // the keys: 3,000 lines of about 300 bytes in one turn outgrow the line buffer many times.
+    const emitted = Array.from({ length: 3000 }, (_, i) =>
+      usageRecord({ id: `big-${i}`, customerRef: `cus_😀"${i}` }),
+    );
+    emitted.forEach((r, i) =>
+      emitter.emit(
+        r,
+        i % 2 === 0 ? [{ key: `limit:"😀"\u0000${i}`, lease: `lease-${i % 3}`, units: 1 }] : undefined,
+      ),
+    );
+    await emitter.spooled();
+    // The next turn's write starts on an emptied buffer.
+    emitter.emit(record('after'));
+    await emitter.spooled();
+    const written = lines(dir, 'spool-').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(written).toHaveLength(3002);
+    expect(written[0]).toEqual({ ...JSON.parse(JSON.stringify(wide)), '~charges': [['k', 'l', 1]] });
+    written.slice(1, 3001).forEach((line, i) => {
+      const { '~charges': charged, ...rest } = line;
+      expect(rest).toEqual(JSON.parse(JSON.stringify(emitted[i])));
+      expect(charged).toEqual(i % 2 === 0 ? [[`limit:"😀"\u0000${i}`, `lease-${i % 3}`, 1]] : undefined);
+    });
+    expect(written[3001]?.id).toBe('after');
+    bus.release();
+    await emitter.close();
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
   it('keeps a record in the spool while the bus is down, and then only until the bus has it', async () => {
     const dir = tempDir();
     const bus = gatedPublisher();
