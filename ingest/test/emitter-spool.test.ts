@@ -176,12 +176,10 @@ describe('the write-ahead usage spool', () => {
     const emitted = Array.from({ length: 3000 }, (_, i) =>
       usageRecord({ id: `big-${i}`, customerRef: `cus_😀"${i}` }),
     );
-    emitted.forEach((r, i) =>
-      emitter.emit(
-        r,
-        i % 2 === 0 ? [{ key: `limit:"😀"\u0000${i}`, lease: `lease-${i % 3}`, units: 1 }] : undefined,
-      ),
-    );
+    for (const [i, r] of emitted.entries()) {
+      const charged = [{ key: `limit:"😀"\u0000${i}`, lease: `lease-${i % 3}`, units: 1 }];
+      emitter.emit(r, i % 2 === 0 ? charged : undefined);
+    }
     await emitter.spooled();
     // The next turn's write starts on an emptied buffer.
     emitter.emit(record('after'));
