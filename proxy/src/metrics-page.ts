@@ -38,10 +38,20 @@ export class ProxyMetrics {
     'mcpmeter_proxy_origin_seconds',
     'Origin time per forwarded request: origin request to the end of its answer',
   );
+  readonly answer = new Histogram(
+    'mcpmeter_proxy_answer_seconds',
+    "The proxy's time per forwarded request after its origin answered: the end of the origin's answer to the end of the client's (refused calls' answers, metering, the spool write)",
+  );
 
   render(sources: MetricSources): string {
     const { gatekeeper, limiter, directory, link, emitter } = sources;
-    const parts = [this.requests.render(), this.toolCalls.render(), this.own.render(), this.origin.render()];
+    const parts = [
+      this.requests.render(),
+      this.toolCalls.render(),
+      this.own.render(),
+      this.origin.render(),
+      this.answer.render(),
+    ];
     if (gatekeeper !== undefined) {
       const decisions = new Counter(
         'mcpmeter_proxy_limit_decisions_total',

@@ -555,7 +555,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       await holding;
       if (exchange.aborted) return meterCancelled();
       if (refusedCredentials) throw new OriginCredentialsRefused(status);
-      metrics.origin.observe((performance.now() - sent) / 1000);
+      const answered = performance.now();
+      metrics.origin.observe((answered - sent) / 1000);
       if (merger !== undefined) {
         // The merged array's closing bytes: the refused calls' answers and the bracket.
         const waiting = writeChunk(exchange, merger.end(), writeAnswerHead);
@@ -591,6 +592,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           else exchange.res.end(whole);
         });
       }
+      metrics.answer.observe((performance.now() - answered) / 1000);
     } catch (error) {
       if (exchange.aborted) return meterCancelled();
       if (exchange.stopped) {

@@ -444,6 +444,10 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     const metrics = await (await fetch(`http://127.0.0.1:${proxyPorts[0]}/metrics`)).text();
     expect(metrics).toMatch(/mcpmeter_proxy_limit_decisions_total\{decision="paywall"\} \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_own_seconds_count \d+/);
+    // Every answer the origin gave was timed again at its end to the client.
+    const answered = /mcpmeter_proxy_origin_seconds_count (\d+)/.exec(metrics)?.[1];
+    expect(Number(answered)).toBeGreaterThan(0);
+    expect(metrics).toContain(`mcpmeter_proxy_answer_seconds_count ${answered}\n`);
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);
     // A process that served this many calls has collected garbage.
