@@ -349,7 +349,10 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     this.openLeases.add(lease);
     try {
       const segment = this.currentSegment();
-      append(segment, `{"${CHARGES_FIELD}":${JSON.stringify([[key, lease, 0]])}}\n`);
+      // The turn's lines are written within writeSpool's call: the buffer is free between turns.
+      this.lines.clear();
+      this.lines.add(`{"${CHARGES_FIELD}":${JSON.stringify([[key, lease, 0]])}}`, '\n');
+      this.lines.writeTo(segment);
       segment.leases.add(lease);
     } catch (error) {
       this.counters.spoolFailures++;
@@ -589,22 +592,6 @@ class LineBuffer {
     // A turn far larger than usual (a burst) does not keep its buffer.
     if (this.buffer.length > 1024 * 1024) this.buffer = Buffer.allocUnsafe(64 * 1024);
   }
-}
-
-/** Whole lines onto a spool file, in one write where the kernel takes it all (fsync'd later). */
-function append(segment: SpoolSegment, text: string): void {
-  // Written as the string it is: no buffer is made of it (under load a turn's records come to
-  // tens of kilobytes, each buffer memory outside the heap for the collector to account for).
-  const size = Buffer.byteLength(text);
-  const written = writeSync(segment.fd, text);
-  if (written < size) {
-    // A short write: the bytes not written yet follow.
-    const rest = Buffer.from(text).subarray(written);
-    let at = 0;
-    while (at < rest.length) at += writeSync(segment.fd, rest, at);
-  }
-  segment.bytes += size;
-  segment.dirty = true;
 }
 
 /** A sealed segment may go once the bus has its records and the store its leases. */
