@@ -30,6 +30,8 @@ export interface Exchange {
    * (no CORS headers; the origin's own pass only to clients that are not browsers).
    */
   cors: string | undefined;
+  /** Its place among the exchanges in flight (in-flight.ts); -1 when not among them. */
+  slot: number;
 }
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */

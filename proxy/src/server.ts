@@ -25,6 +25,7 @@ import {
   writeCors,
   writeHead,
 } from './http-io';
+import { InFlight } from './in-flight';
 import {
   CHECKOUT_INPUT,
   declaresUrlElicitation,
@@ -139,7 +140,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     maxConnections: Number.POSITIVE_INFINITY,
   });
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
-  const live = new Set<Exchange>();
+  const live = new InFlight<Exchange>();
   // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
   // Mcp-Session-Id the origin gave them: their paywall is a -32042 URL elicitation.
   const urlElicitationSessions = new RecentSessions(100_000);
@@ -625,6 +626,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       standalone: method === 'GET',
       stopped: false,
       cors: undefined,
+      slot: -1,
     };
     // A browser's page (an Origin header); served only from origins its MCP server allows.
     const pageOrigin = req.getHeader('origin');
@@ -771,16 +773,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       stopping = true;
       uWS.us_listen_socket_close(socket);
       // Standalone streams never end by themselves: ended now, their clients reconnect elsewhere.
-      for (const exchange of live) if (exchange.standalone) stop(exchange);
+      for (const exchange of live.list()) if (exchange.standalone) stop(exchange);
       // Calls in flight finish (and are metered) before the process moves on; bounded in time,
       // after which what is left is cancelled (and metered as cancelled).
       const deadline = Date.now() + 10_000;
       while (live.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-      for (const exchange of live) stop(exchange);
+      for (const exchange of live.list()) stop(exchange);
       const grace = Date.now() + 2_000;
       while (live.size > 0 && Date.now() < grace) await new Promise((resolve) => setTimeout(resolve, 20));
       // Still here: a client that never finished sending its body. Its connection is closed.
-      for (const exchange of live) {
+      for (const exchange of live.list()) {
         if (exchange.aborted) continue;
         try {
           exchange.res.close();
