@@ -5,7 +5,6 @@
  * process never loads Fastify or PostgreSQL code, and each starts sooner.
  */
 
-import { setFlagsFromString } from 'node:v8';
 import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
@@ -60,12 +59,6 @@ async function main(): Promise<void> {
     throw error;
   }
   const { services, controlPlane: cp, proxy: proxyConfig } = config;
-  // A process that runs the proxy collects garbage without V8's allocation-site pretenuring (which
-  // allocates straight into the old generation where most objects made at a site survived). Under
-  // the proxy's load it takes request objects, which die within a millisecond, for long-lived
-  // ones: they fill the old generation and every minor collection scans their pointers into the
-  // young one. Set before the proxy's code runs; measured in docs/proxy.md (Garbage collection).
-  if (services.has('proxy')) setFlagsFromString('--no-allocation-site-pretenuring');
   const logger = createLogger({ level: cp.logLevel, name: [...services].join('+') });
   const closers: Array<[string, () => Promise<void>]> = [];
   // Loaded while the connections below are made.
