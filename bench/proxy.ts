@@ -184,7 +184,16 @@ interface LatencyTrial {
   valid: boolean;
   /** B3's garbage collection during the trial, read from its metrics page. */
   gc?: GcDuring;
+  /** B3's own, origin and answer spans during the trial (its metrics page's histograms). */
+  spans?: SpansDuring;
 }
+
+/** The three spans a proxy times per forwarded request (docs/proxy.md, its metrics). */
+const SPANS = ['own', 'origin', 'answer'] as const;
+type Span = (typeof SPANS)[number];
+
+/** Per span over a trial: requests timed, those over 1 ms, and the bucket bound the 99th percentile falls in. */
+type SpansDuring = Record<Span, { count: number; over1ms: number; p99AtMostMs: number }>;
 
 /** Garbage-collection pauses of a proxy over a trial: how many and how long, by kind, and the longest. */
 interface GcDuring {
@@ -202,6 +211,34 @@ async function gcMetrics(base: string): Promise<Map<string, number>> {
   for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.e+-]+)$/gm))
     values.set(`${m[1]} ${m[2]}`, Number(m[3]));
   return values;
+}
+
+/** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */
+async function spanBuckets(base: string): Promise<Map<Span, Map<number, number>>> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const spans = new Map<Span, Map<number, number>>(SPANS.map((span) => [span, new Map()]));
+  for (const m of text.matchAll(
+    /^mcpmeter_proxy_(own|origin|answer)_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm,
+  ))
+    spans.get(m[1] as Span)?.set(m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]), Number(m[3]));
+  return spans;
+}
+
+function spansBetween(
+  before: Map<Span, Map<number, number>>,
+  after: Map<Span, Map<number, number>>,
+): SpansDuring {
+  const one = (span: Span) => {
+    const was = before.get(span) ?? new Map<number, number>();
+    const grew = [...(after.get(span) ?? new Map<number, number>())]
+      .map(([bound, n]) => [bound, n - (was.get(bound) ?? 0)] as const)
+      .sort((a, b) => a[0] - b[0]);
+    const count = grew.at(-1)?.[1] ?? 0;
+    const within1ms = grew.find(([bound]) => bound >= 0.001)?.[1] ?? count;
+    const p99 = grew.find(([, n]) => n >= count * 0.99)?.[0] ?? Number.POSITIVE_INFINITY;
+    return { count, over1ms: count - within1ms, p99AtMostMs: p99 * 1000 };
+  };
+  return { own: one('own'), origin: one('origin'), answer: one('answer') };
 }
 
 function gcBetween(before: Map<string, number>, after: Map<string, number>): GcDuring {
@@ -839,8 +876,10 @@ http {
     for (let i = 0; i < 2; i++)
       for (const name of ['B1', 'N', 'BP', 'B3'] as const) {
         const before = name === 'B3' ? await gcMetrics(b3Base) : undefined;
+        const spansBefore = name === 'B3' ? await spanBuckets(b3Base) : undefined;
         const trial = vegeta(tools, name, targets[name], rate, LATENCY_SECONDS);
         if (before !== undefined) trial.gc = gcBetween(before, await gcMetrics(b3Base));
+        if (spansBefore !== undefined) trial.spans = spansBetween(spansBefore, await spanBuckets(b3Base));
         latency.push(trial);
       }
   }
@@ -1235,6 +1274,26 @@ process waits out a pause): ${
       })
       .join('; ') || 'not read'
   }.
+
+Where B3's time went in the same trials (its \`/metrics\` histograms: *own* from arrival to the
+origin request, *origin* from there to the end of the origin's answer, which includes the
+proxy's loop being busy when the answer arrives, *answer* from there to the end of the client's
+answer, the spool write included): requests over 1 ms in each span, and the histogram bucket
+the 99th percentile falls within.
+
+| rate | own: over 1 ms, p99 ≤ | origin: over 1 ms, p99 ≤ | answer: over 1 ms, p99 ≤ |
+| --- | --- | --- | --- |
+${
+  r.latency
+    .filter((x) => x.target === 'B3' && x.spans !== undefined)
+    .map((x) => {
+      const spans = x.spans as SpansDuring;
+      const cell = (span: Span) =>
+        `${spans[span].over1ms} of ${spans[span].count}, ${fmt(spans[span].p99AtMostMs, 2)} ms`;
+      return `| ${x.rate}/s${x.valid ? '' : ' (invalid)'} | ${cell('own')} | ${cell('origin')} | ${cell('answer')} |`;
+    })
+    .join('\n') || '| not read | | | |'
+}
 
 ## Method
 
