@@ -29,6 +29,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -204,9 +205,27 @@ interface GcDuring {
   longestMs: number;
 }
 
+/**
+ * A proxy's metrics page. Read on a connection of its own: vegeta runs while the event loop
+ * waits, so a kept-alive connection the proxy closed meanwhile (idle) is found closed only when
+ * reused, and the read would fail.
+ */
+function metricsPage(base: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    httpGet(`${base}/metrics`, { agent: false }, (answer) => {
+      let text = '';
+      answer.setEncoding('utf8');
+      answer.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      answer.on('end', () => resolve(text));
+      answer.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
 /** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`), by name and kind; a read resets the longest pause. */
-async function gcMetrics(base: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+function gcMetrics(text: string): Map<string, number> {
   const values = new Map<string, number>();
   for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.e+-]+)$/gm))
     values.set(`${m[1]} ${m[2]}`, Number(m[3]));
@@ -214,8 +233,7 @@ async function gcMetrics(base: string): Promise<Map<string, number>> {
 }
 
 /** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */
-async function spanBuckets(base: string): Promise<Map<Span, Map<number, number>>> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+function spanBuckets(text: string): Map<Span, Map<number, number>> {
   const spans = new Map<Span, Map<number, number>>(SPANS.map((span) => [span, new Map()]));
   for (const m of text.matchAll(
     /^mcpmeter_proxy_(own|origin|answer)_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm,
@@ -875,11 +893,13 @@ http {
   for (const rate of [rateAt(maxOf('B3'), 0.25), rateAt(maxOf('B1'), 0.25), rateAt(maxOf('B1'), 0.5)]) {
     for (let i = 0; i < 2; i++)
       for (const name of ['B1', 'N', 'BP', 'B3'] as const) {
-        const before = name === 'B3' ? await gcMetrics(b3Base) : undefined;
-        const spansBefore = name === 'B3' ? await spanBuckets(b3Base) : undefined;
+        const before = name === 'B3' ? await metricsPage(b3Base) : undefined;
         const trial = vegeta(tools, name, targets[name], rate, LATENCY_SECONDS);
-        if (before !== undefined) trial.gc = gcBetween(before, await gcMetrics(b3Base));
-        if (spansBefore !== undefined) trial.spans = spansBetween(spansBefore, await spanBuckets(b3Base));
+        if (before !== undefined) {
+          const after = await metricsPage(b3Base);
+          trial.gc = gcBetween(gcMetrics(before), gcMetrics(after));
+          trial.spans = spansBetween(spanBuckets(before), spanBuckets(after));
+        }
         latency.push(trial);
       }
   }
