@@ -449,6 +449,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(Number(answered)).toBeGreaterThan(0);
     expect(metrics).toContain(`mcpmeter_proxy_answer_seconds_count ${answered}\n`);
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
+    // Every request it served (the 200 concurrent calls among them) has left its in-flight list.
+    expect(metrics).toContain('mcpmeter_proxy_inflight_requests 0\n');
     expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);
     // A process that served this many calls has collected garbage.
     expect(metrics).toMatch(/mcpmeter_proxy_gc_pauses_total\{kind="minor"\} [1-9]/);
