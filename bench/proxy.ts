@@ -206,13 +206,13 @@ interface GcDuring {
 }
 
 /**
- * A proxy's metrics page. Read on a connection of its own: vegeta runs while the event loop
- * waits, so a kept-alive connection the proxy closed meanwhile (idle) is found closed only when
- * reused, and the read would fail.
+ * A GET's answer text, read on a connection of its own: vegeta runs while the event loop waits,
+ * so a kept-alive connection its server closed meanwhile (idle) is found closed only when reused,
+ * and a read right after a trial would fail. Used for every read around a vegeta trial.
  */
-function metricsPage(base: string): Promise<string> {
+function freshGet(url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    httpGet(`${base}/metrics`, { agent: false }, (answer) => {
+    httpGet(url, { agent: false }, (answer) => {
       let text = '';
       answer.setEncoding('utf8');
       answer.on('data', (chunk: string) => {
@@ -224,7 +224,7 @@ function metricsPage(base: string): Promise<string> {
   });
 }
 
-/** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`), by name and kind; a read resets the longest pause. */
+/** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`) from its metrics page (whose read resets the longest pause), by name and kind. */
 function gcMetrics(text: string): Map<string, number> {
   const values = new Map<string, number>();
   for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.e+-]+)$/gm))
@@ -893,10 +893,10 @@ http {
   for (const rate of [rateAt(maxOf('B3'), 0.25), rateAt(maxOf('B1'), 0.25), rateAt(maxOf('B1'), 0.5)]) {
     for (let i = 0; i < 2; i++)
       for (const name of ['B1', 'N', 'BP', 'B3'] as const) {
-        const before = name === 'B3' ? await metricsPage(b3Base) : undefined;
+        const before = name === 'B3' ? await freshGet(`${b3Base}/metrics`) : undefined;
         const trial = vegeta(tools, name, targets[name], rate, LATENCY_SECONDS);
         if (before !== undefined) {
-          const after = await metricsPage(b3Base);
+          const after = await freshGet(`${b3Base}/metrics`);
           trial.gc = gcBetween(gcMetrics(before), gcMetrics(after));
           trial.spans = spansBetween(spanBuckets(before), spanBuckets(after));
         }
@@ -908,7 +908,7 @@ http {
   // started finish, where wrk's end abandons the calls in flight): the records it adds in
   // ClickHouse against the calls it adds at the origin, once the pipeline has caught up.
   const answered = async () =>
-    ((await (await fetch(`http://127.0.0.1:${originPort}/count`)).json()) as Record<string, number>)['/b3'] ??
+    (JSON.parse(await freshGet(`http://127.0.0.1:${originPort}/count`)) as Record<string, number>)['/b3'] ??
     0;
   const recordedOf = async () =>
     (
