@@ -410,6 +410,55 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     for (const client of clients) await client.close();
   });
 
+  it('gives a call refused for want of credits its unit of the plan limit back', async () => {
+    // A plan capped at 4 calls a period and paid from credits: a call takes a unit of the cap
+    // first, then its credits; refused for credits, the unit returns, so topped-up credits find
+    // the cap's whole remainder.
+    const capped = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
+      name: 'Capped credits',
+      type: 'usage-based',
+      billingModel: 'pre-paid',
+      creditsPerUnit: 1,
+      limit: 4,
+    });
+    expect(capped.status).toBe(201);
+    const customer = await customerWithToken();
+    const credits = (body: Record<string, unknown>) =>
+      api('POST', `/v1/sdk/customers/${customer.ref}/credits`, body);
+    expect((await credits({ kind: 'grant', amount: 2 })).status).toBe(201);
+    const activated = await api<{ status: string }>('POST', '/v1/sdk/activate', {
+      customerRef: customer.ref,
+      planRef: capped.body.id,
+    });
+    expect(activated.body.status).toBe('activated');
+    const adds = origin.calls.get('add') ?? 0;
+    const clients = await Promise.all([0, 1].map((i) => connect(proxyPorts[i] as number, customer.token)));
+    const burst = async (count: number) =>
+      (await Promise.all(
+        Array.from({ length: count }, (_, i) =>
+          clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 2 } }),
+        ),
+      )) as ToolResult[];
+    // One call at a time: calls at once could find the cap's units held by calls still
+    // waiting on their credits.
+    const first: ToolResult[] = [];
+    for (let i = 0; i < 10; i++)
+      first.push((await clients[i % 2]?.callTool({ name: 'add', arguments: { a: i, b: 2 } })) as ToolResult);
+    expect(first.filter((r) => r.isError !== true)).toHaveLength(2);
+    expect(first.filter((r) => paywallOf(r)?.reason === 'credits_exhausted')).toHaveLength(8);
+    // Credits for 10 more calls; the cap has 2 left.
+    expect((await credits({ kind: 'grant', amount: 10 })).status).toBe(201);
+    await pollUntil(
+      () => burst(4),
+      () => origin.calls.get('add') === adds + 4,
+      { what: 'the cap reached on the new credits', timeoutMs: 10_000 },
+    );
+    const after = await burst(4);
+    expect(after.every((r) => paywallOf(r)?.reason === 'limit_reached')).toBe(true);
+    expect(origin.calls.get('add')).toBe(adds + 4);
+    for (const client of clients) await client.close();
+  });
+
   it('imports the tool list from the origin, keeping plan settings', async () => {
     const imported = await api<{ tools: Array<{ name: string; planIds: string[]; noPlan: boolean }> }>(
       'POST',
