@@ -5,12 +5,35 @@ import {
   JWKS_KEY,
   MCP_SCOPE,
   type McpServerSnapshot,
+  type RevocationSnapshot,
   type SnapshotStore,
   subdomainOfResource,
   type VerifyResult,
   verifyAccessToken,
 } from '@mcp-meter/contracts/snapshots';
 import { type RevocationDirectory, SnapshotUnavailableError } from './directory';
+
+type VerifiedToken = Extract<VerifyResult, { ok: true }>;
+type Revocation = RevocationSnapshot | undefined;
+
+/** A revocation entry the store could not give: none known (the token is judged on its signature). */
+async function unlessUnreadable(entry: Revocation | Promise<Revocation>): Promise<Revocation> {
+  try {
+    return await entry;
+  } catch (error) {
+    if (!(error instanceof SnapshotUnavailableError)) throw error;
+    return undefined;
+  }
+}
+
+/** Refused when the customer's tokens, or the token's grant, were revoked at or after its issue. */
+function judgeRevocation(verified: VerifiedToken, customer: Revocation, grant: Revocation): VerifyResult {
+  if (customer !== undefined && verified.claims.iat <= customer.before) return TOKEN_REVOKED;
+  if (grant !== undefined && verified.claims.iat <= grant.before) return TOKEN_REVOKED;
+  return verified;
+}
+
+const TOKEN_REVOKED: VerifyResult = Object.freeze({ ok: false, reason: 'token revoked' });
 
 /**
  * Verifies customer access tokens locally: the key set comes from the snapshot store (cached,
@@ -23,7 +46,7 @@ export class TokenVerifier {
   /** The `iss` tokens must carry, as the control plane published it with the keys. */
   private issuer_: string | undefined;
   private keysFetchedAt = 0;
-  private readonly verified = new Map<string, Extract<VerifyResult, { ok: true }>>();
+  private readonly verified = new Map<string, VerifiedToken>();
 
   constructor(
     private readonly store: SnapshotStore,
@@ -71,45 +94,50 @@ export class TokenVerifier {
     }
   }
 
-  /** The token's own validity (signature, issuer, audience, expiry, revocation), before any server is looked up. */
-  async verify(authorization: string): Promise<VerifyResult> {
-    const now = Math.floor(Date.now() / 1000);
+  /**
+   * The token's own validity (signature, issuer, audience, expiry, revocation), before any server
+   * is looked up. Synchronous for a token verified before whose revocation entries are cached
+   * (nearly every call); a promise when a signature must be checked or the store read.
+   */
+  verify(authorization: string): VerifyResult | Promise<VerifyResult> {
     // Remembered by the header as it came: a client sends the same one call after call.
-    let result = this.verified.get(authorization) as VerifyResult | undefined;
-    if (result === undefined || (result.ok && result.claims.exp + 30 < now)) {
-      const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
-      const token = match?.[1];
-      if (token === undefined) return { ok: false, reason: 'missing bearer token' };
-      result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer_);
-      if (!result.ok && result.reason === 'unknown signing key')
-        result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer_);
-      if (result.ok) {
-        // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
-        if (this.verified.size >= 10_000) this.verified.clear();
-        this.verified.set(authorization, result);
-      }
-    }
-    if (!result.ok) return result;
-    // Revocation is read on every call (a cache hit): a verified token stays remembered, but a
-    // deleted customer's tokens stop working within the snapshot TTL, at once with pub/sub. While
-    // the store cannot be read, no revocation can be published either: the token is judged on
-    // its signature, as it was before the outage.
-    let revoked: Awaited<ReturnType<RevocationDirectory['lookup']>>;
-    let grantRevoked: Awaited<ReturnType<RevocationDirectory['lookup']>>;
-    try {
-      revoked = await this.revocations.lookup(result.claims);
-      const grant = result.claims.sid;
-      if (grant !== undefined) grantRevoked = await this.revocations.lookupGrant(grant);
-    } catch (error) {
-      if (!(error instanceof SnapshotUnavailableError)) throw error;
-    }
-    if (revoked !== undefined && result.claims.iat <= revoked.before)
-      return { ok: false, reason: 'token revoked' };
-    if (grantRevoked !== undefined && result.claims.iat <= grantRevoked.before)
-      return { ok: false, reason: 'token revoked' };
-    return result;
+    const known = this.verified.get(authorization);
+    if (known === undefined || known.claims.exp + 30 < Math.floor(Date.now() / 1000))
+      return this.verifyToken(authorization);
+    return this.unlessRevoked(known);
   }
 
+  private async verifyToken(authorization: string): Promise<VerifyResult> {
+    const now = Math.floor(Date.now() / 1000);
+    const match = /^Bearer\s+(\S+)$/i.exec(authorization.trim());
+    const token = match?.[1];
+    if (token === undefined) return { ok: false, reason: 'missing bearer token' };
+    let result = await verifyAccessToken(token, await this.keySet(false), now, this.issuer_);
+    if (!result.ok && result.reason === 'unknown signing key')
+      result = await verifyAccessToken(token, await this.keySet(true), now, this.issuer_);
+    if (!result.ok) return result;
+    // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
+    if (this.verified.size >= 10_000) this.verified.clear();
+    this.verified.set(authorization, result);
+    return this.unlessRevoked(result);
+  }
+
+  /**
+   * Revocation is read on every call (a cache hit): a verified token stays remembered, but a
+   * deleted customer's tokens stop working within the snapshot TTL, at once with pub/sub. While
+   * the store cannot be read, no revocation can be published either: the token is judged on its
+   * signature, as it was before the outage.
+   */
+  private unlessRevoked(verified: VerifiedToken): VerifyResult | Promise<VerifyResult> {
+    const revoked = this.revocations.lookup(verified.claims);
+    const grant = verified.claims.sid;
+    const grantRevoked = grant === undefined ? undefined : this.revocations.lookupGrant(grant);
+    if (revoked instanceof Promise || grantRevoked instanceof Promise)
+      return Promise.all([unlessUnreadable(revoked), unlessUnreadable(grantRevoked)]).then(
+        ([customer, grantEntry]) => judgeRevocation(verified, customer, grantEntry),
+      );
+    return judgeRevocation(verified, revoked, grantRevoked);
+  }
   /** The authorization server that issues the tokens, as published with the keys. */
   async issuer(): Promise<string | undefined> {
     await this.keySet(false);

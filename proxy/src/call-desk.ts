@@ -13,6 +13,17 @@ import type { PaywallStates } from './paywall-state';
 
 type Refused = Exclude<Verdict, { kind: 'admit' }>;
 
+/** What gating decided for a request's calls. */
+export interface Gated {
+  facts: Map<ToolCall, CallFacts>;
+  /** The refused calls' answers, in the order of the calls. */
+  answers: readonly Record<string, unknown>[];
+  refusedIds: ReadonlySet<string | number>;
+}
+
+const NO_ANSWERS: readonly Record<string, unknown>[] = Object.freeze([]);
+const NO_IDS: ReadonlySet<string | number> = new Set();
+
 /** What the gate decided for a call: its outcome when refused, and whether it spent a unit. */
 export interface CallFacts {
   outcome?: ToolOutcome;
@@ -65,43 +76,55 @@ export class CallDesk {
     },
   ) {}
 
-  /** Decides every call; refused calls get their answers here and never reach the origin. */
-  async gate(
+  /**
+   * Decides every call; refused calls get their answers here and never reach the origin.
+   * Synchronous when every call is decided at once and admitted (nearly always).
+   */
+  gate(
     gatekeeper: Gatekeeper,
     server: McpServerSnapshot,
     customerRef: string,
     calls: ToolCall[],
     era: Era,
-  ): Promise<{
-    facts: Map<ToolCall, CallFacts>;
-    answers: Record<string, unknown>[];
-    refusedIds: Set<string | number>;
-  }> {
-    const verdicts = await Promise.all(
-      calls.map((call) => gatekeeper.decide(server, customerRef, call.tool)),
-    );
+  ): Gated | Promise<Gated> {
+    const verdicts = calls.map((call) => gatekeeper.decide(server, customerRef, call.tool));
+    if (verdicts.some((verdict) => verdict instanceof Promise))
+      return Promise.all(verdicts).then((decided) => this.sort(server, customerRef, calls, decided, era));
+    return this.sort(server, customerRef, calls, verdicts as Verdict[], era);
+  }
+
+  /** The calls' facts by their verdicts, with the refused calls' answers. */
+  private sort(
+    server: McpServerSnapshot,
+    customerRef: string,
+    calls: ToolCall[],
+    verdicts: Verdict[],
+    era: Era,
+  ): Gated | Promise<Gated> {
     const facts = new Map<ToolCall, CallFacts>();
     const refused: Array<[ToolCall, Refused]> = [];
-    calls.forEach((call, i) => {
+    for (let i = 0; i < calls.length; i++) {
+      const call = calls[i] as ToolCall;
       const verdict = verdicts[i];
-      if (verdict === undefined || verdict.kind === 'admit')
-        facts.set(call, {
-          admitted: verdict?.counted ?? false,
-          ...(verdict?.credits === undefined ? {} : { credits: verdict.credits }),
-          ...(verdict?.charges === undefined ? {} : { charges: verdict.charges }),
-        });
-      else refused.push([call, verdict]);
-    });
-    const answers = await Promise.all(
+      if (verdict === undefined || verdict.kind === 'admit') {
+        const fact: CallFacts = { admitted: verdict?.counted ?? false };
+        if (verdict?.credits !== undefined) fact.credits = verdict.credits;
+        if (verdict?.charges !== undefined) fact.charges = verdict.charges;
+        facts.set(call, fact);
+      } else refused.push([call, verdict]);
+    }
+    if (refused.length === 0) return { facts, answers: NO_ANSWERS, refusedIds: NO_IDS };
+    return Promise.all(
       refused.map(([call, verdict]) => this.refusal(server, customerRef, call, verdict, era)),
-    );
-    for (const [call, verdict] of refused)
-      facts.set(call, {
-        outcome: verdict.kind === 'paywall' ? 'paywall' : 'unavailable',
-        admitted: false,
-        refused: true,
-      });
-    return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
+    ).then((answers) => {
+      for (const [call, verdict] of refused)
+        facts.set(call, {
+          outcome: verdict.kind === 'paywall' ? 'paywall' : 'unavailable',
+          admitted: false,
+          refused: true,
+        });
+      return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
+    });
   }
 
   meter(

@@ -1,13 +1,16 @@
 import {
   counterKey,
   creditKey,
+  type Gate,
   gateFor,
   type LeaseCharge,
   type LeasedLimiter,
+  type LimitDecision,
   LimiterUnavailableError,
+  type LimitTarget,
   scopeOf,
 } from '@mcp-meter/contracts/limits';
-import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
+import type { EntitlementSnapshot, McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
 import type { ControlPlaneLink } from './control-link';
 import { type EntitlementDirectory, SnapshotUnavailableError } from './directory';
 
@@ -46,8 +49,17 @@ export interface OutageGrace {
   max: number;
 }
 
-const FREE: Verdict = { kind: 'admit', counted: false };
-const COUNTED: Verdict = { kind: 'admit', counted: true };
+const FREE: Verdict = Object.freeze({ kind: 'admit', counted: false });
+const COUNTED: Verdict = Object.freeze({ kind: 'admit', counted: true });
+const UNAVAILABLE: Verdict = Object.freeze({ kind: 'unavailable' });
+
+type PlanGate = Extract<Gate, { kind: 'plan' }>;
+
+/** The counters one plan's calls are checked against: its limit's, and its credits' when paid from them. */
+interface Targets {
+  limit: LimitTarget | undefined;
+  credits: LimitTarget | undefined;
+}
 
 export interface GateStats {
   decisions: Record<'free' | 'admitted' | 'paywall' | 'unavailable' | 'open' | 'grace', number>;
@@ -64,6 +76,8 @@ export class Gatekeeper {
   /** Grace spent per counter in the current outage, and not yet added to the counter. */
   private readonly graceUsed = new Map<string, number>();
   private reporting: NodeJS.Timeout | undefined;
+  /** Each cached purchase's counters, by its gate (one object per purchase snapshot). */
+  private readonly targets = new WeakMap<PlanGate, Targets>();
 
   constructor(
     private readonly entitlements: EntitlementDirectory,
@@ -107,21 +121,37 @@ export class Gatekeeper {
     clearInterval(this.reporting);
   }
 
-  async decide(server: McpServerSnapshot, customerId: string, tool: string): Promise<Verdict> {
+  /**
+   * The verdict for one call: synchronous while the customer's purchase is cached and a lease of
+   * this process pays for the call (nearly every call), a promise when the store must be asked.
+   */
+  decide(server: McpServerSnapshot, customerId: string, tool: string): Verdict | Promise<Verdict> {
     const productId = server.productId;
     if (productId === null) {
       this.stats.decisions.free++;
       return FREE;
     }
-    let entitlement: Awaited<ReturnType<EntitlementDirectory['lookup']>>;
-    try {
-      entitlement = await this.entitlements.lookup(server, customerId, productId);
-    } catch (error) {
-      // Redis is away and this customer's purchase is not cached: which plan applies is unknown.
-      if (!(error instanceof SnapshotUnavailableError)) throw error;
-      this.stats.decisions.unavailable++;
-      return { kind: 'unavailable' };
-    }
+    const entitlement = this.entitlements.lookup(server, customerId, productId);
+    if (!(entitlement instanceof Promise))
+      return this.judge(server, customerId, productId, tool, entitlement);
+    return entitlement.then(
+      (found) => this.judge(server, customerId, productId, tool, found),
+      (error: unknown) => {
+        // Redis is away and this customer's purchase is not cached: which plan applies is unknown.
+        if (!(error instanceof SnapshotUnavailableError)) throw error;
+        this.stats.decisions.unavailable++;
+        return UNAVAILABLE;
+      },
+    );
+  }
+
+  private judge(
+    server: McpServerSnapshot,
+    customerId: string,
+    productId: string,
+    tool: string,
+    entitlement: EntitlementSnapshot | undefined,
+  ): Verdict | Promise<Verdict> {
     const gate = gateFor(server, tool, entitlement, new Date());
     if (gate.kind === 'free') {
       this.stats.decisions.free++;
@@ -135,74 +165,135 @@ export class Gatekeeper {
       this.stats.decisions.admitted++;
       return COUNTED;
     }
+    const targets = this.targetsOf(server, customerId, productId, gate);
+    if (targets.limit === undefined) return this.afterLimit(gate, targets, undefined);
+    const decision = this.limiter.admit(targets.limit);
+    if (!(decision instanceof Promise)) return this.afterLimit(gate, targets, decision);
+    return decision.then(
+      (decided) => this.afterLimit(gate, targets, decided),
+      (error: unknown) => this.outage(error, gate, targets),
+    );
+  }
+
+  /**
+   * The counters a plan's call is checked against. A purchase's gate is the same object for as
+   * long as its snapshot is cached (gateFor), so its targets are built once, not per call.
+   */
+  private targetsOf(
+    server: McpServerSnapshot,
+    customerId: string,
+    productId: string,
+    gate: PlanGate,
+  ): Targets {
+    const known = this.targets.get(gate);
+    if (known !== undefined) return known;
     const scope = scopeOf(server, customerId, productId, gate);
-    try {
-      const limitTarget =
+    const targets: Targets = {
+      limit:
         gate.limit === null
           ? undefined
-          : { key: counterKey(scope), limit: gate.limit, seed: () => this.link.seed(scope, gate.periodEnd) };
-      let charges: LeaseCharge[] | undefined;
-      if (limitTarget !== undefined) {
-        const decision = await this.limiter.admit(limitTarget);
-        if (decision.allowed && decision.charge !== undefined) charges = [decision.charge];
-        if (!decision.allowed) {
-          this.stats.decisions.paywall++;
-          return {
-            kind: 'paywall',
-            reason: 'limit_reached',
-            planIds: [],
-            planId: gate.planId,
-            limit: decision.limit,
-            used: decision.used,
-          };
-        }
-      }
-      if (gate.credits === null) {
-        this.stats.decisions.admitted++;
-        return charges === undefined ? COUNTED : { kind: 'admit', counted: true, charges };
-      }
-      const perUnit = gate.credits.perUnit;
-      const credits = await this.limiter.admit({
-        key: creditKey(scope),
-        limit: gate.credits.funded,
-        cost: perUnit,
-        seed: () => this.link.creditSeed(scope),
-      });
-      if (credits.allowed) {
-        this.stats.decisions.admitted++;
-        if (credits.charge !== undefined) charges = [...(charges ?? []), credits.charge];
+          : { key: counterKey(scope), limit: gate.limit, seed: () => this.link.seed(scope, gate.periodEnd) },
+      credits:
+        gate.credits === null
+          ? undefined
+          : {
+              key: creditKey(scope),
+              limit: gate.credits.funded,
+              cost: gate.credits.perUnit,
+              seed: () => this.link.creditSeed(scope),
+            },
+    };
+    if (gate.source === 'purchase') this.targets.set(gate, targets);
+    return targets;
+  }
+
+  private afterLimit(
+    gate: PlanGate,
+    targets: Targets,
+    decision: LimitDecision | undefined,
+  ): Verdict | Promise<Verdict> {
+    let charges: LeaseCharge[] | undefined;
+    if (decision !== undefined) {
+      if (!decision.allowed) {
+        this.stats.decisions.paywall++;
         return {
-          kind: 'admit',
-          counted: true,
-          credits: perUnit,
-          ...(charges === undefined ? {} : { charges }),
+          kind: 'paywall',
+          reason: 'limit_reached',
+          planIds: [],
+          planId: gate.planId,
+          limit: decision.limit,
+          used: decision.used,
         };
       }
-      // Refused for want of credits: the unit of the plan's limit it took goes back.
-      if (limitTarget !== undefined) await this.limiter.giveBack(limitTarget);
-      this.stats.decisions.paywall++;
-      return {
-        kind: 'paywall',
-        reason: 'credits_exhausted',
-        planIds: [],
-        planId: gate.planId,
-        limit: credits.limit,
-        used: credits.used,
-        creditsPerUnit: perUnit,
-      };
-    } catch (error) {
-      if (!(error instanceof LimiterUnavailableError)) throw error;
-      if (this.policy === 'open') {
-        this.stats.decisions.open++;
-        return COUNTED;
-      }
-      // Credits are money: a plan paid from them never runs on grace.
-      if (this.policy === 'grace' && gate.limit !== null && gate.credits === null) {
-        const admitted = this.admitInGrace(counterKey(scope), gate.limit);
-        if (admitted !== undefined) return admitted;
-      }
-      this.stats.decisions.unavailable++;
-      return { kind: 'unavailable' };
+      if (decision.charge !== undefined) charges = [decision.charge];
     }
+    if (targets.credits === undefined) {
+      this.stats.decisions.admitted++;
+      return charges === undefined ? COUNTED : { kind: 'admit', counted: true, charges };
+    }
+    const credits = this.limiter.admit(targets.credits);
+    if (!(credits instanceof Promise)) return this.afterCredits(gate, targets, charges, credits);
+    return credits.then(
+      (decided) => this.afterCredits(gate, targets, charges, decided),
+      (error: unknown) => this.outage(error, gate, targets),
+    );
+  }
+
+  private afterCredits(
+    gate: PlanGate,
+    targets: Targets,
+    charges: LeaseCharge[] | undefined,
+    credits: LimitDecision,
+  ): Verdict | Promise<Verdict> {
+    const perUnit = targets.credits?.cost ?? 1;
+    if (credits.allowed) {
+      this.stats.decisions.admitted++;
+      if (credits.charge !== undefined)
+        charges = charges === undefined ? [credits.charge] : [...charges, credits.charge];
+      const verdict: Verdict = { kind: 'admit', counted: true, credits: perUnit };
+      if (charges !== undefined) verdict.charges = charges;
+      return verdict;
+    }
+    return this.refuseForCredits(gate, targets, credits, perUnit);
+  }
+
+  /** Refused for want of credits: the unit of the plan's limit it took goes back. */
+  private async refuseForCredits(
+    gate: PlanGate,
+    targets: Targets,
+    credits: Extract<LimitDecision, { allowed: false }>,
+    perUnit: number,
+  ): Promise<Verdict> {
+    try {
+      if (targets.limit !== undefined) await this.limiter.giveBack(targets.limit);
+    } catch (error) {
+      return this.outage(error, gate, targets);
+    }
+    this.stats.decisions.paywall++;
+    return {
+      kind: 'paywall',
+      reason: 'credits_exhausted',
+      planIds: [],
+      planId: gate.planId,
+      limit: credits.limit,
+      used: credits.used,
+      creditsPerUnit: perUnit,
+    };
+  }
+
+  /** The limit store could not be asked: the outage policy decides. */
+  private outage(error: unknown, gate: PlanGate, targets: Targets): Verdict {
+    if (!(error instanceof LimiterUnavailableError)) throw error;
+    if (this.policy === 'open') {
+      this.stats.decisions.open++;
+      return COUNTED;
+    }
+    // Credits are money: a plan paid from them never runs on grace.
+    if (this.policy === 'grace' && targets.limit !== undefined && gate.credits === null) {
+      const admitted = this.admitInGrace(targets.limit.key, targets.limit.limit);
+      if (admitted !== undefined) return admitted;
+    }
+    this.stats.decisions.unavailable++;
+    return UNAVAILABLE;
   }
 }

@@ -226,11 +226,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     // learns whether a subdomain exists.
     let claims: AccessTokenClaims | undefined;
     if (config.requireAuth) {
-      const verdict = await verifier.verify(request.authorization);
+      const verifying = verifier.verify(request.authorization);
+      const verdict = verifying instanceof Promise ? await verifying : verifying;
       if (!verdict.ok) return unauthorized(verdict.reason);
       claims = verdict.claims;
     }
-    const server = await directory.lookup(request.route.subdomain);
+    // Cached lookups answer at once: awaited only when the store must be read.
+    const found = directory.lookup(request.route.subdomain);
+    const server = found instanceof Promise ? await found : found;
     const access =
       server === undefined || claims === undefined
         ? undefined
@@ -335,9 +338,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           });
 
     // Gating and limits: refused calls are answered here and never reach the origin.
-    const gated =
+    const gating =
       calls.length > 0 && gatekeeper !== undefined && config.requireAuth && continuing === undefined
-        ? await desk.gate(
+        ? desk.gate(
             gatekeeper,
             server,
             customerRef,
@@ -347,6 +350,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
               : { modern: false, urlElicitation: urlElicitationSessions.has(sessionOf(request.headers)) },
           )
         : undefined;
+    const gated = gating instanceof Promise ? await gating : gating;
     const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
     if (continuing !== undefined && single !== undefined)
       facts.set(single, { admitted: continuing.admitted, credits: continuing.credits });
@@ -553,7 +557,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         },
       );
       // The answer may have ended while its last chunk waited for a multi-round hold.
-      await holding;
+      if (holding !== undefined) await holding;
       if (exchange.aborted) return meterCancelled();
       if (refusedCredentials) throw new OriginCredentialsRefused(status);
       const answered = performance.now();

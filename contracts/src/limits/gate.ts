@@ -68,16 +68,27 @@ export function gateFor(
   };
 }
 
+const purchaseGates = new WeakMap<EntitlementSnapshot, Gate>();
+
+/**
+ * A purchase's gate depends on its snapshot alone: made once per snapshot object, so every call
+ * under the same cached purchase gets the same gate (callers keep what they derive from it by it).
+ */
 function purchaseGate(e: EntitlementSnapshot): Gate {
-  return {
-    kind: 'plan',
-    source: 'purchase',
-    planId: e.planId,
-    limit: e.limit,
-    periodStart: new Date(e.periodStart),
-    periodEnd: e.periodEnd === null ? null : new Date(e.periodEnd),
-    credits: e.credits ?? null,
-  };
+  let gate = purchaseGates.get(e);
+  if (gate === undefined) {
+    gate = {
+      kind: 'plan',
+      source: 'purchase',
+      planId: e.planId,
+      limit: e.limit,
+      periodStart: new Date(e.periodStart),
+      periodEnd: e.periodEnd === null ? null : new Date(e.periodEnd),
+      credits: e.credits ?? null,
+    };
+    purchaseGates.set(e, gate);
+  }
+  return gate;
 }
 
 export function scopeOf(
