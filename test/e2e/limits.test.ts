@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
+import { inspectorCli } from '../helpers/inspector';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, sharedStackEnv, spawnSplitStack, stackRedisUrl } from '../helpers/processes';
@@ -294,6 +295,62 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       { what: 'the paywalled call recorded', timeoutMs: 30_000 },
     );
     expect(recorded.groups).toEqual([{ value: 'paywall', records: 1 }]);
+  });
+
+  it("serves MCP Inspector's CLI: tools listed, a call metered, the paywall readable", async () => {
+    const inspect = await inspectorCli();
+    const customer = await customerWithToken();
+    const url = `http://127.0.0.1:${proxyPorts[0]}/mcp/${server.subdomain}`;
+    const listed = await inspect(url, customer.token, 'tools/list');
+    expect(listed.code).toBe(0);
+    const names = (listed.output.tools as Array<{ name: string }>).map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['add', 'echo', 'fail', 'report']));
+
+    const adds = origin.calls.get('add') ?? 0;
+    const echoes = origin.calls.get('echo') ?? 0;
+    const added = await inspect(url, customer.token, 'tools/call', [
+      '--tool-name',
+      'add',
+      '--tool-arg',
+      'a=2',
+      'b=3',
+    ]);
+    expect(added.code).toBe(0);
+    expect(added.output.content).toEqual([{ type: 'text', text: '5' }]);
+    expect(origin.calls.get('add')).toBe(adds + 1);
+
+    // A plan-gated tool: the paywall as a tool result the CLI prints like any other.
+    const gated = await inspect(url, customer.token, 'tools/call', [
+      '--tool-name',
+      'echo',
+      '--tool-arg',
+      'text=hi',
+    ]);
+    const wall = gated.output as unknown as ToolResult;
+    expect(wall.isError).toBe(true);
+    expect(paywallOf(wall)).toMatchObject({ kind: 'payment_required', reason: 'plan_required' });
+    expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));
+    expect(origin.calls.get('echo') ?? 0).toBe(echoes);
+
+    // A bad token: the proxy's 401 and its challenge tell the CLI to sign in (OAuth), which it
+    // cannot do without a terminal, and says so.
+    const refused = await inspect(url, 'not-a-token', 'tools/list');
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('auth_required');
+
+    // Each call recorded once, by what happened to it.
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= 2,
+      { what: "the Inspector's calls recorded", timeoutMs: 30_000 },
+    );
+    expect(recorded.records).toBe(2);
+    expect(recorded.groups).toEqual(
+      expect.arrayContaining([
+        { value: 'success', records: 1 },
+        { value: 'paywall', records: 1 },
+      ]),
+    );
   });
 
   it('routes by Host on a proxy with a base domain', async () => {
