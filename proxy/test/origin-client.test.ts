@@ -290,6 +290,22 @@ describe('the proxy origin client', () => {
     expect(origin.connections()).toBe(2);
   });
 
+  it('reuses an idle connection within its Keep-Alive time and dials again after it', async () => {
+    // timeout=2: reused for a second (a second short of what the origin announced), then not,
+    // though the origin has not closed it.
+    const origin = await rawServer((_request, socket, i) => {
+      socket.write(`HTTP/1.1 200 OK\r\nkeep-alive: timeout=2\r\ncontent-length: 1\r\n\r\n${i}`);
+    });
+    // Long waits otherwise: the sweep looks once a second, so it is the hand-out that refuses it.
+    const through = client({ headersTimeoutMs: 8_000, idleTimeoutMs: 8_000 });
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('0');
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('1');
+    expect(origin.connections()).toBe(1);
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('2');
+    expect(origin.connections()).toBe(2);
+  });
+
   it('cancels a call when aborted, and the connection is not handed to the next call', async () => {
     const origin = await rawServer((_request, socket, i) => {
       if (i === 0) socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial');
