@@ -87,7 +87,14 @@ export class CallDesk {
     calls: ToolCall[],
     era: Era,
   ): Gated | Promise<Gated> {
-    const verdicts = calls.map((call) => gatekeeper.decide(server, customerRef, call.tool));
+    const verdicts = calls.map((call) => {
+      try {
+        return gatekeeper.decide(server, customerRef, call.tool);
+      } catch (error) {
+        // As a rejection, like the others': the Promise.all below sees every one.
+        return Promise.reject(error);
+      }
+    });
     if (verdicts.some((verdict) => verdict instanceof Promise))
       return Promise.all(verdicts).then((decided) => this.sort(server, customerRef, calls, decided, era));
     return this.sort(server, customerRef, calls, verdicts as Verdict[], era);
