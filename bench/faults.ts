@@ -40,6 +40,7 @@ import { parseArgs } from 'node:util';
 import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { KafkaUsageSettlement } from '@mcp-meter/ingest';
 import { Kafka, logLevel } from 'kafkajs';
+import { NODE_FLAGS } from '../deploy/node-flags';
 import { type McpOrigin, startMcpOrigin } from '../test/helpers/mcp-origin';
 
 const root = resolve(import.meta.dirname, '..');
@@ -58,7 +59,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-faults-'));
 chmodSync(work, 0o755);
 // The services as `npm start` runs them: from their build (deploy/build.mjs, made before the first start).
-const SERVE = ['deploy/start.mjs'];
+const SERVE = [...NODE_FLAGS, 'deploy/start.mjs'];
 /** Issue 32: the API answers within this long of a restart, under load. */
 const API_BACK_SECONDS = 5;
 

@@ -35,6 +35,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Redis } from 'ioredis';
+import { NODE_FLAGS } from '../deploy/node-flags';
 import { flame } from './load/flame';
 
 const root = resolve(import.meta.dirname, '..');
@@ -584,7 +585,7 @@ async function main() {
     CONTROL_PLANE_URL: base,
   };
   // The services as `npm start` runs them: from their build (made at the start of the run).
-  const serve = ['deploy/start.mjs'];
+  const serve = [...NODE_FLAGS, 'deploy/start.mjs'];
   spawnLogged('control-plane', process.execPath, serve, { ...env, SERVICES: 'control-plane,ingest' });
   const servers = spawnLogged(
     'origin',

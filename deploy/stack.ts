@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import { NODE_FLAGS } from './node-flags';
 
 const root = resolve(import.meta.dirname, '..');
 const infra = join(root, 'deploy', 'infra.sh');
@@ -21,7 +22,7 @@ const infraEnv = Object.fromEntries(
 const base = { ...process.env, ...infraEnv, DATA_DIR: dataDir };
 // Built once here, so the two processes do not both find the build out of date.
 execFileSync(process.execPath, [join(root, 'deploy', 'build.mjs')], { stdio: 'inherit' });
-const serve = [join(root, 'deploy', 'start.mjs')];
+const serve = [...NODE_FLAGS, join(root, 'deploy', 'start.mjs')];
 const children: ChildProcess[] = [
   spawn(process.execPath, serve, { env: { ...base, SERVICES: 'control-plane,ingest' }, stdio: 'inherit' }),
   spawn(process.execPath, serve, { env: { ...base, SERVICES: 'proxy' }, stdio: 'inherit' }),

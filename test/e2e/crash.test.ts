@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../../deploy/node-flags';
 import { apiClient } from '../helpers/api';
 import type { ProviderKeys } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
@@ -37,7 +38,7 @@ describe('the all-in-one service killed under load', () => {
   let runs = 0;
 
   const start = async () => {
-    service = spawnService(process.execPath, ['deploy/start.mjs'], {
+    service = spawnService(process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
       env,
       logDir: dir,
       name: `serve-${++runs}`,

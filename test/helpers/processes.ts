@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { NODE_FLAGS } from '../../deploy/node-flags';
 import type { Infra } from '../global-setup';
 import { suffix } from './flows';
 import { pollUntil } from './poll';
@@ -46,7 +47,7 @@ export function spawnService(
 }
 
 /** The services as `npm start` runs them: from their build (made by the global setup). */
-const SERVE = ['deploy/start.mjs'];
+const SERVE = [...NODE_FLAGS, 'deploy/start.mjs'];
 
 /**
  * The services as `npm run stack` runs them: control plane + ingest in one process (on
