@@ -1236,7 +1236,8 @@ bare uWebSockets.js + undici hop; BPn the same hop with a lean HTTP/1.1 keep-ali
 (Kafka → ingest → ClickHouse); B3m B3 with MCP 2026-07-28 calls; A the all-in-one service
 (\`npm start\`: proxy, control plane, ingest and chdb in one process, every call metered). B3's
 records are consumed by the control-plane process, A's in its own process: "every process" counts
-them. B3m / B3 (the modern era's cost): ${fmt(paired('B3m', 'B3').median, 2)} (rounds ${spread(paired('B3m', 'B3'))}).
+them. The services (B2, B3, A, the control plane) start as \`npm start\` starts them, with the V8
+flags of \`deploy/node-flags.ts\`; the bare hops BP and BPn with Node's defaults. B3m / B3 (the modern era's cost): ${fmt(paired('B3m', 'B3').median, 2)} (rounds ${spread(paired('B3m', 'B3'))}).
 
 ## One core
 
