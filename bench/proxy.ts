@@ -225,6 +225,24 @@ function freshGet(url: string): Promise<string> {
   });
 }
 
+/**
+ * Waits (up to `seconds`) until the proxy serving `url` has published every usage record it
+ * emitted, from its metrics page; what is still unpublished then (0 once caught up).
+ */
+async function whenPublished(url: string, seconds: number): Promise<number> {
+  const page = `${new URL(url).origin}/metrics`;
+  const metric = (text: string, name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const text = await freshGet(page);
+    const left =
+      metric(text, 'mcpmeter_usage_emitted_total') - metric(text, 'mcpmeter_usage_published_total');
+    if (!(left > 0) || Date.now() >= deadline) return Number.isNaN(left) ? 0 : left;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`) from its metrics page (whose read resets the longest pause), by name and kind. */
 function gcMetrics(text: string): Map<string, number> {
   const values = new Map<string, number>();
@@ -791,9 +809,14 @@ http {
       const before = cpuSample();
       const commandsBefore = row.target === 'B3' ? await redisCommands(redis) : 0;
       const result = wrk(tools, row.target, targets[row.target], TRIAL_SECONDS);
-      // The pipeline finishes the trial's records (their CPU belongs to these calls).
-      if (row.target === 'B3' || row.target === 'B3m' || row.target === 'A')
+      // The pipeline finishes the trial's records (their CPU belongs to these calls): the hop
+      // has published them all (A: stored them), then the consumer's flush interval passes.
+      if (row.target === 'B3' || row.target === 'B3m' || row.target === 'A') {
+        const unpublished = await whenPublished(targets[row.target].url, 30);
+        if (unpublished > 0)
+          log(`${row.target} round ${round + 1}: ${unpublished} records still unpublished after 30 s`);
         await new Promise((r) => setTimeout(r, 2000));
+      }
       const after = cpuSample();
       if (row.target === 'B3') {
         b3Commands += (await redisCommands(redis)) - commandsBefore - 1;
@@ -1325,8 +1348,8 @@ ${
   schedule whatever the target does) for latency. Both read the tool-neutral scenarios in
   \`bench/scenarios/\` (\`bench/scenarios/README.md\` runs them by hand against a deployed proxy).
 - CPU: user + system time of every process from \`/proc\`, sampled around each trial (for B3, B3m
-  and A also over the 2 s after it, while the pipeline stores the trial's records), divided by the
-  calls wrk counted. The load generator is counted through the bench's children.
+  and A also after it, until the hop has published every record of the trial, which for A means
+  stored, and 2 s more while the consumer stores B3's), divided by the calls wrk counted. The load generator is counted through the bench's children.
 - Noise: everything shares two cores; rounds take every target in turn so drift reaches all alike,
   compared targets side by side (nginx and A, BP and B3, B3 and B3m), every other round in reverse
   order; medians over rounds, ratios round by round. A throughput figure is the machine's, not the

@@ -15,7 +15,9 @@ const PUBLISH_TIMEOUT_MS = 10_000;
 /**
  * How long a publish lingers for others to share its write, and the least time between writes
  * while records keep coming (at most the flush interval): each write costs chdb about the same
- * whatever its size, so under load writes go about this often, carrying everything since.
+ * whatever its size, so under load writes go about this often, carrying everything since. A full
+ * batch (`batchSize` records) never lingers: a publisher that waits for each publish before the
+ * next (the emitter does) would otherwise be held to a batch per linger, whatever its load.
  */
 const PUBLISH_LINGER_MS = 100;
 
@@ -101,18 +103,26 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
 
   /** Drains one pass; concurrent callers share the pass in progress. */
   drain(): Promise<void> {
-    this.draining ??= this.drainOnce().finally(() => {
-      this.draining = undefined;
-      // Records that came during the pass wait a linger, so writes do not go back to back.
-      if (this.queue.length > 0 && this.waiters.length > 0) this.drainSoon();
-    });
+    this.draining ??= this.drainOnce()
+      .catch(() => false)
+      .then((wrote) => {
+        this.draining = undefined;
+        // A full batch that came during a pass that wrote goes now; fewer records, or a store that
+        // just failed, wait a linger, so small writes (and retries) do not go back to back.
+        if (wrote && this.queue.length >= this.options.batchSize && this.waiters.length > 0)
+          void this.drain();
+        else if (this.queue.length > 0 && this.waiters.length > 0) this.drainSoon();
+      });
     return this.draining;
   }
 
-  /** Writes what was queued when the pass began, in batches; later records go in the next pass. */
-  private async drainOnce(): Promise<void> {
+  /**
+   * Writes what was queued when the pass began, in batches; later records go in the next pass.
+   * False when a write failed (the rest stays queued).
+   */
+  private async drainOnce(): Promise<boolean> {
     const handler = this.handler;
-    if (handler === undefined) return;
+    if (handler === undefined) return false;
     let left = this.queue.length;
     while (left > 0 && this.queue.length > 0) {
       const batch = this.queue.slice(0, Math.min(this.options.batchSize, left));
@@ -127,9 +137,10 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
           { err: error, records: batch.length },
           'usage batch write failed; will retry',
         );
-        return;
+        return false;
       }
     }
+    return true;
   }
 
   async settled(timeoutMs: number): Promise<boolean> {

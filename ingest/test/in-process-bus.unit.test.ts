@@ -1,6 +1,6 @@
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { usageRecord } from '../../test/helpers/usage-records';
 import { InProcessUsageBus } from '../src/in-process-bus';
 
@@ -40,5 +40,68 @@ describe('the in-process bus as the ingest watermark', () => {
     await bus.start(async () => {});
     expect(await bus.settled(0)).toBe(true);
     await bus.stop();
+  });
+
+  it('writes a whole batch at once, also one published during a write; a part of one lingers', async () => {
+    vi.useFakeTimers();
+    try {
+      const bus = new InProcessUsageBus({ batchSize: 3, flushIntervalMs: 10_000, retryDelayMs: 5, logger });
+      const writes: number[] = [];
+      let release = () => {};
+      await bus.start(async (records) => {
+        writes.push(records.length);
+        // The first write holds until released: publishes meanwhile queue behind it.
+        if (writes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      });
+      const done: string[] = [];
+      const first = bus.publish([record(), record(), record()]).then(() => done.push('first'));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(writes).toEqual([3]);
+      const second = bus.publish([record(), record(), record()]).then(() => done.push('second'));
+      release();
+      // No time passes: a whole batch does not wait the linger, however many came before it.
+      await vi.advanceTimersByTimeAsync(0);
+      expect(writes).toEqual([3, 3]);
+      expect(done).toEqual(['first', 'second']);
+      await Promise.all([first, second]);
+      const part = bus.publish([record()]).then(() => done.push('part'));
+      await vi.advanceTimersByTimeAsync(50);
+      expect(writes).toEqual([3, 3]);
+      await vi.advanceTimersByTimeAsync(60);
+      expect(writes).toEqual([3, 3, 1]);
+      await part;
+      await bus.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('does not write back to back while the store fails, even with a whole batch waiting', async () => {
+    vi.useFakeTimers();
+    try {
+      const bus = new InProcessUsageBus({ batchSize: 2, flushIntervalMs: 10_000, retryDelayMs: 5, logger });
+      let attempts = 0;
+      let failing = true;
+      await bus.start(async () => {
+        attempts++;
+        // Bounded, so that a bus retrying in a loop fails this test rather than hanging it.
+        if (failing && attempts < 50) throw new Error('store down');
+      });
+      const published = bus.publish([record(), record(), record(), record()]);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(attempts).toBe(1);
+      // A retry a linger later, not a loop.
+      await vi.advanceTimersByTimeAsync(99);
+      expect(attempts).toBe(1);
+      await vi.advanceTimersByTimeAsync(2);
+      expect(attempts).toBe(2);
+      failing = false;
+      await vi.advanceTimersByTimeAsync(101);
+      await published;
+      expect(attempts).toBe(4);
+      await bus.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
