@@ -8,10 +8,12 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
+  unlink,
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
@@ -108,6 +110,9 @@ const SEGMENT_BYTES = 16 * 1024 * 1024;
  */
 const CHARGES_FIELD = '~charges';
 
+/** A spool file the bus has entirely, renamed so while its removal finishes off the event loop. */
+const SPENT_PREFIX = 'spent-';
+
 /** Spool files open in this process (an emitter never adopts another live one's). */
 const openSpools = new Set<string>();
 let spoolSequence = 0;
@@ -152,6 +157,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private spoolWrite: { promise: Promise<void>; resolve: () => void } | undefined;
   private segment: SpoolSegment | undefined;
   private readonly sealedSegments = new Set<SpoolSegment>();
+  /** Spent spool files being removed off the event loop: `close` waits for them. */
+  private readonly removals = new Set<Promise<void>>();
   /** Where a turn's spool lines are put together before their one write. */
   private readonly lines = new LineBuffer();
   private fsyncTimer: NodeJS.Timeout | undefined;
@@ -268,6 +275,11 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     this.unspooled = [];
     this.unspooledCharges = [];
     this.spoolWrite = undefined;
+    // Written already (close writes what waits): no segment is opened for nothing.
+    if (records.length === 0) {
+      waiting?.resolve();
+      return;
+    }
     try {
       const segment = this.currentSegment();
       const lines = this.lines;
@@ -374,7 +386,13 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     openSpools.delete(segment.path);
     try {
       closeSync(segment.fd);
-      unlinkSync(segment.path);
+      // Out of the spool at once (a rename), its pages freed off the event loop: unlinking a
+      // file of megabytes in the page cache held the loop for milliseconds, every segment.
+      const spent = join(dirname(segment.path), `${SPENT_PREFIX}${basename(segment.path)}`);
+      renameSync(segment.path, spent);
+      const removal = new Promise<void>((resolve) => unlink(spent, () => resolve()));
+      this.removals.add(removal);
+      void removal.then(() => this.removals.delete(removal));
     } catch (error) {
       this.options.logger.warn({ err: error, file: segment.path }, 'usage spool file not removed');
     }
@@ -545,6 +563,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
         }
       }
     }
+    await Promise.all(this.removals);
   }
 
   stats(): EmitterStats {
@@ -642,6 +661,12 @@ export function spooledCharges(spillDir: string): LeaseCharge[] {
  */
 export function adoptOrphanedSpools(spillDir: string): void {
   for (const file of readdirSync(spillDir)) {
+    // Spent files whose removal a process did not live to finish (another's may be in progress:
+    // whichever removes it first, the other's unlink finds nothing).
+    if (file.startsWith(SPENT_PREFIX)) {
+      rmSync(join(spillDir, file), { force: true });
+      continue;
+    }
     const match = /^spool-\d+-(\d+)-\d+\.jsonl$/.exec(file);
     if (match === null) continue;
     const path = join(spillDir, file);

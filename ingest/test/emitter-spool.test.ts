@@ -320,4 +320,18 @@ describe('the write-ahead usage spool', () => {
     expect(replayed).toEqual(['mine']);
     expect(readdirSync(dir)).toEqual([live]);
   });
+
+  it('removes a spent spool file a dead process left, without replaying it', async () => {
+    const dir = tempDir();
+    // Renamed so once the bus had all of it; the process died before the removal finished.
+    const spent = `spent-spool-${Date.now()}-999999-1.jsonl`;
+    writeFileSync(join(dir, spent), `${JSON.stringify(record('published-long-ago'))}\n`);
+    const replayed: string[] = [];
+    const emitter = spooling(dir, recordingInto(replayed));
+    emitter.emit(record('mine'));
+    await emitter.flush();
+    await emitter.close();
+    expect(replayed).toEqual(['mine']);
+    expect(readdirSync(dir)).toEqual([]);
+  });
 });
