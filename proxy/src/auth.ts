@@ -130,8 +130,7 @@ export class TokenVerifier {
    */
   private unlessRevoked(verified: VerifiedToken): VerifyResult | Promise<VerifyResult> {
     const revoked = this.revocations.lookup(verified.claims);
-    const grant = verified.claims.sid;
-    const grantRevoked = grant === undefined ? undefined : this.revocations.lookupGrant(grant);
+    const grantRevoked = this.revocations.lookupGrant(verified.claims);
     if (revoked instanceof Promise || grantRevoked instanceof Promise)
       return Promise.all([unlessUnreadable(revoked), unlessUnreadable(grantRevoked)]).then(
         ([customer, grantEntry]) => judgeRevocation(verified, customer, grantEntry),

@@ -70,13 +70,29 @@ export class SnapshotCache<T> {
   }
 }
 
+/**
+ * Store keys are made once per thing they are made of and then reused: V8 keeps a string's hash
+ * in the string, so looking up the same key object costs a compare, where a key joined anew for
+ * every call was a new string to hash (the caches below are looked up four times a call).
+ */
+const MAX_KEYS = 10_000;
+
 export class ServerDirectory extends SnapshotCache<McpServerSnapshot> {
+  private readonly keys = new Map<string, string>();
+
   constructor(store: SnapshotStore, ttlMs: number) {
     super(store, ttlMs, parseMcpServerSnapshot, 10_000);
   }
 
   lookup(subdomain: string) {
-    return this.get(mcpServerKey(subdomain));
+    let key = this.keys.get(subdomain);
+    if (key === undefined) {
+      // Bounded: names that are not servers cost a lookup each, never unbounded memory.
+      if (this.keys.size >= MAX_KEYS) this.keys.clear();
+      key = mcpServerKey(subdomain);
+      this.keys.set(subdomain, key);
+    }
+    return this.get(key);
   }
 }
 
@@ -96,15 +112,30 @@ export class EntitlementDirectory extends SnapshotCache<EntitlementSnapshot> {
     super(store, ttlMs, parseEntitlement);
   }
 
-  lookup(server: McpServerSnapshot, customerId: string, productId: string) {
-    return this.get(
-      entitlementKey({
+  /** Keys by server snapshot (a changed server is a new snapshot), then by customer. */
+  private readonly keys = new WeakMap<McpServerSnapshot, Map<string, string>>();
+
+  /** The customer's purchase of the server's product; none for a server that sells none. */
+  lookup(server: McpServerSnapshot, customerId: string) {
+    if (server.productId === null) return undefined;
+    const productId = server.productId;
+    let byCustomer = this.keys.get(server);
+    if (byCustomer === undefined) {
+      byCustomer = new Map();
+      this.keys.set(server, byCustomer);
+    }
+    let key = byCustomer.get(customerId);
+    if (key === undefined) {
+      if (byCustomer.size >= MAX_KEYS) byCustomer.clear();
+      key = entitlementKey({
         providerId: server.providerId,
         environment: server.environment,
         customerId,
         productId,
-      }),
-    );
+      });
+      byCustomer.set(customerId, key);
+    }
+    return this.get(key);
   }
 }
 
@@ -114,12 +145,39 @@ export class RevocationDirectory extends SnapshotCache<RevocationSnapshot> {
     super(store, ttlMs, parseRevocation);
   }
 
-  lookup(claims: { prv: string; env: Environment; sub: string }) {
-    return this.get(revocationKey(claims.prv, claims.env, claims.sub));
+  /** Keys by the claims of a verified token (the verifier keeps those objects while it caches the token). */
+  private readonly keys = new WeakMap<RevocationClaims, { customer: string; grant: string | undefined }>();
+
+  private keysOf(claims: RevocationClaims) {
+    let keys = this.keys.get(claims);
+    if (keys === undefined) {
+      keys = {
+        customer: revocationKey(claims.prv, claims.env, claims.sub),
+        grant: claims.sid === undefined ? undefined : revokedGrantKey(claims.sid),
+      };
+      this.keys.set(claims, keys);
+    }
+    return keys;
   }
 
-  /** A revoked grant (a hosted sign-in whose refresh token was reused, or revoked by its client). */
-  lookupGrant(grantId: string) {
-    return this.get(revokedGrantKey(grantId));
+  lookup(claims: RevocationClaims) {
+    return this.get(this.keysOf(claims).customer);
   }
+
+  /**
+   * The token's grant, revoked (a hosted sign-in whose refresh token was reused, or revoked by its
+   * client); undefined for a token of no grant.
+   */
+  lookupGrant(claims: RevocationClaims) {
+    const key = this.keysOf(claims).grant;
+    return key === undefined ? undefined : this.get(key);
+  }
+}
+
+interface RevocationClaims {
+  prv: string;
+  env: Environment;
+  sub: string;
+  /** The sign-in grant a token was issued under, if any. */
+  sid?: string | undefined;
 }

@@ -131,7 +131,7 @@ export class Gatekeeper {
       this.stats.decisions.free++;
       return FREE;
     }
-    const entitlement = this.entitlements.lookup(server, customerId, productId);
+    const entitlement = this.entitlements.lookup(server, customerId);
     if (!(entitlement instanceof Promise))
       return this.judge(server, customerId, productId, tool, entitlement);
     return entitlement.then(
