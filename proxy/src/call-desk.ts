@@ -146,7 +146,7 @@ export class CallDesk {
     const timestamp = new Date().toISOString();
     for (const call of calls) {
       const facts = factsFor(call);
-      this.deps.metrics.toolCalls.inc({ outcome: facts.outcome });
+      this.deps.metrics.toolCalls.incLabel('outcome', facts.outcome);
       if (this.deps.emitter === undefined) continue;
       this.deps.emitter.emit(
         callRecord(server, customerRef, timestamp, {

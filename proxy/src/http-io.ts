@@ -100,7 +100,7 @@ export function respond(
   headers: Record<string, string> = {},
 ): void {
   if (exchange.aborted) return;
-  exchange.requests.inc({ code: String(status) });
+  exchange.requests.incLabel('code', status);
   exchange.res.cork(() => {
     if (!exchange.headersSent) {
       exchange.res.writeStatus(statusLine(status)).writeHeader('content-type', contentType);
@@ -164,7 +164,7 @@ export function writeHead(exchange: Exchange, status: number, headers: IncomingH
 export function answerPreflight(exchange: Exchange, askedHeaders: string): void {
   if (exchange.aborted) return;
   const res = exchange.res;
-  exchange.requests.inc({ code: '204' });
+  exchange.requests.incLabel('code', 204);
   res.cork(() => {
     res.writeStatus('204 No Content').writeHeader('allow', CORS_METHODS);
     if (exchange.cors !== undefined) {

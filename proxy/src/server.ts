@@ -577,7 +577,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           );
           if (waiting !== undefined) await waiting;
         }
-      metrics.requests.inc({ code: String(merger === undefined ? status : 200) });
+      metrics.requests.incLabel('code', merger === undefined ? status : 200);
       scanner?.end();
       desk.meter(
         server,
