@@ -33,6 +33,9 @@ function judgeRevocation(verified: VerifiedToken, customer: Revocation, grant: R
   return verified;
 }
 
+/** How much of a header's end keys the verified tokens. */
+const VERIFIED_KEY_LENGTH = 32;
+
 const TOKEN_REVOKED: VerifyResult = Object.freeze({ ok: false, reason: 'token revoked' });
 
 /**
@@ -46,7 +49,13 @@ export class TokenVerifier {
   /** The `iss` tokens must carry, as the control plane published it with the keys. */
   private issuer_: string | undefined;
   private keysFetchedAt = 0;
-  private readonly verified = new Map<string, VerifiedToken>();
+  /**
+   * Verified tokens by the last characters of the header that carried them (a part of the
+   * token's signature), each with that whole header to compare: a new header string is hashed
+   * character by character to be looked up, about 0.7 µs for a 440-character header, where its
+   * end alone is a tenth of that. Two headers sharing an end take turns in one entry.
+   */
+  private readonly verified = new Map<string, { authorization: string; token: VerifiedToken }>();
 
   constructor(
     private readonly store: SnapshotStore,
@@ -101,10 +110,14 @@ export class TokenVerifier {
    */
   verify(authorization: string): VerifyResult | Promise<VerifyResult> {
     // Remembered by the header as it came: a client sends the same one call after call.
-    const known = this.verified.get(authorization);
-    if (known === undefined || known.claims.exp + 30 < Math.floor(Date.now() / 1000))
+    const known = this.verified.get(authorization.slice(-VERIFIED_KEY_LENGTH));
+    if (
+      known === undefined ||
+      known.authorization !== authorization ||
+      known.token.claims.exp + 30 < Math.floor(Date.now() / 1000)
+    )
       return this.verifyToken(authorization);
-    return this.unlessRevoked(known);
+    return this.unlessRevoked(known.token);
   }
 
   private async verifyToken(authorization: string): Promise<VerifyResult> {
@@ -118,7 +131,7 @@ export class TokenVerifier {
     if (!result.ok) return result;
     // Bounded: a flood of distinct tokens costs verification time, never unbounded memory.
     if (this.verified.size >= 10_000) this.verified.clear();
-    this.verified.set(authorization, result);
+    this.verified.set(authorization.slice(-VERIFIED_KEY_LENGTH), { authorization, token: result });
     return this.unlessRevoked(result);
   }
 

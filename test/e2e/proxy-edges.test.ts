@@ -407,6 +407,10 @@ describe('the proxy at its edges', () => {
     const [head, payload, signature] = token.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
     const forged = `${head}.${Buffer.from(JSON.stringify({ ...claims, sub: 'cus_someone_else' })).toString('base64url')}.${signature}`;
+    // The genuine token first: the proxy remembers it, and the forgery ends as it does (the
+    // same signature), which must not pass for it.
+    const genuine = await send(server.proxied, { headers: jsonHeaders(token), body: toolCall(13) });
+    expect(genuine.status).toBe(200);
     for (const bad of [forged, 'not-a-jwt', `${token}x`, 'bnVsbA.e30.AAAA', 'e30.bnVsbA.AAAA', '..']) {
       const refused = await send(server.proxied, { headers: jsonHeaders(bad), body: toolCall(12) });
       expect(refused.status).toBe(401);
@@ -437,7 +441,8 @@ describe('the proxy at its edges', () => {
       expect(anonymous.status).toBe(401);
       expect(JSON.parse(anonymous.body)).toMatchObject({ id: 14, error: { code: -32001 } });
     }
-    expect(origin.seen.length).toBe(before);
+    // The genuine token's call alone reached the origin.
+    expect(origin.seen.length).toBe(before + 1);
   });
 
   it('refuses bodies over the limit with 413, declared or streamed, before the origin sees them', async () => {
