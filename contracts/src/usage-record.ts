@@ -324,6 +324,21 @@ function toBusRecord(value: unknown): UsageRecord | undefined {
   };
 }
 
+let stampMs = Number.NaN;
+let stamp = '';
+
+/**
+ * A record's timestamp for `now` (ISO 8601, UTC, milliseconds), made once a millisecond: the
+ * calls metered within one share it.
+ */
+export function recordTimestamp(now = Date.now()): string {
+  if (now !== stampMs) {
+    stamp = new Date(now).toISOString();
+    stampMs = now;
+  }
+  return stamp;
+}
+
 /** Where a record keeps its JSON once made: a property JSON, keys and spreads do not see. */
 const TEXT = Symbol('usage record JSON');
 

@@ -3,6 +3,7 @@ import {
   callRecord,
   fractionDigits,
   parseBusRecord,
+  recordTimestamp,
 } from '@mcp-meter/contracts/usage-record';
 import { describe, expect, it } from 'vitest';
 
@@ -178,5 +179,12 @@ describe('the usage record of a gated call', () => {
     expect(refused.properties).toEqual({ source: 'sdk.limits', outcome: 'paywall' });
     // What the bus carries reads back the same.
     expect(parseBusRecord(JSON.stringify(proxied))).toEqual(proxied);
+  });
+
+  it('has one timestamp text per millisecond', () => {
+    const at = Date.UTC(2026, 10, 27, 13, 0, 0, 123);
+    expect(recordTimestamp(at)).toBe('2026-11-27T13:00:00.123Z');
+    expect(recordTimestamp(at + 1)).toBe('2026-11-27T13:00:00.124Z');
+    expect(recordTimestamp(at)).toBe('2026-11-27T13:00:00.123Z');
   });
 });

@@ -1,7 +1,7 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
-import { callRecord } from '@mcp-meter/contracts/usage-record';
+import { callRecord, recordTimestamp } from '@mcp-meter/contracts/usage-record';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { ToolCall, ToolOutcome } from './calls';
 import type { ControlPlaneLink, PaywallAnswer } from './control-link';
@@ -143,7 +143,7 @@ export class CallDesk {
   ) {
     if (calls.length === 0) return;
     const latencyMs = Math.round((performance.now() - started) * 1000) / 1000;
-    const timestamp = new Date().toISOString();
+    const timestamp = recordTimestamp();
     for (const call of calls) {
       const facts = factsFor(call);
       this.deps.metrics.toolCalls.incLabel('outcome', facts.outcome);
