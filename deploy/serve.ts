@@ -124,7 +124,7 @@ async function main(): Promise<void> {
     // The SDK limit check answers once its record is in this spool; the records reach the bus in
     // batches, as the proxy's do (one produce request per check cost more than the check).
     const recorder = new BatchingUsageEmitter(bus.publisher, {
-      maxBatch: Math.max(1_000, bus.wholeBatch ?? 0),
+      maxBatch: 1_000,
       lingerMs: 20,
       maxQueued: 100_000,
       retryDelayMs: 500,
@@ -161,9 +161,6 @@ async function main(): Promise<void> {
 
   if (proxyModule !== undefined) {
     const { startProxy } = await proxyModule;
-    // One process: the emitter publishes to the in-process bus in whole batches, or it would wait
-    // out the bus's linger once per batch of its own size, whatever the load (ingest/service.ts).
-    proxyConfig.emitterMaxBatch = Math.max(proxyConfig.emitterMaxBatch, bus.wholeBatch ?? 0);
     const proxy = await startProxy({
       config: proxyConfig,
       snapshots,

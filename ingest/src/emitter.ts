@@ -166,10 +166,14 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private readonly recovery: Promise<void>;
   private markRecovered: () => void = () => {};
 
+  /** Records a publish carries at most: `maxBatch`, or the bus's whole batch if larger. */
+  private readonly maxBatch: number;
+
   constructor(
     private readonly publisher: UsagePublisher,
     private readonly options: BatchingEmitterOptions,
   ) {
+    this.maxBatch = Math.max(options.maxBatch, publisher.wholeBatch ?? 0);
     if (options.spillDir !== undefined) {
       mkdirSync(options.spillDir, { recursive: true });
       recoverClaimedSpills(options.spillDir);
@@ -224,7 +228,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     if (this.queue.length === 0) this.queuedSince = performance.now();
     this.queue.push(record);
     this.enforceMemoryBound();
-    if (this.queue.length >= this.options.maxBatch) void this.send();
+    if (this.queue.length >= this.maxBatch) void this.send();
     else this.schedule(this.options.lingerMs);
   }
 
@@ -452,7 +456,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
    */
   private async sendAll(): Promise<void> {
     while (this.queue.length > 0) {
-      if (this.flushing === 0 && this.queue.length < this.options.maxBatch) {
+      if (this.flushing === 0 && this.queue.length < this.maxBatch) {
         const wait = this.options.lingerMs - (performance.now() - this.queuedSince);
         if (wait > 0) {
           this.schedule(wait);
@@ -461,7 +465,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       }
       // The batch leaves the queue before the publish: while it is in flight, emit() may spill
       // the queue's oldest records, so nothing else may later be removed in the batch's name.
-      const batch = this.queue.splice(0, this.options.maxBatch);
+      const batch = this.queue.splice(0, this.maxBatch);
       try {
         await this.publisher.publish(batch);
       } catch (error) {
@@ -498,8 +502,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
         .map(parseBusRecord)
         .filter((r): r is UsageRecord => r !== undefined);
       try {
-        for (let i = 0; i < records.length; i += this.options.maxBatch) {
-          await this.publisher.publish(records.slice(i, i + this.options.maxBatch));
+        for (let i = 0; i < records.length; i += this.maxBatch) {
+          await this.publisher.publish(records.slice(i, i + this.maxBatch));
         }
       } catch (error) {
         renameSync(claimed, file);

@@ -42,6 +42,10 @@ export class InProcessUsageBus implements UsagePublisher, UsageSubscription, Usa
 
   constructor(private readonly options: InProcessBusOptions) {}
 
+  get wholeBatch(): number {
+    return this.options.batchSize;
+  }
+
   publish(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return Promise.resolve();
     this.queue.push(...records);

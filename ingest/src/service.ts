@@ -21,13 +21,6 @@ export interface UsageBus {
   /** Whether what the bus accepted so far is stored: billing waits for it before closing a period. */
   settlement: UsageSettlement;
   kind: 'kafka' | 'in-process';
-  /**
-   * In-process: a publish of this many records is written at once, a smaller one after the bus's
-   * linger. A publisher that waits for each publish before the next (the emitters do) keeps up
-   * only by publishing batches this large. Kafka: no such size (an acknowledgement takes a round
-   * trip, whatever the batch).
-   */
-  wholeBatch?: number;
   close(): Promise<void>;
 }
 
@@ -39,7 +32,6 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
       subscription: () => bus,
       settlement: bus,
       kind: 'in-process',
-      wholeBatch: config.batchSize,
       close: async () => {},
     };
   }

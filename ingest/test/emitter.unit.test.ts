@@ -99,6 +99,19 @@ describe('BatchingUsageEmitter batching', () => {
     expect(batches.map((b) => b.ids.length)).toEqual([50, 50, 20]);
   });
 
+  it("publishes at least a bus's whole batch at once, where the bus names one", async () => {
+    const { publisher, batches } = recordingPublisher(0);
+    const emitter = new BatchingUsageEmitter(
+      { ...publisher, wholeBatch: 80 },
+      { ...options, maxBatch: 50, logger: createLogger({ level: 'silent', name: 'test' }) },
+    );
+    for (let i = 0; i < 120; i++) emitter.emit(record(i));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batches.map((b) => b.ids.length)).toEqual([80]);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(batches.map((b) => b.ids.length)).toEqual([80, 40]);
+  });
+
   it('flush publishes everything without lingering, also while a publish is in flight', async () => {
     const { publisher, batches } = recordingPublisher(20);
     const emitter = new BatchingUsageEmitter(publisher, {

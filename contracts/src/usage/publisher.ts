@@ -6,6 +6,12 @@ export interface UsagePublisher {
   /** Resolves only once the bus has durably accepted every record (Kafka: acks from all ISRs). */
   publish(records: readonly UsageRecord[]): Promise<void>;
   close(): Promise<void>;
+  /**
+   * A bus that writes a publish of this many records at once and a smaller one only after a
+   * linger (the in-process bus): a publisher that waits for each publish before the next keeps
+   * up only by publishing batches at least this large, so the emitter does. Absent for Kafka.
+   */
+  readonly wholeBatch?: number;
 }
 
 /**
