@@ -9,12 +9,19 @@ describe('configuration', () => {
     expect(bus).toMatchObject({
       kafkaBrokers: [],
       namespace: 'mcpmeter',
-      batchSize: 5000,
+      batchSize: 20_000,
       flushIntervalMs: 1000,
       fetchMinBytes: 524288,
       fetchMaxWaitMs: 250,
     });
     expect(Object.isFrozen(bus)).toBe(true);
+  });
+
+  it('gives the in-process bus a larger batch than a Kafka consumer', () => {
+    const kafka = readEnv({ KAFKA_BROKERS: 'h1:9092' });
+    expect(kafka.done(readBusConfig(kafka)).batchSize).toBe(5000);
+    const set = readEnv({ INGEST_BATCH_SIZE: '300' });
+    expect(set.done(readBusConfig(set)).batchSize).toBe(300);
   });
 
   it('names every bad variable and what is wrong with it, all at once', () => {

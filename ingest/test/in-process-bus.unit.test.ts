@@ -2,7 +2,7 @@ import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { describe, expect, it, vi } from 'vitest';
 import { usageRecord } from '../../test/helpers/usage-records';
-import { InProcessUsageBus } from '../src/in-process-bus';
+import { InProcessUsageBus, PUBLISH_LINGER_MS } from '../src/in-process-bus';
 
 const logger = createLogger({ level: 'silent', name: 'bus-test' });
 const record = (): UsageRecord => usageRecord({ customerRef: 'c' });
@@ -65,9 +65,9 @@ describe('the in-process bus as the ingest watermark', () => {
       expect(done).toEqual(['first', 'second']);
       await Promise.all([first, second]);
       const part = bus.publish([record()]).then(() => done.push('part'));
-      await vi.advanceTimersByTimeAsync(50);
+      await vi.advanceTimersByTimeAsync(PUBLISH_LINGER_MS - 10);
       expect(writes).toEqual([3, 3]);
-      await vi.advanceTimersByTimeAsync(60);
+      await vi.advanceTimersByTimeAsync(20);
       expect(writes).toEqual([3, 3, 1]);
       await part;
       await bus.stop();
@@ -91,12 +91,12 @@ describe('the in-process bus as the ingest watermark', () => {
       await vi.advanceTimersByTimeAsync(0);
       expect(attempts).toBe(1);
       // A retry a linger later, not a loop.
-      await vi.advanceTimersByTimeAsync(99);
+      await vi.advanceTimersByTimeAsync(PUBLISH_LINGER_MS - 1);
       expect(attempts).toBe(1);
       await vi.advanceTimersByTimeAsync(2);
       expect(attempts).toBe(2);
       failing = false;
-      await vi.advanceTimersByTimeAsync(101);
+      await vi.advanceTimersByTimeAsync(PUBLISH_LINGER_MS + 1);
       await published;
       expect(attempts).toBe(4);
       await bus.stop();
