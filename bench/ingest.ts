@@ -114,12 +114,13 @@ try {
 
   // chdb binds one data directory per process: one client, one database per measurement.
   mkdirSync(join(dir, 'ch'), { recursive: true });
-  const client = createClickHouse({ chdbPath: join(dir, 'ch'), database: 'mcpmeter' });
+  const clickhouse = createClickHouse({ chdbPath: join(dir, 'ch'), database: 'mcpmeter' });
+  const client = clickhouse.client;
   await migrateClickHouse(client, 'baseline');
   await migrateClickHouse(client, 'mcpmeter');
 
   // Baseline: the same rows, same batch size, straight into ClickHouse by the same store code.
-  const baselineStore = new ClickHouseUsageStore(client, 'baseline');
+  const baselineStore = new ClickHouseUsageStore(clickhouse, 'baseline');
   let started = performance.now();
   for (let i = 0; i < records.length; i += BATCH_SIZE)
     await baselineStore.insert(records.slice(i, i + BATCH_SIZE));
@@ -144,7 +145,7 @@ try {
   console.log(`produced ${N} records in ${produceSeconds.toFixed(2)} s`);
 
   // Drain: the consumer alone, from the first fetch to the last row written.
-  const store = new ClickHouseUsageStore(client, 'mcpmeter');
+  const store = new ClickHouseUsageStore(clickhouse, 'mcpmeter');
   const subscription = bus.subscription();
   const cpuBefore = process.cpuUsage();
   started = performance.now();

@@ -7,7 +7,12 @@
 export { CrossPartitionBatcher } from './batcher';
 export type { UsageBatchHandler, UsageSubscription } from './bus';
 export { recordTopic } from './bus';
-export { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
+export {
+  type ClickHouse,
+  type ClickHouseClient,
+  createClickHouse,
+  migrateClickHouse,
+} from './clickhouse/client';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
 export { InProcessUsageBus } from './in-process-bus';
 export { KafkaUsageSettlement } from './kafka-settlement';

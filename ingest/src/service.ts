@@ -77,9 +77,14 @@ export interface UsageStoreHandle {
 
 export async function openUsageStore(config: ClickHouseConfig): Promise<UsageStoreHandle> {
   if (config.url === undefined) mkdirSync(config.chdbPath, { recursive: true });
-  const client = createClickHouse(config);
+  const clickhouse = createClickHouse(config);
+  const client = clickhouse.client;
   await migrateClickHouse(client, config.database);
-  return { store: new ClickHouseUsageStore(client, config.database), client, close: () => client.close() };
+  return {
+    store: new ClickHouseUsageStore(clickhouse, config.database),
+    client,
+    close: () => client.close(),
+  };
 }
 
 /** The ingest consumer: bus → batches → ClickHouse, acknowledging only written batches. */

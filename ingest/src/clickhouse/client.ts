@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { DATABASE_NAME } from '@mcp-meter/contracts/usage';
 import { createChdbConnection } from 'chdb/connection';
@@ -19,23 +20,64 @@ export interface ClickHouseTarget {
 
 export { DATABASE_NAME };
 
+/** One INSERT of rows already written as TabSeparated text, with settings for this insert only. */
+export interface TextInsert {
+  table: string;
+  columns: readonly [string, ...string[]];
+  body: Buffer;
+  settings: Record<string, string>;
+}
+
+export interface ClickHouse {
+  client: ClickHouseClient;
+  /** Sends the rows' bytes as they are: over HTTP as the request body, to chdb without a copy. */
+  insertText(insert: TextInsert): Promise<void>;
+}
+
 /**
  * chdb binds one data directory per process and aborts if a connection closes mid-query, so
  * each process shares one client (see architecture.md).
  */
-export function createClickHouse(target: ClickHouseTarget): ClickHouseClient {
+export function createClickHouse(target: ClickHouseTarget): ClickHouse {
   if (target.url !== undefined) {
-    return createClient({
+    const client = createClient({
       url: target.url,
       username: target.user ?? 'default',
       password: target.password ?? '',
       request_timeout: 30_000,
     });
+    return {
+      client,
+      insertText: async (insert) => {
+        await client.insert({
+          table: insert.table,
+          values: Readable.from([insert.body]),
+          format: 'TabSeparated',
+          columns: [...insert.columns] as [string, ...string[]],
+          clickhouse_settings: insert.settings,
+        });
+      },
+    };
   }
+  const chdb = createChdbConnection({ path: target.chdbPath });
   // chdb types its connection against its own copy of @clickhouse/client-common; the shapes are
   // the same at runtime, so the cast only bridges the two declaration copies.
-  const connection = createChdbConnection({ path: target.chdbPath }) as unknown as ClientConnection;
-  return createClient({ connection });
+  const client = createClient({ connection: chdb as unknown as ClientConnection });
+  return {
+    client,
+    // chdb's own insert takes the Buffer without copying it into a query string, and puts the
+    // settings in the statement, where the client's path would SET them on chdb's one session
+    // (so they would stay set for every later query).
+    insertText: async (insert) => {
+      await chdb.chdb.rawInsert({
+        table: insert.table,
+        values: insert.body,
+        format: 'TabSeparated',
+        columns: insert.columns,
+        settings: insert.settings,
+      });
+    },
+  };
 }
 
 const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
