@@ -23,7 +23,7 @@ export { DATABASE_NAME };
 /** One INSERT of rows already written as TabSeparated text, with settings for this insert only. */
 export interface TextInsert {
   table: string;
-  columns: readonly [string, ...string[]];
+  columns: [string, ...string[]];
   body: Buffer;
   settings: Record<string, string>;
 }
@@ -53,7 +53,7 @@ export function createClickHouse(target: ClickHouseTarget): ClickHouse {
           table: insert.table,
           values: Readable.from([insert.body]),
           format: 'TabSeparated',
-          columns: [...insert.columns] as [string, ...string[]],
+          columns: insert.columns,
           clickhouse_settings: insert.settings,
         });
       },
