@@ -1,6 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
+import { createClickHouse } from '../src/clickhouse/client';
+import { ClickHouseUsageStore } from '../src/usage-store';
 
 /** The ClickHouse usage store (chdb in-process, one session shared by every query). */
 let store: Awaited<ReturnType<typeof openTestUsageStore>>;
@@ -112,5 +116,49 @@ describe('usage store rows', () => {
       '999999999999999',
     ]);
     expect((await total('tiny')).records).toBe(5);
+  });
+});
+
+describe('usage store over HTTP', () => {
+  it('sends the rows as the body of one INSERT … FORMAT TabSeparated, its token for that insert only', async () => {
+    // No ClickHouse server on this machine: a loopback listener takes what the store sends, as
+    // ClickHouse's HTTP interface would receive it. chdb, above, parses the same text.
+    const seen: { query: URLSearchParams; body: string }[] = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        seen.push({
+          query: new URL(req.url ?? '/', 'http://x').searchParams,
+          body: Buffer.concat(chunks).toString(),
+        });
+        res.writeHead(200, { 'x-clickhouse-summary': '{}' }).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const clickhouse = createClickHouse({
+      url: `http://127.0.0.1:${port}`,
+      chdbPath: '',
+      database: 'mcpmeter',
+    });
+    try {
+      const http = new ClickHouseUsageStore(clickhouse, 'mcpmeter');
+      const [built] = records('http', 1, 2.5);
+      if (built === undefined) throw new Error('no record');
+      const record = { ...built, customerRef: 'over "http"\t1' };
+      await http.insert([record], 'token-h');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]?.query.get('query')).toBe(
+        'INSERT INTO mcpmeter.usage_records_sandbox (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties) FORMAT TabSeparated',
+      );
+      expect(seen[0]?.query.get('insert_deduplication_token')).toBe('token-h:sandbox');
+      expect(seen[0]?.body).toBe(
+        `prv_store\tmtr_s\trequests\tover "http"\\t1\t${record.id}\t${record.timestamp.replace('T', ' ').replace('Z', '')}\t2.5\t${JSON.stringify(record.properties)}\n`,
+      );
+    } finally {
+      await clickhouse.client.close();
+      server.close();
+    }
   });
 });

@@ -51,7 +51,8 @@ export function createClickHouse(target: ClickHouseTarget): ClickHouse {
       insertText: async (insert) => {
         await client.insert({
           table: insert.table,
-          values: Readable.from([insert.body]),
+          // A byte stream: the client refuses an object-mode stream (Readable.from's default) for a text format.
+          values: Readable.from([insert.body], { objectMode: false }),
           format: 'TabSeparated',
           columns: insert.columns,
           clickhouse_settings: insert.settings,
