@@ -107,7 +107,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
       for (const r of records) {
         if (r.environment !== environment) continue;
         // The column is UTC; ClickHouse's default text form has no 'T' and no zone suffix.
-        const timestamp = r.timestamp.replace('T', ' ').replace('Z', '');
+        const timestamp = tsvField(r.timestamp.replace('T', ' ').replace('Z', ''));
         text += `${tsvField(r.providerId)}\t${tsvField(r.meterRef)}\t${tsvField(r.meterName)}\t${tsvField(r.customerRef)}\t${tsvField(r.id)}\t${timestamp}\t${r.value}\t${tsvField(JSON.stringify(r.properties))}\n`;
       }
       if (text === '') continue;
