@@ -12,7 +12,7 @@ import {
   type UsageTotalQuery,
 } from '@mcp-meter/contracts/usage';
 import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
-import type { ClickHouse, ClickHouseClient } from './clickhouse/client';
+import type { ClickHouse } from './clickhouse/client';
 
 /** The environment picks the table from a closed set; no caller string reaches an identifier. */
 const TABLES: Readonly<Record<Environment, string>> = {
@@ -84,14 +84,10 @@ function tsvField(text: string): string {
 }
 
 export class ClickHouseUsageStore implements UsageReader, UsageWriter {
-  private readonly client: ClickHouseClient;
-
   constructor(
     private readonly clickhouse: ClickHouse,
     private readonly database: string,
-  ) {
-    this.client = clickhouse.client;
-  }
+  ) {}
 
   /**
    * One INSERT per environment. `dedupeToken` (from the Kafka offsets of the batch) lets
@@ -143,7 +139,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
   }
 
   private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
-    const result = await this.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    const result = await this.clickhouse.client.query({ query, query_params: params, format: 'JSONEachRow' });
     return result.json<T>();
   }
 
