@@ -348,13 +348,14 @@ const TEXT = Symbol('usage record JSON');
  * emitted; the text lives as long as the record object does. It is kept on the record itself (a
  * hidden property) rather than in a weak map: a record waits about a tenth of a second for its
  * publish, and entries of a weak map keyed by young objects are work for every minor collection.
+ * With `keep` false the text is made but not kept, for a caller whose bus never sends it.
  */
-export function recordJson(record: UsageRecord): string {
+export function recordJson(record: UsageRecord, keep = true): string {
   const kept = (record as { [TEXT]?: string })[TEXT];
   if (kept !== undefined) return kept;
   const text = JSON.stringify(record);
   // Not enumerable: a copy made with a spread does not carry the original's text.
-  if (Object.isExtensible(record)) Object.defineProperty(record, TEXT, { value: text });
+  if (keep && Object.isExtensible(record)) Object.defineProperty(record, TEXT, { value: text });
   return text;
 }
 

@@ -168,12 +168,15 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
 
   /** Records a publish carries at most: `maxBatch`, or the bus's whole batch if larger. */
   private readonly maxBatch: number;
+  /** Whether the spool's text of a record is kept on it for the bus (see `sendsRecordJson`). */
+  private readonly keepRecordJson: boolean;
 
   constructor(
     private readonly publisher: UsagePublisher,
     private readonly options: BatchingEmitterOptions,
   ) {
     this.maxBatch = Math.max(options.maxBatch, publisher.wholeBatch ?? 0);
+    this.keepRecordJson = publisher.sendsRecordJson === true;
     if (options.spillDir !== undefined) {
       mkdirSync(options.spillDir, { recursive: true });
       recoverClaimedSpills(options.spillDir);
@@ -290,7 +293,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       // Empty, also after a turn whose write failed midway.
       lines.clear();
       for (let i = 0; i < records.length; i++) {
-        const line = recordJson(records[i] as UsageRecord);
+        const line = recordJson(records[i] as UsageRecord, this.keepRecordJson);
         const spent = charges[i];
         if (spent === undefined || spent.length === 0) {
           lines.add(line, '\n');

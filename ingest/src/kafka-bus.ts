@@ -124,7 +124,7 @@ export function toMessages(namespace: string, records: readonly UsageRecord[]) {
     for (let i = 0; i < group.length; i += MAX_EVENTS_PER_MESSAGE) {
       // JSON.stringify({ events }), from each record's text made once, in one join: wrapping a
       // joined text in `{"events":[…]}` would copy the whole message once more when it is sent.
-      const events = group.slice(i, i + MAX_EVENTS_PER_MESSAGE).map(recordJson);
+      const events = group.slice(i, i + MAX_EVENTS_PER_MESSAGE).map((r) => recordJson(r));
       events[0] = `{"events":[${events[0]}`;
       events[events.length - 1] = `${events[events.length - 1]}]}`;
       push(bulkTopic(namespace, first.environment), { key, value: events.join(',') });
@@ -149,6 +149,7 @@ interface PendingPublish {
  * request carries many callers' records instead of each paying a round trip to the broker.
  */
 export class KafkaUsagePublisher implements UsagePublisher {
+  readonly sendsRecordJson = true;
   private readonly producer: Producer;
   private waiting: PendingPublish[] = [];
   private producing: Promise<void> | undefined;

@@ -124,6 +124,27 @@ describe('the write-ahead usage spool', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it("keeps a record's spool text on it only for a bus that sends the text", async () => {
+    /** The record's own symbol-keyed properties holding a string: where its JSON is kept. */
+    const keptText = (r: UsageRecord) =>
+      Object.getOwnPropertySymbols(r)
+        .map((key) => (r as unknown as Record<symbol, unknown>)[key])
+        .filter((value) => typeof value === 'string');
+    for (const sendsRecordJson of [true, false]) {
+      const dir = tempDir();
+      const emitted = [record('r-0'), record('r-1')];
+      const emitter = spooling(dir, { ...recordingInto([]), sendsRecordJson });
+      for (const r of emitted) emitter.emit(r);
+      await emitter.spooled();
+      // The spool's lines are the records' JSON either way.
+      expect(lines(dir, 'spool-')).toEqual(emitted.map((r) => JSON.stringify(r)));
+      expect(emitted.map(keptText)).toEqual(
+        sendsRecordJson ? emitted.map((r) => [JSON.stringify(r)]) : [[], []],
+      );
+      await emitter.close();
+    }
+  });
+
   it('lets a spool file go whose records the bus had before their spool write, frozen ones too', async () => {
     const dir = tempDir();
     const published: string[] = [];

@@ -12,6 +12,13 @@ export interface UsagePublisher {
    * up only by publishing batches at least this large, so the emitter does. Absent for Kafka.
    */
   readonly wholeBatch?: number;
+  /**
+   * The bus sends each record as its JSON text (Kafka): the emitter keeps the text it made for
+   * its spool on the record, so the text is made once. A bus that does not (the in-process one
+   * writes rows from the record's fields) leaves it out, and the text is garbage once spooled
+   * instead of living on, through every young-generation collection, until the record is stored.
+   */
+  readonly sendsRecordJson?: boolean;
 }
 
 /**
