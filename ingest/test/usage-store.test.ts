@@ -77,25 +77,44 @@ describe('usage store rows', () => {
       timestamp: '2026-11-02T03:04:05.678Z',
       properties,
     };
-    await store.store.insert([record]);
+    // Records of one batch after one another: each row has its own fields, however alike.
+    const other: UsageRecord = {
+      ...record,
+      id: 'rec_roundtrip:2',
+      providerId: 'prv\\other',
+      meterName: 'requests "quoted"\ttab\nline',
+      customerRef: 'cus plain',
+      timestamp: '2026-11-02T03:04:06.000Z',
+    };
+    await store.store.insert([record, other, { ...record, id: 'rec_roundtrip:3' }]);
     const result = await store.client.query({
       query: `SELECT provider_id, meter_ref, meter_name, customer_ref, id,
                      toString(timestamp) AS timestamp,
                      toString(value) AS value, properties
-                FROM mcpmeter.usage_records_live FINAL WHERE id = 'rec_roundtrip:1'`,
+                FROM mcpmeter.usage_records_live FINAL WHERE id LIKE 'rec_roundtrip:%' ORDER BY id`,
       format: 'JSONEachRow',
     });
+    const row = {
+      provider_id: 'prv_store',
+      meter_ref: 'mtr_s',
+      meter_name: 'requests "quoted"\ttab\nline \\t \\N',
+      customer_ref: 'cus "odd" \\ ref\r\u0000\b\f',
+      id: 'rec_roundtrip:1',
+      timestamp: '2026-11-02 03:04:05.678',
+      value: '1234.000000125',
+      properties: JSON.stringify(properties),
+    };
     expect(await result.json()).toEqual([
+      row,
       {
-        provider_id: 'prv_store',
-        meter_ref: 'mtr_s',
-        meter_name: 'requests "quoted"\ttab\nline \\t \\N',
-        customer_ref: 'cus "odd" \\ ref\r\u0000\b\f',
-        id: 'rec_roundtrip:1',
-        timestamp: '2026-11-02 03:04:05.678',
-        value: '1234.000000125',
-        properties: JSON.stringify(properties),
+        ...row,
+        provider_id: 'prv\\other',
+        meter_name: 'requests "quoted"\ttab\nline',
+        customer_ref: 'cus plain',
+        id: 'rec_roundtrip:2',
+        timestamp: '2026-11-02 03:04:06.000',
       },
+      { ...row, id: 'rec_roundtrip:3' },
     ]);
   });
 

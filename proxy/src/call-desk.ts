@@ -156,9 +156,10 @@ export class CallDesk {
           latencyMs,
           productId: server.productId,
           admitted: facts.admitted,
-          ...(facts.refused === true ? { refused: true } : {}),
-          ...(facts.credits === undefined ? {} : { credits: facts.credits }),
-          ...(facts.cancelled === true ? { cancelled: true } : {}),
+          // Passed as they are: the record carries each only when set (callRecord).
+          refused: facts.refused,
+          credits: facts.credits,
+          cancelled: facts.cancelled,
         }),
         facts.charges,
       );
