@@ -82,9 +82,18 @@ redis_stop() { stop_pid "$STACK_DIR/redis.pid" redis; }
 
 # ---------------------------------------------------------------- kafka
 kafka_install() {
-  if compgen -G "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null; then return 0; fi
-  command -v java >/dev/null || { log "java is required for Kafka"; return 1; }
-  command -v mvn >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq >/dev/null; apt-get install -y -qq maven >/dev/null; }
+  local have_jars=false missing=()
+  compgen -G "$KAFKA_LIBS/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null && have_jars=true
+  # The broker runs on Java; its jars are resolved once with Maven.
+  command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+  $have_jars || command -v mvn >/dev/null || missing+=(maven)
+  if ((${#missing[@]} > 0)); then
+    [[ $(id -u) == 0 ]] || { log "Kafka needs ${missing[*]} (Debian packages): install them first"; return 1; }
+    log "installing ${missing[*]} (Debian)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  $have_jars && return 0
   log "resolving Apache Kafka $KAFKA_VERSION from Maven Central into $KAFKA_LIBS"
   mkdir -p "$KAFKA_LIBS"
   (cd "$ROOT/deploy/kafka" && mvn -B -q -Dkafka.version="$KAFKA_VERSION" \
