@@ -28,15 +28,15 @@ export interface CallFacts {
   /** The call spent a unit of a plan's allowance: limits count it (and only it). */
   admitted: boolean;
   /** The proxy refused the call (paywall, limit store down, bad request state): never billable. */
-  refused?: boolean | undefined;
+  refused?: boolean;
   /** Credits the call spent of the customer's balance (plans paid from credits); absent otherwise. */
-  credits?: number | undefined;
+  credits?: number;
   productId: string | null;
   /** Proxied calls: the tool, the server, the time to answer, and whether the client left. */
   tool?: string;
   server?: string;
   latencyMs?: number;
-  cancelled?: boolean | undefined;
+  cancelled?: boolean;
   /** Calls the SDK limit check recorded. */
   source?: 'sdk.limits';
 }
