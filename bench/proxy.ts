@@ -371,11 +371,12 @@ function vegeta(tools: Tools, name: string, t: Target, rate: number, seconds: nu
 // ------------------------------------------------------------------ CPU per process
 
 /**
- * CPU seconds (user + system) by process group, from /proc. wrk and vegeta are the bench's
- * children and counted through its cutime. A process that exits between two samples drops out
- * (its last ticks are lost, never subtracted).
+ * CPU seconds (user + system) by process group, from /proc, and the system part of them: the
+ * kernel's time on the process's behalf, for a hop almost all of it its socket calls. wrk and
+ * vegeta are the bench's children and counted through its cutime. A process that exits between
+ * two samples drops out (its last ticks are lost, never subtracted).
  */
-type CpuSample = Map<string, { group: string; seconds: number }>;
+type CpuSample = Map<string, { group: string; seconds: number; system: number }>;
 const CLK_TCK = 100;
 function statTimes(pid: string | number): number[] | undefined {
   try {
@@ -398,11 +399,19 @@ function cpuSample(): CpuSample {
     if (times === undefined) continue;
     const [utime = 0, stime = 0, cutime = 0, cstime = 0] = times;
     if (pid === process.pid) {
-      sample.set(`${pid}`, { group: 'bench', seconds: (utime + stime) / CLK_TCK });
-      sample.set(`${pid}/children`, { group: 'load generator', seconds: (cutime + cstime) / CLK_TCK });
+      sample.set(`${pid}`, { group: 'bench', seconds: (utime + stime) / CLK_TCK, system: stime / CLK_TCK });
+      sample.set(`${pid}/children`, {
+        group: 'load generator',
+        seconds: (cutime + cstime) / CLK_TCK,
+        system: cstime / CLK_TCK,
+      });
       continue;
     }
-    sample.set(`${pid}`, { group: groupOf(pid), seconds: (utime + stime) / CLK_TCK });
+    sample.set(`${pid}`, {
+      group: groupOf(pid),
+      seconds: (utime + stime) / CLK_TCK,
+      system: stime / CLK_TCK,
+    });
   }
   return sample;
 }
@@ -470,12 +479,17 @@ function pinGroups(groups: readonly string[], cpus: string): void {
     } catch {} // gone meanwhile
   }
 }
-function cpuBetween(before: CpuSample, after: CpuSample): Record<string, number> {
+function cpuBetween(
+  before: CpuSample,
+  after: CpuSample,
+  part: 'seconds' | 'system' = 'seconds',
+): Record<string, number> {
   const used: Record<string, number> = {};
-  for (const [key, { group, seconds }] of after) {
+  for (const [key, now] of after) {
     const earlier = before.get(key);
-    const delta = earlier === undefined || earlier.seconds > seconds ? seconds : seconds - earlier.seconds;
-    used[group] = (used[group] ?? 0) + delta;
+    // A pid seen again after a restart counts from zero, as a new process.
+    const fresh = earlier === undefined || earlier.seconds > now.seconds;
+    used[now.group] = (used[now.group] ?? 0) + (fresh ? now[part] : now[part] - earlier[part]);
   }
   return used;
 }
@@ -516,7 +530,14 @@ const PROXY_GROUP: Record<TargetName, string> = {
 
 interface SaturationRow {
   target: TargetName;
-  rounds: Array<{ rps: number; requests: number; errors: number; usPerCall: Record<string, number> }>;
+  rounds: Array<{
+    rps: number;
+    requests: number;
+    errors: number;
+    usPerCall: Record<string, number>;
+    /** The system part of `usPerCall` (absent in runs from before it was measured). */
+    systemUsPerCall?: Record<string, number>;
+  }>;
 }
 
 /**
@@ -826,10 +847,21 @@ http {
         b3Commands += (await redisCommands(redis)) - commandsBefore - 1;
         b3Calls += result.requests;
       }
-      const usPerCall: Record<string, number> = {};
-      for (const [group, seconds] of Object.entries(cpuBetween(before, after)))
-        usPerCall[group] = (seconds * 1e6) / Math.max(result.requests, 1);
-      row.rounds.push({ rps: result.rps, requests: result.requests, errors: result.errors, usPerCall });
+      const perCall = (part: 'seconds' | 'system') =>
+        Object.fromEntries(
+          Object.entries(cpuBetween(before, after, part)).map(([group, seconds]) => [
+            group,
+            (seconds * 1e6) / Math.max(result.requests, 1),
+          ]),
+        );
+      const usPerCall = perCall('seconds');
+      row.rounds.push({
+        rps: result.rps,
+        requests: result.requests,
+        errors: result.errors,
+        usPerCall,
+        systemUsPerCall: perCall('system'),
+      });
       log(
         `${row.target} round ${round + 1}: ${Math.round(result.rps)} calls/s, ${result.errors} errors; CPU µs/call ${row.target} ${(usPerCall[PROXY_GROUP[row.target]] ?? 0).toFixed(1)}, all ${Object.values(
           usPerCall,
@@ -1055,11 +1087,16 @@ const GROUPS: Array<[string, string]> = [
 function printCpu(saturation: SaturationRow[]) {
   for (const row of saturation) {
     const cpu = cpuOf(row);
+    const group = PROXY_GROUP[row.target];
+    const system = median(row.rounds.map((r) => r.systemUsPerCall?.[group] ?? 0));
     log(
       `${row.target}: ${Math.round(median(row.rounds.map((r) => r.rps)))} calls/s; CPU µs/call ${GROUPS.filter(
         ([g]) => (cpu[g] ?? 0) >= 0.5,
       )
-        .map(([g, label]) => `${label} ${(cpu[g] ?? 0).toFixed(1)}`)
+        .map(
+          ([g, label]) =>
+            `${label} ${(cpu[g] ?? 0).toFixed(1)}${g === group ? ` (system ${system.toFixed(1)})` : ''}`,
+        )
         .join(', ')}`,
     );
   }
@@ -1141,6 +1178,7 @@ function report(r: Result): string {
   };
   const rates = [...new Set(r.latency.map((x) => x.rate))].sort((a, b) => a - b);
   const fmt = (v: number, d = 1) => (Number.isNaN(v) ? 'invalid' : v.toFixed(d));
+  const fmtPart = (v: number) => (Number.isNaN(v) ? 'n/a' : v.toFixed(1));
   const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
   // A pair's ratio, round by round (its two trials ran back to back), then the median and spread.
   const paired = (a: TargetName, b: TargetName) => {
@@ -1159,6 +1197,16 @@ function report(r: Result): string {
   const b3Bp = paired('B3', 'BP');
   const aOverN = aN.median;
   const b3OverBp = b3Bp.median;
+  // The hop's own CPU split, round by round then the median: system time (the kernel, on its
+  // behalf) and user time (its code, runtime and libraries).
+  const ownPart = (t: TargetName, part: 'system' | 'user') => {
+    const values = (row(t)?.rounds ?? []).flatMap((x) => {
+      const system = x.systemUsPerCall?.[PROXY_GROUP[t]];
+      if (system === undefined) return [];
+      return [part === 'system' ? system : (x.usPerCall[PROXY_GROUP[t]] ?? 0) - system];
+    });
+    return values.length === 0 ? Number.NaN : median(values);
+  };
   const ownSpread = (t: TargetName) => {
     const values = (row(t)?.rounds ?? []).map((x) => x.usPerCall[PROXY_GROUP[t]] ?? Number.NaN);
     return values.length === 0 ? 'n/a' : spread({ min: Math.min(...values), max: Math.max(...values) }, 0);
@@ -1258,7 +1306,14 @@ back, then the median; "rounds" gives their spread.
 | errors (non-2xx, socket) | ${r.saturation.map((s) => s.rounds.reduce((a, x) => a + x.errors, 0)).join(' | ')} |
 | **CPU µs per call, the hop's own process** | ${r.saturation.map((s) => `**${fmt(own(s.target))}**`).join(' | ')} |
 | the same, lowest–highest round | ${r.saturation.map((s) => ownSpread(s.target)).join(' | ')} |
+| of which system time (the kernel: socket calls) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'system'))).join(' | ')} |
+| of which user time (the hop's code and runtime) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'user'))).join(' | ')} |
 | CPU µs per call, every process | ${r.saturation.map((s) => fmt(all(s.target))).join(' | ')} |
+
+System time is the kernel's work on the process's behalf: for every hop nearly all of it the
+same four socket calls a call (read the request, write it to the origin, read the answer, write
+it to the client), where a write on loopback also delivers the bytes to the reader and wakes it.
+User time is the hop's own code, its runtime and libraries: metering and gating are user time.
 
 CPU µs per call by process (median over rounds):
 
