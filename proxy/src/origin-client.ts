@@ -120,8 +120,13 @@ function encodeRequest(request: OriginRequest, host: string): Buffer {
   const body = request.body;
   if (body !== null && body.length > 0) head += `content-length: ${body.length}\r\n\r\n`;
   else head += request.method === 'GET' || request.method === 'HEAD' ? '\r\n' : 'content-length: 0\r\n\r\n';
-  const encoded = Buffer.from(head, 'latin1');
-  return body === null || body.length === 0 ? encoded : Buffer.concat([encoded, body]);
+  if (body === null || body.length === 0) return Buffer.from(head, 'latin1');
+  // Head and body in one allocation (from Buffer's pool when small), not one each and a third for
+  // both. Latin-1 writes a byte for each character of the head.
+  const encoded = Buffer.allocUnsafe(head.length + body.length);
+  encoded.write(head, 0, 'latin1');
+  encoded.set(body, head.length);
+  return encoded;
 }
 
 /**
