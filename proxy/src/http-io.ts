@@ -136,6 +136,8 @@ export function writeChunk(
 
 /** Header names listed in a Connection header, other than the usual keep-alive and close. */
 export function hopHeadersIn(connection: string): string[] {
+  // What nearly every answer says, without a split.
+  if (connection === 'keep-alive' || connection === 'close' || connection === 'Keep-Alive') return [];
   const names: string[] = [];
   for (const token of connection.split(',')) {
     const name = token.trim().toLowerCase();
