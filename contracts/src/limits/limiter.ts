@@ -1,5 +1,20 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { CounterStore, LeaseCall } from './counter';
+
+/** Random bytes for lease ids, drawn 3 KiB at a time: `randomBytes(6)` cost about 1.8 µs a lease. */
+const leaseRandom = Buffer.alloc(6 * 512);
+let leaseRandomAt = leaseRandom.length;
+
+/** A lease's id: 48 random bits, base64url (8 characters), as `randomBytes(6)` gave it. */
+function newLeaseId(): string {
+  if (leaseRandomAt + 6 > leaseRandom.length) {
+    randomFillSync(leaseRandom);
+    leaseRandomAt = 0;
+  }
+  const id = leaseRandom.toString('base64url', leaseRandomAt, leaseRandomAt + 6);
+  leaseRandomAt += 6;
+  return id;
+}
 
 /** One limit to enforce: the counter's key, the cap, and how to build the counter when it is missing. */
 export interface LimitTarget {
@@ -226,7 +241,7 @@ export class LeasedLimiter {
       minGrant: cost,
       divisor: this.options.divisor,
       leaseTtlMs: this.options.leaseTtlMs,
-      leaseId: randomBytes(6).toString('base64url'),
+      leaseId: newLeaseId(),
       settle: previous === undefined ? undefined : { leaseId: previous.id, spent: previous.spent },
     };
     try {
