@@ -136,6 +136,18 @@ describe('ids', () => {
     expect(new Set(ids.map((id) => id.slice(10))).size).toBe(ids.length);
     expect([...ids].sort()).toEqual(ids);
   });
+
+  it('give random tokens from the same pool, never overlapping one another or an id', async () => {
+    const { randomToken, ulid } = await import('../src/kit/ids');
+    // Across several refills of the 4 KiB pool, interleaved with ids drawing from it.
+    const tokens = Array.from({ length: 3000 }, (_, i) => {
+      if (i % 3 === 0) ulid(2_000_000_000_000 + i);
+      return randomToken(6);
+    });
+    for (const token of tokens) expect(token).toMatch(/^[A-Za-z0-9_-]{8}$/);
+    expect(new Set(tokens).size).toBe(tokens.length);
+    expect(randomToken(32)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
 });
 
 describe('the usage record of a gated call', () => {

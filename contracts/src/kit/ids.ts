@@ -6,6 +6,26 @@ const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;
 
+/** Where the next `length` random bytes start in the pool, refilled when fewer are left. */
+function drawRandom(length: number): number {
+  if (poolOffset + length > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += length;
+  return at;
+}
+
+/**
+ * `bytes` random bytes as base64url, from the same pool: what
+ * `randomBytes(n).toString('base64url')` gives, without its cost of about 1.8 µs a call.
+ */
+export function randomToken(bytes: number): string {
+  const at = drawRandom(bytes);
+  return pool.toString('base64url', at, at + bytes);
+}
+
 let lastTime = -1;
 const lastRandom = new Uint8Array(16);
 /** The id being made, as Crockford digits: its first ten (the time) change once a millisecond. */
@@ -27,14 +47,10 @@ export function ulid(now = Date.now()): string {
       if (digit < 32) break;
     }
   } else {
-    if (poolOffset + lastRandom.length > pool.length) {
-      randomFillSync(pool);
-      poolOffset = 0;
-    }
+    const at = drawRandom(lastRandom.length);
     // The top bit of the first digit stays clear, leaving room to increment without overflow.
-    lastRandom[0] = (pool[poolOffset] ?? 0) % 16;
-    for (let i = 1; i < lastRandom.length; i++) lastRandom[i] = (pool[poolOffset + i] ?? 0) % 32;
-    poolOffset += lastRandom.length;
+    lastRandom[0] = (pool[at] ?? 0) % 16;
+    for (let i = 1; i < lastRandom.length; i++) lastRandom[i] = (pool[at + i] ?? 0) % 32;
     let t = now;
     for (let i = 9; i >= 0; i--) {
       digits[i] = CROCKFORD_CODES[t % 32] ?? 0x30;

@@ -1,20 +1,5 @@
-import { randomFillSync } from 'node:crypto';
+import { randomToken } from '../kit/ids';
 import type { CounterStore, LeaseCall } from './counter';
-
-/** Random bytes for lease ids, drawn 3 KiB at a time: `randomBytes(6)` cost about 1.8 µs a lease. */
-const leaseRandom = Buffer.alloc(6 * 512);
-let leaseRandomAt = leaseRandom.length;
-
-/** A lease's id: 48 random bits, base64url (8 characters), as `randomBytes(6)` gave it. */
-function newLeaseId(): string {
-  if (leaseRandomAt + 6 > leaseRandom.length) {
-    randomFillSync(leaseRandom);
-    leaseRandomAt = 0;
-  }
-  const id = leaseRandom.toString('base64url', leaseRandomAt, leaseRandomAt + 6);
-  leaseRandomAt += 6;
-  return id;
-}
 
 /** One limit to enforce: the counter's key, the cap, and how to build the counter when it is missing. */
 export interface LimitTarget {
@@ -241,7 +226,8 @@ export class LeasedLimiter {
       minGrant: cost,
       divisor: this.options.divisor,
       leaseTtlMs: this.options.leaseTtlMs,
-      leaseId: newLeaseId(),
+      // 48 random bits, from the pool ids are drawn from.
+      leaseId: randomToken(6),
       settle: previous === undefined ? undefined : { leaseId: previous.id, spent: previous.spent },
     };
     try {
