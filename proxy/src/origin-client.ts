@@ -67,10 +67,14 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-/** Spaces, controls and non-ASCII would break the request line (a path arrives percent-encoded). */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for
-const UNSENDABLE_PATH = /[\x00-\x20\x7f-\xff]/;
+/**
+ * The head is written as Latin-1, a byte per character, so it may hold only ASCII: a character
+ * past U+00FF would lose its high byte (U+010D U+010A would be `\r\n`, a second request).
+ * Header values are visible ASCII, space and tab; the target visible ASCII.
+ */
+const BAD_VALUE = /[^\t\x20-\x7e]/;
+/** Spaces, controls and anything past ASCII would break the request line (a path arrives percent-encoded). */
+const UNSENDABLE_PATH = /[^\x21-\x7e]/;
 /** Request headers this client writes itself. */
 const OWN_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive']);
 
@@ -86,6 +90,7 @@ interface Exchange {
 }
 
 const CONTENT_LENGTH = /^\d{1,15}$/;
+const BARE_LINE_END = /\r(?!\n)|(?<!\r)\n/;
 
 /** Header names as origins spell them, lower-cased and checked once (bounded: origins repeat theirs). */
 const headerNames = new Map<string, string>();
@@ -338,6 +343,9 @@ class Connection {
         return undefined;
       }
       const head = data.toString('latin1', 0, end);
+      // Lines end in CRLF: a bare CR or LF is where two parsers of one head part ways.
+      if (BARE_LINE_END.test(head))
+        throw new OriginError('origin_protocol_error', 'the answer head has a bare CR or LF');
       const statusEnd = head.indexOf('\r\n');
       const match = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: |$)/.exec(
         statusEnd < 0 ? head : head.slice(0, statusEnd),
@@ -386,6 +394,12 @@ class Connection {
     if (method === 'HEAD' || status === 204 || status === 304) {
       this.mode = 'none';
     } else if (coding !== undefined) {
+      // Both framings at once (RFC 9112 §6.3): the mark of a smuggled answer; never guessed at.
+      if (length !== undefined)
+        throw new OriginError(
+          'origin_protocol_error',
+          'the answer has both Transfer-Encoding and Content-Length',
+        );
       const codings = String(coding).toLowerCase().split(',');
       if (codings.at(-1)?.trim() !== 'chunked') {
         this.mode = 'close';

@@ -58,6 +58,28 @@ export const PROXY_ERRORS = {
   body_not_jsonrpc: body(INVALID_REQUEST),
   tool_call_without_id: body(INVALID_REQUEST),
   tool_call_id_repeated: body(INVALID_REQUEST),
+  too_deep: body(INVALID_REQUEST),
+  duplicate_key: body(INVALID_REQUEST),
+  ambiguous_key: body(INVALID_REQUEST),
+  unpaired_surrogate: body(INVALID_REQUEST),
+  invalid_request_target: {
+    status: 400,
+    form: 'http',
+    rpc: INVALID_REQUEST,
+    message: 'The request target must be visible ASCII without encoded control characters',
+  },
+  invalid_header: {
+    status: 400,
+    form: 'http',
+    rpc: INVALID_REQUEST,
+    message: 'A header value holds characters other than visible ASCII, space and tab',
+  },
+  duplicate_header: {
+    status: 400,
+    form: 'http',
+    rpc: INVALID_REQUEST,
+    message: 'A header the proxy reads appears more than once',
+  },
   header_mismatch: {
     status: 400,
     form: 'rpc',

@@ -18,7 +18,6 @@ import {
   answerPreflight,
   type Exchange,
   hopHeadersIn,
-  REQUEST_SKIP,
   respond,
   statusLine,
   writeChunk,
@@ -26,6 +25,7 @@ import {
   writeHead,
 } from './http-io';
 import { InFlight } from './in-flight';
+import { forwardableHeaders, targetSendable } from './intake';
 import {
   CHECKOUT_INPUT,
   declaresUrlElicitation,
@@ -645,6 +645,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     }
     if (url === '/metrics')
       return serveMetrics(exchange, req.getHeader('authorization'), metricsAuthorization, renderMetrics);
+    // Before anything is read or routed: the target is sent on only as the bytes it arrived as.
+    const query = req.getQuery();
+    if (!targetSendable(url, query)) return refuse(exchange, 'invalid_request_target');
+    const headers = forwardableHeaders(req);
+    if (typeof headers === 'string') return refuse(exchange, headers);
 
     const host = req.getHeader('host');
     const metadataRoute = metadataRouteOf(url, host, config.baseDomain);
@@ -685,14 +690,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return refuse(exchange, 'route_not_found', null, { message: `No route for ${url}` });
     // The origin path is the registered one: nothing may climb out of it, encoded or not.
     if (route === 'unsafe_path') return refuse(exchange, 'path_not_allowed');
-    const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      if (!REQUEST_SKIP.has(name)) headers[name] = value;
-    });
     // Headers the client named in Connection are for this hop only (RFC 9110 §7.6.1).
     const connection = req.getHeader('connection');
     if (connection !== '') for (const name of hopHeadersIn(connection)) delete headers[name];
-    const query = req.getQuery() ?? '';
     const authorization = req.getHeader('authorization');
     const arrived = performance.now();
     const declaredLength = Number(headers['content-length'] ?? req.getHeader('content-length') ?? 0);
@@ -706,7 +706,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return forward(exchange, {
         method,
         route,
-        query,
+        query: query ?? '',
         headers,
         body,
         reading,
