@@ -40,16 +40,43 @@ function keyOf(secretKey: Buffer): Key {
   return { id: createHash('sha256').update(secret).digest('hex').slice(0, 12), secret };
 }
 
-/** JSON with object keys sorted, so equal arguments digest alike whatever order they came in. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+type Piece = { text: string } | { value: unknown };
+
+/**
+ * JSON with object keys sorted, so equal arguments digest alike whatever order they came in.
+ * Iterative, with its own stack: arguments come from the client, and their depth is theirs
+ * (the proxy refuses bodies deeper than 64 levels, but nothing here relies on it).
+ */
+export function canonical(root: unknown): string {
+  let out = '';
+  const work: Piece[] = [{ value: root }];
+  for (let piece = work.pop(); piece !== undefined; piece = work.pop()) {
+    if ('text' in piece) {
+      out += piece.text;
+      continue;
+    }
+    const value = piece.value;
+    if (Array.isArray(value)) {
+      work.push({ text: ']' });
+      for (let i = value.length - 1; i >= 0; i--) {
+        work.push({ value: value[i] });
+        if (i > 0) work.push({ text: ',' });
+      }
+      out += '[';
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      work.push({ text: '}' });
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, member] = entries[i] as [string, unknown];
+        work.push({ value: member });
+        work.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(key)}:` });
+      }
+      out += '{';
+    } else out += JSON.stringify(value ?? null);
   }
-  return JSON.stringify(value ?? null);
+  return out;
 }
 
 /** A digest of a call's arguments, equal for equal arguments whatever their keys' order. */

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { compileKeyRules, inspectJson, type JsonShapeProblem } from '@mcp-meter/contracts/kit';
 
 /**
  * What the proxy read of a request body. The proxy forwards only bodies it has read whole as
@@ -19,7 +20,59 @@ export type BodyProblem =
   | 'body_not_json'
   | 'body_not_jsonrpc'
   | 'tool_call_without_id'
-  | 'tool_call_id_repeated';
+  | 'tool_call_id_repeated'
+  | 'too_deep'
+  | 'duplicate_key'
+  | 'ambiguous_key'
+  | 'unpaired_surrogate';
+
+/** The deepest nesting of arrays and objects a body may have (docs/proxy.md). */
+export const MAX_JSON_DEPTH = 64;
+
+/** An elicitation's capabilities (`{form, url}`): the paywall's form depends on `url`. */
+const ELICITATION = { members: { url: true, form: true } } as const;
+const CAPABILITIES = { members: { elicitation: ELICITATION } } as const;
+/**
+ * Every member the proxy reads of a JSON-RPC message, where it reads it: the envelope, a
+ * request's params (a tool call's name, arguments, retry state and input answers; initialize's
+ * version and capabilities; the `Mcp-Name` mirror's uri), `_meta` (the modern era's version and
+ * capabilities) and the paywall's input answer. In these objects a key given twice, or one that
+ * folds to a member without being it (`METHOD`, `Name`, `paramſ`), is refused: `JSON.parse`, Go,
+ * Python and the SDKs would not all read the same message from it.
+ */
+const MESSAGE_RULES = (() => {
+  const params = {
+    members: {
+      name: true,
+      arguments: true,
+      uri: true,
+      requestState: true,
+      inputResponses: { members: { checkout: { members: { action: true, content: true } } } },
+      protocolVersion: true,
+      capabilities: CAPABILITIES,
+      _meta: {
+        members: {
+          'io.modelcontextprotocol/protocolVersion': true,
+          'io.modelcontextprotocol/clientCapabilities': CAPABILITIES,
+          progressToken: true,
+        },
+      },
+    },
+  } as const;
+  const envelope = {
+    members: { jsonrpc: true, id: true, method: true, params, result: true, error: true },
+  } as const;
+  return compileKeyRules({ ...envelope, items: envelope });
+})();
+
+const SHAPE_MESSAGES: Record<JsonShapeProblem['code'], (problem: JsonShapeProblem) => string> = {
+  too_deep: () => `Invalid Request: the body nests deeper than ${MAX_JSON_DEPTH} levels`,
+  duplicate_key: (p) =>
+    `Invalid Request: the key ${JSON.stringify('key' in p ? p.key.slice(0, 100) : '')} appears twice in one object`,
+  ambiguous_key: (p) =>
+    `Invalid Request: the key ${JSON.stringify('key' in p ? p.key.slice(0, 100) : '')} differs from "${'member' in p ? p.member : ''}" only in case; send "${'member' in p ? p.member : ''}"`,
+  unpaired_surrogate: () => 'Invalid Request: a string holds an unpaired UTF-16 surrogate escape',
+};
 
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -92,6 +145,8 @@ export function readJsonBody(
   } catch {
     return refuse('body_not_json', 'Parse error: the body is not valid JSON');
   }
+  const shape = inspectJson(body, MAX_JSON_DEPTH, MESSAGE_RULES);
+  if (shape !== undefined) return refuse(shape.code, SHAPE_MESSAGES[shape.code](shape), INVALID_REQUEST);
   if (parsed === null || typeof parsed !== 'object') {
     return refuse(
       'body_not_jsonrpc',
