@@ -294,40 +294,51 @@ export async function grantOfRefreshToken(db: Queryable, tokenHash: string): Pro
 }
 
 /**
- * Failed sign-ins under each key within the window that began at most `windowMs` ago: the larger
- * count and when its window ends.
+ * Reserves one attempt under each key before the attempt is judged, in one guarded statement: a
+ * key whose window (begun at most `windowMs` ago) already holds `limit` attempts is left as it
+ * is, and every key reserved is given back, so a refused attempt counts nowhere. The upsert
+ * locks each row and re-reads it before its guard, so of many attempts at once no more than
+ * `limit` per key and window are reserved. Answers the keys refused, with when their windows end.
  */
-export async function failuresOf(
+export async function reserveAttempts(
   db: Queryable,
-  keys: readonly string[],
+  keys: readonly { key: string; limit: number }[],
   at: Date,
   windowMs: number,
-): Promise<{ key: string; failures: number; windowEnds: Date }[]> {
-  const { rows } = await db.query<{ key: string; failures: number; window_start: Date }>(
-    'SELECT key, failures, window_start FROM sign_in_failures WHERE key = ANY($1) AND window_start > $2',
-    [keys, new Date(at.getTime() - windowMs)],
+): Promise<{ key: string; windowEnds: Date }[]> {
+  const names = keys.map((k) => k.key);
+  const windowStart = new Date(at.getTime() - windowMs);
+  // Rows in key order, so two reservations of overlapping keys lock them in the same order.
+  const { rows } = await db.query<{ key: string }>(
+    `INSERT INTO sign_in_failures (key, failures, window_start)
+     SELECT k, 1, $3 FROM unnest($1::text[]) AS k ORDER BY k
+     ON CONFLICT (key) DO UPDATE SET
+       failures = CASE WHEN sign_in_failures.window_start > $4 THEN sign_in_failures.failures + 1 ELSE 1 END,
+       window_start = CASE WHEN sign_in_failures.window_start > $4 THEN sign_in_failures.window_start ELSE $3 END
+     WHERE sign_in_failures.window_start <= $4
+        OR sign_in_failures.failures < ($2::int[])[array_position($1::text[], sign_in_failures.key)]
+     RETURNING key`,
+    [names, keys.map((k) => k.limit), at, windowStart],
   );
-  return rows.map((r) => ({
-    key: r.key,
-    failures: r.failures,
-    windowEnds: new Date(r.window_start.getTime() + windowMs),
-  }));
+  if (rows.length === names.length) return [];
+  const reserved = new Set(rows.map((r) => r.key));
+  if (reserved.size > 0) await releaseAttempts(db, [...reserved]);
+  const refused = names.filter((name) => !reserved.has(name));
+  const { rows: windows } = await db.query<{ key: string; window_start: Date }>(
+    'SELECT key, window_start FROM sign_in_failures WHERE key = ANY($1)',
+    [refused],
+  );
+  return refused.map((key) => {
+    const start = windows.find((w) => w.key === key)?.window_start ?? at;
+    return { key, windowEnds: new Date(Math.max(start.getTime() + windowMs, at.getTime() + 1000)) };
+  });
 }
 
-/** Counts one failed sign-in under each key, starting a new window where the last one ended. */
-export async function countFailure(
-  db: Queryable,
-  keys: readonly string[],
-  at: Date,
-  windowMs: number,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO sign_in_failures (key, failures, window_start) SELECT unnest($1::text[]), 1, $2
-     ON CONFLICT (key) DO UPDATE SET
-       failures = CASE WHEN sign_in_failures.window_start > $3 THEN sign_in_failures.failures + 1 ELSE 1 END,
-       window_start = CASE WHEN sign_in_failures.window_start > $3 THEN sign_in_failures.window_start ELSE $2 END`,
-    [keys, at, new Date(at.getTime() - windowMs)],
-  );
+/** Gives back an attempt reserved under each key (it succeeded, or was never judged). */
+export async function releaseAttempts(db: Queryable, keys: readonly string[]): Promise<void> {
+  await db.query('UPDATE sign_in_failures SET failures = failures - 1 WHERE key = ANY($1) AND failures > 0', [
+    keys,
+  ]);
 }
 
 export async function clearFailures(db: Queryable, key: string): Promise<void> {

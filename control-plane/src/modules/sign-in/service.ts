@@ -17,8 +17,6 @@ import {
   attemptVerification,
   type ClientRow,
   clearFailures,
-  countFailure,
-  failuresOf,
   findClient,
   findLiveGrant,
   findLogin,
@@ -32,6 +30,8 @@ import {
   insertVerification,
   type LiveGrant,
   lockEmail,
+  releaseAttempts,
+  reserveAttempts,
   revokeGrant,
   spendCode,
   spendRefreshToken,
@@ -358,15 +358,15 @@ export class SignInService {
     const email = normaliseEmail(credentials.email);
     const account = accountKey(request.tenant, email);
     const addressKey = `address:${credentials.address}`;
-    await this.throttle(account, addressKey);
+    // Counted before the password is checked: a wrong one keeps the count, a right one clears it.
+    await this.reserve(account, addressKey);
     const login = await findLogin(this.pool, request.tenant, email);
     // The same work whether or not the account exists: the answer and its timing tell nothing.
     const ok = await verifyPassword(login?.password_hash, credentials.password);
-    if (login === undefined || !ok) {
-      await countFailure(this.pool, [account, addressKey], this.clock.now(), FAILURE_WINDOW_MS);
+    if (login === undefined || !ok)
       throw new SignInError('invalid_credentials', 'The email or password is not right');
-    }
     await clearFailures(this.pool, account);
+    await releaseAttempts(this.pool, [addressKey]);
     return { redirectUrl: await this.codeRedirect(request, login.customer_id) };
   }
 
@@ -384,9 +384,11 @@ export class SignInService {
     const email = normaliseEmail(details.email);
     const mailKey = `mail:${request.tenant.providerId}:${request.tenant.environment}:${email}`;
     const addressKey = `address:${details.address}`;
-    await this.throttle(mailKey, addressKey);
     if (details.password.length < 8)
       throw new SignInError('weak_password', 'Choose a password of at least 8 characters');
+    // A code mailed counts against the address's mail; the address is checked, not counted.
+    await this.reserve(mailKey, addressKey);
+    await releaseAttempts(this.pool, [addressKey]);
     const at = this.clock.now();
     const id = newId(ID.emailVerification);
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
@@ -403,7 +405,6 @@ export class SignInService {
       expires_at: expiresAt,
       created_at: at,
     });
-    await countFailure(this.pool, [mailKey], at, FAILURE_WINDOW_MS);
     try {
       await this.mailer.send({
         to: email,
@@ -435,7 +436,8 @@ export class SignInService {
    */
   async verifySignup(verificationId: string, code: string, address: string) {
     const addressKey = `address:${address}`;
-    await this.throttle(addressKey);
+    // Counted before the code is checked; given back once it proves right.
+    await this.reserve(addressKey);
     const now = this.clock.now();
     const row = await attemptVerification(this.pool, verificationId, now, MAX_CODE_ATTEMPTS);
     if (row === undefined)
@@ -443,7 +445,6 @@ export class SignInService {
     if (row === 'closed')
       throw new SignInError('verification_expired', 'This code expired or was used up; start again');
     if (!/^\d{6}$/.test(code) || !sameSecret(sha256(`${row.id}:${code}`), row.code_hash)) {
-      await countFailure(this.pool, [addressKey], now, FAILURE_WINDOW_MS);
       const left = MAX_CODE_ATTEMPTS - row.attempts;
       throw new SignInError(
         'invalid_verification_code',
@@ -494,25 +495,35 @@ export class SignInService {
     if (customerId === undefined)
       throw new SignInError('verification_expired', 'This code was already used; start again');
     await clearFailures(this.pool, accountKey(tenant, row.email));
+    await releaseAttempts(this.pool, [addressKey]);
     return { redirectUrl: await this.codeRedirect(request, customerId) };
   }
 
-  /** Refuses with 429 while any key is past its limit in the current window. */
-  private async throttle(...keys: string[]): Promise<void> {
+  /**
+   * Reserves an attempt under each key before the attempt is judged (one guarded statement), or
+   * refuses with 429 when any key has used its window's attempts; a refused attempt counts nowhere.
+   */
+  private async reserve(...keys: string[]): Promise<void> {
     const now = this.clock.now();
-    for (const entry of await failuresOf(this.pool, keys, now, FAILURE_WINDOW_MS)) {
-      const limit = entry.key.startsWith('account:')
+    const limitOf = (key: string) =>
+      key.startsWith('account:')
         ? MAX_FAILURES_PER_ACCOUNT
-        : entry.key.startsWith('mail:')
+        : key.startsWith('mail:')
           ? MAX_CODES_PER_EMAIL
           : MAX_FAILURES_PER_ADDRESS;
-      if (entry.failures >= limit)
-        throw new SignInError(
-          'too_many_attempts',
-          'Too many attempts; wait a few minutes and try again',
-          Math.max(1, Math.ceil((entry.windowEnds.getTime() - now.getTime()) / 1000)),
-        );
-    }
+    const refused = await reserveAttempts(
+      this.pool,
+      keys.map((key) => ({ key, limit: limitOf(key) })),
+      now,
+      FAILURE_WINDOW_MS,
+    );
+    if (refused.length === 0) return;
+    const until = Math.max(...refused.map((r) => r.windowEnds.getTime()));
+    throw new SignInError(
+      'too_many_attempts',
+      'Too many attempts; wait a few minutes and try again',
+      Math.max(1, Math.ceil((until - now.getTime()) / 1000)),
+    );
   }
 
   /** A new grant and its code; the redirect URI with `code`, `state` and `iss`. */
