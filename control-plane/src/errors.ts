@@ -5,6 +5,8 @@
 export const ERROR_STATUS = {
   validation_failed: 400,
   invalid_json: 400,
+  // A JSON body nested deeper than MAX_JSON_DEPTH (64) levels.
+  too_deep: 400,
   invalid_request: 400,
   idempotency_key_required: 400,
   invalid_authorization_request: 400,

@@ -1,7 +1,7 @@
 import { type Options as SerializerOptions, SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Logger } from '@mcp-meter/contracts/kit';
+import { inspectJson, type Logger } from '@mcp-meter/contracts/kit';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -186,6 +186,33 @@ function refuseNulCharacters(app: FastifyInstance): void {
   });
 }
 
+/** The deepest nesting of arrays and objects a JSON body may have (docs/api.md). */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * JSON bodies through Fastify's own parser (prototype poisoning refused), then refused with 400
+ * `too_deep` when they nest deeper than MAX_JSON_DEPTH: what reads a body after it (validation,
+ * the NUL check, services) may then walk it without running out of stack.
+ */
+function parseJsonWithinDepth(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parse(request, body as string, (error: Error | null, value?: unknown) => {
+      if (error !== null) return done(error, undefined);
+      const problem = inspectJson(body as string, MAX_JSON_DEPTH, undefined, { surrogates: false });
+      if (problem?.code === 'too_deep')
+        return done(
+          new DomainError('too_deep', `The body nests deeper than ${MAX_JSON_DEPTH} levels`, {
+            limit: MAX_JSON_DEPTH,
+          }),
+          undefined,
+        );
+      done(null, value);
+    });
+  });
+}
+
 export interface AppOptions {
   logger: Logger;
   bodyLimitBytes: number;
@@ -216,6 +243,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   lazySchemas.set(base, schemas);
   // JSON only: other media types are refused with 415 instead of reaching validation as strings.
   base.removeContentTypeParser('text/plain');
+  parseJsonWithinDepth(base);
   installValidation(base, schemas);
   installErrorHandling(base);
   refuseNulCharacters(base);
