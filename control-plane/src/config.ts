@@ -57,6 +57,11 @@ export interface ControlPlaneConfig {
   outboundAllowedHosts: string[];
   /** Where sign-in codes are sent from: SMTP_URL (smtp:// or smtps://); unset, they are logged. */
   smtpUrl: string | undefined;
+  /**
+   * MAIL_TO_LOG: without SMTP_URL, write mail (sign-in codes included) to the log. A development
+   * setting: on by default only on embedded defaults (no DATABASE_URL), as `npm start` runs.
+   */
+  mailToLog: boolean;
   /** The From of the service's mail: MAIL_FROM. */
   mailFrom: string;
   /** Where the Stripe API is (STRIPE_API_URL): Stripe's own, or stripe-mock for tests. */
@@ -135,6 +140,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     webhooks: readWebhookConfig(env),
     outboundAllowedHosts: readOutboundAllowedHosts(env),
     smtpUrl: env.url('SMTP_URL', ['smtp', 'smtps']),
+    mailToLog: env.bool('MAIL_TO_LOG', env.string('DATABASE_URL', '') === ''),
     mailFrom: env.string('MAIL_FROM', 'MCP Meter <no-reply@localhost>'),
     // Set by the operator, never by a provider: the one host live payments are sent to.
     stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(

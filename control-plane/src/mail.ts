@@ -47,16 +47,27 @@ export class SmtpMailer implements Mailer {
 }
 
 /**
- * Without SMTP_URL (development, `npm start`): the message is written to the log instead, so a
- * developer reads the code there. Never used when SMTP_URL is set.
+ * Without SMTP_URL, mail cannot be sent. With MAIL_TO_LOG on (a development setting, on by default
+ * only for `npm start` on embedded defaults) the message is written to the log instead, so a
+ * developer reads the code there; otherwise the send fails (the person asking is told the code
+ * could not be sent) and the log says which setting is missing, never what the message held.
  */
 export class LogMailer implements Mailer {
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly toLog: boolean,
+  ) {}
 
   async send(message: MailMessage): Promise<void> {
+    if (!this.toLog) {
+      this.logger.error(
+        'mail not sent: SMTP_URL is unset (MAIL_TO_LOG=true writes mail to the log, for development only)',
+      );
+      throw new Error('SMTP_URL is unset');
+    }
     this.logger.warn(
       { to: message.to, subject: message.subject, text: message.text },
-      'mail not sent (SMTP_URL is unset): logged instead',
+      'mail not sent (SMTP_URL is unset): logged instead (MAIL_TO_LOG)',
     );
   }
 

@@ -81,7 +81,10 @@ export interface ControlPlaneDeps {
     > &
     Pick<ControlPlaneConfig, 'secretKey'> &
     Partial<
-      Pick<ControlPlaneConfig, 'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom' | 'stripeApiUrl'>
+      Pick<
+        ControlPlaneConfig,
+        'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom' | 'mailToLog' | 'stripeApiUrl'
+      >
     >;
   logger: Logger;
   /** Usage-limit counters shared with the proxies (Redis, or one process's memory). */
@@ -251,8 +254,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   const mailer: Mailer =
     deps.config.smtpUrl === undefined
-      ? new LogMailer(deps.logger)
+      ? new LogMailer(deps.logger, deps.config.mailToLog === true)
       : new SmtpMailer(deps.config.smtpUrl, deps.config.mailFrom ?? 'MCP Meter <no-reply@localhost>');
+  if (deps.config.smtpUrl === undefined && deps.config.mailToLog === true)
+    deps.logger.warn(
+      'SMTP_URL is unset: mail, sign-in codes included, is written to the log (MAIL_TO_LOG, for development); set SMTP_URL before real customers sign in',
+    );
   const clientDocuments = new ClientMetadataFetcher(originGuard, deps.outboundCa);
   const signIn = new SignInService(deps.pool, clock, tokens, mailer, clientDocuments, {
     issuer: deps.config.publicUrl ?? 'http://127.0.0.1:8080',
