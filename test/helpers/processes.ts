@@ -95,6 +95,7 @@ const REDIS_DATABASES = {
   modern: 6,
   signin: 7,
   conformance: 8,
+  gate: 9,
 } as const;
 
 /** The Redis URL of a test file's own database on the run's shared Redis. */

@@ -1,0 +1,299 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { type DecoderOrigin, startGoOrigin, startPythonOrigin } from '../helpers/decoder-origins';
+import { type ProviderKeys, suffix } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
+import { rawExchange, rawRequest } from '../helpers/raw-http';
+
+/**
+ * Issue 57's attacks, against the split stack (control plane, ingest, proxy as processes, real
+ * PostgreSQL, Redis, Kafka, ClickHouse) in front of origins whose decoders nobody here wrote: Go's
+ * encoding/json (case-insensitive field names), Python's json, and the MCP TypeScript SDK. A
+ * customer at its plan's limit of 3 sends every smuggling and parser-differential trick; each is
+ * refused before anything is dialled, no origin runs a fourth call, and what each origin ran
+ * equals the usage records of outcome `success` for its customer.
+ */
+
+interface Target {
+  name: string;
+  subdomain: string;
+  token: string;
+  customerRef: string;
+  /** Tool calls the origin ran, and request lines it was sent (none from the SDK origin). */
+  ran(): Promise<number>;
+  lines(): Promise<string[] | undefined>;
+  basePath: string;
+}
+
+const call = (id: number, extra = '') =>
+  `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}${extra}}`;
+
+describe('the gate: an origin runs only what the proxy judged and metered', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let proxyPort: number;
+  let api: ReturnType<typeof apiClient>;
+  let go: DecoderOrigin;
+  let python: DecoderOrigin;
+  let sdk: McpOrigin;
+  const targets: Target[] = [];
+
+  const headers = (target: Target, extra: Array<[string, string]> = []): Array<[string, string]> => [
+    ['host', `127.0.0.1:${proxyPort}`],
+    ['content-type', 'application/json'],
+    ['accept', 'application/json, text/event-stream'],
+    ['authorization', `Bearer ${target.token}`],
+    ...extra,
+  ];
+  const send = (target: Target, body: string, extra: Array<[string, string]> = [], path = '') =>
+    rawExchange(
+      proxyPort,
+      rawRequest('POST', `/mcp/${target.subdomain}${path}`, headers(target, extra), body),
+    );
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-gate-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    proxyPort = await freePort();
+    const env = sharedStackEnv({
+      name: 'gate',
+      infra,
+      dir,
+      port,
+      logLevel: 'error',
+      extra: { SECRET_KEY: 'ab'.repeat(32) },
+    });
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: [
+        { PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill'), EMITTER_LINGER_MS: '20' },
+      ],
+    });
+    services = stack.services;
+    [go, python, sdk] = await Promise.all([
+      startGoOrigin(),
+      startPythonOrigin(),
+      startMcpOrigin({ stateless: true, json: true }),
+      stack.ready,
+    ]);
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Gate Co'], env);
+    api = apiClient(`http://127.0.0.1:${port}`, provider.sandboxKey);
+    const productId = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Gated' })).body.id;
+    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
+      name: 'Three calls',
+      price: 0,
+      currency: 'usd',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      limit: 3,
+    });
+    expect(plan.status).toBe(201);
+    const origins: Array<[string, string, () => Promise<number>, () => Promise<string[] | undefined>]> = [
+      [
+        'go',
+        `${go.url}/mcp`,
+        async () => Object.values((await go.report()).ran).reduce((a, b) => a + b, 0),
+        async () => (await go.report()).lines,
+      ],
+      [
+        'python',
+        `${python.url}/mcp`,
+        async () => Object.values((await python.report()).ran).reduce((a, b) => a + b, 0),
+        async () => (await python.report()).lines.filter((l) => l !== 'GET /__report'),
+      ],
+      ['sdk', sdk.url, async () => sdk.calls.get('add') ?? 0, async () => undefined],
+    ];
+    for (const [name, url, ran, lines] of origins) {
+      const server = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+        name: `gate-${name}-${suffix()}`,
+        url,
+        productId,
+        defaultPlanId: plan.body.id,
+      });
+      expect(server.status).toBe(201);
+      const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
+      const token = (
+        await api<{ accessToken: string }>('POST', `/v1/sdk/customers/${customer.reference}/tokens`, {})
+      ).body.accessToken;
+      targets.push({
+        name,
+        subdomain: server.body.subdomain,
+        token,
+        customerRef: customer.reference,
+        ran,
+        lines,
+        basePath: new URL(url).pathname,
+      });
+    }
+  }, 600_000);
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await Promise.all([go?.close(), python?.close(), sdk?.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Each attack: the bytes, and the refusal the proxy answers (its machine code). */
+  const attacks = (t: Target): Array<{ what: string; send: () => ReturnType<typeof send>; code: string }> => {
+    // U+010D U+010A: Latin-1 would have written "\r\n" and the rest as a second request.
+    const crlf = '\u010d\u010a';
+    const smuggled = `${crlf}POST${' '}/mcp${' '}HTTP/1.1${crlf}host:${' '}x${crlf}content-length:${' '}90${crlf}${crlf}${call(99)}`;
+    const modern: Array<[string, string]> = [
+      ['mcp-protocol-version', '2026-07-28'],
+      ['mcp-method', 'tools/call'],
+      ['mcp-name', 'add'],
+    ];
+    const deep = `${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`;
+    return [
+      {
+        what: 'CRLF in the path',
+        send: () => send(t, call(21), [], `/x${smuggled.replaceAll(' ', '\u0120')}`),
+        code: 'invalid_request_target',
+      },
+      {
+        what: 'CRLF in the query',
+        send: () => send(t, call(22), [], `?q=${crlf}x:${crlf}`),
+        code: 'invalid_request_target',
+      },
+      {
+        what: 'CRLF in a GET path',
+        send: () =>
+          rawExchange(
+            proxyPort,
+            rawRequest('GET', `/mcp/${t.subdomain}/${crlf}DELETE${'\u0120'}/`, headers(t)),
+          ),
+        code: 'invalid_request_target',
+      },
+      {
+        what: 'an encoded CR LF',
+        send: () => send(t, call(23), [], '/a%0d%0aX'),
+        code: 'invalid_request_target',
+      },
+      {
+        what: 'Method in another case',
+        send: () =>
+          send(
+            t,
+            '{"jsonrpc":"2.0","id":31,"Method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}',
+          ),
+        code: 'ambiguous_key',
+      },
+      {
+        what: 'ping, then METHOD',
+        send: () =>
+          send(
+            t,
+            '{"jsonrpc":"2.0","id":32,"method":"ping","METHOD":"tools/call","params":{"name":"add","arguments":{"a":1,"b":2}}}',
+          ),
+        code: 'ambiguous_key',
+      },
+      {
+        what: 'name, then Name',
+        send: () =>
+          send(t, '{"jsonrpc":"2.0","id":33,"method":"tools/call","params":{"name":"free","Name":"add"}}'),
+        code: 'ambiguous_key',
+      },
+      {
+        what: 'params with a long s',
+        send: () =>
+          send(
+            t,
+            '{"jsonrpc":"2.0","id":34,"method":"tools/list","paramſ":{"name":"add"},"METHOD":"tools/call"}',
+          ),
+        code: 'ambiguous_key',
+      },
+      {
+        what: 'method twice',
+        send: () =>
+          send(t, '{"jsonrpc":"2.0","id":35,"method":"tools/call","method":"ping","params":{"name":"add"}}'),
+        code: 'duplicate_key',
+      },
+      {
+        what: 'a batch hiding a folded key',
+        send: () =>
+          send(
+            t,
+            `[{"jsonrpc":"2.0","id":36,"method":"ping"},{"jsonrpc":"2.0","id":37,"method":"ping","mEthod":"tools/call","params":{"name":"add"}}]`,
+          ),
+        code: 'ambiguous_key',
+      },
+      {
+        what: 'a 2026-07-28 retry with arguments 100,000 deep',
+        send: () =>
+          send(
+            t,
+            `{"jsonrpc":"2.0","id":38,"method":"tools/call","params":{"name":"add","arguments":${deep},"inputResponses":{"checkout":{"action":"accept"}},"requestState":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+            modern,
+          ),
+        code: 'too_deep',
+      },
+      // (uWebSockets.js itself ends a header value at its first byte past ASCII: docs/proxy.md.)
+      {
+        what: 'a header value with DEL',
+        send: () => send(t, call(39), [['x-note', 'a\u007fb']]),
+        code: 'invalid_header',
+      },
+      {
+        what: 'Mcp-Method twice',
+        send: () =>
+          send(t, call(40), [
+            ['mcp-method', 'tools/list'],
+            ['mcp-method', 'tools/call'],
+          ]),
+        code: 'duplicate_header',
+      },
+    ];
+  };
+
+  for (const name of ['go', 'python', 'sdk']) {
+    it(`${name} origin: a customer at its limit of 3 gets nothing more run, whatever the bytes`, async () => {
+      const t = targets.find((x) => x.name === name) as Target;
+      for (let i = 1; i <= 3; i++) {
+        const served = await send(t, call(i));
+        expect(served.status, served.body).toBe(200);
+        expect(served.body).toMatch(/"result"/);
+        expect(served.body).not.toMatch(/isError/);
+      }
+      expect(await t.ran()).toBe(3);
+      const paywalled = await send(t, call(4));
+      expect(paywalled.status).toBe(200);
+      expect(JSON.parse(paywalled.body)).toMatchObject({ id: 4, result: { isError: true } });
+
+      for (const attack of attacks(t)) {
+        const answer = await attack.send();
+        expect(answer.status, `${attack.what}: ${answer.body}`).toBe(400);
+        const parsed = JSON.parse(answer.body) as { code?: string; error?: { data?: { code?: string } } };
+        expect(parsed.code ?? parsed.error?.data?.code, attack.what).toBe(attack.code);
+      }
+      expect(await t.ran()).toBe(3);
+      // Nothing was smuggled: every request the origin was sent is a plain POST to its path.
+      const lines = await t.lines();
+      if (lines !== undefined) expect(new Set(lines)).toEqual(new Set([`POST ${t.basePath}`]));
+
+      // The invariant: the calls the origin ran are the usage records of outcome success.
+      const records = await pollUntil(
+        async () =>
+          (
+            await api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
+              'GET',
+              `/ui/meters/requests/usage?customerRef=${t.customerRef}&groupBy=outcome`,
+            )
+          ).body,
+        (body) => body.records >= 4,
+        { what: `the records of ${name}'s customer`, timeoutMs: 30_000 },
+      );
+      const byOutcome = Object.fromEntries((records.groups ?? []).map((g) => [g.value, g.records]));
+      expect(byOutcome).toEqual({ success: 3, paywall: 1 });
+      expect(byOutcome.success).toBe(await t.ran());
+    });
+  }
+});

@@ -1,0 +1,3 @@
+module mcpmeter.test/origin
+
+go 1.19
