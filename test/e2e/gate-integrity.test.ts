@@ -2,6 +2,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type DecoderOrigin, startGoOrigin, startPythonOrigin } from '../helpers/decoder-origins';
@@ -10,6 +11,7 @@ import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { rawExchange, rawRequest } from '../helpers/raw-http';
+import { fuzzCases, startFuzzOrigin, valueAsRead, valuesOf } from '../helpers/request-fuzz';
 
 /**
  * Issue 57's attacks, against the split stack (control plane, ingest, proxy as processes, real
@@ -44,6 +46,8 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
   let python: DecoderOrigin;
   let sdk: McpOrigin;
   const targets: Target[] = [];
+  let fuzzOrigin: Awaited<ReturnType<typeof startFuzzOrigin>>;
+  let fuzzTarget: Target;
 
   const headers = (target: Target, extra: Array<[string, string]> = []): Array<[string, string]> => [
     ['host', `127.0.0.1:${proxyPort}`],
@@ -79,10 +83,11 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       ],
     });
     services = stack.services;
-    [go, python, sdk] = await Promise.all([
+    [go, python, sdk, fuzzOrigin] = await Promise.all([
       startGoOrigin(),
       startPythonOrigin(),
       startMcpOrigin({ stateless: true, json: true }),
+      startFuzzOrigin(),
       stack.ready,
     ]);
     const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Gate Co'], env);
@@ -112,12 +117,22 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       ],
       ['sdk', sdk.url, async () => sdk.calls.get('add') ?? 0, async () => undefined],
     ];
+    const roomy = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
+      name: 'Roomy',
+      price: 0,
+      currency: 'usd',
+      type: 'recurring',
+      billingCycle: 'monthly',
+      limit: 10_000_000,
+    });
+    expect(roomy.status).toBe(201);
+    origins.push(['fuzz', fuzzOrigin.url, async () => fuzzOrigin.toolCalls(), async () => undefined]);
     for (const [name, url, ran, lines] of origins) {
       const server = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
         name: `gate-${name}-${suffix()}`,
         url,
         productId,
-        defaultPlanId: plan.body.id,
+        defaultPlanId: name === 'fuzz' ? roomy.body.id : plan.body.id,
       });
       expect(server.status).toBe(201);
       const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
@@ -134,13 +149,30 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
         basePath: new URL(url).pathname,
       });
     }
+    fuzzTarget = targets.find((t) => t.name === 'fuzz') as Target;
   }, 600_000);
 
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));
-    await Promise.all([go?.close(), python?.close(), sdk?.close()]);
+    await Promise.all([go?.close(), python?.close(), sdk?.close(), fuzzOrigin?.close()]);
     rmSync(dir, { recursive: true, force: true });
   });
+
+  /** The records of outcome success of a customer once they number `count`. */
+  const successes = async (customerRef: string, count: number) => {
+    const body = await pollUntil(
+      async () =>
+        (
+          await api<{ records: number; groups?: Array<{ value: string; records: number }> }>(
+            'GET',
+            `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=outcome`,
+          )
+        ).body,
+      (b) => (b.groups ?? []).find((g) => g.value === 'success')?.records === count,
+      { what: `${count} success records of ${customerRef}`, timeoutMs: 30_000 },
+    );
+    return (body.groups ?? []).find((g) => g.value === 'success')?.records;
+  };
 
   /** Each attack: the bytes, and the refusal the proxy answers (its machine code). */
   const attacks = (t: Target): Array<{ what: string; send: () => ReturnType<typeof send>; code: string }> => {
@@ -254,7 +286,7 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
     ];
   };
 
-  for (const name of ['go', 'python', 'sdk']) {
+  for (const name of ['go', 'python', 'sdk'] as const) {
     it(`${name} origin: a customer at its limit of 3 gets nothing more run, whatever the bytes`, async () => {
       const t = targets.find((x) => x.name === name) as Target;
       for (let i = 1; i <= 3; i++) {
@@ -296,4 +328,69 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       expect(byOutcome.success).toBe(await t.ran());
     });
   }
+
+  it('a differential fuzzer: the origin gets exactly what the proxy judged, or nothing', async () => {
+    const runs = Number(process.env.GATE_FUZZ_RUNS ?? 3_000);
+    let n = 0;
+    let forwarded = 0;
+    await fc.assert(
+      fc.asyncProperty(fuzzCases, async (c) => {
+        const label = `case-${++n}`;
+        const sent: Array<[string, string]> = [...headers(fuzzTarget), ['x-case', label], ...c.headers];
+        const body = c.method === 'POST' ? c.body : '';
+
+        const answer = await rawExchange(
+          proxyPort,
+          rawRequest(c.method, `/mcp/${fuzzTarget.subdomain}${c.suffix}`, sent, body),
+        );
+        expect(answer.status, answer.body).toBeLessThan(500);
+        const got = fuzzOrigin.received.get(label) ?? [];
+        expect(got.length).toBeLessThanOrEqual(1);
+        const seen = got[0];
+        if (seen === undefined) {
+          // Refused by the proxy (or closed by its HTTP parser), never answered as if served.
+          expect(answer.status === 0 || answer.status >= 400, answer.head).toBe(true);
+          return;
+        }
+        forwarded++;
+        expect(seen.method).toBe(c.method);
+        expect(seen.url).toBe(`/base${c.suffix}`);
+        const byName = new Map<string, string[]>();
+        for (const [name, value] of c.headers)
+          byName.set(name.toLowerCase(), [...(byName.get(name.toLowerCase()) ?? []), valueAsRead(value)]);
+        for (const [name, values] of byName)
+          expect(valuesOf(seen, name), name).toEqual([values.join(name === 'cookie' ? '; ' : ', ').trim()]);
+        expect(seen.body.equals(Buffer.from(body, 'utf8')), seen.body.toString('utf8')).toBe(true);
+      }),
+      { numRuns: runs },
+    );
+    // What the proxy's HTTP parser refuses by going silent (so the fuzzer leaves it out): a name
+    // that is no token, a control character in a value, a space or tab in the target.
+    const silent: Array<[string, string, Array<[string, string]>]> = [
+      ['bad name', '', [['x(bad)', 'a']]],
+      ['__proto__', '', [['__proto__', 'a']]],
+      ['SOH in a value', '', [['x-a', 'a\u0001b']]],
+      ['a space in the target', '/a b', []],
+      ['a tab in the target', '/a\tb', []],
+    ];
+    for (const [what, suffix, extra] of silent) {
+      const label = `silent-${what}`;
+      const sent: Array<[string, string]> = [...headers(fuzzTarget), ['x-case', label], ...extra];
+      const answer = await rawExchange(
+        proxyPort,
+        rawRequest('POST', `/mcp/${fuzzTarget.subdomain}${suffix}`, sent, call(1)),
+        1_500,
+      );
+      expect(answer.status === 0 || answer.status >= 400, what).toBe(true);
+      expect(fuzzOrigin.received.has(label), what).toBe(false);
+    }
+    // No request the proxy did not mean to send, none the origin could not parse.
+    expect(fuzzOrigin.unlabelled).toEqual([]);
+    expect(fuzzOrigin.parseErrors).toEqual([]);
+    expect([...fuzzOrigin.received.values()].reduce((sum, list) => sum + list.length, 0)).toBe(forwarded);
+    // Not a fuzzer that only meets refusals.
+    expect(forwarded).toBeGreaterThan(runs / 5);
+    // The invariant after the fuzzer: the tool calls the origin ran are the success records.
+    expect(await successes(fuzzTarget.customerRef, fuzzOrigin.toolCalls())).toBe(fuzzOrigin.toolCalls());
+  });
 });
