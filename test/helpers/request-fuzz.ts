@@ -173,7 +173,7 @@ export const fuzzCases: fc.Arbitrary<FuzzCase> = fc.record({
  * proxy whole and is refused; what the proxy forwards is what it read (docs/proxy.md).
  */
 export const valueAsRead = (value: string): string =>
-  value.replace(/^[\x00-\x20\u0080-\uffff]+|[\x00-\x20\u0080-\uffff]+$/g, '');
+  value.replace(/^[\t \u0080-\uffff]+|[\t \u0080-\uffff]+$/g, ''); // the fuzzer sends no other controls
 
 /** The values an origin received for `name`, in order (Node keeps each header line apart in rawHeaders). */
 export function valuesOf(received: Received, name: string): string[] {
