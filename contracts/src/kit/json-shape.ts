@@ -19,6 +19,10 @@ export interface KeyRulesSpec {
 
 export interface KeyRules {
   readonly members: ReadonlyMap<string, KeyRules | undefined>;
+  /** The members by index: names, their UTF-8 bytes (to know a key without decoding it), rules. */
+  readonly names: readonly string[];
+  readonly spelled: readonly Buffer[];
+  readonly children: ReadonlyArray<KeyRules | undefined>;
   /** Each member by its folded form, to find the keys that fold to one without being it. */
   readonly folded: ReadonlyMap<string, string>;
   readonly items: KeyRules | undefined;
@@ -46,6 +50,9 @@ export function compileKeyRules(spec: KeyRulesSpec): KeyRules {
     const folded = new Map<string, string>();
     const rules: KeyRules = {
       members,
+      names: Object.keys(node.members),
+      spelled: Object.keys(node.members).map((name) => Buffer.from(name, 'utf8')),
+      children: [],
       folded,
       items: undefined,
     };
@@ -54,6 +61,8 @@ export function compileKeyRules(spec: KeyRulesSpec): KeyRules {
       members.set(name, child === true ? undefined : compile(child));
       folded.set(foldKey(name), name);
     }
+    if (Object.keys(node.members).length > 30) throw new Error('key rules: at most 30 members an object');
+    (rules.children as Array<KeyRules | undefined>).push(...rules.names.map((name) => members.get(name)));
     if (node.items !== undefined) (rules as { items: KeyRules | undefined }).items = compile(node.items);
     return rules;
   };
@@ -71,11 +80,14 @@ const COMMA = 0x2c;
 /** An unpaired UTF-16 surrogate: Go and others decode it as U+FFFD, JavaScript keeps it. */
 const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** An open object or array the reader has rules for. */
 interface Frame {
   object: boolean;
-  rules: KeyRules | undefined;
-  /** Keys seen so far, kept only for an object with rules. */
-  keys: Set<string> | undefined;
+  rules: KeyRules;
+  /** The members seen so far, one bit each (objects only). */
+  seen: number;
+  /** Other keys seen so far: a list while short, a set past 16. */
+  others: string[] | Set<string> | undefined;
   /** The next string in this object is a key. */
   expectKey: boolean;
   /** The rules of the member whose value comes next. */
@@ -83,11 +95,11 @@ interface Frame {
 }
 
 /**
- * Checks a JSON text (UTF-8 bytes or a string's UTF-16 code units: both spell JSON's structure in
- * ASCII) that `JSON.parse` accepted: nesting of at most `maxDepth` arrays and objects, escapes
- * that decode to well-formed text (unless `options.surrogates` is false), and, in objects `rules` names (the top level is one; an
- * array at the top level has `rules.items`), no key twice and none that folds to a member
- * without being it.
+ * Checks a JSON text (UTF-8 bytes, or a string) that `JSON.parse` accepted: nesting of at most
+ * `maxDepth` arrays and objects, escapes that decode to well-formed text (unless
+ * `options.surrogates` is false), and, in objects `rules` names (the top level is one; an array
+ * at the top level has `rules.items`), no key twice and none that folds to a member without
+ * being it. Outside the objects with rules only depth and escapes are looked at.
  */
 export function inspectJson(
   text: Uint8Array | string,
@@ -95,73 +107,133 @@ export function inspectJson(
   rules?: KeyRules,
   options: { surrogates: boolean } = { surrogates: true },
 ): JsonShapeProblem | undefined {
-  const bytes = typeof text === 'string' ? undefined : text;
-  const at =
-    bytes === undefined ? (i: number) => (text as string).charCodeAt(i) : (i: number) => bytes[i] as number;
-  const slice = (start: number, end: number) =>
-    bytes === undefined
-      ? (text as string).slice(start, end)
-      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8', start, end);
-  const length = text.length;
+  const bytes =
+    typeof text === 'string'
+      ? Buffer.from(text, 'utf8')
+      : Buffer.isBuffer(text)
+        ? text
+        : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
+  return walk(bytes, maxDepth, rules, options.surrogates);
+}
+
+function walk(
+  bytes: Buffer,
+  maxDepth: number,
+  rules: KeyRules | undefined,
+  surrogates: boolean,
+): JsonShapeProblem | undefined {
+  const length = bytes.length;
   const stack: Frame[] = [];
   let top: Frame | undefined;
+  /** Containers open inside the innermost frame (or at the top) that have no rules. */
+  let plain = 0;
   let i = 0;
   while (i < length) {
-    const c = at(i);
+    const c = bytes[i] as number;
     if (c === QUOTE) {
-      // The string's end: the next quote not escaped. Backslashes are rare; noted when seen.
+      // The string's end: the next quote not escaped. Short strings are walked here; a long one
+      // is searched natively for its quote and any backslash before it.
       let j = i + 1;
       let escaped = false;
       for (;;) {
-        const d = at(j);
+        if (j >= length) return undefined; // not JSON: the caller's parser says so
+        const d = bytes[j] as number;
         if (d === QUOTE) break;
         if (d === BACKSLASH) {
           escaped = true;
           j += 2;
-        } else j += 1;
-        if (j >= length) return undefined; // not JSON: the caller's parser said otherwise
+          continue;
+        }
+        j += 1;
+        if (j - i > 64) {
+          const quote = bytes.indexOf(QUOTE, j);
+          const backslash = bytes.indexOf(BACKSLASH, j);
+          if (quote < 0) return undefined;
+          if (backslash < 0 || backslash > quote) {
+            j = quote;
+            break;
+          }
+          escaped = true;
+          j = backslash + 2;
+        }
       }
-      const isKey = top?.object === true && top.expectKey;
-      if ((escaped && (options.surrogates || isKey)) || (isKey && top?.keys !== undefined)) {
-        const raw = slice(i, j + 1);
-        const value = escaped ? decodeString(raw) : raw.slice(1, -1);
-        if (value === undefined) return undefined; // not JSON: the caller's parser says so
-        if (escaped && options.surrogates && UNPAIRED.test(value)) return { code: 'unpaired_surrogate' };
-        if (isKey && top !== undefined) {
-          const problem = checkKey(top, value);
+      const isKey = plain === 0 && top !== undefined && top.object && top.expectKey;
+      if (escaped && (surrogates || isKey)) {
+        const value = decodeString(bytes.toString('utf8', i, j + 1));
+        if (value === undefined) return undefined;
+        if (surrogates && UNPAIRED.test(value)) return { code: 'unpaired_surrogate' };
+        if (isKey) {
+          const problem = checkKey(top as Frame, value);
           if (problem !== undefined) return problem;
         }
-      } else if (isKey && top !== undefined) {
-        top.expectKey = false;
-        top.next = undefined;
+      } else if (isKey) {
+        const frame = top as Frame;
+        const index = memberAt(frame.rules, bytes, i + 1, j);
+        const problem = index >= 0 ? seeMember(frame, index) : checkKey(frame, plainKey(bytes, i + 1, j));
+        if (problem !== undefined) return problem;
       }
       i = j + 1;
       continue;
     }
     if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      if (stack.length >= maxDepth) return { code: 'too_deep', limit: maxDepth };
+      if (stack.length + plain >= maxDepth) return { code: 'too_deep', limit: maxDepth };
       // The rules of this value: the member's whose value it is, an array's items', or the top's.
-      const own = top === undefined ? rules : top.object ? top.next : top.rules?.items;
-      const object = c === OPEN_OBJECT;
-      const frame: Frame = {
-        object,
-        rules: own,
-        keys: object && own !== undefined ? new Set() : undefined,
-        expectKey: object,
-        next: undefined,
-      };
-      stack.push(frame);
-      top = frame;
+      const own = plain > 0 ? undefined : top === undefined ? rules : top.object ? top.next : top.rules.items;
+      if (own === undefined) plain += 1;
+      else {
+        const object = c === OPEN_OBJECT;
+        top = { object, rules: own, seen: 0, others: undefined, expectKey: object, next: undefined };
+        stack.push(top);
+      }
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      stack.pop();
-      top = stack[stack.length - 1];
-    } else if (c === COMMA && top?.object === true) {
+      if (plain > 0) plain -= 1;
+      else {
+        stack.pop();
+        top = stack[stack.length - 1];
+      }
+    } else if (c === COMMA && plain === 0 && top?.object) {
       top.expectKey = true;
       top.next = undefined;
     }
     i += 1;
   }
   return undefined;
+}
+
+/** The index of the member whose name the bytes spell, or -1. */
+function memberAt(rules: KeyRules, bytes: Buffer, start: number, end: number): number {
+  const size = end - start;
+  const spelled = rules.spelled;
+  for (let m = 0; m < spelled.length; m++) {
+    const name = spelled[m] as Buffer;
+    if (name.length !== size) continue;
+    let k = 0;
+    while (k < size && name[k] === bytes[start + k]) k++;
+    if (k === size) return m;
+  }
+  return -1;
+}
+
+/** A member's key: a problem when it came before in this object. */
+function seeMember(frame: Frame, index: number): JsonShapeProblem | undefined {
+  frame.expectKey = false;
+  const bit = 1 << index;
+  if ((frame.seen & bit) !== 0) return { code: 'duplicate_key', key: frame.rules.names[index] as string };
+  frame.seen |= bit;
+  frame.next = frame.rules.children[index];
+  return undefined;
+}
+
+/** An unescaped key: built here while it is short ASCII (no call out), else decoded as UTF-8. */
+function plainKey(bytes: Buffer, start: number, end: number): string {
+  if (end - start > 32) return bytes.toString('utf8', start, end);
+  let key = '';
+  for (let k = start; k < end; k++) {
+    const b = bytes[k] as number;
+    if (b >= 0x80) return bytes.toString('utf8', start, end);
+    key += String.fromCharCode(b);
+  }
+  return key;
 }
 
 function decodeString(raw: string): string | undefined {
@@ -174,16 +246,20 @@ function decodeString(raw: string): string | undefined {
 
 /** Records a key of an object with rules; a problem when it repeats or folds to another member. */
 function checkKey(frame: Frame, key: string): JsonShapeProblem | undefined {
+  const index = frame.rules.names.indexOf(key);
+  if (index >= 0) return seeMember(frame, index);
   frame.expectKey = false;
-  const rules = frame.rules;
-  if (rules === undefined || frame.keys === undefined) return undefined;
-  if (frame.keys.has(key)) return { code: 'duplicate_key', key };
-  frame.keys.add(key);
-  if (rules.members.has(key)) {
-    frame.next = rules.members.get(key);
-    return undefined;
-  }
   frame.next = undefined;
-  const member = rules.folded.get(foldKey(key));
+  const others = frame.others;
+  if (others === undefined) frame.others = [key];
+  else if (Array.isArray(others)) {
+    if (others.includes(key)) return { code: 'duplicate_key', key };
+    others.push(key);
+    if (others.length > 16) frame.others = new Set(others);
+  } else {
+    if (others.has(key)) return { code: 'duplicate_key', key };
+    others.add(key);
+  }
+  const member = frame.rules.folded.get(foldKey(key));
   return member === undefined ? undefined : { code: 'ambiguous_key', key, member };
 }
