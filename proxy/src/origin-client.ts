@@ -24,6 +24,8 @@ export interface OriginSink {
   head(status: number, headers: IncomingHttpHeaders): void;
   /** A body chunk; false pauses the origin until the sink calls `resume`. */
   data(chunk: Buffer): boolean;
+  /** The request was written to its connection (the origin has it before any later one). */
+  written?(): void;
 }
 
 export interface OriginControl {
@@ -200,6 +202,7 @@ class Connection {
     this.paused = false;
     this.wait(this.pool.options.headersTimeoutMs);
     this.socket.write(encoded);
+    exchange.sink.written?.();
   }
 
   /** Ends `exchange` (if it is still this connection's) and the connection with it. */

@@ -45,7 +45,11 @@ import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
 import type { CallRounds } from './rounds';
 import { type Route, routeOf } from './routing';
+import { awaitTurn, SessionOrder, type Ticket } from './session-order';
 import { RecentSessions, sessionOf } from './sessions';
+
+/** How long a session's later requests wait for the origin to answer its standalone GET's head. */
+const STANDALONE_HEAD_WAIT_MS = 500;
 
 /** An origin that did not connect, answer or go on answering in time. */
 const isOriginTimeout = (error: unknown) =>
@@ -139,6 +143,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     idleTimeoutMs: 0,
     maxConnections: Number.POSITIVE_INFINITY,
   });
+  /** Each session's requests reach the origin in the order they arrived (session-order.ts). */
+  const order = new SessionOrder();
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
   const live = new InFlight<Exchange>();
   // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
@@ -185,6 +191,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       arrived: number;
       /** The Origin header ('' when the client is not a browser page). */
       pageOrigin: string;
+      /** Its place in its session's order of requests to the origin (session-order.ts). */
+      ticket: Ticket | undefined;
     },
   ) {
     const started = request.arrived;
@@ -497,11 +505,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       const literalProblem = literalProblemOf(server.originUrl);
       if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
       const target = originTarget(server.originUrl, request.route.rest, request.query);
+      await awaitTurn(request.ticket, config.originConnectTimeoutMs);
       await (exchange.standalone ? streams : origins).request(
         target.origin,
         { method: request.method, path: target.path, headers, body: body.length > 0 ? body : null },
         {
+          // A request has started at the origin once written; a standalone GET once answered.
+          written:
+            request.ticket === undefined || exchange.standalone ? undefined : () => request.ticket?.done(),
           head(statusCode, h) {
+            request.ticket?.done();
             status = statusCode;
             refusedCredentials = statusCode === 401 || statusCode === 407;
             upstreamHeaders = h;
@@ -634,7 +647,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     };
     // A browser's page (an Origin header); served only from origins its MCP server allows.
     const pageOrigin = req.getHeader('origin');
+    /** Set once the request is routed; given up when it ends, is refused or its client leaves. */
+    let ticket: Ticket | undefined;
     res.onAborted(() => {
+      ticket?.done();
       exchange.aborted = true;
       exchange.origin?.abort(new Error('client went away'));
       exchange.wakeWriter?.();
@@ -700,6 +716,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     if (declaredLength > config.maxBodyBytes) return refuse(exchange, 'payload_too_large');
     // A request on a kept-alive connection after the stop began: sent elsewhere, not started.
     if (stopping) return refuse(exchange, 'proxy_stopping', null, { headers: { connection: 'close' } });
+    // Its place among its session's requests, taken in the order they arrive.
+    ticket = order.enter(sessionOf(headers));
+    // An origin that holds a GET's head until its first event holds the session back no longer.
+    if (method === 'GET') ticket?.expireAfter(STANDALONE_HEAD_WAIT_MS);
     live.add(exchange);
     const run = (body: Buffer, reading: BodyReading) => {
       const parsed = reading.ok ? reading.parsed : undefined;
@@ -715,6 +735,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         pathForm: url.startsWith('/mcp/'),
         arrived,
         pageOrigin,
+        ticket,
       })
         .catch((error: unknown) => {
           const id = idOf(parsed);
@@ -727,6 +748,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           refuse(exchange, 'internal_error', id);
         })
         .finally(() => {
+          ticket?.done();
           live.delete(exchange);
         });
     };
@@ -737,6 +759,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       return;
     }
     if (method !== 'POST') {
+      ticket?.done();
       live.delete(exchange);
       return refuse(exchange, 'method_not_allowed', null, {
         message: `MCP takes POST, GET and DELETE, not ${method}`,
@@ -748,6 +771,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (size > config.maxBodyBytes) return;
       size += chunk.byteLength;
       if (size > config.maxBodyBytes) {
+        ticket?.done();
         live.delete(exchange);
         return refuse(exchange, 'payload_too_large');
       }

@@ -10,7 +10,11 @@ import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
@@ -70,7 +74,11 @@ describe('MCP streamable HTTP through the proxy, compared with the origin direct
       publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
       logger: createLogger({ level: 'silent', name: 'test' }),
     });
-    origins.push(await startMcpOrigin(), await startMcpOrigin({ json: true }));
+    origins.push(
+      await startMcpOrigin(),
+      await startMcpOrigin({ json: true }),
+      await startMcpOrigin({ standaloneRequests: true }),
+    );
     const port = await freePort();
     const entry = createRequire(import.meta.url).resolve(
       '@modelcontextprotocol/server-everything/dist/index.js',
@@ -166,6 +174,45 @@ describe('MCP streamable HTTP through the proxy, compared with the origin direct
       ['countdown', 'success'],
       ['announce', 'success'],
     ]);
+  });
+
+  it("serves requests an origin sends on the session's standalone stream, session after session (issue 58)", async () => {
+    const origin = origins[2] as McpOrigin;
+    const proxied = await register('sdk-standalone', origin.url);
+    // The client opens its GET stream before it calls the tool; through the proxy, the tool call
+    // used to overtake the GET at the origin (a warm connection against a new one), and the
+    // origin dropped the elicitation it had no stream for.
+    for (let i = 0; i < 20; i++) {
+      for (const [url, viaProxy] of [
+        [origin.url, false],
+        [proxied, true],
+      ] as const) {
+        const client = new Client(
+          { name: 'standalone', version: '1.0.0' },
+          { capabilities: { elicitation: {}, sampling: {} } },
+        );
+        client.setRequestHandler(ElicitRequestSchema, async () => ({
+          action: 'accept',
+          content: { name: `caller ${i}` },
+        }));
+        client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+          role: 'assistant',
+          content: { type: 'text', text: 'hi' },
+          model: 'test',
+        }));
+        const transport = new StreamableHTTPClientTransport(new URL(url), {
+          requestInit: viaProxy ? { headers: { authorization: `Bearer ${issuer.token}` } } : {},
+        });
+        await client.connect(transport);
+        const answer = await client.callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 10_000 });
+        expect(answer.content, `session ${i}, ${viaProxy ? 'through the proxy' : 'direct'}`).toEqual([
+          { type: 'text', text: `caller ${i} / hi` },
+        ]);
+        await transport.terminateSession();
+        await client.close();
+      }
+    }
+    expect(origin.calls.get('ask')).toBe(40);
   });
 
   it('@modelcontextprotocol/server-everything works through the proxy as it does directly', async () => {

@@ -20,7 +20,7 @@ function readJson(req: IncomingMessage): Promise<unknown> {
   });
 }
 
-function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
+function buildServer(calls: Map<string, number>, withEcho: boolean, standaloneRequests = false): McpServer {
   const server = new McpServer(
     { name: 'test-origin', version: '1.0.0' },
     { capabilities: { tools: { listChanged: true } } },
@@ -78,6 +78,24 @@ function buildServer(calls: Map<string, number>, withEcho: boolean): McpServer {
       },
     );
   }
+  if (standaloneRequests) {
+    // As the SDK v1 reference server (the conformance repo's everything-server) does: elicitation
+    // and sampling sent from inside a tool with no related request id, so they travel on the
+    // session's standalone GET stream; without that stream the server drops them.
+    server.registerTool('ask', { description: 'Asks the user and the model', inputSchema: {} }, async () => {
+      const elicited = await server.server.elicitInput({
+        message: 'What is your name?',
+        requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      });
+      const sampled = await server.server.createMessage({
+        messages: [{ role: 'user', content: { type: 'text', text: 'Say hi' } }],
+        maxTokens: 10,
+      });
+      count('ask');
+      const said = sampled.content.type === 'text' ? sampled.content.text : '';
+      return { content: [{ type: 'text', text: `${String(elicited.content?.name)} / ${said}` }] };
+    });
+  }
   server.registerTool('fail', { description: 'Always fails', inputSchema: {} }, async () => ({
     content: [{ type: 'text', text: 'nope' }],
     isError: true,
@@ -99,7 +117,14 @@ export interface McpOrigin {
  * port. With `requireHeader`, requests without that header and value get 401 (an origin API key).
  */
 export async function startMcpOrigin(
-  options: { requireHeader?: [string, string]; echo?: boolean; json?: boolean; stateless?: boolean } = {},
+  options: {
+    requireHeader?: [string, string];
+    echo?: boolean;
+    json?: boolean;
+    stateless?: boolean;
+    /** A tool `ask` that elicits and samples on the standalone GET stream. */
+    standaloneRequests?: boolean;
+  } = {},
 ): Promise<McpOrigin> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const calls = new Map<string, number>();
@@ -139,7 +164,7 @@ export async function startMcpOrigin(
           },
         });
         created.onclose = () => created.sessionId !== undefined && transports.delete(created.sessionId);
-        await buildServer(calls, options.echo === true).connect(created);
+        await buildServer(calls, options.echo === true, options.standaloneRequests === true).connect(created);
         transport = created;
       }
       if (transport === undefined) {
