@@ -164,8 +164,10 @@ export function paywallAnswer(
       jsonrpc: '2.0',
       id: call.id,
       error: {
+        // The message names the link and what to do: a client that shows only the message (most
+        // do) still shows where to pay; `data` carries it for clients that open it.
         code: URL_ELICITATION_REQUIRED,
-        message: what,
+        message: `${what} ${next}`,
         data: {
           elicitations: [
             {

@@ -281,6 +281,9 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     const elicitations = (refused as UrlElicitationRequiredError).elicitations;
     expect(elicitations).toHaveLength(1);
     expect(elicitations[0]).toMatchObject({ mode: 'url', url: expect.stringContaining('/checkout/cs_') });
+    // The message itself names the link: a client that shows only the message shows where to pay.
+    expect((refused as McpError).message).toContain(`complete checkout for`);
+    expect((refused as McpError).message).toContain(String(elicitations[0]?.url));
     const session = await api<{ planRef: string }>(
       'GET',
       `/v1/sdk/checkout-sessions/${elicitations[0]?.elicitationId}`,
