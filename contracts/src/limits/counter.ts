@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { connectedWithin } from '../kit/net';
+import { connectedWithin, redisRetryDelay } from '../kit/net';
 
 /**
  * One usage-limit counter per customer, product, plan and period. It holds `used` (calls
@@ -162,7 +162,11 @@ export class RedisCounterStore implements CounterStore {
 
   constructor(url: string) {
     // Fail fast while Redis is away: the caller's outage policy decides, nothing queues up.
-    const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const redis = new Redis(url, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: redisRetryDelay,
+    });
     redis.on('error', () => undefined);
     redis.defineCommand('meterLease', { numberOfKeys: 1, lua: LEASE_SCRIPT });
     redis.defineCommand('meterSeed', { numberOfKeys: 1, lua: SEED_SCRIPT });

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis';
-import { connectedWithin } from '../kit/net';
+import { connectedWithin, redisRetryDelay } from '../kit/net';
 
 /** Key-value store shared by the control plane (writer) and the proxies (readers). */
 export interface SnapshotStore {
@@ -52,7 +52,12 @@ export class RedisSnapshotStore implements SnapshotStore {
     // Commands fail fast while Redis is away (offline queue off) instead of piling up in memory;
     // ioredis keeps reconnecting in the background and the store recovers by itself.
     return new RedisSnapshotStore(
-      new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false }),
+      new Redis(url, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+        retryStrategy: redisRetryDelay,
+      }),
     );
   }
 
