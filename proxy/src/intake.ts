@@ -47,13 +47,13 @@ export function targetSendable(path: string, query: string | undefined): boolean
  * than once joined as HTTP joins a list, cookies with `; `), or why the head is refused.
  */
 export function forwardableHeaders(req: HttpRequest): Record<string, string> | ProxyErrorCode {
-  // No prototype: a header named `__proto__` is a key like any other.
-  const headers: Record<string, string> = Object.create(null);
+  const headers: Record<string, string> = {};
   let seen: Set<string> | undefined;
   let problem: ProxyErrorCode | undefined;
   req.forEach((name, value) => {
     if (problem !== undefined) return;
-    if (!TOKEN.test(name) || UNSAFE_VALUE.test(value)) {
+    // `__proto__` would set the object's prototype, not a header (uWebSockets.js drops it anyway).
+    if (!TOKEN.test(name) || UNSAFE_VALUE.test(value) || name === '__proto__') {
       problem = 'invalid_header';
       return;
     }
