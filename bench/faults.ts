@@ -530,7 +530,8 @@ async function proxyKill(stack: Stack): Promise<Row> {
 
 async function pgStop(stack: Stack): Promise<Row> {
   const s = await seller(stack.base, stack.env, stack.origin, 1_000_000);
-  // API load: reads that need PostgreSQL, writes that need it, and usage reads that do not.
+  // API load: reads and writes that need PostgreSQL, and usage reads (which resolve their
+  // customer and meter there too: issue 58 found them answering 503 through the outage).
   const paths: Array<[string, string, unknown?]> = [
     ['GET', '/v1/ui/products'],
     ['POST', '/v1/sdk/customers', {}],
@@ -538,8 +539,11 @@ async function pgStop(stack: Stack): Promise<Row> {
   ];
   let n = 0;
   let missingRetryAfter = 0;
+  /** Usage reads answered and refused with 503, measured (not assumed). */
+  const usageReads = { answered: 0, refused: 0 };
   const running = load(async () => {
     const [method, path, body] = paths[n++ % paths.length] as [string, string, unknown?];
+    const isUsageRead = path.startsWith('/ui/meters/');
     try {
       const response = await fetch(`${stack.base}${path}`, {
         method,
@@ -551,6 +555,7 @@ async function pgStop(stack: Stack): Promise<Row> {
         signal: AbortSignal.timeout(15_000),
       });
       await response.text();
+      if (isUsageRead) usageReads[response.status === 503 ? 'refused' : 'answered']++;
       if (response.status === 503) {
         if (response.headers.get('retry-after') === null) missingRetryAfter++;
         return 'failed';
@@ -578,7 +583,7 @@ async function pgStop(stack: Stack): Promise<Row> {
     overshoot: 0,
     stranded: 0,
     clientOutageSeconds: running.outageSeconds(),
-    notes: `"failed" are 503 dependency_unavailable (${missingRetryAfter} without Retry-After); usage reads keep answering (a key verified before the outage)`,
+    notes: `"failed" are 503 dependency_unavailable (${missingRetryAfter} without Retry-After); usage reads over the run: ${usageReads.answered} answered, ${usageReads.refused} 503 (a read resolves its customer and meter in PostgreSQL)`,
   };
 }
 
