@@ -505,7 +505,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       const literalProblem = literalProblemOf(server.originUrl);
       if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
       const target = originTarget(server.originUrl, request.route.rest, request.query);
-      await awaitTurn(request.ticket, config.originConnectTimeoutMs);
+      // Only a request with an earlier one of its session still on its way waits (no await else).
+      if (request.ticket?.turn !== undefined) await awaitTurn(request.ticket, config.originConnectTimeoutMs);
       await (exchange.standalone ? streams : origins).request(
         target.origin,
         { method: request.method, path: target.path, headers, body: body.length > 0 ? body : null },
