@@ -122,71 +122,76 @@ describe("an origin's answers, honest and hostile", () => {
     server.close();
   });
 
-  it("gives each request its own answer or an error, never another request's, over reused connections", async () => {
-    let run = 0;
-    const runs = Number(process.env.GATE_FUZZ_RUNS ?? 300);
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.tuple(fc.constantFrom(...KINDS), fc.boolean()), { minLength: 1, maxLength: 8 }),
-        async (requests) => {
-          run++;
-          const client = new OriginClient({
-            connectTimeoutMs: 2_000,
-            headersTimeoutMs: 2_000,
-            idleTimeoutMs: 2_000,
-            keepAliveMs: 30_000,
-            maxConnections: 2,
-            lookup: dnsLookup as never,
-          });
-          const ids = requests.map((_, i) => `${run}-${i}`);
-          requests.forEach(
-            ([kind], i) => void plans.set(ids[i] as string, { kind, next: ids[i + 1] ?? `${run}-x` }),
-          );
-          const results: Array<Promise<{ id: string; kind: Kind; outcome: string | Error }>> = [];
-          for (const [i, [kind, concurrent]] of requests.entries()) {
-            const id = ids[i] as string;
-            const chunks: Buffer[] = [];
-            let status = 0;
-            const done = client
-              .request(
-                url,
-                {
-                  method: 'POST',
-                  path: `/r/${id}`,
-                  headers: { 'content-type': 'application/json' },
-                  body: Buffer.from('{}'),
-                },
-                {
-                  head(s) {
-                    status = s;
+  const runs = Number(process.env.GATE_FUZZ_RUNS ?? 300);
+  it(
+    "gives each request its own answer or an error, never another request's, over reused connections",
+    async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.tuple(fc.constantFrom(...KINDS), fc.boolean()), { minLength: 1, maxLength: 8 }),
+          async (requests) => {
+            run++;
+            const client = new OriginClient({
+              connectTimeoutMs: 2_000,
+              headersTimeoutMs: 2_000,
+              idleTimeoutMs: 2_000,
+              keepAliveMs: 30_000,
+              maxConnections: 2,
+              lookup: dnsLookup as never,
+            });
+            const ids = requests.map((_, i) => `${run}-${i}`);
+            requests.forEach(
+              ([kind], i) => void plans.set(ids[i] as string, { kind, next: ids[i + 1] ?? `${run}-x` }),
+            );
+            const results: Array<Promise<{ id: string; kind: Kind; outcome: string | Error }>> = [];
+            for (const [i, [kind, concurrent]] of requests.entries()) {
+              const id = ids[i] as string;
+              const chunks: Buffer[] = [];
+              let status = 0;
+              const done = client
+                .request(
+                  url,
+                  {
+                    method: 'POST',
+                    path: `/r/${id}`,
+                    headers: { 'content-type': 'application/json' },
+                    body: Buffer.from('{}'),
                   },
-                  data(chunk) {
-                    chunks.push(Buffer.from(chunk));
-                    return true;
+                  {
+                    head(s) {
+                      status = s;
+                    },
+                    data(chunk) {
+                      chunks.push(Buffer.from(chunk));
+                      return true;
+                    },
                   },
-                },
-                () => undefined,
-              )
-              .then(
-                () => ({ id, kind, outcome: `${status} ${Buffer.concat(chunks).toString('latin1')}` }),
-                (error: Error) => ({ id, kind, outcome: error }),
-              );
-            results.push(done);
-            // Some requests wait for the one before: its connection goes back to the pool first.
-            if (!concurrent) await done;
-          }
-          for (const { id, kind, outcome } of await Promise.all(results)) {
-            if (outcome instanceof Error) {
-              expect(HONEST.has(kind), `${kind} failed: ${outcome.message}`).toBe(false);
-              continue;
+                  () => undefined,
+                )
+                .then(
+                  () => ({ id, kind, outcome: `${status} ${Buffer.concat(chunks).toString('latin1')}` }),
+                  (error: Error) => ({ id, kind, outcome: error }),
+                );
+              results.push(done);
+              // Some requests wait for the one before: its connection goes back to the pool first.
+              if (!concurrent) await done;
             }
-            // Delivered: exactly this request's own answer, whatever else the origin wrote.
-            expect(outcome, kind).toBe(`200 ${bodyOf(id)}`);
-          }
-          await client.close();
-        },
-      ),
-      { numRuns: runs },
-    );
-  });
+            for (const { id, kind, outcome } of await Promise.all(results)) {
+              if (outcome instanceof Error) {
+                expect(HONEST.has(kind), `${kind} failed: ${outcome.message}`).toBe(false);
+                continue;
+              }
+              // Delivered: exactly this request's own answer, whatever else the origin wrote.
+              expect(outcome, kind).toBe(`200 ${bodyOf(id)}`);
+            }
+            await client.close();
+          },
+        ),
+        { numRuns: runs },
+      );
+      // About 5 ms a run here; `npm run fuzz:proxy` runs 50,000.
+    },
+    Math.max(120_000, runs * 20),
+  );
 });
