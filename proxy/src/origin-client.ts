@@ -89,6 +89,30 @@ interface Exchange {
   resolve: () => void;
   reject: (error: Error) => void;
   done: boolean;
+  /** The sink was told the request is written (once, however many times it is sent). */
+  told: boolean;
+  /**
+   * Sends the request again on a new connection: the one it went out on proved that the origin
+   * never read it. Absent once used (one resend), and for requests on a new connection.
+   */
+  resend: (() => void) | undefined;
+}
+
+/**
+ * Errors of requests the origin never read: no byte of it reached the origin's application (the
+ * dial failed, the connection was refused before anything was written, or TCP proved it unread).
+ * Such a call did not run: it is not billed and gives its unit back.
+ */
+const unreadErrors = new WeakSet<Error>();
+
+/** Whether `error` ended a request that the origin provably never read. */
+export function originNeverRead(error: unknown): boolean {
+  return error instanceof Error && unreadErrors.has(error);
+}
+
+function unread(error: Error): Error {
+  unreadErrors.add(error);
+  return error;
 }
 
 const CONTENT_LENGTH = /^\d{1,15}$/;
@@ -176,33 +200,102 @@ class Connection {
   private quietSince = 0;
   /** While idle in the pool: when it must no longer be reused (performance.now() ms). */
   keepUntil = 0;
+  /** Requests sent on this connection, the current one included. */
+  private sent = 0;
+  /** Bytes of the current exchange's answer have arrived. */
+  private answered = false;
+  /** The origin ended its side (FIN): the connection carries no further request. */
+  ended = false;
   private readonly socket: Socket;
 
   /** `readsOwn`: the socket reads into READ_BUFFER and its pool hands each read to `onData`. */
+  /** A plain TCP socket (not TLS), read through the pool's buffer. */
+  private readonly plain: boolean;
+
   constructor(
     private readonly pool: OriginPool,
     socket: Socket,
     readsOwn: boolean,
   ) {
     this.socket = socket;
+    this.plain = readsOwn;
     if (!readsOwn) socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error: Error) => this.fail(error));
+    socket.on('end', () => this.onEnd());
     socket.on('close', () => this.onClose());
   }
 
   get destroyed(): boolean {
-    return this.socket.destroyed;
+    return this.socket.destroyed || this.ended;
   }
 
   /** Sends the exchange's request; the answer arrives through onData. */
   start(exchange: Exchange, encoded: Buffer): void {
     this.exchange = exchange;
     this.headDone = false;
+    this.answered = false;
     this.pending = undefined;
     this.paused = false;
+    this.sent++;
     this.wait(this.pool.options.headersTimeoutMs);
     this.socket.write(encoded);
-    exchange.sink.written?.();
+    // A write the kernel refused at once (the origin reset the connection while it sat idle)
+    // sent no byte of the request: node:net's stream marks itself errored synchronously then.
+    if (this.socket.errored !== null) {
+      this.unsent(this.socket.errored);
+      return;
+    }
+    if (!exchange.told) {
+      exchange.told = true;
+      exchange.sink.written?.();
+    }
+  }
+
+  /**
+   * The request on this connection was never read by the origin: sent again on a new connection
+   * when it came on a reused one (an origin closing idle connections races every client that
+   * reuses them), else failed as unread. The connection goes.
+   */
+  private unsent(cause: Error): void {
+    const exchange = this.exchange;
+    this.socket.destroy();
+    if (exchange === undefined || exchange.done) return;
+    this.exchange = undefined;
+    const again = this.sent > 1 ? exchange.resend : undefined;
+    if (again !== undefined) {
+      exchange.resend = undefined;
+      again();
+      return;
+    }
+    exchange.done = true;
+    exchange.reject(unread(cause));
+  }
+
+  /**
+   * The origin ended its side. Idle: the connection is stale. With a request in flight and no
+   * byte of its answer: when the origin closed before that request reached it, its TCP reset the
+   * request (FIN, then RST); a probe (an empty line, which HTTP/1.1 lets precede a request) finds
+   * the reset at once. No reset: the origin may have read the request, so it fails as closed.
+   */
+  private onEnd(): void {
+    this.ended = true;
+    const exchange = this.exchange;
+    // Only a plain socket that has not ended its own side: a write there reaches the kernel as
+    // it is (TLS would wrap it in a record; an ended stream refuses it without asking).
+    if (
+      exchange === undefined ||
+      exchange.done ||
+      this.answered ||
+      this.sent < 2 ||
+      !this.plain ||
+      this.socket.writableEnded
+    ) {
+      this.socket.destroy();
+      return;
+    }
+    this.socket.write(CRLF);
+    if (this.socket.errored !== null) this.unsent(this.socket.errored);
+    else this.socket.destroy();
   }
 
   /** Ends `exchange` (if it is still this connection's) and the connection with it. */
@@ -280,6 +373,14 @@ class Connection {
   }
 
   private fail(error: Error): void {
+    const code = (error as NodeJS.ErrnoException).code;
+    // A reset before any byte of the answer: the origin's TCP threw the request away unread
+    // (closed with it unread, or closed before it came). Only an abortive close right after
+    // reading a whole request would look the same, which HTTP servers do not do.
+    if (!this.answered && (code === 'ECONNRESET' || code === 'EPIPE')) {
+      this.unsent(error);
+      return;
+    }
     if (this.exchange !== undefined && !this.exchange.done) this.finish(error);
     this.socket.destroy();
   }
@@ -310,6 +411,7 @@ class Connection {
 
   onData(chunk: Buffer): void {
     this.stirred = true;
+    this.answered = true;
     const exchange = this.exchange;
     if (exchange === undefined || exchange.done) {
       // Bytes with no request waiting: the origin is not speaking HTTP/1.1 keep-alive with us.
@@ -553,6 +655,14 @@ class OriginPool {
     this.dial(use);
   }
 
+  /**
+   * A new connection for a request a stale one never delivered (it had taken this one's place
+   * in the pool, so the dial stays within the limit).
+   */
+  redial(use: (connection: Connection | Error) => void): void {
+    this.dial(use);
+  }
+
   /** Takes a waiting request off the queue (its client went away before a connection freed). */
   cancel(use: (connection: Connection | Error) => void): void {
     const at = this.waiting.indexOf(use);
@@ -567,6 +677,8 @@ class OriginPool {
       lookup: this.options.lookup,
       noDelay: true,
       keepAlive: true,
+      // The origin's FIN is the connection's to handle (onEnd): it may have to probe for a reset.
+      allowHalfOpen: true,
     };
     // A plain connection's reads, once it is a Connection; bytes before that (an origin speaking
     // first) end it, as they would on a connection that had sent nothing.
@@ -683,8 +795,19 @@ export class OriginClient {
       } catch (error) {
         return reject(error);
       }
-      const exchange: Exchange = { request, sink, resolve, reject, done: false };
       let connection: Connection | undefined;
+      const exchange: Exchange = {
+        request,
+        sink,
+        resolve,
+        reject,
+        done: false,
+        told: false,
+        resend: () => {
+          connection = undefined;
+          owner.redial(use);
+        },
+      };
       const use = (got: Connection | Error) => {
         if (exchange.done) {
           if (!(got instanceof Error)) owner.release(got);
@@ -692,7 +815,8 @@ export class OriginClient {
         }
         if (got instanceof Error) {
           exchange.done = true;
-          return reject(got);
+          // A dial that failed sent nothing.
+          return reject(unread(got));
         }
         connection = got;
         got.start(exchange, encoded);

@@ -5,7 +5,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { OutboundGuard } from '@mcp-meter/contracts/kit';
 import { generate as selfSigned } from 'selfsigned';
 import { afterEach, describe, expect, it } from 'vitest';
-import { OriginClient, type OriginClientOptions, type OriginControl } from '../src/origin-client';
+import {
+  OriginClient,
+  type OriginClientOptions,
+  type OriginControl,
+  originNeverRead,
+} from '../src/origin-client';
 
 /**
  * The proxy's HTTP/1.1 origin client against servers that write exact bytes (node:net), so
@@ -288,6 +293,72 @@ describe('the proxy origin client', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect((await call(through, origin.url, { body: '{}' })).body).toBe('1');
     expect(origin.connections()).toBe(2);
+  });
+
+  it('sends a request again when the origin had closed the reused connection before reading it', async () => {
+    // The origin closes the idle connection (FIN) and, in the same turn, before the client has
+    // read that FIN, a request goes out on it: the origin's TCP answers it with a reset. The
+    // request was never read, so it goes again on a new connection, once.
+    const sockets: Socket[] = [];
+    const origin = await rawServer((_request, socket, i) => {
+      sockets.push(socket);
+      socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${String(i).length}\r\n\r\n${i}`);
+    });
+    const through = client();
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('0');
+    for (let round = 1; round <= 20; round++) {
+      sockets.at(-1)?.destroy();
+      expect((await call(through, origin.url, { body: `{"n":${round}}` })).body).toBe(String(round));
+    }
+    // Every request read exactly once, each on a connection of its own.
+    expect(origin.requests.map((r) => r.slice(r.indexOf('\r\n\r\n') + 4))).toEqual([
+      '{}',
+      ...Array.from({ length: 20 }, (_, i) => `{"n":${i + 1}}`),
+    ]);
+    expect(origin.connections()).toBe(21);
+  });
+
+  it('sends again after a reset before any answer, never after a close that may follow a read', async () => {
+    // After reading the second request, the origin resets the connection (RST: its TCP had the
+    // request unread, or threw it away) or closes it (FIN) without answering. A reset before any
+    // byte of an answer is taken as unread and sent again once, on a new connection; a close
+    // may follow a call that ran, so that call fails once, and not as unread.
+    for (const end of ['reset', 'close'] as const) {
+      const origin = await rawServer((_request, socket, i) => {
+        if (i !== 1) socket.write(`HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\n${i}`);
+        else if (end === 'reset') socket.resetAndDestroy();
+        else socket.destroy();
+      });
+      const through = client();
+      await call(through, origin.url, { body: '{}' });
+      const second = await call(through, origin.url, { body: '{"n":2}' }).then(
+        (answer) => answer.body,
+        (error: unknown) => error,
+      );
+      if (end === 'reset') {
+        expect(second).toBe('2');
+        expect(origin.requests).toHaveLength(3);
+        expect(origin.connections()).toBe(2);
+      } else {
+        expect(second).toBeInstanceOf(Error);
+        expect(originNeverRead(second)).toBe(false);
+        expect(origin.requests).toHaveLength(2);
+        expect(origin.connections()).toBe(1);
+      }
+    }
+  });
+
+  it('marks a failed dial as a request the origin never read', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const failed = await call(client(), `http://127.0.0.1:${port}`, { body: '{}' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect((failed as { code?: string }).code).toBe('ECONNREFUSED');
+    expect(originNeverRead(failed)).toBe(true);
   });
 
   it('reuses an idle connection within its Keep-Alive time and dials again after it', async () => {
