@@ -42,7 +42,8 @@ const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
   options: {
     'trial-seconds': { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '5' },
+    // Five by default; one with --cpu-only unless given.
+    rounds: { type: 'string' },
     connections: { type: 'string', default: '32' },
     // 10 s at 5,800 calls/s is 58,000 calls a trial (58 beyond the p99.9); longer trials would
     // take the run past 15 minutes on a fresh machine, where the tools are installed first.
@@ -55,7 +56,7 @@ const { values: args } = parseArgs({
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
-const ROUNDS = Number(args.rounds);
+const ROUNDS = Number(args.rounds ?? (args['cpu-only'] ? 1 : 5));
 const CONNECTIONS = Number(args.connections);
 const LATENCY_SECONDS = Number(args['latency-seconds']);
 /** A latency trial that started fewer than this share of its calls on schedule is not repeated. */
@@ -826,8 +827,7 @@ http {
   // Saturation, closed model: rounds that take every target in turn, so drift reaches all alike.
   const saturation: SaturationRow[] = TARGETS.map((target) => ({ target, rounds: [] }));
   const reference: number[] = [];
-  const rounds = args['cpu-only'] ? 1 : ROUNDS;
-  for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < ROUNDS; round++) {
     reference.push(referenceMs());
     const order = round % 2 === 0 ? ROUND_ORDER : [...ROUND_ORDER].reverse();
     for (const row of order.map((t) => saturation.find((s) => s.target === t) as SaturationRow)) {

@@ -1,5 +1,5 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
-import type { LeaseCharge } from '@mcp-meter/contracts/limits';
+import { CREDIT_PREFIX, type LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
 import { callRecord, recordTimestamp } from '@mcp-meter/contracts/usage-record';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
@@ -132,6 +132,35 @@ export class CallDesk {
         });
       return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
     });
+  }
+
+  /**
+   * The origin never read the request (it could not be reached, or TCP proved it unread): its
+   * calls did not run, so what their admissions spent of this process's leases goes back, and a
+   * call that spent nothing any more is recorded as the proxy's own answer, never billed. What
+   * could not be given back (the limit store away, the lease settled; or spent elsewhere: a
+   * retry's earlier round, a grace admission) stays spent and recorded as such.
+   */
+  async unspend(gatekeeper: Gatekeeper | undefined, calls: ToolCall[], facts: Map<ToolCall, CallFacts>) {
+    for (const call of calls) {
+      const known = facts.get(call);
+      if (known === undefined || known.refused === true) continue;
+      const charges = known.charges ?? [];
+      const kept =
+        gatekeeper === undefined || charges.length === 0 ? charges : await gatekeeper.giveBack(charges);
+      const keptLimit = kept.some((charge) => !charge.key.startsWith(CREDIT_PREFIX));
+      const keptCredits = kept.some((charge) => charge.key.startsWith(CREDIT_PREFIX));
+      const unspent: CallFacts = {
+        // Spent without a charge of this process (nothing to give back), or kept: still spent.
+        admitted: known.admitted && (charges.length === 0 || keptLimit),
+      };
+      const credits =
+        known.credits !== undefined && (charges.length === 0 || keptCredits) ? known.credits : undefined;
+      if (credits !== undefined) unspent.credits = credits;
+      if (kept.length > 0) unspent.charges = kept;
+      if (!unspent.admitted && credits === undefined) unspent.refused = true;
+      facts.set(call, unspent);
+    }
   }
 
   meter(

@@ -281,6 +281,24 @@ export class Gatekeeper {
     };
   }
 
+  /**
+   * Gives back what admissions spent of this process's leases, for calls the origin never read;
+   * the charges that could not be (the limit store is away and the lease is settled), which stay
+   * spent.
+   */
+  async giveBack(charges: readonly LeaseCharge[]): Promise<LeaseCharge[]> {
+    const kept: LeaseCharge[] = [];
+    for (const charge of charges) {
+      try {
+        await this.limiter.giveBackCharge(charge);
+      } catch (error) {
+        if (!(error instanceof LimiterUnavailableError)) throw error;
+        kept.push(charge);
+      }
+    }
+    return kept;
+  }
+
   /** The limit store could not be asked: the outage policy decides. */
   private outage(error: unknown, gate: PlanGate, targets: Targets): Verdict {
     if (!(error instanceof LimiterUnavailableError)) throw error;

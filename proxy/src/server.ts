@@ -39,7 +39,7 @@ import {
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
 import { OriginKeys, originTarget } from './origin';
-import { OriginClient, OriginError } from './origin-client';
+import { OriginClient, OriginError, originNeverRead } from './origin-client';
 import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
@@ -621,6 +621,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         return refuse(exchange, 'proxy_stopping', singleId);
       }
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
+      if (originNeverRead(error))
+        await desk.unspend(gatekeeper, calls, facts).catch((failed: unknown) => {
+          logger.warn({ err: failed, server: server.serverId }, 'units of unread calls not given back');
+        });
       desk.meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
       refuse(exchange, originFailure(error), singleId);

@@ -124,6 +124,13 @@ export async function startMcpOrigin(
     stateless?: boolean;
     /** A tool `ask` that elicits and samples on the standalone GET stream. */
     standaloneRequests?: boolean;
+    /** Listen on this port (default: a free one). */
+    port?: number;
+    /**
+     * Close every idle kept-alive connection this often, without saying so (no Keep-Alive
+     * timeout in the answers), as servers with a silent idle timeout and load balancers do.
+     */
+    closeIdleEveryMs?: number;
   } = {},
 ): Promise<McpOrigin> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
@@ -180,7 +187,12 @@ export async function startMcpOrigin(
       res.end(String(error));
     }
   });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  let closer: NodeJS.Timeout | undefined;
+  if (options.closeIdleEveryMs !== undefined) {
+    http.keepAliveTimeout = 0;
+    closer = setInterval(() => http.closeIdleConnections(), options.closeIdleEveryMs);
+  }
+  await new Promise<void>((resolve) => http.listen(options.port ?? 0, '127.0.0.1', resolve));
   const address = http.address();
   const port = address !== null && typeof address === 'object' ? address.port : 0;
   return {
@@ -188,6 +200,7 @@ export async function startMcpOrigin(
     calls,
     seenAuth,
     close: async () => {
+      clearInterval(closer);
       for (const transport of transports.values()) await transport.close();
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));

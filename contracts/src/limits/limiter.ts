@@ -159,6 +159,26 @@ export class LeasedLimiter {
     }
   }
 
+  /**
+   * Undoes an admission whose call never ran (the origin never read it): back into its lease
+   * while this process still holds that lease, else subtracted from the counter in the store.
+   */
+  async giveBackCharge(charge: LeaseCharge): Promise<void> {
+    const held = this.states.get(charge.key)?.held;
+    this.admitted--;
+    if (held !== undefined && held.id === charge.lease && held.spent >= charge.units) {
+      held.spent -= charge.units;
+      held.left += charge.units;
+      return;
+    }
+    try {
+      await this.store.report(charge.key, -charge.units);
+    } catch (error) {
+      this.admitted++;
+      throw new LimiterUnavailableError(error);
+    }
+  }
+
   /** Spends `cost` of the held lease; the lease, or undefined when it cannot pay. */
   private take(state: KeyState, cost: number, anyAge = false): Held | undefined {
     const held = state.held;

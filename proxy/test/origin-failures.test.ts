@@ -1,0 +1,203 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
+import { calendarPeriod, counterKey, MemoryCounterStore } from '@mcp-meter/contracts/limits';
+import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
+import { pollUntil } from '../../test/helpers/poll';
+import { serverSnapshot } from '../../test/helpers/snapshots';
+import { tokenIssuer } from '../../test/helpers/tokens';
+
+const PROVIDER = 'prv_failures';
+const PRODUCT = 'prd_failures';
+const PLAN = 'pln_free';
+const CUSTOMER = 'cus_failures';
+const LIMIT = 3;
+
+/**
+ * Calls the origin never read (issue 58): an origin that closes kept-alive connections without
+ * saying so loses no call (the request a stale connection never delivered goes again), and an
+ * origin that cannot be reached costs the customer nothing (not billed, its unit given back).
+ */
+describe('calls the origin never read', () => {
+  const issuer = tokenIssuer({ sub: CUSTOMER, prv: PROVIDER });
+  const snapshots = new MemorySnapshotStore();
+  const counters = new MemoryCounterStore();
+  const records: UsageRecord[] = [];
+  const origins: McpOrigin[] = [];
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
+  let dir: string;
+
+  const register = (subdomain: string, originUrl: string, limit: number) =>
+    snapshots.set(
+      mcpServerKey(subdomain),
+      serverSnapshot({
+        subdomain,
+        providerId: PROVIDER,
+        originUrl,
+        productId: `${PRODUCT}_${subdomain}`,
+        defaultPlanId: PLAN,
+        defaultPlan: { planId: PLAN, limit, billingCycle: 'monthly', intervalDays: null },
+        tools: [],
+      }),
+    );
+  /** The default plan's counter as a seed left it (the control plane is not running here). */
+  const seed = (subdomain: string) =>
+    counters.seed(
+      counterKey({
+        providerId: PROVIDER,
+        environment: 'sandbox',
+        customerId: CUSTOMER,
+        productId: `${PRODUCT}_${subdomain}`,
+        planId: PLAN,
+        periodStart: calendarPeriod('monthly', null, new Date()).start,
+      }),
+      0,
+      Date.now() + 600_000,
+    );
+  const connect = async (subdomain: string) => {
+    const client = new Client({ name: 'failures', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp/${subdomain}`), {
+        requestInit: { headers: { authorization: `Bearer ${issuer.token}` } },
+      }),
+    );
+    return client;
+  };
+  const recordsOf = (subdomain: string) => records.filter((r) => r.properties.server === `mcp_${subdomain}`);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-origin-failures-'));
+    await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
+    proxy = await startProxy({
+      config: readProxyConfig(
+        readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+          PROXY_PORT: '0',
+          DATA_DIR: dir,
+          SECRET_KEY: 'ef'.repeat(32),
+          CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+          EMITTER_LINGER_MS: '5',
+        }),
+      ),
+      snapshots,
+      counters,
+      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+    });
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    for (const origin of origins) await origin.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves and records every call when the origin closes idle connections without saying so', async () => {
+    // The origin drops every idle kept-alive connection each 5 ms, with no Keep-Alive timeout in
+    // its answers to go by; calls come 0 to 10 ms apart on four clients, so many are written to a
+    // connection the origin is closing at that moment.
+    const origin = await startMcpOrigin({ json: true, closeIdleEveryMs: 5 });
+    origins.push(origin);
+    await register('stale', origin.url, 1_000_000);
+    await seed('stale');
+    const CLIENTS = 4;
+    const EACH = 150;
+    const clients = await Promise.all(Array.from({ length: CLIENTS }, () => connect('stale')));
+    const answers = await Promise.all(
+      clients.map(async (client, c) => {
+        const texts: string[] = [];
+        for (let i = 0; i < EACH; i++) {
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 10));
+          const result = (await client.callTool({ name: 'add', arguments: { a: c, b: i } })) as {
+            content: Array<{ text: string }>;
+            isError?: boolean;
+          };
+          texts.push(result.isError === true ? 'error' : (result.content[0]?.text ?? ''));
+        }
+        return texts;
+      }),
+    );
+    for (const client of clients) await client.close();
+    answers.forEach((texts, c) => {
+      expect(texts).toEqual(Array.from({ length: EACH }, (_, i) => String(c + i)));
+    });
+    // What the origin ran is what was recorded, each a success.
+    expect(origin.calls.get('add')).toBe(CLIENTS * EACH);
+    await pollUntil(
+      async () => recordsOf('stale').length,
+      (n) => n >= CLIENTS * EACH,
+      { what: 'every call recorded', timeoutMs: 10_000 },
+    );
+    const outcomes = new Map<unknown, number>();
+    for (const record of recordsOf('stale'))
+      outcomes.set(record.properties.outcome, (outcomes.get(record.properties.outcome) ?? 0) + 1);
+    expect(Object.fromEntries(outcomes)).toEqual({ success: CLIENTS * EACH });
+  });
+
+  it('bills nothing for calls to an origin that cannot be reached, and gives their units back', async () => {
+    const port = await freePort();
+    await register('down', `http://127.0.0.1:${port}/mcp`, LIMIT);
+    await seed('down');
+    // Nothing listens: five calls, each refused by the connection, none reaching the origin.
+    for (let i = 0; i < 5; i++) {
+      const answer = await fetch(`${proxy.url}/mcp/down`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${issuer.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: i,
+          method: 'tools/call',
+          params: { name: 'add', arguments: { a: 1, b: i } },
+        }),
+      });
+      const body = (await answer.json()) as { error?: { message: string } };
+      expect(body.error?.message).toMatch(/unreachable/);
+    }
+    // The origin comes up on that port: the plan's whole limit is still there.
+    const origin = await startMcpOrigin({ port });
+    origins.push(origin);
+    const client = await connect('down');
+    for (let i = 0; i < LIMIT; i++) {
+      const result = (await client.callTool({ name: 'add', arguments: { a: 2, b: i } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
+      expect(result.isError, `call ${i}`).not.toBe(true);
+      expect(result.content[0]?.text).toBe(String(2 + i));
+    }
+    const over = (await client.callTool({ name: 'add', arguments: { a: 9, b: 9 } })) as {
+      isError?: boolean;
+      _meta?: Record<string, unknown>;
+    };
+    expect(over.isError).toBe(true);
+    expect(over._meta?.['dev.mcp-meter/paywall']).toMatchObject({ limit: LIMIT });
+    await client.close();
+    expect(origin.calls.get('add')).toBe(LIMIT);
+    await pollUntil(
+      async () => recordsOf('down').length,
+      (n) => n >= 5 + LIMIT + 1,
+      { what: 'every call recorded', timeoutMs: 10_000 },
+    );
+    expect(
+      recordsOf('down').map((r) => [
+        r.properties.outcome,
+        r.properties.admitted ?? false,
+        r.properties.refused ?? false,
+      ]),
+    ).toEqual([
+      ...Array.from({ length: 5 }, () => ['upstream_error', false, true]),
+      ...Array.from({ length: LIMIT }, () => ['success', true, false]),
+      ['paywall', false, true],
+    ]);
+  });
+});
