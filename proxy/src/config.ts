@@ -50,6 +50,11 @@ export interface ProxyConfig {
   limitMaxLease: number;
   /** The control plane's internal API: paywall checkout sessions and limit counter seeds. */
   controlPlaneUrl: string;
+  /**
+   * How long a modern call whose client accepted the paywall's checkout waits for the purchase
+   * before it is answered with the readable paywall (below the SDKs' 60 s request timeouts).
+   */
+  paywallWaitMs: number;
   secretKey: Buffer;
   logLevel: LogLevel;
   bus: BusConfig;
@@ -77,6 +82,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     originHeadersTimeoutMs: env.int('PROXY_ORIGIN_HEADERS_TIMEOUT_MS', 60_000, { min: 100, max: 600_000 }),
     // SSE streams may idle between events; five minutes of silence ends them.
     originIdleTimeoutMs: env.int('PROXY_ORIGIN_IDLE_TIMEOUT_MS', 300_000, { min: 100, max: 3_600_000 }),
+    paywallWaitMs: env.int('PROXY_PAYWALL_WAIT_MS', 40_000, { min: 0, max: 600_000 }),
     // How long a server's routing snapshot is trusted before it is read again.
     outboundAllowedHosts: readOutboundAllowedHosts(env),
     snapshotTtlMs: env.int('PROXY_SNAPSHOT_TTL_MS', 5_000, { min: 0, max: 600_000 }),

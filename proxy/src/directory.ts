@@ -33,6 +33,8 @@ interface Entry<T> {
 export class SnapshotCache<T> {
   private readonly entries = new Map<string, Entry<T>>();
   private readonly inflight = new Map<string, Promise<T | undefined>>();
+  /** Who waits for a key's next announced change. */
+  private readonly watchers = new Map<string, Set<() => void>>();
   /** Store reads, for the metrics. */
   reads = 0;
 
@@ -42,7 +44,38 @@ export class SnapshotCache<T> {
     private readonly parse: (raw: string | undefined) => T | undefined,
     private readonly maxEntries = 100_000,
   ) {
-    store.onChange((key) => this.entries.delete(key));
+    store.onChange((key) => {
+      this.entries.delete(key);
+      const waiting = this.watchers.get(key);
+      if (waiting === undefined) return;
+      this.watchers.delete(key);
+      for (const wake of waiting) wake();
+    });
+  }
+
+  /**
+   * Settles at the key's next announced change; `cancel` stops waiting (a waiter must cancel
+   * or be woken, so none is kept for a key that never changes).
+   */
+  whenChanged(key: string): { changed: Promise<void>; cancel(): void } {
+    let wake: () => void = () => undefined;
+    const changed = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    let waiting = this.watchers.get(key);
+    if (waiting === undefined) {
+      waiting = new Set();
+      this.watchers.set(key, waiting);
+    }
+    waiting.add(wake);
+    return {
+      changed,
+      cancel: () => {
+        const set = this.watchers.get(key);
+        set?.delete(wake);
+        if (set?.size === 0) this.watchers.delete(key);
+      },
+    };
   }
 
   get(key: string): T | undefined | Promise<T | undefined> {
@@ -117,6 +150,17 @@ export class EntitlementDirectory extends SnapshotCache<EntitlementSnapshot> {
 
   /** The customer's purchase of the server's product; none for a server that sells none. */
   lookup(server: McpServerSnapshot, customerId: string) {
+    const key = this.keyOf(server, customerId);
+    return key === undefined ? undefined : this.get(key);
+  }
+
+  /** The next change the control plane announces to the customer's purchase of the product. */
+  whenPurchaseChanges(server: McpServerSnapshot, customerId: string) {
+    const key = this.keyOf(server, customerId);
+    return key === undefined ? undefined : this.whenChanged(key);
+  }
+
+  private keyOf(server: McpServerSnapshot, customerId: string): string | undefined {
     if (server.productId === null) return undefined;
     const productId = server.productId;
     let byCustomer = this.keys.get(server);
@@ -135,7 +179,7 @@ export class EntitlementDirectory extends SnapshotCache<EntitlementSnapshot> {
       });
       byCustomer.set(customerId, key);
     }
-    return this.get(key);
+    return key;
   }
 }
 

@@ -299,6 +299,11 @@ export class Gatekeeper {
     return kept;
   }
 
+  /** The next change the control plane announces to the customer's purchase of the server's product. */
+  purchaseChange(server: McpServerSnapshot, customerId: string) {
+    return this.entitlements.whenPurchaseChanges(server, customerId);
+  }
+
   /** The limit store could not be asked: the outage policy decides. */
   private outage(error: unknown, gate: PlanGate, targets: Targets): Verdict {
     if (!(error instanceof LimiterUnavailableError)) throw error;

@@ -41,6 +41,7 @@ import { ProxyMetrics, serveMetrics } from './metrics-page';
 import { OriginKeys, originTarget } from './origin';
 import { OriginClient, OriginError, originNeverRead } from './origin-client';
 import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
+import { admittedAfterPayment, waitForPayment } from './paywall-wait';
 import { type ProxyErrorCode, refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
 import type { CallRounds } from './rounds';
@@ -276,7 +277,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     // A modern retry after the paywall's checkout carries the proxy's own requestState: checked,
     // then taken out, so the origin sees the original call (which is gated again below).
     const retry = era.modern && calls.length === 1 ? calls[0] : undefined;
-    let checkoutDeclined = false;
+    /** The retry of a call the paywall refused, with the proxy's state: the same logical call. */
+    let paywallRetry = false;
+    let checkoutAccepted = false;
     if (retry !== undefined && PaywallStates.isOurs(retry.requestState)) {
       const check = await states.check(retry.requestState, {
         customer: customerRef,
@@ -307,11 +310,13 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         );
       }
       const params = (parsed as { params: Record<string, unknown> }).params;
-      // The customer turned the checkout down (decline, cancel): asking again would loop until
-      // the client gives up, so a call still over its limit ends with the readable paywall.
+      // Accepted: the customer agreed to open the checkout page, which is not yet paying; the
+      // call waits for the purchase (waitForPayment). Declined or cancelled: asking again would
+      // loop until the client gives up. Either way a call still refused ends with the readable
+      // paywall, never another elicitation.
       const checkout = isObject(params.inputResponses) ? params.inputResponses[CHECKOUT_INPUT] : undefined;
-      checkoutDeclined =
-        isObject(checkout) && (checkout.action === 'decline' || checkout.action === 'cancel');
+      paywallRetry = true;
+      checkoutAccepted = isObject(checkout) && checkout.action === 'accept';
       delete params.requestState;
       delete params.inputResponses;
       body = Buffer.from(JSON.stringify(parsed));
@@ -354,11 +359,28 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             customerRef,
             calls,
             era.modern
-              ? { ...era, urlElicitation: era.urlElicitation && !checkoutDeclined }
+              ? { ...era, urlElicitation: era.urlElicitation && !paywallRetry }
               : { modern: false, urlElicitation: urlElicitationSessions.has(sessionOf(request.headers)) },
           )
         : undefined;
-    const gated = gating instanceof Promise ? await gating : gating;
+    let gated = gating instanceof Promise ? await gating : gating;
+    if (
+      checkoutAccepted &&
+      gatekeeper !== undefined &&
+      gated !== undefined &&
+      retry !== undefined &&
+      gated.refusedIds.has(retry.id)
+    ) {
+      const admitted = await waitForPayment(
+        gatekeeper,
+        server,
+        customerRef,
+        retry.tool,
+        config.paywallWaitMs,
+        () => exchange.aborted || exchange.stopped,
+      );
+      if (admitted !== undefined) gated = admittedAfterPayment(retry, admitted);
+    }
     const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
     if (continuing !== undefined && single !== undefined)
       facts.set(single, { admitted: continuing.admitted, credits: continuing.credits });
@@ -366,13 +388,16 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     if (gated !== undefined && gated.answers.length > 0) {
       const rest = withoutCalls(parsed, gated.refusedIds);
       if (rest.length === 0) {
-        desk.meter(
-          server,
-          customerRef,
-          calls,
-          (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false, refused: true }),
-          started,
-        );
+        // The paywall was recorded once, on the round that showed it; its retry, still
+        // refused, ends that same call and adds no record.
+        if (!paywallRetry)
+          desk.meter(
+            server,
+            customerRef,
+            calls,
+            (call) => ({ outcome: facts.get(call)?.outcome ?? 'paywall', admitted: false, refused: true }),
+            started,
+          );
         const answer = Array.isArray(parsed) ? JSON.stringify(extra) : JSON.stringify(extra[0]);
         return respond(exchange, 200, 'application/json', answer);
       }

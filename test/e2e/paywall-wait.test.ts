@@ -1,0 +1,223 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiClient } from '../helpers/api';
+import { customerWithToken, type ProviderKeys, suffix } from '../helpers/flows';
+import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
+import { pollUntil } from '../helpers/poll';
+import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
+import { pythonWith } from '../helpers/python';
+
+type Action = 'decline' | 'accept' | 'pay';
+/** What a client's second call (the one past the plan's one call) came back as. */
+interface Final {
+  text: string;
+  isError: boolean;
+}
+
+const MODERN = '2026-07-28';
+/** The proxy's wait for payment here (PROXY_PAYWALL_WAIT_MS): short, so "never pays" ends soon. */
+const WAIT_MS = 6_000;
+const CARD = { card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' } };
+
+/**
+ * The modern paywall (MCP 2026-07-28) as clients nobody here wrote live it (issue 58): the
+ * TypeScript SDK v2 pinned and in auto mode, and the Python SDK pinned and in auto mode. The
+ * customer's plan has one call; the second call meets the paywall, an `input_required` URL
+ * elicitation of the checkout. Accepting means agreeing to open the page, not paying, so the
+ * proxy waits for the purchase before it runs the call; a customer who declines, or accepts and
+ * never pays, gets the readable paywall with the link. One paywall record per refused call.
+ */
+describe('the modern paywall waits for payment after an accept', () => {
+  const infra = inject('infra');
+  let dir: string;
+  let services: Service[] = [];
+  let baseUrl: string;
+  let proxyUrl: string;
+  let origin: ModernOrigin;
+  let api: ReturnType<typeof apiClient>;
+  let subdomain: string;
+
+  const usage = (customerRef: string) =>
+    api<{ total: number; records: number; groups?: Array<{ value: string; records: number }> }>(
+      'GET',
+      `/ui/meters/requests/usage?customerRef=${customerRef}&groupBy=outcome`,
+    );
+  const pay = (checkoutUrl: string) =>
+    fetch(`${checkoutUrl}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(CARD),
+    }).then((answer) => answer.status);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-paywall-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    const env = sharedStackEnv({
+      name: 'paywall',
+      infra,
+      dir,
+      port,
+      extra: { SECRET_KEY: 'da'.repeat(32), PUBLIC_URL: baseUrl },
+    });
+    const stack = spawnSplitStack({
+      env,
+      logDir: dir,
+      proxies: [
+        {
+          PROXY_PORT: String(proxyPort),
+          PROXY_SPILL_DIR: join(dir, 'spill'),
+          PROXY_PAYWALL_WAIT_MS: String(WAIT_MS),
+        },
+      ],
+    });
+    services = stack.services;
+    await stack.ready;
+    origin = await startModernOrigin();
+    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Paywall Co'], env);
+    api = apiClient(baseUrl, provider.sandboxKey);
+    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' })).body;
+    const plan = async (body: Record<string, unknown>) =>
+      (
+        await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
+          currency: 'usd',
+          type: 'recurring',
+          billingCycle: 'monthly',
+          ...body,
+        })
+      ).body;
+    const free = await plan({ name: 'Free', price: 0, limit: 1, default: true });
+    await plan({ name: 'Pro', price: 900, limit: 1000 });
+    const registered = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+      name: `adder-${suffix()}`,
+      url: origin.url,
+      productId: product.id,
+      defaultPlanId: free.id,
+    });
+    expect(registered.status).toBe(201);
+    subdomain = registered.body.subdomain;
+  });
+
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.stop()));
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The TypeScript SDK v2 client: two calls, the checkout handled as `action` says. */
+  async function typescriptClient(token: string, mode: 'pinned' | 'auto', action: Action) {
+    const client = new Client(
+      { name: 'paywall-client', version: '1.0.0' },
+      {
+        capabilities: { elicitation: { url: {} } },
+        versionNegotiation: { mode: mode === 'auto' ? 'auto' : { pin: MODERN } },
+      },
+    );
+    const asked: Array<{ url: string; message: string }> = [];
+    const payments: Array<Promise<number>> = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      const params = request.params as { url: string; message: string };
+      asked.push(params);
+      if (action === 'decline') return { action: 'decline' };
+      // A person opens the page and pays a second later, while the call waits.
+      if (action === 'pay')
+        payments.push(new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => pay(params.url)));
+      return { action: 'accept' };
+    });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp/${subdomain}`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    const calls: Final[] = [];
+    for (const [a, b] of [
+      [20, 22],
+      [2, 3],
+    ] as const) {
+      const result = (await client.callTool({ name: 'add', arguments: { a, b } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
+      calls.push({ text: result.content.map((c) => c.text).join(''), isError: result.isError === true });
+    }
+    await client.close();
+    return { calls, asked, paid: await Promise.all(payments) };
+  }
+
+  /** The Python SDK client (test/e2e/python/paywall_client.py), likewise. */
+  async function pythonClient(token: string, mode: 'pinned' | 'auto', action: Action) {
+    const python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
+    const { stdout } = await promisify(execFile)(
+      python,
+      [
+        join(import.meta.dirname, 'python', 'paywall_client.py'),
+        `${proxyUrl}/mcp/${subdomain}`,
+        token,
+        mode === 'auto' ? 'auto' : MODERN,
+        action,
+      ],
+      { timeout: 120_000 },
+    );
+    const line = stdout.split('\n').find((l) => l.startsWith('RESULT ')) as string;
+    return JSON.parse(line.slice('RESULT '.length)) as {
+      calls: Final[];
+      asked: Array<{ url: string; message: string }>;
+      paid: number[];
+    };
+  }
+
+  const clients = { typescript: typescriptClient, python: pythonClient };
+  const cases = (['typescript', 'python'] as const).flatMap((sdk) =>
+    (['pinned', 'auto'] as const).flatMap((mode) =>
+      (['decline', 'accept', 'pay'] as const).map((action) => [sdk, mode, action] as const),
+    ),
+  );
+
+  it.each(cases)('%s SDK, %s: the customer who chooses %s', async (sdk, mode, action) => {
+    const customer = await customerWithToken(api);
+    const adds = origin.calls.get('add') ?? 0;
+    const result = await clients[sdk](customer.token, mode, action);
+    expect(result.calls[0]).toMatchObject({ text: '42', isError: false });
+    // The paywall asked once, with the checkout page.
+    expect(result.asked).toHaveLength(1);
+    const checkoutUrl = result.asked[0]?.url as string;
+    expect(checkoutUrl).toMatch(/\/checkout\/cs_/);
+    if (action === 'pay') {
+      // Paid while the call waited: the call ran once, on the new plan.
+      expect(result.paid).toEqual([200]);
+      expect(result.calls[1]).toMatchObject({ text: '5', isError: false });
+      expect((origin.calls.get('add') ?? 0) - adds).toBe(2);
+    } else {
+      // Declined, or accepted and never paid (after the wait): the readable paywall, the link in
+      // its text, and the call never ran.
+      expect(result.calls[1]?.isError).toBe(true);
+      expect(result.calls[1]?.text).toContain(checkoutUrl);
+      expect((origin.calls.get('add') ?? 0) - adds).toBe(1);
+    }
+    // One paywall record for the refused call, whatever its retry did; billed: the calls that ran.
+    const served = action === 'pay' ? 2 : 1;
+    const recorded = await pollUntil(
+      async () => (await usage(customer.ref)).body,
+      (body) => body.records >= served + 1,
+      { what: `${sdk} ${mode} ${action}: every call recorded`, timeoutMs: 30_000 },
+    );
+    // Nothing more comes in after the last record is in.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const settled = (await usage(customer.ref)).body;
+    expect(settled.records).toBe(recorded.records);
+    expect(Object.fromEntries((settled.groups ?? []).map((group) => [group.value, group.records]))).toEqual({
+      success: served,
+      paywall: 1,
+    });
+    expect(settled.total).toBe(served);
+  });
+});
