@@ -13,7 +13,8 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import { DomainError, ValidationError } from '../errors';
-import type { AuthContext, ProviderService } from '../modules/providers/service';
+import type { ProviderService } from '../modules/providers/service';
+import type { AuthContext } from '../tenancy';
 import { installErrorHandling } from './error-handler';
 import { RequestLogger } from './request-logger';
 

@@ -4,11 +4,11 @@ import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import type { PoolClient, Queryable } from '../../db/pool';
 import { UnavailableError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { ChargeRequest, PaymentService } from '../payments/service';
 import { type PlanSettings, pricingOf } from '../plans/rules';
-import type { AuthContext } from '../providers/service';
 import type { PurchaseRow } from '../purchases/repository';
 import { priceUsage } from './pricing';
 import {

@@ -1,6 +1,7 @@
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
@@ -10,7 +11,6 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
-import type { AuthContext } from '../providers/service';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import { type PurchaseService, recurringAmount } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';

@@ -2,13 +2,13 @@ import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable, transactionOn } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
 import { isCurrency } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
-import type { AuthContext } from '../providers/service';
 import { recurringAmount } from '../purchases/service';
 import { findSession, insertSession, type SessionRow } from './repository';
 

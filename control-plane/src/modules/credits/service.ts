@@ -4,13 +4,13 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
+import { writeCreditEvents } from './events';
 import {
-  type CreditKind,
   findBalance,
   findMovementByKey,
   insertMovement,
@@ -23,54 +23,6 @@ import {
 } from './repository';
 import type { CreditMovement, CreditMovementCreate } from './schemas';
 import type { UsageDebits } from './usage-debits';
-
-type Kind = CreditKind;
-
-const EVENT: Record<Kind, string> = {
-  top_up: 'customer.credit.topped_up',
-  grant: 'customer.credit.granted',
-  debit: 'customer.credit.debited',
-  usage: 'customer.credit.debited',
-  adjustment: 'customer.credit.adjusted',
-};
-
-/**
- * The events of one movement, in its transaction: `customer.credit.<kind>` always, then
- * `low_balance` when the balance drops below the provider's threshold and `exhausted` when it
- * reaches zero (or, by usage, below), each once per crossing.
- */
-export async function writeCreditEvents(
-  tx: PoolClient,
-  auth: Pick<AuthContext, 'providerId' | 'environment'>,
-  movement: {
-    kind: Kind;
-    customerId: string;
-    before: number;
-    after: number;
-    productRef: string | null;
-    at: Date;
-    idempotencyKey: string | null;
-    extra?: Record<string, unknown>;
-  },
-): Promise<void> {
-  const { before, after, at, idempotencyKey } = movement;
-  const object = {
-    customerId: movement.customerId,
-    providerId: auth.providerId,
-    credits: after,
-    amount: after - before,
-    productRef: movement.productRef,
-    ...movement.extra,
-  };
-  await writeEvent(tx, { ...auth, type: EVENT[movement.kind], object, at, idempotencyKey });
-  const threshold = await lowBalanceThreshold(tx, auth.providerId);
-  if (before >= threshold && after < threshold) {
-    await writeEvent(tx, { ...auth, type: 'customer.credit.low_balance', object, at, idempotencyKey });
-  }
-  if (before > 0 && after <= 0) {
-    await writeEvent(tx, { ...auth, type: 'customer.credit.exhausted', object, at, idempotencyKey });
-  }
-}
 
 const toMovement = (row: LedgerRow): Static<typeof CreditMovement> => ({
   id: row.id,

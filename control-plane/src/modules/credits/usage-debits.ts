@@ -5,6 +5,7 @@ import { inTransaction, type Pool, type PoolClient, type Queryable } from '../..
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { Tenant } from '../products/repository';
+import { writeCreditEvents } from './events';
 import {
   creditPaidTenants,
   insertMovement,
@@ -12,7 +13,6 @@ import {
   setUsageDebited,
   usageDebited,
 } from './repository';
-import { writeCreditEvents } from './service';
 
 type Totals = { credits: number; calls: number };
 

@@ -3,10 +3,10 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
 import { ConflictError, NotFoundError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { recordMovement } from '../ledger/service';
 import { lockPayment, type PaymentRow, refundedAmount } from '../payments/repository';
-import type { AuthContext } from '../providers/service';
 import {
   type DisputeRow,
   type DisputeStatus,

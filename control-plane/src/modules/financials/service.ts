@@ -1,8 +1,8 @@
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import type { Account } from '../ledger/repository';
-import type { AuthContext } from '../providers/service';
 import { monthsOf, PERIOD_FORMS, priorOf, type ReportPeriod, reportPeriod } from './periods';
 import { accountTotals, balanceBefore, currenciesIn, type RevenueEntry, revenueEntries } from './repository';
 

@@ -1,9 +1,9 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Pool, PoolClient } from '../../db/pool';
 import { ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { roundHalfEven } from '../billing/pricing';
 import { findCustomer } from '../customers/repository';
-import type { AuthContext } from '../providers/service';
 import {
   type Account,
   type EntryInsert,

@@ -18,6 +18,7 @@ import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contr
 import { atTestTime, type Clock } from '../../clock';
 import { type Pool, withAdvisoryLock } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { fundedCredits } from '../credits/repository';
@@ -32,7 +33,6 @@ import {
 } from '../plans/repository';
 import { isCreditPaid, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
 import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
 import {
   findLimitSubject,

@@ -7,11 +7,11 @@ import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
 import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
 import { listOriginTools } from './origin';
 import {
   allServers,

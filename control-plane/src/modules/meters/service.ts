@@ -3,7 +3,7 @@ import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
-import type { AuthContext } from '../providers/service';
+import type { AuthContext } from '../../tenancy';
 import { archiveMeter, findMeter, insertMeter, listMeters, type Meter, REQUESTS_METER } from './repository';
 import type { MeterCreate, Meter as MeterSchema } from './schemas';
 

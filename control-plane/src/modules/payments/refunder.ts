@@ -2,10 +2,10 @@ import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { PoolClient } from '../../db/pool';
 import { ConflictError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { type Ledger, recordMovement } from '../ledger/service';
-import type { AuthContext } from '../providers/service';
 import type { Processors } from './processor';
 import { insertRefund, type PaymentRow, type RefundRow, refundedAmount } from './repository';
 

@@ -4,7 +4,7 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Metadata, Problem, Timestamp } from '../../http/schemas';
-import type { AuthContext } from '../providers/service';
+import type { AuthContext } from '../../tenancy';
 import { lockPurchase } from '../purchases/repository';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import type { Processors } from './processor';

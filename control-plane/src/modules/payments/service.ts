@@ -2,11 +2,11 @@ import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findCustomer } from '../customers/repository';
 import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
-import type { AuthContext } from '../providers/service';
 import { CardError, type MethodInput, type Processors } from './processor';
 import {
   findDefaultMethod,

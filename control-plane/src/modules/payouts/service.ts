@@ -4,10 +4,10 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { positiveBalances, processorBalance } from '../ledger/repository';
 import { recordMovement } from '../ledger/service';
-import type { AuthContext } from '../providers/service';
 import {
   findPayout,
   insertPayout,

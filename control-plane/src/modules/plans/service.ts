@@ -3,11 +3,11 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
-import type { AuthContext } from '../providers/service';
 import {
   clearOtherDefaults,
   findPlan,

@@ -4,8 +4,8 @@ import type Stripe from 'stripe';
 import type { Clock } from '../../clock';
 import type { Pool, Queryable } from '../../db/pool';
 import { DomainError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { type PaymentProcessor, type Processors, SandboxProcessor } from '../payments/processor';
-import type { AuthContext } from '../providers/service';
 import {
   type Movement,
   type MovementKind,

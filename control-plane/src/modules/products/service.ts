@@ -3,8 +3,8 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { unixSeconds, writeEvent } from '../events/outbox';
-import type { AuthContext } from '../providers/service';
 import { findProduct, insertProduct, listProducts, type ProductRow, updateProduct } from './repository';
 import type { Product, ProductCreate, ProductUpdate } from './schemas';
 

@@ -32,10 +32,9 @@ const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO']);
 const isCountry = (code: string): boolean =>
   /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && !code.startsWith('X') && REGIONS.of(code) !== code;
 
-export interface AuthContext {
-  providerId: string;
-  environment: Environment;
-}
+import type { AuthContext } from '../../tenancy';
+
+export type { AuthContext };
 
 export interface CreatedProvider {
   provider: Provider;

@@ -1,9 +1,9 @@
 import type { PoolClient } from '../../db/pool';
+import type { AuthContext } from '../../tenancy';
 import { prorate } from '../billing/pricing';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
 import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';
-import type { AuthContext } from '../providers/service';
 import type { PurchaseRow } from './repository';
 
 /**

@@ -2,6 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import type { AuthContext } from '../../tenancy';
 import {
   baseLine,
   type InvoiceDraft,
@@ -20,7 +21,6 @@ import {
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
-import type { AuthContext } from '../providers/service';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { clearFinalUsageDue, lockNextDraftable, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';

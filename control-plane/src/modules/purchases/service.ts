@@ -6,6 +6,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
 import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
 import { findBalance, fundedCredits } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
@@ -15,7 +16,6 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { prorationLines, refundUnusedTime, unusedTimeOf } from './proration';
 import {

@@ -3,7 +3,7 @@ import type { Static } from '@sinclair/typebox';
 import { atTestTime, type Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
-import type { AuthContext } from '../providers/service';
+import type { AuthContext } from '../../tenancy';
 import type { BillingScheduler } from '../purchases/scheduler';
 import {
   claimAdvance,

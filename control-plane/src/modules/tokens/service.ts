@@ -14,9 +14,9 @@ import { importJWK, SignJWT } from 'jose';
 import type { Clock } from '../../clock';
 import { type Pool, type PoolClient, withAdvisoryLock } from '../../db/pool';
 import { NotFoundError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findCustomer } from '../customers/repository';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
 import { recentlyRevokedGrants } from '../sign-in/repository';
 import {
   claimSigningKey,

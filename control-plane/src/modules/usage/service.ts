@@ -17,11 +17,11 @@ import {
   UnavailableError,
   ValidationError,
 } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { findCustomer, resolveCustomerRefs } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
 import { findProduct } from '../products/repository';
-import type { AuthContext } from '../providers/service';
 import { findAccessPurchase } from '../purchases/repository';
 import { MAX_BULK_RECORDS } from './schemas';
 

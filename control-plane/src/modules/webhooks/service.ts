@@ -5,9 +5,9 @@ import { seal, unseal } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { signatureHeader } from '../../webhooks/verify';
 import { API_VERSION, unixSeconds } from '../events/outbox';
-import type { AuthContext } from '../providers/service';
 import { EVENT_TYPE_SET } from './catalog';
 import {
   type AttemptRow,
