@@ -2,7 +2,7 @@ import type uWS from 'uWebSockets.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import type { Counter } from './metrics';
-import type { OriginControl } from './origin';
+import type { OriginControl } from './origin/types';
 
 /**
  * HTTP on uWebSockets.js: one exchange per request, its aborts and backpressure, and the few

@@ -38,8 +38,8 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
-import { OriginKeys, originTarget } from './origin';
-import { OriginClient, OriginError, originNeverRead } from './origin-client';
+import { OriginClient, OriginError, originNeverRead } from './origin/client';
+import { OriginKeys, originTarget } from './origin/target';
 import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { admittedAfterPayment, waitForPayment } from './paywall-wait';
 import { type ProxyErrorCode, refuse } from './refusals';

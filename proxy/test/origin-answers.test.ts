@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'node:dns';
 import { createServer, type Server, type Socket } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OriginClient } from '../src/origin-client';
+import { OriginClient } from '../src/origin/client';
 
 /**
  * Answers an origin could write, honest and hostile, against the proxy's origin client on a real

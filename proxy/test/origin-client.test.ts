@@ -10,7 +10,7 @@ import {
   type OriginClientOptions,
   type OriginControl,
   originNeverRead,
-} from '../src/origin-client';
+} from '../src/origin/client';
 
 /**
  * The proxy's HTTP/1.1 origin client against servers that write exact bytes (node:net), so

@@ -25,8 +25,6 @@ export function originTarget(originUrl: string, rest: string, query: string): Or
   };
 }
 
-export type { OriginControl, OriginSink } from './origin-client';
-
 /**
  * The provider's key for each origin, unsealed once per server snapshot (a new snapshot, after a
  * change, is unsealed again); null for an origin without one.
