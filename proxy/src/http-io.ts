@@ -32,6 +32,11 @@ export interface Exchange {
   cors: string | undefined;
   /** Its place among the exchanges in flight (in-flight.ts); -1 when not among them. */
   slot: number;
+  /**
+   * The proxy opened an event stream on this answer itself (the paywall asked inside the call,
+   * paywall-ask.ts): what is answered from then on goes as events on it.
+   */
+  eventStream?: boolean;
 }
 
 /** Never forwarded: hop-by-hop headers, and the customer's own credentials (meant for us, not the origin). */
@@ -108,8 +113,17 @@ export function respond(
       writeCors(exchange);
     }
     exchange.headersSent = true;
-    exchange.res.end(body);
+    exchange.res.end(exchange.eventStream === true ? sseEvent(body) : body);
   });
+}
+
+/**
+ * One JSON-RPC message as a server-sent event. Its lines become `data:` lines, which the event's
+ * reader joins with LF again: a JSON text's line breaks are only whitespace between tokens.
+ */
+export function sseEvent(json: string | Buffer): Buffer {
+  const text = typeof json === 'string' ? json : json.toString('utf8');
+  return Buffer.from(`event: message\ndata: ${text.split(/\r\n|\r|\n/).join('\ndata: ')}\n\n`);
 }
 
 /** One chunk of a streamed answer; a promise when the client must drain first. */

@@ -19,6 +19,7 @@ import {
   type Exchange,
   hopHeadersIn,
   respond,
+  sseEvent,
   statusLine,
   writeChunk,
   writeCors,
@@ -38,11 +39,13 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
-import { OriginClient, OriginError, originNeverRead } from './origin/client';
+import { OriginClient, originNeverRead } from './origin/client';
+import { OriginCredentialsRefused, originFailure } from './origin/failures';
 import { OriginKeys, originTarget } from './origin/target';
+import { askInCall, asksInCall, checkoutOf, PaywallAsks } from './paywall-ask';
 import { argumentsDigest, PaywallStates, STATE_PROBLEMS } from './paywall-state';
 import { admittedAfterPayment, waitForPayment } from './paywall-wait';
-import { type ProxyErrorCode, refuse } from './refusals';
+import { refuse } from './refusals';
 import { type BodyReading, readJsonBody } from './request-body';
 import type { CallRounds } from './rounds';
 import { type Route, routeOf } from './routing';
@@ -51,35 +54,6 @@ import { RecentSessions, sessionOf } from './sessions';
 
 /** How long a session's later requests wait for the origin to answer its standalone GET's head. */
 const STANDALONE_HEAD_WAIT_MS = 500;
-
-/** An origin that did not connect, answer or go on answering in time. */
-const isOriginTimeout = (error: unknown) =>
-  error instanceof OriginError &&
-  (error.code === 'origin_connect_timeout' ||
-    error.code === 'origin_headers_timeout' ||
-    error.code === 'origin_body_timeout');
-/**
- * The origin asked for authentication (401, 407). The customer's credentials are for the proxy and
- * never reach the origin, so this is the origin key the provider configured (missing or wrong):
- * passed through, it would send the MCP client into sign-in against the proxy for nothing.
- */
-class OriginCredentialsRefused extends Error {
-  constructor(status: number) {
-    super(`the origin refused the proxy's credentials (HTTP ${status})`);
-  }
-}
-/** The SSRF guard refused the origin's address (a literal one, or what its name resolved to). */
-const isOriginNotAllowed = (error: unknown): boolean =>
-  error instanceof UnsafeUrlError ||
-  (error instanceof Error && error.cause instanceof UnsafeUrlError) ||
-  (error !== null && typeof error === 'object' && (error as { code?: unknown }).code === 'unsafe_url');
-
-/** Which refusal an origin request's failure is. */
-function originFailure(error: unknown): ProxyErrorCode {
-  if (error instanceof OriginCredentialsRefused) return 'origin_auth_failed';
-  if (isOriginNotAllowed(error)) return 'origin_not_allowed';
-  return isOriginTimeout(error) ? 'origin_timeout' : 'origin_unreachable';
-}
 
 export interface ProxyServerDeps {
   config: ProxyConfig;
@@ -151,6 +125,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   // Sessions whose client declared URL elicitation at initialize (MCP 2025-11-25), by the
   // Mcp-Session-Id the origin gave them: their paywall is a -32042 URL elicitation.
   const urlElicitationSessions = new RecentSessions(100_000);
+  const asks = new PaywallAsks();
   let stopping = false;
   const stop = (exchange: Exchange) => {
     exchange.stopped = true;
@@ -266,6 +241,9 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     // Not read, so not judged: the origin never sees it (it might decode a call the proxy missed).
     if (!request.reading.ok)
       return refuse(exchange, request.reading.code, null, { message: request.reading.message });
+    // A client's answer to a paywall the proxy asked inside a call is the proxy's (paywall-ask.ts).
+    if (request.method === 'POST' && asks.take(parsed, customerRef))
+      return respond(exchange, 202, 'application/json', '');
     // MCP 2026-07-28: headers the body contradicts are refused before anything is spent.
     const era = eraOf(request.headers, parsed);
     if (request.method === 'POST') {
@@ -380,6 +358,19 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         () => exchange.aborted || exchange.stopped,
       );
       if (admitted !== undefined) gated = admittedAfterPayment(retry, admitted);
+    }
+    // MCP 2025-11-25: a client that declared URL elicitation is asked inside the call (on an event
+    // stream the proxy opens) rather than failed with -32042, so the call can wait for payment.
+    const checkout = era.modern ? undefined : checkoutOf(gated?.answers[0]);
+    if (
+      checkout !== undefined &&
+      gatekeeper !== undefined &&
+      asksInCall(parsed, calls, request.headers, config)
+    ) {
+      request.ticket?.done();
+      const at = { asks, desk, gatekeeper, exchange, server, customerRef, calls };
+      gated = await askInCall(at, checkout, { waitMs: config.paywallWaitMs, started });
+      if (gated === undefined) return;
     }
     const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
     if (continuing !== undefined && single !== undefined)
@@ -500,9 +491,12 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     const spooling = emitter !== undefined && calls.length > 0;
     /** The whole answer, when it came in one chunk and waits for the spool. */
     let whole: Buffer | undefined;
+    /** A JSON answer to a call asked inside its own event stream: sent as one event at its end. */
+    let wrapped: Buffer[] | undefined;
     /** Passes a piece of the answer on; false when the client is slow (the origin resumes when it drains). */
     const send = (out: Buffer): boolean => {
       if (out.length === 0) return true;
+      if (wrapped !== undefined) return wrapped.push(out) > 0;
       // The whole answer in its first chunk (most JSON answers): one write, with a length.
       const complete = out.length === expectedLength && extra.length === 0;
       if (complete && spooling) {
@@ -545,6 +539,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
             refusedCredentials = statusCode === 401 || statusCode === 407;
             upstreamHeaders = h;
             contentType = String(h['content-type'] ?? '');
+            if (exchange.eventStream === true && !contentType.includes('text/event-stream')) wrapped = [];
             mergeJson = extra.length > 0 && !contentType.includes('text/event-stream');
             if (mergeJson) merger = new BatchMerger(extra);
             const length = h['content-length'];
@@ -558,6 +553,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
               !mergeJson &&
               !refusedCredentials &&
               !exchange.aborted &&
+              !exchange.headersSent &&
               contentType.includes('text/event-stream')
             ) {
               // An event stream may stay silent for long (a GET stream, a slow tool): its head goes
@@ -632,7 +628,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (!exchange.aborted && !ended) {
         exchange.res.cork(() => {
           if (!exchange.headersSent) writeAnswerHead();
-          if (whole === undefined) exchange.res.end();
+          if (wrapped !== undefined) exchange.res.end(sseEvent(Buffer.concat(wrapped)));
+          else if (whole === undefined) exchange.res.end();
           else exchange.res.end(whole);
         });
       }
@@ -651,7 +648,8 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
           logger.warn({ err: failed, server: server.serverId }, 'units of unread calls not given back');
         });
       desk.meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
-      if (exchange.headersSent) return exchange.res.cork(() => exchange.res.end());
+      if (exchange.headersSent && exchange.eventStream !== true)
+        return exchange.res.cork(() => exchange.res.end());
       refuse(exchange, originFailure(error), singleId);
     }
   }

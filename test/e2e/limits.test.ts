@@ -5,11 +5,7 @@ import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  type ClientCapabilities,
-  McpError,
-  type UrlElicitationRequiredError,
-} from '@modelcontextprotocol/sdk/types.js';
+import { type ClientCapabilities, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
@@ -25,6 +21,8 @@ interface ToolResult {
   structuredContent?: Record<string, unknown>;
   _meta?: Record<string, unknown>;
 }
+// biome-ignore lint/suspicious/noExplicitAny: an error's data is asserted field by field
+type Json = Record<string, any>;
 interface UsageAnswer {
   total: number;
   records: number;
@@ -268,36 +266,61 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     await client.close();
   });
 
-  it('asks a client that declared URL elicitation to open the checkout (-32042)', async () => {
+  it('asks a client that declared URL elicitation to open the checkout: inside the call, or -32042', async () => {
     const customer = await customerWithToken();
     const client = await connect(proxyPorts[1] as number, customer.token, { elicitation: { url: {} } });
+    const asked: Array<{ mode?: string; url?: string; elicitationId?: string; message?: string }> = [];
+    // The customer turns the checkout down (test/e2e/paywall-wait.test.ts pays, and waits).
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params as (typeof asked)[number]);
+      return { action: 'decline' };
+    });
     const echoes = origin.calls.get('echo') ?? 0;
-    const refused = await client.callTool({ name: 'echo', arguments: { text: 'hi' } }).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(refused).toBeInstanceOf(McpError);
-    expect((refused as McpError).code).toBe(-32042);
-    const elicitations = (refused as UrlElicitationRequiredError).elicitations;
-    expect(elicitations).toHaveLength(1);
-    expect(elicitations[0]).toMatchObject({ mode: 'url', url: expect.stringContaining('/checkout/cs_') });
-    // The message itself names the link: a client that shows only the message shows where to pay.
-    expect((refused as McpError).message).toContain(`complete checkout for`);
-    expect((refused as McpError).message).toContain(String(elicitations[0]?.url));
+    const declined = (await client.callTool({ name: 'echo', arguments: { text: 'hi' } })) as ToolResult;
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ mode: 'url', url: expect.stringContaining('/checkout/cs_') });
+    expect(asked[0]?.message).toContain('complete checkout for');
     const session = await api<{ planRef: string }>(
       'GET',
-      `/v1/sdk/checkout-sessions/${elicitations[0]?.elicitationId}`,
+      `/v1/sdk/checkout-sessions/${asked[0]?.elicitationId}`,
     );
     expect(session.body.planRef).toBe(pro.id);
+    // Declined: the call ends with the readable paywall, the link in its text.
+    expect(declined.isError).toBe(true);
+    expect(declined.content[0]?.text).toContain(String(asked[0]?.url));
+
+    // A call that cannot wait in an event stream (its client takes JSON only) gets -32042, whose
+    // message itself names the link: a client that shows only the message shows where to pay.
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId as string;
+    const refused = await fetch(`http://127.0.0.1:${proxyPorts[1]}/mcp/${server.subdomain}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${customer.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { text: 'hi' } },
+      }),
+    });
+    const error = ((await refused.json()) as { error: { code: number; message: string; data: Json } }).error;
+    expect(error.code).toBe(-32042);
+    expect(error.data.elicitations[0]).toMatchObject({ mode: 'url', url: asked[0]?.url });
+    expect(error.message).toContain(String(asked[0]?.url));
     expect(origin.calls.get('echo') ?? 0).toBe(echoes);
     await client.close();
-    // Recorded like any paywall.
+    // Recorded like any paywall: once for each refused call.
     const recorded = await pollUntil(
       async () => (await usage(customer.ref)).body,
-      (body) => body.records >= 1,
-      { what: 'the paywalled call recorded', timeoutMs: 30_000 },
+      (body) => body.records >= 2,
+      { what: 'the paywalled calls recorded', timeoutMs: 30_000 },
     );
-    expect(recorded.groups).toEqual([{ value: 'paywall', records: 1 }]);
+    expect(recorded.groups).toEqual([{ value: 'paywall', records: 2 }]);
   });
 
   it("serves MCP Inspector's CLI: tools listed, a call metered, the paywall readable", async () => {

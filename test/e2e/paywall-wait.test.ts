@@ -5,15 +5,21 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { customerWithToken, type ProviderKeys, suffix } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
 import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
 
 type Action = 'decline' | 'accept' | 'pay';
+/** Pinned to MCP 2026-07-28, auto (server/discover), or the SDK's default (the 2025 handshake). */
+type Mode = 'pinned' | 'auto' | 'default';
 /** What a client's second call (the one past the plan's one call) came back as. */
 interface Final {
   text: string;
@@ -26,22 +32,27 @@ const WAIT_MS = 6_000;
 const CARD = { card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' } };
 
 /**
- * The modern paywall (MCP 2026-07-28) as clients nobody here wrote live it (issue 58): the
- * TypeScript SDK v2 pinned and in auto mode, and the Python SDK pinned and in auto mode. The
- * customer's plan has one call; the second call meets the paywall, an `input_required` URL
- * elicitation of the checkout. Accepting means agreeing to open the page, not paying, so the
- * proxy waits for the purchase before it runs the call; a customer who declines, or accepts and
- * never pays, gets the readable paywall with the link. One paywall record per refused call.
+ * The paywall as clients nobody here wrote live it (issue 58), in both eras: the TypeScript SDK
+ * v2 pinned to MCP 2026-07-28, in auto mode and in its default (the 2025 handshake), the Python
+ * SDK likewise, and the TypeScript SDK v1 (2025). The customer's plan has one call; the second
+ * call meets the paywall, a URL elicitation of the checkout (2026-07-28: an `input_required`
+ * result; 2025: an `elicitation/create` request inside the call's own event stream). Accepting
+ * means agreeing to open the page, not paying, so the proxy waits for the purchase before it
+ * runs the call; a customer who declines, or accepts and never pays, gets the readable paywall
+ * with the link. One paywall record per refused call.
  */
-describe('the modern paywall waits for payment after an accept', () => {
+describe('the paywall waits for payment after an accept, in both eras', () => {
   const infra = inject('infra');
   let dir: string;
   let services: Service[] = [];
   let baseUrl: string;
   let proxyUrl: string;
   let origin: ModernOrigin;
+  /** A stateful MCP 2025 origin (SDK v1): its sessions let the proxy know who declared URL elicitation. */
+  let legacyOrigin: McpOrigin;
   let api: ReturnType<typeof apiClient>;
   let subdomain: string;
+  let legacySubdomain: string;
 
   const usage = (customerRef: string) =>
     api<{ total: number; records: number; groups?: Array<{ value: string; records: number }> }>(
@@ -105,21 +116,34 @@ describe('the modern paywall waits for payment after an accept', () => {
     });
     expect(registered.status).toBe(201);
     subdomain = registered.body.subdomain;
+    legacyOrigin = await startMcpOrigin();
+    const legacy = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+      name: `adder-2025-${suffix()}`,
+      url: legacyOrigin.url,
+      productId: product.id,
+      defaultPlanId: free.id,
+    });
+    expect(legacy.status).toBe(201);
+    legacySubdomain = legacy.body.subdomain;
   });
 
   afterAll(async () => {
     await Promise.all(services.map((s) => s.stop()));
     await origin?.close();
+    await legacyOrigin?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
   /** The TypeScript SDK v2 client: two calls, the checkout handled as `action` says. */
-  async function typescriptClient(token: string, mode: 'pinned' | 'auto', action: Action) {
+  async function typescriptClient(token: string, mode: Mode, action: Action) {
     const client = new Client(
       { name: 'paywall-client', version: '1.0.0' },
       {
         capabilities: { elicitation: { url: {} } },
-        versionNegotiation: { mode: mode === 'auto' ? 'auto' : { pin: MODERN } },
+        // The default: the 2025 handshake ('legacy').
+        ...(mode === 'default'
+          ? {}
+          : { versionNegotiation: { mode: mode === 'auto' ? 'auto' : { pin: MODERN } } }),
       },
     );
     const asked: Array<{ url: string; message: string }> = [];
@@ -134,7 +158,7 @@ describe('the modern paywall waits for payment after an accept', () => {
       return { action: 'accept' };
     });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp/${subdomain}`), {
+      new StreamableHTTPClientTransport(new URL(serverUrl(mode)), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
@@ -154,15 +178,15 @@ describe('the modern paywall waits for payment after an accept', () => {
   }
 
   /** The Python SDK client (test/e2e/python/paywall_client.py), likewise. */
-  async function pythonClient(token: string, mode: 'pinned' | 'auto', action: Action) {
+  async function pythonClient(token: string, mode: Mode, action: Action) {
     const python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
     const { stdout } = await promisify(execFile)(
       python,
       [
         join(import.meta.dirname, 'python', 'paywall_client.py'),
-        `${proxyUrl}/mcp/${subdomain}`,
+        serverUrl(mode),
         token,
-        mode === 'auto' ? 'auto' : MODERN,
+        mode === 'auto' ? 'auto' : mode === 'default' ? 'legacy' : MODERN,
         action,
       ],
       { timeout: 120_000 },
@@ -175,16 +199,58 @@ describe('the modern paywall waits for payment after an accept', () => {
     };
   }
 
-  const clients = { typescript: typescriptClient, python: pythonClient };
-  const cases = (['typescript', 'python'] as const).flatMap((sdk) =>
-    (['pinned', 'auto'] as const).flatMap((mode) =>
-      (['decline', 'accept', 'pay'] as const).map((action) => [sdk, mode, action] as const),
+  /** The TypeScript SDK v1 client (MCP 2025 only), likewise. */
+  async function v1Client(token: string, _mode: Mode, action: Action) {
+    const client = new V1Client(
+      { name: 'paywall-client-v1', version: '1.0.0' },
+      { capabilities: { elicitation: { url: {} } } },
+    );
+    const asked: Array<{ url: string; message: string }> = [];
+    const payments: Array<Promise<number>> = [];
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      const params = request.params as { url: string; message: string };
+      asked.push(params);
+      if (action === 'decline') return { action: 'decline' };
+      if (action === 'pay')
+        payments.push(new Promise((resolve) => setTimeout(resolve, 1_000)).then(() => pay(params.url)));
+      return { action: 'accept' };
+    });
+    await client.connect(
+      new V1Transport(new URL(serverUrl('default')), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    const calls: Final[] = [];
+    for (const [a, b] of [
+      [20, 22],
+      [2, 3],
+    ] as const) {
+      const result = (await client.callTool({ name: 'add', arguments: { a, b } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
+      calls.push({ text: result.content.map((c) => c.text).join(''), isError: result.isError === true });
+    }
+    await client.close();
+    return { calls, asked, paid: await Promise.all(payments) };
+  }
+
+  /** Modern clients to the modern origin; the 2025 handshake ('default') to the stateful 2025 one. */
+  const serverUrl = (mode: Mode) => `${proxyUrl}/mcp/${mode === 'default' ? legacySubdomain : subdomain}`;
+  const clients = { typescript: typescriptClient, python: pythonClient, 'typescript v1': v1Client };
+  const cases = [
+    ...(['typescript', 'python'] as const).flatMap((sdk) =>
+      (['pinned', 'auto', 'default'] as const).map((mode) => [sdk, mode] as const),
     ),
+    ['typescript v1', 'default'] as const,
+  ].flatMap(([sdk, mode]) =>
+    (['decline', 'accept', 'pay'] as const).map((action) => [sdk, mode, action] as const),
   );
 
   it.each(cases)('%s SDK, %s: the customer who chooses %s', async (sdk, mode, action) => {
     const customer = await customerWithToken(api);
-    const adds = origin.calls.get('add') ?? 0;
+    const ran = mode === 'default' ? legacyOrigin.calls : origin.calls;
+    const adds = ran.get('add') ?? 0;
     const result = await clients[sdk](customer.token, mode, action);
     expect(result.calls[0]).toMatchObject({ text: '42', isError: false });
     // The paywall asked once, with the checkout page.
@@ -195,15 +261,15 @@ describe('the modern paywall waits for payment after an accept', () => {
       // Paid while the call waited: the call ran once, on the new plan.
       expect(result.paid).toEqual([200]);
       expect(result.calls[1]).toMatchObject({ text: '5', isError: false });
-      expect((origin.calls.get('add') ?? 0) - adds).toBe(2);
+      expect((ran.get('add') ?? 0) - adds).toBe(2);
     } else {
       // Declined, or accepted and never paid (after the wait): the readable paywall, the link in
       // its text, and the call never ran.
       expect(result.calls[1]?.isError).toBe(true);
       expect(result.calls[1]?.text).toContain(checkoutUrl);
-      expect((origin.calls.get('add') ?? 0) - adds).toBe(1);
+      expect((ran.get('add') ?? 0) - adds).toBe(1);
     }
-    // One paywall record for the refused call, whatever its retry did; billed: the calls that ran.
+    // One paywall record for the refused call, whatever came after; billed: the calls that ran.
     const served = action === 'pay' ? 2 : 1;
     const recorded = await pollUntil(
       async () => (await usage(customer.ref)).body,
