@@ -1,6 +1,6 @@
 import uWS from 'uWebSockets.js';
 import type { IncomingHttpHeaders } from 'node:http';
-import { type Logger, OutboundGuard, UnsafeUrlError } from '@mcp-meter/contracts/kit';
+import { type Logger, UnsafeUrlError } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { AccessTokenClaims } from '@mcp-meter/contracts/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
@@ -39,7 +39,8 @@ import {
   toolCallsIn,
 } from './jsonrpc';
 import { ProxyMetrics, serveMetrics } from './metrics-page';
-import { OriginClient, originNeverRead } from './origin/client';
+import { originNeverRead } from './origin/client';
+import { originClients } from './origin/clients';
 import { OriginCredentialsRefused, originFailure } from './origin/failures';
 import { OriginKeys, originTarget } from './origin/target';
 import { askInCall, asksInCall, checkoutOf, PaywallAsks } from './paywall-ask';
@@ -89,35 +90,7 @@ const NO_BODY: BodyReading = { ok: true, parsed: {} };
 
 export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServer> {
   const { config, directory, emitter, verifier, gatekeeper, link, logger, rounds } = deps;
-  // Every origin connection goes to an address the SSRF guard checked at the dial (DNS may
-  // have changed since registration); literal addresses, which skip lookup, are checked per URL.
-  const guard = new OutboundGuard(config.outboundAllowedHosts);
-  const literalProblems = new Map<string, string | undefined>();
-  const literalProblemOf = (originUrl: string) => {
-    if (!literalProblems.has(originUrl)) {
-      if (literalProblems.size > 10_000) literalProblems.clear();
-      literalProblems.set(originUrl, guard.literalProblem(new URL(originUrl)));
-    }
-    return literalProblems.get(originUrl);
-  };
-  const originOptions = {
-    connectTimeoutMs: config.originConnectTimeoutMs,
-    lookup: guard.lookup as never,
-    headersTimeoutMs: config.originHeadersTimeoutMs,
-    idleTimeoutMs: config.originIdleTimeoutMs,
-    keepAliveMs: 30_000,
-  };
-  // Requests share a bounded keep-alive pool per origin. A session's standalone GET stream holds
-  // its connection for as long as the session lives, so streams get their own, unbounded pool
-  // (one connection per client session): in the shared one, a few hundred connected clients
-  // would take every connection and queue all calls behind streams that never end.
-  const origins = new OriginClient({ ...originOptions, maxConnections: config.originMaxConnections });
-  // Silence is such a stream's normal state (nothing changed): it is never ended for it.
-  const streams = new OriginClient({
-    ...originOptions,
-    idleTimeoutMs: 0,
-    maxConnections: Number.POSITIVE_INFINITY,
-  });
+  const { origins, streams, literalProblemOf } = originClients(config);
   /** Each session's requests reach the origin in the order they arrived (session-order.ts). */
   const order = new SessionOrder();
   /** Exchanges being served (the in-flight gauge), so a stop can wait for them or end them. */
@@ -525,16 +498,24 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       if (literalProblem !== undefined) throw new UnsafeUrlError(literalProblem);
       const target = originTarget(server.originUrl, request.route.rest, request.query);
       // Only a request with an earlier one of its session still on its way waits (no await else).
-      if (request.ticket?.turn !== undefined) await awaitTurn(request.ticket, config.originConnectTimeoutMs);
+      // A session's GET stream starts at once (nothing before it is needed for it), and a session's
+      // first calls wait briefly for that stream when its client just said it is initialized.
+      if (request.ticket?.turn !== undefined && !exchange.standalone)
+        await awaitTurn(request.ticket, config.originConnectTimeoutMs);
+      const streamReady = calls.length > 0 ? order.streamReady(request.ticket) : undefined;
+      if (streamReady !== undefined) await streamReady;
       await (exchange.standalone ? streams : origins).request(
         target.origin,
         { method: request.method, path: target.path, headers, body: body.length > 0 ? body : null },
         {
           // A request has started at the origin once written; a standalone GET once answered.
           written:
-            request.ticket === undefined || exchange.standalone ? undefined : () => request.ticket?.done(),
+            request.ticket === undefined || exchange.standalone
+              ? undefined
+              : () => order.written(request.ticket as Ticket, parsed),
           head(statusCode, h) {
             request.ticket?.done();
+            if (exchange.standalone) order.streamOpened(request.ticket);
             status = statusCode;
             refusedCredentials = statusCode === 401 || statusCode === 407;
             upstreamHeaders = h;

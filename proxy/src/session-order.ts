@@ -9,9 +9,51 @@
  * that sends elicitation or sampling on that stream from inside the tool (as the MCP SDK v1
  * reference server does) drops them for want of a stream (issue 58).
  */
+/**
+ * How long after a session's `notifications/initialized` its calls wait for its GET stream. The
+ * MCP SDKs open that stream as soon as the notification is answered, while the application's
+ * first call leaves at the same moment: the two race to the origin, and a server that elicits on
+ * the stream from inside the tool needs the stream first. Direct, the origin tends to win that
+ * race for the stream (the GET has no body to read); through the proxy it lost about one run of
+ * the conformance suite in two (issue 58). Sessions whose client opens no stream pay this once,
+ * on a call sent within this long of initializing.
+ */
+export const STREAM_GRACE_MS = 100;
+
 export class SessionOrder {
   /** The latest ticket of each session with a request not yet written. */
   private readonly latest = new Map<string, Ticket>();
+  /** Sessions just initialized whose GET stream is not open yet: settles when it is, or after the grace. */
+  private readonly opening = new Map<string, { ready: Promise<void>; open: () => void }>();
+
+  /** `ticket`'s request was written; a session's `notifications/initialized` starts its grace. */
+  written(ticket: Ticket, message: unknown): void {
+    ticket.done();
+    const method = (message as { method?: unknown } | null)?.method;
+    if (method !== 'notifications/initialized' || this.opening.has(ticket.session)) return;
+    if (this.opening.size >= 10_000) return; // bounded: past it, calls do not wait
+    let open: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const entry = { ready, open };
+    this.opening.set(ticket.session, entry);
+    setTimeout(() => this.streamOpened(ticket, entry), STREAM_GRACE_MS).unref();
+  }
+
+  /** The session's GET stream has its head at the origin (or its grace is over): calls go on. */
+  streamOpened(ticket: Ticket | undefined, entry = ticket && this.opening.get(ticket.session)): void {
+    if (ticket === undefined || entry === undefined) return;
+    if (this.opening.get(ticket.session) === entry) this.opening.delete(ticket.session);
+    entry.open();
+  }
+
+  /** What a call of `ticket`'s session waits for before it is sent: undefined, nearly always. */
+  streamReady(ticket: Ticket | undefined): Promise<void> | undefined {
+    return ticket === undefined || this.opening.size === 0
+      ? undefined
+      : this.opening.get(ticket.session)?.ready;
+  }
 
   /** A place in `session`'s order, taken when a request arrives; undefined without a session. */
   enter(session: string): Ticket | undefined {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { awaitTurn, SessionOrder } from '../src/session-order';
+import { awaitTurn, SessionOrder, STREAM_GRACE_MS } from '../src/session-order';
 
 describe("a session's order of requests to the origin", () => {
   it('lets each request go once the one before it of its session is written or ended', async () => {
@@ -39,5 +39,40 @@ describe("a session's order of requests to the origin", () => {
     // Resolves (the test would time out otherwise) though the first request never ends.
     await expect(awaitTurn(next, 30)).resolves.toBeUndefined();
     expect(next?.pending).toBeDefined();
+  });
+
+  it("holds a just-initialized session's calls until its GET stream opens, at most the grace", async () => {
+    const order = new SessionOrder();
+    // Before any session initialized, and for other messages, calls never wait.
+    const plain = order.enter('s1');
+    expect(order.streamReady(plain)).toBeUndefined();
+    order.written(plain as NonNullable<typeof plain>, { method: 'tools/list' });
+    expect(order.streamReady(order.enter('s1'))).toBeUndefined();
+
+    // s2 said it is initialized: its call waits until its GET has its head.
+    const initialized = order.enter('s2');
+    order.written(initialized as NonNullable<typeof initialized>, { method: 'notifications/initialized' });
+    const call = order.enter('s2');
+    const ready = order.streamReady(call);
+    expect(ready).toBeInstanceOf(Promise);
+    expect(order.streamReady(order.enter('s3'))).toBeUndefined();
+    let opened = false;
+    void ready?.then(() => {
+      opened = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(opened).toBe(false);
+    order.streamOpened(order.enter('s2'));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(opened).toBe(true);
+    expect(order.streamReady(order.enter('s2'))).toBeUndefined();
+
+    // s4 never opens a stream: its call goes once the grace is over.
+    const quiet = order.enter('s4');
+    order.written(quiet as NonNullable<typeof quiet>, { method: 'notifications/initialized' });
+    const waiting = order.streamReady(order.enter('s4'));
+    await new Promise((resolve) => setTimeout(resolve, STREAM_GRACE_MS + 20));
+    await waiting;
+    expect(order.streamReady(order.enter('s4'))).toBeUndefined();
   });
 });
