@@ -4,7 +4,7 @@ import { type Logger, UnsafeUrlError } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { AccessTokenClaims } from '@mcp-meter/contracts/snapshots';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
-import { AnswerScanner } from './answer-scan';
+import { AnswerScanner } from './answer/scanner';
 import { TokenVerifier } from './auth';
 import { BatchMerger } from './batch-merge';
 import { CallDesk, type CallFacts, withoutCalls } from './call-desk';

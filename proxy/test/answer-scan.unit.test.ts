@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AnswerScanner, type CallAnswer } from '../src/answer-scan';
+import { AnswerScanner, type CallAnswer } from '../src/answer/scanner';
 import type { ToolCall } from '../src/jsonrpc';
 
 const call = (id: string | number): ToolCall => ({ id, tool: 't' });
