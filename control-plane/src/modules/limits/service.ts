@@ -16,24 +16,22 @@ import {
 import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { atTestTime, type Clock } from '../../clock';
-import { type Pool, withAdvisoryLock } from '../../db/pool';
+import type { Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
-import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { fundedCredits } from '../credits/repository';
 import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
-import {
-  findDefaultPlanId,
-  findPlan,
-  type PlanRow,
-  plansOnSale,
-  productsWithDefaultPlan,
-  settingsOf,
-} from '../plans/repository';
+import { findDefaultPlanId, findPlan, productsWithDefaultPlan } from '../plans/repository';
 import { isCreditPaid, requiresPayment } from '../plans/rules';
-import { findProduct } from '../products/repository';
 import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
+import {
+  type Paywall,
+  PaywallOffers,
+  type PaywallReason,
+  type PaywallRequest,
+  paywallFields,
+} from './paywall';
 import {
   findLimitSubject,
   type GoverningPlanRow,
@@ -50,33 +48,12 @@ const SUBJECT_LISTENER_TIMEOUT_MS = 2_000;
 /** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
 const SEED_SETTLE_MS = 5_000;
 
-export type PaywallReason = 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
-
-export interface PaywallRequest {
-  providerId: string;
-  environment: Environment;
-  customerId: string;
-  productId: string;
-  reason: PaywallReason;
-  /** The plans that open the tool (plan_required), first choice first. */
-  planIds?: string[] | undefined;
-  /** The plan whose limit was reached (limit_reached), or whose credits ran out (credits_exhausted). */
-  planId?: string | undefined;
-}
-
 /** `POST /v1/sdk/limits`: whose limit, on which product, and whether to spend a unit. */
 export interface LimitCheck {
   customerRef: string;
   productRef: string;
   meterName?: string | undefined;
   consume?: boolean | undefined;
-}
-
-export interface Paywall {
-  checkoutUrl: string;
-  checkoutSessionId: string;
-  product: { id: string; name: string };
-  planId: string;
 }
 
 /** The answer of `POST /v1/sdk/limits`. */
@@ -119,6 +96,7 @@ export class LimitService {
   readonly limiter: LeasedLimiter;
   /** Each check's subject, without reading PostgreSQL each time and never older than a committed write. */
   readonly subjects: SubjectCache;
+  private readonly offers: PaywallOffers;
 
   constructor(
     private readonly pool: Pool,
@@ -126,7 +104,7 @@ export class LimitService {
     private readonly reader: UsageReader,
     private readonly publisher: UsagePublisher,
     private readonly counters: CounterStore,
-    private readonly checkout: CheckoutSessions,
+    checkout: CheckoutSessions,
     private readonly logger: Logger,
     /** The ingest watermark: a counter starts only from stored usage that has caught up. */
     private readonly settlement: UsageSettlement,
@@ -147,6 +125,7 @@ export class LimitService {
         : DEFAULT_LIMITER_OPTIONS,
       recorder,
     );
+    this.offers = new PaywallOffers(pool, clock, checkout, logger);
     this.subjects = new SubjectCache(
       (heard, lost) => listenForSubjectChanges(pool, SUBJECT_LISTENER_TIMEOUT_MS, heard, lost),
       logger,
@@ -572,119 +551,15 @@ export class LimitService {
    * none (409 no_higher_plan) when there is no such plan; with no plan at all, the cheapest
    * plan of the product.
    */
-  async paywall(request: PaywallRequest): Promise<Paywall> {
-    const auth = { providerId: request.providerId, environment: request.environment };
-    const product = await findProduct(this.pool, auth, request.productId);
-    if (product === undefined)
-      throw new NotFoundError('product_not_found', `No product ${request.productId}`);
-    if (request.reason === 'credits_exhausted') return this.topUpPaywall(request, product);
-    const plans = await plansOnSale(this.pool, product.id);
-    let choice: PlanRow | undefined;
-    if (request.reason === 'plan_required') {
-      for (const id of request.planIds ?? []) {
-        choice = plans.find((p) => p.id === id);
-        if (choice !== undefined) break;
-      }
-    } else if (request.reason === 'limit_reached') {
-      // The plan reached may be off sale (archived) and so not among `plans`: read it whatever its status.
-      const current =
-        request.planId === undefined ? undefined : await findPlan(this.pool, auth, request.planId);
-      const currentLimit = current?.usage_limit;
-      if (currentLimit === undefined || currentLimit === null)
-        throw new ConflictError(
-          'no_higher_plan',
-          'The plan whose limit was reached is not known or has no limit',
-        );
-      choice = plans.find(
-        (p) => p.id !== current?.id && (p.usage_limit === null || p.usage_limit > currentLimit),
-      );
-      if (choice === undefined)
-        throw new ConflictError('no_higher_plan', `No plan on sale has a higher limit than ${currentLimit}`);
-    } else {
-      choice = plans[0];
-    }
-    if (choice === undefined)
-      throw new NotFoundError('plan_not_found', `Product ${product.id} has no plan on sale`);
-    // Concurrent paywalls (several proxies) for the same customer and plan share one session.
-    const openUntil = new Date(this.clock.now().getTime() + 10 * 60_000);
-    const { sessionId, url } = await withAdvisoryLock(
-      this.pool,
-      `paywall:${request.customerId}:${choice.id}`,
-      async (client) => {
-        const open = await findOpenPlanSession(client, request.customerId, choice.id, openUntil);
-        if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
-        const session = await this.checkout.create(
-          auth,
-          {
-            customerRef: request.customerId,
-            planRef: choice.id,
-          },
-          client,
-        );
-        return { sessionId: session.id, url: session.url };
-      },
-    );
-    this.logger.debug(
-      { customer: request.customerId, session: sessionId, reason: request.reason },
-      'paywall',
-    );
-    return {
-      checkoutUrl: url,
-      checkoutSessionId: sessionId,
-      product: { id: product.id, name: product.name },
-      planId: choice.id,
-    };
-  }
-
-  /**
-   * Credits ran out: a checkout session for the top-up pack of the plan the customer is on,
-   * reusing an open one for the same pack; 409 no_top_up when the plan offers none.
-   */
-  private async topUpPaywall(
-    request: PaywallRequest,
-    product: { id: string; name: string },
-  ): Promise<Paywall> {
-    const auth = { providerId: request.providerId, environment: request.environment };
-    const plan = request.planId === undefined ? undefined : await findPlan(this.pool, auth, request.planId);
-    const pack = plan === undefined ? null : settingsOf(plan).topUp;
-    if (plan === undefined || pack === null)
-      throw new ConflictError('no_top_up', 'The plan offers no credit top-up; the provider can add credits');
-    const openUntil = new Date(this.clock.now().getTime() + 10 * 60_000);
-    const { sessionId, url } = await withAdvisoryLock(
-      this.pool,
-      `paywall:topup:${request.customerId}`,
-      async (client) => {
-        const open = await findOpenTopupSession(client, request.customerId, pack, openUntil);
-        if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
-        const session = await this.checkout.create(
-          auth,
-          {
-            customerRef: request.customerId,
-            topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
-          },
-          client,
-        );
-        return { sessionId: session.id, url: session.url };
-      },
-    );
-    return {
-      checkoutUrl: url,
-      checkoutSessionId: sessionId,
-      product: { id: product.id, name: product.name },
-      planId: plan.id,
-    };
+  /** A checkout session to offer a refused customer (paywall.ts). */
+  paywall(request: PaywallRequest): Promise<Paywall> {
+    return this.offers.paywall(request);
   }
 
   async close(): Promise<void> {
     await Promise.all([this.limiter.close(), this.subjects.close()]);
   }
 }
-
-const paywallFields = (p: Paywall) => ({
-  checkoutUrl: p.checkoutUrl,
-  checkoutSessionId: p.checkoutSessionId,
-  offeredPlanId: p.planId,
-});
 
 /**
  * A counter's expiry, worked out on the control plane's clock, as the time Redis expires it on
