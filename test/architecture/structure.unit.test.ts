@@ -19,7 +19,6 @@ const OVER_LIMIT: Record<string, number> = {
   'control-plane/src/modules/limits/service.ts': 571,
   'control-plane/src/modules/purchases/scheduler.ts': 519,
   'control-plane/src/modules/purchases/service.ts': 557,
-  'control-plane/src/modules/sign-in/routes.ts': 517,
   'control-plane/src/modules/sign-in/service.ts': 710,
   'ingest/src/emitter.ts': 695,
   'proxy/src/server.ts': 834,
