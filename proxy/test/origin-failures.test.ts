@@ -144,25 +144,32 @@ describe('calls the origin never read', () => {
     const port = await freePort();
     await register('down', `http://127.0.0.1:${port}/mcp`, LIMIT);
     await seed('down');
-    // Nothing listens: five calls, each refused by the connection, none reaching the origin.
-    for (let i = 0; i < 5; i++) {
-      const answer = await fetch(`${proxy.url}/mcp/down`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${issuer.token}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: i,
-          method: 'tools/call',
-          params: { name: 'add', arguments: { a: 1, b: i } },
-        }),
-      });
-      const body = (await answer.json()) as { error?: { message: string } };
-      expect(body.error?.message).toMatch(/unreachable/);
-    }
+    // Nothing listens: twenty calls at once. At most the limit's 3 hold a unit at a time (the
+    // others meet the paywall meanwhile); each admitted one is refused by the connection, never
+    // reaches the origin, and gives its unit back.
+    const DEAD = 20;
+    const bodies = await Promise.all(
+      Array.from({ length: DEAD }, async (_, i) => {
+        const answer = await fetch(`${proxy.url}/mcp/down`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${issuer.token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'tools/call',
+            params: { name: 'add', arguments: { a: 1, b: i } },
+          }),
+        });
+        return (await answer.json()) as { error?: { message: string }; result?: { isError?: boolean } };
+      }),
+    );
+    const unreachable = bodies.filter((body) => /unreachable/.test(body.error?.message ?? '')).length;
+    expect(unreachable).toBeGreaterThan(0);
+    expect(bodies.filter((body) => body.result?.isError === true)).toHaveLength(DEAD - unreachable);
     // The origin comes up on that port: the plan's whole limit is still there.
     const origin = await startMcpOrigin({ port });
     origins.push(origin);
@@ -185,19 +192,22 @@ describe('calls the origin never read', () => {
     expect(origin.calls.get('add')).toBe(LIMIT);
     await pollUntil(
       async () => recordsOf('down').length,
-      (n) => n >= 5 + LIMIT + 1,
+      (n) => n >= DEAD + LIMIT + 1,
       { what: 'every call recorded', timeoutMs: 10_000 },
     );
-    expect(
-      recordsOf('down').map((r) => [
-        r.properties.outcome,
-        r.properties.admitted ?? false,
-        r.properties.refused ?? false,
-      ]),
-    ).toEqual([
-      ...Array.from({ length: 5 }, () => ['upstream_error', false, true]),
-      ...Array.from({ length: LIMIT }, () => ['success', true, false]),
-      ['paywall', false, true],
+    const outcomes = recordsOf('down').map((r) => [
+      r.properties.outcome,
+      r.properties.admitted ?? false,
+      r.properties.refused ?? false,
     ]);
+    const count = (outcome: string) => outcomes.filter(([o]) => o === outcome);
+    // The unreachable calls: recorded, never billable, holding no unit; the paywalled ones; then
+    // the limit's three served and one paywalled once the origin was up.
+    expect(count('upstream_error')).toEqual(
+      Array.from({ length: unreachable }, () => ['upstream_error', false, true]),
+    );
+    expect(count('success')).toEqual(Array.from({ length: LIMIT }, () => ['success', true, false]));
+    expect(count('paywall')).toHaveLength(DEAD - unreachable + 1);
+    expect(outcomes).toHaveLength(DEAD + LIMIT + 1);
   });
 });
