@@ -168,7 +168,9 @@ export async function askInCall(
     answer === 'accept'
       ? await waitForPayment(gatekeeper, server, customerRef, call.tool, deadline - performance.now(), gone)
       : undefined;
-  if (gone()) return undefined;
+  // Paid for, its unit spent, as the client left: it goes on to be forwarded, which finds the
+  // client gone before writing a byte and gives the unit back (an unread call costs nothing).
+  if (paid === undefined && gone()) return undefined;
   // Not paid in time, or turned down: decided once more, the paywall now the readable one.
   const last =
     paid === undefined

@@ -436,9 +436,10 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     /** A batch with refused calls answered as JSON: their answers are spliced into the origin's. */
     let merger: BatchMerger | undefined;
     /**
-     * The client went away (and the origin request was cancelled with it). Each call still
-     * passed through, may have run at the origin and was counted against the limit, so it is
+     * The client went away (and the origin request was cancelled with it). Each call that
+     * reached the origin may have run there and was counted against the limit, so it is
      * recorded: with the origin's outcome if its answer had arrived, else as a cancelled error.
+     * One that left before a byte was written gave its unit back first (refused, never billed).
      */
     const meterCancelled = () => {
       scanner?.end();
@@ -616,6 +617,11 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
       }
       metrics.answer.observe((performance.now() - answered) / 1000);
     } catch (error) {
+      // A call the origin never read did not run, whoever ended it: its unit and credits go back.
+      if (originNeverRead(error))
+        await desk.unspend(gatekeeper, calls, facts).catch((failed: unknown) => {
+          logger.warn({ err: failed, server: server.serverId }, 'units of unread calls not given back');
+        });
       if (exchange.aborted) return meterCancelled();
       if (exchange.stopped) {
         // Cancelled by the stop: recorded like a client leaving; the client is told to retry.
@@ -624,10 +630,6 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
         return refuse(exchange, 'proxy_stopping', singleId);
       }
       logger.warn({ err: error, server: server.serverId }, 'origin request failed');
-      if (originNeverRead(error))
-        await desk.unspend(gatekeeper, calls, facts).catch((failed: unknown) => {
-          logger.warn({ err: failed, server: server.serverId }, 'units of unread calls not given back');
-        });
       desk.meter(server, customerRef, calls, (call) => factsOf(call, () => 'upstream_error'), started);
       if (exchange.headersSent && exchange.eventStream !== true)
         return exchange.res.cork(() => exchange.res.end());

@@ -210,4 +210,88 @@ describe('calls the origin never read', () => {
     expect(count('paywall')).toHaveLength(DEAD - unreachable + 1);
     expect(outcomes).toHaveLength(DEAD + LIMIT + 1);
   });
+
+  it('gives the unit back of a call whose client left before it was written to the origin', async () => {
+    // One origin connection at most: a second call waits for the first's, admitted (its unit
+    // spent), and its client leaves meanwhile. As with a client that leaves the moment its
+    // payment admits it, the call never reaches the origin, so it costs nothing.
+    const narrow = await startProxy({
+      config: readProxyConfig(
+        readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+          PROXY_PORT: '0',
+          DATA_DIR: join(dir, 'narrow'),
+          SECRET_KEY: 'ef'.repeat(32),
+          CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+          EMITTER_LINGER_MS: '5',
+          PROXY_ORIGIN_MAX_CONNECTIONS: '1',
+        }),
+      ),
+      snapshots,
+      counters,
+      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+    });
+    try {
+      const origin = await startMcpOrigin({ json: true, stateless: true });
+      origins.push(origin);
+      await register('queued', origin.url, LIMIT);
+      await seed('queued');
+      const call = (id: number, name: string, args: Record<string, unknown>, signal?: AbortSignal) =>
+        fetch(`${narrow.url}/mcp/queued`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${issuer.token}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+          },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            method: 'tools/call',
+            params: { name, arguments: args },
+          }),
+          signal,
+        }).then(
+          async (answer) => (await answer.json()) as { result?: { isError?: boolean; content: unknown } },
+        );
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      // The first holds the only connection for two seconds (a countdown of 100 × 20 ms).
+      const first = call(1, 'countdown', { from: 100 });
+      await sleep(300);
+      const leaving = new AbortController();
+      const second = call(2, 'add', { a: 1, b: 1 }, leaving.signal).catch((error: Error) => error.name);
+      await sleep(300);
+      leaving.abort();
+      expect(await second).toBe('AbortError');
+      expect((await first).result?.isError).not.toBe(true);
+      // The plan's 3: the countdown took one; the call that left took none, so two more run.
+      const after = [];
+      for (let i = 0; i < LIMIT; i++) after.push(await call(10 + i, 'add', { a: 2, b: i }));
+      expect(after.map((answer) => answer.result?.isError === true)).toEqual([false, false, true]);
+      expect(origin.calls.get('add')).toBe(LIMIT - 1);
+      await pollUntil(
+        async () => recordsOf('queued').length,
+        (n) => n >= 2 + LIMIT,
+        { what: 'every call recorded', timeoutMs: 10_000 },
+      );
+      const outcomes = recordsOf('queued').map((r) => [
+        r.properties.tool,
+        r.properties.outcome,
+        r.properties.admitted ?? false,
+        r.properties.refused ?? false,
+      ]);
+      expect(outcomes).toEqual(
+        expect.arrayContaining([
+          ['countdown', 'success', true, false],
+          ['add', 'error', false, true],
+          ['add', 'paywall', false, true],
+        ]),
+      );
+      expect(outcomes.filter(([, outcome]) => outcome === 'success')).toHaveLength(LIMIT);
+      expect(outcomes).toHaveLength(2 + LIMIT);
+    } finally {
+      await narrow.close();
+    }
+  });
 });

@@ -77,11 +77,13 @@ export class OriginClient {
           if (exchange.done) return;
           exchange.done = true;
           owner.cancel(use);
-          reject(reason);
+          // Ended while it waited for a connection: not a byte of it was written.
+          reject(unread(reason));
         },
         resume: () => connection?.resume(exchange),
       });
-      owner.acquire(use);
+      // Aborted as it was bound (its client already gone): no connection is asked for.
+      if (!exchange.done) owner.acquire(use);
     });
   }
 
