@@ -1,3 +1,5 @@
+import type { LeaseCharge } from '@mcp-meter/contracts/limits';
+
 /** A tools/call request of a JSON-RPC message or batch, as the proxy gates and meters it. */
 export interface ToolCall {
   id: string | number;
@@ -37,3 +39,37 @@ export type ToolOutcome =
   | 'upstream_error'
   | 'input_required'
   | 'task';
+
+/** What gating decided for a request's calls. */
+export interface Gated {
+  facts: Map<ToolCall, CallFacts>;
+  /** The refused calls' answers, in the order of the calls. */
+  answers: readonly Record<string, unknown>[];
+  refusedIds: ReadonlySet<string | number>;
+}
+
+/** What the gate decided for a call: its outcome when refused, and whether it spent a unit. */
+export interface CallFacts {
+  outcome?: ToolOutcome;
+  admitted: boolean;
+  /** The proxy answered the call itself instead of serving it. */
+  refused?: boolean;
+  /** Credits the call spent (plans paid from credits). */
+  credits?: number;
+  /** What the admission spent of which lease. */
+  charges?: LeaseCharge[];
+}
+
+/** What a call's usage record says. */
+export interface RecordedFacts {
+  outcome: ToolOutcome;
+  admitted: boolean;
+  /** The proxy answered the call itself instead of serving it: never billable. */
+  refused?: boolean | undefined;
+  /** Credits the call spent (plans paid from credits). */
+  credits?: number | undefined;
+  /** The client went away before the call's answer reached it. */
+  cancelled?: boolean;
+  /** What this request's admission of the call spent of which lease (kept with the record in the spool). */
+  charges?: LeaseCharge[] | undefined;
+}

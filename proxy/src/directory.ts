@@ -225,3 +225,13 @@ interface RevocationClaims {
   /** The sign-in grant a token was issued under, if any. */
   sid?: string | undefined;
 }
+
+/** Whether the MCP server on this subdomain lets pages from `pageOrigin` call it. */
+export async function originAllowed(
+  directory: ServerDirectory,
+  subdomain: string,
+  pageOrigin: string,
+): Promise<boolean> {
+  const server = await directory.lookup(subdomain);
+  return server?.allowedOrigins?.includes(pageOrigin) === true;
+}

@@ -34,7 +34,7 @@ export interface Exchange {
   slot: number;
   /**
    * The proxy opened an event stream on this answer itself (the paywall asked inside the call,
-   * paywall-ask.ts): what is answered from then on goes as events on it.
+   * paywall/ask.ts): what is answered from then on goes as events on it.
    */
   eventStream?: boolean;
 }

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { Logger } from '@mcp-meter/contracts/kit';
 import type { CounterStore } from '@mcp-meter/contracts/limits';
+import type { CallFacts, ToolCall } from './calls';
+import { argumentsDigest, PaywallStates } from './paywall/state';
 
 /**
  * Multi-round tool calls (MCP 2026-07-28): an origin may answer a `tools/call` with
@@ -65,3 +68,74 @@ export class CallRounds {
     }
   }
 }
+
+/**
+ * One request's part in a multi-round call: the hold its retry brought back (`continuing`: the
+ * call was admitted at its first round, so this round is not admitted again), and the hold to
+ * keep should this round's answer ask for input again.
+ */
+export class CallRound {
+  private constructor(
+    private readonly rounds: CallRounds,
+    private readonly logger: Logger,
+    private readonly call: ToolCall,
+    private readonly customer: string,
+    private readonly server: string,
+    readonly continuing: RoundHold | undefined,
+  ) {}
+
+  /**
+   * The round of a modern request's one call, when the proxy keeps rounds. A retry that brings
+   * the origin's state back (not the paywall's own), or answers input without any, takes the
+   * hold its previous round kept; an unreadable hold makes it a new call.
+   */
+  static async of(
+    rounds: CallRounds | undefined,
+    logger: Logger,
+    call: ToolCall | undefined,
+    customer: string,
+    server: string,
+  ): Promise<CallRound | undefined> {
+    if (rounds === undefined || call === undefined) return undefined;
+    const round = (continuing: RoundHold | undefined) =>
+      new CallRound(rounds, logger, call, customer, server, continuing);
+    const foreignState =
+      typeof call.requestState === 'string' && !PaywallStates.isOurs(call.requestState)
+        ? call.requestState
+        : undefined;
+    if (foreignState === undefined && call.answersInput !== true) return round(undefined);
+    const continuing = await rounds
+      .take(bindingOf(call, customer, server, foreignState ?? null))
+      .catch((error: unknown) => {
+        logger.warn({ err: error }, 'multi-round hold unreadable: the retry is gated as a new call');
+        return undefined;
+      });
+    return round(continuing);
+  }
+
+  /** The call this round is of. */
+  get of(): ToolCall {
+    return this.call;
+  }
+
+  /** Keeps the hold for the retry of a round that asked for input, under the origin's `state`. */
+  keep(fact: CallFacts | undefined, state: string | null): Promise<void> {
+    return this.rounds
+      .open(bindingOf(this.call, this.customer, this.server, state), {
+        rounds: (this.continuing?.rounds ?? 0) + 1,
+        admitted: fact?.admitted ?? false,
+        ...(fact?.credits === undefined ? {} : { credits: fact.credits }),
+      })
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, 'multi-round hold not kept: the retry will be gated as a new call'),
+      );
+  }
+}
+
+const bindingOf = (call: ToolCall, customer: string, server: string, state: string | null): RoundBinding => ({
+  customer,
+  server,
+  tool: call.tool,
+  args: argumentsDigest(call.arguments),
+  state,
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { eraOf, headerMismatch, LEGACY } from '../src/era';
-import { PaywallStates, STATE_PREFIX } from '../src/paywall-state';
+import { PaywallStates, STATE_PREFIX } from '../src/paywall/state';
 
 const MODERN = '2026-07-28';
 const call = (name: string, meta: Record<string, unknown> = {}) => ({

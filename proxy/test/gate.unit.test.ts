@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { targetSendable } from '../src/intake';
-import { argumentsDigest, canonical } from '../src/paywall-state';
+import { argumentsDigest, canonical } from '../src/paywall/state';
 import { readJsonBody } from '../src/request-body';
 
 const read = (text: string) => readJsonBody(Buffer.from(text), 'application/json', undefined);

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
-import type { CallDesk, Gated } from './call-desk';
-import type { ToolCall } from './calls';
-import type { Gatekeeper } from './gatekeeper';
-import { type Exchange, respond, sseEvent, statusLine, writeCors } from './http-io';
-import { admittedAfterPayment, waitForPayment } from './paywall-wait';
+import type { Gated, ToolCall } from '../calls';
+import type { Gatekeeper } from '../gatekeeper';
+import { type Exchange, respond, sseEvent, statusLine, writeCors } from '../http-io';
+import { admittedAfterPayment, waitForPayment } from './wait';
 
 /** The ids of the proxy's own requests to clients: a response with one is the proxy's, never the origin's. */
 export const ASK_PREFIX = 'mcpm-paywall-';
@@ -31,7 +30,7 @@ const LOOK_MS = 1_000;
  * with an event stream and sends the client an `elicitation/create` request in URL mode on it
  * (related to the call, as the spec has servers do), as the origin would. The client answers
  * with a POST of its own, which the proxy takes here and never forwards; on an accept the call
- * waits for the payment (paywall-wait.ts) and then runs, its answer sent on the same stream.
+ * waits for the payment (wait.ts) and then runs, its answer sent on the same stream.
  * The answer has to come back to this process (stateful MCP deployments route a session's
  * requests to one place); one that reaches another proxy is still consumed there, and the call
  * here ends when its wait does, with the readable paywall.
@@ -142,27 +141,23 @@ export function asksInCall(
 export async function askInCall(
   at: {
     asks: PaywallAsks;
-    desk: CallDesk;
     gatekeeper: Gatekeeper;
     exchange: Exchange;
     server: McpServerSnapshot;
     customerRef: string;
-    calls: ToolCall[];
+    call: ToolCall;
+    /** Records that the call met the paywall. */
+    recordPaywall: () => void;
+    /** The call decided once more, its paywall the readable one. */
+    decideReadable: () => Gated | Promise<Gated>;
   },
   checkout: CheckoutElicitation,
-  options: { waitMs: number; started: number },
+  waitMs: number,
 ): Promise<Gated | undefined> {
-  const { desk, gatekeeper, exchange, server, customerRef, calls } = at;
-  const call = calls[0] as ToolCall;
-  desk.meter(
-    server,
-    customerRef,
-    calls,
-    () => ({ outcome: 'paywall', admitted: false, refused: true }),
-    options.started,
-  );
-  const deadline = performance.now() + options.waitMs;
-  const answer = await at.asks.ask(exchange, customerRef, checkout, options.waitMs);
+  const { gatekeeper, exchange, server, customerRef, call } = at;
+  at.recordPaywall();
+  const deadline = performance.now() + waitMs;
+  const answer = await at.asks.ask(exchange, customerRef, checkout, waitMs);
   const gone = () => exchange.aborted || exchange.stopped;
   const paid =
     answer === 'accept'
@@ -172,10 +167,7 @@ export async function askInCall(
   // client gone before writing a byte and gives the unit back (an unread call costs nothing).
   if (paid === undefined && gone()) return undefined;
   // Not paid in time, or turned down: decided once more, the paywall now the readable one.
-  const last =
-    paid === undefined
-      ? await desk.gate(gatekeeper, server, customerRef, calls, { modern: false, urlElicitation: false })
-      : admittedAfterPayment(call, paid);
+  const last = paid === undefined ? await at.decideReadable() : admittedAfterPayment(call, paid);
   const readable = last.answers[0];
   if (readable === undefined) return last;
   respond(exchange, 200, 'text/event-stream', JSON.stringify(readable));

@@ -1,7 +1,6 @@
 import type { McpServerSnapshot } from '@mcp-meter/contracts/snapshots';
-import type { CallFacts, Gated } from './call-desk';
-import type { ToolCall } from './calls';
-import type { Gatekeeper, Verdict } from './gatekeeper';
+import type { CallFacts, Gated, ToolCall } from '../calls';
+import type { Gatekeeper, Verdict } from '../gatekeeper';
 
 /** How often the decision is taken again without an announced change (one missed while disconnected). */
 const RECHECK_MS = 2_000;
