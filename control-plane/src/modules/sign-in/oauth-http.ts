@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../../http/schemas';
+import type { AuthorizationParams } from './authorization';
 import { isMetadataDocumentUrl } from './client-metadata';
+import { OAuthError } from './errors';
 import { OAuthErrorBody } from './schemas';
-import { type AuthorizationParams, OAuthError } from './service';
 
 /** What the OAuth endpoints read from a request and how they answer an OAuth error. */
 

@@ -6,6 +6,8 @@ import { ERROR_STATUS } from '../../errors';
 import type { App } from '../../http/app';
 import { sendProblem } from '../../http/error-handler';
 import { Problem } from '../../http/schemas';
+import type { Authorization, AuthorizationParams } from './authorization';
+import { OAuthError, SignInError } from './errors';
 import {
   allowAnyOrigin,
   CSRF_COOKIE,
@@ -27,13 +29,7 @@ import {
   TokenResponse,
   VerifyBody,
 } from './schemas';
-import {
-  type Authorization,
-  type AuthorizationParams,
-  OAuthError,
-  SignInError,
-  type SignInService,
-} from './service';
+import type { SignInService } from './service';
 
 export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
   return async (app: App) => {
