@@ -2,11 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import {
   type CounterScope,
   type CounterStore,
-  CREDIT_COUNTER_TTL_MS,
-  calendarPeriod,
-  counterExpiry,
   counterKey,
-  creditKey,
   DEFAULT_LIMITER_OPTIONS,
   type LeaseCharge,
   LeasedLimiter,
@@ -20,11 +16,10 @@ import type { Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnavailableError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { CheckoutSessions } from '../checkout/sessions';
-import { fundedCredits } from '../credits/repository';
-import { findMeter, type Meter, REQUESTS_METER } from '../meters/repository';
-import { findDefaultPlanId, findPlan, productsWithDefaultPlan } from '../plans/repository';
-import { isCreditPaid, requiresPayment } from '../plans/rules';
-import { type AccessPurchase, accessProductIds, findAccessPurchase } from '../purchases/repository';
+import { findMeter, REQUESTS_METER } from '../meters/repository';
+import { productsWithDefaultPlan } from '../plans/repository';
+import { accessProductIds } from '../purchases/repository';
+import { type Governing, GoverningPlans } from './governing';
 import {
   type Paywall,
   PaywallOffers,
@@ -32,12 +27,8 @@ import {
   type PaywallRequest,
   paywallFields,
 } from './paywall';
-import {
-  findLimitSubject,
-  type GoverningPlanRow,
-  type LimitSubject,
-  listenForSubjectChanges,
-} from './repository';
+import { findLimitSubject, type LimitSubject, listenForSubjectChanges } from './repository';
+import { CounterSeeds } from './seeds';
 import { SubjectCache } from './subject-cache';
 
 /**
@@ -45,8 +36,6 @@ import { SubjectCache } from './subject-cache';
  * normally takes well under a millisecond); past it, checks read PostgreSQL until it listens again.
  */
 const SUBJECT_LISTENER_TIMEOUT_MS = 2_000;
-/** Longest a counter's seed waits for ingest to store what is already on the usage bus. */
-const SEED_SETTLE_MS = 5_000;
 
 /** `POST /v1/sdk/limits`: whose limit, on which product, and whether to spend a unit. */
 export interface LimitCheck {
@@ -78,15 +67,6 @@ export interface LimitAnswer {
   offeredPlanId?: string;
 }
 
-interface Governing {
-  planId: string;
-  limit: number | null;
-  periodStart: Date;
-  periodEnd: Date | null;
-  /** A plan paid from credits: each call also spends `perUnit` of the customer's credits. */
-  credits: { perUnit: number; funded: number } | null;
-}
-
 /**
  * Usage limits (spec 1, rules 1–2) for the SDK's limit check and the proxy's paywall. The limit
  * counts calls admitted on the provider's requests meter per customer, product, plan and period,
@@ -97,17 +77,20 @@ export class LimitService {
   /** Each check's subject, without reading PostgreSQL each time and never older than a committed write. */
   readonly subjects: SubjectCache;
   private readonly offers: PaywallOffers;
+  /** Where counters start (ClickHouse), and the counters of a plan's check. */
+  private readonly seeds: CounterSeeds;
+  private readonly plans: GoverningPlans;
 
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly reader: UsageReader,
+    reader: UsageReader,
     private readonly publisher: UsagePublisher,
     private readonly counters: CounterStore,
     checkout: CheckoutSessions,
     private readonly logger: Logger,
     /** The ingest watermark: a counter starts only from stored usage that has caught up. */
-    private readonly settlement: UsageSettlement,
+    settlement: UsageSettlement,
     /**
      * Where a consuming check's record goes: a write-ahead spool published in batches (the
      * services as deployed), or, without one, straight to the bus, each check awaiting its ack.
@@ -126,6 +109,8 @@ export class LimitService {
       recorder,
     );
     this.offers = new PaywallOffers(pool, clock, checkout, logger);
+    this.seeds = new CounterSeeds(pool, clock, reader, settlement);
+    this.plans = new GoverningPlans(pool, clock);
     this.subjects = new SubjectCache(
       (heard, lost) => listenForSubjectChanges(pool, SUBJECT_LISTENER_TIMEOUT_MS, heard, lost),
       logger,
@@ -144,162 +129,18 @@ export class LimitService {
     return inherited.length;
   }
 
-  /** Each tenant's requests meter: made with the provider, never archived, so read once. */
-  private readonly requestsMeters = new Map<string, Meter>();
-
-  private async requestsMeter(tenant: AuthContext): Promise<Meter> {
-    const key = `${tenant.providerId}:${tenant.environment}`;
-    const known = this.requestsMeters.get(key);
-    if (known !== undefined) return known;
-    const meter = await findMeter(this.pool, tenant.providerId, tenant.environment, REQUESTS_METER);
-    if (meter === undefined) throw new Error(`provider ${tenant.providerId} has no requests meter`);
-    if (this.requestsMeters.size >= 10_000) this.requestsMeters.clear();
-    this.requestsMeters.set(key, meter);
-    return meter;
-  }
-
-  /**
-   * A counter starts from ClickHouse, which must first hold every record already on the usage
-   * bus: after a Redis flush or a full restart, records still travelling (or replayed from a
-   * crashed proxy's spool) would otherwise be left out and their allowance handed back. While
-   * ingest lags past SEED_SETTLE_MS the seed is refused (503): the proxy applies its outage
-   * policy rather than start a counter short.
-   */
-  private async caughtUp(): Promise<void> {
-    if (!(await this.settlement.settled(SEED_SETTLE_MS)))
-      throw new UnavailableError(
-        'usage_store_unavailable',
-        'Stored usage is still catching up with the usage bus; try again shortly',
-      );
-  }
-
   /** Calls admitted in the counter's period so far, from ClickHouse: the start of a counter. */
-  async seed(
-    scope: CounterScope & { periodEnd: Date | null },
-  ): Promise<{ used: number; expiresAtMs: number }> {
-    const meter = await this.requestsMeter(scope);
-    await this.caughtUp();
-    const now = this.clock.now();
-    try {
-      const used = await this.reader.limitUsage({
-        providerId: scope.providerId,
-        environment: scope.environment,
-        meterRef: meter.id,
-        customerRef: scope.customerId,
-        productId: scope.productId,
-        from: scope.periodStart,
-        to: new Date(now.getTime() + 60_000),
-      });
-      return { used, expiresAtMs: onRedisClock(counterExpiry(scope.periodEnd, now), now) };
-    } catch {
-      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
-    }
+  seed(scope: CounterScope & { periodEnd: Date | null }): Promise<{ used: number; expiresAtMs: number }> {
+    return this.seeds.seed(scope);
   }
 
-  /**
-   * Credits the customer's admitted calls have spent, from ClickHouse: the start of its credit
-   * counter, which lives for CREDIT_COUNTER_TTL_MS and is then started again.
-   */
-  async creditSeed(scope: {
+  /** Credits the customer's admitted calls have spent, from ClickHouse: the start of its credit counter. */
+  creditSeed(scope: {
     providerId: string;
     environment: Environment;
     customerId: string;
   }): Promise<{ used: number; expiresAtMs: number }> {
-    const meter = await this.requestsMeter(scope);
-    await this.caughtUp();
-    try {
-      const usage = await this.reader.creditUsage({
-        ...scope,
-        meterRef: meter.id,
-        customerRef: scope.customerId,
-      });
-      return {
-        used: usage.get(scope.customerId)?.credits ?? 0,
-        expiresAtMs: onRedisClock(this.clock.now().getTime() + CREDIT_COUNTER_TTL_MS, this.clock.now()),
-      };
-    } catch {
-      throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
-    }
-  }
-
-  private creditTarget(scope: CounterScope, credits: { perUnit: number; funded: number }): LimitTarget {
-    return {
-      key: creditKey(scope),
-      limit: credits.funded,
-      cost: credits.perUnit,
-      seed: () => this.creditSeed(scope),
-    };
-  }
-
-  private target(scope: CounterScope, governing: Governing): LimitTarget {
-    return {
-      key: counterKey(scope),
-      limit: governing.limit ?? Number.POSITIVE_INFINITY,
-      seed: () => this.seed({ ...scope, periodEnd: governing.periodEnd }),
-    };
-  }
-
-  /** The customer's access-granting purchase of the product, or the product's free default plan. */
-  private async governing(
-    auth: AuthContext,
-    customerId: string,
-    productId: string,
-  ): Promise<Governing | undefined> {
-    const purchase = await findAccessPurchase(this.pool, customerId, productId);
-    const planId = purchase?.plan_id ?? (await findDefaultPlanId(this.pool, productId));
-    const plan = planId === undefined ? undefined : await findPlan(this.pool, auth, planId);
-    return this.governingOf(
-      purchase,
-      plan,
-      async () => (await fundedCredits(this.pool, [customerId])).get(customerId) ?? 0,
-    );
-  }
-
-  /**
-   * The plan that governs, given the access purchase (if any) and the row of its plan or, without
-   * a purchase, of the product's default plan (which governs only while it is free).
-   */
-  private async governingOf(
-    purchase: Pick<AccessPurchase, 'plan_id' | 'period_start' | 'period_end'> | undefined,
-    plan: GoverningPlanRow | undefined,
-    /** Every credit made available to the customer: read only for a plan paid from credits. */
-    funded: () => Promise<number> | number,
-  ): Promise<Governing | undefined> {
-    if (purchase !== undefined) {
-      const creditPaid =
-        plan !== undefined && isCreditPaid({ type: plan.type, billingModel: plan.billing_model });
-      return {
-        planId: purchase.plan_id,
-        limit: plan?.usage_limit ?? null,
-        periodStart: purchase.period_start,
-        periodEnd: purchase.period_end,
-        credits: creditPaid
-          ? {
-              perUnit: plan.credits_per_unit,
-              funded: await funded(),
-            }
-          : null,
-      };
-    }
-    if (
-      plan === undefined ||
-      requiresPayment({
-        price: plan.price,
-        basePrice: plan.base_price,
-        setupFee: plan.setup_fee,
-        unitAmount: plan.unit_amount,
-        tiers: plan.tiers,
-      })
-    )
-      return undefined;
-    const period = calendarPeriod(plan.billing_cycle, plan.billing_interval_days, this.clock.now());
-    return {
-      planId: plan.id,
-      limit: plan.usage_limit,
-      periodStart: period.start,
-      periodEnd: period.end,
-      credits: null,
-    };
+    return this.seeds.creditSeed(scope);
   }
 
   /** `POST /v1/sdk/limits`: check, and with `consume` admit and record one call. */
@@ -348,7 +189,7 @@ export class LimitService {
     }
     const consume = input.consume ?? true;
     const tenant = { providerId: auth.providerId, environment: auth.environment };
-    const governing = await this.governingOf(subject.purchase, subject.plan, () => subject.fundedCredits);
+    const governing = await this.plans.given(subject.purchase, subject.plan, () => subject.fundedCredits);
     const scopeFor = (g: Governing): CounterScope => ({
       ...tenant,
       customerId: customer.id,
@@ -375,8 +216,9 @@ export class LimitService {
       };
     }
     const scope = scopeFor(governing);
-    const target = governing.limit === null ? undefined : this.target(scope, governing);
-    const creditTarget = governing.credits === null ? undefined : this.creditTarget(scope, governing.credits);
+    const target = governing.limit === null ? undefined : this.seeds.target(scope, governing);
+    const creditTarget =
+      governing.credits === null ? undefined : this.seeds.creditTarget(scope, governing.credits);
     let refusedBy: 'limit_reached' | 'credits_exhausted' | undefined;
     if (consume) {
       const charges: LeaseCharge[] = [];
@@ -405,7 +247,7 @@ export class LimitService {
     }
     let base: LimitAnswer;
     if (target === undefined || governing.limit === null) {
-      const { used } = await this.seed({ ...scope, periodEnd: governing.periodEnd });
+      const { used } = await this.seeds.seed({ ...scope, periodEnd: governing.periodEnd });
       base = { withinLimits: true, limit: null, used, remaining: null, planId: governing.planId };
     } else {
       // A consuming check's count comes from the lease it was admitted from, with no second
@@ -481,7 +323,7 @@ export class LimitService {
         products = [...new Set([...(await accessProductIds(this.pool, customerId)), ...defaults])];
       }
       for (const product of products) {
-        const governing = await this.governing(auth, customerId, product);
+        const governing = await this.plans.of(auth, customerId, product);
         if (governing === undefined || governing.limit === null) continue;
         const scope = {
           ...auth,
@@ -518,7 +360,7 @@ export class LimitService {
     credits?: number,
     charges?: readonly LeaseCharge[],
   ) {
-    const meter = await this.requestsMeter(auth);
+    const meter = await this.seeds.requestsMeter(auth);
     const record = callRecord(
       { ...auth, meterRef: meter.id, meterName: meter.name },
       customerId,
@@ -544,13 +386,6 @@ export class LimitService {
     }
   }
 
-  /**
-   * A checkout session for the customer and product, reusing an open one for the same plan.
-   * The plan offered: the first purchasable plan among `planIds`; past a limit, the cheapest
-   * plan on sale with a higher limit than the one reached (unlimited counts as higher), and
-   * none (409 no_higher_plan) when there is no such plan; with no plan at all, the cheapest
-   * plan of the product.
-   */
   /** A checkout session to offer a refused customer (paywall.ts). */
   paywall(request: PaywallRequest): Promise<Paywall> {
     return this.offers.paywall(request);
@@ -559,13 +394,4 @@ export class LimitService {
   async close(): Promise<void> {
     await Promise.all([this.limiter.close(), this.subjects.close()]);
   }
-}
-
-/**
- * A counter's expiry, worked out on the control plane's clock, as the time Redis expires it on
- * its own wall clock: the same time to live. They differ for a sandbox test clock's customers,
- * whose periods lie months away from the real time; a counter never lives less than a minute.
- */
-function onRedisClock(expiresAtMs: number, now: Date): number {
-  return Date.now() + Math.max(60_000, expiresAtMs - now.getTime());
 }
