@@ -11,16 +11,11 @@ import {
   rolloverAfter,
   setupFeeLine,
 } from '../billing/invoicing';
-import {
-  type InvoiceRow,
-  lastUsageInvoice,
-  lockNextInvoiceRetry,
-  type StoredLine,
-  scheduleInvoiceRetry,
-} from '../billing/repository';
+import { lastUsageInvoice, type StoredLine } from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
+import { InvoiceDunning } from './dunning';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { clearFinalUsageDue, lockNextDraftable, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
@@ -53,16 +48,19 @@ const HOUR_MS = 3_600_000;
 export class BillingScheduler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
+  private readonly dunning: InvoiceDunning;
 
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly purchases: PurchaseService,
-    private readonly payments: PaymentService,
+    readonly payments: PaymentService,
     private readonly invoicing: Invoicing,
     private readonly settlement: UsageSettlement,
     private readonly options: SchedulerOptions,
-  ) {}
+  ) {
+    this.dunning = new InvoiceDunning(pool, clock, payments, invoicing, options.dunningRetryHours);
+  }
 
   /** Handles everything due now; bounded per call so one run cannot take forever. */
   runDue(limit = 1000): Promise<number> {
@@ -94,7 +92,7 @@ export class BillingScheduler {
   }
 
   private async runPurchases(clockId: string | null, limit: number): Promise<number> {
-    let handled = await this.retryInvoices(clockId, limit);
+    let handled = await this.dunning.retryDue(clockId, limit);
     const usageClosedBy = await this.usageClosedBy(clockId);
     // Drafts are a preview: a usage store that cannot be read leaves them as they were, and
     // must not hold up renewals that need no usage.
@@ -230,7 +228,7 @@ export class BillingScheduler {
       const attempt = row.retry_count + 1;
       const retried = await this.invoicing.retry(tx, auth, row, row.period_end.toISOString(), attempt);
       // Purchases that fell past due before invoices existed are retried on their amount alone.
-      const paid = retried ?? (await this.chargeWithoutInvoice(tx, auth, row, attempt));
+      const paid = retried ?? (await this.dunning.chargeAgain(tx, auth, row, attempt));
       if (paid.status === 'succeeded') {
         return renew({
           period_start: row.period_end,
@@ -269,7 +267,7 @@ export class BillingScheduler {
         // the dunning schedule (there is no later period to withhold).
         if (closing !== undefined) {
           const billed = await this.invoicing.issue(tx, auth, closing);
-          if (billed.status === 'failed') await this.scheduleFinalRetry(tx, billed.invoice, now);
+          if (billed.status === 'failed') await this.dunning.scheduleRetry(tx, billed.invoice, now);
         }
         return this.purchases.apply(tx, auth, row, ending, { ended_at: row.period_end });
       }
@@ -304,7 +302,7 @@ export class BillingScheduler {
     const closing = await this.closingInvoice(tx, auth, row);
     if (closing !== undefined) {
       const billed = await this.invoicing.issue(tx, auth, closing);
-      if (billed.status === 'failed') await this.scheduleFinalRetry(tx, billed.invoice, this.clock.now());
+      if (billed.status === 'failed') await this.dunning.scheduleRetry(tx, billed.invoice, this.clock.now());
     }
     await clearFinalUsageDue(tx, row.id);
     return { ...row, final_usage_due: false };
@@ -415,57 +413,6 @@ export class BillingScheduler {
   /** Whether the usage bus has stored everything it holds (waits up to the pass's timeout). */
   usageSettled(): Promise<boolean> {
     return this.settlement.settled(this.options.settleTimeoutMs);
-  }
-
-  /**
-   * An unpaid final-usage invoice is charged again after each of the dunning intervals, counted
-   * from its failed attempts; once they run out it is uncollectible.
-   */
-  private async scheduleFinalRetry(tx: PoolClient, invoice: InvoiceRow, now: Date): Promise<void> {
-    if (invoice.status !== 'open') return;
-    const hours = this.options.dunningRetryHours[invoice.attempt_count - 1];
-    if (hours === undefined) {
-      await this.invoicing.markUncollectible(tx, invoice.purchase_id, invoice.period_key);
-      return;
-    }
-    await scheduleInvoiceRetry(tx, invoice.id, new Date(now.getTime() + hours * HOUR_MS));
-  }
-
-  /**
-   * Due retries of unpaid final-usage invoices, one at a time (SKIP LOCKED, so replicas share
-   * them): payment.succeeded and the invoice paid, or payment.failed and the next retry.
-   */
-  private async retryInvoices(clockId: string | null, limit: number): Promise<number> {
-    let handled = 0;
-    while (handled < limit) {
-      const done = await inTransaction(this.pool, async (tx) => {
-        const now = this.clock.now();
-        const invoice = await lockNextInvoiceRetry(tx, now, clockId);
-        if (invoice === undefined) return false;
-        const auth: AuthContext = { providerId: invoice.provider_id, environment: invoice.environment };
-        const collected = await this.invoicing.collectAgain(tx, auth, invoice);
-        if (collected.status === 'failed') await this.scheduleFinalRetry(tx, collected.invoice, now);
-        return true;
-      });
-      if (!done) break;
-      handled++;
-    }
-    return handled;
-  }
-
-  private async chargeWithoutInvoice(tx: PoolClient, auth: AuthContext, row: PurchaseRow, attempt: number) {
-    if (row.amount === 0) return { status: 'succeeded' as const };
-    return this.payments.charge(tx, auth, {
-      customerId: row.customer_id,
-      purchaseId: row.id,
-      productId: row.product_id,
-      planId: row.plan_id,
-      amount: row.amount,
-      currency: row.currency,
-      reason: 'dunning_retry',
-      periodKey: (row.period_end as Date).toISOString(),
-      attempt,
-    });
   }
 }
 

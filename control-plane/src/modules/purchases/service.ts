@@ -1,80 +1,36 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
-import { type EntitlementSnapshot, entitlementKey } from '@mcp-meter/contracts/snapshots';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
-import { findBalance, fundedCredits } from '../credits/repository';
+import { findBalance } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
-import { unixSeconds, writeEvent } from '../events/outbox';
+import { writeEvent } from '../events/outbox';
 import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
+import { EntitlementPublisher } from './entitlements';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { prorationLines, refundUnusedTime, unusedTimeOf } from './proration';
 import {
   findPurchase,
   insertPurchase,
-  latestPurchasePerProduct,
   listPurchases,
   lockCustomer,
   lockLivePurchase,
   type PurchaseRow,
   updatePurchase,
 } from './repository';
-import { GRANTS_ACCESS, type MoveName, TransitionError, transition } from './state-machine';
+import { type MoveName, TransitionError, transition } from './state-machine';
+import { eventObject, toPurchase } from './views';
 
 export type { PurchaseRow };
-
-const iso = (d: Date | null) => d?.toISOString() ?? null;
-
-export const toPurchase = (r: PurchaseRow) => ({
-  reference: r.id,
-  id: r.id,
-  status: r.status,
-  customerRef: r.customer_id,
-  productId: r.product_id,
-  planRef: r.plan_id,
-  amount: r.amount,
-  currency: r.currency,
-  billingCycle: r.billing_cycle,
-  isRecurring: r.is_recurring,
-  autoRenew: r.auto_renew,
-  cancelAtPeriodEnd: r.cancel_at_period_end,
-  periodStart: r.period_start.toISOString(),
-  periodEnd: iso(r.period_end),
-  trialEnd: iso(r.trial_end),
-  endedAt: iso(r.ended_at),
-  createdAt: r.created_at.toISOString(),
-  updatedAt: r.updated_at.toISOString(),
-});
-
-/** Payload of all purchase.* events (spec 6.5); past_due adds retryCount and nextRetryAt. */
-export const eventObject = (r: PurchaseRow) => ({
-  id: r.id,
-  reference: r.id,
-  status: r.status,
-  customer: r.customer_id,
-  plan: r.plan_id,
-  product: r.product_id,
-  amount: r.amount,
-  currency: r.currency,
-  billingCycle: r.billing_cycle,
-  isRecurring: r.is_recurring,
-  created: unixSeconds(r.created_at),
-  ...(r.status === 'past_due'
-    ? {
-        retryCount: r.retry_count,
-        nextRetryAt: r.next_retry_at === null ? null : unixSeconds(r.next_retry_at),
-      }
-    : {}),
-});
 
 class FirstPaymentFailed extends Error {}
 
@@ -90,11 +46,13 @@ export interface Proration {
 type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 'topup_required' | 'invalid';
 
 export class PurchaseService {
+  private readonly entitlements: EntitlementPublisher;
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly snapshots: SnapshotStore,
-    private readonly logger: Logger,
+    snapshots: SnapshotStore,
+    logger: Logger,
     private readonly payments: PaymentService,
     private readonly invoicing: Invoicing,
     /** Returns the unused time of a switched-away plan to the card that paid it. */
@@ -106,7 +64,9 @@ export class PurchaseService {
         input: { customerRef: string; planRef: string },
       ): Promise<{ id: string; url: string }>;
     },
-  ) {}
+  ) {
+    this.entitlements = new EntitlementPublisher(pool, snapshots, logger);
+  }
 
   private async find(
     db: Pool | PoolClient,
@@ -480,73 +440,18 @@ export class PurchaseService {
   }
 
   /** Republishes one customer's entitlements: the credits available to it changed. */
-  async publishCustomer(customerId: string): Promise<void> {
-    await this.publish(await latestPurchasePerProduct(this.pool, customerId));
+  publishCustomer(customerId: string): Promise<void> {
+    return this.entitlements.publishCustomer(customerId);
   }
 
-  /** Rebuilds every customer's entitlement per product from PostgreSQL (at start, or after Redis lost it). */
-  async publishAll(): Promise<number> {
-    const rows = await latestPurchasePerProduct(this.pool);
-    for (const row of rows) await this.publish([row]);
-    return rows.length;
+  /** Rebuilds every customer's entitlement per product from PostgreSQL. */
+  publishAll(): Promise<number> {
+    return this.entitlements.publishAll();
   }
 
-  /**
-   * Mirrors purchases into the snapshot store for the proxy, after the commit. A failed write
-   * is logged, not raised: the purchase is committed, and snapshots are rebuilt from PostgreSQL
-   * at start.
-   */
-  async publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
-    for (const row of rows) {
-      try {
-        const plan =
-          knownPlan?.id === row.plan_id
-            ? knownPlan
-            : await findPlan(
-                this.pool,
-                { providerId: row.provider_id, environment: row.environment },
-                row.plan_id,
-              );
-        const snapshot: EntitlementSnapshot = {
-          v: 1,
-          providerId: row.provider_id,
-          environment: row.environment,
-          customerId: row.customer_id,
-          productId: row.product_id,
-          purchaseId: row.id,
-          planId: row.plan_id,
-          status: row.status,
-          grantsAccess: GRANTS_ACCESS.has(row.status),
-          limit: plan?.usage_limit ?? null,
-          meterRef: plan?.meter_id ?? null,
-          periodStart: row.period_start.toISOString(),
-          periodEnd: iso(row.period_end),
-          credits:
-            plan !== undefined && isCreditPaid(settingsOf(plan))
-              ? {
-                  perUnit: plan.credits_per_unit,
-                  funded: (await fundedCredits(this.pool, [row.customer_id])).get(row.customer_id) ?? 0,
-                }
-              : null,
-        };
-        // A superseded purchase must not overwrite its successor's entry for the same product.
-        if (!snapshot.grantsAccess && rows.length > 1) continue;
-        await this.snapshots.set(
-          entitlementKey({
-            providerId: row.provider_id,
-            environment: row.environment,
-            customerId: row.customer_id,
-            productId: row.product_id,
-          }),
-          JSON.stringify(snapshot),
-        );
-      } catch (error) {
-        this.logger.warn(
-          { err: error, purchase: row.id },
-          'entitlement snapshot not written; it is rebuilt at the next start',
-        );
-      }
-    }
+  /** Mirrors purchases into the snapshot store for the proxy, after the commit (entitlements.ts). */
+  publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
+    return this.entitlements.publish(rows, knownPlan);
   }
 }
 
