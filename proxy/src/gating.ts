@@ -176,10 +176,11 @@ export async function gateRequest(
   const single = era.modern && calls.length === 1 ? calls[0] : undefined;
   // A modern retry after the paywall's checkout carries the proxy's own requestState: checked,
   // then taken out, so the origin sees the original call (which is gated again below).
-  const retry = await paywallRetryOf(deps.states, parsed, single, {
+  const retrying = paywallRetryOf(deps.states, parsed, single, {
     customer: customerRef,
     server: server.serverId,
   });
+  const retry = retrying instanceof Promise ? await retrying : retrying;
   if (retry.kind === 'invalid') {
     tally.refuse('error');
     respond(exchange, 200, 'application/json', retry.answer);
@@ -188,7 +189,8 @@ export async function gateRequest(
   if (retry.kind === 'retry') body = retry.body;
   // A multi-round call's retry (MCP 2026-07-28) bringing back the state an origin issued to this
   // customer: the call was admitted at its first round, so this round is not admitted again.
-  const round = await CallRound.of(deps.rounds, deps.logger, single, customerRef, server.serverId);
+  const finding = CallRound.of(deps.rounds, deps.logger, single, customerRef, server.serverId);
+  const round = finding instanceof Promise ? await finding : finding;
   const continuing = round?.continuing;
 
   // Refused calls are answered here and never reach the origin.

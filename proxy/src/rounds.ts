@@ -89,13 +89,13 @@ export class CallRound {
    * the origin's state back (not the paywall's own), or answers input without any, takes the
    * hold its previous round kept; an unreadable hold makes it a new call.
    */
-  static async of(
+  static of(
     rounds: CallRounds | undefined,
     logger: Logger,
     call: ToolCall | undefined,
     customer: string,
     server: string,
-  ): Promise<CallRound | undefined> {
+  ): CallRound | undefined | Promise<CallRound | undefined> {
     if (rounds === undefined || call === undefined) return undefined;
     const round = (continuing: RoundHold | undefined) =>
       new CallRound(rounds, logger, call, customer, server, continuing);
@@ -103,14 +103,15 @@ export class CallRound {
       typeof call.requestState === 'string' && !PaywallStates.isOurs(call.requestState)
         ? call.requestState
         : undefined;
+    // A first round (nearly every call): nothing to take, answered at once.
     if (foreignState === undefined && call.answersInput !== true) return round(undefined);
-    const continuing = await rounds
+    return rounds
       .take(bindingOf(call, customer, server, foreignState ?? null))
       .catch((error: unknown) => {
         logger.warn({ err: error }, 'multi-round hold unreadable: the retry is gated as a new call');
         return undefined;
-      });
-    return round(continuing);
+      })
+      .then(round);
   }
 
   /** The call this round is of. */

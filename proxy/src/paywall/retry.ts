@@ -30,18 +30,25 @@ const NONE: PaywallRetry = { kind: 'none' };
 const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
-export async function paywallRetryOf(
+export function paywallRetryOf(
   states: PaywallStates,
   parsed: unknown,
   call: ToolCall | undefined,
   binding: { customer: string; server: string },
-): Promise<PaywallRetry> {
+): PaywallRetry | Promise<PaywallRetry> {
+  // Nearly every call: no state of the paywall's, answered at once (no await on the hot path).
   if (call === undefined || !PaywallStates.isOurs(call.requestState)) return NONE;
-  const check = await states.check(call.requestState, {
-    ...binding,
-    tool: call.tool,
-    arguments: call.arguments,
-  });
+  return checkRetry(states, parsed, call, call.requestState, binding);
+}
+
+async function checkRetry(
+  states: PaywallStates,
+  parsed: unknown,
+  call: ToolCall,
+  state: string,
+  binding: { customer: string; server: string },
+): Promise<PaywallRetry> {
+  const check = await states.check(state, { ...binding, tool: call.tool, arguments: call.arguments });
   if (check !== 'ok')
     return {
       kind: 'invalid',
