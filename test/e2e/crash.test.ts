@@ -5,9 +5,9 @@ import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_FLAGS } from '../../deploy/node-flags';
 import { apiClient } from '../helpers/api';
-import type { ProviderKeys } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
-import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { startSeller } from '../helpers/seller';
 
 /**
  * Issue 32's first fault: the all-in-one service (`deploy/serve.ts` on embedded defaults)
@@ -48,24 +48,17 @@ describe('the all-in-one service killed under load', () => {
   };
   /** A provider with a product, a free plan of `limit` calls, and a customer activated on it. */
   const seller = async (providerName: string, productName: string, limit: number, externalRef: string) => {
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', providerName], env);
-    const api = apiClient(baseUrl, provider.sandboxKey);
-    const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: productName });
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
-      name: 'Free',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      price: 0,
-      currency: 'usd',
-      limit,
+    const sold = await startSeller(
+      { env, baseUrl },
+      { provider: providerName, product: productName, plans: [{ name: 'Free', price: 0, limit }] },
+    );
+    const customer = await sold.api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef });
+    const activated = await sold.api('POST', '/v1/sdk/activate', {
+      customerRef: customer.body.reference,
+      planRef: sold.plans.Free,
     });
-    expect(plan.status).toBe(201);
-    const customer = await api<{ reference: string }>('POST', '/v1/sdk/customers', { externalRef });
-    expect(
-      (await api('POST', '/v1/sdk/activate', { customerRef: customer.body.reference, planRef: plan.body.id }))
-        .status,
-    ).toBe(200);
-    return { provider, api, product, plan, customer };
+    expect(activated.status).toBe(200);
+    return { ...sold, customerRef: customer.body.reference };
   };
   const postmasterPid = () => {
     const file = join(dir, 'data', 'postgres', 'postmaster.pid');
@@ -97,13 +90,13 @@ describe('the all-in-one service killed under load', () => {
     // The SDK limit check answers once its record is in the control plane's spool; the records
     // reach the bus in batches. Killed under eight clients, the next start replays the spool
     // before it answers, so the counter (started from stored records) holds every admission.
-    const { provider, product, customer } = await seller('Checks Co', 'Checked', CHECK_LIMIT, 'checks');
+    const { provider, productId, customerRef } = await seller('Checks Co', 'Checked', CHECK_LIMIT, 'checks');
     const check = async (consume: boolean) => {
       try {
         const answer = await apiClient(baseUrl, provider.sandboxKey)<{ withinLimits: boolean; used: number }>(
           'POST',
           '/v1/sdk/limits',
-          { customerRef: customer.body.reference, productRef: product.body.id, consume },
+          { customerRef, productRef: productId, consume },
         );
         return answer.status === 200 ? answer.body : undefined;
       } catch {
@@ -150,24 +143,19 @@ describe('the all-in-one service killed under load', () => {
   }, 240_000);
 
   it('records every served call, never passes the limit, and leaves no PostgreSQL orphan', async () => {
-    const { provider, api, product, plan, customer } = await seller('Crash Co', 'Adder', LIMIT, 'crash');
-    const server = await api<{ mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
-      name: 'adder',
-      url: origin.url,
-      productId: product.body.id,
-      defaultPlanId: plan.body.id,
-    });
-    expect(server.status).toBe(201);
-    const token = await api<{ accessToken: string }>(
-      'POST',
-      `/v1/sdk/customers/${customer.body.reference}/tokens`,
-      {},
+    const { provider, api, productId, customerRef, register } = await seller(
+      'Crash Co',
+      'Adder',
+      LIMIT,
+      'crash',
     );
+    const server = await register(origin.url, { name: 'adder', defaultPlan: 'Free' });
+    const token = await api<{ accessToken: string }>('POST', `/v1/sdk/customers/${customerRef}/tokens`, {});
     const used = async () =>
       (
         await apiClient(baseUrl, provider.sandboxKey)<{ used: number }>('POST', '/v1/sdk/limits', {
-          customerRef: customer.body.reference,
-          productRef: product.body.id,
+          customerRef,
+          productRef: productId,
           consume: false,
         })
       ).body.used;
@@ -177,7 +165,7 @@ describe('the all-in-one service killed under load', () => {
     let lastAnswer = '';
     const callTool = async (): Promise<'served' | 'refused' | 'failed'> => {
       try {
-        const response = await fetch(server.body.mcpProxyUrl, {
+        const response = await fetch(server.mcpProxyUrl, {
           method: 'POST',
           headers: {
             'content-type': 'application/json',

@@ -1,17 +1,13 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiClient } from '../helpers/api';
+import type { apiClient } from '../helpers/api';
 import { type DecoderOrigin, startGoOrigin, startPythonOrigin } from '../helpers/decoder-origins';
-import { type ProviderKeys, suffix } from '../helpers/flows';
+import { suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { rawExchange, rawRequest } from '../helpers/raw-http';
 import { fuzzCases, startFuzzOrigin, valueAsRead, valuesOf } from '../helpers/request-fuzz';
+import { type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 /**
  * Issue 57's attacks, against the split stack (control plane, ingest, proxy as processes, real
@@ -38,8 +34,7 @@ const call = (id: number, extra = '') =>
 
 describe('the gate: an origin runs only what the proxy judged and metered', () => {
   const infra = inject('infra');
-  let dir: string;
-  let services: Service[] = [];
+  let stack: SplitStack;
   let proxyPort: number;
   let api: ReturnType<typeof apiClient>;
   let go: DecoderOrigin;
@@ -63,26 +58,14 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
     );
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-gate-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    proxyPort = await freePort();
-    const env = sharedStackEnv({
+    stack = await startSplitStack({
       name: 'gate',
       infra,
-      dir,
-      port,
+      secretKey: 'ab'.repeat(32),
       logLevel: 'error',
-      extra: { SECRET_KEY: 'ab'.repeat(32) },
+      proxy: { EMITTER_LINGER_MS: '20' },
     });
-    const stack = spawnSplitStack({
-      env,
-      logDir: dir,
-      proxies: [
-        { PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill'), EMITTER_LINGER_MS: '20' },
-      ],
-    });
-    services = stack.services;
+    proxyPort = stack.proxyPort;
     [go, python, sdk, fuzzOrigin] = await Promise.all([
       startGoOrigin(),
       startPythonOrigin(),
@@ -90,18 +73,15 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       startFuzzOrigin(),
       stack.ready,
     ]);
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Gate Co'], env);
-    api = apiClient(`http://127.0.0.1:${port}`, provider.sandboxKey);
-    const productId = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Gated' })).body.id;
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
-      name: 'Three calls',
-      price: 0,
-      currency: 'usd',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      limit: 3,
+    const seller = await startSeller(stack, {
+      provider: 'Gate Co',
+      product: 'Gated',
+      plans: [
+        { name: 'Three calls', price: 0, limit: 3 },
+        { name: 'Roomy', price: 0, limit: 10_000_000 },
+      ],
     });
-    expect(plan.status).toBe(201);
+    api = seller.api;
     const origins: Array<[string, string, () => Promise<number>, () => Promise<string[] | undefined>]> = [
       [
         'go',
@@ -117,31 +97,19 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       ],
       ['sdk', sdk.url, async () => sdk.calls.get('add') ?? 0, async () => undefined],
     ];
-    const roomy = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
-      name: 'Roomy',
-      price: 0,
-      currency: 'usd',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      limit: 10_000_000,
-    });
-    expect(roomy.status).toBe(201);
     origins.push(['fuzz', fuzzOrigin.url, async () => fuzzOrigin.toolCalls(), async () => undefined]);
     for (const [name, url, ran, lines] of origins) {
-      const server = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+      const server = await seller.register(url, {
         name: `gate-${name}-${suffix()}`,
-        url,
-        productId,
-        defaultPlanId: name === 'fuzz' ? roomy.body.id : plan.body.id,
+        defaultPlan: name === 'fuzz' ? 'Roomy' : 'Three calls',
       });
-      expect(server.status).toBe(201);
       const customer = (await api<{ reference: string }>('POST', '/v1/sdk/customers', {})).body;
       const token = (
         await api<{ accessToken: string }>('POST', `/v1/sdk/customers/${customer.reference}/tokens`, {})
       ).body.accessToken;
       targets.push({
         name,
-        subdomain: server.body.subdomain,
+        subdomain: server.subdomain,
         token,
         customerRef: customer.reference,
         ran,
@@ -153,9 +121,8 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
   }, 600_000);
 
   afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
+    await stack?.stop();
     await Promise.all([go?.close(), python?.close(), sdk?.close(), fuzzOrigin?.close()]);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /** The records of outcome success of a customer once they number `count`. */

@@ -8,12 +8,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type ClientCapabilities, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiClient } from '../helpers/api';
-import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
+import type { apiClient } from '../helpers/api';
+import { customerWithToken as newCustomer, suffix } from '../helpers/flows';
 import { inspectorCli } from '../helpers/inspector';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack, stackRedisUrl } from '../helpers/processes';
+import { type Service, sharedStackEnv, spawnSplitStack, stackRedisUrl } from '../helpers/processes';
+import { startSeller } from '../helpers/seller';
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
@@ -47,7 +48,6 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
   let baseUrl: string;
   let proxyPorts: number[];
   let origin: McpOrigin;
-  let provider: ProviderKeys;
   let api: ReturnType<typeof apiClient>;
   let server: { id: string; subdomain: string; mcpProxyUrl: string };
   let free: { id: string };
@@ -95,27 +95,25 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     await stack.ready;
 
     origin = await startMcpOrigin({ requireHeader: ['x-api-key', 'origin-secret-1'], echo: true });
-    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Limits Co'], env);
-    api = apiClient(baseUrl, provider.sandboxKey);
-    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Calculator' })).body;
-    productId = product.id;
-    const plan = async (body: Record<string, unknown>) => {
-      const created = await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
-        currency: 'usd',
-        type: 'recurring',
-        billingCycle: 'monthly',
-        ...body,
-      });
-      expect(created.status).toBe(201);
-      return created.body;
-    };
-    // The product's default plan is also what the SDK limit check falls back to without a purchase.
-    free = await plan({ name: 'Free', price: 0, limit: LIMIT, default: true });
-    pro = await plan({ name: 'Pro', price: 900, limit: 100_000 });
+    const seller = await startSeller(
+      { env, baseUrl },
+      {
+        provider: 'Limits Co',
+        product: 'Calculator',
+        plans: [
+          // The product's default plan is also what the SDK limit check falls back to without a purchase.
+          { name: 'Free', price: 0, limit: LIMIT, default: true },
+          { name: 'Pro', price: 900, limit: 100_000 },
+        ],
+      },
+    );
+    ({ api, productId } = seller);
+    free = { id: seller.plans.Free as string };
+    pro = { id: seller.plans.Pro as string };
     const registered = await api<typeof server & { hasAuthApiKey: boolean }>('POST', '/v1/ui/mcp-servers', {
       name: `calc-${suffix()}`,
       url: origin.url,
-      productId: product.id,
+      productId,
       defaultPlanId: free.id,
       authHeaderName: 'X-Api-Key',
       authApiKey: 'origin-secret-1',

@@ -1,19 +1,16 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiClient } from '../helpers/api';
-import { customerWithToken as newCustomer, type ProviderKeys, suffix } from '../helpers/flows';
+import type { apiClient } from '../helpers/api';
+import { customerWithToken as newCustomer, suffix } from '../helpers/flows';
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
+import { type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 interface ToolResult {
   content: Array<{ type: string; text: string }>;
@@ -35,8 +32,7 @@ const MODERN = '2026-07-28';
  */
 describe('MCP 2026-07-28 through the proxy', () => {
   const infra = inject('infra');
-  let dir: string;
-  let services: Service[] = [];
+  let stack: SplitStack;
   let baseUrl: string;
   let proxyUrl: string;
   let origin: ModernOrigin;
@@ -110,55 +106,27 @@ describe('MCP 2026-07-28 through the proxy', () => {
     );
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-modern-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    const env = sharedStackEnv({
-      name: 'modern',
-      infra,
-      dir,
-      port,
-      extra: { SECRET_KEY: 'cd'.repeat(32), PUBLIC_URL: baseUrl },
-    });
-    const stack = spawnSplitStack({
-      env,
-      logDir: dir,
-      proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill') }],
-    });
-    services = stack.services;
+    stack = await startSplitStack({ name: 'modern', infra, secretKey: 'cd'.repeat(32), publicUrl: true });
+    baseUrl = stack.baseUrl;
+    proxyUrl = stack.proxyUrl;
     await stack.ready;
     origin = await startModernOrigin();
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Modern Co'], env);
-    api = apiClient(baseUrl, provider.sandboxKey);
-    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' })).body;
-    const plan = async (body: Record<string, unknown>) =>
-      (
-        await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
-          currency: 'usd',
-          type: 'recurring',
-          billingCycle: 'monthly',
-          ...body,
-        })
-      ).body;
-    const free = await plan({ name: 'Free', price: 0, limit: 1, default: true });
-    await plan({ name: 'Pro', price: 900, limit: 1000 });
-    const registered = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
-      name: `adder-${suffix()}`,
-      url: origin.url,
-      productId: product.id,
-      defaultPlanId: free.id,
+    const seller = await startSeller(stack, {
+      provider: 'Modern Co',
+      product: 'Adder',
+      plans: [
+        { name: 'Free', price: 0, limit: 1, default: true },
+        { name: 'Pro', price: 900, limit: 1000 },
+      ],
     });
-    expect(registered.status).toBe(201);
-    subdomain = registered.body.subdomain;
+    api = seller.api;
+    subdomain = (await seller.register(origin.url, { defaultPlan: 'Free', name: `adder-${suffix()}` }))
+      .subdomain;
   });
 
   afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
+    await stack?.stop();
     await origin?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves a pinned client, and past the limit shows it a checkout it completes, then serves the retry once', async () => {

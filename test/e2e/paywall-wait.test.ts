@@ -1,21 +1,18 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '@mcp-meter/contracts/kit';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiClient } from '../helpers/api';
-import { customerWithToken, type ProviderKeys, suffix } from '../helpers/flows';
+import type { apiClient } from '../helpers/api';
+import { customerWithToken, suffix } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { type ModernOrigin, startModernOrigin } from '../helpers/mcp-origin-v2';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
+import { type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 type Action = 'decline' | 'accept' | 'pay';
 /** Pinned to MCP 2026-07-28, auto (server/discover), or the SDK's default (the 2025 handshake). */
@@ -43,9 +40,8 @@ const CARD = { card: { number: '4242424242424242', expMonth: 12, expYear: 2035, 
  */
 describe('the paywall waits for payment after an accept, in both eras', () => {
   const infra = inject('infra');
-  let dir: string;
-  let services: Service[] = [];
-  let baseUrl: string;
+  let stack: SplitStack;
+  let _baseUrl: string;
   let proxyUrl: string;
   let origin: ModernOrigin;
   /** A stateful MCP 2025 origin (SDK v1): its sessions let the proxy know who declared URL elicitation. */
@@ -67,72 +63,57 @@ describe('the paywall waits for payment after an accept, in both eras', () => {
     }).then((answer) => answer.status);
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-paywall-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    const env = sharedStackEnv({
+    stack = await startSplitStack({
       name: 'paywall',
       infra,
-      dir,
-      port,
-      extra: { SECRET_KEY: 'da'.repeat(32), PUBLIC_URL: baseUrl },
+      secretKey: 'da'.repeat(32),
+      publicUrl: true,
+      proxy: { PROXY_PAYWALL_WAIT_MS: String(WAIT_MS) },
     });
-    const stack = spawnSplitStack({
-      env,
-      logDir: dir,
-      proxies: [
-        {
-          PROXY_PORT: String(proxyPort),
-          PROXY_SPILL_DIR: join(dir, 'spill'),
-          PROXY_PAYWALL_WAIT_MS: String(WAIT_MS),
-        },
-      ],
-    });
-    services = stack.services;
+    _baseUrl = stack.baseUrl;
+    proxyUrl = stack.proxyUrl;
     await stack.ready;
     origin = await startModernOrigin();
-    const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Paywall Co'], env);
-    api = apiClient(baseUrl, provider.sandboxKey);
-    const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Adder' })).body;
-    const plan = async (body: Record<string, unknown>) =>
-      (
-        await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
-          currency: 'usd',
-          type: 'recurring',
-          billingCycle: 'monthly',
-          ...body,
-        })
-      ).body;
-    const free = await plan({ name: 'Free', price: 0, limit: 1, default: true });
-    await plan({ name: 'Pro', price: 900, limit: 1000 });
-    const registered = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
-      name: `adder-${suffix()}`,
-      url: origin.url,
-      productId: product.id,
-      defaultPlanId: free.id,
+    const seller = await startSeller(stack, {
+      provider: 'Paywall Co',
+      product: 'Adder',
+      plans: [
+        { name: 'Free', price: 0, limit: 1, default: true },
+        { name: 'Pro', price: 900, limit: 1000 },
+      ],
     });
-    expect(registered.status).toBe(201);
-    subdomain = registered.body.subdomain;
+    api = seller.api;
+    subdomain = (await seller.register(origin.url, { defaultPlan: 'Free', name: `adder-${suffix()}` }))
+      .subdomain;
     legacyOrigin = await startMcpOrigin();
-    const legacy = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
-      name: `adder-2025-${suffix()}`,
-      url: legacyOrigin.url,
-      productId: product.id,
-      defaultPlanId: free.id,
-    });
-    expect(legacy.status).toBe(201);
-    legacySubdomain = legacy.body.subdomain;
+    legacySubdomain = (
+      await seller.register(legacyOrigin.url, { defaultPlan: 'Free', name: `adder-2025-${suffix()}` })
+    ).subdomain;
   });
 
   afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
+    await stack?.stop();
     await origin?.close();
     await legacyOrigin?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
+
+  /** The plan's one call, then the call past it; what each came back as. */
+  async function twoCalls(client: {
+    callTool(request: { name: string; arguments: Record<string, unknown> }): Promise<unknown>;
+  }): Promise<Final[]> {
+    const calls: Final[] = [];
+    for (const [a, b] of [
+      [20, 22],
+      [2, 3],
+    ] as const) {
+      const result = (await client.callTool({ name: 'add', arguments: { a, b } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
+      calls.push({ text: result.content.map((c) => c.text).join(''), isError: result.isError === true });
+    }
+    return calls;
+  }
 
   /** The TypeScript SDK v2 client: two calls, the checkout handled as `action` says. */
   async function typescriptClient(token: string, mode: Mode, action: Action) {
@@ -162,17 +143,7 @@ describe('the paywall waits for payment after an accept, in both eras', () => {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
-    const calls: Final[] = [];
-    for (const [a, b] of [
-      [20, 22],
-      [2, 3],
-    ] as const) {
-      const result = (await client.callTool({ name: 'add', arguments: { a, b } })) as {
-        content: Array<{ text: string }>;
-        isError?: boolean;
-      };
-      calls.push({ text: result.content.map((c) => c.text).join(''), isError: result.isError === true });
-    }
+    const calls = await twoCalls(client);
     await client.close();
     return { calls, asked, paid: await Promise.all(payments) };
   }
@@ -220,17 +191,7 @@ describe('the paywall waits for payment after an accept, in both eras', () => {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
-    const calls: Final[] = [];
-    for (const [a, b] of [
-      [20, 22],
-      [2, 3],
-    ] as const) {
-      const result = (await client.callTool({ name: 'add', arguments: { a, b } })) as {
-        content: Array<{ text: string }>;
-        isError?: boolean;
-      };
-      calls.push({ text: result.content.map((c) => c.text).join(''), isError: result.isError === true });
-    }
+    const calls = await twoCalls(client);
     await client.close();
     return { calls, asked, paid: await Promise.all(payments) };
   }

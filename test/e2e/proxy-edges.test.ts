@@ -1,4 +1,3 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import {
   createServer,
   request as httpRequest,
@@ -6,7 +5,6 @@ import {
   type IncomingMessage,
   type Server,
 } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateSync, gzipSync } from 'node:zlib';
 import { freePort } from '@mcp-meter/contracts/kit';
@@ -14,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { type ProviderKeys, suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
+import { runAdmin } from '../helpers/processes';
+import { type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 interface UsageAnswer {
   records: number;
@@ -286,12 +285,10 @@ function send(
  */
 describe('the proxy at its edges', () => {
   const infra = inject('infra');
-  let dir: string;
-  let services: Service[] = [];
+  let stack: SplitStack;
   let baseUrl: string;
   let proxyUrl: string;
   let origin: Awaited<ReturnType<typeof startEdgeOrigin>>;
-  let provider: ProviderKeys;
   let api: ReturnType<typeof apiClient>;
   let productId: string;
   let freePlanId: string;
@@ -338,58 +335,37 @@ describe('the proxy at its edges', () => {
     );
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-edges-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    const env = sharedStackEnv({
+    stack = await startSplitStack({
       name: 'edges',
       infra,
-      dir,
-      port,
+      secretKey: 'cd'.repeat(32),
       logLevel: 'error',
-      extra: { SECRET_KEY: 'cd'.repeat(32) },
+      proxy: {
+        PROXY_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
+        PROXY_ORIGIN_CONNECT_TIMEOUT_MS: '1000',
+        PROXY_ORIGIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+        PROXY_ORIGIN_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
+        EMITTER_LINGER_MS: '20',
+        PROXY_METRICS_TOKEN: 'metrics-secret',
+      },
     });
-    const stack = spawnSplitStack({
-      env,
-      logDir: dir,
-      proxies: [
-        {
-          PROXY_PORT: String(proxyPort),
-          PROXY_SPILL_DIR: join(dir, 'spill'),
-          PROXY_MAX_BODY_BYTES: String(MAX_BODY_BYTES),
-          PROXY_ORIGIN_CONNECT_TIMEOUT_MS: '1000',
-          PROXY_ORIGIN_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
-          PROXY_ORIGIN_IDLE_TIMEOUT_MS: String(IDLE_TIMEOUT_MS),
-          EMITTER_LINGER_MS: '20',
-          PROXY_METRICS_TOKEN: 'metrics-secret',
-        },
-      ],
-    });
-    services = stack.services;
+    baseUrl = stack.baseUrl;
+    proxyUrl = stack.proxyUrl;
     await stack.ready;
     origin = await startEdgeOrigin();
-    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Edges Co'], env);
-    api = apiClient(baseUrl, provider.sandboxKey);
-    productId = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Edges' })).body.id;
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${productId}/plans`, {
-      name: 'Free',
-      price: 0,
-      currency: 'usd',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      limit: 1_000_000,
+    const seller = await startSeller(stack, {
+      provider: 'Edges Co',
+      product: 'Edges',
+      plans: [{ name: 'Free', price: 0, limit: 1_000_000 }],
     });
-    expect(plan.status).toBe(201);
-    freePlanId = plan.body.id;
+    api = seller.api;
+    productId = seller.productId;
+    freePlanId = seller.plans.Free as string;
   });
 
   afterAll(async () => {
-    await Promise.all(services.map((s) => s.stop()));
+    await stack?.stop();
     await origin?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('asks for a bearer token (RFC 6750, MCP authorization) and never calls the origin without one', async () => {
@@ -424,7 +400,7 @@ describe('the proxy at its edges', () => {
       ...process.env,
       DATABASE_URL: infra.databaseUrl,
       SECRET_KEY: 'cd'.repeat(32),
-      DATA_DIR: join(dir, 'data'),
+      DATA_DIR: join(stack.dir, 'data'),
     });
     const otherApi = apiClient(baseUrl, other.sandboxKey);
     const stranger = (await otherApi<{ reference: string }>('POST', '/v1/sdk/customers', {})).body.reference;

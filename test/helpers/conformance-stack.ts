@@ -1,12 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
-import { expect } from 'vitest';
-import { apiClient } from './api';
-import { customerWithToken, type ProviderKeys, suffix } from './flows';
-import { runAdmin, type Service, type StackName, sharedStackEnv, spawnSplitStack } from './processes';
+import { customerWithToken, suffix } from './flows';
+import type { StackName, sharedStackEnv } from './processes';
+import { startSeller, startSplitStack } from './seller';
 
 /** What a conformance run through the proxy talks to, and what it was metered as. */
 export interface ProxiedOrigin {
@@ -26,56 +22,28 @@ export async function conformanceStack(
   name: StackName,
   infra: Parameters<typeof sharedStackEnv>[0]['infra'],
 ) {
-  const dir = mkdtempSync(join(tmpdir(), `mcpmeter-${name}-`));
-  chmodSync(dir, 0o755);
-  const port = await freePort();
-  const proxyPort = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const env = sharedStackEnv({
-    name,
-    infra,
-    dir,
-    port,
-    extra: { SECRET_KEY: 'ce'.repeat(32), PUBLIC_URL: baseUrl },
-  });
-  const stack = spawnSplitStack({
-    env,
-    logDir: dir,
-    proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill') }],
-  });
-  const services: Service[] = stack.services;
+  const stack = await startSplitStack({ name, infra, secretKey: 'ce'.repeat(32), publicUrl: true });
   const relays: Server[] = [];
   await stack.ready;
-  const provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Conformance Co'], env);
-  const api = apiClient(baseUrl, provider.sandboxKey);
-  const product = (await api<{ id: string }>('POST', '/v1/ui/products', { name: 'Everything' })).body;
-  const plan = (
-    await api<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
-      name: 'Plenty',
-      currency: 'usd',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      price: 0,
-      limit: 1_000_000,
-      default: true,
-    })
-  ).body;
+  const seller = await startSeller(stack, {
+    provider: 'Conformance Co',
+    product: 'Everything',
+    plans: [{ name: 'Plenty', price: 0, limit: 1_000_000, default: true }],
+  });
+  const { api } = seller;
 
   /** Registers `originUrl` as an MCP server and puts a relay with a new customer's token before it. */
   const proxied = async (originUrl: string): Promise<ProxiedOrigin> => {
     const relayPort = await freePort();
     const relayUrl = `http://127.0.0.1:${relayPort}/mcp`;
-    const registered = await api<{ subdomain: string }>('POST', '/v1/ui/mcp-servers', {
+    const registered = await seller.register(originUrl, {
       name: `everything-${suffix()}`,
-      url: originUrl,
-      productId: product.id,
-      defaultPlanId: plan.id,
+      defaultPlan: 'Plenty',
       // The suite's "valid localhost" request carries the Origin of the URL it was given.
-      allowedOrigins: [new URL(relayUrl).origin],
+      extra: { allowedOrigins: [new URL(relayUrl).origin] },
     });
-    expect(registered.status).toBe(201);
     const customer = await customerWithToken(api);
-    const target = new URL(`http://127.0.0.1:${proxyPort}/mcp/${registered.body.subdomain}`);
+    const target = new URL(`${stack.proxyUrl}/mcp/${registered.subdomain}`);
     const relay = createServer((req, res) => {
       const rest = (req.url ?? '/mcp').replace(/^\/mcp/, '');
       const forwarded = httpRequest(
@@ -105,8 +73,7 @@ export async function conformanceStack(
       relay.closeAllConnections();
       await new Promise<void>((resolve) => relay.close(() => resolve()));
     }
-    await Promise.all(services.map((s) => s.stop()));
-    rmSync(dir, { recursive: true, force: true });
+    await stack.stop();
   };
   return { api, proxied, close };
 }
