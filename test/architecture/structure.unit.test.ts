@@ -9,19 +9,11 @@ const root = resolve(import.meta.dirname, '../..');
 const SOURCE_ROOTS = ['contracts/src', 'control-plane/src', 'ingest/src', 'proxy/src', 'deploy', 'bench'];
 const LIMIT = 500;
 /**
- * Files over the limit when the rule came in (issue 59), each capped at its length then: one may
- * shrink, never grow, and leaves this list once it is within the limit. Splitting them is issue
- * 59's work.
+ * Files allowed over the limit, each capped at a length: one may shrink, never grow, and leaves
+ * this list once it is within the limit. Empty since issue 59 split the last giants; a file that
+ * must grow past the limit for a while is named here, with its cap, in the commit that does it.
  */
-const OVER_LIMIT: Record<string, number> = {
-  'bench/faults.ts': 976,
-  'bench/proxy.ts': 1476,
-  'control-plane/src/modules/limits/service.ts': 571,
-  'control-plane/src/modules/purchases/scheduler.ts': 519,
-  'control-plane/src/modules/purchases/service.ts': 557,
-  'control-plane/src/modules/sign-in/service.ts': 710,
-  'ingest/src/emitter.ts': 695,
-};
+const OVER_LIMIT: Record<string, number> = {};
 
 function sourceFiles(): string[] {
   const files: string[] = [];

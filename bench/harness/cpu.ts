@@ -1,0 +1,138 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { WrkResult } from './load';
+
+/**
+ * CPU accounting of a bench's processes, from /proc: CPU seconds by process group (the bench's
+ * own children by the names they were started with, the infrastructure by its command line), and
+ * trials with one group pinned alone on core 0.
+ */
+
+/**
+ * CPU seconds (user + system) by process group, from /proc, and the system part of them: the
+ * kernel's time on the process's behalf, for a hop almost all of it its socket calls. wrk and
+ * vegeta are the bench's children and counted through its cutime. A process that exits between
+ * two samples drops out (its last ticks are lost, never subtracted).
+ */
+export type CpuSample = Map<string, { group: string; seconds: number; system: number }>;
+const CLK_TCK = 100;
+function statTimes(pid: string | number): number[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .slice(11, 15)
+      .map(Number);
+  } catch {
+    return undefined;
+  }
+}
+export function cpuSample(named: ReadonlyMap<number, string>): CpuSample {
+  const sample: CpuSample = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const times = statTimes(pid);
+    if (times === undefined) continue;
+    const [utime = 0, stime = 0, cutime = 0, cstime = 0] = times;
+    if (pid === process.pid) {
+      sample.set(`${pid}`, { group: 'bench', seconds: (utime + stime) / CLK_TCK, system: stime / CLK_TCK });
+      sample.set(`${pid}/children`, {
+        group: 'load generator',
+        seconds: (cutime + cstime) / CLK_TCK,
+        system: cstime / CLK_TCK,
+      });
+      continue;
+    }
+    sample.set(`${pid}`, {
+      group: groupOf(named, pid),
+      seconds: (utime + stime) / CLK_TCK,
+      system: stime / CLK_TCK,
+    });
+  }
+  return sample;
+}
+
+/** Which of the stack's processes `pid` is ('other' when none). */
+export function groupOf(named: ReadonlyMap<number, string>, pid: number): string {
+  const group = named.get(pid);
+  if (group !== undefined) return group;
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {}
+  return cmdline.includes('kafka.Kafka')
+    ? 'kafka'
+    : cmdline.includes('redis-server')
+      ? 'redis'
+      : cmdline.startsWith('nginx')
+        ? 'nginx'
+        : cmdline.includes('postgres')
+          ? 'postgres'
+          : 'other';
+}
+
+/** How busy a pinned trial kept each side: the measured group's core, and the rest in cores. */
+export interface CoresBusy {
+  hop: number;
+  rest: number;
+}
+
+export const percent = (share: number) => `${Math.round(share * 100)}%`;
+
+/**
+ * Two trials with `group` (all its threads) alone on core 0 and every other process of the stack
+ * on core 1 (origin, nginx, the other hops, the control plane, PostgreSQL, Redis, Kafka; wrk is
+ * started there), then every process free again. Each trial comes with the CPU its side used per
+ * second of wall time: the hop's own near 1.0 means the figure is its core's; short of that, the
+ * other core (wrk and the origin) or waiting held it back.
+ */
+export function onOneCore(
+  named: ReadonlyMap<number, string>,
+  group: string,
+  trial: () => WrkResult,
+): Array<{ result: WrkResult; busy: CoresBusy }> {
+  const stack = [...new Set([...named.values(), 'kafka', 'redis', 'postgres', 'nginx'])];
+  pinGroups(
+    named,
+    stack.filter((g) => g !== group),
+    '1',
+  );
+  pinGroups(named, [group], '0');
+  const trials = [0, 1].map(() => {
+    const before = cpuSample(named);
+    const started = performance.now();
+    const result = trial();
+    const used = cpuBetween(before, cpuSample(named));
+    const seconds = (performance.now() - started) / 1000;
+    const rest = Object.entries(used).reduce((sum, [g, s]) => (g === group ? sum : sum + s), 0);
+    return { result, busy: { hop: (used[group] ?? 0) / seconds, rest: rest / seconds } };
+  });
+  pinGroups(named, stack, '0,1');
+  return trials;
+}
+
+/** Moves every process of `groups` (all its threads) to `cpus` (taskset's list, '0,1' for both). */
+export function pinGroups(named: ReadonlyMap<number, string>, groups: readonly string[], cpus: string): void {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || !groups.includes(groupOf(named, Number(entry)))) continue;
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', cpus, entry], { stdio: 'ignore' });
+    } catch {} // gone meanwhile
+  }
+}
+export function cpuBetween(
+  before: CpuSample,
+  after: CpuSample,
+  part: 'seconds' | 'system' = 'seconds',
+): Record<string, number> {
+  const used: Record<string, number> = {};
+  for (const [key, now] of after) {
+    const earlier = before.get(key);
+    // A pid seen again after a restart counts from zero, as a new process.
+    const fresh = earlier === undefined || earlier.seconds > now.seconds;
+    used[now.group] = (used[now.group] ?? 0) + (fresh ? now[part] : now[part] - earlier[part]);
+  }
+  return used;
+}

@@ -1,0 +1,198 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { GcDuring, SpansDuring } from './metrics-page';
+
+/**
+ * The load generators of the benches, which cost little: wrk (closed model, maximum throughput)
+ * and vegeta (open model, latency at a fixed arrival rate), each sending one scenario's request
+ * to one target. Both are installed by bench/load/install.sh, which also names nginx.
+ */
+
+export type Tools = { WRK: string; VEGETA: string; NGINX: string };
+
+/** The load tools' paths (installed first if missing: bench/load/install.sh). */
+export function installTools(root: string): Tools {
+  return Object.fromEntries(
+    execFileSync('bash', [join(root, 'bench', 'load', 'install.sh')], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  ) as Tools;
+}
+
+export interface Scenario {
+  method: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+/** A request of bench/scenarios/. */
+export const scenario = (root: string, file: string) =>
+  JSON.parse(readFileSync(join(root, 'bench', 'scenarios', file), 'utf8')) as Scenario;
+export interface Target {
+  url: string;
+  token: string;
+  call: Scenario;
+}
+
+export const headersOf = (t: Target) => ({
+  ...t.call.headers,
+  ...(t.token === '' ? {} : { authorization: `Bearer ${t.token}` }),
+});
+
+export interface WrkResult {
+  requests: number;
+  rps: number;
+  errors: number;
+  p50: number;
+  p99: number;
+}
+
+export interface LatencyTrial {
+  target: string;
+  rate: number;
+  requests: number;
+  achievedRate: number;
+  success: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  valid: boolean;
+  /** B3's garbage collection during the trial, read from its metrics page. */
+  gc?: GcDuring;
+  /** B3's own, origin and answer spans during the trial (its metrics page's histograms). */
+  spans?: SpansDuring;
+}
+
+/** Runs the load generators: their scripts and results go to `work`; `log` says what each trial gave. */
+export class LoadGenerators {
+  constructor(
+    private readonly tools: Tools,
+    private readonly work: string,
+    /** wrk's connections. */
+    private readonly connections: number,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** The scenario as a wrk script (wrk's Lua has no JSON: the request is written out literally). */
+  private wrkScript(name: string, t: Target): string {
+    const file = join(this.work, `${name}.lua`);
+    const lines = [
+      `wrk.method = ${JSON.stringify(t.call.method)}`,
+      `wrk.body = ${JSON.stringify(JSON.stringify(t.call.body))}`,
+      ...Object.entries(headersOf(t)).map(
+        ([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`,
+      ),
+    ];
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    return file;
+  }
+
+  /** wrk, closed model: `CONNECTIONS` connections each sending the next call when the last is answered. */
+  wrk(name: string, t: Target, seconds: number, pin?: string): WrkResult {
+    const argv = [
+      '-t1',
+      `-c${this.connections}`,
+      `-d${seconds}s`,
+      '--latency',
+      '-s',
+      this.wrkScript(name, t),
+      t.url,
+    ];
+    const out = execFileSync(
+      pin === undefined ? this.tools.WRK : 'taskset',
+      pin === undefined ? argv : ['-c', pin, this.tools.WRK, ...argv],
+      {
+        encoding: 'utf8',
+        timeout: (seconds + 30) * 1000,
+      },
+    );
+    const num = (re: RegExp) => Number(re.exec(out)?.[1] ?? 0);
+    const ms = (label: string) => {
+      const m = new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
+      if (m === null) return Number.NaN;
+      const v = Number(m[1]);
+      return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+    };
+    const requests = num(/(\d+) requests in/);
+    const errors =
+      num(/Non-2xx or 3xx responses: (\d+)/) +
+      [...out.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((s, m) => s + Number(m[2]), 0);
+    return { requests, rps: num(/Requests\/sec:\s+([\d.]+)/), errors, p50: ms('50'), p99: ms('99') };
+  }
+
+  /**
+   * vegeta, open model: calls start on schedule whatever the target does. A trial whose calls
+   * did not all start on time (the achieved rate short of the asked one) or did not all succeed is
+   * invalid, reported as such and never as a latency.
+   */
+  vegeta(name: string, t: Target, rate: number, seconds: number): LatencyTrial {
+    const targets = join(this.work, `${name}.targets.json`);
+    const header = Object.fromEntries(Object.entries(headersOf(t)).map(([k, v]) => [k, [v]]));
+    // One JSON target per line, as vegeta reads them.
+    writeFileSync(
+      targets,
+      `${JSON.stringify({
+        method: t.call.method,
+        url: t.url,
+        header,
+        body: Buffer.from(JSON.stringify(t.call.body)).toString('base64'),
+      })}\n`,
+    );
+    const results = join(this.work, `${name}-${rate}.bin`);
+    execFileSync(
+      'bash',
+      [
+        '-c',
+        `"$0" attack -format=json -targets="$1" -rate="$2"/1s -duration="$3"s -timeout=10s -workers=64 -max-workers=2000 > "$4"`,
+        this.tools.VEGETA,
+        targets,
+        String(rate),
+        String(seconds),
+        results,
+      ],
+      { timeout: (seconds + 60) * 1000 },
+    );
+    const latencies: number[] = [];
+    let ok = 0;
+    let first = Number.POSITIVE_INFINITY;
+    let last = 0;
+    const csv = execFileSync(this.tools.VEGETA, ['encode', '--to=csv', results], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+    });
+    for (const line of csv.split('\n')) {
+      if (line === '') continue;
+      const [timestamp, code, latency] = line.split(',');
+      const at = Number(timestamp);
+      first = Math.min(first, at);
+      last = Math.max(last, at);
+      latencies.push(Number(latency) / 1e6);
+      if (code === '200') ok++;
+    }
+    latencies.sort((a, b) => a - b);
+    const q = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? Number.NaN;
+    const span = (last - first) / 1e9;
+    const achievedRate = latencies.length / Math.max(span, 1e-9);
+    const trial: LatencyTrial = {
+      target: name,
+      rate,
+      requests: latencies.length,
+      achievedRate,
+      success: ok / Math.max(latencies.length, 1),
+      p50: q(0.5),
+      p99: q(0.99),
+      p999: q(0.999),
+      valid: ok === latencies.length && latencies.length >= rate * seconds * 0.99,
+    };
+    this.log(
+      `${name} @${rate}/s: ${trial.requests} calls, success ${trial.success.toFixed(4)}, p50 ${trial.p50.toFixed(3)} p99 ${trial.p99.toFixed(3)} p99.9 ${trial.p999.toFixed(3)} ms${trial.valid ? '' : ' INVALID'}`,
+    );
+    rmSync(results, { force: true });
+    return trial;
+  }
+}

@@ -1,0 +1,121 @@
+import { get as httpGet } from 'node:http';
+
+/**
+ * What the benches read from a service's Prometheus page and other plain GETs: a proxy's
+ * published records, its GC pauses and request spans over a trial, and counts read until they
+ * hold still (the pipeline has caught up).
+ */
+
+/** The three spans a proxy times per forwarded request (docs/proxy.md, its metrics). */
+export const SPANS = ['own', 'origin', 'answer'] as const;
+export type Span = (typeof SPANS)[number];
+
+/** Per span over a trial: requests timed, those over 1 ms, and the bucket bound the 99th percentile falls in. */
+export type SpansDuring = Record<Span, { count: number; over1ms: number; p99AtMostMs: number }>;
+
+/** Garbage-collection pauses of a proxy over a trial: how many and how long, by kind, and the longest. */
+export interface GcDuring {
+  minor: number;
+  minorMs: number;
+  major: number;
+  majorMs: number;
+  longestMs: number;
+}
+
+/**
+ * A GET's answer text, read on a connection of its own: vegeta runs while the event loop waits,
+ * so a kept-alive connection its server closed meanwhile (idle) is found closed only when reused,
+ * and a read right after a trial would fail. Used for every read around a vegeta trial.
+ */
+export function freshGet(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent: false }, (answer) => {
+      let text = '';
+      answer.setEncoding('utf8');
+      answer.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      answer.on('end', () => resolve(text));
+      answer.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/**
+ * Waits (up to `seconds`) until the proxy serving `url` has published every usage record it
+ * emitted, from its metrics page; what is still unpublished then (0 once caught up).
+ */
+export async function whenPublished(url: string, seconds: number): Promise<number> {
+  const page = `${new URL(url).origin}/metrics`;
+  const metric = (text: string, name: string) =>
+    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const text = await freshGet(page);
+    const left =
+      metric(text, 'mcpmeter_usage_emitted_total') - metric(text, 'mcpmeter_usage_published_total');
+    if (!(left > 0) || Date.now() >= deadline) return Number.isNaN(left) ? 0 : left;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A proxy's GC metrics (`mcpmeter_proxy_gc_*{kind}`) from its metrics page (whose read resets the longest pause), by name and kind. */
+export function gcMetrics(text: string): Map<string, number> {
+  const values = new Map<string, number>();
+  for (const m of text.matchAll(/^mcpmeter_proxy_gc_(\w+)\{kind="(\w+)"\} ([\d.e+-]+)$/gm))
+    values.set(`${m[1]} ${m[2]}`, Number(m[3]));
+  return values;
+}
+
+/** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */
+export function spanBuckets(text: string): Map<Span, Map<number, number>> {
+  const spans = new Map<Span, Map<number, number>>(SPANS.map((span) => [span, new Map()]));
+  for (const m of text.matchAll(
+    /^mcpmeter_proxy_(own|origin|answer)_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm,
+  ))
+    spans.get(m[1] as Span)?.set(m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]), Number(m[3]));
+  return spans;
+}
+
+export function spansBetween(
+  before: Map<Span, Map<number, number>>,
+  after: Map<Span, Map<number, number>>,
+): SpansDuring {
+  const one = (span: Span) => {
+    const was = before.get(span) ?? new Map<number, number>();
+    const grew = [...(after.get(span) ?? new Map<number, number>())]
+      .map(([bound, n]) => [bound, n - (was.get(bound) ?? 0)] as const)
+      .sort((a, b) => a[0] - b[0]);
+    const count = grew.at(-1)?.[1] ?? 0;
+    const within1ms = grew.find(([bound]) => bound >= 0.001)?.[1] ?? count;
+    const p99 = grew.find(([, n]) => n >= count * 0.99)?.[0] ?? Number.POSITIVE_INFINITY;
+    return { count, over1ms: count - within1ms, p99AtMostMs: p99 * 1000 };
+  };
+  return { own: one('own'), origin: one('origin'), answer: one('answer') };
+}
+
+export function gcBetween(before: Map<string, number>, after: Map<string, number>): GcDuring {
+  const grew = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+  let longest = 0;
+  for (const [name, value] of after)
+    if (name.startsWith('pause_max_seconds ')) longest = Math.max(longest, value);
+  return {
+    minor: grew('pauses_total minor'),
+    minorMs: grew('pause_seconds_total minor') * 1000,
+    major: grew('pauses_total major'),
+    majorMs: grew('pause_seconds_total major') * 1000,
+    longestMs: longest * 1000,
+  };
+}
+
+/** A count read every second until it holds for three reads (or `seconds` pass): the pipeline has caught up. */
+export async function whenStable(read: () => Promise<number>, seconds: number): Promise<number> {
+  let last = -1;
+  for (let i = 0, stable = 0; i < seconds && stable < 3; i++) {
+    const now = await read();
+    stable = now === last ? stable + 1 : 0;
+    last = now;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  return last;
+}

@@ -1,0 +1,137 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+
+/**
+ * The processes of a bench run: what it starts (each logged to a file of the run's directory,
+ * in a process group of its own, by name for CPU accounting), the infrastructure it starts on
+ * free loopback ports (deploy/infra.sh), the API calls it makes, and the stop that ends them all.
+ */
+export class BenchProcesses {
+  readonly children: ChildProcess[] = [];
+  /** The bench's processes by pid: the name each was started with (its CPU group). */
+  readonly named = new Map<number, string>();
+  private stopInfra = () => {};
+
+  constructor(
+    /** The repository's root, where every process runs. */
+    readonly root: string,
+    /** The run's directory: logs, data, scripts; removed at the end. */
+    readonly work: string,
+  ) {}
+
+  spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const child = spawn(command, argv, {
+      cwd: this.root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const file = createWriteStream(join(this.work, `${name}.log`));
+    child.stdout?.pipe(file);
+    child.stderr?.pipe(file);
+    this.children.push(child);
+    if (child.pid !== undefined) this.named.set(child.pid, name);
+    return child;
+  }
+
+  /**
+   * PostgreSQL, Redis and Kafka on free loopback ports, with their data in the run's directory:
+   * their URLs (DATABASE_URL, REDIS_URL, KAFKA_BROKERS). Stopped by `shutdown`.
+   */
+  async startInfra(): Promise<Record<string, string>> {
+    const ports = {
+      REDIS_PORT: String(await freePort()),
+      KAFKA_PORT: String(await freePort()),
+      KAFKA_CONTROLLER_PORT: String(await freePort()),
+      PG_PORT: String(await freePort()),
+    };
+    const env = { ...process.env, STACK_DIR: join(this.work, 'stack'), ...ports };
+    const infra = join(this.root, 'deploy', 'infra.sh');
+    this.stopInfra = () => execFileSync('bash', [infra, 'all', 'stop'], { stdio: 'inherit', env });
+    execFileSync('bash', [infra, 'all', 'start'], { stdio: 'inherit', env, timeout: 300_000 });
+    return Object.fromEntries(
+      execFileSync('bash', [infra, 'all', 'env'], { env, encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+    );
+  }
+
+  /** A provider made with the admin CLI on `env`'s database: its sandbox key. */
+  admin(env: NodeJS.ProcessEnv, name = 'Bench'): { sandboxKey: string } {
+    return adminProvider(this.root, env, name);
+  }
+
+  /** Ends every process (TERM, then KILL after 3 s), the infrastructure, and the run's directory. */
+  async shutdown(): Promise<void> {
+    const signal = (name: NodeJS.Signals) => {
+      for (const child of this.children) {
+        if (child.pid !== undefined && child.exitCode === null) {
+          try {
+            process.kill(-child.pid, name);
+          } catch {}
+        }
+      }
+    };
+    signal('SIGTERM');
+    await new Promise((r) => setTimeout(r, 3000));
+    signal('SIGKILL');
+    try {
+      this.stopInfra();
+    } catch {}
+    rmSync(this.work, { recursive: true, force: true });
+  }
+}
+
+/** A provider made with the admin CLI (`npm run admin`) on `env`'s database: its sandbox key. */
+export function adminProvider(root: string, env: NodeJS.ProcessEnv, name: string): { sandboxKey: string } {
+  return JSON.parse(
+    execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', name], {
+      cwd: root,
+      env,
+      encoding: 'utf8',
+    }),
+  ) as { sandboxKey: string };
+}
+
+/** The first chunk a child writes to stdout (the bench's helpers print their port there). */
+export const firstLine = (child: ChildProcess) =>
+  new Promise<string>((done) => child.stdout?.once('data', (chunk: Buffer) => done(chunk.toString('utf8'))));
+
+/** Waits until `url` answers 200, at most `seconds`. */
+export async function waitFor(url: string, seconds = 120): Promise<void> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    try {
+      if ((await fetch(url)).status === 200) return;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${url} not ready`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** One call of the control plane's API with a key; a non-2xx answer throws with its body. */
+export async function api<T>(
+  base: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  // A kept-alive connection the service closed between two calls fails the first write: once more.
+  const send = () =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const response = await send().catch(send);
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as T;
+}

@@ -1,0 +1,445 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CoresBusy } from './harness/cpu';
+import { percent } from './harness/cpu';
+import type { LatencyTrial } from './harness/load';
+import type { GcDuring, Span, SpansDuring } from './harness/metrics-page';
+
+/**
+ * The proxy bench's results (bench/proxy.ts): what a run measured, as JSON, a chart of CPU per
+ * call by process, and the report bench/results/proxy.md, whose text states the method.
+ */
+
+export const TARGETS = ['B1', 'N', 'BP', 'BPn', 'B2', 'B3', 'B3m', 'A'] as const;
+export type TargetName = (typeof TARGETS)[number];
+/** The process whose CPU is "the proxy" of each target. */
+export const PROXY_GROUP: Record<TargetName, string> = {
+  B1: 'origin',
+  N: 'nginx',
+  BP: 'passthrough',
+  BPn: 'passthrough-net',
+  B2: 'proxy-b2',
+  B3: 'proxy-b3',
+  B3m: 'proxy-b3',
+  A: 'all-in-one',
+};
+
+export interface SaturationRow {
+  target: TargetName;
+  rounds: Array<{
+    rps: number;
+    requests: number;
+    errors: number;
+    usPerCall: Record<string, number>;
+    /** The system part of `usPerCall` (absent in runs from before it was measured). */
+    systemUsPerCall?: Record<string, number>;
+  }>;
+}
+
+export const median = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
+};
+
+export interface Result {
+  date: string;
+  machine: string;
+  method: {
+    trialSeconds: number;
+    rounds: number;
+    connections: number;
+    latencySeconds: number;
+    /** A latency trial that started fewer than this share of its calls was not repeated (absent: every trial ran twice). */
+    notRepeatedBelow?: number;
+  };
+  saturation: SaturationRow[];
+  /** The reference workload's CPU ms, once per round (absent in runs from before it). */
+  reference?: number[];
+  pinned: Record<string, number>;
+  /** How busy each pinned trial kept the hop's core and the rest (absent in runs from before it). */
+  pinnedBusy?: Record<string, CoresBusy>;
+  latency: LatencyTrial[];
+  redisCommandsPerCall: number;
+  completeness: { answered: number; recorded: number; ratio: number };
+  /** The control plane's limit check on one pinned core (absent in runs from before it). */
+  limits?: { rps: number; answered: number; errors: number; counted: number; busy?: CoresBusy };
+}
+
+/** Median over rounds of each process group's CPU µs per call. */
+export function cpuOf(row: SaturationRow): Record<string, number> {
+  const groups = new Set(row.rounds.flatMap((r) => Object.keys(r.usPerCall)));
+  return Object.fromEntries([...groups].map((g) => [g, median(row.rounds.map((r) => r.usPerCall[g] ?? 0))]));
+}
+
+const GROUPS: Array<[string, string]> = [
+  ['load generator', 'wrk'],
+  ['origin', 'origin'],
+  ['nginx', 'nginx'],
+  ['passthrough', 'bare hop BP'],
+  ['passthrough-net', 'bare hop BPn (net client)'],
+  ['proxy-b2', 'proxy B2'],
+  ['proxy-b3', 'proxy B3'],
+  ['all-in-one', 'all-in-one service'],
+  ['kafka', 'Kafka'],
+  ['control-plane', 'control plane + ingest + chdb'],
+  ['redis', 'Redis'],
+  ['postgres', 'PostgreSQL'],
+  ['bench', 'bench script'],
+  ['other', 'other'],
+];
+
+export function printCpu(saturation: SaturationRow[], log: (line: string) => void) {
+  for (const row of saturation) {
+    const cpu = cpuOf(row);
+    const group = PROXY_GROUP[row.target];
+    const system = median(row.rounds.map((r) => r.systemUsPerCall?.[group] ?? 0));
+    log(
+      `${row.target}: ${Math.round(median(row.rounds.map((r) => r.rps)))} calls/s; CPU µs/call ${GROUPS.filter(
+        ([g]) => (cpu[g] ?? 0) >= 0.5,
+      )
+        .map(
+          ([g, label]) =>
+            `${label} ${(cpu[g] ?? 0).toFixed(1)}${g === group ? ` (system ${system.toFixed(1)})` : ''}`,
+        )
+        .join(', ')}`,
+    );
+  }
+}
+
+export function writeResults(root: string, r: Result, log: (line: string) => void) {
+  writeFileSync(join(root, 'bench', 'results', 'proxy.json'), `${JSON.stringify(r, null, 2)}\n`);
+  writeFileSync(join(root, 'bench', 'results', 'proxy.svg'), plot(r));
+  writeFileSync(join(root, 'bench', 'results', 'proxy.md'), report(r));
+  log('written bench/results/proxy.{md,json,svg}');
+}
+
+/** Stacked bars: CPU µs per call of each target, by process. */
+function plot(r: Result): string {
+  const colors = [
+    '#bbb',
+    '#8da0cb',
+    '#66c2a5',
+    '#a6d854',
+    '#fc8d62',
+    '#e78ac3',
+    '#ffd92f',
+    '#e5c494',
+    '#b3b3b3',
+    '#1b9e77',
+    '#d95f02',
+    '#7570b3',
+    '#666',
+  ];
+  const rows = r.saturation.map((row) => ({ target: row.target, cpu: cpuOf(row) }));
+  const max = Math.max(...rows.map((row) => Object.values(row.cpu).reduce((a, b) => a + b, 0)), 1);
+  const width = 760;
+  const barH = 26;
+  const left = 60;
+  const scale = (width - left - 180) / max;
+  const parts: string[] = [];
+  rows.forEach((row, i) => {
+    let x = left;
+    const y = 30 + i * (barH + 10);
+    parts.push(`<text x="${left - 8}" y="${y + 18}" text-anchor="end" font-size="13">${row.target}</text>`);
+    GROUPS.forEach(([group], g) => {
+      const w = (row.cpu[group] ?? 0) * scale;
+      if (w <= 0) return;
+      parts.push(
+        `<rect x="${x.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${colors[g]}"/>`,
+      );
+      x += w;
+    });
+    const total = Object.values(row.cpu).reduce((a, b) => a + b, 0);
+    parts.push(`<text x="${(x + 6).toFixed(1)}" y="${y + 18}" font-size="12">${total.toFixed(0)} µs</text>`);
+  });
+  const legendY = 30 + rows.length * (barH + 10) + 10;
+  GROUPS.forEach(([, label], g) => {
+    const x = left + (g % 4) * 170;
+    const y = legendY + Math.floor(g / 4) * 18;
+    parts.push(
+      `<rect x="${x}" y="${y}" width="12" height="12" fill="${colors[g]}"/><text x="${x + 16}" y="${y + 11}" font-size="11">${label}</text>`,
+    );
+  });
+  const height = legendY + Math.ceil(GROUPS.length / 4) * 18 + 10;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif">
+<text x="${left}" y="18" font-size="14">CPU µs per call by process, wrk at saturation (${r.date.slice(0, 10)})</text>
+${parts.join('\n')}
+</svg>
+`;
+}
+
+function report(r: Result): string {
+  const row = (t: TargetName) => r.saturation.find((s) => s.target === t);
+  const cpu = (t: TargetName) => {
+    const s = row(t);
+    return s === undefined ? {} : cpuOf(s);
+  };
+  const own = (t: TargetName) => cpu(t)[PROXY_GROUP[t]] ?? Number.NaN;
+  const all = (t: TargetName) => Object.values(cpu(t)).reduce((a, b) => a + b, 0);
+  const best = (t: string, rate: number, pick: (x: LatencyTrial) => number) => {
+    const valid = r.latency.filter((x) => x.target === t && x.rate === rate && x.valid);
+    return valid.length === 0 ? Number.NaN : Math.min(...valid.map(pick));
+  };
+  const rates = [...new Set(r.latency.map((x) => x.rate))].sort((a, b) => a - b);
+  const fmt = (v: number, d = 1) => (Number.isNaN(v) ? 'invalid' : v.toFixed(d));
+  const fmtPart = (v: number) => (Number.isNaN(v) ? 'n/a' : v.toFixed(1));
+  const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
+  // A pair's ratio, round by round (its two trials ran back to back), then the median and spread.
+  const paired = (a: TargetName, b: TargetName) => {
+    const over = row(b)?.rounds ?? [];
+    const ratios = (row(a)?.rounds ?? [])
+      .map(
+        (x, i) =>
+          (x.usPerCall[PROXY_GROUP[a]] ?? Number.NaN) / (over[i]?.usPerCall[PROXY_GROUP[b]] ?? Number.NaN),
+      )
+      .filter(Number.isFinite);
+    return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+  };
+  const spread = (x: { min: number; max: number }, d = 2) => `${fmt(x.min, d)}–${fmt(x.max, d)}`;
+  // A: the all-in-one service's CPU per call (its one process) over nginx's.
+  const aN = paired('A', 'N');
+  const b3Bp = paired('B3', 'BP');
+  const aOverN = aN.median;
+  const b3OverBp = b3Bp.median;
+  // The hop's own CPU split, round by round then the median: system time (the kernel, on its
+  // behalf) and user time (its code, runtime and libraries).
+  const ownPart = (t: TargetName, part: 'system' | 'user') => {
+    const values = (row(t)?.rounds ?? []).flatMap((x) => {
+      const system = x.systemUsPerCall?.[PROXY_GROUP[t]];
+      if (system === undefined) return [];
+      return [part === 'system' ? system : (x.usPerCall[PROXY_GROUP[t]] ?? 0) - system];
+    });
+    return values.length === 0 ? Number.NaN : median(values);
+  };
+  const ownSpread = (t: TargetName) => {
+    const values = (row(t)?.rounds ?? []).map((x) => x.usPerCall[PROXY_GROUP[t]] ?? Number.NaN);
+    return values.length === 0 ? 'n/a' : spread({ min: Math.min(...values), max: Math.max(...values) }, 0);
+  };
+  const reference = r.reference ?? [];
+  // Something outside the stack (a compiler, an editor's indexer) that ran during a trial took
+  // cores from it: such trials are named, so a reader knows which figures it touched.
+  const disturbed = r.saturation.flatMap((s) =>
+    s.rounds.flatMap((x, i) =>
+      (x.usPerCall.other ?? 0) > 0.1 * (x.usPerCall[PROXY_GROUP[s.target]] ?? 0)
+        ? [`${s.target} round ${i + 1} (${fmt(x.usPerCall.other ?? 0)} µs/call)`]
+        : [],
+    ),
+  );
+  const noise =
+    reference.length === 0
+      ? 'not measured in this run.'
+      : `a fixed JavaScript workload (allocation, JSON, a map; no load running) on core 0 took ${reference
+          .map((v) => v.toFixed(0))
+          .join(
+            ', ',
+          )} ms, round by round (the slowest ${fmt(Math.max(...reference) / Math.min(...reference), 2)}× the fastest). The virtual machine's neighbours move memory-bound work by that much from one minute to the next, whatever runs here; a single trial can be off by as much, which is why no figure here comes from one trial.`;
+  const added = (rate: number, t: string, p: (x: LatencyTrial) => number) =>
+    best(t, rate, p) - best('B1', rate, p);
+  const latencyRows = rates
+    .map(
+      (rate) =>
+        `| ${rate}/s | ${['N', 'BP', 'B3']
+          .map(
+            (t) =>
+              `${fmt(
+                added(rate, t, (x) => x.p50),
+                3,
+              )} / ${fmt(
+                added(rate, t, (x) => x.p99),
+                3,
+              )} / ${fmt(
+                added(rate, t, (x) => x.p999),
+                3,
+              )}`,
+          )
+          .join(' | ')} | ${fmt(
+          best('B1', rate, (x) => x.p50),
+          3,
+        )} / ${fmt(
+          best('B1', rate, (x) => x.p99),
+          3,
+        )} |`,
+    )
+    .join('\n');
+  const light = rates[0] ?? 0;
+  const heavy = rates[1] ?? 0;
+  const cpuRows = GROUPS.filter(([g]) => r.saturation.some((s) => (cpuOf(s)[g] ?? 0) >= 0.05))
+    .map(([g, label]) => `| ${label} | ${r.saturation.map((s) => fmt(cpuOf(s)[g] ?? 0)).join(' | ')} |`)
+    .join('\n');
+  return `# Proxy benchmark (wrk and vegeta)
+
+Run ${r.date} on ${r.machine}. Everything (load generator, origin, nginx, proxies, control plane,
+Redis, Kafka, ClickHouse) shares this machine: the ratios, measured in one run, are what count.
+Method below the tables; the plot is [proxy.svg](proxy.svg).
+
+## Goals (issue 28)
+
+| measure | now | goal | |
+| --- | --- | --- | --- |
+| proxy process CPU per metered call (B3) | ${fmt(own('B3'))} µs | ≤ 60 µs | ${goal(own('B3') <= 60)} |
+| all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (rounds ${spread(aN)}; ${fmt(own('A'))} / ${fmt(own('N'))} µs) | ≤ 2.5 | ${goal(aOverN <= 2.5)} |
+| B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (rounds ${spread(b3Bp)}; ${fmt(own('B3'))} / ${fmt(own('BP'))} µs) | ≤ 1.10 | ${goal(b3OverBp <= 1.1)} |
+| metered calls/s, one proxy process pinned to one core (B3) | ${Math.round(r.pinned.B3 ?? 0)} | ≥ 20,000 | ${goal((r.pinned.B3 ?? 0) >= 20_000)} |
+| added p50 / p99 at ${heavy}/s (25% of B1's max), B3 − B1 | ${fmt(
+    added(heavy, 'B3', (x) => x.p50),
+    3,
+  )} / ${fmt(
+    added(heavy, 'B3', (x) => x.p99),
+    3,
+  )} ms | ≤ 0.2 / ≤ 1 ms | ${goal(added(heavy, 'B3', (x) => x.p50) <= 0.2 && added(heavy, 'B3', (x) => x.p99) <= 1)} |
+| added p50 / p99 at ${light}/s (25% of B3's own max), B3 − B1 | ${fmt(
+    added(light, 'B3', (x) => x.p50),
+    3,
+  )} / ${fmt(
+    added(light, 'B3', (x) => x.p99),
+    3,
+  )} ms | | |
+| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+| control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
+| completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
+
+## Maximum throughput and CPU per call, wrk at saturation
+
+Median of ${r.method.rounds} rounds of ${r.method.trialSeconds} s, ${r.method.connections} connections, every target in turn each round.
+Ratios (the goals above, B3m / B3 below) are taken round by round, between trials that ran back to
+back, then the median; "rounds" gives their spread.
+
+| | ${r.saturation.map((s) => s.target).join(' | ')} |
+| --- |${r.saturation.map(() => ' ---: |').join('')}
+| calls/s | ${r.saturation.map((s) => Math.round(median(s.rounds.map((x) => x.rps)))).join(' | ')} |
+| errors (non-2xx, socket) | ${r.saturation.map((s) => s.rounds.reduce((a, x) => a + x.errors, 0)).join(' | ')} |
+| **CPU µs per call, the hop's own process** | ${r.saturation.map((s) => `**${fmt(own(s.target))}**`).join(' | ')} |
+| the same, lowest–highest round | ${r.saturation.map((s) => ownSpread(s.target)).join(' | ')} |
+| of which system time (the kernel: socket calls) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'system'))).join(' | ')} |
+| of which user time (the hop's code and runtime) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'user'))).join(' | ')} |
+| CPU µs per call, every process | ${r.saturation.map((s) => fmt(all(s.target))).join(' | ')} |
+
+System time is the kernel's work on the process's behalf: for every hop nearly all of it the
+same four socket calls a call (read the request, write it to the origin, read the answer, write
+it to the client), where a write on loopback also delivers the bytes to the reader and wakes it.
+User time is the hop's own code, its runtime and libraries: metering and gating are user time.
+
+CPU µs per call by process (median over rounds):
+
+| process | ${r.saturation.map((s) => s.target).join(' | ')} |
+| --- |${r.saturation.map(() => ' ---: |').join('')}
+${cpuRows}
+
+Trials in which processes outside the stack ("other") took more than a tenth of the hop's own CPU:
+${disturbed.join(', ') || 'none'}.
+
+Targets: B1 the origin directly; N nginx \`proxy_pass\` with upstream keep-alive (1 worker); BP a
+bare uWebSockets.js + undici hop; BPn the same hop with a lean HTTP/1.1 keep-alive client over
+\`net\` in place of undici (\`bench/load/passthrough.ts\`, a prototype for the comparison); B2 the proxy with metering off; B3 the proxy, every call metered
+(Kafka → ingest → ClickHouse); B3m B3 with MCP 2026-07-28 calls; A the all-in-one service
+(\`npm start\`: proxy, control plane, ingest and chdb in one process, every call metered). B3's
+records are consumed by the control-plane process, A's in its own process: "every process" counts
+them. The services (B2, B3, A, the control plane) start as \`npm start\` starts them, with the V8
+flags of \`deploy/node-flags.ts\`; the bare hops BP and BPn with Node's defaults. B3m / B3 (the modern era's cost): ${fmt(paired('B3m', 'B3').median, 2)} (rounds ${spread(paired('B3m', 'B3'))}).
+
+## One core
+
+The hop's process alone on core 0 (all its threads); wrk, the origin and every other process of
+the stack on core 1; the best of two trials. "Busy" is CPU time per second of the trial: the hop's
+own core near 100% means the figure is what one core of it gives; short of that, something else
+held it back (core 1, where wrk and the origin run, near its whole core).
+
+| | ${Object.keys(r.pinned).join(' | ')} |
+| --- |${Object.keys(r.pinned)
+    .map(() => ' ---: |')
+    .join('')}
+| calls/s | ${Object.values(r.pinned)
+    .map((v) => Math.round(v))
+    .join(' | ')} |
+${
+  r.pinnedBusy === undefined
+    ? ''
+    : `| the hop's core busy | ${Object.keys(r.pinned)
+        .map((k) => (r.pinnedBusy?.[k] === undefined ? '' : percent(r.pinnedBusy[k].hop)))
+        .join(' | ')} |
+| everything else, in cores | ${Object.keys(r.pinned)
+        .map((k) => (r.pinnedBusy?.[k] === undefined ? '' : fmt(r.pinnedBusy[k].rest, 2)))
+        .join(' | ')} |
+`
+}
+The control plane's limit check (\`POST /v1/sdk/limits\`, one unit consumed per check, 32
+connections): the control-plane process (with ingest and chdb, as it runs here) alone on core 0,
+PostgreSQL, Redis, Kafka and wrk on core 1, after a 5 s warm-up; the best of two trials${r.limits?.busy === undefined ? '' : ` (the control plane's core ${percent(r.limits.busy.hop)} busy, everything else ${fmt(r.limits.busy.rest, 2)} of a core)`}. Exact:
+the units counted (read back once the pipeline stored the checks' records) against the checks
+wrk saw answered, the difference being checks in flight when wrk stopped.
+
+## Added latency over the origin (vegeta, open model)
+
+p50 / p99 / p99.9 in ms, the better of two ${r.method.latencySeconds} s trials at each rate, interleaved; a
+trial whose calls did not all start on time or did not all succeed is invalid and not used${
+    r.method.notRepeatedBelow === undefined
+      ? '.'
+      : `, and
+one that started fewer than ${Math.round(r.method.notRepeatedBelow * 100)}% of its calls on schedule is not repeated (the machine
+cannot carry that target at that rate).`
+  }
+
+| rate | N − B1 | BP − B1 | B3 − B1 | B1 p50 / p99 |
+| --- | --- | --- | --- | --- |
+${latencyRows}
+
+Invalid trials: ${
+    r.latency
+      .filter((x) => !x.valid)
+      .map(
+        (x) =>
+          `${x.target} @${x.rate}/s (${Math.round((x.achievedRate / x.rate) * 100)}% of the rate${x.success < 1 ? `, ${(x.success * 100).toFixed(1)}% succeeded` : ''})`,
+      )
+      .join(', ') || 'none'
+  }.
+
+B3's garbage-collection pauses during each of its trials (from its \`/metrics\`; every call in the
+process waits out a pause): ${
+    r.latency
+      .filter((x) => x.target === 'B3' && x.gc !== undefined)
+      .map((x) => {
+        const gc = x.gc as GcDuring;
+        return `${x.rate}/s: ${gc.minor} minor (${fmt(gc.minorMs, 0)} ms), ${gc.major} major (${fmt(gc.majorMs, 0)} ms), longest ${fmt(gc.longestMs, 1)} ms`;
+      })
+      .join('; ') || 'not read'
+  }.
+
+Where B3's time went in the same trials (its \`/metrics\` histograms: *own* from arrival to the
+origin request, *origin* from there to the end of the origin's answer, which includes the
+proxy's loop being busy when the answer arrives, *answer* from there to the end of the client's
+answer, the spool write included): requests over 1 ms in each span, and the histogram bucket
+the 99th percentile falls within.
+
+| rate | own: over 1 ms, p99 ≤ | origin: over 1 ms, p99 ≤ | answer: over 1 ms, p99 ≤ |
+| --- | --- | --- | --- |
+${
+  r.latency
+    .filter((x) => x.target === 'B3' && x.spans !== undefined)
+    .map((x) => {
+      const spans = x.spans as SpansDuring;
+      const cell = (span: Span) =>
+        `${spans[span].over1ms} of ${spans[span].count}, ${fmt(spans[span].p99AtMostMs, 2)} ms`;
+      return `| ${x.rate}/s${x.valid ? '' : ' (invalid)'} | ${cell('own')} | ${cell('origin')} | ${cell('answer')} |`;
+    })
+    .join('\n') || '| not read | | | |'
+}
+
+## Method
+
+- Load generators: wrk (Debian; 1 thread, closed model: each connection sends its next call when
+  the last is answered) for maximum throughput and CPU per call; vegeta (Go module
+  \`github.com/tsenart/vegeta/v12\`, built with \`go install\`; open model: calls start on
+  schedule whatever the target does) for latency. Both read the tool-neutral scenarios in
+  \`bench/scenarios/\` (\`bench/scenarios/README.md\` runs them by hand against a deployed proxy).
+- CPU: user + system time of every process from \`/proc\`, sampled around each trial (for B3, B3m
+  and A also after it, until the hop has published every record of the trial, which for A means
+  stored, and 2 s more while the consumer stores B3's), divided by the calls wrk counted. The load generator is counted through the bench's children.
+- Noise: everything shares two cores; rounds take every target in turn so drift reaches all alike,
+  compared targets side by side (nginx and A, BP and B3, B3 and B3m), every other round in reverse
+  order; medians over rounds, ratios round by round. A throughput figure is the machine's, not the
+  product's: read the ratios.
+- The machine's own noise: ${noise}
+- No timing is asserted in tests. \`npm run bench:proxy -- --cpu-only\` is the quick loop (one
+  round, printed, nothing written).
+`;
+}
