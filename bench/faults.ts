@@ -24,7 +24,7 @@
  * to 127.0.0.1, bounded in calls and time, and stops everything it started.
  */
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { failures } from './faults/load';
 import {
@@ -78,6 +78,7 @@ function report(rows: Row[]): void {
     ),
     '',
   ];
+  mkdirSync(args['results-dir'], { recursive: true });
   writeFileSync(join(args['results-dir'], 'faults.md'), lines.join('\n'));
   writeFileSync(join(args['results-dir'], 'faults.json'), `${JSON.stringify(rows, null, 2)}\n`);
   process.stdout.write(`${lines.join('\n')}\n`);
