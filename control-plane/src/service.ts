@@ -10,6 +10,7 @@ import { type App, buildApp, warmSchemas } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { apiDocsRoutes } from './modules/api-docs/routes';
 import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
@@ -293,6 +294,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     bodyLimitBytes: deps.config.bodyLimitBytes,
     providers,
     open: async (scope) => {
+      await scope.register(apiDocsRoutes());
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(hostedInvoiceRoutes(billing));
       await scope.register(jwksRoutes(tokens));

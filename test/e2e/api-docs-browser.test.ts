@@ -1,0 +1,75 @@
+import { freePort } from '@mcp-meter/contracts/kit';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser';
+import { startTestControlPlane, type TestControlPlane } from '../helpers/control-plane';
+
+interface OpenApi {
+  paths: Record<string, Record<string, { summary?: string; operationId?: string }>>;
+}
+
+const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
+
+/**
+ * The API reference at /docs (issue 60), opened in Chromium: Redoc, served from the service's
+ * own files, renders the service's /openapi.json with every operation in it, and the page loads
+ * nothing from anywhere else (its CSP would refuse it, and the browser would say so).
+ */
+describe('the API reference at /docs in a browser', () => {
+  let harness: TestControlPlane;
+  let baseUrl: string;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, publicUrl: baseUrl });
+    await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await harness?.close();
+  });
+
+  it('renders every operation of /openapi.json, loading nothing from elsewhere', async () => {
+    const spec = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as OpenApi;
+    const operations = Object.entries(spec.paths).flatMap(([path, methods]) =>
+      Object.keys(methods)
+        .filter((method) => METHODS.has(method))
+        .map((method) => ({ path, method })),
+    );
+    expect(operations.length).toBeGreaterThan(50);
+
+    const page = await browser.newPage();
+    // What reached another origin (a request the CSP refuses never leaves: it fails).
+    const foreign: string[] = [];
+    const problems: string[] = [];
+    const refused: string[] = [];
+    page.on('requestfinished', (request) => {
+      const url = request.url();
+      if (!url.startsWith(baseUrl) && !url.startsWith('data:') && !url.startsWith('blob:')) foreign.push(url);
+    });
+    page.on('console', (message) => {
+      if (message.type() !== 'error') return;
+      // Redoc's sidebar links its maker's logo from their CDN: the page's CSP refuses it.
+      if (message.text().includes('Content Security Policy')) refused.push(message.text());
+      else problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+    const answer = await page.goto(`${baseUrl}/docs`);
+    expect(answer?.status()).toBe(200);
+    expect(answer?.headers()['content-security-policy']).toContain("script-src 'self'");
+    // Redoc has rendered the document once the API's title is on the page.
+    await page.getByText('MCP Meter API', { exact: false }).first().waitFor({ timeout: 60_000 });
+    // Every operation is in the page: Redoc shows each one's method and path.
+    const text = await page.locator('body').innerText();
+    const missing = operations.filter(({ path }) => !text.includes(path));
+    expect(missing).toEqual([]);
+    expect(foreign).toEqual([]);
+    expect(problems).toEqual([]);
+    for (const message of refused) expect(message).toContain('https://cdn.redoc.ly/redoc/logo-mini.svg');
+    await page.close();
+  });
+});
