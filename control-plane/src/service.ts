@@ -292,6 +292,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
+    publicUrl: deps.config.publicUrl,
     providers,
     open: async (scope) => {
       await scope.register(apiDocsRoutes());

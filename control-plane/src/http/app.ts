@@ -16,6 +16,7 @@ import { DomainError, ValidationError } from '../errors';
 import type { ProviderService } from '../modules/providers/service';
 import type { AuthContext } from '../tenancy';
 import { installErrorHandling } from './error-handler';
+import { OPERATION_IDS } from './operation-ids';
 import { RequestLogger } from './request-logger';
 
 export type App = FastifyInstance<
@@ -222,6 +223,8 @@ export interface AppOptions {
   authenticated: (scope: App) => Promise<void>;
   /** Routes open to anyone (health). */
   open?: (scope: App) => Promise<void>;
+  /** Where the API is reached from outside (PUBLIC_URL): the OpenAPI document's server. */
+  publicUrl?: string | undefined;
 }
 
 export async function buildApp(options: AppOptions): Promise<App> {
@@ -259,10 +262,26 @@ export async function buildApp(options: AppOptions): Promise<App> {
         version: '1.0',
         description: 'Products, plans, usage metering and billing for MCP servers, APIs and software.',
       },
+      // The document is served by the API itself: without a public URL, its own location.
+      servers: [{ url: options.publicUrl ?? '/', description: 'This service' }],
       components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'A secret key (sk_test_… or sk_sandbox_… for the sandbox, sk_live_… for live); it decides the environment',
+          },
+        },
       },
       security: [{ bearerAuth: [] }],
+    },
+    // Every operation carries its stable operationId (operation-ids.ts).
+    transform: ({ schema, url, route }) => {
+      const method = Array.isArray(route.method) ? route.method[0] : route.method;
+      const operationId = OPERATION_IDS[`${method} ${url}`];
+      if (schema === undefined || operationId === undefined) return { schema, url };
+      return { schema: { ...schema, operationId } as typeof schema, url };
     },
   });
 
