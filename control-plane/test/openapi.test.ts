@@ -10,6 +10,10 @@ import { OPERATION_IDS } from '../src/http/operation-ids';
 
 interface Operation {
   operationId?: string;
+  responses?: Record<
+    string,
+    { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
+  >;
 }
 interface Document {
   servers?: Array<{ url: string }>;
@@ -65,6 +69,30 @@ describe('the OpenAPI document', () => {
     // Every name in the table is in use: a route removed takes its name with it.
     expect([...Object.values(OPERATION_IDS)].sort()).toEqual([...ids].sort());
     expect(spec.servers?.length).toBeGreaterThan(0);
+  });
+
+  it('declares problems as application/problem+json, as they are sent, and 503 where a dependency is behind', () => {
+    const asJson: string[] = [];
+    let problems = 0;
+    let unavailable = 0;
+    for (const [path, methods] of Object.entries(spec.paths))
+      for (const [method, operation] of Object.entries(methods)) {
+        if (!METHODS.has(method)) continue;
+        const responses = operation.responses ?? {};
+        for (const [status, response] of Object.entries(responses)) {
+          if (Number(status) < 400) continue;
+          const properties = response.content?.['application/json']?.schema?.properties ?? {};
+          if ('code' in properties && 'title' in properties) asJson.push(`${method} ${path} ${status}`);
+          if (response.content?.['application/problem+json'] !== undefined) problems++;
+        }
+        if (responses['401']?.content?.['application/problem+json'] !== undefined) {
+          expect(responses['503']?.content?.['application/problem+json'], `${method} ${path}`).toBeDefined();
+          unavailable++;
+        }
+      }
+    expect(asJson).toEqual([]);
+    expect(problems).toBeGreaterThan(200);
+    expect(unavailable).toBeGreaterThan(80);
   });
 
   it("passes Redocly's recommended rules, with no error and no warning but the exempt ones", async () => {

@@ -18,6 +18,7 @@ import type { AuthContext } from '../tenancy';
 import { installErrorHandling } from './error-handler';
 import { OPERATION_IDS } from './operation-ids';
 import { RequestLogger } from './request-logger';
+import { Problem } from './schemas';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -215,6 +216,28 @@ function parseJsonWithinDepth(app: FastifyInstance): void {
   });
 }
 
+/** An error answer as the service sends it: an RFC 9457 problem, `application/problem+json`. */
+const PROBLEM_RESPONSE = {
+  description: 'An RFC 9457 problem; `code` says which, machine-readably',
+  content: { 'application/problem+json': { schema: Problem } },
+};
+
+/**
+ * A route's responses as the OpenAPI document shows them: its problems under the media type they
+ * are sent with, and, for a route that answers problems at all (it needs the database, the cache
+ * or the bus behind it), the 503 any such call can answer while one of those is away.
+ */
+function documentedResponses(response: unknown): unknown {
+  if (response === null || typeof response !== 'object') return response;
+  const entries = Object.entries(response as Record<string, unknown>);
+  if (!entries.some(([, schema]) => schema === Problem)) return response;
+  const documented = Object.fromEntries(
+    entries.map(([status, schema]) => [status, schema === Problem ? PROBLEM_RESPONSE : schema]),
+  );
+  documented['503'] ??= PROBLEM_RESPONSE;
+  return documented;
+}
+
 export interface AppOptions {
   logger: Logger;
   bodyLimitBytes: number;
@@ -281,7 +304,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       const operationId = OPERATION_IDS[`${method} ${url}`];
       if (schema === undefined || operationId === undefined) return { schema, url };
-      return { schema: { ...schema, operationId } as typeof schema, url };
+      return {
+        schema: { ...schema, operationId, response: documentedResponses(schema.response) } as typeof schema,
+        url,
+      };
     },
   });
 
