@@ -5,7 +5,7 @@
  * process never loads Fastify or PostgreSQL code, and each starts sooner.
  */
 
-import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { ConfigError, createLogger, readEnv, writeServiceUrls } from '@mcp-meter/contracts/kit';
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
@@ -61,6 +61,8 @@ async function main(): Promise<void> {
   const { services, controlPlane: cp, proxy: proxyConfig } = config;
   const logger = createLogger({ level: cp.logLevel, name: [...services].join('+') });
   const closers: Array<[string, () => Promise<void>]> = [];
+  let controlPlaneUrl: string | undefined;
+  let proxyUrl: string | undefined;
   // Loaded while the connections below are made.
   const controlPlaneModule = services.has('control-plane') ? import('@mcp-meter/control-plane') : undefined;
   const proxyModule = services.has('proxy') ? import('@mcp-meter/proxy') : undefined;
@@ -156,7 +158,8 @@ async function main(): Promise<void> {
     // In one process the proxy talks to this control plane where it really listens (PORT=0 too).
     if (process.env.CONTROL_PLANE_URL === undefined) proxyConfig.controlPlaneUrl = server.url;
     logger.info(`control plane listening on ${server.url}`);
-    process.stdout.write(`Control plane: ${server.url}  (API docs: ${server.url}/openapi.json)\n`);
+    process.stdout.write(`Control plane: ${server.url}  (API docs: ${server.url}/docs)\n`);
+    controlPlaneUrl = server.url;
   }
 
   if (proxyModule !== undefined) {
@@ -171,6 +174,15 @@ async function main(): Promise<void> {
     closers.push(['proxy', () => proxy.close()]);
     logger.info(`proxy listening on ${proxy.url}`);
     process.stdout.write(`MCP proxy:     ${proxy.url}  (servers at ${proxy.url}/mcp/<subdomain>)\n`);
+    proxyUrl = proxy.url;
+  }
+  // For the admin CLI run beside this service: the issuer its tokens need, and where it answers.
+  if (controlPlaneUrl !== undefined) {
+    try {
+      writeServiceUrls(cp.dataDir, { publicUrl: cp.publicUrl, controlPlaneUrl, proxyUrl });
+    } catch (error) {
+      logger.warn({ err: error, dataDir: cp.dataDir }, 'service URLs not recorded for the admin CLI');
+    }
   }
   logger.info({ services: [...services], bus: bus.kind, dataDir: cp.dataDir }, 'ready');
 

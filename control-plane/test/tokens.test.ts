@@ -72,7 +72,7 @@ describe('customer access tokens', () => {
     expect(await verifyAccessToken('a.b', jwks.keys, now)).toEqual({ ok: false, reason: 'malformed token' });
     expect(await verifyAccessToken(accessToken, jwks.keys, now, 'https://elsewhere.example')).toEqual({
       ok: false,
-      reason: 'wrong issuer',
+      reason: 'wrong issuer: tokens here are issued by https://elsewhere.example',
     });
     // Shapes a hand-written parser tripped on: a JSON null header, empty and non-JSON parts.
     for (const bad of [

@@ -108,6 +108,24 @@ describe('npm start: the whole service in one process on embedded defaults', () 
       ok: true,
       claims: { sub: customer.body.reference, prv: provider.id },
     });
+    // Run beside the service without its port (issue 60): the CLI reads where the service on this
+    // data directory answers, so its token carries the issuer the service checks, not the default.
+    const { PORT: _port, ...withoutPort } = env;
+    const beside = await runAdmin<{ accessToken: string }>(
+      ['token', 'create', '--key', provider.sandboxKey, '--customer', 'cli-user'],
+      withoutPort,
+    );
+    expect(
+      await verifyAccessToken(beside.accessToken, jwks.keys, Math.floor(Date.now() / 1000), baseUrl),
+    ).toMatchObject({ ok: true });
+    expect(
+      await verifyAccessToken(
+        token.accessToken,
+        jwks.keys,
+        Math.floor(Date.now() / 1000),
+        'http://127.0.0.1:8080',
+      ),
+    ).toEqual({ ok: false, reason: 'wrong issuer: tokens here are issued by http://127.0.0.1:8080' });
   });
 
   it('flushes usage accepted just before SIGTERM and keeps every total across a restart', async () => {

@@ -18,3 +18,4 @@ export {
   UnsafeUrlError,
 } from './outbound';
 export { sameSecret } from './secrets';
+export { readServiceUrls, type ServiceUrls, writeServiceUrls } from './service-urls';

@@ -15,14 +15,16 @@ const keySetOf = (keys: readonly JsonWebKey[]) => {
   return set;
 };
 
-const reasonOf = (error: unknown): string => {
+const reasonOf = (error: unknown, issuer?: string): string => {
   if (error instanceof errors.JWKSNoMatchingKey) return 'unknown signing key';
   if (error instanceof errors.JWTExpired) return 'token expired';
   if (error instanceof errors.JOSEAlgNotAllowed) return 'unsupported algorithm';
   if (error instanceof errors.JWSSignatureVerificationFailed) return 'bad signature';
   if (error instanceof errors.JWTClaimValidationFailed) {
     if (error.claim === 'aud') return 'wrong audience';
-    if (error.claim === 'iss') return 'wrong issuer';
+    // Named, so a token minted for another address (a CLI that did not know the port) says which.
+    if (error.claim === 'iss')
+      return issuer === undefined ? 'wrong issuer' : `wrong issuer: tokens here are issued by ${issuer}`;
     if (error.claim === 'iat' || error.claim === 'nbf') return 'token issued in the future';
     return 'missing claims';
   }
@@ -71,6 +73,6 @@ export async function verifyAccessToken(
     }
     return { ok: true, claims: claims as AccessTokenClaims };
   } catch (error) {
-    return { ok: false, reason: reasonOf(error) };
+    return { ok: false, reason: reasonOf(error, issuer) };
   }
 }

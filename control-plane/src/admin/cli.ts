@@ -4,7 +4,7 @@
  * whether `npm start` is running on it or not.
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, createLogger, readEnv } from '@mcp-meter/contracts/kit';
+import { ConfigError, createLogger, readEnv, readServiceUrls } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { readDataDir } from '@mcp-meter/contracts/usage';
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
@@ -71,8 +71,11 @@ async function run(argv: string[]): Promise<unknown> {
     // Signing keys are sealed with it: the same key as the control plane's.
     secretKey: readSecretKey(env, dataDir),
     databaseUrl: env.url('DATABASE_URL', ['postgres', 'postgresql']),
+    // The issuer of the tokens it mints: PUBLIC_URL, else the port given, else what the service
+    // running on this data directory recorded, else the default port.
     publicUrl: (
       env.url('PUBLIC_URL', ['http', 'https']) ??
+      (process.env.PORT === undefined ? readServiceUrls(dataDir)?.publicUrl : undefined) ??
       `http://127.0.0.1:${env.int('PORT', 8080, { min: 0, max: 65535 })}`
     ).replace(/\/$/, ''),
     stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(
