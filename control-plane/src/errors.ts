@@ -8,6 +8,8 @@ export const ERROR_STATUS = {
   // A JSON body nested deeper than MAX_JSON_DEPTH (64) levels.
   too_deep: 400,
   invalid_request: 400,
+  // A request Node's HTTP parser could not read (a byte no request line or header may hold).
+  malformed_request: 400,
   idempotency_key_required: 400,
   invalid_authorization_request: 400,
   // A processor's event whose signature does not verify with the connected signing secret.
@@ -41,6 +43,7 @@ export const ERROR_STATUS = {
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   conflict: 409,
   reference_taken: 409,
   subdomain_taken: 409,
@@ -70,6 +73,7 @@ export const ERROR_STATUS = {
   too_many_records: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
+  headers_too_large: 431,
   rate_limited: 429,
   too_many_attempts: 429,
   // The provider's origin could not be read: a problem with what they registered, not with us.

@@ -1,5 +1,7 @@
+import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { rawExchange } from '../../test/helpers/raw-http';
 import { nulPath } from '../src/http/app';
 
 /**
@@ -102,5 +104,28 @@ describe('hostile input', () => {
       successUrl: 'https://',
     });
     expect(session.statusCode).toBe(400);
+  });
+
+  it('answers requests HTTP cannot read with problem+json too, naming what to fix', async () => {
+    // Issue 60: `pur_…` pasted from the docs into a URL as it is (an unencoded UTF-8 ellipsis) got
+    // Fastify's bare {"error":"Bad Request","message":"Client Error"} from Node's parser.
+    const port = await freePort();
+    await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+    const raw = (head: string) => rawExchange(port, Buffer.concat([Buffer.from(head, 'utf8')]));
+    const unencoded = await raw(
+      `GET /v1/sdk/invoices/upcoming?purchaseRef=pur_\u2026 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`,
+    );
+    const tooLarge = await raw(
+      `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(64 * 1024)}\r\n\r\n`,
+    );
+    for (const [answer, status, code] of [
+      [unencoded, 400, 'malformed_request'],
+      [tooLarge, 431, 'headers_too_large'],
+    ] as const) {
+      expect(answer.status).toBe(status);
+      expect(answer.head).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+      expect(JSON.parse(answer.body)).toMatchObject({ status, code });
+    }
+    expect(JSON.parse(unencoded.body).detail).toContain('percent-encode');
   });
 });

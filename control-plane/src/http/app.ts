@@ -15,7 +15,7 @@ import Fastify, {
 import { DomainError, ValidationError } from '../errors';
 import type { ProviderService } from '../modules/providers/service';
 import type { AuthContext } from '../tenancy';
-import { installErrorHandling } from './error-handler';
+import { clientErrorAnswer, installErrorHandling } from './error-handler';
 import { OPERATION_IDS } from './operation-ids';
 import { RequestLogger } from './request-logger';
 import { Problem } from './schemas';
@@ -256,6 +256,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     loggerInstance: options.logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
     requestIdHeader: 'x-request-id',
+    clientErrorHandler: clientErrorAnswer,
     childLoggerFactory: RequestLogger.factory,
     schemaController: {
       compilersFactory: {

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   DomainError,
@@ -15,11 +16,13 @@ const TITLES: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -138,4 +141,37 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, 'route_not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
   );
+}
+
+/**
+ * The answer to a request Node's HTTP server could not read, before Fastify sees it (a byte no
+ * request line may hold, headers past the size limit, a request that never finished): the same
+ * problem+json as every other error, where Fastify's default wrote its own bare JSON. The
+ * connection is closed after it, as Node does.
+ */
+export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex): void {
+  // A reset connection is gone: there is no one to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, detail]: [ErrorCode, string] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? ['request_timeout', 'The request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['headers_too_large', 'The request headers are larger than this service takes']
+        : [
+            'malformed_request',
+            'The request could not be read as HTTP/1.1 (percent-encode what is not ASCII)',
+          ];
+  const status = ERROR_STATUS[code];
+  const body = JSON.stringify({
+    type: `https://docs.mcp-meter.dev/errors/${code}`,
+    title: TITLES[status] ?? 'Error',
+    status,
+    detail,
+    code,
+  });
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${TITLES[status] ?? 'Error'}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(error);
 }
