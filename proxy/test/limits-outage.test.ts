@@ -29,7 +29,7 @@ const CUSTOMER = 'cus_outage';
 
 /**
  * The proxy's limit check when its counter store is unreachable, and its paywall when the
- * control plane is: each policy documented in the README, on a real origin.
+ * control plane is: each policy documented in docs/operations.md, on a real origin.
  */
 describe('proxy limits when Redis or the control plane is unreachable', () => {
   let origin: McpOrigin;
