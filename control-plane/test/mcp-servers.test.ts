@@ -214,6 +214,7 @@ describe('MCP server registry', () => {
 
   it('refuses origin URLs at internal addresses or privileged ports, and never echoes what an origin answered', async () => {
     const { call, product } = await seller('Guarded');
+    let internal = 0;
     for (const url of [
       'http://169.254.169.254/latest/meta-data',
       'http://10.0.0.5/mcp',
@@ -232,7 +233,13 @@ describe('MCP server registry', () => {
       });
       expect({ url, status: refused.status }).toEqual({ url, status: 400 });
       expect(refused.body.code).toBe('validation_failed');
+      // An internal address says which setting a private deployment would change (issue 60).
+      if (/internal address/.test(JSON.stringify(refused.body))) {
+        expect(JSON.stringify(refused.body)).toContain('OUTBOUND_ALLOWED_HOSTS');
+        internal++;
+      }
     }
+    expect(internal).toBeGreaterThanOrEqual(6);
     const kept = await call('POST', '/v1/ui/mcp-servers', {
       name: unique(),
       url: 'http://127.0.0.1:3000/mcp',

@@ -35,6 +35,9 @@ export function isAllowedPort(port: number): boolean {
   return port === 80 || port === 443 || (port >= 1024 && port <= 65535);
 }
 
+/** What a refusal says an operator can do about it: the setting that lets a host through. */
+const ALLOW_HINT = ' (an operator can allow a host of a private deployment with OUTBOUND_ALLOWED_HOSTS)';
+
 /** OUTBOUND_ALLOWED_HOSTS: host names or addresses the SSRF guard lets through. */
 export function readOutboundAllowedHosts(env: EnvReader): string[] {
   return env.list('OUTBOUND_ALLOWED_HOSTS').map((h) => h.toLowerCase());
@@ -67,13 +70,15 @@ export class OutboundGuard {
     if (this.allows(host)) return undefined;
     const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
     if (!isAllowedPort(port)) return `must use port 80, 443 or 1024-65535, not ${port}`;
-    if (isIP(host) !== 0) return isInternalAddress(host) ? 'points at an internal address' : undefined;
+    if (isIP(host) !== 0)
+      return isInternalAddress(host) ? `points at an internal address${ALLOW_HINT}` : undefined;
     try {
       const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
         dnsLookup(host, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
       );
       if (addresses.length === 0) return 'does not resolve';
-      if (addresses.some((a) => isInternalAddress(a.address))) return 'resolves to an internal address';
+      if (addresses.some((a) => isInternalAddress(a.address)))
+        return `resolves to an internal address${ALLOW_HINT}`;
       return undefined;
     } catch {
       return 'does not resolve';
