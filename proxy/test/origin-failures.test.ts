@@ -70,6 +70,24 @@ describe('calls the origin never read', () => {
     );
     return client;
   };
+  /** One tools/call as a plain HTTP POST with the customer's token (no MCP session). */
+  const toolCall = (
+    url: string,
+    id: number,
+    name: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ) =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${issuer.token}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+      signal,
+    });
   const recordsOf = (subdomain: string) => records.filter((r) => r.properties.server === `mcp_${subdomain}`);
 
   beforeAll(async () => {
@@ -150,20 +168,7 @@ describe('calls the origin never read', () => {
     const DEAD = 20;
     const bodies = await Promise.all(
       Array.from({ length: DEAD }, async (_, i) => {
-        const answer = await fetch(`${proxy.url}/mcp/down`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${issuer.token}`,
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: i,
-            method: 'tools/call',
-            params: { name: 'add', arguments: { a: 1, b: i } },
-          }),
-        });
+        const answer = await toolCall(`${proxy.url}/mcp/down`, i, 'add', { a: 1, b: i });
         return (await answer.json()) as { error?: { message: string }; result?: { isError?: boolean } };
       }),
     );
@@ -238,21 +243,7 @@ describe('calls the origin never read', () => {
       await register('queued', origin.url, LIMIT);
       await seed('queued');
       const call = (id: number, name: string, args: Record<string, unknown>, signal?: AbortSignal) =>
-        fetch(`${narrow.url}/mcp/queued`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${issuer.token}`,
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-          },
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id,
-            method: 'tools/call',
-            params: { name, arguments: args },
-          }),
-          signal,
-        }).then(
+        toolCall(`${narrow.url}/mcp/queued`, id, name, args, signal).then(
           async (answer) => (await answer.json()) as { result?: { isError?: boolean; content: unknown } },
         );
       const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
