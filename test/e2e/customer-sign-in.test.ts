@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,15 +15,14 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { apiClient } from '../helpers/api';
 import { launchChromium } from '../helpers/browser';
 import { conformanceRunner, failures, readResults } from '../helpers/conformance';
-import { type ProviderKeys, suffix } from '../helpers/flows';
+import { suffix } from '../helpers/flows';
 import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, sharedStackEnv, spawnSplitStack } from '../helpers/processes';
 import { pythonWith } from '../helpers/python';
+import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 const PASSWORD = 'a long enough password';
 
@@ -81,14 +80,11 @@ const claimsOf = (token: string) =>
  */
 describe('customer sign-in through the proxy, with the MCP SDK client and a browser', () => {
   const infra = inject('infra');
-  let dir: string;
-  let services: Service[] = [];
+  let stack: SplitStack;
   let baseUrl: string;
   let proxyPort: number;
   let origin: McpOrigin;
-  let provider: ProviderKeys;
-  let api: ReturnType<typeof apiClient>;
-  let live: ReturnType<typeof apiClient>;
+  let api: Seller['api'];
   let serverA: { subdomain: string; mcpProxyUrl: string };
   let serverB: { subdomain: string; mcpProxyUrl: string };
   let liveServer: { subdomain: string; mcpProxyUrl: string };
@@ -102,67 +98,33 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
     // The Python MCP SDK, the second client nobody here wrote (installed once per machine).
     python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
     mailbox = await startMailbox();
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-signin-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    const env = sharedStackEnv({
+    stack = await startSplitStack({
       name: 'signin',
       infra,
-      dir,
-      port,
-      extra: {
-        SECRET_KEY: 'cd'.repeat(32),
-        PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
+      secretKey: 'cd'.repeat(32),
+      extra: ({ proxyUrl }) => ({
+        PROXY_PUBLIC_URL: proxyUrl,
         SMTP_URL: mailbox.url,
         MAIL_FROM: 'Sign-in Tools <no-reply@example.com>',
-      },
+      }),
     });
-    const stack = spawnSplitStack({
-      env,
-      logDir: dir,
-      proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill') }],
-    });
-    services = stack.services;
+    ({ baseUrl, proxyPort } = stack);
     await stack.ready;
 
     origin = await startMcpOrigin();
-    provider = await runAdmin<ProviderKeys>(['provider', 'create', '--name', 'Sign-in Tools'], env);
-    api = apiClient(baseUrl, provider.sandboxKey);
-    live = apiClient(baseUrl, provider.liveKey);
-    const register = async (client: typeof api, name: string) => {
-      const product = (await client<{ id: string }>('POST', '/v1/ui/products', { name })).body;
-      const free = await client<{ id: string }>('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Free',
-        type: 'recurring',
-        billingCycle: 'monthly',
-        currency: 'usd',
-        price: 0,
-        limit: 2,
-        default: true,
-      });
-      expect(free.status).toBe(201);
-      await client('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Pro',
-        type: 'recurring',
-        billingCycle: 'monthly',
-        currency: 'usd',
-        price: 900,
-        limit: 1000,
-      });
-      const server = await client<{ subdomain: string; mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
-        name: `${name}-${suffix()}`,
-        url: origin.url,
-        productId: product.id,
-        defaultPlanId: free.body.id,
-      });
-      expect(server.status).toBe(201);
-      return server.body;
-    };
-    serverA = await register(api, 'Calculator');
-    serverB = await register(api, 'Other');
-    liveServer = await register(live, 'Live calculator');
+    // Two sandbox products and a live one of one provider, each free by default with a paid plan.
+    const plans = [
+      { name: 'Free', price: 0, limit: 2, default: true },
+      { name: 'Pro', price: 900, limit: 1000 },
+    ];
+    const calculator = await startSeller(stack, { provider: 'Sign-in Tools', product: 'Calculator', plans });
+    api = calculator.api;
+    const { provider } = calculator;
+    const other = await startSeller(stack, { provider, product: 'Other', plans });
+    const live = await startSeller(stack, { provider, product: 'Live calculator', plans, mode: 'live' });
+    serverA = await calculator.register(origin.url, { defaultPlan: 'Free' });
+    serverB = await other.register(origin.url, { defaultPlan: 'Free' });
+    liveServer = await live.register(origin.url, { defaultPlan: 'Free' });
     expect(serverA.mcpProxyUrl).toBe(`http://127.0.0.1:${proxyPort}/mcp/${serverA.subdomain}`);
 
     // Where the authorization response lands: the host application's loopback listener.
@@ -179,10 +141,9 @@ describe('customer sign-in through the proxy, with the MCP SDK client and a brow
   afterAll(async () => {
     await browser?.close();
     receiver?.close();
-    await Promise.all(services.map((s) => s.stop()));
+    await stack?.stop();
     await origin?.close();
     await mailbox?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   /**

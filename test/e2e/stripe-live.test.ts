@@ -16,6 +16,7 @@ import {
   type TestControlPlane,
 } from '../helpers/control-plane';
 import { startMcpOrigin } from '../helpers/mcp-origin';
+import { sell } from '../helpers/seller';
 import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
 
 /**
@@ -86,22 +87,13 @@ describe('a live purchase billed through Stripe from proxied tool calls', () => 
         })
       ).status,
     ).toBe(200);
-    const product = (await live('POST', '/v1/ui/products', { name: 'Weather' })).body;
-    const plan = (
-      await live('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Metered',
-        type: 'hybrid',
-        basePrice: 1000,
-        unitAmount: 5,
-      })
-    ).body;
-    expect(plan.id).toMatch(/^pln_/);
-    const server = await live('POST', '/v1/ui/mcp-servers', {
-      name: 'weather',
-      url: origin.url,
-      productId: product.id,
+    const weather = await sell(live, {
+      product: 'Weather',
+      plans: [{ name: 'Metered', type: 'hybrid', basePrice: 1000, unitAmount: 5 }],
     });
-    expect(server.status).toBe(201);
+    const plan = { id: weather.plans.Metered as string };
+    expect(plan.id).toMatch(/^pln_/);
+    const server = await weather.register(origin.url, { name: 'weather' });
     const customer = (await live('POST', '/v1/sdk/customers', { externalRef: 'ada' })).body
       .reference as string;
 
@@ -153,7 +145,7 @@ describe('a live purchase billed through Stripe from proxied tool calls', () => 
     const token = (await live('POST', `/v1/sdk/customers/${customer}/tokens`, {})).body.accessToken as string;
     const client = new Client({ name: 'stripe-live', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp/${server.body.subdomain}`), {
+      new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp/${server.subdomain}`), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );

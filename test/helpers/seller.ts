@@ -36,6 +36,8 @@ export async function startSplitStack(options: {
   /** Give the control plane its own URL as PUBLIC_URL (checkout and sign-in links). */
   publicUrl?: boolean;
   logLevel?: string;
+  /** More of the control plane's settings, given the stack's URLs (mail, the proxy's public URL). */
+  extra?: (urls: { baseUrl: string; proxyUrl: string }) => NodeJS.ProcessEnv;
   proxy?: NodeJS.ProcessEnv;
 }): Promise<SplitStack> {
   const dir = mkdtempSync(join(tmpdir(), `mcpmeter-${options.name}-`));
@@ -43,13 +45,18 @@ export async function startSplitStack(options: {
   const port = await freePort();
   const proxyPort = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
+  const proxyUrl = `http://127.0.0.1:${proxyPort}`;
   const env = sharedStackEnv({
     name: options.name,
     infra: options.infra,
     dir,
     port,
     ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
-    extra: { SECRET_KEY: options.secretKey, ...(options.publicUrl === true ? { PUBLIC_URL: baseUrl } : {}) },
+    extra: {
+      SECRET_KEY: options.secretKey,
+      ...(options.publicUrl === true ? { PUBLIC_URL: baseUrl } : {}),
+      ...options.extra?.({ baseUrl, proxyUrl }),
+    },
   });
   const stack = spawnSplitStack({
     env,
@@ -61,7 +68,7 @@ export async function startSplitStack(options: {
     env,
     baseUrl,
     proxyPort,
-    proxyUrl: `http://127.0.0.1:${proxyPort}`,
+    proxyUrl,
     services: stack.services,
     ready: stack.ready,
     async stop() {
@@ -74,10 +81,15 @@ export async function startSplitStack(options: {
 /** A plan as the seller asks for it: recurring, monthly, in dollars unless it says otherwise. */
 export type PlanBody = Record<string, unknown> & { name: string };
 
-export interface Seller {
-  provider: ProviderKeys;
-  /** The provider's sandbox API. */
-  api: ReturnType<typeof apiClient>;
+/** Any client of the control plane's API: over HTTP (`apiClient`) or in process (`injectClient`). */
+export type SellerApi = (
+  method: 'POST',
+  path: string,
+  body: unknown,
+) => Promise<{ status: number; body: unknown }>;
+
+/** One product on sale: its plans' ids by name, and MCP servers registered in front of origins. */
+export interface Catalog {
   productId: string;
   /** The plans' ids, by name. */
   plans: Record<string, string>;
@@ -88,44 +100,66 @@ export interface Seller {
   ): Promise<{ subdomain: string; mcpProxyUrl: string }>;
 }
 
-/** A provider created with the admin CLI, selling one product with `plans`. */
+export interface Seller extends Catalog {
+  provider: ProviderKeys;
+  /** The provider's API in the seller's mode (sandbox unless asked for live). */
+  api: ReturnType<typeof apiClient>;
+}
+
+/**
+ * A provider selling one product with `plans`: a new provider created with the admin CLI when
+ * given a name, or another product of one already made. Sandbox unless `mode` says live.
+ */
 export async function startSeller(
   stack: Pick<SplitStack, 'env' | 'baseUrl'>,
-  options: { provider: string; product: string; plans: PlanBody[] },
+  options: { provider: string | ProviderKeys; product: string; plans: PlanBody[]; mode?: 'sandbox' | 'live' },
 ): Promise<Seller> {
-  const provider = await runAdmin<ProviderKeys>(
-    ['provider', 'create', '--name', options.provider],
-    stack.env,
-  );
-  const api = apiClient(stack.baseUrl, provider.sandboxKey);
-  const product = await api<{ id: string }>('POST', '/v1/ui/products', { name: options.product });
-  expect(product.status).toBe(201);
+  const provider =
+    typeof options.provider === 'string'
+      ? await runAdmin<ProviderKeys>(['provider', 'create', '--name', options.provider], stack.env)
+      : options.provider;
+  const api = apiClient(stack.baseUrl, options.mode === 'live' ? provider.liveKey : provider.sandboxKey);
+  return { provider, api, ...(await sell(api, options)) };
+}
+
+/** Puts one product with `plans` on sale through `api`, a provider's key in one mode. */
+export async function sell(
+  api: SellerApi,
+  options: { product: string; plans: PlanBody[] },
+): Promise<Catalog> {
+  const created = async (path: string, body: unknown, what: string) => {
+    const answer = await api('POST', path, body);
+    expect(answer.status, what).toBe(201);
+    return answer.body as Record<string, unknown>;
+  };
+  const productId = (await created('/v1/ui/products', { name: options.product }, 'product')).id as string;
   const plans: Record<string, string> = {};
   for (const body of options.plans) {
-    const plan = await api<{ id: string }>('POST', `/v1/ui/products/${product.body.id}/plans`, {
-      currency: 'usd',
-      type: 'recurring',
-      billingCycle: 'monthly',
-      ...body,
-    });
-    expect(plan.status, `plan ${body.name}`).toBe(201);
-    plans[body.name] = plan.body.id;
+    const plan = await created(
+      `/v1/ui/products/${productId}/plans`,
+      { currency: 'usd', type: 'recurring', billingCycle: 'monthly', ...body },
+      `plan ${body.name}`,
+    );
+    plans[body.name] = plan.id as string;
   }
   return {
-    provider,
-    api,
-    productId: product.body.id,
+    productId,
     plans,
     async register(url, registration = {}) {
-      const server = await api<{ subdomain: string; mcpProxyUrl: string }>('POST', '/v1/ui/mcp-servers', {
-        name: registration.name ?? `server-${suffix()}`,
-        url,
-        productId: product.body.id,
-        ...(registration.defaultPlan === undefined ? {} : { defaultPlanId: plans[registration.defaultPlan] }),
-        ...registration.extra,
-      });
-      expect(server.status).toBe(201);
-      return server.body;
+      const server = await created(
+        '/v1/ui/mcp-servers',
+        {
+          name: registration.name ?? `server-${suffix()}`,
+          url,
+          productId,
+          ...(registration.defaultPlan === undefined
+            ? {}
+            : { defaultPlanId: plans[registration.defaultPlan] }),
+          ...registration.extra,
+        },
+        'MCP server',
+      );
+      return server as { subdomain: string; mcpProxyUrl: string };
     },
   };
 }

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
-import { expect } from 'vitest';
 import { injectClient, type TestControlPlane } from './control-plane';
+import { sell } from './seller';
 
 /** oauth4webapi against loopback http. */
 export const insecure = { [oauth.allowInsecureRequests]: true } as const;
@@ -10,22 +10,8 @@ export const REDIRECT = 'http://127.0.0.1:7777/callback';
 export async function signInTarget(plane: TestControlPlane, url: string) {
   const created = await plane.controlPlane.providers.create({ displayName: 'Gate Co' });
   const client = injectClient(plane.controlPlane, created.sandboxKey);
-  const productId = (await client('POST', '/v1/ui/products', { name: 'Gate' })).body.id;
-  const plan = await client('POST', `/v1/ui/products/${productId}/plans`, {
-    name: 'Free',
-    type: 'recurring',
-    billingCycle: 'monthly',
-    currency: 'usd',
-    price: 0,
-    limit: 5,
-  });
-  const server = await client('POST', '/v1/ui/mcp-servers', {
-    name: 'gate',
-    url: 'http://127.0.0.1:1/mcp',
-    productId,
-    defaultPlanId: plan.body.id,
-  });
-  expect(server.status).toBe(201);
+  const { register } = await sell(client, { product: 'Gate', plans: [{ name: 'Free', price: 0, limit: 5 }] });
+  const server = await register('http://127.0.0.1:1/mcp', { defaultPlan: 'Free', name: 'gate' });
   const issuer = new URL(url);
   const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, insecure));
   const registered = await oauth.processDynamicClientRegistrationResponse(
@@ -37,7 +23,7 @@ export async function signInTarget(plane: TestControlPlane, url: string) {
   );
   return {
     client: registered,
-    resource: server.body.mcpProxyUrl as string,
+    resource: server.mcpProxyUrl,
     api: client,
     key: created.sandboxKey,
   };
