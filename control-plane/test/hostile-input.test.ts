@@ -85,6 +85,18 @@ describe('hostile input', () => {
     expect(created.json()).toMatchObject({ errors: [{ path: '/metadata/note', location: 'body' }] });
   });
 
+  it("answers every request with its id, keeping a caller's own only when it is a short token", async () => {
+    const idOf = async (headers: Record<string, string>) =>
+      (await harness.controlPlane.app.inject({ method: 'GET', url: '/v1/sdk/merchant', headers })).headers[
+        'x-request-id'
+      ];
+    // Even a refused call (no key) carries one, made here.
+    expect(await idOf({})).toMatch(/^req_[0-9a-z]{26}$/);
+    expect(await idOf({ 'x-request-id': 'trace-42' })).toBe('trace-42');
+    for (const hostile of ['x'.repeat(129), 'two words', 'caf\u00e9', ''])
+      expect(await idOf({ 'x-request-id': hostile }), hostile).toMatch(/^req_/);
+  });
+
   it('refuses URLs that match the uri format but no URL parser takes, with 400', async () => {
     const call = (url: string, payload: object) =>
       harness.controlPlane.app.inject({

@@ -94,6 +94,8 @@ export const ID = {
   dispute: 'dp',
   payout: 'po',
   testClock: 'tc',
+  /** An API request, as logged and answered in `x-request-id` (never stored). */
+  request: 'req',
 } as const;
 
 export type IdPrefix = (typeof ID)[keyof typeof ID];

@@ -1,7 +1,7 @@
 import { type Options as SerializerOptions, SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { inspectJson, type Logger } from '@mcp-meter/contracts/kit';
+import { ID, inspectJson, type Logger, newId } from '@mcp-meter/contracts/kit';
 import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormats from 'ajv-formats';
 import Fastify, {
@@ -255,7 +255,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const base = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimitBytes,
-    requestIdHeader: 'x-request-id',
+    // A caller's own x-request-id is kept (to follow one call across systems) when it is a short
+    // printable token, else one is made; every answer carries it, so a problem can be quoted to
+    // support and found in the logs.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\x21-\x7e]{1,128}$/.test(given) ? given : newId(ID.request);
+    },
     clientErrorHandler: clientErrorAnswer,
     childLoggerFactory: RequestLogger.factory,
     schemaController: {
@@ -269,6 +276,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   });
   lazySchemas.set(base, schemas);
+  base.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   // JSON only: other media types are refused with 415 instead of reaching validation as strings.
   base.removeContentTypeParser('text/plain');
   parseJsonWithinDepth(base);
