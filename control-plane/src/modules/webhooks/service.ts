@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { OutboundGuard } from '@mcp-meter/contracts/kit';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import { seal, unseal } from '@mcp-meter/contracts/snapshots';
+import { signatureHeader } from '@mcp-meter/sdk/webhooks';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
-import { signatureHeader } from '../../webhooks/verify';
 import { API_VERSION, unixSeconds } from '../events/outbox';
 import { EVENT_TYPE_SET } from './catalog';
 import {
