@@ -153,7 +153,7 @@ http {
     );
     return { servers, customer: customer.reference, product: product.id, token: accessToken };
   };
-  const key = procs.admin(env).sandboxKey;
+  const key = (await procs.admin(env)).sandboxKey;
   const split = await seller(base, key, ['/b2', '/b3']);
   const [b2Server, b3Server] = split.servers as [
     { id: string; subdomain: string },
@@ -196,7 +196,7 @@ http {
   procs.spawnLogged('all-in-one', process.execPath, serve, aEnv);
   await waitFor(`http://127.0.0.1:${aPort}/healthz`, 240);
   await waitFor(`http://127.0.0.1:${aProxyPort}/healthz`);
-  const aKey = procs.admin(aEnv).sandboxKey;
+  const aKey = (await procs.admin(aEnv)).sandboxKey;
   const allInOne = await seller(`http://127.0.0.1:${aPort}`, aKey, ['/a']);
 
   const targets: Record<TargetName, Target> = {

@@ -24,7 +24,7 @@ export async function seller(
   origin: McpOrigin,
   limit: number,
 ): Promise<Seller> {
-  const { sandboxKey: key } = adminProvider(root, env, 'Faults');
+  const { sandboxKey: key } = await adminProvider(root, env, 'Faults');
   const product = await api<{ id: string }>(base, key, 'POST', '/v1/ui/products', { name: 'Faults' });
   const plan = await api<{ id: string }>(base, key, 'POST', `/v1/ui/products/${product.id}/plans`, {
     name: 'Free',

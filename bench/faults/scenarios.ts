@@ -264,7 +264,7 @@ export async function webhookKill(stack: Stack): Promise<Row> {
   const address = receiver.address();
   const port = address !== null && typeof address === 'object' ? address.port : 0;
   try {
-    const { sandboxKey: key } = adminProvider(root, stack.env, 'Faults');
+    const { sandboxKey: key } = await adminProvider(root, stack.env, 'Faults');
     await api(stack.base, key, 'POST', '/v1/webhook_endpoints', {
       url: `http://127.0.0.1:${port}/hook`,
       enabledEvents: ['customer.created'],

@@ -1,7 +1,50 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
+
+/**
+ * How the benches and the end-to-end tests start a service: a process group of its own (so a
+ * stop reaches everything it started), its output appended to `logFile`, and a stop that sends
+ * `signal` to the group and a KILL after `graceMs`.
+ */
+export interface Spawned {
+  child: ChildProcess;
+  logFile: string;
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | null>;
+}
+
+export function spawnGroup(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; logFile: string },
+): Spawned {
+  mkdirSync(dirname(options.logFile), { recursive: true });
+  const log = createWriteStream(options.logFile, { flags: 'a' });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    logFile: options.logFile,
+    async stop(signal = 'SIGTERM', graceMs = 30_000) {
+      if (child.exitCode !== null || child.pid === undefined) return child.exitCode;
+      process.kill(-child.pid, signal);
+      const timer = setTimeout(() => {
+        if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+      }, graceMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
 
 /**
  * The processes of a bench run: what it starts (each logged to a file of the run's directory,
@@ -22,15 +65,11 @@ export class BenchProcesses {
   ) {}
 
   spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
-    const child = spawn(command, argv, {
+    const { child } = spawnGroup(command, argv, {
       cwd: this.root,
       env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
+      logFile: join(this.work, `${name}.log`),
     });
-    const file = createWriteStream(join(this.work, `${name}.log`));
-    child.stdout?.pipe(file);
-    child.stderr?.pipe(file);
     this.children.push(child);
     if (child.pid !== undefined) this.named.set(child.pid, name);
     return child;
@@ -60,7 +99,7 @@ export class BenchProcesses {
   }
 
   /** A provider made with the admin CLI on `env`'s database: its sandbox key. */
-  admin(env: NodeJS.ProcessEnv, name = 'Bench'): { sandboxKey: string } {
+  admin(env: NodeJS.ProcessEnv, name = 'Bench'): Promise<{ sandboxKey: string }> {
     return adminProvider(this.root, env, name);
   }
 
@@ -85,29 +124,48 @@ export class BenchProcesses {
   }
 }
 
-/** A provider made with the admin CLI (`npm run admin`) on `env`'s database: its sandbox key. */
-export function adminProvider(root: string, env: NodeJS.ProcessEnv, name: string): { sandboxKey: string } {
-  return JSON.parse(
-    execFileSync('npm', ['run', '-s', 'admin', '--', 'provider', 'create', '--name', name], {
-      cwd: root,
-      env,
-      encoding: 'utf8',
-    }),
-  ) as { sandboxKey: string };
+/** Runs the admin CLI exactly as a user would (`npm run admin -- …`) and parses its JSON output. */
+export function runAdmin<T = Record<string, unknown>>(
+  root: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'npm',
+      ['run', '-s', 'admin', '--', ...args],
+      { cwd: root, env, timeout: 90_000 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`admin ${args.join(' ')} failed: ${stderr}`));
+        else resolve(JSON.parse(stdout) as T);
+      },
+    );
+  });
 }
+
+/** A provider made with the admin CLI on `env`'s database: its sandbox key. */
+export const adminProvider = (root: string, env: NodeJS.ProcessEnv, name: string) =>
+  runAdmin<{ sandboxKey: string }>(root, ['provider', 'create', '--name', name], env);
 
 /** The first chunk a child writes to stdout (the bench's helpers print their port there). */
 export const firstLine = (child: ChildProcess) =>
   new Promise<string>((done) => child.stdout?.once('data', (chunk: Buffer) => done(chunk.toString('utf8'))));
 
-/** Waits until `url` answers 200, at most `seconds`. */
-export async function waitFor(url: string, seconds = 120): Promise<void> {
+/**
+ * Waits until `url` answers 200, at most `seconds`; with `service`, fails at once (with the end
+ * of its log) if that process exits first.
+ */
+export async function waitFor(url: string, seconds = 120, service?: Spawned): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
+    if (service !== undefined && service.child.exitCode !== null)
+      throw new Error(
+        `${service.logFile} exited with ${service.child.exitCode}:\n${readFileSync(service.logFile, 'utf8').slice(-4000)}`,
+      );
     try {
       if ((await fetch(url)).status === 200) return;
     } catch {}
-    if (Date.now() > deadline) throw new Error(`${url} not ready`);
+    if (Date.now() > deadline) throw new Error(`${url} not ready within ${seconds} s`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -1,18 +1,13 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { runAdmin as runAdminIn, type Spawned, spawnGroup, waitFor } from '../../bench/harness/processes';
 import { NODE_FLAGS } from '../../deploy/node-flags';
 import type { Infra } from '../global-setup';
 import { suffix } from './flows';
-import { pollUntil } from './poll';
 
 export const root = resolve(import.meta.dirname, '..', '..');
 
-export interface Service {
-  child: ChildProcess;
-  logFile: string;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
+/** A service a test started: the bench harness's process group with its log (bench/harness). */
+export type Service = Spawned;
 
 /** Spawns a command in its own process group with output to a log file (read it when a test fails). */
 export function spawnService(
@@ -20,30 +15,11 @@ export function spawnService(
   args: string[],
   options: { env: NodeJS.ProcessEnv; logDir: string; name: string },
 ): Service {
-  mkdirSync(options.logDir, { recursive: true });
-  const logFile = join(options.logDir, `${options.name}.log`);
-  const log = createWriteStream(logFile, { flags: 'a' });
-  const child = spawn(command, args, {
+  return spawnGroup(command, args, {
     cwd: root,
     env: options.env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    logFile: join(options.logDir, `${options.name}.log`),
   });
-  child.stdout?.pipe(log);
-  child.stderr?.pipe(log);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    child,
-    logFile,
-    async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.pid === undefined) return child.exitCode;
-      process.kill(-child.pid, signal);
-      const timer = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, 'SIGKILL'), 30_000);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
-    },
-  };
 }
 
 /** The services as `npm start` runs them: from their build (made by the global setup). */
@@ -139,38 +115,9 @@ export function sharedStackEnv(options: {
 }
 
 export async function waitHealthy(url: string, service: Service, timeoutMs = 90_000): Promise<void> {
-  await pollUntil(
-    async () => {
-      if (service.child.exitCode !== null) {
-        throw new ServiceExited(
-          `${service.logFile} exited with ${service.child.exitCode}:\n${readFileSync(service.logFile, 'utf8').slice(-4000)}`,
-        );
-      }
-      return (await fetch(`${url}/healthz`)).status;
-    },
-    (status) => status === 200,
-    {
-      timeoutMs,
-      intervalMs: 250,
-      what: `${url}/healthz`,
-      rethrow: (error) => error instanceof ServiceExited,
-    },
-  );
+  await waitFor(`${url}/healthz`, timeoutMs / 1000, service);
 }
-
-class ServiceExited extends Error {}
 
 /** Runs the admin CLI exactly as a user would and parses its JSON output. */
-export function runAdmin<T = Record<string, unknown>>(args: string[], env: NodeJS.ProcessEnv): Promise<T> {
-  return new Promise((resolvePromise, reject) => {
-    execFile(
-      'npm',
-      ['run', '-s', 'admin', '--', ...args],
-      { cwd: root, env, timeout: 90_000 },
-      (error, stdout, stderr) => {
-        if (error) reject(new Error(`admin ${args.join(' ')} failed: ${stderr}`));
-        else resolvePromise(JSON.parse(stdout) as T);
-      },
-    );
-  });
-}
+export const runAdmin = <T = Record<string, unknown>>(args: string[], env: NodeJS.ProcessEnv): Promise<T> =>
+  runAdminIn<T>(root, args, env);
