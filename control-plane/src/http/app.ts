@@ -238,6 +238,24 @@ function documentedResponses(response: unknown): unknown {
   return documented;
 }
 
+/** The Idempotency-Key header of a route that takes one (http/idempotency.ts), as documented. */
+function idempotencyHeader(mode: 'optional' | 'required') {
+  return {
+    type: 'object',
+    properties: {
+      'Idempotency-Key': {
+        type: 'string',
+        minLength: 1,
+        maxLength: 255,
+        pattern: '^[\\x21-\\x7e]+$',
+        description:
+          'Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422',
+      },
+    },
+    ...(mode === 'required' ? { required: ['Idempotency-Key'] } : {}),
+  };
+}
+
 export interface AppOptions {
   logger: Logger;
   bodyLimitBytes: number;
@@ -316,8 +334,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       const operationId = OPERATION_IDS[`${method} ${url}`];
       if (schema === undefined || operationId === undefined) return { schema, url };
+      const idempotency = (route.config as { idempotency?: 'optional' | 'required' } | undefined)?.idempotency;
       return {
-        schema: { ...schema, operationId, response: documentedResponses(schema.response) } as typeof schema,
+        schema: {
+          ...schema,
+          operationId,
+          response: documentedResponses(schema.response),
+          ...(idempotency === undefined ? {} : { headers: idempotencyHeader(idempotency) }),
+        } as typeof schema,
         url,
       };
     },
