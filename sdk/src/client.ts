@@ -1,4 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
+import { IDEMPOTENT_OPERATIONS } from './idempotent';
 import { DEFAULT_RETRY, type RetryPolicy, retryingFetch } from './retry';
 import type { paths } from './schema';
 
@@ -29,9 +30,30 @@ export function createMeter(options: MeterOptions): MeterClient {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
   const baseUrl = (options.baseUrl ?? env?.MCP_METER_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
   const policy: RetryPolicy = { ...DEFAULT_RETRY, ...options.retry };
+  const retrying = retryingFetch(options.fetch ?? globalThis.fetch, policy);
   return createClient<paths>({
     baseUrl,
-    fetch: retryingFetch(options.fetch ?? globalThis.fetch, policy),
+    fetch: (request: Request) => retrying(withIdempotencyKey(request, baseUrl)),
     headers: { ...options.headers, authorization: `Bearer ${options.apiKey}` },
   });
+}
+
+/** The operations that take an Idempotency-Key, as patterns over the request's path. */
+const IDEMPOTENT = IDEMPOTENT_OPERATIONS.map(
+  ([method, template]) => [method, new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`)] as const,
+);
+
+/**
+ * A request to an operation that takes an Idempotency-Key, sent with one of its own when the
+ * caller gave none (as Stripe's SDKs do): its retries then apply it once, and a request whose
+ * answer was lost can be sent again. Give your own key to make a retry of yours idempotent too.
+ */
+function withIdempotencyKey(request: Request, baseUrl: string): Request {
+  if (request.headers.has('idempotency-key')) return request;
+  const path = new URL(request.url).pathname.slice(new URL(baseUrl).pathname.replace(/\/$/, '').length);
+  if (!IDEMPOTENT.some(([method, pattern]) => method === request.method && pattern.test(path)))
+    return request;
+  const headers = new Headers(request.headers);
+  headers.set('idempotency-key', globalThis.crypto.randomUUID());
+  return new Request(request, { headers });
 }

@@ -2616,7 +2616,10 @@ export interface operations {
     activatePlan: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4120,7 +4123,10 @@ export interface operations {
     moveCredits: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description Customer reference (cus_…) or your externalRef */
                 ref: string;
@@ -7165,7 +7171,10 @@ export interface operations {
     cancelPurchase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 ref: string;
             };
@@ -7366,7 +7375,10 @@ export interface operations {
     reactivatePurchase: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 ref: string;
             };
@@ -14586,7 +14598,10 @@ export interface operations {
     createRefund: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

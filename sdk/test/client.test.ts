@@ -137,6 +137,47 @@ describe('the SDK against the service', () => {
     });
   });
 
+  it('sends its own Idempotency-Key where one is taken, so a top-up whose answer was lost is sent again and applied once', async () => {
+    await orThrow(meter.POST('/v1/sdk/customers', { body: { externalRef: 'topped' } }));
+    const front = await faultyFront(url, (request, seen) =>
+      request.method === 'POST' && seen === 1 ? 'lose' : 'pass',
+    );
+    const keys: string[] = [];
+    const watching = createMeter({
+      apiKey,
+      baseUrl: front.url,
+      retry: { baseDelayMs: 10 },
+      fetch: (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+        if (input instanceof Request) keys.push(input.headers.get('idempotency-key') ?? '');
+        return fetch(input, init);
+      },
+    });
+    try {
+      const movement = await orThrow(
+        watching.POST('/v1/sdk/customers/{ref}/credits', {
+          params: { path: { ref: 'topped' } },
+          body: { kind: 'top_up', amount: 500 },
+        }),
+      );
+      expect(movement).toMatchObject({ kind: 'top_up', amount: 500 });
+      // The service did the first attempt; the second carried the same key and was answered
+      // with the first one's result instead of topping up again.
+      expect(front.seen.map((s) => s.method)).toEqual(['POST', 'POST']);
+      expect(new Set(keys).size).toBe(1);
+      expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+      const balance = await orThrow(
+        meter.GET('/v1/sdk/customers/{ref}/balance', { params: { path: { ref: 'topped' } } }),
+      );
+      expect(balance).toMatchObject({ credits: 500 });
+      // An operation that takes no key gets none, so it is never sent twice after a lost answer.
+      keys.length = 0;
+      await orThrow(watching.POST('/v1/sdk/customers', { body: { externalRef: 'keyless' } }));
+      expect(keys).toEqual(['']);
+    } finally {
+      await front.close();
+    }
+  });
+
   describe('webhooks', () => {
     let receiver: Listening;
     const received: Array<{ body: Buffer; signature: string | undefined }> = [];

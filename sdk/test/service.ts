@@ -47,17 +47,18 @@ export async function listen(
  */
 export async function faultyFront(
   target: string,
+  /** 'lose': pass the request on, then drop the connection instead of answering (done, answer lost). */
   fault: (
     request: IncomingMessage,
     seen: number,
-  ) => 'pass' | { status: number; headers?: Record<string, string> } | 'reset',
+  ) => 'pass' | 'lose' | { status: number; headers?: Record<string, string> } | 'reset',
 ): Promise<Listening & { seen: Array<{ method: string; path: string }> }> {
   const seen: Array<{ method: string; path: string }> = [];
   const front = await listen((request, body, response) => {
     seen.push({ method: request.method ?? '', path: request.url ?? '' });
     const decision = fault(request, seen.length);
     if (decision === 'reset') return request.socket.destroy();
-    if (decision !== 'pass') {
+    if (typeof decision === 'object') {
       response.writeHead(decision.status, {
         'content-type': 'application/problem+json',
         ...decision.headers,
@@ -74,6 +75,7 @@ export async function faultyFront(
     }).then(
       async (answer) => {
         const text = Buffer.from(await answer.arrayBuffer());
+        if (decision === 'lose') return request.socket.destroy();
         response.writeHead(answer.status, {
           'content-type': answer.headers.get('content-type') ?? 'application/json',
         });
