@@ -1,0 +1,102 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { root, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { type Filling, fill, type Step, stepsOf } from '../helpers/runbook';
+import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
+
+/** How a step's HTTP status is told apart from its body: curl writes it last. */
+const STATUS = '__status__';
+
+/**
+ * The README's quick start and the shell blocks of docs/ that talk to the service, run as
+ * written against `npm start` on a fresh data directory (with the one setting the README asks
+ * for a local origin, OUTBOUND_ALLOWED_HOSTS=127.0.0.1, and Stripe served by stripe-mock). Each
+ * placeholder is filled as a reader would (test/helpers/runbook.ts); every call must answer 2xx
+ * and every admin command succeed, so a document that stops working fails here.
+ */
+describe('the documents, run as written', () => {
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let service: Service;
+  let stripe: StripeMock;
+  let receiver: Server;
+  let filling: Filling;
+
+  beforeAll(async () => {
+    stripe = await startStripeMock({ payments: 'succeed' });
+    receiver = createServer((_request, response) => response.writeHead(200).end());
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const address = receiver.address();
+    const example = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
+    dataDir = mkdtempSync(join(tmpdir(), 'mcpmeter-quickstart-'));
+    chmodSync(dataDir, 0o755); // embedded PostgreSQL runs as user postgres and must reach DATA_DIR
+    const port = await freePort();
+    env = { ...process.env, LOG_LEVEL: 'warn' };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+      delete env[name];
+    Object.assign(env, {
+      DATA_DIR: join(dataDir, 'data'),
+      PORT: String(port),
+      PROXY_PORT: String(await freePort()),
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      STRIPE_API_URL: stripe.url,
+    });
+    service = spawnService('npm', ['start'], { env, logDir: dataDir, name: 'npm-start' });
+    await waitHealthy(`http://127.0.0.1:${port}`, service, 240_000);
+    filling = { host: `127.0.0.1:${port}`, stripeKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc', example, answers: [] };
+  });
+  afterAll(async () => {
+    await service?.stop();
+    receiver?.close();
+    await stripe?.close();
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Runs one step in bash from the repository, as a reader's shell would; its answer. */
+  const run = (step: Step) =>
+    new Promise<{ code: number; out: string; err: string; command: string }>((resolve) => {
+      const command = fill(step, filling);
+      // curl gives its status after the body, so a 4xx is not mistaken for success.
+      const script = `curl() { command curl -sS -w '\\n${STATUS} %{http_code}' "$@"; }\n${command}`;
+      execFile('bash', ['-c', script], { cwd: root, env, timeout: 120_000 }, (error, out, err) =>
+        resolve({
+          code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1,
+          out,
+          err,
+          command,
+        }),
+      );
+    });
+
+  const runAll = async (steps: Step[]) => {
+    expect(steps.length).toBeGreaterThan(0);
+    for (const step of steps) {
+      const { code, out, err, command } = await run(step);
+      const what = `${step.where}\n${command}\n${out}\n${err}`;
+      expect(code, what).toBe(0);
+      const status = out.match(new RegExp(`${STATUS} (\\d{3})\\s*$`))?.[1];
+      if (command.startsWith('curl')) expect(Number(status), what).toBeGreaterThanOrEqual(200);
+      if (command.startsWith('curl')) expect(Number(status), what).toBeLessThan(300);
+      filling.answers.unshift(out);
+      filling.sandboxKey = out.match(/"sandboxKey":\s*"(sk_test_[^"]+)"/)?.[1] ?? filling.sandboxKey;
+      filling.liveKey = out.match(/"liveKey":\s*"(sk_live_[^"]+)"/)?.[1] ?? filling.liveKey;
+    }
+  };
+
+  it("runs the README's quick start", async () => {
+    const steps = stepsOf('README.md', { after: 'Then create a provider' });
+    // The provider, the catalog, usage, a purchase and its invoices, money, an MCP server,
+    // Stripe, webhooks and a customer token: all of it.
+    expect(steps.length).toBeGreaterThanOrEqual(19);
+    await runAll(steps);
+  });
+
+  it("runs docs/payments.md's commands", async () => {
+    await runAll(stepsOf('docs/payments.md'));
+  });
+});
