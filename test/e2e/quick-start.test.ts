@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { root, type Service, spawnService, waitHealthy } from '../helpers/processes';
-import { type Filling, fill, type Step, stepsOf } from '../helpers/runbook';
+import { codeBlockOf, type Filling, fill, type Step, stepsOf } from '../helpers/runbook';
 import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
 
 /** How a step's HTTP status is told apart from its body: curl writes it last. */
@@ -48,7 +48,12 @@ describe('the documents, run as written', () => {
     });
     service = spawnService('npm', ['start'], { env, logDir: dataDir, name: 'npm-start' });
     await waitHealthy(`http://127.0.0.1:${port}`, service, 240_000);
-    filling = { host: `127.0.0.1:${port}`, stripeKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc', example, answers: [] };
+    filling = {
+      host: `127.0.0.1:${port}`,
+      stripeKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc',
+      example,
+      answers: [],
+    };
   });
   afterAll(async () => {
     await service?.stop();
@@ -98,5 +103,27 @@ describe('the documents, run as written', () => {
 
   it("runs docs/payments.md's commands", async () => {
     await runAll(stepsOf('docs/payments.md'));
+  });
+
+  it("runs docs/sdk.md's first program with the SDK, as written", async () => {
+    const block = codeBlockOf('docs/sdk.md', '## Calls');
+    // In the repository (ignored by git), where @mcp-meter/sdk resolves as in a provider's project.
+    const dir = join(root, 'test', '.docs-blocks');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'sdk-calls.ts');
+    writeFileSync(file, fill(block, filling));
+    const answer = await new Promise<{ code: number; out: string; err: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', './deploy/loader.mjs', file],
+        { cwd: root, env: { ...env, MCP_METER_KEY: filling.sandboxKey }, timeout: 60_000 },
+        (error, out, err) => resolve({ code: error === null ? 0 : 1, out, err }),
+      ),
+    );
+    rmSync(file, { force: true });
+    expect(answer.code, `${block.where}\n${answer.out}\n${answer.err}`).toBe(0);
+    // The refused email is caught and printed as the block says, and the customers listed.
+    expect(answer.out).toContain('400 validation_failed');
+    expect(answer.out).toMatch(/cus_[0-9a-z]{26}/);
   });
 });

@@ -39,6 +39,16 @@ export function stepsOf(file: string, options: { after?: string } = {}): Step[] 
   return steps;
 }
 
+/** The code block (```ts) that follows the first line of `file` containing `after`. */
+export function codeBlockOf(file: string, after: string): Step {
+  const lines = readFileSync(join(root, file), 'utf8').split('\n');
+  const heading = lines.findIndex((line) => line.includes(after));
+  const open = lines.findIndex((line, i) => i > heading && /^```ts\s*$/.test(line));
+  const close = lines.findIndex((line, i) => i > open && line.startsWith('```'));
+  if (heading < 0 || open < 0 || close < 0) throw new Error(`${file}: no ts block after ${after}`);
+  return { where: `${file}:${open + 2}`, text: lines.slice(open + 1, close).join('\n') };
+}
+
 /** What the placeholders of the documents stand for, filled from the run. */
 export interface Filling {
   /** The service's address, for `localhost:8080`. */
@@ -62,6 +72,7 @@ export interface Filling {
 export function fill(step: Step, filling: Filling): string {
   return step.text
     .replaceAll('localhost:8080', filling.host)
+    .replaceAll('127.0.0.1:8080', filling.host)
     .replaceAll('https://example.com', filling.example)
     .replace(/("secretKey":")?\b([a-z]+(?:_[a-z]+)?)_…(\([^)]*\))?/g, (_whole, stripe, prefix: string) => {
       if (stripe !== undefined) return `${stripe}${filling.stripeKey}`;
