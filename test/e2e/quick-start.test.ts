@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort } from '@mcp-meter/contracts/kit';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inspectorCli } from '../helpers/inspector';
 import { root, type Service, spawnService, waitHealthy } from '../helpers/processes';
 import { codeBlockOf, type Filling, fill, type Step, stepsOf } from '../helpers/runbook';
 import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
@@ -103,6 +107,64 @@ describe('the documents, run as written', () => {
 
   it("runs docs/payments.md's commands", async () => {
     await runAll(stepsOf('docs/payments.md'));
+  });
+
+  it('npm run demo sells an example MCP server that the MCP SDK calls until the paywall', async () => {
+    const demo = spawnService('npm', ['run', '-s', 'demo', '--', '--json'], {
+      env,
+      logDir: dataDir,
+      name: 'demo',
+    });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        demo.child.stdout?.on('data', (chunk: Buffer) => {
+          out += chunk.toString('utf8');
+          if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+        });
+        demo.child.once('exit', (code) => reject(new Error(`demo exited with ${code}`)));
+      });
+      const summary = JSON.parse(line) as {
+        mcpProxyUrl: string;
+        accessToken: string;
+        inspectorCommand: string;
+      };
+      // The Inspector command it prints, run as printed (with this machine's Inspector for npx).
+      const inspector = await inspectorCli();
+      const printed = summary.inspectorCommand.replace(
+        'npx @modelcontextprotocol/inspector',
+        inspector.command,
+      );
+      const { stdout } = await promisify(execFile)('bash', ['-c', printed], { timeout: 60_000 });
+      expect(JSON.parse(stdout)).toMatchObject({
+        content: [{ type: 'text', text: expect.stringMatching(/^Paris: /) }],
+      });
+      const client = new Client({ name: 'quick-start', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(summary.mcpProxyUrl), {
+          requestInit: { headers: { authorization: `Bearer ${summary.accessToken}` } },
+        }),
+      );
+      const tools = await client.listTools();
+      expect(tools.tools.map((tool) => tool.name).sort()).toEqual(['add', 'forecast']);
+      const texts: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const result = (await client.callTool({ name: 'forecast', arguments: { city: 'Paris' } })) as {
+          isError?: boolean;
+          content: Array<{ text?: string }>;
+        };
+        texts.push(`${result.isError === true ? 'refused' : 'ran'}: ${result.content[0]?.text ?? ''}`);
+      }
+      await client.close();
+      expect(texts[1]).toBe(texts[0]);
+      expect(texts[0]).toMatch(/^ran: Paris: \w+, \d+ °C$/);
+      // The free plan's three calls are used (Inspector's and two): the next offers the checkout.
+      expect(texts[2]).toMatch(/^refused: .*\/checkout\//s);
+    } finally {
+      // npm itself answers a signal with exit code 1; the demo's own failures start with "demo:".
+      await demo.stop('SIGTERM');
+      expect(readFileSync(demo.logFile, 'utf8')).not.toContain('demo:');
+    }
   });
 
   it("runs docs/sdk.md's first program with the SDK, as written", async () => {

@@ -24,38 +24,44 @@ export async function inspectorCli() {
     'index.js',
   );
 
+  /** What runs the CLI here, in place of `npx @modelcontextprotocol/inspector` in a command. */
+  const command = `'${node}' '${launcher}'`;
+
   /**
    * One CLI run against the MCP server at `url` (Streamable HTTP): `method` with its options,
    * the token as a bearer header. Resolves to what it printed as JSON, with its exit code.
    */
-  return async (
-    url: string,
-    token: string,
-    method: string,
-    options: string[] = [],
-  ): Promise<{ code: number; output: Record<string, unknown>; stderr: string }> => {
-    const args = [
-      launcher,
-      '--cli',
-      url,
-      '--transport',
-      'http',
-      '--header',
-      `Authorization: Bearer ${token}`,
-    ];
-    const outcome = await run(node, [...args, '--method', method, ...options], { timeout: 60_000 }).then(
-      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-      (error: { code?: number; stdout?: string; stderr?: string }) => {
-        if (typeof error.stdout !== 'string' || typeof error.code !== 'number') throw error;
-        return { code: error.code, stdout: error.stdout, stderr: error.stderr ?? '' };
-      },
-    );
-    // A run that failed may print its error as JSON, or only a message on stderr.
-    const printed = outcome.stdout.trim();
-    return {
-      code: outcome.code,
-      output: printed === '' ? {} : (JSON.parse(printed) as Record<string, unknown>),
-      stderr: outcome.stderr,
-    };
-  };
+  return Object.assign(
+    async (
+      url: string,
+      token: string,
+      method: string,
+      options: string[] = [],
+    ): Promise<{ code: number; output: Record<string, unknown>; stderr: string }> => {
+      const args = [
+        launcher,
+        '--cli',
+        url,
+        '--transport',
+        'http',
+        '--header',
+        `Authorization: Bearer ${token}`,
+      ];
+      const outcome = await run(node, [...args, '--method', method, ...options], { timeout: 60_000 }).then(
+        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+        (error: { code?: number; stdout?: string; stderr?: string }) => {
+          if (typeof error.stdout !== 'string' || typeof error.code !== 'number') throw error;
+          return { code: error.code, stdout: error.stdout, stderr: error.stderr ?? '' };
+        },
+      );
+      // A run that failed may print its error as JSON, or only a message on stderr.
+      const printed = outcome.stdout.trim();
+      return {
+        code: outcome.code,
+        output: printed === '' ? {} : (JSON.parse(printed) as Record<string, unknown>),
+        stderr: outcome.stderr,
+      };
+    },
+    { command },
+  );
 }
