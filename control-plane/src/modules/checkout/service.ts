@@ -14,6 +14,7 @@ import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import { type PurchaseService, recurringAmount } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
+import { usagePriceLines } from './price-words';
 import {
   claimSession,
   expireDueSessions,
@@ -78,13 +79,14 @@ export class CheckoutService {
       const s = settingsOf(plan);
       title = `${product?.name ?? ''} · ${plan.name}`;
       const price = formatMoney(recurringAmount(s), s.currency);
-      lines.push(
-        s.billingCycle === null
-          ? `${price} once`
-          : `${price} per ${CYCLE_WORDS[s.billingCycle] ?? `${s.billingIntervalDays} days`}`,
-      );
-      if (s.type === 'usage-based' || s.type === 'hybrid')
-        lines.push(`plus ${formatMoney(s.price, s.currency)} per unit used`);
+      // A plan priced by usage alone has no period price to show ("$0.00 per month" said nothing).
+      if (!(s.type === 'usage-based' && recurringAmount(s) === 0))
+        lines.push(
+          s.billingCycle === null
+            ? `${price} once`
+            : `${price} per ${CYCLE_WORDS[s.billingCycle] ?? `${s.billingIntervalDays} days`}`,
+        );
+      if (s.type === 'usage-based' || s.type === 'hybrid') lines.push(...usagePriceLines(s));
       if (s.trialDays > 0) lines.push(`${s.trialDays}-day free trial; the first charge is at its end`);
       if (s.setupFee > 0) lines.push(`One-time setup fee ${formatMoney(s.setupFee, s.currency)}`);
       // A switch from a paid plan of the product credits its unused time when paid.

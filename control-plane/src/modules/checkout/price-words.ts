@@ -1,0 +1,62 @@
+import type { PlanSettings } from '../plans/rules';
+
+/** A price in cents (an exact decimal string or a number) as money, with sub-cent digits kept. */
+export function formatUnitPrice(cents: string | number, currency: string): string {
+  const format = new Intl.NumberFormat('en', {
+    style: 'currency',
+    currency,
+    currencyDisplay: 'narrowSymbol',
+    maximumFractionDigits: 8,
+  });
+  const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
+    .maximumFractionDigits as number;
+  return format.format(Number(cents) / 10 ** digits);
+}
+
+const count = (n: number) => n.toLocaleString('en');
+
+/**
+ * What a usage-priced plan charges for its units, in the words the hosted checkout shows: per
+ * unit, per package, or tier by tier (graduated: each unit at its tier's price; volume: every
+ * unit at the price of the tier the total reaches), with the free units first.
+ */
+export function usagePriceLines(
+  s: Pick<
+    PlanSettings,
+    'price' | 'unitAmount' | 'tiers' | 'tiersMode' | 'packageSize' | 'freeUnits' | 'currency'
+  >,
+): string[] {
+  const money = (cents: string | number) => formatUnitPrice(cents, s.currency);
+  const lines: string[] = [];
+  if (s.freeUnits > 0) lines.push(`The first ${count(s.freeUnits)} units each period are free`);
+  if (s.tiers !== null) {
+    const volume = s.tiersMode === 'volume';
+    lines.push(
+      volume
+        ? 'Plus usage, every unit at the price of the tier the period’s total reaches:'
+        : 'Plus usage, each unit at the price of its tier:',
+    );
+    let from = 0;
+    for (const tier of s.tiers) {
+      const range =
+        tier.upTo === null
+          ? `above ${count(from)}`
+          : volume
+            ? `up to ${count(tier.upTo)}`
+            : from === 0
+              ? `the first ${count(tier.upTo)}`
+              : `the next ${count(tier.upTo - from)}`;
+      const flat = tier.flatAmount > 0 ? `, plus ${money(tier.flatAmount)} once the tier is reached` : '';
+      lines.push(`${range} units: ${money(tier.unitAmount)} each${flat}`);
+      if (tier.upTo !== null) from = tier.upTo;
+    }
+    return lines;
+  }
+  const unit = money(s.unitAmount ?? s.price);
+  lines.push(
+    s.packageSize !== null
+      ? `Plus ${unit} per ${count(s.packageSize)} units used (a started package counts)`
+      : `Plus ${unit} per unit used`,
+  );
+  return lines;
+}
