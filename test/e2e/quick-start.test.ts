@@ -98,11 +98,28 @@ describe('the documents, run as written', () => {
   };
 
   it("runs the README's quick start", async () => {
-    const steps = stepsOf('README.md', { after: 'Then create a provider' });
+    const steps = stepsOf('README.md', { after: 'create a provider and use its keys' });
     // The provider, the catalog, usage, a purchase and its invoices, money, an MCP server,
     // Stripe, webhooks and a customer token: all of it.
     expect(steps.length).toBeGreaterThanOrEqual(19);
     await runAll(steps);
+  });
+
+  it('answers npm run admin -- --help with the usage, and an unknown command with it and exit 2', async () => {
+    const admin = (args: string[]) =>
+      new Promise<{ code: number; out: string; err: string }>((resolve) =>
+        execFile('npm', ['run', '-s', 'admin', '--', ...args], { cwd: root, env }, (error, out, err) =>
+          resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, out, err }),
+        ),
+      );
+    for (const args of [['--help'], ['-h'], ['help'], []]) {
+      const { code, out } = await admin(args);
+      expect(code, args.join(' ')).toBe(0);
+      expect(out).toMatch(/^usage: npm run admin -- <command>\n {2}provider create/);
+    }
+    const unknown = await admin(['provider', 'destroy']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toMatch(/^unknown command "provider destroy"\nusage:/);
   });
 
   it("runs docs/payments.md's commands", async () => {

@@ -27,6 +27,9 @@ const USAGE = `usage: npm run admin -- <command>
 
 class UsageError extends Error {}
 
+/** What `--help` answers: the usage, printed as text rather than a JSON object. */
+const HELP = Symbol('help');
+
 function required(value: string | undefined, flag: string): string {
   if (value === undefined || value.trim() === '') throw new UsageError(`missing --${flag}`);
   return value;
@@ -49,9 +52,11 @@ async function run(argv: string[]): Promise<unknown> {
       'expires-in': { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
   const command = positionals.join(' ');
+  if (values.help || command === 'help' || command === '') return HELP;
   const known = [
     'provider create',
     'provider list',
@@ -61,8 +66,7 @@ async function run(argv: string[]): Promise<unknown> {
     'token create',
     'reconcile',
   ];
-  if (!known.includes(command))
-    throw new UsageError(command === '' ? 'no command given' : `unknown command "${command}"`);
+  if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const env = readEnv(process.env);
   const dataDir = readDataDir(env);
@@ -169,7 +173,7 @@ async function run(argv: string[]): Promise<unknown> {
 
 run(process.argv.slice(2))
   .then((result) => {
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(result === HELP ? `${USAGE}\n` : `${JSON.stringify(result, null, 2)}\n`);
     process.exit(0);
   })
   .catch((error: unknown) => {
