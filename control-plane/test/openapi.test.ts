@@ -28,13 +28,9 @@ const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
  */
 const EXEMPT: Record<string, string[]> = {
   // Two RFC 8414 metadata documents that answer every request with the document: no 4xx exists.
-  // The two authorization pages answer their errors as HTML pages (docs/customer-sign-in.md),
-  // which the route schemas do not describe yet.
   'operation-4xx-response': [
     '#/paths/~1.well-known~1oauth-authorization-server/get/responses',
     '#/paths/~1.well-known~1openid-configuration/get/responses',
-    '#/paths/~1v1~1customer~1auth~1authorize/get/responses',
-    '#/paths/~1v1~1customer~1auth~1authorize/post/responses',
   ],
   // Under which license the API is offered is the owner's decision, not yet taken.
   'info-license': ['#/info'],

@@ -94,10 +94,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The authorization endpoint: the hosted sign-in page */
+        /**
+         * The authorization endpoint: the hosted sign-in page
+         * @description Opened in the customer’s browser by an MCP client (OAuth 2.1 with PKCE, RFC 8707 resource). A bad client or redirect URI is shown on a page and never redirected; any other error goes back to the redirect URI as an OAuth error.
+         */
         get: operations["authorize"];
         put?: never;
-        /** The hosted sign-in page posts here (form): sign in or sign up, then back to the client */
+        /**
+         * The hosted sign-in page posts here (form): sign in or sign up, then back to the client
+         * @description The form of the sign-in page: log in, sign up (then the mailed code), or reset a password. Success goes back to the client’s redirect URI with a code; a refusal (a wrong password, an expired page, too many attempts) is the page again, naming it.
+         */
         post: operations["submitAuthorization"];
         delete?: never;
         options?: never;
@@ -1838,8 +1844,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description A page naming what is wrong with the client or its redirect URI */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The sign-in page */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description To the client's redirect_uri with `code` and `state`, or `error` (RFC 6749 4.1.2) */
+            303: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1856,8 +1880,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description The page again, naming what was refused (with Retry-After when rate limited) */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description The next step’s page (the code sent by mail) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description To the client's redirect_uri with `code` and `state`, or `error` (RFC 6749 4.1.2) */
+            303: {
                 headers: {
                     [name: string]: unknown;
                 };

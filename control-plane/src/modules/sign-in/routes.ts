@@ -31,6 +31,18 @@ import {
 } from './schemas';
 import type { SignInService } from './service';
 
+/** A hosted page as the OpenAPI document describes it: HTML, not JSON. */
+const HTML_PAGE = (description: string) => ({
+  description,
+  content: { 'text/html': { schema: { type: 'string' } } },
+});
+
+/** Back to the client's redirect URI, with the authorization code or an OAuth error. */
+const REDIRECTED = {
+  description: "To the client's redirect_uri with `code` and `state`, or `error` (RFC 6749 4.1.2)",
+  type: 'null',
+};
+
 export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
   return async (app: App) => {
     // OAuth clients send forms (RFC 6749 §4.1.3); a parameter given twice is refused, not merged.
@@ -197,7 +209,14 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         schema: {
           tags,
           summary: 'The authorization endpoint: the hosted sign-in page',
+          description:
+            'Opened in the customer’s browser by an MCP client (OAuth 2.1 with PKCE, RFC 8707 resource). A bad client or redirect URI is shown on a page and never redirected; any other error goes back to the redirect URI as an OAuth error.',
           querystring: AuthorizationRequestFields,
+          response: {
+            200: HTML_PAGE('The sign-in page'),
+            303: REDIRECTED,
+            '4xx': HTML_PAGE('A page naming what is wrong with the client or its redirect URI'),
+          },
         },
       },
       async (request, reply) => {
@@ -214,7 +233,14 @@ export function signInRoutes(signIn: SignInService, secureCookies: boolean) {
         schema: {
           tags,
           summary: 'The hosted sign-in page posts here (form): sign in or sign up, then back to the client',
+          description:
+            'The form of the sign-in page: log in, sign up (then the mailed code), or reset a password. Success goes back to the client’s redirect URI with a code; a refusal (a wrong password, an expired page, too many attempts) is the page again, naming it.',
           consumes: ['application/x-www-form-urlencoded'],
+          response: {
+            200: HTML_PAGE('The next step’s page (the code sent by mail)'),
+            303: REDIRECTED,
+            '4xx': HTML_PAGE('The page again, naming what was refused (with Retry-After when rate limited)'),
+          },
         },
       },
       async (request, reply) => {
