@@ -1,7 +1,7 @@
 import createClient, { type Client } from 'openapi-fetch';
-import { IDEMPOTENT_OPERATIONS } from './idempotent';
-import { DEFAULT_RETRY, type RetryPolicy, retryingFetch } from './retry';
-import type { paths } from './schema';
+import { IDEMPOTENT_OPERATIONS } from './idempotent.js';
+import { DEFAULT_RETRY, type RetryPolicy, retryingFetch } from './retry.js';
+import type { paths } from './schema.js';
 
 export interface MeterOptions {
   /** A secret key: `sk_test_…`/`sk_sandbox_…` for the sandbox, `sk_live_…` for live; it decides the environment. */

@@ -1,6 +1,6 @@
-export { createMeter, type MeterClient, type MeterOptions } from './client';
-export { type Answer, MeterApiError, orThrow, type Problem } from './errors';
-export { type Page, paginate } from './paginate';
+export { createMeter, type MeterClient, type MeterOptions } from './client.js';
+export { type Answer, MeterApiError, orThrow, type Problem } from './errors.js';
+export { type Page, paginate } from './paginate.js';
 export {
   decide,
   type PaywallDecision,
@@ -8,7 +8,7 @@ export {
   paywallExpress,
   paywallFastify,
   paywallHono,
-} from './paywall';
-export { DEFAULT_RETRY, type RetryPolicy, retryAfterMs } from './retry';
-export type { components, operations, paths } from './schema';
-export { signatureHeader, verifyWebhook, WebhookVerificationError } from './webhooks';
+} from './paywall.js';
+export { DEFAULT_RETRY, type RetryPolicy, retryAfterMs } from './retry.js';
+export type { components, operations, paths } from './schema.js';
+export { signatureHeader, verifyWebhook, WebhookVerificationError } from './webhooks.js';

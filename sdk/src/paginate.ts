@@ -1,4 +1,4 @@
-import { type Answer, orThrow } from './errors';
+import { type Answer, orThrow } from './errors.js';
 
 /** A page of a list: the API's lists answer `{ data, nextCursor }` and take `?limit&cursor`. */
 export interface Page<Item> {

@@ -1,6 +1,6 @@
-import type { MeterClient } from './client';
-import type { Problem } from './errors';
-import type { paths } from './schema';
+import type { MeterClient } from './client.js';
+import type { Problem } from './errors.js';
+import type { paths } from './schema.js';
 
 type LimitAnswer = paths['/v1/sdk/limits']['post']['responses']['200']['content']['application/json'];
 
