@@ -6,10 +6,13 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { root } from '../../test/helpers/processes';
+import { OPERATION_DESCRIPTIONS } from '../src/http/operation-docs';
 import { OPERATION_IDS } from '../src/http/operation-ids';
 
 interface Operation {
   operationId?: string;
+  summary?: string;
+  description?: string;
   responses?: Record<
     string,
     { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }
@@ -65,6 +68,31 @@ describe('the OpenAPI document', () => {
     // Every name in the table is in use: a route removed takes its name with it.
     expect([...Object.values(OPERATION_IDS)].sort()).toEqual([...ids].sort());
     expect(spec.servers?.length).toBeGreaterThan(0);
+  });
+
+  it('describes every operation beyond its summary, from its route or the descriptions table', () => {
+    const bare: string[] = [];
+    for (const [path, methods] of Object.entries(spec.paths))
+      for (const [method, operation] of Object.entries(methods)) {
+        if (!METHODS.has(method)) continue;
+        const { summary, description } = operation;
+        if (
+          summary === undefined ||
+          description === undefined ||
+          description.length < 40 ||
+          description === summary
+        )
+          bare.push(`${method.toUpperCase()} ${path}`);
+      }
+    expect(bare).toEqual([]);
+    // Every entry of the table names a route that uses it (not one gone, nor one with its own).
+    const routes = new Set(Object.keys(OPERATION_IDS));
+    for (const key of Object.keys(OPERATION_DESCRIPTIONS)) expect(routes.has(key), key).toBe(true);
+    const described = Object.values(spec.paths).flatMap((methods) =>
+      Object.values(methods).map((operation) => operation.description),
+    );
+    for (const [key, text] of Object.entries(OPERATION_DESCRIPTIONS))
+      expect(described.includes(text), `${key}: its route has its own description`).toBe(true);
   });
 
   it('declares problems as application/problem+json, as they are sent, and 503 where a dependency is behind', () => {

@@ -9,7 +9,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authorization server metadata (RFC 8414) */
+        /**
+         * Authorization server metadata (RFC 8414)
+         * @description The authorization server metadata MCP clients discover after the proxy’s 401: issuer, authorization, token, registration and revocation endpoints, PKCE S256 and the scopes. Open to anyone.
+         */
         get: operations["getAuthorizationServerMetadata"];
         put?: never;
         post?: never;
@@ -26,7 +29,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Authorization server metadata (RFC 8414) */
+        /**
+         * Authorization server metadata (RFC 8414)
+         * @description The same metadata under the OpenID discovery name, for clients that look there first. Open to anyone.
+         */
         get: operations["getOpenIdConfiguration"];
         put?: never;
         post?: never;
@@ -43,7 +49,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Usage records, customers and meters per UTC day (default: last 30 days) */
+        /**
+         * Usage records, customers and meters per UTC day (default: last 30 days)
+         * @description Records, distinct customers and meters per UTC day over a range (default: the last 30 days).
+         */
         get: operations["getDailyUsage"];
         put?: never;
         post?: never;
@@ -60,7 +69,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Usage of a meter by customer, largest first (default: last 30 days) */
+        /**
+         * Usage of a meter by customer, largest first (default: last 30 days)
+         * @description A meter’s usage per customer over a range, largest first (default: the last 30 days).
+         */
         get: operations["getMeterUsageByCustomer"];
         put?: never;
         post?: never;
@@ -77,7 +89,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Usage of a meter in a time range, optionally in UTC buckets */
+        /**
+         * Usage of a meter in a time range, optionally in UTC buckets
+         * @description The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Served from ClickHouse; 503 `usage_store_unavailable` while it is away.
+         */
         get: operations["getMeterUsage"];
         put?: never;
         post?: never;
@@ -120,7 +135,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign in with email and password; answers the redirect URL carrying the code */
+        /**
+         * Sign in with email and password; answers the redirect URL carrying the code
+         * @description The JSON form of the sign-in page: checks the email and password of an account of the MCP server’s provider and answers the redirect URL with the authorization code. Wrong credentials get 401 `invalid_credentials`; repeated failures 429 with Retry-After.
+         */
         post: operations["signInCustomer"];
         delete?: never;
         options?: never;
@@ -137,7 +155,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register an OAuth client (RFC 7591 dynamic client registration) */
+        /**
+         * Register an OAuth client (RFC 7591 dynamic client registration)
+         * @description Dynamic client registration (RFC 7591) for MCP clients: public clients with PKCE, redirect URIs on loopback or https. Answers the client_id; invalid metadata gets the RFC’s error object with 400.
+         */
         post: operations["registerOAuthClient"];
         delete?: never;
         options?: never;
@@ -154,7 +175,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke a refresh token and its sign-in (RFC 7009) */
+        /**
+         * Revoke a refresh token and its sign-in (RFC 7009)
+         * @description Revokes a refresh token and the sign-in it belongs to (RFC 7009): its access tokens stop being accepted by the proxy within seconds. Answers 200 whether or not the token was known.
+         */
         post: operations["revokeToken"];
         delete?: never;
         options?: never;
@@ -191,7 +215,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Finish a sign-up with the mailed code: sets the password (creating the customer of the MCP server's provider if none has the email) and answers the redirect URL */
+        /**
+         * Finish a sign-up with the mailed code: sets the password (creating the customer of the MCP server's provider if none has the email) and answers the redirect URL
+         * @description Checks the code mailed by a sign-up or password reset. A wrong code counts against a small number of attempts; an expired or used verification is refused. On success the account has its password and the answer carries the redirect URL with the authorization code.
+         */
         post: operations["verifyCustomerSignup"];
         delete?: never;
         options?: never;
@@ -208,7 +235,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** The token endpoint: authorization_code (PKCE S256) and refresh_token (rotating) */
+        /**
+         * The token endpoint: authorization_code (PKCE S256) and refresh_token (rotating)
+         * @description Exchanges an authorization code (with its PKCE verifier and the same redirect URI and resource) for an access token and a refresh token, or a refresh token for new ones; each refresh token is used once and replaced. Errors are OAuth error objects (RFC 6749 5.2).
+         */
         post: operations["exchangeToken"];
         delete?: never;
         options?: never;
@@ -225,7 +255,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Stripe's events for a connected provider (Stripe-Signature verified) */
+        /**
+         * Stripe's events for a connected provider (Stripe-Signature verified)
+         * @description Where a provider points its Stripe webhook endpoint: the Stripe-Signature header is verified with the connected signing secret before anything is read, and each event is applied once (a redelivery is answered 200 and ignored). Not called by providers’ code.
+         */
         post: operations["receiveStripeEvent"];
         delete?: never;
         options?: never;
@@ -242,7 +275,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Activate a plan for a customer (switches plans within a product) */
+        /**
+         * Activate a plan for a customer (switches plans within a product)
+         * @description Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. Takes an Idempotency-Key.
+         */
         post: operations["activatePlan"];
         delete?: never;
         options?: never;
@@ -259,7 +295,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a hosted checkout session for a plan or a credit top-up */
+        /**
+         * Create a hosted checkout session for a plan or a credit top-up
+         * @description A hosted checkout page for one plan or a credit top-up, valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.
+         */
         post: operations["createCheckoutSession"];
         delete?: never;
         options?: never;
@@ -274,7 +313,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a checkout session */
+        /**
+         * Get a checkout session
+         * @description A checkout session: what it sells, its status and when it expires.
+         */
         get: operations["getCheckoutSession"];
         put?: never;
         post?: never;
@@ -291,10 +333,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List customers, or find them by externalRef or email */
+        /**
+         * List customers, or find them by externalRef or email
+         * @description Customers, cursor-paginated (`limit`, `cursor`); `externalRef` or `email` find the matching ones.
+         */
         get: operations["listCustomers"];
         put?: never;
-        /** Create a customer */
+        /**
+         * Create a customer
+         * @description Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email and metadata. Answers the customer with its `reference` (cus_…).
+         */
         post: operations["createCustomer"];
         delete?: never;
         options?: never;
@@ -309,15 +357,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a customer by reference or externalRef */
+        /**
+         * Get a customer by reference or externalRef
+         * @description A customer by its reference (cus_…) or your externalRef. 404 `customer_not_found` otherwise.
+         */
         get: operations["getCustomer"];
         put?: never;
         post?: never;
-        /** Delete a customer (its history is kept) */
+        /**
+         * Delete a customer (its history is kept)
+         * @description Deletes a customer: it can no longer be used, its access tokens are revoked, and its purchases, invoices and ledger entries are kept for the books.
+         */
         delete: operations["deleteCustomer"];
         options?: never;
         head?: never;
-        /** Update a customer */
+        /**
+         * Update a customer
+         * @description Changes a customer’s email, name, externalRef or metadata; only the fields sent change.
+         */
         patch: operations["updateCustomer"];
         trace?: never;
     };
@@ -328,7 +385,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's credit balance */
+        /**
+         * A customer's credit balance
+         * @description The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.
+         */
         get: operations["getCreditBalance"];
         put?: never;
         post?: never;
@@ -345,10 +405,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's credit movements, newest first */
+        /**
+         * A customer's credit movements, newest first
+         * @description The customer’s credit ledger, newest first, cursor-paginated: top-ups, grants, debits, adjustments and the usage of credit-paid plans.
+         */
         get: operations["listCreditMovements"];
         put?: never;
-        /** Top up, grant, debit or adjust credits (Idempotency-Key required for top-ups) */
+        /**
+         * Top up, grant, debit or adjust credits (Idempotency-Key required for top-ups)
+         * @description Moves credits: `top_up` (bought; needs an Idempotency-Key), `grant` (given), `debit` (spent: an `amount`, or `units` of a plan at its creditsPerUnit) or `adjustment` (signed). A debit beyond the balance is refused with 409 `insufficient_credits`.
+         */
         post: operations["moveCredits"];
         delete?: never;
         options?: never;
@@ -363,10 +429,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A customer's stored cards */
+        /**
+         * A customer's stored cards
+         * @description The customer’s stored payment methods (never a full card number).
+         */
         get: operations["listPaymentMethods"];
         put?: never;
-        /** Store a card as the customer's default (sandbox test cards; a Stripe payment method in live) */
+        /**
+         * Store a card as the customer's default (sandbox test cards; a Stripe payment method in live)
+         * @description Stores a card as the customer’s default payment method. In the sandbox, test card numbers decide the outcome of later charges (docs/billing.md); in live, a Stripe payment method id. Card numbers are never stored.
+         */
         post: operations["addPaymentMethod"];
         delete?: never;
         options?: never;
@@ -383,7 +455,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mint an access token a customer presents to the MCP proxy */
+        /**
+         * Mint an access token a customer presents to the MCP proxy
+         * @description Mints an access token (a JWT signed by this service, verified by the proxy against `/.well-known/jwks.json`) that the customer presents to the MCP proxy as a bearer token, optionally for one product and with its lifetime.
+         */
         post: operations["createCustomerToken"];
         delete?: never;
         options?: never;
@@ -400,7 +475,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke every access token the customer holds now (the proxy refuses them within seconds) */
+        /**
+         * Revoke every access token the customer holds now (the proxy refuses them within seconds)
+         * @description Revokes every access token the customer holds now; the proxy refuses them within its snapshot interval. Tokens minted afterwards work.
+         */
         post: operations["revokeCustomerTokens"];
         delete?: never;
         options?: never;
@@ -417,7 +495,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Get the customer with this externalRef, creating it only if none exists (201 when created) */
+        /**
+         * Get the customer with this externalRef, creating it only if none exists (201 when created)
+         * @description Idempotent create by `externalRef`: answers the existing customer (200) or creates it (201), so it can be called on every sign-in of your own users.
+         */
         post: operations["ensureCustomer"];
         delete?: never;
         options?: never;
@@ -432,7 +513,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List invoices, oldest first (filter by customer, purchase or status) */
+        /**
+         * List invoices, oldest first (filter by customer, purchase or status)
+         * @description Invoices, oldest first, filtered by customer, purchase or status; each with its hosted page and PDF links for the customer.
+         */
         get: operations["listInvoices"];
         put?: never;
         post?: never;
@@ -449,7 +533,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an invoice with its lines */
+        /**
+         * Get an invoice with its lines
+         * @description An invoice with its lines, totals and status.
+         */
         get: operations["getInvoice"];
         put?: never;
         post?: never;
@@ -468,7 +555,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Finalize a draft now: close its period without waiting out the lateness allowance, and collect it */
+        /**
+         * Finalize a draft now: close its period without waiting out the lateness allowance, and collect it
+         * @description Closes a draft invoice now instead of after the lateness allowance, counting the usage recorded so far, and collects it.
+         */
         post: operations["finalizeInvoice"];
         delete?: never;
         options?: never;
@@ -485,7 +575,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Void an unpaid invoice: nothing more is collected, and a past-due purchase is active again */
+        /**
+         * Void an unpaid invoice: nothing more is collected, and a past-due purchase is active again
+         * @description Voids an unpaid invoice: nothing more is collected, and a purchase past due because of it is active again. A paid invoice gets 409 `invoice_not_open`.
+         */
         post: operations["voidInvoice"];
         delete?: never;
         options?: never;
@@ -500,7 +593,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Preview the usage charge of a purchase's current period, priced by its plan, as of now */
+        /**
+         * Preview the usage charge of a purchase's current period, priced by its plan, as of now
+         * @description What the current period of a purchase comes to so far, priced by its plan exactly as the closing invoice will be (usage so far, free units, tiers), without creating anything.
+         */
         get: operations["getUpcomingInvoice"];
         put?: never;
         post?: never;
@@ -519,7 +615,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Check (and by default consume one call of) a customer's usage limit for a product */
+        /**
+         * Check (and by default consume one call of) a customer's usage limit for a product
+         * @description For APIs sold outside the proxy: whether a customer may make one more call of a product under its plan (and credits), consuming and recording it by default (`consume: false` only reads). Refusals come with the reason and, when a plan is on offer, a checkout URL.
+         */
         post: operations["checkLimit"];
         delete?: never;
         options?: never;
@@ -534,14 +633,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The merchant identity shown to customers */
+        /**
+         * The merchant identity shown to customers
+         * @description The name, legal name, logo, terms and privacy URLs and support contact the hosted checkout and invoices show to customers, for the environment of the key.
+         */
         get: operations["getMerchant"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Edit the merchant identity shown to customers */
+        /**
+         * Edit the merchant identity shown to customers
+         * @description Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs.
+         */
         patch: operations["updateMerchant"];
         trace?: never;
     };
@@ -554,7 +659,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record one usage event (answered once the event is durably queued) */
+        /**
+         * Record one usage event (answered once the event is durably queued)
+         * @description Records one usage event for a customer (value default 1; decimals are exact). Answered 202 once the event is durably queued; an `id` you give makes a retry count once.
+         */
         post: operations["recordMeterEvent"];
         delete?: never;
         options?: never;
@@ -571,7 +679,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record up to 1000 usage events at once; all are accepted or none */
+        /**
+         * Record up to 1000 usage events at once; all are accepted or none
+         * @description Records up to 1000 usage events in one request: all are accepted or none (a bad one names its index), each with the same rules as a single event.
+         */
         post: operations["recordMeterEvents"];
         delete?: never;
         options?: never;
@@ -586,7 +697,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List purchases */
+        /**
+         * List purchases
+         * @description Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.
+         */
         get: operations["listPurchases"];
         put?: never;
         post?: never;
@@ -603,7 +717,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a purchase */
+        /**
+         * Get a purchase
+         * @description A purchase: its plan, status and current period, and a cancellation if one is scheduled.
+         */
         get: operations["getPurchase"];
         put?: never;
         post?: never;
@@ -622,7 +739,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Cancel now, or at the end of the period with atPeriodEnd */
+        /**
+         * Cancel now, or at the end of the period with atPeriodEnd
+         * @description Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Takes an Idempotency-Key.
+         */
         post: operations["cancelPurchase"];
         delete?: never;
         options?: never;
@@ -639,7 +759,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Undo a scheduled cancellation */
+        /**
+         * Undo a scheduled cancellation
+         * @description Takes back a cancellation scheduled for the period end, as if it had never been asked. A purchase already canceled gets 409 `invalid_transition`. Takes an Idempotency-Key.
+         */
         post: operations["reactivatePurchase"];
         delete?: never;
         options?: never;
@@ -656,7 +779,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sandbox: the customer's bank disputes a payment (payment.disputed) */
+        /**
+         * Sandbox: the customer's bank disputes a payment (payment.disputed)
+         * @description Sandbox only: the customer’s bank disputes a payment, as it would in live; the amount is held back and `payment.disputed` is sent.
+         */
         post: operations["createSandboxDispute"];
         delete?: never;
         options?: never;
@@ -673,7 +799,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sandbox: the bank decides a dispute, won or lost (payment.dispute_closed) */
+        /**
+         * Sandbox: the bank decides a dispute, won or lost (payment.dispute_closed)
+         * @description Sandbox only: the bank decides the dispute, won (the amount comes back) or lost; `payment.dispute_closed` is sent.
+         */
         post: operations["closeSandboxDispute"];
         delete?: never;
         options?: never;
@@ -690,7 +819,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sandbox: pay out the balance now (it arrives after the payout delay, or fails if asked) */
+        /**
+         * Sandbox: pay out the balance now (it arrives after the payout delay, or fails if asked)
+         * @description Sandbox only: pays out the available balance now; it arrives after the payout delay, or fails if asked to, with the matching events.
+         */
         post: operations["createSandboxPayout"];
         delete?: never;
         options?: never;
@@ -705,10 +837,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Sandbox: list test clocks */
+        /**
+         * Sandbox: list test clocks
+         * @description Sandbox only: the provider’s test clocks.
+         */
         get: operations["listTestClocks"];
         put?: never;
-        /** Sandbox: create a test clock frozen at a time */
+        /**
+         * Sandbox: create a test clock frozen at a time
+         * @description Sandbox only: a clock frozen at `frozenTime` that customers can be attached to, so that renewals, trials, dunning and invoices can be walked through in minutes. A live key gets 404.
+         */
         post: operations["createTestClock"];
         delete?: never;
         options?: never;
@@ -723,7 +861,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Sandbox: get a test clock */
+        /**
+         * Sandbox: get a test clock
+         * @description Sandbox only: a test clock and its time.
+         */
         get: operations["getTestClock"];
         put?: never;
         post?: never;
@@ -742,7 +883,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sandbox: move the clock forward, running everything due on its customers' purchases on the way */
+        /**
+         * Sandbox: move the clock forward, running everything due on its customers' purchases on the way
+         * @description Sandbox only: moves the clock to `frozenTime` (forward only) and runs, in order, everything that falls due for its customers on the way: renewals, trial ends, invoice closes, payment retries. A clock already advancing answers 409 `test_clock_advancing`.
+         */
         post: operations["advanceTestClock"];
         delete?: never;
         options?: never;
@@ -759,7 +903,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Record a generic usage event on the product's requests meter */
+        /**
+         * Record a generic usage event on the product's requests meter
+         * @description Records a generic usage event (an action, its units and outcome) on the product’s requests meter, and announces it with `usage.recorded`.
+         */
         post: operations["recordUsage"];
         delete?: never;
         options?: never;
@@ -774,7 +921,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The event types webhooks carry, with their group */
+        /**
+         * The event types webhooks carry, with their group
+         * @description The event types webhooks carry, each with its group and what it means.
+         */
         get: operations["listWebhookEventTypes"];
         put?: never;
         post?: never;
@@ -791,7 +941,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List disputes */
+        /**
+         * List disputes
+         * @description Disputes, cursor-paginated, with their status and amount.
+         */
         get: operations["listDisputes"];
         put?: never;
         post?: never;
@@ -808,7 +961,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a dispute */
+        /**
+         * Get a dispute
+         * @description A dispute: the payment it concerns, its amount and status.
+         */
         get: operations["getDispute"];
         put?: never;
         post?: never;
@@ -827,7 +983,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Answer a dispute with evidence (needs_response → under_review) */
+        /**
+         * Answer a dispute with evidence (needs_response → under_review)
+         * @description Answers a dispute that needs a response with evidence; it moves to under_review. A dispute past that point gets 409.
+         */
         post: operations["submitDisputeEvidence"];
         delete?: never;
         options?: never;
@@ -842,7 +1001,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Cash flow of the provider's processor balance over a period, and each month */
+        /**
+         * Cash flow of the provider's processor balance over a period, and each month
+         * @description Cash flow of the provider’s processor balance over a named period: what came in, went out and was paid out, month by month.
+         */
         get: operations["getCashFlow"];
         put?: never;
         post?: never;
@@ -859,7 +1021,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Profit and loss of a period, with the prior period and each month, from the ledger */
+        /**
+         * Profit and loss of a period, with the prior period and each month, from the ledger
+         * @description Profit and loss of a named period (`this-month`, `last-quarter`, `last-6-months`, …) in one currency, from the ledger: revenue, refunds, disputes, fees and net, with the prior period of the same length and each month.
+         */
         get: operations["getProfitAndLoss"];
         put?: never;
         post?: never;
@@ -876,10 +1041,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List MCP servers */
+        /**
+         * List MCP servers
+         * @description The provider’s MCP servers, with their proxy URLs and status.
+         */
         get: operations["listMcpServers"];
         put?: never;
-        /** Register an MCP server behind the proxy */
+        /**
+         * Register an MCP server behind the proxy
+         * @description Puts an MCP server behind the proxy: its origin `url` (checked by the SSRF guard), the product whose plans gate its tool calls, an optional default plan and an optional API key the proxy sends to the origin. Answers the `mcpProxyUrl` customers connect to.
+         */
         post: operations["createMcpServer"];
         delete?: never;
         options?: never;
@@ -894,15 +1065,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an MCP server by id or subdomain */
+        /**
+         * Get an MCP server by id or subdomain
+         * @description An MCP server by its id (mcp_…) or subdomain, with its tools and which plans may call each.
+         */
         get: operations["getMcpServer"];
         put?: never;
         post?: never;
-        /** Remove an MCP server from the proxy */
+        /**
+         * Remove an MCP server from the proxy
+         * @description Removes an MCP server: the proxy stops serving its URL within seconds; usage already recorded is kept.
+         */
         delete: operations["deleteMcpServer"];
         options?: never;
         head?: never;
-        /** Change an MCP server (origin, product, default plan, tools, status) */
+        /**
+         * Change an MCP server (origin, product, default plan, tools, status)
+         * @description Changes an MCP server: origin, product, default plan, tools and their plans, allowed browser origins, status (only active servers are proxied). The proxy picks changes up within seconds.
+         */
         patch: operations["updateMcpServer"];
         trace?: never;
     };
@@ -915,7 +1095,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Import the tool list from the origin's tools/list, keeping each tool's plan settings */
+        /**
+         * Import the tool list from the origin's tools/list, keeping each tool's plan settings
+         * @description Reads the origin’s tools/list into the registry, keeping the plan settings of tools already known. An origin that cannot be read gets 422 `origin_unreachable`, naming the failure but never the origin’s answer.
+         */
         post: operations["importMcpServerTools"];
         delete?: never;
         options?: never;
@@ -930,10 +1113,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List meters */
+        /**
+         * List meters
+         * @description The provider’s meters, including the built-in requests meter.
+         */
         get: operations["listMeters"];
         put?: never;
-        /** Create a meter */
+        /**
+         * Create a meter
+         * @description Creates a meter: a named measure of usage events that plans can price and limits can cap.
+         */
         post: operations["createMeter"];
         delete?: never;
         options?: never;
@@ -948,7 +1137,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a meter by id or name */
+        /**
+         * Get a meter by id or name
+         * @description A meter by its id (mtr_…) or name, with its settings and status.
+         */
         get: operations["getMeter"];
         put?: never;
         post?: never;
@@ -967,7 +1159,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive a meter (history stays queryable; new records are refused) */
+        /**
+         * Archive a meter (history stays queryable; new records are refused)
+         * @description Archives a meter: its history stays queryable, new records for it are refused. The requests meter cannot be archived (409 `meter_protected`).
+         */
         post: operations["archiveMeter"];
         delete?: never;
         options?: never;
@@ -982,7 +1177,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List payouts */
+        /**
+         * List payouts
+         * @description Payouts of the provider’s balance, cursor-paginated.
+         */
         get: operations["listPayouts"];
         put?: never;
         post?: never;
@@ -999,7 +1197,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a payout */
+        /**
+         * Get a payout
+         * @description A payout: its amount, status and arrival.
+         */
         get: operations["getPayout"];
         put?: never;
         post?: never;
@@ -1016,14 +1217,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a plan */
+        /**
+         * Get a plan
+         * @description A plan by its id (pln_…) or reference, with its prices, limits and status.
+         */
         get: operations["getPlan"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a plan (type and currency cannot change) */
+        /**
+         * Update a plan (type and currency cannot change)
+         * @description Changes a plan’s settings; its type and currency cannot change (make a new plan instead).
+         */
         patch: operations["updatePlan"];
         trace?: never;
     };
@@ -1036,7 +1243,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive a plan */
+        /**
+         * Archive a plan
+         * @description Archives a plan: no new purchases of it (409 `plan_archived`); existing ones run on.
+         */
         post: operations["archivePlan"];
         delete?: never;
         options?: never;
@@ -1051,12 +1261,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether Stripe is connected, and the last 4 of its key */
+        /**
+         * Whether Stripe is connected, and the last 4 of its key
+         * @description Whether Stripe is connected, with the last 4 of its key, the Stripe mode and account.
+         */
         get: operations["getStripeConnection"];
-        /** Connect the provider's Stripe account for live payments (keys are write-only) */
+        /**
+         * Connect the provider's Stripe account for live payments (keys are write-only)
+         * @description Connects the provider’s own Stripe account for live payments (live key only; a sandbox key gets 403). The key is tried on Stripe first: a key Stripe refuses is a 400 naming `/secretKey`, Stripe out of reach a 503. Keys are stored sealed and never shown again.
+         */
         put: operations["connectStripe"];
         post?: never;
-        /** Disconnect Stripe: live card payments stop */
+        /**
+         * Disconnect Stripe: live card payments stop
+         * @description Disconnects Stripe: everything that needs it (live payments, reconciliation) answers 409 `payments_not_configured` until it is connected again; the ledger is kept.
+         */
         delete: operations["disconnectStripe"];
         options?: never;
         head?: never;
@@ -1070,7 +1289,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Our ledger against Stripe's balance transactions for a window: differences, never corrected */
+        /**
+         * Our ledger against Stripe's balance transactions for a window: differences, never corrected
+         * @description Compares what the ledger says moved through the Stripe balance in a window (`from`, `to`) with Stripe’s balance transactions: payments, refunds, disputes and payouts matched one by one, differences listed, nothing corrected.
+         */
         get: operations["getStripeReconciliation"];
         put?: never;
         post?: never;
@@ -1087,10 +1309,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List products */
+        /**
+         * List products
+         * @description The provider’s products in the environment of the key, cursor-paginated.
+         */
         get: operations["listProducts"];
         put?: never;
-        /** Create a product */
+        /**
+         * Create a product
+         * @description Creates a product (what customers buy access to), optionally with your own `reference` (409 `reference_taken` if used). Plans, meters and MCP servers hang off it.
+         */
         post: operations["createProduct"];
         delete?: never;
         options?: never;
@@ -1105,14 +1333,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a product by id or reference */
+        /**
+         * Get a product by id or reference
+         * @description A product by its id (prd_…) or reference.
+         */
         get: operations["getProduct"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a product */
+        /**
+         * Update a product
+         * @description Changes a product’s name, description, reference or metadata; only the fields sent change.
+         */
         patch: operations["updateProduct"];
         trace?: never;
     };
@@ -1125,7 +1359,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Archive a product (no new plans or purchases) */
+        /**
+         * Archive a product (no new plans or purchases)
+         * @description Archives a product: no new plans or purchases (409 `product_archived`); existing purchases run on.
+         */
         post: operations["archiveProduct"];
         delete?: never;
         options?: never;
@@ -1140,10 +1377,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the plans of a product */
+        /**
+         * List the plans of a product
+         * @description The product’s plans, with their prices and limits.
+         */
         get: operations["listPlans"];
         put?: never;
-        /** Create a plan of a product */
+        /**
+         * Create a plan of a product
+         * @description Creates a plan of the product: recurring, one-time, usage-based (per unit, per package, graduated or volume tiers; sub-cent prices as exact decimals) or hybrid, with limits, free units, trials and setup fees. Prices are integers of the currency’s minor unit unless a decimal field says otherwise.
+         */
         post: operations["createPlan"];
         delete?: never;
         options?: never;
@@ -1158,14 +1401,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Provider settings */
+        /**
+         * Provider settings
+         * @description The provider’s settings for the environment of the key.
+         */
         get: operations["getSettings"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change provider settings */
+        /**
+         * Change provider settings
+         * @description Changes the provider’s settings; only the fields sent change.
+         */
         patch: operations["updateSettings"];
         trace?: never;
     };
@@ -1176,7 +1425,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List money movements (payments, refunds, fees, disputes, payouts) oldest first, or export them as CSV */
+        /**
+         * List money movements (payments, refunds, fees, disputes, payouts) oldest first, or export them as CSV
+         * @description The ledger’s money movements, oldest first, filtered by type, customer and time; `format=csv` answers the same rows as CSV for a spreadsheet.
+         */
         get: operations["listTransactions"];
         put?: never;
         post?: never;
@@ -1195,7 +1447,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Refund a payment in full or in part; a full refund of a purchase payment revokes the purchase */
+        /**
+         * Refund a payment in full or in part; a full refund of a purchase payment revokes the purchase
+         * @description Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key.
+         */
         post: operations["createRefund"];
         delete?: never;
         options?: never;
@@ -1212,7 +1467,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a payment.succeeded test event now and answer with the attempt */
+        /**
+         * Send a payment.succeeded test event now and answer with the attempt
+         * @description Sends a signed `payment.succeeded` test event to the endpoint now and answers the attempt, to check a receiver end to end.
+         */
         post: operations["sendTestWebhook"];
         delete?: never;
         options?: never;
@@ -1227,7 +1485,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The attempt log (status, latency, error, response excerpt), newest first */
+        /**
+         * The attempt log (status, latency, error, response excerpt), newest first
+         * @description The delivery log, newest first: each attempt’s status code, latency, error, response excerpt and next attempt, by endpoint or event.
+         */
         get: operations["listWebhookAttempts"];
         put?: never;
         post?: never;
@@ -1244,10 +1505,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List endpoints */
+        /**
+         * List endpoints
+         * @description The provider’s webhook endpoints, with their status and failure counts (never their secrets).
+         */
         get: operations["listWebhookEndpoints"];
         put?: never;
-        /** Register an endpoint; its whsec_ signing secret is answered only now */
+        /**
+         * Register an endpoint; its whsec_ signing secret is answered only now
+         * @description Registers an endpoint URL (https in live; checked by the SSRF guard) for all event types or the ones listed. The answer carries the whsec_ signing secret, shown only this once.
+         */
         post: operations["createWebhookEndpoint"];
         delete?: never;
         options?: never;
@@ -1262,15 +1529,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an endpoint */
+        /**
+         * Get an endpoint
+         * @description An endpoint, its event types, status and failure count.
+         */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
-        /** Delete an endpoint (its pending deliveries are dropped) */
+        /**
+         * Delete an endpoint (its pending deliveries are dropped)
+         * @description Deletes an endpoint; its pending deliveries are dropped.
+         */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
-        /** Change the URL, event types or description */
+        /**
+         * Change the URL, event types or description
+         * @description Changes an endpoint’s URL, event types or description.
+         */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
@@ -1283,7 +1559,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Disable an endpoint: nothing is sent until it is enabled again */
+        /**
+         * Disable an endpoint: nothing is sent until it is enabled again
+         * @description Stops deliveries to an endpoint; they wait until it is enabled again.
+         */
         post: operations["disableWebhookEndpoint"];
         delete?: never;
         options?: never;
@@ -1300,7 +1579,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Re-enable an endpoint: its pending deliveries resume and the failure count restarts */
+        /**
+         * Re-enable an endpoint: its pending deliveries resume and the failure count restarts
+         * @description Resumes an endpoint (also one disabled after repeated failures): its pending deliveries go out and the failure count restarts.
+         */
         post: operations["enableWebhookEndpoint"];
         delete?: never;
         options?: never;
@@ -1317,7 +1599,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send one event, or every event of a time range, to the endpoint again */
+        /**
+         * Send one event, or every event of a time range, to the endpoint again
+         * @description Sends one event (`eventId`) or every event of a time range (`from`, `to`) to the endpoint again; answers 202 with how many were queued. Receivers de-duplicate by event id.
+         */
         post: operations["redeliverWebhookEvents"];
         delete?: never;
         options?: never;
@@ -1334,7 +1619,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** New signing secret; the old one keeps signing alongside during the overlap */
+        /**
+         * New signing secret; the old one keeps signing alongside during the overlap
+         * @description Makes a new signing secret (answered once); the old one keeps signing alongside it for `overlapSeconds` (default a day), so receivers can switch without losing events.
+         */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;

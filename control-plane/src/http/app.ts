@@ -16,6 +16,7 @@ import { DomainError, ValidationError } from '../errors';
 import type { ProviderService } from '../modules/providers/service';
 import type { AuthContext } from '../tenancy';
 import { clientErrorAnswer, installErrorHandling } from './error-handler';
+import { OPERATION_DESCRIPTIONS } from './operation-docs';
 import { OPERATION_IDS } from './operation-ids';
 import { RequestLogger } from './request-logger';
 import { Problem } from './schemas';
@@ -333,12 +334,15 @@ export async function buildApp(options: AppOptions): Promise<App> {
     transform: ({ schema, url, route }) => {
       const method = Array.isArray(route.method) ? route.method[0] : route.method;
       const operationId = OPERATION_IDS[`${method} ${url}`];
+      const description = schema?.description ?? OPERATION_DESCRIPTIONS[`${method} ${url}`];
       if (schema === undefined || operationId === undefined) return { schema, url };
-      const idempotency = (route.config as { idempotency?: 'optional' | 'required' } | undefined)?.idempotency;
+      const idempotency = (route.config as { idempotency?: 'optional' | 'required' } | undefined)
+        ?.idempotency;
       return {
         schema: {
           ...schema,
           operationId,
+          ...(description === undefined ? {} : { description }),
           response: documentedResponses(schema.response),
           ...(idempotency === undefined ? {} : { headers: idempotencyHeader(idempotency) }),
         } as typeof schema,

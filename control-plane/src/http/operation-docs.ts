@@ -1,0 +1,179 @@
+/**
+ * What each API operation does beyond its one-line summary: what it answers, what it changes and
+ * what it refuses, as the rendered reference (`/docs`) and generated clients show it. Keyed like
+ * OPERATION_IDS; a route missing here fails the OpenAPI test. A route's own `description` wins.
+ */
+export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
+  'GET /.well-known/oauth-authorization-server':
+    'The authorization server metadata MCP clients discover after the proxy’s 401: issuer, authorization, token, registration and revocation endpoints, PKCE S256 and the scopes. Open to anyone.',
+  'GET /.well-known/openid-configuration':
+    'The same metadata under the OpenID discovery name, for clients that look there first. Open to anyone.',
+  'POST /v1/customer/auth/register':
+    'Dynamic client registration (RFC 7591) for MCP clients: public clients with PKCE, redirect URIs on loopback or https. Answers the client_id; invalid metadata gets the RFC’s error object with 400.',
+  'POST /v1/customer/auth/logins':
+    'The JSON form of the sign-in page: checks the email and password of an account of the MCP server’s provider and answers the redirect URL with the authorization code. Wrong credentials get 401 `invalid_credentials`; repeated failures 429 with Retry-After.',
+  'POST /v1/customer/auth/signups/:verificationId/verify':
+    'Checks the code mailed by a sign-up or password reset. A wrong code counts against a small number of attempts; an expired or used verification is refused. On success the account has its password and the answer carries the redirect URL with the authorization code.',
+  'POST /v1/customer/auth/token':
+    'Exchanges an authorization code (with its PKCE verifier and the same redirect URI and resource) for an access token and a refresh token, or a refresh token for new ones; each refresh token is used once and replaced. Errors are OAuth error objects (RFC 6749 5.2).',
+  'POST /v1/customer/auth/revoke':
+    'Revokes a refresh token and the sign-in it belongs to (RFC 7009): its access tokens stop being accepted by the proxy within seconds. Answers 200 whether or not the token was known.',
+  'POST /v1/processors/stripe/webhooks/:providerId':
+    'Where a provider points its Stripe webhook endpoint: the Stripe-Signature header is verified with the connected signing secret before anything is read, and each event is applied once (a redelivery is answered 200 and ignored). Not called by providers’ code.',
+  'POST /v1/sdk/test-clocks':
+    'Sandbox only: a clock frozen at `frozenTime` that customers can be attached to, so that renewals, trials, dunning and invoices can be walked through in minutes. A live key gets 404.',
+  'GET /v1/sdk/test-clocks': 'Sandbox only: the provider’s test clocks.',
+  'GET /v1/sdk/test-clocks/:id': 'Sandbox only: a test clock and its time.',
+  'POST /v1/sdk/test-clocks/:id/advance':
+    'Sandbox only: moves the clock to `frozenTime` (forward only) and runs, in order, everything that falls due for its customers on the way: renewals, trial ends, invoice closes, payment retries. A clock already advancing answers 409 `test_clock_advancing`.',
+  'GET /v1/sdk/merchant':
+    'The name, legal name, logo, terms and privacy URLs and support contact the hosted checkout and invoices show to customers, for the environment of the key.',
+  'PATCH /v1/sdk/merchant':
+    'Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs.',
+  'POST /v1/sdk/customers':
+    'Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email and metadata. Answers the customer with its `reference` (cus_…).',
+  'GET /v1/sdk/customers':
+    'Customers, cursor-paginated (`limit`, `cursor`); `externalRef` or `email` find the matching ones.',
+  'POST /v1/sdk/customers/ensure':
+    'Idempotent create by `externalRef`: answers the existing customer (200) or creates it (201), so it can be called on every sign-in of your own users.',
+  'GET /v1/sdk/customers/:ref':
+    'A customer by its reference (cus_…) or your externalRef. 404 `customer_not_found` otherwise.',
+  'PATCH /v1/sdk/customers/:ref':
+    'Changes a customer’s email, name, externalRef or metadata; only the fields sent change.',
+  'DELETE /v1/sdk/customers/:ref':
+    'Deletes a customer: it can no longer be used, its access tokens are revoked, and its purchases, invoices and ledger entries are kept for the books.',
+  'GET /v1/sdk/customers/:ref/balance':
+    'The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.',
+  'GET /v1/sdk/customers/:ref/credits':
+    'The customer’s credit ledger, newest first, cursor-paginated: top-ups, grants, debits, adjustments and the usage of credit-paid plans.',
+  'POST /v1/sdk/customers/:ref/credits':
+    'Moves credits: `top_up` (bought; needs an Idempotency-Key), `grant` (given), `debit` (spent: an `amount`, or `units` of a plan at its creditsPerUnit) or `adjustment` (signed). A debit beyond the balance is refused with 409 `insufficient_credits`.',
+  'GET /v1/ui/settings': 'The provider’s settings for the environment of the key.',
+  'PATCH /v1/ui/settings': 'Changes the provider’s settings; only the fields sent change.',
+  'POST /v1/sdk/activate':
+    'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. Takes an Idempotency-Key.',
+  'GET /v1/sdk/purchases':
+    'Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.',
+  'GET /v1/sdk/purchases/:ref':
+    'A purchase: its plan, status and current period, and a cancellation if one is scheduled.',
+  'POST /v1/sdk/purchases/:ref/cancel':
+    'Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Takes an Idempotency-Key.',
+  'POST /v1/sdk/purchases/:ref/reactivate':
+    'Takes back a cancellation scheduled for the period end, as if it had never been asked. A purchase already canceled gets 409 `invalid_transition`. Takes an Idempotency-Key.',
+  'POST /v1/sdk/customers/:ref/payment-methods':
+    'Stores a card as the customer’s default payment method. In the sandbox, test card numbers decide the outcome of later charges (docs/billing.md); in live, a Stripe payment method id. Card numbers are never stored.',
+  'GET /v1/sdk/customers/:ref/payment-methods':
+    'The customer’s stored payment methods (never a full card number).',
+  'PUT /v1/ui/processors/stripe':
+    'Connects the provider’s own Stripe account for live payments (live key only; a sandbox key gets 403). The key is tried on Stripe first: a key Stripe refuses is a 400 naming `/secretKey`, Stripe out of reach a 503. Keys are stored sealed and never shown again.',
+  'GET /v1/ui/processors/stripe':
+    'Whether Stripe is connected, with the last 4 of its key, the Stripe mode and account.',
+  'DELETE /v1/ui/processors/stripe':
+    'Disconnects Stripe: everything that needs it (live payments, reconciliation) answers 409 `payments_not_configured` until it is connected again; the ledger is kept.',
+  'GET /v1/ui/processors/stripe/reconciliation':
+    'Compares what the ledger says moved through the Stripe balance in a window (`from`, `to`) with Stripe’s balance transactions: payments, refunds, disputes and payouts matched one by one, differences listed, nothing corrected.',
+  'POST /v1/sdk/checkout-sessions':
+    'A hosted checkout page for one plan or a credit top-up, valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.',
+  'GET /v1/sdk/checkout-sessions/:id': 'A checkout session: what it sells, its status and when it expires.',
+  'POST /v1/ui/transactions/refunds':
+    'Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key.',
+  'GET /v1/ui/transactions':
+    'The ledger’s money movements, oldest first, filtered by type, customer and time; `format=csv` answers the same rows as CSV for a spreadsheet.',
+  'GET /v1/ui/financials/pnl':
+    'Profit and loss of a named period (`this-month`, `last-quarter`, `last-6-months`, …) in one currency, from the ledger: revenue, refunds, disputes, fees and net, with the prior period of the same length and each month.',
+  'GET /v1/ui/financials/cashflow':
+    'Cash flow of the provider’s processor balance over a named period: what came in, went out and was paid out, month by month.',
+  'GET /v1/ui/disputes': 'Disputes, cursor-paginated, with their status and amount.',
+  'GET /v1/ui/disputes/:id': 'A dispute: the payment it concerns, its amount and status.',
+  'POST /v1/ui/disputes/:id/evidence':
+    'Answers a dispute that needs a response with evidence; it moves to under_review. A dispute past that point gets 409.',
+  'POST /v1/sdk/sandbox/disputes':
+    'Sandbox only: the customer’s bank disputes a payment, as it would in live; the amount is held back and `payment.disputed` is sent.',
+  'POST /v1/sdk/sandbox/disputes/:id/close':
+    'Sandbox only: the bank decides the dispute, won (the amount comes back) or lost; `payment.dispute_closed` is sent.',
+  'GET /v1/ui/payouts': 'Payouts of the provider’s balance, cursor-paginated.',
+  'GET /v1/ui/payouts/:id': 'A payout: its amount, status and arrival.',
+  'POST /v1/sdk/sandbox/payouts':
+    'Sandbox only: pays out the available balance now; it arrives after the payout delay, or fails if asked to, with the matching events.',
+  'POST /v1/sdk/customers/:ref/tokens':
+    'Mints an access token (a JWT signed by this service, verified by the proxy against `/.well-known/jwks.json`) that the customer presents to the MCP proxy as a bearer token, optionally for one product and with its lifetime.',
+  'POST /v1/sdk/customers/:ref/tokens/revoke':
+    'Revokes every access token the customer holds now; the proxy refuses them within its snapshot interval. Tokens minted afterwards work.',
+  'POST /v1/ui/products':
+    'Creates a product (what customers buy access to), optionally with your own `reference` (409 `reference_taken` if used). Plans, meters and MCP servers hang off it.',
+  'GET /v1/ui/products': 'The provider’s products in the environment of the key, cursor-paginated.',
+  'GET /v1/ui/products/:id': 'A product by its id (prd_…) or reference.',
+  'PATCH /v1/ui/products/:id':
+    'Changes a product’s name, description, reference or metadata; only the fields sent change.',
+  'POST /v1/ui/products/:id/archive':
+    'Archives a product: no new plans or purchases (409 `product_archived`); existing purchases run on.',
+  'POST /v1/ui/products/:id/plans':
+    'Creates a plan of the product: recurring, one-time, usage-based (per unit, per package, graduated or volume tiers; sub-cent prices as exact decimals) or hybrid, with limits, free units, trials and setup fees. Prices are integers of the currency’s minor unit unless a decimal field says otherwise.',
+  'GET /v1/ui/products/:id/plans': 'The product’s plans, with their prices and limits.',
+  'GET /v1/ui/plans/:planRef': 'A plan by its id (pln_…) or reference, with its prices, limits and status.',
+  'PATCH /v1/ui/plans/:planRef':
+    'Changes a plan’s settings; its type and currency cannot change (make a new plan instead).',
+  'POST /v1/ui/plans/:planRef/archive':
+    'Archives a plan: no new purchases of it (409 `plan_archived`); existing ones run on.',
+  'POST /v1/ui/meters':
+    'Creates a meter: a named measure of usage events that plans can price and limits can cap.',
+  'GET /v1/ui/meters': 'The provider’s meters, including the built-in requests meter.',
+  'GET /v1/ui/meters/:meterRef': 'A meter by its id (mtr_…) or name, with its settings and status.',
+  'POST /v1/ui/meters/:meterRef/archive':
+    'Archives a meter: its history stays queryable, new records for it are refused. The requests meter cannot be archived (409 `meter_protected`).',
+  'POST /v1/sdk/meter-events':
+    'Records one usage event for a customer (value default 1; decimals are exact). Answered 202 once the event is durably queued; an `id` you give makes a retry count once.',
+  'POST /v1/sdk/meter-events/bulk':
+    'Records up to 1000 usage events in one request: all are accepted or none (a bad one names its index), each with the same rules as a single event.',
+  'POST /v1/sdk/usages':
+    'Records a generic usage event (an action, its units and outcome) on the product’s requests meter, and announces it with `usage.recorded`.',
+  'GET /ui/meters/:meterRef/usage':
+    'The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Served from ClickHouse; 503 `usage_store_unavailable` while it is away.',
+  'GET /ui/meters/:meterRef/customers':
+    'A meter’s usage per customer over a range, largest first (default: the last 30 days).',
+  'GET /ui/analytics/daily':
+    'Records, distinct customers and meters per UTC day over a range (default: the last 30 days).',
+  'GET /v1/sdk/invoices/upcoming':
+    'What the current period of a purchase comes to so far, priced by its plan exactly as the closing invoice will be (usage so far, free units, tiers), without creating anything.',
+  'GET /v1/sdk/invoices':
+    'Invoices, oldest first, filtered by customer, purchase or status; each with its hosted page and PDF links for the customer.',
+  'GET /v1/sdk/invoices/:id': 'An invoice with its lines, totals and status.',
+  'POST /v1/sdk/invoices/:id/void':
+    'Voids an unpaid invoice: nothing more is collected, and a purchase past due because of it is active again. A paid invoice gets 409 `invoice_not_open`.',
+  'POST /v1/sdk/invoices/:id/finalize':
+    'Closes a draft invoice now instead of after the lateness allowance, counting the usage recorded so far, and collects it.',
+  'POST /v1/ui/mcp-servers':
+    'Puts an MCP server behind the proxy: its origin `url` (checked by the SSRF guard), the product whose plans gate its tool calls, an optional default plan and an optional API key the proxy sends to the origin. Answers the `mcpProxyUrl` customers connect to.',
+  'GET /v1/ui/mcp-servers': 'The provider’s MCP servers, with their proxy URLs and status.',
+  'GET /v1/ui/mcp-servers/:id':
+    'An MCP server by its id (mcp_…) or subdomain, with its tools and which plans may call each.',
+  'PATCH /v1/ui/mcp-servers/:id':
+    'Changes an MCP server: origin, product, default plan, tools and their plans, allowed browser origins, status (only active servers are proxied). The proxy picks changes up within seconds.',
+  'DELETE /v1/ui/mcp-servers/:id':
+    'Removes an MCP server: the proxy stops serving its URL within seconds; usage already recorded is kept.',
+  'POST /v1/ui/mcp-servers/:id/tools/import':
+    'Reads the origin’s tools/list into the registry, keeping the plan settings of tools already known. An origin that cannot be read gets 422 `origin_unreachable`, naming the failure but never the origin’s answer.',
+  'POST /v1/sdk/limits':
+    'For APIs sold outside the proxy: whether a customer may make one more call of a product under its plan (and credits), consuming and recording it by default (`consume: false` only reads). Refusals come with the reason and, when a plan is on offer, a checkout URL.',
+  'GET /v1/sdk/webhooks/event-types':
+    'The event types webhooks carry, each with its group and what it means.',
+  'POST /v1/webhook_endpoints':
+    'Registers an endpoint URL (https in live; checked by the SSRF guard) for all event types or the ones listed. The answer carries the whsec_ signing secret, shown only this once.',
+  'GET /v1/webhook_endpoints':
+    'The provider’s webhook endpoints, with their status and failure counts (never their secrets).',
+  'GET /v1/webhook_endpoints/:id': 'An endpoint, its event types, status and failure count.',
+  'PATCH /v1/webhook_endpoints/:id': 'Changes an endpoint’s URL, event types or description.',
+  'DELETE /v1/webhook_endpoints/:id': 'Deletes an endpoint; its pending deliveries are dropped.',
+  'POST /v1/webhook_endpoints/:id/disable':
+    'Stops deliveries to an endpoint; they wait until it is enabled again.',
+  'POST /v1/webhook_endpoints/:id/enable':
+    'Resumes an endpoint (also one disabled after repeated failures): its pending deliveries go out and the failure count restarts.',
+  'POST /v1/webhook_endpoints/:id/rotate-secret':
+    'Makes a new signing secret (answered once); the old one keeps signing alongside it for `overlapSeconds` (default a day), so receivers can switch without losing events.',
+  'POST /v1/webhook_endpoints/:id/redeliver':
+    'Sends one event (`eventId`) or every event of a time range (`from`, `to`) to the endpoint again; answers 202 with how many were queued. Receivers de-duplicate by event id.',
+  'GET /v1/webhook_attempts':
+    'The delivery log, newest first: each attempt’s status code, latency, error, response excerpt and next attempt, by endpoint or event.',
+  'POST /v1/ui/webhooks/:endpointId/test':
+    'Sends a signed `payment.succeeded` test event to the endpoint now and answers the attempt, to check a receiver end to end.',
+};
