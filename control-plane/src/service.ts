@@ -3,12 +3,14 @@ import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limi
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
 import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
+import { Type } from '@sinclair/typebox';
 import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
 import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp, warmSchemas } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
+import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
 import { apiDocsRoutes } from './modules/api-docs/routes';
 import { Invoicing } from './modules/billing/invoicing';
@@ -65,6 +67,25 @@ import { webhookRoutes } from './modules/webhooks/routes';
 import { WebhookSender } from './modules/webhooks/sender';
 import { WebhookService } from './modules/webhooks/service';
 import { WebhookWorker } from './modules/webhooks/worker';
+
+/** GET /healthz as the OpenAPI document shows it: for load balancers and orchestrators. */
+const HEALTH_SCHEMA = {
+  tags: ['health'],
+  summary: 'Whether this control plane can serve: 200 once PostgreSQL answers, 503 otherwise',
+  description:
+    'For load balancers and orchestrators (readiness). Checks PostgreSQL on every call; `ingest`, when this process also runs the usage consumer, gives its state. Open to anyone, no key.',
+  response: {
+    200: Type.Object({
+      status: Type.Literal('ok'),
+      ingest: Type.Optional(
+        Type.Union([Type.Literal('starting'), Type.Literal('running'), Type.Literal('failed')], {
+          description: "The usage consumer's state, when this process runs it",
+        }),
+      ),
+    }),
+    503: Problem,
+  },
+};
 
 export interface ControlPlaneDeps {
   config: Pick<ControlPlaneConfig, 'bodyLimitBytes' | 'proxyPublicUrl' | 'proxyBaseDomain'> &
@@ -293,6 +314,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     publicUrl: deps.config.publicUrl,
+    proxyUrl: deps.config.proxyPublicUrl,
     providers,
     open: async (scope) => {
       await scope.register(apiDocsRoutes());
@@ -304,12 +326,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       );
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
-      scope.get('/healthz', { schema: { hide: true } }, async (_request, reply) => {
+      scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {
         // The API answers while the usage consumer still joins its group (it catches up behind).
         const ingest = deps.ingestState?.();
         try {
           await pingDatabase(deps.pool);
-          return ingest === undefined ? { status: 'ok' } : { status: 'ok', ingest };
+          return ingest === undefined ? { status: 'ok' as const } : { status: 'ok' as const, ingest };
         } catch {
           return sendProblem(reply, 'service_unavailable', 'PostgreSQL is not reachable');
         }

@@ -42,6 +42,8 @@ describe('hostile input', () => {
     let requests = 0;
     for (const [template, operations] of Object.entries(spec.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
+        // Path-level keys (the proxy's paths carry `servers` and `parameters`) are not operations.
+        if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
         const upper = method.toUpperCase() as 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT';
         const path = template.replace(/\{[^}]+\}/g, 'x%00y');
         const queries = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);

@@ -8,6 +8,7 @@ import { startTestControlPlane, type TestControlPlane } from '../../test/helpers
 import { root } from '../../test/helpers/processes';
 import { OPERATION_DESCRIPTIONS } from '../src/http/operation-docs';
 import { OPERATION_IDS } from '../src/http/operation-ids';
+import { PROXY_OPERATION_IDS } from '../src/http/proxy-paths';
 
 interface Operation {
   operationId?: string;
@@ -30,10 +31,13 @@ const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete']);
  * pointer into /openapi.json; anything else it reports fails the test.
  */
 const EXEMPT: Record<string, string[]> = {
-  // Two RFC 8414 metadata documents that answer every request with the document: no 4xx exists.
+  // Documents that answer every request with themselves (two RFC 8414 metadata documents, the
+  // key set) and the health check (200 or 503): no 4xx exists for them.
   'operation-4xx-response': [
     '#/paths/~1.well-known~1oauth-authorization-server/get/responses',
     '#/paths/~1.well-known~1openid-configuration/get/responses',
+    '#/paths/~1.well-known~1jwks.json/get/responses',
+    '#/paths/~1healthz/get/responses',
   ],
   // Under which license the API is offered is the owner's decision, not yet taken.
   'info-license': ['#/info'],
@@ -66,8 +70,28 @@ describe('the OpenAPI document', () => {
     const ids = operations.map((operation) => operation.id);
     expect(new Set(ids).size).toBe(ids.length);
     // Every name in the table is in use: a route removed takes its name with it.
-    expect([...Object.values(OPERATION_IDS)].sort()).toEqual([...ids].sort());
+    expect([...Object.values(OPERATION_IDS), ...PROXY_OPERATION_IDS].sort()).toEqual([...ids].sort());
     expect(spec.servers?.length).toBeGreaterThan(0);
+  });
+
+  it('names the scheme each route family takes: API keys, customer tokens, or none', () => {
+    const schemes = (path: string, method: string) =>
+      JSON.stringify(
+        (spec.paths[path]?.[method] as { security?: unknown } | undefined)?.security ?? 'default',
+      );
+    // The API's own routes take the provider's secret key (the document's default).
+    expect(schemes('/v1/sdk/customers', 'post')).toBe('"default"');
+    expect(JSON.stringify((spec as { security?: unknown }).security)).toBe('[{"bearerAuth":[]}]');
+    // Sign-in, discovery, keys and health take none; the proxy a customer token.
+    for (const [path, method] of [
+      ['/v1/customer/auth/token', 'post'],
+      ['/.well-known/oauth-authorization-server', 'get'],
+      ['/.well-known/jwks.json', 'get'],
+      ['/healthz', 'get'],
+      ['/.well-known/oauth-protected-resource/mcp/{subdomain}', 'get'],
+    ] as const)
+      expect(schemes(path, method), path).toBe('[]');
+    expect(schemes('/mcp/{subdomain}', 'post')).toBe('[{"customerToken":[]}]');
   });
 
   it('describes every operation beyond its summary, from its route or the descriptions table', () => {

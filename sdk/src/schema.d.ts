@@ -2,6 +2,26 @@
 // `npm run sdk:generate` writes it again after the API changed (sdk/test/schema.test.ts).
 
 export interface paths {
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify customer access tokens (RFC 7517 JSON Web Key Set)
+         * @description What the proxy, or anything else, checks an access token’s signature against: the keys in use and the ones just rotated out. Open to anyone, no key.
+         */
+        get: operations["getJsonWebKeySet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/oauth-authorization-server": {
         parameters: {
             query?: never;
@@ -34,6 +54,26 @@ export interface paths {
          * @description The same metadata under the OpenID discovery name, for clients that look there first. Open to anyone.
          */
         get: operations["getOpenIdConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether this control plane can serve: 200 once PostgreSQL answers, 503 otherwise
+         * @description For load balancers and orchestrators (readiness). Checks PostgreSQL on every call; `ingest`, when this process also runs the usage consumer, gives its state. Open to anyone, no key.
+         */
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1642,6 +1682,30 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getJsonWebKeySet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+        };
+    };
     getAuthorizationServerMetadata: {
         parameters: {
             query?: never;
@@ -1675,6 +1739,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The usage consumer's state, when this process runs it */
+                        ingest?: "starting" | "running" | "failed";
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
             };
         };
     };

@@ -18,6 +18,7 @@ import type { AuthContext } from '../tenancy';
 import { clientErrorAnswer, installErrorHandling } from './error-handler';
 import { OPERATION_DESCRIPTIONS } from './operation-docs';
 import { OPERATION_IDS } from './operation-ids';
+import { proxyPaths } from './proxy-paths';
 import { RequestLogger } from './request-logger';
 import { Problem } from './schemas';
 
@@ -267,6 +268,8 @@ export interface AppOptions {
   open?: (scope: App) => Promise<void>;
   /** Where the API is reached from outside (PUBLIC_URL): the OpenAPI document's server. */
   publicUrl?: string | undefined;
+  /** Where the MCP proxy is reached (PROXY_PUBLIC_URL): the server of its paths in the document. */
+  proxyUrl: string;
 }
 
 export async function buildApp(options: AppOptions): Promise<App> {
@@ -320,6 +323,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
       servers: [{ url: options.publicUrl ?? '/', description: 'This service' }],
       components: {
         securitySchemes: {
+          customerToken: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'A customer access token: from MCP sign-in (OAuth) or minted by the provider (POST /v1/sdk/customers/{ref}/tokens)',
+          },
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
@@ -329,6 +339,15 @@ export async function buildApp(options: AppOptions): Promise<App> {
         },
       },
       security: [{ bearerAuth: [] }],
+    },
+    // The proxy's endpoints, served by the proxy, described beside the API (proxy-paths.ts).
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      const { openapiObject } = document;
+      return {
+        ...openapiObject,
+        paths: { ...openapiObject.paths, ...(proxyPaths(options.proxyUrl) as typeof openapiObject.paths) },
+      };
     },
     // Every operation carries its stable operationId (operation-ids.ts).
     transform: ({ schema, url, route }) => {
@@ -352,7 +371,16 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  if (options.open !== undefined) await app.register(options.open);
+  if (options.open !== undefined) {
+    const open = options.open;
+    await app.register(async (scope) => {
+      // Open routes take no API key: the document says so, unless a route names its own scheme.
+      scope.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, security: route.schema?.security ?? [] };
+      });
+      await open(scope);
+    });
+  }
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (request) => {

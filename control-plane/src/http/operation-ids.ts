@@ -7,6 +7,8 @@
 export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /.well-known/oauth-authorization-server': 'getAuthorizationServerMetadata',
   'GET /.well-known/openid-configuration': 'getOpenIdConfiguration',
+  'GET /.well-known/jwks.json': 'getJsonWebKeySet',
+  'GET /healthz': 'getHealth',
   'POST /v1/customer/auth/register': 'registerOAuthClient',
   'GET /v1/customer/auth/authorize': 'authorize',
   'POST /v1/customer/auth/authorize': 'submitAuthorization',

@@ -67,6 +67,20 @@ export function tokenRoutes(tokens: TokenService) {
 
 export function jwksRoutes(tokens: TokenService) {
   return async (app: App) => {
-    app.get('/.well-known/jwks.json', { schema: { hide: true } }, async () => tokens.jwks());
+    app.get(
+      '/.well-known/jwks.json',
+      {
+        schema: {
+          tags: ['customer sign-in'],
+          summary: 'The public keys that verify customer access tokens (RFC 7517 JSON Web Key Set)',
+          description:
+            'What the proxy, or anything else, checks an access token’s signature against: the keys in use and the ones just rotated out. Open to anyone, no key.',
+          response: {
+            200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }),
+          },
+        },
+      },
+      async () => tokens.jwks(),
+    );
   };
 }
