@@ -27,11 +27,18 @@ export interface PaywallOptions<Request> {
 /** What the paywall decided: run the request (with the plan's standing), or answer `status` with `problem`. */
 export type PaywallDecision =
   | { allowed: true; limit: LimitAnswer | undefined }
-  | { allowed: false; status: 401 | 402 | 503; problem: Problem; headers: Record<string, string> };
+  | { allowed: false; status: 401 | 402 | 403 | 503; problem: Problem; headers: Record<string, string> };
 
-const problemOf = (status: 401 | 402 | 503, code: string, detail: string, extra: object = {}): Problem => ({
-  type: `about:blank`,
-  title: status === 401 ? 'Unauthorized' : status === 402 ? 'Payment required' : 'Service unavailable',
+const TITLES = { 401: 'Unauthorized', 402: 'Payment required', 403: 'Forbidden', 503: 'Service unavailable' };
+
+const problemOf = (
+  status: 401 | 402 | 403 | 503,
+  code: string,
+  detail: string,
+  extra: object = {},
+): Problem => ({
+  type: 'about:blank',
+  title: TITLES[status],
   status,
   code,
   detail,
@@ -80,8 +87,20 @@ export async function decide<Request>(
       headers: { 'retry-after': retryAfter },
     };
   }
+  if (
+    answer.response.status === 404 &&
+    (answer.error as { code?: string } | undefined)?.code === 'customer_not_found'
+  )
+    // Someone your own authentication let in, but not a customer here (yet): create customers
+    // as they sign up (POST /v1/sdk/customers/ensure). Refused, not an error of the server.
+    return {
+      allowed: false,
+      status: 403,
+      problem: problemOf(403, 'customer_not_found', `No customer ${customerRef} for this API`),
+      headers: {},
+    };
   if (!answer.response.ok)
-    // A 4xx here is the integration's own mistake (a wrong key, an unknown product): say so loudly.
+    // Any other 4xx is the integration's own mistake (a wrong key, an unknown product): say so loudly.
     throw new Error(
       `the paywall's limit check was refused: ${answer.response.status} ${JSON.stringify(answer.error)}`,
     );

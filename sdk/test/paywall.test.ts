@@ -63,8 +63,11 @@ describe('the paywall middleware', () => {
     expect(problem).toMatchObject({ status: 402, code: 'limit_reached', limit: 2, used: 2 });
     expect(problem.checkoutUrl).toMatch(/^http/);
     expect(refused.headers.get('link')).toBe(`<${problem.checkoutUrl}>; rel="payment"`);
-    // Nobody named: 401, and nothing was counted for anyone.
+    // Nobody named: 401; someone who is no customer here: 403; nothing was counted for anyone.
     expect((await call(undefined)).status).toBe(401);
+    const stranger = await call('not-a-customer');
+    expect(stranger.status).toBe(403);
+    expect(await stranger.json()).toMatchObject({ code: 'customer_not_found' });
     const standing = await orThrow(
       meter.POST('/v1/sdk/limits', { body: { customerRef: customer, productRef, consume: false } }),
     );
