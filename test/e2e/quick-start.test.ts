@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,6 +181,68 @@ describe('the documents, run as written', () => {
       // npm itself answers a signal with exit code 1; the demo's own failures start with "demo:".
       await demo.stop('SIGTERM');
       expect(readFileSync(demo.logFile, 'utf8')).not.toContain('demo:');
+    }
+  });
+
+  it("runs docs/webhooks.md's receivers as written, and they verify what the service delivers", async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      fetch(`http://${filling.host}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${filling.sandboxKey}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      }).then(async (answer) => ({
+        status: answer.status,
+        body: (await answer.json()) as Record<string, unknown>,
+      }));
+    const dir = join(root, 'test', '.docs-blocks');
+    mkdirSync(dir, { recursive: true });
+    for (const [name, after, secrets] of [
+      ['fastify-receiver', 'A whole receiver with Fastify', (secret: string) => ({ WEBHOOK_SECRET: secret })],
+      [
+        'express-receiver',
+        'The same with Express',
+        (secret: string) => ({ WEBHOOK_SECRETS: `${secret},whsec_theOldOneStillSigning` }),
+      ],
+    ] as const) {
+      const port = await freePort();
+      const endpoint = await api('POST', '/v1/webhook_endpoints', {
+        url: `http://127.0.0.1:${port}/webhooks`,
+      });
+      expect(endpoint.status, name).toBe(201);
+      const file = join(dir, `${name}.ts`);
+      writeFileSync(file, codeBlockOf('docs/webhooks.md', after).text);
+      const receiver = spawnService(process.execPath, ['--import', './deploy/loader.mjs', file], {
+        env: { ...env, PORT: String(port), ...secrets(endpoint.body.secret as string) },
+        logDir: dataDir,
+        name,
+      });
+      try {
+        // The log file appears once the stream opens it.
+        const log = () => (existsSync(receiver.logFile) ? readFileSync(receiver.logFile, 'utf8') : '');
+        for (let i = 0; i < 200 && !log().includes('listening'); i++) {
+          expect(receiver.child.exitCode, log()).toBeNull();
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const sent = await api('POST', `/v1/ui/webhooks/${endpoint.body.id}/test`);
+        expect(sent.body, `${name}: ${log()}`).toMatchObject({ succeeded: true, statusCode: 200 });
+        expect(log()).toMatch(/received payment\.succeeded evt_/);
+        // A request the service did not sign is refused.
+        const forged = await fetch(`http://127.0.0.1:${port}/webhooks`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'sv-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`,
+          },
+          body: JSON.stringify({ id: 'evt_forged', type: 'payment.succeeded' }),
+        });
+        expect(forged.status, name).toBe(401);
+      } finally {
+        await receiver.stop();
+        rmSync(file, { force: true });
+      }
     }
   });
 
