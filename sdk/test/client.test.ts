@@ -9,7 +9,7 @@ import {
   verifyWebhook,
   WebhookVerificationError,
 } from '../src/index';
-import { faultyFront, type Listening, listen, startListeningControlPlane } from './service';
+import { faultyFront, type Listening, listen, startService } from './service';
 
 /**
  * The SDK against the running control plane (real PostgreSQL, Redis, ClickHouse over HTTP on
@@ -23,7 +23,7 @@ describe('the SDK against the service', () => {
   let meter: MeterClient;
 
   beforeAll(async () => {
-    ({ harness, url } = await startListeningControlPlane());
+    ({ harness, url } = await startService());
     apiKey = (await harness.controlPlane.providers.create({ displayName: 'SDK Co' })).sandboxKey;
     meter = createMeter({ apiKey, baseUrl: url });
   });

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestControlPlane } from '../../test/helpers/control-plane';
 import { root } from '../../test/helpers/processes';
-import { startListeningControlPlane } from './service';
+import { startService } from './service';
 
 const run = promisify(execFile);
 
@@ -21,7 +21,7 @@ describe('the published SDK package', () => {
   let project: string;
 
   beforeAll(async () => {
-    ({ harness, url } = await startListeningControlPlane());
+    ({ harness, url } = await startService());
     project = mkdtempSync(join(tmpdir(), 'sdk-consumer-'));
   });
   afterAll(async () => {

@@ -12,7 +12,7 @@ import {
   paywallFastify,
   paywallHono,
 } from '../src/index';
-import { startListeningControlPlane } from './service';
+import { startService } from './service';
 
 /**
  * The paywall for APIs in Express, Fastify and Hono apps, against the running control plane: a
@@ -26,7 +26,7 @@ describe('the paywall middleware', () => {
   let productRef: string;
 
   beforeAll(async () => {
-    ({ harness, url } = await startListeningControlPlane());
+    ({ harness, url } = await startService());
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Paywalled API' });
     meter = createMeter({ apiKey: sandboxKey, baseUrl: url });
     const product = await orThrow(meter.POST('/v1/ui/products', { body: { name: 'Forecasts' } }));

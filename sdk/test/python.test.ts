@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestControlPlane } from '../../test/helpers/control-plane';
 import { createMeter, orThrow } from '../src/index';
-import { type Listening, listen, startListeningControlPlane } from './service';
+import { type Listening, listen, startService } from './service';
 
 /**
  * The Python package (sdk/python, standard library only) with the machine's python3 against the
@@ -21,7 +21,7 @@ describe('the Python package', () => {
   let dir: string;
 
   beforeAll(async () => {
-    ({ harness, url } = await startListeningControlPlane());
+    ({ harness, url } = await startService());
     receiver = await listen((request, body, response) => {
       received.push({ body, signature: String(request.headers['sv-signature']) });
       response.writeHead(200).end();

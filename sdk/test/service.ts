@@ -1,17 +1,12 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startListeningControlPlane } from '../../test/helpers/control-plane';
 
 /** The control plane on the run's real PostgreSQL, Redis and ClickHouse, listening on loopback. */
-export async function startListeningControlPlane(): Promise<{ harness: TestControlPlane; url: string }> {
-  const harness = await startTestControlPlane({
+export const startService = () =>
+  startListeningControlPlane({
     bodyLimitBytes: 1024 * 1024,
     webhooks: { allowedHosts: ['127.0.0.1'], timeoutMs: 2_000, enabled: false },
   });
-  await harness.controlPlane.app.listen({ host: '127.0.0.1', port: 0 });
-  const address = harness.controlPlane.app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : 0;
-  return { harness, url: `http://127.0.0.1:${port}` };
-}
 
 export interface Listening {
   server: Server;

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { freePort } from '@mcp-meter/contracts/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
-import { startTestControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 
 interface OpenApi {
   paths: Record<string, Record<string, { summary?: string; operationId?: string }>>;
@@ -29,10 +28,7 @@ describe('the API reference at /docs in a browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, publicUrl: baseUrl });
-    await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+    ({ harness, url: baseUrl } = await startListeningControlPlane({ bodyLimitBytes: 1024 * 1024 }));
     browser = await launchChromium();
   });
 

@@ -1,11 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
-import { startTestControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { root } from '../helpers/processes';
 
 /**
@@ -22,10 +21,7 @@ describe('hosted checkout in a browser', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    const port = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, publicUrl: baseUrl });
-    await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+    ({ harness, url: baseUrl } = await startListeningControlPlane({ bodyLimitBytes: 1024 * 1024 }));
     returnServer = createServer((req, res) => {
       res.writeHead(200, { 'content-type': req.url?.startsWith('/logo') ? 'image/svg+xml' : 'text/html' });
       res.end(

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { createLogger, type Logger } from '@mcp-meter/contracts/kit';
+import { createLogger, freePort, type Logger } from '@mcp-meter/contracts/kit';
 import { MemorySnapshotStore } from '@mcp-meter/contracts/snapshots';
 import type { UsageReader, UsageSettlement } from '@mcp-meter/contracts/usage';
 import { InProcessUsageBus } from '@mcp-meter/ingest';
@@ -176,6 +176,20 @@ type Json = Record<string, any>;
  * Calls the in-process API as a provider key (or, with `null`, with no key) and answers the
  * status and the parsed JSON body.
  */
+/**
+ * The test control plane listening on loopback at a free port, which is also its PUBLIC_URL
+ * (checkout and sign-in links point at it): for browsers, HTTP clients and other processes.
+ */
+export async function startListeningControlPlane(
+  options: Omit<Parameters<typeof startTestControlPlane>[0], 'publicUrl'>,
+): Promise<{ harness: TestControlPlane; url: string; port: number }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const harness = await startTestControlPlane({ ...options, publicUrl: url });
+  await harness.controlPlane.app.listen({ host: '127.0.0.1', port });
+  return { harness, url, port };
+}
+
 export function injectClient(controlPlane: ControlPlane, key: string) {
   return async (
     method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
