@@ -87,6 +87,35 @@ describe('hostile input', () => {
     expect(created.json()).toMatchObject({ errors: [{ path: '/metadata/note', location: 'body' }] });
   });
 
+  it('reads a POST without a body as {}: optional fields need none, a required one is named', async () => {
+    const api = (url: string) =>
+      harness.controlPlane.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${key}` } });
+    const endpoint = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/webhook_endpoints',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { url: 'http://127.0.0.1:9/hooks' },
+    });
+    expect(endpoint.statusCode).toBe(201);
+    const rotated = await api(`/v1/webhook_endpoints/${endpoint.json().id}/rotate-secret`);
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json().secret).toMatch(/^whsec_/);
+    const missing = await api('/v1/ui/products');
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json()).toMatchObject({
+      code: 'validation_failed',
+      errors: [{ path: '/name', location: 'body' }],
+    });
+    // A body that is there is validated as sent.
+    const sentNull = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/ui/products',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      payload: 'null',
+    });
+    expect(sentNull.statusCode).toBe(400);
+  });
+
   it("answers every request with its id, keeping a caller's own only when it is a short token", async () => {
     const idOf = async (headers: Record<string, string>) =>
       (await harness.controlPlane.app.inject({ method: 'GET', url: '/v1/sdk/merchant', headers })).headers[

@@ -172,6 +172,22 @@ export function nulPath(value: unknown): string | undefined {
 }
 
 /**
+ * A request sent without a body to a route whose body is a JSON object is read as `{}`, as
+ * Stripe's API reads one: a call whose fields are all optional (rotate a secret, cancel a
+ * purchase now) needs no body, and one that misses a required field is told which field, not
+ * that the body "must be object". A body sent as `null` or any other value is validated as sent.
+ */
+function readMissingBodyAsEmpty(app: FastifyInstance): void {
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.body === undefined) {
+      const schema = request.routeOptions.schema?.body as { type?: unknown } | undefined;
+      if (schema?.type === 'object') request.body = {};
+    }
+    done();
+  });
+}
+
+/**
  * PostgreSQL cannot store U+0000 in text or jsonb, so a NUL anywhere in a path parameter, query
  * or body is refused here, naming where it is, before any route or query sees it.
  */
@@ -308,6 +324,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   installValidation(base, schemas);
   installErrorHandling(base);
   refuseNulCharacters(base);
+  readMissingBodyAsEmpty(base);
   const app: App = base.withTypeProvider<TypeBoxTypeProvider>();
   app.decorateRequest('auth', null);
 
