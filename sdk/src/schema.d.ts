@@ -1697,6 +1697,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "x": "4ZOM4iq9qRkXoItuoi6BTeIHwcj3A0_9QPwtNYu8VqQ",
+                     *           "y": "s-aUp-flNCw_jxiHbADS3WYd4FOw-vuMRBEV1gXKHw0",
+                     *           "alg": "ES256",
+                     *           "crv": "P-256",
+                     *           "kid": "559f4555b9480c0b",
+                     *           "kty": "EC",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         keys: {
                             [key: string]: unknown;
@@ -1757,6 +1772,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The usage consumer's state, when this process runs it */
                         ingest?: "starting" | "running" | "failed";
@@ -1810,6 +1830,200 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-04-28T09:00:04.478Z",
+                     *       "to": "2026-05-28T09:00:04.478Z",
+                     *       "data": [
+                     *         {
+                     *           "date": "2026-04-27",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-04-28",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-04-29",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-04-30",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-01",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-02",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-03",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-04",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-05",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-06",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-07",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-08",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-09",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-10",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-11",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-12",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-13",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-14",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-15",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-16",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-17",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-18",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-19",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-20",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-21",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-22",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-23",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-24",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-25",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-26",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-27",
+                     *           "records": 3,
+                     *           "customers": 2,
+                     *           "meters": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             customers: number;
@@ -1937,7 +2151,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Meter id or name */
+                /**
+                 * @description Meter id or name
+                 * @example tokens
+                 */
                 meterRef: string;
             };
             cookie?: never;
@@ -1950,6 +2167,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "meterName": "tokens",
+                     *       "from": "2026-04-28T09:00:04.462Z",
+                     *       "to": "2026-05-28T09:00:04.462Z",
+                     *       "data": [
+                     *         {
+                     *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
+                     *           "total": 4100,
+                     *           "records": 1
+                     *         },
+                     *         {
+                     *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *           "total": 2000,
+                     *           "records": 2
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             customerRef: string;
@@ -2068,19 +2305,26 @@ export interface operations {
     getMeterUsage: {
         parameters: {
             query?: {
+                /** @example grace */
                 customerRef?: string;
                 /** @description Inclusive start (ISO 8601 date or date-time) */
                 from?: string;
                 /** @description Also return UTC buckets of this size */
                 granularity?: "hour" | "day" | "week" | "month";
-                /** @description Also count records per value of this property (e.g. outcome, tool, server) */
+                /**
+                 * @description Also count records per value of this property (e.g. outcome, tool, server)
+                 * @example model
+                 */
                 groupBy?: string;
                 /** @description Exclusive end (ISO 8601 date or date-time); default: now */
                 to?: string;
             };
             header?: never;
             path: {
-                /** @description Meter id or name */
+                /**
+                 * @description Meter id or name
+                 * @example tokens
+                 */
                 meterRef: string;
             };
             cookie?: never;
@@ -2093,6 +2337,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "meterName": "tokens",
+                     *       "aggregation": "sum",
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "from": "1970-01-01T00:00:00.000Z",
+                     *       "to": "2026-05-28T09:00:04.432Z",
+                     *       "total": 2000,
+                     *       "records": 2,
+                     *       "groupBy": "model",
+                     *       "groups": [
+                     *         {
+                     *           "value": "small",
+                     *           "records": 2
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         aggregation: string;
                         buckets?: {
@@ -2226,16 +2489,26 @@ export interface operations {
     authorize: {
         parameters: {
             query?: {
+                /** @example cli_01jx000001wa0j0ts4z39cc5hq */
                 client_id?: string;
+                /** @example E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM */
                 code_challenge?: string;
+                /** @example S256 */
                 code_challenge_method?: string;
                 /** @description The MCP server, when no resource is given */
                 mcp_subdomain?: string;
+                /** @example http://127.0.0.1:33418/callback */
                 redirect_uri?: string;
-                /** @description The MCP server URL the token is for (RFC 8707) */
+                /**
+                 * @description The MCP server URL the token is for (RFC 8707)
+                 * @example https://mcp.mcp-meter.example/mcp/weather
+                 */
                 resource?: string;
+                /** @example code */
                 response_type?: string;
+                /** @example mcp */
                 scope?: string;
+                /** @example af0ifjsldkj */
                 state?: string;
             };
             header?: never;
@@ -2316,6 +2589,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
+                 *       "redirect_uri": "http://127.0.0.1:33418/callback",
+                 *       "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                 *       "code_challenge_method": "S256",
+                 *       "resource": "https://mcp.mcp-meter.example/mcp/weather",
+                 *       "email": "margaret@example.com",
+                 *       "password": "correct horse battery staple",
+                 *       "state": "af0ifjsldkj"
+                 *     }
+                 */
                 "application/json": {
                     client_id: string;
                     code_challenge?: string;
@@ -2338,6 +2623,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "redirectUrl": "http://127.0.0.1:33418/callback?code=ac_VmVnYQ…&state=af0ifjsldkj&iss=https%3A%2F%2Fapi.mcp-meter.example"
+                     *     }
+                     */
                     "application/json": {
                         redirectUrl: string;
                     };
@@ -2446,6 +2736,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "client_name": "Forecast Desktop",
+                 *       "redirect_uris": [
+                 *         "http://127.0.0.1:33418/callback"
+                 *       ],
+                 *       "token_endpoint_auth_method": "none",
+                 *       "grant_types": [
+                 *         "authorization_code",
+                 *         "refresh_token"
+                 *       ],
+                 *       "response_types": [
+                 *         "code"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     application_type?: string;
                     client_name?: string;
@@ -2468,6 +2774,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
+                     *       "client_id_issued_at": 1795870580,
+                     *       "redirect_uris": [
+                     *         "http://127.0.0.1:33418/callback"
+                     *       ],
+                     *       "token_endpoint_auth_method": "none",
+                     *       "grant_types": [
+                     *         "authorization_code",
+                     *         "refresh_token"
+                     *       ],
+                     *       "response_types": [
+                     *         "code"
+                     *       ],
+                     *       "application_type": "web",
+                     *       "client_name": "Forecast Desktop",
+                     *       "scope": "mcp"
+                     *     }
+                     */
                     "application/json": {
                         client_id: string;
                     } & {
@@ -2518,6 +2844,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example {} */
                     "application/json": Record<string, never>;
                 };
             };
@@ -2584,6 +2911,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
+                 *       "redirect_uri": "http://127.0.0.1:33418/callback",
+                 *       "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                 *       "code_challenge_method": "S256",
+                 *       "resource": "https://mcp.mcp-meter.example/mcp/weather",
+                 *       "email": "margaret@example.com",
+                 *       "password": "correct horse battery staple",
+                 *       "name": "Margaret Hamilton"
+                 *     }
+                 */
                 "application/json": {
                     client_id: string;
                     code_challenge?: string;
@@ -2607,6 +2946,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
+                     *       "email": "margaret@example.com",
+                     *       "expiresAt": "2026-05-28T09:10:05.434Z"
+                     *     }
+                     */
                     "application/json": {
                         email: string;
                         /** Format: date-time */
@@ -2714,12 +3060,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example emv_01jx000001emmnra0t5b8gq598 */
                 verificationId: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "code": "493817"
+                 *     }
+                 */
                 "application/json": {
                     /** @description The six digits mailed to the email */
                     code: string;
@@ -2733,6 +3085,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "redirectUrl": "http://127.0.0.1:33418/callback?code=ac_Qm9yZWFsaXM…&iss=https%3A%2F%2Fapi.mcp-meter.example"
+                     *     }
+                     */
                     "application/json": {
                         redirectUrl: string;
                     };
@@ -2870,6 +3227,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "access_token": "eyJhbGciOiJFUzI1NiIsImtpZCI6ImV4YW1wbGUifQ.…",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 3600,
+                     *       "refresh_token": "rt_U2lyaXVz…",
+                     *       "scope": "mcp"
+                     *     }
+                     */
                     "application/json": {
                         access_token: string;
                         expires_in: number;
@@ -2939,6 +3305,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example prv_01jx0000017xc69w5gjfxa91gm */
                 providerId: string;
             };
             cookie?: never;
@@ -2951,6 +3318,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "id": "evt_1PayoutPaidExample",
+                     *       "type": "payout.paid",
+                     *       "outcome": "applied"
+                     *     }
+                     */
                     "application/json": {
                         id: string;
                         /** @description applied, duplicate (already applied), ignored (a type we do not use), unmatched:… or refused:… */
@@ -3067,6 +3442,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "customerRef": "ada",
+                 *       "planRef": "pln_01jx000001brnn19rg36mzgzje"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Customer reference or externalRef */
                     customerRef: string;
@@ -3083,6 +3464,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "activated",
+                     *       "message": "Plan pln_01jx000001brnn19rg36mzgzje is active",
+                     *       "creditBalance": 0,
+                     *       "creditsPerUnit": 1,
+                     *       "currency": "usd",
+                     *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd"
+                     *     }
+                     */
                     "application/json": {
                         checkoutSessionId?: string;
                         checkoutUrl?: string;
@@ -3256,6 +3647,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "customerRef": "grace",
+                 *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                 *       "successUrl": "https://acme-weather.example/thanks"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: uri */
                     cancelUrl?: string;
@@ -3282,6 +3680,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cs_01jx000001b4swjc4bxvpbb9wg",
+                     *       "url": "https://api.mcp-meter.example/checkout/cs_01jx000001b4swjc4bxvpbb9wg",
+                     *       "status": "active",
+                     *       "kind": "plan",
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "credits": null,
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "successUrl": "https://acme-weather.example/thanks",
+                     *       "cancelUrl": null,
+                     *       "purchaseRef": null,
+                     *       "expiresAt": "2026-05-28T10:00:04.613Z",
+                     *       "createdAt": "2026-05-28T09:00:04.613Z"
+                     *     }
+                     */
                     "application/json": {
                         amount: number;
                         cancelUrl: string | null;
@@ -3408,6 +3825,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example cs_01jx000001b4swjc4bxvpbb9wg */
                 id: string;
             };
             cookie?: never;
@@ -3420,6 +3838,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cs_01jx000001b4swjc4bxvpbb9wg",
+                     *       "url": "https://api.mcp-meter.example/checkout/cs_01jx000001b4swjc4bxvpbb9wg",
+                     *       "status": "active",
+                     *       "kind": "plan",
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "credits": null,
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "successUrl": "https://acme-weather.example/thanks",
+                     *       "cancelUrl": null,
+                     *       "purchaseRef": null,
+                     *       "expiresAt": "2026-05-28T10:00:04.613Z",
+                     *       "createdAt": "2026-05-28T09:00:04.613Z"
+                     *     }
+                     */
                     "application/json": {
                         amount: number;
                         cancelUrl: string | null;
@@ -3547,6 +3984,7 @@ export interface operations {
                 cursor?: string;
                 email?: string;
                 externalRef?: string;
+                /** @example 10 */
                 limit: number;
             };
             header?: never;
@@ -3561,6 +3999,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "reference": "cus_01jx000003mkt209fkta21f260",
+                     *           "id": "cus_01jx000003mkt209fkta21f260",
+                     *           "externalRef": "ada",
+                     *           "name": "Ada Lovelace",
+                     *           "email": "ada@example.com",
+                     *           "telephone": null,
+                     *           "status": "active",
+                     *           "metadata": {},
+                     *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z",
+                     *           "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "reference": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *           "id": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *           "externalRef": "linus",
+                     *           "name": "Linus Pauling",
+                     *           "email": "linus@example.com",
+                     *           "telephone": null,
+                     *           "status": "active",
+                     *           "metadata": {},
+                     *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z",
+                     *           "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "reference": "cus_01jx000001hy523cy8bjr39bjv",
+                     *           "id": "cus_01jx000001hy523cy8bjr39bjv",
+                     *           "externalRef": "grace",
+                     *           "name": "Grace Hopper",
+                     *           "email": "grace@example.com",
+                     *           "telephone": null,
+                     *           "status": "active",
+                     *           "metadata": {
+                     *             "team": "compilers"
+                     *           },
+                     *           "testClock": null,
+                     *           "createdAt": "2026-05-28T09:00:03.346Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.346Z"
+                     *         },
+                     *         {
+                     *           "reference": "cus_01jx00000267rh7dc6756gdybp",
+                     *           "id": "cus_01jx00000267rh7dc6756gdybp",
+                     *           "externalRef": "katherine",
+                     *           "name": "Katherine Johnson",
+                     *           "email": "katherine@example.com",
+                     *           "telephone": null,
+                     *           "status": "active",
+                     *           "metadata": {},
+                     *           "testClock": null,
+                     *           "createdAt": "2026-05-28T09:00:03.358Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.358Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /**
@@ -3695,6 +4194,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "externalRef": "grace",
+                 *       "email": "grace@example.com",
+                 *       "name": "Grace Hopper",
+                 *       "metadata": {
+                 *         "team": "compilers"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email?: string;
@@ -3719,6 +4228,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "id": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "externalRef": "grace",
+                     *       "name": "Grace Hopper",
+                     *       "email": "grace@example.com",
+                     *       "telephone": null,
+                     *       "status": "active",
+                     *       "metadata": {
+                     *         "team": "compilers"
+                     *       },
+                     *       "testClock": null,
+                     *       "createdAt": "2026-05-28T09:00:03.346Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.346Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -3869,7 +4395,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -3882,6 +4411,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "cus_01jx000003mkt209fkta21f260",
+                     *       "id": "cus_01jx000003mkt209fkta21f260",
+                     *       "externalRef": "ada",
+                     *       "name": "Ada Lovelace",
+                     *       "email": "ada@example.com",
+                     *       "telephone": null,
+                     *       "status": "active",
+                     *       "metadata": {},
+                     *       "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -4009,7 +4553,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example katherine
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -4022,6 +4569,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "cus_01jx00000267rh7dc6756gdybp",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         deleted: true;
@@ -4128,13 +4681,24 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example grace
+                 */
                 ref: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Rear Admiral Grace Hopper",
+                 *       "metadata": {
+                 *         "team": "cobol"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     email?: string | null;
                     externalRef?: string | null;
@@ -4156,6 +4720,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "id": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "externalRef": "grace",
+                     *       "name": "Rear Admiral Grace Hopper",
+                     *       "email": "grace@example.com",
+                     *       "telephone": null,
+                     *       "status": "active",
+                     *       "metadata": {
+                     *         "team": "cobol"
+                     *       },
+                     *       "testClock": null,
+                     *       "createdAt": "2026-05-28T09:00:03.346Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.425Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -4306,7 +4887,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -4319,6 +4903,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "credits": 500,
+                     *       "lowBalanceThreshold": 100,
+                     *       "updatedAt": "2026-07-01T00:02:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         credits: number;
                         customerRef: string;
@@ -4430,7 +5022,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -4443,6 +5038,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "cre_01jx000001m20c19g9pp5m6a4x",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "kind": "grant",
+                     *           "amount": 500,
+                     *           "balance": 500,
+                     *           "reason": "Welcome credits",
+                     *           "productRef": null,
+                     *           "metadata": {},
+                     *           "createdAt": "2026-07-01T00:02:00.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description Signed change in credits */
@@ -4570,13 +5183,23 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "kind": "grant",
+                 *       "amount": 500,
+                 *       "reason": "Welcome credits"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Credits: positive for top_up, grant and debit; signed and non-zero for adjustment */
                     amount?: number;
@@ -4633,6 +5256,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "cre_01jx000001m20c19g9pp5m6a4x",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "kind": "grant",
+                     *       "amount": 500,
+                     *       "balance": 500,
+                     *       "reason": "Welcome credits",
+                     *       "productRef": null,
+                     *       "metadata": {},
+                     *       "createdAt": "2026-07-01T00:02:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Signed change in credits */
                         amount: number;
@@ -4800,7 +5436,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -4813,6 +5452,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "pm_01jx000001jx8ywgt43km37c5z",
+                     *           "brand": "visa",
+                     *           "last4": "4242",
+                     *           "expMonth": 12,
+                     *           "expYear": 2035,
+                     *           "isDefault": true,
+                     *           "createdAt": "2026-06-01T00:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             brand: string;
@@ -4929,13 +5583,26 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
                 ref: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "card": {
+                 *         "number": "4242424242424242",
+                 *         "expMonth": 12,
+                 *         "expYear": 2035,
+                 *         "cvc": "123"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     card: {
                         cvc: string;
@@ -4957,6 +5624,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "pm_01jx000001jx8ywgt43km37c5z",
+                     *       "brand": "visa",
+                     *       "last4": "4242",
+                     *       "expMonth": 12,
+                     *       "expYear": 2035,
+                     *       "isDefault": true,
+                     *       "createdAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         brand: string;
                         /**
@@ -5117,13 +5795,22 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example grace
+                 */
                 ref: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "productRef": "weather",
+                 *       "expiresInSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /** @default 3600 */
                     expiresInSeconds?: number;
@@ -5139,6 +5826,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accessToken": "eyJhbGciOiJFUzI1NiIsImtpZCI6ImV4YW1wbGUifQ.…",
+                     *       "tokenType": "Bearer",
+                     *       "expiresIn": 3600,
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv"
+                     *     }
+                     */
                     "application/json": {
                         accessToken: string;
                         customerRef: string;
@@ -5247,7 +5942,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Customer reference (cus_…) or your externalRef */
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example grace
+                 */
                 ref: string;
             };
             cookie?: never;
@@ -5260,6 +5958,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "revokedBefore": "2026-05-28T09:00:04.956Z"
+                     *     }
+                     */
                     "application/json": {
                         customerRef: string;
                         /** Format: date-time */
@@ -5370,6 +6074,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "externalRef": "katherine",
+                 *       "email": "katherine@example.com",
+                 *       "name": "Katherine Johnson"
+                 *     }
+                 */
                 "application/json": {
                     /** Format: email */
                     email?: string;
@@ -5426,6 +6137,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "cus_01jx00000267rh7dc6756gdybp",
+                     *       "id": "cus_01jx00000267rh7dc6756gdybp",
+                     *       "externalRef": "katherine",
+                     *       "name": "Katherine Johnson",
+                     *       "email": "katherine@example.com",
+                     *       "telephone": null,
+                     *       "status": "active",
+                     *       "metadata": {},
+                     *       "testClock": null,
+                     *       "createdAt": "2026-05-28T09:00:03.358Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.358Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -5552,7 +6278,10 @@ export interface operations {
         parameters: {
             query: {
                 cursor?: string;
-                /** @description Customer reference or externalRef */
+                /**
+                 * @description Customer reference or externalRef
+                 * @example ada
+                 */
                 customerRef?: string;
                 limit: number;
                 purchaseRef?: string;
@@ -5570,6 +6299,85 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "inv_01jx000001569pyfqk3w8vmvj0",
+                     *           "status": "paid",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "billingReason": "first_payment",
+                     *           "currency": "usd",
+                     *           "usage": null,
+                     *           "lines": [
+                     *             {
+                     *               "kind": "base",
+                     *               "description": "Pro (2026-06-01 – 2026-07-01)",
+                     *               "quantity": 1,
+                     *               "unitAmount": "900",
+                     *               "amount": 900,
+                     *               "period": {
+                     *                 "start": "2026-06-01T00:00:00.000Z",
+                     *                 "end": "2026-07-01T00:00:00.000Z"
+                     *               }
+                     *             }
+                     *           ],
+                     *           "total": 900,
+                     *           "amountPaid": 900,
+                     *           "amountDue": 0,
+                     *           "attemptCount": 1,
+                     *           "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z",
+                     *           "finalizedAt": "2026-06-01T00:00:00.000Z",
+                     *           "paidAt": "2026-06-01T00:00:00.000Z",
+                     *           "closedAt": "2026-06-01T00:00:00.000Z",
+                     *           "nextPaymentAttempt": null,
+                     *           "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *           "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *         },
+                     *         {
+                     *           "id": "inv_01jx0000028s1k4nczs86bfsfw",
+                     *           "status": "open",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "billingReason": "renewal",
+                     *           "currency": "usd",
+                     *           "usage": null,
+                     *           "lines": [
+                     *             {
+                     *               "kind": "base",
+                     *               "description": "Pro (2026-07-01 – 2026-08-01)",
+                     *               "quantity": 1,
+                     *               "unitAmount": "900",
+                     *               "amount": 900,
+                     *               "period": {
+                     *                 "start": "2026-07-01T00:00:00.000Z",
+                     *                 "end": "2026-01-28T20:03:44.748Z"
+                     *               }
+                     *             }
+                     *           ],
+                     *           "total": 900,
+                     *           "amountPaid": 0,
+                     *           "amountDue": 900,
+                     *           "attemptCount": 1,
+                     *           "paymentId": "pay_01jx000002r7rc6r54ckpd3wms",
+                     *           "createdAt": "2026-07-01T00:00:00.000Z",
+                     *           "finalizedAt": "2026-07-01T00:00:00.000Z",
+                     *           "paidAt": null,
+                     *           "closedAt": null,
+                     *           "nextPaymentAttempt": null,
+                     *           "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *           "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             amountDue: number;
@@ -5748,6 +6556,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01jx000001569pyfqk3w8vmvj0 */
                 id: string;
             };
             cookie?: never;
@@ -5760,6 +6569,44 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inv_01jx000001569pyfqk3w8vmvj0",
+                     *       "status": "paid",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "billingReason": "first_payment",
+                     *       "currency": "usd",
+                     *       "usage": null,
+                     *       "lines": [
+                     *         {
+                     *           "kind": "base",
+                     *           "description": "Pro (2026-06-01 – 2026-07-01)",
+                     *           "quantity": 1,
+                     *           "unitAmount": "900",
+                     *           "amount": 900,
+                     *           "period": {
+                     *             "start": "2026-06-01T00:00:00.000Z",
+                     *             "end": "2026-07-01T00:00:00.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 900,
+                     *       "amountPaid": 900,
+                     *       "amountDue": 0,
+                     *       "attemptCount": 1,
+                     *       "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "finalizedAt": "2026-06-01T00:00:00.000Z",
+                     *       "paidAt": "2026-06-01T00:00:00.000Z",
+                     *       "closedAt": "2026-06-01T00:00:00.000Z",
+                     *       "nextPaymentAttempt": null,
+                     *       "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *       "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *     }
+                     */
                     "application/json": {
                         amountDue: number;
                         amountPaid: number;
@@ -5935,6 +6782,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01jx000003bf3wgx8q0kcfp6sp */
                 id: string;
             };
             cookie?: never;
@@ -5947,6 +6795,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inv_01jx000003bf3wgx8q0kcfp6sp",
+                     *       "status": "paid",
+                     *       "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *       "purchaseRef": "pur_01jx0000028j8df08azg0knjzt",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000003fhftwc3eg60dgr28",
+                     *       "billingReason": "renewal",
+                     *       "currency": "usd",
+                     *       "usage": {
+                     *         "periodStart": "2026-06-01T00:00:00.000Z",
+                     *         "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *         "units": 25,
+                     *         "freeUnits": 10,
+                     *         "billableUnits": 15
+                     *       },
+                     *       "lines": [
+                     *         {
+                     *           "kind": "usage",
+                     *           "description": "15 calls",
+                     *           "quantity": 15,
+                     *           "unitAmount": "2",
+                     *           "amount": 30,
+                     *           "period": {
+                     *             "start": "2026-06-01T00:00:00.000Z",
+                     *             "end": "2026-07-01T00:00:00.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 30,
+                     *       "amountPaid": 30,
+                     *       "amountDue": 0,
+                     *       "attemptCount": 1,
+                     *       "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *       "createdAt": "2026-07-01T00:00:00.000Z",
+                     *       "finalizedAt": "2026-07-01T00:02:00.000Z",
+                     *       "paidAt": "2026-07-01T00:02:00.000Z",
+                     *       "closedAt": "2026-07-01T00:02:00.000Z",
+                     *       "nextPaymentAttempt": null,
+                     *       "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *       "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *     }
+                     */
                     "application/json": {
                         amountDue: number;
                         amountPaid: number;
@@ -6145,6 +7037,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example inv_01jx0000028s1k4nczs86bfsfw */
                 id: string;
             };
             cookie?: never;
@@ -6157,6 +7050,44 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inv_01jx0000028s1k4nczs86bfsfw",
+                     *       "status": "void",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "billingReason": "renewal",
+                     *       "currency": "usd",
+                     *       "usage": null,
+                     *       "lines": [
+                     *         {
+                     *           "kind": "base",
+                     *           "description": "Pro (2026-07-01 – 2026-08-01)",
+                     *           "quantity": 1,
+                     *           "unitAmount": "900",
+                     *           "amount": 900,
+                     *           "period": {
+                     *             "start": "2026-07-01T00:00:00.000Z",
+                     *             "end": "2026-01-28T20:03:44.748Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 900,
+                     *       "amountPaid": 0,
+                     *       "amountDue": 0,
+                     *       "attemptCount": 1,
+                     *       "paymentId": "pay_01jx000002r7rc6r54ckpd3wms",
+                     *       "createdAt": "2026-07-01T00:00:00.000Z",
+                     *       "finalizedAt": "2026-07-01T00:00:00.000Z",
+                     *       "paidAt": null,
+                     *       "closedAt": "2026-07-01T00:02:00.000Z",
+                     *       "nextPaymentAttempt": null,
+                     *       "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *       "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *     }
+                     */
                     "application/json": {
                         amountDue: number;
                         amountPaid: number;
@@ -6353,6 +7284,7 @@ export interface operations {
     getUpcomingInvoice: {
         parameters: {
             query: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
                 purchaseRef: string;
             };
             header?: never;
@@ -6367,6 +7299,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "currency": "usd",
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "asOf": "2026-06-01T00:00:00.000Z",
+                     *       "usage": {
+                     *         "units": 0,
+                     *         "freeUnits": 0,
+                     *         "billableUnits": 0
+                     *       },
+                     *       "lines": [],
+                     *       "total": 0
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -6505,6 +7455,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "customerRef": "grace",
+                 *       "productRef": "weather"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Admit and record one call when within limits (default); false only reads
@@ -6524,6 +7480,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "withinLimits": true,
+                     *       "limit": 100,
+                     *       "used": 1,
+                     *       "remaining": 99,
+                     *       "planId": "pln_01jx000002vpw9t7nqpry8w08e"
+                     *     }
+                     */
                     "application/json": {
                         checkoutSessionId?: string;
                         checkoutUrl?: string;
@@ -6655,6 +7620,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "displayName": "Acme Weather",
+                     *       "legalName": "Acme Weather",
+                     *       "privacyUrl": "https://acme-weather.example/privacy",
+                     *       "termsUrl": "https://acme-weather.example/terms",
+                     *       "supportEmail": "support@acme-weather.example"
+                     *     }
+                     */
                     "application/json": {
                         companyNumber?: string;
                         country?: string;
@@ -6782,6 +7756,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "displayName": "Acme Weather",
+                 *       "supportEmail": "support@acme-weather.example",
+                 *       "termsUrl": "https://acme-weather.example/terms",
+                 *       "privacyUrl": "https://acme-weather.example/privacy"
+                 *     }
+                 */
                 "application/json": {
                     companyNumber?: string | null;
                     country?: string | null;
@@ -6808,6 +7790,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "displayName": "Acme Weather",
+                     *       "legalName": "Acme Weather",
+                     *       "privacyUrl": "https://acme-weather.example/privacy",
+                     *       "termsUrl": "https://acme-weather.example/terms",
+                     *       "supportEmail": "support@acme-weather.example"
+                     *     }
+                     */
                     "application/json": {
                         companyNumber?: string;
                         country?: string;
@@ -6935,6 +7926,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "meterName": "tokens",
+                 *       "customerRef": "grace",
+                 *       "value": 1200,
+                 *       "properties": {
+                 *         "model": "small"
+                 *       },
+                 *       "id": "forecast-7f3a"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Your customer reference */
                     customerRef: string;
@@ -6962,6 +7964,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "forecast-7f3a",
+                     *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "meterName": "tokens",
+                     *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *       "value": 1200,
+                     *       "timestamp": "2026-05-28T09:00:04.381Z"
+                     *     }
+                     */
                     "application/json": {
                         customerRef: string;
                         id: string;
@@ -7102,6 +8114,28 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "records": [
+                 *         {
+                 *           "meterName": "tokens",
+                 *           "customerRef": "grace",
+                 *           "value": 800,
+                 *           "properties": {
+                 *             "model": "small"
+                 *           }
+                 *         },
+                 *         {
+                 *           "meterName": "tokens",
+                 *           "customerRef": "katherine",
+                 *           "value": 4100,
+                 *           "properties": {
+                 *             "model": "large"
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description Alias of records */
                     events?: {
@@ -7151,6 +8185,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "accepted": 2,
+                     *       "records": [
+                     *         {
+                     *           "id": "rec_01jx000002ss44ctpw5eperh0c",
+                     *           "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *           "meterName": "tokens",
+                     *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
+                     *           "value": 800,
+                     *           "timestamp": "2026-05-28T09:00:04.411Z"
+                     *         },
+                     *         {
+                     *           "id": "rec_01jx000003gc1psba84d7xpcm9",
+                     *           "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *           "meterName": "tokens",
+                     *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
+                     *           "value": 4100,
+                     *           "timestamp": "2026-05-28T09:00:04.411Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         accepted: number;
                         records: {
@@ -7312,6 +8369,7 @@ export interface operations {
         parameters: {
             query: {
                 cursor?: string;
+                /** @example ada */
                 customerRef?: string;
                 limit: number;
                 status?: "pending" | "trialing" | "active" | "past_due" | "suspended" | "cancelled" | "expired";
@@ -7328,6 +8386,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "status": "active",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "amount": 900,
+                     *           "currency": "usd",
+                     *           "billingCycle": "monthly",
+                     *           "isRecurring": true,
+                     *           "autoRenew": true,
+                     *           "cancelAtPeriodEnd": false,
+                     *           "periodStart": "2026-06-01T00:00:00.000Z",
+                     *           "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *           "trialEnd": null,
+                     *           "endedAt": null,
+                     *           "createdAt": "2026-06-01T00:00:00.000Z",
+                     *           "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description Price per period (or once), minor units */
@@ -7467,6 +8552,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
                 ref: string;
             };
             cookie?: never;
@@ -7479,6 +8565,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "status": "active",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "billingCycle": "monthly",
+                     *       "isRecurring": true,
+                     *       "autoRenew": true,
+                     *       "cancelAtPeriodEnd": false,
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "trialEnd": null,
+                     *       "endedAt": null,
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Price per period (or once), minor units */
                         amount: number;
@@ -7618,12 +8726,18 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
                 ref: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "atPeriodEnd": true
+                 *     }
+                 */
                 "application/json": {
                     /** @description Keep access until the period ends (recurring plans); default false */
                     atPeriodEnd?: boolean;
@@ -7637,6 +8751,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "status": "active",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "billingCycle": "monthly",
+                     *       "isRecurring": true,
+                     *       "autoRenew": true,
+                     *       "cancelAtPeriodEnd": true,
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "trialEnd": null,
+                     *       "endedAt": null,
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Price per period (or once), minor units */
                         amount: number;
@@ -7822,6 +8958,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
                 ref: string;
             };
             cookie?: never;
@@ -7834,6 +8971,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "status": "active",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "billingCycle": "monthly",
+                     *       "isRecurring": true,
+                     *       "autoRenew": true,
+                     *       "cancelAtPeriodEnd": false,
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "trialEnd": null,
+                     *       "endedAt": null,
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Price per period (or once), minor units */
                         amount: number;
@@ -8020,6 +9179,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "transactionId": "txn_01jx000001wdgekfha1enepr6n",
+                 *       "amount": 300,
+                 *       "reason": "product_not_received"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Default: all that is left of it */
                     amount?: number;
@@ -8037,6 +9203,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "dp_01jx00000103b1j7s2vqcvcjtq",
+                     *       "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "amount": 300,
+                     *       "currency": "usd",
+                     *       "reason": "product_not_received",
+                     *       "status": "needs_response",
+                     *       "evidence": null,
+                     *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
+                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "closedAt": null
+                     *     }
+                     */
                     "application/json": {
                         /** @description Withdrawn from the balance while the dispute is open; minor units */
                         amount: number;
@@ -8181,12 +9362,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dp_01jx00000103b1j7s2vqcvcjtq */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "outcome": "won"
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {string} */
                     outcome: "won" | "lost";
@@ -8200,6 +9387,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "dp_01jx00000103b1j7s2vqcvcjtq",
+                     *       "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "amount": 300,
+                     *       "currency": "usd",
+                     *       "reason": "product_not_received",
+                     *       "status": "won",
+                     *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
+                     *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
+                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "closedAt": "2026-05-28T09:00:04.775Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Withdrawn from the balance while the dispute is open; minor units */
                         amount: number;
@@ -8348,6 +9550,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "amount": 500
+                 *     }
+                 */
                 "application/json": {
                     /** @description Default: the whole balance */
                     amount?: number;
@@ -8365,6 +9572,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "po_01jx0000011jn4tf7tk7srgw5n",
+                     *       "amount": 500,
+                     *       "currency": "usd",
+                     *       "status": "pending",
+                     *       "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *       "failureReason": null,
+                     *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
+                     *       "automatic": false,
+                     *       "createdAt": "2026-05-28T09:00:04.797Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Minor units */
                         amount: number;
@@ -8522,6 +9742,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *           "name": "June renewals",
+                     *           "frozenTime": "2026-06-01T00:00:00.000Z",
+                     *           "status": "ready",
+                     *           "createdAt": "2026-05-28T09:00:03.265Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /**
@@ -8645,6 +9878,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "frozenTime": "2026-06-01T00:00:00Z",
+                 *       "name": "June renewals"
+                 *     }
+                 */
                 "application/json": {
                     /** @description ISO 8601 date-time, or Unix seconds; between 2000 and 3000 */
                     frozenTime: string | number;
@@ -8659,6 +9898,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *       "name": "June renewals",
+                     *       "frozenTime": "2026-06-01T00:00:00.000Z",
+                     *       "status": "ready",
+                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -8776,6 +10024,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tc_01jx000001kw5m8heth9xgcqvk */
                 id: string;
             };
             cookie?: never;
@@ -8788,6 +10037,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *       "name": "June renewals",
+                     *       "frozenTime": "2026-06-01T00:00:00.000Z",
+                     *       "status": "ready",
+                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -8905,12 +10163,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example tc_01jx000001kw5m8heth9xgcqvk */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "frozenTime": "2026-07-01T00:02:00Z"
+                 *     }
+                 */
                 "application/json": {
                     /** @description ISO 8601 date-time, or Unix seconds; between 2000 and 3000 */
                     frozenTime: string | number;
@@ -8924,6 +10188,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *       "name": "June renewals",
+                     *       "frozenTime": "2026-07-01T00:02:00.000Z",
+                     *       "status": "ready",
+                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -9068,6 +10341,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "customerRef": "linus",
+                 *       "productRef": "weather",
+                 *       "actionType": "forecast",
+                 *       "units": 25,
+                 *       "outcome": "success"
+                 *     }
+                 */
                 "application/json": {
                     /** @description What was done, e.g. search */
                     actionType?: string;
@@ -9099,6 +10381,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "rec_01jx0000019wjtq646cy7fvav2",
+                     *       "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *       "meterName": "requests",
+                     *       "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *       "value": 25,
+                     *       "timestamp": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         customerRef: string;
                         id: string;
@@ -9245,6 +10537,242 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "type": "customer.created",
+                     *           "group": "customer",
+                     *           "description": "A customer was created"
+                     *         },
+                     *         {
+                     *           "type": "customer.updated",
+                     *           "group": "customer",
+                     *           "description": "A customer's details changed"
+                     *         },
+                     *         {
+                     *           "type": "customer.deleted",
+                     *           "group": "customer",
+                     *           "description": "A customer was deleted"
+                     *         },
+                     *         {
+                     *           "type": "purchase.created",
+                     *           "group": "purchase",
+                     *           "description": "A purchase was created (including trial starts)"
+                     *         },
+                     *         {
+                     *           "type": "purchase.activated",
+                     *           "group": "purchase",
+                     *           "description": "A purchase became active after its first successful payment"
+                     *         },
+                     *         {
+                     *           "type": "purchase.updated",
+                     *           "group": "purchase",
+                     *           "description": "A purchase changed"
+                     *         },
+                     *         {
+                     *           "type": "purchase.trial_ending",
+                     *           "group": "purchase",
+                     *           "description": "A trial ends soon"
+                     *         },
+                     *         {
+                     *           "type": "purchase.trial_converted",
+                     *           "group": "purchase",
+                     *           "description": "A trial converted to a paid purchase"
+                     *         },
+                     *         {
+                     *           "type": "purchase.suspended",
+                     *           "group": "purchase",
+                     *           "description": "A trial ended and payment is required"
+                     *         },
+                     *         {
+                     *           "type": "purchase.past_due",
+                     *           "group": "purchase",
+                     *           "description": "A recurring payment failed and dunning started"
+                     *         },
+                     *         {
+                     *           "type": "purchase.cancellation_scheduled",
+                     *           "group": "purchase",
+                     *           "description": "A purchase will be cancelled at period end"
+                     *         },
+                     *         {
+                     *           "type": "purchase.cancelled",
+                     *           "group": "purchase",
+                     *           "description": "A purchase was cancelled"
+                     *         },
+                     *         {
+                     *           "type": "purchase.reactivated",
+                     *           "group": "purchase",
+                     *           "description": "A scheduled cancellation was reversed"
+                     *         },
+                     *         {
+                     *           "type": "purchase.expired",
+                     *           "group": "purchase",
+                     *           "description": "A purchase expired naturally or was superseded by a plan switch"
+                     *         },
+                     *         {
+                     *           "type": "purchase.renewed",
+                     *           "group": "purchase",
+                     *           "description": "A purchase renewed for a new period"
+                     *         },
+                     *         {
+                     *           "type": "purchase.renewal_reminder",
+                     *           "group": "purchase",
+                     *           "description": "A purchase renews soon"
+                     *         },
+                     *         {
+                     *           "type": "purchase.refunded",
+                     *           "group": "purchase",
+                     *           "description": "A full refund revoked the purchase"
+                     *         },
+                     *         {
+                     *           "type": "purchase.plan_changed",
+                     *           "group": "purchase",
+                     *           "description": "A purchase moved to another plan (upgrade or downgrade)"
+                     *         },
+                     *         {
+                     *           "type": "payment.succeeded",
+                     *           "group": "payment",
+                     *           "description": "A payment succeeded"
+                     *         },
+                     *         {
+                     *           "type": "payment.failed",
+                     *           "group": "payment",
+                     *           "description": "A payment failed"
+                     *         },
+                     *         {
+                     *           "type": "payment.refunded",
+                     *           "group": "payment",
+                     *           "description": "A refund succeeded"
+                     *         },
+                     *         {
+                     *           "type": "payment.refund_failed",
+                     *           "group": "payment",
+                     *           "description": "A refund failed"
+                     *         },
+                     *         {
+                     *           "type": "payment.refund_pending",
+                     *           "group": "payment",
+                     *           "description": "A refund was started"
+                     *         },
+                     *         {
+                     *           "type": "payment.canceled",
+                     *           "group": "payment",
+                     *           "description": "A payment was canceled"
+                     *         },
+                     *         {
+                     *           "type": "payment.disputed",
+                     *           "group": "payment",
+                     *           "description": "A payment was disputed"
+                     *         },
+                     *         {
+                     *           "type": "payment.dispute_closed",
+                     *           "group": "payment",
+                     *           "description": "A dispute was closed (won or lost)"
+                     *         },
+                     *         {
+                     *           "type": "payout.paid",
+                     *           "group": "payout",
+                     *           "description": "A payout was paid"
+                     *         },
+                     *         {
+                     *           "type": "payout.failed",
+                     *           "group": "payout",
+                     *           "description": "A payout failed"
+                     *         },
+                     *         {
+                     *           "type": "checkout_session.created",
+                     *           "group": "checkout_session",
+                     *           "description": "A checkout session was created"
+                     *         },
+                     *         {
+                     *           "type": "checkout_session.completed",
+                     *           "group": "checkout_session",
+                     *           "description": "A checkout session was paid"
+                     *         },
+                     *         {
+                     *           "type": "checkout_session.expired",
+                     *           "group": "checkout_session",
+                     *           "description": "A checkout session expired unpaid"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.topped_up",
+                     *           "group": "credit",
+                     *           "description": "Credits were bought"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.low_balance",
+                     *           "group": "credit",
+                     *           "description": "A credit balance fell below the warning threshold"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.exhausted",
+                     *           "group": "credit",
+                     *           "description": "A credit balance reached zero"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.debited",
+                     *           "group": "credit",
+                     *           "description": "Credits were spent"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.granted",
+                     *           "group": "credit",
+                     *           "description": "Credits were granted"
+                     *         },
+                     *         {
+                     *           "type": "customer.credit.adjusted",
+                     *           "group": "credit",
+                     *           "description": "Credits were adjusted by hand"
+                     *         },
+                     *         {
+                     *           "type": "usage.charged",
+                     *           "group": "usage",
+                     *           "description": "Usage of a period was charged"
+                     *         },
+                     *         {
+                     *           "type": "usage.recorded",
+                     *           "group": "usage",
+                     *           "description": "Usage was recorded"
+                     *         },
+                     *         {
+                     *           "type": "usage.reset",
+                     *           "group": "usage",
+                     *           "description": "Usage counters rolled over for a new period"
+                     *         },
+                     *         {
+                     *           "type": "product.created",
+                     *           "group": "catalog",
+                     *           "description": "A product was created"
+                     *         },
+                     *         {
+                     *           "type": "product.updated",
+                     *           "group": "catalog",
+                     *           "description": "A product changed"
+                     *         },
+                     *         {
+                     *           "type": "product.archived",
+                     *           "group": "catalog",
+                     *           "description": "A product was archived"
+                     *         },
+                     *         {
+                     *           "type": "plan.created",
+                     *           "group": "catalog",
+                     *           "description": "A plan was created"
+                     *         },
+                     *         {
+                     *           "type": "plan.updated",
+                     *           "group": "catalog",
+                     *           "description": "A plan changed"
+                     *         },
+                     *         {
+                     *           "type": "plan.archived",
+                     *           "group": "catalog",
+                     *           "description": "A plan was archived"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             description: string;
@@ -9367,6 +10895,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dp_01jx00000103b1j7s2vqcvcjtq",
+                     *           "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "amount": 300,
+                     *           "currency": "usd",
+                     *           "reason": "product_not_received",
+                     *           "status": "needs_response",
+                     *           "evidence": null,
+                     *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
+                     *           "createdAt": "2026-05-28T09:00:04.708Z",
+                     *           "closedAt": null
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description Withdrawn from the balance while the dispute is open; minor units */
@@ -9491,6 +11039,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dp_01jx00000103b1j7s2vqcvcjtq */
                 id: string;
             };
             cookie?: never;
@@ -9503,6 +11052,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "dp_01jx00000103b1j7s2vqcvcjtq",
+                     *       "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "amount": 300,
+                     *       "currency": "usd",
+                     *       "reason": "product_not_received",
+                     *       "status": "needs_response",
+                     *       "evidence": null,
+                     *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
+                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "closedAt": null
+                     *     }
+                     */
                     "application/json": {
                         /** @description Withdrawn from the balance while the dispute is open; minor units */
                         amount: number;
@@ -9624,12 +11188,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example dp_01jx00000103b1j7s2vqcvcjtq */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "evidence": "Delivery logs: 412 forecasts served to this customer in June."
+                 *     }
+                 */
                 "application/json": {
                     /** @description Your answer to the bank */
                     evidence: string;
@@ -9643,6 +11213,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "dp_01jx00000103b1j7s2vqcvcjtq",
+                     *       "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "amount": 300,
+                     *       "currency": "usd",
+                     *       "reason": "product_not_received",
+                     *       "status": "under_review",
+                     *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
+                     *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
+                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "closedAt": null
+                     *     }
+                     */
                     "application/json": {
                         /** @description Withdrawn from the balance while the dispute is open; minor units */
                         amount: number;
@@ -9787,7 +11372,10 @@ export interface operations {
             query?: {
                 /** @description Default: the provider's most used currency */
                 currency?: string;
-                /** @description Default this-month. One of this-month, last-month, this-quarter, last-quarter, q1-2026 (any quarter q1–q4 of 2000–2100), this-year, last-year, last-<n>-months (n 1–120) */
+                /**
+                 * @description Default this-month. One of this-month, last-month, this-quarter, last-quarter, q1-2026 (any quarter q1–q4 of 2000–2100), this-year, last-year, last-<n>-months (n 1–120)
+                 * @example q2-2026
+                 */
                 period?: string;
             };
             header?: never;
@@ -9802,6 +11390,126 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "periodLabel": "Q2 2026",
+                     *       "period": {
+                     *         "start": "2026-04-01T00:00:00.000Z",
+                     *         "end": "2026-07-01T00:00:00.000Z"
+                     *       },
+                     *       "currency": "usd",
+                     *       "otherCurrencies": [],
+                     *       "current": {
+                     *         "openingBalance": 0,
+                     *         "paymentsReceived": 900,
+                     *         "refundsIssued": 0,
+                     *         "disputes": 0,
+                     *         "platformFees": 0,
+                     *         "costsPaid": 0,
+                     *         "payouts": 0,
+                     *         "closingBalance": 900,
+                     *         "netChange": 900
+                     *       },
+                     *       "monthly": [
+                     *         {
+                     *           "month": "2026-04",
+                     *           "revenue": {
+                     *             "grossRevenue": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 0,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 0,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 0
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": null,
+                     *               "percent": null
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 0,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 0,
+                     *             "netChange": 0
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-05",
+                     *           "revenue": {
+                     *             "grossRevenue": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 0,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 0,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 0
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": null,
+                     *               "percent": null
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 0,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 0,
+                     *             "netChange": 0
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-06",
+                     *           "revenue": {
+                     *             "grossRevenue": 900,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 900,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 900,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 900
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": 10000,
+                     *               "percent": 100
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 900,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 900,
+                     *             "netChange": 900
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The one currency the report is in */
                         currency: string;
@@ -9993,7 +11701,10 @@ export interface operations {
             query?: {
                 /** @description Default: the provider's most used currency */
                 currency?: string;
-                /** @description Default this-month. One of this-month, last-month, this-quarter, last-quarter, q1-2026 (any quarter q1–q4 of 2000–2100), this-year, last-year, last-<n>-months (n 1–120) */
+                /**
+                 * @description Default this-month. One of this-month, last-month, this-quarter, last-quarter, q1-2026 (any quarter q1–q4 of 2000–2100), this-year, last-year, last-<n>-months (n 1–120)
+                 * @example q2-2026
+                 */
                 period?: string;
             };
             header?: never;
@@ -10008,6 +11719,152 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "periodLabel": "Q2 2026",
+                     *       "period": {
+                     *         "start": "2026-04-01T00:00:00.000Z",
+                     *         "end": "2026-07-01T00:00:00.000Z"
+                     *       },
+                     *       "currency": "usd",
+                     *       "otherCurrencies": [],
+                     *       "current": {
+                     *         "grossRevenue": 900,
+                     *         "refunds": 0,
+                     *         "disputes": 0,
+                     *         "platformFees": 0,
+                     *         "netRevenue": 900,
+                     *         "costOfRevenue": 0,
+                     *         "recognisedRevenue": 900,
+                     *         "deferredRevenue": 0,
+                     *         "hasCostTransactions": false,
+                     *         "grossProfit": {
+                     *           "amount": 900
+                     *         },
+                     *         "grossMargin": {
+                     *           "basisPoints": 10000,
+                     *           "percent": 100
+                     *         }
+                     *       },
+                     *       "prior": {
+                     *         "grossRevenue": 0,
+                     *         "refunds": 0,
+                     *         "disputes": 0,
+                     *         "platformFees": 0,
+                     *         "netRevenue": 0,
+                     *         "costOfRevenue": 0,
+                     *         "recognisedRevenue": 0,
+                     *         "deferredRevenue": 0,
+                     *         "hasCostTransactions": false,
+                     *         "grossProfit": {
+                     *           "amount": 0
+                     *         },
+                     *         "grossMargin": {
+                     *           "basisPoints": null,
+                     *           "percent": null
+                     *         },
+                     *         "periodLabel": "Q1 2026"
+                     *       },
+                     *       "monthly": [
+                     *         {
+                     *           "month": "2026-04",
+                     *           "revenue": {
+                     *             "grossRevenue": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 0,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 0,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 0
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": null,
+                     *               "percent": null
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 0,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 0,
+                     *             "netChange": 0
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-05",
+                     *           "revenue": {
+                     *             "grossRevenue": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 0,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 0,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 0
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": null,
+                     *               "percent": null
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 0,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 0,
+                     *             "netChange": 0
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-06",
+                     *           "revenue": {
+                     *             "grossRevenue": 900,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "netRevenue": 900,
+                     *             "costOfRevenue": 0,
+                     *             "recognisedRevenue": 900,
+                     *             "deferredRevenue": 0,
+                     *             "hasCostTransactions": false,
+                     *             "grossProfit": {
+                     *               "amount": 900
+                     *             },
+                     *             "grossMargin": {
+                     *               "basisPoints": 10000,
+                     *               "percent": 100
+                     *             }
+                     *           },
+                     *           "balance": {
+                     *             "openingBalance": 0,
+                     *             "paymentsReceived": 900,
+                     *             "refundsIssued": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "costsPaid": 0,
+                     *             "payouts": 0,
+                     *             "closingBalance": 900,
+                     *             "netChange": 900
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description The one currency the report is in */
                         currency: string;
@@ -10245,6 +12102,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *         "reference": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *         "name": "weather",
+                     *         "subdomain": "weather",
+                     *         "url": "https://weather.acme.example/mcp",
+                     *         "providerId": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *         "mcpProxyUrl": "https://mcp.mcp-meter.example/mcp/weather",
+                     *         "avatarUrl": null,
+                     *         "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *         "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *         "status": "active",
+                     *         "tools": [],
+                     *         "authHeaderName": null,
+                     *         "hasAuthApiKey": false,
+                     *         "allowedOrigins": [],
+                     *         "balance": 930,
+                     *         "currency": "usd",
+                     *         "totalTransactions": 0
+                     *       }
+                     *     ]
+                     */
                     "application/json": {
                         /** @description Web origins whose pages may call through the proxy (CORS); others get 403 */
                         allowedOrigins: string[];
@@ -10380,6 +12261,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "weather",
+                 *       "url": "https://weather.acme.example/mcp",
+                 *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                 *       "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e"
+                 *     }
+                 */
                 "application/json": {
                     /** @description Web origins (scheme://host[:port], e.g. https://app.example) whose pages may call the server through the proxy; others get 403. Requests without an Origin header are not affected. Default: none */
                     allowedOrigins?: string[];
@@ -10420,6 +12309,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "reference": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "name": "weather",
+                     *       "subdomain": "weather",
+                     *       "url": "https://weather.acme.example/mcp",
+                     *       "providerId": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *       "mcpProxyUrl": "https://mcp.mcp-meter.example/mcp/weather",
+                     *       "avatarUrl": null,
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *       "status": "active",
+                     *       "tools": [],
+                     *       "authHeaderName": null,
+                     *       "hasAuthApiKey": false,
+                     *       "allowedOrigins": [],
+                     *       "balance": 930,
+                     *       "currency": "usd",
+                     *       "totalTransactions": 0
+                     *     }
+                     */
                     "application/json": {
                         /** @description Web origins whose pages may call through the proxy (CORS); others get 403 */
                         allowedOrigins: string[];
@@ -10574,6 +12485,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mcp_01jx0000019dtjf7xmke3ty8kr */
                 id: string;
             };
             cookie?: never;
@@ -10586,6 +12498,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "reference": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "name": "weather",
+                     *       "subdomain": "weather",
+                     *       "url": "https://weather.acme.example/mcp",
+                     *       "providerId": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *       "mcpProxyUrl": "https://mcp.mcp-meter.example/mcp/weather",
+                     *       "avatarUrl": null,
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *       "status": "active",
+                     *       "tools": [],
+                     *       "authHeaderName": null,
+                     *       "hasAuthApiKey": false,
+                     *       "allowedOrigins": [],
+                     *       "balance": 930,
+                     *       "currency": "usd",
+                     *       "totalTransactions": 0
+                     *     }
+                     */
                     "application/json": {
                         /** @description Web origins whose pages may call through the proxy (CORS); others get 403 */
                         allowedOrigins: string[];
@@ -10717,6 +12651,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mcp_01jx0000019dtjf7xmke3ty8kr */
                 id: string;
             };
             cookie?: never;
@@ -10729,6 +12664,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         deleted: true;
@@ -10835,12 +12776,20 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mcp_01jx0000019dtjf7xmke3ty8kr */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "allowedOrigins": [
+                 *         "https://app.acme-weather.example"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description Web origins (scheme://host[:port], e.g. https://app.example) whose pages may call the server through the proxy; others get 403. Requests without an Origin header are not affected. Default: none */
                     allowedOrigins?: string[];
@@ -10874,6 +12823,59 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "reference": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "name": "weather",
+                     *       "subdomain": "weather",
+                     *       "url": "https://weather.acme.example/mcp",
+                     *       "providerId": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *       "mcpProxyUrl": "https://mcp.mcp-meter.example/mcp/weather",
+                     *       "avatarUrl": null,
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *       "status": "active",
+                     *       "tools": [
+                     *         {
+                     *           "name": "add",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Adds two numbers",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "countdown",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Counts down with progress notifications",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "announce",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Announces a tool list change",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "fail",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Always fails",
+                     *           "isVirtual": false
+                     *         }
+                     *       ],
+                     *       "authHeaderName": null,
+                     *       "hasAuthApiKey": false,
+                     *       "allowedOrigins": [
+                     *         "https://app.acme-weather.example"
+                     *       ],
+                     *       "balance": 930,
+                     *       "currency": "usd",
+                     *       "totalTransactions": 0
+                     *     }
+                     */
                     "application/json": {
                         /** @description Web origins whose pages may call through the proxy (CORS); others get 403 */
                         allowedOrigins: string[];
@@ -11005,6 +13007,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example mcp_01jx0000019dtjf7xmke3ty8kr */
                 id: string;
             };
             cookie?: never;
@@ -11017,6 +13020,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "reference": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *       "name": "weather",
+                     *       "subdomain": "weather",
+                     *       "url": "https://weather.acme.example/mcp",
+                     *       "providerId": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *       "mcpProxyUrl": "https://mcp.mcp-meter.example/mcp/weather",
+                     *       "avatarUrl": null,
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "defaultPlanId": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *       "status": "active",
+                     *       "tools": [
+                     *         {
+                     *           "name": "add",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Adds two numbers",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "countdown",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Counts down with progress notifications",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "announce",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Announces a tool list change",
+                     *           "isVirtual": false
+                     *         },
+                     *         {
+                     *           "name": "fail",
+                     *           "planIds": [],
+                     *           "noPlan": false,
+                     *           "description": "Always fails",
+                     *           "isVirtual": false
+                     *         }
+                     *       ],
+                     *       "authHeaderName": null,
+                     *       "hasAuthApiKey": false,
+                     *       "allowedOrigins": [],
+                     *       "balance": 930,
+                     *       "currency": "usd",
+                     *       "totalTransactions": 0
+                     *     }
+                     */
                     "application/json": {
                         /** @description Web origins whose pages may call through the proxy (CORS); others get 403 */
                         allowedOrigins: string[];
@@ -11186,6 +13240,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "mtr_01jx00000125twdgy233h8grwz",
+                     *           "reference": "mtr_01jx00000125twdgy233h8grwz",
+                     *           "name": "requests",
+                     *           "description": null,
+                     *           "aggregation": "sum",
+                     *           "valueProperty": null,
+                     *           "status": "active",
+                     *           "createdAt": "2026-05-28T09:00:02.504Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.504Z"
+                     *         },
+                     *         {
+                     *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *           "reference": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *           "name": "tokens",
+                     *           "description": "Model tokens used by forecasts",
+                     *           "aggregation": "sum",
+                     *           "valueProperty": null,
+                     *           "status": "active",
+                     *           "createdAt": "2026-05-28T09:00:03.226Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @enum {string} */
@@ -11315,6 +13398,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "tokens",
+                 *       "aggregation": "sum",
+                 *       "description": "Model tokens used by forecasts"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description sum of values, count of records, max value, or distinct values of valueProperty
@@ -11336,6 +13426,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "reference": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "name": "tokens",
+                     *       "description": "Model tokens used by forecasts",
+                     *       "aggregation": "sum",
+                     *       "valueProperty": null,
+                     *       "status": "active",
+                     *       "createdAt": "2026-05-28T09:00:03.226Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         aggregation: "sum" | "count" | "max" | "unique_count";
@@ -11481,7 +13584,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Meter id or name */
+                /**
+                 * @description Meter id or name
+                 * @example tokens
+                 */
                 meterRef: string;
             };
             cookie?: never;
@@ -11494,6 +13600,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "reference": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "name": "tokens",
+                     *       "description": "Model tokens used by forecasts",
+                     *       "aggregation": "sum",
+                     *       "valueProperty": null,
+                     *       "status": "active",
+                     *       "createdAt": "2026-05-28T09:00:03.226Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         aggregation: "sum" | "count" | "max" | "unique_count";
@@ -11616,7 +13735,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Meter id or name */
+                /**
+                 * @description Meter id or name
+                 * @example tokens
+                 */
                 meterRef: string;
             };
             cookie?: never;
@@ -11629,6 +13751,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "reference": "mtr_01jx000002xxwvbjfyxw46jf1j",
+                     *       "name": "tokens",
+                     *       "description": "Model tokens used by forecasts",
+                     *       "aggregation": "sum",
+                     *       "valueProperty": null,
+                     *       "status": "archived",
+                     *       "createdAt": "2026-05-28T09:00:03.226Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.327Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {string} */
                         aggregation: "sum" | "count" | "max" | "unique_count";
@@ -11788,6 +13923,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "po_01jx0000011jn4tf7tk7srgw5n",
+                     *           "amount": 500,
+                     *           "currency": "usd",
+                     *           "status": "pending",
+                     *           "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *           "failureReason": null,
+                     *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
+                     *           "automatic": false,
+                     *           "createdAt": "2026-05-28T09:00:04.797Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description Minor units */
@@ -11915,6 +14068,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example po_01jx0000011jn4tf7tk7srgw5n */
                 id: string;
             };
             cookie?: never;
@@ -11927,6 +14081,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "po_01jx0000011jn4tf7tk7srgw5n",
+                     *       "amount": 500,
+                     *       "currency": "usd",
+                     *       "status": "pending",
+                     *       "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *       "failureReason": null,
+                     *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
+                     *       "automatic": false,
+                     *       "createdAt": "2026-05-28T09:00:04.797Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Minor units */
                         amount: number;
@@ -12051,6 +14218,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example pln_01jx000001brnn19rg36mzgzje */
                 planRef: string;
             };
             cookie?: never;
@@ -12063,6 +14231,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "id": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "name": "Pro",
+                     *       "description": null,
+                     *       "type": "recurring",
+                     *       "price": 900,
+                     *       "basePrice": 0,
+                     *       "setupFee": 0,
+                     *       "currency": "usd",
+                     *       "currencySymbol": "$",
+                     *       "requiresPayment": true,
+                     *       "status": "active",
+                     *       "isActive": true,
+                     *       "billingCycle": "monthly",
+                     *       "billingIntervalDays": null,
+                     *       "billingModel": "pre-paid",
+                     *       "creditsPerUnit": 1,
+                     *       "freeUnits": 0,
+                     *       "limit": 10000,
+                     *       "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *       "measures": "requests",
+                     *       "rolloverUnusedUnits": false,
+                     *       "autoRenew": true,
+                     *       "trialDays": 0,
+                     *       "maxActiveUsers": null,
+                     *       "accessExpiryDays": null,
+                     *       "default": false,
+                     *       "limits": {},
+                     *       "features": {
+                     *         "history": true,
+                     *         "support": "email"
+                     *       },
+                     *       "metadata": {},
+                     *       "usageTracking": {
+                     *         "method": "automatic",
+                     *         "granularity": "hourly"
+                     *       },
+                     *       "unitAmount": null,
+                     *       "tiers": null,
+                     *       "tiersMode": null,
+                     *       "packageSize": null,
+                     *       "topUp": null,
+                     *       "createdAt": "2026-05-28T09:00:02.977Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *     }
+                     */
                     "application/json": {
                         accessExpiryDays: number | null;
                         autoRenew: boolean;
@@ -12240,12 +14457,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example pln_01jx000001brnn19rg36mzgzje */
                 planRef: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Ten thousand forecasts a month, with history"
+                 *     }
+                 */
                 "application/json": {
                     accessExpiryDays?: number | null;
                     autoRenew?: boolean;
@@ -12325,6 +14548,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "id": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "name": "Pro",
+                     *       "description": "Ten thousand forecasts a month, with history",
+                     *       "type": "recurring",
+                     *       "price": 900,
+                     *       "basePrice": 0,
+                     *       "setupFee": 0,
+                     *       "currency": "usd",
+                     *       "currencySymbol": "$",
+                     *       "requiresPayment": true,
+                     *       "status": "active",
+                     *       "isActive": true,
+                     *       "billingCycle": "monthly",
+                     *       "billingIntervalDays": null,
+                     *       "billingModel": "pre-paid",
+                     *       "creditsPerUnit": 1,
+                     *       "freeUnits": 0,
+                     *       "limit": 10000,
+                     *       "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *       "measures": "requests",
+                     *       "rolloverUnusedUnits": false,
+                     *       "autoRenew": true,
+                     *       "trialDays": 0,
+                     *       "maxActiveUsers": null,
+                     *       "accessExpiryDays": null,
+                     *       "default": false,
+                     *       "limits": {},
+                     *       "features": {
+                     *         "history": true,
+                     *         "support": "email"
+                     *       },
+                     *       "metadata": {},
+                     *       "usageTracking": {
+                     *         "method": "automatic",
+                     *         "granularity": "hourly"
+                     *       },
+                     *       "unitAmount": null,
+                     *       "tiers": null,
+                     *       "tiersMode": null,
+                     *       "packageSize": null,
+                     *       "topUp": null,
+                     *       "createdAt": "2026-05-28T09:00:02.977Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.169Z"
+                     *     }
+                     */
                     "application/json": {
                         accessExpiryDays: number | null;
                         autoRenew: boolean;
@@ -12525,6 +14797,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example pln_01jx0000041j7tjsry4fxbmyba */
                 planRef: string;
             };
             cookie?: never;
@@ -12537,6 +14810,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pln_01jx0000041j7tjsry4fxbmyba",
+                     *       "id": "pln_01jx0000041j7tjsry4fxbmyba",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "name": "Legacy",
+                     *       "description": null,
+                     *       "type": "recurring",
+                     *       "price": 9000,
+                     *       "basePrice": 0,
+                     *       "setupFee": 0,
+                     *       "currency": "usd",
+                     *       "currencySymbol": "$",
+                     *       "requiresPayment": true,
+                     *       "status": "archived",
+                     *       "isActive": false,
+                     *       "billingCycle": "yearly",
+                     *       "billingIntervalDays": null,
+                     *       "billingModel": "pre-paid",
+                     *       "creditsPerUnit": 1,
+                     *       "freeUnits": 0,
+                     *       "limit": null,
+                     *       "meterRef": null,
+                     *       "measures": null,
+                     *       "rolloverUnusedUnits": false,
+                     *       "autoRenew": true,
+                     *       "trialDays": 0,
+                     *       "maxActiveUsers": null,
+                     *       "accessExpiryDays": null,
+                     *       "default": false,
+                     *       "limits": {},
+                     *       "features": {},
+                     *       "metadata": {},
+                     *       "usageTracking": null,
+                     *       "unitAmount": null,
+                     *       "tiers": null,
+                     *       "tiersMode": null,
+                     *       "packageSize": null,
+                     *       "topUp": null,
+                     *       "createdAt": "2026-05-28T09:00:06.337Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.348Z"
+                     *     }
+                     */
                     "application/json": {
                         accessExpiryDays: number | null;
                         autoRenew: boolean;
@@ -12724,6 +15040,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "connected": true,
+                     *       "last4": "p7dc",
+                     *       "mode": "test",
+                     *       "account": "acct_RmZmIHIJLr9ZCW8",
+                     *       "connectedAt": "2026-05-28T09:00:05.970Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The Stripe account (acct_…) the key belongs to */
                         account: string;
@@ -12869,6 +15194,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "secretKey": "sk_test_4eC39HqLyjWDarjtT1zdp7dc",
+                 *       "webhookSigningSecret": "whsec_examplesigningsecret0123456789"
+                 *     }
+                 */
                 "application/json": {
                     /** @description A Stripe secret (sk_…) or restricted (rk_…) key of the account that takes the payments */
                     secretKey: string;
@@ -12884,6 +15215,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "connected": true,
+                     *       "last4": "p7dc",
+                     *       "mode": "test",
+                     *       "account": "acct_RmZmIHIJLr9ZCW8",
+                     *       "connectedAt": "2026-05-28T09:00:05.970Z"
+                     *     }
+                     */
                     "application/json": {
                         /** @description The Stripe account (acct_…) the key belongs to */
                         account: string;
@@ -13035,6 +15375,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "connected": false
+                     *     }
+                     */
                     "application/json": {
                         /** @description The Stripe account (acct_…) the key belongs to */
                         account: string;
@@ -13174,9 +15519,15 @@ export interface operations {
     getStripeReconciliation: {
         parameters: {
             query: {
-                /** @description Start of the window (inclusive) */
+                /**
+                 * @description Start of the window (inclusive)
+                 * @example 2026-06-01T00:00:00Z
+                 */
                 from: string;
-                /** @description End of the window (exclusive); at most 93 days after from */
+                /**
+                 * @description End of the window (exclusive); at most 93 days after from
+                 * @example 2026-07-01T00:00:00Z
+                 */
                 to: string;
             };
             header?: never;
@@ -13191,6 +15542,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-06-01T00:00:00.000Z",
+                     *       "to": "2026-07-01T00:00:00.000Z",
+                     *       "matched": 0,
+                     *       "missingAtStripe": [],
+                     *       "missingHere": [
+                     *         {
+                     *           "kind": "payment",
+                     *           "stripeId": "fee_1Pgc6zB7WZ01zgkWOMh2at1m",
+                     *           "amount": 100,
+                     *           "currency": "usd",
+                     *           "ref": "txn_1PgaxNB7WZ01zgkWEV3TLf40"
+                     *         }
+                     *       ],
+                     *       "amountMismatches": [],
+                     *       "stripeFees": {
+                     *         "usd": 0
+                     *       },
+                     *       "balanced": false
+                     *     }
+                     */
                     "application/json": {
                         amountMismatches: {
                             ours: {
@@ -13389,6 +15762,7 @@ export interface operations {
             query: {
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                /** @example 10 */
                 limit: number;
                 status?: "active" | "archived";
             };
@@ -13404,6 +15778,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "reference": "weather",
+                     *           "name": "Weather API",
+                     *           "description": "Forecasts for any place on Earth",
+                     *           "productType": "api",
+                     *           "isMcpPay": false,
+                     *           "status": "active",
+                     *           "metadata": {},
+                     *           "createdAt": "2026-05-28T09:00:02.716Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /**
@@ -13534,6 +15927,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Weather API",
+                 *       "reference": "weather",
+                 *       "description": "Forecasts for any place on Earth"
+                 *     }
+                 */
                 "application/json": {
                     description?: string;
                     /** @description Sold through the MCP proxy */
@@ -13560,6 +15960,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "reference": "weather",
+                     *       "name": "Weather API",
+                     *       "description": "Forecasts for any place on Earth",
+                     *       "productType": "api",
+                     *       "isMcpPay": false,
+                     *       "status": "active",
+                     *       "metadata": {},
+                     *       "createdAt": "2026-05-28T09:00:02.716Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -13706,7 +16120,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Product id (prd_…) or reference */
+                /**
+                 * @description Product id (prd_…) or reference
+                 * @example prd_01jx0000015jgd8f89vrn095xf
+                 */
                 id: string;
             };
             cookie?: never;
@@ -13719,6 +16136,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "reference": "weather",
+                     *       "name": "Weather API",
+                     *       "description": "Forecasts for any place on Earth",
+                     *       "productType": "api",
+                     *       "isMcpPay": false,
+                     *       "status": "active",
+                     *       "metadata": {},
+                     *       "createdAt": "2026-05-28T09:00:02.716Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -13842,13 +16273,21 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Product id (prd_…) or reference */
+                /**
+                 * @description Product id (prd_…) or reference
+                 * @example prd_01jx0000015jgd8f89vrn095xf
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Forecasts and history for any place on Earth"
+                 *     }
+                 */
                 "application/json": {
                     description?: string | null;
                     isMcpPay?: boolean;
@@ -13875,6 +16314,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "reference": "weather",
+                     *       "name": "Weather API",
+                     *       "description": "Forecasts and history for any place on Earth",
+                     *       "productType": "api",
+                     *       "isMcpPay": false,
+                     *       "status": "active",
+                     *       "metadata": {},
+                     *       "createdAt": "2026-05-28T09:00:02.716Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -14021,7 +16474,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Product id (prd_…) or reference */
+                /**
+                 * @description Product id (prd_…) or reference
+                 * @example prd_01jx000002ay3nr51eakg6yz4b
+                 */
                 id: string;
             };
             cookie?: never;
@@ -14034,6 +16490,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "prd_01jx000002ay3nr51eakg6yz4b",
+                     *       "reference": "prd_01jx000002ay3nr51eakg6yz4b",
+                     *       "name": "Tide tables",
+                     *       "description": null,
+                     *       "productType": "api",
+                     *       "isMcpPay": false,
+                     *       "status": "archived",
+                     *       "metadata": {},
+                     *       "createdAt": "2026-05-28T09:00:06.397Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.403Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -14162,7 +16632,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Product id (prd_…) or reference */
+                /**
+                 * @description Product id (prd_…) or reference
+                 * @example prd_01jx0000015jgd8f89vrn095xf
+                 */
                 id: string;
             };
             cookie?: never;
@@ -14175,6 +16648,148 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "reference": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *           "id": "pln_01jx000002vpw9t7nqpry8w08e",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "name": "Free",
+                     *           "description": null,
+                     *           "type": "recurring",
+                     *           "price": 0,
+                     *           "basePrice": 0,
+                     *           "setupFee": 0,
+                     *           "currency": "usd",
+                     *           "currencySymbol": "$",
+                     *           "requiresPayment": false,
+                     *           "status": "active",
+                     *           "isActive": true,
+                     *           "billingCycle": "monthly",
+                     *           "billingIntervalDays": null,
+                     *           "billingModel": "pre-paid",
+                     *           "creditsPerUnit": 1,
+                     *           "freeUnits": 0,
+                     *           "limit": 100,
+                     *           "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *           "measures": "requests",
+                     *           "rolloverUnusedUnits": false,
+                     *           "autoRenew": true,
+                     *           "trialDays": 0,
+                     *           "maxActiveUsers": null,
+                     *           "accessExpiryDays": null,
+                     *           "default": true,
+                     *           "limits": {},
+                     *           "features": {},
+                     *           "metadata": {},
+                     *           "usageTracking": {
+                     *             "method": "automatic",
+                     *             "granularity": "hourly"
+                     *           },
+                     *           "unitAmount": null,
+                     *           "tiers": null,
+                     *           "tiersMode": null,
+                     *           "packageSize": null,
+                     *           "topUp": null,
+                     *           "createdAt": "2026-05-28T09:00:02.889Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.889Z"
+                     *         },
+                     *         {
+                     *           "reference": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "id": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "name": "Pro",
+                     *           "description": null,
+                     *           "type": "recurring",
+                     *           "price": 900,
+                     *           "basePrice": 0,
+                     *           "setupFee": 0,
+                     *           "currency": "usd",
+                     *           "currencySymbol": "$",
+                     *           "requiresPayment": true,
+                     *           "status": "active",
+                     *           "isActive": true,
+                     *           "billingCycle": "monthly",
+                     *           "billingIntervalDays": null,
+                     *           "billingModel": "pre-paid",
+                     *           "creditsPerUnit": 1,
+                     *           "freeUnits": 0,
+                     *           "limit": 10000,
+                     *           "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *           "measures": "requests",
+                     *           "rolloverUnusedUnits": false,
+                     *           "autoRenew": true,
+                     *           "trialDays": 0,
+                     *           "maxActiveUsers": null,
+                     *           "accessExpiryDays": null,
+                     *           "default": false,
+                     *           "limits": {},
+                     *           "features": {
+                     *             "history": true,
+                     *             "support": "email"
+                     *           },
+                     *           "metadata": {},
+                     *           "usageTracking": {
+                     *             "method": "automatic",
+                     *             "granularity": "hourly"
+                     *           },
+                     *           "unitAmount": null,
+                     *           "tiers": null,
+                     *           "tiersMode": null,
+                     *           "packageSize": null,
+                     *           "topUp": null,
+                     *           "createdAt": "2026-05-28T09:00:02.977Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *         },
+                     *         {
+                     *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
+                     *           "id": "pln_01jx000003fhftwc3eg60dgr28",
+                     *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "name": "Pay as you go",
+                     *           "description": null,
+                     *           "type": "usage-based",
+                     *           "price": 2,
+                     *           "basePrice": 0,
+                     *           "setupFee": 0,
+                     *           "currency": "usd",
+                     *           "currencySymbol": "$",
+                     *           "requiresPayment": true,
+                     *           "status": "active",
+                     *           "isActive": true,
+                     *           "billingCycle": "monthly",
+                     *           "billingIntervalDays": null,
+                     *           "billingModel": "post-paid",
+                     *           "creditsPerUnit": 1,
+                     *           "freeUnits": 10,
+                     *           "limit": null,
+                     *           "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *           "measures": "requests",
+                     *           "rolloverUnusedUnits": false,
+                     *           "autoRenew": true,
+                     *           "trialDays": 0,
+                     *           "maxActiveUsers": null,
+                     *           "accessExpiryDays": null,
+                     *           "default": false,
+                     *           "limits": {},
+                     *           "features": {},
+                     *           "metadata": {},
+                     *           "usageTracking": {
+                     *             "method": "automatic",
+                     *             "granularity": "hourly"
+                     *           },
+                     *           "unitAmount": null,
+                     *           "tiers": null,
+                     *           "tiersMode": null,
+                     *           "packageSize": null,
+                     *           "topUp": null,
+                     *           "createdAt": "2026-05-28T09:00:02.993Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.993Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             accessExpiryDays: number | null;
@@ -14355,13 +16970,30 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Product id (prd_…) or reference */
+                /**
+                 * @description Product id (prd_…) or reference
+                 * @example prd_01jx0000015jgd8f89vrn095xf
+                 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Pro",
+                 *       "type": "recurring",
+                 *       "billingCycle": "monthly",
+                 *       "currency": "usd",
+                 *       "price": 900,
+                 *       "limit": 10000,
+                 *       "features": {
+                 *         "history": true,
+                 *         "support": "email"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     accessExpiryDays?: number;
                     autoRenew?: boolean;
@@ -14455,6 +17087,55 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "reference": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "id": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "name": "Pro",
+                     *       "description": null,
+                     *       "type": "recurring",
+                     *       "price": 900,
+                     *       "basePrice": 0,
+                     *       "setupFee": 0,
+                     *       "currency": "usd",
+                     *       "currencySymbol": "$",
+                     *       "requiresPayment": true,
+                     *       "status": "active",
+                     *       "isActive": true,
+                     *       "billingCycle": "monthly",
+                     *       "billingIntervalDays": null,
+                     *       "billingModel": "pre-paid",
+                     *       "creditsPerUnit": 1,
+                     *       "freeUnits": 0,
+                     *       "limit": 10000,
+                     *       "meterRef": "mtr_01jx00000125twdgy233h8grwz",
+                     *       "measures": "requests",
+                     *       "rolloverUnusedUnits": false,
+                     *       "autoRenew": true,
+                     *       "trialDays": 0,
+                     *       "maxActiveUsers": null,
+                     *       "accessExpiryDays": null,
+                     *       "default": false,
+                     *       "limits": {},
+                     *       "features": {
+                     *         "history": true,
+                     *         "support": "email"
+                     *       },
+                     *       "metadata": {},
+                     *       "usageTracking": {
+                     *         "method": "automatic",
+                     *         "granularity": "hourly"
+                     *       },
+                     *       "unitAmount": null,
+                     *       "tiers": null,
+                     *       "tiersMode": null,
+                     *       "packageSize": null,
+                     *       "topUp": null,
+                     *       "createdAt": "2026-05-28T09:00:02.977Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *     }
+                     */
                     "application/json": {
                         accessExpiryDays: number | null;
                         autoRenew: boolean;
@@ -14665,6 +17346,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "lowBalanceThreshold": 100
+                     *     }
+                     */
                     "application/json": {
                         /** @description customer.credit.low_balance fires when a balance drops below this */
                         lowBalanceThreshold: number;
@@ -14774,6 +17460,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "lowBalanceThreshold": 100
+                 *     }
+                 */
                 "application/json": {
                     /** @description customer.credit.low_balance fires when a balance drops below this */
                     lowBalanceThreshold: number;
@@ -14787,6 +17478,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "lowBalanceThreshold": 100
+                     *     }
+                     */
                     "application/json": {
                         /** @description customer.credit.low_balance fires when a balance drops below this */
                         lowBalanceThreshold: number;
@@ -14897,6 +17593,7 @@ export interface operations {
                 format?: "json" | "csv";
                 /** @description ISO-8601; inclusive */
                 from?: string;
+                /** @example 10 */
                 limit: number;
                 /** @description ISO-8601; exclusive */
                 to?: string;
@@ -14914,6 +17611,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "txn_01jx000001wdgekfha1enepr6n",
+                     *           "type": "payment",
+                     *           "amount": 900,
+                     *           "fee": 0,
+                     *           "net": 900,
+                     *           "currency": "usd",
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "paymentId": "pay_01jx0000017macyzectxc41bdh",
+                     *           "source": "pay_01jx0000017macyzectxc41bdh",
+                     *           "description": "Invoice inv_01jx000001569pyfqk3w8vmvj0 (first_payment)",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "txn_01jx000002vbgrkwspczrn42r2",
+                     *           "type": "payment",
+                     *           "amount": 30,
+                     *           "fee": 0,
+                     *           "net": 30,
+                     *           "currency": "usd",
+                     *           "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *           "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *           "source": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *           "description": "Invoice inv_01jx000003bf3wgx8q0kcfp6sp (renewal)",
+                     *           "createdAt": "2026-07-01T00:02:00.000Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             /** @description Minor units before fees: positive for money in (payments), negative for money out */
@@ -15049,6 +17779,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "originalTransactionId": "txn_01jx000001wdgekfha1enepr6n",
+                 *       "refundAmount": 300,
+                 *       "reason": "requested_by_customer"
+                 *     }
+                 */
                 "application/json": {
                     currency?: string;
                     /** @description Your own key-value data: up to 50 keys of 40 characters, string values up to 500 */
@@ -15072,6 +17809,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "re_01jx000001y4sskmv0y1b26859",
+                     *       "originalTransactionId": "txn_01jx000001wdgekfha1enepr6n",
+                     *       "refundAmount": 300,
+                     *       "currency": "usd",
+                     *       "status": "pending",
+                     *       "reason": "requested_by_customer",
+                     *       "createdAt": "2026-05-28T09:00:04.685Z"
+                     *     }
+                     */
                     "application/json": {
                         /**
                          * Format: date-time
@@ -15232,6 +17980,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 endpointId: string;
             };
             cookie?: never;
@@ -15244,6 +17993,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "dlv_01jx000001f4e1cekzabryxbem",
+                     *       "deliveryId": null,
+                     *       "endpointId": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "eventId": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *       "eventType": "payment.succeeded",
+                     *       "attempt": 1,
+                     *       "succeeded": true,
+                     *       "statusCode": 200,
+                     *       "latencyMs": 4,
+                     *       "error": null,
+                     *       "responseExcerpt": "ok",
+                     *       "nextAttemptAt": null,
+                     *       "createdAt": "2026-05-28T09:00:06.139Z"
+                     *     }
+                     */
                     "application/json": {
                         attempt: number;
                         /**
@@ -15386,6 +18152,7 @@ export interface operations {
     listWebhookAttempts: {
         parameters: {
             query: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 endpointId?: string;
                 eventId?: string;
                 limit: number;
@@ -15402,6 +18169,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "dlv_01jx000001f4e1cekzabryxbem",
+                     *           "deliveryId": null,
+                     *           "endpointId": "we_01jx000001fxqzswz6q89rsa83",
+                     *           "eventId": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *           "eventType": "payment.succeeded",
+                     *           "attempt": 1,
+                     *           "succeeded": true,
+                     *           "statusCode": 200,
+                     *           "latencyMs": 4,
+                     *           "error": null,
+                     *           "responseExcerpt": "ok",
+                     *           "nextAttemptAt": null,
+                     *           "createdAt": "2026-05-28T09:00:06.139Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             attempt: number;
@@ -15535,6 +18323,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *           "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *           "description": "Provisioning",
+                     *           "enabledEvents": [
+                     *             "customer.created",
+                     *             "purchase.activated",
+                     *             "payment.succeeded"
+                     *           ],
+                     *           "status": "enabled",
+                     *           "disabledReason": null,
+                     *           "consecutiveFailures": 0,
+                     *           "livemode": false,
+                     *           "createdAt": "2026-05-28T09:00:06.070Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.070Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         data: {
                             consecutiveFailures: number;
@@ -15663,6 +18473,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                 *       "description": "Provisioning",
+                 *       "enabledEvents": [
+                 *         "customer.created",
+                 *         "purchase.activated",
+                 *         "payment.succeeded"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     description?: string;
                     /** @description Event types to receive; empty or omitted: all, including types added later */
@@ -15679,6 +18500,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *       "description": "Provisioning",
+                     *       "enabledEvents": [
+                     *         "customer.created",
+                     *         "purchase.activated",
+                     *         "payment.succeeded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "consecutiveFailures": 0,
+                     *       "livemode": false,
+                     *       "createdAt": "2026-05-28T09:00:06.070Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.070Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
                     "application/json": {
                         consecutiveFailures: number;
                         /**
@@ -15803,6 +18643,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
@@ -15815,6 +18656,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *       "description": "Provisioning",
+                     *       "enabledEvents": [
+                     *         "customer.created",
+                     *         "purchase.activated",
+                     *         "payment.succeeded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "consecutiveFailures": 0,
+                     *       "livemode": false,
+                     *       "createdAt": "2026-05-28T09:00:06.070Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.070Z"
+                     *     }
+                     */
                     "application/json": {
                         consecutiveFailures: number;
                         /**
@@ -15937,6 +18796,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
@@ -15949,6 +18809,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "deleted": true
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         deleted: true;
@@ -16055,12 +18921,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "description": "Provisioning and billing"
+                 *     }
+                 */
                 "application/json": {
                     description?: string | null;
                     /** @description Event types to receive; empty or omitted: all, including types added later */
@@ -16077,6 +18949,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *       "description": "Provisioning and billing",
+                     *       "enabledEvents": [
+                     *         "customer.created",
+                     *         "purchase.activated",
+                     *         "payment.succeeded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "consecutiveFailures": 0,
+                     *       "livemode": false,
+                     *       "createdAt": "2026-05-28T09:00:06.070Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.117Z"
+                     *     }
+                     */
                     "application/json": {
                         consecutiveFailures: number;
                         /**
@@ -16199,6 +19089,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
@@ -16211,6 +19102,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *       "description": "Provisioning and billing",
+                     *       "enabledEvents": [
+                     *         "customer.created",
+                     *         "purchase.activated",
+                     *         "payment.succeeded"
+                     *       ],
+                     *       "status": "disabled",
+                     *       "disabledReason": "disabled by the provider",
+                     *       "consecutiveFailures": 0,
+                     *       "livemode": false,
+                     *       "createdAt": "2026-05-28T09:00:06.070Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.297Z"
+                     *     }
+                     */
                     "application/json": {
                         consecutiveFailures: number;
                         /**
@@ -16333,6 +19242,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
@@ -16345,6 +19255,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "url": "https://hooks.acme-weather.example/mcp-meter",
+                     *       "description": "Provisioning and billing",
+                     *       "enabledEvents": [
+                     *         "customer.created",
+                     *         "purchase.activated",
+                     *         "payment.succeeded"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabledReason": null,
+                     *       "consecutiveFailures": 0,
+                     *       "livemode": false,
+                     *       "createdAt": "2026-05-28T09:00:06.070Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.306Z"
+                     *     }
+                     */
                     "application/json": {
                         consecutiveFailures: number;
                         /**
@@ -16467,12 +19395,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "eventId": "evt_01jx000002zpwj3xe3230kfa1z"
+                 *     }
+                 */
                 "application/json": {
                     eventId?: string;
                     /** Format: date-time */
@@ -16489,6 +19423,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "endpointId": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "queued": 1
+                     *     }
+                     */
                     "application/json": {
                         endpointId: string;
                         queued: number;
@@ -16594,12 +19534,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example we_01jx000001fxqzswz6q89rsa83 */
                 id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "overlapSeconds": 3600
+                 *     }
+                 */
                 "application/json": {
                     /** @default 86400 */
                     overlapSeconds?: number;
@@ -16613,6 +19559,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "we_01jx000001fxqzswz6q89rsa83",
+                     *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.293Z"
+                     *     }
+                     */
                     "application/json": {
                         id: string;
                         /**

@@ -75,6 +75,9 @@ describe('the API reference at /docs in a browser', () => {
     const text = await page.locator('body').innerText();
     const missing = operations.filter(({ path }) => !text.includes(path));
     expect(missing).toEqual([]);
+    // The recorded examples are shown as request and response samples (createCustomer's here).
+    expect(text).toContain('Request samples');
+    expect(text).toContain('"Grace Hopper"');
     expect(foreign).toEqual([]);
     expect(problems).toEqual([]);
     for (const message of refused) expect(message).toContain('https://cdn.redoc.ly/redoc/logo-mini.svg');

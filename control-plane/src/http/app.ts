@@ -17,6 +17,7 @@ import type { ProviderService } from '../modules/providers/service';
 import type { AuthContext } from '../tenancy';
 import { clientErrorAnswer, installErrorHandling } from './error-handler';
 import { OPERATION_DESCRIPTIONS } from './operation-docs';
+import { withExamples } from './operation-examples';
 import { OPERATION_IDS } from './operation-ids';
 import { proxyPaths } from './proxy-paths';
 import { RequestLogger } from './request-logger';
@@ -357,13 +358,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
       },
       security: [{ bearerAuth: [] }],
     },
-    // The proxy's endpoints, served by the proxy, described beside the API (proxy-paths.ts).
+    // The proxy's endpoints, served by the proxy, described beside the API (proxy-paths.ts), and
+    // every operation's recorded example (operation-examples.ts).
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
       const { openapiObject } = document;
       return {
         ...openapiObject,
-        paths: { ...openapiObject.paths, ...(proxyPaths(options.proxyUrl) as typeof openapiObject.paths) },
+        paths: withExamples({
+          ...openapiObject.paths,
+          ...(proxyPaths(options.proxyUrl) as typeof openapiObject.paths),
+        }),
       };
     },
     // Every operation carries its stable operationId (operation-ids.ts).
