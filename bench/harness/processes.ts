@@ -14,6 +14,16 @@ export interface Spawned {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | null>;
 }
 
+/** Whether any process of the process group `pgid` is still running. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function spawnGroup(
   command: string,
   args: string[],
@@ -34,12 +44,16 @@ export function spawnGroup(
     child,
     logFile: options.logFile,
     async stop(signal = 'SIGTERM', graceMs = 30_000) {
-      if (child.exitCode !== null || child.pid === undefined) return child.exitCode;
-      process.kill(-child.pid, signal);
+      const pid = child.pid;
+      if (child.exitCode !== null || pid === undefined) return child.exitCode;
+      process.kill(-pid, signal);
       const timer = setTimeout(() => {
-        if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+        if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
       }, graceMs);
       const code = await exited;
+      // The leader (npm, a shell) may exit before what it started has: wait for the whole group,
+      // so that nothing is still writing into a directory the caller removes next.
+      while (groupAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
       clearTimeout(timer);
       return code;
     },
