@@ -267,4 +267,43 @@ describe('the documents, run as written', () => {
     expect(answer.out).toContain('400 validation_failed');
     expect(answer.out).toMatch(/cus_[0-9a-z]{26}/);
   });
+
+  it("runs docs/sdk.md's paywalled Express API as written: a customer with a plan is let through", async () => {
+    const block = codeBlockOf('docs/sdk.md', 'A whole API with Express');
+    const dir = join(root, 'test', '.docs-blocks');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'sdk-paywall.ts');
+    writeFileSync(file, fill(block, filling));
+    const port = await freePort();
+    const api = spawnService(process.execPath, ['--import', './deploy/loader.mjs', file], {
+      env: {
+        ...env,
+        PORT: String(port),
+        MCP_METER_KEY: filling.sandboxKey,
+        MCP_METER_URL: `http://${filling.host}`,
+      },
+      logDir: dataDir,
+      name: 'sdk-paywall',
+    });
+    try {
+      const log = () => (existsSync(api.logFile) ? readFileSync(api.logFile, 'utf8') : '');
+      for (let i = 0; i < 200 && !log().includes('listening'); i++) {
+        expect(api.child.exitCode, log()).toBeNull();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const forecast = (customer?: string) =>
+        fetch(`http://127.0.0.1:${port}/forecast`, {
+          headers: customer === undefined ? {} : { 'x-customer': customer },
+        });
+      // user-1 took a plan of the product in the README's quick start.
+      const admitted = await forecast('user-1');
+      expect(admitted.status, log()).toBe(200);
+      expect(await admitted.json()).toEqual({ city: 'Lisbon', high: 24 });
+      expect((await forecast('somebody-else')).status).toBe(403);
+      expect((await forecast()).status).toBe(401);
+    } finally {
+      await api.stop();
+      rmSync(file, { force: true });
+    }
+  });
 });
