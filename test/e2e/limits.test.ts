@@ -559,18 +559,22 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
   it('fills totalTransactions and balance from real data and exposes proxy metrics', async () => {
     // Every tools/call through the proxy carries the server's id; the SDK check's records do not.
     const callsOf = (body: UsageAnswer) => body.groups?.find((g) => g.value === server.id)?.records ?? 0;
-    const byServer = await pollUntil(
-      async () => (await api<UsageAnswer>('GET', '/ui/meters/requests/usage?groupBy=server')).body,
-      (body) => callsOf(body) >= CALLS + 4,
-      { what: 'every call of the server recorded', timeoutMs: 30_000 },
-    );
-    const calls = callsOf(byServer);
-    const listed = await api<Array<{ id: string; totalTransactions?: number; balance: number }>>(
-      'GET',
-      '/v1/ui/mcp-servers',
+    // Both read together until the records stop arriving (the earlier tests' last calls may still
+    // be on their way through the bus): the server's count is then the usage store's.
+    const { calls, listed } = await pollUntil(
+      async () => {
+        const usage = await api<UsageAnswer>('GET', '/ui/meters/requests/usage?groupBy=server');
+        const servers = await api<Array<{ id: string; totalTransactions?: number; balance: number }>>(
+          'GET',
+          '/v1/ui/mcp-servers',
+        );
+        return { calls: callsOf(usage.body), listed: servers.body };
+      },
+      ({ calls, listed }) => calls >= CALLS + 4 && listed[0]?.totalTransactions === calls,
+      { what: 'every call of the server recorded, and counted by the server list', timeoutMs: 30_000 },
     );
     // One Pro purchase at 9.00 was paid; nothing refunded.
-    expect(listed.body[0]).toMatchObject({ id: server.id, totalTransactions: calls, balance: 900 });
+    expect(listed[0]).toMatchObject({ id: server.id, totalTransactions: calls, balance: 900 });
     const metrics = await (await fetch(`http://127.0.0.1:${proxyPorts[0]}/metrics`)).text();
     expect(metrics).toMatch(/mcpmeter_proxy_limit_decisions_total\{decision="paywall"\} \d+/);
     expect(metrics).toMatch(/mcpmeter_proxy_own_seconds_count \d+/);

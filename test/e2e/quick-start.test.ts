@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectorCli } from '../helpers/inspector';
+import { pollUntil } from '../helpers/poll';
 import { root, type Service, spawnService, waitHealthy } from '../helpers/processes';
 import { codeBlockOf, type Filling, fill, type Step, stepsOf } from '../helpers/runbook';
 import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
@@ -228,7 +229,15 @@ describe('the documents, run as written', () => {
         }
         const sent = await api('POST', `/v1/ui/webhooks/${endpoint.body.id}/test`);
         expect(sent.body, `${name}: ${log()}`).toMatchObject({ succeeded: true, statusCode: 200 });
-        expect(log()).toMatch(/received payment\.succeeded evt_/);
+        // The receiver's line reaches its log file a moment after its answer reached the service.
+        await pollUntil(
+          async () => log(),
+          (text) => /received payment\.succeeded evt_/.test(text),
+          {
+            what: `${name} logged the delivery`,
+            timeoutMs: 10_000,
+          },
+        );
         // A request the service did not sign is refused.
         const forged = await fetch(`http://127.0.0.1:${port}/webhooks`, {
           method: 'POST',
