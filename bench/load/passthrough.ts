@@ -7,15 +7,16 @@
  * Prints its port as JSON on stdout.
  */
 
-import uWS from 'uWebSockets.js';
+import type * as UWS from 'uWebSockets.js';
 import { connect, type Socket } from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
+import uWS from '../../proxy/src/uws';
 
 const target = new URL(process.env.ORIGIN_URL ?? '');
 const origins = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
 
 function forward(
-  res: uWS.HttpResponse,
+  res: UWS.HttpResponse,
   state: { aborted: boolean },
   headers: Record<string, string>,
   body: Buffer,
@@ -135,7 +136,7 @@ const lean =
     : undefined;
 
 function forwardLean(
-  res: uWS.HttpResponse,
+  res: UWS.HttpResponse,
   state: { aborted: boolean },
   headers: Record<string, string>,
   body: Buffer,
@@ -169,7 +170,7 @@ app.listen('127.0.0.1', 0, (socket) => {
     process.stderr.write('passthrough could not listen\n');
     process.exit(1);
   }
-  const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+  const port = uWS.us_socket_local_port(socket as unknown as UWS.us_socket);
   process.stdout.write(`${JSON.stringify({ port })}\n`);
 });
 process.on('SIGTERM', () => process.exit(0));

