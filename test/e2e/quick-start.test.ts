@@ -118,6 +118,14 @@ describe('the documents, run as written', () => {
       expect(code, args.join(' ')).toBe(0);
       expect(out).toMatch(/^usage: npm run admin -- <command>\n {2}provider create/);
     }
+    // The same CLI from the services' build, as the container image runs it (no TypeScript loader).
+    const built = await new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(process.execPath, ['deploy/admin.mjs', '--help'], { cwd: root, env }, (error, out) =>
+        resolve({ code: error === null ? 0 : 1, out }),
+      ),
+    );
+    expect(built.code).toBe(0);
+    expect(built.out).toMatch(/^usage: npm run admin -- <command>\n {2}provider create/);
     const unknown = await admin(['provider', 'destroy']);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/^unknown command "provider destroy"\nusage:/);
