@@ -23,7 +23,9 @@ const USAGE = `usage: npm run admin -- <command>
     key rotate --provider <prv_…> --environment sandbox|live
   token create --key <secret key> --customer <customerRef> [--product <productRef>] [--expires-in <seconds>]
   reconcile --provider <prv_…> --from <ISO time> --to <ISO time>
-    (the provider's live ledger against its Stripe balance transactions; differences reported, not fixed)`;
+    (the provider's live ledger against its Stripe balance transactions; differences reported, not fixed)
+  db migrate
+    (applies the PostgreSQL migrations not yet applied, as a control plane does when it starts)`;
 
 class UsageError extends Error {}
 
@@ -65,6 +67,7 @@ async function run(argv: string[]): Promise<unknown> {
     'key rotate',
     'token create',
     'reconcile',
+    'db migrate',
   ];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
@@ -92,6 +95,9 @@ async function run(argv: string[]): Promise<unknown> {
   try {
     const providers = new ProviderService(database.pool, systemClock);
     switch (command) {
+      // Opening the database applied them; what it applied is the answer.
+      case 'db migrate':
+        return { applied: database.applied };
       case 'provider create': {
         const created = await providers.create({
           displayName: required(values.name, 'name'),

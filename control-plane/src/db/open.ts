@@ -11,6 +11,8 @@ export interface Database {
    */
   paymentsPool: Pool;
   url: string;
+  /** The migrations this open applied (none when the database was already up to date). */
+  applied: string[];
   close(): Promise<void>;
 }
 
@@ -47,6 +49,7 @@ export async function openDatabase(options: {
     pool,
     paymentsPool,
     url,
+    applied,
     close: async () => {
       await Promise.all([pool.end(), paymentsPool.end()]);
       await embedded?.stop();
