@@ -1,0 +1,165 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+
+/**
+ * The Helm chart (deploy/helm/mcp-meter), checked as CI can without a cluster: `helm lint
+ * --strict`, `helm template`, and every rendered manifest validated strictly (no unknown field)
+ * against Kubernetes 1.33's schemas by kubernetes-validate, which carries them offline. helm and
+ * kubernetes-validate come from test/helm/install.sh (Go module proxy, PyPI).
+ */
+const root = join(import.meta.dirname, '..', '..');
+const chart = join(root, 'deploy', 'helm', 'mcp-meter');
+const values = join(import.meta.dirname, 'fixtures', 'helm-values.yaml');
+const KUBERNETES = '1.33.0';
+const run = promisify(execFile);
+
+// biome-ignore lint/suspicious/noExplicitAny: manifests are read field by field
+type Manifest = any;
+
+let helm: string;
+let validator: string;
+const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-helm-'));
+
+beforeAll(async () => {
+  const { stdout } = await run('bash', [join(root, 'test', 'helm', 'install.sh')], { timeout: 900_000 });
+  [helm = '', validator = ''] = stdout.trim().split('\n');
+}, 900_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** `helm template` with the values files and `--set`s given; its manifests, and where they are. */
+async function render(args: string[]): Promise<{ file: string; manifests: Manifest[] }> {
+  const { stdout } = await run(helm, ['template', 'mm', chart, '--kube-version', KUBERNETES, ...args], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const file = join(dir, `rendered-${Math.random().toString(36).slice(2)}.yaml`);
+  writeFileSync(file, stdout);
+  return {
+    file,
+    manifests: parseAllDocuments(stdout)
+      .map((d) => d.toJS())
+      .filter(Boolean),
+  };
+}
+
+/** kubernetes-validate --strict over a rendered file: its exit code and output. */
+async function validate(file: string) {
+  return run(validator, ['--strict', '--quiet', '-k', KUBERNETES, file]).then(
+    (r) => ({ code: 0, out: r.stdout + r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }),
+  );
+}
+
+describe('the Helm chart', () => {
+  it('passes helm lint --strict', async () => {
+    const { stdout } = await run(helm, [
+      'lint',
+      chart,
+      '--strict',
+      '-f',
+      values,
+      '--kube-version',
+      KUBERNETES,
+    ]);
+    expect(stdout).toContain('0 chart(s) failed');
+  });
+
+  it('renders every object a deployment needs, each valid against the Kubernetes schemas', async () => {
+    const { file, manifests } = await render(['-f', values]);
+    const kinds = manifests.map((m) => `${m.kind}/${m.metadata.name}`).sort();
+    expect(kinds).toEqual([
+      'Deployment/mm-mcp-meter-control-plane',
+      'Deployment/mm-mcp-meter-ingest',
+      'Deployment/mm-mcp-meter-proxy',
+      'HorizontalPodAutoscaler/mm-mcp-meter-proxy',
+      'Ingress/mm-mcp-meter',
+      'Job/mm-mcp-meter-migrate',
+      'PodDisruptionBudget/mm-mcp-meter-control-plane',
+      'PodDisruptionBudget/mm-mcp-meter-ingest',
+      'PodDisruptionBudget/mm-mcp-meter-proxy',
+      'Secret/mm-mcp-meter-secrets',
+      'Service/mm-mcp-meter-control-plane',
+      'Service/mm-mcp-meter-proxy',
+    ]);
+    const checked = await validate(file);
+    expect(checked.out).toBe('');
+    expect(checked.code).toBe(0);
+
+    const byName = (kind: string, name: string) =>
+      manifests.find((m) => m.kind === kind && m.metadata.name === name);
+    const container = (name: string) =>
+      byName('Deployment', name)?.spec.template.spec.containers[0] as Manifest;
+    // Each role runs as SERVICES says, probed on /healthz where it serves HTTP.
+    for (const [role, port] of [
+      ['control-plane', 8080],
+      ['proxy', 8081],
+    ] as const) {
+      const c = container(`mm-mcp-meter-${role}`);
+      expect(c.env.find((e: Manifest) => e.name === 'SERVICES').value).toBe(role);
+      expect(c.ports[0].containerPort).toBe(port);
+      expect(c.readinessProbe.httpGet.path).toBe('/healthz');
+    }
+    expect(container('mm-mcp-meter-ingest').livenessProbe.exec.command).toEqual([
+      'node',
+      'deploy/healthcheck.mjs',
+    ]);
+    // The proxy drains on SIGTERM: Kubernetes waits for it; the HPA owns its replica count.
+    const proxy = byName('Deployment', 'mm-mcp-meter-proxy');
+    expect(proxy.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
+    expect(proxy.spec.replicas).toBeUndefined();
+    // The migration Job runs the admin CLI's `db migrate`, which the CLI knows.
+    const job = byName('Job', 'mm-mcp-meter-migrate');
+    expect(job.spec.template.spec.containers[0].command).toEqual([
+      'node',
+      'deploy/admin.mjs',
+      'db',
+      'migrate',
+    ]);
+    expect(readFileSync(join(root, 'control-plane', 'src', 'admin', 'cli.ts'), 'utf8')).toContain(
+      "'db migrate'",
+    );
+    // *.<proxyBaseDomain> reaches the proxy.
+    const hosts = byName('Ingress', 'mm-mcp-meter').spec.rules.map((r: Manifest) => r.host);
+    expect(hosts).toEqual(['api.example.com', 'mcp.example.com', '*.mcp.example.com']);
+    // Every setting given to the services is one they read (docs/configuration.md).
+    const configured = readFileSync(join(root, 'docs', 'configuration.md'), 'utf8');
+    for (const env of container('mm-mcp-meter-control-plane').env as Array<{ name: string }>)
+      expect(configured, env.name).toContain(`\`${env.name}\``);
+    // Not root, and nothing written outside its volumes.
+    expect(proxy.spec.template.spec.securityContext.runAsNonRoot).toBe(true);
+    expect(container('mm-mcp-meter-proxy').securityContext.readOnlyRootFilesystem).toBe(true);
+  });
+
+  it('takes an existing Secret and fixed proxy replicas instead, still valid', async () => {
+    const { file, manifests } = await render([
+      '--set',
+      'existingSecret=mcp-meter-prod',
+      '--set',
+      'proxy.autoscaling.enabled=false',
+    ]);
+    expect(manifests.some((m) => m.kind === 'Secret')).toBe(false);
+    expect(manifests.some((m) => m.kind === 'HorizontalPodAutoscaler')).toBe(false);
+    expect(
+      manifests.find((m) => m.metadata.name === 'mm-mcp-meter-proxy' && m.kind === 'Deployment').spec
+        .replicas,
+    ).toBe(2);
+    const secretRefs = manifests
+      .filter((m) => m.kind === 'Deployment')
+      .flatMap((m) => m.spec.template.spec.containers[0].env)
+      .filter((e: Manifest) => e.valueFrom !== undefined)
+      .map((e: Manifest) => e.valueFrom.secretKeyRef.name);
+    expect(new Set(secretRefs)).toEqual(new Set(['mcp-meter-prod']));
+    expect((await validate(file)).code).toBe(0);
+  });
+
+  it('refuses to render without a SECRET_KEY of 64 hex characters', async () => {
+    const refused = await render(['-f', values, '--set', 'secretKey=short']).catch(
+      (error: { stderr: string }) => error.stderr,
+    );
+    expect(refused).toContain('secretKey must be 64 hex characters');
+  });
+});
