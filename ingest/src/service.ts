@@ -79,9 +79,9 @@ export async function openUsageStore(config: ClickHouseConfig): Promise<UsageSto
   if (config.url === undefined) mkdirSync(config.chdbPath, { recursive: true });
   const clickhouse = createClickHouse(config);
   const client = clickhouse.client;
-  await migrateClickHouse(client, config.database);
+  await migrateClickHouse(client, config.database, config.cluster);
   return {
-    store: new ClickHouseUsageStore(clickhouse, config.database),
+    store: new ClickHouseUsageStore(clickhouse, config.database, config.cluster !== undefined),
     client,
     close: () => client.close(),
   };

@@ -87,6 +87,8 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
   constructor(
     private readonly clickhouse: ClickHouse,
     private readonly database: string,
+    /** The tables are distributed over a cluster (CLICKHOUSE_CLUSTER, clickhouse/cluster/). */
+    private readonly distributed = false,
   ) {}
 
   /**
@@ -118,6 +120,9 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         // Empty when there is none: a token is for this insert alone.
         settings: {
           insert_deduplication_token: dedupeToken === undefined ? '' : `${dedupeToken}:${environment}`,
+          // On a cluster the insert returns once every shard has its rows, not when they are
+          // queued on this node: a batch is acknowledged to Kafka only when it is stored.
+          ...(this.distributed ? { insert_distributed_sync: '1' } : {}),
         },
       });
     }

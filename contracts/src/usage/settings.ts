@@ -30,6 +30,11 @@ export interface ClickHouseConfig {
   password: string | undefined;
   chdbPath: string;
   database: string;
+  /**
+   * The ClickHouse cluster (a name in the servers' remote_servers, with Keeper) the usage tables
+   * are made on: replicated local tables and distributed tables over them. Unset: one server.
+   */
+  cluster?: string | undefined;
 }
 
 export function readDataDir(env: EnvReader): string {
@@ -82,11 +87,18 @@ export function readClickHouseConfig(env: EnvReader, dataDir: string): ClickHous
   const database = env.string('CLICKHOUSE_DATABASE', 'mcpmeter');
   if (!DATABASE_NAME.test(database))
     env.problem(`CLICKHOUSE_DATABASE: not a valid identifier: "${database}"`);
+  const url = env.url('CLICKHOUSE_URL', ['http', 'https']);
+  const cluster = env.optionalString('CLICKHOUSE_CLUSTER');
+  if (cluster !== undefined && !DATABASE_NAME.test(cluster))
+    env.problem(`CLICKHOUSE_CLUSTER: not a valid cluster name: "${cluster}"`);
+  if (cluster !== undefined && url === undefined)
+    env.problem('CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL (embedded chdb is one server)');
   return {
-    url: env.url('CLICKHOUSE_URL', ['http', 'https']),
+    url,
     user: env.optionalString('CLICKHOUSE_USER'),
     password: env.optionalString('CLICKHOUSE_PASSWORD'),
     chdbPath: join(dataDir, 'clickhouse'),
     database,
+    cluster,
   };
 }

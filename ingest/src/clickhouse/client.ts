@@ -82,33 +82,58 @@ export function createClickHouse(target: ClickHouseTarget): ClickHouse {
 }
 
 const MIGRATIONS_DIR = join(import.meta.dirname, 'migrations');
+const CLUSTER_MIGRATIONS_DIR = join(import.meta.dirname, 'cluster');
 
 /**
- * Applies the versioned DDL. Every statement is idempotent (IF NOT EXISTS), so re-running all
- * files at start is safe; the applied versions are recorded for operators to inspect.
+ * Applies the versioned DDL: migrations/ on one server, cluster/ (replicated and distributed
+ * tables, every statement ON CLUSTER) when `cluster` names one. Every statement is idempotent
+ * (IF NOT EXISTS), so re-running all files at start is safe; the applied versions are recorded
+ * for operators to inspect.
  */
-export async function migrateClickHouse(client: ClickHouseClient, database: string): Promise<string[]> {
+export async function migrateClickHouse(
+  client: ClickHouseClient,
+  database: string,
+  cluster?: string,
+): Promise<string[]> {
   if (!DATABASE_NAME.test(database)) throw new Error(`invalid ClickHouse database name: ${database}`);
-  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}` });
+  if (cluster !== undefined && !DATABASE_NAME.test(cluster))
+    throw new Error(`invalid ClickHouse cluster name: ${cluster}`);
+  const onCluster = cluster === undefined ? '' : ` ON CLUSTER '${cluster}'`;
+  await client.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}${onCluster}` });
   await client.command({
-    query: `CREATE TABLE IF NOT EXISTS ${database}.schema_migrations
+    query: `CREATE TABLE IF NOT EXISTS ${database}.schema_migrations${onCluster}
             (version String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
             ENGINE = ReplacingMergeTree ORDER BY version`,
   });
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
-  for (const file of files) {
-    const sql = (await readFile(join(MIGRATIONS_DIR, file), 'utf8')).replaceAll('{database}', database);
+  const files = await migrationFiles(database, cluster);
+  for (const [file, sql] of files) {
     for (const statement of splitStatements(sql)) await client.command({ query: statement });
     await client.insert({
       table: `${database}.schema_migrations`,
-      values: [{ version: file }],
+      values: [{ version: cluster === undefined ? file : `cluster/${file}` }],
       format: 'JSONEachRow',
     });
   }
-  return files;
+  return files.map(([file]) => file);
 }
 
-function splitStatements(sql: string): string[] {
+/** The migration files for one server or a cluster, in order, with their placeholders filled in. */
+async function migrationFiles(
+  database: string,
+  cluster: string | undefined,
+): Promise<Array<[string, string]>> {
+  const dir = cluster === undefined ? MIGRATIONS_DIR : CLUSTER_MIGRATIONS_DIR;
+  const names = (await readdir(dir)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
+  return Promise.all(
+    names.map(async (name): Promise<[string, string]> => {
+      const sql = await readFile(join(dir, name), 'utf8');
+      return [name, sql.replaceAll('{database}', database).replaceAll('{cluster}', cluster ?? '')];
+    }),
+  );
+}
+
+/** The statements of a migration file, its comment lines left out. */
+export function splitStatements(sql: string): string[] {
   return sql
     .split('\n')
     .filter((line) => !line.trim().startsWith('--'))

@@ -54,6 +54,10 @@ app.kubernetes.io/component: {{ .role }}
   value: {{ printf "http://%s-control-plane:8080" (include "mcp-meter.fullname" .) | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
+{{- with .Values.clickhouseCluster }}
+- name: CLICKHOUSE_CLUSTER
+  value: {{ . | quote }}
+{{- end }}
 {{- range $name := list "SECRET_KEY" "DATABASE_URL" "REDIS_URL" "KAFKA_BROKERS" "CLICKHOUSE_URL" "CLICKHOUSE_USER" "CLICKHOUSE_PASSWORD" }}
 - name: {{ $name }}
   valueFrom:
