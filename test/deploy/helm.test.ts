@@ -110,6 +110,7 @@ describe('the Helm chart', () => {
     // The proxy drains on SIGTERM: Kubernetes waits for it; the HPA owns its replica count.
     const proxy = byName('Deployment', 'mm-mcp-meter-proxy');
     expect(proxy.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
+    expect(container('mm-mcp-meter-proxy').lifecycle.preStop.exec.command).toEqual(['sleep', '5']);
     expect(proxy.spec.replicas).toBeUndefined();
     // The migration Job runs the admin CLI's `db migrate`, which the CLI knows.
     const job = byName('Job', 'mm-mcp-meter-migrate');

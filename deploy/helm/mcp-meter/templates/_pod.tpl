@@ -52,6 +52,14 @@ spec:
           command: ["node", "deploy/healthcheck.mjs"]
         periodSeconds: 30
       {{- end }}
+      {{- if .port }}
+      # Endpoints are removed while SIGTERM is sent: waiting first lets load balancers stop
+      # sending new requests before the service stops taking them.
+      lifecycle:
+        preStop:
+          exec:
+            command: ["sleep", "5"]
+      {{- end }}
       resources:
         {{- toYaml .values.resources | nindent 8 }}
       volumeMounts:
