@@ -20,8 +20,14 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   invalid_api_key: 401,
   invalid_credentials: 401,
+  // A console session that ended: signed out, idle too long, or past its absolute lifetime.
+  session_expired: 401,
   card_declined: 402,
   forbidden: 403,
+  // A console request that changes something without the session's CSRF token.
+  csrf_failed: 403,
+  // A console member whose role may not make this call (a viewer changing anything).
+  role_forbidden: 403,
   not_found: 404,
   route_not_found: 404,
   provider_not_found_in_environment: 404,
@@ -45,6 +51,9 @@ export const ERROR_STATUS = {
   method_not_allowed: 405,
   request_timeout: 408,
   conflict: 409,
+  // A console sign-in of someone who belongs to several providers, without saying which.
+  provider_required: 409,
+  member_exists: 409,
   reference_taken: 409,
   subdomain_taken: 409,
   product_archived: 409,
@@ -129,7 +138,7 @@ export class NotFoundError extends DomainError {
 export class ConflictError extends DomainError {}
 
 export class UnauthorizedError extends DomainError {
-  constructor(code: 'unauthorized' | 'invalid_api_key', message: string) {
+  constructor(code: 'unauthorized' | 'invalid_api_key' | 'session_expired', message: string) {
     super(code, message);
   }
 }

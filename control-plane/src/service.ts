@@ -57,6 +57,9 @@ import { PurchaseService } from './modules/purchases/service';
 import { ClientMetadataFetcher } from './modules/sign-in/client-metadata';
 import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
+import { consoleAuthenticator } from './modules/team/authenticate';
+import { teamRoutes } from './modules/team/routes';
+import { TeamService } from './modules/team/service';
 import { installTestTime, testClockRoutes } from './modules/test-clocks/routes';
 import { TestClockService } from './modules/test-clocks/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
@@ -310,20 +313,22 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger: deps.logger,
   });
 
+  // Cookies are Secure when the service is reached over https (PUBLIC_URL).
+  const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
+  const team = new TeamService(deps.pool, clock);
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     publicUrl: deps.config.publicUrl,
     proxyUrl: deps.config.proxyPublicUrl,
-    providers,
+    authenticate: consoleAuthenticator(providers, team),
     open: async (scope) => {
       await scope.register(apiDocsRoutes());
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(hostedInvoiceRoutes(billing));
       await scope.register(jwksRoutes(tokens));
-      await scope.register(
-        signInRoutes(signIn, (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:')),
-      );
+      await scope.register(signInRoutes(signIn, secureCookies));
+      await scope.register(teamRoutes(team, secureCookies));
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
       scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {

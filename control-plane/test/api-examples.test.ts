@@ -16,10 +16,12 @@ import {
 import { startMailbox } from '../../test/helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
+import { systemClock } from '../src/clock';
 import type { OperationExample } from '../src/http/operation-examples';
 import { OPERATION_IDS } from '../src/http/operation-ids';
 import { PROXY_OPERATION_IDS } from '../src/http/proxy-paths';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+import { TeamService } from '../src/modules/team/service';
 import { ExampleRecorder, shapeOf } from './examples/recorder';
 
 /**
@@ -177,11 +179,15 @@ async function send(call: Call): Promise<{ status: number; body: Json; headers: 
   return { status: response.status, body: json, headers: response.headers };
 }
 
+/** The last example's answer, for what its headers carry (a session cookie). */
+let lastAnswer: { headers: Headers };
+
 /** Makes `call` as its operation's documented example: it must answer `status`. */
 async function example(call: Call): Promise<Json> {
   const operationId = call.proxyOperation ?? OPERATION_IDS[call.route];
   if (operationId === undefined) throw new Error(`no operation ${call.route}`);
   const answer = await send(call);
+  lastAnswer = answer;
   expect(answer.status, `${call.route}: ${JSON.stringify(answer.body)}`).toBe(call.status);
   const request: OperationExample['request'] = {
     ...(call.path === undefined ? {} : { path: call.path }),
@@ -871,6 +877,49 @@ describe('the documented example of every operation, Stripe, webhooks and ending
       .body;
     await example({ route: 'POST /v1/ui/products/:id/archive', path: { id: old.id }, status: 200 });
     await example({ route: 'DELETE /v1/sdk/customers/:ref', path: { ref: 'katherine' }, status: 200 });
+  });
+});
+
+describe('the documented example of every operation, the console', () => {
+  it('a console member signs in, reads the session, changes the password, signs out', async () => {
+    await new TeamService(harness.pool, systemClock).addMember({
+      providerId,
+      email: 'ops@acme-weather.example',
+      role: 'admin',
+      password: PASSWORD,
+    });
+    const cookieOf = (answer: { headers: Headers }) =>
+      (answer.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+    const session = await example({
+      route: 'POST /v1/console/sessions',
+      as: 'none',
+      body: { email: 'ops@acme-weather.example', password: PASSWORD },
+      status: 201,
+    });
+    recorder.mask(session.csrfToken, 'Q0sRf-TokEn-2b1d…');
+    const cookie = cookieOf(lastAnswer);
+    const as = { cookie, 'x-csrf-token': session.csrfToken };
+    await example({ route: 'GET /v1/console/session', as: 'none', headers: as, status: 200 });
+    await example({
+      route: 'PUT /v1/console/password',
+      as: 'none',
+      headers: as,
+      body: { currentPassword: PASSWORD, newPassword: 'a new and longer passphrase' },
+      status: 200,
+    });
+    await example({ route: 'DELETE /v1/console/session', as: 'none', headers: as, status: 200 });
+    const again = await send({
+      route: 'POST /v1/console/sessions',
+      as: 'none',
+      body: { email: 'ops@acme-weather.example', password: 'a new and longer passphrase' },
+      status: 201,
+    });
+    await example({
+      route: 'POST /v1/console/session/sign-out-everywhere',
+      as: 'none',
+      headers: { cookie: cookieOf(again), 'x-csrf-token': again.body.csrfToken },
+      status: 200,
+    });
   });
 });
 

@@ -81,7 +81,12 @@ describe('the OpenAPI document', () => {
       );
     // The API's own routes take the provider's secret key (the document's default).
     expect(schemes('/v1/sdk/customers', 'post')).toBe('"default"');
-    expect(JSON.stringify((spec as { security?: unknown }).security)).toBe('[{"bearerAuth":[]}]');
+    expect(JSON.stringify((spec as { security?: unknown }).security)).toBe(
+      '[{"bearerAuth":[]},{"consoleSession":[]}]',
+    );
+    // The console's own session routes take its cookie; its sign-in takes nothing.
+    expect(schemes('/v1/console/session', 'get')).toBe('[{"consoleSession":[]}]');
+    expect(schemes('/v1/console/sessions', 'post')).toBe('[]');
     // Sign-in, discovery, keys and health take none; the proxy a customer token.
     for (const [path, method] of [
       ['/v1/customer/auth/token', 'post'],

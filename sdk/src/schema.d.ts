@@ -142,6 +142,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/console/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change the console password; every other session of the account ends
+         * @description Changes the account’s console password, proven by the current one; every other session of the account ends, this one stays. Needs the CSRF token.
+         */
+        put: operations["changeConsolePassword"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console session of the cookie: who, at which provider, in which role
+         * @description The session of the console cookie: its user, provider, role, CSRF token and when it ends (30 minutes idle, 12 hours at most). 401 `session_expired` once it has ended.
+         */
+        get: operations["getConsoleSession"];
+        put?: never;
+        post?: never;
+        /**
+         * Sign out of the console in this browser
+         * @description Signs this browser out: the session ends and its cookie is cleared. Needs the session’s CSRF token in X-CSRF-Token.
+         */
+        delete: operations["signOutOfConsole"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/session/sign-out-everywhere": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign out of the console everywhere: every session of this account ends
+         * @description Ends every console session of the account, on every device, this one included; answers how many ended. Needs the CSRF token.
+         */
+        post: operations["signOutOfConsoleEverywhere"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign in to the console: a session cookie for a member of a provider
+         * @description A console member signs in with email and password: the answer is the session (who, which provider, which role, its CSRF token) and a session cookie (HttpOnly, SameSite=Strict, Secure over https). With the cookie, the API answers as it would a key, within the role: viewers read, developers change the integration (webhooks, MCP servers, meters), admins and owners everything; changes need the CSRF token in X-CSRF-Token, and MCP-Meter-Environment picks sandbox or live. Wrong credentials get 401 `invalid_credentials`; repeated failures 429 with Retry-After; an account in several providers without `providerId`, 409 `provider_required` listing them.
+         */
+        post: operations["signInToConsole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/customer/auth/authorize": {
         parameters: {
             query?: never;
@@ -1701,11 +1785,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "4ZOM4iq9qRkXoItuoi6BTeIHwcj3A0_9QPwtNYu8VqQ",
-                     *           "y": "s-aUp-flNCw_jxiHbADS3WYd4FOw-vuMRBEV1gXKHw0",
+                     *           "x": "pWInCdo0ZhTa_YFM4Pie6RQnIFet0qRHdKRKQjCkwh0",
+                     *           "y": "3JsXNTrrb8KsSwULYBnzz4j5b3_4U3vdaR0bJsNrw2Y",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "559f4555b9480c0b",
+                     *           "kid": "21a3160fa83caa68",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -1832,8 +1916,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.478Z",
-                     *       "to": "2026-05-28T09:00:04.478Z",
+                     *       "from": "2026-04-28T09:00:04.186Z",
+                     *       "to": "2026-05-28T09:00:04.186Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2171,8 +2255,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.462Z",
-                     *       "to": "2026-05-28T09:00:04.462Z",
+                     *       "from": "2026-04-28T09:00:04.171Z",
+                     *       "to": "2026-05-28T09:00:04.171Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2344,7 +2428,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.432Z",
+                     *       "to": "2026-05-28T09:00:04.132Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2440,6 +2524,859 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    changeConsolePassword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session’s csrfToken */
+                "x-csrf-token"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "correct horse battery staple",
+                 *       "newPassword": "a new and longer passphrase"
+                 *     }
+                 */
+                "application/json": {
+                    currentPassword: string;
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "changed": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        changed: true;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getConsoleSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ses_01jx000001wkb4j6x7c7ycsbnh",
+                     *       "user": {
+                     *         "id": "usr_01jx000001g7xgyhg8nf9cxzb8",
+                     *         "email": "ops@acme-weather.example"
+                     *       },
+                     *       "provider": {
+                     *         "id": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *         "displayName": "Acme Weather",
+                     *         "liveEnabled": true
+                     *       },
+                     *       "role": "admin",
+                     *       "csrfToken": "Q0sRf-TokEn-2b1d…",
+                     *       "createdAt": "2026-05-28T09:00:05.988Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.988Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.021Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Send it in the X-CSRF-Token header with every call that changes something */
+                        csrfToken: string;
+                        /**
+                         * Format: date-time
+                         * @description The session ends then, used or not
+                         */
+                        expiresAt: string;
+                        /** @description Session id (ses_…) */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description It ends then unless used before (30 minutes of idleness)
+                         */
+                        idleExpiresAt: string;
+                        provider: {
+                            displayName: string;
+                            id: string;
+                            liveEnabled: boolean;
+                        };
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                        user: {
+                            email: string;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    signOutOfConsole: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session’s csrfToken */
+                "x-csrf-token"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "signedOut": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        signedOut: true;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    signOutOfConsoleEverywhere: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session’s csrfToken */
+                "x-csrf-token"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ended": 1
+                     *     }
+                     */
+                    "application/json": {
+                        ended: number;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    signInToConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "ops@acme-weather.example",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    password: string;
+                    /** @description The provider to sign in to, for an account that belongs to several */
+                    providerId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ses_01jx000001wkb4j6x7c7ycsbnh",
+                     *       "user": {
+                     *         "id": "usr_01jx000001g7xgyhg8nf9cxzb8",
+                     *         "email": "ops@acme-weather.example"
+                     *       },
+                     *       "provider": {
+                     *         "id": "prv_01jx0000017xc69w5gjfxa91gm",
+                     *         "displayName": "Acme Weather",
+                     *         "liveEnabled": true
+                     *       },
+                     *       "role": "admin",
+                     *       "csrfToken": "Q0sRf-TokEn-2b1d…",
+                     *       "createdAt": "2026-05-28T09:00:05.988Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.988Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.988Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Send it in the X-CSRF-Token header with every call that changes something */
+                        csrfToken: string;
+                        /**
+                         * Format: date-time
+                         * @description The session ends then, used or not
+                         */
+                        expiresAt: string;
+                        /** @description Session id (ses_…) */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description It ends then unless used before (30 minutes of idleness)
+                         */
+                        idleExpiresAt: string;
+                        provider: {
+                            displayName: string;
+                            id: string;
+                            liveEnabled: boolean;
+                        };
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                        user: {
+                            email: string;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2777,7 +3714,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795870580,
+                     *       "client_id_issued_at": 1795873798,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -2950,7 +3887,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.434Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.093Z"
                      *     }
                      */
                     "application/json": {
@@ -3695,8 +4632,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.613Z",
-                     *       "createdAt": "2026-05-28T09:00:04.613Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.296Z",
+                     *       "createdAt": "2026-05-28T09:00:04.296Z"
                      *     }
                      */
                     "application/json": {
@@ -3853,8 +4790,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.613Z",
-                     *       "createdAt": "2026-05-28T09:00:04.613Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.296Z",
+                     *       "createdAt": "2026-05-28T09:00:04.296Z"
                      *     }
                      */
                     "application/json": {
@@ -4040,8 +4977,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.346Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.346Z"
+                     *           "createdAt": "2026-05-28T09:00:03.138Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.138Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -4053,8 +4990,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.358Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.358Z"
+                     *           "createdAt": "2026-05-28T09:00:03.150Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.150Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -4241,8 +5178,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.346Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.346Z"
+                     *       "createdAt": "2026-05-28T09:00:03.138Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.138Z"
                      *     }
                      */
                     "application/json": {
@@ -4733,8 +5670,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.346Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.425Z"
+                     *       "createdAt": "2026-05-28T09:00:03.138Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.206Z"
                      *     }
                      */
                     "application/json": {
@@ -5961,7 +6898,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.956Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.613Z"
                      *     }
                      */
                     "application/json": {
@@ -6148,8 +7085,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.358Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.358Z"
+                     *       "createdAt": "2026-05-28T09:00:03.150Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.150Z"
                      *     }
                      */
                     "application/json": {
@@ -6357,7 +7294,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T20:03:44.748Z"
+                     *                 "end": "2026-01-28T19:10:06.853Z"
                      *               }
                      *             }
                      *           ],
@@ -7070,7 +8007,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T20:03:44.748Z"
+                     *             "end": "2026-01-28T19:10:06.853Z"
                      *           }
                      *         }
                      *       ],
@@ -7971,7 +8908,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.381Z"
+                     *       "timestamp": "2026-05-28T09:00:04.097Z"
                      *     }
                      */
                     "application/json": {
@@ -8195,7 +9132,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.411Z"
+                     *           "timestamp": "2026-05-28T09:00:04.112Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -8203,7 +9140,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.411Z"
+                     *           "timestamp": "2026-05-28T09:00:04.112Z"
                      *         }
                      *       ]
                      *     }
@@ -9214,7 +10151,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "createdAt": "2026-05-28T09:00:04.377Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -9398,8 +10335,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.708Z",
-                     *       "closedAt": "2026-05-28T09:00:04.775Z"
+                     *       "createdAt": "2026-05-28T09:00:04.377Z",
+                     *       "closedAt": "2026-05-28T09:00:04.440Z"
                      *     }
                      */
                     "application/json": {
@@ -9578,11 +10515,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.469Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.797Z"
+                     *       "createdAt": "2026-05-28T09:00:04.469Z"
                      *     }
                      */
                     "application/json": {
@@ -9750,7 +10687,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.265Z"
+                     *           "createdAt": "2026-05-28T09:00:03.067Z"
                      *         }
                      *       ]
                      *     }
@@ -9904,7 +10841,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *       "createdAt": "2026-05-28T09:00:03.067Z"
                      *     }
                      */
                     "application/json": {
@@ -10043,7 +10980,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *       "createdAt": "2026-05-28T09:00:03.067Z"
                      *     }
                      */
                     "application/json": {
@@ -10194,7 +11131,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.265Z"
+                     *       "createdAt": "2026-05-28T09:00:03.067Z"
                      *     }
                      */
                     "application/json": {
@@ -10908,7 +11845,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.708Z",
+                     *           "createdAt": "2026-05-28T09:00:04.377Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -11063,7 +12000,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "createdAt": "2026-05-28T09:00:04.377Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11224,7 +12161,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.708Z",
+                     *       "createdAt": "2026-05-28T09:00:04.377Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13251,8 +14188,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.504Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.504Z"
+                     *           "createdAt": "2026-05-28T09:00:02.441Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.441Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -13262,8 +14199,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.226Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *           "createdAt": "2026-05-28T09:00:03.030Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.030Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -13435,8 +14372,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.226Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
                      *     }
                      */
                     "application/json": {
@@ -13609,8 +14546,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.226Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.226Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
                      *     }
                      */
                     "application/json": {
@@ -13760,8 +14697,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.226Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.327Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.857Z"
                      *     }
                      */
                     "application/json": {
@@ -13931,11 +14868,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.469Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.797Z"
+                     *           "createdAt": "2026-05-28T09:00:04.469Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -14087,11 +15024,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.797Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.469Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.797Z"
+                     *       "createdAt": "2026-05-28T09:00:04.469Z"
                      *     }
                      */
                     "application/json": {
@@ -14276,8 +15213,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.977Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *       "createdAt": "2026-05-28T09:00:02.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.842Z"
                      *     }
                      */
                     "application/json": {
@@ -14593,8 +15530,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.977Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.169Z"
+                     *       "createdAt": "2026-05-28T09:00:02.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.992Z"
                      *     }
                      */
                     "application/json": {
@@ -14849,8 +15786,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.337Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.348Z"
+                     *       "createdAt": "2026-05-28T09:00:05.867Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.878Z"
                      *     }
                      */
                     "application/json": {
@@ -15045,8 +15982,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmZmIHIJLr9ZCW8",
-                     *       "connectedAt": "2026-05-28T09:00:05.970Z"
+                     *       "account": "acct_RmaaMMUQfs1pG0v",
+                     *       "connectedAt": "2026-05-28T09:00:05.613Z"
                      *     }
                      */
                     "application/json": {
@@ -15220,8 +16157,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmZmIHIJLr9ZCW8",
-                     *       "connectedAt": "2026-05-28T09:00:05.970Z"
+                     *       "account": "acct_RmaaMMUQfs1pG0v",
+                     *       "connectedAt": "2026-05-28T09:00:05.613Z"
                      *     }
                      */
                     "application/json": {
@@ -15790,8 +16727,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.716Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *           "createdAt": "2026-05-28T09:00:02.594Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.594Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -15970,8 +16907,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.716Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *       "createdAt": "2026-05-28T09:00:02.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.594Z"
                      *     }
                      */
                     "application/json": {
@@ -16146,8 +17083,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.716Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.716Z"
+                     *       "createdAt": "2026-05-28T09:00:02.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.594Z"
                      *     }
                      */
                     "application/json": {
@@ -16324,8 +17261,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.716Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
+                     *       "createdAt": "2026-05-28T09:00:02.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.672Z"
                      *     }
                      */
                     "application/json": {
@@ -16500,8 +17437,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.397Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.403Z"
+                     *       "createdAt": "2026-05-28T09:00:05.928Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.935Z"
                      *     }
                      */
                     "application/json": {
@@ -16692,8 +17629,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.889Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.889Z"
+                     *           "createdAt": "2026-05-28T09:00:02.734Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.734Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -16739,8 +17676,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.977Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *           "createdAt": "2026-05-28T09:00:02.842Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.842Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -16783,8 +17720,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.993Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.993Z"
+                     *           "createdAt": "2026-05-28T09:00:02.863Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.863Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -17132,8 +18069,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.977Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *       "createdAt": "2026-05-28T09:00:02.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.842Z"
                      *     }
                      */
                     "application/json": {
@@ -17817,7 +18754,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.685Z"
+                     *       "createdAt": "2026-05-28T09:00:04.358Z"
                      *     }
                      */
                     "application/json": {
@@ -18007,7 +18944,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.139Z"
+                     *       "createdAt": "2026-05-28T09:00:05.755Z"
                      *     }
                      */
                     "application/json": {
@@ -18185,7 +19122,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.139Z"
+                     *           "createdAt": "2026-05-28T09:00:05.755Z"
                      *         }
                      *       ]
                      *     }
@@ -18339,8 +19276,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.070Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.070Z"
+                     *           "createdAt": "2026-05-28T09:00:05.690Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.690Z"
                      *         }
                      *       ]
                      *     }
@@ -18514,8 +19451,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.070Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.070Z",
+                     *       "createdAt": "2026-05-28T09:00:05.690Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.690Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -18670,8 +19607,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.070Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.070Z"
+                     *       "createdAt": "2026-05-28T09:00:05.690Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.690Z"
                      *     }
                      */
                     "application/json": {
@@ -18963,8 +19900,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.070Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.117Z"
+                     *       "createdAt": "2026-05-28T09:00:05.690Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.731Z"
                      *     }
                      */
                     "application/json": {
@@ -19116,8 +20053,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.070Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.297Z"
+                     *       "createdAt": "2026-05-28T09:00:05.690Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.821Z"
                      *     }
                      */
                     "application/json": {
@@ -19269,8 +20206,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.070Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.306Z"
+                     *       "createdAt": "2026-05-28T09:00:05.690Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.833Z"
                      *     }
                      */
                     "application/json": {
@@ -19563,7 +20500,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.293Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.815Z"
                      *     }
                      */
                     "application/json": {

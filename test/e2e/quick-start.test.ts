@@ -130,6 +130,44 @@ describe('the documents, run as written', () => {
     const migrated = await admin(['db', 'migrate']);
     expect(migrated.code, migrated.err).toBe(0);
     expect(JSON.parse(migrated.out)).toEqual({ applied: [] });
+    // The console's first owner, as the admin CLI makes one, signs in with the password it printed.
+    const provider = JSON.parse((await admin(['provider', 'create', '--name', 'Console Co'])).out) as {
+      id: string;
+    };
+    const added = await admin([
+      'member',
+      'add',
+      '--provider',
+      provider.id,
+      '--email',
+      'Owner@Example.com',
+      '--role',
+      'owner',
+    ]);
+    expect(added.code, added.err).toBe(0);
+    const owner = JSON.parse(added.out) as { email: string; role: string; password: string };
+    expect(owner).toMatchObject({ email: 'owner@example.com', role: 'owner', password: expect.any(String) });
+    const signedIn = await fetch(`http://${filling.host}/v1/console/sessions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: owner.email, password: owner.password }),
+    });
+    expect(signedIn.status).toBe(201);
+    expect(await signedIn.json()).toMatchObject({ role: 'owner', provider: { id: provider.id } });
+    expect(
+      (
+        await admin([
+          'member',
+          'add',
+          '--provider',
+          provider.id,
+          '--email',
+          'x@example.com',
+          '--role',
+          'boss',
+        ])
+      ).code,
+    ).toBe(2);
     const unknown = await admin(['provider', 'destroy']);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/^unknown command "provider destroy"\nusage:/);

@@ -94,6 +94,9 @@ export const ID = {
   dispute: 'dp',
   payout: 'po',
   testClock: 'tc',
+  /** A person who signs in to the console (one per email), and a signed-in browser of theirs. */
+  consoleUser: 'usr',
+  consoleSession: 'ses',
   /** An API request, as logged and answered in `x-request-id` (never stored). */
   request: 'req',
 } as const;

@@ -13,6 +13,8 @@ import { readSecretKey } from '../config';
 import { openDatabase } from '../db/open';
 import { ProcessorService } from '../modules/processors/service';
 import { ProviderService } from '../modules/providers/service';
+import { ROLES, type Role } from '../modules/team/repository';
+import { TeamService } from '../modules/team/service';
 import { TokenService } from '../modules/tokens/service';
 
 const USAGE = `usage: npm run admin -- <command>
@@ -24,6 +26,8 @@ const USAGE = `usage: npm run admin -- <command>
   token create --key <secret key> --customer <customerRef> [--product <productRef>] [--expires-in <seconds>]
   reconcile --provider <prv_…> --from <ISO time> --to <ISO time>
     (the provider's live ledger against its Stripe balance transactions; differences reported, not fixed)
+  member add --provider <prv_…> --email <email> --role owner|admin|developer|viewer
+    (a console member; a new account's password is printed once: change it after signing in)
   db migrate
     (applies the PostgreSQL migrations not yet applied, as a control plane does when it starts)`;
 
@@ -54,6 +58,8 @@ async function run(argv: string[]): Promise<unknown> {
       'expires-in': { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -68,6 +74,7 @@ async function run(argv: string[]): Promise<unknown> {
     'token create',
     'reconcile',
     'db migrate',
+    'member add',
   ];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
@@ -95,6 +102,26 @@ async function run(argv: string[]): Promise<unknown> {
   try {
     const providers = new ProviderService(database.pool, systemClock);
     switch (command) {
+      case 'member add': {
+        const role = required(values.role, 'role');
+        if (!(ROLES as readonly string[]).includes(role))
+          throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+        const providerId = required(values.provider, 'provider');
+        await providers.get(providerId);
+        const added = await new TeamService(database.pool, systemClock).addMember({
+          providerId,
+          email: required(values.email, 'email'),
+          role: role as Role,
+        });
+        return {
+          ...added,
+          providerId,
+          note:
+            added.password === undefined
+              ? 'An existing account: it signs in with its own password.'
+              : 'The password is shown only now: sign in to the console and change it.',
+        };
+      }
       // Opening the database applied them; what it applied is the answer.
       case 'db migrate':
         return { applied: database.applied };

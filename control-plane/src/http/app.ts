@@ -13,7 +13,6 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify';
 import { DomainError, ValidationError } from '../errors';
-import type { ProviderService } from '../modules/providers/service';
 import type { AuthContext } from '../tenancy';
 import { clientErrorAnswer, installErrorHandling } from './error-handler';
 import { OPERATION_DESCRIPTIONS } from './operation-docs';
@@ -278,8 +277,12 @@ function idempotencyHeader(mode: 'optional' | 'required') {
 export interface AppOptions {
   logger: Logger;
   bodyLimitBytes: number;
-  providers: ProviderService;
-  /** Routes that need a provider secret key. */
+  /**
+   * Whose request this is, for the routes below: a provider's secret key, or a console member's
+   * session (its role checked for the route). Throws the API's 401/403 problems otherwise.
+   */
+  authenticate: (request: FastifyRequest) => Promise<AuthContext>;
+  /** Routes that need a provider secret key (or a console session). */
   authenticated: (scope: App) => Promise<void>;
   /** Routes open to anyone (health). */
   open?: (scope: App) => Promise<void>;
@@ -348,6 +351,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
             description:
               'A customer access token: from MCP sign-in (OAuth) or minted by the provider (POST /v1/sdk/customers/{ref}/tokens)',
           },
+          consoleSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'mcpm_console',
+            description:
+              'A console member’s session (POST /v1/console/sessions sets it), within the member’s role; changes also need X-CSRF-Token, and MCP-Meter-Environment picks sandbox (default) or live',
+          },
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
@@ -356,7 +366,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
           },
         },
       },
-      security: [{ bearerAuth: [] }],
+      // A secret key, or a console member's session cookie.
+      security: [{ bearerAuth: [] }, { consoleSession: [] }],
     },
     // The proxy's endpoints, served by the proxy, described beside the API (proxy-paths.ts), and
     // every operation's recorded example (operation-examples.ts).
@@ -406,7 +417,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (request) => {
-      request.auth = await options.providers.authenticate(request.headers.authorization);
+      request.auth = await options.authenticate(request);
       request.log = request.log.child({
         providerId: request.auth.providerId,
         environment: request.auth.environment,

@@ -176,4 +176,14 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'The delivery log, newest first: each attempt’s status code, latency, error, response excerpt and next attempt, by endpoint or event.',
   'POST /v1/ui/webhooks/:endpointId/test':
     'Sends a signed `payment.succeeded` test event to the endpoint now and answers the attempt, to check a receiver end to end.',
+  'POST /v1/console/sessions':
+    'A console member signs in with email and password: the answer is the session (who, which provider, which role, its CSRF token) and a session cookie (HttpOnly, SameSite=Strict, Secure over https). With the cookie, the API answers as it would a key, within the role: viewers read, developers change the integration (webhooks, MCP servers, meters), admins and owners everything; changes need the CSRF token in X-CSRF-Token, and MCP-Meter-Environment picks sandbox or live. Wrong credentials get 401 `invalid_credentials`; repeated failures 429 with Retry-After; an account in several providers without `providerId`, 409 `provider_required` listing them.',
+  'GET /v1/console/session':
+    'The session of the console cookie: its user, provider, role, CSRF token and when it ends (30 minutes idle, 12 hours at most). 401 `session_expired` once it has ended.',
+  'DELETE /v1/console/session':
+    'Signs this browser out: the session ends and its cookie is cleared. Needs the session’s CSRF token in X-CSRF-Token.',
+  'POST /v1/console/session/sign-out-everywhere':
+    'Ends every console session of the account, on every device, this one included; answers how many ended. Needs the CSRF token.',
+  'PUT /v1/console/password':
+    'Changes the account’s console password, proven by the current one; every other session of the account ends, this one stays. Needs the CSRF token.',
 };

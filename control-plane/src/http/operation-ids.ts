@@ -106,4 +106,9 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /v1/webhook_endpoints/:id/redeliver': 'redeliverWebhookEvents',
   'GET /v1/webhook_attempts': 'listWebhookAttempts',
   'POST /v1/ui/webhooks/:endpointId/test': 'sendTestWebhook',
+  'POST /v1/console/sessions': 'signInToConsole',
+  'GET /v1/console/session': 'getConsoleSession',
+  'DELETE /v1/console/session': 'signOutOfConsole',
+  'POST /v1/console/session/sign-out-everywhere': 'signOutOfConsoleEverywhere',
+  'PUT /v1/console/password': 'changeConsolePassword',
 };

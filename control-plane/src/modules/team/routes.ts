@@ -1,0 +1,135 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../../errors';
+import type { App } from '../../http/app';
+import { Problem } from '../../http/schemas';
+import { cookieOf } from '../sign-in/oauth-http';
+import { CsrfHeader, PasswordChange, Session, SignInBody } from './schemas';
+import { SESSION_LIFETIME_MS, type TeamService } from './service';
+
+/** The console session's cookie: its secret, HttpOnly, sent to this origin only. */
+export const CONSOLE_COOKIE = 'mcpm_console';
+
+const problems = { 400: Problem, 401: Problem, 403: Problem, 429: Problem, 503: Problem } as const;
+const csrfOf = (request: FastifyRequest) => {
+  const value = request.headers['x-csrf-token'];
+  return typeof value === 'string' ? value : undefined;
+};
+
+/**
+ * The console's sign-in and its session (issue 62): a member signs in with email and password
+ * and gets a session cookie, then calls the API with it, as a key would, within their role. The
+ * cookie is HttpOnly, SameSite=Strict, Secure when the service is reached over https, and lives
+ * no longer than the session; changes need the session's CSRF token in X-CSRF-Token.
+ */
+export function teamRoutes(team: TeamService, secureCookies: boolean) {
+  const cookie = (value: string, maxAgeSeconds: number) =>
+    `${CONSOLE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secureCookies ? '; Secure' : ''}`;
+  const cleared = (reply: FastifyReply) => reply.header('set-cookie', cookie('', 0));
+
+  return async (app: App) => {
+    const tags = ['console'];
+    app.post(
+      '/v1/console/sessions',
+      {
+        schema: {
+          tags,
+          summary: 'Sign in to the console: a session cookie for a member of a provider',
+          body: SignInBody,
+          response: { 201: Session, 409: Problem, ...problems },
+        },
+      },
+      async (request, reply) => {
+        try {
+          const { token, session } = await team.signIn({
+            ...request.body,
+            address: request.ip,
+            userAgent: request.headers['user-agent'],
+          });
+          return reply
+            .status(201)
+            .header('set-cookie', cookie(token, Math.floor(SESSION_LIFETIME_MS / 1000)))
+            .header('cache-control', 'no-store')
+            .send(session);
+        } catch (error) {
+          const retryAfter = error instanceof DomainError ? error.details.retryAfter : undefined;
+          if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
+          throw error;
+        }
+      },
+    );
+
+    app.get(
+      '/v1/console/session',
+      {
+        schema: {
+          tags,
+          summary: 'The console session of the cookie: who, at which provider, in which role',
+          security: [{ consoleSession: [] }],
+          response: { 200: Session, ...problems },
+        },
+      },
+      async (request, reply) => {
+        reply.header('cache-control', 'no-store');
+        return (await team.session(cookieOf(request, CONSOLE_COOKIE))).view;
+      },
+    );
+
+    app.delete(
+      '/v1/console/session',
+      {
+        schema: {
+          tags,
+          summary: 'Sign out of the console in this browser',
+          security: [{ consoleSession: [] }],
+          headers: CsrfHeader,
+          response: { 200: Type.Object({ signedOut: Type.Literal(true) }), ...problems },
+        },
+      },
+      async (request, reply) => {
+        await team.signOut(cookieOf(request, CONSOLE_COOKIE), csrfOf(request));
+        cleared(reply);
+        return { signedOut: true as const };
+      },
+    );
+
+    app.post(
+      '/v1/console/session/sign-out-everywhere',
+      {
+        schema: {
+          tags,
+          summary: 'Sign out of the console everywhere: every session of this account ends',
+          security: [{ consoleSession: [] }],
+          headers: CsrfHeader,
+          response: { 200: Type.Object({ ended: Type.Integer() }), ...problems },
+        },
+      },
+      async (request, reply) => {
+        const ended = await team.signOutEverywhere(cookieOf(request, CONSOLE_COOKIE), csrfOf(request));
+        cleared(reply);
+        return { ended };
+      },
+    );
+
+    app.put(
+      '/v1/console/password',
+      {
+        schema: {
+          tags,
+          summary: 'Change the console password; every other session of the account ends',
+          security: [{ consoleSession: [] }],
+          headers: CsrfHeader,
+          body: PasswordChange,
+          response: { 200: Type.Object({ changed: Type.Literal(true) }), ...problems },
+        },
+      },
+      async (request) => {
+        await team.changePassword(cookieOf(request, CONSOLE_COOKIE), csrfOf(request), {
+          current: request.body.currentPassword,
+          next: request.body.newPassword,
+        });
+        return { changed: true as const };
+      },
+    );
+  };
+}
