@@ -57,8 +57,9 @@ import { PurchaseService } from './modules/purchases/service';
 import { ClientMetadataFetcher } from './modules/sign-in/client-metadata';
 import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
+import { ConsoleAudit } from './modules/team/audit';
 import { consoleAuthenticator } from './modules/team/authenticate';
-import { teamRoutes } from './modules/team/routes';
+import { auditRoutes, teamRoutes } from './modules/team/routes';
 import { TeamService } from './modules/team/service';
 import { installTestTime, testClockRoutes } from './modules/test-clocks/routes';
 import { TestClockService } from './modules/test-clocks/service';
@@ -316,6 +317,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   // Cookies are Secure when the service is reached over https (PUBLIC_URL).
   const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
   const team = new TeamService(deps.pool, clock);
+  const audit = new ConsoleAudit(deps.pool, clock, deps.logger);
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
@@ -328,7 +330,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(hostedInvoiceRoutes(billing));
       await scope.register(jwksRoutes(tokens));
       await scope.register(signInRoutes(signIn, secureCookies));
-      await scope.register(teamRoutes(team, secureCookies));
+      await scope.register(teamRoutes(team, audit, secureCookies));
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
       scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {
@@ -343,6 +345,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       });
     },
     authenticated: async (scope) => {
+      audit.install(scope);
       installIdempotency(scope, deps.pool, clock);
       installTestTime(scope, deps.pool);
       await scope.register(testClockRoutes(testClocks));
@@ -367,6 +370,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(mcpServerRoutes(mcpServers));
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
+      await scope.register(auditRoutes(audit));
     },
   });
   app.addHook('onClose', async () => {

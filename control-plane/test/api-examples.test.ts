@@ -914,6 +914,15 @@ describe('the documented example of every operation, the console', () => {
       body: { email: 'ops@acme-weather.example', password: 'a new and longer passphrase' },
       status: 201,
     });
+    // A change made in the console, then the log that has it.
+    await send({
+      route: 'POST /v1/ui/products',
+      as: 'none',
+      headers: { cookie: cookieOf(again), 'x-csrf-token': again.body.csrfToken },
+      body: { name: 'Marine forecasts' },
+      status: 201,
+    });
+    await example({ route: 'GET /v1/ui/audit-events', query: { limit: 3 }, status: 200 });
     await example({
       route: 'POST /v1/console/session/sign-out-everywhere',
       as: 'none',

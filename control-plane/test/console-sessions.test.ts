@@ -308,4 +308,68 @@ describe('console sessions', () => {
     // Even the right password waits out the window.
     expect((await signIn(owner, '10.1.1.1')).status).toBe(429);
   });
+
+  it("logs every change a member makes and their sign-ins, for owners, admins and the provider's keys to read", async () => {
+    const keys = await harness.controlPlane.providers.create({ displayName: 'Audited' });
+    const owner = await member('owner', keys.provider.id);
+    const developer = await member('developer', owner.providerId);
+    const dev = await signIn(developer, '10.2.0.7');
+    const meter = await call('POST', '/v1/ui/meters', {
+      cookie: dev.cookie,
+      csrf: dev.body.csrfToken,
+      body: { name: 'audited', aggregation: 'count' },
+      headers: { 'user-agent': 'console-test/1.0' },
+    });
+    expect(meter.status).toBe(201);
+    // A change tried and refused by validation is a change too; reads and refused roles are not.
+    await call('POST', '/v1/ui/meters', { cookie: dev.cookie, csrf: dev.body.csrfToken, body: { name: '' } });
+    await call('GET', '/v1/ui/meters', { cookie: dev.cookie });
+    await call('POST', '/v1/ui/products', {
+      cookie: dev.cookie,
+      csrf: dev.body.csrfToken,
+      body: { name: 'no' },
+    });
+    // Not a developer's to read.
+    expect((await call('GET', '/v1/ui/audit-events', { cookie: dev.cookie })).body.code).toBe(
+      'role_forbidden',
+    );
+
+    const own = await signIn(owner);
+    const log = await call('GET', '/v1/ui/audit-events?limit=10', { cookie: own.cookie });
+    expect(log.status).toBe(200);
+    expect(log.body.data.map((e: Json) => [e.actor.email, e.operation, e.status, e.environment])).toEqual([
+      [owner.email, 'signInToConsole', 201, null],
+      [developer.email, 'createMeter', 400, 'sandbox'],
+      [developer.email, 'createMeter', 201, 'sandbox'],
+      [developer.email, 'signInToConsole', 201, null],
+    ]);
+    expect(log.body.data[2]).toMatchObject({
+      id: expect.stringMatching(/^aud_/),
+      actor: { role: 'developer' },
+      method: 'POST',
+      path: '/v1/ui/meters',
+      address: '127.0.0.1',
+      userAgent: 'console-test/1.0',
+      requestId: expect.stringMatching(/^req_/),
+    });
+    // Paged newest first; the provider's secret key reads the same log.
+    const first = await call('GET', '/v1/ui/audit-events?limit=3', { cookie: own.cookie });
+    const rest = await call('GET', `/v1/ui/audit-events?limit=3&cursor=${first.body.nextCursor}`, {
+      cookie: own.cookie,
+    });
+    expect([...first.body.data, ...rest.body.data].map((e: Json) => e.id)).toEqual(
+      log.body.data.map((e: Json) => e.id),
+    );
+    const keyed = await call('GET', '/v1/ui/audit-events?limit=10', {
+      headers: { authorization: `Bearer ${keys.sandboxKey}` },
+    });
+    expect(keyed.body.data.map((e: Json) => e.id)).toEqual(log.body.data.map((e: Json) => e.id));
+    // Sign-outs are logged too, under the member who signed out.
+    await call('DELETE', '/v1/console/session', { cookie: dev.cookie, csrf: dev.body.csrfToken });
+    const after = await call('GET', '/v1/ui/audit-events?limit=1', { cookie: own.cookie });
+    expect(after.body.data[0]).toMatchObject({
+      operation: 'signOutOfConsole',
+      actor: { email: developer.email },
+    });
+  });
 });

@@ -1058,6 +1058,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The console's audit log: members' changes, sign-ins and sign-outs, newest first
+         * @description The console’s audit log, newest first, cursor-paginated: every change a member made with their session (the operationId, the path, how it ended), and their sign-ins, sign-outs and password changes, with who, when and from which address. Changes made with API keys are not in it. Owners and admins read it in the console; other roles get 403 `role_forbidden`.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/disputes": {
         parameters: {
             query?: never;
@@ -1785,11 +1805,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "pWInCdo0ZhTa_YFM4Pie6RQnIFet0qRHdKRKQjCkwh0",
-                     *           "y": "3JsXNTrrb8KsSwULYBnzz4j5b3_4U3vdaR0bJsNrw2Y",
+                     *           "x": "kcl4F7z16GaH6i3P05pN2FyFtcRBDv7WJB4QjO-A_i0",
+                     *           "y": "__vrSjZiz1lILZLgJxq8Cda98IsWF3G098uApPWU550",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "21a3160fa83caa68",
+                     *           "kid": "a799e0aa4adaee2f",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -1916,8 +1936,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.186Z",
-                     *       "to": "2026-05-28T09:00:04.186Z",
+                     *       "from": "2026-04-28T09:00:03.151Z",
+                     *       "to": "2026-05-28T09:00:03.151Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2255,8 +2275,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.171Z",
-                     *       "to": "2026-05-28T09:00:04.171Z",
+                     *       "from": "2026-04-28T09:00:03.140Z",
+                     *       "to": "2026-05-28T09:00:03.140Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2428,7 +2448,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.132Z",
+                     *       "to": "2026-05-28T09:00:03.118Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2758,9 +2778,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.988Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.988Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.021Z"
+                     *       "createdAt": "2026-05-28T09:00:04.597Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.597Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.624Z"
                      *     }
                      */
                     "application/json": {
@@ -3247,9 +3267,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.988Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.988Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.988Z"
+                     *       "createdAt": "2026-05-28T09:00:04.597Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.597Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.597Z"
                      *     }
                      */
                     "application/json": {
@@ -3714,7 +3734,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795873798,
+                     *       "client_id_issued_at": 1795875279,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -3887,7 +3907,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.093Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.900Z"
                      *     }
                      */
                     "application/json": {
@@ -4632,8 +4652,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.296Z",
-                     *       "createdAt": "2026-05-28T09:00:04.296Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.246Z",
+                     *       "createdAt": "2026-05-28T09:00:03.246Z"
                      *     }
                      */
                     "application/json": {
@@ -4790,8 +4810,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.296Z",
-                     *       "createdAt": "2026-05-28T09:00:04.296Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.246Z",
+                     *       "createdAt": "2026-05-28T09:00:03.246Z"
                      *     }
                      */
                     "application/json": {
@@ -4977,8 +4997,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.138Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.138Z"
+                     *           "createdAt": "2026-05-28T09:00:02.285Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.285Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -4990,8 +5010,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.150Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.150Z"
+                     *           "createdAt": "2026-05-28T09:00:02.300Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.300Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -5178,8 +5198,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.138Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.138Z"
+                     *       "createdAt": "2026-05-28T09:00:02.285Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.285Z"
                      *     }
                      */
                     "application/json": {
@@ -5670,8 +5690,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.138Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.206Z"
+                     *       "createdAt": "2026-05-28T09:00:02.285Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.347Z"
                      *     }
                      */
                     "application/json": {
@@ -6898,7 +6918,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.613Z"
+                     *       "revokedBefore": "2026-05-28T09:00:03.492Z"
                      *     }
                      */
                     "application/json": {
@@ -7085,8 +7105,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.150Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.150Z"
+                     *       "createdAt": "2026-05-28T09:00:02.300Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.300Z"
                      *     }
                      */
                     "application/json": {
@@ -7294,7 +7314,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T19:10:06.853Z"
+                     *                 "end": "2026-01-28T18:45:24.523Z"
                      *               }
                      *             }
                      *           ],
@@ -8007,7 +8027,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T19:10:06.853Z"
+                     *             "end": "2026-01-28T18:45:24.523Z"
                      *           }
                      *         }
                      *       ],
@@ -8908,7 +8928,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.097Z"
+                     *       "timestamp": "2026-05-28T09:00:03.072Z"
                      *     }
                      */
                     "application/json": {
@@ -9132,7 +9152,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.112Z"
+                     *           "timestamp": "2026-05-28T09:00:03.098Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -9140,7 +9160,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.112Z"
+                     *           "timestamp": "2026-05-28T09:00:03.098Z"
                      *         }
                      *       ]
                      *     }
@@ -10151,7 +10171,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.377Z",
+                     *       "createdAt": "2026-05-28T09:00:03.311Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -10335,8 +10355,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.377Z",
-                     *       "closedAt": "2026-05-28T09:00:04.440Z"
+                     *       "createdAt": "2026-05-28T09:00:03.311Z",
+                     *       "closedAt": "2026-05-28T09:00:03.361Z"
                      *     }
                      */
                     "application/json": {
@@ -10515,11 +10535,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.469Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.383Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.469Z"
+                     *       "createdAt": "2026-05-28T09:00:03.383Z"
                      *     }
                      */
                     "application/json": {
@@ -10687,7 +10707,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.067Z"
+                     *           "createdAt": "2026-05-28T09:00:02.224Z"
                      *         }
                      *       ]
                      *     }
@@ -10841,7 +10861,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.067Z"
+                     *       "createdAt": "2026-05-28T09:00:02.224Z"
                      *     }
                      */
                     "application/json": {
@@ -10980,7 +11000,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.067Z"
+                     *       "createdAt": "2026-05-28T09:00:02.224Z"
                      *     }
                      */
                     "application/json": {
@@ -11131,7 +11151,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.067Z"
+                     *       "createdAt": "2026-05-28T09:00:02.224Z"
                      *     }
                      */
                     "application/json": {
@@ -11813,6 +11833,228 @@ export interface operations {
             };
         };
     };
+    listAuditEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @example 3 */
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
+                     *           "createdAt": "2026-05-28T09:00:04.693Z",
+                     *           "actor": {
+                     *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
+                     *             "email": "ops@acme-weather.example",
+                     *             "role": "admin"
+                     *           },
+                     *           "environment": "sandbox",
+                     *           "operation": "createProduct",
+                     *           "method": "POST",
+                     *           "path": "/v1/ui/products",
+                     *           "status": 201,
+                     *           "requestId": "req_01jx0000018a9nytdxx0x5x0p4",
+                     *           "address": "127.0.0.1",
+                     *           "userAgent": "node"
+                     *         },
+                     *         {
+                     *           "id": "aud_01jx000002wm96pazabxykwc0b",
+                     *           "createdAt": "2026-05-28T09:00:04.686Z",
+                     *           "actor": {
+                     *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
+                     *             "email": "ops@acme-weather.example",
+                     *             "role": "admin"
+                     *           },
+                     *           "environment": null,
+                     *           "operation": "signInToConsole",
+                     *           "method": "POST",
+                     *           "path": "/v1/console/sessions",
+                     *           "status": 201,
+                     *           "requestId": "req_01jx000002ew7gs022jpjtmym5",
+                     *           "address": "127.0.0.1",
+                     *           "userAgent": "node"
+                     *         },
+                     *         {
+                     *           "id": "aud_01jx000003wab975w2rrh6fvy1",
+                     *           "createdAt": "2026-05-28T09:00:04.664Z",
+                     *           "actor": {
+                     *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
+                     *             "email": "ops@acme-weather.example",
+                     *             "role": "admin"
+                     *           },
+                     *           "environment": null,
+                     *           "operation": "signOutOfConsole",
+                     *           "method": "DELETE",
+                     *           "path": "/v1/console/session",
+                     *           "status": 200,
+                     *           "requestId": "req_01jx000003jy355cegbyxg8kpf",
+                     *           "address": "127.0.0.1",
+                     *           "userAgent": "node"
+                     *         }
+                     *       ],
+                     *       "nextCursor": "YXVkXzAxbThoODQ1OGRmZHRxdnNyaHEybXF3a2Ix"
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            actor: {
+                                email: string;
+                                /** @enum {string} */
+                                role: "owner" | "admin" | "developer" | "viewer";
+                                userId: string;
+                            };
+                            address: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            environment: string | null;
+                            /** @description Audit event id (aud_…) */
+                            id: string;
+                            method: string;
+                            /** @description The operationId of what was called (createProduct) */
+                            operation: string;
+                            path: string;
+                            requestId: string;
+                            /** @description How the request ended */
+                            status: number;
+                            userAgent: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     listDisputes: {
         parameters: {
             query: {
@@ -11845,7 +12087,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.377Z",
+                     *           "createdAt": "2026-05-28T09:00:03.311Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -12000,7 +12242,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.377Z",
+                     *       "createdAt": "2026-05-28T09:00:03.311Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -12161,7 +12403,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.377Z",
+                     *       "createdAt": "2026-05-28T09:00:03.311Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14188,8 +14430,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.441Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.441Z"
+                     *           "createdAt": "2026-05-28T09:00:01.673Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.673Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -14199,8 +14441,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.030Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *           "createdAt": "2026-05-28T09:00:02.191Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.191Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -14372,8 +14614,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *       "createdAt": "2026-05-28T09:00:02.191Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.191Z"
                      *     }
                      */
                     "application/json": {
@@ -14546,8 +14788,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *       "createdAt": "2026-05-28T09:00:02.191Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.191Z"
                      *     }
                      */
                     "application/json": {
@@ -14697,8 +14939,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.857Z"
+                     *       "createdAt": "2026-05-28T09:00:02.191Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.488Z"
                      *     }
                      */
                     "application/json": {
@@ -14868,11 +15110,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.469Z",
+                     *           "arrivalDate": "2026-05-30T09:00:03.383Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.469Z"
+                     *           "createdAt": "2026-05-28T09:00:03.383Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -15024,11 +15266,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.469Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.383Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.469Z"
+                     *       "createdAt": "2026-05-28T09:00:03.383Z"
                      *     }
                      */
                     "application/json": {
@@ -15213,8 +15455,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.842Z"
+                     *       "createdAt": "2026-05-28T09:00:02.026Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.026Z"
                      *     }
                      */
                     "application/json": {
@@ -15530,8 +15772,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.992Z"
+                     *       "createdAt": "2026-05-28T09:00:02.026Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.145Z"
                      *     }
                      */
                     "application/json": {
@@ -15786,8 +16028,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.867Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.878Z"
+                     *       "createdAt": "2026-05-28T09:00:04.498Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.508Z"
                      *     }
                      */
                     "application/json": {
@@ -15982,8 +16224,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmaaMMUQfs1pG0v",
-                     *       "connectedAt": "2026-05-28T09:00:05.613Z"
+                     *       "account": "acct_RmaxsGKreZdUOR2",
+                     *       "connectedAt": "2026-05-28T09:00:04.288Z"
                      *     }
                      */
                     "application/json": {
@@ -16157,8 +16399,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmaaMMUQfs1pG0v",
-                     *       "connectedAt": "2026-05-28T09:00:05.613Z"
+                     *       "account": "acct_RmaxsGKreZdUOR2",
+                     *       "connectedAt": "2026-05-28T09:00:04.288Z"
                      *     }
                      */
                     "application/json": {
@@ -16727,8 +16969,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.594Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.594Z"
+                     *           "createdAt": "2026-05-28T09:00:01.842Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.842Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -16907,8 +17149,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.594Z"
+                     *       "createdAt": "2026-05-28T09:00:01.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.842Z"
                      *     }
                      */
                     "application/json": {
@@ -17083,8 +17325,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.594Z"
+                     *       "createdAt": "2026-05-28T09:00:01.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.842Z"
                      *     }
                      */
                     "application/json": {
@@ -17261,8 +17503,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.672Z"
+                     *       "createdAt": "2026-05-28T09:00:01.842Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.919Z"
                      *     }
                      */
                     "application/json": {
@@ -17437,8 +17679,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.928Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.935Z"
+                     *       "createdAt": "2026-05-28T09:00:04.548Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.557Z"
                      *     }
                      */
                     "application/json": {
@@ -17629,8 +17871,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.734Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.734Z"
+                     *           "createdAt": "2026-05-28T09:00:01.959Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.959Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -17676,8 +17918,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.842Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.842Z"
+                     *           "createdAt": "2026-05-28T09:00:02.026Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.026Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -17720,8 +17962,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.863Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.863Z"
+                     *           "createdAt": "2026-05-28T09:00:02.036Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.036Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18069,8 +18311,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.842Z"
+                     *       "createdAt": "2026-05-28T09:00:02.026Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.026Z"
                      *     }
                      */
                     "application/json": {
@@ -18754,7 +18996,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.358Z"
+                     *       "createdAt": "2026-05-28T09:00:03.293Z"
                      *     }
                      */
                     "application/json": {
@@ -18940,11 +19182,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 4,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.755Z"
+                     *       "createdAt": "2026-05-28T09:00:04.406Z"
                      *     }
                      */
                     "application/json": {
@@ -19118,11 +19360,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 4,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.755Z"
+                     *           "createdAt": "2026-05-28T09:00:04.406Z"
                      *         }
                      *       ]
                      *     }
@@ -19276,8 +19518,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.690Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.690Z"
+                     *           "createdAt": "2026-05-28T09:00:04.359Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.359Z"
                      *         }
                      *       ]
                      *     }
@@ -19451,8 +19693,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.690Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.690Z",
+                     *       "createdAt": "2026-05-28T09:00:04.359Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.359Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -19607,8 +19849,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.690Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.690Z"
+                     *       "createdAt": "2026-05-28T09:00:04.359Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.359Z"
                      *     }
                      */
                     "application/json": {
@@ -19900,8 +20142,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.690Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.731Z"
+                     *       "createdAt": "2026-05-28T09:00:04.359Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.390Z"
                      *     }
                      */
                     "application/json": {
@@ -20053,8 +20295,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.690Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.821Z"
+                     *       "createdAt": "2026-05-28T09:00:04.359Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.456Z"
                      *     }
                      */
                     "application/json": {
@@ -20206,8 +20448,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.690Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.833Z"
+                     *       "createdAt": "2026-05-28T09:00:04.359Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.465Z"
                      *     }
                      */
                     "application/json": {
@@ -20500,7 +20742,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.815Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.449Z"
                      *     }
                      */
                     "application/json": {

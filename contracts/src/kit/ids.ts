@@ -97,6 +97,8 @@ export const ID = {
   /** A person who signs in to the console (one per email), and a signed-in browser of theirs. */
   consoleUser: 'usr',
   consoleSession: 'ses',
+  /** An entry of the console's audit log. */
+  auditEvent: 'aud',
   /** An API request, as logged and answered in `x-request-id` (never stored). */
   request: 'req',
 } as const;

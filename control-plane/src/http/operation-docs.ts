@@ -186,4 +186,6 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Ends every console session of the account, on every device, this one included; answers how many ended. Needs the CSRF token.',
   'PUT /v1/console/password':
     'Changes the account’s console password, proven by the current one; every other session of the account ends, this one stays. Needs the CSRF token.',
+  'GET /v1/ui/audit-events':
+    'The console’s audit log, newest first, cursor-paginated: every change a member made with their session (the operationId, the path, how it ended), and their sign-ins, sign-outs and password changes, with who, when and from which address. Changes made with API keys are not in it. Owners and admins read it in the console; other roles get 403 `role_forbidden`.',
 };

@@ -111,4 +111,5 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /v1/console/session': 'signOutOfConsole',
   'POST /v1/console/session/sign-out-everywhere': 'signOutOfConsoleEverywhere',
   'PUT /v1/console/password': 'changeConsolePassword',
+  'GET /v1/ui/audit-events': 'listAuditEvents',
 };

@@ -167,3 +167,60 @@ export async function revokeUserSessions(
   );
   return rowCount ?? 0;
 }
+
+export interface AuditRow {
+  id: string;
+  provider_id: string;
+  environment: string | null;
+  user_id: string;
+  email: string;
+  role: Role;
+  session_id: string;
+  operation: string;
+  method: string;
+  path: string;
+  status: number;
+  request_id: string;
+  address: string | null;
+  user_agent: string | null;
+  created_at: Date;
+}
+
+export async function insertAuditEvent(db: Queryable, row: AuditRow): Promise<void> {
+  await db.query(
+    `INSERT INTO console_audit_events (id, provider_id, environment, user_id, email, role, session_id, operation,
+                                       method, path, status, request_id, address, user_agent, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.user_id,
+      row.email,
+      row.role,
+      row.session_id,
+      row.operation,
+      row.method,
+      row.path,
+      row.status,
+      row.request_id,
+      row.address,
+      row.user_agent,
+      row.created_at,
+    ],
+  );
+}
+
+/** The provider's audit events, newest first, before the `before` id. */
+export async function listAuditEvents(
+  db: Queryable,
+  providerId: string,
+  page: { before: string | null; limit: number },
+): Promise<AuditRow[]> {
+  const { rows } = await db.query<AuditRow>(
+    `SELECT * FROM console_audit_events WHERE provider_id = $1 AND ($2::text IS NULL OR id < $2)
+      ORDER BY id DESC LIMIT $3`,
+    [providerId, page.before, page.limit],
+  );
+  return rows;
+}

@@ -22,8 +22,12 @@ const DEVELOPER_WRITES: readonly RegExp[] = [
   /^\/v1\/sdk\/test-clocks(\/|$)/,
 ];
 
+/** Reads for owners and admins alone. */
+const ADMIN_READS: readonly RegExp[] = [/^\/v1\/ui\/audit-events$/];
+
 export function mayCall(role: Role, method: string, route: string): boolean {
-  if (READS.has(method)) return true;
+  if (READS.has(method))
+    return role === 'owner' || role === 'admin' || !ADMIN_READS.some((pattern) => pattern.test(route));
   switch (role) {
     case 'owner':
     case 'admin':

@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../errors';
-import type { App } from '../../http/app';
-import { Problem } from '../../http/schemas';
+import { type App, authOf } from '../../http/app';
+import { errorResponses, ListQuery, Problem } from '../../http/schemas';
 import { cookieOf } from '../sign-in/oauth-http';
-import { CsrfHeader, PasswordChange, Session, SignInBody } from './schemas';
+import { actorOf, type ConsoleAudit } from './audit';
+import { AuditPage, CsrfHeader, PasswordChange, Session, SignInBody } from './schemas';
 import { SESSION_LIFETIME_MS, type TeamService } from './service';
 
 /** The console session's cookie: its secret, HttpOnly, sent to this origin only. */
@@ -22,7 +23,7 @@ const csrfOf = (request: FastifyRequest) => {
  * cookie is HttpOnly, SameSite=Strict, Secure when the service is reached over https, and lives
  * no longer than the session; changes need the session's CSRF token in X-CSRF-Token.
  */
-export function teamRoutes(team: TeamService, secureCookies: boolean) {
+export function teamRoutes(team: TeamService, audit: ConsoleAudit, secureCookies: boolean) {
   const cookie = (value: string, maxAgeSeconds: number) =>
     `${CONSOLE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secureCookies ? '; Secure' : ''}`;
   const cleared = (reply: FastifyReply) => reply.header('set-cookie', cookie('', 0));
@@ -46,6 +47,18 @@ export function teamRoutes(team: TeamService, secureCookies: boolean) {
             address: request.ip,
             userAgent: request.headers['user-agent'],
           });
+          await audit.record(
+            {
+              providerId: session.provider.id,
+              environment: null,
+              userId: session.user.id,
+              email: session.user.email,
+              role: session.role,
+              sessionId: session.id,
+            },
+            request,
+            201,
+          );
           return reply
             .status(201)
             .header('set-cookie', cookie(token, Math.floor(SESSION_LIFETIME_MS / 1000)))
@@ -87,7 +100,8 @@ export function teamRoutes(team: TeamService, secureCookies: boolean) {
         },
       },
       async (request, reply) => {
-        await team.signOut(cookieOf(request, CONSOLE_COOKIE), csrfOf(request));
+        const row = await team.signOut(cookieOf(request, CONSOLE_COOKIE), csrfOf(request));
+        await audit.record(actorOf(row, row.role ?? 'viewer'), request, 200);
         cleared(reply);
         return { signedOut: true as const };
       },
@@ -105,7 +119,11 @@ export function teamRoutes(team: TeamService, secureCookies: boolean) {
         },
       },
       async (request, reply) => {
-        const ended = await team.signOutEverywhere(cookieOf(request, CONSOLE_COOKIE), csrfOf(request));
+        const { ended, row } = await team.signOutEverywhere(
+          cookieOf(request, CONSOLE_COOKIE),
+          csrfOf(request),
+        );
+        await audit.record(actorOf(row, row.role ?? 'viewer'), request, 200);
         cleared(reply);
         return { ended };
       },
@@ -124,12 +142,31 @@ export function teamRoutes(team: TeamService, secureCookies: boolean) {
         },
       },
       async (request) => {
-        await team.changePassword(cookieOf(request, CONSOLE_COOKIE), csrfOf(request), {
+        const row = await team.changePassword(cookieOf(request, CONSOLE_COOKIE), csrfOf(request), {
           current: request.body.currentPassword,
           next: request.body.newPassword,
         });
+        await audit.record(actorOf(row, row.role ?? 'viewer'), request, 200);
         return { changed: true as const };
       },
+    );
+  };
+}
+
+/** The audit log, read by owners and admins in the console, and by the provider's keys. */
+export function auditRoutes(audit: ConsoleAudit) {
+  return async (app: App) => {
+    app.get(
+      '/v1/ui/audit-events',
+      {
+        schema: {
+          tags: ['console'],
+          summary: "The console's audit log: members' changes, sign-ins and sign-outs, newest first",
+          querystring: ListQuery,
+          response: { 200: AuditPage, 403: Problem, ...errorResponses },
+        },
+      },
+      async (request) => audit.list(authOf(request).providerId, request.query),
     );
   };
 }

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { stringEnum } from '../../http/schemas';
+import { Nullable, page, stringEnum } from '../../http/schemas';
 import { ROLES } from './repository';
 
 export const SignInBody = Type.Object(
@@ -44,3 +44,21 @@ export const Session = Type.Object({
 export const CsrfHeader = Type.Object({
   'x-csrf-token': Type.Optional(Type.String({ maxLength: 200, description: 'The session’s csrfToken' })),
 });
+
+export const AuditEvent = Type.Object({
+  id: Type.String({ description: 'Audit event id (aud_…)' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  actor: Type.Object({ userId: Type.String(), email: Type.String(), role: stringEnum(ROLES) }),
+  environment: Nullable(
+    Type.String({ description: 'Where the change was made; null for a sign-in or sign-out' }),
+  ),
+  operation: Type.String({ description: 'The operationId of what was called (createProduct)' }),
+  method: Type.String(),
+  path: Type.String(),
+  status: Type.Integer({ description: 'How the request ended' }),
+  requestId: Type.String(),
+  address: Nullable(Type.String()),
+  userAgent: Nullable(Type.String()),
+});
+
+export const AuditPage = page(AuditEvent);

@@ -54,8 +54,13 @@ export interface SessionView {
 export interface MemberAuth extends AuthContext {
   role: Role;
   userId: string;
+  email: string;
   sessionId: string;
 }
+
+/** Whether a request's AuthContext is a console member's (an API key's has no session). */
+export const isMember = (auth: AuthContext | null): auth is MemberAuth =>
+  auth !== null && 'sessionId' in auth;
 
 function view(row: SessionRow, role: Role, lastSeen: Date): SessionView {
   return {
@@ -240,7 +245,14 @@ export class TeamService {
       );
     if (!mayCall(role, request.method, request.route))
       throw new DomainError('role_forbidden', `A ${role} may not make this change`, { role });
-    return { providerId: row.provider_id, environment, role, userId: row.user_id, sessionId: row.id };
+    return {
+      providerId: row.provider_id,
+      environment,
+      role,
+      userId: row.user_id,
+      email: row.email,
+      sessionId: row.id,
+    };
   }
 
   /** The session of `token`, for a change to it: its CSRF token must come with the request. */
@@ -251,15 +263,19 @@ export class TeamService {
     return session;
   }
 
-  async signOut(token: string | undefined, csrfToken: string | undefined): Promise<void> {
+  async signOut(token: string | undefined, csrfToken: string | undefined): Promise<SessionRow> {
     const { row } = await this.changing(token, csrfToken);
     await revokeSession(this.pool, row.id, this.clock.now());
+    return row;
   }
 
   /** Ends every session of the session's user, this one included; answers how many. */
-  async signOutEverywhere(token: string | undefined, csrfToken: string | undefined): Promise<number> {
+  async signOutEverywhere(
+    token: string | undefined,
+    csrfToken: string | undefined,
+  ): Promise<{ ended: number; row: SessionRow }> {
     const { row } = await this.changing(token, csrfToken);
-    return revokeUserSessions(this.pool, row.user_id, this.clock.now());
+    return { ended: await revokeUserSessions(this.pool, row.user_id, this.clock.now()), row };
   }
 
   /** A new password, proven by the current one; every other session of the user ends. */
@@ -267,7 +283,7 @@ export class TeamService {
     token: string | undefined,
     csrfToken: string | undefined,
     passwords: { current: string; next: string },
-  ): Promise<void> {
+  ): Promise<SessionRow> {
     const { row } = await this.changing(token, csrfToken);
     const user = await findUserByEmail(this.pool, row.email);
     if (!(await verifyPassword(user?.password_hash, passwords.current)))
@@ -277,5 +293,6 @@ export class TeamService {
     const at = this.clock.now();
     await updatePassword(this.pool, row.user_id, await hashPassword(passwords.next), at);
     await revokeUserSessions(this.pool, row.user_id, at, row.id);
+    return row;
   }
 }
