@@ -161,7 +161,8 @@ export class GcPauses {
   render(): string {
     const longest = `${this.prefix}_pause_max_seconds`;
     let out = `# HELP ${longest} The longest garbage-collection pause since the previous scrape, by kind\n# TYPE ${longest} gauge\n`;
-    for (const [kind, seconds] of this.longest) out += `${longest}{kind="${kind}"} ${seconds.toFixed(6)}\n`;
+    // Unrounded, as the counters are: a rounded-up longest pause could exceed their total.
+    for (const [kind, seconds] of this.longest) out += `${longest}{kind="${kind}"} ${seconds}\n`;
     // Kinds seen before and not since: their longest pause since the previous scrape is none.
     for (const kind of this.longest.keys()) this.longest.set(kind, 0);
     return this.pauses.render() + this.seconds.render() + out;
