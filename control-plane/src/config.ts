@@ -66,6 +66,11 @@ export interface ControlPlaneConfig {
   mailFrom: string;
   /** Where the Stripe API is (STRIPE_API_URL): Stripe's own, or stripe-mock for tests. */
   stripeApiUrl: string;
+  /**
+   * CONSOLE_SIGNUP: `open` (default) lets anyone sign up to the console as a new provider (in
+   * sandbox only until the operator enables live); `closed` leaves only invitations and the CLI.
+   */
+  consoleSignup: 'open' | 'closed';
 }
 
 export interface WebhookConfig {
@@ -142,6 +147,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     smtpUrl: env.url('SMTP_URL', ['smtp', 'smtps']),
     mailToLog: env.bool('MAIL_TO_LOG', env.string('DATABASE_URL', '') === ''),
     mailFrom: env.string('MAIL_FROM', 'MCP Meter <no-reply@localhost>'),
+    consoleSignup: env.oneOf('CONSOLE_SIGNUP', ['open', 'closed'] as const, 'open'),
     // Set by the operator, never by a provider: the one host live payments are sent to.
     stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(
       /\/$/,

@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   csrf_failed: 403,
   // A console member whose role may not make this call (a viewer changing anything).
   role_forbidden: 403,
+  signup_closed: 403,
   not_found: 404,
   route_not_found: 404,
   provider_not_found_in_environment: 404,
@@ -46,6 +47,8 @@ export const ERROR_STATUS = {
   dispute_not_found: 404,
   payout_not_found: 404,
   test_clock_not_found: 404,
+  member_not_found: 404,
+  invitation_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
@@ -54,6 +57,8 @@ export const ERROR_STATUS = {
   // A console sign-in of someone who belongs to several providers, without saying which.
   provider_required: 409,
   member_exists: 409,
+  last_owner: 409,
+  invitation_closed: 409,
   reference_taken: 409,
   subdomain_taken: 409,
   product_archived: 409,

@@ -59,8 +59,11 @@ import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
 import { ConsoleAudit } from './modules/team/audit';
 import { consoleAuthenticator } from './modules/team/authenticate';
+import { TeamMembers } from './modules/team/members';
+import { memberRoutes, signupRoutes } from './modules/team/members-routes';
 import { auditRoutes, teamRoutes } from './modules/team/routes';
 import { TeamService } from './modules/team/service';
+import { ConsoleSignups } from './modules/team/signup';
 import { installTestTime, testClockRoutes } from './modules/test-clocks/routes';
 import { TestClockService } from './modules/test-clocks/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
@@ -109,7 +112,13 @@ export interface ControlPlaneDeps {
     Partial<
       Pick<
         ControlPlaneConfig,
-        'webhooks' | 'outboundAllowedHosts' | 'smtpUrl' | 'mailFrom' | 'mailToLog' | 'stripeApiUrl'
+        | 'webhooks'
+        | 'outboundAllowedHosts'
+        | 'smtpUrl'
+        | 'mailFrom'
+        | 'mailToLog'
+        | 'stripeApiUrl'
+        | 'consoleSignup'
       >
     >;
   logger: Logger;
@@ -318,6 +327,16 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);
+  const publicUrl = deps.config.publicUrl ?? 'http://127.0.0.1:8080';
+  const signups = new ConsoleSignups(
+    deps.pool,
+    clock,
+    mailer,
+    providers,
+    team,
+    deps.config.consoleSignup !== 'closed',
+  );
+  const members = new TeamMembers(deps.pool, clock, mailer, team, `${publicUrl}/console`);
   const app = await buildApp({
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
@@ -331,6 +350,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(jwksRoutes(tokens));
       await scope.register(signInRoutes(signIn, secureCookies));
       await scope.register(teamRoutes(team, audit, secureCookies));
+      await scope.register(signupRoutes(signups, members, audit, secureCookies));
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
       scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {
@@ -371,6 +391,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
       await scope.register(auditRoutes(audit));
+      await scope.register(memberRoutes(members));
     },
   });
   app.addHook('onClose', async () => {

@@ -932,6 +932,81 @@ describe('the documented example of every operation, the console', () => {
   });
 });
 
+describe('the documented example of every operation, the console team', () => {
+  it('someone signs up, invites a teammate who joins, and the team is managed', async () => {
+    const founder = 'grace@tidewater.example';
+    const started = await example({
+      route: 'POST /v1/console/signups',
+      as: 'none',
+      body: { email: founder, password: PASSWORD, businessName: 'Tidewater Data' },
+      status: 202,
+    });
+    const code = await mailbox.codeFor(founder);
+    recorder.mask(code, '602214');
+    const owner = await example({
+      route: 'POST /v1/console/signups/:id/verify',
+      as: 'none',
+      path: { id: started.verificationId },
+      body: { code },
+      status: 201,
+    });
+    recorder.mask(owner.csrfToken, 'Q0sRf-TokEn-9c4e…');
+    const as = {
+      cookie: (lastAnswer.headers.get('set-cookie') ?? '').split(';')[0] ?? '',
+      'x-csrf-token': owner.csrfToken,
+    };
+    const teammate = 'alan@tidewater.example';
+    const before = mailbox.countFor(teammate);
+    await example({
+      route: 'POST /v1/ui/team/invitations',
+      as: 'none',
+      headers: as,
+      body: { email: teammate, role: 'developer' },
+      status: 201,
+    });
+    const token = (await mailbox.textFor(teammate, before)).match(/#token=([\w-]+)/)?.[1] ?? '';
+    recorder.mask(token, 'ivt-secret-Zm9yZWNhc3Q…');
+    await example({ route: 'POST /v1/console/invitations/lookup', as: 'none', body: { token }, status: 200 });
+    const joined = await example({
+      route: 'POST /v1/console/invitations/accept',
+      as: 'none',
+      body: { token, password: 'a developer passphrase' },
+      status: 201,
+    });
+    recorder.mask(joined.csrfToken, 'Q0sRf-TokEn-7a0f…');
+    const spare = await setUp({
+      route: 'POST /v1/ui/team/invitations',
+      as: 'none',
+      headers: as,
+      body: { email: 'ada@tidewater.example', role: 'viewer' },
+      status: 201,
+    });
+    await example({ route: 'GET /v1/ui/team', as: 'none', headers: as, status: 200 });
+    await example({
+      route: 'DELETE /v1/ui/team/invitations/:id',
+      as: 'none',
+      headers: as,
+      path: { id: spare.body.id },
+      status: 200,
+    });
+    await example({
+      route: 'PATCH /v1/ui/team/members/:userId',
+      as: 'none',
+      headers: as,
+      path: { userId: joined.user.id },
+      body: { role: 'admin' },
+      status: 200,
+    });
+    await example({
+      route: 'DELETE /v1/ui/team/members/:userId',
+      as: 'none',
+      headers: as,
+      path: { userId: joined.user.id },
+      status: 200,
+    });
+  });
+});
+
 describe('the examples in the document', () => {
   it('are one per operation, each as the service answers it now', () => {
     const examples = recorder.examples();

@@ -142,6 +142,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/console/invitations/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation: join the team (a new account, or yours) and sign in */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/invitations/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What an invitation link offers: the team, the address, the role */
+        post: operations["lookUpInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/console/password": {
         parameters: {
             query?: never;
@@ -220,6 +254,40 @@ export interface paths {
          * @description A console member signs in with email and password: the answer is the session (who, which provider, which role, its CSRF token) and a session cookie (HttpOnly, SameSite=Strict, Secure over https). With the cookie, the API answers as it would a key, within the role: viewers read, developers change the integration (webhooks, MCP servers, meters), admins and owners everything; changes need the CSRF token in X-CSRF-Token, and MCP-Meter-Environment picks sandbox or live. Wrong credentials get 401 `invalid_credentials`; repeated failures 429 with Retry-After; an account in several providers without `providerId`, 409 `provider_required` listing them.
          */
         post: operations["signInToConsole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/signups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign up to the console: mails a six-digit code to the address */
+        post: operations["signUpToConsole"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/console/signups/{id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Verify a sign-up with the mailed code: a new provider, its owner, signed in */
+        post: operations["verifyConsoleSignup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1562,6 +1630,75 @@ export interface paths {
         patch: operations["updateSettings"];
         trace?: never;
     };
+    "/v1/ui/team": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The team: members with their roles, and open invitations */
+        get: operations["getTeam"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/team/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invite someone by email to join the team with a role (a link valid 7 days) */
+        post: operations["inviteMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/team/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an open invitation: its link stops working */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/team/members/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove a member: their console sessions here end at once */
+        delete: operations["removeMember"];
+        options?: never;
+        head?: never;
+        /** Change a member's role (only owners touch the owner role; one owner always stays) */
+        patch: operations["changeMemberRole"];
+        trace?: never;
+    };
     "/v1/ui/transactions": {
         parameters: {
             query?: never;
@@ -1805,11 +1942,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "kcl4F7z16GaH6i3P05pN2FyFtcRBDv7WJB4QjO-A_i0",
-                     *           "y": "__vrSjZiz1lILZLgJxq8Cda98IsWF3G098uApPWU550",
+                     *           "x": "zCcWnqDluF2VcsJUTt2tdYO3cH51qNwaLVTQK8V_xF8",
+                     *           "y": "jFw4x3--JlC3P1CevpfsmYevBQsVJ1CIHoi7K3glDW8",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "a799e0aa4adaee2f",
+                     *           "kid": "6cf147327dea42c2",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -1936,8 +2073,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.151Z",
-                     *       "to": "2026-05-28T09:00:03.151Z",
+                     *       "from": "2026-04-28T09:00:04.042Z",
+                     *       "to": "2026-05-28T09:00:04.042Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2275,8 +2412,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.140Z",
-                     *       "to": "2026-05-28T09:00:03.140Z",
+                     *       "from": "2026-04-28T09:00:04.028Z",
+                     *       "to": "2026-05-28T09:00:04.028Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2448,7 +2585,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.118Z",
+                     *       "to": "2026-05-28T09:00:04.000Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2544,6 +2681,465 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "ivt-secret-Zm9yZWNhc3Q…",
+                 *       "password": "a developer passphrase"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The account’s password, or a new one (8 characters or more) for a new account */
+                    password: string;
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ses_01jx0000036tyx48h8ffmpv3g2",
+                     *       "user": {
+                     *         "id": "usr_01jx00000364qh64nk0x3s9a8h",
+                     *         "email": "alan@tidewater.example"
+                     *       },
+                     *       "provider": {
+                     *         "id": "prv_01jx000002tvm3ec5v76fjtgr0",
+                     *         "displayName": "Tidewater Data",
+                     *         "liveEnabled": false
+                     *       },
+                     *       "role": "developer",
+                     *       "csrfToken": "Q0sRf-TokEn-7a0f…",
+                     *       "createdAt": "2026-05-28T09:00:06.259Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.259Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.259Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Send it in the X-CSRF-Token header with every call that changes something */
+                        csrfToken: string;
+                        /**
+                         * Format: date-time
+                         * @description The session ends then, used or not
+                         */
+                        expiresAt: string;
+                        /** @description Session id (ses_…) */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description It ends then unless used before (30 minutes of idleness)
+                         */
+                        idleExpiresAt: string;
+                        provider: {
+                            displayName: string;
+                            id: string;
+                            liveEnabled: boolean;
+                        };
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                        user: {
+                            email: string;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    lookUpInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "ivt-secret-Zm9yZWNhc3Q…"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The secret of the invitation link */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "provider": {
+                     *         "id": "prv_01jx000002tvm3ec5v76fjtgr0",
+                     *         "displayName": "Tidewater Data"
+                     *       },
+                     *       "email": "alan@tidewater.example",
+                     *       "role": "developer",
+                     *       "accountExists": false,
+                     *       "expiresAt": "2026-06-04T09:00:06.106Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Sign in with its password, rather than choose one */
+                        accountExists: boolean;
+                        email: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        provider: {
+                            displayName: string;
+                            id: string;
+                        };
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2778,9 +3374,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.597Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.597Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.624Z"
+                     *       "createdAt": "2026-05-28T09:00:05.816Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.816Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.826Z"
                      *     }
                      */
                     "application/json": {
@@ -3267,9 +3863,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.597Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.597Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.597Z"
+                     *       "createdAt": "2026-05-28T09:00:05.816Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.816Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.816Z"
                      *     }
                      */
                     "application/json": {
@@ -3374,6 +3970,395 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    signUpToConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "grace@tidewater.example",
+                 *       "password": "correct horse battery staple",
+                 *       "businessName": "Tidewater Data"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What you sell under: the new provider’s display name */
+                    businessName: string;
+                    /** Format: email */
+                    email: string;
+                    /** @description At least 8 characters */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
+                     *       "email": "grace@tidewater.example",
+                     *       "expiresAt": "2026-05-28T09:10:05.939Z"
+                     *     }
+                     */
+                    "application/json": {
+                        email: string;
+                        /**
+                         * Format: date-time
+                         * @description The code works until then
+                         */
+                        expiresAt: string;
+                        /** @description Sign-up id (sgn_…): verify it with the mailed code */
+                        verificationId: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    verifyConsoleSignup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example sgn_01jx000001ptv3cvgn7a01pynr */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code": "602214"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The six digits mailed */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ses_01jx0000022aangmb08hkzg9mw",
+                     *       "user": {
+                     *         "id": "usr_01jx0000021z7pxsvq9e104a7k",
+                     *         "email": "grace@tidewater.example"
+                     *       },
+                     *       "provider": {
+                     *         "id": "prv_01jx000002tvm3ec5v76fjtgr0",
+                     *         "displayName": "Tidewater Data",
+                     *         "liveEnabled": false
+                     *       },
+                     *       "role": "owner",
+                     *       "csrfToken": "Q0sRf-TokEn-9c4e…",
+                     *       "createdAt": "2026-05-28T09:00:06.090Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.090Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.090Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Send it in the X-CSRF-Token header with every call that changes something */
+                        csrfToken: string;
+                        /**
+                         * Format: date-time
+                         * @description The session ends then, used or not
+                         */
+                        expiresAt: string;
+                        /** @description Session id (ses_…) */
+                        id: string;
+                        /**
+                         * Format: date-time
+                         * @description It ends then unless used before (30 minutes of idleness)
+                         */
+                        idleExpiresAt: string;
+                        provider: {
+                            displayName: string;
+                            id: string;
+                            liveEnabled: boolean;
+                        };
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                        user: {
+                            email: string;
+                            id: string;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3734,7 +4719,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795875279,
+                     *       "client_id_issued_at": 1795879316,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -3907,7 +4892,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:03.900Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.919Z"
                      *     }
                      */
                     "application/json": {
@@ -4652,8 +5637,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.246Z",
-                     *       "createdAt": "2026-05-28T09:00:03.246Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.156Z",
+                     *       "createdAt": "2026-05-28T09:00:04.156Z"
                      *     }
                      */
                     "application/json": {
@@ -4810,8 +5795,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.246Z",
-                     *       "createdAt": "2026-05-28T09:00:03.246Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.156Z",
+                     *       "createdAt": "2026-05-28T09:00:04.156Z"
                      *     }
                      */
                     "application/json": {
@@ -4997,8 +5982,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.285Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.285Z"
+                     *           "createdAt": "2026-05-28T09:00:03.060Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.060Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -5010,8 +5995,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.300Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.300Z"
+                     *           "createdAt": "2026-05-28T09:00:03.082Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.082Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -5198,8 +6183,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.285Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.285Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.060Z"
                      *     }
                      */
                     "application/json": {
@@ -5690,8 +6675,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.285Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.347Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.132Z"
                      *     }
                      */
                     "application/json": {
@@ -6918,7 +7903,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:03.492Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.462Z"
                      *     }
                      */
                     "application/json": {
@@ -7105,8 +8090,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.300Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.300Z"
+                     *       "createdAt": "2026-05-28T09:00:03.082Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.082Z"
                      *     }
                      */
                     "application/json": {
@@ -7314,7 +8299,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T18:45:24.523Z"
+                     *                 "end": "2026-01-28T17:38:08.531Z"
                      *               }
                      *             }
                      *           ],
@@ -8027,7 +9012,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T18:45:24.523Z"
+                     *             "end": "2026-01-28T17:38:08.531Z"
                      *           }
                      *         }
                      *       ],
@@ -8928,7 +9913,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.072Z"
+                     *       "timestamp": "2026-05-28T09:00:03.924Z"
                      *     }
                      */
                     "application/json": {
@@ -9152,7 +10137,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.098Z"
+                     *           "timestamp": "2026-05-28T09:00:03.958Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -9160,7 +10145,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.098Z"
+                     *           "timestamp": "2026-05-28T09:00:03.958Z"
                      *         }
                      *       ]
                      *     }
@@ -10171,7 +11156,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.311Z",
+                     *       "createdAt": "2026-05-28T09:00:04.233Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -10355,8 +11340,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.311Z",
-                     *       "closedAt": "2026-05-28T09:00:03.361Z"
+                     *       "createdAt": "2026-05-28T09:00:04.233Z",
+                     *       "closedAt": "2026-05-28T09:00:04.293Z"
                      *     }
                      */
                     "application/json": {
@@ -10535,11 +11520,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.383Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.311Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.383Z"
+                     *       "createdAt": "2026-05-28T09:00:04.311Z"
                      *     }
                      */
                     "application/json": {
@@ -10707,7 +11692,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.224Z"
+                     *           "createdAt": "2026-05-28T09:00:02.960Z"
                      *         }
                      *       ]
                      *     }
@@ -10861,7 +11846,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.224Z"
+                     *       "createdAt": "2026-05-28T09:00:02.960Z"
                      *     }
                      */
                     "application/json": {
@@ -11000,7 +11985,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.224Z"
+                     *       "createdAt": "2026-05-28T09:00:02.960Z"
                      *     }
                      */
                     "application/json": {
@@ -11151,7 +12136,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.224Z"
+                     *       "createdAt": "2026-05-28T09:00:02.960Z"
                      *     }
                      */
                     "application/json": {
@@ -11858,7 +12843,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:04.693Z",
+                     *           "createdAt": "2026-05-28T09:00:05.914Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -11875,7 +12860,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:04.686Z",
+                     *           "createdAt": "2026-05-28T09:00:05.905Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -11892,7 +12877,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:04.664Z",
+                     *           "createdAt": "2026-05-28T09:00:05.878Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -11908,7 +12893,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThoODQ1OGRmZHRxdnNyaHEybXF3a2Ix"
+                     *       "nextCursor": "YXVkXzAxbThoYnpidjM0MWQwOG5uNmtqMm5mMjJi"
                      *     }
                      */
                     "application/json": {
@@ -12087,7 +13072,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:03.311Z",
+                     *           "createdAt": "2026-05-28T09:00:04.233Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -12242,7 +13227,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.311Z",
+                     *       "createdAt": "2026-05-28T09:00:04.233Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -12403,7 +13388,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.311Z",
+                     *       "createdAt": "2026-05-28T09:00:04.233Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14430,8 +15415,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.673Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.673Z"
+                     *           "createdAt": "2026-05-28T09:00:02.222Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.222Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -14441,8 +15426,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.191Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.191Z"
+                     *           "createdAt": "2026-05-28T09:00:02.901Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.901Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -14614,8 +15599,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.191Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.191Z"
+                     *       "createdAt": "2026-05-28T09:00:02.901Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.901Z"
                      *     }
                      */
                     "application/json": {
@@ -14788,8 +15773,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.191Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.191Z"
+                     *       "createdAt": "2026-05-28T09:00:02.901Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.901Z"
                      *     }
                      */
                     "application/json": {
@@ -14939,8 +15924,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.191Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.488Z"
+                     *       "createdAt": "2026-05-28T09:00:02.901Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.665Z"
                      *     }
                      */
                     "application/json": {
@@ -15110,11 +16095,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:03.383Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.311Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:03.383Z"
+                     *           "createdAt": "2026-05-28T09:00:04.311Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -15266,11 +16251,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.383Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.311Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.383Z"
+                     *       "createdAt": "2026-05-28T09:00:04.311Z"
                      *     }
                      */
                     "application/json": {
@@ -15455,8 +16440,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.026Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.026Z"
+                     *       "createdAt": "2026-05-28T09:00:02.632Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.632Z"
                      *     }
                      */
                     "application/json": {
@@ -15772,8 +16757,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.026Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.145Z"
+                     *       "createdAt": "2026-05-28T09:00:02.632Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.833Z"
                      *     }
                      */
                     "application/json": {
@@ -16028,8 +17013,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.498Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.508Z"
+                     *       "createdAt": "2026-05-28T09:00:05.675Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.685Z"
                      *     }
                      */
                     "application/json": {
@@ -16224,8 +17209,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmaxsGKreZdUOR2",
-                     *       "connectedAt": "2026-05-28T09:00:04.288Z"
+                     *       "account": "acct_RmbyxMOdRLQXl6H",
+                     *       "connectedAt": "2026-05-28T09:00:05.429Z"
                      *     }
                      */
                     "application/json": {
@@ -16399,8 +17384,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmaxsGKreZdUOR2",
-                     *       "connectedAt": "2026-05-28T09:00:04.288Z"
+                     *       "account": "acct_RmbyxMOdRLQXl6H",
+                     *       "connectedAt": "2026-05-28T09:00:05.429Z"
                      *     }
                      */
                     "application/json": {
@@ -16969,8 +17954,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:01.842Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.842Z"
+                     *           "createdAt": "2026-05-28T09:00:02.373Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.373Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -17149,8 +18134,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.842Z"
+                     *       "createdAt": "2026-05-28T09:00:02.373Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.373Z"
                      *     }
                      */
                     "application/json": {
@@ -17325,8 +18310,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.842Z"
+                     *       "createdAt": "2026-05-28T09:00:02.373Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.373Z"
                      *     }
                      */
                     "application/json": {
@@ -17503,8 +18488,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.842Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.919Z"
+                     *       "createdAt": "2026-05-28T09:00:02.373Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.489Z"
                      *     }
                      */
                     "application/json": {
@@ -17679,8 +18664,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.548Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.557Z"
+                     *       "createdAt": "2026-05-28T09:00:05.738Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.746Z"
                      *     }
                      */
                     "application/json": {
@@ -17871,8 +18856,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.959Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.959Z"
+                     *           "createdAt": "2026-05-28T09:00:02.549Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.549Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -17918,8 +18903,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.026Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.026Z"
+                     *           "createdAt": "2026-05-28T09:00:02.632Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.632Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -17962,8 +18947,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.036Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.036Z"
+                     *           "createdAt": "2026-05-28T09:00:02.650Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.650Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18311,8 +19296,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.026Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.026Z"
+                     *       "createdAt": "2026-05-28T09:00:02.632Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.632Z"
                      *     }
                      */
                     "application/json": {
@@ -18762,6 +19747,848 @@ export interface operations {
             };
         };
     };
+    getTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "members": [
+                     *         {
+                     *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
+                     *           "email": "grace@tidewater.example",
+                     *           "role": "owner",
+                     *           "joinedAt": "2026-05-28T09:00:06.080Z"
+                     *         },
+                     *         {
+                     *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
+                     *           "email": "alan@tidewater.example",
+                     *           "role": "developer",
+                     *           "joinedAt": "2026-05-28T09:00:06.235Z"
+                     *         }
+                     *       ],
+                     *       "invitations": [
+                     *         {
+                     *           "id": "ivt_01jx000002w0h5s1qeh3mgx838",
+                     *           "email": "ada@tidewater.example",
+                     *           "role": "viewer",
+                     *           "invitedBy": "grace@tidewater.example",
+                     *           "createdAt": "2026-05-28T09:00:06.267Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.267Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Open invitations, newest first */
+                        invitations: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            email: string;
+                            /** Format: date-time */
+                            expiresAt: string;
+                            /** @description Invitation id (ivt_…) */
+                            id: string;
+                            invitedBy: string | null;
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "developer" | "viewer";
+                        }[];
+                        members: {
+                            email: string;
+                            /** Format: date-time */
+                            joinedAt: string;
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "developer" | "viewer";
+                            /** @description Console user id (usr_…) */
+                            userId: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    inviteMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "email": "alan@tidewater.example",
+                 *       "role": "developer"
+                 *     }
+                 */
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** @enum {string} */
+                    role: "owner" | "admin" | "developer" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ivt_01jx0000012cmrz2bkk0nfq6j4",
+                     *       "email": "alan@tidewater.example",
+                     *       "role": "developer",
+                     *       "invitedBy": "grace@tidewater.example",
+                     *       "createdAt": "2026-05-28T09:00:06.106Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.106Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        email: string;
+                        /** Format: date-time */
+                        expiresAt: string;
+                        /** @description Invitation id (ivt_…) */
+                        id: string;
+                        invitedBy: string | null;
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example ivt_01jx000002w0h5s1qeh3mgx838 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "ivt_01jx000002w0h5s1qeh3mgx838",
+                     *       "revoked": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {boolean} */
+                        revoked: true;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    removeMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example usr_01jx00000364qh64nk0x3s9a8h */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
+                     *       "removed": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        removed: true;
+                        userId: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    changeMemberRole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example usr_01jx00000364qh64nk0x3s9a8h */
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "role": "admin"
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    role: "owner" | "admin" | "developer" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
+                     *       "email": "alan@tidewater.example",
+                     *       "role": "admin",
+                     *       "joinedAt": "2026-05-28T09:00:06.235Z"
+                     *     }
+                     */
+                    "application/json": {
+                        email: string;
+                        /** Format: date-time */
+                        joinedAt: string;
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "developer" | "viewer";
+                        /** @description Console user id (usr_…) */
+                        userId: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     listTransactions: {
         parameters: {
             query: {
@@ -18996,7 +20823,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:03.293Z"
+                     *       "createdAt": "2026-05-28T09:00:04.215Z"
                      *     }
                      */
                     "application/json": {
@@ -19182,11 +21009,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:04.406Z"
+                     *       "createdAt": "2026-05-28T09:00:05.561Z"
                      *     }
                      */
                     "application/json": {
@@ -19360,11 +21187,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:04.406Z"
+                     *           "createdAt": "2026-05-28T09:00:05.561Z"
                      *         }
                      *       ]
                      *     }
@@ -19518,8 +21345,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:04.359Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.359Z"
+                     *           "createdAt": "2026-05-28T09:00:05.507Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.507Z"
                      *         }
                      *       ]
                      *     }
@@ -19693,8 +21520,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.359Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.359Z",
+                     *       "createdAt": "2026-05-28T09:00:05.507Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.507Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -19849,8 +21676,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.359Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.359Z"
+                     *       "createdAt": "2026-05-28T09:00:05.507Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.507Z"
                      *     }
                      */
                     "application/json": {
@@ -20142,8 +21969,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.359Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.390Z"
+                     *       "createdAt": "2026-05-28T09:00:05.507Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.543Z"
                      *     }
                      */
                     "application/json": {
@@ -20295,8 +22122,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.359Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.456Z"
+                     *       "createdAt": "2026-05-28T09:00:05.507Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.632Z"
                      *     }
                      */
                     "application/json": {
@@ -20448,8 +22275,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.359Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.465Z"
+                     *       "createdAt": "2026-05-28T09:00:05.507Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.641Z"
                      *     }
                      */
                     "application/json": {
@@ -20742,7 +22569,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.449Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.618Z"
                      *     }
                      */
                     "application/json": {

@@ -61,6 +61,8 @@ export async function startTestControlPlane(options: {
   stripeApiUrl?: string;
   /** The PostgreSQL server to make its database on (default the run's; fault tests bring their own). */
   postgresServerUrl?: string;
+  /** CONSOLE_SIGNUP (default open). */
+  consoleSignup?: 'open' | 'closed';
 }): Promise<TestControlPlane> {
   const logger = options.logger ?? createLogger({ level: 'silent', name: 'test' });
   // A database of its own on the run's server: the billing scheduler is global by design, so one
@@ -96,6 +98,7 @@ export async function startTestControlPlane(options: {
         ...(options.platformFee === undefined ? {} : { platformFee: options.platformFee }),
         payouts: options.payouts ?? { schedule: 'manual', delayDays: 2 },
         ...(options.stripeApiUrl === undefined ? {} : { stripeApiUrl: options.stripeApiUrl }),
+        ...(options.consoleSignup === undefined ? {} : { consoleSignup: options.consoleSignup }),
       },
       logger,
       pool,

@@ -18,6 +18,8 @@ export async function startMailbox(): Promise<{
   mails: Mail[];
   /** Waits for a message to `to` newer than the `after`th, and answers the six-digit code in it. */
   codeFor(to: string, after?: number): Promise<string>;
+  /** Waits for a message to `to` newer than the `after`th, and answers its text (quoted-printable undone). */
+  textFor(to: string, after?: number): Promise<string>;
   /** How many messages went to `to` so far. */
   countFor(to: string): number;
   close(): Promise<void>;
@@ -50,6 +52,17 @@ export async function startMailbox(): Promise<{
     url: `smtp://127.0.0.1:${port}`,
     mails,
     countFor: (address) => to(address).length,
+    async textFor(address, after = 0) {
+      for (let i = 0; i < 500; i++) {
+        const mail = to(address)[after];
+        if (mail !== undefined)
+          return mail.raw
+            .replace(/=\r?\n/g, '')
+            .replace(/=([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`no mail to ${address}`);
+    },
     async codeFor(address, after = 0) {
       for (let i = 0; i < 500; i++) {
         const mail = to(address)[after];

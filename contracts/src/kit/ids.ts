@@ -97,6 +97,9 @@ export const ID = {
   /** A person who signs in to the console (one per email), and a signed-in browser of theirs. */
   consoleUser: 'usr',
   consoleSession: 'ses',
+  /** A console sign-up waiting for its mailed code, and an invitation to a provider's team. */
+  consoleSignup: 'sgn',
+  invitation: 'ivt',
   /** An entry of the console's audit log. */
   auditEvent: 'aud',
   /** An API request, as logged and answered in `x-request-id` (never stored). */

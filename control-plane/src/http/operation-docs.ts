@@ -188,4 +188,22 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Changes the account’s console password, proven by the current one; every other session of the account ends, this one stays. Needs the CSRF token.',
   'GET /v1/ui/audit-events':
     'The console’s audit log, newest first, cursor-paginated: every change a member made with their session (the operationId, the path, how it ended), and their sign-ins, sign-outs and password changes, with who, when and from which address. Changes made with API keys are not in it. Owners and admins read it in the console; other roles get 403 `role_forbidden`.',
+  'POST /v1/console/signups':
+    'Starts a sign-up to the console: mails a six-digit code to the address and answers 202 with the sign-up’s id; nothing is created yet. 5 codes per address per 15 minutes (429 with Retry-After). 403 `signup_closed` where the operator set CONSOLE_SIGNUP=closed; 503 `mail_unavailable` when the code could not be sent.',
+  'POST /v1/console/signups/:id/verify':
+    'Finishes a sign-up with the mailed code: a new provider named after the business (sandbox only until the operator enables live), its keys and meters, the account and its owner membership are made in one transaction, and the answer is a signed-in session with its cookie. A code works once, for 10 minutes and 5 tries (400 `invalid_verification_code` says how many are left; 400 `verification_expired` after).',
+  'POST /v1/console/invitations/lookup':
+    'Reads an invitation link’s secret: the team, the invited address and role, and whether that address has an account (then accepting asks for its password). 404 `invitation_not_found`; 409 `invitation_closed` once used, revoked, replaced or expired.',
+  'POST /v1/console/invitations/accept':
+    'Accepts an invitation: an existing account proves itself with its password (throttled as sign-in is), a new one is made with the password given (8 characters or more); the membership is added with the invited role and the answer is a signed-in session with its cookie. An invitation is accepted once.',
+  'GET /v1/ui/team':
+    'The team: every member with their role and when they joined, and the invitations still open, newest first.',
+  'POST /v1/ui/team/invitations':
+    'Mails an invitation link (valid 7 days) to join the team with a role; a new invitation to the same address replaces the open one. Owners and admins invite; only an owner (or a secret key) invites an owner. 409 `member_exists` when the address is a member already.',
+  'DELETE /v1/ui/team/invitations/:id':
+    'Revokes an open invitation: its link answers 409 `invitation_closed` from now on.',
+  'PATCH /v1/ui/team/members/:userId':
+    'Changes a member’s role. Only an owner (or a secret key) grants or takes away the owner role, and the last owner cannot step down (409 `last_owner`): changes to one team are made one at a time.',
+  'DELETE /v1/ui/team/members/:userId':
+    'Removes a member from the team; their console sessions at this provider end at once. The last owner cannot be removed (409 `last_owner`); only an owner removes an owner.',
 };

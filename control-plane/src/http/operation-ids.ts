@@ -112,4 +112,13 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /v1/console/session/sign-out-everywhere': 'signOutOfConsoleEverywhere',
   'PUT /v1/console/password': 'changeConsolePassword',
   'GET /v1/ui/audit-events': 'listAuditEvents',
+  'POST /v1/console/signups': 'signUpToConsole',
+  'POST /v1/console/signups/:id/verify': 'verifyConsoleSignup',
+  'POST /v1/console/invitations/lookup': 'lookUpInvitation',
+  'POST /v1/console/invitations/accept': 'acceptInvitation',
+  'GET /v1/ui/team': 'getTeam',
+  'POST /v1/ui/team/invitations': 'inviteMember',
+  'DELETE /v1/ui/team/invitations/:id': 'revokeInvitation',
+  'PATCH /v1/ui/team/members/:userId': 'changeMemberRole',
+  'DELETE /v1/ui/team/members/:userId': 'removeMember',
 };

@@ -1,6 +1,6 @@
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import {
   type FieldProblem,
   isDependencyOutage,
@@ -57,12 +57,18 @@ export class ProviderService {
     private readonly clock: Clock,
   ) {}
 
-  /** A provider, one key per environment and the auto-assigned `requests` meter in each, atomically. */
-  async create(input: {
-    displayName: string;
-    legalName?: string;
-    liveEnabled?: boolean;
-  }): Promise<CreatedProvider> {
+  /**
+   * A provider, one key per environment and the auto-assigned `requests` meter in each, atomically;
+   * with `within`, what else must exist with it (its first owner) is written in the same transaction.
+   */
+  async create(
+    input: {
+      displayName: string;
+      legalName?: string;
+      liveEnabled?: boolean;
+    },
+    within?: (tx: Queryable, created: CreatedProvider) => Promise<void>,
+  ): Promise<CreatedProvider> {
     const at = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const provider = await insertProvider(tx, {
@@ -85,7 +91,9 @@ export class ProviderService {
           at,
         });
       }
-      return { provider, sandboxKey: keys.sandbox, liveKey: keys.live };
+      const created = { provider, sandboxKey: keys.sandbox, liveKey: keys.live };
+      await within?.(tx, created);
+      return created;
     });
   }
 

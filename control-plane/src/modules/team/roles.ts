@@ -5,7 +5,7 @@ import type { Role } from './repository';
  * `/v1/ui/mcp-servers/:id`). Everyone may read. A viewer changes nothing. A developer changes the
  * integration: webhook endpoints, MCP servers, meters, usage it reports, limit checks, customer
  * tokens and sandbox test clocks; not money, customers or the catalog's prices. Admins and
- * owners change everything (team management, when it comes, is theirs alone). API keys are not
+ * owners change everything, the team included (only owners touch the owner role). API keys are not
  * members: they keep the full access they always had.
  */
 const READS = new Set(['GET', 'HEAD']);

@@ -6,12 +6,51 @@ import { errorResponses, ListQuery, Problem } from '../../http/schemas';
 import { cookieOf } from '../sign-in/oauth-http';
 import { actorOf, type ConsoleAudit } from './audit';
 import { AuditPage, CsrfHeader, PasswordChange, Session, SignInBody } from './schemas';
-import { SESSION_LIFETIME_MS, type TeamService } from './service';
+import { SESSION_LIFETIME_MS, type SessionView, type TeamService } from './service';
 
 /** The console session's cookie: its secret, HttpOnly, sent to this origin only. */
 export const CONSOLE_COOKIE = 'mcpm_console';
 
-const problems = { 400: Problem, 401: Problem, 403: Problem, 429: Problem, 503: Problem } as const;
+export const problems = { 400: Problem, 401: Problem, 403: Problem, 429: Problem, 503: Problem } as const;
+
+/** The session cookie's header: the secret, HttpOnly, SameSite=Strict, Secure over https. */
+export const sessionCookie = (value: string, maxAgeSeconds: number, secure: boolean) =>
+  `${CONSOLE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+
+/** Answers a new session (201) with its cookie, and records the sign-in in the audit log. */
+export async function sendSession(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  audit: ConsoleAudit,
+  started: { token: string; session: SessionView },
+  secure: boolean,
+) {
+  const { session } = started;
+  await audit.record(
+    {
+      providerId: session.provider.id,
+      environment: null,
+      userId: session.user.id,
+      email: session.user.email,
+      role: session.role,
+      sessionId: session.id,
+    },
+    request,
+    201,
+  );
+  return reply
+    .status(201)
+    .header('set-cookie', sessionCookie(started.token, Math.floor(SESSION_LIFETIME_MS / 1000), secure))
+    .header('cache-control', 'no-store')
+    .send(session);
+}
+
+/** Sets Retry-After from a refusal that names one (429, 503), then lets it answer. */
+export function withRetryAfter(reply: FastifyReply, error: unknown): never {
+  const retryAfter = error instanceof DomainError ? error.details.retryAfter : undefined;
+  if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
+  throw error;
+}
 const csrfOf = (request: FastifyRequest) => {
   const value = request.headers['x-csrf-token'];
   return typeof value === 'string' ? value : undefined;
@@ -24,9 +63,7 @@ const csrfOf = (request: FastifyRequest) => {
  * no longer than the session; changes need the session's CSRF token in X-CSRF-Token.
  */
 export function teamRoutes(team: TeamService, audit: ConsoleAudit, secureCookies: boolean) {
-  const cookie = (value: string, maxAgeSeconds: number) =>
-    `${CONSOLE_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secureCookies ? '; Secure' : ''}`;
-  const cleared = (reply: FastifyReply) => reply.header('set-cookie', cookie('', 0));
+  const cleared = (reply: FastifyReply) => reply.header('set-cookie', sessionCookie('', 0, secureCookies));
 
   return async (app: App) => {
     const tags = ['console'];
@@ -42,32 +79,14 @@ export function teamRoutes(team: TeamService, audit: ConsoleAudit, secureCookies
       },
       async (request, reply) => {
         try {
-          const { token, session } = await team.signIn({
+          const started = await team.signIn({
             ...request.body,
             address: request.ip,
             userAgent: request.headers['user-agent'],
           });
-          await audit.record(
-            {
-              providerId: session.provider.id,
-              environment: null,
-              userId: session.user.id,
-              email: session.user.email,
-              role: session.role,
-              sessionId: session.id,
-            },
-            request,
-            201,
-          );
-          return reply
-            .status(201)
-            .header('set-cookie', cookie(token, Math.floor(SESSION_LIFETIME_MS / 1000)))
-            .header('cache-control', 'no-store')
-            .send(session);
+          return await sendSession(reply, request, audit, started, secureCookies);
         } catch (error) {
-          const retryAfter = error instanceof DomainError ? error.details.retryAfter : undefined;
-          if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
-          throw error;
+          withRetryAfter(reply, error);
         }
       },
     );

@@ -62,3 +62,84 @@ export const AuditEvent = Type.Object({
 });
 
 export const AuditPage = page(AuditEvent);
+
+const Email = Type.String({ format: 'email', maxLength: 254 });
+const Secret = Type.String({ minLength: 1, maxLength: 200 });
+
+export const SignupBody = Type.Object(
+  {
+    email: Email,
+    password: Type.String({ minLength: 1, maxLength: 1024, description: 'At least 8 characters' }),
+    businessName: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'What you sell under: the new provider’s display name',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const SignupStarted = Type.Object({
+  verificationId: Type.String({ description: 'Sign-up id (sgn_…): verify it with the mailed code' }),
+  email: Type.String(),
+  expiresAt: Type.String({ format: 'date-time', description: 'The code works until then' }),
+});
+
+export const VerifyBody = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 20, description: 'The six digits mailed' }) },
+  { additionalProperties: false },
+);
+
+export const TokenBody = Type.Object(
+  { token: Type.String({ minLength: 1, maxLength: 200, description: 'The secret of the invitation link' }) },
+  { additionalProperties: false },
+);
+
+export const AcceptBody = Type.Object(
+  {
+    token: Secret,
+    password: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: 'The account’s password, or a new one (8 characters or more) for a new account',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const InvitationPreview = Type.Object({
+  provider: Type.Object({ id: Type.String(), displayName: Type.String() }),
+  email: Type.String(),
+  role: stringEnum(ROLES),
+  accountExists: Type.Boolean({ description: 'Sign in with its password, rather than choose one' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+});
+
+export const Member = Type.Object({
+  userId: Type.String({ description: 'Console user id (usr_…)' }),
+  email: Type.String(),
+  role: stringEnum(ROLES),
+  joinedAt: Type.String({ format: 'date-time' }),
+});
+
+export const Invitation = Type.Object({
+  id: Type.String({ description: 'Invitation id (ivt_…)' }),
+  email: Type.String(),
+  role: stringEnum(ROLES),
+  invitedBy: Nullable(Type.String({ description: 'The inviting member’s email; null when a key sent it' })),
+  createdAt: Type.String({ format: 'date-time' }),
+  expiresAt: Type.String({ format: 'date-time' }),
+});
+
+export const Team = Type.Object({
+  members: Type.Array(Member),
+  invitations: Type.Array(Invitation, { description: 'Open invitations, newest first' }),
+});
+
+export const InviteBody = Type.Object(
+  { email: Email, role: stringEnum(ROLES) },
+  { additionalProperties: false },
+);
+export const RoleBody = Type.Object({ role: stringEnum(ROLES) }, { additionalProperties: false });
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 100 }) });

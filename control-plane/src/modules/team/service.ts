@@ -5,7 +5,7 @@ import { inTransaction, type Pool } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, UnauthorizedError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { hashPassword, verifyPassword } from '../sign-in/passwords';
-import { clearFailures, releaseAttempts, reserveAttempts } from '../sign-in/repository';
+import { clearFailures, releaseAttempts } from '../sign-in/repository';
 import { newSecret, sha256 } from '../sign-in/secrets';
 import {
   findSession,
@@ -22,6 +22,7 @@ import {
   updatePassword,
 } from './repository';
 import { mayCall } from './roles';
+import { reserveOrRefuse } from './throttle';
 
 /** A session ends this long after it was last used... */
 export const SESSION_IDLE_MS = 30 * 60_000;
@@ -29,13 +30,15 @@ export const SESSION_IDLE_MS = 30 * 60_000;
 export const SESSION_LIFETIME_MS = 12 * 60 * 60_000;
 /** Activity is recorded at most this often per session (not a write per request). */
 const TOUCH_EVERY_MS = 60_000;
-const FAILURE_WINDOW_MS = 15 * 60_000;
 const MAX_FAILURES_PER_ACCOUNT = 5;
-const MAX_FAILURES_PER_ADDRESS = 30;
-const MIN_PASSWORD = 8;
+/** Failed attempts (sign-ins, codes) from one address in the window. */
+export const MAX_FAILURES_PER_ADDRESS = 30;
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
-const normaliseEmail = (email: string) => email.trim().toLowerCase();
+export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+/** A console account's password: at least this many characters. */
+export const MIN_PASSWORD = 8;
 
 /** What the console learns of its session: who, where, as what, and until when. */
 export interface SessionView {
@@ -137,21 +140,10 @@ export class TeamService {
     const accountKey = `console-account:${email}`;
     const addressKey = `console-address:${input.address}`;
     const now = this.clock.now();
-    const refused = await reserveAttempts(
-      this.pool,
-      [
-        { key: accountKey, limit: MAX_FAILURES_PER_ACCOUNT },
-        { key: addressKey, limit: MAX_FAILURES_PER_ADDRESS },
-      ],
-      now,
-      FAILURE_WINDOW_MS,
-    );
-    if (refused.length > 0) {
-      const until = Math.max(...refused.map((r) => r.windowEnds.getTime()));
-      throw new DomainError('too_many_attempts', 'Too many attempts; wait a few minutes and try again', {
-        retryAfter: Math.max(1, Math.ceil((until - now.getTime()) / 1000)),
-      });
-    }
+    await reserveOrRefuse(this.pool, now, [
+      { key: accountKey, limit: MAX_FAILURES_PER_ACCOUNT },
+      { key: addressKey, limit: MAX_FAILURES_PER_ADDRESS },
+    ]);
     const user = await findUserByEmail(this.pool, email);
     const ok = await verifyPassword(user?.password_hash, input.password);
     if (user === undefined || !ok)
@@ -180,14 +172,29 @@ export class TeamService {
         );
       throw new DomainError('forbidden', 'This account is not a member of that provider');
     }
-    const token = newSecret();
-    const id = newId(ID.consoleSession);
-    await insertSession(this.pool, {
-      id,
-      tokenHash: sha256(token),
-      csrfToken: newSecret(),
+    return this.startSession({
       userId: user.id,
       providerId: membership.provider_id,
+      address: input.address,
+      userAgent: input.userAgent,
+    });
+  }
+
+  /** A new session of a member at a provider: its cookie's secret (answered once) and its view. */
+  async startSession(input: {
+    userId: string;
+    providerId: string;
+    address: string;
+    userAgent?: string | undefined;
+  }): Promise<{ token: string; session: SessionView }> {
+    const now = this.clock.now();
+    const token = newSecret();
+    await insertSession(this.pool, {
+      id: newId(ID.consoleSession),
+      tokenHash: sha256(token),
+      csrfToken: newSecret(),
+      userId: input.userId,
+      providerId: input.providerId,
       address: input.address,
       userAgent: input.userAgent?.slice(0, 500) ?? null,
       at: now,
