@@ -17,6 +17,7 @@ COPY sdk/package.json sdk/package.json
 COPY ingest/package.json ingest/package.json
 COPY control-plane/package.json control-plane/package.json
 COPY proxy/package.json proxy/package.json
+COPY console/package.json console/package.json
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY contracts contracts
@@ -24,9 +25,11 @@ COPY sdk sdk
 COPY ingest ingest
 COPY control-plane control-plane
 COPY proxy proxy
+COPY console console
 COPY deploy deploy
-# The services' build (deploy/build.mjs), made here while esbuild is installed; then the dev
-# dependencies go (deploy/start.mjs runs the build it finds when there is no esbuild).
+# The services' build (deploy/build.mjs) and the console's static files (console/dist, by Vite),
+# made here while esbuild and Vite are installed; then the dev dependencies go (deploy/start.mjs
+# runs the builds it finds when there is no esbuild or Vite).
 # uWebSockets.js ships a binary per platform and Node ABI: only this platform's are kept.
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund && rm -rf node_modules/.cache/mcp-meter-ts \
  && node -e "for (const dir of ['node_modules/uWebSockets.js', 'node_modules/uws-pack/dist/bin']) for (const f of require('node:fs').readdirSync(dir)) if (f.startsWith('uws_') && !f.startsWith('uws_' + process.platform + '_' + process.arch + '_')) require('node:fs').rmSync(dir + '/' + f)"

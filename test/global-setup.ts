@@ -35,6 +35,11 @@ export default async function setup(project: TestProject) {
   const infra = join(root, 'deploy', 'infra.sh');
   // The services' build (deploy/build.mjs), made once here: tests that spawn them start it.
   execFileSync(process.execPath, [join(root, 'deploy', 'build.mjs')], { stdio: 'inherit', timeout: 120_000 });
+  // The console's static files (console/dist), served at /console by every control plane.
+  execFileSync(process.execPath, [join(root, 'deploy', 'console-build.mjs')], {
+    stdio: 'inherit',
+    timeout: 180_000,
+  });
   try {
     execFileSync('bash', [infra, 'all', 'start'], { env, stdio: 'inherit', timeout: 200_000 });
   } catch (error) {

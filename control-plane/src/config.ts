@@ -71,6 +71,8 @@ export interface ControlPlaneConfig {
    * sandbox only until the operator enables live); `closed` leaves only invitations and the CLI.
    */
   consoleSignup: 'open' | 'closed';
+  /** CONSOLE_DIR: the console's built files (default console/dist of this checkout or image). */
+  consoleDir: string | undefined;
 }
 
 export interface WebhookConfig {
@@ -148,6 +150,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     mailToLog: env.bool('MAIL_TO_LOG', env.string('DATABASE_URL', '') === ''),
     mailFrom: env.string('MAIL_FROM', 'MCP Meter <no-reply@localhost>'),
     consoleSignup: env.oneOf('CONSOLE_SIGNUP', ['open', 'closed'] as const, 'open'),
+    consoleDir: env.string('CONSOLE_DIR', '') || undefined,
     // Set by the operator, never by a provider: the one host live payments are sent to.
     stripeApiUrl: (env.url('STRIPE_API_URL', ['http', 'https']) ?? 'https://api.stripe.com').replace(
       /\/$/,

@@ -19,6 +19,7 @@ import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
+import { consoleRoutes } from './modules/console-app/routes';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { UsageDebits } from './modules/credits/usage-debits';
@@ -119,6 +120,7 @@ export interface ControlPlaneDeps {
         | 'mailToLog'
         | 'stripeApiUrl'
         | 'consoleSignup'
+        | 'consoleDir'
       >
     >;
   logger: Logger;
@@ -345,6 +347,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     authenticate: consoleAuthenticator(providers, team),
     open: async (scope) => {
       await scope.register(apiDocsRoutes());
+      await scope.register(consoleRoutes(deps.config.consoleDir));
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(hostedInvoiceRoutes(billing));
       await scope.register(jwksRoutes(tokens));

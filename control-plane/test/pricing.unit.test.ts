@@ -1,5 +1,3 @@
-import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
 import {
   formatDecimal,
   type Pricing,
@@ -8,7 +6,9 @@ import {
   prorate,
   roundHalfEven,
   type Tier,
-} from '../src/modules/billing/pricing';
+} from '@mcp-meter/contracts/pricing';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 
 const dec = (value: number | string): bigint => {
   const parsed = parseDecimal(value);

@@ -270,6 +270,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     environment: Environment;
     from: Date;
     to: Date;
+    customerRef?: string | undefined;
   }): Promise<DailyStats[]> {
     const rows = await this.rows<{
       day: string;
@@ -282,8 +283,14 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         WHERE provider_id = {providerId:String}
           AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
           AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+          ${query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}'}
         GROUP BY day ORDER BY day`,
-      { providerId: query.providerId, fromMs: query.from.getTime(), toMs: query.to.getTime() },
+      {
+        providerId: query.providerId,
+        fromMs: query.from.getTime(),
+        toMs: query.to.getTime(),
+        ...(query.customerRef === undefined ? {} : { customerRef: query.customerRef }),
+      },
     );
     const found = new Map(rows.map((r) => [r.day, r]));
     return bucketStarts(query.from, query.to, 'day').map((start) => {

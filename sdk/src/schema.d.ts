@@ -151,7 +151,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept an invitation: join the team (a new account, or yours) and sign in */
+        /**
+         * Accept an invitation: join the team (a new account, or yours) and sign in
+         * @description Accepts an invitation: an existing account proves itself with its password (throttled as sign-in is), a new one is made with the password given (8 characters or more); the membership is added with the invited role and the answer is a signed-in session with its cookie. An invitation is accepted once.
+         */
         post: operations["acceptInvitation"];
         delete?: never;
         options?: never;
@@ -168,7 +171,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** What an invitation link offers: the team, the address, the role */
+        /**
+         * What an invitation link offers: the team, the address, the role
+         * @description Reads an invitation link’s secret: the team, the invited address and role, and whether that address has an account (then accepting asks for its password). 404 `invitation_not_found`; 409 `invitation_closed` once used, revoked, replaced or expired.
+         */
         post: operations["lookUpInvitation"];
         delete?: never;
         options?: never;
@@ -269,7 +275,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Sign up to the console: mails a six-digit code to the address */
+        /**
+         * Sign up to the console: mails a six-digit code to the address
+         * @description Starts a sign-up to the console: mails a six-digit code to the address and answers 202 with the sign-up’s id; nothing is created yet. 5 codes per address per 15 minutes (429 with Retry-After). 403 `signup_closed` where the operator set CONSOLE_SIGNUP=closed; 503 `mail_unavailable` when the code could not be sent.
+         */
         post: operations["signUpToConsole"];
         delete?: never;
         options?: never;
@@ -286,7 +295,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Verify a sign-up with the mailed code: a new provider, its owner, signed in */
+        /**
+         * Verify a sign-up with the mailed code: a new provider, its owner, signed in
+         * @description Finishes a sign-up with the mailed code: a new provider named after the business (sandbox only until the operator enables live), its keys and meters, the account and its owner membership are made in one transaction, and the answer is a signed-in session with its cookie. A code works once, for 10 minutes and 5 tries (400 `invalid_verification_code` says how many are left; 400 `verification_expired` after).
+         */
         post: operations["verifyConsoleSignup"];
         delete?: never;
         options?: never;
@@ -1637,7 +1649,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The team: members with their roles, and open invitations */
+        /**
+         * The team: members with their roles, and open invitations
+         * @description The team: every member with their role and when they joined, and the invitations still open, newest first.
+         */
         get: operations["getTeam"];
         put?: never;
         post?: never;
@@ -1656,7 +1671,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Invite someone by email to join the team with a role (a link valid 7 days) */
+        /**
+         * Invite someone by email to join the team with a role (a link valid 7 days)
+         * @description Mails an invitation link (valid 7 days) to join the team with a role; a new invitation to the same address replaces the open one. Owners and admins invite; only an owner (or a secret key) invites an owner. 409 `member_exists` when the address is a member already.
+         */
         post: operations["inviteMember"];
         delete?: never;
         options?: never;
@@ -1674,7 +1692,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an open invitation: its link stops working */
+        /**
+         * Revoke an open invitation: its link stops working
+         * @description Revokes an open invitation: its link answers 409 `invitation_closed` from now on.
+         */
         delete: operations["revokeInvitation"];
         options?: never;
         head?: never;
@@ -1691,11 +1712,17 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a member: their console sessions here end at once */
+        /**
+         * Remove a member: their console sessions here end at once
+         * @description Removes a member from the team; their console sessions at this provider end at once. The last owner cannot be removed (409 `last_owner`); only an owner removes an owner.
+         */
         delete: operations["removeMember"];
         options?: never;
         head?: never;
-        /** Change a member's role (only owners touch the owner role; one owner always stays) */
+        /**
+         * Change a member's role (only owners touch the owner role; one owner always stays)
+         * @description Changes a member’s role. Only an owner (or a secret key) grants or takes away the owner role, and the last owner cannot step down (409 `last_owner`): changes to one team are made one at a time.
+         */
         patch: operations["changeMemberRole"];
         trace?: never;
     };
@@ -2054,6 +2081,8 @@ export interface operations {
     getDailyUsage: {
         parameters: {
             query?: {
+                /** @description One customer's days (id or externalRef) */
+                customerRef?: string;
                 /** @description Inclusive start (ISO 8601 date or date-time) */
                 from?: string;
                 /** @description Exclusive end (ISO 8601 date or date-time); default: now */

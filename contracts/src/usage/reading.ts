@@ -61,7 +61,14 @@ export interface UsageReader {
   total(query: UsageTotalQuery): Promise<UsageTotal>;
   buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]>;
   byCustomer(query: UsageTotalQuery & { limit: number }): Promise<CustomerUsage[]>;
-  daily(query: { providerId: string; environment: Environment; from: Date; to: Date }): Promise<DailyStats[]>;
+  daily(query: {
+    providerId: string;
+    environment: Environment;
+    from: Date;
+    to: Date;
+    /** One customer's days only (their id). */
+    customerRef?: string | undefined;
+  }): Promise<DailyStats[]>;
   /**
    * What a usage limit has counted for one customer and product in [from, to), the start of a
    * limit counter: calls the proxy or the SDK limit check admitted (`admitted: true` and this

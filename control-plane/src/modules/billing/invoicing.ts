@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ID, newId } from '@mcp-meter/contracts/kit';
+import { priceUsage } from '@mcp-meter/contracts/pricing';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import type { PoolClient, Queryable } from '../../db/pool';
@@ -10,7 +11,6 @@ import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { ChargeRequest, PaymentService } from '../payments/service';
 import { type PlanSettings, pricingOf } from '../plans/rules';
 import type { PurchaseRow } from '../purchases/repository';
-import { priceUsage } from './pricing';
 import {
   finalizeDraft,
   type InvoiceRow,

@@ -1,3 +1,4 @@
+import { priceUsage } from '@mcp-meter/contracts/pricing';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, UnavailableError } from '../../errors';
@@ -11,7 +12,6 @@ import { findPurchase, lockPurchase } from '../purchases/repository';
 import type { PurchaseRow } from '../purchases/service';
 import type { InvoiceDocument } from './document';
 import type { Invoicing } from './invoicing';
-import { priceUsage } from './pricing';
 import {
   findInvoice,
   findInvoiceByToken,

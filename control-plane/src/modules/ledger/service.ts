@@ -1,8 +1,8 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
+import { roundHalfEven } from '@mcp-meter/contracts/pricing';
 import type { Pool, PoolClient } from '../../db/pool';
 import { ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
-import { roundHalfEven } from '../billing/pricing';
 import { findCustomer } from '../customers/repository';
 import {
   type Account,

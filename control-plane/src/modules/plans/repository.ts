@@ -1,5 +1,5 @@
+import { formatDecimal } from '@mcp-meter/contracts/pricing';
 import { prepared, type Queryable } from '../../db/pool';
-import { formatDecimal } from '../billing/pricing';
 import type { Tenant } from '../products/repository';
 import { decimalOf, type PlanSettings } from './rules';
 

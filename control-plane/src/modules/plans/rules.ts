@@ -1,5 +1,5 @@
+import { formatDecimal, type Pricing, parseDecimal } from '@mcp-meter/contracts/pricing';
 import type { FieldProblem } from '../../errors';
-import { formatDecimal, type Pricing, parseDecimal } from '../billing/pricing';
 import type {
   BILLING_CYCLES,
   BILLING_MODELS,

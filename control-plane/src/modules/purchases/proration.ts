@@ -1,6 +1,6 @@
+import { prorate } from '@mcp-meter/contracts/pricing';
 import type { PoolClient } from '../../db/pool';
 import type { AuthContext } from '../../tenancy';
-import { prorate } from '../billing/pricing';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
 import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';

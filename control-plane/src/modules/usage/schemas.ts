@@ -123,7 +123,15 @@ export const CustomerUsage = Type.Object({
   ),
 });
 
-export const DailyQuery = Type.Object(Range, { additionalProperties: false });
+export const DailyQuery = Type.Object(
+  {
+    ...Range,
+    customerRef: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 255, description: "One customer's days (id or externalRef)" }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export const DailyStats = Type.Object({
   from: Timestamp,

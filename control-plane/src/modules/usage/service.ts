@@ -424,14 +424,16 @@ export class UsageService {
   }
 
   /** Records, customers and meters per UTC day across all of the provider's meters. */
-  async daily(auth: AuthContext, query: Range) {
+  async daily(auth: AuthContext, query: Range & { customerRef?: string | undefined }) {
     const { from, to } = this.range(query, (end) => new Date(end.getTime() - 30 * DAY_MS));
     if (to.getTime() - from.getTime() > 366 * DAY_MS) {
       throw new ValidationError([
         { path: '/from', message: 'the range may span at most 366 days', location: 'querystring' },
       ]);
     }
-    const data = await this.read(() => this.reader.daily({ ...auth, from, to }));
+    const customerRef =
+      query.customerRef === undefined ? undefined : await this.customerId(auth, query.customerRef);
+    const data = await this.read(() => this.reader.daily({ ...auth, from, to, customerRef }));
     return { from: from.toISOString(), to: to.toISOString(), data };
   }
 }

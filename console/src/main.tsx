@@ -1,0 +1,55 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { createRootRoute, createRoute, createRouter, Outlet, RouterProvider } from '@tanstack/react-router';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
+import { Catalog, ProductPage } from './pages/catalog';
+import { CustomerPage, Customers } from './pages/customers';
+import { Developers } from './pages/developers';
+import { Overview } from './pages/overview';
+import { Audit, Team } from './pages/team';
+import { Shell } from './shell';
+import './styles.css';
+
+const root = createRootRoute({ component: Outlet });
+const app = createRoute({ getParentRoute: () => root, id: 'app', component: Shell });
+const page = (path: string, component: () => React.ReactNode) =>
+  createRoute({ getParentRoute: () => app, path, component });
+
+const routeTree = root.addChildren([
+  createRoute({ getParentRoute: () => root, path: '/sign-in', component: SignIn }),
+  createRoute({ getParentRoute: () => root, path: '/sign-up', component: SignUp }),
+  createRoute({ getParentRoute: () => root, path: '/accept-invitation', component: AcceptInvitation }),
+  app.addChildren([
+    page('/', Overview),
+    page('/catalog', Catalog),
+    page('/catalog/$productId', ProductPage),
+    page('/customers', Customers),
+    page('/customers/$customerRef', CustomerPage),
+    page('/developers', Developers),
+    page('/settings/team', Team),
+    page('/settings/audit', Audit),
+  ]),
+]);
+
+const router = createRouter({ routeTree, basepath: '/console', defaultPreload: false });
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: typeof router;
+  }
+}
+
+const queryClient = new QueryClient({
+  defaultOptions: { queries: { retry: 1, refetchOnWindowFocus: false, staleTime: 10_000 } },
+});
+
+const element = document.getElementById('root');
+if (element === null) throw new Error('no #root element');
+createRoot(element).render(
+  <StrictMode>
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  </StrictMode>,
+);

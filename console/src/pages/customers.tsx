@@ -1,0 +1,173 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link, useParams } from '@tanstack/react-router';
+import { useState } from 'react';
+import { api, money, unwrap } from '../api';
+import { DailyChart } from '../chart';
+import { dateTime, Empty, Failed, Field, Loading, Page } from '../ui';
+
+/** Customers: search by email or external reference, a page at a time. */
+export function Customers() {
+  const [search, setSearch] = useState('');
+  const [query, setQuery] = useState('');
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors.at(-1);
+  const customers = useQuery({
+    queryKey: ['customers', query, cursor],
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/sdk/customers', {
+          params: {
+            query: {
+              limit: 25,
+              ...(cursor ? { cursor } : {}),
+              ...(query === '' ? {} : query.includes('@') ? { email: query } : { externalRef: query }),
+            },
+          },
+        }),
+      ),
+  });
+  return (
+    <Page title="Customers">
+      <search>
+        <form
+          className="row"
+          onSubmit={(event) => {
+            event.preventDefault();
+            setCursors([]);
+            setQuery(search.trim());
+          }}
+        >
+          <Field label="Email or external reference" name="search" value={search} onChange={setSearch} />
+          <button type="submit">Search</button>
+        </form>
+      </search>
+      {customers.isPending ? (
+        <Loading what="customers" />
+      ) : customers.error ? (
+        <Failed error={customers.error} retry={() => void customers.refetch()} />
+      ) : customers.data.data.length === 0 ? (
+        <Empty>
+          <p>
+            {query
+              ? `No customer matches ${query}.`
+              : 'No customers yet: they appear when someone signs in or buys.'}
+          </p>
+        </Empty>
+      ) : (
+        <>
+          <table>
+            <caption className="visually-hidden">Customers</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Email</th>
+                <th scope="col">External reference</th>
+                <th scope="col">Since</th>
+              </tr>
+            </thead>
+            <tbody>
+              {customers.data.data.map((customer) => (
+                <tr key={customer.id}>
+                  <td>
+                    <Link to="/customers/$customerRef" params={{ customerRef: customer.id }}>
+                      {customer.name ?? customer.id}
+                    </Link>
+                  </td>
+                  <td>{customer.email ?? '—'}</td>
+                  <td>{customer.externalRef ?? '—'}</td>
+                  <td>{dateTime(customer.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <div className="row">
+            {cursors.length > 0 && (
+              <button type="button" onClick={() => setCursors(cursors.slice(0, -1))}>
+                Previous page
+              </button>
+            )}
+            {customers.data.nextCursor && (
+              <button
+                type="button"
+                onClick={() => setCursors([...cursors, customers.data.nextCursor as string])}
+              >
+                Next page
+              </button>
+            )}
+          </div>
+        </>
+      )}
+    </Page>
+  );
+}
+
+/** One customer: who, what they bought, and their usage of the last 30 days. */
+export function CustomerPage() {
+  const { customerRef } = useParams({ strict: false }) as { customerRef: string };
+  const customer = useQuery({
+    queryKey: ['customer', customerRef],
+    queryFn: () => unwrap(api.GET('/v1/sdk/customers/{ref}', { params: { path: { ref: customerRef } } })),
+  });
+  const purchases = useQuery({
+    queryKey: ['purchases', customerRef],
+    queryFn: () => unwrap(api.GET('/v1/sdk/purchases', { params: { query: { customerRef, limit: 20 } } })),
+  });
+  const daily = useQuery({
+    queryKey: ['daily', customerRef],
+    queryFn: () => unwrap(api.GET('/ui/analytics/daily', { params: { query: { customerRef } } })),
+  });
+  if (customer.isPending) return <Loading what="the customer" />;
+  if (customer.error) return <Failed error={customer.error} retry={() => void customer.refetch()} />;
+  const c = customer.data;
+  return (
+    <Page title={c.name ?? c.email ?? c.id}>
+      <p className="muted">
+        <Link to="/customers">Customers</Link> · <code>{c.id}</code>
+        {c.email ? ` · ${c.email}` : ''}
+        {c.externalRef ? ` · ${c.externalRef}` : ''}
+      </p>
+      <h2>Usage, last 30 days</h2>
+      {daily.isPending ? (
+        <Loading what="usage" />
+      ) : daily.error ? (
+        <Failed error={daily.error} retry={() => void daily.refetch()} />
+      ) : (
+        <DailyChart label="Calls" days={daily.data.data.map((d) => ({ date: d.date, value: d.records }))} />
+      )}
+      <h2>Purchases</h2>
+      {purchases.isPending ? (
+        <Loading what="purchases" />
+      ) : purchases.error ? (
+        <Failed error={purchases.error} retry={() => void purchases.refetch()} />
+      ) : purchases.data.data.length === 0 ? (
+        <Empty>
+          <p>No purchases.</p>
+        </Empty>
+      ) : (
+        <table>
+          <caption className="visually-hidden">Purchases</caption>
+          <thead>
+            <tr>
+              <th scope="col">Plan</th>
+              <th scope="col">Status</th>
+              <th scope="col">Amount</th>
+              <th scope="col">Period ends</th>
+            </tr>
+          </thead>
+          <tbody>
+            {purchases.data.data.map((p) => (
+              <tr key={p.id}>
+                <td>
+                  <code>{p.planRef}</code>
+                </td>
+                <td>{p.status}</td>
+                <td>{money(p.amount, p.currency)}</td>
+                <td>{p.periodEnd ? dateTime(p.periodEnd) : '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Page>
+  );
+}

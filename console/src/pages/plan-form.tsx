@@ -1,0 +1,317 @@
+import { type Pricing, parseDecimal, priceUsage, type Tier } from '@mcp-meter/contracts/pricing';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { ApiProblem, api, money, unwrap } from '../api';
+import { Field, FormProblem, Select } from '../ui';
+
+type PlanType = 'recurring' | 'usage-based' | 'hybrid' | 'one-time';
+type Model = 'per-unit' | 'graduated' | 'volume';
+interface TierRow {
+  upTo: string;
+  unitAmount: string;
+  flatAmount: string;
+}
+
+/** Whole currency units as typed ("9" or "9.50") in cents, exactly; undefined when not such. */
+function centsOf(text: string): number | undefined {
+  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  if (match === null) return undefined;
+  return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
+}
+
+/**
+ * The pricing the form describes, as invoices read it (the same code prices both), or the
+ * first problem in it. The API checks it again: this is for the preview.
+ */
+function pricingOf(model: Model, unitAmount: string, tiers: TierRow[]): Pricing | string {
+  if (model === 'per-unit') {
+    const parsed = parseDecimal(unitAmount);
+    return 'problem' in parsed ? `Unit price ${parsed.problem}` : { model, unitAmount: parsed.scaled };
+  }
+  const read: Tier[] = [];
+  for (const [index, row] of tiers.entries()) {
+    const last = index === tiers.length - 1;
+    const unit = parseDecimal(row.unitAmount);
+    if ('problem' in unit) return `Tier ${index + 1}: the unit price ${unit.problem}`;
+    const flat = row.flatAmount.trim() === '' ? 0 : centsOf(row.flatAmount);
+    if (flat === undefined) return `Tier ${index + 1}: the flat fee must be an amount such as 5.00`;
+    if (!last && !/^\d{1,13}$/.test(row.upTo.trim()))
+      return `Tier ${index + 1}: "up to" must be a whole number`;
+    read.push({
+      upTo: last ? null : BigInt(row.upTo.trim()),
+      unitAmount: unit.scaled,
+      flatAmount: BigInt(flat),
+    });
+  }
+  return { model, tiers: read };
+}
+
+/** A new plan of any type; usage pricing per unit or in tiers, with the price of N units shown. */
+export function PlanForm(props: { productId: string }) {
+  const client = useQueryClient();
+  const [name, setName] = useState('');
+  const [type, setType] = useState<PlanType>('usage-based');
+  const [currency, setCurrency] = useState('usd');
+  const [price, setPrice] = useState('0');
+  const [freeUnits, setFreeUnits] = useState('0');
+  const [model, setModel] = useState<Model>('graduated');
+  const [unitAmount, setUnitAmount] = useState('0.2');
+  const [tiers, setTiers] = useState<TierRow[]>([
+    { upTo: '1000', unitAmount: '0', flatAmount: '' },
+    { upTo: '', unitAmount: '0.1', flatAmount: '' },
+  ]);
+  const [units, setUnits] = useState('2500');
+  const usage = type === 'usage-based' || type === 'hybrid';
+  const pricing = usage ? pricingOf(model, unitAmount, tiers) : undefined;
+  const cents = centsOf(price);
+  const create = useMutation({
+    mutationFn: () => {
+      if (cents === undefined)
+        throw new ApiProblem(400, 'validation_failed', 'The price must be an amount such as 9.00', [
+          { path: type === 'hybrid' ? '/basePrice' : '/price', message: 'must be an amount such as 9.00' },
+        ]);
+      const body: Record<string, unknown> = { name, type, currency };
+      if (type === 'hybrid') body.basePrice = cents;
+      else if (type !== 'usage-based') body.price = cents;
+      if (type !== 'one-time' && type !== 'usage-based') body.billingCycle = 'monthly';
+      if (usage) {
+        body.freeUnits = Number(freeUnits) || 0;
+        if (model === 'per-unit') body.unitAmount = unitAmount.trim();
+        else {
+          body.tiersMode = model;
+          body.tiers = tiers.map((row, index) => ({
+            upTo: index === tiers.length - 1 ? null : Number(row.upTo),
+            unitAmount: row.unitAmount.trim(),
+            ...(row.flatAmount.trim() === '' ? {} : { flatAmount: centsOf(row.flatAmount) ?? -1 }),
+          }));
+        }
+        if (type === 'usage-based') body.billingModel = 'post-paid';
+      }
+      return unwrap(
+        api.POST('/v1/ui/products/{id}/plans', {
+          params: { path: { id: props.productId } },
+          // The form's fields are the API's, checked again there.
+          body: body as never,
+        }),
+      );
+    },
+    onSuccess: () => {
+      setName('');
+      void client.invalidateQueries({ queryKey: ['plans', props.productId] });
+    },
+  });
+  const setTier = (index: number, patch: Partial<TierRow>) =>
+    setTiers(tiers.map((row, i) => (i === index ? { ...row, ...patch } : row)));
+  let preview: React.ReactNode = null;
+  if (usage && pricing !== undefined) {
+    const count = /^\d{1,13}$/.test(units.trim()) ? BigInt(units.trim()) : undefined;
+    const free = /^\d{1,13}$/.test(freeUnits.trim()) ? BigInt(freeUnits.trim()) : 0n;
+    preview =
+      typeof pricing === 'string' ? (
+        <p className="field-error">{pricing}</p>
+      ) : count === undefined ? (
+        <p className="field-error">Units must be a whole number</p>
+      ) : (
+        (() => {
+          const priced = priceUsage(pricing, count, free);
+          return (
+            <table data-testid="price-preview">
+              <caption>
+                {units} units cost{' '}
+                <strong data-testid="preview-total">{money(priced.total, currency)}</strong>
+                {free > 0n ? ` (${free} free)` : ''}
+              </caption>
+              <tbody>
+                {priced.lines.map((line) => (
+                  <tr key={line.description}>
+                    <th scope="row">{line.description}</th>
+                    <td>{money(line.amount, currency)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          );
+        })()
+      );
+  }
+  return (
+    <form
+      className="card"
+      aria-labelledby="new-plan"
+      onSubmit={(event) => {
+        event.preventDefault();
+        create.mutate();
+      }}
+      noValidate
+    >
+      <h2 id="new-plan">New plan</h2>
+      <Field label="Name" name="name" value={name} onChange={setName} error={create.error} required />
+      <div className="row">
+        <Select<PlanType>
+          label="Type"
+          name="type"
+          value={type}
+          onChange={setType}
+          options={[
+            { value: 'usage-based', label: 'Usage-based' },
+            { value: 'recurring', label: 'Recurring' },
+            { value: 'hybrid', label: 'Hybrid (base + usage)' },
+            { value: 'one-time', label: 'One-time' },
+          ]}
+        />
+        <Field
+          label="Currency"
+          name="currency"
+          value={currency}
+          onChange={setCurrency}
+          error={create.error}
+        />
+        {type !== 'usage-based' && (
+          <Field
+            label={
+              type === 'hybrid' ? 'Base price per month' : type === 'one-time' ? 'Price' : 'Price per month'
+            }
+            name={type === 'hybrid' ? 'basePrice' : 'price'}
+            inputMode="decimal"
+            value={price}
+            onChange={setPrice}
+            error={create.error}
+          />
+        )}
+      </div>
+      {usage && (
+        <fieldset>
+          <legend>Usage pricing</legend>
+          <div className="row">
+            <Field
+              label="Free units per period"
+              name="freeUnits"
+              inputMode="numeric"
+              value={freeUnits}
+              onChange={setFreeUnits}
+              error={create.error}
+            />
+            <Select<Model>
+              label="Model"
+              name="model"
+              value={model}
+              onChange={setModel}
+              options={[
+                { value: 'graduated', label: 'Graduated tiers' },
+                { value: 'volume', label: 'Volume tiers' },
+                { value: 'per-unit', label: 'Per unit' },
+              ]}
+            />
+          </div>
+          {model === 'per-unit' ? (
+            <Field
+              label="Cents per unit"
+              name="unitAmount"
+              inputMode="decimal"
+              value={unitAmount}
+              onChange={setUnitAmount}
+              error={create.error}
+            />
+          ) : (
+            <table className="tiers">
+              <caption>Tiers</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Up to (units)</th>
+                  <th scope="col">Cents per unit</th>
+                  <th scope="col">Flat fee</th>
+                  <th scope="col">
+                    <span className="visually-hidden">Remove</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {tiers.map((row, index) => {
+                  const last = index === tiers.length - 1;
+                  const problem = (field: string) =>
+                    create.error instanceof ApiProblem
+                      ? create.error.field(`tiers/${index}/${field}`)
+                      : undefined;
+                  return (
+                    // biome-ignore lint/suspicious/noArrayIndexKey: tiers are positions, edited in place
+                    <tr key={index}>
+                      <td>
+                        {last ? (
+                          <span>and above</span>
+                        ) : (
+                          <input
+                            aria-label={`Tier ${index + 1} up to`}
+                            inputMode="numeric"
+                            value={row.upTo}
+                            aria-invalid={problem('upTo') !== undefined}
+                            onChange={(e) => setTier(index, { upTo: e.target.value })}
+                          />
+                        )}
+                      </td>
+                      <td>
+                        <input
+                          aria-label={`Tier ${index + 1} cents per unit`}
+                          inputMode="decimal"
+                          value={row.unitAmount}
+                          aria-invalid={problem('unitAmount') !== undefined}
+                          onChange={(e) => setTier(index, { unitAmount: e.target.value })}
+                        />
+                      </td>
+                      <td>
+                        <input
+                          aria-label={`Tier ${index + 1} flat fee`}
+                          inputMode="decimal"
+                          value={row.flatAmount}
+                          onChange={(e) => setTier(index, { flatAmount: e.target.value })}
+                        />
+                      </td>
+                      <td>
+                        {tiers.length > 1 && (
+                          <button type="button" onClick={() => setTiers(tiers.filter((_, i) => i !== index))}>
+                            Remove tier {index + 1}
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          )}
+          {model !== 'per-unit' && (
+            <button
+              type="button"
+              onClick={() =>
+                setTiers([
+                  ...tiers.slice(0, -1),
+                  { upTo: '', unitAmount: '0', flatAmount: '' },
+                  ...tiers.slice(-1),
+                ])
+              }
+            >
+              Add a tier
+            </button>
+          )}
+          <div className="preview" aria-live="polite">
+            <Field
+              label="Preview the price of"
+              name="previewUnits"
+              inputMode="numeric"
+              value={units}
+              onChange={setUnits}
+              hint="units in one period"
+            />
+            {preview}
+          </div>
+        </fieldset>
+      )}
+      <FormProblem
+        error={create.error}
+        fields={['name', 'currency', 'price', 'basePrice', 'freeUnits', 'unitAmount']}
+      />
+      <button type="submit" className="primary" disabled={create.isPending}>
+        Add plan
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,445 @@
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { priceUsage } from '@mcp-meter/contracts/pricing';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONSOLE_DIR } from '../../control-plane/src/modules/console-app/routes';
+import { launchChromium } from '../helpers/browser';
+import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { startMailbox } from '../helpers/mailbox';
+
+/**
+ * The provider console (issue 62) driven in Chromium against a running control plane, with mail
+ * over real SMTP on loopback: sign up and verify by the mailed code, build a catalog with a tiered
+ * plan whose preview prices as invoices do, invite teammates who join by the mailed link, a viewer
+ * who can change nothing (the API refuses too), a webhook endpoint whose secret is shown once and
+ * whose test delivery is in its log, a customer's usage on a chart that says what the API says,
+ * the audit log, the sandbox/live switch; axe on every page, the keyboard alone, the script budget
+ * and the API calls each page makes.
+ */
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** The shell's JavaScript, gzipped: the issue's budget. */
+const SCRIPT_BUDGET_GZIP_BYTES = 250 * 1024;
+/** API calls a page may make to render (the session, read once per visit, is not the page's). */
+const MAX_CALLS_PER_PAGE = 3;
+const PASSWORD = 'a console passphrase';
+const SCREENSHOTS =
+  process.env.MCPMETER_WRITE_SCREENSHOTS === '1' ? join(process.cwd(), 'docs', 'console') : undefined;
+
+let harness: TestControlPlane;
+let baseUrl: string;
+let browser: Browser;
+let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+let receiver: Server;
+let receiverUrl: string;
+
+beforeAll(async () => {
+  mailbox = await startMailbox();
+  ({ harness, url: baseUrl } = await startListeningControlPlane({
+    bodyLimitBytes: 1024 * 1024,
+    smtpUrl: mailbox.url,
+  }));
+  receiver = createServer((_request, response) => response.writeHead(200).end('ok'));
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
+  const address = receiver.address();
+  receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/hooks`;
+  browser = await launchChromium();
+  if (SCREENSHOTS !== undefined) mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await harness?.close();
+  await mailbox?.close();
+  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+});
+
+/** A browser of its own (cookies apart); axe is injected past the CSP by the test alone. */
+async function person(): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  page.on('console', (message) => {
+    // A refused call is logged by Chromium as a failed resource; the page shows it as a problem.
+    if (message.type() === 'error' && !message.text().includes('the server responded with a status of'))
+      errors.push(message.text());
+  });
+  return { context, page, errors };
+}
+
+/** Serious or critical accessibility violations of the page as it is now. */
+async function axeFindings(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: AXE });
+  return page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
+      }
+    ).axe;
+    return (await axe.run()).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.impact} ${v.id} (${v.nodes.length})`);
+  });
+}
+
+const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name }).waitFor();
+
+/** Does `act` (a click that opens a page) and answers the API calls the page made to render. */
+async function counting(page: Page, title: string, act: () => Promise<void>): Promise<string[]> {
+  const calls: string[] = [];
+  const listener = (request: { url(): string; method(): string }) => {
+    const path = new URL(request.url()).pathname;
+    if (path.startsWith('/v1/') || path.startsWith('/ui/')) calls.push(`${request.method()} ${path}`);
+  };
+  page.on('request', listener);
+  await act();
+  await heading(page, title);
+  await page.waitForLoadState('networkidle');
+  page.off('request', listener);
+  return calls;
+}
+
+/** Follows a menu link and answers the API calls the page made to render. */
+const visit = (page: Page, link: string, title: string) =>
+  counting(page, title, () =>
+    page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link }).click(),
+  );
+
+async function shoot(page: Page, name: string) {
+  if (SCREENSHOTS !== undefined)
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** The link of the newest invitation mailed to `email`. */
+async function invitationLink(email: string, after: number): Promise<string> {
+  const text = await mailbox.textFor(email, after);
+  const link = text.match(/(http:\/\/\S+\/console\/accept-invitation#token=[\w-]+)/)?.[1];
+  if (link === undefined) throw new Error(`no invitation link in the mail to ${email}`);
+  return link;
+}
+
+/** The session's CSRF token, read as the console reads it, for a call the test makes itself. */
+async function csrfOf(page: Page): Promise<string> {
+  const session = await page.request.get(`${baseUrl}/v1/console/session`);
+  return ((await session.json()) as { csrfToken: string }).csrfToken;
+}
+
+describe('the console at /console', () => {
+  it('is served under its CSP, loads nothing from elsewhere, and keeps its scripts within budget', async () => {
+    const answer = await fetch(`${baseUrl}/console/catalog`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(answer.headers.get('cache-control')).toBe('no-cache');
+    const html = await answer.text();
+    const scripts = [...html.matchAll(/src="\/console\/(assets\/[^"]+\.js)"/g)].map((m) => m[1] as string);
+    expect(scripts.length).toBeGreaterThan(0);
+    const asset = await fetch(`${baseUrl}/console/${scripts[0]}`);
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    // Bodies are read to the end: an unread one keeps its connection busy, and the server's close waits.
+    await asset.arrayBuffer();
+    // Nothing but the built assets is read from disk.
+    for (const path of [
+      '/console/assets/..%2F..%2Fpackage.json',
+      '/console/assets/nope.js',
+      '/console/assets/x.txt',
+    ]) {
+      const refused = await fetch(`${baseUrl}${path}`);
+      await refused.text();
+      expect(refused.status).toBe(404);
+    }
+    const gzipped = readdirSync(join(DEFAULT_CONSOLE_DIR, 'assets'))
+      .filter((file) => file.endsWith('.js'))
+      .reduce(
+        (sum, file) =>
+          sum + gzipSync(readFileSync(join(DEFAULT_CONSOLE_DIR, 'assets', file)), { level: 9 }).length,
+        0,
+      );
+    console.log(`console scripts: ${gzipped} bytes gzipped (budget ${SCRIPT_BUDGET_GZIP_BYTES})`);
+    expect(gzipped).toBeLessThanOrEqual(SCRIPT_BUDGET_GZIP_BYTES);
+
+    // Under the CSP as served (no bypass): the page renders, nothing is refused, nothing foreign.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const problems: string[] = [];
+    const foreign: string[] = [];
+    page.on(
+      'console',
+      (m) => m.type() === 'error' && !m.text().includes('status of 401') && problems.push(m.text()),
+    );
+    page.on('pageerror', (e) => problems.push(e.message));
+    page.on(
+      'request',
+      (r) => !r.url().startsWith(baseUrl) && !r.url().startsWith('data:') && foreign.push(r.url()),
+    );
+    await page.goto(`${baseUrl}/console/`);
+    // Not signed in: the sign-in page.
+    await heading(page, 'Sign in');
+    expect(page.url()).toBe(`${baseUrl}/console/sign-in`);
+    expect(problems).toEqual([]);
+    expect(foreign).toEqual([]);
+    await context.close();
+    const { context: audited, page: signIn } = await person();
+    await signIn.goto(`${baseUrl}/console/sign-in`);
+    await heading(signIn, 'Sign in');
+    expect(await axeFindings(signIn)).toEqual([]);
+    await shoot(signIn, 'sign-in');
+    await audited.close();
+  });
+
+  it('a provider signs up, builds a catalog, invites a team, and runs the business', async () => {
+    const owner = await person();
+    const { page } = owner;
+    const email = 'founder@tidewater.example';
+
+    // Sign up, and verify by the code mailed over SMTP.
+    await page.goto(`${baseUrl}/console/sign-up`);
+    await heading(page, 'Create your account');
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByLabel('Business name').fill('Tidewater Data');
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill('short');
+    await page.getByRole('button', { name: 'Email me a code' }).click();
+    // The API's problem, shown by the field it names.
+    await page.getByText('Choose a password of at least 8 characters').waitFor();
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Email me a code' }).click();
+    await heading(page, 'Check your email');
+    const code = await mailbox.codeFor(email);
+    await page.getByLabel('Code').fill(code === '000000' ? '000001' : '000000');
+    await page.getByRole('button', { name: 'Verify and continue' }).click();
+    await page.getByText('That code is not right; 4 tries left').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByLabel('Code').fill(code);
+    await page.getByRole('button', { name: 'Verify and continue' }).click();
+    await heading(page, 'Overview');
+    await page.getByText('No usage in the last 30 days').waitFor();
+    expect(await page.getByRole('banner').innerText()).toContain('founder@tidewater.example · owner');
+    // Sandbox only: live cannot be chosen until the operator enables it.
+    expect(await page.getByRole('radio', { name: 'Live' }).isDisabled()).toBe(true);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'overview-empty');
+
+    // The catalog: empty, then a product.
+    const calls: Record<string, string[]> = {};
+    calls.catalog = await visit(page, 'Catalog', 'Catalog');
+    await page.getByText('No products yet').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Add product' }).click();
+    await page.getByText('must NOT have fewer than 1 characters').first().waitFor();
+    await page.getByLabel('Name').fill('Forecasts');
+    await page.getByRole('button', { name: 'Add product' }).click();
+    calls.product = await counting(page, 'Forecasts', () =>
+      page.getByRole('link', { name: 'Forecasts' }).click(),
+    );
+
+    // A tiered plan: the preview prices N units as invoices do (the same code, exactly).
+    await page.getByLabel('Name').fill('Metered');
+    await page.getByLabel('Preview the price of').fill('2500');
+    const expected = priceUsage(
+      {
+        model: 'graduated',
+        tiers: [
+          { upTo: 1000n, unitAmount: 0n, flatAmount: 0n },
+          { upTo: null, unitAmount: 150_000_000_000n, flatAmount: 500n },
+        ],
+      },
+      2500n,
+      0n,
+    );
+    await page.getByLabel('Tier 2 cents per unit').fill('0.15');
+    await page.getByLabel('Tier 2 flat fee').fill('5');
+    expect(expected.total).toBe(725);
+    expect(await page.getByTestId('preview-total').innerText()).toBe('$7.25');
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'plan-editor');
+    await page.getByRole('button', { name: 'Add plan' }).click();
+    await page.getByRole('cell', { name: '2 tiers (graduated)' }).waitFor();
+    // A bad tier is refused by the API and shown by its field, and nothing is saved.
+    await page.getByLabel('Name').fill('Broken');
+    await page.getByLabel('Tier 1 up to').fill('0');
+    await page.getByRole('button', { name: 'Add plan' }).click();
+    await page.getByRole('alert').getByText('/tiers/0/upTo', { exact: false }).waitFor();
+    const plans = await page.request.get(
+      `${baseUrl}${new URL(page.url()).pathname.replace('/console/catalog/', '/v1/ui/products/')}/plans?limit=10`,
+    );
+    expect(((await plans.json()) as { data: { name: string }[] }).data.map((p) => p.name)).toEqual([
+      'Metered',
+    ]);
+
+    // The team: invite a developer and a viewer, who join by the mailed links.
+    calls.team = await visit(page, 'Team', 'Team');
+    const invite = async (to: string, role: string) => {
+      const before = mailbox.countFor(to);
+      await page.getByLabel('Email').fill(to);
+      await page.getByLabel('Role', { exact: true }).selectOption(role);
+      await page.getByRole('button', { name: 'Send invitation' }).click();
+      await page.getByRole('cell', { name: to, exact: true }).waitFor();
+      return invitationLink(to, before);
+    };
+    const developerLink = await invite('dev@tidewater.example', 'developer');
+    const viewerLink = await invite('viewer@tidewater.example', 'viewer');
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'team');
+
+    const developer = await person();
+    await developer.page.goto(developerLink);
+    await heading(developer.page, 'Join Tidewater Data');
+    expect(await axeFindings(developer.page)).toEqual([]);
+    await developer.page.getByLabel('Password').fill('developer passphrase');
+    await developer.page.getByRole('button', { name: 'Join the team' }).click();
+    await heading(developer.page, 'Overview');
+    expect(await developer.page.getByRole('banner').innerText()).toContain(
+      'dev@tidewater.example · developer',
+    );
+
+    const viewer = await person();
+    await viewer.page.goto(viewerLink);
+    await viewer.page.getByLabel('Password').fill('viewer passphrase');
+    await viewer.page.getByRole('button', { name: 'Join the team' }).click();
+    await heading(viewer.page, 'Overview');
+    await visit(viewer.page, 'Catalog', 'Catalog');
+    await viewer.page.getByRole('link', { name: 'Forecasts' }).waitFor();
+    // A viewer sees no form to change anything, and the API refuses the change anyway.
+    expect(await viewer.page.getByRole('button', { name: 'Add product' }).count()).toBe(0);
+    const refused = await viewer.page.request.post(`${baseUrl}/v1/ui/products`, {
+      headers: { 'x-csrf-token': await csrfOf(viewer.page), 'content-type': 'application/json' },
+      data: { name: 'Not allowed' },
+    });
+    expect(refused.status()).toBe(403);
+    expect(((await refused.json()) as { code: string }).code).toBe('role_forbidden');
+    await visit(viewer.page, 'Team', 'Team');
+    expect(await viewer.page.getByRole('button', { name: 'Send invitation' }).count()).toBe(0);
+    expect(await viewer.page.getByRole('combobox', { name: /Role of/ }).count()).toBe(0);
+
+    // The owner sees both members joined.
+    await page.reload();
+    await heading(page, 'Team');
+    await page.getByRole('cell', { name: 'viewer@tidewater.example', exact: true }).waitFor();
+    expect(await page.getByRole('heading', { name: 'Open invitations' }).isVisible()).toBe(true);
+    await page.getByText('No open invitations.').waitFor();
+
+    // Developers: a webhook endpoint, its secret shown once, a test delivery in its log.
+    calls.developers = await visit(developer.page, 'Developers', 'Developers');
+    await developer.page.getByText('No webhook endpoints').waitFor();
+    await developer.page.getByLabel('URL').fill(receiverUrl);
+    await developer.page.getByRole('button', { name: 'Add endpoint' }).click();
+    const secret = await developer.page.getByTestId('secret').innerText();
+    expect(secret).toMatch(/^whsec_/);
+    expect(await axeFindings(developer.page)).toEqual([]);
+    await shoot(developer.page, 'developers-secret');
+    await developer.page.getByRole('button', { name: 'Done' }).click();
+    expect(await developer.page.getByTestId('secret').count()).toBe(0);
+    await developer.page.getByRole('button', { name: `Send a test event to ${receiverUrl}` }).click();
+    await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();
+    await developer.page.getByRole('cell', { name: '200 ok' }).waitFor({ timeout: 15_000 });
+    expect(await axeFindings(developer.page)).toEqual([]);
+
+    // A customer's usage on the chart: what the API says, to the record.
+    const csrf = await csrfOf(page);
+    const headers = { 'x-csrf-token': csrf, 'content-type': 'application/json' };
+    expect(
+      (
+        await page.request.post(`${baseUrl}/v1/sdk/customers`, {
+          headers,
+          data: { externalRef: 'ada', email: 'ada@example.com', name: 'Ada Lovelace' },
+        })
+      ).status(),
+    ).toBe(201);
+    for (const id of ['call-1', 'call-2', 'call-3'])
+      expect(
+        (
+          await page.request.post(`${baseUrl}/v1/sdk/meter-events`, {
+            headers,
+            data: { customerRef: 'ada', id },
+          })
+        ).status(),
+      ).toBeLessThan(300);
+    await harness.settled();
+    calls.customers = await visit(page, 'Customers', 'Customers');
+    await page.getByLabel('Email or external reference').fill('ada');
+    await page.getByRole('button', { name: 'Search' }).click();
+    calls.customer = await counting(page, 'Ada Lovelace', () =>
+      page.getByRole('link', { name: 'Ada Lovelace' }).click(),
+    );
+    const daily = (await (
+      await page.request.get(`${baseUrl}/ui/analytics/daily?customerRef=ada`)
+    ).json()) as {
+      data: { records: number }[];
+    };
+    const apiTotal = daily.data.reduce((sum, d) => sum + d.records, 0);
+    expect(apiTotal).toBe(3);
+    expect(await page.getByTestId('chart-total').innerText()).toBe(String(apiTotal));
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'customer');
+    calls.overview = await visit(page, 'Overview', 'Overview');
+    expect(await page.getByTestId('chart-total').innerText()).toBe('3');
+
+    // The audit log has what the team did.
+    calls.audit = await visit(page, 'Audit log', 'Audit log');
+    for (const operation of [
+      'createProduct',
+      'createPlan',
+      'inviteMember',
+      'acceptInvitation',
+      'createWebhookEndpoint',
+    ])
+      await page.getByRole('cell', { name: operation, exact: true }).first().waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'audit-log');
+
+    // Live mode, once enabled: the switch shows live data (none yet), and back.
+    await harness.controlPlane.providers.setLiveEnabled(
+      (await page.request.get(`${baseUrl}/v1/console/session`).then((r) => r.json())).provider.id,
+      true,
+    );
+    await page.reload();
+    await heading(page, 'Audit log');
+    await visit(page, 'Catalog', 'Catalog');
+    await page.getByRole('link', { name: 'Forecasts' }).waitFor();
+    await page.getByText('Live', { exact: true }).click();
+    await page.getByText('No products yet').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByText('Sandbox', { exact: true }).click();
+    await page.getByRole('link', { name: 'Forecasts' }).waitFor();
+
+    console.log(`API calls per page: ${JSON.stringify(calls)}`);
+    for (const [name, made] of Object.entries(calls))
+      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(MAX_CALLS_PER_PAGE);
+    expect([...owner.errors, ...developer.errors, ...viewer.errors]).toEqual([]);
+    await Promise.all([owner.context.close(), developer.context.close(), viewer.context.close()]);
+  });
+
+  it('works with the keyboard alone: sign in, move through the menu, sign out', async () => {
+    const { context, page } = await person();
+    await page.goto(`${baseUrl}/console/sign-in`);
+    await heading(page, 'Sign in');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.getAttribute("name")')).toBe('email');
+    await page.keyboard.type('founder@tidewater.example');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await heading(page, 'Overview');
+    // The skip link first, then the banner's controls, then the menu.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press('Tab');
+      if ((await page.evaluate('document.activeElement?.textContent')) === 'Catalog') break;
+    }
+    await page.keyboard.press('Enter');
+    await heading(page, 'Catalog');
+    for (let i = 0; i < 20; i++) {
+      await page.keyboard.press('Shift+Tab');
+      if ((await page.evaluate('document.activeElement?.textContent')) === 'Sign out') break;
+    }
+    await page.keyboard.press('Enter');
+    await heading(page, 'Sign in');
+    await context.close();
+  });
+});
