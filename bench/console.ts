@@ -28,7 +28,9 @@ const BUDGET_GZIP = 250 * 1024;
 const MAX_CALLS = 3;
 const PAGES = [
   { link: 'Catalog', title: 'Catalog' },
+  { link: 'MCP servers', title: 'MCP servers' },
   { link: 'Customers', title: 'Customers' },
+  { link: 'Billing', title: 'Billing' },
   { link: 'Developers', title: 'Developers' },
   { link: 'Team', title: 'Team' },
   { link: 'Audit log', title: 'Audit log' },

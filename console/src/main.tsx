@@ -3,9 +3,11 @@ import { createRootRoute, createRoute, createRouter, Outlet, RouterProvider } fr
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
+import { Billing } from './pages/billing';
 import { Catalog, ProductPage } from './pages/catalog';
 import { CustomerPage, Customers } from './pages/customers';
 import { Developers } from './pages/developers';
+import { McpServers } from './pages/mcp-servers';
 import { Overview } from './pages/overview';
 import { Audit, Team } from './pages/team';
 import { Shell } from './shell';
@@ -24,8 +26,10 @@ const routeTree = root.addChildren([
     page('/', Overview),
     page('/catalog', Catalog),
     page('/catalog/$productId', ProductPage),
+    page('/mcp-servers', McpServers),
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
+    page('/billing', Billing),
     page('/developers', Developers),
     page('/settings/team', Team),
     page('/settings/audit', Audit),

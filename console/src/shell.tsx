@@ -7,7 +7,9 @@ import { Failed, Loading } from './ui';
 const NAV = [
   { to: '/', label: 'Overview' },
   { to: '/catalog', label: 'Catalog' },
+  { to: '/mcp-servers', label: 'MCP servers' },
   { to: '/customers', label: 'Customers' },
+  { to: '/billing', label: 'Billing' },
   { to: '/developers', label: 'Developers' },
   { to: '/settings/team', label: 'Team' },
   { to: '/settings/audit', label: 'Audit log' },

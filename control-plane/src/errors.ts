@@ -49,6 +49,7 @@ export const ERROR_STATUS = {
   test_clock_not_found: 404,
   member_not_found: 404,
   invitation_not_found: 404,
+  api_key_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
@@ -59,6 +60,7 @@ export const ERROR_STATUS = {
   member_exists: 409,
   last_owner: 409,
   invitation_closed: 409,
+  key_rolled: 409,
   reference_taken: 409,
   subdomain_taken: 409,
   product_archived: 409,

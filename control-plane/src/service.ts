@@ -13,6 +13,8 @@ import { installIdempotency } from './http/idempotency';
 import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
 import { apiDocsRoutes } from './modules/api-docs/routes';
+import { apiKeyRoutes } from './modules/api-keys/routes';
+import { ApiKeyService } from './modules/api-keys/service';
 import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
@@ -338,6 +340,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     team,
     deps.config.consoleSignup !== 'closed',
   );
+  const apiKeys = new ApiKeyService(deps.pool, clock, providers);
   const members = new TeamMembers(deps.pool, clock, mailer, team, `${publicUrl}/console`);
   const app = await buildApp({
     logger: deps.logger,
@@ -395,6 +398,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(webhookRoutes(webhooks));
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
+      await scope.register(apiKeyRoutes(apiKeys));
     },
   });
   app.addHook('onClose', async () => {

@@ -997,6 +997,32 @@ describe('the documented example of every operation, the console team', () => {
       body: { role: 'admin' },
       status: 200,
     });
+    // The team's secret keys: made, listed, rolled with an hour's overlap, revoked.
+    const key = await example({
+      route: 'POST /v1/ui/api-keys',
+      as: 'none',
+      headers: as,
+      body: { name: 'Deploys' },
+      status: 201,
+    });
+    recorder.mask(key.secret, 'sk_test_4eC39HqLyjWDarjtT1zdp7dc');
+    await example({ route: 'GET /v1/ui/api-keys', as: 'none', headers: as, status: 200 });
+    const rolled = await example({
+      route: 'POST /v1/ui/api-keys/:id/roll',
+      as: 'none',
+      headers: as,
+      path: { id: key.id },
+      body: { overlapSeconds: 3600 },
+      status: 201,
+    });
+    recorder.mask(rolled.secret, 'sk_test_51Hx9RolledSecretK3yExampl3');
+    await example({
+      route: 'DELETE /v1/ui/api-keys/:id',
+      as: 'none',
+      headers: as,
+      path: { id: rolled.id },
+      status: 200,
+    });
     await example({
       route: 'DELETE /v1/ui/team/members/:userId',
       as: 'none',

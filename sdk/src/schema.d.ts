@@ -1138,6 +1138,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The secret keys of this environment that open the API
+         * @description The secret keys of the environment named (a key’s own, or the console’s switch) that still open the API, newest first: id, name, hint (prefix and last four characters), who made it, and when a rolled key stops. Secrets are never shown again.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create a secret key in this environment (its secret is answered once)
+         * @description Creates a secret key in the environment; the answer holds its secret this once (only its hash is kept). Console members only (developers, admins, owners): a key cannot make keys, so revoking a leaked key is enough.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a secret key: it stops working at once
+         * @description Revokes a key: calls with it are refused from now on (on other control planes of a deployment, within 5 seconds, how long a verified key is remembered).
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/api-keys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll a secret key: a new secret now, the old one working for the overlap asked
+         * @description Rolls a key: a new secret now, with the same name; the old secret keeps working for `overlapSeconds` (0, the default, stops it at once; at most 7 days) so deployments can switch. A key already rolled answers 409 `key_rolled`: roll its successor. Rolled twice at once, one new key is made.
+         */
+        post: operations["rollApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/audit-events": {
         parameters: {
             query?: never;
@@ -1969,11 +2033,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "zCcWnqDluF2VcsJUTt2tdYO3cH51qNwaLVTQK8V_xF8",
-                     *           "y": "jFw4x3--JlC3P1CevpfsmYevBQsVJ1CIHoi7K3glDW8",
+                     *           "x": "QMCOBtatJTMNREP5m5zmwbNBivj1jK9ZB2D0dQ0I-gE",
+                     *           "y": "FPD-NPYevpw7oeFRiPILrQIbeMS1Q3h-8Uruf_6KQqI",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "6cf147327dea42c2",
+                     *           "kid": "f850be8fb99972fe",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2102,8 +2166,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.042Z",
-                     *       "to": "2026-05-28T09:00:04.042Z",
+                     *       "from": "2026-04-28T09:00:03.847Z",
+                     *       "to": "2026-05-28T09:00:03.847Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2441,8 +2505,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.028Z",
-                     *       "to": "2026-05-28T09:00:04.028Z",
+                     *       "from": "2026-04-28T09:00:03.830Z",
+                     *       "to": "2026-05-28T09:00:03.830Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2614,7 +2678,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.000Z",
+                     *       "to": "2026-05-28T09:00:03.786Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2799,9 +2863,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.259Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.259Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.259Z"
+                     *       "createdAt": "2026-05-28T09:00:06.324Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.324Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.324Z"
                      *     }
                      */
                     "application/json": {
@@ -3034,7 +3098,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.106Z"
+                     *       "expiresAt": "2026-06-04T09:00:06.154Z"
                      *     }
                      */
                     "application/json": {
@@ -3403,9 +3467,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.816Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.816Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.826Z"
+                     *       "createdAt": "2026-05-28T09:00:05.792Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.792Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.803Z"
                      *     }
                      */
                     "application/json": {
@@ -3892,9 +3956,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.816Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.816Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.816Z"
+                     *       "createdAt": "2026-05-28T09:00:05.792Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.792Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.792Z"
                      *     }
                      */
                     "application/json": {
@@ -4105,7 +4169,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:05.939Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.929Z"
                      *     }
                      */
                     "application/json": {
@@ -4281,9 +4345,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.090Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.090Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.090Z"
+                     *       "createdAt": "2026-05-28T09:00:06.137Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.137Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.137Z"
                      *     }
                      */
                     "application/json": {
@@ -4748,7 +4812,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795879316,
+                     *       "client_id_issued_at": 1795882414,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -4921,7 +4985,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.919Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.817Z"
                      *     }
                      */
                     "application/json": {
@@ -5666,8 +5730,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.156Z",
-                     *       "createdAt": "2026-05-28T09:00:04.156Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.004Z",
+                     *       "createdAt": "2026-05-28T09:00:04.004Z"
                      *     }
                      */
                     "application/json": {
@@ -5824,8 +5888,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.156Z",
-                     *       "createdAt": "2026-05-28T09:00:04.156Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.004Z",
+                     *       "createdAt": "2026-05-28T09:00:04.004Z"
                      *     }
                      */
                     "application/json": {
@@ -6011,8 +6075,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.060Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.060Z"
+                     *           "createdAt": "2026-05-28T09:00:02.641Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.641Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6024,8 +6088,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.082Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.082Z"
+                     *           "createdAt": "2026-05-28T09:00:02.655Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.655Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6212,8 +6276,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.060Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.060Z"
+                     *       "createdAt": "2026-05-28T09:00:02.641Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.641Z"
                      *     }
                      */
                     "application/json": {
@@ -6704,8 +6768,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.060Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.132Z"
+                     *       "createdAt": "2026-05-28T09:00:02.641Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.723Z"
                      *     }
                      */
                     "application/json": {
@@ -7932,7 +7996,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.462Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.362Z"
                      *     }
                      */
                     "application/json": {
@@ -8119,8 +8183,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.082Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.082Z"
+                     *       "createdAt": "2026-05-28T09:00:02.655Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.655Z"
                      *     }
                      */
                     "application/json": {
@@ -8328,7 +8392,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T17:38:08.531Z"
+                     *                 "end": "2026-01-28T16:46:30.706Z"
                      *               }
                      *             }
                      *           ],
@@ -9041,7 +9105,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T17:38:08.531Z"
+                     *             "end": "2026-01-28T16:46:30.706Z"
                      *           }
                      *         }
                      *       ],
@@ -9942,7 +10006,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.924Z"
+                     *       "timestamp": "2026-05-28T09:00:03.705Z"
                      *     }
                      */
                     "application/json": {
@@ -10166,7 +10230,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.958Z"
+                     *           "timestamp": "2026-05-28T09:00:03.742Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10174,7 +10238,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.958Z"
+                     *           "timestamp": "2026-05-28T09:00:03.742Z"
                      *         }
                      *       ]
                      *     }
@@ -11185,7 +11249,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.233Z",
+                     *       "createdAt": "2026-05-28T09:00:04.106Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11369,8 +11433,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.233Z",
-                     *       "closedAt": "2026-05-28T09:00:04.293Z"
+                     *       "createdAt": "2026-05-28T09:00:04.106Z",
+                     *       "closedAt": "2026-05-28T09:00:04.186Z"
                      *     }
                      */
                     "application/json": {
@@ -11549,11 +11613,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.311Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.211Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.311Z"
+                     *       "createdAt": "2026-05-28T09:00:04.211Z"
                      *     }
                      */
                     "application/json": {
@@ -11721,7 +11785,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.960Z"
+                     *           "createdAt": "2026-05-28T09:00:02.543Z"
                      *         }
                      *       ]
                      *     }
@@ -11875,7 +11939,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.960Z"
+                     *       "createdAt": "2026-05-28T09:00:02.543Z"
                      *     }
                      */
                     "application/json": {
@@ -12014,7 +12078,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.960Z"
+                     *       "createdAt": "2026-05-28T09:00:02.543Z"
                      *     }
                      */
                     "application/json": {
@@ -12165,7 +12229,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.960Z"
+                     *       "createdAt": "2026-05-28T09:00:02.543Z"
                      *     }
                      */
                     "application/json": {
@@ -12847,6 +12911,690 @@ export interface operations {
             };
         };
     };
+    listApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01jx0000011m9p7261m2dqc3kt",
+                     *           "name": "Deploys",
+                     *           "hint": "sk_test_…Iylc",
+                     *           "createdBy": "grace@tidewater.example",
+                     *           "createdAt": "2026-05-28T09:00:06.516Z",
+                     *           "expiresAt": null
+                     *         },
+                     *         {
+                     *           "id": "key_01jx000002h2kpcb3zkn22m17m",
+                     *           "name": null,
+                     *           "hint": "sk_test_…axW0",
+                     *           "createdBy": null,
+                     *           "createdAt": "2026-05-28T09:00:06.121Z",
+                     *           "expiresAt": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            createdBy: string | null;
+                            expiresAt: string | null;
+                            /** @description The key’s prefix and last four characters (sk_test_…a1b2) */
+                            hint: string;
+                            /** @description API key id (key_…) */
+                            id: string;
+                            name: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Deploys"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What the key is for */
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01jx0000011m9p7261m2dqc3kt",
+                     *       "name": "Deploys",
+                     *       "hint": "sk_test_…Iylc",
+                     *       "createdBy": "grace@tidewater.example",
+                     *       "createdAt": "2026-05-28T09:00:06.516Z",
+                     *       "expiresAt": null,
+                     *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        createdBy: string | null;
+                        expiresAt: string | null;
+                        /** @description The key’s prefix and last four characters (sk_test_…a1b2) */
+                        hint: string;
+                        /** @description API key id (key_…) */
+                        id: string;
+                        name: string | null;
+                    } & {
+                        /** @description The secret key, shown this once: store it now */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example key_01jx000003npgebagphrtfwq8r */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01jx000003npgebagphrtfwq8r",
+                     *       "revoked": true
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {boolean} */
+                        revoked: true;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    rollApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example key_01jx0000011m9p7261m2dqc3kt */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "overlapSeconds": 3600
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description How long the old secret keeps working (0: it stops now; at most 7 days)
+                     * @default 0
+                     */
+                    overlapSeconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "key_01jx000003npgebagphrtfwq8r",
+                     *       "name": "Deploys",
+                     *       "hint": "sk_test_…OgpI",
+                     *       "createdBy": "grace@tidewater.example",
+                     *       "createdAt": "2026-05-28T09:00:06.555Z",
+                     *       "expiresAt": null,
+                     *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
+                     *       "rolled": {
+                     *         "id": "key_01jx0000011m9p7261m2dqc3kt",
+                     *         "name": "Deploys",
+                     *         "hint": "sk_test_…Iylc",
+                     *         "createdBy": "grace@tidewater.example",
+                     *         "createdAt": "2026-05-28T09:00:06.516Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.555Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        createdBy: string | null;
+                        expiresAt: string | null;
+                        /** @description The key’s prefix and last four characters (sk_test_…a1b2) */
+                        hint: string;
+                        /** @description API key id (key_…) */
+                        id: string;
+                        name: string | null;
+                    } & {
+                        rolled: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            createdBy: string | null;
+                            expiresAt: string | null;
+                            /** @description The key’s prefix and last four characters (sk_test_…a1b2) */
+                            hint: string;
+                            /** @description API key id (key_…) */
+                            id: string;
+                            name: string | null;
+                        };
+                        /** @description The secret key, shown this once: store it now */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     listAuditEvents: {
         parameters: {
             query: {
@@ -12872,7 +13620,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:05.914Z",
+                     *           "createdAt": "2026-05-28T09:00:05.903Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -12889,7 +13637,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:05.905Z",
+                     *           "createdAt": "2026-05-28T09:00:05.894Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -12906,7 +13654,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:05.878Z",
+                     *           "createdAt": "2026-05-28T09:00:05.858Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -12922,7 +13670,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThoYnpidjM0MWQwOG5uNmtqMm5mMjJi"
+                     *       "nextCursor": "YXVkXzAxbThoZXh4MWdkbjR3a2Y4cXBuY2hxaG52"
                      *     }
                      */
                     "application/json": {
@@ -13101,7 +13849,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.233Z",
+                     *           "createdAt": "2026-05-28T09:00:04.106Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -13256,7 +14004,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.233Z",
+                     *       "createdAt": "2026-05-28T09:00:04.106Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13417,7 +14165,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.233Z",
+                     *       "createdAt": "2026-05-28T09:00:04.106Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -15444,8 +16192,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.222Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.222Z"
+                     *           "createdAt": "2026-05-28T09:00:01.920Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.920Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -15455,8 +16203,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.901Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.901Z"
+                     *           "createdAt": "2026-05-28T09:00:02.502Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.502Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -15628,8 +16376,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.901Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.901Z"
+                     *       "createdAt": "2026-05-28T09:00:02.502Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.502Z"
                      *     }
                      */
                     "application/json": {
@@ -15802,8 +16550,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.901Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.901Z"
+                     *       "createdAt": "2026-05-28T09:00:02.502Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.502Z"
                      *     }
                      */
                     "application/json": {
@@ -15953,8 +16701,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.901Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.665Z"
+                     *       "createdAt": "2026-05-28T09:00:02.502Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.643Z"
                      *     }
                      */
                     "application/json": {
@@ -16124,11 +16872,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.311Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.211Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.311Z"
+                     *           "createdAt": "2026-05-28T09:00:04.211Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -16280,11 +17028,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.311Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.211Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.311Z"
+                     *       "createdAt": "2026-05-28T09:00:04.211Z"
                      *     }
                      */
                     "application/json": {
@@ -16469,8 +17217,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.632Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.632Z"
+                     *       "createdAt": "2026-05-28T09:00:02.303Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.303Z"
                      *     }
                      */
                     "application/json": {
@@ -16786,8 +17534,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.632Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.833Z"
+                     *       "createdAt": "2026-05-28T09:00:02.303Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.450Z"
                      *     }
                      */
                     "application/json": {
@@ -17042,8 +17790,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.675Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.685Z"
+                     *       "createdAt": "2026-05-28T09:00:05.653Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.664Z"
                      *     }
                      */
                     "application/json": {
@@ -17238,8 +17986,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmbyxMOdRLQXl6H",
-                     *       "connectedAt": "2026-05-28T09:00:05.429Z"
+                     *       "account": "acct_Rmcl8ep4HaTq5WQ",
+                     *       "connectedAt": "2026-05-28T09:00:05.374Z"
                      *     }
                      */
                     "application/json": {
@@ -17413,8 +18161,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmbyxMOdRLQXl6H",
-                     *       "connectedAt": "2026-05-28T09:00:05.429Z"
+                     *       "account": "acct_Rmcl8ep4HaTq5WQ",
+                     *       "connectedAt": "2026-05-28T09:00:05.374Z"
                      *     }
                      */
                     "application/json": {
@@ -17983,8 +18731,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.373Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.373Z"
+                     *           "createdAt": "2026-05-28T09:00:02.075Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.075Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18163,8 +18911,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.373Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.373Z"
+                     *       "createdAt": "2026-05-28T09:00:02.075Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.075Z"
                      *     }
                      */
                     "application/json": {
@@ -18339,8 +19087,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.373Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.373Z"
+                     *       "createdAt": "2026-05-28T09:00:02.075Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.075Z"
                      *     }
                      */
                     "application/json": {
@@ -18517,8 +19265,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.373Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.489Z"
+                     *       "createdAt": "2026-05-28T09:00:02.075Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.185Z"
                      *     }
                      */
                     "application/json": {
@@ -18693,8 +19441,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.738Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.746Z"
+                     *       "createdAt": "2026-05-28T09:00:05.705Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.719Z"
                      *     }
                      */
                     "application/json": {
@@ -18885,8 +19633,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.549Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.549Z"
+                     *           "createdAt": "2026-05-28T09:00:02.233Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.233Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -18932,8 +19680,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.632Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.632Z"
+                     *           "createdAt": "2026-05-28T09:00:02.303Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.303Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -18976,8 +19724,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.650Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.650Z"
+                     *           "createdAt": "2026-05-28T09:00:02.314Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.314Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19325,8 +20073,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.632Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.632Z"
+                     *       "createdAt": "2026-05-28T09:00:02.303Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.303Z"
                      *     }
                      */
                     "application/json": {
@@ -19798,13 +20546,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.080Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.114Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.235Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.289Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -19813,8 +20561,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.267Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.267Z"
+                     *           "createdAt": "2026-05-28T09:00:06.340Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.340Z"
                      *         }
                      *       ]
                      *     }
@@ -19975,8 +20723,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.106Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.106Z"
+                     *       "createdAt": "2026-05-28T09:00:06.154Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.154Z"
                      *     }
                      */
                     "application/json": {
@@ -20464,7 +21212,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.235Z"
+                     *       "joinedAt": "2026-05-28T09:00:06.289Z"
                      *     }
                      */
                     "application/json": {
@@ -20852,7 +21600,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.215Z"
+                     *       "createdAt": "2026-05-28T09:00:04.079Z"
                      *     }
                      */
                     "application/json": {
@@ -21038,11 +21786,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.561Z"
+                     *       "createdAt": "2026-05-28T09:00:05.540Z"
                      *     }
                      */
                     "application/json": {
@@ -21216,11 +21964,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.561Z"
+                     *           "createdAt": "2026-05-28T09:00:05.540Z"
                      *         }
                      *       ]
                      *     }
@@ -21374,8 +22122,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.507Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.507Z"
+                     *           "createdAt": "2026-05-28T09:00:05.473Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.473Z"
                      *         }
                      *       ]
                      *     }
@@ -21549,8 +22297,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.507Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.507Z",
+                     *       "createdAt": "2026-05-28T09:00:05.473Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.473Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -21705,8 +22453,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.507Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.507Z"
+                     *       "createdAt": "2026-05-28T09:00:05.473Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.473Z"
                      *     }
                      */
                     "application/json": {
@@ -21998,8 +22746,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.507Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.543Z"
+                     *       "createdAt": "2026-05-28T09:00:05.473Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.522Z"
                      *     }
                      */
                     "application/json": {
@@ -22151,8 +22899,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.507Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.632Z"
+                     *       "createdAt": "2026-05-28T09:00:05.473Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.605Z"
                      *     }
                      */
                     "application/json": {
@@ -22304,8 +23052,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.507Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.641Z"
+                     *       "createdAt": "2026-05-28T09:00:05.473Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.616Z"
                      *     }
                      */
                     "application/json": {
@@ -22598,7 +23346,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.618Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.597Z"
                      *     }
                      */
                     "application/json": {

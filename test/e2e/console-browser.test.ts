@@ -10,6 +10,7 @@ import { DEFAULT_CONSOLE_DIR } from '../../control-plane/src/modules/console-app
 import { launchChromium } from '../helpers/browser';
 import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { startMailbox } from '../helpers/mailbox';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 
 /**
  * The provider console (issue 62) driven in Chromium against a running control plane, with mail
@@ -36,25 +37,36 @@ let browser: Browser;
 let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 let receiver: Server;
 let receiverUrl: string;
+let origin: McpOrigin;
+/** While true, the webhook receiver answers 500. */
+let receiverFails = false;
 
 beforeAll(async () => {
   mailbox = await startMailbox();
   ({ harness, url: baseUrl } = await startListeningControlPlane({
     bodyLimitBytes: 1024 * 1024,
     smtpUrl: mailbox.url,
+    webhooks: { intervalMs: 200 },
   }));
-  receiver = createServer((_request, response) => response.writeHead(200).end('ok'));
+  // The webhook worker runs, as in the service: events are delivered, and replays sent.
+  harness.controlPlane.webhookWorker.start();
+  receiver = createServer((_request, response) =>
+    receiverFails ? response.writeHead(500).end('down') : response.writeHead(200).end('ok'),
+  );
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
   const address = receiver.address();
   receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/hooks`;
+  origin = await startMcpOrigin();
   browser = await launchChromium();
   if (SCREENSHOTS !== undefined) mkdirSync(SCREENSHOTS, { recursive: true });
 });
 
 afterAll(async () => {
   await browser?.close();
+  harness?.controlPlane.webhookWorker.stop();
   await harness?.close();
   await mailbox?.close();
+  await origin?.close();
   await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
 });
 
@@ -264,9 +276,8 @@ describe('the console at /console', () => {
     await page.getByLabel('Tier 1 up to').fill('0');
     await page.getByRole('button', { name: 'Add plan' }).click();
     await page.getByRole('alert').getByText('/tiers/0/upTo', { exact: false }).waitFor();
-    const plans = await page.request.get(
-      `${baseUrl}${new URL(page.url()).pathname.replace('/console/catalog/', '/v1/ui/products/')}/plans?limit=10`,
-    );
+    const productId = new URL(page.url()).pathname.replace('/console/catalog/', '');
+    const plans = await page.request.get(`${baseUrl}/v1/ui/products/${productId}/plans?limit=10`);
     expect(((await plans.json()) as { data: { name: string }[] }).data.map((p) => p.name)).toEqual([
       'Metered',
     ]);
@@ -339,9 +350,52 @@ describe('the console at /console', () => {
     await developer.page.getByRole('cell', { name: '200 ok' }).waitFor({ timeout: 15_000 });
     expect(await axeFindings(developer.page)).toEqual([]);
 
+    // API keys: one made (its secret shown once, and it opens the API), then rolled at once.
+    const opens = async (key: string) => {
+      const answer = await fetch(`${baseUrl}/v1/ui/products?limit=1`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await answer.arrayBuffer();
+      return answer.status;
+    };
+    await developer.page.getByLabel('Key name').fill('CI');
+    await developer.page.getByRole('button', { name: 'Create key' }).click();
+    const firstKey = await developer.page.getByTestId('secret').innerText();
+    expect(firstKey).toMatch(/^sk_test_/);
+    expect(await opens(firstKey)).toBe(200);
+    await developer.page.getByRole('button', { name: 'Done' }).click();
+    await developer.page.getByLabel('When rolling a key').selectOption('0');
+    await developer.page.getByRole('button', { name: 'Roll CI' }).click();
+    const rolledKey = await developer.page.getByTestId('secret').innerText();
+    expect(rolledKey).not.toBe(firstKey);
+    expect(await opens(rolledKey)).toBe(200);
+    expect(await opens(firstKey)).toBe(401);
+    expect(await axeFindings(developer.page)).toEqual([]);
+    await shoot(developer.page, 'developers-keys');
+    await developer.page.getByRole('button', { name: 'Done' }).click();
+
+    // MCP servers: a developer puts the origin behind the proxy, imports its tools, and reads
+    // how each client connects.
+    calls.mcpServers = await visit(developer.page, 'MCP servers', 'MCP servers');
+    await developer.page.getByText('No MCP servers yet').waitFor();
+    await developer.page.getByLabel('Name', { exact: true }).fill('weather');
+    await developer.page.getByLabel('Origin URL').fill(origin.url);
+    await developer.page.getByLabel('Product').selectOption({ label: 'Forecasts' });
+    await developer.page.getByRole('button', { name: 'Add MCP server' }).click();
+    const proxyUrl = await developer.page.getByTestId('proxy-url').innerText();
+    expect(proxyUrl).toMatch(/\/mcp\/weather$/);
+    await developer.page.getByRole('button', { name: 'Import tools from weather' }).click();
+    await developer.page.getByRole('cell', { name: 'add', exact: true }).waitFor();
+    await developer.page.getByText('Connect a client to weather').click();
+    await developer.page.getByText(`claude mcp add --transport http weather ${proxyUrl}`).waitFor();
+    expect(await axeFindings(developer.page)).toEqual([]);
+    await shoot(developer.page, 'mcp-servers');
+
     // A customer's usage on the chart: what the API says, to the record.
     const csrf = await csrfOf(page);
     const headers = { 'x-csrf-token': csrf, 'content-type': 'application/json' };
+    // The receiver is down while Ada is created: customer.created's delivery fails.
+    receiverFails = true;
     expect(
       (
         await page.request.post(`${baseUrl}/v1/sdk/customers`, {
@@ -350,6 +404,22 @@ describe('the console at /console', () => {
         })
       ).status(),
     ).toBe(201);
+    type Attempt = { eventType: string; succeeded: boolean; statusCode: number | null };
+    const attemptsOf = async (type: string): Promise<Attempt[]> => {
+      const endpoints = (await (await page.request.get(`${baseUrl}/v1/webhook_endpoints`)).json()) as {
+        data: { id: string }[];
+      };
+      const listed = await page.request.get(
+        `${baseUrl}/v1/webhook_attempts?limit=50&endpointId=${endpoints.data[0]?.id}`,
+      );
+      return ((await listed.json()) as { data: Attempt[] }).data.filter((a) => a.eventType === type);
+    };
+    for (let i = 0; i < 100 && (await attemptsOf('customer.created')).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect((await attemptsOf('customer.created')).map((a) => [a.succeeded, a.statusCode])).toEqual([
+      [false, 500],
+    ]);
+    receiverFails = false;
     for (const id of ['call-1', 'call-2', 'call-3'])
       expect(
         (
@@ -376,6 +446,62 @@ describe('the console at /console', () => {
     expect(await page.getByTestId('chart-total').innerText()).toBe(String(apiTotal));
     expect(await axeFindings(page)).toEqual([]);
     await shoot(page, 'customer');
+
+    // Billing: Ada buys a $9 plan with the sandbox's test card; the owner refunds $3 of it.
+    const pro = await page.request.post(`${baseUrl}/v1/ui/products/${productId}/plans`, {
+      headers,
+      data: { name: 'Pro', type: 'recurring', billingCycle: 'monthly', currency: 'usd', price: 900 },
+    });
+    expect(pro.status()).toBe(201);
+    const card = { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' };
+    expect(
+      (
+        await page.request.post(`${baseUrl}/v1/sdk/customers/ada/payment-methods`, {
+          headers,
+          data: { card },
+        })
+      ).status(),
+    ).toBe(201);
+    const bought = await page.request.post(`${baseUrl}/v1/sdk/activate`, {
+      headers,
+      data: { customerRef: 'ada', planRef: ((await pro.json()) as { id: string }).id },
+    });
+    expect(bought.status()).toBeLessThan(300);
+    calls.billing = await visit(page, 'Billing', 'Billing');
+    await page.getByRole('cell', { name: 'paid', exact: true }).waitFor();
+    const payment = page.getByRole('button', { name: /^Refund txn_/ });
+    expect(await axeFindings(page)).toEqual([]);
+    await payment.click();
+    await page.getByLabel('Amount to refund').fill('3.00');
+    await page.getByRole('button', { name: 'Issue refund' }).click();
+    await page.getByRole('button', { name: 'Issue refund' }).waitFor({ state: 'detached' });
+    let refunds: { amount: number }[] = [];
+    for (let i = 0; i < 100 && refunds.length === 0; i++) {
+      const listed = await page.request.get(`${baseUrl}/v1/ui/transactions?limit=10&type=refund`);
+      refunds = ((await listed.json()) as { data: { amount: number }[] }).data;
+      if (refunds.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(refunds.map((r) => Math.abs(r.amount))).toEqual([300]);
+    await page.reload();
+    await heading(page, 'Billing');
+    await page.getByRole('cell', { name: 'refund', exact: true }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'billing');
+
+    // The failed delivery, replayed from the endpoint's log once the receiver is back.
+    await visit(developer.page, 'Developers', 'Developers');
+    await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();
+    await developer.page.getByRole('button', { name: 'Replay customer.created (1)' }).click();
+    await developer.page.getByText('Queued again').waitFor();
+    for (let i = 0; i < 100 && !(await attemptsOf('customer.created')).some((a) => a.succeeded); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect((await attemptsOf('customer.created')).map((a) => a.succeeded).sort()).toEqual([false, true]);
+    await developer.page.reload();
+    await heading(developer.page, 'Developers');
+    await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();
+    await developer.page.getByRole('button', { name: 'Replay customer.created (2)' }).waitFor();
+    expect(await axeFindings(developer.page)).toEqual([]);
+    await shoot(developer.page, 'webhook-deliveries');
     calls.overview = await visit(page, 'Overview', 'Overview');
     expect(await page.getByTestId('chart-total').innerText()).toBe('3');
 

@@ -3,8 +3,9 @@ import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { mayIntegrate, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page, ShownOnce } from '../ui';
+import { ApiKeys } from './api-keys';
 
-/** Webhook endpoints: add one (its signing secret shown once), test it, read its deliveries. */
+/** API keys, and webhook endpoints: add one (its signing secret shown once), test it, read its deliveries. */
 export function Developers() {
   const session = useSession();
   const client = useQueryClient();
@@ -32,9 +33,29 @@ export function Developers() {
     onSettled: (_data, _error, endpointId) =>
       void client.invalidateQueries({ queryKey: ['webhook-attempts', endpointId] }),
   });
+  const rotate = useMutation({
+    mutationFn: (id: string) =>
+      unwrap(
+        api.POST('/v1/webhook_endpoints/{id}/rotate-secret', {
+          params: { path: { id } },
+          body: { overlapSeconds: 86_400 },
+        }),
+      ),
+    onSuccess: (rotated) => setSecret(rotated.secret),
+  });
+  const toggle = useMutation({
+    mutationFn: (input: { id: string; enable: boolean }) =>
+      unwrap(
+        input.enable
+          ? api.POST('/v1/webhook_endpoints/{id}/enable', { params: { path: { id: input.id } } })
+          : api.POST('/v1/webhook_endpoints/{id}/disable', { params: { path: { id: input.id } } }),
+      ),
+    onSettled: () => void client.invalidateQueries({ queryKey: ['webhook-endpoints'] }),
+  });
   const canChange = session.data !== undefined && mayIntegrate(session.data.role);
   return (
     <Page title="Developers">
+      <ApiKeys />
       <h2>Webhook endpoints</h2>
       {secret && (
         <ShownOnce
@@ -72,17 +93,36 @@ export function Developers() {
                   Deliveries to {endpoint.url}
                 </button>
                 {canChange && (
-                  <button type="button" onClick={() => test.mutate(endpoint.id)} disabled={test.isPending}>
-                    Send a test event to {endpoint.url}
-                  </button>
+                  <>
+                    <button type="button" onClick={() => test.mutate(endpoint.id)} disabled={test.isPending}>
+                      Send a test event to {endpoint.url}
+                    </button>
+                    <button
+                      type="button"
+                      onClick={() => rotate.mutate(endpoint.id)}
+                      disabled={rotate.isPending}
+                    >
+                      Rotate the secret of {endpoint.url}
+                    </button>
+                    <button
+                      type="button"
+                      onClick={() =>
+                        toggle.mutate({ id: endpoint.id, enable: endpoint.status !== 'enabled' })
+                      }
+                      disabled={toggle.isPending}
+                    >
+                      {endpoint.status === 'enabled' ? 'Disable' : 'Enable'} {endpoint.url}
+                    </button>
+                  </>
                 )}
               </div>
-              {open === endpoint.id && <Attempts endpointId={endpoint.id} />}
+              {endpoint.disabledReason && <p className="muted">Disabled: {endpoint.disabledReason}</p>}
+              {open === endpoint.id && <Attempts endpointId={endpoint.id} canReplay={canChange} />}
             </li>
           ))}
         </ul>
       )}
-      <FormProblem error={test.error} />
+      <FormProblem error={test.error ?? rotate.error ?? toggle.error} />
       {canChange && (
         <form
           className="card"
@@ -121,43 +161,79 @@ export function Developers() {
   );
 }
 
-/** An endpoint's delivery log: each attempt's event, status, latency and answer. */
-function Attempts(props: { endpointId: string }) {
+/** An endpoint's delivery log: each attempt's event, status, latency and answer; replay an event. */
+function Attempts(props: { endpointId: string; canReplay: boolean }) {
+  const client = useQueryClient();
+  const replay = useMutation({
+    mutationFn: (eventId: string) =>
+      unwrap(
+        api.POST('/v1/webhook_endpoints/{id}/redeliver', {
+          params: { path: { id: props.endpointId } },
+          body: { eventId },
+        }),
+      ),
+    onSettled: () => {
+      // The worker sends it within moments: read the log again shortly.
+      setTimeout(
+        () => void client.invalidateQueries({ queryKey: ['webhook-attempts', props.endpointId] }),
+        1500,
+      );
+    },
+  });
   const attempts = useQuery({
     queryKey: ['webhook-attempts', props.endpointId],
     queryFn: () =>
       unwrap(
-        api.GET('/v1/webhook_attempts', { params: { query: { endpointId: props.endpointId, limit: 20 } } }),
+        api.GET('/v1/webhook_attempts', { params: { query: { endpointId: props.endpointId, limit: 100 } } }),
       ),
+    // A log is read fresh each time it is opened.
+    staleTime: 0,
+    refetchOnMount: 'always',
   });
   if (attempts.isPending) return <Loading what="deliveries" />;
   if (attempts.error) return <Failed error={attempts.error} retry={() => void attempts.refetch()} />;
   if (attempts.data.data.length === 0) return <p className="muted">No deliveries yet.</p>;
   return (
-    <table>
-      <caption className="visually-hidden">Delivery attempts</caption>
-      <thead>
-        <tr>
-          <th scope="col">When (UTC)</th>
-          <th scope="col">Event</th>
-          <th scope="col">Attempt</th>
-          <th scope="col">Answer</th>
-          <th scope="col">Latency</th>
-        </tr>
-      </thead>
-      <tbody>
-        {attempts.data.data.map((a) => (
-          <tr key={a.id}>
-            <td>{dateTime(a.createdAt)}</td>
-            <td>
-              <code>{a.eventType}</code>
-            </td>
-            <td>{a.attempt}</td>
-            <td>{a.succeeded ? `${a.statusCode} ok` : (a.error ?? `${a.statusCode ?? 'no answer'}`)}</td>
-            <td>{a.latencyMs === null ? '—' : `${a.latencyMs} ms`}</td>
+    <>
+      {replay.isSuccess && <p role="status">Queued again: the log shows its delivery in a moment.</p>}
+      <FormProblem error={replay.error} />
+      <table>
+        <caption className="visually-hidden">Delivery attempts</caption>
+        <thead>
+          <tr>
+            <th scope="col">When (UTC)</th>
+            <th scope="col">Event</th>
+            <th scope="col">Attempt</th>
+            <th scope="col">Answer</th>
+            <th scope="col">Latency</th>
+            {props.canReplay && (
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            )}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {attempts.data.data.map((a) => (
+            <tr key={a.id}>
+              <td>{dateTime(a.createdAt)}</td>
+              <td>
+                <code>{a.eventType}</code>
+              </td>
+              <td>{a.attempt}</td>
+              <td>{a.succeeded ? `${a.statusCode} ok` : (a.error ?? `${a.statusCode ?? 'no answer'}`)}</td>
+              <td>{a.latencyMs === null ? '—' : `${a.latencyMs} ms`}</td>
+              {props.canReplay && (
+                <td>
+                  <button type="button" onClick={() => replay.mutate(a.eventId)} disabled={replay.isPending}>
+                    Replay {a.eventType} ({a.attempt})
+                  </button>
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
   );
 }

@@ -206,4 +206,12 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Changes a member’s role. Only an owner (or a secret key) grants or takes away the owner role, and the last owner cannot step down (409 `last_owner`): changes to one team are made one at a time.',
   'DELETE /v1/ui/team/members/:userId':
     'Removes a member from the team; their console sessions at this provider end at once. The last owner cannot be removed (409 `last_owner`); only an owner removes an owner.',
+  'GET /v1/ui/api-keys':
+    'The secret keys of the environment named (a key’s own, or the console’s switch) that still open the API, newest first: id, name, hint (prefix and last four characters), who made it, and when a rolled key stops. Secrets are never shown again.',
+  'POST /v1/ui/api-keys':
+    'Creates a secret key in the environment; the answer holds its secret this once (only its hash is kept). Console members only (developers, admins, owners): a key cannot make keys, so revoking a leaked key is enough.',
+  'POST /v1/ui/api-keys/:id/roll':
+    'Rolls a key: a new secret now, with the same name; the old secret keeps working for `overlapSeconds` (0, the default, stops it at once; at most 7 days) so deployments can switch. A key already rolled answers 409 `key_rolled`: roll its successor. Rolled twice at once, one new key is made.',
+  'DELETE /v1/ui/api-keys/:id':
+    'Revokes a key: calls with it are refused from now on (on other control planes of a deployment, within 5 seconds, how long a verified key is remembered).',
 };

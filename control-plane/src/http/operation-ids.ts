@@ -121,4 +121,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /v1/ui/team/invitations/:id': 'revokeInvitation',
   'PATCH /v1/ui/team/members/:userId': 'changeMemberRole',
   'DELETE /v1/ui/team/members/:userId': 'removeMember',
+  'GET /v1/ui/api-keys': 'listApiKeys',
+  'POST /v1/ui/api-keys': 'createApiKey',
+  'POST /v1/ui/api-keys/:id/roll': 'rollApiKey',
+  'DELETE /v1/ui/api-keys/:id': 'revokeApiKey',
 };

@@ -132,13 +132,20 @@ export interface KeyOwner {
   providerId: string;
   environment: Environment;
   liveEnabled: boolean;
+  /** When a rolled key stops working; null for a key without an end. */
+  expiresAt: Date | null;
 }
 
 export async function findKeyOwner(db: Queryable, key: string): Promise<KeyOwner | undefined> {
-  const { rows } = await db.query<{ provider_id: string; environment: Environment; live_enabled: boolean }>(
+  const { rows } = await db.query<{
+    provider_id: string;
+    environment: Environment;
+    live_enabled: boolean;
+    expires_at: Date | null;
+  }>(
     prepared(
       'key_owner',
-      `SELECT k.provider_id, k.environment, p.live_enabled
+      `SELECT k.provider_id, k.environment, p.live_enabled, k.expires_at
        FROM api_keys k JOIN providers p ON p.id = k.provider_id
       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [hashKey(key)],
@@ -147,7 +154,12 @@ export async function findKeyOwner(db: Queryable, key: string): Promise<KeyOwner
   const row = rows[0];
   return row === undefined
     ? undefined
-    : { providerId: row.provider_id, environment: row.environment, liveEnabled: row.live_enabled };
+    : {
+        providerId: row.provider_id,
+        environment: row.environment,
+        liveEnabled: row.live_enabled,
+        expiresAt: row.expires_at,
+      };
 }
 
 export type MerchantFields = Omit<Provider, 'id' | 'liveEnabled' | 'createdAt'>;

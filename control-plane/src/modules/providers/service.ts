@@ -189,6 +189,11 @@ export class ProviderService {
     return owner;
   }
 
+  /** Forgets every key verified: after a key is revoked or rolled, the next call looks it up again. */
+  forgetKeys(): void {
+    this.verifiedKeys.clear();
+  }
+
   /** Revokes every active key of the environment and issues a new one in the same transaction. */
   async rotateKey(providerId: string, environment: Environment): Promise<{ key: string; revoked: number }> {
     await this.get(providerId);
@@ -215,7 +220,9 @@ export class ProviderService {
     }
     const claimed = environmentOfKey(key);
     const owner = claimed === undefined || key.length > 200 ? undefined : await this.keyOwner(key);
-    if (owner === undefined || owner.environment !== claimed) {
+    // A rolled key's end is checked at every call, cached or not.
+    const expired = owner?.expiresAt != null && owner.expiresAt <= this.clock.now();
+    if (owner === undefined || owner.environment !== claimed || expired) {
       throw new UnauthorizedError('invalid_api_key', 'The API key is not valid or has been revoked');
     }
     if (owner.environment === 'live' && !owner.liveEnabled) {

@@ -3,7 +3,7 @@ import type { Role } from './repository';
 /**
  * What a console member of each role may call on the API (routes as Fastify names them,
  * `/v1/ui/mcp-servers/:id`). Everyone may read. A viewer changes nothing. A developer changes the
- * integration: webhook endpoints, MCP servers, meters, usage it reports, limit checks, customer
+ * integration: API keys, webhook endpoints, MCP servers, meters, usage it reports, limit checks, customer
  * tokens and sandbox test clocks; not money, customers or the catalog's prices. Admins and
  * owners change everything, the team included (only owners touch the owner role). API keys are not
  * members: they keep the full access they always had.
@@ -11,6 +11,7 @@ import type { Role } from './repository';
 const READS = new Set(['GET', 'HEAD']);
 
 const DEVELOPER_WRITES: readonly RegExp[] = [
+  /^\/v1\/ui\/api-keys(\/|$)/,
   /^\/v1\/webhook_endpoints(\/|$)/,
   /^\/v1\/ui\/webhooks\//,
   /^\/v1\/ui\/mcp-servers(\/|$)/,

@@ -1,0 +1,210 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, money, unwrap } from '../api';
+import { mayManage, useSession } from '../session';
+import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
+
+/** Whole currency units as typed ("3" or "3.50") in cents, exactly; undefined when not such. */
+const centsOf = (text: string): number | undefined => {
+  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  return match === null ? undefined : Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
+};
+
+/** Invoices (finalize a draft, void an open one, the hosted copy and PDF) and money moved (refund a payment). */
+export function Billing() {
+  const session = useSession();
+  const client = useQueryClient();
+  const invoices = useQuery({
+    queryKey: ['invoices'],
+    queryFn: () => unwrap(api.GET('/v1/sdk/invoices', { params: { query: { limit: 50 } } })),
+  });
+  const transactions = useQuery({
+    queryKey: ['transactions'],
+    queryFn: async () => {
+      const answer = await unwrap(
+        api.GET('/v1/ui/transactions', { params: { query: { limit: 50, format: 'json' } } }),
+      );
+      // The operation also answers CSV (format=csv); JSON is asked for here.
+      if (typeof answer === 'string') throw new Error('The transactions came back as CSV');
+      return answer;
+    },
+  });
+  const refreshAll = () => {
+    void client.invalidateQueries({ queryKey: ['invoices'] });
+    void client.invalidateQueries({ queryKey: ['transactions'] });
+  };
+  const finalize = useMutation({
+    mutationFn: (id: string) =>
+      unwrap(api.POST('/v1/sdk/invoices/{id}/finalize', { params: { path: { id } } })),
+    onSettled: refreshAll,
+  });
+  const voidInvoice = useMutation({
+    mutationFn: (id: string) => unwrap(api.POST('/v1/sdk/invoices/{id}/void', { params: { path: { id } } })),
+    onSettled: refreshAll,
+  });
+  const [refunding, setRefunding] = useState<string | undefined>(undefined);
+  const [amount, setAmount] = useState('');
+  const refund = useMutation({
+    mutationFn: (paymentId: string) => {
+      const refundAmount = centsOf(amount);
+      return unwrap(
+        api.POST('/v1/ui/transactions/refunds', {
+          body: {
+            originalTransactionId: paymentId,
+            reason: 'requested_by_customer',
+            ...(refundAmount === undefined ? {} : { refundAmount }),
+          },
+        }),
+      );
+    },
+    onSuccess: () => {
+      setRefunding(undefined);
+      setAmount('');
+      refreshAll();
+    },
+  });
+  const manager = session.data !== undefined && mayManage(session.data.role);
+  return (
+    <Page title="Billing">
+      <h2>Invoices</h2>
+      {invoices.isPending ? (
+        <Loading what="invoices" />
+      ) : invoices.error ? (
+        <Failed error={invoices.error} retry={() => void invoices.refetch()} />
+      ) : invoices.data.data.length === 0 ? (
+        <Empty>
+          <p>No invoices yet: each purchase's periods close into one.</p>
+        </Empty>
+      ) : (
+        <table>
+          <caption className="visually-hidden">Invoices, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Invoice</th>
+              <th scope="col">Customer</th>
+              <th scope="col">Status</th>
+              <th scope="col">Total</th>
+              <th scope="col">Created (UTC)</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {invoices.data.data.map((invoice) => (
+              <tr key={invoice.id}>
+                <td>
+                  <code>{invoice.id}</code>
+                </td>
+                <td>
+                  <code>{invoice.customerRef}</code>
+                </td>
+                <td>{invoice.status}</td>
+                <td>{money(invoice.total, invoice.currency)}</td>
+                <td>{dateTime(invoice.createdAt)}</td>
+                <td>
+                  <div className="row">
+                    {invoice.hostedUrl && <a href={invoice.hostedUrl}>View {invoice.id}</a>}
+                    {invoice.pdfUrl && <a href={invoice.pdfUrl}>PDF of {invoice.id}</a>}
+                    {manager && invoice.status === 'draft' && (
+                      <button
+                        type="button"
+                        onClick={() => finalize.mutate(invoice.id)}
+                        disabled={finalize.isPending}
+                      >
+                        Finalize {invoice.id}
+                      </button>
+                    )}
+                    {manager && invoice.status === 'open' && (
+                      <button
+                        type="button"
+                        onClick={() => voidInvoice.mutate(invoice.id)}
+                        disabled={voidInvoice.isPending}
+                      >
+                        Void {invoice.id}
+                      </button>
+                    )}
+                  </div>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <FormProblem error={finalize.error ?? voidInvoice.error} />
+      <h2>Transactions</h2>
+      {transactions.isPending ? (
+        <Loading what="transactions" />
+      ) : transactions.error ? (
+        <Failed error={transactions.error} retry={() => void transactions.refetch()} />
+      ) : transactions.data.data.length === 0 ? (
+        <Empty>
+          <p>No money has moved yet.</p>
+        </Empty>
+      ) : (
+        <table>
+          <caption className="visually-hidden">Transactions, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">When (UTC)</th>
+              <th scope="col">Type</th>
+              <th scope="col">Amount</th>
+              <th scope="col">Net</th>
+              <th scope="col">Description</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {transactions.data.data.map((t) => (
+              <tr key={t.id}>
+                <td>{dateTime(t.createdAt)}</td>
+                <td>{t.type}</td>
+                <td>{money(t.amount, t.currency)}</td>
+                <td>{money(t.net, t.currency)}</td>
+                <td>{t.description}</td>
+                <td>
+                  {manager && t.type === 'payment' && refunding !== t.id && (
+                    <button type="button" onClick={() => setRefunding(t.id)}>
+                      Refund {t.id}
+                    </button>
+                  )}
+                  {refunding === t.id && (
+                    <form
+                      aria-label={`Refund ${t.id}`}
+                      onSubmit={(event) => {
+                        event.preventDefault();
+                        refund.mutate(t.id);
+                      }}
+                      noValidate
+                    >
+                      <Field
+                        label="Amount to refund"
+                        name="refundAmount"
+                        inputMode="decimal"
+                        value={amount}
+                        onChange={setAmount}
+                        error={refund.error}
+                        hint={`Empty: all that is left of ${money(t.amount, t.currency)}`}
+                      />
+                      <FormProblem error={refund.error} fields={['refundAmount']} />
+                      <div className="row">
+                        <button type="submit" className="primary" disabled={refund.isPending}>
+                          Issue refund
+                        </button>
+                        <button type="button" onClick={() => setRefunding(undefined)}>
+                          Cancel
+                        </button>
+                      </div>
+                    </form>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Page>
+  );
+}
