@@ -488,6 +488,19 @@ describe('the console at /console', () => {
     expect(await axeFindings(page)).toEqual([]);
     await shoot(page, 'billing');
 
+    // Ada's money: the paid invoice, the card on file; her sign-ins revoked.
+    await visit(page, 'Customers', 'Customers');
+    await page.getByRole('link', { name: 'Ada Lovelace' }).click();
+    await heading(page, 'Ada Lovelace');
+    calls.customerMoney = await counting(page, 'Ada Lovelace', () =>
+      page.getByRole('button', { name: 'Invoices, credits and cards' }).click(),
+    );
+    await page.getByText('visa ending 4242, expires 12/2035 (default)').waitFor();
+    await page.getByRole('cell', { name: 'paid', exact: true }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Revoke the customer’s sign-ins' }).click();
+    await page.getByText('is revoked').waitFor();
+
     // The failed delivery, replayed from the endpoint's log once the receiver is back.
     await visit(developer.page, 'Developers', 'Developers');
     await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();

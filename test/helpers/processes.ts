@@ -74,6 +74,7 @@ const REDIS_DATABASES = {
   gate: 9,
   'conformance-v1': 10,
   paywall: 11,
+  console: 12,
 } as const;
 
 /** The test files with a split stack of their own, each on its own Redis database. */

@@ -3,7 +3,9 @@ import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, money, unwrap } from '../api';
 import { DailyChart } from '../chart';
+import { mayManage, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, Loading, Page } from '../ui';
+import { CustomerMoney } from './customer-money';
 
 /** Customers: search by email or external reference, a page at a time. */
 export function Customers() {
@@ -101,18 +103,25 @@ export function Customers() {
   );
 }
 
-/** One customer: who, what they bought, and their usage of the last 30 days. */
+/**
+ * One customer, in two views of at most three API calls each: usage (the last 30 days, and what
+ * they bought) and money (invoices, credits, cards, and revoking their sign-ins).
+ */
 export function CustomerPage() {
   const { customerRef } = useParams({ strict: false }) as { customerRef: string };
+  const session = useSession();
+  const [view, setView] = useState<'usage' | 'money'>('usage');
   const customer = useQuery({
     queryKey: ['customer', customerRef],
     queryFn: () => unwrap(api.GET('/v1/sdk/customers/{ref}', { params: { path: { ref: customerRef } } })),
   });
   const purchases = useQuery({
+    enabled: view === 'usage',
     queryKey: ['purchases', customerRef],
     queryFn: () => unwrap(api.GET('/v1/sdk/purchases', { params: { query: { customerRef, limit: 20 } } })),
   });
   const daily = useQuery({
+    enabled: view === 'usage',
     queryKey: ['daily', customerRef],
     queryFn: () => unwrap(api.GET('/ui/analytics/daily', { params: { query: { customerRef } } })),
   });
@@ -126,47 +135,68 @@ export function CustomerPage() {
         {c.email ? ` · ${c.email}` : ''}
         {c.externalRef ? ` · ${c.externalRef}` : ''}
       </p>
-      <h2>Usage, last 30 days</h2>
-      {daily.isPending ? (
-        <Loading what="usage" />
-      ) : daily.error ? (
-        <Failed error={daily.error} retry={() => void daily.refetch()} />
+      <fieldset className="row views">
+        <legend className="visually-hidden">View</legend>
+        <button type="button" aria-pressed={view === 'usage'} onClick={() => setView('usage')}>
+          Usage and purchases
+        </button>
+        <button type="button" aria-pressed={view === 'money'} onClick={() => setView('money')}>
+          Invoices, credits and cards
+        </button>
+      </fieldset>
+      {view === 'money' ? (
+        <CustomerMoney
+          customerRef={customerRef}
+          canChange={session.data !== undefined && mayManage(session.data.role)}
+        />
       ) : (
-        <DailyChart label="Calls" days={daily.data.data.map((d) => ({ date: d.date, value: d.records }))} />
-      )}
-      <h2>Purchases</h2>
-      {purchases.isPending ? (
-        <Loading what="purchases" />
-      ) : purchases.error ? (
-        <Failed error={purchases.error} retry={() => void purchases.refetch()} />
-      ) : purchases.data.data.length === 0 ? (
-        <Empty>
-          <p>No purchases.</p>
-        </Empty>
-      ) : (
-        <table>
-          <caption className="visually-hidden">Purchases</caption>
-          <thead>
-            <tr>
-              <th scope="col">Plan</th>
-              <th scope="col">Status</th>
-              <th scope="col">Amount</th>
-              <th scope="col">Period ends</th>
-            </tr>
-          </thead>
-          <tbody>
-            {purchases.data.data.map((p) => (
-              <tr key={p.id}>
-                <td>
-                  <code>{p.planRef}</code>
-                </td>
-                <td>{p.status}</td>
-                <td>{money(p.amount, p.currency)}</td>
-                <td>{p.periodEnd ? dateTime(p.periodEnd) : '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <>
+          <h2>Usage, last 30 days</h2>
+          {daily.isPending ? (
+            <Loading what="usage" />
+          ) : daily.error ? (
+            <Failed error={daily.error} retry={() => void daily.refetch()} />
+          ) : (
+            <DailyChart
+              label="Calls"
+              days={daily.data.data.map((d) => ({ date: d.date, value: d.records }))}
+            />
+          )}
+          <h2>Purchases</h2>
+          {purchases.isPending ? (
+            <Loading what="purchases" />
+          ) : purchases.error ? (
+            <Failed error={purchases.error} retry={() => void purchases.refetch()} />
+          ) : purchases.data.data.length === 0 ? (
+            <Empty>
+              <p>No purchases.</p>
+            </Empty>
+          ) : (
+            <table>
+              <caption className="visually-hidden">Purchases</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Plan</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Amount</th>
+                  <th scope="col">Period ends</th>
+                </tr>
+              </thead>
+              <tbody>
+                {purchases.data.data.map((p) => (
+                  <tr key={p.id}>
+                    <td>
+                      <code>{p.planRef}</code>
+                    </td>
+                    <td>{p.status}</td>
+                    <td>{money(p.amount, p.currency)}</td>
+                    <td>{p.periodEnd ? dateTime(p.periodEnd) : '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
       )}
     </Page>
   );
