@@ -85,6 +85,13 @@ export async function unwrap<T>(
   );
 }
 
+/** An amount as typed in whole currency units ("9" or "9.50") in cents, exactly; undefined when not one. */
+export function centsOf(text: string): number | undefined {
+  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
+  if (match === null) return undefined;
+  return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
+}
+
 /** Money in the smallest unit, shown in its currency (900 usd → $9.00). */
 export function money(amount: number, currency: string): string {
   const code = currency.toUpperCase();

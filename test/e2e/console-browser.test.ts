@@ -472,6 +472,10 @@ describe('the console at /console', () => {
     const payment = page.getByRole('button', { name: /^Refund txn_/ });
     expect(await axeFindings(page)).toEqual([]);
     await payment.click();
+    // A typo is refused by the form, never read as "refund everything".
+    await page.getByLabel('Amount to refund').fill('3,00');
+    await page.getByRole('button', { name: 'Issue refund' }).click();
+    await page.getByText('must be an amount such as 3.00, or empty to refund what is left').waitFor();
     await page.getByLabel('Amount to refund').fill('3.00');
     await page.getByRole('button', { name: 'Issue refund' }).click();
     await page.getByRole('button', { name: 'Issue refund' }).waitFor({ state: 'detached' });

@@ -1,14 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, money, unwrap } from '../api';
+import { ApiProblem, api, centsOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
-
-/** Whole currency units as typed ("3" or "3.50") in cents, exactly; undefined when not such. */
-const centsOf = (text: string): number | undefined => {
-  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
-  return match === null ? undefined : Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
-};
 
 /** Invoices (finalize a draft, void an open one, the hosted copy and PDF) and money moved (refund a payment). */
 export function Billing() {
@@ -47,6 +41,14 @@ export function Billing() {
   const refund = useMutation({
     mutationFn: (paymentId: string) => {
       const refundAmount = centsOf(amount);
+      // Empty refunds what is left; anything else must read as an amount, never as "all".
+      if (amount.trim() !== '' && (refundAmount === undefined || refundAmount === 0))
+        throw new ApiProblem(400, 'validation_failed', 'The amount must be such as 3.00', [
+          {
+            path: '/refundAmount',
+            message: 'must be an amount such as 3.00, or empty to refund what is left',
+          },
+        ]);
       return unwrap(
         api.POST('/v1/ui/transactions/refunds', {
           body: {

@@ -1,7 +1,7 @@
 import { type Pricing, parseDecimal, priceUsage, type Tier } from '@mcp-meter/contracts/pricing';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, money, unwrap } from '../api';
+import { ApiProblem, api, centsOf, money, unwrap } from '../api';
 import { Field, FormProblem, Select } from '../ui';
 
 type PlanType = 'recurring' | 'usage-based' | 'hybrid' | 'one-time';
@@ -10,13 +10,6 @@ interface TierRow {
   upTo: string;
   unitAmount: string;
   flatAmount: string;
-}
-
-/** Whole currency units as typed ("9" or "9.50") in cents, exactly; undefined when not such. */
-function centsOf(text: string): number | undefined {
-  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
-  if (match === null) return undefined;
-  return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
 }
 
 /**
