@@ -29,6 +29,8 @@ import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
 import { disputeRoutes } from './modules/disputes/routes';
 import { DisputeService } from './modules/disputes/service';
+import { eventRoutes } from './modules/events/routes';
+import { EventService } from './modules/events/service';
 import { financialRoutes } from './modules/financials/routes';
 import { FinancialService } from './modules/financials/service';
 import { transactionRoutes } from './modules/ledger/routes';
@@ -396,6 +398,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(mcpServerRoutes(mcpServers));
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
+      await scope.register(eventRoutes(new EventService(deps.pool)));
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
       await scope.register(apiKeyRoutes(apiKeys));

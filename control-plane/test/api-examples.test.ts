@@ -585,6 +585,7 @@ describe('the documented example of every operation, MCP and sign-in', () => {
       path: { id: server.id },
       status: 200,
     });
+    await example({ route: 'GET /v1/ui/mcp-servers/:id/health', path: { id: server.id }, status: 200 });
     await example({
       route: 'PATCH /v1/ui/mcp-servers/:id',
       path: { id: server.id },
@@ -804,6 +805,16 @@ describe('the documented example of every operation, Stripe, webhooks and ending
 
   it('webhook endpoints: a test event, its attempts, a redelivery and a new secret', async () => {
     await example({ route: 'GET /v1/sdk/webhooks/event-types', status: 200 });
+    const events = await example({
+      route: 'GET /v1/events',
+      query: { customerRef: 'ada', type: 'purchase.created,purchase.activated', limit: 2 },
+      status: 200,
+    });
+    await example({
+      route: 'GET /v1/events/:id',
+      path: { id: (events.data as Array<{ id: string }>)[0]?.id as string },
+      status: 200,
+    });
     const endpoint = await example({
       route: 'POST /v1/webhook_endpoints',
       body: {

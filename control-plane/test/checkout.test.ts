@@ -172,6 +172,34 @@ describe('checkout sessions', () => {
     ]);
   });
 
+  it('wear the provider’s brand colour, which only ever reaches the page as a colour', async () => {
+    const { call } = await seller();
+    for (const brandColor of ['red', '#fff', '#12345g', '#123456;}body{display:none', 'url(x)', '#1234567'])
+      expect({
+        brandColor,
+        status: (await call('PATCH', '/v1/sdk/merchant', { brandColor })).status,
+      }).toEqual({
+        brandColor,
+        status: 400,
+      });
+    const set = await call('PATCH', '/v1/sdk/merchant', { brandColor: '#FFD700' });
+    expect(set.status).toBe(200);
+    expect(set.body.brandColor).toBe('#ffd700');
+    expect((await call('GET', '/v1/sdk/merchant')).body.brandColor).toBe('#ffd700');
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        topup: { credits: 5, amount: 500 },
+      })
+    ).body;
+    const page = await call('GET', `/checkout/${session.id}`, undefined, null);
+    // Gold is light: the button's text is dark, and links fall back to ink to stay readable.
+    expect(page.body).toContain(':root{--brand:#ffd700;--on-brand:#1d1d1f;--brand-text:#1d1d1f}');
+    expect((await call('PATCH', '/v1/sdk/merchant', { brandColor: null })).body.brandColor).toBeUndefined();
+    const plain = await call('GET', `/checkout/${session.id}`, undefined, null);
+    expect(plain.body).toContain(':root{--brand:#2d5bff;--on-brand:#ffffff;--brand-text:#2d5bff}');
+  });
+
   it('expire after their time with checkout_session.expired and payment.canceled, and cannot be paid then', async () => {
     const { call, plan, events } = await seller();
     const session = (

@@ -268,6 +268,12 @@ describe('MCP server registry', () => {
       expect(imported.body.code).toBe('origin_unreachable');
       expect(JSON.stringify(imported.body)).not.toContain('SECRET');
       expect(imported.body.detail).toContain('HTTP 500');
+      // The health check reads the same origin: unhealthy, with why, and still nothing it answered.
+      const health = await call('GET', `/v1/ui/mcp-servers/${server.body.id}/health`);
+      expect(health.status).toBe(200);
+      expect(health.body).toMatchObject({ healthy: false, toolCount: null, serverName: null });
+      expect(health.body.problem).toContain('HTTP 500');
+      expect(JSON.stringify(health.body)).not.toContain('SECRET');
     } finally {
       origin.closeAllConnections();
       await new Promise<void>((resolve) => origin.close(() => resolve()));

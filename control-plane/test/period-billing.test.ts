@@ -499,10 +499,18 @@ describe('the hosted invoice', () => {
     expect(invoice?.hostedUrl).toMatch(/^http:\/\/127\.0\.0\.1:8080\/invoice\/[0-9a-f]{64}$/);
     expect(invoice?.pdfUrl).toBe(`${invoice?.hostedUrl}/pdf`);
     const path = new URL(invoice?.hostedUrl).pathname;
+    // The provider's branding, set after the invoice was made, is what the page shows.
+    await s.api('PATCH', '/v1/sdk/merchant', {
+      brandColor: '#0B6E4F',
+      logoUrl: 'https://cdn.example/logo.png',
+    });
 
     const page = await harness.controlPlane.app.inject({ method: 'GET', url: path });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(page.body).toContain('--brand:#0b6e4f;--on-brand:#ffffff;--brand-text:#0b6e4f');
+    expect(page.body).toContain('<img src="https://cdn.example/logo.png" alt="">');
+    expect(page.headers['content-security-policy']).toContain('img-src https:;');
     expect(page.headers['content-security-policy']).toContain("default-src 'none'");
     expect(page.headers['cache-control']).toBe('no-store');
     for (const text of [

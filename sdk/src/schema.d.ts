@@ -450,6 +450,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events, newest first: all, a customer’s, or some types’
+         * @description The events recorded for the environment, newest first, in the envelope webhooks deliver (whether or not an endpoint took them): all of them, those about one customer (`customerRef`, an id or externalRef; 404 when none), or some types (`type`, comma-separated; an unknown type is 400). Pages with `cursor`.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event, as webhooks deliver it
+         * @description One event by its id, in the envelope webhooks deliver.
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/processors/stripe/webhooks/{providerId}": {
         parameters: {
             query?: never;
@@ -1374,6 +1414,26 @@ export interface paths {
         patch: operations["updateMcpServer"];
         trace?: never;
     };
+    "/v1/ui/mcp-servers/{id}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Check the origin now: initialize and tools/list, timed, through the SSRF guard
+         * @description Looks at the origin now, as an MCP client would: `initialize`, then every page of `tools/list`, through the SSRF guard with the origin’s API key, timed end to end. An origin that fails is an answer (`healthy: false` with the reason, never the origin’s body), not an error.
+         */
+        get: operations["checkMcpServerHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/mcp-servers/{id}/tools/import": {
         parameters: {
             query?: never;
@@ -2033,11 +2093,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "QMCOBtatJTMNREP5m5zmwbNBivj1jK9ZB2D0dQ0I-gE",
-                     *           "y": "FPD-NPYevpw7oeFRiPILrQIbeMS1Q3h-8Uruf_6KQqI",
+                     *           "x": "RP7b3HgBUOqZj4LkQ6AAJHdnRiaBiIfHh9PMepg_T4Q",
+                     *           "y": "_prLmbc00MvHTnMjFONcRxDdJFIeP2qNJI5_Urszvr8",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "f850be8fb99972fe",
+                     *           "kid": "21209b7d46a520b2",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2166,8 +2226,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.847Z",
-                     *       "to": "2026-05-28T09:00:03.847Z",
+                     *       "from": "2026-04-28T09:00:04.145Z",
+                     *       "to": "2026-05-28T09:00:04.145Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2505,8 +2565,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.830Z",
-                     *       "to": "2026-05-28T09:00:03.830Z",
+                     *       "from": "2026-04-28T09:00:04.131Z",
+                     *       "to": "2026-05-28T09:00:04.131Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2678,7 +2738,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.786Z",
+                     *       "to": "2026-05-28T09:00:04.103Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2863,9 +2923,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.324Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.324Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.324Z"
+                     *       "createdAt": "2026-05-28T09:00:06.657Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.657Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.657Z"
                      *     }
                      */
                     "application/json": {
@@ -3098,7 +3158,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.154Z"
+                     *       "expiresAt": "2026-06-04T09:00:06.492Z"
                      *     }
                      */
                     "application/json": {
@@ -3467,9 +3527,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.792Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.792Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.803Z"
+                     *       "createdAt": "2026-05-28T09:00:06.152Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.152Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.165Z"
                      *     }
                      */
                     "application/json": {
@@ -3956,9 +4016,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.792Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.792Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.792Z"
+                     *       "createdAt": "2026-05-28T09:00:06.152Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.152Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.152Z"
                      *     }
                      */
                     "application/json": {
@@ -4169,7 +4229,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:05.929Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.321Z"
                      *     }
                      */
                     "application/json": {
@@ -4345,9 +4405,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.137Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.137Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.137Z"
+                     *       "createdAt": "2026-05-28T09:00:06.479Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.479Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.479Z"
                      *     }
                      */
                     "application/json": {
@@ -4812,7 +4872,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795882414,
+                     *       "client_id_issued_at": 1795889735,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -4985,7 +5045,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.817Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.061Z"
                      *     }
                      */
                     "application/json": {
@@ -5331,6 +5391,387 @@ export interface operations {
                     } & {
                         [key: string]: unknown;
                     });
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /**
+                 * @description Only events about this customer (id or externalRef)
+                 * @example ada
+                 */
+                customerRef?: string;
+                /** @example 2 */
+                limit: number;
+                /**
+                 * @description Only these types, comma-separated (see /v1/sdk/webhooks/event-types)
+                 * @example purchase.created,purchase.activated
+                 */
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *           "type": "purchase.activated",
+                     *           "created": 1780272000,
+                     *           "api_version": "2025-10-01",
+                     *           "data": {
+                     *             "object": {
+                     *               "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *               "plan": "pln_01jx000001brnn19rg36mzgzje",
+                     *               "amount": 900,
+                     *               "status": "active",
+                     *               "created": 1780272000,
+                     *               "product": "prd_01jx0000015jgd8f89vrn095xf",
+                     *               "currency": "usd",
+                     *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *               "isRecurring": true,
+                     *               "billingCycle": "monthly"
+                     *             },
+                     *             "previous_attributes": {
+                     *               "status": "pending"
+                     *             }
+                     *           },
+                     *           "livemode": false,
+                     *           "request": {
+                     *             "id": null,
+                     *             "idempotency_key": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "evt_01jx000002zpwj3xe3230kfa1z",
+                     *           "type": "purchase.created",
+                     *           "created": 1780272000,
+                     *           "api_version": "2025-10-01",
+                     *           "data": {
+                     *             "object": {
+                     *               "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *               "plan": "pln_01jx000001brnn19rg36mzgzje",
+                     *               "amount": 900,
+                     *               "status": "pending",
+                     *               "created": 1780272000,
+                     *               "product": "prd_01jx0000015jgd8f89vrn095xf",
+                     *               "currency": "usd",
+                     *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *               "isRecurring": true,
+                     *               "billingCycle": "monthly"
+                     *             },
+                     *             "previous_attributes": null
+                     *           },
+                     *           "livemode": false,
+                     *           "request": {
+                     *             "id": null,
+                     *             "idempotency_key": null
+                     *           }
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: ({
+                            api_version: string;
+                            /** @description Unix seconds (a test clock’s time for its events) */
+                            created: number;
+                            data: {
+                                object: {
+                                    [key: string]: unknown;
+                                };
+                                previous_attributes: {
+                                    [key: string]: unknown;
+                                } | null;
+                            };
+                            id: string;
+                            livemode: boolean;
+                            request: {
+                                id: string | null;
+                                idempotency_key: string | null;
+                            };
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example evt_01jx000001dc0x08pfmegcrm7e */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *       "type": "purchase.activated",
+                     *       "created": 1780272000,
+                     *       "api_version": "2025-10-01",
+                     *       "data": {
+                     *         "object": {
+                     *           "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "plan": "pln_01jx000001brnn19rg36mzgzje",
+                     *           "amount": 900,
+                     *           "status": "active",
+                     *           "created": 1780272000,
+                     *           "product": "prd_01jx0000015jgd8f89vrn095xf",
+                     *           "currency": "usd",
+                     *           "customer": "cus_01jx000003mkt209fkta21f260",
+                     *           "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *           "isRecurring": true,
+                     *           "billingCycle": "monthly"
+                     *         },
+                     *         "previous_attributes": {
+                     *           "status": "pending"
+                     *         }
+                     *       },
+                     *       "livemode": false,
+                     *       "request": {
+                     *         "id": null,
+                     *         "idempotency_key": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        api_version: string;
+                        /** @description Unix seconds (a test clock’s time for its events) */
+                        created: number;
+                        data: {
+                            object: {
+                                [key: string]: unknown;
+                            };
+                            previous_attributes: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        id: string;
+                        livemode: boolean;
+                        request: {
+                            id: string | null;
+                            idempotency_key: string | null;
+                        };
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -5730,8 +6171,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.004Z",
-                     *       "createdAt": "2026-05-28T09:00:04.004Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.262Z",
+                     *       "createdAt": "2026-05-28T09:00:04.262Z"
                      *     }
                      */
                     "application/json": {
@@ -5888,8 +6329,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.004Z",
-                     *       "createdAt": "2026-05-28T09:00:04.004Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.262Z",
+                     *       "createdAt": "2026-05-28T09:00:04.262Z"
                      *     }
                      */
                     "application/json": {
@@ -6075,8 +6516,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.641Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.641Z"
+                     *           "createdAt": "2026-05-28T09:00:03.152Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.152Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6088,8 +6529,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.655Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.655Z"
+                     *           "createdAt": "2026-05-28T09:00:03.175Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.175Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6276,8 +6717,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.641Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.641Z"
+                     *       "createdAt": "2026-05-28T09:00:03.152Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
                      *     }
                      */
                     "application/json": {
@@ -6768,8 +7209,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.641Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.723Z"
+                     *       "createdAt": "2026-05-28T09:00:03.152Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.225Z"
                      *     }
                      */
                     "application/json": {
@@ -7996,7 +8437,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.362Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.582Z"
                      *     }
                      */
                     "application/json": {
@@ -8183,8 +8624,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.655Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.655Z"
+                     *       "createdAt": "2026-05-28T09:00:03.175Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.175Z"
                      *     }
                      */
                     "application/json": {
@@ -8392,7 +8833,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T16:46:30.706Z"
+                     *                 "end": "2026-01-28T14:44:29.510Z"
                      *               }
                      *             }
                      *           ],
@@ -9105,7 +9546,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T16:46:30.706Z"
+                     *             "end": "2026-01-28T14:44:29.510Z"
                      *           }
                      *         }
                      *       ],
@@ -9665,6 +10106,8 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
+                        /** @description Colour of the hosted pages (checkout, sign-in, invoices), #rrggbb */
+                        brandColor?: string;
                         companyNumber?: string;
                         country?: string;
                         defaultCurrency?: string;
@@ -9800,6 +10243,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    brandColor?: string | null;
                     companyNumber?: string | null;
                     country?: string | null;
                     defaultCurrency?: string | null;
@@ -9835,6 +10279,8 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
+                        /** @description Colour of the hosted pages (checkout, sign-in, invoices), #rrggbb */
+                        brandColor?: string;
                         companyNumber?: string;
                         country?: string;
                         defaultCurrency?: string;
@@ -10006,7 +10452,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.705Z"
+                     *       "timestamp": "2026-05-28T09:00:04.057Z"
                      *     }
                      */
                     "application/json": {
@@ -10230,7 +10676,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.742Z"
+                     *           "timestamp": "2026-05-28T09:00:04.084Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10238,7 +10684,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.742Z"
+                     *           "timestamp": "2026-05-28T09:00:04.084Z"
                      *         }
                      *       ]
                      *     }
@@ -11249,7 +11695,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.106Z",
+                     *       "createdAt": "2026-05-28T09:00:04.338Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11433,8 +11879,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.106Z",
-                     *       "closedAt": "2026-05-28T09:00:04.186Z"
+                     *       "createdAt": "2026-05-28T09:00:04.338Z",
+                     *       "closedAt": "2026-05-28T09:00:04.408Z"
                      *     }
                      */
                     "application/json": {
@@ -11613,11 +12059,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.211Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.425Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.211Z"
+                     *       "createdAt": "2026-05-28T09:00:04.425Z"
                      *     }
                      */
                     "application/json": {
@@ -11785,7 +12231,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.543Z"
+                     *           "createdAt": "2026-05-28T09:00:03.060Z"
                      *         }
                      *       ]
                      *     }
@@ -11939,7 +12385,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.543Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z"
                      *     }
                      */
                     "application/json": {
@@ -12078,7 +12524,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.543Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z"
                      *     }
                      */
                     "application/json": {
@@ -12229,7 +12675,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.543Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z"
                      *     }
                      */
                     "application/json": {
@@ -12932,17 +13378,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…Iylc",
+                     *           "hint": "sk_test_…RSkE",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.516Z",
+                     *           "createdAt": "2026-05-28T09:00:06.838Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…axW0",
+                     *           "hint": "sk_test_…LfOQ",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:06.121Z",
+                     *           "createdAt": "2026-05-28T09:00:06.472Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -13088,9 +13534,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…Iylc",
+                     *       "hint": "sk_test_…RSkE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.516Z",
+                     *       "createdAt": "2026-05-28T09:00:06.838Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -13413,18 +13859,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…OgpI",
+                     *       "hint": "sk_test_…XIrk",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.555Z",
+                     *       "createdAt": "2026-05-28T09:00:06.878Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…Iylc",
+                     *         "hint": "sk_test_…RSkE",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.516Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.555Z"
+                     *         "createdAt": "2026-05-28T09:00:06.838Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.878Z"
                      *       }
                      *     }
                      */
@@ -13620,7 +14066,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:05.903Z",
+                     *           "createdAt": "2026-05-28T09:00:06.285Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -13637,7 +14083,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:05.894Z",
+                     *           "createdAt": "2026-05-28T09:00:06.272Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -13654,7 +14100,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:05.858Z",
+                     *           "createdAt": "2026-05-28T09:00:06.225Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -13670,7 +14116,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThoZXh4MWdkbjR3a2Y4cXBuY2hxaG52"
+                     *       "nextCursor": "YXVkXzAxbThobnhiMGI3N2dhM2EzOGJ3bXB6eGRq"
                      *     }
                      */
                     "application/json": {
@@ -13849,7 +14295,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.106Z",
+                     *           "createdAt": "2026-05-28T09:00:04.338Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -14004,7 +14450,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.106Z",
+                     *       "createdAt": "2026-05-28T09:00:04.338Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14165,7 +14611,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.106Z",
+                     *       "createdAt": "2026-05-28T09:00:04.338Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -15943,6 +16389,147 @@ export interface operations {
             };
         };
     };
+    checkMcpServerHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example mcp_01jx0000019dtjf7xmke3ty8kr */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "healthy": true,
+                     *       "checkedAt": "2026-05-28T09:00:04.813Z",
+                     *       "latencyMs": 15,
+                     *       "protocolVersion": "2025-11-25",
+                     *       "serverName": "test-origin",
+                     *       "serverVersion": "1.0.0",
+                     *       "toolCount": 4,
+                     *       "problem": null
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        checkedAt: string;
+                        /** @description The origin answered initialize and tools/list */
+                        healthy: boolean;
+                        /** @description From the first connection to the tool list, in ms */
+                        latencyMs: number;
+                        /** @description Why the origin is unhealthy, without quoting its answer */
+                        problem: string | null;
+                        /** @description The MCP protocol version the origin agreed to */
+                        protocolVersion: string | null;
+                        serverName: string | null;
+                        serverVersion: string | null;
+                        toolCount: number | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     importMcpServerTools: {
         parameters: {
             query?: never;
@@ -16192,8 +16779,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.920Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.920Z"
+                     *           "createdAt": "2026-05-28T09:00:02.454Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.454Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -16203,8 +16790,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.502Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.502Z"
+                     *           "createdAt": "2026-05-28T09:00:03.011Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.011Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -16376,8 +16963,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.502Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.502Z"
+                     *       "createdAt": "2026-05-28T09:00:03.011Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.011Z"
                      *     }
                      */
                     "application/json": {
@@ -16550,8 +17137,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.502Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.502Z"
+                     *       "createdAt": "2026-05-28T09:00:03.011Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.011Z"
                      *     }
                      */
                     "application/json": {
@@ -16701,8 +17288,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.502Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.643Z"
+                     *       "createdAt": "2026-05-28T09:00:03.011Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.966Z"
                      *     }
                      */
                     "application/json": {
@@ -16872,11 +17459,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.211Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.425Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.211Z"
+                     *           "createdAt": "2026-05-28T09:00:04.425Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -17028,11 +17615,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.211Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.425Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.211Z"
+                     *       "createdAt": "2026-05-28T09:00:04.425Z"
                      *     }
                      */
                     "application/json": {
@@ -17217,8 +17804,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.303Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.303Z"
+                     *       "createdAt": "2026-05-28T09:00:02.817Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.817Z"
                      *     }
                      */
                     "application/json": {
@@ -17534,8 +18121,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.303Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.450Z"
+                     *       "createdAt": "2026-05-28T09:00:02.817Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.948Z"
                      *     }
                      */
                     "application/json": {
@@ -17790,8 +18377,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.653Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.664Z"
+                     *       "createdAt": "2026-05-28T09:00:05.985Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.001Z"
                      *     }
                      */
                     "application/json": {
@@ -17986,8 +18573,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmcl8ep4HaTq5WQ",
-                     *       "connectedAt": "2026-05-28T09:00:05.374Z"
+                     *       "account": "acct_RmebLkAkeZh9jUV",
+                     *       "connectedAt": "2026-05-28T09:00:05.599Z"
                      *     }
                      */
                     "application/json": {
@@ -18161,8 +18748,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmcl8ep4HaTq5WQ",
-                     *       "connectedAt": "2026-05-28T09:00:05.374Z"
+                     *       "account": "acct_RmebLkAkeZh9jUV",
+                     *       "connectedAt": "2026-05-28T09:00:05.599Z"
                      *     }
                      */
                     "application/json": {
@@ -18731,8 +19318,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.075Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.075Z"
+                     *           "createdAt": "2026-05-28T09:00:02.602Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.602Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18911,8 +19498,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.075Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.075Z"
+                     *       "createdAt": "2026-05-28T09:00:02.602Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.602Z"
                      *     }
                      */
                     "application/json": {
@@ -19087,8 +19674,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.075Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.075Z"
+                     *       "createdAt": "2026-05-28T09:00:02.602Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.602Z"
                      *     }
                      */
                     "application/json": {
@@ -19265,8 +19852,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.075Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.185Z"
+                     *       "createdAt": "2026-05-28T09:00:02.602Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.693Z"
                      *     }
                      */
                     "application/json": {
@@ -19441,8 +20028,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.705Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.719Z"
+                     *       "createdAt": "2026-05-28T09:00:06.058Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.068Z"
                      *     }
                      */
                     "application/json": {
@@ -19633,8 +20220,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.233Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.233Z"
+                     *           "createdAt": "2026-05-28T09:00:02.756Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.756Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -19680,8 +20267,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.303Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.303Z"
+                     *           "createdAt": "2026-05-28T09:00:02.817Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.817Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -19724,8 +20311,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.314Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.314Z"
+                     *           "createdAt": "2026-05-28T09:00:02.831Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.831Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20073,8 +20660,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.303Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.303Z"
+                     *       "createdAt": "2026-05-28T09:00:02.817Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.817Z"
                      *     }
                      */
                     "application/json": {
@@ -20546,13 +21133,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.114Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.469Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.289Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.627Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -20561,8 +21148,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.340Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.340Z"
+                     *           "createdAt": "2026-05-28T09:00:06.671Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.671Z"
                      *         }
                      *       ]
                      *     }
@@ -20723,8 +21310,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.154Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.154Z"
+                     *       "createdAt": "2026-05-28T09:00:06.492Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.492Z"
                      *     }
                      */
                     "application/json": {
@@ -21212,7 +21799,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.289Z"
+                     *       "joinedAt": "2026-05-28T09:00:06.627Z"
                      *     }
                      */
                     "application/json": {
@@ -21600,7 +22187,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.079Z"
+                     *       "createdAt": "2026-05-28T09:00:04.318Z"
                      *     }
                      */
                     "application/json": {
@@ -21781,16 +22368,16 @@ export interface operations {
                      *       "id": "dlv_01jx000001f4e1cekzabryxbem",
                      *       "deliveryId": null,
                      *       "endpointId": "we_01jx000001fxqzswz6q89rsa83",
-                     *       "eventId": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *       "eventId": "evt_01jx00000366jf14scjfh7h4a2",
                      *       "eventType": "payment.succeeded",
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 4,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.540Z"
+                     *       "createdAt": "2026-05-28T09:00:05.835Z"
                      *     }
                      */
                     "application/json": {
@@ -21959,16 +22546,16 @@ export interface operations {
                      *           "id": "dlv_01jx000001f4e1cekzabryxbem",
                      *           "deliveryId": null,
                      *           "endpointId": "we_01jx000001fxqzswz6q89rsa83",
-                     *           "eventId": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *           "eventId": "evt_01jx00000366jf14scjfh7h4a2",
                      *           "eventType": "payment.succeeded",
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 4,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.540Z"
+                     *           "createdAt": "2026-05-28T09:00:05.835Z"
                      *         }
                      *       ]
                      *     }
@@ -22122,8 +22709,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.473Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.473Z"
+                     *           "createdAt": "2026-05-28T09:00:05.754Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.754Z"
                      *         }
                      *       ]
                      *     }
@@ -22297,8 +22884,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.473Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.473Z",
+                     *       "createdAt": "2026-05-28T09:00:05.754Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.754Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -22453,8 +23040,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.473Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.473Z"
+                     *       "createdAt": "2026-05-28T09:00:05.754Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.754Z"
                      *     }
                      */
                     "application/json": {
@@ -22746,8 +23333,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.473Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.522Z"
+                     *       "createdAt": "2026-05-28T09:00:05.754Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.812Z"
                      *     }
                      */
                     "application/json": {
@@ -22899,8 +23486,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.473Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.605Z"
+                     *       "createdAt": "2026-05-28T09:00:05.754Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.916Z"
                      *     }
                      */
                     "application/json": {
@@ -23052,8 +23639,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.473Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.616Z"
+                     *       "createdAt": "2026-05-28T09:00:05.754Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.934Z"
                      *     }
                      */
                     "application/json": {
@@ -23187,7 +23774,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "eventId": "evt_01jx000002zpwj3xe3230kfa1z"
+                 *       "eventId": "evt_01jx000004a22ac3wat3spx66s"
                  *     }
                  */
                 "application/json": {
@@ -23346,7 +23933,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.597Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.907Z"
                      *     }
                      */
                     "application/json": {

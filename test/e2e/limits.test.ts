@@ -556,6 +556,15 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     ]);
   });
 
+  it('checks the origin as a client would: initialize and tools/list, timed', async () => {
+    const health = await api<Record<string, unknown>>('GET', `/v1/ui/mcp-servers/${server.id}/health`);
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ healthy: true, toolCount: 6, problem: null });
+    expect(health.body.protocolVersion).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(typeof health.body.serverName).toBe('string');
+    expect(health.body.latencyMs).toEqual(expect.any(Number));
+  });
+
   it('fills totalTransactions and balance from real data and exposes proxy metrics', async () => {
     // Every tools/call through the proxy carries the server's id; the SDK check's records do not.
     const callsOf = (body: UsageAnswer) => body.groups?.find((g) => g.value === server.id)?.records ?? 0;

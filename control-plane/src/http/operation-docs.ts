@@ -153,8 +153,13 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Removes an MCP server: the proxy stops serving its URL within seconds; usage already recorded is kept.',
   'POST /v1/ui/mcp-servers/:id/tools/import':
     'Reads the origin’s tools/list into the registry, keeping the plan settings of tools already known. An origin that cannot be read gets 422 `origin_unreachable`, naming the failure but never the origin’s answer.',
+  'GET /v1/ui/mcp-servers/:id/health':
+    'Looks at the origin now, as an MCP client would: `initialize`, then every page of `tools/list`, through the SSRF guard with the origin’s API key, timed end to end. An origin that fails is an answer (`healthy: false` with the reason, never the origin’s body), not an error.',
   'POST /v1/sdk/limits':
     'For APIs sold outside the proxy: whether a customer may make one more call of a product under its plan (and credits), consuming and recording it by default (`consume: false` only reads). Refusals come with the reason and, when a plan is on offer, a checkout URL.',
+  'GET /v1/events':
+    'The events recorded for the environment, newest first, in the envelope webhooks deliver (whether or not an endpoint took them): all of them, those about one customer (`customerRef`, an id or externalRef; 404 when none), or some types (`type`, comma-separated; an unknown type is 400). Pages with `cursor`.',
+  'GET /v1/events/:id': 'One event by its id, in the envelope webhooks deliver.',
   'GET /v1/sdk/webhooks/event-types':
     'The event types webhooks carry, each with its group and what it means.',
   'POST /v1/webhook_endpoints':

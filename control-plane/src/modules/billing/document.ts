@@ -1,12 +1,18 @@
 // pdfkit is loaded on the first PDF, not at start: it is a fifth of a second of every start.
-import { escapeHtml } from '../../http/html';
+import { brandStyle, escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
 import type { Invoice } from './schemas';
 
 /** What an invoice's hosted page and PDF show: the invoice, and who issued it to whom. */
 export interface InvoiceDocument {
   invoice: Invoice;
-  merchant: { displayName: string; legalName: string | null; supportEmail: string | null };
+  merchant: {
+    displayName: string;
+    legalName: string | null;
+    supportEmail: string | null;
+    logoUrl: string | null;
+    brandColor: string | null;
+  };
   customer: { name: string | null; email: string | null; reference: string };
   pdfUrl: string;
   sandbox: boolean;
@@ -39,7 +45,7 @@ const STATUS_WORDS: Record<Invoice['status'], string> = {
 };
 
 export const INVOICE_CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'none'; img-src https:; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'";
 
 /** The hosted invoice page: server-rendered, every value escaped, no scripts, no third-party assets. */
 export function renderInvoicePage(doc: InvoiceDocument): string {
@@ -61,16 +67,18 @@ export function renderInvoicePage(doc: InvoiceDocument): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Invoice ${escapeHtml(inv.id)} from ${escapeHtml(merchant.displayName)}</title>
 <style>
+${brandStyle(merchant.brandColor)}
 body{font-family:system-ui,sans-serif;background:#f5f6f8;margin:0;display:flex;justify-content:center}
-main{background:#fff;max-width:720px;width:100%;margin:40px 16px;padding:32px;border-radius:12px;box-shadow:0 2px 12px #0001}
+main{background:#fff;border-top:6px solid var(--brand);max-width:720px;width:100%;margin:40px 16px;padding:32px;border-radius:12px;box-shadow:0 2px 12px #0001}
 h1{font-size:20px;margin:0 0 4px}.muted{color:#777;font-size:13px}table{width:100%;border-collapse:collapse;margin:24px 0}
 th,td{text-align:left;padding:8px 6px;border-bottom:1px solid #eee;vertical-align:top}.n{text-align:right;white-space:nowrap}
 .total td{font-weight:600;border-bottom:0}.status{display:inline-block;padding:2px 10px;border-radius:10px;background:#eef;font-size:13px}
-.sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}a.pdf{display:inline-block;margin-top:8px}
+.sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}a.pdf{display:inline-block;margin-top:8px;color:var(--brand-text)}
+header{display:flex;align-items:center;gap:12px}header img{max-height:40px;max-width:160px}
 </style></head>
 <body><main>
 ${doc.sandbox ? '<div class="sandbox">Sandbox invoice: no real money moved.</div>' : ''}
-<h1>${escapeHtml(merchant.displayName)}</h1>
+<header>${merchant.logoUrl?.startsWith('https://') ? `<img src="${escapeHtml(merchant.logoUrl)}" alt="">` : ''}<h1>${escapeHtml(merchant.displayName)}</h1></header>
 <div class="muted">${escapeHtml(merchant.legalName ?? '')}${merchant.supportEmail === null ? '' : ` · ${escapeHtml(merchant.supportEmail)}`}</div>
 <p>Invoice <strong>${escapeHtml(inv.id)}</strong> <span class="status">${STATUS_WORDS[inv.status]}</span><br>
 <span class="muted">Issued ${day(inv.finalizedAt ?? inv.createdAt)}${inv.paidAt === null ? '' : ` · paid ${day(inv.paidAt)}`}</span></p>

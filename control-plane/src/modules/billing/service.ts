@@ -161,6 +161,8 @@ export class BillingService {
         displayName: merchant.displayName,
         legalName: merchant.legalName,
         supportEmail: merchant.supportEmail,
+        logoUrl: merchant.logoUrl,
+        brandColor: merchant.brandColor,
       },
       customer: { name: customer?.name ?? null, email: customer?.email ?? null, reference: row.customer_id },
       pdfUrl: invoice.pdfUrl,

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../http/html';
+import { brandStyle, escapeHtml } from '../../http/html';
 
 /** The hosted checkout page: server-rendered, every value escaped, no third-party assets. */
 export interface CheckoutView {
@@ -6,6 +6,7 @@ export interface CheckoutView {
   merchant: {
     displayName: string;
     logoUrl: string | null;
+    brandColor: string | null;
     termsUrl: string | null;
     privacyUrl: string | null;
     supportEmail: string | null;
@@ -44,13 +45,15 @@ export function renderCheckout(view: CheckoutView): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Pay ${escapeHtml(m.displayName)}</title>
 <style>
+${brandStyle(m.brandColor)}
 body{font-family:system-ui,sans-serif;background:#f5f6f8;margin:0;display:flex;justify-content:center}
 main{background:#fff;max-width:420px;width:100%;margin:40px 16px;padding:28px;border-radius:12px;box-shadow:0 2px 12px #0001}
 header{display:flex;align-items:center;gap:12px;margin-bottom:20px}header img{max-height:40px;max-width:160px}
 h1{font-size:18px;margin:0}h2{font-size:16px;margin:0 0 6px}.due{font-size:28px;font-weight:600;margin:12px 0}
 ul{padding-left:18px;color:#444}label{display:block;font-size:13px;color:#555;margin-top:12px}
 input{width:100%;box-sizing:border-box;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px}
-.row{display:flex;gap:10px}.row>div{flex:1}button{margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:#2d5bff;color:#fff;font-size:16px}
+.row{display:flex;gap:10px}.row>div{flex:1}button{margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px}
+footer a{color:var(--brand-text)}
 #error{color:#b00020;margin-top:12px;min-height:1em}footer{margin-top:20px;font-size:12px;color:#777;display:flex;gap:12px}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}
 </style></head>

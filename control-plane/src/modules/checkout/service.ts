@@ -108,6 +108,7 @@ export class CheckoutService {
       merchant: {
         displayName: merchant.displayName,
         logoUrl: merchant.logoUrl,
+        brandColor: merchant.brandColor,
         termsUrl: merchant.termsUrl,
         privacyUrl: merchant.privacyUrl,
         supportEmail: merchant.supportEmail,

@@ -18,6 +18,27 @@ export interface OutboxEvent {
   id?: string;
 }
 
+const CUSTOMER_KEYS = ['customer', 'customerId', 'customer_id', 'customerRef'] as const;
+const isCustomerId = (value: unknown): value is string =>
+  typeof value === 'string' && value.startsWith(`${ID.customer}_`);
+
+/**
+ * The customer an event is about: a customer.* event's own object (credit events aside, which
+ * are about a balance), else the first customer id the object names (objects of different ages
+ * spell the field differently; only a `cus_` id counts, never an external reference).
+ */
+export function customerOf(type: string, object: Record<string, unknown>): string | null {
+  if (type.startsWith('customer.') && !type.startsWith('customer.credit.'))
+    return isCustomerId(object.id) ? object.id : null;
+  for (const key of CUSTOMER_KEYS) {
+    const value = object[key];
+    if (isCustomerId(value)) return value;
+    const nested = value !== null && typeof value === 'object' ? (value as { id?: unknown }).id : undefined;
+    if (isCustomerId(nested)) return nested;
+  }
+  return null;
+}
+
 export const unixSeconds = (date: Date): number => Math.floor(date.getTime() / 1000);
 
 /** Writes the event envelope of spec 6.2; call it with the transaction that made the change. */
@@ -33,9 +54,18 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
     request: { id: event.requestId ?? null, idempotency_key: event.idempotencyKey ?? null },
   };
   const inserted = await db.query(
-    `INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at, customer_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (id) DO NOTHING`,
-    [id, event.providerId, event.environment, event.type, envelope, event.at],
+    [
+      id,
+      event.providerId,
+      event.environment,
+      event.type,
+      envelope,
+      event.at,
+      customerOf(event.type, event.object),
+    ],
   );
   if (inserted.rowCount === 0) return id;
   // Its deliveries, in the same transaction: one per enabled endpoint that takes this type. An

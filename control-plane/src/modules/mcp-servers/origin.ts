@@ -26,26 +26,39 @@ function failureOf(error: unknown): string {
   return 'the origin did not answer as an MCP server';
 }
 
+/** What one look at the origin found: whether it answers MCP, how fast, and as what. */
+export interface OriginHealth {
+  healthy: boolean;
+  latencyMs: number;
+  protocolVersion: string | null;
+  serverName: string | null;
+  serverVersion: string | null;
+  toolCount: number | null;
+  problem: string | null;
+}
+
+type McpClient = import('@modelcontextprotocol/sdk/client/index.js').Client;
+
 /**
- * Every tool the origin lists, over MCP streamable HTTP, with the origin's API key when one is
- * set. Connections go through the SSRF guard (the address dialled is the one checked) and
- * redirects are refused.
+ * Opens an MCP client on the origin (streamable HTTP, with the origin's API key when one is set),
+ * runs `use` and closes it. Connections go through the SSRF guard (the address dialled is the one
+ * checked) and redirects are refused; a failure is an `origin_unreachable` error.
  */
-export async function listOriginTools(
+async function withOrigin<T>(
   url: string,
   auth: { header: string; value: string } | null,
   guard: OutboundGuard,
-  timeoutMs = 15_000,
-): Promise<OriginTool[]> {
+  timeoutMs: number,
+  use: (client: McpClient) => Promise<T>,
+): Promise<T> {
   const refused = guard.literalProblem(new URL(url));
-  if (refused !== undefined)
-    throw new DomainError('origin_unreachable', `Could not read tools/list: ${refused}`);
+  if (refused !== undefined) throw new DomainError('origin_unreachable', refused);
   const dispatcher = new Agent({ connect: { timeout: timeoutMs, lookup: guard.lookup } as never });
   const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
     import('@modelcontextprotocol/sdk/client/index.js'),
     import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
   ]);
-  const client = new Client({ name: 'mcp-meter-tool-import', version: '1.0.0' });
+  const client = new Client({ name: 'mcp-meter-origin', version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     requestInit: { headers: auth === null ? {} : { [auth.header]: auth.value } },
     fetch: ((input: string | URL, init?: RequestInit) =>
@@ -53,19 +66,80 @@ export async function listOriginTools(
   });
   try {
     await client.connect(transport, { timeout: timeoutMs });
-    const tools: OriginTool[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < 100; page++) {
-      const result = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
-      tools.push(...result.tools.map((t) => ({ name: t.name, description: t.description })));
-      cursor = result.nextCursor;
-      if (cursor === undefined) break;
-    }
-    return tools;
+    return await use(client);
   } catch (error) {
-    throw new DomainError('origin_unreachable', `Could not read tools/list: ${failureOf(error)}`);
+    throw new DomainError('origin_unreachable', failureOf(error));
   } finally {
     await client.close().catch(() => undefined);
     await dispatcher.close().catch(() => undefined);
+  }
+}
+
+async function allTools(client: McpClient, timeoutMs: number): Promise<OriginTool[]> {
+  const tools: OriginTool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 100; page++) {
+    const result = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
+    tools.push(...result.tools.map((t) => ({ name: t.name, description: t.description })));
+    cursor = result.nextCursor;
+    if (cursor === undefined) break;
+  }
+  return tools;
+}
+
+/** Every tool the origin lists (every page of `tools/list`). */
+export async function listOriginTools(
+  url: string,
+  auth: { header: string; value: string } | null,
+  guard: OutboundGuard,
+  timeoutMs = 15_000,
+): Promise<OriginTool[]> {
+  try {
+    return await withOrigin(url, auth, guard, timeoutMs, (client) => allTools(client, timeoutMs));
+  } catch (error) {
+    if (error instanceof DomainError)
+      throw new DomainError('origin_unreachable', `Could not read tools/list: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * A health check as a client would see the origin: `initialize`, then `tools/list`, timed end to
+ * end on a monotonic timer. A failure is an answer (healthy false, with why), not an error.
+ */
+export async function checkOrigin(
+  url: string,
+  auth: { header: string; value: string } | null,
+  guard: OutboundGuard,
+  timeoutMs = 10_000,
+): Promise<OriginHealth> {
+  const started = performance.now();
+  const elapsed = () => Math.max(0, Math.round(performance.now() - started));
+  try {
+    return await withOrigin(url, auth, guard, timeoutMs, async (client) => {
+      const tools = await allTools(client, timeoutMs);
+      const info = client.getServerVersion();
+      return {
+        healthy: true,
+        latencyMs: elapsed(),
+        protocolVersion:
+          (client.transport as { protocolVersion?: string } | undefined)?.protocolVersion ?? null,
+        serverName: info?.name ?? null,
+        serverVersion: info?.version ?? null,
+        toolCount: tools.length,
+        problem: null,
+      };
+    });
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    return {
+      healthy: false,
+      latencyMs: elapsed(),
+      protocolVersion: null,
+      serverName: null,
+      serverVersion: null,
+      toolCount: null,
+      problem: error.message,
+    };
   }
 }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
-import { McpServer, McpServerCreate, McpServerParams, McpServerUpdate } from './schemas';
+import { McpServer, McpServerCreate, McpServerHealth, McpServerParams, McpServerUpdate } from './schemas';
 import type { McpServerService } from './service';
 
 export function mcpServerRoutes(servers: McpServerService) {
@@ -81,6 +81,18 @@ export function mcpServerRoutes(servers: McpServerService) {
         },
       },
       async (request) => servers.importTools(authOf(request), request.params.id),
+    );
+    app.get(
+      '/v1/ui/mcp-servers/:id/health',
+      {
+        schema: {
+          tags,
+          summary: 'Check the origin now: initialize and tools/list, timed, through the SSRF guard',
+          params: McpServerParams,
+          response: { 200: McpServerHealth, ...errorResponses },
+        },
+      },
+      async (request) => servers.health(authOf(request), request.params.id),
     );
   };
 }

@@ -126,3 +126,19 @@ export const McpServer = Type.Object({
 });
 
 export const McpServerParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+
+/** One look at the origin, as a client would take it: `initialize`, then `tools/list`. */
+export const McpServerHealth = Type.Object({
+  healthy: Type.Boolean({ description: 'The origin answered initialize and tools/list' }),
+  checkedAt: Type.String({ format: 'date-time' }),
+  latencyMs: Type.Integer({ minimum: 0, description: 'From the first connection to the tool list, in ms' }),
+  protocolVersion: Type.Union([Type.String(), Type.Null()], {
+    description: 'The MCP protocol version the origin agreed to',
+  }),
+  serverName: Type.Union([Type.String(), Type.Null()]),
+  serverVersion: Type.Union([Type.String(), Type.Null()]),
+  toolCount: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()]),
+  problem: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why the origin is unhealthy, without quoting its answer',
+  }),
+});

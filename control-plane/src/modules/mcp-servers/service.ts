@@ -12,7 +12,7 @@ import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
-import { listOriginTools } from './origin';
+import { checkOrigin, listOriginTools } from './origin';
 import {
   allServers,
   findServer,
@@ -336,6 +336,13 @@ export class McpServerService {
     const imported = new Set(tools.map((t) => t.name));
     for (const t of current.tools) if (t.isVirtual && !imported.has(t.name)) tools.push(t);
     return this.update(auth, current.id, { tools });
+  }
+
+  /** Looks at the origin now, as a client would (through the SSRF guard, with its API key). */
+  async health(auth: AuthContext, id: string) {
+    const row = await this.find(this.pool, auth, id);
+    const checkedAt = this.clock.now().toISOString();
+    return { checkedAt, ...(await checkOrigin(row.url, this.originAuth(row), this.guard)) };
   }
 
   private async snapshotOf(db: Queryable, row: McpServerRow): Promise<McpServerSnapshot> {

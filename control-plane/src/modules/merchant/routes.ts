@@ -11,6 +11,7 @@ export function toMerchant(p: Provider): Merchant {
     defaultCurrency: p.defaultCurrency,
     iconUrl: p.iconUrl,
     logoUrl: p.logoUrl,
+    brandColor: p.brandColor,
     privacyUrl: p.privacyUrl,
     termsUrl: p.termsUrl,
     statementDescriptor: p.statementDescriptor,

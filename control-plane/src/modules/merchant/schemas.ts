@@ -12,6 +12,9 @@ export const Merchant = Type.Object({
   defaultCurrency: Type.Optional(Type.String()),
   iconUrl: Type.Optional(Url),
   logoUrl: Type.Optional(Url),
+  brandColor: Type.Optional(
+    Type.String({ description: 'Colour of the hosted pages (checkout, sign-in, invoices), #rrggbb' }),
+  ),
   privacyUrl: Type.Optional(Url),
   termsUrl: Type.Optional(Url),
   statementDescriptor: Type.Optional(Type.String()),
@@ -41,6 +44,12 @@ export const MerchantUpdate = Type.Object(
     defaultCurrency: nullable(Currency),
     iconUrl: nullable(WebUrl),
     logoUrl: nullable(WebUrl),
+    brandColor: nullable(
+      Type.String({
+        pattern: '^#[0-9A-Fa-f]{6}$',
+        description: "Colour of the hosted pages' buttons and links, #rrggbb (stored lowercase)",
+      }),
+    ),
     privacyUrl: nullable(WebUrl),
     termsUrl: nullable(WebUrl),
     statementDescriptor: nullable(

@@ -13,6 +13,7 @@ export interface Provider {
   defaultCurrency: string | null;
   iconUrl: string | null;
   logoUrl: string | null;
+  brandColor: string | null;
   privacyUrl: string | null;
   termsUrl: string | null;
   statementDescriptor: string | null;
@@ -34,6 +35,7 @@ interface ProviderRow {
   default_currency: string | null;
   icon_url: string | null;
   logo_url: string | null;
+  brand_color: string | null;
   privacy_url: string | null;
   terms_url: string | null;
   statement_descriptor: string | null;
@@ -55,6 +57,7 @@ const toProvider = (r: ProviderRow): Provider => ({
   defaultCurrency: r.default_currency,
   iconUrl: r.icon_url,
   logoUrl: r.logo_url,
+  brandColor: r.brand_color,
   privacyUrl: r.privacy_url,
   termsUrl: r.terms_url,
   statementDescriptor: r.statement_descriptor,
@@ -172,6 +175,7 @@ const MERCHANT_COLUMNS: Record<keyof MerchantFields, string> = {
   defaultCurrency: 'default_currency',
   iconUrl: 'icon_url',
   logoUrl: 'logo_url',
+  brandColor: 'brand_color',
   privacyUrl: 'privacy_url',
   termsUrl: 'terms_url',
   statementDescriptor: 'statement_descriptor',

@@ -125,6 +125,7 @@ export class ProviderService {
       if (!isCountry(fields.country))
         problems.push({ path: '/country', message: 'is not an ISO 3166-1 alpha-2 code', location: 'body' });
     }
+    if (typeof fields.brandColor === 'string') fields.brandColor = fields.brandColor.toLowerCase();
     if (typeof fields.defaultCurrency === 'string') {
       fields.defaultCurrency = fields.defaultCurrency.toLowerCase();
       if (!isCurrency(fields.defaultCurrency))

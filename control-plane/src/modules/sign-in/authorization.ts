@@ -31,7 +31,7 @@ export interface Authorization {
   resource: string;
   server: { id: string; name: string; productId: string | null; avatarUrl: string | null };
   tenant: { providerId: string; environment: 'sandbox' | 'live' };
-  provider: { name: string; logoUrl: string | null };
+  provider: { name: string; logoUrl: string | null; brandColor: string | null };
 }
 
 const CODE_TTL_MS = 60_000;
@@ -106,7 +106,7 @@ export class Authorizer {
         avatarUrl: server.avatar_url,
       },
       tenant: { providerId: server.provider_id, environment: server.environment },
-      provider: { name: provider.displayName, logoUrl: provider.logoUrl },
+      provider: { name: provider.displayName, logoUrl: provider.logoUrl, brandColor: provider.brandColor },
     };
   }
 

@@ -1,4 +1,4 @@
-import { escapeHtml } from '../../http/html';
+import { brandStyle, escapeHtml } from '../../http/html';
 
 /**
  * The hosted sign-in page: server-rendered, every value escaped, no script and no third-party
@@ -9,7 +9,7 @@ import { escapeHtml } from '../../http/html';
 export type SignInForm = 'login' | 'signup' | 'reset' | 'verify';
 
 export interface SignInView {
-  provider: { name: string; logoUrl: string | null };
+  provider: { name: string; logoUrl: string | null; brandColor: string | null };
   serverName: string;
   clientName: string | null;
   /** The authorization request, carried through both forms as hidden fields. */
@@ -34,12 +34,12 @@ header{display:flex;align-items:center;gap:12px;margin-bottom:8px}header img{max
 h1{font-size:20px;margin:0}h2{font-size:16px;margin:24px 0 4px}p{color:#444;line-height:1.4}
 label{display:block;font-size:14px;color:#333;margin-top:12px}
 input{width:100%;box-sizing:border-box;padding:10px;border:1px solid #888;border-radius:6px;font-size:15px}
-input:focus,button:focus{outline:3px solid #2d5bff55;outline-offset:1px}
-button{margin-top:16px;width:100%;padding:12px;border:0;border-radius:6px;background:#2d5bff;color:#fff;font-size:16px;cursor:pointer}
-button.secondary{background:#fff;color:#2d5bff;border:1px solid #2d5bff}
+input:focus,button:focus{outline:3px solid var(--brand-text);outline-offset:1px}
+button{margin-top:16px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px;cursor:pointer}
+button.secondary{background:#fff;color:var(--brand-text);border:1px solid var(--brand-text)}
 .alert{color:#b00020;margin:12px 0 0}.sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:13px}
 hr{border:0;border-top:1px solid #e3e3e8;margin:24px 0 0}
-details{margin-top:16px}summary{cursor:pointer;color:#2d5bff}
+details{margin-top:16px}summary{cursor:pointer;color:var(--brand-text)}
 `;
 
 export function renderSignIn(view: SignInView): string {
@@ -64,6 +64,7 @@ export function renderSignIn(view: SignInView): string {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sign in to ${escapeHtml(view.provider.name)}</title>
 <style>
+${brandStyle(view.provider.brandColor)}
 ${PAGE_STYLE}</style></head>
 <body><main>
 <header>${logo}<h1>${escapeHtml(view.provider.name)}</h1></header>
@@ -100,7 +101,7 @@ ${hidden}<input type="hidden" name="csrf" value="${escapeHtml(view.csrf)}"><inpu
 
 /** The second step of a sign-up or a new password: the code mailed to the address. */
 export function renderVerify(view: {
-  provider: { name: string };
+  provider: { name: string; brandColor: string | null };
   /** The authorization request, carried through as hidden fields (to start again). */
   params: Record<string, string>;
   csrf: string;
@@ -121,6 +122,7 @@ export function renderVerify(view: {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Check your email: ${escapeHtml(view.provider.name)}</title>
 <style>
+${brandStyle(view.provider.brandColor)}
 ${PAGE_STYLE}</style></head>
 <body><main>
 <header><h1>${escapeHtml(view.provider.name)}</h1></header>
