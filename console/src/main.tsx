@@ -4,11 +4,15 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
 import { Billing } from './pages/billing';
+import { Disputes, Payouts, TestClocks } from './pages/billing-ops';
 import { Catalog, ProductPage } from './pages/catalog';
 import { CustomerPage, Customers } from './pages/customers';
 import { Developers } from './pages/developers';
+import { Events } from './pages/events';
+import { McpServerPage } from './pages/mcp-server';
 import { McpServers } from './pages/mcp-servers';
 import { Overview } from './pages/overview';
+import { Settings } from './pages/settings';
 import { Audit, Team } from './pages/team';
 import { Shell } from './shell';
 import './styles.css';
@@ -27,10 +31,16 @@ const routeTree = root.addChildren([
     page('/catalog', Catalog),
     page('/catalog/$productId', ProductPage),
     page('/mcp-servers', McpServers),
+    page('/mcp-servers/$serverId', McpServerPage),
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
     page('/billing', Billing),
+    page('/billing/disputes', Disputes),
+    page('/billing/payouts', Payouts),
+    page('/billing/test-clocks', TestClocks),
     page('/developers', Developers),
+    page('/developers/events', Events),
+    page('/settings', Settings),
     page('/settings/team', Team),
     page('/settings/audit', Audit),
   ]),

@@ -11,6 +11,7 @@ const NAV = [
   { to: '/customers', label: 'Customers' },
   { to: '/billing', label: 'Billing' },
   { to: '/developers', label: 'Developers' },
+  { to: '/settings', label: 'Settings' },
   { to: '/settings/team', label: 'Team' },
   { to: '/settings/audit', label: 'Audit log' },
 ] as const;
@@ -79,7 +80,7 @@ export function Shell() {
               <li key={item.to}>
                 <Link
                   to={item.to}
-                  activeOptions={{ exact: item.to === '/' }}
+                  activeOptions={{ exact: item.to === '/' || item.to === '/settings' }}
                   activeProps={{ 'aria-current': 'page' }}
                 >
                   {item.label}

@@ -1,3 +1,5 @@
+import type { UseQueryResult } from '@tanstack/react-query';
+import { Link } from '@tanstack/react-router';
 import type { ReactNode } from 'react';
 import { ApiProblem } from './api';
 
@@ -160,3 +162,76 @@ export function ShownOnce(props: { label: string; secret: string; onDone: () => 
 
 export const dateTime = (iso: string) =>
   new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+
+/** A query's three states, then its data: loading, failed (with a retry), empty, or `children`. */
+export function Loaded<T>(props: {
+  query: UseQueryResult<T>;
+  what: string;
+  isEmpty?: (data: T) => boolean;
+  empty?: ReactNode;
+  children: (data: T) => ReactNode;
+}) {
+  const { query } = props;
+  if (query.isPending) return <Loading what={props.what} />;
+  if (query.isError) return <Failed error={query.error} retry={() => void query.refetch()} />;
+  if (props.isEmpty?.(query.data) === true) return <Empty>{props.empty}</Empty>;
+  return <>{props.children(query.data)}</>;
+}
+
+/** A column of a Table: its heading and what each row shows in it. */
+export interface Column<Row> {
+  header: string;
+  cell: (row: Row) => ReactNode;
+  numeric?: boolean;
+}
+
+/** A table with a caption for assistive technology and one header per column. */
+export function Table<Row>(props: {
+  caption: string;
+  rows: readonly Row[];
+  columns: readonly Column<Row>[];
+  rowKey: (row: Row) => string;
+}) {
+  return (
+    <table>
+      <caption className="visually-hidden">{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.columns.map((column) => (
+            <th key={column.header} scope="col" className={column.numeric ? 'n' : undefined}>
+              {column.header}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row) => (
+          <tr key={props.rowKey(row)}>
+            {props.columns.map((column) => (
+              <td key={column.header} className={column.numeric ? 'n' : undefined}>
+                {column.cell(row)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** The pages of one section (Billing: invoices, disputes, payouts, test clocks). */
+export function SubNav(props: { label: string; links: readonly { to: string; label: string }[] }) {
+  return (
+    <nav aria-label={props.label} className="subnav">
+      <ul>
+        {props.links.map((link) => (
+          <li key={link.to}>
+            <Link to={link.to} activeOptions={{ exact: true }} activeProps={{ 'aria-current': 'page' }}>
+              {link.label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}

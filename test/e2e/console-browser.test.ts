@@ -1,13 +1,22 @@
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { priceUsage } from '@mcp-meter/contracts/pricing';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONSOLE_DIR } from '../../control-plane/src/modules/console-app/routes';
 import { launchChromium } from '../helpers/browser';
+import {
+  axeFindings,
+  counting,
+  csrfOf as csrfOfPage,
+  heading,
+  MAX_CALLS_PER_PAGE,
+  newPerson,
+  shoot,
+  visit,
+} from '../helpers/console-browser';
 import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
@@ -22,14 +31,9 @@ import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
  * and the API calls each page makes.
  */
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** The shell's JavaScript, gzipped: the issue's budget. */
 const SCRIPT_BUDGET_GZIP_BYTES = 250 * 1024;
-/** API calls a page may make to render (the session, read once per visit, is not the page's). */
-const MAX_CALLS_PER_PAGE = 3;
 const PASSWORD = 'a console passphrase';
-const SCREENSHOTS =
-  process.env.MCPMETER_WRITE_SCREENSHOTS === '1' ? join(process.cwd(), 'docs', 'console') : undefined;
 
 let harness: TestControlPlane;
 let baseUrl: string;
@@ -58,7 +62,6 @@ beforeAll(async () => {
   receiverUrl = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}/hooks`;
   origin = await startMcpOrigin();
   browser = await launchChromium();
-  if (SCREENSHOTS !== undefined) mkdirSync(SCREENSHOTS, { recursive: true });
 });
 
 afterAll(async () => {
@@ -70,62 +73,7 @@ afterAll(async () => {
   await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
 });
 
-/** A browser of its own (cookies apart); axe is injected past the CSP by the test alone. */
-async function person(): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-  const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 860 } });
-  const page = await context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (error) => errors.push(error.message));
-  page.on('console', (message) => {
-    // A refused call is logged by Chromium as a failed resource; the page shows it as a problem.
-    if (message.type() === 'error' && !message.text().includes('the server responded with a status of'))
-      errors.push(message.text());
-  });
-  return { context, page, errors };
-}
-
-/** Serious or critical accessibility violations of the page as it is now. */
-async function axeFindings(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: AXE });
-  return page.evaluate(async () => {
-    const axe = (
-      globalThis as unknown as {
-        axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> };
-      }
-    ).axe;
-    return (await axe.run()).violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.impact} ${v.id} (${v.nodes.length})`);
-  });
-}
-
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name }).waitFor();
-
-/** Does `act` (a click that opens a page) and answers the API calls the page made to render. */
-async function counting(page: Page, title: string, act: () => Promise<void>): Promise<string[]> {
-  const calls: string[] = [];
-  const listener = (request: { url(): string; method(): string }) => {
-    const path = new URL(request.url()).pathname;
-    if (path.startsWith('/v1/') || path.startsWith('/ui/')) calls.push(`${request.method()} ${path}`);
-  };
-  page.on('request', listener);
-  await act();
-  await heading(page, title);
-  await page.waitForLoadState('networkidle');
-  page.off('request', listener);
-  return calls;
-}
-
-/** Follows a menu link and answers the API calls the page made to render. */
-const visit = (page: Page, link: string, title: string) =>
-  counting(page, title, () =>
-    page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link }).click(),
-  );
-
-async function shoot(page: Page, name: string) {
-  if (SCREENSHOTS !== undefined)
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
-}
+const person = () => newPerson(browser);
 
 /** The link of the newest invitation mailed to `email`. */
 async function invitationLink(email: string, after: number): Promise<string> {
@@ -135,11 +83,7 @@ async function invitationLink(email: string, after: number): Promise<string> {
   return link;
 }
 
-/** The session's CSRF token, read as the console reads it, for a call the test makes itself. */
-async function csrfOf(page: Page): Promise<string> {
-  const session = await page.request.get(`${baseUrl}/v1/console/session`);
-  return ((await session.json()) as { csrfToken: string }).csrfToken;
-}
+const csrfOf = (page: Page) => csrfOfPage(page, baseUrl);
 
 describe('the console at /console', () => {
   it('is served under its CSP, loads nothing from elsewhere, and keeps its scripts within budget', async () => {
@@ -374,8 +318,8 @@ describe('the console at /console', () => {
     await shoot(developer.page, 'developers-keys');
     await developer.page.getByRole('button', { name: 'Done' }).click();
 
-    // MCP servers: a developer puts the origin behind the proxy, imports its tools, and reads
-    // how each client connects.
+    // MCP servers: a developer puts the origin behind the proxy; its page checks the origin's
+    // health, imports its tools, sells one of them to a plan, and says how each client connects.
     calls.mcpServers = await visit(developer.page, 'MCP servers', 'MCP servers');
     await developer.page.getByText('No MCP servers yet').waitFor();
     await developer.page.getByLabel('Name', { exact: true }).fill('weather');
@@ -384,12 +328,39 @@ describe('the console at /console', () => {
     await developer.page.getByRole('button', { name: 'Add MCP server' }).click();
     const proxyUrl = await developer.page.getByTestId('proxy-url').innerText();
     expect(proxyUrl).toMatch(/\/mcp\/weather$/);
-    await developer.page.getByRole('button', { name: 'Import tools from weather' }).click();
+    calls.mcpServer = await counting(developer.page, 'weather', () =>
+      developer.page.getByRole('link', { name: 'weather', exact: true }).click(),
+    );
+    await developer.page.getByText('Healthy', { exact: true }).waitFor();
+    expect(
+      await developer.page.getByText(/answered initialize and tools\/list in \d+ ms: 4 tools/).count(),
+    ).toBe(1);
+    await developer.page.getByRole('button', { name: 'Import tools from the origin' }).click();
     await developer.page.getByRole('cell', { name: 'add', exact: true }).waitFor();
-    await developer.page.getByText('Connect a client to weather').click();
+    await developer.page.getByRole('group', { name: 'Who may call add' }).getByLabel('Metered').check();
+    await developer.page
+      .getByRole('group', { name: 'Who may call countdown' })
+      .getByLabel('Free for everyone')
+      .check();
+    await developer.page.getByRole('button', { name: 'Save who may call each tool' }).click();
+    await developer.page.getByText('Tool access saved').waitFor();
+    const server = (await (
+      await developer.page.request.get(`${baseUrl}/v1/ui/mcp-servers/weather`)
+    ).json()) as {
+      tools: { name: string; planIds: string[]; noPlan: boolean }[];
+    };
+    const metered = (
+      (await (
+        await developer.page.request.get(`${baseUrl}/v1/ui/products/${productId}/plans?limit=10`)
+      ).json()) as {
+        data: { id: string; name: string }[];
+      }
+    ).data.find((p) => p.name === 'Metered')?.id;
+    expect(server.tools.find((t) => t.name === 'add')).toMatchObject({ planIds: [metered], noPlan: false });
+    expect(server.tools.find((t) => t.name === 'countdown')).toMatchObject({ planIds: [], noPlan: true });
     await developer.page.getByText(`claude mcp add --transport http weather ${proxyUrl}`).waitFor();
     expect(await axeFindings(developer.page)).toEqual([]);
-    await shoot(developer.page, 'mcp-servers');
+    await shoot(developer.page, 'mcp-server');
 
     // A customer's usage on the chart: what the API says, to the record.
     const csrf = await csrfOf(page);

@@ -53,6 +53,7 @@ type Fixtures = { resources: Record<string, Record<string, unknown>> };
  */
 export async function startStripeMock(
   options: { payments?: PaymentsAnswer; refunds?: 'pending' | 'succeeded' } = {},
+  attempt = 1,
 ): Promise<StripeMock> {
   const { stdout } = await run('bash', [join(root, 'test', 'stripe', 'install.sh')], { timeout: 600_000 });
   const dir = stdout.trim();
@@ -140,17 +141,37 @@ export async function startStripeMock(
   });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
-  for (const port of Object.values(ports)) {
-    await pollUntil(
-      async () => {
-        const answer = await fetch(`http://127.0.0.1:${port}/v1/account`, {
-          headers: { authorization: 'Bearer sk_test_ready' },
-        }).catch(() => undefined);
-        return answer?.ok === true;
-      },
-      (ready) => ready,
-      { timeoutMs: 20_000, what: 'stripe-mock to answer' },
-    );
+  // Either mock may lose a race for a port chosen free a moment before (it then exits at once):
+  // a start that does not answer is stopped whole, never left running, and tried again.
+  let gone = false;
+  void Promise.race(exited).then(() => {
+    gone = true;
+  });
+  try {
+    for (const port of Object.values(ports)) {
+      await pollUntil(
+        async () => {
+          if (gone) throw new Error('stripe-mock exited while starting');
+          const answer = await fetch(`http://127.0.0.1:${port}/v1/account`, {
+            headers: { authorization: 'Bearer sk_test_ready' },
+          }).catch(() => undefined);
+          return answer?.ok === true;
+        },
+        (ready) => ready,
+        {
+          timeoutMs: 20_000,
+          what: 'stripe-mock to answer',
+          rethrow: (e) => e instanceof Error && e.message.includes('exited while starting'),
+        },
+      );
+    }
+  } catch (error) {
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(exited);
+    rmSync(work, { recursive: true, force: true });
+    if (attempt >= 3) throw error;
+    return startStripeMock(options, attempt + 1);
   }
   return {
     url,

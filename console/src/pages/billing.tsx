@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { ApiProblem, api, centsOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
+import { BillingNav } from './billing-ops';
 
 /** Invoices (finalize a draft, void an open one, the hosted copy and PDF) and money moved (refund a payment). */
 export function Billing() {
@@ -68,6 +69,7 @@ export function Billing() {
   const manager = session.data !== undefined && mayManage(session.data.role);
   return (
     <Page title="Billing">
+      <BillingNav />
       <h2>Invoices</h2>
       {invoices.isPending ? (
         <Loading what="invoices" />

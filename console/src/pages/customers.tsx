@@ -5,6 +5,7 @@ import { api, money, unwrap } from '../api';
 import { DailyChart } from '../chart';
 import { mayManage, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, Loading, Page } from '../ui';
+import { CustomerActivity } from './customer-activity';
 import { CustomerMoney } from './customer-money';
 
 /** Customers: search by email or external reference, a page at a time. */
@@ -104,13 +105,14 @@ export function Customers() {
 }
 
 /**
- * One customer, in two views of at most three API calls each: usage (the last 30 days, and what
- * they bought) and money (invoices, credits, cards, and revoking their sign-ins).
+ * One customer, in three views of at most three API calls each: usage (the last 30 days, and
+ * what they bought), money (invoices, credits, cards, and revoking their sign-ins), and activity
+ * (every credit movement, and the events about them).
  */
 export function CustomerPage() {
   const { customerRef } = useParams({ strict: false }) as { customerRef: string };
   const session = useSession();
-  const [view, setView] = useState<'usage' | 'money'>('usage');
+  const [view, setView] = useState<'usage' | 'money' | 'activity'>('usage');
   const customer = useQuery({
     queryKey: ['customer', customerRef],
     queryFn: () => unwrap(api.GET('/v1/sdk/customers/{ref}', { params: { path: { ref: customerRef } } })),
@@ -143,8 +145,16 @@ export function CustomerPage() {
         <button type="button" aria-pressed={view === 'money'} onClick={() => setView('money')}>
           Invoices, credits and cards
         </button>
+        <button type="button" aria-pressed={view === 'activity'} onClick={() => setView('activity')}>
+          Credit movements and events
+        </button>
       </fieldset>
-      {view === 'money' ? (
+      {view === 'activity' ? (
+        <CustomerActivity
+          customerRef={customerRef}
+          canChange={session.data !== undefined && mayManage(session.data.role)}
+        />
+      ) : view === 'money' ? (
         <CustomerMoney
           customerRef={customerRef}
           canChange={session.data !== undefined && mayManage(session.data.role)}

@@ -4,6 +4,7 @@ import { api, unwrap } from '../api';
 import { mayIntegrate, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page, ShownOnce } from '../ui';
 import { ApiKeys } from './api-keys';
+import { DevelopersNav } from './events';
 
 /** API keys, and webhook endpoints: add one (its signing secret shown once), test it, read its deliveries. */
 export function Developers() {
@@ -55,6 +56,7 @@ export function Developers() {
   const canChange = session.data !== undefined && mayIntegrate(session.data.role);
   return (
     <Page title="Developers">
+      <DevelopersNav />
       <ApiKeys />
       <h2>Webhook endpoints</h2>
       {secret && (

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { mayIntegrate, useSession } from '../session';
@@ -27,7 +28,7 @@ export function connectionSnippets(name: string, url: string) {
   ];
 }
 
-/** MCP servers behind the proxy: add one, import its tools, and connect clients to it. */
+/** MCP servers behind the proxy: add one; each has its own page (health, tools, connecting). */
 export function McpServers() {
   const session = useSession();
   const client = useQueryClient();
@@ -52,11 +53,6 @@ export function McpServers() {
       refresh();
     },
   });
-  const importTools = useMutation({
-    mutationFn: (id: string) =>
-      unwrap(api.POST('/v1/ui/mcp-servers/{id}/tools/import', { params: { path: { id } } })),
-    onSettled: refresh,
-  });
   const canChange = session.data !== undefined && mayIntegrate(session.data.role);
   return (
     <Page title="MCP servers">
@@ -72,70 +68,22 @@ export function McpServers() {
         <ul className="cards">
           {servers.data.map((server) => (
             <li key={server.id} className="card">
-              <h2>{server.name}</h2>
+              <h2>
+                <Link to="/mcp-servers/$serverId" params={{ serverId: server.id }}>
+                  {server.name}
+                </Link>
+              </h2>
               <p className="muted">
-                <code>{server.id}</code> · {server.status} · origin <code>{server.url}</code>
+                <code>{server.id}</code> · {server.status} · {server.tools.length} tool
+                {server.tools.length === 1 ? '' : 's'} · origin <code>{server.url}</code>
               </p>
               <p>
                 Clients connect to <code data-testid="proxy-url">{server.mcpProxyUrl}</code>
               </p>
-              <details>
-                <summary>Connect a client to {server.name}</summary>
-                {connectionSnippets(server.name, server.mcpProxyUrl).map((snippet) => (
-                  <div key={snippet.client}>
-                    <h3>{snippet.client}</h3>
-                    <pre>
-                      <code>{snippet.text}</code>
-                    </pre>
-                  </div>
-                ))}
-              </details>
-              <h3>Tools</h3>
-              {server.tools.length === 0 ? (
-                <p className="muted">No tools imported yet.</p>
-              ) : (
-                <table>
-                  <caption className="visually-hidden">Tools of {server.name}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Tool</th>
-                      <th scope="col">Description</th>
-                      <th scope="col">Who may call it</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {server.tools.map((tool) => (
-                      <tr key={tool.name}>
-                        <td>
-                          <code>{tool.name}</code>
-                        </td>
-                        <td>{tool.description ?? ''}</td>
-                        <td>
-                          {tool.noPlan
-                            ? 'everyone, free'
-                            : tool.planIds.length === 0
-                              ? 'every plan'
-                              : `${tool.planIds.length} plan${tool.planIds.length === 1 ? '' : 's'}`}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
-              {canChange && (
-                <button
-                  type="button"
-                  onClick={() => importTools.mutate(server.id)}
-                  disabled={importTools.isPending}
-                >
-                  Import tools from {server.name}
-                </button>
-              )}
             </li>
           ))}
         </ul>
       )}
-      <FormProblem error={importTools.error} />
       {canChange && (
         <form
           className="card"

@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { mayManage, type Role, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page, Select } from '../ui';
+import { SettingsNav } from './settings';
 
 const ROLES: readonly { value: Role; label: string }[] = [
   { value: 'viewer', label: 'Viewer: reads everything' },
@@ -52,6 +53,7 @@ export function Team() {
   const owner = session.data.role === 'owner';
   return (
     <Page title="Team">
+      <SettingsNav />
       <table>
         <caption className="visually-hidden">Members</caption>
         <thead>
@@ -192,6 +194,7 @@ export function Audit() {
   });
   return (
     <Page title="Audit log">
+      <SettingsNav />
       {events.isPending ? (
         <Loading what="the audit log" />
       ) : events.error ? (

@@ -1,0 +1,226 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser';
+import {
+  axeFindings,
+  counting,
+  csrfOf,
+  heading,
+  MAX_CALLS_PER_PAGE,
+  newPerson,
+  shoot,
+  visit,
+} from '../helpers/console-browser';
+import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { startMailbox } from '../helpers/mailbox';
+import { type StripeMock, startStripeMock } from '../helpers/stripe-mock';
+
+/**
+ * The console's operations pages (issue 62) in Chromium against a running control plane: the
+ * business profile and brand colour the hosted checkout then wears, a customer's credit movements
+ * and events, the event catalog, disputes (opened on a real sandbox payment, answered, closed),
+ * payouts, test clocks, and in live the Stripe connection (stripe-mock); axe on every page and
+ * the API calls each page makes.
+ */
+
+let harness: TestControlPlane;
+let baseUrl: string;
+let browser: Browser;
+let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+let stripe: StripeMock;
+
+beforeAll(async () => {
+  mailbox = await startMailbox();
+  stripe = await startStripeMock({ payments: 'succeed' });
+  ({ harness, url: baseUrl } = await startListeningControlPlane({
+    bodyLimitBytes: 1024 * 1024,
+    smtpUrl: mailbox.url,
+    stripeApiUrl: stripe.url,
+  }));
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await harness?.close();
+  await mailbox?.close();
+  await stripe?.close();
+});
+
+/** Signs up through the pages, verifying by the mailed code, and lands on the overview. */
+async function signUp(page: Page, business: string, email: string) {
+  await page.goto(`${baseUrl}/console/sign-up`);
+  await page.getByLabel('Business name').fill(business);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('a console passphrase');
+  await page.getByRole('button', { name: 'Email me a code' }).click();
+  await heading(page, 'Check your email');
+  await page.getByLabel('Code').fill(await mailbox.codeFor(email));
+  await page.getByRole('button', { name: 'Verify and continue' }).click();
+  await heading(page, 'Overview');
+}
+
+describe('the console’s operations pages', () => {
+  it('settings, a customer’s activity, events, disputes, payouts, test clocks and Stripe', async () => {
+    const owner = await newPerson(browser);
+    const { page } = owner;
+    await signUp(page, 'Harbor Maps', 'owner@harbor.example');
+    const calls: Record<string, string[]> = {};
+    // What the pages will show, made through the same API with the session.
+    const headers = { 'x-csrf-token': await csrfOf(page, baseUrl), 'content-type': 'application/json' };
+    const post = async (path: string, data: unknown) => {
+      const answer = await page.request.post(`${baseUrl}${path}`, { headers, data });
+      expect(answer.status(), `${path}: ${await answer.text()}`).toBeLessThan(300);
+      return (await answer.json()) as Record<string, unknown>;
+    };
+    const product = await post('/v1/ui/products', { name: 'Tiles' });
+    const plan = await post(`/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 900,
+    });
+    await post('/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com', name: 'Ada Lovelace' });
+    await post('/v1/sdk/customers/ada/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    await post('/v1/sdk/activate', { customerRef: 'ada', planRef: plan.id });
+
+    // Settings: the business profile and brand colour, refused by field, then worn by checkout.
+    calls.settings = await visit(page, 'Settings', 'Settings');
+    await page.getByLabel('Brand colour').fill('green');
+    await page.getByRole('button', { name: 'Save business profile' }).click();
+    await page.locator('#field-brandColor-error').waitFor();
+    await page.getByLabel('Brand colour').fill('#0B6E4F');
+    expect(await page.getByTestId('brand-preview').getAttribute('style')).toBe(
+      'background: rgb(11, 110, 79); color: rgb(255, 255, 255);',
+    );
+    await page.getByLabel('Support email').fill('help@harbor.example');
+    await page.getByRole('button', { name: 'Save business profile' }).click();
+    await page.getByText('Saved: the hosted pages show it now.').waitFor();
+    await page.getByLabel('Low balance threshold (credits)').fill('-5');
+    await page.getByRole('button', { name: 'Save threshold' }).click();
+    await page.getByText('must be a whole number of credits, 0 or more').waitFor();
+    await page.getByLabel('Low balance threshold (credits)').fill('50');
+    await page.getByRole('button', { name: 'Save threshold' }).click();
+    await page.getByText('Saved.', { exact: true }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'settings');
+    const merchant = (await (await page.request.get(`${baseUrl}/v1/sdk/merchant`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(merchant).toMatchObject({ brandColor: '#0b6e4f', supportEmail: 'help@harbor.example' });
+    const session = await post('/v1/sdk/checkout-sessions', {
+      customerRef: 'ada',
+      topup: { credits: 10, amount: 500 },
+    });
+    const checkout = await page.request.get(`${baseUrl}/checkout/${session.id}`);
+    expect(await checkout.text()).toContain('--brand:#0b6e4f;--on-brand:#ffffff');
+
+    // A customer's activity: a grant (once, whatever the clicks), its movement and its events.
+    await visit(page, 'Customers', 'Customers');
+    await page.getByRole('link', { name: 'Ada Lovelace' }).click();
+    await heading(page, 'Ada Lovelace');
+    calls.customerActivity = await counting(page, 'Ada Lovelace', () =>
+      page.getByRole('button', { name: 'Credit movements and events' }).click(),
+    );
+    await page.getByText('No credits have moved for this customer.').waitFor();
+    await page.getByRole('cell', { name: 'customer.created', exact: true }).waitFor();
+    await page.getByLabel('Credits to grant').fill('2.5');
+    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByText('must be a whole number of credits, 1 or more').waitFor();
+    await page.getByLabel('Credits to grant').fill('500');
+    await page.getByLabel('Reason').fill('Welcome');
+    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByRole('cell', { name: '+500' }).waitFor();
+    await page.getByRole('cell', { name: 'customer.credit.granted', exact: true }).waitFor();
+    const balance = (await (await page.request.get(`${baseUrl}/v1/sdk/customers/ada/balance`)).json()) as {
+      credits: number;
+    };
+    expect(balance.credits).toBe(500);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'customer-activity');
+
+    // The event catalog and the events recorded, filtered by type.
+    await visit(page, 'Developers', 'Developers');
+    calls.events = await visit(page, 'Events', 'Events', 'Developers');
+    await page.getByRole('heading', { name: 'checkout_session' }).waitFor();
+    await page.getByRole('cell', { name: 'A payment was disputed' }).waitFor();
+    await page.getByLabel('Event type').selectOption('purchase.activated');
+    const recent = page.getByRole('table', { name: 'Events, newest first' });
+    await recent.getByRole('cell', { name: 'purchase.activated', exact: true }).waitFor();
+    expect(await recent.getByRole('cell', { name: 'customer.created', exact: true }).count()).toBe(0);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'events');
+
+    // Disputes: one opened on Ada's payment, answered with evidence, then won.
+    await visit(page, 'Billing', 'Billing');
+    calls.disputes = await visit(page, 'Disputes', 'Disputes', 'Billing');
+    await page.getByText('No disputes').waitFor();
+    await page.getByLabel('Payment').selectOption({ index: 1 });
+    await page.getByRole('button', { name: 'Open a dispute' }).click();
+    const respond = page.getByRole('button', { name: /^Respond to dp_/ });
+    await respond.waitFor();
+    await page.getByRole('cell', { name: '$9.00' }).waitFor();
+    await respond.click();
+    await page.getByLabel('Your answer to the bank').fill('Delivered: the customer used 1,204 tiles.');
+    await page.getByRole('button', { name: 'Submit evidence' }).click();
+    await page.getByRole('cell', { name: 'under review' }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'disputes');
+    await page.getByRole('button', { name: /^Close as won: dp_/ }).click();
+    await page.getByRole('cell', { name: 'won', exact: true }).waitFor();
+
+    // Payouts: more than the balance is refused with the balance; the whole balance goes.
+    calls.payouts = await visit(page, 'Payouts', 'Payouts', 'Billing');
+    await page.getByText('No payouts yet').waitFor();
+    await page.getByLabel('Amount').fill('100000');
+    await page.getByRole('button', { name: 'Send payout' }).click();
+    await page.getByRole('alert').getByText('balance is', { exact: false }).waitFor();
+    await page.getByLabel('Amount').fill('');
+    await page.getByRole('button', { name: 'Send payout' }).click();
+    await page.getByRole('cell', { name: 'pending' }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+
+    // Test clocks: one made, then advanced a month.
+    calls.testClocks = await visit(page, 'Test clocks', 'Test clocks', 'Billing');
+    await page.getByText('No test clocks yet.').waitFor();
+    await page.getByLabel('Clock name').fill('Renewals');
+    await page.getByLabel('Starts at (UTC)').fill('2027-01-01T00:00');
+    await page.getByRole('button', { name: 'Create clock' }).click();
+    await page.getByRole('cell', { name: 'Renewals', exact: true }).waitFor();
+    await page.getByLabel('New time of Renewals (UTC)').fill('2027-02-01T12:00');
+    await page.getByRole('button', { name: 'Advance' }).click();
+    await page.getByRole('cell', { name: '1 Feb 2027, 12:00' }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'test-clocks');
+
+    // Live, once the operator enables it: test clocks are sandbox-only, and Stripe connects.
+    const providerId = (await (await page.request.get(`${baseUrl}/v1/console/session`)).json()).provider.id;
+    await harness.controlPlane.providers.setLiveEnabled(providerId, true);
+    await page.reload();
+    await heading(page, 'Test clocks');
+    await page.getByText('Live', { exact: true }).click();
+    await page.getByText('Test clocks are a sandbox tool').waitFor();
+    calls.liveSettings = await visit(page, 'Settings', 'Settings');
+    await page.getByText('Not connected').waitFor();
+    await page.getByText(`/v1/processors/stripe/webhooks/${providerId}`).waitFor();
+    await page.getByLabel('Stripe secret key').fill('pk_live_notasecret');
+    await page.getByLabel('Webhook signing secret').fill('whsec_abcdefghijklmnop');
+    await page.getByRole('button', { name: 'Connect Stripe' }).click();
+    await page.locator('#field-secretKey-error').waitFor();
+    await page.getByLabel('Stripe secret key').fill('sk_test_4eC39HqLyjWDarjtT1zdp7dc');
+    await page.getByRole('button', { name: 'Connect Stripe' }).click();
+    await page.getByText(/Connected to acct_\w+ \(test mode\), key ending p7dc/).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'settings-stripe');
+    await page.getByRole('button', { name: 'Disconnect Stripe' }).click();
+    await page.getByText('Not connected').waitFor();
+
+    console.log(`API calls per page: ${JSON.stringify(calls)}`);
+    for (const [name, made] of Object.entries(calls))
+      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(MAX_CALLS_PER_PAGE);
+    expect(owner.errors).toEqual([]);
+    await owner.context.close();
+  });
+});
