@@ -176,7 +176,7 @@ async function main() {
         '',
         `Signing in and the first page: ${firstVisit.join(', ')}.`,
         '',
-        'A page of one record reads it and its parts: a product 2 calls (the product, its plans), an MCP server 3 (the server, its origin health, its product\'s plans), a customer 3 in each view (the customer, then purchases and usage by day; invoices, balance and cards; credit movements and events). The browser tests (test/e2e/console-browser.test.ts, console-operations-browser.test.ts) count the calls of every page they open, these included, and fail above 3.',
+        "A page of one record reads it and its parts: a product 2 calls (the product, its plans), an MCP server 3 (the server, its origin health, its product's plans), a customer 3 in each view (the customer, then purchases and usage by day; invoices, balance and cards; credit movements and events). The browser tests (test/e2e/console-browser.test.ts, console-operations-browser.test.ts) count the calls of every page they open, these included, and fail above 3.",
         '',
       ].join('\n'),
     );

@@ -1,7 +1,9 @@
-import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { createRootRoute, createRoute, createRouter, Outlet, RouterProvider } from '@tanstack/react-router';
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
+import { ApiProblem } from './api';
+import { Account } from './pages/account';
 import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
 import { Billing } from './pages/billing';
 import { Disputes, Payouts, TestClocks } from './pages/billing-ops';
@@ -28,6 +30,7 @@ const routeTree = root.addChildren([
   createRoute({ getParentRoute: () => root, path: '/accept-invitation', component: AcceptInvitation }),
   app.addChildren([
     page('/', Overview),
+    page('/account', Account),
     page('/catalog', Catalog),
     page('/catalog/$productId', ProductPage),
     page('/mcp-servers', McpServers),
@@ -54,8 +57,31 @@ declare module '@tanstack/react-router' {
   }
 }
 
-const queryClient = new QueryClient({
-  defaultOptions: { queries: { retry: 1, refetchOnWindowFocus: false, staleTime: 10_000 } },
+/** Pages that need no session: a 401 there is an answer to show, not a reason to leave. */
+const PUBLIC_PAGES = ['/console/sign-in', '/console/sign-up', '/console/accept-invitation'];
+
+/** A session that ended (idle, signed out elsewhere, removed from the team) goes to sign-in. */
+function signInAgain(error: unknown) {
+  // A wrong password (401 invalid_credentials) is a form's answer; only a missing or ended session leaves.
+  if (!(error instanceof ApiProblem) || error.status !== 401) return;
+  if (error.code !== 'session_expired' && error.code !== 'unauthorized') return;
+  if (PUBLIC_PAGES.includes(window.location.pathname)) return;
+  queryClient.clear();
+  void router.navigate({ to: '/sign-in' });
+}
+
+const queryClient: QueryClient = new QueryClient({
+  queryCache: new QueryCache({ onError: signInAgain }),
+  mutationCache: new MutationCache({ onError: signInAgain }),
+  defaultOptions: {
+    queries: {
+      // A refusal is an answer: only a network failure or a 5xx is worth one more try.
+      retry: (failures, error) =>
+        failures < 1 && !(error instanceof ApiProblem && error.status >= 400 && error.status < 500),
+      refetchOnWindowFocus: false,
+      staleTime: 10_000,
+    },
+  },
 });
 
 const element = document.getElementById('root');

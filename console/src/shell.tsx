@@ -60,9 +60,10 @@ export function Shell() {
             </label>
           ))}
         </fieldset>
-        <span className="who">
+        <Link to="/account" className="who">
+          <span className="visually-hidden">Your account: </span>
           {user.email} · {role}
-        </span>
+        </Link>
         <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
           Sign out
         </button>

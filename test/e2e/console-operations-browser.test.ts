@@ -217,6 +217,39 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Disconnect Stripe' }).click();
     await page.getByText('Not connected').waitFor();
 
+    // The account: a wrong current password is refused by the form (the session stays); a new
+    // one works; signing out everywhere ends this session and a second one alike.
+    const second = await newPerson(browser);
+    await second.page.goto(`${baseUrl}/console/sign-in`);
+    await second.page.getByLabel('Email').fill('owner@harbor.example');
+    await second.page.getByLabel('Password').fill('a console passphrase');
+    await second.page.getByRole('button', { name: 'Sign in' }).click();
+    await heading(second.page, 'Overview');
+    calls.account = await counting(page, 'Your account', () =>
+      page.getByRole('link', { name: /^Your account: owner@harbor.example/ }).click(),
+    );
+    await page.getByLabel('Current password').fill('not my password');
+    await page.getByLabel('New password').fill('a newer passphrase');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('The current password is not right').waitFor();
+    await page.getByLabel('Current password').fill('a console passphrase');
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await page.getByText('Password changed; your other sessions have ended.').waitFor();
+    // The other session ended: its next read sends it to sign-in.
+    await second.page
+      .getByRole('navigation', { name: 'Console' })
+      .getByRole('link', { name: 'Customers' })
+      .click();
+    await heading(second.page, 'Sign in');
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await heading(page, 'Sign in');
+    await page.getByLabel('Email').fill('owner@harbor.example');
+    await page.getByLabel('Password').fill('a newer passphrase');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading(page, 'Overview');
+    await second.context.close();
+
     console.log(`API calls per page: ${JSON.stringify(calls)}`);
     for (const [name, made] of Object.entries(calls))
       expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(MAX_CALLS_PER_PAGE);
