@@ -15,6 +15,7 @@ import {
   MAX_CALLS_PER_PAGE,
   newPerson,
   shoot,
+  unreachableByKeyboard,
   visit,
 } from '../helpers/console-browser';
 import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
@@ -143,6 +144,7 @@ describe('the console at /console', () => {
     await signIn.goto(`${baseUrl}/console/sign-in`);
     await heading(signIn, 'Sign in');
     expect(await axeFindings(signIn)).toEqual([]);
+    expect(await unreachableByKeyboard(signIn)).toEqual([]);
     await shoot(signIn, 'sign-in');
     await audited.close();
   });
@@ -156,6 +158,7 @@ describe('the console at /console', () => {
     await page.goto(`${baseUrl}/console/sign-up`);
     await heading(page, 'Create your account');
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByLabel('Business name').fill('Tidewater Data');
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill('short');
@@ -170,6 +173,7 @@ describe('the console at /console', () => {
     await page.getByRole('button', { name: 'Verify and continue' }).click();
     await page.getByText('That code is not right; 4 tries left').waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByLabel('Code').fill(code);
     await page.getByRole('button', { name: 'Verify and continue' }).click();
     await heading(page, 'Overview');
@@ -178,6 +182,7 @@ describe('the console at /console', () => {
     // Sandbox only: live cannot be chosen until the operator enables it.
     expect(await page.getByRole('radio', { name: 'Live' }).isDisabled()).toBe(true);
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'overview-empty');
 
     // The catalog: empty, then a product.
@@ -185,6 +190,7 @@ describe('the console at /console', () => {
     calls.catalog = await visit(page, 'Catalog', 'Catalog');
     await page.getByText('No products yet').waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByRole('button', { name: 'Add product' }).click();
     await page.getByText('must NOT have fewer than 1 characters').first().waitFor();
     await page.getByLabel('Name').fill('Forecasts');
@@ -212,6 +218,7 @@ describe('the console at /console', () => {
     expect(expected.total).toBe(725);
     expect(await page.getByTestId('preview-total').innerText()).toBe('$7.25');
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'plan-editor');
     await page.getByRole('button', { name: 'Add plan' }).click();
     await page.getByRole('cell', { name: '2 tiers (graduated)' }).waitFor();
@@ -239,12 +246,14 @@ describe('the console at /console', () => {
     const developerLink = await invite('dev@tidewater.example', 'developer');
     const viewerLink = await invite('viewer@tidewater.example', 'viewer');
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'team');
 
     const developer = await person();
     await developer.page.goto(developerLink);
     await heading(developer.page, 'Join Tidewater Data');
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
     await developer.page.getByLabel('Password').fill('developer passphrase');
     await developer.page.getByRole('button', { name: 'Join the team' }).click();
     await heading(developer.page, 'Overview');
@@ -286,6 +295,7 @@ describe('the console at /console', () => {
     const secret = await developer.page.getByTestId('secret').innerText();
     expect(secret).toMatch(/^whsec_/);
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
     await shoot(developer.page, 'developers-secret');
     await developer.page.getByRole('button', { name: 'Done' }).click();
     expect(await developer.page.getByTestId('secret').count()).toBe(0);
@@ -293,6 +303,7 @@ describe('the console at /console', () => {
     await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();
     await developer.page.getByRole('cell', { name: '200 ok' }).waitFor({ timeout: 15_000 });
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
 
     // API keys: one made (its secret shown once, and it opens the API), then rolled at once.
     const opens = async (key: string) => {
@@ -315,6 +326,7 @@ describe('the console at /console', () => {
     expect(await opens(rolledKey)).toBe(200);
     expect(await opens(firstKey)).toBe(401);
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
     await shoot(developer.page, 'developers-keys');
     await developer.page.getByRole('button', { name: 'Done' }).click();
 
@@ -360,6 +372,7 @@ describe('the console at /console', () => {
     expect(server.tools.find((t) => t.name === 'countdown')).toMatchObject({ planIds: [], noPlan: true });
     await developer.page.getByText(`claude mcp add --transport http weather ${proxyUrl}`).waitFor();
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
     await shoot(developer.page, 'mcp-server');
 
     // A customer's usage on the chart: what the API says, to the record.
@@ -416,6 +429,7 @@ describe('the console at /console', () => {
     expect(apiTotal).toBe(3);
     expect(await page.getByTestId('chart-total').innerText()).toBe(String(apiTotal));
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'customer');
 
     // Billing: Ada buys a $9 plan with the sandbox's test card; the owner refunds $3 of it.
@@ -442,6 +456,7 @@ describe('the console at /console', () => {
     await page.getByRole('cell', { name: 'paid', exact: true }).waitFor();
     const payment = page.getByRole('button', { name: /^Refund txn_/ });
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await payment.click();
     // A typo is refused by the form, never read as "refund everything".
     await page.getByLabel('Amount to refund').fill('3,00');
@@ -461,6 +476,7 @@ describe('the console at /console', () => {
     await heading(page, 'Billing');
     await page.getByRole('cell', { name: 'refund', exact: true }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'billing');
 
     // Ada's money: the paid invoice, the card on file; her sign-ins revoked.
@@ -473,6 +489,7 @@ describe('the console at /console', () => {
     await page.getByText('visa ending 4242, expires 12/2035 (default)').waitFor();
     await page.getByRole('cell', { name: 'paid', exact: true }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByRole('button', { name: 'Revoke the customer’s sign-ins' }).click();
     await page.getByText('is revoked').waitFor();
 
@@ -488,7 +505,16 @@ describe('the console at /console', () => {
     await heading(developer.page, 'Developers');
     await developer.page.getByRole('button', { name: `Deliveries to ${receiverUrl}` }).click();
     await developer.page.getByRole('button', { name: 'Replay customer.created (2)' }).waitFor();
+    // The failed attempt opened: the request (its ids and the signed envelope) and the answer.
+    const failed = developer.page
+      .getByRole('row')
+      .filter({ has: developer.page.getByRole('button', { name: 'Replay customer.created (1)' }) });
+    await failed.locator('summary').click();
+    await failed.getByText('Response: HTTP 500:').waitFor();
+    await failed.getByText('"type": "customer.created"').waitFor();
+    expect(await failed.getByText(/^Request: POST http:\/\/127\.0\.0\.1:\d+\/hooks/).count()).toBe(1);
     expect(await axeFindings(developer.page)).toEqual([]);
+    expect(await unreachableByKeyboard(developer.page)).toEqual([]);
     await shoot(developer.page, 'webhook-deliveries');
     calls.overview = await visit(page, 'Overview', 'Overview');
     expect(await page.getByTestId('chart-total').innerText()).toBe('3');
@@ -504,6 +530,7 @@ describe('the console at /console', () => {
     ])
       await page.getByRole('cell', { name: operation, exact: true }).first().waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'audit-log');
 
     // Live mode, once enabled: the switch shows live data (none yet), and back.
@@ -518,6 +545,7 @@ describe('the console at /console', () => {
     await page.getByText('Live', { exact: true }).click();
     await page.getByText('No products yet').waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByText('Sandbox', { exact: true }).click();
     await page.getByRole('link', { name: 'Forecasts' }).waitFor();
 

@@ -84,3 +84,72 @@ export async function csrfOf(page: Page, baseUrl: string): Promise<string> {
   const session = await page.request.get(`${baseUrl}/v1/console/session`);
   return ((await session.json()) as { csrfToken: string }).csrfToken;
 }
+
+/**
+ * What on the page the keyboard cannot reach: every visible, enabled control (links, buttons,
+ * inputs, selects, text areas, disclosure summaries) must take focus by Tab alone. A radio group
+ * is one stop (its checked radio; arrows move within it). Answers the unreached, described.
+ */
+export async function unreachableByKeyboard(page: Page): Promise<string[]> {
+  const total = await page.evaluate(() => {
+    // The page's own DOM, typed loosely: the test compiles without the DOM library.
+    const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<unknown> } })
+      .document;
+    type Control = {
+      disabled?: boolean;
+      tabIndex: number;
+      type?: string;
+      name?: string;
+      checked?: boolean;
+      getClientRects(): { length: number };
+      closest(s: string): unknown;
+      setAttribute(n: string, v: string): void;
+      removeAttribute(n: string): void;
+    };
+    const all = [
+      ...doc.querySelectorAll('a[href],button,input,select,textarea,summary,[tabindex]'),
+    ] as Control[];
+    const checkedGroups = new Set(all.filter((e) => e.type === 'radio' && e.checked).map((e) => e.name));
+    const controls = all.filter(
+      (e) =>
+        e.disabled !== true &&
+        e.tabIndex >= 0 &&
+        e.type !== 'hidden' &&
+        e.closest('fieldset:disabled') === null &&
+        e.getClientRects().length > 0 &&
+        !(e.type === 'radio' && !e.checked && checkedGroups.has(e.name)),
+    );
+    for (const e of all) e.removeAttribute('data-kb');
+    controls.forEach((e, i) => {
+      e.setAttribute('data-kb', String(i));
+    });
+    return controls.length;
+  });
+  const focused = () =>
+    page.evaluate(
+      () =>
+        (
+          globalThis as unknown as {
+            document: { activeElement: { getAttribute(n: string): string | null } | null };
+          }
+        ).document.activeElement?.getAttribute('data-kb') ?? null,
+    );
+  // From the first control on (a click elsewhere moves where Tab starts from).
+  if (total === 0) return [];
+  await page.locator('[data-kb="0"]').focus();
+  const seen = new Set<string>(['0']);
+  for (let i = 0; i < total + 25 && seen.size < total; i++) {
+    await page.keyboard.press('Tab');
+    const id = await focused();
+    if (id !== null) seen.add(id);
+  }
+  const missed: string[] = [];
+  for (let i = 0; i < total; i++)
+    if (!seen.has(String(i)))
+      missed.push(
+        await page
+          .locator(`[data-kb="${i}"]`)
+          .evaluate((e) => (e as unknown as { outerHTML: string }).outerHTML.slice(0, 120)),
+      );
+  return missed;
+}

@@ -4,7 +4,7 @@ import { api, unwrap } from '../api';
 import { mayIntegrate, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page, ShownOnce } from '../ui';
 import { ApiKeys } from './api-keys';
-import { DevelopersNav } from './events';
+import { DevelopersNav, EventChoice } from './events';
 
 /** API keys, and webhook endpoints: add one (its signing secret shown once), test it, read its deliveries. */
 export function Developers() {
@@ -16,14 +16,24 @@ export function Developers() {
   });
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
+  const [events, setEvents] = useState<string[]>([]);
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [open, setOpen] = useState<string | undefined>(undefined);
   const create = useMutation({
     mutationFn: () =>
-      unwrap(api.POST('/v1/webhook_endpoints', { body: { url, ...(description ? { description } : {}) } })),
+      unwrap(
+        api.POST('/v1/webhook_endpoints', {
+          body: {
+            url,
+            ...(description ? { description } : {}),
+            ...(events.length > 0 ? { enabledEvents: events } : {}),
+          },
+        }),
+      ),
     onSuccess: (endpoint) => {
       setUrl('');
       setDescription('');
+      setEvents([]);
       setSecret(endpoint.secret);
       void client.invalidateQueries({ queryKey: ['webhook-endpoints'] });
     },
@@ -119,7 +129,9 @@ export function Developers() {
                 )}
               </div>
               {endpoint.disabledReason && <p className="muted">Disabled: {endpoint.disabledReason}</p>}
-              {open === endpoint.id && <Attempts endpointId={endpoint.id} canReplay={canChange} />}
+              {open === endpoint.id && (
+                <Attempts endpointId={endpoint.id} url={endpoint.url} canReplay={canChange} />
+              )}
             </li>
           ))}
         </ul>
@@ -153,7 +165,8 @@ export function Developers() {
             onChange={setDescription}
             error={create.error}
           />
-          <FormProblem error={create.error} fields={['url', 'description']} />
+          <EventChoice value={events} onChange={setEvents} error={create.error} />
+          <FormProblem error={create.error} fields={['url', 'description', 'enabledEvents']} />
           <button type="submit" className="primary" disabled={create.isPending}>
             Add endpoint
           </button>
@@ -163,8 +176,62 @@ export function Developers() {
   );
 }
 
+interface Attempt {
+  id: string;
+  eventId: string;
+  eventType: string;
+  statusCode: number | null;
+  responseExcerpt: string | null;
+  error: string | null;
+}
+
+/**
+ * One attempt opened: the request (POST to the endpoint with its delivery and event ids, and the
+ * signed body, the event's envelope, read when opened) and what the endpoint answered.
+ */
+function AttemptDetail(props: { attempt: Attempt; url: string }) {
+  const a = props.attempt;
+  const [open, setOpen] = useState(false);
+  const event = useQuery({
+    enabled: open,
+    queryKey: ['event', a.eventId],
+    queryFn: () => unwrap(api.GET('/v1/events/{id}', { params: { path: { id: a.eventId } } })),
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+  return (
+    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>
+        <code>{a.eventType}</code>
+      </summary>
+      <p>
+        Request: <code>POST {props.url}</code> · SV-Delivery <code>{a.id}</code> · event{' '}
+        <code>{a.eventId}</code>
+      </p>
+      {open &&
+        (event.isPending ? (
+          <Loading what="the event" />
+        ) : event.error ? (
+          <Failed error={event.error} />
+        ) : (
+          <pre>
+            <code>{JSON.stringify(event.data, null, 2)}</code>
+          </pre>
+        ))}
+      <p>
+        Response: {a.statusCode === null ? (a.error ?? 'no answer') : `HTTP ${a.statusCode}`}
+        {a.responseExcerpt ? ':' : ''}
+      </p>
+      {a.responseExcerpt && (
+        <pre>
+          <code>{a.responseExcerpt}</code>
+        </pre>
+      )}
+    </details>
+  );
+}
+
 /** An endpoint's delivery log: each attempt's event, status, latency and answer; replay an event. */
-function Attempts(props: { endpointId: string; canReplay: boolean }) {
+function Attempts(props: { endpointId: string; url: string; canReplay: boolean }) {
   const client = useQueryClient();
   const replay = useMutation({
     mutationFn: (eventId: string) =>
@@ -220,7 +287,7 @@ function Attempts(props: { endpointId: string; canReplay: boolean }) {
             <tr key={a.id}>
               <td>{dateTime(a.createdAt)}</td>
               <td>
-                <code>{a.eventType}</code>
+                <AttemptDetail attempt={a} url={props.url} />
               </td>
               <td>{a.attempt}</td>
               <td>{a.succeeded ? `${a.statusCode} ok` : (a.error ?? `${a.statusCode ?? 'no answer'}`)}</td>

@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api, unwrap } from '../api';
+import { ApiProblem, api, unwrap } from '../api';
 import { dateTime, Loaded, Page, Select, SubNav, Table } from '../ui';
 
 export function DevelopersNav() {
@@ -168,5 +168,51 @@ export function Events() {
         }
       </Loaded>
     </Page>
+  );
+}
+
+/**
+ * Which events an endpoint takes: all (none ticked), or the types ticked, by group. The catalog
+ * is read when the choice is opened.
+ */
+export function EventChoice(props: { value: string[]; onChange: (next: string[]) => void; error: unknown }) {
+  const [open, setOpen] = useState(false);
+  const catalog = useQuery({
+    enabled: open,
+    queryKey: ['event-types'],
+    queryFn: () => unwrap(api.GET('/v1/sdk/webhooks/event-types')),
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+  const groups = new Map<string, string[]>();
+  for (const t of catalog.data?.data ?? []) groups.set(t.group, [...(groups.get(t.group) ?? []), t.type]);
+  const message = props.error instanceof ApiProblem ? props.error.field('enabledEvents') : undefined;
+  const toggle = (type: string, on: boolean) =>
+    props.onChange(on ? [...props.value, type] : props.value.filter((t) => t !== type));
+  return (
+    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>
+        Events: {props.value.length === 0 ? 'all' : `${props.value.length} chosen`} (choose some)
+      </summary>
+      {message && <p className="field-error">{message}</p>}
+      <Loaded query={catalog} what="event types">
+        {() =>
+          [...groups].map(([group, types]) => (
+            <fieldset key={group} className="checks">
+              <legend>{group}</legend>
+              {types.map((type) => (
+                <label key={type}>
+                  <input
+                    type="checkbox"
+                    checked={props.value.includes(type)}
+                    onChange={(e) => toggle(type, e.target.checked)}
+                  />
+                  {type}
+                </label>
+              ))}
+            </fieldset>
+          ))
+        }
+      </Loaded>
+    </details>
   );
 }

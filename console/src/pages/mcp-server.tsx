@@ -82,7 +82,7 @@ export function McpServerPage() {
           Check again
         </button>
       </section>
-      {canChange && <ServerSettings server={s} onSaved={saved} />}
+      {canChange && <ServerSettings server={s} plans={planList} onSaved={saved} />}
       <ToolAccess
         server={s}
         plans={planList}
@@ -109,20 +109,49 @@ export function McpServerPage() {
   );
 }
 
-/** The origin URL and whether the proxy serves the server. */
-function ServerSettings(props: { server: Server; onSaved: (next: Server) => void }) {
+/**
+ * The origin URL, whether the proxy serves the server, the product it sells and the free plan
+ * callers without a purchase fall to. The product list is read only when asked for (a change of
+ * product is rare; the page keeps to three calls).
+ */
+function ServerSettings(props: {
+  server: Server;
+  plans: readonly { id: string; name: string; requiresPayment: boolean }[];
+  onSaved: (next: Server) => void;
+}) {
   const [url, setUrl] = useState(props.server.url);
   const [status, setStatus] = useState(props.server.status);
+  const [productId, setProductId] = useState(props.server.productId ?? '');
+  const [defaultPlanId, setDefaultPlanId] = useState(props.server.defaultPlanId ?? '');
+  const [choosingProduct, setChoosingProduct] = useState(false);
+  const products = useQuery({
+    enabled: choosingProduct,
+    queryKey: ['products'],
+    queryFn: () => unwrap(api.GET('/v1/ui/products', { params: { query: { limit: 100 } } })),
+  });
+  const productChanged = productId !== (props.server.productId ?? '');
   const save = useMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/v1/ui/mcp-servers/{id}', {
           params: { path: { id: props.server.id } },
-          body: { url, status },
+          body: {
+            url,
+            status,
+            ...(productChanged ? { productId: productId || null, defaultPlanId: null } : {}),
+            ...(!productChanged && defaultPlanId !== (props.server.defaultPlanId ?? '')
+              ? { defaultPlanId: defaultPlanId || null }
+              : {}),
+          },
         }),
       ),
-    onSuccess: props.onSaved,
+    onSuccess: (next) => {
+      setChoosingProduct(false);
+      setDefaultPlanId(next.defaultPlanId ?? '');
+      props.onSaved(next);
+    },
   });
+  const freePlans = props.plans.filter((p) => !p.requiresPayment);
   return (
     <form
       className="card"
@@ -146,7 +175,44 @@ function ServerSettings(props: { server: Server; onSaved: (next: Server) => void
           { value: 'suspended', label: 'Suspended' },
         ]}
       />
-      <FormProblem error={save.error} fields={['url', 'status']} />
+      {choosingProduct ? (
+        <Select
+          label="Product"
+          name="productId"
+          value={productId}
+          onChange={setProductId}
+          options={[
+            { value: '', label: products.isPending ? 'Loading products…' : 'None (not sold)' },
+            ...(products.data?.data ?? []).map((p) => ({ value: p.id, label: p.name })),
+          ]}
+        />
+      ) : (
+        <p>
+          {props.server.productId === null ? (
+            'Not sold: no product.'
+          ) : (
+            <>
+              Sells product <code>{props.server.productId}</code>.
+            </>
+          )}{' '}
+          <button type="button" onClick={() => setChoosingProduct(true)}>
+            Change the product
+          </button>
+        </p>
+      )}
+      {!productChanged && props.server.productId !== null && (
+        <Select
+          label="Default plan (callers without a purchase)"
+          name="defaultPlanId"
+          value={defaultPlanId}
+          onChange={setDefaultPlanId}
+          options={[
+            { value: '', label: 'None: callers must buy a plan' },
+            ...freePlans.map((p) => ({ value: p.id, label: p.name })),
+          ]}
+        />
+      )}
+      <FormProblem error={save.error} fields={['url', 'status', 'productId', 'defaultPlanId']} />
       {save.isSuccess && <p role="status">Saved.</p>}
       <button type="submit" className="primary" disabled={save.isPending}>
         Save settings

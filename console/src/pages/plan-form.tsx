@@ -5,7 +5,14 @@ import { ApiProblem, api, centsOf, money, unwrap } from '../api';
 import { Field, FormProblem, Select } from '../ui';
 
 type PlanType = 'recurring' | 'usage-based' | 'hybrid' | 'one-time';
-type Model = 'per-unit' | 'graduated' | 'volume';
+type Model = 'per-unit' | 'package' | 'graduated' | 'volume';
+type Cycle = 'weekly' | 'monthly' | 'quarterly' | 'yearly';
+const PERIOD: Record<Cycle, string> = {
+  weekly: 'week',
+  monthly: 'month',
+  quarterly: 'quarter',
+  yearly: 'year',
+};
 interface TierRow {
   upTo: string;
   unitAmount: string;
@@ -16,10 +23,19 @@ interface TierRow {
  * The pricing the form describes, as invoices read it (the same code prices both), or the
  * first problem in it. The API checks it again: this is for the preview.
  */
-function pricingOf(model: Model, unitAmount: string, tiers: TierRow[]): Pricing | string {
-  if (model === 'per-unit') {
+function pricingOf(
+  model: Model,
+  unitAmount: string,
+  tiers: TierRow[],
+  packageSize: string,
+): Pricing | string {
+  if (model === 'per-unit' || model === 'package') {
     const parsed = parseDecimal(unitAmount);
-    return 'problem' in parsed ? `Unit price ${parsed.problem}` : { model, unitAmount: parsed.scaled };
+    if ('problem' in parsed) return `${model === 'package' ? 'Package' : 'Unit'} price ${parsed.problem}`;
+    if (model === 'per-unit') return { model, unitAmount: parsed.scaled };
+    if (!/^[1-9]\d{0,9}$/.test(packageSize.trim()))
+      return 'Units per package must be a whole number, 1 or more';
+    return { model, unitAmount: parsed.scaled, packageSize: BigInt(packageSize.trim()) };
   }
   const read: Tier[] = [];
   for (const [index, row] of tiers.entries()) {
@@ -54,8 +70,18 @@ export function PlanForm(props: { productId: string }) {
     { upTo: '', unitAmount: '0.1', flatAmount: '' },
   ]);
   const [units, setUnits] = useState('2500');
-  const usage = type === 'usage-based' || type === 'hybrid';
-  const pricing = usage ? pricingOf(model, unitAmount, tiers) : undefined;
+  const [cycle, setCycle] = useState<Cycle>('monthly');
+  const [packageSize, setPackageSize] = useState('1000');
+  const [billing, setBilling] = useState<'post-paid' | 'pre-paid'>('post-paid');
+  const [creditsPerUnit, setCreditsPerUnit] = useState('1');
+  const [packCredits, setPackCredits] = useState('');
+  const [packPrice, setPackPrice] = useState('');
+  const [setupFee, setSetupFee] = useState('');
+  const [trialDays, setTrialDays] = useState('');
+  const [limit, setLimit] = useState('');
+  const credits = type === 'usage-based' && billing === 'pre-paid';
+  const usage = (type === 'usage-based' && !credits) || type === 'hybrid';
+  const pricing = usage ? pricingOf(model, unitAmount, tiers, packageSize) : undefined;
   const cents = centsOf(price);
   const create = useMutation({
     mutationFn: () => {
@@ -66,11 +92,25 @@ export function PlanForm(props: { productId: string }) {
       const body: Record<string, unknown> = { name, type, currency };
       if (type === 'hybrid') body.basePrice = cents;
       else if (type !== 'usage-based') body.price = cents;
-      if (type !== 'one-time' && type !== 'usage-based') body.billingCycle = 'monthly';
+      if (type !== 'one-time') body.billingCycle = cycle;
+      // Optional numbers: empty leaves them out; anything else goes as typed, for the API to judge.
+      const whole = (text: string) => (/^\d{1,13}$/.test(text.trim()) ? Number(text.trim()) : text.trim());
+      if (setupFee.trim() !== '') body.setupFee = centsOf(setupFee) ?? setupFee;
+      if (trialDays.trim() !== '' && type !== 'one-time') body.trialDays = whole(trialDays);
+      if (limit.trim() !== '') body.limit = whole(limit);
+      if (credits) {
+        body.billingModel = 'pre-paid';
+        body.creditsPerUnit = whole(creditsPerUnit);
+        if (packCredits.trim() !== '' || packPrice.trim() !== '')
+          body.topUp = { credits: whole(packCredits), amount: centsOf(packPrice) ?? packPrice };
+      }
       if (usage) {
         body.freeUnits = Number(freeUnits) || 0;
         if (model === 'per-unit') body.unitAmount = unitAmount.trim();
-        else {
+        else if (model === 'package') {
+          body.unitAmount = unitAmount.trim();
+          body.packageSize = whole(packageSize);
+        } else {
           body.tiersMode = model;
           body.tiers = tiers.map((row, index) => ({
             upTo: index === tiers.length - 1 ? null : Number(row.upTo),
@@ -162,7 +202,11 @@ export function PlanForm(props: { productId: string }) {
         {type !== 'usage-based' && (
           <Field
             label={
-              type === 'hybrid' ? 'Base price per month' : type === 'one-time' ? 'Price' : 'Price per month'
+              type === 'hybrid'
+                ? `Base price per ${PERIOD[cycle]}`
+                : type === 'one-time'
+                  ? 'Price'
+                  : `Price per ${PERIOD[cycle]}`
             }
             name={type === 'hybrid' ? 'basePrice' : 'price'}
             inputMode="decimal"
@@ -172,6 +216,94 @@ export function PlanForm(props: { productId: string }) {
           />
         )}
       </div>
+      <div className="row">
+        {type !== 'one-time' && (
+          <Select<Cycle>
+            label="Billing period"
+            name="billingCycle"
+            value={cycle}
+            onChange={setCycle}
+            options={[
+              { value: 'weekly', label: 'Weekly' },
+              { value: 'monthly', label: 'Monthly' },
+              { value: 'quarterly', label: 'Quarterly' },
+              { value: 'yearly', label: 'Yearly' },
+            ]}
+          />
+        )}
+        {type === 'usage-based' && (
+          <Select<'post-paid' | 'pre-paid'>
+            label="Paid"
+            name="billingModel"
+            value={billing}
+            onChange={setBilling}
+            options={[
+              { value: 'post-paid', label: 'Invoiced after each period' },
+              { value: 'pre-paid', label: 'From credits bought first' },
+            ]}
+          />
+        )}
+        <Field
+          label="Setup fee"
+          name="setupFee"
+          inputMode="decimal"
+          value={setupFee}
+          onChange={setSetupFee}
+          error={create.error}
+          hint="Optional, once with the first payment"
+        />
+        {type !== 'one-time' && (
+          <Field
+            label="Trial days"
+            name="trialDays"
+            inputMode="numeric"
+            value={trialDays}
+            onChange={setTrialDays}
+            error={create.error}
+          />
+        )}
+        <Field
+          label="Hard limit per period"
+          name="limit"
+          inputMode="numeric"
+          value={limit}
+          onChange={setLimit}
+          error={create.error}
+          hint="Optional; calls past it meet the paywall"
+        />
+      </div>
+      {credits && (
+        <fieldset>
+          <legend>Credits</legend>
+          <div className="row">
+            <Field
+              label="Credits per call"
+              name="creditsPerUnit"
+              inputMode="numeric"
+              value={creditsPerUnit}
+              onChange={setCreditsPerUnit}
+              error={create.error}
+            />
+            <Field
+              label="Top-up pack: credits"
+              name="topUp/credits"
+              inputMode="numeric"
+              value={packCredits}
+              onChange={setPackCredits}
+              error={create.error}
+              hint="The pack the paywall sells (optional)"
+            />
+            <Field
+              label="Top-up pack: price"
+              name="topUp/amount"
+              inputMode="decimal"
+              value={packPrice}
+              onChange={setPackPrice}
+              error={create.error}
+            />
+          </div>
+        </fieldset>
+      )}
       {usage && (
         <fieldset>
           <legend>Usage pricing</legend>
@@ -193,18 +325,32 @@ export function PlanForm(props: { productId: string }) {
                 { value: 'graduated', label: 'Graduated tiers' },
                 { value: 'volume', label: 'Volume tiers' },
                 { value: 'per-unit', label: 'Per unit' },
+                { value: 'package', label: 'Per package of units' },
               ]}
             />
           </div>
-          {model === 'per-unit' ? (
-            <Field
-              label="Cents per unit"
-              name="unitAmount"
-              inputMode="decimal"
-              value={unitAmount}
-              onChange={setUnitAmount}
-              error={create.error}
-            />
+          {model === 'per-unit' || model === 'package' ? (
+            <div className="row">
+              <Field
+                label={model === 'package' ? 'Cents per package' : 'Cents per unit'}
+                name="unitAmount"
+                inputMode="decimal"
+                value={unitAmount}
+                onChange={setUnitAmount}
+                error={create.error}
+              />
+              {model === 'package' && (
+                <Field
+                  label="Units per package"
+                  name="packageSize"
+                  inputMode="numeric"
+                  value={packageSize}
+                  onChange={setPackageSize}
+                  error={create.error}
+                  hint="A started package counts whole"
+                />
+              )}
+            </div>
           ) : (
             <table className="tiers">
               <caption>Tiers</caption>
@@ -271,7 +417,7 @@ export function PlanForm(props: { productId: string }) {
               </tbody>
             </table>
           )}
-          {model !== 'per-unit' && (
+          {model !== 'per-unit' && model !== 'package' && (
             <button
               type="button"
               onClick={() =>
@@ -300,7 +446,21 @@ export function PlanForm(props: { productId: string }) {
       )}
       <FormProblem
         error={create.error}
-        fields={['name', 'currency', 'price', 'basePrice', 'freeUnits', 'unitAmount']}
+        fields={[
+          'name',
+          'currency',
+          'price',
+          'basePrice',
+          'billingCycle',
+          'freeUnits',
+          'unitAmount',
+          'packageSize',
+          'setupFee',
+          'trialDays',
+          'limit',
+          'creditsPerUnit',
+          'topUp',
+        ]}
       />
       <button type="submit" className="primary" disabled={create.isPending}>
         Add plan
