@@ -30,6 +30,7 @@ const MAX_CALLS = 3;
 const PAGES: readonly { link: string; title: string; nav?: string }[] = [
   { link: 'Catalog', title: 'Catalog' },
   { link: 'MCP servers', title: 'MCP servers' },
+  { link: 'Usage', title: 'Usage' },
   { link: 'Customers', title: 'Customers' },
   { link: 'Billing', title: 'Billing' },
   { link: 'Disputes', title: 'Disputes', nav: 'Billing' },

@@ -149,6 +149,7 @@ async function main(): Promise<void> {
       paymentsPool: database.paymentsPool,
       publisher: bus.publisher,
       reader: usageStore.store,
+      analytics: usageStore.analytics,
       settlement: bus.settlement,
       snapshots,
       counters,

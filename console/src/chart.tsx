@@ -69,3 +69,89 @@ export function DailyChart(props: { label: string; days: readonly { date: string
     </figure>
   );
 }
+
+const PALETTE = ['#1d4ed8', '#b45309', '#047857', '#7c3aed', '#be123c', '#0e7490', '#4d7c0f', '#a21caf'];
+
+/** One line of a series chart: its name and a value per bucket. */
+export interface Line {
+  name: string;
+  values: readonly number[];
+}
+
+/**
+ * Several series over the same buckets as lines (uPlot, on a canvas), with a legend, and the
+ * same numbers in a table for screen readers and for reading exactly.
+ */
+export function SeriesChart(props: {
+  label: string;
+  buckets: readonly { start: string; label: string }[];
+  lines: readonly Line[];
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = box.current;
+    if (element === null || props.buckets.length === 0) return;
+    const xs = props.buckets.map((b) => Date.parse(b.start) / 1000);
+    const plot = new uPlot(
+      {
+        width: Math.max(320, element.clientWidth),
+        height: 260,
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        axes: [{ stroke: '#444' }, { stroke: '#444' }],
+        series: [
+          {},
+          ...props.lines.map((line, i) => ({
+            label: line.name,
+            stroke: PALETTE[i % PALETTE.length],
+            width: 2,
+          })),
+        ],
+      },
+      [xs, ...props.lines.map((line) => [...line.values])],
+      element,
+    );
+    return () => plot.destroy();
+  }, [props.buckets, props.lines]);
+  const totals = props.lines.map((line) => line.values.reduce((sum, v) => sum + v, 0));
+  return (
+    <figure className="chart">
+      <div
+        ref={box}
+        role="img"
+        aria-label={`${props.label}: ${props.lines.map((l, i) => `${l.name || 'none'} ${totals[i]}`).join(', ')}`}
+      />
+      <figcaption>
+        {props.label} in {props.buckets.length} buckets:{' '}
+        {props.lines.map((l, i) => (
+          <span key={l.name} data-testid={`line-total-${l.name || 'none'}`}>
+            {i > 0 ? ', ' : ''}
+            {l.name || 'none'} {totals[i]}
+          </span>
+        ))}
+      </figcaption>
+    </figure>
+  );
+}
+
+/**
+ * A table's rows as a CSV file the browser downloads (RFC 4180 quoting). A text that a
+ * spreadsheet would run as a formula (=, +, -, @ first) is prefixed with a quote mark: tool names
+ * and references come from others.
+ */
+export function downloadCsv(
+  name: string,
+  header: readonly string[],
+  rows: readonly (readonly (string | number)[])[],
+) {
+  const cell = (value: string | number) => {
+    const text = typeof value === 'string' && /^[=+\-@\t\r]/.test(value) ? `'${value}` : String(value);
+    return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  const text = [header, ...rows].map((row) => row.map(cell).join(',')).join('\r\n');
+  const url = URL.createObjectURL(new Blob([`${text}\r\n`], { type: 'text/csv' }));
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  link.click();
+  URL.revokeObjectURL(url);
+}

@@ -16,6 +16,7 @@ import { McpServers } from './pages/mcp-servers';
 import { Overview } from './pages/overview';
 import { Settings } from './pages/settings';
 import { Audit, Team } from './pages/team';
+import { Usage } from './pages/usage';
 import { Shell } from './shell';
 import './styles.css';
 
@@ -35,6 +36,7 @@ const routeTree = root.addChildren([
     page('/catalog/$productId', ProductPage),
     page('/mcp-servers', McpServers),
     page('/mcp-servers/$serverId', McpServerPage),
+    page('/usage', Usage),
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
     page('/billing', Billing),

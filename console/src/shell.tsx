@@ -8,6 +8,7 @@ const NAV = [
   { to: '/', label: 'Overview' },
   { to: '/catalog', label: 'Catalog' },
   { to: '/mcp-servers', label: 'MCP servers' },
+  { to: '/usage', label: 'Usage' },
   { to: '/customers', label: 'Customers' },
   { to: '/billing', label: 'Billing' },
   { to: '/developers', label: 'Developers' },

@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   weak_password: 400,
   invalid_verification_code: 400,
   verification_expired: 400,
+  // An analytics range with more buckets than a series may hold (the problem names the limit).
+  range_too_large: 400,
   unauthorized: 401,
   invalid_api_key: 401,
   invalid_credentials: 401,

@@ -2,7 +2,13 @@ import { type Logger, OutboundGuard } from '@mcp-meter/contracts/kit';
 import { type CounterStore, MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import type { SnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { internalToken } from '@mcp-meter/contracts/snapshots';
-import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
+import type {
+  UsageAnalytics,
+  UsagePublisher,
+  UsageReader,
+  UsageRecorder,
+  UsageSettlement,
+} from '@mcp-meter/contracts/usage';
 import { Type } from '@sinclair/typebox';
 import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
@@ -12,6 +18,8 @@ import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { analyticsRoutes } from './modules/analytics/routes';
+import { AnalyticsService } from './modules/analytics/service';
 import { apiDocsRoutes } from './modules/api-docs/routes';
 import { apiKeyRoutes } from './modules/api-keys/routes';
 import { ApiKeyService } from './modules/api-keys/service';
@@ -141,6 +149,8 @@ export interface ControlPlaneDeps {
   /** The limit check's records: a write-ahead spool (deploy/serve.ts); without one, published and awaited. */
   recorder?: UsageRecorder;
   reader: UsageReader;
+  /** Usage analytics (the same store); without it the analytics routes answer 503. */
+  analytics?: UsageAnalytics;
   /** Whether the usage bus has stored what it accepted: usage periods close only after it has. */
   settlement: UsageSettlement;
   snapshots: SnapshotStore;
@@ -399,6 +409,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
       await scope.register(eventRoutes(new EventService(deps.pool)));
+      await scope.register(analyticsRoutes(new AnalyticsService(deps.pool, clock, deps.analytics)));
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
       await scope.register(apiKeyRoutes(apiKeys));

@@ -671,6 +671,16 @@ describe('the documented example of every operation, MCP and sign-in', () => {
     });
   });
 
+  it('usage analytics: the calls by tool over days, and each tool’s latency', async () => {
+    await harness.settled();
+    await example({
+      route: 'GET /v1/ui/analytics/usage',
+      query: { grain: 'week', timeZone: 'Europe/Paris', groupBy: 'tool' },
+      status: 200,
+    });
+    await example({ route: 'GET /v1/ui/analytics/tools', status: 200 });
+  });
+
   it('a customer signs in to it over OAuth: register, sign up, code, token, log in, revoke', async () => {
     const resource = made.server.mcpProxyUrl as string;
     const callback = 'http://127.0.0.1:33418/callback';

@@ -12,6 +12,7 @@ import {
   kafkaLogging,
 } from './kafka-bus';
 import { KafkaUsageSettlement } from './kafka-settlement';
+import { ClickHouseUsageAnalytics } from './usage-analytics';
 import { ClickHouseUsageStore } from './usage-store';
 
 export interface UsageBus {
@@ -71,6 +72,8 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
 
 export interface UsageStoreHandle {
   store: ClickHouseUsageStore;
+  /** Analytics read from the same tables (issue 63). */
+  analytics: ClickHouseUsageAnalytics;
   client: ClickHouseClient;
   close(): Promise<void>;
 }
@@ -82,6 +85,7 @@ export async function openUsageStore(config: ClickHouseConfig): Promise<UsageSto
   await migrateClickHouse(client, config.database, config.cluster);
   return {
     store: new ClickHouseUsageStore(clickhouse, config.database, config.cluster !== undefined),
+    analytics: new ClickHouseUsageAnalytics(clickhouse, config.database),
     client,
     close: () => client.close(),
   };

@@ -15,7 +15,7 @@ import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record
 import type { ClickHouse } from './clickhouse/client';
 
 /** The environment picks the table from a closed set; no caller string reaches an identifier. */
-const TABLES: Readonly<Record<Environment, string>> = {
+export const TABLES: Readonly<Record<Environment, string>> = {
   sandbox: 'usage_records_sandbox',
   live: 'usage_records_live',
 };

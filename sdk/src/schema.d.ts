@@ -1178,6 +1178,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/analytics/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Per tool: calls, errors, error rate and origin latency percentiles
+         * @description Per tool (and MCP server) over a range: calls, errors (the tool’s, the origin’s or no origin), the error rate, and the origin’s latency percentiles p50, p95 and p99 in ms, exact (nearest rank), over the calls that reached the origin.
+         */
+        get: operations["getToolAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ui/analytics/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Calls and units over time in a time zone, grouped by tool, customer, product, server or outcome
+         * @description Calls (records), units (the meter’s values, exact decimals) and errors per calendar bucket (`grain`: hour, day, week from Monday, month) in an IANA `timeZone` (default UTC; days and hours follow its clock changes), grouped by `groupBy` (tool, customer, product, server, outcome: success, error, paywall, cancelled, input_required, task, reported; default none). The `limit` largest groups are answered (default 10), the rest summed in `other`. Every bucket of the range is present, empty ones as zeros. Read exactly from the usage records, a record sent twice counted once. A range of more than 1,000 buckets is 400 `range_too_large` with the `limit`; an unknown grain, grouping or time zone is 400 naming it.
+         */
+        get: operations["getUsageAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/api-keys": {
         parameters: {
             query?: never;
@@ -2093,11 +2133,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "RP7b3HgBUOqZj4LkQ6AAJHdnRiaBiIfHh9PMepg_T4Q",
-                     *           "y": "_prLmbc00MvHTnMjFONcRxDdJFIeP2qNJI5_Urszvr8",
+                     *           "x": "vs4-Y2U7AbOGFVpIm6EkhztWV7fd5L2ZW1vNI5WR-DU",
+                     *           "y": "_wWaVF31petjZ87wDv_Y01CoIk9zIk0lNZ8E_8bDigc",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "21209b7d46a520b2",
+                     *           "kid": "b4f6c83d108959db",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2226,8 +2266,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.145Z",
-                     *       "to": "2026-05-28T09:00:04.145Z",
+                     *       "from": "2026-04-28T09:00:05.028Z",
+                     *       "to": "2026-05-28T09:00:05.028Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2565,8 +2605,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.131Z",
-                     *       "to": "2026-05-28T09:00:04.131Z",
+                     *       "from": "2026-04-28T09:00:05.012Z",
+                     *       "to": "2026-05-28T09:00:05.012Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2738,7 +2778,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.103Z",
+                     *       "to": "2026-05-28T09:00:04.965Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2923,9 +2963,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.657Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.657Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.657Z"
+                     *       "createdAt": "2026-05-28T09:00:07.703Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.703Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.703Z"
                      *     }
                      */
                     "application/json": {
@@ -3158,7 +3198,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.492Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.536Z"
                      *     }
                      */
                     "application/json": {
@@ -3527,9 +3567,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.152Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.152Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.165Z"
+                     *       "createdAt": "2026-05-28T09:00:07.235Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.235Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.245Z"
                      *     }
                      */
                     "application/json": {
@@ -4016,9 +4056,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.152Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.152Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.152Z"
+                     *       "createdAt": "2026-05-28T09:00:07.235Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.235Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.235Z"
                      *     }
                      */
                     "application/json": {
@@ -4229,7 +4269,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:06.321Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.365Z"
                      *     }
                      */
                     "application/json": {
@@ -4405,9 +4445,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.479Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.479Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.479Z"
+                     *       "createdAt": "2026-05-28T09:00:07.521Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.521Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.521Z"
                      *     }
                      */
                     "application/json": {
@@ -4872,7 +4912,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795889735,
+                     *       "client_id_issued_at": 1795892746,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5045,7 +5085,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.061Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.189Z"
                      *     }
                      */
                     "application/json": {
@@ -6171,8 +6211,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.262Z",
-                     *       "createdAt": "2026-05-28T09:00:04.262Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.159Z",
+                     *       "createdAt": "2026-05-28T09:00:05.159Z"
                      *     }
                      */
                     "application/json": {
@@ -6329,8 +6369,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.262Z",
-                     *       "createdAt": "2026-05-28T09:00:04.262Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.159Z",
+                     *       "createdAt": "2026-05-28T09:00:05.159Z"
                      *     }
                      */
                     "application/json": {
@@ -6516,8 +6556,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.152Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.152Z"
+                     *           "createdAt": "2026-05-28T09:00:03.708Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.708Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6529,8 +6569,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.175Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.175Z"
+                     *           "createdAt": "2026-05-28T09:00:03.718Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.718Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6717,8 +6757,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.152Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
+                     *       "createdAt": "2026-05-28T09:00:03.708Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.708Z"
                      *     }
                      */
                     "application/json": {
@@ -7209,8 +7249,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.152Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.225Z"
+                     *       "createdAt": "2026-05-28T09:00:03.708Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.773Z"
                      *     }
                      */
                     "application/json": {
@@ -8437,7 +8477,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.582Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.561Z"
                      *     }
                      */
                     "application/json": {
@@ -8624,8 +8664,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.175Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.175Z"
+                     *       "createdAt": "2026-05-28T09:00:03.718Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.718Z"
                      *     }
                      */
                     "application/json": {
@@ -8833,7 +8873,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T14:44:29.510Z"
+                     *                 "end": "2026-01-28T13:54:19.192Z"
                      *               }
                      *             }
                      *           ],
@@ -9546,7 +9586,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T14:44:29.510Z"
+                     *             "end": "2026-01-28T13:54:19.192Z"
                      *           }
                      *         }
                      *       ],
@@ -10452,7 +10492,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.057Z"
+                     *       "timestamp": "2026-05-28T09:00:04.890Z"
                      *     }
                      */
                     "application/json": {
@@ -10676,7 +10716,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.084Z"
+                     *           "timestamp": "2026-05-28T09:00:04.928Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10684,7 +10724,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.084Z"
+                     *           "timestamp": "2026-05-28T09:00:04.928Z"
                      *         }
                      *       ]
                      *     }
@@ -11695,7 +11735,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.338Z",
+                     *       "createdAt": "2026-05-28T09:00:05.252Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11879,8 +11919,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.338Z",
-                     *       "closedAt": "2026-05-28T09:00:04.408Z"
+                     *       "createdAt": "2026-05-28T09:00:05.252Z",
+                     *       "closedAt": "2026-05-28T09:00:05.332Z"
                      *     }
                      */
                     "application/json": {
@@ -12059,11 +12099,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.425Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.366Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.425Z"
+                     *       "createdAt": "2026-05-28T09:00:05.366Z"
                      *     }
                      */
                     "application/json": {
@@ -12231,7 +12271,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.060Z"
+                     *           "createdAt": "2026-05-28T09:00:03.612Z"
                      *         }
                      *       ]
                      *     }
@@ -12385,7 +12425,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.060Z"
+                     *       "createdAt": "2026-05-28T09:00:03.612Z"
                      *     }
                      */
                     "application/json": {
@@ -12524,7 +12564,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.060Z"
+                     *       "createdAt": "2026-05-28T09:00:03.612Z"
                      *     }
                      */
                     "application/json": {
@@ -12675,7 +12715,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.060Z"
+                     *       "createdAt": "2026-05-28T09:00:03.612Z"
                      *     }
                      */
                     "application/json": {
@@ -13357,6 +13397,452 @@ export interface operations {
             };
         };
     };
+    getToolAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Only this customer (id or externalRef) */
+                customerRef?: string;
+                /** @description Inclusive; default 30 days before to */
+                from?: string;
+                /** @description The meter (default requests: tool calls) */
+                meterRef?: string;
+                /** @description Exclusive; default now */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-04-28T09:00:06.129Z",
+                     *       "to": "2026-05-28T09:00:06.129Z",
+                     *       "data": [
+                     *         {
+                     *           "tool": "add",
+                     *           "server": "mcp_01jx0000019dtjf7xmke3ty8kr",
+                     *           "calls": 1,
+                     *           "errors": 0,
+                     *           "errorRate": 0,
+                     *           "latencyMs": {
+                     *             "p50": 104.34,
+                     *             "p95": 104.34,
+                     *             "p99": 104.34
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            calls: number;
+                            /** @description errors / calls */
+                            errorRate: number;
+                            errors: number;
+                            /** @description Origin latency percentiles in ms over the calls that reached it (exact); null when none did */
+                            latencyMs: {
+                                p50: number;
+                                p95: number;
+                                p99: number;
+                            } | null;
+                            /** @description The MCP server (mcp_…) the calls went to */
+                            server: string;
+                            tool: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        from: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        to: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getUsageAnalytics: {
+        parameters: {
+            query: {
+                /** @description Only this customer (id or externalRef) */
+                customerRef?: string;
+                /** @description Inclusive; default 30 days before to */
+                from?: string;
+                /**
+                 * @description hour, day, week, month (default day)
+                 * @example week
+                 */
+                grain?: string;
+                /**
+                 * @description none, tool, customer, product, server, outcome (default none)
+                 * @example tool
+                 */
+                groupBy?: string;
+                /** @description Groups shown, the most calls first; the rest are summed in `other` */
+                limit: number;
+                /** @description The meter (default requests: tool calls) */
+                meterRef?: string;
+                /**
+                 * @description IANA time zone the buckets follow (default UTC)
+                 * @example Europe/Paris
+                 */
+                timeZone?: string;
+                /** @description Exclusive; default now */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-04-28T09:00:06.076Z",
+                     *       "to": "2026-05-28T09:00:06.076Z",
+                     *       "grain": "week",
+                     *       "timeZone": "Europe/Paris",
+                     *       "groupBy": "tool",
+                     *       "meterRef": "requests",
+                     *       "buckets": [
+                     *         {
+                     *           "start": "2026-04-24T12:54:19.192Z",
+                     *           "label": "2026-04-24"
+                     *         },
+                     *         {
+                     *           "start": "2026-05-01T12:54:19.192Z",
+                     *           "label": "2026-05-01"
+                     *         },
+                     *         {
+                     *           "start": "2026-05-08T12:54:19.192Z",
+                     *           "label": "2026-05-08"
+                     *         },
+                     *         {
+                     *           "start": "2026-05-15T12:54:19.192Z",
+                     *           "label": "2026-05-15"
+                     *         },
+                     *         {
+                     *           "start": "2026-05-22T12:54:19.192Z",
+                     *           "label": "2026-05-22"
+                     *         }
+                     *       ],
+                     *       "series": [
+                     *         {
+                     *           "key": "",
+                     *           "totalCalls": 1,
+                     *           "calls": [
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             1
+                     *           ],
+                     *           "units": [
+                     *             "0",
+                     *             "0",
+                     *             "0",
+                     *             "0",
+                     *             "1"
+                     *           ],
+                     *           "errors": [
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0
+                     *           ]
+                     *         },
+                     *         {
+                     *           "key": "add",
+                     *           "totalCalls": 1,
+                     *           "calls": [
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             1
+                     *           ],
+                     *           "units": [
+                     *             "0",
+                     *             "0",
+                     *             "0",
+                     *             "0",
+                     *             "1"
+                     *           ],
+                     *           "errors": [
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0,
+                     *             0
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "other": null,
+                     *       "totals": {
+                     *         "calls": 2,
+                     *         "units": "2",
+                     *         "errors": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        buckets: {
+                            /** @description The local start: YYYY-MM-DD, or YYYY-MM-DDTHH:MM for hours */
+                            label: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        from: string;
+                        grain: string;
+                        groupBy: string;
+                        meterRef: string;
+                        /** @description The groups past `limit`, summed; null when none were left out */
+                        other: {
+                            /** @description Records (calls on the requests meter) per bucket */
+                            calls: number[];
+                            /** @description Calls the tool, the origin or the proxy failed */
+                            errors: number[];
+                            groups: number;
+                            totalCalls: number;
+                            /** @description The meter's values summed per bucket, exactly (decimal) */
+                            units: string[];
+                        } | null;
+                        series: {
+                            /** @description Records (calls on the requests meter) per bucket */
+                            calls: number[];
+                            /** @description Calls the tool, the origin or the proxy failed */
+                            errors: number[];
+                            /** @description The group's value ('' when the call has none, and for none) */
+                            key: string;
+                            totalCalls: number;
+                            /** @description The meter's values summed per bucket, exactly (decimal) */
+                            units: string[];
+                        }[];
+                        timeZone: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        to: string;
+                        totals: {
+                            calls: number;
+                            errors: number;
+                            units: string;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     listApiKeys: {
         parameters: {
             query?: never;
@@ -13378,17 +13864,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…RSkE",
+                     *           "hint": "sk_test_…0M04",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.838Z",
+                     *           "createdAt": "2026-05-28T09:00:07.858Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…LfOQ",
+                     *           "hint": "sk_test_…9zIg",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:06.472Z",
+                     *           "createdAt": "2026-05-28T09:00:07.513Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -13534,9 +14020,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…RSkE",
+                     *       "hint": "sk_test_…0M04",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.838Z",
+                     *       "createdAt": "2026-05-28T09:00:07.858Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -13859,18 +14345,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…XIrk",
+                     *       "hint": "sk_test_…s1DY",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.878Z",
+                     *       "createdAt": "2026-05-28T09:00:07.897Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…RSkE",
+                     *         "hint": "sk_test_…0M04",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.838Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.878Z"
+                     *         "createdAt": "2026-05-28T09:00:07.858Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.897Z"
                      *       }
                      *     }
                      */
@@ -14066,7 +14552,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:06.285Z",
+                     *           "createdAt": "2026-05-28T09:00:07.339Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14083,7 +14569,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:06.272Z",
+                     *           "createdAt": "2026-05-28T09:00:07.331Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14100,7 +14586,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:06.225Z",
+                     *           "createdAt": "2026-05-28T09:00:07.299Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14116,7 +14602,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThobnhiMGI3N2dhM2EzOGJ3bXB6eGRq"
+                     *       "nextCursor": "YXVkXzAxbThocnM3dGJlMnJhZWh5NGI3N3QxMDR2"
                      *     }
                      */
                     "application/json": {
@@ -14295,7 +14781,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.338Z",
+                     *           "createdAt": "2026-05-28T09:00:05.252Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -14450,7 +14936,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.338Z",
+                     *       "createdAt": "2026-05-28T09:00:05.252Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14611,7 +15097,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.338Z",
+                     *       "createdAt": "2026-05-28T09:00:05.252Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16410,8 +16896,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:04.813Z",
-                     *       "latencyMs": 15,
+                     *       "checkedAt": "2026-05-28T09:00:05.802Z",
+                     *       "latencyMs": 24,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -16779,8 +17265,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.454Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.454Z"
+                     *           "createdAt": "2026-05-28T09:00:02.875Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.875Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -16790,8 +17276,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.011Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.011Z"
+                     *           "createdAt": "2026-05-28T09:00:03.571Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.571Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -16963,8 +17449,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.011Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.011Z"
+                     *       "createdAt": "2026-05-28T09:00:03.571Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.571Z"
                      *     }
                      */
                     "application/json": {
@@ -17137,8 +17623,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.011Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.011Z"
+                     *       "createdAt": "2026-05-28T09:00:03.571Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.571Z"
                      *     }
                      */
                     "application/json": {
@@ -17288,8 +17774,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.011Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.966Z"
+                     *       "createdAt": "2026-05-28T09:00:03.571Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.076Z"
                      *     }
                      */
                     "application/json": {
@@ -17459,11 +17945,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.425Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.366Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.425Z"
+                     *           "createdAt": "2026-05-28T09:00:05.366Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -17615,11 +18101,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.425Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.366Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.425Z"
+                     *       "createdAt": "2026-05-28T09:00:05.366Z"
                      *     }
                      */
                     "application/json": {
@@ -17804,8 +18290,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.817Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.817Z"
+                     *       "createdAt": "2026-05-28T09:00:03.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.328Z"
                      *     }
                      */
                     "application/json": {
@@ -18121,8 +18607,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.817Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.948Z"
+                     *       "createdAt": "2026-05-28T09:00:03.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.495Z"
                      *     }
                      */
                     "application/json": {
@@ -18377,8 +18863,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.985Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.001Z"
+                     *       "createdAt": "2026-05-28T09:00:07.086Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.103Z"
                      *     }
                      */
                     "application/json": {
@@ -18573,8 +19059,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmebLkAkeZh9jUV",
-                     *       "connectedAt": "2026-05-28T09:00:05.599Z"
+                     *       "account": "acct_RmfM9pYZDR6qHJo",
+                     *       "connectedAt": "2026-05-28T09:00:06.723Z"
                      *     }
                      */
                     "application/json": {
@@ -18748,8 +19234,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmebLkAkeZh9jUV",
-                     *       "connectedAt": "2026-05-28T09:00:05.599Z"
+                     *       "account": "acct_RmfM9pYZDR6qHJo",
+                     *       "connectedAt": "2026-05-28T09:00:06.723Z"
                      *     }
                      */
                     "application/json": {
@@ -19318,8 +19804,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.602Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.602Z"
+                     *           "createdAt": "2026-05-28T09:00:03.078Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.078Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19498,8 +19984,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.602Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.602Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.078Z"
                      *     }
                      */
                     "application/json": {
@@ -19674,8 +20160,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.602Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.602Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.078Z"
                      *     }
                      */
                     "application/json": {
@@ -19852,8 +20338,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.602Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.693Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.186Z"
                      *     }
                      */
                     "application/json": {
@@ -20028,8 +20514,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.058Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.068Z"
+                     *       "createdAt": "2026-05-28T09:00:07.145Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.153Z"
                      *     }
                      */
                     "application/json": {
@@ -20220,8 +20706,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.756Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.756Z"
+                     *           "createdAt": "2026-05-28T09:00:03.250Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.250Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -20267,8 +20753,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.817Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.817Z"
+                     *           "createdAt": "2026-05-28T09:00:03.328Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.328Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -20311,8 +20797,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.831Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.831Z"
+                     *           "createdAt": "2026-05-28T09:00:03.344Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.344Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20660,8 +21146,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.817Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.817Z"
+                     *       "createdAt": "2026-05-28T09:00:03.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.328Z"
                      *     }
                      */
                     "application/json": {
@@ -21133,13 +21619,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.469Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.508Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.627Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.675Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -21148,8 +21634,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.671Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.671Z"
+                     *           "createdAt": "2026-05-28T09:00:07.710Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.710Z"
                      *         }
                      *       ]
                      *     }
@@ -21310,8 +21796,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.492Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.492Z"
+                     *       "createdAt": "2026-05-28T09:00:07.536Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.536Z"
                      *     }
                      */
                     "application/json": {
@@ -21799,7 +22285,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.627Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.675Z"
                      *     }
                      */
                     "application/json": {
@@ -22187,7 +22673,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.318Z"
+                     *       "createdAt": "2026-05-28T09:00:05.228Z"
                      *     }
                      */
                     "application/json": {
@@ -22373,11 +22859,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 4,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.835Z"
+                     *       "createdAt": "2026-05-28T09:00:06.956Z"
                      *     }
                      */
                     "application/json": {
@@ -22551,11 +23037,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 4,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.835Z"
+                     *           "createdAt": "2026-05-28T09:00:06.956Z"
                      *         }
                      *       ]
                      *     }
@@ -22709,8 +23195,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.754Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.754Z"
+                     *           "createdAt": "2026-05-28T09:00:06.874Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.874Z"
                      *         }
                      *       ]
                      *     }
@@ -22884,8 +23370,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.754Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.754Z",
+                     *       "createdAt": "2026-05-28T09:00:06.874Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.874Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -23040,8 +23526,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.754Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.754Z"
+                     *       "createdAt": "2026-05-28T09:00:06.874Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.874Z"
                      *     }
                      */
                     "application/json": {
@@ -23333,8 +23819,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.754Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.812Z"
+                     *       "createdAt": "2026-05-28T09:00:06.874Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.935Z"
                      *     }
                      */
                     "application/json": {
@@ -23486,8 +23972,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.754Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.916Z"
+                     *       "createdAt": "2026-05-28T09:00:06.874Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.027Z"
                      *     }
                      */
                     "application/json": {
@@ -23639,8 +24125,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.754Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.934Z"
+                     *       "createdAt": "2026-05-28T09:00:06.874Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.038Z"
                      *     }
                      */
                     "application/json": {
@@ -23933,7 +24419,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.907Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.021Z"
                      *     }
                      */
                     "application/json": {

@@ -9,6 +9,7 @@ import {
   MAX_CALLS_PER_PAGE,
   newPerson,
   shoot,
+  unreachableByKeyboard,
   visit,
 } from '../helpers/console-browser';
 import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
@@ -85,6 +86,44 @@ describe('the console’s operations pages', () => {
     });
     await post('/v1/sdk/activate', { customerRef: 'ada', planRef: plan.id });
 
+    // Plans of the other kinds: paid from credits with a top-up pack, and priced per package.
+    await visit(page, 'Catalog', 'Catalog');
+    await page.getByRole('link', { name: 'Tiles' }).click();
+    await heading(page, 'Tiles');
+    await page.getByLabel('Name').fill('Credits');
+    await page.getByLabel('Paid').selectOption('pre-paid');
+    await page.getByLabel('Credits per call').fill('2');
+    await page.getByLabel('Top-up pack: credits').fill('100');
+    await page.getByLabel('Top-up pack: price').fill('5.00');
+    await page.getByRole('button', { name: 'Add plan' }).click();
+    await page.getByRole('cell', { name: 'Credits', exact: true }).waitFor();
+    await page.getByLabel('Name').fill('Packs');
+    await page.getByLabel('Paid').selectOption('post-paid');
+    await page.getByLabel('Billing period').selectOption('yearly');
+    await page.getByLabel('Model').selectOption('package');
+    await page.getByLabel('Cents per package').fill('50');
+    await page.getByLabel('Units per package').fill('1000');
+    // 2,500 units are three started packages of 1,000 at 50 cents: $1.50, as invoices price them.
+    expect(await page.getByTestId('preview-total').innerText()).toBe('$1.50');
+    await page.getByRole('button', { name: 'Add plan' }).click();
+    await page.getByRole('cell', { name: 'Packs', exact: true }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    const made = (
+      (await (await page.request.get(`${baseUrl}/v1/ui/products/${product.id}/plans?limit=10`)).json()) as {
+        data: Record<string, unknown>[];
+      }
+    ).data;
+    expect(made.find((p) => p.name === 'Credits')).toMatchObject({
+      billingModel: 'pre-paid',
+      creditsPerUnit: 2,
+      topUp: { credits: 100, amount: 500 },
+    });
+    expect(made.find((p) => p.name === 'Packs')).toMatchObject({
+      billingCycle: 'yearly',
+      packageSize: 1000,
+      unitAmount: 50,
+    });
+
     // Settings: the business profile and brand colour, refused by field, then worn by checkout.
     calls.settings = await visit(page, 'Settings', 'Settings');
     await page.getByLabel('Brand colour').fill('green');
@@ -104,6 +143,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Save threshold' }).click();
     await page.getByText('Saved.', { exact: true }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'settings');
     const merchant = (await (await page.request.get(`${baseUrl}/v1/sdk/merchant`)).json()) as Record<
       string,
@@ -116,6 +156,16 @@ describe('the console’s operations pages', () => {
     });
     const checkout = await page.request.get(`${baseUrl}/checkout/${session.id}`);
     expect(await checkout.text()).toContain('--brand:#0b6e4f;--on-brand:#ffffff');
+
+    // Usage analytics: the page renders its charts' questions and answers (the numbers against
+    // real tool calls are checked in console-usage-browser.test.ts).
+    calls.usage = await visit(page, 'Usage', 'Usage');
+    await page.getByText('No tool calls in this range.').waitFor();
+    await page.getByLabel('Group by').selectOption('customer');
+    await page.getByLabel('Per').selectOption('week');
+    await page.getByTestId('usage-total').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
 
     // A customer's activity: a grant (once, whatever the clicks), its movement and its events.
     await visit(page, 'Customers', 'Customers');
@@ -139,10 +189,21 @@ describe('the console’s operations pages', () => {
     };
     expect(balance.credits).toBe(500);
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'customer-activity');
 
     // The event catalog and the events recorded, filtered by type.
+    // An endpoint that takes only the events chosen, by group, from the catalog.
     await visit(page, 'Developers', 'Developers');
+    await page.getByLabel('URL').fill('http://127.0.0.1:9/hooks');
+    await page.getByText('Events: all (choose some)').click();
+    await page.getByRole('group', { name: 'payment' }).getByLabel('payment.disputed').check();
+    await page.getByRole('group', { name: 'payout' }).getByLabel('payout.paid').check();
+    await page.getByText('Events: 2 chosen (choose some)').waitFor();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByTestId('secret').waitFor();
+    await page.getByRole('button', { name: 'Done' }).click();
+    await page.getByText('events: payment.disputed, payout.paid').waitFor();
     calls.events = await visit(page, 'Events', 'Events', 'Developers');
     await page.getByRole('heading', { name: 'checkout_session' }).waitFor();
     await page.getByRole('cell', { name: 'A payment was disputed' }).waitFor();
@@ -151,6 +212,7 @@ describe('the console’s operations pages', () => {
     await recent.getByRole('cell', { name: 'purchase.activated', exact: true }).waitFor();
     expect(await recent.getByRole('cell', { name: 'customer.created', exact: true }).count()).toBe(0);
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'events');
 
     // Disputes: one opened on Ada's payment, answered with evidence, then won.
@@ -167,6 +229,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Submit evidence' }).click();
     await page.getByRole('cell', { name: 'under review' }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'disputes');
     await page.getByRole('button', { name: /^Close as won: dp_/ }).click();
     await page.getByRole('cell', { name: 'won', exact: true }).waitFor();
@@ -181,6 +244,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Send payout' }).click();
     await page.getByRole('cell', { name: 'pending' }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
 
     // Test clocks: one made, then advanced a month.
     calls.testClocks = await visit(page, 'Test clocks', 'Test clocks', 'Billing');
@@ -193,6 +257,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Advance' }).click();
     await page.getByRole('cell', { name: '1 Feb 2027, 12:00' }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'test-clocks');
 
     // Live, once the operator enables it: test clocks are sandbox-only, and Stripe connects.
@@ -213,6 +278,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('button', { name: 'Connect Stripe' }).click();
     await page.getByText(/Connected to acct_\w+ \(test mode\), key ending p7dc/).waitFor();
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'settings-stripe');
     await page.getByRole('button', { name: 'Disconnect Stripe' }).click();
     await page.getByText('Not connected').waitFor();
@@ -242,6 +308,7 @@ describe('the console’s operations pages', () => {
       .click();
     await heading(second.page, 'Sign in');
     expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
     await page.getByRole('button', { name: 'Sign out everywhere' }).click();
     await heading(page, 'Sign in');
     await page.getByLabel('Email').fill('owner@harbor.example');

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
+import { shoot } from '../helpers/console-browser';
 import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { runAdmin } from '../helpers/processes';
@@ -93,6 +94,39 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
     await page.getByText('Usage, last 30 days').waitFor();
     await page.getByTestId('chart-total').waitFor();
     expect(await page.getByTestId('chart-total').innerText()).toBe(String(counted));
+
+    // The usage page (issue 63) draws what the analytics API answers: the calls by tool, and
+    // the tool's calls, errors and origin latency.
+    const usage = await seller.api<{
+      totals: { calls: number };
+      series: { key: string; totalCalls: number }[];
+    }>('GET', '/v1/ui/analytics/usage?groupBy=tool');
+    const tools = await seller.api<{
+      data: { tool: string; calls: number; latencyMs: { p50: number; p99: number } }[];
+    }>('GET', '/v1/ui/analytics/tools');
+    const add = tools.body.data.find((t) => t.tool === 'add');
+    expect(add?.calls).toBe(3);
+    expect(usage.body.series.find((s) => s.key === 'add')?.totalCalls).toBe(3);
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Usage' }).waitFor();
+    await page.getByLabel('Time zone').selectOption('UTC');
+    await page.getByTestId('usage-total').waitFor();
+    expect(await page.getByTestId('usage-total').innerText()).toBe(String(usage.body.totals.calls));
+    expect(await page.getByTestId('line-total-add').innerText()).toContain('add 3');
+    const row = page
+      .getByRole('table', { name: 'Tools: calls, errors and origin latency' })
+      .getByRole('row', { name: /^add / });
+    expect(await row.getByRole('cell').allInnerTexts()).toEqual([
+      'add',
+      '3',
+      '0',
+      '0.0%',
+      `${add?.latencyMs.p50} ms`,
+      expect.stringMatching(/ ms$/),
+      `${add?.latencyMs.p99} ms`,
+    ]);
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await shoot(page, 'usage');
     await page.close();
   });
 });

@@ -105,6 +105,7 @@ export async function startTestControlPlane(options: {
       paymentsPool,
       publisher: bus,
       reader,
+      analytics: store.analytics,
       settlement,
       snapshots,
       ...(options.clock === undefined ? {} : { clock: options.clock }),

@@ -1,3 +1,4 @@
+export * from './analytics';
 export type { UsagePublisher, UsageRecorder } from './publisher';
 export * from './reading';
 export * from './settings';

@@ -133,6 +133,10 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'A meter’s usage per customer over a range, largest first (default: the last 30 days).',
   'GET /ui/analytics/daily':
     'Records, distinct customers and meters per UTC day over a range (default: the last 30 days).',
+  'GET /v1/ui/analytics/usage':
+    'Calls (records), units (the meter’s values, exact decimals) and errors per calendar bucket (`grain`: hour, day, week from Monday, month) in an IANA `timeZone` (default UTC; days and hours follow its clock changes), grouped by `groupBy` (tool, customer, product, server, outcome: success, error, paywall, cancelled, input_required, task, reported; default none). The `limit` largest groups are answered (default 10), the rest summed in `other`. Every bucket of the range is present, empty ones as zeros. Read exactly from the usage records, a record sent twice counted once. A range of more than 1,000 buckets is 400 `range_too_large` with the `limit`; an unknown grain, grouping or time zone is 400 naming it.',
+  'GET /v1/ui/analytics/tools':
+    'Per tool (and MCP server) over a range: calls, errors (the tool’s, the origin’s or no origin), the error rate, and the origin’s latency percentiles p50, p95 and p99 in ms, exact (nearest rank), over the calls that reached the origin.',
   'GET /v1/sdk/invoices/upcoming':
     'What the current period of a purchase comes to so far, priced by its plan exactly as the closing invoice will be (usage so far, free units, tiers), without creating anything.',
   'GET /v1/sdk/invoices':

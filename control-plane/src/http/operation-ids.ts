@@ -95,6 +95,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /v1/ui/mcp-servers/:id/tools/import': 'importMcpServerTools',
   'GET /v1/ui/mcp-servers/:id/health': 'checkMcpServerHealth',
   'GET /v1/events': 'listEvents',
+  'GET /v1/ui/analytics/usage': 'getUsageAnalytics',
+  'GET /v1/ui/analytics/tools': 'getToolAnalytics',
   'GET /v1/events/:id': 'getEvent',
   'POST /v1/sdk/limits': 'checkLimit',
   'GET /v1/sdk/webhooks/event-types': 'listWebhookEventTypes',

@@ -1,0 +1,75 @@
+import type { Environment } from '../usage-record';
+
+/**
+ * Usage analytics (issue 63): calls and units over time in a provider's time zone, grouped by a
+ * dimension of the call, and per-tool error rates and origin latency. Read exactly from the
+ * usage records (the same rows billing reads, duplicates collapsed); the ClickHouse
+ * implementation lives in ingest.
+ */
+
+export const ANALYTICS_GRAINS = ['hour', 'day', 'week', 'month'] as const;
+export type AnalyticsGrain = (typeof ANALYTICS_GRAINS)[number];
+export const ANALYTICS_GROUPS = ['none', 'tool', 'customer', 'product', 'server', 'outcome'] as const;
+export type AnalyticsGroup = (typeof ANALYTICS_GROUPS)[number];
+
+/**
+ * What a call came to, as analytics groups it: `success`, `error` (the tool's error, the
+ * origin's, or no origin), `paywall` (refused for payment), `cancelled` (the client left),
+ * `input_required` (a round that asked for input), `task` (a task started).
+ */
+export const ANALYTICS_OUTCOMES = [
+  'success',
+  'error',
+  'paywall',
+  'cancelled',
+  'input_required',
+  'task',
+] as const;
+
+export interface UsageSeriesQuery {
+  providerId: string;
+  environment: Environment;
+  meterRef: string;
+  from: Date;
+  to: Date;
+  grain: AnalyticsGrain;
+  /** An IANA time zone the caller has checked. */
+  timeZone: string;
+  groupBy: AnalyticsGroup;
+  customerRef?: string | undefined;
+}
+
+/** One bucket of one group: its start (a local date, or an instant for hours) and what it held. */
+export interface UsageSeriesRow {
+  /** `YYYY-MM-DD` (day, week from Monday, month from the 1st) or Unix seconds of the hour. */
+  bucket: string;
+  /** The group's value ('' for none, or a call that has no such dimension). */
+  key: string;
+  calls: number;
+  /** The meter's values summed exactly, as a decimal string. */
+  units: string;
+  errors: number;
+}
+
+export interface ToolStatsQuery {
+  providerId: string;
+  environment: Environment;
+  meterRef: string;
+  from: Date;
+  to: Date;
+  customerRef?: string | undefined;
+}
+
+export interface ToolStats {
+  tool: string;
+  server: string;
+  calls: number;
+  errors: number;
+  /** Origin latency in ms over the calls that reached the origin; null when none did. */
+  latencyMs: { p50: number; p95: number; p99: number } | null;
+}
+
+export interface UsageAnalytics {
+  series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]>;
+  toolStats(query: ToolStatsQuery): Promise<ToolStats[]>;
+}

@@ -1,0 +1,35 @@
+import { type App, authOf } from '../../http/app';
+import { errorResponses, Problem } from '../../http/schemas';
+import { ToolAnalytics, ToolAnalyticsQuery, UsageAnalytics, UsageAnalyticsQuery } from './schemas';
+import type { AnalyticsService } from './service';
+
+export function analyticsRoutes(analytics: AnalyticsService) {
+  return async (app: App) => {
+    const tags = ['analytics'];
+    app.get(
+      '/v1/ui/analytics/usage',
+      {
+        schema: {
+          tags,
+          summary:
+            'Calls and units over time in a time zone, grouped by tool, customer, product, server or outcome',
+          querystring: UsageAnalyticsQuery,
+          response: { 200: UsageAnalytics, 503: Problem, ...errorResponses },
+        },
+      },
+      async (request) => analytics.usage(authOf(request), request.query),
+    );
+    app.get(
+      '/v1/ui/analytics/tools',
+      {
+        schema: {
+          tags,
+          summary: 'Per tool: calls, errors, error rate and origin latency percentiles',
+          querystring: ToolAnalyticsQuery,
+          response: { 200: ToolAnalytics, 503: Problem, ...errorResponses },
+        },
+      },
+      async (request) => analytics.tools(authOf(request), request.query),
+    );
+  };
+}

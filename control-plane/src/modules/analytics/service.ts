@@ -1,0 +1,219 @@
+import {
+  ANALYTICS_GRAINS,
+  ANALYTICS_GROUPS,
+  type AnalyticsGrain,
+  type AnalyticsGroup,
+  type UsageAnalytics,
+} from '@mcp-meter/contracts/usage';
+import type { Static } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import type { Pool } from '../../db/pool';
+import {
+  DomainError,
+  type FieldProblem,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+} from '../../errors';
+import type { AuthContext } from '../../tenancy';
+import { findCustomer } from '../customers/repository';
+import { findMeter, REQUESTS_METER } from '../meters/repository';
+import { bucketsOf, isTimeZone } from './calendar';
+import type { ToolAnalyticsQuery, UsageAnalyticsQuery } from './schemas';
+
+/** Buckets one series may hold: a year of days, or 41 days of hours. */
+export const MAX_BUCKETS = 1000;
+const DAY_MS = 86_400_000;
+/** Decimal(38, 9): the store's values, summed here as integers of 10⁻⁹. */
+const SCALE = 9;
+
+function scaled(decimal: string): bigint {
+  const [whole = '0', fraction = ''] = decimal.split('.');
+  const negative = whole.startsWith('-');
+  const digits = BigInt(`${negative ? whole.slice(1) : whole}${fraction.padEnd(SCALE, '0').slice(0, SCALE)}`);
+  return negative ? -digits : digits;
+}
+
+function decimalOf(value: bigint): string {
+  const negative = value < 0n;
+  const digits = (negative ? -value : value).toString().padStart(SCALE + 1, '0');
+  const whole = digits.slice(0, -SCALE);
+  const fraction = digits.slice(-SCALE).replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${fraction ? `.${fraction}` : ''}`;
+}
+
+const problem = (path: string, message: string): FieldProblem => ({ path, message, location: 'querystring' });
+
+/**
+ * Usage analytics for the console and the API: series over calendar buckets in the provider's
+ * time zone, grouped by a dimension, and per-tool error rates and latency. The store answers
+ * the figures; this checks the question, lays the buckets out (empty ones included) and keeps
+ * the largest groups.
+ */
+export class AnalyticsService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly store: UsageAnalytics | undefined,
+  ) {}
+
+  private analytics(): UsageAnalytics {
+    if (this.store === undefined)
+      throw new UnavailableError(
+        'usage_store_unavailable',
+        'Usage analytics are not available in this deployment',
+      );
+    return this.store;
+  }
+
+  /** The range, its meter and customer, checked; 30 days to now by default. */
+  private async scope(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {
+    const to = query.to === undefined ? this.clock.now() : new Date(query.to);
+    const from = query.from === undefined ? new Date(to.getTime() - 30 * DAY_MS) : new Date(query.from);
+    if (from.getTime() >= to.getTime()) throw new ValidationError([problem('/from', 'must be before to')]);
+    let customerRef: string | undefined;
+    if (query.customerRef !== undefined) {
+      const customer = await findCustomer(this.pool, auth, query.customerRef);
+      if (customer === undefined)
+        throw new NotFoundError('customer_not_found', `No customer ${query.customerRef}`);
+      customerRef = customer.id;
+    }
+    // Records carry the meter's id; the caller may name it by id or name.
+    const meter = await findMeter(
+      this.pool,
+      auth.providerId,
+      auth.environment,
+      query.meterRef ?? REQUESTS_METER,
+    );
+    if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${query.meterRef}`);
+    return { from, to, meterRef: meter.id, meterName: meter.name, customerRef };
+  }
+
+  async usage(auth: AuthContext, query: Static<typeof UsageAnalyticsQuery>) {
+    const grain = (query.grain ?? 'day') as AnalyticsGrain;
+    const groupBy = (query.groupBy ?? 'none') as AnalyticsGroup;
+    const timeZone = query.timeZone ?? 'UTC';
+    const problems: FieldProblem[] = [];
+    if (!ANALYTICS_GRAINS.includes(grain))
+      problems.push(problem('/grain', `names no grain: ${grain} (one of ${ANALYTICS_GRAINS.join(', ')})`));
+    if (!ANALYTICS_GROUPS.includes(groupBy))
+      problems.push(
+        problem('/groupBy', `names no grouping: ${groupBy} (one of ${ANALYTICS_GROUPS.join(', ')})`),
+      );
+    if (!isTimeZone(timeZone)) problems.push(problem('/timeZone', `is not an IANA time zone: ${timeZone}`));
+    if (problems.length > 0) throw new ValidationError(problems);
+    const scope = await this.scope(auth, query);
+    const buckets = bucketsOf(scope.from, scope.to, grain, timeZone, MAX_BUCKETS);
+    if (buckets === undefined)
+      throw new DomainError(
+        'range_too_large',
+        `The range holds more than ${MAX_BUCKETS} ${grain} buckets; choose a shorter range or a larger grain`,
+        { limit: MAX_BUCKETS, grain },
+      );
+    const rows = await this.analytics().series({
+      providerId: auth.providerId,
+      environment: auth.environment,
+      meterRef: scope.meterRef,
+      from: scope.from,
+      to: scope.to,
+      customerRef: scope.customerRef,
+      grain,
+      timeZone,
+      groupBy,
+    });
+    const index = new Map(buckets.map((b, i) => [b.key, i]));
+    const numeric = grain === 'hour';
+    const before = (a: string, b: string) => (numeric ? Number(a) <= Number(b) : a <= b);
+    /**
+     * The bucket a row's key names; a key the calendar did not lay out (time zone data of the
+     * store and of this process disagreeing) goes to the bucket it falls in, never dropped.
+     */
+    const place = (key: string): number => {
+      const exact = index.get(key);
+      if (exact !== undefined) return exact;
+      let at = 0;
+      buckets.forEach((b, i) => {
+        if (before(b.key, key)) at = i;
+      });
+      return at;
+    };
+    const groups = new Map<
+      string,
+      { calls: number[]; units: bigint[]; errors: number[]; totalCalls: number }
+    >();
+    const empty = () => ({
+      calls: buckets.map(() => 0),
+      units: buckets.map(() => 0n),
+      errors: buckets.map(() => 0),
+      totalCalls: 0,
+    });
+    for (const row of rows) {
+      const i = place(row.bucket);
+      let group = groups.get(row.key);
+      if (group === undefined) {
+        group = empty();
+        groups.set(row.key, group);
+      }
+      group.calls[i] = (group.calls[i] ?? 0) + row.calls;
+      group.units[i] = (group.units[i] ?? 0n) + scaled(row.units);
+      group.errors[i] = (group.errors[i] ?? 0) + row.errors;
+      group.totalCalls += row.calls;
+    }
+    const ranked = [...groups.entries()].sort(
+      (a, b) => b[1].totalCalls - a[1].totalCalls || (a[0] < b[0] ? -1 : 1),
+    );
+    const shown = ranked.slice(0, query.limit);
+    const rest = ranked.slice(query.limit);
+    const sum = (list: typeof ranked) => {
+      const total = empty();
+      for (const [, g] of list)
+        buckets.forEach((_, i) => {
+          total.calls[i] = (total.calls[i] ?? 0) + (g.calls[i] ?? 0);
+          total.units[i] = (total.units[i] ?? 0n) + (g.units[i] ?? 0n);
+          total.errors[i] = (total.errors[i] ?? 0) + (g.errors[i] ?? 0);
+        });
+      total.totalCalls = list.reduce((n, [, g]) => n + g.totalCalls, 0);
+      return total;
+    };
+    const figures = (g: ReturnType<typeof empty>) => ({
+      totalCalls: g.totalCalls,
+      calls: g.calls,
+      units: g.units.map(decimalOf),
+      errors: g.errors,
+    });
+    const all = sum(ranked);
+    return {
+      from: scope.from.toISOString(),
+      to: scope.to.toISOString(),
+      grain,
+      timeZone,
+      groupBy,
+      meterRef: scope.meterName,
+      buckets: buckets.map((b) => ({ start: b.start, label: b.label })),
+      series: shown.map(([key, g]) => ({ key, ...figures(g) })),
+      other: rest.length === 0 ? null : { groups: rest.length, ...figures(sum(rest)) },
+      totals: {
+        calls: all.totalCalls,
+        units: decimalOf(all.units.reduce((a, b) => a + b, 0n)),
+        errors: all.errors.reduce((a, b) => a + b, 0),
+      },
+    };
+  }
+
+  async tools(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {
+    const scope = await this.scope(auth, query);
+    const stats = await this.analytics().toolStats({
+      providerId: auth.providerId,
+      environment: auth.environment,
+      meterRef: scope.meterRef,
+      from: scope.from,
+      to: scope.to,
+      customerRef: scope.customerRef,
+    });
+    return {
+      from: scope.from.toISOString(),
+      to: scope.to.toISOString(),
+      data: stats.map((s) => ({ ...s, errorRate: s.calls === 0 ? 0 : s.errors / s.calls })),
+    };
+  }
+}
