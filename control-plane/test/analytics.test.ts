@@ -279,6 +279,14 @@ describe('usage analytics', () => {
     expect((await refused(`from=${TO}&to=${FROM}`)).code).toBe('validation_failed');
     expect((await refused('customerRef=nobody')).code).toBe('customer_not_found');
     expect((await refused('meterRef=nope')).code).toBe('meter_not_found');
+    expect((await refused('from=0001-01-01T00:00:00Z&to=0001-01-02T00:00:00Z')).errors[0]).toMatchObject({
+      path: '/from',
+      message: 'must be a time between 1970 and 2200',
+    });
+    expect((await refused('to=9999-12-31T00:00:00Z')).errors.map((e: Json) => e.path)).toEqual([
+      '/from',
+      '/to',
+    ]);
     expect((await refused('from=yesterday')).code).toBe('validation_failed');
     expect((await refused('limit=0')).code).toBe('validation_failed');
   });

@@ -24,6 +24,7 @@ import type { ToolAnalyticsQuery, UsageAnalyticsQuery } from './schemas';
 /** Buckets one series may hold: a year of days, or 41 days of hours. */
 export const MAX_BUCKETS = 1000;
 const DAY_MS = 86_400_000;
+const LATEST = Date.UTC(2200, 0, 1);
 /** Decimal(38, 9): the store's values, summed here as integers of 10⁻⁹. */
 const SCALE = 9;
 
@@ -70,6 +71,17 @@ export class AnalyticsService {
   private async scope(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {
     const to = query.to === undefined ? this.clock.now() : new Date(query.to);
     const from = query.from === undefined ? new Date(to.getTime() - 30 * DAY_MS) : new Date(query.from);
+    // The store keeps times from 1970 to 2200 (DateTime64); a range outside it asks for nothing.
+    const outside = (
+      [
+        ['/from', from],
+        ['/to', to],
+      ] as const
+    ).filter(([, at]) => Number.isNaN(at.getTime()) || at.getTime() < 0 || at.getTime() > LATEST);
+    if (outside.length > 0)
+      throw new ValidationError(
+        outside.map(([path]) => problem(path, 'must be a time between 1970 and 2200')),
+      );
     if (from.getTime() >= to.getTime()) throw new ValidationError([problem('/from', 'must be before to')]);
     let customerRef: string | undefined;
     if (query.customerRef !== undefined) {
