@@ -260,12 +260,31 @@ describe('the console’s operations pages', () => {
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'test-clocks');
 
+    // The overview at a glance: this month's net revenue as the P&L counts it, endpoints failing.
+    const pnl = (await (
+      await page.request.get(`${baseUrl}/v1/ui/financials/pnl?period=this-month`)
+    ).json()) as {
+      current: { netRevenue: number };
+    };
+    expect(pnl.current.netRevenue).toBeGreaterThan(0);
+    calls.overview = await visit(page, 'Overview', 'Overview');
+    // Read fresh on opening: what was cached from the first visit shows until the answer comes.
+    await page
+      .getByTestId('revenue-month')
+      .filter({ hasText: `$${(pnl.current.netRevenue / 100).toFixed(2)}` })
+      .waitFor();
+    expect(await page.getByTestId('failing-endpoints').innerText()).toBe('All delivering.');
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+
     // Live, once the operator enables it: test clocks are sandbox-only, and Stripe connects.
     const providerId = (await (await page.request.get(`${baseUrl}/v1/console/session`)).json()).provider.id;
     await harness.controlPlane.providers.setLiveEnabled(providerId, true);
     await page.reload();
-    await heading(page, 'Test clocks');
+    await heading(page, 'Overview');
     await page.getByText('Live', { exact: true }).click();
+    await visit(page, 'Billing', 'Billing');
+    await visit(page, 'Test clocks', 'Test clocks', 'Billing');
     await page.getByText('Test clocks are a sandbox tool').waitFor();
     calls.liveSettings = await visit(page, 'Settings', 'Settings');
     await page.getByText('Not connected').waitFor();
