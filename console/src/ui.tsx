@@ -183,6 +183,8 @@ export interface Column<Row> {
   header: string;
   cell: (row: Row) => ReactNode;
   numeric?: boolean;
+  /** The header is for assistive technology only (an actions column). */
+  hiddenHeader?: boolean;
 }
 
 /** A table with a caption for assistive technology and one header per column. */
@@ -199,7 +201,7 @@ export function Table<Row>(props: {
         <tr>
           {props.columns.map((column) => (
             <th key={column.header} scope="col" className={column.numeric ? 'n' : undefined}>
-              {column.header}
+              {column.hiddenHeader ? <span className="visually-hidden">{column.header}</span> : column.header}
             </th>
           ))}
         </tr>

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, api, centsOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
-import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
+import { dateTime, Field, FormProblem, Loaded, Page, Table } from '../ui';
 import { BillingNav } from './billing-ops';
 
 /** Invoices (finalize a draft, void an open one, the hosted copy and PDF) and money moved (refund a payment). */
@@ -71,42 +71,27 @@ export function Billing() {
     <Page title="Billing">
       <BillingNav />
       <h2>Invoices</h2>
-      {invoices.isPending ? (
-        <Loading what="invoices" />
-      ) : invoices.error ? (
-        <Failed error={invoices.error} retry={() => void invoices.refetch()} />
-      ) : invoices.data.data.length === 0 ? (
-        <Empty>
-          <p>No invoices yet: each purchase's periods close into one.</p>
-        </Empty>
-      ) : (
-        <table>
-          <caption className="visually-hidden">Invoices, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Invoice</th>
-              <th scope="col">Customer</th>
-              <th scope="col">Status</th>
-              <th scope="col">Total</th>
-              <th scope="col">Created (UTC)</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {invoices.data.data.map((invoice) => (
-              <tr key={invoice.id}>
-                <td>
-                  <code>{invoice.id}</code>
-                </td>
-                <td>
-                  <code>{invoice.customerRef}</code>
-                </td>
-                <td>{invoice.status}</td>
-                <td>{money(invoice.total, invoice.currency)}</td>
-                <td>{dateTime(invoice.createdAt)}</td>
-                <td>
+      <Loaded
+        query={invoices}
+        what="invoices"
+        isEmpty={(i) => i.data.length === 0}
+        empty={<p>No invoices yet: each purchase's periods close into one.</p>}
+      >
+        {(i) => (
+          <Table
+            caption="Invoices, newest first"
+            rows={i.data}
+            rowKey={(invoice) => invoice.id}
+            columns={[
+              { header: 'Invoice', cell: (invoice) => <code>{invoice.id}</code> },
+              { header: 'Customer', cell: (invoice) => <code>{invoice.customerRef}</code> },
+              { header: 'Status', cell: (invoice) => invoice.status },
+              { header: 'Total', cell: (invoice) => money(invoice.total, invoice.currency) },
+              { header: 'Created (UTC)', cell: (invoice) => dateTime(invoice.createdAt) },
+              {
+                header: 'Actions',
+                hiddenHeader: true,
+                cell: (invoice) => (
                   <div className="row">
                     {invoice.hostedUrl && <a href={invoice.hostedUrl}>View {invoice.id}</a>}
                     {invoice.pdfUrl && <a href={invoice.pdfUrl}>PDF of {invoice.id}</a>}
@@ -129,86 +114,77 @@ export function Billing() {
                       </button>
                     )}
                   </div>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+                ),
+              },
+            ]}
+          />
+        )}
+      </Loaded>
       <FormProblem error={finalize.error ?? voidInvoice.error} />
       <h2>Transactions</h2>
-      {transactions.isPending ? (
-        <Loading what="transactions" />
-      ) : transactions.error ? (
-        <Failed error={transactions.error} retry={() => void transactions.refetch()} />
-      ) : transactions.data.data.length === 0 ? (
-        <Empty>
-          <p>No money has moved yet.</p>
-        </Empty>
-      ) : (
-        <table>
-          <caption className="visually-hidden">Transactions, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">When (UTC)</th>
-              <th scope="col">Type</th>
-              <th scope="col">Amount</th>
-              <th scope="col">Net</th>
-              <th scope="col">Description</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {transactions.data.data.map((t) => (
-              <tr key={t.id}>
-                <td>{dateTime(t.createdAt)}</td>
-                <td>{t.type}</td>
-                <td>{money(t.amount, t.currency)}</td>
-                <td>{money(t.net, t.currency)}</td>
-                <td>{t.description}</td>
-                <td>
-                  {manager && t.type === 'payment' && refunding !== t.id && (
-                    <button type="button" onClick={() => setRefunding(t.id)}>
-                      Refund {t.id}
-                    </button>
-                  )}
-                  {refunding === t.id && (
-                    <form
-                      aria-label={`Refund ${t.id}`}
-                      onSubmit={(event) => {
-                        event.preventDefault();
-                        refund.mutate(t.id);
-                      }}
-                      noValidate
-                    >
-                      <Field
-                        label="Amount to refund"
-                        name="refundAmount"
-                        inputMode="decimal"
-                        value={amount}
-                        onChange={setAmount}
-                        error={refund.error}
-                        hint={`Empty: all that is left of ${money(t.amount, t.currency)}`}
-                      />
-                      <FormProblem error={refund.error} fields={['refundAmount']} />
-                      <div className="row">
-                        <button type="submit" className="primary" disabled={refund.isPending}>
-                          Issue refund
-                        </button>
-                        <button type="button" onClick={() => setRefunding(undefined)}>
-                          Cancel
-                        </button>
-                      </div>
-                    </form>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <Loaded
+        query={transactions}
+        what="transactions"
+        isEmpty={(t) => t.data.length === 0}
+        empty={<p>No money has moved yet.</p>}
+      >
+        {(list) => (
+          <Table
+            caption="Transactions, newest first"
+            rows={list.data}
+            rowKey={(t) => t.id}
+            columns={[
+              { header: 'When (UTC)', cell: (t) => dateTime(t.createdAt) },
+              { header: 'Type', cell: (t) => t.type },
+              { header: 'Amount', cell: (t) => money(t.amount, t.currency) },
+              { header: 'Net', cell: (t) => money(t.net, t.currency) },
+              { header: 'Description', cell: (t) => t.description },
+              {
+                header: 'Actions',
+                hiddenHeader: true,
+                cell: (t) => (
+                  <>
+                    {manager && t.type === 'payment' && refunding !== t.id && (
+                      <button type="button" onClick={() => setRefunding(t.id)}>
+                        Refund {t.id}
+                      </button>
+                    )}
+                    {refunding === t.id && (
+                      <form
+                        aria-label={`Refund ${t.id}`}
+                        onSubmit={(event) => {
+                          event.preventDefault();
+                          refund.mutate(t.id);
+                        }}
+                        noValidate
+                      >
+                        <Field
+                          label="Amount to refund"
+                          name="refundAmount"
+                          inputMode="decimal"
+                          value={amount}
+                          onChange={setAmount}
+                          error={refund.error}
+                          hint={`Empty: all that is left of ${money(t.amount, t.currency)}`}
+                        />
+                        <FormProblem error={refund.error} fields={['refundAmount']} />
+                        <div className="row">
+                          <button type="submit" className="primary" disabled={refund.isPending}>
+                            Issue refund
+                          </button>
+                          <button type="button" onClick={() => setRefunding(undefined)}>
+                            Cancel
+                          </button>
+                        </div>
+                      </form>
+                    )}
+                  </>
+                ),
+              },
+            ]}
+          />
+        )}
+      </Loaded>
     </Page>
   );
 }

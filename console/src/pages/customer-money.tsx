@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { api, money, unwrap } from '../api';
-import { dateTime, Empty, Failed, FormProblem, Loading } from '../ui';
+import { dateTime, FormProblem, Loaded, Table } from '../ui';
 
 /**
  * A customer's money and access: their invoices, credit balance and cards, and a button that
@@ -29,72 +29,60 @@ export function CustomerMoney(props: { customerRef: string; canChange: boolean }
   return (
     <>
       <h2>Credits</h2>
-      {balance.isPending ? (
-        <Loading what="the credit balance" />
-      ) : balance.error ? (
-        <Failed error={balance.error} retry={() => void balance.refetch()} />
-      ) : (
-        <p>
-          <strong data-testid="credits">{balance.data.credits}</strong> credits
-        </p>
-      )}
+      <Loaded query={balance} what="the credit balance">
+        {(b) => (
+          <p>
+            <strong data-testid="credits">{b.credits}</strong> credits
+          </p>
+        )}
+      </Loaded>
       <h2>Invoices</h2>
-      {invoices.isPending ? (
-        <Loading what="invoices" />
-      ) : invoices.error ? (
-        <Failed error={invoices.error} retry={() => void invoices.refetch()} />
-      ) : invoices.data.data.length === 0 ? (
-        <Empty>
-          <p>No invoices.</p>
-        </Empty>
-      ) : (
-        <table>
-          <caption className="visually-hidden">Invoices of the customer</caption>
-          <thead>
-            <tr>
-              <th scope="col">Invoice</th>
-              <th scope="col">Status</th>
-              <th scope="col">Total</th>
-              <th scope="col">Created (UTC)</th>
-            </tr>
-          </thead>
-          <tbody>
-            {invoices.data.data.map((invoice) => (
-              <tr key={invoice.id}>
-                <td>
-                  {invoice.hostedUrl ? (
+      <Loaded
+        query={invoices}
+        what="invoices"
+        isEmpty={(i) => i.data.length === 0}
+        empty={<p>No invoices.</p>}
+      >
+        {(i) => (
+          <Table
+            caption="Invoices of the customer"
+            rows={i.data}
+            rowKey={(invoice) => invoice.id}
+            columns={[
+              {
+                header: 'Invoice',
+                cell: (invoice) =>
+                  invoice.hostedUrl ? (
                     <a href={invoice.hostedUrl}>{invoice.id}</a>
                   ) : (
                     <code>{invoice.id}</code>
-                  )}
-                </td>
-                <td>{invoice.status}</td>
-                <td>{money(invoice.total, invoice.currency)}</td>
-                <td>{dateTime(invoice.createdAt)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+                  ),
+              },
+              { header: 'Status', cell: (invoice) => invoice.status },
+              { header: 'Total', cell: (invoice) => money(invoice.total, invoice.currency) },
+              { header: 'Created (UTC)', cell: (invoice) => dateTime(invoice.createdAt) },
+            ]}
+          />
+        )}
+      </Loaded>
       <h2>Payment methods</h2>
-      {cards.isPending ? (
-        <Loading what="payment methods" />
-      ) : cards.error ? (
-        <Failed error={cards.error} retry={() => void cards.refetch()} />
-      ) : cards.data.data.length === 0 ? (
-        <Empty>
-          <p>No card on file.</p>
-        </Empty>
-      ) : (
-        <ul>
-          {cards.data.data.map((card) => (
-            <li key={card.id}>
-              {card.brand} ending {card.last4}, expires {card.expMonth}/{card.expYear}
-              {card.isDefault ? ' (default)' : ''}
-            </li>
-          ))}
-        </ul>
-      )}
+      <Loaded
+        query={cards}
+        what="payment methods"
+        isEmpty={(c) => c.data.length === 0}
+        empty={<p>No card on file.</p>}
+      >
+        {(c) => (
+          <ul>
+            {c.data.map((card) => (
+              <li key={card.id}>
+                {card.brand} ending {card.last4}, expires {card.expMonth}/{card.expYear}
+                {card.isDefault ? ' (default)' : ''}
+              </li>
+            ))}
+          </ul>
+        )}
+      </Loaded>
       {props.canChange && (
         <>
           <h2>Sign-ins</h2>

@@ -4,7 +4,7 @@ import { useState } from 'react';
 import { api, money, unwrap } from '../api';
 import { DailyChart } from '../chart';
 import { mayManage, useSession } from '../session';
-import { dateTime, Empty, Failed, Field, Loading, Page } from '../ui';
+import { dateTime, Empty, Failed, Field, Loaded, Loading, Page, Table } from '../ui';
 import { CustomerActivity } from './customer-activity';
 import { CustomerMoney } from './customer-money';
 
@@ -173,39 +173,29 @@ export function CustomerPage() {
             />
           )}
           <h2>Purchases</h2>
-          {purchases.isPending ? (
-            <Loading what="purchases" />
-          ) : purchases.error ? (
-            <Failed error={purchases.error} retry={() => void purchases.refetch()} />
-          ) : purchases.data.data.length === 0 ? (
-            <Empty>
-              <p>No purchases.</p>
-            </Empty>
-          ) : (
-            <table>
-              <caption className="visually-hidden">Purchases</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Plan</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Period ends</th>
-                </tr>
-              </thead>
-              <tbody>
-                {purchases.data.data.map((p) => (
-                  <tr key={p.id}>
-                    <td>
-                      <code>{p.planRef}</code>
-                    </td>
-                    <td>{p.status}</td>
-                    <td>{money(p.amount, p.currency)}</td>
-                    <td>{p.periodEnd ? dateTime(p.periodEnd) : '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          <Loaded
+            query={purchases}
+            what="purchases"
+            isEmpty={(p) => p.data.length === 0}
+            empty={<p>No purchases.</p>}
+          >
+            {(p) => (
+              <Table
+                caption="Purchases"
+                rows={p.data}
+                rowKey={(purchase) => purchase.id}
+                columns={[
+                  { header: 'Plan', cell: (purchase) => <code>{purchase.planRef}</code> },
+                  { header: 'Status', cell: (purchase) => purchase.status },
+                  { header: 'Amount', cell: (purchase) => money(purchase.amount, purchase.currency) },
+                  {
+                    header: 'Period ends',
+                    cell: (purchase) => (purchase.periodEnd ? dateTime(purchase.periodEnd) : '—'),
+                  },
+                ]}
+              />
+            )}
+          </Loaded>
         </>
       )}
     </Page>

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { mayManage, type Role, useSession } from '../session';
-import { dateTime, Empty, Failed, Field, FormProblem, Loading, Page, Select } from '../ui';
+import { dateTime, Empty, Failed, Field, FormProblem, Loaded, Loading, Page, Select, Table } from '../ui';
 import { SettingsNav } from './settings';
 
 const ROLES: readonly { value: Role; label: string }[] = [
@@ -195,52 +195,35 @@ export function Audit() {
   return (
     <Page title="Audit log">
       <SettingsNav />
-      {events.isPending ? (
-        <Loading what="the audit log" />
-      ) : events.error ? (
-        <Failed error={events.error} retry={() => void events.refetch()} />
-      ) : events.data.data.length === 0 ? (
-        <Empty>
-          <p>Nothing yet: changes made in the console appear here.</p>
-        </Empty>
-      ) : (
-        <>
-          <table>
-            <caption className="visually-hidden">Audit events, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When (UTC)</th>
-                <th scope="col">Who</th>
-                <th scope="col">What</th>
-                <th scope="col">Where</th>
-                <th scope="col">Result</th>
-                <th scope="col">From</th>
-              </tr>
-            </thead>
-            <tbody>
-              {events.data.data.map((event) => (
-                <tr key={event.id}>
-                  <td>{dateTime(event.createdAt)}</td>
-                  <td>
-                    {event.actor.email} ({event.actor.role})
-                  </td>
-                  <td>
-                    <code>{event.operation}</code>
-                  </td>
-                  <td>{event.environment ?? '—'}</td>
-                  <td>{event.status}</td>
-                  <td>{event.address ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {events.data.nextCursor && (
-            <button type="button" onClick={() => setCursor(events.data.nextCursor ?? undefined)}>
-              Older events
-            </button>
-          )}
-        </>
-      )}
+      <Loaded
+        query={events}
+        what="the audit log"
+        isEmpty={(e) => e.data.length === 0}
+        empty={<p>Nothing yet: changes made in the console appear here.</p>}
+      >
+        {(e) => (
+          <>
+            <Table
+              caption="Audit events, newest first"
+              rows={e.data}
+              rowKey={(event) => event.id}
+              columns={[
+                { header: 'When (UTC)', cell: (event) => dateTime(event.createdAt) },
+                { header: 'Who', cell: (event) => `${event.actor.email} (${event.actor.role})` },
+                { header: 'What', cell: (event) => <code>{event.operation}</code> },
+                { header: 'Where', cell: (event) => event.environment ?? '—' },
+                { header: 'Result', cell: (event) => event.status },
+                { header: 'From', cell: (event) => event.address ?? '—' },
+              ]}
+            />
+            {e.nextCursor && (
+              <button type="button" onClick={() => setCursor(e.nextCursor ?? undefined)}>
+                Older events
+              </button>
+            )}
+          </>
+        )}
+      </Loaded>
     </Page>
   );
 }
