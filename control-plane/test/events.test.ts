@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 
 /** GET /v1/events: the outbox read back, newest first, by customer and by type, on real PostgreSQL. */
 let harness: TestControlPlane;
@@ -13,23 +13,10 @@ type Json = Record<string, any>;
 
 async function seller(name: string) {
   const { sandboxKey, liveKey } = await harness.controlPlane.providers.create({ displayName: name });
-  const caller =
-    (key: string) =>
-    async (
-      method: 'GET' | 'POST' | 'PATCH',
-      url: string,
-      body?: unknown,
-      headers: Record<string, string> = {},
-    ) => {
-      const response = await harness.controlPlane.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${key}`, ...headers },
-        ...(body === undefined ? {} : { payload: body as object }),
-      });
-      return { status: response.statusCode, body: response.json() as Json };
-    };
-  return { call: caller(sandboxKey), live: caller(liveKey) };
+  return {
+    call: injectClient(harness.controlPlane, sandboxKey),
+    live: injectClient(harness.controlPlane, liveKey),
+  };
 }
 
 describe('events', () => {
