@@ -156,6 +156,17 @@ export function priceUsage(
   return { billableUnits: billable, lines, total: lines.reduce((sum, line) => sum + line.amount, 0) };
 }
 
+/** numerator ÷ denominator rounded to an integer, half to even (denominator > 0). */
+export function divideHalfEven(numerator: bigint, denominator: bigint): bigint {
+  const negative = numerator < 0n;
+  const n = negative ? -numerator : numerator;
+  const quotient = n / denominator;
+  const twice = (n % denominator) * 2n;
+  const rounded =
+    twice < denominator || (twice === denominator && quotient % 2n === 0n) ? quotient : quotient + 1n;
+  return negative ? -rounded : rounded;
+}
+
 /**
  * The part of `amount` cents that `part` of `whole` (two lengths of time, in milliseconds) is
  * worth, rounded once to whole cents, half to even: the credit for a period's unused time.
@@ -163,11 +174,5 @@ export function priceUsage(
 export function prorate(amount: number, part: number, whole: number): number {
   if (whole <= 0 || part <= 0 || amount <= 0) return 0;
   if (part >= whole) return amount;
-  const numerator = BigInt(amount) * BigInt(part);
-  const denominator = BigInt(whole);
-  const quotient = numerator / denominator;
-  const twice = (numerator % denominator) * 2n;
-  if (twice < denominator) return Number(quotient);
-  if (twice > denominator) return Number(quotient + 1n);
-  return Number(quotient % 2n === 0n ? quotient : quotient + 1n);
+  return Number(divideHalfEven(BigInt(amount) * BigInt(part), BigInt(whole)));
 }

@@ -18,6 +18,7 @@ import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { RevenueAnalytics } from './modules/analytics/revenue';
 import { analyticsRoutes } from './modules/analytics/routes';
 import { AnalyticsService } from './modules/analytics/service';
 import { apiDocsRoutes } from './modules/api-docs/routes';
@@ -409,7 +410,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
       await scope.register(eventRoutes(new EventService(deps.pool)));
-      await scope.register(analyticsRoutes(new AnalyticsService(deps.pool, clock, deps.analytics)));
+      await scope.register(
+        analyticsRoutes(
+          new AnalyticsService(deps.pool, clock, deps.analytics),
+          new RevenueAnalytics(deps.pool, clock),
+        ),
+      );
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
       await scope.register(apiKeyRoutes(apiKeys));

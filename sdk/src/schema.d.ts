@@ -1178,6 +1178,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/analytics/revenue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Per month: MRR and its movements, active and paying customers, churn, revenue by kind, refunds and disputes
+         * @description Per calendar month (`from`–`to`, YYYY-MM, in an IANA `timeZone`, default UTC; at most 120 months, else 400 `range_too_large`), from the ledger in one currency (default the most used): MRR at the start and end with its movements (new, expansion, contraction, churn, reactivation; end = start + new + expansion − contraction − churn + reactivation) and MRR per paying customer; active customers (a purchase in force: free plans and trials included) and paying customers (with MRR); churn rates in basis points; revenue received by kind (recurring, usage, one-time, credit packs, other) with refunds, disputes, platform fees and net, each the P&L’s figure for the same month. MRR counts paid periods of recurring fees, normalised to a month by billing cycle (weekly and custom cycles at 365.25 ÷ 12 days a month), each customer’s sum rounded once, half to even; a trial, a pending or a past-due period adds nothing, and a purchase stops counting when it ends. See docs/analytics.md.
+         */
+        get: operations["getRevenueAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/analytics/tools": {
         parameters: {
             query?: never;
@@ -2133,11 +2153,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "vs4-Y2U7AbOGFVpIm6EkhztWV7fd5L2ZW1vNI5WR-DU",
-                     *           "y": "_wWaVF31petjZ87wDv_Y01CoIk9zIk0lNZ8E_8bDigc",
+                     *           "x": "7528QxAgi7HM6fah-MQPfdAXXPqkHDBeIjcx-90e3Xg",
+                     *           "y": "Pxw5QxC_iuSt4mRzI2u0B-8hsyEzXBBqv3yGPMSqlV0",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "b4f6c83d108959db",
+                     *           "kid": "5a1d4783d42af42c",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2266,8 +2286,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.028Z",
-                     *       "to": "2026-05-28T09:00:05.028Z",
+                     *       "from": "2026-04-28T09:00:04.582Z",
+                     *       "to": "2026-05-28T09:00:04.582Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2605,8 +2625,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.012Z",
-                     *       "to": "2026-05-28T09:00:05.012Z",
+                     *       "from": "2026-04-28T09:00:04.566Z",
+                     *       "to": "2026-05-28T09:00:04.566Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2778,7 +2798,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.965Z",
+                     *       "to": "2026-05-28T09:00:04.535Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2963,9 +2983,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.703Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.703Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.703Z"
+                     *       "createdAt": "2026-05-28T09:00:07.310Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.310Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.310Z"
                      *     }
                      */
                     "application/json": {
@@ -3198,7 +3218,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.536Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.089Z"
                      *     }
                      */
                     "application/json": {
@@ -3567,9 +3587,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.235Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.235Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.245Z"
+                     *       "createdAt": "2026-05-28T09:00:06.829Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.829Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.838Z"
                      *     }
                      */
                     "application/json": {
@@ -4056,9 +4076,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.235Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.235Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.235Z"
+                     *       "createdAt": "2026-05-28T09:00:06.829Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.829Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.829Z"
                      *     }
                      */
                     "application/json": {
@@ -4269,7 +4289,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.365Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.934Z"
                      *     }
                      */
                     "application/json": {
@@ -4445,9 +4465,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.521Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.521Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.521Z"
+                     *       "createdAt": "2026-05-28T09:00:07.079Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.079Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.079Z"
                      *     }
                      */
                     "application/json": {
@@ -4912,7 +4932,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795892746,
+                     *       "client_id_issued_at": 1795901494,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5085,7 +5105,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.189Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.847Z"
                      *     }
                      */
                     "application/json": {
@@ -6211,8 +6231,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.159Z",
-                     *       "createdAt": "2026-05-28T09:00:05.159Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.721Z",
+                     *       "createdAt": "2026-05-28T09:00:04.721Z"
                      *     }
                      */
                     "application/json": {
@@ -6369,8 +6389,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.159Z",
-                     *       "createdAt": "2026-05-28T09:00:05.159Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.721Z",
+                     *       "createdAt": "2026-05-28T09:00:04.721Z"
                      *     }
                      */
                     "application/json": {
@@ -6556,8 +6576,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.708Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.708Z"
+                     *           "createdAt": "2026-05-28T09:00:03.551Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.551Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6569,8 +6589,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.718Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.718Z"
+                     *           "createdAt": "2026-05-28T09:00:03.569Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.569Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6757,8 +6777,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.708Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.708Z"
+                     *       "createdAt": "2026-05-28T09:00:03.551Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.551Z"
                      *     }
                      */
                     "application/json": {
@@ -7249,8 +7269,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.708Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.773Z"
+                     *       "createdAt": "2026-05-28T09:00:03.551Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.620Z"
                      *     }
                      */
                     "application/json": {
@@ -8477,7 +8497,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.561Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.027Z"
                      *     }
                      */
                     "application/json": {
@@ -8664,8 +8684,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.718Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.718Z"
+                     *       "createdAt": "2026-05-28T09:00:03.569Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.569Z"
                      *     }
                      */
                     "application/json": {
@@ -8873,7 +8893,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T13:54:19.192Z"
+                     *                 "end": "2026-01-28T11:28:31.130Z"
                      *               }
                      *             }
                      *           ],
@@ -9586,7 +9606,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T13:54:19.192Z"
+                     *             "end": "2026-01-28T11:28:31.130Z"
                      *           }
                      *         }
                      *       ],
@@ -10492,7 +10512,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.890Z"
+                     *       "timestamp": "2026-05-28T09:00:04.458Z"
                      *     }
                      */
                     "application/json": {
@@ -10716,7 +10736,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.928Z"
+                     *           "timestamp": "2026-05-28T09:00:04.494Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10724,7 +10744,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.928Z"
+                     *           "timestamp": "2026-05-28T09:00:04.494Z"
                      *         }
                      *       ]
                      *     }
@@ -11735,7 +11755,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.252Z",
+                     *       "createdAt": "2026-05-28T09:00:04.806Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11919,8 +11939,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.252Z",
-                     *       "closedAt": "2026-05-28T09:00:05.332Z"
+                     *       "createdAt": "2026-05-28T09:00:04.806Z",
+                     *       "closedAt": "2026-05-28T09:00:04.869Z"
                      *     }
                      */
                     "application/json": {
@@ -12099,11 +12119,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.366Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.891Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.366Z"
+                     *       "createdAt": "2026-05-28T09:00:04.891Z"
                      *     }
                      */
                     "application/json": {
@@ -12271,7 +12291,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.612Z"
+                     *           "createdAt": "2026-05-28T09:00:03.463Z"
                      *         }
                      *       ]
                      *     }
@@ -12425,7 +12445,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.612Z"
+                     *       "createdAt": "2026-05-28T09:00:03.463Z"
                      *     }
                      */
                     "application/json": {
@@ -12564,7 +12584,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.612Z"
+                     *       "createdAt": "2026-05-28T09:00:03.463Z"
                      *     }
                      */
                     "application/json": {
@@ -12715,7 +12735,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.612Z"
+                     *       "createdAt": "2026-05-28T09:00:03.463Z"
                      *     }
                      */
                     "application/json": {
@@ -13397,6 +13417,671 @@ export interface operations {
             };
         };
     };
+    getRevenueAnalytics: {
+        parameters: {
+            query?: {
+                /** @description ISO 4217 code (default the provider's most used) */
+                currency?: string;
+                /**
+                 * @description First month, YYYY-MM (default eleven months before to)
+                 * @example 2026-01
+                 */
+                from?: string;
+                /** @description IANA time zone the months follow (default UTC) */
+                timeZone?: string;
+                /** @description Last month, YYYY-MM (default this month) */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-01",
+                     *       "to": "2026-11",
+                     *       "timeZone": "UTC",
+                     *       "currency": "usd",
+                     *       "otherCurrencies": [],
+                     *       "asOf": "2026-05-28T09:00:05.690Z",
+                     *       "months": [
+                     *         {
+                     *           "month": "2026-01",
+                     *           "start": "2026-01-01T00:00:00.000Z",
+                     *           "end": "2026-02-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 0,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-02",
+                     *           "start": "2026-02-01T00:00:00.000Z",
+                     *           "end": "2026-03-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 0,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-03",
+                     *           "start": "2026-03-01T00:00:00.000Z",
+                     *           "end": "2026-04-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 0,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-04",
+                     *           "start": "2026-04-01T00:00:00.000Z",
+                     *           "end": "2026-05-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 0,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-05",
+                     *           "start": "2026-05-01T00:00:00.000Z",
+                     *           "end": "2026-06-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 900,
+                     *             "new": 900,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": 900
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 1,
+                     *             "new": 1,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-06",
+                     *           "start": "2026-06-01T00:00:00.000Z",
+                     *           "end": "2026-07-01T00:00:00.000Z",
+                     *           "mrr": {
+                     *             "start": 900,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 900,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 1
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": 10000,
+                     *             "mrrBasisPoints": 10000
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 900,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 900,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 900,
+                     *             "customersPaying": 1,
+                     *             "perPayingCustomer": 900
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-07",
+                     *           "start": "2026-07-01T00:00:00.000Z",
+                     *           "end": "2026-01-28T11:28:31.130Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 30,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 30,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 30,
+                     *             "customersPaying": 1,
+                     *             "perPayingCustomer": 30
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-08",
+                     *           "start": "2026-01-28T11:28:31.130Z",
+                     *           "end": "2026-02-28T11:28:31.130Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-09",
+                     *           "start": "2026-02-28T11:28:31.130Z",
+                     *           "end": "2026-03-30T11:28:31.130Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-10",
+                     *           "start": "2026-03-30T11:28:31.130Z",
+                     *           "end": "2026-04-30T11:28:31.130Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-11",
+                     *           "start": "2026-04-30T11:28:31.130Z",
+                     *           "end": "2026-05-30T11:28:31.130Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 2,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 300,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": -300,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        asOf: string;
+                        currency: string;
+                        /** @description A month, YYYY-MM */
+                        from: string;
+                        months: {
+                            churnRate: {
+                                /** @description Churned ÷ paying customers at the start, in basis points; null when undefined */
+                                customersBasisPoints: number | null;
+                                /** @description Churned MRR ÷ MRR at the start, in basis points; null when undefined */
+                                mrrBasisPoints: number | null;
+                            };
+                            customers: {
+                                /** @description With a purchase in force at the end (free plans and trials included) */
+                                active: number;
+                                churned: number;
+                                new: number;
+                                /** @description With MRR at the end */
+                                paying: number;
+                                reactivated: number;
+                            };
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            end: string;
+                            /** @description A month, YYYY-MM */
+                            month: string;
+                            /** @description Monthly recurring revenue: paid recurring fees in force, normalised to a month; end = start + new + expansion − contraction − churn + reactivation */
+                            mrr: {
+                                /** @description MRR per paying customer at the end, half to even; null with none */
+                                arpu: number | null;
+                                /** @description Lost with customers who stopped paying, in minor units */
+                                churn: number;
+                                /** @description Decreases of customers still paying, in minor units */
+                                contraction: number;
+                                /** @description MRR when it ended (now, for the running month), in minor units */
+                                end: number;
+                                /** @description Increases of customers already paying, in minor units */
+                                expansion: number;
+                                /** @description From customers who never paid a recurring fee before, in minor units */
+                                new: number;
+                                /** @description From customers who had paid before and came back, in minor units */
+                                reactivation: number;
+                                /** @description MRR when the month began, in minor units */
+                                start: number;
+                            };
+                            /** @description Money that moved in the month, from the ledger */
+                            revenue: {
+                                /** @description Credit packs sold, in minor units */
+                                credits: number;
+                                /** @description Customers who paid something this month */
+                                customersPaying: number;
+                                /** @description Lost to disputes, net of reversals, in minor units */
+                                disputes: number;
+                                /** @description All payments received (the P&L gross revenue), in minor units */
+                                gross: number;
+                                /** @description gross − refunds − disputes − platform fees (the P&L net revenue), in minor units */
+                                net: number;
+                                /** @description Setup fees and one-time plans received, in minor units */
+                                oneTime: number;
+                                /** @description Payments no invoice line names, in minor units */
+                                other: number;
+                                /** @description Net revenue per customer who paid, half to even; null with none */
+                                perPayingCustomer: number | null;
+                                /** @description The platform's fees, in minor units */
+                                platformFees: number;
+                                /** @description Recurring fees and plan-switch prorations received, in minor units */
+                                recurring: number;
+                                /** @description Refunded, in minor units */
+                                refunds: number;
+                                /** @description Usage charges received, in minor units */
+                                usage: number;
+                            };
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        }[];
+                        /** @description Currencies the ledger also holds in these months (report each with currency=) */
+                        otherCurrencies: string[];
+                        timeZone: string;
+                        /** @description A month, YYYY-MM */
+                        to: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getToolAnalytics: {
         parameters: {
             query?: {
@@ -13423,8 +14108,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.129Z",
-                     *       "to": "2026-05-28T09:00:06.129Z",
+                     *       "from": "2026-04-28T09:00:05.656Z",
+                     *       "to": "2026-05-28T09:00:05.656Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -13433,9 +14118,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.34,
-                     *             "p95": 104.34,
-                     *             "p99": 104.34
+                     *             "p50": 105.246,
+                     *             "p95": 105.246,
+                     *             "p99": 105.246
                      *           }
                      *         }
                      *       ]
@@ -13607,31 +14292,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.076Z",
-                     *       "to": "2026-05-28T09:00:06.076Z",
+                     *       "from": "2026-04-28T09:00:05.602Z",
+                     *       "to": "2026-05-28T09:00:05.602Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T12:54:19.192Z",
+                     *           "start": "2026-04-24T10:28:31.130Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T12:54:19.192Z",
+                     *           "start": "2026-05-01T10:28:31.130Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T12:54:19.192Z",
+                     *           "start": "2026-05-08T10:28:31.130Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T12:54:19.192Z",
+                     *           "start": "2026-05-15T10:28:31.130Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T12:54:19.192Z",
+                     *           "start": "2026-05-22T10:28:31.130Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -13864,17 +14549,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…0M04",
+                     *           "hint": "sk_test_…w83M",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.858Z",
+                     *           "createdAt": "2026-05-28T09:00:07.462Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…9zIg",
+                     *           "hint": "sk_test_…ZWZ0",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.513Z",
+                     *           "createdAt": "2026-05-28T09:00:07.073Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14020,9 +14705,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…0M04",
+                     *       "hint": "sk_test_…w83M",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.858Z",
+                     *       "createdAt": "2026-05-28T09:00:07.462Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -14345,18 +15030,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…s1DY",
+                     *       "hint": "sk_test_…KXNY",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.897Z",
+                     *       "createdAt": "2026-05-28T09:00:07.493Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…0M04",
+                     *         "hint": "sk_test_…w83M",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.858Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.897Z"
+                     *         "createdAt": "2026-05-28T09:00:07.462Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.493Z"
                      *       }
                      *     }
                      */
@@ -14552,7 +15237,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.339Z",
+                     *           "createdAt": "2026-05-28T09:00:06.915Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14569,7 +15254,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.331Z",
+                     *           "createdAt": "2026-05-28T09:00:06.908Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14586,7 +15271,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.299Z",
+                     *           "createdAt": "2026-05-28T09:00:06.885Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -14602,7 +15287,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThocnM3dGJlMnJhZWh5NGI3N3QxMDR2"
+                     *       "nextCursor": "YXVkXzAxbThqMTQ2ZWI5Y3gyamYycTBiamVoZ2Nw"
                      *     }
                      */
                     "application/json": {
@@ -14781,7 +15466,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.252Z",
+                     *           "createdAt": "2026-05-28T09:00:04.806Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -14936,7 +15621,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.252Z",
+                     *       "createdAt": "2026-05-28T09:00:04.806Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -15097,7 +15782,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.252Z",
+                     *       "createdAt": "2026-05-28T09:00:04.806Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16896,8 +17581,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.802Z",
-                     *       "latencyMs": 24,
+                     *       "checkedAt": "2026-05-28T09:00:05.311Z",
+                     *       "latencyMs": 23,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -17265,8 +17950,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.875Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.875Z"
+                     *           "createdAt": "2026-05-28T09:00:02.714Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.714Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -17276,8 +17961,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.571Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.571Z"
+                     *           "createdAt": "2026-05-28T09:00:03.410Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.410Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -17449,8 +18134,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.571Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.571Z"
+                     *       "createdAt": "2026-05-28T09:00:03.410Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.410Z"
                      *     }
                      */
                     "application/json": {
@@ -17623,8 +18308,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.571Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.571Z"
+                     *       "createdAt": "2026-05-28T09:00:03.410Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.410Z"
                      *     }
                      */
                     "application/json": {
@@ -17774,8 +18459,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.571Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.076Z"
+                     *       "createdAt": "2026-05-28T09:00:03.410Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.686Z"
                      *     }
                      */
                     "application/json": {
@@ -17945,11 +18630,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.366Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.891Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.366Z"
+                     *           "createdAt": "2026-05-28T09:00:04.891Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18101,11 +18786,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.366Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.891Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.366Z"
+                     *       "createdAt": "2026-05-28T09:00:04.891Z"
                      *     }
                      */
                     "application/json": {
@@ -18290,8 +18975,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.328Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.328Z"
+                     *       "createdAt": "2026-05-28T09:00:03.209Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
                      *     }
                      */
                     "application/json": {
@@ -18607,8 +19292,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.328Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.495Z"
+                     *       "createdAt": "2026-05-28T09:00:03.209Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.342Z"
                      *     }
                      */
                     "application/json": {
@@ -18863,8 +19548,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.086Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.103Z"
+                     *       "createdAt": "2026-05-28T09:00:06.696Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.709Z"
                      *     }
                      */
                     "application/json": {
@@ -19059,8 +19744,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmfM9pYZDR6qHJo",
-                     *       "connectedAt": "2026-05-28T09:00:06.723Z"
+                     *       "account": "acct_RmhZ0fv6fSr6t02",
+                     *       "connectedAt": "2026-05-28T09:00:06.377Z"
                      *     }
                      */
                     "application/json": {
@@ -19234,8 +19919,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmfM9pYZDR6qHJo",
-                     *       "connectedAt": "2026-05-28T09:00:06.723Z"
+                     *       "account": "acct_RmhZ0fv6fSr6t02",
+                     *       "connectedAt": "2026-05-28T09:00:06.377Z"
                      *     }
                      */
                     "application/json": {
@@ -19804,8 +20489,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.078Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.078Z"
+                     *           "createdAt": "2026-05-28T09:00:02.954Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.954Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19984,8 +20669,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.078Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.078Z"
+                     *       "createdAt": "2026-05-28T09:00:02.954Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.954Z"
                      *     }
                      */
                     "application/json": {
@@ -20160,8 +20845,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.078Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.078Z"
+                     *       "createdAt": "2026-05-28T09:00:02.954Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.954Z"
                      *     }
                      */
                     "application/json": {
@@ -20338,8 +21023,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.078Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.186Z"
+                     *       "createdAt": "2026-05-28T09:00:02.954Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.075Z"
                      *     }
                      */
                     "application/json": {
@@ -20514,8 +21199,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.145Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.153Z"
+                     *       "createdAt": "2026-05-28T09:00:06.755Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.762Z"
                      *     }
                      */
                     "application/json": {
@@ -20706,8 +21391,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.250Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.250Z"
+                     *           "createdAt": "2026-05-28T09:00:03.138Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.138Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -20753,8 +21438,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.328Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.328Z"
+                     *           "createdAt": "2026-05-28T09:00:03.209Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.209Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -20797,8 +21482,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.344Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.344Z"
+                     *           "createdAt": "2026-05-28T09:00:03.224Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.224Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21146,8 +21831,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.328Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.328Z"
+                     *       "createdAt": "2026-05-28T09:00:03.209Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
                      *     }
                      */
                     "application/json": {
@@ -21619,13 +22304,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.508Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.070Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.675Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.230Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -21634,8 +22319,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.710Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.710Z"
+                     *           "createdAt": "2026-05-28T09:00:07.318Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.318Z"
                      *         }
                      *       ]
                      *     }
@@ -21796,8 +22481,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.536Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.536Z"
+                     *       "createdAt": "2026-05-28T09:00:07.089Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.089Z"
                      *     }
                      */
                     "application/json": {
@@ -22285,7 +22970,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.675Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.230Z"
                      *     }
                      */
                     "application/json": {
@@ -22673,7 +23358,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.228Z"
+                     *       "createdAt": "2026-05-28T09:00:04.784Z"
                      *     }
                      */
                     "application/json": {
@@ -22863,7 +23548,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.956Z"
+                     *       "createdAt": "2026-05-28T09:00:06.578Z"
                      *     }
                      */
                     "application/json": {
@@ -23041,7 +23726,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.956Z"
+                     *           "createdAt": "2026-05-28T09:00:06.578Z"
                      *         }
                      *       ]
                      *     }
@@ -23195,8 +23880,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.874Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.874Z"
+                     *           "createdAt": "2026-05-28T09:00:06.509Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.509Z"
                      *         }
                      *       ]
                      *     }
@@ -23370,8 +24055,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.874Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.874Z",
+                     *       "createdAt": "2026-05-28T09:00:06.509Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.509Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -23526,8 +24211,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.874Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.874Z"
+                     *       "createdAt": "2026-05-28T09:00:06.509Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.509Z"
                      *     }
                      */
                     "application/json": {
@@ -23819,8 +24504,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.874Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.935Z"
+                     *       "createdAt": "2026-05-28T09:00:06.509Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.554Z"
                      *     }
                      */
                     "application/json": {
@@ -23972,8 +24657,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.874Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.027Z"
+                     *       "createdAt": "2026-05-28T09:00:06.509Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.649Z"
                      *     }
                      */
                     "application/json": {
@@ -24125,8 +24810,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.874Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.038Z"
+                     *       "createdAt": "2026-05-28T09:00:06.509Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.661Z"
                      *     }
                      */
                     "application/json": {
@@ -24419,7 +25104,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.021Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.638Z"
                      *     }
                      */
                     "application/json": {

@@ -36,7 +36,7 @@ interface Local {
   second: number;
 }
 
-function localOf(timeZone: string, instant: number): Local {
+export function localOf(timeZone: string, instant: number): Local {
   const parts: Record<string, number> = {};
   for (const p of format(timeZone).formatToParts(new Date(instant)))
     if (p.type !== 'literal') parts[p.type] = Number(p.value);

@@ -1,9 +1,17 @@
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
-import { ToolAnalytics, ToolAnalyticsQuery, UsageAnalytics, UsageAnalyticsQuery } from './schemas';
+import type { RevenueAnalytics as Revenue } from './revenue';
+import {
+  RevenueAnalytics,
+  RevenueAnalyticsQuery,
+  ToolAnalytics,
+  ToolAnalyticsQuery,
+  UsageAnalytics,
+  UsageAnalyticsQuery,
+} from './schemas';
 import type { AnalyticsService } from './service';
 
-export function analyticsRoutes(analytics: AnalyticsService) {
+export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue) {
   return async (app: App) => {
     const tags = ['analytics'];
     app.get(
@@ -30,6 +38,19 @@ export function analyticsRoutes(analytics: AnalyticsService) {
         },
       },
       async (request) => analytics.tools(authOf(request), request.query),
+    );
+    app.get(
+      '/v1/ui/analytics/revenue',
+      {
+        schema: {
+          tags,
+          summary:
+            'Per month: MRR and its movements, active and paying customers, churn, revenue by kind, refunds and disputes',
+          querystring: RevenueAnalyticsQuery,
+          response: { 200: RevenueAnalytics, ...errorResponses },
+        },
+      },
+      async (request) => revenue.report(authOf(request), request.query),
     );
   };
 }

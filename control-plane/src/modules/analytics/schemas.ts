@@ -96,3 +96,98 @@ export const ToolAnalytics = Type.Object({
     }),
   ),
 });
+
+const Month = Type.String({ pattern: '^\\d{4}-\\d{2}$', description: 'A month, YYYY-MM' });
+
+export const RevenueAnalyticsQuery = Type.Object(
+  {
+    from: Type.Optional(
+      Type.String({ maxLength: 7, description: 'First month, YYYY-MM (default eleven months before to)' }),
+    ),
+    to: Type.Optional(Type.String({ maxLength: 7, description: 'Last month, YYYY-MM (default this month)' })),
+    timeZone: Type.Optional(
+      Type.String({ maxLength: 64, description: 'IANA time zone the months follow (default UTC)' }),
+    ),
+    currency: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z]{3}$',
+        description: "ISO 4217 code (default the provider's most used)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Amount = (description: string) => Type.Integer({ description: `${description}, in minor units` });
+const Ratio = (description: string) =>
+  Type.Union([Type.Integer(), Type.Null()], {
+    description: `${description}, in basis points; null when undefined`,
+  });
+
+export const RevenueAnalytics = Type.Object({
+  from: Month,
+  to: Month,
+  timeZone: Type.String(),
+  currency: Type.String(),
+  otherCurrencies: Type.Array(Type.String(), {
+    description: 'Currencies the ledger also holds in these months (report each with currency=)',
+  }),
+  asOf: Timestamp,
+  months: Type.Array(
+    Type.Object({
+      month: Month,
+      start: Timestamp,
+      end: Timestamp,
+      mrr: Type.Object(
+        {
+          start: Amount('MRR when the month began'),
+          end: Amount('MRR when it ended (now, for the running month)'),
+          new: Amount('From customers who never paid a recurring fee before'),
+          expansion: Amount('Increases of customers already paying'),
+          contraction: Amount('Decreases of customers still paying'),
+          churn: Amount('Lost with customers who stopped paying'),
+          reactivation: Amount('From customers who had paid before and came back'),
+          arpu: Type.Union([Type.Integer(), Type.Null()], {
+            description: 'MRR per paying customer at the end, half to even; null with none',
+          }),
+        },
+        {
+          description:
+            'Monthly recurring revenue: paid recurring fees in force, normalised to a month; end = start + new + expansion − contraction − churn + reactivation',
+        },
+      ),
+      customers: Type.Object({
+        active: Type.Integer({
+          description: 'With a purchase in force at the end (free plans and trials included)',
+        }),
+        paying: Type.Integer({ description: 'With MRR at the end' }),
+        new: Type.Integer(),
+        reactivated: Type.Integer(),
+        churned: Type.Integer(),
+      }),
+      churnRate: Type.Object({
+        customersBasisPoints: Ratio('Churned ÷ paying customers at the start'),
+        mrrBasisPoints: Ratio('Churned MRR ÷ MRR at the start'),
+      }),
+      revenue: Type.Object(
+        {
+          recurring: Amount('Recurring fees and plan-switch prorations received'),
+          usage: Amount('Usage charges received'),
+          oneTime: Amount('Setup fees and one-time plans received'),
+          credits: Amount('Credit packs sold'),
+          other: Amount('Payments no invoice line names'),
+          gross: Amount('All payments received (the P&L gross revenue)'),
+          refunds: Amount('Refunded'),
+          disputes: Amount('Lost to disputes, net of reversals'),
+          platformFees: Amount("The platform's fees"),
+          net: Amount('gross − refunds − disputes − platform fees (the P&L net revenue)'),
+          customersPaying: Type.Integer({ description: 'Customers who paid something this month' }),
+          perPayingCustomer: Type.Union([Type.Integer(), Type.Null()], {
+            description: 'Net revenue per customer who paid, half to even; null with none',
+          }),
+        },
+        { description: 'Money that moved in the month, from the ledger' },
+      ),
+    }),
+  ),
+});

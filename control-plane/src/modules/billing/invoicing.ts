@@ -336,6 +336,7 @@ export class Invoicing {
         amount: line.amount,
         start: line.period === null ? null : new Date(line.period.start),
         end: line.period === null ? null : new Date(line.period.end),
+        line: line.kind,
       })),
     });
     const updated = await recordAttempt(tx, {

@@ -200,6 +200,7 @@ export class CheckoutService {
             reason: 'topup',
             periodKey: row.id,
             attempt,
+            revenue: [{ amount: row.amount, start: null, end: null, line: 'top_up' }],
           });
           // A refused card keeps its failed attempt (and payment.failed); the session stays open.
           if (charged.status === 'failed') return charged.failureReason ?? 'failed';

@@ -31,7 +31,22 @@ export interface EntryInsert {
   amount: number;
   recognition_start: Date | null;
   recognition_end: Date | null;
+  /** Revenue entries: what the money paid for (null when no line names it). */
+  revenue_line: RevenueLine | null;
 }
+
+/** What a revenue entry paid for: the kind of invoice line, or a credit pack. */
+export const REVENUE_LINES = [
+  'base',
+  'setup_fee',
+  'usage',
+  'late_usage',
+  'proration',
+  'proration_refund',
+  'credits_applied',
+  'top_up',
+] as const;
+export type RevenueLine = (typeof REVENUE_LINES)[number];
 
 type Tenant = { providerId: string; environment: Environment };
 
@@ -57,10 +72,12 @@ export async function insertTransaction(
   if (entries.length === 0) return;
   await db.query(
     `INSERT INTO ledger_entries (id, provider_id, environment, transaction_id, kind, account, amount, currency, customer_id,
-                                 payment_id, source_id, description, recognition_start, recognition_end, occurred_at)
-     SELECT e.id, $1, $2, $3, $4, e.account, e.amount, $5, $6, $7, $8, $9, e.recognition_start, e.recognition_end, $10
+                                 payment_id, source_id, description, recognition_start, recognition_end, revenue_line, occurred_at)
+     SELECT e.id, $1, $2, $3, $4, e.account, e.amount, $5, $6, $7, $8, $9, e.recognition_start, e.recognition_end,
+            e.revenue_line, $10
        FROM jsonb_to_recordset($11::jsonb)
-         AS e (id text, account text, amount bigint, recognition_start timestamptz, recognition_end timestamptz)`,
+         AS e (id text, account text, amount bigint, recognition_start timestamptz, recognition_end timestamptz,
+               revenue_line text)`,
     [
       tenant.providerId,
       tenant.environment,

@@ -9,6 +9,7 @@ import {
   type EntryInsert,
   insertTransaction,
   listTransactions,
+  type RevenueLine,
   type TransactionKind,
   type TransactionRow,
 } from './repository';
@@ -24,6 +25,8 @@ export interface RevenuePart {
   amount: number;
   start: Date | null;
   end: Date | null;
+  /** What the part paid for: the invoice line's kind, or a credit top-up. */
+  line?: RevenueLine | undefined;
 }
 
 /** The fee on a payment of `amount` minor units, never more than the payment. */
@@ -71,6 +74,7 @@ export class Ledger {
         amount,
         recognition_start: spread ? part.start : null,
         recognition_end: spread ? part.end : null,
+        revenue_line: account === 'revenue' ? (part?.line ?? null) : null,
       };
     };
     await insertTransaction(tx, auth, {
@@ -142,6 +146,7 @@ export async function recordMovement(tx: PoolClient, auth: AuthContext, m: Movem
       amount,
       recognition_start: null,
       recognition_end: null,
+      revenue_line: null,
     })),
   });
 }
