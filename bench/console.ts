@@ -31,6 +31,7 @@ const PAGES: readonly { link: string; title: string; nav?: string }[] = [
   { link: 'Catalog', title: 'Catalog' },
   { link: 'MCP servers', title: 'MCP servers' },
   { link: 'Usage', title: 'Usage' },
+  { link: 'Revenue', title: 'Revenue' },
   { link: 'Customers', title: 'Customers' },
   { link: 'Billing', title: 'Billing' },
   { link: 'Disputes', title: 'Disputes', nav: 'Billing' },

@@ -93,6 +93,16 @@ export function centsOf(text: string): number | undefined {
 }
 
 /** Money in the smallest unit, shown in its currency (900 usd → $9.00). */
+/** Minor units as a plain decimal in the currency's major unit (12.50), for CSV files. */
+export function decimal(amount: number, currency: string): string {
+  const digits =
+    new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase() }).resolvedOptions()
+      .maximumFractionDigits ?? 2;
+  const sign = amount < 0 ? '-' : '';
+  const text = String(Math.abs(amount)).padStart(digits + 1, '0');
+  return digits === 0 ? `${sign}${text}` : `${sign}${text.slice(0, -digits)}.${text.slice(-digits)}`;
+}
+
 export function money(amount: number, currency: string): string {
   const code = currency.toUpperCase();
   const digits =

@@ -14,6 +14,7 @@ import { Events } from './pages/events';
 import { McpServerPage } from './pages/mcp-server';
 import { McpServers } from './pages/mcp-servers';
 import { Overview } from './pages/overview';
+import { Revenue } from './pages/revenue';
 import { Settings } from './pages/settings';
 import { Audit, Team } from './pages/team';
 import { Usage } from './pages/usage';
@@ -37,6 +38,7 @@ const routeTree = root.addChildren([
     page('/mcp-servers', McpServers),
     page('/mcp-servers/$serverId', McpServerPage),
     page('/usage', Usage),
+    page('/revenue', Revenue),
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
     page('/billing', Billing),

@@ -9,6 +9,7 @@ const NAV = [
   { to: '/catalog', label: 'Catalog' },
   { to: '/mcp-servers', label: 'MCP servers' },
   { to: '/usage', label: 'Usage' },
+  { to: '/revenue', label: 'Revenue' },
   { to: '/customers', label: 'Customers' },
   { to: '/billing', label: 'Billing' },
   { to: '/developers', label: 'Developers' },

@@ -183,6 +183,8 @@ export interface Column<Row> {
   header: string;
   cell: (row: Row) => ReactNode;
   numeric?: boolean;
+  /** Kept on one line (dates, months). */
+  nowrap?: boolean;
   /** The header is for assistive technology only (an actions column). */
   hiddenHeader?: boolean;
 }
@@ -210,7 +212,7 @@ export function Table<Row>(props: {
         {props.rows.map((row) => (
           <tr key={props.rowKey(row)}>
             {props.columns.map((column) => (
-              <td key={column.header} className={column.numeric ? 'n' : undefined}>
+              <td key={column.header} className={column.numeric ? 'n' : column.nowrap ? 'nw' : undefined}>
                 {column.cell(row)}
               </td>
             ))}

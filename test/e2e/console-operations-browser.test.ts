@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
@@ -274,14 +275,73 @@ describe('the console’s operations pages', () => {
       .filter({ hasText: `$${(pnl.current.netRevenue / 100).toFixed(2)}` })
       .waitFor();
     expect(await page.getByTestId('failing-endpoints').innerText()).toBe('All delivering.');
+    // Ada's $9.00 a month is the MRR, and she the one paying customer.
+    expect(await page.getByTestId('mrr-glance').innerText()).toBe('$9.00');
+    expect(await page.getByTestId('paying-glance').innerText()).toBe('1 paying customers');
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
+
+    // Revenue: the cards, the chart's months and both tables say what the API answers, and the
+    // CSV a person downloads holds the table's rows.
+    const month = (back: number) => {
+      const now = new Date();
+      return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1)).toISOString().slice(0, 7);
+    };
+    const revenue = (await (
+      await page.request.get(`${baseUrl}/v1/ui/analytics/revenue?from=${month(5)}&to=${month(0)}`)
+    ).json()) as {
+      months: {
+        month: string;
+        mrr: { end: number; new: number };
+        customers: { paying: number };
+        revenue: { net: number; gross: number };
+      }[];
+    };
+    const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`;
+    const now = revenue.months.at(-1) as (typeof revenue.months)[number];
+    expect(now.mrr).toMatchObject({ end: 900, new: 900 });
+    calls.revenue = await visit(page, 'Revenue', 'Revenue');
+    expect(await page.getByTestId('mrr-now').innerText()).toBe(dollars(now.mrr.end));
+    expect(await page.getByTestId('paying-now').innerText()).toBe(String(now.customers.paying));
+    const label = await page.getByTestId('mrr-chart').getAttribute('aria-label');
+    for (const m of revenue.months) expect(label).toContain(`${m.month}: MRR ${dollars(m.mrr.end)}`);
+    const mrrTable = page.getByRole('table', { name: 'MRR and its movements per month' });
+    const moneyTable = page.getByRole('table', { name: 'Revenue per month by what it paid for' });
+    for (const m of revenue.months) {
+      const mrrRow = mrrTable.getByRole('row').filter({ hasText: m.month });
+      expect(await mrrRow.getByRole('cell').nth(7).innerText()).toBe(dollars(m.mrr.end));
+      const customerRow = page
+        .getByRole('table', { name: 'Paying and active customers and churn per month' })
+        .getByRole('row')
+        .filter({ hasText: m.month });
+      expect(await customerRow.getByRole('cell').nth(1).innerText()).toBe(String(m.customers.paying));
+      const moneyRow = moneyTable.getByRole('row').filter({ hasText: m.month });
+      expect(await moneyRow.getByRole('cell').nth(6).innerText()).toBe(dollars(m.revenue.gross));
+      expect(await moneyRow.getByRole('cell').nth(10).innerText()).toBe(dollars(m.revenue.net));
+    }
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export revenue as CSV' }).click(),
+    ]);
+    const csv = readFileSync(await download.path(), 'utf8')
+      .trim()
+      .split('\r\n');
+    expect(csv[0]).toBe(
+      'Month,Recurring (USD),Usage (USD),One-time (USD),Credits (USD),Other (USD),Gross (USD),Refunds (USD),Disputes (USD),Fees (USD),Net (USD),Payers,Net per payer (USD)',
+    );
+    expect(csv.slice(1).map((line) => line.split(',')[0])).toEqual(revenue.months.map((m) => m.month));
+    expect(csv.slice(1).map((line) => line.split(',')[10])).toEqual(
+      revenue.months.map((m) => (m.revenue.net / 100).toFixed(2)),
+    );
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+    await shoot(page, 'revenue');
 
     // Live, once the operator enables it: test clocks are sandbox-only, and Stripe connects.
     const providerId = (await (await page.request.get(`${baseUrl}/v1/console/session`)).json()).provider.id;
     await harness.controlPlane.providers.setLiveEnabled(providerId, true);
     await page.reload();
-    await heading(page, 'Overview');
+    await heading(page, 'Revenue');
     await page.getByText('Live', { exact: true }).click();
     await visit(page, 'Billing', 'Billing');
     await visit(page, 'Test clocks', 'Test clocks', 'Billing');

@@ -4,9 +4,19 @@ import { api, money, unwrap } from '../api';
 import { DailyChart } from '../chart';
 import { Failed, Loaded, Loading, Page } from '../ui';
 
+/** Last month and this one, in UTC, as YYYY-MM. */
+function lastTwoMonths() {
+  const now = new Date();
+  return {
+    from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1)).toISOString().slice(0, 7),
+    to: now.toISOString().slice(0, 7),
+  };
+}
+
 /**
  * The business at a glance: usage records over the last 30 days (today's among them), net
- * revenue this month against last month, and webhook endpoints that are failing. Three calls.
+ * revenue this month against last month, MRR and paying customers, and webhook endpoints that
+ * are failing. Three calls.
  */
 export function Overview() {
   // A glance is read fresh each time the page opens (what was cached shows until it answers).
@@ -16,9 +26,9 @@ export function Overview() {
     queryFn: () => unwrap(api.GET('/ui/analytics/daily')),
     ...fresh,
   });
-  const pnl = useQuery({
-    queryKey: ['pnl', 'this-month'],
-    queryFn: () => unwrap(api.GET('/v1/ui/financials/pnl', { params: { query: { period: 'this-month' } } })),
+  const revenue = useQuery({
+    queryKey: ['analytics-revenue', 'glance'],
+    queryFn: () => unwrap(api.GET('/v1/ui/analytics/revenue', { params: { query: lastTwoMonths() } })),
     ...fresh,
   });
   const endpoints = useQuery({
@@ -41,14 +51,29 @@ export function Overview() {
         </li>
         <li className="card">
           <h2>Net revenue this month</h2>
-          <Loaded query={pnl} what="revenue">
-            {(p) => (
+          <Loaded query={revenue} what="revenue">
+            {(r) => (
               <>
                 <p className="figure" data-testid="revenue-month">
-                  {money(p.current.netRevenue, p.currency)}
+                  {money(r.months[1]?.revenue.net ?? 0, r.currency)}
                 </p>
                 <p className="muted">
-                  {money(p.prior.netRevenue, p.currency)} {p.prior.periodLabel}
+                  {money(r.months[0]?.revenue.net ?? 0, r.currency)} in {r.months[0]?.month}
+                </p>
+              </>
+            )}
+          </Loaded>
+        </li>
+        <li className="card">
+          <h2>MRR</h2>
+          <Loaded query={revenue} what="MRR">
+            {(r) => (
+              <>
+                <p className="figure" data-testid="mrr-glance">
+                  <Link to="/revenue">{money(r.months[1]?.mrr.end ?? 0, r.currency)}</Link>
+                </p>
+                <p className="muted" data-testid="paying-glance">
+                  {r.months[1]?.customers.paying ?? 0} paying customers
                 </p>
               </>
             )}

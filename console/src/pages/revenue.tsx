@@ -1,0 +1,242 @@
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, decimal, money, unwrap } from '../api';
+import { downloadCsv } from '../chart';
+import { MovementChart } from '../movement-chart';
+import { Loaded, Page, Select, Table } from '../ui';
+
+const RANGES = { '6': 'Last 6 months', '12': 'Last 12 months', '24': 'Last 24 months' };
+type Range = keyof typeof RANGES;
+
+/** This month in UTC and `back` months before it, as YYYY-MM. */
+function monthsBack(back: number): { from: string; to: string } {
+  const now = new Date();
+  const key = (d: Date) => d.toISOString().slice(0, 7);
+  return {
+    from: key(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 1))),
+    to: key(now),
+  };
+}
+
+const rate = (bps: number | null) => (bps === null ? '—' : `${(bps / 100).toFixed(2)}%`);
+
+/**
+ * Revenue analytics: MRR now, its movements month by month (chart and table), paying customers
+ * and churn, and the money of each month by what it paid for, equal to the P&L's. Each table
+ * exports to CSV. One API call.
+ */
+export function Revenue() {
+  const [range, setRange] = useState<Range>('6');
+  const [currency, setCurrency] = useState<string | undefined>(undefined);
+  const report = useQuery({
+    queryKey: ['analytics-revenue', range, currency],
+    queryFn: () =>
+      unwrap(
+        api.GET('/v1/ui/analytics/revenue', {
+          params: { query: { ...monthsBack(Number(range) - 1), ...(currency ? { currency } : {}) } },
+        }),
+      ),
+  });
+  return (
+    <Page title="Revenue">
+      <form className="row" aria-label="What to show" onSubmit={(e) => e.preventDefault()}>
+        <Select<Range>
+          label="Range"
+          name="range"
+          value={range}
+          onChange={setRange}
+          options={Object.entries(RANGES).map(([value, label]) => ({ value: value as Range, label }))}
+        />
+        {report.data && report.data.otherCurrencies.length > 0 ? (
+          <Select
+            label="Currency"
+            name="currency"
+            value={report.data.currency}
+            onChange={setCurrency}
+            options={[report.data.currency, ...report.data.otherCurrencies].map((c) => ({
+              value: c,
+              label: c.toUpperCase(),
+            }))}
+          />
+        ) : null}
+      </form>
+      <Loaded query={report} what="revenue">
+        {(r) => {
+          const last = r.months.at(-1);
+          const cash = (n: number) => money(n, r.currency);
+          const mrrHeader = [
+            'Month',
+            'MRR at start',
+            'New',
+            'Expansion',
+            'Reactivation',
+            'Contraction',
+            'Churn',
+            'MRR at end',
+          ];
+          const customerHeader = [
+            'Month',
+            'Paying',
+            'Active',
+            'New',
+            'Reactivated',
+            'Churned',
+            'Customer churn',
+            'MRR churn',
+          ];
+          const customerRows = r.months.map((m) => [
+            m.month,
+            m.customers.paying,
+            m.customers.active,
+            m.customers.new,
+            m.customers.reactivated,
+            m.customers.churned,
+            rate(m.churnRate.customersBasisPoints),
+            rate(m.churnRate.mrrBasisPoints),
+          ]);
+          // Each row as the table shows it and as the CSV holds it (plain decimals, no symbol).
+          const mrrOf = (m: (typeof r.months)[number], amount: (n: number) => string) => [
+            m.month,
+            amount(m.mrr.start),
+            amount(m.mrr.new),
+            amount(m.mrr.expansion),
+            amount(m.mrr.reactivation),
+            amount(m.mrr.contraction),
+            amount(m.mrr.churn),
+            amount(m.mrr.end),
+          ];
+          const moneyHeader = [
+            'Month',
+            'Recurring',
+            'Usage',
+            'One-time',
+            'Credits',
+            'Other',
+            'Gross',
+            'Refunds',
+            'Disputes',
+            'Fees',
+            'Net',
+            'Payers',
+            'Net per payer',
+          ];
+          const moneyOf = (m: (typeof r.months)[number], amount: (n: number) => string) => [
+            m.month,
+            amount(m.revenue.recurring),
+            amount(m.revenue.usage),
+            amount(m.revenue.oneTime),
+            amount(m.revenue.credits),
+            amount(m.revenue.other),
+            amount(m.revenue.gross),
+            amount(m.revenue.refunds),
+            amount(m.revenue.disputes),
+            amount(m.revenue.platformFees),
+            amount(m.revenue.net),
+            m.revenue.customersPaying,
+            m.revenue.perPayingCustomer === null ? '' : amount(m.revenue.perPayingCustomer),
+          ];
+          const plain = (n: number) => decimal(n, r.currency);
+          const mrrRows = r.months.map((m) => mrrOf(m, cash));
+          const moneyRows = r.months.map((m) => moneyOf(m, cash));
+          const code = r.currency.toUpperCase();
+          const inCurrency = (header: string[], amounts: number) =>
+            header.map((h, i) => (i > 0 && i <= amounts ? `${h} (${code})` : h));
+          const columns = (header: string[]) =>
+            header.map((h, i) => ({
+              header: h,
+              numeric: i > 0,
+              nowrap: i === 0,
+              cell: (row: (string | number)[]) => row[i],
+            }));
+          return (
+            <>
+              <ul className="cards glance">
+                <li className="card">
+                  <h2>MRR</h2>
+                  <p className="figure" data-testid="mrr-now">
+                    {cash(last?.mrr.end ?? 0)}
+                  </p>
+                  <p className="muted">{cash(last?.mrr.start ?? 0)} when the month began</p>
+                </li>
+                <li className="card">
+                  <h2>Paying customers</h2>
+                  <p className="figure" data-testid="paying-now">
+                    {last?.customers.paying ?? 0}
+                  </p>
+                  <p className="muted">{last?.customers.active ?? 0} with a plan in force</p>
+                </li>
+                <li className="card">
+                  <h2>MRR per paying customer</h2>
+                  <p className="figure">{last?.mrr.arpu == null ? '—' : cash(last.mrr.arpu)}</p>
+                </li>
+                <li className="card">
+                  <h2>Customer churn this month</h2>
+                  <p className="figure">{rate(last?.churnRate.customersBasisPoints ?? null)}</p>
+                </li>
+              </ul>
+              <h2>MRR movements</h2>
+              <MovementChart
+                currency={r.currency}
+                months={r.months.map((m) => ({ month: m.month, ...m.mrr }))}
+              />
+              <Table<(string | number)[]>
+                caption="MRR and its movements per month"
+                rows={mrrRows}
+                rowKey={(row) => String(row[0])}
+                columns={columns(mrrHeader)}
+              />
+              <button
+                type="button"
+                onClick={() =>
+                  downloadCsv(
+                    `mrr-${r.currency}.csv`,
+                    inCurrency(mrrHeader, 7),
+                    r.months.map((m) => mrrOf(m, plain)),
+                  )
+                }
+              >
+                Export MRR as CSV
+              </button>
+              <h2>Customers</h2>
+              <Table<(string | number)[]>
+                caption="Paying and active customers and churn per month"
+                rows={customerRows}
+                rowKey={(row) => String(row[0])}
+                columns={columns(customerHeader)}
+              />
+              <button
+                type="button"
+                onClick={() => downloadCsv('customers.csv', customerHeader, customerRows)}
+              >
+                Export customers as CSV
+              </button>
+              <h2>Money received</h2>
+              <Table<(string | number)[]>
+                caption="Revenue per month by what it paid for"
+                rows={moneyRows}
+                rowKey={(row) => String(row[0])}
+                columns={columns(moneyHeader)}
+              />
+              <button
+                type="button"
+                onClick={() =>
+                  downloadCsv(
+                    `revenue-${r.currency}.csv`,
+                    inCurrency(moneyHeader, 10).map((h, i) => (i === 12 ? `${h} (${code})` : h)),
+                    r.months.map((m) => moneyOf(m, plain)),
+                  )
+                }
+              >
+                Export revenue as CSV
+              </button>
+              <p className="muted">
+                Months in UTC, in {r.currency.toUpperCase()}. Gross, refunds, disputes, fees and net are the
+                P&amp;L's figures for each month.
+              </p>
+            </>
+          );
+        }}
+      </Loaded>
+    </Page>
+  );
+}
