@@ -22,6 +22,23 @@ export interface UsageRecord {
   properties: Record<string, unknown>;
 }
 
+/**
+ * How the paywall was shown to a client: a URL-mode elicitation (the 2026 era's input_required
+ * result, or asked inside a 2025-11-25 call), the -32042 error naming one, or a tool result whose
+ * text carries the checkout link.
+ */
+export const PAYWALL_FORMS = ['url_elicitation', 'error_32042', 'text_link'] as const;
+export type PaywallForm = (typeof PAYWALL_FORMS)[number];
+
+/** A paywall as a call met it: its form, the client's era, and the checkout it offered. */
+export interface PaywallShown {
+  form: PaywallForm;
+  /** modern: MCP 2026-07-28 and later (stateless); legacy: the session eras up to 2025-11-25. */
+  era: 'modern' | 'legacy';
+  /** The checkout session (cs_…) offered; null when none could be. */
+  checkoutSessionId: string | null;
+}
+
 /** What is known of one gated call (a proxied tools/call, or an SDK limit check that consumes). */
 export interface CallFacts {
   outcome: 'success' | 'error' | 'paywall' | 'unavailable' | 'upstream_error' | 'input_required' | 'task';
@@ -39,6 +56,8 @@ export interface CallFacts {
   cancelled?: boolean;
   /** Calls the SDK limit check recorded. */
   source?: 'sdk.limits';
+  /** A call the paywall answered: how it was shown. */
+  paywall?: PaywallShown | undefined;
 }
 
 /**
@@ -63,6 +82,12 @@ export function callRecord(
   if (facts.refused === true) properties.refused = true;
   if (facts.credits !== undefined && facts.credits > 0) properties.credits = facts.credits;
   if (facts.cancelled === true) properties.cancelled = true;
+  if (facts.paywall !== undefined) {
+    properties.paywall = facts.paywall.form;
+    properties.paywallEra = facts.paywall.era;
+    if (facts.paywall.checkoutSessionId !== null)
+      properties.checkoutSessionId = facts.paywall.checkoutSessionId;
+  }
   return {
     id: newId(ID.usageRecord),
     providerId: meter.providerId,

@@ -680,6 +680,7 @@ describe('the documented example of every operation, MCP and sign-in', () => {
     });
     await example({ route: 'GET /v1/ui/analytics/tools', status: 200 });
     await example({ route: 'GET /v1/ui/analytics/revenue', query: { from: '2026-01' }, status: 200 });
+    await example({ route: 'GET /v1/ui/analytics/funnel', status: 200 });
   });
 
   it('a customer signs in to it over OAuth: register, sign up, code, token, log in, revoke', async () => {

@@ -1,5 +1,6 @@
 import type {
   AnalyticsGroup,
+  PaywallShownRow,
   ToolStats,
   ToolStatsQuery,
   UsageAnalytics,
@@ -124,6 +125,35 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       errors: Number(r.errors),
       latencyMs:
         Number(r.timed) === 0 ? null : { p50: Number(r.p[0]), p95: Number(r.p[1]), p99: Number(r.p[2]) },
+    }));
+  }
+
+  async paywalls(query: ToolStatsQuery): Promise<PaywallShownRow[]> {
+    const { where, params } = this.scope(query);
+    const rows = await this.rows<{
+      form: string;
+      era: string;
+      session: string;
+      product: string;
+      shown: string;
+      first: string;
+    }>(
+      `SELECT JSONExtractString(properties, 'paywall') AS form, JSONExtractString(properties, 'paywallEra') AS era,
+              JSONExtractString(properties, 'checkoutSessionId') AS session,
+              JSONExtractString(properties, 'productId') AS product,
+              count() AS shown, toUnixTimestamp64Milli(min(timestamp)) AS first
+         FROM ${this.database}.${TABLES[query.environment]} FINAL
+        WHERE ${where} AND JSONExtractString(properties, 'outcome') = 'paywall'
+        GROUP BY form, era, session, product ORDER BY form, era, session, product`,
+      params,
+    );
+    return rows.map((r) => ({
+      form: r.form,
+      era: r.era,
+      checkoutSessionId: r.session,
+      productId: r.product,
+      shown: Number(r.shown),
+      firstShownMs: Number(r.first),
     }));
   }
 }

@@ -1,4 +1,5 @@
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
+import type { PaywallShown } from '@mcp-meter/contracts/usage-record';
 
 /** A tools/call request of a JSON-RPC message or batch, as the proxy gates and meters it. */
 export interface ToolCall {
@@ -52,6 +53,8 @@ export interface Gated {
 export interface CallFacts {
   outcome?: ToolOutcome;
   admitted: boolean;
+  /** The paywall answered the call: how it was shown. */
+  paywall?: PaywallShown;
   /** The proxy answered the call itself instead of serving it. */
   refused?: boolean;
   /** Credits the call spent (plans paid from credits). */
@@ -72,4 +75,6 @@ export interface RecordedFacts {
   cancelled?: boolean;
   /** What this request's admission of the call spent of which lease (kept with the record in the spool). */
   charges?: LeaseCharge[] | undefined;
+  /** The paywall answered the call: how it was shown. */
+  paywall?: PaywallShown | undefined;
 }

@@ -9,6 +9,7 @@ import type { Gatekeeper, Verdict } from './gatekeeper';
 import { type Exchange, respond } from './http-io';
 import type { ProxyRequest } from './intake';
 import { type Meter, Tally } from './metering';
+import { paywallShownOf } from './paywall/answer';
 import { askInCall, asksInCall, checkoutOf, type PaywallAsks } from './paywall/ask';
 import type { PaywallOffers, Refused } from './paywall/offer';
 import { paywallRetryOf } from './paywall/retry';
@@ -90,12 +91,16 @@ export class CallGate {
     return Promise.all(
       refused.map(([call, verdict]) => this.offers.answer(server, customerRef, call, verdict, era)),
     ).then((answers) => {
-      for (const [call, verdict] of refused)
-        facts.set(call, {
+      refused.forEach(([call, verdict], i) => {
+        const fact: CallFacts = {
           outcome: verdict.kind === 'paywall' ? 'paywall' : 'unavailable',
           admitted: false,
           refused: true,
-        });
+        };
+        const shown = verdict.kind === 'paywall' ? paywallShownOf(answers[i] ?? {}, era) : undefined;
+        if (shown !== undefined) fact.paywall = shown;
+        facts.set(call, fact);
+      });
       return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
     });
   }
@@ -242,9 +247,17 @@ export async function gateRequest(
         server,
         customerRef,
         call: calls[0] as ToolCall,
-        // The call met the paywall: recorded once, now.
-        recordPaywall: () =>
-          new Tally(deps.meter, server, customerRef, calls, request.arrived).refuse('paywall'),
+        // The call met the paywall, asked as a URL elicitation inside it: recorded once, now.
+        recordPaywall: () => {
+          const asked = new Tally(deps.meter, server, customerRef, calls, request.arrived);
+          asked.facts.set(calls[0] as ToolCall, {
+            outcome: 'paywall',
+            admitted: false,
+            refused: true,
+            paywall: { form: 'url_elicitation', era: 'legacy', checkoutSessionId: checkout.elicitationId },
+          });
+          asked.refuse('paywall');
+        },
         decideReadable: () =>
           deps.gate.decide(gatekeeper, server, customerRef, calls, { modern: false, urlElicitation: false }),
       },

@@ -39,6 +39,7 @@ export class Meter {
           refused: facts.refused,
           credits: facts.credits,
           cancelled: facts.cancelled,
+          paywall: facts.paywall,
         }),
         facts.charges,
       );
@@ -80,6 +81,7 @@ export class Tally {
       credits: round ? undefined : known?.credits,
       // The unit was spent in this request whatever the round: a crash settles its lease with it.
       charges: known?.charges,
+      paywall: known?.paywall,
     };
   }
 
@@ -104,6 +106,7 @@ export class Tally {
       outcome: this.facts.get(call)?.outcome ?? outcome,
       admitted: false,
       refused: true,
+      paywall: this.facts.get(call)?.paywall,
     }));
   }
 

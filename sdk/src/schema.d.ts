@@ -1178,6 +1178,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/analytics/funnel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The paywall funnel: paywalls shown, checkouts offered, opened and paid, by form and by plan
+         * @description The paywall funnel over a range (default the last 30 days): calls the paywall answered (`shown`), the checkout sessions it offered (`offered`; concurrent paywalls of one customer share a session), how many were opened (the hosted page loaded, or paid) and paid, with open and conversion rates in basis points (of sessions offered) and the time from the paywall’s first showing to payment (median and p90, nearest rank). By the form the client saw (`url_elicitation`: the 2026 era’s input_required result or an elicitation asked inside a 2025-11-25 call; `error_32042`; `text_link`: a tool result carrying the link) and era (modern, legacy), and by the product and plan sold (a credit pack has kind topup). Paywalls are read from the usage records (503 `usage_store_unavailable` while the store is away); sessions from the database. See docs/analytics.md.
+         */
+        get: operations["getPaywallFunnel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/analytics/revenue": {
         parameters: {
             query?: never;
@@ -2153,11 +2173,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "7528QxAgi7HM6fah-MQPfdAXXPqkHDBeIjcx-90e3Xg",
-                     *           "y": "Pxw5QxC_iuSt4mRzI2u0B-8hsyEzXBBqv3yGPMSqlV0",
+                     *           "x": "rzMf8zisUaoBqzqjKj7Zxw5vavr_K5pTOCyQpWeFAU4",
+                     *           "y": "NmVFSgKlDu2Op1LqeCiYmHcqTMmrgqIg_u9cbll9vaA",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "5a1d4783d42af42c",
+                     *           "kid": "78260cf4ab9f1550",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2286,8 +2306,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.582Z",
-                     *       "to": "2026-05-28T09:00:04.582Z",
+                     *       "from": "2026-04-28T09:00:05.164Z",
+                     *       "to": "2026-05-28T09:00:05.164Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2625,8 +2645,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.566Z",
-                     *       "to": "2026-05-28T09:00:04.566Z",
+                     *       "from": "2026-04-28T09:00:05.141Z",
+                     *       "to": "2026-05-28T09:00:05.141Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2798,7 +2818,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.535Z",
+                     *       "to": "2026-05-28T09:00:05.090Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -2983,9 +3003,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.310Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.310Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.310Z"
+                     *       "createdAt": "2026-05-28T09:00:08.637Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.637Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.637Z"
                      *     }
                      */
                     "application/json": {
@@ -3218,7 +3238,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.089Z"
+                     *       "expiresAt": "2026-06-04T09:00:08.456Z"
                      *     }
                      */
                     "application/json": {
@@ -3587,9 +3607,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.829Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.829Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.838Z"
+                     *       "createdAt": "2026-05-28T09:00:08.024Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.024Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.046Z"
                      *     }
                      */
                     "application/json": {
@@ -4076,9 +4096,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.829Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.829Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.829Z"
+                     *       "createdAt": "2026-05-28T09:00:08.024Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.024Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.024Z"
                      *     }
                      */
                     "application/json": {
@@ -4289,7 +4309,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:06.934Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.249Z"
                      *     }
                      */
                     "application/json": {
@@ -4465,9 +4485,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.079Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.079Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.079Z"
+                     *       "createdAt": "2026-05-28T09:00:08.422Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.422Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.422Z"
                      *     }
                      */
                     "application/json": {
@@ -4932,7 +4952,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795901494,
+                     *       "client_id_issued_at": 1795904394,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5105,7 +5125,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.847Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.704Z"
                      *     }
                      */
                     "application/json": {
@@ -6231,8 +6251,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.721Z",
-                     *       "createdAt": "2026-05-28T09:00:04.721Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.313Z",
+                     *       "createdAt": "2026-05-28T09:00:05.313Z"
                      *     }
                      */
                     "application/json": {
@@ -6389,8 +6409,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.721Z",
-                     *       "createdAt": "2026-05-28T09:00:04.721Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.313Z",
+                     *       "createdAt": "2026-05-28T09:00:05.313Z"
                      *     }
                      */
                     "application/json": {
@@ -6576,8 +6596,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.551Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.551Z"
+                     *           "createdAt": "2026-05-28T09:00:03.630Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.630Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6589,8 +6609,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.569Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.569Z"
+                     *           "createdAt": "2026-05-28T09:00:03.655Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.655Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6777,8 +6797,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.551Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.551Z"
+                     *       "createdAt": "2026-05-28T09:00:03.630Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.630Z"
                      *     }
                      */
                     "application/json": {
@@ -7269,8 +7289,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.551Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.620Z"
+                     *       "createdAt": "2026-05-28T09:00:03.630Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.743Z"
                      *     }
                      */
                     "application/json": {
@@ -8497,7 +8517,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.027Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.831Z"
                      *     }
                      */
                     "application/json": {
@@ -8684,8 +8704,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.569Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.569Z"
+                     *       "createdAt": "2026-05-28T09:00:03.655Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.655Z"
                      *     }
                      */
                     "application/json": {
@@ -8893,7 +8913,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T11:28:31.130Z"
+                     *                 "end": "2026-01-28T10:40:12.153Z"
                      *               }
                      *             }
                      *           ],
@@ -9606,7 +9626,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T11:28:31.130Z"
+                     *             "end": "2026-01-28T10:40:12.153Z"
                      *           }
                      *         }
                      *       ],
@@ -10512,7 +10532,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.458Z"
+                     *       "timestamp": "2026-05-28T09:00:05.021Z"
                      *     }
                      */
                     "application/json": {
@@ -10736,7 +10756,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.494Z"
+                     *           "timestamp": "2026-05-28T09:00:05.051Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10744,7 +10764,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.494Z"
+                     *           "timestamp": "2026-05-28T09:00:05.051Z"
                      *         }
                      *       ]
                      *     }
@@ -11755,7 +11775,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.806Z",
+                     *       "createdAt": "2026-05-28T09:00:05.415Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11939,8 +11959,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.806Z",
-                     *       "closedAt": "2026-05-28T09:00:04.869Z"
+                     *       "createdAt": "2026-05-28T09:00:05.415Z",
+                     *       "closedAt": "2026-05-28T09:00:05.515Z"
                      *     }
                      */
                     "application/json": {
@@ -12119,11 +12139,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.891Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.548Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.891Z"
+                     *       "createdAt": "2026-05-28T09:00:05.548Z"
                      *     }
                      */
                     "application/json": {
@@ -12291,7 +12311,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.463Z"
+                     *           "createdAt": "2026-05-28T09:00:03.509Z"
                      *         }
                      *       ]
                      *     }
@@ -12445,7 +12465,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.463Z"
+                     *       "createdAt": "2026-05-28T09:00:03.509Z"
                      *     }
                      */
                     "application/json": {
@@ -12584,7 +12604,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.463Z"
+                     *       "createdAt": "2026-05-28T09:00:03.509Z"
                      *     }
                      */
                     "application/json": {
@@ -12735,7 +12755,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.463Z"
+                     *       "createdAt": "2026-05-28T09:00:03.509Z"
                      *     }
                      */
                     "application/json": {
@@ -13417,6 +13437,221 @@ export interface operations {
             };
         };
     };
+    getPaywallFunnel: {
+        parameters: {
+            query?: {
+                /** @description Only this customer (id or externalRef) */
+                customerRef?: string;
+                /** @description Inclusive; default 30 days before to */
+                from?: string;
+                /** @description The meter (default requests: tool calls) */
+                meterRef?: string;
+                /** @description Exclusive; default now */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-04-28T09:00:06.601Z",
+                     *       "to": "2026-05-28T09:00:06.601Z",
+                     *       "totals": {
+                     *         "shown": 0,
+                     *         "offered": 0,
+                     *         "opened": 0,
+                     *         "paid": 0,
+                     *         "openRateBasisPoints": null,
+                     *         "conversionBasisPoints": null,
+                     *         "timeToPay": null
+                     *       },
+                     *       "byForm": [],
+                     *       "byPlan": []
+                     *     }
+                     */
+                    "application/json": {
+                        byForm: {
+                            /** @description paid ÷ offered, half to even; null with none offered */
+                            conversionBasisPoints: number | null;
+                            /** @description modern (MCP 2026-07-28) or legacy (up to 2025-11-25); '' before forms were recorded */
+                            era: string;
+                            /** @description url_elicitation, error_32042 (the -32042 error) or text_link; '' before forms were recorded */
+                            form: string;
+                            /** @description Checkout sessions offered (concurrent paywalls of a customer share one) */
+                            offered: number;
+                            /** @description Of those, opened (or paid, which opens) */
+                            opened: number;
+                            /** @description opened ÷ offered, half to even; null with none offered */
+                            openRateBasisPoints: number | null;
+                            /** @description Of those, paid */
+                            paid: number;
+                            /** @description Calls the paywall answered */
+                            shown: number;
+                        }[];
+                        byPlan: {
+                            /** @description paid ÷ offered, half to even; null with none offered */
+                            conversionBasisPoints: number | null;
+                            /** @description plan or topup; null when none was offered */
+                            kind: string | null;
+                            /** @description Checkout sessions offered (concurrent paywalls of a customer share one) */
+                            offered: number;
+                            /** @description Of those, opened (or paid, which opens) */
+                            opened: number;
+                            /** @description opened ÷ offered, half to even; null with none offered */
+                            openRateBasisPoints: number | null;
+                            /** @description Of those, paid */
+                            paid: number;
+                            /** @description The plan the checkout sold; null for a credit pack, or when none was offered */
+                            planId: string | null;
+                            planName: string | null;
+                            /** @description The MCP server's product */
+                            productId: string;
+                            productName: string | null;
+                            /** @description Calls the paywall answered */
+                            shown: number;
+                            /** @description From the paywall first shown to payment, nearest rank; null when none paid */
+                            timeToPay: {
+                                medianSeconds: number;
+                                p90Seconds: number;
+                                paid: number;
+                            } | null;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        from: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        to: string;
+                        totals: {
+                            /** @description paid ÷ offered, half to even; null with none offered */
+                            conversionBasisPoints: number | null;
+                            /** @description Checkout sessions offered (concurrent paywalls of a customer share one) */
+                            offered: number;
+                            /** @description Of those, opened (or paid, which opens) */
+                            opened: number;
+                            /** @description opened ÷ offered, half to even; null with none offered */
+                            openRateBasisPoints: number | null;
+                            /** @description Of those, paid */
+                            paid: number;
+                            /** @description Calls the paywall answered */
+                            shown: number;
+                            /** @description From the paywall first shown to payment, nearest rank; null when none paid */
+                            timeToPay: {
+                                medianSeconds: number;
+                                p90Seconds: number;
+                                paid: number;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getRevenueAnalytics: {
         parameters: {
             query?: {
@@ -13451,7 +13686,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:05.690Z",
+                     *       "asOf": "2026-05-28T09:00:06.539Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -13696,7 +13931,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T11:28:31.130Z",
+                     *           "end": "2026-01-28T10:40:12.153Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13735,8 +13970,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T11:28:31.130Z",
-                     *           "end": "2026-02-28T11:28:31.130Z",
+                     *           "start": "2026-01-28T10:40:12.153Z",
+                     *           "end": "2026-02-28T10:40:12.153Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13775,8 +14010,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T11:28:31.130Z",
-                     *           "end": "2026-03-30T11:28:31.130Z",
+                     *           "start": "2026-02-28T10:40:12.153Z",
+                     *           "end": "2026-03-30T10:40:12.153Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13815,8 +14050,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T11:28:31.130Z",
-                     *           "end": "2026-04-30T11:28:31.130Z",
+                     *           "start": "2026-03-30T10:40:12.153Z",
+                     *           "end": "2026-04-30T10:40:12.153Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13855,8 +14090,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T11:28:31.130Z",
-                     *           "end": "2026-05-30T11:28:31.130Z",
+                     *           "start": "2026-04-30T10:40:12.153Z",
+                     *           "end": "2026-05-30T10:40:12.153Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14108,8 +14343,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.656Z",
-                     *       "to": "2026-05-28T09:00:05.656Z",
+                     *       "from": "2026-04-28T09:00:06.508Z",
+                     *       "to": "2026-05-28T09:00:06.508Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -14118,9 +14353,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 105.246,
-                     *             "p95": 105.246,
-                     *             "p99": 105.246
+                     *             "p50": 104.56,
+                     *             "p95": 104.56,
+                     *             "p99": 104.56
                      *           }
                      *         }
                      *       ]
@@ -14292,31 +14527,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.602Z",
-                     *       "to": "2026-05-28T09:00:05.602Z",
+                     *       "from": "2026-04-28T09:00:06.444Z",
+                     *       "to": "2026-05-28T09:00:06.444Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T10:28:31.130Z",
+                     *           "start": "2026-04-24T09:40:12.153Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T10:28:31.130Z",
+                     *           "start": "2026-05-01T09:40:12.153Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T10:28:31.130Z",
+                     *           "start": "2026-05-08T09:40:12.153Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T10:28:31.130Z",
+                     *           "start": "2026-05-15T09:40:12.153Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T10:28:31.130Z",
+                     *           "start": "2026-05-22T09:40:12.153Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -14549,17 +14784,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…w83M",
+                     *           "hint": "sk_test_…AwSI",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.462Z",
+                     *           "createdAt": "2026-05-28T09:00:08.819Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…ZWZ0",
+                     *           "hint": "sk_test_…7jFs",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.073Z",
+                     *           "createdAt": "2026-05-28T09:00:08.407Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14705,9 +14940,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…w83M",
+                     *       "hint": "sk_test_…AwSI",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.462Z",
+                     *       "createdAt": "2026-05-28T09:00:08.819Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15030,18 +15265,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…KXNY",
+                     *       "hint": "sk_test_…0TTo",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.493Z",
+                     *       "createdAt": "2026-05-28T09:00:08.865Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…w83M",
+                     *         "hint": "sk_test_…AwSI",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.462Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.493Z"
+                     *         "createdAt": "2026-05-28T09:00:08.819Z",
+                     *         "expiresAt": "2026-05-28T10:00:08.865Z"
                      *       }
                      *     }
                      */
@@ -15237,7 +15472,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:06.915Z",
+                     *           "createdAt": "2026-05-28T09:00:08.199Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15254,7 +15489,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:06.908Z",
+                     *           "createdAt": "2026-05-28T09:00:08.184Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15271,7 +15506,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:06.885Z",
+                     *           "createdAt": "2026-05-28T09:00:08.119Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15287,7 +15522,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqMTQ2ZWI5Y3gyamYycTBiamVoZ2Nw"
+                     *       "nextCursor": "YXVkXzAxbThqM3dwbnkyZnJjZjBwaDNiMncyczFi"
                      *     }
                      */
                     "application/json": {
@@ -15466,7 +15701,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.806Z",
+                     *           "createdAt": "2026-05-28T09:00:05.415Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -15621,7 +15856,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.806Z",
+                     *       "createdAt": "2026-05-28T09:00:05.415Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -15782,7 +16017,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.806Z",
+                     *       "createdAt": "2026-05-28T09:00:05.415Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17581,8 +17816,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.311Z",
-                     *       "latencyMs": 23,
+                     *       "checkedAt": "2026-05-28T09:00:06.132Z",
+                     *       "latencyMs": 30,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -17950,8 +18185,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.714Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.714Z"
+                     *           "createdAt": "2026-05-28T09:00:02.687Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.687Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -17961,8 +18196,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.410Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.410Z"
+                     *           "createdAt": "2026-05-28T09:00:03.448Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.448Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18134,8 +18369,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.410Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.410Z"
+                     *       "createdAt": "2026-05-28T09:00:03.448Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.448Z"
                      *     }
                      */
                     "application/json": {
@@ -18308,8 +18543,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.410Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.410Z"
+                     *       "createdAt": "2026-05-28T09:00:03.448Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.448Z"
                      *     }
                      */
                     "application/json": {
@@ -18459,8 +18694,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.410Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.686Z"
+                     *       "createdAt": "2026-05-28T09:00:03.448Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.719Z"
                      *     }
                      */
                     "application/json": {
@@ -18630,11 +18865,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.891Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.548Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.891Z"
+                     *           "createdAt": "2026-05-28T09:00:05.548Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18786,11 +19021,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.891Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.548Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.891Z"
+                     *       "createdAt": "2026-05-28T09:00:05.548Z"
                      *     }
                      */
                     "application/json": {
@@ -18975,8 +19210,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.209Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
+                     *       "createdAt": "2026-05-28T09:00:03.210Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.210Z"
                      *     }
                      */
                     "application/json": {
@@ -19292,8 +19527,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.209Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.342Z"
+                     *       "createdAt": "2026-05-28T09:00:03.210Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.377Z"
                      *     }
                      */
                     "application/json": {
@@ -19548,8 +19783,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.696Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.709Z"
+                     *       "createdAt": "2026-05-28T09:00:07.733Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.753Z"
                      *     }
                      */
                     "application/json": {
@@ -19744,8 +19979,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmhZ0fv6fSr6t02",
-                     *       "connectedAt": "2026-05-28T09:00:06.377Z"
+                     *       "account": "acct_RmiI2k1DdBNY5EN",
+                     *       "connectedAt": "2026-05-28T09:00:07.349Z"
                      *     }
                      */
                     "application/json": {
@@ -19919,8 +20154,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmhZ0fv6fSr6t02",
-                     *       "connectedAt": "2026-05-28T09:00:06.377Z"
+                     *       "account": "acct_RmiI2k1DdBNY5EN",
+                     *       "connectedAt": "2026-05-28T09:00:07.349Z"
                      *     }
                      */
                     "application/json": {
@@ -20489,8 +20724,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.954Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.954Z"
+                     *           "createdAt": "2026-05-28T09:00:02.917Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.917Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20669,8 +20904,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.954Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.954Z"
+                     *       "createdAt": "2026-05-28T09:00:02.917Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.917Z"
                      *     }
                      */
                     "application/json": {
@@ -20845,8 +21080,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.954Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.954Z"
+                     *       "createdAt": "2026-05-28T09:00:02.917Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.917Z"
                      *     }
                      */
                     "application/json": {
@@ -21023,8 +21258,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.954Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.075Z"
+                     *       "createdAt": "2026-05-28T09:00:02.917Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
                      *     }
                      */
                     "application/json": {
@@ -21199,8 +21434,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.755Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.762Z"
+                     *       "createdAt": "2026-05-28T09:00:07.822Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.842Z"
                      *     }
                      */
                     "application/json": {
@@ -21391,8 +21626,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.138Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.138Z"
+                     *           "createdAt": "2026-05-28T09:00:03.107Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.107Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -21438,8 +21673,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.209Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.209Z"
+                     *           "createdAt": "2026-05-28T09:00:03.210Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.210Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -21482,8 +21717,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.224Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.224Z"
+                     *           "createdAt": "2026-05-28T09:00:03.225Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.225Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21831,8 +22066,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.209Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
+                     *       "createdAt": "2026-05-28T09:00:03.210Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.210Z"
                      *     }
                      */
                     "application/json": {
@@ -22304,13 +22539,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.070Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.404Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.230Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.604Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -22319,8 +22554,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.318Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.318Z"
+                     *           "createdAt": "2026-05-28T09:00:08.651Z",
+                     *           "expiresAt": "2026-06-04T09:00:08.651Z"
                      *         }
                      *       ]
                      *     }
@@ -22481,8 +22716,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.089Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.089Z"
+                     *       "createdAt": "2026-05-28T09:00:08.456Z",
+                     *       "expiresAt": "2026-06-04T09:00:08.456Z"
                      *     }
                      */
                     "application/json": {
@@ -22970,7 +23205,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.230Z"
+                     *       "joinedAt": "2026-05-28T09:00:08.604Z"
                      *     }
                      */
                     "application/json": {
@@ -23358,7 +23593,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.784Z"
+                     *       "createdAt": "2026-05-28T09:00:05.385Z"
                      *     }
                      */
                     "application/json": {
@@ -23548,7 +23783,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.578Z"
+                     *       "createdAt": "2026-05-28T09:00:07.578Z"
                      *     }
                      */
                     "application/json": {
@@ -23726,7 +23961,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.578Z"
+                     *           "createdAt": "2026-05-28T09:00:07.578Z"
                      *         }
                      *       ]
                      *     }
@@ -23880,8 +24115,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.509Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.509Z"
+                     *           "createdAt": "2026-05-28T09:00:07.499Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.499Z"
                      *         }
                      *       ]
                      *     }
@@ -24055,8 +24290,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.509Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.509Z",
+                     *       "createdAt": "2026-05-28T09:00:07.499Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.499Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24211,8 +24446,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.509Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.509Z"
+                     *       "createdAt": "2026-05-28T09:00:07.499Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.499Z"
                      *     }
                      */
                     "application/json": {
@@ -24504,8 +24739,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.509Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.554Z"
+                     *       "createdAt": "2026-05-28T09:00:07.499Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.556Z"
                      *     }
                      */
                     "application/json": {
@@ -24657,8 +24892,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.509Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.649Z"
+                     *       "createdAt": "2026-05-28T09:00:07.499Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.668Z"
                      *     }
                      */
                     "application/json": {
@@ -24810,8 +25045,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.509Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.661Z"
+                     *       "createdAt": "2026-05-28T09:00:07.499Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.691Z"
                      *     }
                      */
                     "application/json": {
@@ -25104,7 +25339,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.638Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.657Z"
                      *     }
                      */
                     "application/json": {

@@ -262,6 +262,21 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));
     expect(origin.calls.get('report') ?? 0).toBe(0);
     await client.close();
+    // On the funnel as a text link the 2025 era saw, offering the checkout in its _meta.
+    const funnel = await pollUntil(
+      async () =>
+        (
+          await api<{ byForm: Array<{ era: string; form: string; shown: number; offered: number }> }>(
+            'GET',
+            `/v1/ui/analytics/funnel?customerRef=${customer.ref}`,
+          )
+        ).body,
+      (body) => body.byForm.length > 0,
+      { what: 'the paywall on the funnel', timeoutMs: 30_000 },
+    );
+    expect(funnel.byForm).toEqual([
+      expect.objectContaining({ era: 'legacy', form: 'text_link', shown: 1, offered: 1 }),
+    ]);
   });
 
   it('asks a client that declared URL elicitation to open the checkout: inside the call, or -32042', async () => {
@@ -319,6 +334,25 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       { what: 'the paywalled calls recorded', timeoutMs: 30_000 },
     );
     expect(recorded.groups).toEqual([{ value: 'paywall', records: 2 }]);
+
+    // The funnel: two paywalls of the 2025 era, one asked inside the call and one -32042, both
+    // offering the one session; opened once the customer loads its page, and not paid.
+    type Funnel = {
+      totals: { shown: number; offered: number; opened: number; paid: number };
+      byForm: Array<{ era: string; form: string; shown: number; offered: number }>;
+      byPlan: Array<{ planId: string | null; planName: string | null; shown: number; offered: number }>;
+    };
+    const funnel = async () =>
+      (await api<Funnel>('GET', `/v1/ui/analytics/funnel?customerRef=${customer.ref}`)).body;
+    const before = await funnel();
+    expect(before.totals).toMatchObject({ shown: 2, offered: 1, opened: 0, paid: 0 });
+    expect(before.byForm.map((f) => [f.era, f.form, f.shown, f.offered]).sort()).toEqual([
+      ['legacy', 'error_32042', 1, 1],
+      ['legacy', 'url_elicitation', 1, 1],
+    ]);
+    expect(before.byPlan).toMatchObject([{ planId: pro.id, planName: 'Pro', shown: 2, offered: 1 }]);
+    expect((await fetch(String(asked[0]?.url))).status).toBe(200);
+    expect((await funnel()).totals).toMatchObject({ shown: 2, offered: 1, opened: 1, paid: 0 });
   });
 
   it("serves MCP Inspector's CLI: tools listed, a call metered, the paywall readable", async () => {

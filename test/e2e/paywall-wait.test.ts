@@ -247,4 +247,47 @@ describe('the paywall waits for payment after an accept, in both eras', () => {
     });
     expect(settled.total).toBe(served);
   });
+
+  it('puts every case on the paywall funnel: URL elicitations by era, the paid ones paid', async () => {
+    type Stage = {
+      shown: number;
+      offered: number;
+      opened: number;
+      paid: number;
+      conversionBasisPoints: number;
+    };
+    const funnel = (
+      await api<{
+        totals: Stage & { timeToPay: { paid: number; medianSeconds: number; p90Seconds: number } };
+        byForm: Array<Stage & { era: string; form: string }>;
+        byPlan: Array<Stage & { productName: string; planName: string; kind: string }>;
+      }>('GET', '/v1/ui/analytics/funnel')
+    ).body;
+    // Each case met the paywall once, as its own customer (so its own checkout session).
+    const modern = cases.filter(([, mode]) => mode !== 'default');
+    const legacy = cases.filter(([, mode]) => mode === 'default');
+    const paid = (list: typeof cases) => list.filter(([, , action]) => action === 'pay').length;
+    const stage = (list: typeof cases) => ({
+      shown: list.length,
+      offered: list.length,
+      // Paying opens the page; the others never loaded it.
+      opened: paid(list),
+      paid: paid(list),
+    });
+    expect(funnel.byForm).toEqual([
+      expect.objectContaining({ era: 'modern', form: 'url_elicitation', ...stage(modern) }),
+      expect.objectContaining({ era: 'legacy', form: 'url_elicitation', ...stage(legacy) }),
+    ]);
+    expect(funnel.byPlan).toEqual([
+      expect.objectContaining({ productName: 'Adder', planName: 'Pro', kind: 'plan', ...stage(cases) }),
+    ]);
+    expect(funnel.totals).toMatchObject({
+      ...stage(cases),
+      conversionBasisPoints: Math.round((paid(cases) * 10_000) / cases.length),
+    });
+    // Each paid a second after it was asked, so no sooner than that after the paywall showed.
+    expect(funnel.totals.timeToPay.paid).toBe(paid(cases));
+    expect(funnel.totals.timeToPay.medianSeconds).toBeGreaterThanOrEqual(1);
+    expect(funnel.totals.timeToPay.p90Seconds).toBeGreaterThanOrEqual(funnel.totals.timeToPay.medianSeconds);
+  });
 });

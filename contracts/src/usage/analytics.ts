@@ -69,7 +69,23 @@ export interface ToolStats {
   latencyMs: { p50: number; p95: number; p99: number } | null;
 }
 
+/** Paywalls shown, by how and which checkout they offered (one row per form, era, session, product). */
+export interface PaywallShownRow {
+  /** url_elicitation, error_32042 or text_link; '' for records made before forms were recorded. */
+  form: string;
+  /** modern or legacy; '' likewise. */
+  era: string;
+  /** The checkout session offered; '' when none was. */
+  checkoutSessionId: string;
+  productId: string;
+  /** Calls the paywall answered. */
+  shown: number;
+  /** When it was first shown (ms since the epoch). */
+  firstShownMs: number;
+}
+
 export interface UsageAnalytics {
   series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]>;
   toolStats(query: ToolStatsQuery): Promise<ToolStats[]>;
+  paywalls(query: ToolStatsQuery): Promise<PaywallShownRow[]>;
 }

@@ -1,3 +1,4 @@
+import type { PaywallShown } from '@mcp-meter/contracts/usage-record';
 import type { ToolCall } from '../calls';
 
 /**
@@ -137,5 +138,34 @@ export function paywallAnswer(
       isError: true,
       _meta: paywallMeta(verdict, offer),
     },
+  };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * How a paywall answer `paywallAnswer` made shows the paywall, read back from its shape, with
+ * the checkout it offers; undefined for any other answer (a retry-later error).
+ */
+export function paywallShownOf(
+  answer: Record<string, unknown>,
+  era: { modern: boolean },
+): PaywallShown | undefined {
+  const on = era.modern ? 'modern' : 'legacy';
+  const { result, error } = answer;
+  if (isObject(error) && error.code === URL_ELICITATION_REQUIRED && isObject(error.data)) {
+    const first = Array.isArray(error.data.elicitations) ? error.data.elicitations[0] : undefined;
+    const id = isObject(first) && typeof first.elicitationId === 'string' ? first.elicitationId : null;
+    return { form: 'error_32042', era: on, checkoutSessionId: id };
+  }
+  if (!isObject(result) || !isObject(result._meta)) return undefined;
+  const meta = result._meta[PAYWALL_META_KEY];
+  if (!isObject(meta)) return undefined;
+  const id = typeof meta.checkoutSessionId === 'string' ? meta.checkoutSessionId : null;
+  return {
+    form: result.resultType === 'input_required' ? 'url_elicitation' : 'text_link',
+    era: on,
+    checkoutSessionId: id,
   };
 }

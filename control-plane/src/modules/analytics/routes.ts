@@ -2,6 +2,8 @@ import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
 import type { RevenueAnalytics as Revenue } from './revenue';
 import {
+  FunnelQuery,
+  PaywallFunnel,
   RevenueAnalytics,
   RevenueAnalyticsQuery,
   ToolAnalytics,
@@ -38,6 +40,19 @@ export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue) {
         },
       },
       async (request) => analytics.tools(authOf(request), request.query),
+    );
+    app.get(
+      '/v1/ui/analytics/funnel',
+      {
+        schema: {
+          tags,
+          summary:
+            'The paywall funnel: paywalls shown, checkouts offered, opened and paid, by form and by plan',
+          querystring: FunnelQuery,
+          response: { 200: PaywallFunnel, 503: Problem, ...errorResponses },
+        },
+      },
+      async (request) => analytics.funnel(authOf(request), request.query),
     );
     app.get(
       '/v1/ui/analytics/revenue',

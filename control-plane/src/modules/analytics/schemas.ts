@@ -191,3 +191,64 @@ export const RevenueAnalytics = Type.Object({
     }),
   ),
 });
+
+export const FunnelQuery = ToolAnalyticsQuery;
+
+const Stage = {
+  shown: Type.Integer({ description: 'Calls the paywall answered' }),
+  offered: Type.Integer({
+    description: 'Checkout sessions offered (concurrent paywalls of a customer share one)',
+  }),
+  opened: Type.Integer({ description: 'Of those, opened (or paid, which opens)' }),
+  paid: Type.Integer({ description: 'Of those, paid' }),
+  openRateBasisPoints: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'opened ÷ offered, half to even; null with none offered',
+  }),
+  conversionBasisPoints: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'paid ÷ offered, half to even; null with none offered',
+  }),
+};
+const TimeToPay = Type.Union(
+  [
+    Type.Object({
+      paid: Type.Integer(),
+      medianSeconds: Type.Number(),
+      p90Seconds: Type.Number(),
+    }),
+    Type.Null(),
+  ],
+  { description: 'From the paywall first shown to payment, nearest rank; null when none paid' },
+);
+
+export const PaywallFunnel = Type.Object({
+  from: Timestamp,
+  to: Timestamp,
+  totals: Type.Object({ ...Stage, timeToPay: TimeToPay }),
+  byForm: Type.Array(
+    Type.Object({
+      era: Type.String({
+        description: "modern (MCP 2026-07-28) or legacy (up to 2025-11-25); '' before forms were recorded",
+      }),
+      form: Type.String({
+        description:
+          "url_elicitation, error_32042 (the -32042 error) or text_link; '' before forms were recorded",
+      }),
+      ...Stage,
+    }),
+  ),
+  byPlan: Type.Array(
+    Type.Object({
+      productId: Type.String({ description: "The MCP server's product" }),
+      productName: Type.Union([Type.String(), Type.Null()]),
+      planId: Type.Union([Type.String(), Type.Null()], {
+        description: 'The plan the checkout sold; null for a credit pack, or when none was offered',
+      }),
+      planName: Type.Union([Type.String(), Type.Null()]),
+      kind: Type.Union([Type.String(), Type.Null()], {
+        description: 'plan or topup; null when none was offered',
+      }),
+      ...Stage,
+      timeToPay: TimeToPay,
+    }),
+  ),
+});

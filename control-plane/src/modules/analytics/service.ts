@@ -16,10 +16,13 @@ import {
   ValidationError,
 } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import { sessionsByIds } from '../checkout/repository';
 import { findCustomer } from '../customers/repository';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { bucketsOf, isTimeZone } from './calendar';
-import type { ToolAnalyticsQuery, UsageAnalyticsQuery } from './schemas';
+import { funnelOf } from './funnel';
+import { namesOf } from './names';
+import type { FunnelQuery, ToolAnalyticsQuery, UsageAnalyticsQuery } from './schemas';
 
 /** Buckets one series may hold: a year of days, or 41 days of hours. */
 export const MAX_BUCKETS = 1000;
@@ -226,6 +229,51 @@ export class AnalyticsService {
       from: scope.from.toISOString(),
       to: scope.to.toISOString(),
       data: stats.map((s) => ({ ...s, errorRate: s.calls === 0 ? 0 : s.errors / s.calls })),
+    };
+  }
+
+  /** The paywall funnel over a range: shown → offered → opened → paid, by form and by plan. */
+  async funnel(auth: AuthContext, query: Static<typeof FunnelQuery>) {
+    const scope = await this.scope(auth, query);
+    const rows = await this.analytics().paywalls({
+      providerId: auth.providerId,
+      environment: auth.environment,
+      meterRef: scope.meterRef,
+      from: scope.from,
+      to: scope.to,
+      customerRef: scope.customerRef,
+    });
+    const ids = [...new Set(rows.map((r) => r.checkoutSessionId).filter((id) => id !== ''))];
+    const found = ids.length === 0 ? [] : await sessionsByIds(this.pool, auth, ids);
+    const sessions = new Map(
+      found.map((row) => [
+        row.id,
+        {
+          id: row.id,
+          planId: row.plan_id,
+          kind: row.kind,
+          openedAt: row.opened_at,
+          paidAt: row.status === 'used' ? row.completed_at : null,
+        },
+      ]),
+    );
+    const funnel = funnelOf(rows, sessions);
+    const names = await namesOf(
+      this.pool,
+      auth,
+      funnel.byPlan.map((p) => p.productId),
+      funnel.byPlan.flatMap((p) => (p.planId === null ? [] : [p.planId])),
+    );
+    return {
+      from: scope.from.toISOString(),
+      to: scope.to.toISOString(),
+      totals: funnel.totals,
+      byForm: funnel.byForm,
+      byPlan: funnel.byPlan.map((p) => ({
+        ...p,
+        productName: names.products.get(p.productId) ?? null,
+        planName: p.planId === null ? null : (names.plans.get(p.planId) ?? null),
+      })),
     };
   }
 }

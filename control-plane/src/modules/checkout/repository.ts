@@ -18,13 +18,17 @@ export interface SessionRow {
   expires_at: Date;
   completed_at: Date | null;
   created_at: Date;
+  /** Who offered it: the API (a provider's integration) or the paywall. */
+  source: 'api' | 'paywall';
+  /** When its page was first opened (or it was paid, whichever came first). */
+  opened_at: Date | null;
 }
 
 export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
-                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
     [
       row.id,
       row.provider_id,
@@ -43,8 +47,27 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.expires_at,
       row.completed_at,
       row.created_at,
+      row.source,
     ],
   );
+}
+
+/** Notes the first time a session's page was opened. */
+export async function markOpened(db: Queryable, id: string, at: Date): Promise<void> {
+  await db.query('UPDATE checkout_sessions SET opened_at = $2 WHERE id = $1 AND opened_at IS NULL', [id, at]);
+}
+
+/** Checkout sessions by id, within one tenant. */
+export async function sessionsByIds(
+  db: Queryable,
+  tenant: { providerId: string; environment: string },
+  ids: string[],
+): Promise<SessionRow[]> {
+  const { rows } = await db.query<SessionRow>(
+    'SELECT * FROM checkout_sessions WHERE provider_id = $1 AND environment = $2 AND id = ANY($3::text[])',
+    [tenant.providerId, tenant.environment, ids],
+  );
+  return rows;
 }
 
 export async function findSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
@@ -80,7 +103,8 @@ export async function markSessionUsed(
   purchaseId: string | null,
 ): Promise<SessionRow | undefined> {
   const { rows } = await db.query<SessionRow>(
-    `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3, paying_until = NULL
+    `UPDATE checkout_sessions SET status = 'used', completed_at = $2, purchase_id = $3, paying_until = NULL,
+            opened_at = coalesce(opened_at, $2)
       WHERE id = $1 AND status = 'active' RETURNING *`,
     [id, at, purchaseId],
   );

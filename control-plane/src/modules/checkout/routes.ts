@@ -105,7 +105,10 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
     app.get('/checkout/:id', { schema: { ...hide, params: SessionParams } }, async (request, reply) => {
       // Live mode with Stripe: the card is given on Stripe's own page.
       const page = await checkout.processorPage(request.params.id);
-      if (page !== undefined) return reply.header('cache-control', 'no-store').redirect(page, 303);
+      if (page !== undefined) {
+        await checkout.opened(request.params.id);
+        return reply.header('cache-control', 'no-store').redirect(page, 303);
+      }
       const view = await checkout.view(request.params.id);
       reply
         .header('content-security-policy', CHECKOUT_CSP)
@@ -113,6 +116,7 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
         .type('text/html; charset=utf-8');
       if (view === undefined)
         return reply.status(410).send(renderDone('This checkout is no longer available.'));
+      await checkout.opened(request.params.id);
       return reply.send(renderCheckout(view));
     });
     app.post(

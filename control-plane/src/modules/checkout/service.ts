@@ -18,6 +18,7 @@ import { usagePriceLines } from './price-words';
 import {
   claimSession,
   expireDueSessions,
+  markOpened,
   markSessionUsed,
   releaseSession,
   type SessionRow,
@@ -125,6 +126,11 @@ export class CheckoutService {
    * Where the customer gives a card when the processor has a page of its own (live mode with
    * Stripe: a Stripe Checkout Session, made once per session); undefined when our page takes it.
    */
+  /** The customer opened the session's page: the funnel's second step, noted once. */
+  async opened(id: string): Promise<void> {
+    await markOpened(this.pool, id, this.clock.now());
+  }
+
   async processorPage(id: string): Promise<string | undefined> {
     const row = await this.sessions.load(id);
     if (row.environment !== 'live' || row.status !== 'active' || row.expires_at <= this.clock.now())

@@ -83,7 +83,13 @@ export class CheckoutSessions {
    * `on`: a connection the caller holds (the paywall's, under its advisory lock); every query of
    * the creation then runs on it, none waits for another connection from the pool.
    */
-  async create(auth: AuthContext, input: CheckoutInput, on?: PoolClient) {
+  /** A session for `input`; `source` says who offers it (the paywall's are its funnel). */
+  async create(
+    auth: AuthContext,
+    input: CheckoutInput,
+    on?: PoolClient,
+    source: SessionRow['source'] = 'api',
+  ) {
     const db: Queryable = on ?? this.pool;
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
@@ -143,6 +149,8 @@ export class CheckoutSessions {
       expires_at: new Date(at.getTime() + (input.expiresInMinutes ?? 60) * 60_000),
       completed_at: null,
       created_at: at,
+      source,
+      opened_at: null,
     };
     const write = async (tx: PoolClient) => {
       await insertSession(tx, row);

@@ -92,6 +92,7 @@ export class PaywallOffers {
             planRef: choice.id,
           },
           client,
+          'paywall',
         );
         return { sessionId: session.id, url: session.url };
       },
@@ -135,6 +136,7 @@ export class PaywallOffers {
             topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
           },
           client,
+          'paywall',
         );
         return { sessionId: session.id, url: session.url };
       },
