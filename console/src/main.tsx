@@ -11,6 +11,7 @@ import { Catalog, ProductPage } from './pages/catalog';
 import { CustomerPage, Customers } from './pages/customers';
 import { Developers } from './pages/developers';
 import { Events } from './pages/events';
+import { Funnel } from './pages/funnel';
 import { McpServerPage } from './pages/mcp-server';
 import { McpServers } from './pages/mcp-servers';
 import { Overview } from './pages/overview';
@@ -39,6 +40,7 @@ const routeTree = root.addChildren([
     page('/mcp-servers/$serverId', McpServerPage),
     page('/usage', Usage),
     page('/revenue', Revenue),
+    page('/funnel', Funnel),
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
     page('/billing', Billing),

@@ -10,6 +10,7 @@ const NAV = [
   { to: '/mcp-servers', label: 'MCP servers' },
   { to: '/usage', label: 'Usage' },
   { to: '/revenue', label: 'Revenue' },
+  { to: '/funnel', label: 'Paywall funnel' },
   { to: '/customers', label: 'Customers' },
   { to: '/billing', label: 'Billing' },
   { to: '/developers', label: 'Developers' },

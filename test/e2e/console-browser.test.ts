@@ -9,10 +9,10 @@ import { DEFAULT_CONSOLE_DIR } from '../../control-plane/src/modules/console-app
 import { launchChromium } from '../helpers/browser';
 import {
   axeFindings,
+  callBudgetOf,
   counting,
   csrfOf as csrfOfPage,
   heading,
-  MAX_CALLS_PER_PAGE,
   newPerson,
   shoot,
   unreachableByKeyboard,
@@ -551,7 +551,7 @@ describe('the console at /console', () => {
 
     console.log(`API calls per page: ${JSON.stringify(calls)}`);
     for (const [name, made] of Object.entries(calls))
-      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(MAX_CALLS_PER_PAGE);
+      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(callBudgetOf(name));
     expect([...owner.errors, ...developer.errors, ...viewer.errors]).toEqual([]);
     await Promise.all([owner.context.close(), developer.context.close(), viewer.context.close()]);
   });

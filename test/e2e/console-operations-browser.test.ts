@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
 import {
   axeFindings,
+  callBudgetOf,
   counting,
   csrfOf,
   heading,
-  MAX_CALLS_PER_PAGE,
   newPerson,
   shoot,
   unreachableByKeyboard,
@@ -398,7 +398,7 @@ describe('the console’s operations pages', () => {
 
     console.log(`API calls per page: ${JSON.stringify(calls)}`);
     for (const [name, made] of Object.entries(calls))
-      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(MAX_CALLS_PER_PAGE);
+      expect(made.length, `${name}: ${made.join(', ')}`).toBeLessThanOrEqual(callBudgetOf(name));
     expect(owner.errors).toEqual([]);
     await owner.context.close();
   });

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
-import { shoot } from '../helpers/console-browser';
+import { axeFindings, shoot } from '../helpers/console-browser';
 import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { runAdmin } from '../helpers/processes';
@@ -29,7 +29,11 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
     seller = await startSeller(stack, {
       provider: 'Chart Co',
       product: 'Calculator',
-      plans: [{ name: 'Free', price: 0, limit: 100, default: true }],
+      // Three calls free, then the paywall sells Pro.
+      plans: [
+        { name: 'Free', price: 0, limit: 3, default: true },
+        { name: 'Pro', price: 900, limit: 1000 },
+      ],
     });
     browser = await launchChromium();
   });
@@ -83,7 +87,8 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
       ],
       stack.env,
     );
-    const page = await browser.newPage();
+    // axe-core is put into the page as a script: the context lets it past the console's CSP.
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage();
     await page.goto(`${stack.baseUrl}/console/sign-in`);
     await page.getByLabel('Email').fill('owner@chart.example');
     await page.getByLabel('Password').fill(owner.password);
@@ -127,6 +132,81 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
     ]);
     await page.setViewportSize({ width: 1280, height: 860 });
     await shoot(page, 'usage');
+
+    // The paywall funnel: a fourth call meets the paywall (a text link: this client declared no
+    // URL elicitation), the customer pays on the checkout page, and the funnel page says so as the
+    // API does; so does the overview's conversion.
+    const again = new Client({ name: 'console-chart', version: '1.0.0' });
+    await again.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.proxyUrl}/mcp/${server.subdomain}`), {
+        requestInit: { headers: { authorization: `Bearer ${customer.token}` } },
+      }),
+    );
+    const wall = (await again.callTool({ name: 'add', arguments: { a: 1, b: 1 } })) as {
+      isError?: boolean;
+      _meta?: Record<string, { checkoutUrl: string }>;
+    };
+    await again.close();
+    expect(wall.isError).toBe(true);
+    const checkoutUrl = wall._meta?.['dev.mcp-meter/paywall']?.checkoutUrl as string;
+    expect((await fetch(checkoutUrl)).status).toBe(200);
+    const paid = await fetch(`${checkoutUrl}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' } }),
+    });
+    expect(paid.status).toBe(200);
+    type Funnel = {
+      totals: { shown: number; offered: number; opened: number; paid: number; conversionBasisPoints: number };
+      byForm: { era: string; form: string; shown: number }[];
+    };
+    let funnel: Funnel | undefined;
+    for (let i = 0; i < 150 && (funnel?.totals.shown ?? 0) < 1; i++) {
+      funnel = (await seller.api<Funnel>('GET', '/v1/ui/analytics/funnel')).body;
+      if (funnel.totals.shown < 1) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(funnel?.totals).toMatchObject({
+      shown: 1,
+      offered: 1,
+      opened: 1,
+      paid: 1,
+      conversionBasisPoints: 10_000,
+    });
+    expect(funnel?.byForm).toEqual([expect.objectContaining({ era: 'legacy', form: 'text_link', shown: 1 })]);
+    await page
+      .getByRole('navigation', { name: 'Console' })
+      .getByRole('link', { name: 'Paywall funnel' })
+      .click();
+    await page.getByRole('heading', { level: 1, name: 'Paywall funnel' }).waitFor();
+    await page.getByTestId('funnel-conversion').waitFor();
+    expect(await page.getByTestId('funnel-conversion').innerText()).toBe('100.00%');
+    expect(await page.getByTestId('funnel-chart').getAttribute('aria-label')).toBe(
+      'Paywall funnel: Paywalls shown 1, Checkouts offered 1, Opened 1, Paid 1',
+    );
+    const byForm = page.getByRole('table', { name: 'The funnel by era and form of the paywall' });
+    expect(await byForm.getByRole('row').nth(1).getByRole('cell').allInnerTexts()).toEqual([
+      '2025 and earlier',
+      'Text link',
+      '1',
+      '1',
+      '1',
+      '1',
+      '100.00%',
+      '100.00%',
+    ]);
+    const byPlan = page.getByRole('table', { name: 'The funnel by product and plan sold' });
+    expect((await byPlan.getByRole('row').nth(1).getByRole('cell').allInnerTexts()).slice(0, 6)).toEqual([
+      'Calculator',
+      'Pro',
+      '1',
+      '1',
+      '1',
+      '1',
+    ]);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'funnel');
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByTestId('conversion-glance').filter({ hasText: '100.00%' }).waitFor();
     await page.close();
   });
 });

@@ -12,6 +12,8 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** API calls a page may make to render (the session, read once per visit, is not the page's). */
 export const MAX_CALLS_PER_PAGE = 3;
+/** The overview reads four figures at once (usage, revenue, the paywall, webhook endpoints). */
+export const callBudgetOf = (page: string): number => (page === 'overview' ? 4 : MAX_CALLS_PER_PAGE);
 const SCREENSHOTS =
   process.env.MCPMETER_WRITE_SCREENSHOTS === '1' ? join(process.cwd(), 'docs', 'console') : undefined;
 

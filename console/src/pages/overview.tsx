@@ -15,8 +15,8 @@ function lastTwoMonths() {
 
 /**
  * The business at a glance: usage records over the last 30 days (today's among them), net
- * revenue this month against last month, MRR and paying customers, and webhook endpoints that
- * are failing. Three calls.
+ * revenue this month against last month, MRR and paying customers, paywall conversion over 30
+ * days, and webhook endpoints that are failing. Four calls, made at once.
  */
 export function Overview() {
   // A glance is read fresh each time the page opens (what was cached shows until it answers).
@@ -29,6 +29,12 @@ export function Overview() {
   const revenue = useQuery({
     queryKey: ['analytics-revenue', 'glance'],
     queryFn: () => unwrap(api.GET('/v1/ui/analytics/revenue', { params: { query: lastTwoMonths() } })),
+    ...fresh,
+  });
+  // The paywall over the last 30 days (the default range).
+  const funnel = useQuery({
+    queryKey: ['analytics-funnel', 'glance'],
+    queryFn: () => unwrap(api.GET('/v1/ui/analytics/funnel')),
     ...fresh,
   });
   const endpoints = useQuery({
@@ -74,6 +80,25 @@ export function Overview() {
                 </p>
                 <p className="muted" data-testid="paying-glance">
                   {r.months[1]?.customers.paying ?? 0} paying customers
+                </p>
+              </>
+            )}
+          </Loaded>
+        </li>
+        <li className="card">
+          <h2>Paywall conversion</h2>
+          <Loaded query={funnel} what="the paywall funnel">
+            {(f) => (
+              <>
+                <p className="figure" data-testid="conversion-glance">
+                  <Link to="/funnel">
+                    {f.totals.conversionBasisPoints === null
+                      ? '—'
+                      : `${(f.totals.conversionBasisPoints / 100).toFixed(2)}%`}
+                  </Link>
+                </p>
+                <p className="muted">
+                  {f.totals.paid} paid of {f.totals.offered} checkouts in 30 days
                 </p>
               </>
             )}
