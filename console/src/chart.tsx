@@ -1,5 +1,6 @@
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
+import { Table } from './ui';
 import 'uplot/dist/uPlot.min.css';
 
 /**
@@ -154,4 +155,41 @@ export function downloadCsv(
   link.download = name;
   link.click();
   URL.revokeObjectURL(url);
+}
+
+type Cells = readonly (string | number)[];
+
+/**
+ * A table of rows as the page shows them, with a button that downloads it as CSV: the same rows,
+ * or `csv` when the file should hold them otherwise (plain decimals rather than money).
+ */
+export function ExportableTable(props: {
+  caption: string;
+  header: readonly string[];
+  rows: readonly Cells[];
+  /** Columns before this one are text; the rest are numbers, right-aligned. */
+  textColumns: number;
+  file: string;
+  exportLabel: string;
+  csv?: { header: readonly string[]; rows: readonly Cells[] };
+}) {
+  const csv = props.csv ?? { header: props.header, rows: props.rows };
+  return (
+    <>
+      <Table<Cells>
+        caption={props.caption}
+        rows={props.rows}
+        rowKey={(row) => row.slice(0, props.textColumns).join('/')}
+        columns={props.header.map((header, i) => ({
+          header,
+          numeric: i >= props.textColumns,
+          nowrap: i === 0,
+          cell: (row) => row[i],
+        }))}
+      />
+      <button type="button" onClick={() => downloadCsv(props.file, csv.header, csv.rows)}>
+        {props.exportLabel}
+      </button>
+    </>
+  );
 }

@@ -140,6 +140,32 @@ export function Select<T extends string>(props: {
   );
 }
 
+/** An analytics page's controls: a form that sends nothing, each choice applied as it changes. */
+export function Choices(props: { children: ReactNode }) {
+  return (
+    <form className="row" aria-label="What to show" onSubmit={(e) => e.preventDefault()}>
+      {props.children}
+    </form>
+  );
+}
+
+/** The range an analytics page shows, from its own list (value → label). */
+export function RangeSelect<T extends string>(props: {
+  value: T;
+  ranges: Readonly<Record<T, string>>;
+  onChange: (value: T) => void;
+}) {
+  return (
+    <Select<T>
+      label="Range"
+      name="range"
+      value={props.value}
+      onChange={props.onChange}
+      options={(Object.entries(props.ranges) as [T, string][]).map(([value, label]) => ({ value, label }))}
+    />
+  );
+}
+
 /** A secret shown once (a webhook signing secret): copy it now, it is not shown again. */
 export function ShownOnce(props: { label: string; secret: string; onDone: () => void }) {
   return (

@@ -1,8 +1,8 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
-import { downloadCsv } from '../chart';
-import { Loaded, Page, Select, Table } from '../ui';
+import { ExportableTable } from '../chart';
+import { Choices, Loaded, Page, RangeSelect } from '../ui';
 
 const DAY_MS = 86_400_000;
 const RANGES = { '7': 'Last 7 days', '30': 'Last 30 days', '90': 'Last 90 days' };
@@ -69,15 +69,9 @@ export function Funnel() {
   });
   return (
     <Page title="Paywall funnel">
-      <form className="row" aria-label="What to show" onSubmit={(e) => e.preventDefault()}>
-        <Select<Range>
-          label="Range"
-          name="range"
-          value={range}
-          onChange={setRange}
-          options={Object.entries(RANGES).map(([value, label]) => ({ value: value as Range, label }))}
-        />
-      </form>
+      <Choices>
+        <RangeSelect<Range> value={range} ranges={RANGES} onChange={setRange} />
+      </Choices>
       <Loaded
         query={funnel}
         what="the funnel"
@@ -108,12 +102,6 @@ export function Funnel() {
             ...stageOf(x),
             x.timeToPay?.medianSeconds ?? '',
           ]);
-          const columns = (header: string[], text: number) =>
-            header.map((h, i) => ({
-              header: h,
-              numeric: i >= text,
-              cell: (row: (string | number)[]) => row[i],
-            }));
           return (
             <>
               <ul className="cards glance">
@@ -141,25 +129,23 @@ export function Funnel() {
                 ]}
               />
               <h2>By what the client saw</h2>
-              <Table<(string | number)[]>
+              <ExportableTable
                 caption="The funnel by era and form of the paywall"
+                header={formHeader}
                 rows={formRows}
-                rowKey={(row) => `${row[0]}/${row[1]}`}
-                columns={columns(formHeader, 2)}
+                textColumns={2}
+                file="funnel-forms.csv"
+                exportLabel="Export forms as CSV"
               />
-              <button type="button" onClick={() => downloadCsv('funnel-forms.csv', formHeader, formRows)}>
-                Export forms as CSV
-              </button>
               <h2>By plan</h2>
-              <Table<(string | number)[]>
+              <ExportableTable
                 caption="The funnel by product and plan sold"
+                header={planHeader}
                 rows={planRows}
-                rowKey={(row) => `${row[0]}/${row[1]}`}
-                columns={columns(planHeader, 2)}
+                textColumns={2}
+                file="funnel-plans.csv"
+                exportLabel="Export plans as CSV"
               />
-              <button type="button" onClick={() => downloadCsv('funnel-plans.csv', planHeader, planRows)}>
-                Export plans as CSV
-              </button>
               <p className="muted">
                 Shown counts calls the paywall answered; a customer's paywalls within minutes share one
                 checkout, so conversion is of checkouts offered. Paying opens a checkout.

@@ -1,9 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, decimal, money, unwrap } from '../api';
-import { downloadCsv } from '../chart';
+import { ExportableTable } from '../chart';
 import { MovementChart } from '../movement-chart';
-import { Loaded, Page, Select, Table } from '../ui';
+import { Choices, Loaded, Page, RangeSelect, Select } from '../ui';
 
 const RANGES = { '6': 'Last 6 months', '12': 'Last 12 months', '24': 'Last 24 months' };
 type Range = keyof typeof RANGES;
@@ -39,14 +39,8 @@ export function Revenue() {
   });
   return (
     <Page title="Revenue">
-      <form className="row" aria-label="What to show" onSubmit={(e) => e.preventDefault()}>
-        <Select<Range>
-          label="Range"
-          name="range"
-          value={range}
-          onChange={setRange}
-          options={Object.entries(RANGES).map(([value, label]) => ({ value: value as Range, label }))}
-        />
+      <Choices>
+        <RangeSelect<Range> value={range} ranges={RANGES} onChange={setRange} />
         {report.data && report.data.otherCurrencies.length > 0 ? (
           <Select
             label="Currency"
@@ -59,7 +53,7 @@ export function Revenue() {
             }))}
           />
         ) : null}
-      </form>
+      </Choices>
       <Loaded query={report} what="revenue">
         {(r) => {
           const last = r.months.at(-1);
@@ -141,13 +135,6 @@ export function Revenue() {
           const code = r.currency.toUpperCase();
           const inCurrency = (header: string[], amounts: number) =>
             header.map((h, i) => (i > 0 && i <= amounts ? `${h} (${code})` : h));
-          const columns = (header: string[]) =>
-            header.map((h, i) => ({
-              header: h,
-              numeric: i > 0,
-              nowrap: i === 0,
-              cell: (row: (string | number)[]) => row[i],
-            }));
           return (
             <>
               <ul className="cards glance">
@@ -179,56 +166,37 @@ export function Revenue() {
                 currency={r.currency}
                 months={r.months.map((m) => ({ month: m.month, ...m.mrr }))}
               />
-              <Table<(string | number)[]>
+              <ExportableTable
                 caption="MRR and its movements per month"
+                header={mrrHeader}
                 rows={mrrRows}
-                rowKey={(row) => String(row[0])}
-                columns={columns(mrrHeader)}
+                textColumns={1}
+                file={`mrr-${r.currency}.csv`}
+                exportLabel="Export MRR as CSV"
+                csv={{ header: inCurrency(mrrHeader, 7), rows: r.months.map((m) => mrrOf(m, plain)) }}
               />
-              <button
-                type="button"
-                onClick={() =>
-                  downloadCsv(
-                    `mrr-${r.currency}.csv`,
-                    inCurrency(mrrHeader, 7),
-                    r.months.map((m) => mrrOf(m, plain)),
-                  )
-                }
-              >
-                Export MRR as CSV
-              </button>
               <h2>Customers</h2>
-              <Table<(string | number)[]>
+              <ExportableTable
                 caption="Paying and active customers and churn per month"
+                header={customerHeader}
                 rows={customerRows}
-                rowKey={(row) => String(row[0])}
-                columns={columns(customerHeader)}
+                textColumns={1}
+                file="customers.csv"
+                exportLabel="Export customers as CSV"
               />
-              <button
-                type="button"
-                onClick={() => downloadCsv('customers.csv', customerHeader, customerRows)}
-              >
-                Export customers as CSV
-              </button>
               <h2>Money received</h2>
-              <Table<(string | number)[]>
+              <ExportableTable
                 caption="Revenue per month by what it paid for"
+                header={moneyHeader}
                 rows={moneyRows}
-                rowKey={(row) => String(row[0])}
-                columns={columns(moneyHeader)}
+                textColumns={1}
+                file={`revenue-${r.currency}.csv`}
+                exportLabel="Export revenue as CSV"
+                csv={{
+                  header: inCurrency(moneyHeader, 10).map((h, i) => (i === 12 ? `${h} (${code})` : h)),
+                  rows: r.months.map((m) => moneyOf(m, plain)),
+                }}
               />
-              <button
-                type="button"
-                onClick={() =>
-                  downloadCsv(
-                    `revenue-${r.currency}.csv`,
-                    inCurrency(moneyHeader, 10).map((h, i) => (i === 12 ? `${h} (${code})` : h)),
-                    r.months.map((m) => moneyOf(m, plain)),
-                  )
-                }
-              >
-                Export revenue as CSV
-              </button>
               <p className="muted">
                 Months in UTC, in {r.currency.toUpperCase()}. Gross, refunds, disputes, fees and net are the
                 P&amp;L's figures for each month.

@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { downloadCsv, SeriesChart } from '../chart';
-import { Loaded, Page, Select, Table } from '../ui';
+import { Choices, Loaded, Page, RangeSelect, Select, Table } from '../ui';
 
 type Grain = 'hour' | 'day' | 'week' | 'month';
 type Group = 'none' | 'tool' | 'customer' | 'product' | 'server' | 'outcome';
@@ -50,14 +50,8 @@ export function Usage() {
   });
   return (
     <Page title="Usage">
-      <form className="row" aria-label="What to show" onSubmit={(e) => e.preventDefault()}>
-        <Select<Range>
-          label="Range"
-          name="range"
-          value={range}
-          onChange={setRange}
-          options={Object.entries(RANGES).map(([value, label]) => ({ value: value as Range, label }))}
-        />
+      <Choices>
+        <RangeSelect<Range> value={range} ranges={RANGES} onChange={setRange} />
         <Select<Grain>
           label="Per"
           name="grain"
@@ -91,7 +85,7 @@ export function Usage() {
           onChange={setTimeZone}
           options={ZONES.map((zone) => ({ value: zone, label: zone }))}
         />
-      </form>
+      </Choices>
       <Loaded query={usage} what="usage">
         {(u) => {
           const lines = [

@@ -3,6 +3,7 @@ import {
   ANALYTICS_GROUPS,
   type AnalyticsGrain,
   type AnalyticsGroup,
+  type ToolStatsQuery,
   type UsageAnalytics,
 } from '@mcp-meter/contracts/usage';
 import type { Static } from '@sinclair/typebox';
@@ -101,7 +102,16 @@ export class AnalyticsService {
       query.meterRef ?? REQUESTS_METER,
     );
     if (meter === undefined) throw new NotFoundError('meter_not_found', `No meter ${query.meterRef}`);
-    return { from, to, meterRef: meter.id, meterName: meter.name, customerRef };
+    // The question as the store takes it (records carry the meter's id and the customer's).
+    const store: ToolStatsQuery = {
+      providerId: auth.providerId,
+      environment: auth.environment,
+      meterRef: meter.id,
+      from,
+      to,
+      customerRef,
+    };
+    return { from, to, meterName: meter.name, store };
   }
 
   async usage(auth: AuthContext, query: Static<typeof UsageAnalyticsQuery>) {
@@ -125,17 +135,7 @@ export class AnalyticsService {
         `The range holds more than ${MAX_BUCKETS} ${grain} buckets; choose a shorter range or a larger grain`,
         { limit: MAX_BUCKETS, grain },
       );
-    const rows = await this.analytics().series({
-      providerId: auth.providerId,
-      environment: auth.environment,
-      meterRef: scope.meterRef,
-      from: scope.from,
-      to: scope.to,
-      customerRef: scope.customerRef,
-      grain,
-      timeZone,
-      groupBy,
-    });
+    const rows = await this.analytics().series({ ...scope.store, grain, timeZone, groupBy });
     const index = new Map(buckets.map((b, i) => [b.key, i]));
     const numeric = grain === 'hour';
     const before = (a: string, b: string) => (numeric ? Number(a) <= Number(b) : a <= b);
@@ -217,14 +217,7 @@ export class AnalyticsService {
 
   async tools(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {
     const scope = await this.scope(auth, query);
-    const stats = await this.analytics().toolStats({
-      providerId: auth.providerId,
-      environment: auth.environment,
-      meterRef: scope.meterRef,
-      from: scope.from,
-      to: scope.to,
-      customerRef: scope.customerRef,
-    });
+    const stats = await this.analytics().toolStats(scope.store);
     return {
       from: scope.from.toISOString(),
       to: scope.to.toISOString(),
@@ -235,14 +228,7 @@ export class AnalyticsService {
   /** The paywall funnel over a range: shown → offered → opened → paid, by form and by plan. */
   async funnel(auth: AuthContext, query: Static<typeof FunnelQuery>) {
     const scope = await this.scope(auth, query);
-    const rows = await this.analytics().paywalls({
-      providerId: auth.providerId,
-      environment: auth.environment,
-      meterRef: scope.meterRef,
-      from: scope.from,
-      to: scope.to,
-      customerRef: scope.customerRef,
-    });
+    const rows = await this.analytics().paywalls(scope.store);
     const ids = [...new Set(rows.map((r) => r.checkoutSessionId).filter((id) => id !== ''))];
     const found = ids.length === 0 ? [] : await sessionsByIds(this.pool, auth, ids);
     const sessions = new Map(
