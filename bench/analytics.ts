@@ -9,11 +9,11 @@
  * customers, 40 tools on 5 servers, 3 products, 2 % errors and 1 % paywalls, spread over 30 days.
  * Uses a fresh chdb directory, stops by itself, writes bench/results/analytics.{md,json}.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openUsageStore } from '@mcp-meter/ingest';
+import { openTestUsageStore } from '../test/helpers/usage-store';
 
 const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
@@ -36,14 +36,8 @@ const DAY_MS = 86_400_000;
 const END = Date.UTC(2026, 10, 1);
 const START = END - 30 * DAY_MS;
 
-const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-analytics-'));
-const handle = await openUsageStore({
-  url: undefined,
-  user: undefined,
-  password: undefined,
-  chdbPath: dir,
-  database: 'mcpmeter',
-});
+// A fresh chdb directory, removed on close.
+const handle = await openTestUsageStore('bench-analytics');
 
 /** Rows [from, to) of the deterministic data set, generated and inserted by ClickHouse itself. */
 async function load(from: number, to: number) {
@@ -169,5 +163,4 @@ try {
   console.log(lines.join('\n'));
 } finally {
   await handle.close();
-  rmSync(dir, { recursive: true, force: true });
 }

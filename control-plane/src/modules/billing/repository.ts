@@ -3,9 +3,21 @@ import type { Queryable } from '../../db/pool';
 
 export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void';
 
+/** What an invoice line bills for. */
+export const LINE_KINDS = [
+  'base',
+  'setup_fee',
+  'usage',
+  'late_usage',
+  'proration',
+  'proration_refund',
+  'credits_applied',
+] as const;
+export type LineKind = (typeof LINE_KINDS)[number];
+
 /** A line as an invoice keeps it: the priced line plus what it bills for. */
 export interface StoredLine {
-  kind: 'base' | 'setup_fee' | 'usage' | 'late_usage' | 'proration' | 'proration_refund' | 'credits_applied';
+  kind: LineKind;
   description: string;
   quantity: number;
   unitAmount: string;

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
+import { LINE_KINDS } from './repository';
 
 export const InvoiceLine = Type.Object({
   description: Type.String(),
@@ -58,15 +59,7 @@ export const Invoice = Type.Object({
   ),
   lines: Type.Array(
     Type.Object({
-      kind: stringEnum([
-        'base',
-        'setup_fee',
-        'usage',
-        'late_usage',
-        'proration',
-        'proration_refund',
-        'credits_applied',
-      ] as const),
+      kind: stringEnum(LINE_KINDS),
       description: Type.String(),
       quantity: Type.Integer(),
       unitAmount: Type.String({ description: 'Cents per unit as an exact decimal; for a flat fee, the fee' }),

@@ -1,5 +1,6 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
+import { LINE_KINDS } from '../billing/repository';
 
 export const ACCOUNTS = [
   'processor_balance',
@@ -36,16 +37,7 @@ export interface EntryInsert {
 }
 
 /** What a revenue entry paid for: the kind of invoice line, or a credit pack. */
-export const REVENUE_LINES = [
-  'base',
-  'setup_fee',
-  'usage',
-  'late_usage',
-  'proration',
-  'proration_refund',
-  'credits_applied',
-  'top_up',
-] as const;
+export const REVENUE_LINES = [...LINE_KINDS, 'top_up'] as const;
 export type RevenueLine = (typeof REVENUE_LINES)[number];
 
 type Tenant = { providerId: string; environment: Environment };
