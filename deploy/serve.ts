@@ -108,7 +108,7 @@ async function main(): Promise<void> {
     // seconds after a crash); the API and the proxy serve meanwhile and ingest catches up.
     const subscription = bus.subscription();
     ingestState = 'starting';
-    startIngestConsumer({ subscription, store: usageStore.store, logger }).then(
+    startIngestConsumer({ subscription, store: usageStore.store, rollups: usageStore.rollups, logger }).then(
       () => {
         ingestState = 'running';
         logger.info('usage consumer running');
@@ -119,6 +119,12 @@ async function main(): Promise<void> {
       },
     );
     closers.push(['ingest consumer', () => subscription.stop()]);
+    // Every consumer rolls: two at once write the same figures (docs/analytics.md).
+    const rollups = usageStore.rollups;
+    if (rollups !== undefined) {
+      rollups.start(cp.clickhouse.rollupIntervalMs, logger);
+      closers.push(['usage rollups', () => rollups.stop()]);
+    }
   }
 
   if (controlPlaneModule !== undefined && usageStore !== undefined && database !== undefined) {

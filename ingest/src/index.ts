@@ -4,6 +4,7 @@
  * reader and publisher interfaces, the settings) lives in `@mcp-meter/contracts`.
  */
 
+export { UsageRollups } from './analytics/rollups';
 export { CrossPartitionBatcher } from './batcher';
 export type { UsageBatchHandler, UsageSubscription } from './bus';
 export { recordTopic } from './bus';

@@ -1,6 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { BusConfig, ClickHouseConfig, UsageSettlement } from '@mcp-meter/contracts/usage';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { UsageRollups } from './analytics/rollups';
 import type { UsagePublisher, UsageSubscription } from './bus';
 import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
 import { InProcessUsageBus } from './in-process-bus';
@@ -13,7 +15,7 @@ import {
 } from './kafka-bus';
 import { KafkaUsageSettlement } from './kafka-settlement';
 import { ClickHouseUsageAnalytics } from './usage-analytics';
-import { ClickHouseUsageStore } from './usage-store';
+import { ClickHouseUsageStore, type UsageWriter } from './usage-store';
 
 export interface UsageBus {
   publisher: UsagePublisher;
@@ -74,32 +76,59 @@ export interface UsageStoreHandle {
   store: ClickHouseUsageStore;
   /** Analytics read from the same tables (issue 63). */
   analytics: ClickHouseUsageAnalytics;
+  /** The analytics rollups (docs/analytics.md); absent on a cluster, where analytics read raw. */
+  rollups: UsageRollups | undefined;
   client: ClickHouseClient;
   close(): Promise<void>;
 }
 
-export async function openUsageStore(config: ClickHouseConfig): Promise<UsageStoreHandle> {
+export async function openUsageStore(
+  config: Omit<ClickHouseConfig, 'rollupIntervalMs'>,
+): Promise<UsageStoreHandle> {
   if (config.url === undefined) mkdirSync(config.chdbPath, { recursive: true });
   const clickhouse = createClickHouse(config);
   const client = clickhouse.client;
   await migrateClickHouse(client, config.database, config.cluster);
+  const rollups = config.cluster === undefined ? new UsageRollups(clickhouse, config.database) : undefined;
   return {
     store: new ClickHouseUsageStore(clickhouse, config.database, config.cluster !== undefined),
-    analytics: new ClickHouseUsageAnalytics(clickhouse, config.database),
+    analytics: new ClickHouseUsageAnalytics(clickhouse, config.database, rollups),
+    rollups,
     client,
     close: () => client.close(),
   };
 }
 
-/** The ingest consumer: bus → batches → ClickHouse, acknowledging only written batches. */
+/**
+ * What the consumer does with one batch: the slots its resent records leave are marked, the
+ * records stored, then the slots they fall in marked (docs/analytics.md, rollups).
+ */
+export async function storeUsageBatch(
+  store: UsageWriter,
+  rollups: UsageRollups | undefined,
+  records: readonly UsageRecord[],
+  dedupeToken?: string,
+): Promise<void> {
+  await rollups?.markMoves(records);
+  await store.insert(records, dedupeToken);
+  await rollups?.mark(records);
+}
+
+/**
+ * The ingest consumer: bus → batches → ClickHouse, acknowledging only written batches. With
+ * `rollups`, each batch's slots are marked once its records are stored and before it is
+ * acknowledged (a crash between the two replays the batch, so no stored record goes unmarked),
+ * and before it is stored, the slots its resent records leave (docs/analytics.md).
+ */
 export async function startIngestConsumer(options: {
   subscription: UsageSubscription;
   store: ClickHouseUsageStore;
+  rollups?: UsageRollups | undefined;
   logger: Logger;
 }): Promise<{ close(): Promise<void> }> {
-  const { subscription, store, logger } = options;
+  const { subscription, store, rollups, logger } = options;
   await subscription.start(async (records, dedupeToken) => {
-    await store.insert(records, dedupeToken);
+    await storeUsageBatch(store, rollups, records, dedupeToken);
     logger.debug({ records: records.length }, 'usage batch written');
   });
   return { close: () => subscription.stop() };

@@ -1,5 +1,4 @@
 import type {
-  AnalyticsGroup,
   PaywallShownRow,
   ToolStats,
   ToolStatsQuery,
@@ -7,49 +6,59 @@ import type {
   UsageSeriesQuery,
   UsageSeriesRow,
 } from '@mcp-meter/contracts/usage';
+import { percentilesOf } from './analytics/latency';
+import {
+  HAS_LATENCY,
+  IS_ERROR,
+  IS_PAYWALL,
+  inRanges,
+  LATENCY_BUCKET,
+  lastCopies,
+  PAYWALL_ERA,
+  PAYWALL_FORM,
+  PAYWALL_SESSION,
+  PRODUCT,
+  RECORD_GROUP,
+  ROLLUP_GROUP,
+  SERVER,
+  TOOL,
+} from './analytics/record-sql';
+import { rollupTables, type UsageRollups } from './analytics/rollups';
+import type { RangePlan, TimeRange } from './analytics/slots';
 import type { ClickHouse } from './clickhouse/client';
 import { TABLES } from './usage-store';
 
-/** A call's outcome as analytics names it (see ANALYTICS_OUTCOMES); records reported through the API are `reported`. */
-const OUTCOME = `multiIf(
-    JSONExtractBool(properties, 'cancelled'), 'cancelled',
-    JSONExtractString(properties, 'outcome') IN ('error', 'upstream_error', 'unavailable'), 'error',
-    JSONExtractString(properties, 'outcome') = '', 'reported',
-    JSONExtractString(properties, 'outcome'))`;
-
-const IS_ERROR = `JSONExtractString(properties, 'outcome') IN ('error', 'upstream_error', 'unavailable')`;
-
-/** The group's column, from a closed set: no caller string reaches the query's text. */
-const GROUP_KEY: Readonly<Record<AnalyticsGroup, string>> = {
-  none: "''",
-  tool: "JSONExtractString(properties, 'tool')",
-  customer: 'customer_ref',
-  product: "JSONExtractString(properties, 'productId')",
-  server: "JSONExtractString(properties, 'server')",
-  outcome: OUTCOME,
-};
-
 /**
- * The bucket of a record in the caller's time zone: the local date that starts its day, its
+ * The bucket of a time column in the caller's time zone: the local date that starts its day, its
  * week (from Monday) or its month, or the instant (Unix seconds) that starts its local hour.
  */
-const BUCKET: Readonly<Record<UsageSeriesQuery['grain'], string>> = {
-  // The instant less the local clock's minutes and seconds: the same rule as the console's
-  // calendar (control-plane analytics/calendar.ts), so a zone at a half-hour offset buckets alike.
-  hour: 'toString(toUnixTimestamp(timestamp) - toMinute(timestamp, {timeZone:String}) * 60 - toSecond(timestamp, {timeZone:String}))',
-  day: 'toString(toDate(timestamp, {timeZone:String}))',
-  week: 'toString(toMonday(toDate(timestamp, {timeZone:String})))',
-  month: 'toString(toStartOfMonth(toDate(timestamp, {timeZone:String})))',
-};
+function bucketOf(grain: UsageSeriesQuery['grain'], column: string): string {
+  switch (grain) {
+    case 'hour':
+      // The instant less the local clock's minutes and seconds: the same rule as the console's
+      // calendar (control-plane analytics/calendar.ts), so a zone at a half-hour offset buckets alike.
+      return `toString(toUnixTimestamp(${column}) - toMinute(${column}, {timeZone:String}) * 60 - toSecond(${column}, {timeZone:String}))`;
+    case 'day':
+      return `toString(toDate(${column}, {timeZone:String}))`;
+    case 'week':
+      return `toString(toMonday(toDate(${column}, {timeZone:String})))`;
+    case 'month':
+      return `toString(toStartOfMonth(toDate(${column}, {timeZone:String})))`;
+  }
+}
 
 /**
- * Usage analytics read from the raw usage records with FINAL, so every figure is exact and
- * counts a record sent twice once, as billing does.
+ * Usage analytics, exact: the whole 15-minute slots the rollups hold clean are read from them,
+ * the rest of the range (its partial ends, slots not rolled yet or reached by records since)
+ * from the raw records, each record's last copy once, as billing's FINAL counts it.
+ * Questions about one customer or by customer read the raw records, which are sorted by customer.
  */
 export class ClickHouseUsageAnalytics implements UsageAnalytics {
   constructor(
     private readonly clickhouse: ClickHouse,
     private readonly database: string,
+    /** Absent on a cluster, where the rollups are not kept: everything is read raw. */
+    private readonly rollups?: UsageRollups,
   ) {}
 
   private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
@@ -57,25 +66,72 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
     return result.json<T>();
   }
 
-  private scope(query: ToolStatsQuery): { where: string; params: Record<string, unknown> } {
+  /**
+   * Which parts of the range the rollups answer and which the raw records do, as the WHERE of
+   * each and the raw records' FROM. `days`: whole UTC days may come from the day rollup (for a
+   * question over the whole range, not per bucket).
+   */
+  private async split(query: ToolStatsQuery, useRollups: boolean, days = false) {
+    const range: TimeRange = { from: query.from.getTime(), to: query.to.getTime() };
+    const plan: RangePlan =
+      useRollups && this.rollups !== undefined && query.customerRef === undefined
+        ? await this.rollups.plan(query.environment, range, days)
+        : { days: [], rolled: [], raw: [range] };
+    const tenant = 'provider_id = {providerId:String} AND meter_ref = {meterRef:String}';
+    const daysIn = inRanges('day', plan.days, 'days', 'toDate');
+    const rolledIn = inRanges('slot', plan.rolled, 'rolled');
+    const rawIn = inRanges('timestamp', plan.raw, 'raw');
+    const rawTable = `${this.database}.${TABLES[query.environment]}`;
+    const rawWhere = `${tenant} AND ${rawIn.sql}${query.customerRef === undefined ? '' : ' AND customer_ref = {customerRef:String}'}`;
+    const tables = rollupTables(query.environment);
     return {
-      where: `provider_id = {providerId:String}
-        AND meter_ref = {meterRef:String}
-        AND timestamp >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
-        AND timestamp < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-        ${query.customerRef === undefined ? '' : 'AND customer_ref = {customerRef:String}'}`,
+      days: plan.days.length > 0 ? `${tenant} AND ${daysIn.sql}` : undefined,
+      rolled: plan.rolled.length > 0 ? `${tenant} AND ${rolledIn.sql}` : undefined,
+      /**
+       * The raw records of the rest, each counted once: beside rolled slots the rest is recent
+       * or small, found in the newest parts; alone (one customer, by customer, nothing rolled)
+       * it is the whole range, where FINAL over the customer-sorted table is the cheaper read.
+       */
+      raw:
+        plan.raw.length === 0
+          ? undefined
+          : plan.rolled.length + plan.days.length > 0
+            ? lastCopies(rawTable, rawWhere)
+            : `(SELECT * FROM ${rawTable} FINAL WHERE ${rawWhere})`,
       params: {
         providerId: query.providerId,
         meterRef: query.meterRef,
-        fromMs: query.from.getTime(),
-        toMs: query.to.getTime(),
         ...(query.customerRef === undefined ? {} : { customerRef: query.customerRef }),
+        ...daysIn.params,
+        ...rolledIn.params,
+        ...rawIn.params,
+      },
+      tables: {
+        rollup: `${this.database}.${tables.rollup}`,
+        paywalls: `${this.database}.${tables.paywalls}`,
+        days: `${this.database}.${tables.days}`,
       },
     };
   }
 
+  /** The parts' SELECTs as one UNION ALL (at least one part is always there). */
+  private static union(parts: readonly (string | false)[]): string {
+    return parts.filter((p): p is string => p !== false).join('\n UNION ALL \n');
+  }
+
   async series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]> {
-    const { where, params } = this.scope(query);
+    // By customer the rollups have no answer (they hold no customer): the raw records give it.
+    const rollupKey = query.groupBy === 'customer' ? undefined : ROLLUP_GROUP[query.groupBy];
+    const part = await this.split(query, rollupKey !== undefined);
+    const inner = ClickHouseUsageAnalytics.union([
+      part.rolled !== undefined &&
+        `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, ${rollupKey} AS key, calls, units, errors
+           FROM (SELECT * FROM ${part.tables.rollup} FINAL WHERE ${part.rolled}) WHERE calls > 0`,
+      part.raw !== undefined &&
+        `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, ${RECORD_GROUP[query.groupBy]} AS key,
+                toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
+           FROM ${part.raw}`,
+    ]);
     const rows = await this.rows<{
       bucket: string;
       key: string;
@@ -83,12 +139,9 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       units: string;
       errors: string;
     }>(
-      `SELECT ${BUCKET[query.grain]} AS bucket, ${GROUP_KEY[query.groupBy]} AS key,
-              count() AS calls, toString(sum(value)) AS units, countIf(${IS_ERROR}) AS errors
-         FROM ${this.database}.${TABLES[query.environment]} FINAL
-        WHERE ${where}
-        GROUP BY bucket, key ORDER BY bucket, key`,
-      { ...params, timeZone: query.timeZone },
+      `SELECT bucket, key, sum(calls) AS calls, toString(sum(units)) AS units, sum(errors) AS errors
+         FROM (${inner}) GROUP BY bucket, key ORDER BY bucket, key`,
+      { ...part.params, timeZone: query.timeZone },
     );
     return rows.map((r) => ({
       bucket: r.bucket,
@@ -100,36 +153,53 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
   }
 
   async toolStats(query: ToolStatsQuery): Promise<ToolStats[]> {
-    const { where, params } = this.scope(query);
+    const part = await this.split(query, true, true);
+    const inner = ClickHouseUsageAnalytics.union([
+      part.days !== undefined &&
+        `SELECT tool, server, calls, errors, latency
+           FROM (SELECT * FROM ${part.tables.days} FINAL WHERE ${part.days}) WHERE calls > 0`,
+      part.rolled !== undefined &&
+        `SELECT tool, server, calls, errors, latency
+           FROM (SELECT * FROM ${part.tables.rollup} FINAL WHERE ${part.rolled}) WHERE calls > 0 AND tool != ''`,
+      part.raw !== undefined &&
+        `SELECT ${TOOL} AS tool, ${SERVER} AS server, toUInt64(1) AS calls, toUInt64(${IS_ERROR}) AS errors,
+                if(${HAS_LATENCY}, map(${LATENCY_BUCKET}, toUInt64(1)), map()) AS latency
+           FROM ${part.raw} WHERE ${TOOL} != ''`,
+    ]);
     const rows = await this.rows<{
       tool: string;
       server: string;
       calls: string;
       errors: string;
-      timed: string;
-      p: number[];
+      latency: Record<string, string | number>;
     }>(
-      `SELECT JSONExtractString(properties, 'tool') AS tool, JSONExtractString(properties, 'server') AS server,
-              count() AS calls, countIf(${IS_ERROR}) AS errors,
-              countIf(JSONHas(properties, 'latencyMs')) AS timed,
-              quantilesExactIf(0.5, 0.95, 0.99)(JSONExtractFloat(properties, 'latencyMs'), JSONHas(properties, 'latencyMs')) AS p
-         FROM ${this.database}.${TABLES[query.environment]} FINAL
-        WHERE ${where} AND JSONHas(properties, 'tool')
-        GROUP BY tool, server ORDER BY calls DESC, tool, server`,
-      params,
+      `SELECT tool, server, sum(calls) AS calls, sum(errors) AS errors, sumMap(latency) AS latency
+         FROM (${inner}) GROUP BY tool, server ORDER BY calls DESC, tool, server`,
+      part.params,
     );
-    return rows.map((r) => ({
-      tool: r.tool,
-      server: r.server,
-      calls: Number(r.calls),
-      errors: Number(r.errors),
-      latencyMs:
-        Number(r.timed) === 0 ? null : { p50: Number(r.p[0]), p95: Number(r.p[1]), p99: Number(r.p[2]) },
-    }));
+    return rows.map((r) => {
+      const p = percentilesOf(r.latency, [0.5, 0.95, 0.99]);
+      return {
+        tool: r.tool,
+        server: r.server,
+        calls: Number(r.calls),
+        errors: Number(r.errors),
+        latencyMs: p === null ? null : { p50: p[0] ?? 0, p95: p[1] ?? 0, p99: p[2] ?? 0 },
+      };
+    });
   }
 
   async paywalls(query: ToolStatsQuery): Promise<PaywallShownRow[]> {
-    const { where, params } = this.scope(query);
+    const part = await this.split(query, true);
+    const inner = ClickHouseUsageAnalytics.union([
+      part.rolled !== undefined &&
+        `SELECT form, era, session, product, shown, first
+           FROM (SELECT * FROM ${part.tables.paywalls} FINAL WHERE ${part.rolled}) WHERE shown > 0`,
+      part.raw !== undefined &&
+        `SELECT ${PAYWALL_FORM} AS form, ${PAYWALL_ERA} AS era, ${PAYWALL_SESSION} AS session,
+                ${PRODUCT} AS product, toUInt64(1) AS shown, timestamp AS first
+           FROM ${part.raw} WHERE ${IS_PAYWALL}`,
+    ]);
     const rows = await this.rows<{
       form: string;
       era: string;
@@ -138,14 +208,10 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       shown: string;
       first: string;
     }>(
-      `SELECT JSONExtractString(properties, 'paywall') AS form, JSONExtractString(properties, 'paywallEra') AS era,
-              JSONExtractString(properties, 'checkoutSessionId') AS session,
-              JSONExtractString(properties, 'productId') AS product,
-              count() AS shown, toUnixTimestamp64Milli(min(timestamp)) AS first
-         FROM ${this.database}.${TABLES[query.environment]} FINAL
-        WHERE ${where} AND JSONExtractString(properties, 'outcome') = 'paywall'
-        GROUP BY form, era, session, product ORDER BY form, era, session, product`,
-      params,
+      `SELECT toString(form) AS form, toString(era) AS era, session, product, sum(shown) AS shown,
+              toUnixTimestamp64Milli(min(first)) AS first
+         FROM (${inner}) GROUP BY form, era, session, product ORDER BY form, era, session, product`,
+      part.params,
     );
     return rows.map((r) => ({
       form: r.form,

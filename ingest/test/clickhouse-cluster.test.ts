@@ -66,6 +66,8 @@ describe('the ClickHouse cluster DDL', () => {
     const recorder = {
       command: async ({ query }: { query: string }) => void sent.push(query.replace(/\s+/g, ' ')),
       insert: async () => undefined,
+      // Nothing applied yet.
+      query: async () => ({ json: async () => [] }),
     } as unknown as ClickHouseClient;
     expect(await migrateClickHouse(recorder, 'mcpmeter', 'main')).toEqual(['001_usage_records.sql']);
     expect(sent[0]).toBe("CREATE DATABASE IF NOT EXISTS mcpmeter ON CLUSTER 'main'");

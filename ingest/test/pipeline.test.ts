@@ -86,6 +86,7 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
     const consumer = await startIngestConsumer({
       subscription: bus.subscription(),
       store: store.store,
+      rollups: store.rollups,
       logger,
     });
     try {
@@ -106,6 +107,18 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
       expect(seen).toEqual({ total: expected, records: 300 });
       expect(await total('live')).toEqual({ total: 120, records: 40 });
       expect(await total('live', 'c1')).toEqual({ total: 0, records: 0 });
+      // Each stored batch marked the analytics slots it touched, in its own environment.
+      for (const [environment, records] of [
+        ['sandbox', sandbox],
+        ['live', live],
+      ] as const) {
+        const slots = [...new Set(records.map((r) => Math.floor(Date.parse(r.timestamp) / 900_000) * 900))];
+        const result = await store.client.query({
+          query: `SELECT DISTINCT toUnixTimestamp(slot) AS slot FROM mcpmeter.usage_slot_marks_${environment} ORDER BY slot`,
+          format: 'JSONEachRow',
+        });
+        expect((await result.json<{ slot: number }>()).map((r) => Number(r.slot))).toEqual(slots.sort());
+      }
     } finally {
       await consumer.close();
     }

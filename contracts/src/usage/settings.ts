@@ -35,6 +35,8 @@ export interface ClickHouseConfig {
    * are made on: replicated local tables and distributed tables over them. Unset: one server.
    */
   cluster?: string | undefined;
+  /** How often ingest rebuilds the analytics rollups (docs/analytics.md); one server only. */
+  rollupIntervalMs: number;
 }
 
 export function readDataDir(env: EnvReader): string {
@@ -100,5 +102,6 @@ export function readClickHouseConfig(env: EnvReader, dataDir: string): ClickHous
     chdbPath: join(dataDir, 'clickhouse'),
     database,
     cluster,
+    rollupIntervalMs: env.int('USAGE_ROLLUP_INTERVAL_MS', 30_000, { min: 1_000, max: 3_600_000 }),
   };
 }

@@ -86,9 +86,9 @@ const CLUSTER_MIGRATIONS_DIR = join(import.meta.dirname, 'cluster');
 
 /**
  * Applies the versioned DDL: migrations/ on one server, cluster/ (replicated and distributed
- * tables, every statement ON CLUSTER) when `cluster` names one. Every statement is idempotent
- * (IF NOT EXISTS), so re-running all files at start is safe; the applied versions are recorded
- * for operators to inspect.
+ * tables, every statement ON CLUSTER) when `cluster` names one. The applied versions are
+ * recorded and skipped at the next start; every statement is idempotent (IF NOT EXISTS) all the
+ * same, so a start that stopped halfway through a file runs it again safely.
  */
 export async function migrateClickHouse(
   client: ClickHouseClient,
@@ -106,11 +106,25 @@ export async function migrateClickHouse(
             ENGINE = ReplacingMergeTree ORDER BY version`,
   });
   const files = await migrationFiles(database, cluster);
+  const applied = new Set(
+    (
+      await (
+        await client.query({
+          query: `SELECT version FROM ${database}.schema_migrations`,
+          format: 'JSONEachRow',
+        })
+      ).json<{ version: string }>()
+    ).map((row) => row.version),
+  );
   for (const [file, sql] of files) {
+    const version = cluster === undefined ? file : `cluster/${file}`;
+    // A file applied before is not run again: its statements are idempotent, but some (an index
+    // materialised over stored rows) are work worth doing once.
+    if (applied.has(version)) continue;
     for (const statement of splitStatements(sql)) await client.command({ query: statement });
     await client.insert({
       table: `${database}.schema_migrations`,
-      values: [{ version: cluster === undefined ? file : `cluster/${file}` }],
+      values: [{ version }],
       format: 'JSONEachRow',
     });
   }

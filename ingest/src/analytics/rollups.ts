@@ -1,0 +1,395 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
+import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
+import type { ClickHouse } from '../clickhouse/client';
+import { TABLES } from '../usage-store';
+import {
+  HAS_LATENCY,
+  IS_ERROR,
+  IS_PAYWALL,
+  inRanges,
+  LATENCY_BUCKET,
+  lastCopies,
+  OUTCOME,
+  PAYWALL_ERA,
+  PAYWALL_FORM,
+  PAYWALL_SESSION,
+  PRODUCT,
+  SERVER,
+  TOOL,
+} from './record-sql';
+import {
+  byMonth,
+  DAY_MS,
+  floorSlot,
+  planRange,
+  type RangePlan,
+  runsOf,
+  SLOT_MS,
+  type TimeRange,
+} from './slots';
+
+/** A slot is rolled once it closed this long ago, so most late records arrive before it is. */
+const GRACE_MS = 60_000;
+/** At most this many slots in one statement: a backfill goes a month at a time, resumable. */
+const RUN_SLOTS = 31 * 96;
+/** Ranges up to this long are read from the newest parts (lastCopies), longer ones with FINAL. */
+const SHORT_RANGE_MS = 6 * 3_600_000;
+/** How far back, in ingestion time, a rebuilt slot's records are looked for under another time. */
+const MOVED_LOOKBACK_MINUTES = 60;
+/** Slots past the DateTime columns' range are never marked nor rolled (such records read raw). */
+const LAST_SLOT_MS = Date.UTC(2100, 0, 1);
+
+const ROLLUP: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_rollup_sandbox',
+  live: 'usage_rollup_live',
+};
+const PAYWALLS: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_rollup_paywalls_sandbox',
+  live: 'usage_rollup_paywalls_live',
+};
+const MARKS: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_slot_marks_sandbox',
+  live: 'usage_slot_marks_live',
+};
+const ROLLS: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_slot_rolls_sandbox',
+  live: 'usage_slot_rolls_live',
+};
+const DAYS: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_rollup_days_sandbox',
+  live: 'usage_rollup_days_live',
+};
+const DAY_ROLLS: Readonly<Record<Environment, string>> = {
+  sandbox: 'usage_day_rolls_sandbox',
+  live: 'usage_day_rolls_live',
+};
+
+/** The rollup tables of an environment, for the analytics that read them. */
+export const rollupTables = (environment: Environment) => ({
+  rollup: ROLLUP[environment],
+  paywalls: PAYWALLS[environment],
+  days: DAYS[environment],
+});
+
+const slotText = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+
+/**
+ * The usage rollups (docs/analytics.md): the ingest consumer marks the slots each stored batch
+ * touched; `roll` rebuilds every closed slot not rolled yet and every slot marked since its last
+ * roll from the raw records (FINAL, so duplicates count once); `cleanSlots` tells a query which
+ * slots the rollups answer exactly. Marks and rolls are timed by the store's own clock, so they
+ * compare on one clock whichever process wrote them. Rolling twice, or from two processes at
+ * once, writes the same figures under a later version.
+ */
+export class UsageRollups {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly clickhouse: ClickHouse,
+    private readonly database: string,
+  ) {}
+
+  private table(name: string): string {
+    return `${this.database}.${name}`;
+  }
+
+  private async rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+    const result = await this.clickhouse.client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return result.json<T>();
+  }
+
+  private async command(query: string, params: Record<string, unknown>): Promise<void> {
+    await this.clickhouse.client.command({ query, query_params: params });
+  }
+
+  /** Marks the slots these stored records fall in; the consumer calls it after each batch is written. */
+  async mark(records: readonly UsageRecord[]): Promise<void> {
+    for (const environment of Object.keys(MARKS) as Environment[]) {
+      const slots = new Set<number>();
+      for (const r of records) {
+        if (r.environment !== environment) continue;
+        const slot = floorSlot(Date.parse(r.timestamp));
+        if (slot >= 0 && slot < LAST_SLOT_MS) slots.add(slot);
+      }
+      if (slots.size === 0) continue;
+      await this.clickhouse.insertText({
+        table: this.table(MARKS[environment]),
+        columns: ['slot'],
+        body: Buffer.from([...slots].map((s) => `${slotText(s)}\n`).join('')),
+        settings: {},
+      });
+    }
+  }
+
+  /**
+   * Before a batch is stored: marks the slots where copies of its records written in the last
+   * MOVED_LOOKBACK_MINUTES lie under another time (a retry whose time the API filled in). Once
+   * the new copy is stored, merges drop the old one, and nothing would tell its slot's rollup.
+   */
+  async markMoves(records: readonly UsageRecord[]): Promise<void> {
+    for (const environment of Object.keys(MARKS) as Environment[]) {
+      const slotOf = new Map<string, number>();
+      for (const r of records)
+        if (r.environment === environment)
+          slotOf.set(
+            JSON.stringify([r.providerId, r.meterRef, r.customerRef, r.id]),
+            floorSlot(Date.parse(r.timestamp)),
+          );
+      if (slotOf.size === 0) continue;
+      const copies = await this.rows<{ p: string; m: string; c: string; id: string; slot: number | string }>(
+        `SELECT provider_id AS p, meter_ref AS m, customer_ref AS c, id, toUnixTimestamp(toStartOfFifteenMinutes(timestamp)) AS slot
+           FROM ${this.table(TABLES[environment])}
+          WHERE ingested_at >= now64(3) - INTERVAL ${MOVED_LOOKBACK_MINUTES} MINUTE
+            AND id IN {ids:Array(String)}`,
+        { ids: [...new Set(records.filter((r) => r.environment === environment).map((r) => r.id))] },
+      );
+      const moved = new Set<number>();
+      for (const copy of copies) {
+        const slot = Number(copy.slot) * 1000;
+        const now = slotOf.get(JSON.stringify([copy.p, copy.m, copy.c, copy.id]));
+        if (now !== undefined && now !== slot && slot >= 0 && slot < LAST_SLOT_MS) moved.add(slot);
+      }
+      if (moved.size > 0)
+        await this.clickhouse.insertText({
+          table: this.table(MARKS[environment]),
+          columns: ['slot'],
+          body: Buffer.from([...moved].map((slot) => `${slotText(slot)}\n`).join('')),
+          settings: {},
+        });
+    }
+  }
+
+  /**
+   * The slots starting in [from, to) that the rollups hold and no record has reached since: slot
+   * start (ms) → when it was rolled (µs of the store's clock).
+   */
+  async cleanSlots(environment: Environment, range: TimeRange): Promise<Map<number, bigint>> {
+    const rows = await this.rows<{ slot: number | string; rolled: string }>(
+      `SELECT toUnixTimestamp(r.slot) AS slot, toString(toUnixTimestamp64Micro(r.rolled)) AS rolled
+         FROM (SELECT slot, max(rolled_at) AS rolled FROM ${this.table(ROLLS[environment])}
+                WHERE slot >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+                GROUP BY slot) AS r
+         LEFT JOIN (SELECT slot, max(marked_at) AS marked FROM ${this.table(MARKS[environment])}
+                WHERE slot >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
+                GROUP BY slot) AS m ON r.slot = m.slot
+        WHERE m.marked <= r.rolled`,
+      { from: range.from, to: Math.min(range.to, LAST_SLOT_MS) },
+    );
+    return new Map(rows.map((r) => [Number(r.slot) * 1000, BigInt(r.rolled)]));
+  }
+
+  /**
+   * Which parts of a range the rollups answer: with `days`, whole UTC days from the day rollup
+   * (for questions over the whole range, not per bucket); then clean slots; the rest raw.
+   */
+  async plan(environment: Environment, range: TimeRange, days: boolean): Promise<RangePlan> {
+    const clean = await this.cleanSlots(environment, range);
+    const summed = new Map<number, bigint>();
+    if (days && range.to - range.from >= DAY_MS) {
+      const rows = await this.rows<{ start: number | string; rolled: string }>(
+        `SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS start, toString(toUnixTimestamp64Micro(max(rolled_at))) AS rolled
+           FROM ${this.table(DAY_ROLLS[environment])}
+          WHERE day >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND day < toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
+          GROUP BY day`,
+        { from: range.from, to: Math.min(range.to, LAST_SLOT_MS) },
+      );
+      for (const row of rows) summed.set(Number(row.start) * 1000, BigInt(row.rolled));
+    }
+    return planRange(range, clean, summed);
+  }
+
+  /** Rolls what is due in both environments; returns the slots rebuilt. */
+  async roll(): Promise<number> {
+    let slots = 0;
+    for (const environment of Object.keys(ROLLUP) as Environment[])
+      slots += await this.rollEnvironment(environment);
+    return slots;
+  }
+
+  private async rollEnvironment(environment: Environment): Promise<number> {
+    const [clock] = await this.rows<{ now: string }>(
+      'SELECT toString(toUnixTimestamp64Micro(now64(6))) AS now',
+    );
+    const version = BigInt(clock?.now ?? '0');
+    const closedEnd = Math.min(floorSlot(Number(version / 1000n) - GRACE_MS), LAST_SLOT_MS);
+    const due = new Set<number>();
+    // Slots after the newest roll, up to the last closed one (from the first record on a first run).
+    const [state] = await this.rows<{ rolled: string; last: string | number }>(
+      `SELECT count() AS rolled, toUnixTimestamp(max(slot)) AS last FROM ${this.table(ROLLS[environment])}`,
+    );
+    let start: number | undefined;
+    if (Number(state?.rolled ?? 0) > 0) start = Number(state?.last) * 1000 + SLOT_MS;
+    else {
+      const [first] = await this.rows<{ records: string; first: string | number }>(
+        `SELECT count() AS records, toUnixTimestamp64Milli(min(timestamp)) AS first FROM ${this.table(TABLES[environment])}`,
+      );
+      // From the start of its UTC day, so the first day can be summed whole.
+      if (Number(first?.records ?? 0) > 0)
+        start = Math.max(0, Math.floor(Number(first?.first) / DAY_MS) * DAY_MS);
+    }
+    if (start !== undefined) for (let s = start; s < closedEnd; s += SLOT_MS) due.add(s);
+    // Closed slots marked after their last roll, or never rolled.
+    const dirty = await this.rows<{ slot: number | string }>(
+      `SELECT toUnixTimestamp(m.slot) AS slot
+         FROM (SELECT slot, max(marked_at) AS marked FROM ${this.table(MARKS[environment])} GROUP BY slot) AS m
+         LEFT JOIN (SELECT slot, max(rolled_at) AS rolled FROM ${this.table(ROLLS[environment])} GROUP BY slot) AS r
+           ON m.slot = r.slot
+        WHERE m.marked > r.rolled AND m.slot < fromUnixTimestamp64Milli({closedEnd:Int64}, 'UTC')`,
+      { closedEnd },
+    );
+    for (const row of dirty) due.add(Number(row.slot) * 1000);
+    for (const run of runsOf(due))
+      for (const month of byMonth(run))
+        for (let from = month.from; from < month.to; from += RUN_SLOTS * SLOT_MS)
+          await this.rebuild(
+            environment,
+            { from, to: Math.min(month.to, from + RUN_SLOTS * SLOT_MS) },
+            version,
+          );
+    // Records in the slots not closed yet that were sent before under another time: their
+    // earlier slots are marked now, not when these close.
+    await this.markMoved(environment, "timestamp >= fromUnixTimestamp64Milli({tail:Int64}, 'UTC')", {
+      tail: closedEnd,
+    });
+    // The UTC days those slots belong to, once all their slots are closed, summed again.
+    const days = new Set([...due].map((slot) => Math.floor(slot / DAY_MS) * DAY_MS));
+    for (const day of [...days].sort((a, b) => a - b))
+      if (day + DAY_MS <= closedEnd) await this.sumDay(environment, day, version);
+    return due.size;
+  }
+
+  /**
+   * Rebuilds the slots of one range at `version` (µs of the store's clock, read before the
+   * records were): the figures, then zero rows for any group the range no longer has (a record
+   * sent again under its id with other properties), then the rolls that let queries use them.
+   */
+  private async rebuild(environment: Environment, range: TimeRange, version: bigint): Promise<void> {
+    const raw = inRanges('timestamp', [range], 'r');
+    // Each record's last copy once, as FINAL gives it: read from the newest parts for a short
+    // range (the slots just closed, a late record's), with FINAL over the partition for a long one.
+    const table = this.table(TABLES[environment]);
+    const records =
+      range.to - range.from <= SHORT_RANGE_MS
+        ? lastCopies(table, raw.sql)
+        : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
+    const slots = inRanges('slot', [range], 'r');
+    const params = { ...raw.params, version: version.toString() };
+    if (range.to - range.from <= SHORT_RANGE_MS) await this.markMoved(environment, raw.sql, raw.params);
+    const at = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
+    const slotOf = "toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC')";
+    await this.command(
+      `INSERT INTO ${this.table(ROLLUP[environment])}
+       SELECT provider_id, meter_ref, ${slotOf} AS slot, ${TOOL} AS tool, ${SERVER} AS server,
+              ${PRODUCT} AS product, ${OUTCOME} AS outcome, count(), sum(value), countIf(${IS_ERROR}),
+              countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${at}
+         FROM ${records}
+        GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(PAYWALLS[environment])}
+       SELECT provider_id, meter_ref, ${slotOf} AS slot, ${PAYWALL_FORM} AS form, ${PAYWALL_ERA} AS era,
+              ${PAYWALL_SESSION} AS session, ${PRODUCT} AS product, count(), min(timestamp), ${at}
+         FROM ${records}
+        WHERE ${IS_PAYWALL}
+        GROUP BY provider_id, meter_ref, slot, form, era, session, product`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(ROLLUP[environment])}
+       SELECT provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${at}
+         FROM (SELECT * FROM ${this.table(ROLLUP[environment])} FINAL WHERE ${slots.sql})
+        WHERE version < ${at}`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(PAYWALLS[environment])}
+       SELECT provider_id, meter_ref, slot, form, era, session, product, 0, first, ${at}
+         FROM (SELECT * FROM ${this.table(PAYWALLS[environment])} FINAL WHERE ${slots.sql})
+        WHERE version < ${at}`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(ROLLS[environment])}
+       SELECT toDateTime(intDiv({r0from:Int64}, 1000), 'UTC') + number * ${SLOT_MS / 1000}, ${at}
+         FROM numbers({count:UInt64})`,
+      { ...params, count: (range.to - range.from) / SLOT_MS },
+    );
+  }
+
+  /**
+   * Marks the slots of the other copies of these records written up to MOVED_LOOKBACK before
+   * them: a record resent under its id with another time (a retry whose time the API filled in)
+   * leaves its earlier slot, which must be rolled again without it. The lookback reads only the
+   * newest parts; a record resent with another time later than that is counted in both slots
+   * until they are rolled again (docs/analytics.md).
+   */
+  private async markMoved(environment: Environment, window: string, params: Record<string, number>) {
+    const table = this.table(TABLES[environment]);
+    await this.command(
+      `INSERT INTO ${this.table(MARKS[environment])} (slot)
+       SELECT DISTINCT toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC') FROM ${table}
+        WHERE ingested_at >= (SELECT ifNull(minOrNull(ingested_at), toDateTime64('2299-12-31 00:00:00', 3, 'UTC'))
+                                FROM ${table} WHERE ${window}) - INTERVAL ${MOVED_LOOKBACK_MINUTES} MINUTE
+          AND (provider_id, meter_ref, customer_ref, id) IN
+              (SELECT provider_id, meter_ref, customer_ref, id FROM ${table} WHERE ${window})
+          AND NOT ${window}
+          AND timestamp >= toDateTime64('1970-01-01 00:00:00', 3, 'UTC')
+          AND timestamp < fromUnixTimestamp64Milli(${LAST_SLOT_MS}, 'UTC')`,
+      params,
+    );
+  }
+
+  /** Sums a UTC day's slots into the day rollup at `version`, zeroing groups it no longer has. */
+  private async sumDay(environment: Environment, day: number, version: bigint): Promise<void> {
+    const params = { day, version: version.toString() };
+    const at = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
+    const inDay =
+      "slot >= fromUnixTimestamp64Milli({day:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({day:Int64}, 'UTC') + INTERVAL 1 DAY";
+    await this.command(
+      `INSERT INTO ${this.table(DAYS[environment])}
+       SELECT provider_id, meter_ref, toDate(slot) AS day, tool, server, sum(calls), sum(errors), sumMap(latency), ${at}
+         FROM (SELECT * FROM ${this.table(ROLLUP[environment])} FINAL WHERE ${inDay})
+        WHERE calls > 0 AND tool != ''
+        GROUP BY provider_id, meter_ref, day, tool, server`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(DAYS[environment])}
+       SELECT provider_id, meter_ref, day, tool, server, 0, 0, map(), ${at}
+         FROM (SELECT * FROM ${this.table(DAYS[environment])} FINAL
+                WHERE day = toDate(fromUnixTimestamp64Milli({day:Int64}, 'UTC')))
+        WHERE version < ${at}`,
+      params,
+    );
+    await this.command(
+      `INSERT INTO ${this.table(DAY_ROLLS[environment])}
+       SELECT toDate(fromUnixTimestamp64Milli({day:Int64}, 'UTC')), ${at}`,
+      params,
+    );
+  }
+
+  /** Rolls every `intervalMs` until stopped; a failed round is logged and tried again next time. */
+  start(intervalMs: number, logger: Logger): void {
+    const tick = () => {
+      this.running = this.roll()
+        .then((slots) => {
+          if (slots > 0) logger.debug({ slots }, 'usage rollups rebuilt');
+        })
+        .catch((error: unknown) => logger.error({ err: error }, 'usage rollup failed; the slots stay raw'))
+        .finally(() => {
+          this.running = undefined;
+          if (this.timer !== undefined) this.timer = setTimeout(tick, intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  async stop(): Promise<void> {
+    const timer = this.timer;
+    this.timer = undefined;
+    if (timer !== undefined) clearTimeout(timer);
+    await this.running;
+  }
+}
