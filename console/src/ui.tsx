@@ -149,6 +149,13 @@ export function Choices(props: { children: ReactNode }) {
   );
 }
 
+const QUARTER_HOUR_MS = 15 * 60_000;
+/**
+ * Where an analytics page's range ends: the end of the current quarter hour, so the range is
+ * whole 15-minute slots, which the usage rollups answer without reading raw records.
+ */
+export const rangeEnd = (): Date => new Date(Math.ceil(Date.now() / QUARTER_HOUR_MS) * QUARTER_HOUR_MS);
+
 /** The range an analytics page shows, from its own list (value → label). */
 export function RangeSelect<T extends string>(props: {
   value: T;

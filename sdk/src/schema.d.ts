@@ -1227,7 +1227,7 @@ export interface paths {
         };
         /**
          * Per tool: calls, errors, error rate and origin latency percentiles
-         * @description Per tool (and MCP server) over a range: calls, errors (the tool’s, the origin’s or no origin), the error rate, and the origin’s latency percentiles p50, p95 and p99 in ms, exact (nearest rank), over the calls that reached the origin.
+         * @description Per tool (and MCP server) over a range: calls, errors (the tool’s, the origin’s or no origin), the error rate, and the origin’s latency percentiles p50, p95 and p99 in ms (nearest rank, each within 1 % of the exact value: latencies are kept in 2 % log buckets so any range merges in constant time), over the calls that reached the origin. Calls, errors and units are exact.
          */
         get: operations["getToolAnalytics"];
         put?: never;
@@ -2173,11 +2173,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "rzMf8zisUaoBqzqjKj7Zxw5vavr_K5pTOCyQpWeFAU4",
-                     *           "y": "NmVFSgKlDu2Op1LqeCiYmHcqTMmrgqIg_u9cbll9vaA",
+                     *           "x": "MlARMEALg0tpt5HAHb8zW30gxDLwEhg6g6tTLG-8B8A",
+                     *           "y": "W4_fIVkEZNcZlHNomtAHYr0GuJCOvRy2UzadKgO9zSA",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "78260cf4ab9f1550",
+                     *           "kid": "89e3666e4fbb8444",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2306,15 +2306,9 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.164Z",
-                     *       "to": "2026-05-28T09:00:05.164Z",
+                     *       "from": "2026-04-28T09:00:05.275Z",
+                     *       "to": "2026-05-28T09:00:05.275Z",
                      *       "data": [
-                     *         {
-                     *           "date": "2026-04-27",
-                     *           "records": 0,
-                     *           "customers": 0,
-                     *           "meters": 0
-                     *         },
                      *         {
                      *           "date": "2026-04-28",
                      *           "records": 0,
@@ -2491,6 +2485,12 @@ export interface operations {
                      *         },
                      *         {
                      *           "date": "2026-05-27",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-28",
                      *           "records": 3,
                      *           "customers": 2,
                      *           "meters": 1
@@ -2645,8 +2645,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.141Z",
-                     *       "to": "2026-05-28T09:00:05.141Z",
+                     *       "from": "2026-04-28T09:00:05.256Z",
+                     *       "to": "2026-05-28T09:00:05.256Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2818,7 +2818,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.090Z",
+                     *       "to": "2026-05-28T09:00:05.219Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3003,9 +3003,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:08.637Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.637Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.637Z"
+                     *       "createdAt": "2026-05-28T09:00:08.128Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.128Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.128Z"
                      *     }
                      */
                     "application/json": {
@@ -3238,7 +3238,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:08.456Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.972Z"
                      *     }
                      */
                     "application/json": {
@@ -3607,9 +3607,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:08.024Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.024Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.046Z"
+                     *       "createdAt": "2026-05-28T09:00:07.671Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.671Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.682Z"
                      *     }
                      */
                     "application/json": {
@@ -4096,9 +4096,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:08.024Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.024Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.024Z"
+                     *       "createdAt": "2026-05-28T09:00:07.671Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.671Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.671Z"
                      *     }
                      */
                     "application/json": {
@@ -4309,7 +4309,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:08.249Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.805Z"
                      *     }
                      */
                     "application/json": {
@@ -4485,9 +4485,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:08.422Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.422Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.422Z"
+                     *       "createdAt": "2026-05-28T09:00:07.956Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
                      *     }
                      */
                     "application/json": {
@@ -4952,7 +4952,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795904394,
+                     *       "client_id_issued_at": 1795915529,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5125,7 +5125,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.704Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.656Z"
                      *     }
                      */
                     "application/json": {
@@ -6251,8 +6251,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.313Z",
-                     *       "createdAt": "2026-05-28T09:00:05.313Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.392Z",
+                     *       "createdAt": "2026-05-28T09:00:05.392Z"
                      *     }
                      */
                     "application/json": {
@@ -6409,8 +6409,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.313Z",
-                     *       "createdAt": "2026-05-28T09:00:05.313Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.392Z",
+                     *       "createdAt": "2026-05-28T09:00:05.392Z"
                      *     }
                      */
                     "application/json": {
@@ -6596,8 +6596,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.630Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.630Z"
+                     *           "createdAt": "2026-05-28T09:00:03.977Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.977Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6609,8 +6609,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.655Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.655Z"
+                     *           "createdAt": "2026-05-28T09:00:04.002Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.002Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6797,8 +6797,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.630Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.630Z"
+                     *       "createdAt": "2026-05-28T09:00:03.977Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.977Z"
                      *     }
                      */
                     "application/json": {
@@ -7289,8 +7289,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.630Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.743Z"
+                     *       "createdAt": "2026-05-28T09:00:03.977Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.082Z"
                      *     }
                      */
                     "application/json": {
@@ -8517,7 +8517,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.831Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.770Z"
                      *     }
                      */
                     "application/json": {
@@ -8704,8 +8704,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.655Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.655Z"
+                     *       "createdAt": "2026-05-28T09:00:04.002Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.002Z"
                      *     }
                      */
                     "application/json": {
@@ -8913,7 +8913,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T10:40:12.153Z"
+                     *                 "end": "2026-01-28T07:34:36.793Z"
                      *               }
                      *             }
                      *           ],
@@ -9626,7 +9626,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T10:40:12.153Z"
+                     *             "end": "2026-01-28T07:34:36.793Z"
                      *           }
                      *         }
                      *       ],
@@ -10532,7 +10532,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.021Z"
+                     *       "timestamp": "2026-05-28T09:00:05.145Z"
                      *     }
                      */
                     "application/json": {
@@ -10756,7 +10756,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.051Z"
+                     *           "timestamp": "2026-05-28T09:00:05.174Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10764,7 +10764,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.051Z"
+                     *           "timestamp": "2026-05-28T09:00:05.174Z"
                      *         }
                      *       ]
                      *     }
@@ -11775,7 +11775,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.415Z",
+                     *       "createdAt": "2026-05-28T09:00:05.489Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11959,8 +11959,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.415Z",
-                     *       "closedAt": "2026-05-28T09:00:05.515Z"
+                     *       "createdAt": "2026-05-28T09:00:05.489Z",
+                     *       "closedAt": "2026-05-28T09:00:05.568Z"
                      *     }
                      */
                     "application/json": {
@@ -12139,11 +12139,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.548Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.593Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.548Z"
+                     *       "createdAt": "2026-05-28T09:00:05.593Z"
                      *     }
                      */
                     "application/json": {
@@ -12311,7 +12311,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.509Z"
+                     *           "createdAt": "2026-05-28T09:00:03.872Z"
                      *         }
                      *       ]
                      *     }
@@ -12465,7 +12465,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.509Z"
+                     *       "createdAt": "2026-05-28T09:00:03.872Z"
                      *     }
                      */
                     "application/json": {
@@ -12604,7 +12604,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.509Z"
+                     *       "createdAt": "2026-05-28T09:00:03.872Z"
                      *     }
                      */
                     "application/json": {
@@ -12755,7 +12755,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.509Z"
+                     *       "createdAt": "2026-05-28T09:00:03.872Z"
                      *     }
                      */
                     "application/json": {
@@ -13446,7 +13446,7 @@ export interface operations {
                 from?: string;
                 /** @description The meter (default requests: tool calls) */
                 meterRef?: string;
-                /** @description Exclusive; default now */
+                /** @description Exclusive; default the end of the current quarter hour (whole 15-minute slots) */
                 to?: string;
             };
             header?: never;
@@ -13463,8 +13463,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.601Z",
-                     *       "to": "2026-05-28T09:00:06.601Z",
+                     *       "from": "2026-04-28T08:49:36.793Z",
+                     *       "to": "2026-05-28T09:04:36.793Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -13686,7 +13686,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.539Z",
+                     *       "asOf": "2026-05-28T09:00:06.443Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -13931,7 +13931,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T10:40:12.153Z",
+                     *           "end": "2026-01-28T07:34:36.793Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13970,8 +13970,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T10:40:12.153Z",
-                     *           "end": "2026-02-28T10:40:12.153Z",
+                     *           "start": "2026-01-28T07:34:36.793Z",
+                     *           "end": "2026-02-28T07:34:36.793Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14010,8 +14010,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T10:40:12.153Z",
-                     *           "end": "2026-03-30T10:40:12.153Z",
+                     *           "start": "2026-02-28T07:34:36.793Z",
+                     *           "end": "2026-03-30T07:34:36.793Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14050,8 +14050,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T10:40:12.153Z",
-                     *           "end": "2026-04-30T10:40:12.153Z",
+                     *           "start": "2026-03-30T07:34:36.793Z",
+                     *           "end": "2026-04-30T07:34:36.793Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14090,8 +14090,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T10:40:12.153Z",
-                     *           "end": "2026-05-30T10:40:12.153Z",
+                     *           "start": "2026-04-30T07:34:36.793Z",
+                     *           "end": "2026-05-30T07:34:36.793Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14326,7 +14326,7 @@ export interface operations {
                 from?: string;
                 /** @description The meter (default requests: tool calls) */
                 meterRef?: string;
-                /** @description Exclusive; default now */
+                /** @description Exclusive; default the end of the current quarter hour (whole 15-minute slots) */
                 to?: string;
             };
             header?: never;
@@ -14343,8 +14343,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.508Z",
-                     *       "to": "2026-05-28T09:00:06.508Z",
+                     *       "from": "2026-04-28T08:49:36.793Z",
+                     *       "to": "2026-05-28T09:04:36.793Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -14353,9 +14353,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.56,
-                     *             "p95": 104.56,
-                     *             "p99": 104.56
+                     *             "p50": 104.596,
+                     *             "p95": 104.596,
+                     *             "p99": 104.596
                      *           }
                      *         }
                      *       ]
@@ -14367,7 +14367,7 @@ export interface operations {
                             /** @description errors / calls */
                             errorRate: number;
                             errors: number;
-                            /** @description Origin latency percentiles in ms over the calls that reached it (exact); null when none did */
+                            /** @description Origin latency percentiles in ms over the calls that reached it (nearest rank, each within 1 % of the exact value); null when none did */
                             latencyMs: {
                                 p50: number;
                                 p95: number;
@@ -14510,7 +14510,7 @@ export interface operations {
                  * @example Europe/Paris
                  */
                 timeZone?: string;
-                /** @description Exclusive; default now */
+                /** @description Exclusive; default the end of the current quarter hour (whole 15-minute slots) */
                 to?: string;
             };
             header?: never;
@@ -14527,31 +14527,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.444Z",
-                     *       "to": "2026-05-28T09:00:06.444Z",
+                     *       "from": "2026-04-28T08:49:36.793Z",
+                     *       "to": "2026-05-28T09:04:36.793Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T09:40:12.153Z",
+                     *           "start": "2026-04-24T06:34:36.793Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T09:40:12.153Z",
+                     *           "start": "2026-05-01T06:34:36.793Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T09:40:12.153Z",
+                     *           "start": "2026-05-08T06:34:36.793Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T09:40:12.153Z",
+                     *           "start": "2026-05-15T06:34:36.793Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T09:40:12.153Z",
+                     *           "start": "2026-05-22T06:34:36.793Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -14784,17 +14784,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…AwSI",
+                     *           "hint": "sk_test_…lcFw",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.819Z",
+                     *           "createdAt": "2026-05-28T09:00:08.299Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…7jFs",
+                     *           "hint": "sk_test_…5OtQ",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:08.407Z",
+                     *           "createdAt": "2026-05-28T09:00:07.948Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14940,9 +14940,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…AwSI",
+                     *       "hint": "sk_test_…lcFw",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.819Z",
+                     *       "createdAt": "2026-05-28T09:00:08.299Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15265,18 +15265,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…0TTo",
+                     *       "hint": "sk_test_…vn4Y",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.865Z",
+                     *       "createdAt": "2026-05-28T09:00:08.338Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…AwSI",
+                     *         "hint": "sk_test_…lcFw",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:08.819Z",
-                     *         "expiresAt": "2026-05-28T10:00:08.865Z"
+                     *         "createdAt": "2026-05-28T09:00:08.299Z",
+                     *         "expiresAt": "2026-05-28T10:00:08.338Z"
                      *       }
                      *     }
                      */
@@ -15472,7 +15472,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:08.199Z",
+                     *           "createdAt": "2026-05-28T09:00:07.779Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15489,7 +15489,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:08.184Z",
+                     *           "createdAt": "2026-05-28T09:00:07.770Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15506,7 +15506,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:08.119Z",
+                     *           "createdAt": "2026-05-28T09:00:07.736Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15522,7 +15522,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqM3dwbnkyZnJjZjBwaDNiMncyczFi"
+                     *       "nextCursor": "YXVkXzAxbThqZWdnbnplZzRhM3Jkd2V2anh0OWdy"
                      *     }
                      */
                     "application/json": {
@@ -15701,7 +15701,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.415Z",
+                     *           "createdAt": "2026-05-28T09:00:05.489Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -15856,7 +15856,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.415Z",
+                     *       "createdAt": "2026-05-28T09:00:05.489Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16017,7 +16017,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.415Z",
+                     *       "createdAt": "2026-05-28T09:00:05.489Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17816,8 +17816,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:06.132Z",
-                     *       "latencyMs": 30,
+                     *       "checkedAt": "2026-05-28T09:00:06.023Z",
+                     *       "latencyMs": 22,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -18185,8 +18185,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.687Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.687Z"
+                     *           "createdAt": "2026-05-28T09:00:03.046Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.046Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18196,8 +18196,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.448Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.448Z"
+                     *           "createdAt": "2026-05-28T09:00:03.804Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.804Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18369,8 +18369,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.448Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.448Z"
+                     *       "createdAt": "2026-05-28T09:00:03.804Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.804Z"
                      *     }
                      */
                     "application/json": {
@@ -18543,8 +18543,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.448Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.448Z"
+                     *       "createdAt": "2026-05-28T09:00:03.804Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.804Z"
                      *     }
                      */
                     "application/json": {
@@ -18694,8 +18694,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.448Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.719Z"
+                     *       "createdAt": "2026-05-28T09:00:03.804Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.531Z"
                      *     }
                      */
                     "application/json": {
@@ -18865,11 +18865,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.548Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.593Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.548Z"
+                     *           "createdAt": "2026-05-28T09:00:05.593Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19021,11 +19021,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.548Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.593Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.548Z"
+                     *       "createdAt": "2026-05-28T09:00:05.593Z"
                      *     }
                      */
                     "application/json": {
@@ -19210,8 +19210,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.210Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.210Z"
+                     *       "createdAt": "2026-05-28T09:00:03.540Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.540Z"
                      *     }
                      */
                     "application/json": {
@@ -19527,8 +19527,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.210Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.377Z"
+                     *       "createdAt": "2026-05-28T09:00:03.540Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.744Z"
                      *     }
                      */
                     "application/json": {
@@ -19783,8 +19783,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.733Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.753Z"
+                     *       "createdAt": "2026-05-28T09:00:07.541Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.554Z"
                      *     }
                      */
                     "application/json": {
@@ -19979,8 +19979,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmiI2k1DdBNY5EN",
-                     *       "connectedAt": "2026-05-28T09:00:07.349Z"
+                     *       "account": "acct_Rml6mw8TCGUUjKT",
+                     *       "connectedAt": "2026-05-28T09:00:07.195Z"
                      *     }
                      */
                     "application/json": {
@@ -20154,8 +20154,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmiI2k1DdBNY5EN",
-                     *       "connectedAt": "2026-05-28T09:00:07.349Z"
+                     *       "account": "acct_Rml6mw8TCGUUjKT",
+                     *       "connectedAt": "2026-05-28T09:00:07.195Z"
                      *     }
                      */
                     "application/json": {
@@ -20724,8 +20724,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.917Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.917Z"
+                     *           "createdAt": "2026-05-28T09:00:03.252Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.252Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20904,8 +20904,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.917Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.917Z"
+                     *       "createdAt": "2026-05-28T09:00:03.252Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.252Z"
                      *     }
                      */
                     "application/json": {
@@ -21080,8 +21080,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.917Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.917Z"
+                     *       "createdAt": "2026-05-28T09:00:03.252Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.252Z"
                      *     }
                      */
                     "application/json": {
@@ -21258,8 +21258,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.917Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *       "createdAt": "2026-05-28T09:00:03.252Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.375Z"
                      *     }
                      */
                     "application/json": {
@@ -21434,8 +21434,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.822Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.842Z"
+                     *       "createdAt": "2026-05-28T09:00:07.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.601Z"
                      *     }
                      */
                     "application/json": {
@@ -21626,8 +21626,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.107Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.107Z"
+                     *           "createdAt": "2026-05-28T09:00:03.453Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.453Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -21673,8 +21673,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.210Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.210Z"
+                     *           "createdAt": "2026-05-28T09:00:03.540Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.540Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -21717,8 +21717,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.225Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.225Z"
+                     *           "createdAt": "2026-05-28T09:00:03.567Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.567Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22066,8 +22066,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.210Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.210Z"
+                     *       "createdAt": "2026-05-28T09:00:03.540Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.540Z"
                      *     }
                      */
                     "application/json": {
@@ -22539,13 +22539,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:08.404Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.944Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:08.604Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.100Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -22554,8 +22554,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.651Z",
-                     *           "expiresAt": "2026-06-04T09:00:08.651Z"
+                     *           "createdAt": "2026-05-28T09:00:08.137Z",
+                     *           "expiresAt": "2026-06-04T09:00:08.137Z"
                      *         }
                      *       ]
                      *     }
@@ -22716,8 +22716,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.456Z",
-                     *       "expiresAt": "2026-06-04T09:00:08.456Z"
+                     *       "createdAt": "2026-05-28T09:00:07.972Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.972Z"
                      *     }
                      */
                     "application/json": {
@@ -23205,7 +23205,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:08.604Z"
+                     *       "joinedAt": "2026-05-28T09:00:08.100Z"
                      *     }
                      */
                     "application/json": {
@@ -23593,7 +23593,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.385Z"
+                     *       "createdAt": "2026-05-28T09:00:05.463Z"
                      *     }
                      */
                     "application/json": {
@@ -23783,7 +23783,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.578Z"
+                     *       "createdAt": "2026-05-28T09:00:07.425Z"
                      *     }
                      */
                     "application/json": {
@@ -23961,7 +23961,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.578Z"
+                     *           "createdAt": "2026-05-28T09:00:07.425Z"
                      *         }
                      *       ]
                      *     }
@@ -24115,8 +24115,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.499Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.499Z"
+                     *           "createdAt": "2026-05-28T09:00:07.354Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.354Z"
                      *         }
                      *       ]
                      *     }
@@ -24290,8 +24290,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.499Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.499Z",
+                     *       "createdAt": "2026-05-28T09:00:07.354Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.354Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24446,8 +24446,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.499Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.499Z"
+                     *       "createdAt": "2026-05-28T09:00:07.354Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.354Z"
                      *     }
                      */
                     "application/json": {
@@ -24739,8 +24739,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.499Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.556Z"
+                     *       "createdAt": "2026-05-28T09:00:07.354Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.405Z"
                      *     }
                      */
                     "application/json": {
@@ -24892,8 +24892,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.499Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.668Z"
+                     *       "createdAt": "2026-05-28T09:00:07.354Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.498Z"
                      *     }
                      */
                     "application/json": {
@@ -25045,8 +25045,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.499Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.691Z"
+                     *       "createdAt": "2026-05-28T09:00:07.354Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.511Z"
                      *     }
                      */
                     "application/json": {
@@ -25339,7 +25339,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.657Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.491Z"
                      *     }
                      */
                     "application/json": {

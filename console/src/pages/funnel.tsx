@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { ExportableTable } from '../chart';
-import { Choices, Loaded, Page, RangeSelect } from '../ui';
+import { Choices, Loaded, Page, RangeSelect, rangeEnd } from '../ui';
 
 const DAY_MS = 86_400_000;
 const RANGES = { '7': 'Last 7 days', '30': 'Last 30 days', '90': 'Last 90 days' };
@@ -60,7 +60,7 @@ function FunnelBars(props: { stages: readonly { label: string; value: number }[]
  */
 export function Funnel() {
   const [range, setRange] = useState<Range>('30');
-  const [to] = useState(() => new Date(Math.ceil(Date.now() / 60_000) * 60_000));
+  const [to] = useState(rangeEnd);
   const from = new Date(to.getTime() - Number(range) * DAY_MS).toISOString();
   const funnel = useQuery({
     queryKey: ['analytics-funnel', range],

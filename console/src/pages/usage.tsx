@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { downloadCsv, SeriesChart } from '../chart';
-import { Choices, Loaded, Page, RangeSelect, Select, Table } from '../ui';
+import { Choices, Loaded, Page, RangeSelect, rangeEnd, Select, Table } from '../ui';
 
 type Grain = 'hour' | 'day' | 'week' | 'month';
 type Group = 'none' | 'tool' | 'customer' | 'product' | 'server' | 'outcome';
@@ -32,7 +32,7 @@ export function Usage() {
   const [groupBy, setGroupBy] = useState<Group>('tool');
   const [timeZone, setTimeZone] = useState(HOME_ZONE);
   // One "now" per choice of range, so a re-render does not ask again.
-  const [to] = useState(() => new Date(Math.ceil(Date.now() / 60_000) * 60_000));
+  const [to] = useState(rangeEnd);
   const from = new Date(to.getTime() - Number(range) * DAY_MS).toISOString();
   const query = { from, to: to.toISOString() };
   const usage = useQuery({

@@ -6,7 +6,12 @@ const range = {
   from: Type.Optional(
     Type.String({ format: 'date-time', description: 'Inclusive; default 30 days before to' }),
   ),
-  to: Type.Optional(Type.String({ format: 'date-time', description: 'Exclusive; default now' })),
+  to: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Exclusive; default the end of the current quarter hour (whole 15-minute slots)',
+    }),
+  ),
   meterRef: Type.Optional(
     Type.String({ minLength: 1, maxLength: 100, description: 'The meter (default requests: tool calls)' }),
   ),
@@ -90,7 +95,7 @@ export const ToolAnalytics = Type.Object({
         [Type.Object({ p50: Type.Number(), p95: Type.Number(), p99: Type.Number() }), Type.Null()],
         {
           description:
-            'Origin latency percentiles in ms over the calls that reached it (exact); null when none did',
+            'Origin latency percentiles in ms over the calls that reached it (nearest rank, each within 1 % of the exact value); null when none did',
         },
       ),
     }),

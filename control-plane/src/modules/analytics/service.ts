@@ -28,6 +28,7 @@ import type { FunnelQuery, ToolAnalyticsQuery, UsageAnalyticsQuery } from './sch
 /** Buckets one series may hold: a year of days, or 41 days of hours. */
 export const MAX_BUCKETS = 1000;
 const DAY_MS = 86_400_000;
+const SLOT_MS = 15 * 60_000;
 const LATEST = Date.UTC(2200, 0, 1);
 /** Decimal(38, 9): the store's values, summed here as integers of 10⁻⁹. */
 const SCALE = 9;
@@ -71,22 +72,30 @@ export class AnalyticsService {
     return this.store;
   }
 
-  /** The range, its meter and customer, checked; 30 days to now by default. */
+  /**
+   * The range, its meter and customer, checked. Analytics count whole 15-minute slots (which the
+   * usage rollups hold): the range is widened to the quarter hours that hold its ends, and the
+   * answer says so in its from and to. By default the 30 days to the end of this quarter hour.
+   */
   private async scope(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {
-    const to = query.to === undefined ? this.clock.now() : new Date(query.to);
-    const from = query.from === undefined ? new Date(to.getTime() - 30 * DAY_MS) : new Date(query.from);
+    const askedTo = query.to === undefined ? this.clock.now() : new Date(query.to);
+    const askedFrom =
+      query.from === undefined ? new Date(askedTo.getTime() - 30 * DAY_MS) : new Date(query.from);
     // The store keeps times from 1970 to 2200 (DateTime64); a range outside it asks for nothing.
     const outside = (
       [
-        ['/from', from],
-        ['/to', to],
+        ['/from', askedFrom],
+        ['/to', askedTo],
       ] as const
     ).filter(([, at]) => Number.isNaN(at.getTime()) || at.getTime() < 0 || at.getTime() > LATEST);
     if (outside.length > 0)
       throw new ValidationError(
         outside.map(([path]) => problem(path, 'must be a time between 1970 and 2200')),
       );
-    if (from.getTime() >= to.getTime()) throw new ValidationError([problem('/from', 'must be before to')]);
+    if (askedFrom.getTime() >= askedTo.getTime())
+      throw new ValidationError([problem('/from', 'must be before to')]);
+    const from = new Date(Math.floor(askedFrom.getTime() / SLOT_MS) * SLOT_MS);
+    const to = new Date(Math.ceil(askedTo.getTime() / SLOT_MS) * SLOT_MS);
     let customerRef: string | undefined;
     if (query.customerRef !== undefined) {
       const customer = await findCustomer(this.pool, auth, query.customerRef);
