@@ -2,6 +2,7 @@ import type {
   PaywallShownRow,
   ToolStats,
   ToolStatsQuery,
+  TopCustomers,
   UsageAnalytics,
   UsageSeriesQuery,
   UsageSeriesRow,
@@ -23,8 +24,9 @@ import {
   SERVER,
   TOOL,
 } from './analytics/record-sql';
-import { rollupTables, type UsageRollups } from './analytics/rollups';
+import type { UsageRollups } from './analytics/rollups';
 import type { RangePlan, TimeRange } from './analytics/slots';
+import { ROLLUP_TABLES } from './analytics/tables';
 import type { ClickHouse } from './clickhouse/client';
 import { TABLES } from './usage-store';
 
@@ -46,6 +48,23 @@ function bucketOf(grain: UsageSeriesQuery['grain'], column: string): string {
       return `toString(toStartOfMonth(toDate(${column}, {timeZone:String})))`;
   }
 }
+
+/** A series row as ClickHouse answers it (64-bit counts as strings). */
+interface SeriesRow {
+  bucket: string;
+  key: string;
+  calls: string;
+  units: string;
+  errors: string;
+}
+
+const seriesRow = (r: SeriesRow): UsageSeriesRow => ({
+  bucket: r.bucket,
+  key: r.key,
+  calls: Number(r.calls),
+  units: r.units,
+  errors: Number(r.errors),
+});
 
 /**
  * Usage analytics, exact: the whole 15-minute slots the rollups hold clean are read from them,
@@ -83,10 +102,13 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
     const rawIn = inRanges('timestamp', plan.raw, 'raw');
     const rawTable = `${this.database}.${TABLES[query.environment]}`;
     const rawWhere = `${tenant} AND ${rawIn.sql}${query.customerRef === undefined ? '' : ' AND customer_ref = {customerRef:String}'}`;
-    const tables = rollupTables(query.environment);
+    const tables = ROLLUP_TABLES[query.environment];
+    // Days and rolled slots together, as slots: for the per-slot tables where days are whole slots.
+    const coveredIn = inRanges('slot', [...plan.days, ...plan.rolled], 'covered');
     return {
       days: plan.days.length > 0 ? `${tenant} AND ${daysIn.sql}` : undefined,
       rolled: plan.rolled.length > 0 ? `${tenant} AND ${rolledIn.sql}` : undefined,
+      covered: plan.rolled.length + plan.days.length > 0 ? `${tenant} AND ${coveredIn.sql}` : undefined,
       /**
        * The raw records of the rest, each counted once: beside rolled slots the rest is recent
        * or small, found in the newest parts; alone (one customer, by customer, nothing rolled)
@@ -104,12 +126,15 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
         ...(query.customerRef === undefined ? {} : { customerRef: query.customerRef }),
         ...daysIn.params,
         ...rolledIn.params,
+        ...coveredIn.params,
         ...rawIn.params,
       },
       tables: {
         rollup: `${this.database}.${tables.rollup}`,
         paywalls: `${this.database}.${tables.paywalls}`,
         days: `${this.database}.${tables.days}`,
+        customers: `${this.database}.${tables.customers}`,
+        customerDays: `${this.database}.${tables.customerDays}`,
       },
     };
   }
@@ -120,36 +145,87 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
   }
 
   async series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]> {
-    // By customer the rollups have no answer (they hold no customer): the raw records give it.
+    // By customer the call-shape rollup has no answer: the raw records give it (topCustomers
+    // is the question the API asks by customer).
     const rollupKey = query.groupBy === 'customer' ? undefined : ROLLUP_GROUP[query.groupBy];
-    const part = await this.split(query, rollupKey !== undefined);
+    return this.seriesOver(query, await this.split(query, rollupKey !== undefined), rollupKey);
+  }
+
+  /** The series over a split range: the slots it covers from the call-shape rollup, the rest raw. */
+  private async seriesOver(
+    query: UsageSeriesQuery,
+    part: Awaited<ReturnType<ClickHouseUsageAnalytics['split']>>,
+    rollupKey: string | undefined,
+  ): Promise<UsageSeriesRow[]> {
     const inner = ClickHouseUsageAnalytics.union([
-      part.rolled !== undefined &&
+      part.covered !== undefined &&
+        rollupKey !== undefined &&
         `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, ${rollupKey} AS key, calls, units, errors
-           FROM (SELECT * FROM ${part.tables.rollup} FINAL WHERE ${part.rolled}) WHERE calls > 0`,
+           FROM (SELECT * FROM ${part.tables.rollup} FINAL WHERE ${part.covered}) WHERE calls > 0`,
       part.raw !== undefined &&
         `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, ${RECORD_GROUP[query.groupBy]} AS key,
                 toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
            FROM ${part.raw}`,
     ]);
-    const rows = await this.rows<{
-      bucket: string;
-      key: string;
-      calls: string;
-      units: string;
-      errors: string;
-    }>(
+    const rows = await this.rows<SeriesRow>(
       `SELECT bucket, key, sum(calls) AS calls, toString(sum(units)) AS units, sum(errors) AS errors
          FROM (${inner}) GROUP BY bucket, key ORDER BY bucket, key`,
       { ...part.params, timeZone: query.timeZone },
     );
-    return rows.map((r) => ({
-      bucket: r.bucket,
-      key: r.key,
-      calls: Number(r.calls),
-      units: r.units,
-      errors: Number(r.errors),
-    }));
+    return rows.map(seriesRow);
+  }
+
+  /**
+   * By customer, without reading every customer's every slot: each customer's calls over the range
+   * (a row a day from the day rollup, slots at the ends, raw records for the rest), the first
+   * `limit` of them bucket by bucket, and the whole range's buckets for the rest.
+   */
+  async topCustomers(query: UsageSeriesQuery, limit: number): Promise<TopCustomers> {
+    const part = await this.split(query, true, true);
+    // The whole range's buckets, asked while the customers are ranked.
+    const [whole, totals] = await Promise.all([
+      this.seriesOver({ ...query, groupBy: 'none' }, part, ROLLUP_GROUP.none),
+      this.rows<{ key: string; calls: string }>(
+        `SELECT key, sum(calls) AS calls FROM (${ClickHouseUsageAnalytics.union([
+          part.days !== undefined &&
+            `SELECT customer_ref AS key, calls
+             FROM (SELECT * FROM ${part.tables.customerDays} FINAL WHERE ${part.days}) WHERE calls > 0`,
+          part.rolled !== undefined &&
+            `SELECT customer_ref AS key, calls
+             FROM (SELECT * FROM ${part.tables.customers} FINAL WHERE ${part.rolled}) WHERE calls > 0`,
+          part.raw !== undefined && `SELECT customer_ref AS key, toUInt64(1) AS calls FROM ${part.raw}`,
+        ])}) GROUP BY key`,
+        part.params,
+      ),
+    ]);
+    // Ranked here, as the API ranks every grouping: most calls first, then the lesser ref.
+    const ranked = totals
+      .map((t) => ({ key: t.key, calls: Number(t.calls) }))
+      .sort((a, b) => b.calls - a.calls || (a.key < b.key ? -1 : 1));
+    const top = ranked.slice(0, limit).map((t) => t.key);
+    const rows =
+      top.length === 0
+        ? []
+        : await this.rows<SeriesRow>(
+            `SELECT bucket, key, sum(calls) AS calls, toString(sum(units)) AS units, sum(errors) AS errors
+               FROM (${ClickHouseUsageAnalytics.union([
+                 part.covered !== undefined &&
+                   `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, customer_ref AS key, calls, units, errors
+                      FROM (SELECT * FROM ${part.tables.customers} FINAL
+                             WHERE ${part.covered} AND customer_ref IN {top:Array(String)})
+                     WHERE calls > 0`,
+                 part.raw !== undefined &&
+                   `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, customer_ref AS key,
+                           toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
+                      FROM ${part.raw} WHERE customer_ref IN {top:Array(String)}`,
+               ])}) GROUP BY bucket, key ORDER BY bucket, key`,
+            { ...part.params, timeZone: query.timeZone, top },
+          );
+    return {
+      rows: rows.map(seriesRow),
+      totals: whole,
+      customers: ranked.length,
+    };
   }
 
   async toolStats(query: ToolStatsQuery): Promise<ToolStats[]> {

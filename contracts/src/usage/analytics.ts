@@ -84,8 +84,20 @@ export interface PaywallShownRow {
   firstShownMs: number;
 }
 
+/** Usage by customer: the customers with the most calls, and the whole range to set them against. */
+export interface TopCustomers {
+  /** Rows (bucket, customer) of the `limit` customers with the most calls (ties: the lesser ref). */
+  rows: UsageSeriesRow[];
+  /** Rows (bucket, '') of every call in the range: the other customers' are these less the rows above. */
+  totals: UsageSeriesRow[];
+  /** How many customers had calls in the range. */
+  customers: number;
+}
+
 export interface UsageAnalytics {
   series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]>;
+  /** `groupBy` is taken as customer. */
+  topCustomers(query: UsageSeriesQuery, limit: number): Promise<TopCustomers>;
   toolStats(query: ToolStatsQuery): Promise<ToolStats[]>;
   paywalls(query: ToolStatsQuery): Promise<PaywallShownRow[]>;
 }

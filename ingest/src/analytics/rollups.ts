@@ -2,21 +2,8 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { ClickHouse } from '../clickhouse/client';
 import { TABLES } from '../usage-store';
-import {
-  HAS_LATENCY,
-  IS_ERROR,
-  IS_PAYWALL,
-  inRanges,
-  LATENCY_BUCKET,
-  lastCopies,
-  OUTCOME,
-  PAYWALL_ERA,
-  PAYWALL_FORM,
-  PAYWALL_SESSION,
-  PRODUCT,
-  SERVER,
-  TOOL,
-} from './record-sql';
+import { dayStatements, slotStatements } from './rebuild';
+import { inRanges, lastCopies } from './record-sql';
 import {
   byMonth,
   DAY_MS,
@@ -27,6 +14,7 @@ import {
   SLOT_MS,
   type TimeRange,
 } from './slots';
+import { ROLLUP_TABLES, type RollupTables } from './tables';
 
 /** A slot is rolled once it closed this long ago, so most late records arrive before it is. */
 const GRACE_MS = 60_000;
@@ -38,38 +26,6 @@ const SHORT_RANGE_MS = 6 * 3_600_000;
 const MOVED_LOOKBACK_MINUTES = 60;
 /** Slots past the DateTime columns' range are never marked nor rolled (such records read raw). */
 const LAST_SLOT_MS = Date.UTC(2100, 0, 1);
-
-const ROLLUP: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_rollup_sandbox',
-  live: 'usage_rollup_live',
-};
-const PAYWALLS: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_rollup_paywalls_sandbox',
-  live: 'usage_rollup_paywalls_live',
-};
-const MARKS: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_slot_marks_sandbox',
-  live: 'usage_slot_marks_live',
-};
-const ROLLS: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_slot_rolls_sandbox',
-  live: 'usage_slot_rolls_live',
-};
-const DAYS: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_rollup_days_sandbox',
-  live: 'usage_rollup_days_live',
-};
-const DAY_ROLLS: Readonly<Record<Environment, string>> = {
-  sandbox: 'usage_day_rolls_sandbox',
-  live: 'usage_day_rolls_live',
-};
-
-/** The rollup tables of an environment, for the analytics that read them. */
-export const rollupTables = (environment: Environment) => ({
-  rollup: ROLLUP[environment],
-  paywalls: PAYWALLS[environment],
-  days: DAYS[environment],
-});
 
 const slotText = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
 
@@ -94,6 +50,14 @@ export class UsageRollups {
     return `${this.database}.${name}`;
   }
 
+  /** An environment's rollup tables, with the database. */
+  private tables(environment: Environment): RollupTables {
+    const names = ROLLUP_TABLES[environment];
+    return Object.fromEntries(
+      Object.entries(names).map(([key, name]) => [key, this.table(name)]),
+    ) as unknown as RollupTables;
+  }
+
   private async rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
     const result = await this.clickhouse.client.query({ query, query_params: params, format: 'JSONEachRow' });
     return result.json<T>();
@@ -105,7 +69,7 @@ export class UsageRollups {
 
   /** Marks the slots these stored records fall in; the consumer calls it after each batch is written. */
   async mark(records: readonly UsageRecord[]): Promise<void> {
-    for (const environment of Object.keys(MARKS) as Environment[]) {
+    for (const environment of Object.keys(ROLLUP_TABLES) as Environment[]) {
       const slots = new Set<number>();
       for (const r of records) {
         if (r.environment !== environment) continue;
@@ -114,7 +78,7 @@ export class UsageRollups {
       }
       if (slots.size === 0) continue;
       await this.clickhouse.insertText({
-        table: this.table(MARKS[environment]),
+        table: this.tables(environment).marks,
         columns: ['slot'],
         body: Buffer.from([...slots].map((s) => `${slotText(s)}\n`).join('')),
         settings: {},
@@ -128,7 +92,7 @@ export class UsageRollups {
    * the new copy is stored, merges drop the old one, and nothing would tell its slot's rollup.
    */
   async markMoves(records: readonly UsageRecord[]): Promise<void> {
-    for (const environment of Object.keys(MARKS) as Environment[]) {
+    for (const environment of Object.keys(ROLLUP_TABLES) as Environment[]) {
       const slotOf = new Map<string, number>();
       for (const r of records)
         if (r.environment === environment)
@@ -152,7 +116,7 @@ export class UsageRollups {
       }
       if (moved.size > 0)
         await this.clickhouse.insertText({
-          table: this.table(MARKS[environment]),
+          table: this.tables(environment).marks,
           columns: ['slot'],
           body: Buffer.from([...moved].map((slot) => `${slotText(slot)}\n`).join('')),
           settings: {},
@@ -167,10 +131,10 @@ export class UsageRollups {
   async cleanSlots(environment: Environment, range: TimeRange): Promise<Map<number, bigint>> {
     const rows = await this.rows<{ slot: number | string; rolled: string }>(
       `SELECT toUnixTimestamp(r.slot) AS slot, toString(toUnixTimestamp64Micro(r.rolled)) AS rolled
-         FROM (SELECT slot, max(rolled_at) AS rolled FROM ${this.table(ROLLS[environment])}
+         FROM (SELECT slot, max(rolled_at) AS rolled FROM ${this.tables(environment).rolls}
                 WHERE slot >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
                 GROUP BY slot) AS r
-         LEFT JOIN (SELECT slot, max(marked_at) AS marked FROM ${this.table(MARKS[environment])}
+         LEFT JOIN (SELECT slot, max(marked_at) AS marked FROM ${this.tables(environment).marks}
                 WHERE slot >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
                 GROUP BY slot) AS m ON r.slot = m.slot
         WHERE m.marked <= r.rolled`,
@@ -189,7 +153,7 @@ export class UsageRollups {
     if (days && range.to - range.from >= DAY_MS) {
       const rows = await this.rows<{ start: number | string; rolled: string }>(
         `SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS start, toString(toUnixTimestamp64Micro(max(rolled_at))) AS rolled
-           FROM ${this.table(DAY_ROLLS[environment])}
+           FROM ${this.tables(environment).dayRolls}
           WHERE day >= toDate(fromUnixTimestamp64Milli({from:Int64}, 'UTC')) AND day < toDate(fromUnixTimestamp64Milli({to:Int64}, 'UTC'))
           GROUP BY day`,
         { from: range.from, to: Math.min(range.to, LAST_SLOT_MS) },
@@ -202,7 +166,7 @@ export class UsageRollups {
   /** Rolls what is due in both environments; returns the slots rebuilt. */
   async roll(): Promise<number> {
     let slots = 0;
-    for (const environment of Object.keys(ROLLUP) as Environment[])
+    for (const environment of Object.keys(ROLLUP_TABLES) as Environment[])
       slots += await this.rollEnvironment(environment);
     return slots;
   }
@@ -216,7 +180,7 @@ export class UsageRollups {
     const due = new Set<number>();
     // Slots after the newest roll, up to the last closed one (from the first record on a first run).
     const [state] = await this.rows<{ rolled: string; last: string | number }>(
-      `SELECT count() AS rolled, toUnixTimestamp(max(slot)) AS last FROM ${this.table(ROLLS[environment])}`,
+      `SELECT count() AS rolled, toUnixTimestamp(max(slot)) AS last FROM ${this.tables(environment).rolls}`,
     );
     let start: number | undefined;
     if (Number(state?.rolled ?? 0) > 0) start = Number(state?.last) * 1000 + SLOT_MS;
@@ -232,8 +196,8 @@ export class UsageRollups {
     // Closed slots marked after their last roll, or never rolled.
     const dirty = await this.rows<{ slot: number | string }>(
       `SELECT toUnixTimestamp(m.slot) AS slot
-         FROM (SELECT slot, max(marked_at) AS marked FROM ${this.table(MARKS[environment])} GROUP BY slot) AS m
-         LEFT JOIN (SELECT slot, max(rolled_at) AS rolled FROM ${this.table(ROLLS[environment])} GROUP BY slot) AS r
+         FROM (SELECT slot, max(marked_at) AS marked FROM ${this.tables(environment).marks} GROUP BY slot) AS m
+         LEFT JOIN (SELECT slot, max(rolled_at) AS rolled FROM ${this.tables(environment).rolls} GROUP BY slot) AS r
            ON m.slot = r.slot
         WHERE m.marked > r.rolled AND m.slot < fromUnixTimestamp64Milli({closedEnd:Int64}, 'UTC')`,
       { closedEnd },
@@ -276,42 +240,11 @@ export class UsageRollups {
     const slots = inRanges('slot', [range], 'r');
     const params = { ...raw.params, version: version.toString() };
     if (range.to - range.from <= SHORT_RANGE_MS) await this.markMoved(environment, raw.sql, raw.params);
+    for (const statement of slotStatements(this.tables(environment), records, slots.sql))
+      await this.command(statement, params);
     const at = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
-    const slotOf = "toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC')";
     await this.command(
-      `INSERT INTO ${this.table(ROLLUP[environment])}
-       SELECT provider_id, meter_ref, ${slotOf} AS slot, ${TOOL} AS tool, ${SERVER} AS server,
-              ${PRODUCT} AS product, ${OUTCOME} AS outcome, count(), sum(value), countIf(${IS_ERROR}),
-              countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${at}
-         FROM ${records}
-        GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(PAYWALLS[environment])}
-       SELECT provider_id, meter_ref, ${slotOf} AS slot, ${PAYWALL_FORM} AS form, ${PAYWALL_ERA} AS era,
-              ${PAYWALL_SESSION} AS session, ${PRODUCT} AS product, count(), min(timestamp), ${at}
-         FROM ${records}
-        WHERE ${IS_PAYWALL}
-        GROUP BY provider_id, meter_ref, slot, form, era, session, product`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(ROLLUP[environment])}
-       SELECT provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${at}
-         FROM (SELECT * FROM ${this.table(ROLLUP[environment])} FINAL WHERE ${slots.sql})
-        WHERE version < ${at}`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(PAYWALLS[environment])}
-       SELECT provider_id, meter_ref, slot, form, era, session, product, 0, first, ${at}
-         FROM (SELECT * FROM ${this.table(PAYWALLS[environment])} FINAL WHERE ${slots.sql})
-        WHERE version < ${at}`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(ROLLS[environment])}
+      `INSERT INTO ${this.tables(environment).rolls}
        SELECT toDateTime(intDiv({r0from:Int64}, 1000), 'UTC') + number * ${SLOT_MS / 1000}, ${at}
          FROM numbers({count:UInt64})`,
       { ...params, count: (range.to - range.from) / SLOT_MS },
@@ -328,7 +261,7 @@ export class UsageRollups {
   private async markMoved(environment: Environment, window: string, params: Record<string, number>) {
     const table = this.table(TABLES[environment]);
     await this.command(
-      `INSERT INTO ${this.table(MARKS[environment])} (slot)
+      `INSERT INTO ${this.tables(environment).marks} (slot)
        SELECT DISTINCT toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC') FROM ${table}
         WHERE ingested_at >= (SELECT ifNull(minOrNull(ingested_at), toDateTime64('2299-12-31 00:00:00', 3, 'UTC'))
                                 FROM ${table} WHERE ${window}) - INTERVAL ${MOVED_LOOKBACK_MINUTES} MINUTE
@@ -343,31 +276,8 @@ export class UsageRollups {
 
   /** Sums a UTC day's slots into the day rollup at `version`, zeroing groups it no longer has. */
   private async sumDay(environment: Environment, day: number, version: bigint): Promise<void> {
-    const params = { day, version: version.toString() };
-    const at = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
-    const inDay =
-      "slot >= fromUnixTimestamp64Milli({day:Int64}, 'UTC') AND slot < fromUnixTimestamp64Milli({day:Int64}, 'UTC') + INTERVAL 1 DAY";
-    await this.command(
-      `INSERT INTO ${this.table(DAYS[environment])}
-       SELECT provider_id, meter_ref, toDate(slot) AS day, tool, server, sum(calls), sum(errors), sumMap(latency), ${at}
-         FROM (SELECT * FROM ${this.table(ROLLUP[environment])} FINAL WHERE ${inDay})
-        WHERE calls > 0 AND tool != ''
-        GROUP BY provider_id, meter_ref, day, tool, server`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(DAYS[environment])}
-       SELECT provider_id, meter_ref, day, tool, server, 0, 0, map(), ${at}
-         FROM (SELECT * FROM ${this.table(DAYS[environment])} FINAL
-                WHERE day = toDate(fromUnixTimestamp64Milli({day:Int64}, 'UTC')))
-        WHERE version < ${at}`,
-      params,
-    );
-    await this.command(
-      `INSERT INTO ${this.table(DAY_ROLLS[environment])}
-       SELECT toDate(fromUnixTimestamp64Milli({day:Int64}, 'UTC')), ${at}`,
-      params,
-    );
+    for (const statement of dayStatements(this.tables(environment)))
+      await this.command(statement, { day, version: version.toString() });
   }
 
   /** Rolls every `intervalMs` until stopped; a failed round is logged and tried again next time. */
