@@ -122,6 +122,9 @@ describe('the MCP conformance suites against the SDK v1 reference server', () =>
       }
       expect(failed).toEqual([]);
     },
+    // Four suite processes a scenario and round: on two busy cores (the whole suite in parallel)
+    // ten rounds outlast the default two minutes; a ceiling, not a measure.
+    REPEATS * 30_000,
   );
 
   it('metered the tool calls the suite made through the proxy, one record each', async () => {
