@@ -49,6 +49,8 @@ function bucketOf(grain: UsageSeriesQuery['grain'], column: string): string {
   }
 }
 
+type Split = Awaited<ReturnType<ClickHouseUsageAnalytics['split']>>;
+
 /** A series row as ClickHouse answers it (64-bit counts as strings). */
 interface SeriesRow {
   bucket: string;
@@ -80,8 +82,17 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
     private readonly rollups?: UsageRollups,
   ) {}
 
-  private async rows<T>(query: string, params: Record<string, unknown>): Promise<T[]> {
-    const result = await this.clickhouse.client.query({ query, query_params: params, format: 'JSONEachRow' });
+  private async rows<T>(
+    query: string,
+    params: Record<string, unknown>,
+    settings: Record<string, number> = {},
+  ): Promise<T[]> {
+    const result = await this.clickhouse.client.query({
+      query,
+      query_params: params,
+      format: 'JSONEachRow',
+      clickhouse_settings: settings,
+    });
     return result.json<T>();
   }
 
@@ -102,6 +113,19 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
     const rawIn = inRanges('timestamp', plan.raw, 'raw');
     const rawTable = `${this.database}.${TABLES[query.environment]}`;
     const rawWhere = `${tenant} AND ${rawIn.sql}${query.customerRef === undefined ? '' : ' AND customer_ref = {customerRef:String}'}`;
+    /**
+     * The raw records of the rest (with `also`, those of them that meet it too), each counted
+     * once: beside rolled slots the rest is recent or small, found in the newest parts; alone
+     * (one customer, by customer, nothing rolled) it is the whole range, where FINAL over the
+     * customer-sorted table is the cheaper read.
+     */
+    const rawOf = (also?: string) => {
+      if (plan.raw.length === 0) return undefined;
+      const where = also === undefined ? rawWhere : `${rawWhere} AND ${also}`;
+      return plan.rolled.length + plan.days.length > 0
+        ? lastCopies(rawTable, where)
+        : `(SELECT * FROM ${rawTable} FINAL WHERE ${where})`;
+    };
     const tables = ROLLUP_TABLES[query.environment];
     // Days and rolled slots together, as slots: for the per-slot tables where days are whole slots.
     const coveredIn = inRanges('slot', [...plan.days, ...plan.rolled], 'covered');
@@ -109,17 +133,8 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       days: plan.days.length > 0 ? `${tenant} AND ${daysIn.sql}` : undefined,
       rolled: plan.rolled.length > 0 ? `${tenant} AND ${rolledIn.sql}` : undefined,
       covered: plan.rolled.length + plan.days.length > 0 ? `${tenant} AND ${coveredIn.sql}` : undefined,
-      /**
-       * The raw records of the rest, each counted once: beside rolled slots the rest is recent
-       * or small, found in the newest parts; alone (one customer, by customer, nothing rolled)
-       * it is the whole range, where FINAL over the customer-sorted table is the cheaper read.
-       */
-      raw:
-        plan.raw.length === 0
-          ? undefined
-          : plan.rolled.length + plan.days.length > 0
-            ? lastCopies(rawTable, rawWhere)
-            : `(SELECT * FROM ${rawTable} FINAL WHERE ${rawWhere})`,
+      raw: rawOf(),
+      rawOf,
       params: {
         providerId: query.providerId,
         meterRef: query.meterRef,
@@ -131,6 +146,7 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       },
       tables: {
         rollup: `${this.database}.${tables.rollup}`,
+        totals: `${this.database}.${tables.totals}`,
         paywalls: `${this.database}.${tables.paywalls}`,
         days: `${this.database}.${tables.days}`,
         customers: `${this.database}.${tables.customers}`,
@@ -139,7 +155,7 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
     };
   }
 
-  /** The parts' SELECTs as one UNION ALL (at least one part is always there). */
+  /** The parts' SELECTs as one UNION ALL ('' when there are none) (at least one part is always there). */
   private static union(parts: readonly (string | false)[]): string {
     return parts.filter((p): p is string => p !== false).join('\n UNION ALL \n');
   }
@@ -147,21 +163,11 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
   async series(query: UsageSeriesQuery): Promise<UsageSeriesRow[]> {
     // By customer the call-shape rollup has no answer: the raw records give it (topCustomers
     // is the question the API asks by customer).
-    const rollupKey = query.groupBy === 'customer' ? undefined : ROLLUP_GROUP[query.groupBy];
-    return this.seriesOver(query, await this.split(query, rollupKey !== undefined), rollupKey);
-  }
-
-  /** The series over a split range: the slots it covers from the call-shape rollup, the rest raw. */
-  private async seriesOver(
-    query: UsageSeriesQuery,
-    part: Awaited<ReturnType<ClickHouseUsageAnalytics['split']>>,
-    rollupKey: string | undefined,
-  ): Promise<UsageSeriesRow[]> {
+    const part = await this.split(query, query.groupBy !== 'customer');
     const inner = ClickHouseUsageAnalytics.union([
       part.covered !== undefined &&
-        rollupKey !== undefined &&
-        `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, ${rollupKey} AS key, calls, units, errors
-           FROM (SELECT * FROM ${part.tables.rollup} FINAL WHERE ${part.covered}) WHERE calls > 0`,
+        query.groupBy !== 'customer' &&
+        ClickHouseUsageAnalytics.coveredSeries(query, part, query.groupBy),
       part.raw !== undefined &&
         `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, ${RECORD_GROUP[query.groupBy]} AS key,
                 toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
@@ -176,33 +182,77 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
   }
 
   /**
+   * The rows (bucket, key, calls, units, errors) of the slots the rollups cover: without a
+   * grouping from the per-slot totals (a row a slot), else from the call-shape rollup.
+   */
+  private static coveredSeries(
+    query: UsageSeriesQuery,
+    part: Split,
+    groupBy: Exclude<UsageSeriesQuery['groupBy'], 'customer'>,
+  ): string {
+    const [table, key] =
+      groupBy === 'none' ? [part.tables.totals, "''"] : [part.tables.rollup, ROLLUP_GROUP[groupBy]];
+    return `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, ${key} AS key, calls, units, errors
+              FROM (SELECT * FROM ${table} FINAL WHERE ${part.covered}) WHERE calls > 0`;
+  }
+
+  /**
    * By customer, without reading every customer's every slot: each customer's calls over the range
    * (a row a day from the day rollup, slots at the ends, raw records for the rest), the first
-   * `limit` of them bucket by bucket, and the whole range's buckets for the rest.
+   * `limit` of them bucket by bucket, and the whole range's buckets for the rest. The raw records
+   * are read once for the ranking and the whole range, and again only for the customers shown.
    */
   async topCustomers(query: UsageSeriesQuery, limit: number): Promise<TopCustomers> {
     const part = await this.split(query, true, true);
-    // The whole range's buckets, asked while the customers are ranked.
-    const [whole, totals] = await Promise.all([
-      this.seriesOver({ ...query, groupBy: 'none' }, part, ROLLUP_GROUP.none),
-      this.rows<{ key: string; calls: string }>(
-        `SELECT key, sum(calls) AS calls FROM (${ClickHouseUsageAnalytics.union([
-          part.days !== undefined &&
-            `SELECT customer_ref AS key, calls
-             FROM (SELECT * FROM ${part.tables.customerDays} FINAL WHERE ${part.days}) WHERE calls > 0`,
-          part.rolled !== undefined &&
-            `SELECT customer_ref AS key, calls
-             FROM (SELECT * FROM ${part.tables.customers} FINAL WHERE ${part.rolled}) WHERE calls > 0`,
-          part.raw !== undefined && `SELECT customer_ref AS key, toUInt64(1) AS calls FROM ${part.raw}`,
-        ])}) GROUP BY key`,
-        part.params,
-      ),
+    const params = { ...part.params, timeZone: query.timeZone };
+    // The whole range by bucket (rolled slots a row each, then the raw records), and the raw
+    // records' calls by customer, in one read of them: the rolled rows have no customer (NULL).
+    const wholeAndRaw = this.rows<SeriesRow & { byCustomer: number }>(
+      `SELECT grouping(customer) = 0 AS byCustomer, bucket, ifNull(customer, '') AS key, sum(calls) AS calls,
+              toString(sum(units)) AS units, sum(errors) AS errors
+         FROM (${ClickHouseUsageAnalytics.union([
+           part.covered !== undefined &&
+             `SELECT bucket, CAST(NULL, 'Nullable(String)') AS customer, calls, units, errors
+                FROM (${ClickHouseUsageAnalytics.coveredSeries({ ...query, groupBy: 'none' }, part, 'none')})`,
+           part.raw !== undefined &&
+             `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, toNullable(customer_ref) AS customer,
+                     toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
+                FROM ${part.raw}`,
+         ])})
+        GROUP BY GROUPING SETS ((bucket), (customer))
+       HAVING byCustomer = 0 OR customer IS NOT NULL
+        ORDER BY byCustomer, bucket, key`,
+      params,
+      { force_grouping_standard_compatibility: 1 },
+    );
+    // Each customer's calls in the rolled part: a row a day and customer, slots at the ends.
+    const rolled = ClickHouseUsageAnalytics.union([
+      part.days !== undefined &&
+        `SELECT customer_ref AS key, calls
+           FROM (SELECT * FROM ${part.tables.customerDays} FINAL WHERE ${part.days}) WHERE calls > 0`,
+      part.rolled !== undefined &&
+        `SELECT customer_ref AS key, calls
+           FROM (SELECT * FROM ${part.tables.customers} FINAL WHERE ${part.rolled}) WHERE calls > 0`,
     ]);
+    const [both, rolledTotals] = await Promise.all([
+      wholeAndRaw,
+      rolled === ''
+        ? []
+        : this.rows<{ key: string; calls: string }>(
+            `SELECT key, sum(calls) AS calls FROM (${rolled}) GROUP BY key`,
+            params,
+          ),
+    ]);
+    const calls = new Map<string, number>();
+    for (const t of rolledTotals) calls.set(t.key, Number(t.calls));
+    for (const r of both)
+      if (Number(r.byCustomer) === 1) calls.set(r.key, (calls.get(r.key) ?? 0) + Number(r.calls));
     // Ranked here, as the API ranks every grouping: most calls first, then the lesser ref.
-    const ranked = totals
-      .map((t) => ({ key: t.key, calls: Number(t.calls) }))
-      .sort((a, b) => b.calls - a.calls || (a.key < b.key ? -1 : 1));
-    const top = ranked.slice(0, limit).map((t) => t.key);
+    const ranked = [...calls.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const top = ranked.slice(0, limit).map(([key]) => key);
+    // The customers shown, bucket by bucket: their rolled slots and their raw records (the raw
+    // table is sorted by customer, so only their parts of it are read).
+    const topRaw = part.rawOf('customer_ref IN {top:Array(String)}');
     const rows =
       top.length === 0
         ? []
@@ -214,16 +264,16 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
                       FROM (SELECT * FROM ${part.tables.customers} FINAL
                              WHERE ${part.covered} AND customer_ref IN {top:Array(String)})
                      WHERE calls > 0`,
-                 part.raw !== undefined &&
+                 topRaw !== undefined &&
                    `SELECT ${bucketOf(query.grain, 'timestamp')} AS bucket, customer_ref AS key,
                            toUInt64(1) AS calls, value AS units, toUInt64(${IS_ERROR}) AS errors
-                      FROM ${part.raw} WHERE customer_ref IN {top:Array(String)}`,
+                      FROM ${topRaw}`,
                ])}) GROUP BY bucket, key ORDER BY bucket, key`,
-            { ...part.params, timeZone: query.timeZone, top },
+            { ...params, top },
           );
     return {
       rows: rows.map(seriesRow),
-      totals: whole,
+      totals: both.filter((r) => Number(r.byCustomer) === 0).map(seriesRow),
       customers: ranked.length,
     };
   }

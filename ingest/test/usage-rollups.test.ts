@@ -49,6 +49,8 @@ function record(
     tool: pick(['search', 'fetch', 'summarise', 'translate']),
     server: pick(['mcp_a', 'mcp_b']),
     productId: pick(['prd_1', 'prd_2']),
+    // Most calls were judged by a plan; some (free tools, records from before plans were) by none.
+    ...(next() < 0.8 ? { planId: pick(['pln_free', 'pln_pro', 'pln_team']) } : {}),
     outcome,
     ...(next() < 0.05 ? { cancelled: true } : {}),
     ...(outcome !== 'paywall' && next() < 0.9 ? { latencyMs: Math.round(next() * 2_000_000) / 1000 } : {}),
@@ -85,7 +87,7 @@ async function write(records: UsageRecord[]) {
 }
 
 const ZONES = ['UTC', 'Asia/Kolkata'] as const;
-const GROUPS = ['none', 'tool', 'customer', 'product', 'server', 'outcome'] as const;
+const GROUPS = ['none', 'tool', 'customer', 'product', 'plan', 'server', 'outcome'] as const;
 const GRAINS = ['hour', 'day'] as const;
 const base: ToolStatsQuery = {
   providerId: PROVIDER,
@@ -138,7 +140,9 @@ function expectedSeries(grain: 'hour' | 'day', timeZone: string, groupBy: (typeo
           ? r.customerRef
           : groupBy === 'outcome'
             ? outcomeOf(p)
-            : String(p[{ tool: 'tool', product: 'productId', server: 'server' }[groupBy]] ?? '');
+            : String(
+                p[{ tool: 'tool', product: 'productId', plan: 'planId', server: 'server' }[groupBy]] ?? '',
+              );
     const bucket = bucketOf(Date.parse(r.timestamp), grain, timeZone);
     const row = rows.get(`${bucket}|${key}`) ?? { bucket, key, calls: 0, units: 0n, errors: 0 };
     row.calls += 1;
@@ -278,31 +282,39 @@ describe('usage rollups', () => {
     // A row planted in a clean slot, newer than its figures: the answer moves by it.
     const [row] = await (
       await handle.client.query({
-        query: `SELECT tool, server, product, outcome FROM mcpmeter.usage_rollup_sandbox FINAL
+        query: `SELECT tool, server, product, outcome, plan FROM mcpmeter.usage_rollup_sandbox FINAL
                  WHERE slot = fromUnixTimestamp64Milli({slot:Int64}, 'UTC') AND calls > 0 LIMIT 1`,
         query_params: { slot },
         format: 'JSONEachRow',
       })
-    ).json<{ tool: string; server: string; product: string; outcome: string }>();
+    ).json<{ tool: string; server: string; product: string; outcome: string; plan: string }>();
     expect(row).toBeDefined();
     await handle.client.command({
       query: `INSERT INTO mcpmeter.usage_rollup_sandbox
               SELECT {provider:String}, {meter:String}, fromUnixTimestamp64Milli({slot:Int64}, 'UTC'),
-                     {tool:String}, {server:String}, {product:String}, {outcome:String}, 1000, 0, 0, 0, map(), now64(6)`,
+                     {tool:String}, {server:String}, {product:String}, {outcome:String}, 1000, 0, 0, 0, map(), now64(6), {plan:String}`,
       query_params: { ...row, provider: PROVIDER, meter: METER, slot },
     });
-    const total = async () =>
-      (await handle.analytics.series({ ...base, grain: 'day', timeZone: 'UTC', groupBy: 'none' })).reduce(
+    // And one in the per-slot totals, which replaces the slot's figures (its only group).
+    await handle.client.command({
+      query: `INSERT INTO mcpmeter.usage_rollup_totals_sandbox
+              SELECT {provider:String}, {meter:String}, fromUnixTimestamp64Milli({slot:Int64}, 'UTC'), 5000, 0, 0, now64(6)`,
+      query_params: { provider: PROVIDER, meter: METER, slot },
+    });
+    const total = async (groupBy: 'none' | 'tool') =>
+      (await handle.analytics.series({ ...base, grain: 'day', timeZone: 'UTC', groupBy })).reduce(
         (sum, r) => sum + r.calls,
         0,
       );
     const counted = [...stored.values()].filter(inRange).length;
-    expect(await total()).toBeGreaterThan(counted + 900);
+    expect(await total('tool')).toBeGreaterThan(counted + 900);
+    expect(await total('none')).toBeGreaterThan(counted + 4000);
 
     // The slot marked (a late record in it) is read raw: the planted row no longer counts.
     await write([record(slot + 1_000)]);
     await checkEverything();
-    expect(await total()).toBe(counted + 1);
+    expect(await total('tool')).toBe(counted + 1);
+    expect(await total('none')).toBe(counted + 1);
 
     // A record resent under its id with another tool moves its call; late records land in old slots.
     // The only record of its group in its slot: moved away, the group must read zero there.
@@ -312,6 +324,7 @@ describe('usage rollups', () => {
         r.properties.tool,
         r.properties.server,
         r.properties.productId,
+        r.properties.planId,
         outcomeOf(r.properties),
       ].join('|');
     const groups = new Map<string, number>();
@@ -338,12 +351,13 @@ describe('usage rollups', () => {
       await handle.client.query({
         query: `SELECT calls FROM mcpmeter.usage_rollup_sandbox FINAL
                  WHERE slot = fromUnixTimestamp64Milli({slot:Int64}, 'UTC') AND tool = {tool:String}
-                   AND server = {server:String} AND product = {product:String}`,
+                   AND server = {server:String} AND product = {product:String} AND plan = {plan:String}`,
         query_params: {
           slot: floorSlot(Date.parse(moved.timestamp)),
           tool: String(moved.properties.tool),
           server: String(moved.properties.server ?? ''),
           product: String(moved.properties.productId ?? ''),
+          plan: String(moved.properties.planId ?? ''),
         },
         format: 'JSONEachRow',
       })

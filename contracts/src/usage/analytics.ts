@@ -9,7 +9,7 @@ import type { Environment } from '../usage-record';
 
 export const ANALYTICS_GRAINS = ['hour', 'day', 'week', 'month'] as const;
 export type AnalyticsGrain = (typeof ANALYTICS_GRAINS)[number];
-export const ANALYTICS_GROUPS = ['none', 'tool', 'customer', 'product', 'server', 'outcome'] as const;
+export const ANALYTICS_GROUPS = ['none', 'tool', 'customer', 'product', 'plan', 'server', 'outcome'] as const;
 export type AnalyticsGroup = (typeof ANALYTICS_GROUPS)[number];
 
 /**

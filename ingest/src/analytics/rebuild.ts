@@ -7,6 +7,7 @@ import {
   PAYWALL_ERA,
   PAYWALL_FORM,
   PAYWALL_SESSION,
+  PLAN,
   PRODUCT,
   SERVER,
   TOOL,
@@ -33,9 +34,14 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
     `INSERT INTO ${t.rollup}
      SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, ${TOOL} AS tool, ${SERVER} AS server,
             ${PRODUCT} AS product, ${OUTCOME} AS outcome, count(), sum(value), countIf(${IS_ERROR}),
-            countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${AT}
+            countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${AT},
+            ${PLAN} AS plan
        FROM ${records}
-      GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome`,
+      GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome, plan`,
+    `INSERT INTO ${t.totals}
+     SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, count(), sum(value), countIf(${IS_ERROR}), ${AT}
+       FROM ${records}
+      GROUP BY provider_id, meter_ref, slot`,
     `INSERT INTO ${t.paywalls}
      SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, ${PAYWALL_FORM} AS form, ${PAYWALL_ERA} AS era,
             ${PAYWALL_SESSION} AS session, ${PRODUCT} AS product, count(), min(timestamp), ${AT}
@@ -48,9 +54,10 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
       GROUP BY provider_id, meter_ref, customer_ref, slot`,
     zeroGone(
       t.rollup,
-      `provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${AT}`,
+      `provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${AT}, plan`,
       slots,
     ),
+    zeroGone(t.totals, `provider_id, meter_ref, slot, 0, 0, 0, ${AT}`, slots),
     zeroGone(t.paywalls, `provider_id, meter_ref, slot, form, era, session, product, 0, first, ${AT}`, slots),
     zeroGone(t.customers, `provider_id, meter_ref, customer_ref, slot, 0, 0, 0, ${AT}`, slots),
   ];

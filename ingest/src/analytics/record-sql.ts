@@ -18,6 +18,8 @@ export const IS_ERROR = `JSONExtractString(properties, 'outcome') IN ('error', '
 export const TOOL = "JSONExtractString(properties, 'tool')";
 export const SERVER = "JSONExtractString(properties, 'server')";
 export const PRODUCT = "JSONExtractString(properties, 'productId')";
+/** The plan the call was judged by ('' for calls recorded before plans were, or without one). */
+export const PLAN = "JSONExtractString(properties, 'planId')";
 export const HAS_LATENCY = "JSONHas(properties, 'latencyMs')";
 export const LATENCY_BUCKET = latencyBucketSql("JSONExtractFloat(properties, 'latencyMs')");
 export const IS_PAYWALL = "JSONExtractString(properties, 'outcome') = 'paywall'";
@@ -31,6 +33,7 @@ export const RECORD_GROUP: Readonly<Record<AnalyticsGroup, string>> = {
   tool: TOOL,
   customer: 'customer_ref',
   product: PRODUCT,
+  plan: PLAN,
   server: SERVER,
   outcome: OUTCOME,
 };
@@ -40,6 +43,7 @@ export const ROLLUP_GROUP: Readonly<Record<Exclude<AnalyticsGroup, 'customer'>, 
   none: "''",
   tool: 'tool',
   product: 'product',
+  plan: 'plan',
   server: 'server',
   outcome: 'outcome',
 };

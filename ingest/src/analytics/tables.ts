@@ -1,12 +1,14 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 
 /**
- * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 005),
+ * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 006),
  * from a closed set: no caller string reaches an identifier.
  */
 export interface RollupTables {
   /** Per slot and call shape: calls, units, errors, latency histogram. */
   rollup: string;
+  /** Per slot: every call of the meter together (calls, units, errors). */
+  totals: string;
   /** Per slot, paywall form, era, session and product: shown, first showing. */
   paywalls: string;
   /** Per slot and customer: calls, units, errors. */
@@ -25,6 +27,7 @@ export interface RollupTables {
 
 const tablesOf = (environment: Environment): RollupTables => ({
   rollup: `usage_rollup_${environment}`,
+  totals: `usage_rollup_totals_${environment}`,
   paywalls: `usage_rollup_paywalls_${environment}`,
   customers: `usage_rollup_customers_${environment}`,
   days: `usage_rollup_days_${environment}`,
