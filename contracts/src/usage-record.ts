@@ -49,6 +49,8 @@ export interface CallFacts {
   /** Credits the call spent of the customer's balance (plans paid from credits); absent otherwise. */
   credits?: number;
   productId: string | null;
+  /** The plan the call was judged by: the customer's plan of the product, when it has one. */
+  planId?: string | undefined;
   /** Proxied calls: the tool, the server, the time to answer, and whether the client left. */
   tool?: string;
   server?: string;
@@ -78,6 +80,7 @@ export function callRecord(
   if (facts.server !== undefined) properties.server = facts.server;
   if (facts.latencyMs !== undefined) properties.latencyMs = facts.latencyMs;
   if (facts.productId !== null) properties.productId = facts.productId;
+  if (facts.planId !== undefined) properties.planId = facts.planId;
   if (facts.admitted) properties.admitted = true;
   if (facts.refused === true) properties.refused = true;
   if (facts.credits !== undefined && facts.credits > 0) properties.credits = facts.credits;

@@ -52,6 +52,7 @@ describe('usage analytics', () => {
   let live: Awaited<ReturnType<typeof seller>>['live'];
   const records: UsageRecord[] = [];
   const customers: string[] = [];
+  const plans: { id: string; name: string }[] = [];
 
   beforeAll(async () => {
     const s = await seller('Analytics');
@@ -67,6 +68,22 @@ describe('usage analytics', () => {
       meterName: 'requests',
     };
     const liveMeter = (await live('GET', '/v1/ui/meters/requests')).body.id as string;
+    // Two plans the calls were judged by (a call of a free tool was judged by none).
+    const product = (await api('POST', '/v1/ui/products', { name: 'Analytics' })).body.id as string;
+    for (const name of ['Starter', 'Scale'])
+      plans.push({
+        id: (
+          await api('POST', `/v1/ui/products/${product}/plans`, {
+            name,
+            type: 'recurring',
+            billingCycle: 'monthly',
+            price: 900,
+            currency: 'USD',
+          })
+        ).body.id as string,
+        name,
+      });
+    expect(plans.map((p) => typeof p.id)).toEqual(['string', 'string']);
     const next = random(63);
     const span = Date.parse(TO) - Date.parse(FROM);
     for (let i = 0; i < 800; i++) {
@@ -90,6 +107,8 @@ describe('usage analytics', () => {
         ...(roll < 0.85 ? { latencyMs: 5 + Math.floor(next() * 400) } : {}),
         ...(roll >= 0.95 ? { cancelled: true } : {}),
       };
+      const plan = next();
+      if (plan < 0.9) facts.planId = (plan < 0.6 ? plans[0]?.id : plans[1]?.id) as string;
       records.push(callRecord(meter, customers[Math.floor(next() * 3)] as string, at, facts));
     }
     // Usage reported through the API: no tool, a value of 2.5.
@@ -228,6 +247,22 @@ describe('usage analytics', () => {
     expect(byCustomer.series).toHaveLength(1);
     expect(byCustomer.series[0].totalCalls).toBe(Math.max(...counts));
     expect(byCustomer.other).toMatchObject({ groups: 2, totalCalls: records.length - Math.max(...counts) });
+    // By plan, each named; calls judged by no plan under ''.
+    const byPlan = (await api('GET', `/v1/ui/analytics/usage?from=${FROM}&to=${TO}&groupBy=plan&grain=month`))
+      .body as Json;
+    expect(
+      Object.fromEntries(byPlan.series.map((s: Json) => [s.key, { name: s.name, calls: s.totalCalls }])),
+    ).toEqual(
+      Object.fromEntries(
+        ['', ...plans.map((p) => p.id)].map((id) => [
+          id,
+          {
+            name: plans.find((p) => p.id === id)?.name ?? null,
+            calls: records.filter((r) => (r.properties.planId ?? '') === id).length,
+          },
+        ]),
+      ),
+    );
     // One customer's own, by externalRef.
     const ada = (await api('GET', `/v1/ui/analytics/usage?from=${FROM}&to=${TO}&grain=month&customerRef=ada`))
       .body as Json;

@@ -61,6 +61,8 @@ export interface CallFacts {
   credits?: number;
   /** What the admission spent of which lease. */
   charges?: LeaseCharge[];
+  /** The plan the call was judged by (admitted under it, or refused at its limit). */
+  planId?: string | undefined;
 }
 
 /** What a call's usage record says. */
@@ -77,4 +79,6 @@ export interface RecordedFacts {
   charges?: LeaseCharge[] | undefined;
   /** The paywall answered the call: how it was shown. */
   paywall?: PaywallShown | undefined;
+  /** The plan the call was judged by. */
+  planId?: string | undefined;
 }

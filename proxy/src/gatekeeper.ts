@@ -20,7 +20,8 @@ export type Verdict =
    * `credits`: what it spent of the customer's credits (plans paid from credits).
    */
   /** `charges`: what the call spent of which of this process's leases (its record carries them). */
-  | { kind: 'admit'; counted: boolean; credits?: number; charges?: LeaseCharge[] }
+  /** `planId`: the plan that admitted it (absent for a free tool or a server with no product). */
+  | { kind: 'admit'; counted: boolean; credits?: number; charges?: LeaseCharge[]; planId?: string }
   | {
       kind: 'paywall';
       reason: 'limit_reached' | 'plan_required' | 'no_plan' | 'credits_exhausted';
@@ -50,10 +51,22 @@ export interface OutageGrace {
 }
 
 const FREE: Verdict = Object.freeze({ kind: 'admit', counted: false });
-const COUNTED: Verdict = Object.freeze({ kind: 'admit', counted: true });
 const UNAVAILABLE: Verdict = Object.freeze({ kind: 'unavailable' });
 
 type PlanGate = Extract<Gate, { kind: 'plan' }>;
+
+/** A purchase's gate is one object while its snapshot is cached: its plain admission is made once. */
+const countedVerdicts = new WeakMap<PlanGate, Verdict>();
+
+/** A call admitted under the gate's plan, spending a unit and nothing from a lease. */
+function counted(gate: PlanGate): Verdict {
+  let verdict = countedVerdicts.get(gate);
+  if (verdict === undefined) {
+    verdict = Object.freeze({ kind: 'admit', counted: true, planId: gate.planId });
+    if (gate.source === 'purchase') countedVerdicts.set(gate, verdict);
+  }
+  return verdict;
+}
 
 /** The counters one plan's calls are checked against: its limit's, and its credits' when paid from them. */
 interface Targets {
@@ -88,7 +101,7 @@ export class Gatekeeper {
   ) {}
 
   /** A call admitted in grace, or undefined when the counter's grace is spent (or there is none). */
-  private admitInGrace(key: string, limit: number): Verdict | undefined {
+  private admitInGrace(gate: PlanGate, key: string, limit: number): Verdict | undefined {
     const allowance = Math.min(Math.ceil((limit * this.grace.percent) / 100), this.grace.max);
     const used = this.graceUsed.get(key) ?? 0;
     if (used >= allowance) return undefined;
@@ -97,7 +110,7 @@ export class Gatekeeper {
     this.stats.graceUnreported++;
     this.reporting ??= setInterval(() => void this.reportGrace(), 1_000);
     this.reporting.unref();
-    return COUNTED;
+    return counted(gate);
   }
 
   /** Adds the grace calls to their counters once the store answers; their grace is then renewed. */
@@ -163,7 +176,7 @@ export class Gatekeeper {
     }
     if (gate.limit === null && gate.credits === null) {
       this.stats.decisions.admitted++;
-      return COUNTED;
+      return counted(gate);
     }
     const targets = this.targetsOf(server, customerId, productId, gate);
     if (targets.limit === undefined) return this.afterLimit(gate, targets, undefined);
@@ -229,7 +242,9 @@ export class Gatekeeper {
     }
     if (targets.credits === undefined) {
       this.stats.decisions.admitted++;
-      return charges === undefined ? COUNTED : { kind: 'admit', counted: true, charges };
+      return charges === undefined
+        ? counted(gate)
+        : { kind: 'admit', counted: true, charges, planId: gate.planId };
     }
     const credits = this.limiter.admit(targets.credits);
     if (!(credits instanceof Promise)) return this.afterCredits(gate, targets, charges, credits);
@@ -250,7 +265,7 @@ export class Gatekeeper {
       this.stats.decisions.admitted++;
       if (credits.charge !== undefined)
         charges = charges === undefined ? [credits.charge] : [...charges, credits.charge];
-      const verdict: Verdict = { kind: 'admit', counted: true, credits: perUnit };
+      const verdict: Verdict = { kind: 'admit', counted: true, credits: perUnit, planId: gate.planId };
       if (charges !== undefined) verdict.charges = charges;
       return verdict;
     }
@@ -309,11 +324,11 @@ export class Gatekeeper {
     if (!(error instanceof LimiterUnavailableError)) throw error;
     if (this.policy === 'open') {
       this.stats.decisions.open++;
-      return COUNTED;
+      return counted(gate);
     }
     // Credits are money: a plan paid from them never runs on grace.
     if (this.policy === 'grace' && targets.limit !== undefined && gate.credits === null) {
-      const admitted = this.admitInGrace(targets.limit.key, targets.limit.limit);
+      const admitted = this.admitInGrace(gate, targets.limit.key, targets.limit.limit);
       if (admitted !== undefined) return admitted;
     }
     this.stats.decisions.unavailable++;

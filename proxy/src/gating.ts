@@ -84,6 +84,7 @@ export class CallGate {
         const fact: CallFacts = { admitted: verdict?.counted ?? false };
         if (verdict?.credits !== undefined) fact.credits = verdict.credits;
         if (verdict?.charges !== undefined) fact.charges = verdict.charges;
+        if (verdict?.planId !== undefined) fact.planId = verdict.planId;
         facts.set(call, fact);
       } else refused.push([call, verdict]);
     }
@@ -99,6 +100,7 @@ export class CallGate {
         };
         const shown = verdict.kind === 'paywall' ? paywallShownOf(answers[i] ?? {}, era) : undefined;
         if (shown !== undefined) fact.paywall = shown;
+        if (verdict.kind === 'paywall' && verdict.planId !== undefined) fact.planId = verdict.planId;
         facts.set(call, fact);
       });
       return { facts, answers, refusedIds: new Set(refused.map(([call]) => call.id)) };
@@ -129,6 +131,7 @@ export class CallGate {
         known.credits !== undefined && (charges.length === 0 || keptCredits) ? known.credits : undefined;
       if (credits !== undefined) unspent.credits = credits;
       if (kept.length > 0) unspent.charges = kept;
+      if (known.planId !== undefined) unspent.planId = known.planId;
       if (!unspent.admitted && credits === undefined) unspent.refused = true;
       facts.set(call, unspent);
     }
@@ -268,7 +271,11 @@ export async function gateRequest(
   }
   const facts = gated?.facts ?? new Map<ToolCall, CallFacts>();
   if (continuing !== undefined && single !== undefined)
-    facts.set(single, { admitted: continuing.admitted, credits: continuing.credits });
+    facts.set(single, {
+      admitted: continuing.admitted,
+      credits: continuing.credits,
+      planId: continuing.planId,
+    });
   tally.facts = facts;
   const extra = gated?.answers ?? NO_ANSWERS;
   if (gated !== undefined && gated.answers.length > 0) {

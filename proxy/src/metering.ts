@@ -34,6 +34,7 @@ export class Meter {
           server: server.serverId,
           latencyMs,
           productId: server.productId,
+          planId: facts.planId,
           admitted: facts.admitted,
           // Passed as they are: the record carries each only when set (callRecord).
           refused: facts.refused,
@@ -82,6 +83,7 @@ export class Tally {
       // The unit was spent in this request whatever the round: a crash settles its lease with it.
       charges: known?.charges,
       paywall: known?.paywall,
+      planId: known?.planId,
     };
   }
 
@@ -107,6 +109,7 @@ export class Tally {
       admitted: false,
       refused: true,
       paywall: this.facts.get(call)?.paywall,
+      planId: this.facts.get(call)?.planId,
     }));
   }
 

@@ -22,6 +22,8 @@ export interface RoundHold {
   admitted: boolean;
   /** Credits the first round spent (plans paid from credits). */
   credits?: number | undefined;
+  /** The plan the first round was admitted under. */
+  planId?: string | undefined;
 }
 
 export interface RoundBinding {
@@ -62,7 +64,9 @@ export class CallRounds {
     if (raw === undefined) return undefined;
     try {
       const hold = JSON.parse(raw) as RoundHold;
-      return typeof hold.rounds === 'number' && typeof hold.admitted === 'boolean' ? hold : undefined;
+      if (typeof hold.rounds !== 'number' || typeof hold.admitted !== 'boolean') return undefined;
+      if (hold.planId !== undefined && typeof hold.planId !== 'string') delete hold.planId;
+      return hold;
     } catch {
       return undefined;
     }
@@ -126,6 +130,7 @@ export class CallRound {
         rounds: (this.continuing?.rounds ?? 0) + 1,
         admitted: fact?.admitted ?? false,
         ...(fact?.credits === undefined ? {} : { credits: fact.credits }),
+        ...(fact?.planId === undefined ? {} : { planId: fact.planId }),
       })
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, 'multi-round hold not kept: the retry will be gated as a new call'),

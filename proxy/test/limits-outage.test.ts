@@ -249,7 +249,14 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     await client.close();
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(records.map((r) => r.properties)).toMatchObject([
-      { tool: 'add', outcome: 'success', productId: PRODUCT, admitted: true, server: 'mcp_calc' },
+      {
+        tool: 'add',
+        outcome: 'success',
+        productId: PRODUCT,
+        planId: PLAN,
+        admitted: true,
+        server: 'mcp_calc',
+      },
     ]);
   });
 
@@ -277,11 +284,14 @@ describe('proxy limits when Redis or the control plane is unreachable', () => {
     }
     await client.close();
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(records.map((r) => [r.properties.outcome, r.properties.admitted ?? false])).toEqual([
-      ['success', true],
-      ['success', true],
-      ['paywall', false],
-      ['paywall', false],
+    // Each judged by the free plan, the refused ones at its limit.
+    expect(
+      records.map((r) => [r.properties.outcome, r.properties.admitted ?? false, r.properties.planId]),
+    ).toEqual([
+      ['success', true, PLAN],
+      ['success', true, PLAN],
+      ['paywall', false, PLAN],
+      ['paywall', false, PLAN],
     ]);
   });
 

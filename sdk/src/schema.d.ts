@@ -2173,11 +2173,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "MlARMEALg0tpt5HAHb8zW30gxDLwEhg6g6tTLG-8B8A",
-                     *           "y": "W4_fIVkEZNcZlHNomtAHYr0GuJCOvRy2UzadKgO9zSA",
+                     *           "x": "jqTY4cMmr8fM_jXP_oO0XvtGqyRa_g4LfWYkyXxkNpw",
+                     *           "y": "qOWfsWZ_bMnmlpGlWUlbkfze1OAZsOf_odB1FaUruCA",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "89e3666e4fbb8444",
+                     *           "kid": "7bb009fa82702566",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2306,8 +2306,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.275Z",
-                     *       "to": "2026-05-28T09:00:05.275Z",
+                     *       "from": "2026-04-28T09:00:18.404Z",
+                     *       "to": "2026-05-28T09:00:18.404Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2645,8 +2645,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.256Z",
-                     *       "to": "2026-05-28T09:00:05.256Z",
+                     *       "from": "2026-04-28T09:00:18.394Z",
+                     *       "to": "2026-05-28T09:00:18.394Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2818,7 +2818,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.219Z",
+                     *       "to": "2026-05-28T09:00:18.374Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3003,9 +3003,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:08.128Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.128Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.128Z"
+                     *       "createdAt": "2026-05-28T09:00:20.116Z",
+                     *       "expiresAt": "2026-05-28T21:00:20.116Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:20.116Z"
                      *     }
                      */
                     "application/json": {
@@ -3238,7 +3238,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.972Z"
+                     *       "expiresAt": "2026-06-04T09:00:19.985Z"
                      *     }
                      */
                     "application/json": {
@@ -3607,9 +3607,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.671Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.671Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.682Z"
+                     *       "createdAt": "2026-05-28T09:00:19.777Z",
+                     *       "expiresAt": "2026-05-28T21:00:19.777Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:19.783Z"
                      *     }
                      */
                     "application/json": {
@@ -4096,9 +4096,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.671Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.671Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.671Z"
+                     *       "createdAt": "2026-05-28T09:00:19.777Z",
+                     *       "expiresAt": "2026-05-28T21:00:19.777Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:19.777Z"
                      *     }
                      */
                     "application/json": {
@@ -4309,7 +4309,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.805Z"
+                     *       "expiresAt": "2026-05-28T09:10:19.844Z"
                      *     }
                      */
                     "application/json": {
@@ -4485,9 +4485,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.956Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
+                     *       "createdAt": "2026-05-28T09:00:19.977Z",
+                     *       "expiresAt": "2026-05-28T21:00:19.977Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:19.977Z"
                      *     }
                      */
                     "application/json": {
@@ -4952,7 +4952,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795915529,
+                     *       "client_id_issued_at": 1795925322,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5125,7 +5125,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.656Z"
+                     *       "expiresAt": "2026-05-28T09:10:19.217Z"
                      *     }
                      */
                     "application/json": {
@@ -6251,8 +6251,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.392Z",
-                     *       "createdAt": "2026-05-28T09:00:05.392Z"
+                     *       "expiresAt": "2026-05-28T10:00:18.480Z",
+                     *       "createdAt": "2026-05-28T09:00:18.480Z"
                      *     }
                      */
                     "application/json": {
@@ -6409,8 +6409,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.392Z",
-                     *       "createdAt": "2026-05-28T09:00:05.392Z"
+                     *       "expiresAt": "2026-05-28T10:00:18.480Z",
+                     *       "createdAt": "2026-05-28T09:00:18.480Z"
                      *     }
                      */
                     "application/json": {
@@ -6596,8 +6596,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.977Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.977Z"
+                     *           "createdAt": "2026-05-28T09:00:17.730Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.730Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6609,8 +6609,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:04.002Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.002Z"
+                     *           "createdAt": "2026-05-28T09:00:17.738Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.738Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6797,8 +6797,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.977Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.977Z"
+                     *       "createdAt": "2026-05-28T09:00:17.730Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.730Z"
                      *     }
                      */
                     "application/json": {
@@ -7289,8 +7289,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.977Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.082Z"
+                     *       "createdAt": "2026-05-28T09:00:17.730Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.777Z"
                      *     }
                      */
                     "application/json": {
@@ -8517,7 +8517,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.770Z"
+                     *       "revokedBefore": "2026-05-28T09:00:18.667Z"
                      *     }
                      */
                     "application/json": {
@@ -8704,8 +8704,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:04.002Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.002Z"
+                     *       "createdAt": "2026-05-28T09:00:17.738Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.738Z"
                      *     }
                      */
                     "application/json": {
@@ -8913,7 +8913,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T07:34:36.793Z"
+                     *                 "end": "2026-01-28T04:51:36.775Z"
                      *               }
                      *             }
                      *           ],
@@ -9626,7 +9626,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T07:34:36.793Z"
+                     *             "end": "2026-01-28T04:51:36.775Z"
                      *           }
                      *         }
                      *       ],
@@ -10532,7 +10532,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.145Z"
+                     *       "timestamp": "2026-05-28T09:00:18.293Z"
                      *     }
                      */
                     "application/json": {
@@ -10756,7 +10756,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.174Z"
+                     *           "timestamp": "2026-05-28T09:00:18.332Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10764,7 +10764,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.174Z"
+                     *           "timestamp": "2026-05-28T09:00:18.332Z"
                      *         }
                      *       ]
                      *     }
@@ -11775,7 +11775,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.489Z",
+                     *       "createdAt": "2026-05-28T09:00:18.524Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11959,8 +11959,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.489Z",
-                     *       "closedAt": "2026-05-28T09:00:05.568Z"
+                     *       "createdAt": "2026-05-28T09:00:18.524Z",
+                     *       "closedAt": "2026-05-28T09:00:18.562Z"
                      *     }
                      */
                     "application/json": {
@@ -12139,11 +12139,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.593Z",
+                     *       "arrivalDate": "2026-05-30T09:00:18.574Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.593Z"
+                     *       "createdAt": "2026-05-28T09:00:18.574Z"
                      *     }
                      */
                     "application/json": {
@@ -12311,7 +12311,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.872Z"
+                     *           "createdAt": "2026-05-28T09:00:17.682Z"
                      *         }
                      *       ]
                      *     }
@@ -12465,7 +12465,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.872Z"
+                     *       "createdAt": "2026-05-28T09:00:17.682Z"
                      *     }
                      */
                     "application/json": {
@@ -12604,7 +12604,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.872Z"
+                     *       "createdAt": "2026-05-28T09:00:17.682Z"
                      *     }
                      */
                     "application/json": {
@@ -12755,7 +12755,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.872Z"
+                     *       "createdAt": "2026-05-28T09:00:17.682Z"
                      *     }
                      */
                     "application/json": {
@@ -13463,8 +13463,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:36.793Z",
-                     *       "to": "2026-05-28T09:04:36.793Z",
+                     *       "from": "2026-04-28T08:51:36.775Z",
+                     *       "to": "2026-05-28T09:06:36.775Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -13686,7 +13686,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.443Z",
+                     *       "asOf": "2026-05-28T09:00:19.089Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -13931,7 +13931,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T07:34:36.793Z",
+                     *           "end": "2026-01-28T04:51:36.775Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13970,8 +13970,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T07:34:36.793Z",
-                     *           "end": "2026-02-28T07:34:36.793Z",
+                     *           "start": "2026-01-28T04:51:36.775Z",
+                     *           "end": "2026-02-28T04:51:36.775Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14010,8 +14010,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T07:34:36.793Z",
-                     *           "end": "2026-03-30T07:34:36.793Z",
+                     *           "start": "2026-02-28T04:51:36.775Z",
+                     *           "end": "2026-03-30T04:51:36.775Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14050,8 +14050,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T07:34:36.793Z",
-                     *           "end": "2026-04-30T07:34:36.793Z",
+                     *           "start": "2026-03-30T04:51:36.775Z",
+                     *           "end": "2026-04-30T04:51:36.775Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14090,8 +14090,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T07:34:36.793Z",
-                     *           "end": "2026-05-30T07:34:36.793Z",
+                     *           "start": "2026-04-30T04:51:36.775Z",
+                     *           "end": "2026-05-30T04:51:36.775Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14343,8 +14343,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:36.793Z",
-                     *       "to": "2026-05-28T09:04:36.793Z",
+                     *       "from": "2026-04-28T08:51:36.775Z",
+                     *       "to": "2026-05-28T09:06:36.775Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -14353,9 +14353,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.596,
-                     *             "p95": 104.596,
-                     *             "p99": 104.596
+                     *             "p50": 102.525,
+                     *             "p95": 102.525,
+                     *             "p99": 102.525
                      *           }
                      *         }
                      *       ]
@@ -14497,7 +14497,7 @@ export interface operations {
                  */
                 grain?: string;
                 /**
-                 * @description none, tool, customer, product, server, outcome (default none)
+                 * @description none, tool, customer, product, plan, server, outcome (default none)
                  * @example tool
                  */
                 groupBy?: string;
@@ -14527,37 +14527,38 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:36.793Z",
-                     *       "to": "2026-05-28T09:04:36.793Z",
+                     *       "from": "2026-04-28T08:51:36.775Z",
+                     *       "to": "2026-05-28T09:06:36.775Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T06:34:36.793Z",
+                     *           "start": "2026-04-24T03:51:36.775Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T06:34:36.793Z",
+                     *           "start": "2026-05-01T03:51:36.775Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T06:34:36.793Z",
+                     *           "start": "2026-05-08T03:51:36.775Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T06:34:36.793Z",
+                     *           "start": "2026-05-15T03:51:36.775Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T06:34:36.793Z",
+                     *           "start": "2026-05-22T03:51:36.775Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
                      *       "series": [
                      *         {
                      *           "key": "",
+                     *           "name": null,
                      *           "totalCalls": 1,
                      *           "calls": [
                      *             0,
@@ -14583,6 +14584,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "key": "add",
+                     *           "name": null,
                      *           "totalCalls": 1,
                      *           "calls": [
                      *             0,
@@ -14651,6 +14653,8 @@ export interface operations {
                             errors: number[];
                             /** @description The group's value ('' when the call has none, and for none) */
                             key: string;
+                            /** @description By product or plan, its name (null when the key names none of this environment's); null for other groupings */
+                            name: string | null;
                             totalCalls: number;
                             /** @description The meter's values summed per bucket, exactly (decimal) */
                             units: string[];
@@ -14784,17 +14788,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…lcFw",
+                     *           "hint": "sk_test_…NYac",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.299Z",
+                     *           "createdAt": "2026-05-28T09:00:20.253Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…5OtQ",
+                     *           "hint": "sk_test_…Ps8M",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.948Z",
+                     *           "createdAt": "2026-05-28T09:00:19.972Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14940,9 +14944,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…lcFw",
+                     *       "hint": "sk_test_…NYac",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.299Z",
+                     *       "createdAt": "2026-05-28T09:00:20.253Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15265,18 +15269,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…vn4Y",
+                     *       "hint": "sk_test_…qObM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.338Z",
+                     *       "createdAt": "2026-05-28T09:00:20.269Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…lcFw",
+                     *         "hint": "sk_test_…NYac",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:08.299Z",
-                     *         "expiresAt": "2026-05-28T10:00:08.338Z"
+                     *         "createdAt": "2026-05-28T09:00:20.253Z",
+                     *         "expiresAt": "2026-05-28T10:00:20.269Z"
                      *       }
                      *     }
                      */
@@ -15472,7 +15476,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.779Z",
+                     *           "createdAt": "2026-05-28T09:00:19.828Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15489,7 +15493,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.770Z",
+                     *           "createdAt": "2026-05-28T09:00:19.822Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15506,7 +15510,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.736Z",
+                     *           "createdAt": "2026-05-28T09:00:19.808Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15522,7 +15526,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqZWdnbnplZzRhM3Jkd2V2anh0OWdy"
+                     *       "nextCursor": "YXVkXzAxbThqcXZiOHNieWI5bng2aGZueXI1Y3oy"
                      *     }
                      */
                     "application/json": {
@@ -15701,7 +15705,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.489Z",
+                     *           "createdAt": "2026-05-28T09:00:18.524Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -15856,7 +15860,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.489Z",
+                     *       "createdAt": "2026-05-28T09:00:18.524Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16017,7 +16021,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.489Z",
+                     *       "createdAt": "2026-05-28T09:00:18.524Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17816,8 +17820,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:06.023Z",
-                     *       "latencyMs": 22,
+                     *       "checkedAt": "2026-05-28T09:00:18.789Z",
+                     *       "latencyMs": 10,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -18185,8 +18189,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.046Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.046Z"
+                     *           "createdAt": "2026-05-28T09:00:17.297Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.297Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18196,8 +18200,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.804Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.804Z"
+                     *           "createdAt": "2026-05-28T09:00:17.626Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.626Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18369,8 +18373,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.804Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.804Z"
+                     *       "createdAt": "2026-05-28T09:00:17.626Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.626Z"
                      *     }
                      */
                     "application/json": {
@@ -18543,8 +18547,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.804Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.804Z"
+                     *       "createdAt": "2026-05-28T09:00:17.626Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.626Z"
                      *     }
                      */
                     "application/json": {
@@ -18694,8 +18698,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.804Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.531Z"
+                     *       "createdAt": "2026-05-28T09:00:17.626Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.705Z"
                      *     }
                      */
                     "application/json": {
@@ -18865,11 +18869,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.593Z",
+                     *           "arrivalDate": "2026-05-30T09:00:18.574Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.593Z"
+                     *           "createdAt": "2026-05-28T09:00:18.574Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19021,11 +19025,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.593Z",
+                     *       "arrivalDate": "2026-05-30T09:00:18.574Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.593Z"
+                     *       "createdAt": "2026-05-28T09:00:18.574Z"
                      *     }
                      */
                     "application/json": {
@@ -19210,8 +19214,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.540Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.540Z"
+                     *       "createdAt": "2026-05-28T09:00:17.510Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.510Z"
                      *     }
                      */
                     "application/json": {
@@ -19527,8 +19531,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.540Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.744Z"
+                     *       "createdAt": "2026-05-28T09:00:17.510Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.591Z"
                      *     }
                      */
                     "application/json": {
@@ -19783,8 +19787,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.541Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.554Z"
+                     *       "createdAt": "2026-05-28T09:00:19.710Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.716Z"
                      *     }
                      */
                     "application/json": {
@@ -19979,8 +19983,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rml6mw8TCGUUjKT",
-                     *       "connectedAt": "2026-05-28T09:00:07.195Z"
+                     *       "account": "acct_RmnZClBw8nbkBB2",
+                     *       "connectedAt": "2026-05-28T09:00:19.554Z"
                      *     }
                      */
                     "application/json": {
@@ -20154,8 +20158,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rml6mw8TCGUUjKT",
-                     *       "connectedAt": "2026-05-28T09:00:07.195Z"
+                     *       "account": "acct_RmnZClBw8nbkBB2",
+                     *       "connectedAt": "2026-05-28T09:00:19.554Z"
                      *     }
                      */
                     "application/json": {
@@ -20724,8 +20728,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.252Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.252Z"
+                     *           "createdAt": "2026-05-28T09:00:17.391Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.391Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20904,8 +20908,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.252Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.252Z"
+                     *       "createdAt": "2026-05-28T09:00:17.391Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.391Z"
                      *     }
                      */
                     "application/json": {
@@ -21080,8 +21084,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.252Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.252Z"
+                     *       "createdAt": "2026-05-28T09:00:17.391Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.391Z"
                      *     }
                      */
                     "application/json": {
@@ -21258,8 +21262,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.252Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.375Z"
+                     *       "createdAt": "2026-05-28T09:00:17.391Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.442Z"
                      *     }
                      */
                     "application/json": {
@@ -21434,8 +21438,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.601Z"
+                     *       "createdAt": "2026-05-28T09:00:19.735Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.739Z"
                      *     }
                      */
                     "application/json": {
@@ -21626,8 +21630,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.453Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.453Z"
+                     *           "createdAt": "2026-05-28T09:00:17.474Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.474Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -21673,8 +21677,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.540Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.540Z"
+                     *           "createdAt": "2026-05-28T09:00:17.510Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.510Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -21717,8 +21721,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.567Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.567Z"
+                     *           "createdAt": "2026-05-28T09:00:17.518Z",
+                     *           "updatedAt": "2026-05-28T09:00:17.518Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22066,8 +22070,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.540Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.540Z"
+                     *       "createdAt": "2026-05-28T09:00:17.510Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.510Z"
                      *     }
                      */
                     "application/json": {
@@ -22539,13 +22543,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.944Z"
+                     *           "joinedAt": "2026-05-28T09:00:19.966Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:08.100Z"
+                     *           "joinedAt": "2026-05-28T09:00:20.103Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -22554,8 +22558,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.137Z",
-                     *           "expiresAt": "2026-06-04T09:00:08.137Z"
+                     *           "createdAt": "2026-05-28T09:00:20.122Z",
+                     *           "expiresAt": "2026-06-04T09:00:20.122Z"
                      *         }
                      *       ]
                      *     }
@@ -22716,8 +22720,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.972Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.972Z"
+                     *       "createdAt": "2026-05-28T09:00:19.985Z",
+                     *       "expiresAt": "2026-06-04T09:00:19.985Z"
                      *     }
                      */
                     "application/json": {
@@ -23205,7 +23209,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:08.100Z"
+                     *       "joinedAt": "2026-05-28T09:00:20.103Z"
                      *     }
                      */
                     "application/json": {
@@ -23593,7 +23597,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.463Z"
+                     *       "createdAt": "2026-05-28T09:00:18.512Z"
                      *     }
                      */
                     "application/json": {
@@ -23779,11 +23783,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.425Z"
+                     *       "createdAt": "2026-05-28T09:00:19.654Z"
                      *     }
                      */
                     "application/json": {
@@ -23957,11 +23961,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.425Z"
+                     *           "createdAt": "2026-05-28T09:00:19.654Z"
                      *         }
                      *       ]
                      *     }
@@ -24115,8 +24119,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.354Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.354Z"
+                     *           "createdAt": "2026-05-28T09:00:19.620Z",
+                     *           "updatedAt": "2026-05-28T09:00:19.620Z"
                      *         }
                      *       ]
                      *     }
@@ -24290,8 +24294,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.354Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.354Z",
+                     *       "createdAt": "2026-05-28T09:00:19.620Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.620Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24446,8 +24450,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.354Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.354Z"
+                     *       "createdAt": "2026-05-28T09:00:19.620Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.620Z"
                      *     }
                      */
                     "application/json": {
@@ -24739,8 +24743,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.354Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.405Z"
+                     *       "createdAt": "2026-05-28T09:00:19.620Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.643Z"
                      *     }
                      */
                     "application/json": {
@@ -24892,8 +24896,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.354Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.498Z"
+                     *       "createdAt": "2026-05-28T09:00:19.620Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.687Z"
                      *     }
                      */
                     "application/json": {
@@ -25045,8 +25049,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.354Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.511Z"
+                     *       "createdAt": "2026-05-28T09:00:19.620Z",
+                     *       "updatedAt": "2026-05-28T09:00:19.694Z"
                      *     }
                      */
                     "application/json": {
@@ -25339,7 +25343,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.491Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:19.683Z"
                      *     }
                      */
                     "application/json": {

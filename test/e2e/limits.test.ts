@@ -191,6 +191,10 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     ]);
     // Billable: the calls served (the failing tool's included), never the paywall's refusals.
     expect(recorded.total).toBe(LIMIT + 1);
+    // Each limited call judged by the free plan, admitted or refused at its limit; the noPlan tool by none.
+    expect((await usage(customer.ref, 'planId')).body.groups).toEqual(
+      expect.arrayContaining([{ value: free.id, records: CALLS }]),
+    );
 
     // The SDK limit check reads the same counter and offers the same session.
     const check = await api<Record<string, unknown>>('POST', '/v1/sdk/limits', {
@@ -500,6 +504,10 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       (body) => body.records >= 40,
       { what: 'the burst recorded', timeoutMs: 40_000 },
     );
+    // Every call of the burst was judged by the purchased plan: served or refused for credits.
+    expect((await usage(customer.ref, 'planId')).body.groups).toEqual([
+      { value: credit.body.id, records: 40 },
+    ]);
     const balance = await api<{ credits: number }>('GET', `/v1/sdk/customers/${customer.ref}/balance`);
     expect(balance.body.credits).toBe(2);
     const ledger = await api<{ data: Array<{ kind: string; amount: number }> }>(

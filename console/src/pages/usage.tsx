@@ -5,7 +5,7 @@ import { downloadCsv, SeriesChart } from '../chart';
 import { Choices, Loaded, Page, RangeSelect, rangeEnd, Select, Table } from '../ui';
 
 type Grain = 'hour' | 'day' | 'week' | 'month';
-type Group = 'none' | 'tool' | 'customer' | 'product' | 'server' | 'outcome';
+type Group = 'none' | 'tool' | 'customer' | 'product' | 'plan' | 'server' | 'outcome';
 const DAY_MS = 86_400_000;
 const RANGES = {
   '1': 'Last 24 hours',
@@ -22,7 +22,7 @@ const ZONES = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((zone) => zon
 if (!ZONES.includes(HOME_ZONE)) ZONES.unshift(HOME_ZONE);
 
 /**
- * Usage analytics: calls over time in a time zone, by tool, customer, product, server or
+ * Usage analytics: calls over time in a time zone, by tool, customer, product, plan, server or
  * outcome, with each tool's error rate and origin latency; every table exports to CSV. Two API
  * calls.
  */
@@ -74,6 +74,7 @@ export function Usage() {
             { value: 'tool', label: 'Tool' },
             { value: 'customer', label: 'Customer' },
             { value: 'product', label: 'Product' },
+            { value: 'plan', label: 'Plan' },
             { value: 'server', label: 'MCP server' },
             { value: 'outcome', label: 'Outcome' },
           ]}
@@ -89,7 +90,7 @@ export function Usage() {
       <Loaded query={usage} what="usage">
         {(u) => {
           const lines = [
-            ...u.series.map((s) => ({ name: s.key || '(none)', values: s.calls })),
+            ...u.series.map((s) => ({ name: s.name ?? (s.key || '(none)'), values: s.calls })),
             ...(u.other ? [{ name: `${u.other.groups} others`, values: u.other.calls }] : []),
           ];
           const header = ['Bucket start', ...lines.map((l) => l.name)];

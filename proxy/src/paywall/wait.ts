@@ -51,5 +51,6 @@ export function admittedAfterPayment(call: ToolCall, verdict: Admitted): Gated {
   const fact: CallFacts = { admitted: verdict.counted };
   if (verdict.credits !== undefined) fact.credits = verdict.credits;
   if (verdict.charges !== undefined) fact.charges = verdict.charges;
+  if (verdict.planId !== undefined) fact.planId = verdict.planId;
   return { facts: new Map([[call, fact]]), answers: [], refusedIds: new Set() };
 }

@@ -66,6 +66,10 @@ export const UsageAnalytics = Type.Object({
   series: Type.Array(
     Type.Object({
       key: Type.String({ description: "The group's value ('' when the call has none, and for none)" }),
+      name: Type.Union([Type.String(), Type.Null()], {
+        description:
+          "By product or plan, its name (null when the key names none of this environment's); null for other groupings",
+      }),
       totalCalls: Type.Integer(),
       ...Figures,
     }),

@@ -210,6 +210,18 @@ export class AnalyticsService {
       units: g.units.map(decimalOf),
       errors: g.errors,
     });
+    // Products and plans are named as the console shows them; other keys are their own names.
+    const named =
+      groupBy === 'product' || groupBy === 'plan'
+        ? await namesOf(
+            this.pool,
+            auth,
+            groupBy === 'product' ? shown.map(([key]) => key) : [],
+            groupBy === 'plan' ? shown.map(([key]) => key) : [],
+          )
+        : undefined;
+    const nameOf = (key: string) =>
+      (groupBy === 'product' ? named?.products.get(key) : named?.plans.get(key)) ?? null;
     let all = sum(ranked);
     let other = rest.length === 0 ? null : { groups: rest.length, ...figures(sum(rest)) };
     if (byCustomer !== undefined) {
@@ -241,7 +253,7 @@ export class AnalyticsService {
       groupBy,
       meterRef: scope.meterName,
       buckets: buckets.map((b) => ({ start: b.start, label: b.label })),
-      series: shown.map(([key, g]) => ({ key, ...figures(g) })),
+      series: shown.map(([key, g]) => ({ key, name: nameOf(key), ...figures(g) })),
       other,
       totals: {
         calls: all.totalCalls,

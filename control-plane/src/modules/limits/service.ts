@@ -199,7 +199,7 @@ export class LimitService {
     });
 
     if (governing === undefined) {
-      if (consume) await this.record(auth, customer.id, product.id, 'paywall');
+      if (consume) await this.record(auth, customer.id, product.id, 'paywall', undefined);
       const paywall = await this.paywall({
         ...tenant,
         customerId: customer.id,
@@ -241,6 +241,7 @@ export class LimitService {
         customer.id,
         product.id,
         refusedBy === undefined ? 'success' : 'paywall',
+        governing.planId,
         refusedBy === undefined ? governing.credits?.perUnit : undefined,
         charges,
       );
@@ -357,6 +358,7 @@ export class LimitService {
     customerId: string,
     productId: string,
     outcome: 'success' | 'paywall',
+    planId: string | undefined,
     credits?: number,
     charges?: readonly LeaseCharge[],
   ) {
@@ -369,6 +371,7 @@ export class LimitService {
         source: 'sdk.limits',
         outcome,
         productId,
+        ...(planId === undefined ? {} : { planId }),
         admitted: outcome === 'success',
         ...(credits === undefined ? {} : { credits }),
       },
