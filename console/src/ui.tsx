@@ -1,3 +1,4 @@
+import { ANALYTICS_SLOT_MS } from '@mcp-meter/contracts/usage/analytics';
 import type { UseQueryResult } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import type { ReactNode } from 'react';
@@ -149,12 +150,11 @@ export function Choices(props: { children: ReactNode }) {
   );
 }
 
-const QUARTER_HOUR_MS = 15 * 60_000;
 /**
  * Where an analytics page's range ends: the end of the current quarter hour, so the range is
  * whole 15-minute slots, which the usage rollups answer without reading raw records.
  */
-export const rangeEnd = (): Date => new Date(Math.ceil(Date.now() / QUARTER_HOUR_MS) * QUARTER_HOUR_MS);
+export const rangeEnd = (): Date => new Date(Math.ceil(Date.now() / ANALYTICS_SLOT_MS) * ANALYTICS_SLOT_MS);
 
 /** The range an analytics page shows, from its own list (value → label). */
 export function RangeSelect<T extends string>(props: {

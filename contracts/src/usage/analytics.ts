@@ -7,6 +7,14 @@ import type { Environment } from '../usage-record';
  * implementation lives in ingest.
  */
 
+/**
+ * Analytics count whole 15-minute slots, the unit the usage rollups hold: every time zone's hours
+ * and days are whole slots, and a range is widened to the slots that hold its ends. The control
+ * plane snaps ranges to it, ingest rolls by it (its SQL floors with toStartOfFifteenMinutes: the
+ * two change together), the console ends its ranges on it.
+ */
+export const ANALYTICS_SLOT_MS = 15 * 60_000;
+
 export const ANALYTICS_GRAINS = ['hour', 'day', 'week', 'month'] as const;
 export type AnalyticsGrain = (typeof ANALYTICS_GRAINS)[number];
 export const ANALYTICS_GROUPS = ['none', 'tool', 'customer', 'product', 'plan', 'server', 'outcome'] as const;

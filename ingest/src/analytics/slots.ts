@@ -1,9 +1,10 @@
+import { ANALYTICS_SLOT_MS } from '@mcp-meter/contracts/usage/analytics';
+
 /**
  * The 15-minute slots analytics rolls up. Every time zone in use is offset from UTC by whole
  * quarter hours, so each local hour, day, week and month is a run of whole slots.
  */
-
-export const SLOT_MS = 15 * 60_000;
+export const SLOT_MS = ANALYTICS_SLOT_MS;
 
 /** Runs of rolled slots past this many are answered from the raw records instead: a query's text stays small. */
 export const MAX_RUNS = 64;

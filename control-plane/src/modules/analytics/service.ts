@@ -3,6 +3,7 @@ import {
   ANALYTICS_GROUPS,
   type AnalyticsGrain,
   type AnalyticsGroup,
+  ANALYTICS_SLOT_MS as SLOT_MS,
   type ToolStatsQuery,
   type UsageAnalytics,
 } from '@mcp-meter/contracts/usage';
@@ -28,7 +29,6 @@ import type { FunnelQuery, ToolAnalyticsQuery, UsageAnalyticsQuery } from './sch
 /** Buckets one series may hold: a year of days, or 41 days of hours. */
 export const MAX_BUCKETS = 1000;
 const DAY_MS = 86_400_000;
-const SLOT_MS = 15 * 60_000;
 const LATEST = Date.UTC(2200, 0, 1);
 /** Decimal(38, 9): the store's values, summed here as integers of 10⁻⁹. */
 const SCALE = 9;
