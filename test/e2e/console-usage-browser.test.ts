@@ -130,6 +130,16 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
       expect.stringMatching(/ ms$/),
       `${add?.latencyMs.p99} ms`,
     ]);
+    // By plan: the three calls were judged by the server's default plan, named as the API names it.
+    const usageByPlan = await seller.api<{
+      series: { key: string; name: string | null; totalCalls: number }[];
+    }>('GET', '/v1/ui/analytics/usage?groupBy=plan');
+    expect(usageByPlan.body.series).toEqual([expect.objectContaining({ name: 'Free', totalCalls: 3 })]);
+    await page.getByLabel('Group by').selectOption('plan');
+    await page.getByTestId('line-total-Free').waitFor();
+    expect(await page.getByTestId('line-total-Free').innerText()).toContain('Free 3');
+    await page.getByLabel('Group by').selectOption('tool');
+    await page.getByTestId('line-total-add').waitFor();
     await page.setViewportSize({ width: 1280, height: 860 });
     await shoot(page, 'usage');
 
