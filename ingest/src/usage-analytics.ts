@@ -20,7 +20,7 @@ import {
   PAYWALL_SESSION,
   PRODUCT,
   RECORD_GROUP,
-  ROLLUP_GROUP,
+  ROLLUP_GROUPINGS,
   SERVER,
   TOOL,
 } from './analytics/record-sql';
@@ -146,6 +146,7 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
       },
       tables: {
         rollup: `${this.database}.${tables.rollup}`,
+        groups: `${this.database}.${tables.groups}`,
         totals: `${this.database}.${tables.totals}`,
         paywalls: `${this.database}.${tables.paywalls}`,
         days: `${this.database}.${tables.days}`,
@@ -183,17 +184,23 @@ export class ClickHouseUsageAnalytics implements UsageAnalytics {
 
   /**
    * The rows (bucket, key, calls, units, errors) of the slots the rollups cover: without a
-   * grouping from the per-slot totals (a row a slot), else from the call-shape rollup.
+   * grouping from the per-slot totals (a row a slot), else from the groups rollup's rows of
+   * that grouping (its name from a closed list).
    */
   private static coveredSeries(
     query: UsageSeriesQuery,
     part: Split,
     groupBy: Exclude<UsageSeriesQuery['groupBy'], 'customer'>,
   ): string {
-    const [table, key] =
-      groupBy === 'none' ? [part.tables.totals, "''"] : [part.tables.rollup, ROLLUP_GROUP[groupBy]];
+    // The grouping's name goes into the text only once found in the closed list.
+    if (groupBy !== 'none' && !Object.hasOwn(ROLLUP_GROUPINGS, groupBy))
+      throw new Error(`no rollup grouping ${groupBy}`);
+    const [key, from] =
+      groupBy === 'none'
+        ? ["''", `${part.tables.totals} FINAL WHERE ${part.covered}`]
+        : ['key', `${part.tables.groups} FINAL WHERE dimension = '${groupBy}' AND ${part.covered}`];
     return `SELECT ${bucketOf(query.grain, 'slot')} AS bucket, ${key} AS key, calls, units, errors
-              FROM (SELECT * FROM ${table} FINAL WHERE ${part.covered}) WHERE calls > 0`;
+              FROM (SELECT * FROM ${from}) WHERE calls > 0`;
   }
 
   /**

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
 import { LATENCY_ACCURACY } from '../src/analytics/latency';
 import { ceilSlot, floorSlot, SLOT_MS } from '../src/analytics/slots';
+import { migrateClickHouse } from '../src/clickhouse/client';
 import { storeUsageBatch } from '../src/service';
 
 /**
@@ -282,20 +283,27 @@ describe('usage rollups', () => {
     // A row planted in a clean slot, newer than its figures: the answer moves by it.
     const [row] = await (
       await handle.client.query({
-        query: `SELECT tool, server, product, outcome, plan FROM mcpmeter.usage_rollup_sandbox FINAL
+        query: `SELECT tool, server, product, outcome FROM mcpmeter.usage_rollup_sandbox FINAL
                  WHERE slot = fromUnixTimestamp64Milli({slot:Int64}, 'UTC') AND calls > 0 LIMIT 1`,
         query_params: { slot },
         format: 'JSONEachRow',
       })
-    ).json<{ tool: string; server: string; product: string; outcome: string; plan: string }>();
+    ).json<{ tool: string; server: string; product: string; outcome: string }>();
     expect(row).toBeDefined();
     await handle.client.command({
       query: `INSERT INTO mcpmeter.usage_rollup_sandbox
               SELECT {provider:String}, {meter:String}, fromUnixTimestamp64Milli({slot:Int64}, 'UTC'),
-                     {tool:String}, {server:String}, {product:String}, {outcome:String}, 1000, 0, 0, 0, map(), now64(6), {plan:String}`,
+                     {tool:String}, {server:String}, {product:String}, {outcome:String}, 1000, 0, 0, 0, map(), now64(6)`,
       query_params: { ...row, provider: PROVIDER, meter: METER, slot },
     });
-    // And one in the per-slot totals, which replaces the slot's figures (its only group).
+    // One in the groups rollup, replacing the slot's figures for that tool...
+    await handle.client.command({
+      query: `INSERT INTO mcpmeter.usage_rollup_groups_sandbox
+              SELECT {provider:String}, {meter:String}, 'tool', fromUnixTimestamp64Milli({slot:Int64}, 'UTC'),
+                     {tool:String}, 1000, 0, 0, now64(6)`,
+      query_params: { tool: row?.tool, provider: PROVIDER, meter: METER, slot },
+    });
+    // ...and one in the per-slot totals, which replaces the slot's figures (its only group).
     await handle.client.command({
       query: `INSERT INTO mcpmeter.usage_rollup_totals_sandbox
               SELECT {provider:String}, {meter:String}, fromUnixTimestamp64Milli({slot:Int64}, 'UTC'), 5000, 0, 0, now64(6)`,
@@ -351,13 +359,12 @@ describe('usage rollups', () => {
       await handle.client.query({
         query: `SELECT calls FROM mcpmeter.usage_rollup_sandbox FINAL
                  WHERE slot = fromUnixTimestamp64Milli({slot:Int64}, 'UTC') AND tool = {tool:String}
-                   AND server = {server:String} AND product = {product:String} AND plan = {plan:String}`,
+                   AND server = {server:String} AND product = {product:String}`,
         query_params: {
           slot: floorSlot(Date.parse(moved.timestamp)),
           tool: String(moved.properties.tool),
           server: String(moved.properties.server ?? ''),
           product: String(moved.properties.productId ?? ''),
-          plan: String(moved.properties.planId ?? ''),
         },
         format: 'JSONEachRow',
       })
@@ -395,6 +402,28 @@ describe('usage rollups', () => {
       [...stored.values()].filter((r) => r.environment === 'sandbox' && Date.parse(r.timestamp) >= START)
         .length,
     );
+    await checkEverything();
+  });
+
+  it('rebuilds the slots rolled before a rollup table existed (an upgrade), reading them raw meanwhile', async () => {
+    await handle.rollups?.roll();
+    // What is clean now (a record resent with the time of now keeps its earlier slot marked
+    // while the new copy's slot is open: test above).
+    const clean = await handle.rollups?.cleanSlots('sandbox', { from: START, to: END });
+    expect(clean?.size).toBeGreaterThan(SLOTS_STARTING_INSIDE - 3);
+    // As before migration 007: no groups rollup rows, the migration not recorded.
+    await handle.client.command({ query: 'TRUNCATE TABLE mcpmeter.usage_rollup_groups_sandbox' });
+    await handle.client.command({
+      query: "DELETE FROM mcpmeter.schema_migrations WHERE version = '007_group_rollups.sql'",
+    });
+    expect(await migrateClickHouse(handle.client, 'mcpmeter')).toContain('007_group_rollups.sql');
+    // Every rolled slot is marked: read from the records, exactly, until rolled again.
+    expect((await handle.rollups?.cleanSlots('sandbox', { from: START, to: END }))?.size).toBe(0);
+    await checkEverything();
+    await handle.rollups?.roll();
+    expect([
+      ...((await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })) ?? []).keys(),
+    ]).toEqual([...(clean ?? []).keys()]);
     await checkEverything();
   });
 });

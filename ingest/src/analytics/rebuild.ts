@@ -7,8 +7,8 @@ import {
   PAYWALL_ERA,
   PAYWALL_FORM,
   PAYWALL_SESSION,
-  PLAN,
   PRODUCT,
+  ROLLUP_GROUPINGS,
   SERVER,
   TOOL,
 } from './record-sql';
@@ -23,6 +23,10 @@ import type { RollupTables } from './tables';
  */
 const AT = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
 const SLOT_OF = "toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC')";
+/** The groupings the groups rollup keeps, each as (name, the record's value). */
+const GROUPINGS = Object.entries(ROLLUP_GROUPINGS)
+  .map(([name, value]) => `tuple('${name}', ${value})`)
+  .join(', ');
 
 /** Zero rows for the groups of `table` in `where` that this version did not write. */
 const zeroGone = (table: string, columns: string, where: string) =>
@@ -34,10 +38,16 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
     `INSERT INTO ${t.rollup}
      SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, ${TOOL} AS tool, ${SERVER} AS server,
             ${PRODUCT} AS product, ${OUTCOME} AS outcome, count(), sum(value), countIf(${IS_ERROR}),
-            countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${AT},
-            ${PLAN} AS plan
+            countIf(${HAS_LATENCY}), sumMapIf(map(${LATENCY_BUCKET}, toUInt64(1)), ${HAS_LATENCY}), ${AT}
        FROM ${records}
-      GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome, plan`,
+      GROUP BY provider_id, meter_ref, slot, tool, server, product, outcome`,
+    // Each record once per grouping: (grouping, its value), from a closed list.
+    `INSERT INTO ${t.groups}
+     SELECT provider_id, meter_ref, g.1 AS dimension, ${SLOT_OF} AS slot, g.2 AS key,
+            count(), sum(value), countIf(${IS_ERROR}), ${AT}
+       FROM ${records}
+      ARRAY JOIN [${GROUPINGS}] AS g
+      GROUP BY provider_id, meter_ref, dimension, slot, key`,
     `INSERT INTO ${t.totals}
      SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, count(), sum(value), countIf(${IS_ERROR}), ${AT}
        FROM ${records}
@@ -54,9 +64,10 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
       GROUP BY provider_id, meter_ref, customer_ref, slot`,
     zeroGone(
       t.rollup,
-      `provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${AT}, plan`,
+      `provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${AT}`,
       slots,
     ),
+    zeroGone(t.groups, `provider_id, meter_ref, dimension, slot, key, 0, 0, 0, ${AT}`, slots),
     zeroGone(t.totals, `provider_id, meter_ref, slot, 0, 0, 0, ${AT}`, slots),
     zeroGone(t.paywalls, `provider_id, meter_ref, slot, form, era, session, product, 0, first, ${AT}`, slots),
     zeroGone(t.customers, `provider_id, meter_ref, customer_ref, slot, 0, 0, 0, ${AT}`, slots),

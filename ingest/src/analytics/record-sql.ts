@@ -38,14 +38,16 @@ export const RECORD_GROUP: Readonly<Record<AnalyticsGroup, string>> = {
   outcome: OUTCOME,
 };
 
-/** A rollup row's group; by customer there is none (those questions read the raw records). */
-export const ROLLUP_GROUP: Readonly<Record<Exclude<AnalyticsGroup, 'customer'>, string>> = {
-  none: "''",
-  tool: 'tool',
-  product: 'product',
-  plan: 'plan',
-  server: 'server',
-  outcome: 'outcome',
+/**
+ * The groupings the groups rollup keeps per slot, each a record's value (none reads the per-slot
+ * totals; by customer, the customer rollups).
+ */
+export const ROLLUP_GROUPINGS: Readonly<Record<Exclude<AnalyticsGroup, 'customer' | 'none'>, string>> = {
+  tool: TOOL,
+  product: PRODUCT,
+  plan: PLAN,
+  server: SERVER,
+  outcome: OUTCOME,
 };
 
 /** The identity of a record: the raw tables' sorting key, which FINAL deduplicates on. */

@@ -1,12 +1,14 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 
 /**
- * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 006),
+ * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 007),
  * from a closed set: no caller string reaches an identifier.
  */
 export interface RollupTables {
   /** Per slot and call shape: calls, units, errors, latency histogram. */
   rollup: string;
+  /** Per slot, grouping (tool, server, product, plan, outcome) and value: calls, units, errors. */
+  groups: string;
   /** Per slot: every call of the meter together (calls, units, errors). */
   totals: string;
   /** Per slot, paywall form, era, session and product: shown, first showing. */
@@ -27,6 +29,7 @@ export interface RollupTables {
 
 const tablesOf = (environment: Environment): RollupTables => ({
   rollup: `usage_rollup_${environment}`,
+  groups: `usage_rollup_groups_${environment}`,
   totals: `usage_rollup_totals_${environment}`,
   paywalls: `usage_rollup_paywalls_${environment}`,
   customers: `usage_rollup_customers_${environment}`,
