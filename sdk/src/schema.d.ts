@@ -1246,7 +1246,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Calls and units over time in a time zone, grouped by tool, customer, product, server or outcome
+         * Calls and units over time in a time zone, grouped by tool, customer, product, plan, server or outcome
          * @description Calls (records), units (the meter’s values, exact decimals) and errors per calendar bucket (`grain`: hour, day, week from Monday, month) in an IANA `timeZone` (default UTC; days and hours follow its clock changes), grouped by `groupBy` (tool, customer, product, server, outcome: success, error, paywall, cancelled, input_required, task, reported; default none). The `limit` largest groups are answered (default 10), the rest summed in `other`. Every bucket of the range is present, empty ones as zeros. Read exactly from the usage records, a record sent twice counted once. A range of more than 1,000 buckets is 400 `range_too_large` with the `limit`; an unknown grain, grouping or time zone is 400 naming it.
          */
         get: operations["getUsageAnalytics"];
