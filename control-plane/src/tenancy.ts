@@ -7,4 +7,10 @@ import type { Environment } from '@mcp-meter/contracts/usage-record';
 export interface AuthContext {
   providerId: string;
   environment: Environment;
+  /**
+   * The environments the caller may read side by side (analytics by environment): a console
+   * session every environment its provider has enabled; absent for an API key, which reads only
+   * its own.
+   */
+  readable?: readonly Environment[];
 }

@@ -2,6 +2,7 @@ import { type CallFacts, callRecord, type UsageRecord } from '@mcp-meter/contrac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
+import { TeamService } from '../src/modules/team/service';
 
 /**
  * Usage analytics (issue 63) over records in the real usage store (chdb), checked against a
@@ -48,6 +49,7 @@ async function seller(name: string) {
 }
 
 describe('usage analytics', () => {
+  let providerId: string;
   let api: Awaited<ReturnType<typeof seller>>['api'];
   let live: Awaited<ReturnType<typeof seller>>['live'];
   const records: UsageRecord[] = [];
@@ -56,6 +58,7 @@ describe('usage analytics', () => {
 
   beforeAll(async () => {
     const s = await seller('Analytics');
+    providerId = s.provider.id;
     api = s.api;
     live = s.live;
     for (const ref of ['ada', 'bob', 'cyd'])
@@ -263,6 +266,35 @@ describe('usage analytics', () => {
         ]),
       ),
     );
+    // By environment: a key reads its own side only; a console session both, side by side.
+    const sides = (body: Json) => Object.fromEntries(body.series.map((s: Json) => [s.key, s.totalCalls]));
+    const byEnvironment = `/v1/ui/analytics/usage?from=${FROM}&to=${TO}&groupBy=environment&grain=month`;
+    expect(sides((await api('GET', byEnvironment)).body)).toEqual({ sandbox: records.length });
+    expect(sides((await live('GET', byEnvironment)).body)).toEqual({ live: 1 });
+    await new TeamService(harness.pool, clock).addMember({
+      providerId,
+      email: 'analyst@example.com',
+      role: 'viewer',
+      password: 'a long enough password',
+    });
+    const signedIn = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/console/sessions',
+      payload: { email: 'analyst@example.com', password: 'a long enough password' },
+    });
+    expect(signedIn.statusCode).toBe(201);
+    const cookie = String(signedIn.headers['set-cookie'] ?? '').split(';')[0] ?? '';
+    const asMember = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: byEnvironment,
+      headers: { cookie },
+    });
+    expect(sides(asMember.json())).toEqual({ sandbox: records.length, live: 1 });
+    expect(asMember.json().totals.calls).toBe(records.length + 1);
+    // A customer is one environment's: the two do not go together.
+    const mixed = await api('GET', `${byEnvironment}&customerRef=ada`);
+    expect(mixed.status).toBe(400);
+    expect(mixed.body.errors[0]).toMatchObject({ path: '/groupBy' });
     // One customer's own, by externalRef.
     const ada = (await api('GET', `/v1/ui/analytics/usage?from=${FROM}&to=${TO}&grain=month&customerRef=ada`))
       .body as Json;

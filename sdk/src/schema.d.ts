@@ -1246,7 +1246,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Calls and units over time in a time zone, grouped by tool, customer, product, plan, server or outcome
+         * Calls and units over time in a time zone, grouped by tool, customer, product, plan, server, outcome or environment
          * @description Calls (records), units (the meter’s values, exact decimals) and errors per calendar bucket (`grain`: hour, day, week from Monday, month) in an IANA `timeZone` (default UTC; days and hours follow its clock changes), grouped by `groupBy` (tool, customer, product, server, outcome: success, error, paywall, cancelled, input_required, task, reported; default none). The `limit` largest groups are answered (default 10), the rest summed in `other`. Every bucket of the range is present, empty ones as zeros. Read exactly from the usage records, a record sent twice counted once. A range of more than 1,000 buckets is 400 `range_too_large` with the `limit`; an unknown grain, grouping or time zone is 400 naming it.
          */
         get: operations["getUsageAnalytics"];
@@ -2173,11 +2173,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "jqTY4cMmr8fM_jXP_oO0XvtGqyRa_g4LfWYkyXxkNpw",
-                     *           "y": "qOWfsWZ_bMnmlpGlWUlbkfze1OAZsOf_odB1FaUruCA",
+                     *           "x": "ZRhbrWVwpMr_cCLCg_PvqqymRQE5UuBWiNrtWDXUkJI",
+                     *           "y": "TZFWTNAto8isEJJIc6O4yIKClJsYddM3Hrpgr7ET2Tg",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "7bb009fa82702566",
+                     *           "kid": "7d006914b0664f4c",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2306,8 +2306,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:18.404Z",
-                     *       "to": "2026-05-28T09:00:18.404Z",
+                     *       "from": "2026-04-28T09:00:02.753Z",
+                     *       "to": "2026-05-28T09:00:02.753Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2645,8 +2645,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:18.394Z",
-                     *       "to": "2026-05-28T09:00:18.394Z",
+                     *       "from": "2026-04-28T09:00:02.743Z",
+                     *       "to": "2026-05-28T09:00:02.743Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2818,7 +2818,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:18.374Z",
+                     *       "to": "2026-05-28T09:00:02.724Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3003,9 +3003,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:20.116Z",
-                     *       "expiresAt": "2026-05-28T21:00:20.116Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:20.116Z"
+                     *       "createdAt": "2026-05-28T09:00:04.504Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.504Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.504Z"
                      *     }
                      */
                     "application/json": {
@@ -3238,7 +3238,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:19.985Z"
+                     *       "expiresAt": "2026-06-04T09:00:04.364Z"
                      *     }
                      */
                     "application/json": {
@@ -3607,9 +3607,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:19.777Z",
-                     *       "expiresAt": "2026-05-28T21:00:19.777Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:19.783Z"
+                     *       "createdAt": "2026-05-28T09:00:04.146Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.146Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.153Z"
                      *     }
                      */
                     "application/json": {
@@ -4096,9 +4096,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:19.777Z",
-                     *       "expiresAt": "2026-05-28T21:00:19.777Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:19.777Z"
+                     *       "createdAt": "2026-05-28T09:00:04.146Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.146Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.146Z"
                      *     }
                      */
                     "application/json": {
@@ -4309,7 +4309,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:19.844Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.213Z"
                      *     }
                      */
                     "application/json": {
@@ -4485,9 +4485,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:19.977Z",
-                     *       "expiresAt": "2026-05-28T21:00:19.977Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:19.977Z"
+                     *       "createdAt": "2026-05-28T09:00:04.350Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.350Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.350Z"
                      *     }
                      */
                     "application/json": {
@@ -4952,7 +4952,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795925322,
+                     *       "client_id_issued_at": 1795926540,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5125,7 +5125,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:19.217Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.586Z"
                      *     }
                      */
                     "application/json": {
@@ -6251,8 +6251,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:18.480Z",
-                     *       "createdAt": "2026-05-28T09:00:18.480Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.851Z",
+                     *       "createdAt": "2026-05-28T09:00:02.851Z"
                      *     }
                      */
                     "application/json": {
@@ -6409,8 +6409,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:18.480Z",
-                     *       "createdAt": "2026-05-28T09:00:18.480Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.851Z",
+                     *       "createdAt": "2026-05-28T09:00:02.851Z"
                      *     }
                      */
                     "application/json": {
@@ -6596,8 +6596,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:17.730Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.730Z"
+                     *           "createdAt": "2026-05-28T09:00:02.056Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.056Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6609,8 +6609,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:17.738Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.738Z"
+                     *           "createdAt": "2026-05-28T09:00:02.065Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.065Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6797,8 +6797,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:17.730Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.730Z"
+                     *       "createdAt": "2026-05-28T09:00:02.056Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.056Z"
                      *     }
                      */
                     "application/json": {
@@ -7289,8 +7289,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:17.730Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.777Z"
+                     *       "createdAt": "2026-05-28T09:00:02.056Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.104Z"
                      *     }
                      */
                     "application/json": {
@@ -8517,7 +8517,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:18.667Z"
+                     *       "revokedBefore": "2026-05-28T09:00:03.029Z"
                      *     }
                      */
                     "application/json": {
@@ -8704,8 +8704,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:17.738Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.738Z"
+                     *       "createdAt": "2026-05-28T09:00:02.065Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.065Z"
                      *     }
                      */
                     "application/json": {
@@ -8913,7 +8913,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T04:51:36.775Z"
+                     *                 "end": "2026-01-28T04:31:03.318Z"
                      *               }
                      *             }
                      *           ],
@@ -9626,7 +9626,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T04:51:36.775Z"
+                     *             "end": "2026-01-28T04:31:03.318Z"
                      *           }
                      *         }
                      *       ],
@@ -10532,7 +10532,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:18.293Z"
+                     *       "timestamp": "2026-05-28T09:00:02.645Z"
                      *     }
                      */
                     "application/json": {
@@ -10756,7 +10756,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:18.332Z"
+                     *           "timestamp": "2026-05-28T09:00:02.683Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10764,7 +10764,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:18.332Z"
+                     *           "timestamp": "2026-05-28T09:00:02.683Z"
                      *         }
                      *       ]
                      *     }
@@ -11775,7 +11775,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:18.524Z",
+                     *       "createdAt": "2026-05-28T09:00:02.895Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11959,8 +11959,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:18.524Z",
-                     *       "closedAt": "2026-05-28T09:00:18.562Z"
+                     *       "createdAt": "2026-05-28T09:00:02.895Z",
+                     *       "closedAt": "2026-05-28T09:00:02.929Z"
                      *     }
                      */
                     "application/json": {
@@ -12139,11 +12139,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:18.574Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.942Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:18.574Z"
+                     *       "createdAt": "2026-05-28T09:00:02.942Z"
                      *     }
                      */
                     "application/json": {
@@ -12311,7 +12311,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:17.682Z"
+                     *           "createdAt": "2026-05-28T09:00:02.010Z"
                      *         }
                      *       ]
                      *     }
@@ -12465,7 +12465,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:17.682Z"
+                     *       "createdAt": "2026-05-28T09:00:02.010Z"
                      *     }
                      */
                     "application/json": {
@@ -12604,7 +12604,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:17.682Z"
+                     *       "createdAt": "2026-05-28T09:00:02.010Z"
                      *     }
                      */
                     "application/json": {
@@ -12755,7 +12755,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:17.682Z"
+                     *       "createdAt": "2026-05-28T09:00:02.010Z"
                      *     }
                      */
                     "application/json": {
@@ -13463,8 +13463,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:36.775Z",
-                     *       "to": "2026-05-28T09:06:36.775Z",
+                     *       "from": "2026-04-28T08:46:03.318Z",
+                     *       "to": "2026-05-28T09:01:03.318Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -13686,7 +13686,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:19.089Z",
+                     *       "asOf": "2026-05-28T09:00:03.504Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -13931,7 +13931,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T04:51:36.775Z",
+                     *           "end": "2026-01-28T04:31:03.318Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13970,8 +13970,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T04:51:36.775Z",
-                     *           "end": "2026-02-28T04:51:36.775Z",
+                     *           "start": "2026-01-28T04:31:03.318Z",
+                     *           "end": "2026-02-28T04:31:03.318Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14010,8 +14010,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T04:51:36.775Z",
-                     *           "end": "2026-03-30T04:51:36.775Z",
+                     *           "start": "2026-02-28T04:31:03.318Z",
+                     *           "end": "2026-03-30T04:31:03.318Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14050,8 +14050,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T04:51:36.775Z",
-                     *           "end": "2026-04-30T04:51:36.775Z",
+                     *           "start": "2026-03-30T04:31:03.318Z",
+                     *           "end": "2026-04-30T04:31:03.318Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14090,8 +14090,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T04:51:36.775Z",
-                     *           "end": "2026-05-30T04:51:36.775Z",
+                     *           "start": "2026-04-30T04:31:03.318Z",
+                     *           "end": "2026-05-30T04:31:03.318Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14343,8 +14343,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:36.775Z",
-                     *       "to": "2026-05-28T09:06:36.775Z",
+                     *       "from": "2026-04-28T08:46:03.318Z",
+                     *       "to": "2026-05-28T09:01:03.318Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -14497,7 +14497,7 @@ export interface operations {
                  */
                 grain?: string;
                 /**
-                 * @description none, tool, customer, product, plan, server, outcome (default none)
+                 * @description none, tool, customer, product, plan, server, outcome, environment (default none). By environment: each environment the caller may read (an API key its own, a console session every enabled one), side by side; not with customerRef
                  * @example tool
                  */
                 groupBy?: string;
@@ -14527,31 +14527,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:36.775Z",
-                     *       "to": "2026-05-28T09:06:36.775Z",
+                     *       "from": "2026-04-28T08:46:03.318Z",
+                     *       "to": "2026-05-28T09:01:03.318Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T03:51:36.775Z",
+                     *           "start": "2026-04-24T03:31:03.318Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T03:51:36.775Z",
+                     *           "start": "2026-05-01T03:31:03.318Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T03:51:36.775Z",
+                     *           "start": "2026-05-08T03:31:03.318Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T03:51:36.775Z",
+                     *           "start": "2026-05-15T03:31:03.318Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T03:51:36.775Z",
+                     *           "start": "2026-05-22T03:31:03.318Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -14788,17 +14788,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…NYac",
+                     *           "hint": "sk_test_…i-44",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:20.253Z",
+                     *           "createdAt": "2026-05-28T09:00:04.649Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…Ps8M",
+                     *           "hint": "sk_test_…LRDo",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:19.972Z",
+                     *           "createdAt": "2026-05-28T09:00:04.345Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14944,9 +14944,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…NYac",
+                     *       "hint": "sk_test_…i-44",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:20.253Z",
+                     *       "createdAt": "2026-05-28T09:00:04.649Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15269,18 +15269,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…qObM",
+                     *       "hint": "sk_test_…vFS4",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:20.269Z",
+                     *       "createdAt": "2026-05-28T09:00:04.668Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…NYac",
+                     *         "hint": "sk_test_…i-44",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:20.253Z",
-                     *         "expiresAt": "2026-05-28T10:00:20.269Z"
+                     *         "createdAt": "2026-05-28T09:00:04.649Z",
+                     *         "expiresAt": "2026-05-28T10:00:04.668Z"
                      *       }
                      *     }
                      */
@@ -15476,7 +15476,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:19.828Z",
+                     *           "createdAt": "2026-05-28T09:00:04.198Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15493,7 +15493,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:19.822Z",
+                     *           "createdAt": "2026-05-28T09:00:04.191Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15510,7 +15510,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:19.808Z",
+                     *           "createdAt": "2026-05-28T09:00:04.175Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15526,7 +15526,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqcXZiOHNieWI5bng2aGZueXI1Y3oy"
+                     *       "nextCursor": "YXVkXzAxbThqczBnaHM5NDZuNzF3cjNzdnpqYnBk"
                      *     }
                      */
                     "application/json": {
@@ -15705,7 +15705,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:18.524Z",
+                     *           "createdAt": "2026-05-28T09:00:02.895Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -15860,7 +15860,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:18.524Z",
+                     *       "createdAt": "2026-05-28T09:00:02.895Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16021,7 +16021,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:18.524Z",
+                     *       "createdAt": "2026-05-28T09:00:02.895Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17820,7 +17820,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:18.789Z",
+                     *       "checkedAt": "2026-05-28T09:00:03.160Z",
                      *       "latencyMs": 10,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
@@ -18189,8 +18189,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:17.297Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.297Z"
+                     *           "createdAt": "2026-05-28T09:00:01.666Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.666Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18200,8 +18200,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:17.626Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.626Z"
+                     *           "createdAt": "2026-05-28T09:00:01.988Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.988Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18373,8 +18373,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:17.626Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.626Z"
+                     *       "createdAt": "2026-05-28T09:00:01.988Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.988Z"
                      *     }
                      */
                     "application/json": {
@@ -18547,8 +18547,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:17.626Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.626Z"
+                     *       "createdAt": "2026-05-28T09:00:01.988Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.988Z"
                      *     }
                      */
                     "application/json": {
@@ -18698,8 +18698,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:17.626Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.705Z"
+                     *       "createdAt": "2026-05-28T09:00:01.988Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.055Z"
                      *     }
                      */
                     "application/json": {
@@ -18869,11 +18869,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:18.574Z",
+                     *           "arrivalDate": "2026-05-30T09:00:02.942Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:18.574Z"
+                     *           "createdAt": "2026-05-28T09:00:02.942Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19025,11 +19025,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:18.574Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.942Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:18.574Z"
+                     *       "createdAt": "2026-05-28T09:00:02.942Z"
                      *     }
                      */
                     "application/json": {
@@ -19214,8 +19214,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:17.510Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.510Z"
+                     *       "createdAt": "2026-05-28T09:00:01.882Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.882Z"
                      *     }
                      */
                     "application/json": {
@@ -19531,8 +19531,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:17.510Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.591Z"
+                     *       "createdAt": "2026-05-28T09:00:01.882Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.960Z"
                      *     }
                      */
                     "application/json": {
@@ -19787,8 +19787,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:19.710Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.716Z"
+                     *       "createdAt": "2026-05-28T09:00:04.060Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.069Z"
                      *     }
                      */
                     "application/json": {
@@ -19983,8 +19983,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmnZClBw8nbkBB2",
-                     *       "connectedAt": "2026-05-28T09:00:19.554Z"
+                     *       "account": "acct_RmnsXPXd8CiWHGP",
+                     *       "connectedAt": "2026-05-28T09:00:03.901Z"
                      *     }
                      */
                     "application/json": {
@@ -20158,8 +20158,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmnZClBw8nbkBB2",
-                     *       "connectedAt": "2026-05-28T09:00:19.554Z"
+                     *       "account": "acct_RmnsXPXd8CiWHGP",
+                     *       "connectedAt": "2026-05-28T09:00:03.901Z"
                      *     }
                      */
                     "application/json": {
@@ -20728,8 +20728,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:17.391Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.391Z"
+                     *           "createdAt": "2026-05-28T09:00:01.760Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.760Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20908,8 +20908,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:17.391Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.391Z"
+                     *       "createdAt": "2026-05-28T09:00:01.760Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.760Z"
                      *     }
                      */
                     "application/json": {
@@ -21084,8 +21084,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:17.391Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.391Z"
+                     *       "createdAt": "2026-05-28T09:00:01.760Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.760Z"
                      *     }
                      */
                     "application/json": {
@@ -21262,8 +21262,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:17.391Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.442Z"
+                     *       "createdAt": "2026-05-28T09:00:01.760Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.812Z"
                      *     }
                      */
                     "application/json": {
@@ -21438,8 +21438,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:19.735Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.739Z"
+                     *       "createdAt": "2026-05-28T09:00:04.097Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.101Z"
                      *     }
                      */
                     "application/json": {
@@ -21630,8 +21630,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:17.474Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.474Z"
+                     *           "createdAt": "2026-05-28T09:00:01.838Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.838Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -21677,8 +21677,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:17.510Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.510Z"
+                     *           "createdAt": "2026-05-28T09:00:01.882Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.882Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -21721,8 +21721,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:17.518Z",
-                     *           "updatedAt": "2026-05-28T09:00:17.518Z"
+                     *           "createdAt": "2026-05-28T09:00:01.891Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.891Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22070,8 +22070,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:17.510Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.510Z"
+                     *       "createdAt": "2026-05-28T09:00:01.882Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.882Z"
                      *     }
                      */
                     "application/json": {
@@ -22543,13 +22543,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:19.966Z"
+                     *           "joinedAt": "2026-05-28T09:00:04.342Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:20.103Z"
+                     *           "joinedAt": "2026-05-28T09:00:04.487Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -22558,8 +22558,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:20.122Z",
-                     *           "expiresAt": "2026-06-04T09:00:20.122Z"
+                     *           "createdAt": "2026-05-28T09:00:04.514Z",
+                     *           "expiresAt": "2026-06-04T09:00:04.514Z"
                      *         }
                      *       ]
                      *     }
@@ -22720,8 +22720,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:19.985Z",
-                     *       "expiresAt": "2026-06-04T09:00:19.985Z"
+                     *       "createdAt": "2026-05-28T09:00:04.364Z",
+                     *       "expiresAt": "2026-06-04T09:00:04.364Z"
                      *     }
                      */
                     "application/json": {
@@ -23209,7 +23209,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:20.103Z"
+                     *       "joinedAt": "2026-05-28T09:00:04.487Z"
                      *     }
                      */
                     "application/json": {
@@ -23597,7 +23597,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:18.512Z"
+                     *       "createdAt": "2026-05-28T09:00:02.882Z"
                      *     }
                      */
                     "application/json": {
@@ -23787,7 +23787,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:19.654Z"
+                     *       "createdAt": "2026-05-28T09:00:04.006Z"
                      *     }
                      */
                     "application/json": {
@@ -23965,7 +23965,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:19.654Z"
+                     *           "createdAt": "2026-05-28T09:00:04.006Z"
                      *         }
                      *       ]
                      *     }
@@ -24119,8 +24119,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:19.620Z",
-                     *           "updatedAt": "2026-05-28T09:00:19.620Z"
+                     *           "createdAt": "2026-05-28T09:00:03.974Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.974Z"
                      *         }
                      *       ]
                      *     }
@@ -24294,8 +24294,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:19.620Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.620Z",
+                     *       "createdAt": "2026-05-28T09:00:03.974Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.974Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24450,8 +24450,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:19.620Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.620Z"
+                     *       "createdAt": "2026-05-28T09:00:03.974Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.974Z"
                      *     }
                      */
                     "application/json": {
@@ -24743,8 +24743,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:19.620Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.643Z"
+                     *       "createdAt": "2026-05-28T09:00:03.974Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.998Z"
                      *     }
                      */
                     "application/json": {
@@ -24896,8 +24896,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:19.620Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.687Z"
+                     *       "createdAt": "2026-05-28T09:00:03.974Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.039Z"
                      *     }
                      */
                     "application/json": {
@@ -25049,8 +25049,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:19.620Z",
-                     *       "updatedAt": "2026-05-28T09:00:19.694Z"
+                     *       "createdAt": "2026-05-28T09:00:03.974Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.043Z"
                      *     }
                      */
                     "application/json": {
@@ -25343,7 +25343,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:19.683Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.036Z"
                      *     }
                      */
                     "application/json": {

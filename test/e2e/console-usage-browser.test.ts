@@ -138,6 +138,19 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
     await page.getByLabel('Group by').selectOption('plan');
     await page.getByTestId('line-total-Free').waitFor();
     expect(await page.getByTestId('line-total-Free').innerText()).toContain('Free 3');
+    // By environment, as the member's session reads it: the sandbox line holds every call.
+    const usageByEnvironment = await seller.api<{ series: { key: string; totalCalls: number }[] }>(
+      'GET',
+      '/v1/ui/analytics/usage?groupBy=environment',
+    );
+    expect(usageByEnvironment.body.series).toEqual([
+      expect.objectContaining({ key: 'sandbox', totalCalls: usage.body.totals.calls }),
+    ]);
+    await page.getByLabel('Group by').selectOption('environment');
+    await page.getByTestId('line-total-sandbox').waitFor();
+    expect(await page.getByTestId('line-total-sandbox').innerText()).toContain(
+      `sandbox ${usage.body.totals.calls}`,
+    );
     await page.getByLabel('Group by').selectOption('tool');
     await page.getByTestId('line-total-add').waitFor();
     await page.setViewportSize({ width: 1280, height: 860 });

@@ -5,7 +5,7 @@ import { downloadCsv, SeriesChart } from '../chart';
 import { Choices, Loaded, Page, RangeSelect, rangeEnd, Select, Table } from '../ui';
 
 type Grain = 'hour' | 'day' | 'week' | 'month';
-type Group = 'none' | 'tool' | 'customer' | 'product' | 'plan' | 'server' | 'outcome';
+type Group = 'none' | 'tool' | 'customer' | 'product' | 'plan' | 'server' | 'outcome' | 'environment';
 const DAY_MS = 86_400_000;
 const RANGES = {
   '1': 'Last 24 hours',
@@ -22,8 +22,8 @@ const ZONES = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((zone) => zon
 if (!ZONES.includes(HOME_ZONE)) ZONES.unshift(HOME_ZONE);
 
 /**
- * Usage analytics: calls over time in a time zone, by tool, customer, product, plan, server or
- * outcome, with each tool's error rate and origin latency; every table exports to CSV. Two API
+ * Usage analytics: calls over time in a time zone, by tool, customer, product, plan, server,
+ * outcome or environment (sandbox beside live), with each tool's error rate and origin latency; every table exports to CSV. Two API
  * calls.
  */
 export function Usage() {
@@ -77,6 +77,7 @@ export function Usage() {
             { value: 'plan', label: 'Plan' },
             { value: 'server', label: 'MCP server' },
             { value: 'outcome', label: 'Outcome' },
+            { value: 'environment', label: 'Environment' },
           ]}
         />
         <Select

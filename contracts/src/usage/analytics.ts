@@ -19,6 +19,12 @@ export const ANALYTICS_GRAINS = ['hour', 'day', 'week', 'month'] as const;
 export type AnalyticsGrain = (typeof ANALYTICS_GRAINS)[number];
 export const ANALYTICS_GROUPS = ['none', 'tool', 'customer', 'product', 'plan', 'server', 'outcome'] as const;
 export type AnalyticsGroup = (typeof ANALYTICS_GROUPS)[number];
+/**
+ * What the usage API groups by: the store's groupings, and the environment, which the API answers
+ * by asking the store once per environment the caller may read (the tables are per environment).
+ */
+export const USAGE_GROUPINGS = [...ANALYTICS_GROUPS, 'environment'] as const;
+export type UsageGrouping = (typeof USAGE_GROUPINGS)[number];
 
 /**
  * What a call came to, as analytics groups it: `success`, `error` (the tool's error, the

@@ -22,7 +22,7 @@ export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue) {
         schema: {
           tags,
           summary:
-            'Calls and units over time in a time zone, grouped by tool, customer, product, plan, server or outcome',
+            'Calls and units over time in a time zone, grouped by tool, customer, product, plan, server, outcome or environment',
           querystring: UsageAnalyticsQuery,
           response: { 200: UsageAnalytics, 503: Problem, ...errorResponses },
         },

@@ -1,4 +1,4 @@
-import { ANALYTICS_GRAINS, ANALYTICS_GROUPS } from '@mcp-meter/contracts/usage';
+import { ANALYTICS_GRAINS, USAGE_GROUPINGS } from '@mcp-meter/contracts/usage';
 import { Type } from '@sinclair/typebox';
 import { Timestamp } from '../../http/schemas';
 
@@ -30,7 +30,10 @@ export const UsageAnalyticsQuery = Type.Object(
       Type.String({ maxLength: 64, description: 'IANA time zone the buckets follow (default UTC)' }),
     ),
     groupBy: Type.Optional(
-      Type.String({ maxLength: 20, description: `${ANALYTICS_GROUPS.join(', ')} (default none)` }),
+      Type.String({
+        maxLength: 20,
+        description: `${USAGE_GROUPINGS.join(', ')} (default none). By environment: each environment the caller may read (an API key its own, a console session every enabled one), side by side; not with customerRef`,
+      }),
     ),
     limit: Type.Integer({
       minimum: 1,

@@ -1,11 +1,12 @@
 import {
   ANALYTICS_GRAINS,
-  ANALYTICS_GROUPS,
   type AnalyticsGrain,
-  type AnalyticsGroup,
   ANALYTICS_SLOT_MS as SLOT_MS,
   type ToolStatsQuery,
+  USAGE_GROUPINGS,
   type UsageAnalytics,
+  type UsageGrouping,
+  type UsageSeriesRow,
 } from '@mcp-meter/contracts/usage';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
@@ -125,14 +126,18 @@ export class AnalyticsService {
 
   async usage(auth: AuthContext, query: Static<typeof UsageAnalyticsQuery>) {
     const grain = (query.grain ?? 'day') as AnalyticsGrain;
-    const groupBy = (query.groupBy ?? 'none') as AnalyticsGroup;
+    const groupBy = (query.groupBy ?? 'none') as UsageGrouping;
     const timeZone = query.timeZone ?? 'UTC';
     const problems: FieldProblem[] = [];
     if (!ANALYTICS_GRAINS.includes(grain))
       problems.push(problem('/grain', `names no grain: ${grain} (one of ${ANALYTICS_GRAINS.join(', ')})`));
-    if (!ANALYTICS_GROUPS.includes(groupBy))
+    if (!USAGE_GROUPINGS.includes(groupBy))
       problems.push(
-        problem('/groupBy', `names no grouping: ${groupBy} (one of ${ANALYTICS_GROUPS.join(', ')})`),
+        problem('/groupBy', `names no grouping: ${groupBy} (one of ${USAGE_GROUPINGS.join(', ')})`),
+      );
+    else if (groupBy === 'environment' && query.customerRef !== undefined)
+      problems.push(
+        problem('/groupBy', 'a customer belongs to one environment: environment cannot go with customerRef'),
       );
     if (!isTimeZone(timeZone)) problems.push(problem('/timeZone', `is not an IANA time zone: ${timeZone}`));
     if (problems.length > 0) throw new ValidationError(problems);
@@ -144,12 +149,17 @@ export class AnalyticsService {
         `The range holds more than ${MAX_BUCKETS} ${grain} buckets; choose a shorter range or a larger grain`,
         { limit: MAX_BUCKETS, grain },
       );
-    const question = { ...scope.store, grain, timeZone, groupBy };
     // By customer the store picks the largest customers itself and answers the whole range beside
     // them (a month of thousands of customers is not read slot by slot); the rest is the difference.
     const byCustomer =
-      groupBy === 'customer' ? await this.analytics().topCustomers(question, query.limit) : undefined;
-    const rows = byCustomer?.rows ?? (await this.analytics().series(question));
+      groupBy === 'customer'
+        ? await this.analytics().topCustomers({ ...scope.store, grain, timeZone, groupBy }, query.limit)
+        : undefined;
+    const rows =
+      byCustomer?.rows ??
+      (groupBy === 'environment'
+        ? await this.byEnvironment(auth, scope, grain, timeZone)
+        : await this.analytics().series({ ...scope.store, grain, timeZone, groupBy }));
     const index = new Map(buckets.map((b, i) => [b.key, i]));
     const numeric = grain === 'hour';
     const before = (a: string, b: string) => (numeric ? Number(a) <= Number(b) : a <= b);
@@ -261,6 +271,36 @@ export class AnalyticsService {
         errors: all.errors.reduce((a, b) => a + b, 0),
       },
     };
+  }
+
+  /**
+   * Every environment the caller may read, each its own series keyed by its name: the store is
+   * asked once per environment, for the meter of the same name there (a meter is per environment).
+   */
+  private async byEnvironment(
+    auth: AuthContext,
+    scope: Awaited<ReturnType<AnalyticsService['scope']>>,
+    grain: AnalyticsGrain,
+    timeZone: string,
+  ): Promise<UsageSeriesRow[]> {
+    const rows: UsageSeriesRow[] = [];
+    for (const environment of auth.readable ?? [auth.environment]) {
+      const meter =
+        environment === auth.environment
+          ? { id: scope.store.meterRef }
+          : await findMeter(this.pool, auth.providerId, environment, scope.meterName);
+      if (meter === undefined) continue;
+      const series = await this.analytics().series({
+        ...scope.store,
+        environment,
+        meterRef: meter.id,
+        grain,
+        timeZone,
+        groupBy: 'none',
+      });
+      for (const row of series) rows.push({ ...row, key: environment });
+    }
+    return rows;
   }
 
   async tools(auth: AuthContext, query: Static<typeof ToolAnalyticsQuery>) {

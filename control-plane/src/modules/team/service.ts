@@ -255,6 +255,7 @@ export class TeamService {
     return {
       providerId: row.provider_id,
       environment,
+      readable: row.live_enabled ? ['sandbox', 'live'] : ['sandbox'],
       role,
       userId: row.user_id,
       email: row.email,
