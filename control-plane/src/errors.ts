@@ -52,6 +52,7 @@ export const ERROR_STATUS = {
   member_not_found: 404,
   invitation_not_found: 404,
   api_key_not_found: 404,
+  auto_top_up_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,

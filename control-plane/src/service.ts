@@ -24,6 +24,8 @@ import { AnalyticsService } from './modules/analytics/service';
 import { apiDocsRoutes } from './modules/api-docs/routes';
 import { apiKeyRoutes } from './modules/api-keys/routes';
 import { ApiKeyService } from './modules/api-keys/service';
+import { autoTopUpRoutes } from './modules/auto-topups/routes';
+import { AutoTopUps } from './modules/auto-topups/service';
 import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
@@ -167,6 +169,7 @@ export interface ControlPlane {
   providers: ProviderService;
   mcpServers: McpServerService;
   purchases: PurchaseService;
+  autoTopUps: AutoTopUps;
   scheduler: BillingScheduler;
   tokens: TokenService;
   limits: LimitService;
@@ -255,6 +258,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
+  // Auto top-up: checked after every movement that lowered a balance, and swept after each settlement.
+  const autoTopUps = new AutoTopUps(paying, clock, credits, payments, usageDebits, deps.logger);
+  credits.onBalanceLowered((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
+  usageDebits.onDebited((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
+  scheduler.addJob(() => autoTopUps.runDue());
   const payouts = new PayoutService(
     paying,
     clock,
@@ -391,6 +399,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(merchantRoutes(providers));
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));
+      await scope.register(autoTopUpRoutes(autoTopUps));
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
       await scope.register(processorRoutes(processors));
@@ -430,6 +439,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     providers,
     mcpServers,
     purchases,
+    autoTopUps,
     scheduler,
     tokens,
     limits,

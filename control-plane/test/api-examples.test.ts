@@ -443,6 +443,14 @@ describe('the documented example of every operation, continued', () => {
     });
     await example({ route: 'GET /v1/sdk/customers/:ref/balance', path: { ref: 'ada' }, status: 200 });
     await example({ route: 'GET /v1/sdk/customers/:ref/credits', path: { ref: 'ada' }, status: 200 });
+    await example({
+      route: 'PUT /v1/sdk/customers/:ref/auto-top-up',
+      path: { ref: 'ada' },
+      body: { productRef: 'weather', threshold: 100, packs: 2 },
+      status: 200,
+    });
+    await example({ route: 'GET /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
+    await example({ route: 'DELETE /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
   });
 });
 

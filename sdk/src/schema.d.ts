@@ -622,6 +622,34 @@ export interface paths {
         patch: operations["updateCustomer"];
         trace?: never;
     };
+    "/v1/sdk/customers/{ref}/auto-top-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A customer's auto top-up
+         * @description The customer’s auto top-up: its threshold, the packs each top-up buys, and whether it is active or stopped after failures. 404 `auto_top_up_not_found` when none is set.
+         */
+        get: operations["getAutoTopUp"];
+        /**
+         * Sets a customer's auto top-up: a threshold and the packs each top-up buys
+         * @description Sets or replaces the customer’s auto top-up (one per customer; setting it again resumes a stopped one). When calls take the credit balance below `threshold`, one off-session charge of the default card buys `packs` of the top-up pack of the customer’s plan of `productRef`, and the credits land with the payment; concurrent draws across the threshold make one top-up. Fires at once if the balance is already below. Each top-up sends `credits.auto_topup_succeeded` or `credits.auto_topup_failed`; three failures in a row stop it.
+         */
+        put: operations["setAutoTopUp"];
+        post?: never;
+        /**
+         * Turns a customer's auto top-up off
+         * @description Turns the customer’s auto top-up off. 404 `auto_top_up_not_found` when none is set.
+         */
+        delete: operations["deleteAutoTopUp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/customers/{ref}/balance": {
         parameters: {
             query?: never;
@@ -2173,11 +2201,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "ZRhbrWVwpMr_cCLCg_PvqqymRQE5UuBWiNrtWDXUkJI",
-                     *           "y": "TZFWTNAto8isEJJIc6O4yIKClJsYddM3Hrpgr7ET2Tg",
+                     *           "x": "kAizqdN1-7wSv-0beS8XTDZV6JjWT30EH2sU8b1ieR4",
+                     *           "y": "jP6SaedsBLFj6SChOilJaJ9lQqjWRP9JGHU-Y_Qjd5I",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "7d006914b0664f4c",
+                     *           "kid": "036512f2878fbe56",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2306,8 +2334,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:02.753Z",
-                     *       "to": "2026-05-28T09:00:02.753Z",
+                     *       "from": "2026-04-28T09:00:02.434Z",
+                     *       "to": "2026-05-28T09:00:02.434Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2645,8 +2673,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:02.743Z",
-                     *       "to": "2026-05-28T09:00:02.743Z",
+                     *       "from": "2026-04-28T09:00:02.425Z",
+                     *       "to": "2026-05-28T09:00:02.425Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2818,7 +2846,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:02.724Z",
+                     *       "to": "2026-05-28T09:00:02.409Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3003,9 +3031,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:04.504Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.504Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.504Z"
+                     *       "createdAt": "2026-05-28T09:00:04.024Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.024Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.024Z"
                      *     }
                      */
                     "application/json": {
@@ -3238,7 +3266,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:04.364Z"
+                     *       "expiresAt": "2026-06-04T09:00:03.895Z"
                      *     }
                      */
                     "application/json": {
@@ -3607,9 +3635,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.146Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.146Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.153Z"
+                     *       "createdAt": "2026-05-28T09:00:03.696Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.696Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.702Z"
                      *     }
                      */
                     "application/json": {
@@ -4096,9 +4124,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.146Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.146Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.146Z"
+                     *       "createdAt": "2026-05-28T09:00:03.696Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.696Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.696Z"
                      *     }
                      */
                     "application/json": {
@@ -4309,7 +4337,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:04.213Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.760Z"
                      *     }
                      */
                     "application/json": {
@@ -4485,9 +4513,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:04.350Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.350Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.350Z"
+                     *       "createdAt": "2026-05-28T09:00:03.887Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.887Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.887Z"
                      *     }
                      */
                     "application/json": {
@@ -4952,7 +4980,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795926540,
+                     *       "client_id_issued_at": 1795928037,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5125,7 +5153,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:03.586Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.179Z"
                      *     }
                      */
                     "application/json": {
@@ -6251,8 +6279,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.851Z",
-                     *       "createdAt": "2026-05-28T09:00:02.851Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.520Z",
+                     *       "createdAt": "2026-05-28T09:00:02.520Z"
                      *     }
                      */
                     "application/json": {
@@ -6409,8 +6437,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.851Z",
-                     *       "createdAt": "2026-05-28T09:00:02.851Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.520Z",
+                     *       "createdAt": "2026-05-28T09:00:02.520Z"
                      *     }
                      */
                     "application/json": {
@@ -6596,8 +6624,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.056Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.056Z"
+                     *           "createdAt": "2026-05-28T09:00:01.771Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.771Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6609,8 +6637,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.065Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.065Z"
+                     *           "createdAt": "2026-05-28T09:00:01.780Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.780Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6797,8 +6825,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.056Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.056Z"
+                     *       "createdAt": "2026-05-28T09:00:01.771Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.771Z"
                      *     }
                      */
                     "application/json": {
@@ -7289,8 +7317,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.056Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.104Z"
+                     *       "createdAt": "2026-05-28T09:00:01.771Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.820Z"
                      *     }
                      */
                     "application/json": {
@@ -7392,6 +7420,458 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getAutoTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "atu_01jx0000011eg4hnpw0a2pc6gw",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productRef": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "threshold": 100,
+                     *       "packs": 2,
+                     *       "status": "active",
+                     *       "failures": 0,
+                     *       "lastFailure": null,
+                     *       "retryAt": null,
+                     *       "updatedAt": "2026-07-01T00:02:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        customerRef: string;
+                        /** @description Failed attempts in a row */
+                        failures: number;
+                        /** @description atu_… */
+                        id: string;
+                        /** @description Why the last attempt failed (card_declined, no_payment_method, no_plan, no_top_up_pack, …) */
+                        lastFailure: string | null;
+                        packs: number;
+                        /** @description The product (prd_…) */
+                        productRef: string;
+                        /** @description A failed attempt holds the next one back until then */
+                        retryAt: string | null;
+                        /** @description stopped after 3 failed attempts in a row; set it again to resume */
+                        status: "active" | "stopped";
+                        threshold: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    setAutoTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "productRef": "weather",
+                 *       "threshold": 100,
+                 *       "packs": 2
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Packs bought per top-up (default 1) */
+                    packs?: number;
+                    /** @description The product whose plan's top-up pack is bought (the customer's current plan of it) */
+                    productRef: string;
+                    /** @description A top-up fires when the credit balance falls below this many credits */
+                    threshold: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "atu_01jx0000011eg4hnpw0a2pc6gw",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productRef": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "threshold": 100,
+                     *       "packs": 2,
+                     *       "status": "active",
+                     *       "failures": 0,
+                     *       "lastFailure": null,
+                     *       "retryAt": null,
+                     *       "updatedAt": "2026-07-01T00:02:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        customerRef: string;
+                        /** @description Failed attempts in a row */
+                        failures: number;
+                        /** @description atu_… */
+                        id: string;
+                        /** @description Why the last attempt failed (card_declined, no_payment_method, no_plan, no_top_up_pack, …) */
+                        lastFailure: string | null;
+                        packs: number;
+                        /** @description The product (prd_…) */
+                        productRef: string;
+                        /** @description A failed attempt holds the next one back until then */
+                        retryAt: string | null;
+                        /** @description stopped after 3 failed attempts in a row; set it again to resume */
+                        status: "active" | "stopped";
+                        threshold: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    deleteAutoTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example ada
+                 */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        customerRef: string;
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8517,7 +8997,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:03.029Z"
+                     *       "revokedBefore": "2026-05-28T09:00:02.710Z"
                      *     }
                      */
                     "application/json": {
@@ -8704,8 +9184,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.065Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.065Z"
+                     *       "createdAt": "2026-05-28T09:00:01.780Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.780Z"
                      *     }
                      */
                     "application/json": {
@@ -8913,7 +9393,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T04:31:03.318Z"
+                     *                 "end": "2026-01-28T04:06:05.898Z"
                      *               }
                      *             }
                      *           ],
@@ -9626,7 +10106,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T04:31:03.318Z"
+                     *             "end": "2026-01-28T04:06:05.898Z"
                      *           }
                      *         }
                      *       ],
@@ -10532,7 +11012,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:02.645Z"
+                     *       "timestamp": "2026-05-28T09:00:02.372Z"
                      *     }
                      */
                     "application/json": {
@@ -10756,7 +11236,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:02.683Z"
+                     *           "timestamp": "2026-05-28T09:00:02.391Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -10764,7 +11244,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:02.683Z"
+                     *           "timestamp": "2026-05-28T09:00:02.391Z"
                      *         }
                      *       ]
                      *     }
@@ -11775,7 +12255,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.895Z",
+                     *       "createdAt": "2026-05-28T09:00:02.561Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -11959,8 +12439,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.895Z",
-                     *       "closedAt": "2026-05-28T09:00:02.929Z"
+                     *       "createdAt": "2026-05-28T09:00:02.561Z",
+                     *       "closedAt": "2026-05-28T09:00:02.609Z"
                      *     }
                      */
                     "application/json": {
@@ -12139,11 +12619,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.942Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.623Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.942Z"
+                     *       "createdAt": "2026-05-28T09:00:02.623Z"
                      *     }
                      */
                     "application/json": {
@@ -12311,7 +12791,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.010Z"
+                     *           "createdAt": "2026-05-28T09:00:01.720Z"
                      *         }
                      *       ]
                      *     }
@@ -12465,7 +12945,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.010Z"
+                     *       "createdAt": "2026-05-28T09:00:01.720Z"
                      *     }
                      */
                     "application/json": {
@@ -12604,7 +13084,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.010Z"
+                     *       "createdAt": "2026-05-28T09:00:01.720Z"
                      *     }
                      */
                     "application/json": {
@@ -12755,7 +13235,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.010Z"
+                     *       "createdAt": "2026-05-28T09:00:01.720Z"
                      *     }
                      */
                     "application/json": {
@@ -13287,6 +13767,16 @@ export interface operations {
                      *           "description": "Credits were adjusted by hand"
                      *         },
                      *         {
+                     *           "type": "credits.auto_topup_succeeded",
+                     *           "group": "credit",
+                     *           "description": "An auto top-up charged the customer's card and added the credits"
+                     *         },
+                     *         {
+                     *           "type": "credits.auto_topup_failed",
+                     *           "group": "credit",
+                     *           "description": "An auto top-up could not charge the card (it stops after three in a row)"
+                     *         },
+                     *         {
                      *           "type": "usage.charged",
                      *           "group": "usage",
                      *           "description": "Usage of a period was charged"
@@ -13463,8 +13953,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:03.318Z",
-                     *       "to": "2026-05-28T09:01:03.318Z",
+                     *       "from": "2026-04-28T08:51:05.898Z",
+                     *       "to": "2026-05-28T09:06:05.898Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -13686,7 +14176,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:03.504Z",
+                     *       "asOf": "2026-05-28T09:00:03.071Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -13931,7 +14421,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T04:31:03.318Z",
+                     *           "end": "2026-01-28T04:06:05.898Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -13970,8 +14460,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T04:31:03.318Z",
-                     *           "end": "2026-02-28T04:31:03.318Z",
+                     *           "start": "2026-01-28T04:06:05.898Z",
+                     *           "end": "2026-02-28T04:06:05.898Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14010,8 +14500,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T04:31:03.318Z",
-                     *           "end": "2026-03-30T04:31:03.318Z",
+                     *           "start": "2026-02-28T04:06:05.898Z",
+                     *           "end": "2026-03-30T04:06:05.898Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14050,8 +14540,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T04:31:03.318Z",
-                     *           "end": "2026-04-30T04:31:03.318Z",
+                     *           "start": "2026-03-30T04:06:05.898Z",
+                     *           "end": "2026-04-30T04:06:05.898Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14090,8 +14580,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T04:31:03.318Z",
-                     *           "end": "2026-05-30T04:31:03.318Z",
+                     *           "start": "2026-04-30T04:06:05.898Z",
+                     *           "end": "2026-05-30T04:06:05.898Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14343,8 +14833,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:03.318Z",
-                     *       "to": "2026-05-28T09:01:03.318Z",
+                     *       "from": "2026-04-28T08:51:05.898Z",
+                     *       "to": "2026-05-28T09:06:05.898Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -14527,31 +15017,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:03.318Z",
-                     *       "to": "2026-05-28T09:01:03.318Z",
+                     *       "from": "2026-04-28T08:51:05.898Z",
+                     *       "to": "2026-05-28T09:06:05.898Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T03:31:03.318Z",
+                     *           "start": "2026-04-24T03:06:05.898Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T03:31:03.318Z",
+                     *           "start": "2026-05-01T03:06:05.898Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T03:31:03.318Z",
+                     *           "start": "2026-05-08T03:06:05.898Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T03:31:03.318Z",
+                     *           "start": "2026-05-15T03:06:05.898Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T03:31:03.318Z",
+                     *           "start": "2026-05-22T03:06:05.898Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -14788,17 +15278,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…i-44",
+                     *           "hint": "sk_test_…djRM",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.649Z",
+                     *           "createdAt": "2026-05-28T09:00:04.160Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…LRDo",
+                     *           "hint": "sk_test_…PMPo",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:04.345Z",
+                     *           "createdAt": "2026-05-28T09:00:03.884Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -14944,9 +15434,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…i-44",
+                     *       "hint": "sk_test_…djRM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.649Z",
+                     *       "createdAt": "2026-05-28T09:00:04.160Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15269,18 +15759,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…vFS4",
+                     *       "hint": "sk_test_…njwU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.668Z",
+                     *       "createdAt": "2026-05-28T09:00:04.178Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…i-44",
+                     *         "hint": "sk_test_…djRM",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:04.649Z",
-                     *         "expiresAt": "2026-05-28T10:00:04.668Z"
+                     *         "createdAt": "2026-05-28T09:00:04.160Z",
+                     *         "expiresAt": "2026-05-28T10:00:04.178Z"
                      *       }
                      *     }
                      */
@@ -15476,7 +15966,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:04.198Z",
+                     *           "createdAt": "2026-05-28T09:00:03.747Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15493,7 +15983,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:04.191Z",
+                     *           "createdAt": "2026-05-28T09:00:03.741Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15510,7 +16000,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:04.175Z",
+                     *           "createdAt": "2026-05-28T09:00:03.727Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15526,7 +16016,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqczBnaHM5NDZuNzF3cjNzdnpqYnBk"
+                     *       "nextCursor": "YXVkXzAxbThqdGU2ZTVkemIzeDNzc3NyMHYxOGU3"
                      *     }
                      */
                     "application/json": {
@@ -15705,7 +16195,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:02.895Z",
+                     *           "createdAt": "2026-05-28T09:00:02.561Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -15860,7 +16350,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.895Z",
+                     *       "createdAt": "2026-05-28T09:00:02.561Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16021,7 +16511,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.895Z",
+                     *       "createdAt": "2026-05-28T09:00:02.561Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17820,8 +18310,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:03.160Z",
-                     *       "latencyMs": 10,
+                     *       "checkedAt": "2026-05-28T09:00:02.812Z",
+                     *       "latencyMs": 9,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -18189,8 +18679,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.666Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.666Z"
+                     *           "createdAt": "2026-05-28T09:00:01.395Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.395Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18200,8 +18690,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.988Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.988Z"
+                     *           "createdAt": "2026-05-28T09:00:01.699Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.699Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18373,8 +18863,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.988Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.988Z"
+                     *       "createdAt": "2026-05-28T09:00:01.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.699Z"
                      *     }
                      */
                     "application/json": {
@@ -18547,8 +19037,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.988Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.988Z"
+                     *       "createdAt": "2026-05-28T09:00:01.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.699Z"
                      *     }
                      */
                     "application/json": {
@@ -18698,8 +19188,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:01.988Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.055Z"
+                     *       "createdAt": "2026-05-28T09:00:01.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.621Z"
                      *     }
                      */
                     "application/json": {
@@ -18869,11 +19359,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:02.942Z",
+                     *           "arrivalDate": "2026-05-30T09:00:02.623Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:02.942Z"
+                     *           "createdAt": "2026-05-28T09:00:02.623Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19025,11 +19515,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.942Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.623Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.942Z"
+                     *       "createdAt": "2026-05-28T09:00:02.623Z"
                      *     }
                      */
                     "application/json": {
@@ -19214,8 +19704,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.882Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.882Z"
+                     *       "createdAt": "2026-05-28T09:00:01.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.594Z"
                      *     }
                      */
                     "application/json": {
@@ -19531,8 +20021,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.882Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.960Z"
+                     *       "createdAt": "2026-05-28T09:00:01.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.672Z"
                      *     }
                      */
                     "application/json": {
@@ -19787,8 +20277,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.060Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.069Z"
+                     *       "createdAt": "2026-05-28T09:00:03.627Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.633Z"
                      *     }
                      */
                     "application/json": {
@@ -19983,8 +20473,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmnsXPXd8CiWHGP",
-                     *       "connectedAt": "2026-05-28T09:00:03.901Z"
+                     *       "account": "acct_RmoFI0R6lmiJIrB",
+                     *       "connectedAt": "2026-05-28T09:00:03.478Z"
                      *     }
                      */
                     "application/json": {
@@ -20158,8 +20648,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmnsXPXd8CiWHGP",
-                     *       "connectedAt": "2026-05-28T09:00:03.901Z"
+                     *       "account": "acct_RmoFI0R6lmiJIrB",
+                     *       "connectedAt": "2026-05-28T09:00:03.478Z"
                      *     }
                      */
                     "application/json": {
@@ -20728,8 +21218,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:01.760Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.760Z"
+                     *           "createdAt": "2026-05-28T09:00:01.487Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.487Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20908,8 +21398,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.760Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.760Z"
+                     *       "createdAt": "2026-05-28T09:00:01.487Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.487Z"
                      *     }
                      */
                     "application/json": {
@@ -21084,8 +21574,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.760Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.760Z"
+                     *       "createdAt": "2026-05-28T09:00:01.487Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.487Z"
                      *     }
                      */
                     "application/json": {
@@ -21262,8 +21752,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.760Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.812Z"
+                     *       "createdAt": "2026-05-28T09:00:01.487Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.533Z"
                      *     }
                      */
                     "application/json": {
@@ -21438,8 +21928,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.097Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.101Z"
+                     *       "createdAt": "2026-05-28T09:00:03.651Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.656Z"
                      *     }
                      */
                     "application/json": {
@@ -21630,8 +22120,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.838Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.838Z"
+                     *           "createdAt": "2026-05-28T09:00:01.561Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.561Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -21677,8 +22167,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.882Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.882Z"
+                     *           "createdAt": "2026-05-28T09:00:01.594Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.594Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -21721,8 +22211,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.891Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.891Z"
+                     *           "createdAt": "2026-05-28T09:00:01.602Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.602Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22070,8 +22560,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.882Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.882Z"
+                     *       "createdAt": "2026-05-28T09:00:01.594Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.594Z"
                      *     }
                      */
                     "application/json": {
@@ -22543,13 +23033,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:04.342Z"
+                     *           "joinedAt": "2026-05-28T09:00:03.881Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:04.487Z"
+                     *           "joinedAt": "2026-05-28T09:00:04.013Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -22558,8 +23048,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.514Z",
-                     *           "expiresAt": "2026-06-04T09:00:04.514Z"
+                     *           "createdAt": "2026-05-28T09:00:04.030Z",
+                     *           "expiresAt": "2026-06-04T09:00:04.030Z"
                      *         }
                      *       ]
                      *     }
@@ -22720,8 +23210,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.364Z",
-                     *       "expiresAt": "2026-06-04T09:00:04.364Z"
+                     *       "createdAt": "2026-05-28T09:00:03.895Z",
+                     *       "expiresAt": "2026-06-04T09:00:03.895Z"
                      *     }
                      */
                     "application/json": {
@@ -23209,7 +23699,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:04.487Z"
+                     *       "joinedAt": "2026-05-28T09:00:04.013Z"
                      *     }
                      */
                     "application/json": {
@@ -23597,7 +24087,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:02.882Z"
+                     *       "createdAt": "2026-05-28T09:00:02.549Z"
                      *     }
                      */
                     "application/json": {
@@ -23787,7 +24277,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:04.006Z"
+                     *       "createdAt": "2026-05-28T09:00:03.573Z"
                      *     }
                      */
                     "application/json": {
@@ -23965,7 +24455,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:04.006Z"
+                     *           "createdAt": "2026-05-28T09:00:03.573Z"
                      *         }
                      *       ]
                      *     }
@@ -24119,8 +24609,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:03.974Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.974Z"
+                     *           "createdAt": "2026-05-28T09:00:03.538Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.538Z"
                      *         }
                      *       ]
                      *     }
@@ -24294,8 +24784,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.974Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.974Z",
+                     *       "createdAt": "2026-05-28T09:00:03.538Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.538Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24450,8 +24940,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.974Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.974Z"
+                     *       "createdAt": "2026-05-28T09:00:03.538Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.538Z"
                      *     }
                      */
                     "application/json": {
@@ -24743,8 +25233,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.974Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.998Z"
+                     *       "createdAt": "2026-05-28T09:00:03.538Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.562Z"
                      *     }
                      */
                     "application/json": {
@@ -24896,8 +25386,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.974Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.039Z"
+                     *       "createdAt": "2026-05-28T09:00:03.538Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.600Z"
                      *     }
                      */
                     "application/json": {
@@ -25049,8 +25539,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.974Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.043Z"
+                     *       "createdAt": "2026-05-28T09:00:03.538Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.608Z"
                      *     }
                      */
                     "application/json": {
@@ -25343,7 +25833,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.036Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:03.597Z"
                      *     }
                      */
                     "application/json": {

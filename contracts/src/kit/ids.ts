@@ -74,6 +74,8 @@ export const ID = {
   meter: 'mtr',
   customer: 'cus',
   creditMovement: 'cre',
+  /** A customer's auto top-up setting. */
+  autoTopUp: 'atu',
   purchase: 'pur',
   paymentMethod: 'pm',
   payment: 'pay',

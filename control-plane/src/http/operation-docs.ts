@@ -44,6 +44,12 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Deletes a customer: it can no longer be used, its access tokens are revoked, and its purchases, invoices and ledger entries are kept for the books.',
   'GET /v1/sdk/customers/:ref/balance':
     'The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.',
+  'GET /v1/sdk/customers/:ref/auto-top-up':
+    'The customer’s auto top-up: its threshold, the packs each top-up buys, and whether it is active or stopped after failures. 404 `auto_top_up_not_found` when none is set.',
+  'PUT /v1/sdk/customers/:ref/auto-top-up':
+    'Sets or replaces the customer’s auto top-up (one per customer; setting it again resumes a stopped one). When calls take the credit balance below `threshold`, one off-session charge of the default card buys `packs` of the top-up pack of the customer’s plan of `productRef`, and the credits land with the payment; concurrent draws across the threshold make one top-up. Fires at once if the balance is already below. Each top-up sends `credits.auto_topup_succeeded` or `credits.auto_topup_failed`; three failures in a row stop it.',
+  'DELETE /v1/sdk/customers/:ref/auto-top-up':
+    'Turns the customer’s auto top-up off. 404 `auto_top_up_not_found` when none is set.',
   'GET /v1/sdk/customers/:ref/credits':
     'The customer’s credit ledger, newest first, cursor-paginated: top-ups, grants, debits, adjustments and the usage of credit-paid plans.',
   'POST /v1/sdk/customers/:ref/credits':

@@ -45,6 +45,8 @@ const toMovement = (row: LedgerRow): Static<typeof CreditMovement> => ({
 export class CreditService {
   /** Tells the proxy's entitlements that the credits available to a customer changed (after commit). */
   private fundsChanged: (customerId: string) => Promise<void> = async () => undefined;
+  /** Told after a movement that lowered a balance has committed (auto top-up). */
+  private lowered: (tenant: AuthContext, customerId: string) => void = () => undefined;
 
   constructor(
     private readonly pool: Pool,
@@ -54,6 +56,10 @@ export class CreditService {
 
   onFundsChanged(listener: (customerId: string) => Promise<void>): void {
     this.fundsChanged = listener;
+  }
+
+  onBalanceLowered(listener: (tenant: AuthContext, customerId: string) => void): void {
+    this.lowered = listener;
   }
 
   /** After a caller's transaction that moved credits (`moveIn`) has committed. */
@@ -107,7 +113,10 @@ export class CreditService {
       );
     }
     const moved = await inTransaction(this.pool, (tx) => this.moveIn(tx, auth, ref, input, idempotencyKey));
-    if (!moved.replayed) await this.announce(moved.movement.customerRef);
+    if (!moved.replayed) {
+      await this.announce(moved.movement.customerRef);
+      if (moved.movement.amount < 0) this.lowered(auth, moved.movement.customerRef);
+    }
     return moved;
   }
 

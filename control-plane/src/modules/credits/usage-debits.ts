@@ -29,12 +29,19 @@ type Totals = { credits: number; calls: number };
  * scheduler pass (SCHEDULER_INTERVAL_MS), and before a balance is read or moved.
  */
 export class UsageDebits {
+  /** Told after a settlement's debit has committed (auto top-up). */
+  private debited: (tenant: Tenant, customerId: string) => void = () => undefined;
+
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
     private readonly reader: UsageReader,
     private readonly logger: Logger,
   ) {}
+
+  onDebited(listener: (tenant: Tenant, customerId: string) => void): void {
+    this.debited = listener;
+  }
 
   /** Scheduler job: settles every customer of every tenant with a credit-paid plan. */
   async settleDue(): Promise<number> {
@@ -54,8 +61,11 @@ export class UsageDebits {
   async settle(tenant: Tenant, customerId: string): Promise<void> {
     try {
       const totals = await this.totals(this.pool, tenant, customerId);
-      if (totals !== undefined)
-        await inTransaction(this.pool, (tx) => this.debit(tx, tenant, customerId, totals));
+      if (
+        totals !== undefined &&
+        (await inTransaction(this.pool, (tx) => this.debit(tx, tenant, customerId, totals)))
+      )
+        this.debited(tenant, customerId);
     } catch (error) {
       this.logger.warn({ err: error, customer: customerId }, 'credit usage not settled');
     }
@@ -89,18 +99,19 @@ export class UsageDebits {
     let count = 0;
     for (const [customerId, totals] of usage) {
       if (totals.credits <= (debited.get(customerId) ?? 0)) continue;
-      await inTransaction(this.pool, (tx) => this.debit(tx, tenant, customerId, totals));
+      if (await inTransaction(this.pool, (tx) => this.debit(tx, tenant, customerId, totals)))
+        this.debited(tenant, customerId);
       count++;
     }
     return count;
   }
 
-  /** Debits what `totals` holds beyond what was debited, under the balance row's lock. */
-  private async debit(tx: PoolClient, tenant: Tenant, customerId: string, totals: Totals): Promise<void> {
+  /** Debits what `totals` holds beyond what was debited, under the balance row's lock; whether it did. */
+  private async debit(tx: PoolClient, tenant: Tenant, customerId: string, totals: Totals): Promise<boolean> {
     const at = this.clock.now();
     const current = await lockUsageTotals(tx, customerId, at);
     const credits = totals.credits - current.usageDebited;
-    if (credits <= 0) return;
+    if (credits <= 0) return false;
     const calls = Math.max(0, totals.calls - current.usageCalls);
     const after = current.balance - credits;
     const row = await insertMovement(tx, {
@@ -150,5 +161,6 @@ export class UsageDebits {
       },
       at,
     });
+    return true;
   }
 }

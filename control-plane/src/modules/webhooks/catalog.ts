@@ -1,4 +1,7 @@
-/** The 46 event types of spec 6.4, each with its group and what it announces. */
+/**
+ * The 46 event types of spec 6.4, and the 2 of auto top-up (issue 64), each with its group and
+ * what it announces.
+ */
 export const EVENT_TYPES = [
   ['customer.created', 'customer', 'A customer was created'],
   ['customer.updated', 'customer', "A customer's details changed"],
@@ -37,6 +40,16 @@ export const EVENT_TYPES = [
   ['customer.credit.debited', 'credit', 'Credits were spent'],
   ['customer.credit.granted', 'credit', 'Credits were granted'],
   ['customer.credit.adjusted', 'credit', 'Credits were adjusted by hand'],
+  [
+    'credits.auto_topup_succeeded',
+    'credit',
+    "An auto top-up charged the customer's card and added the credits",
+  ],
+  [
+    'credits.auto_topup_failed',
+    'credit',
+    'An auto top-up could not charge the card (it stops after three in a row)',
+  ],
   ['usage.charged', 'usage', 'Usage of a period was charged'],
   ['usage.recorded', 'usage', 'Usage was recorded'],
   ['usage.reset', 'usage', 'Usage counters rolled over for a new period'],

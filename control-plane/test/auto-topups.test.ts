@@ -1,0 +1,201 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+
+/**
+ * Auto top-up (issue 64) on real PostgreSQL with the sandbox processor: concurrent draws across
+ * the threshold make one top-up (one charge, one credit movement, one event); a card that fails
+ * is retried after its hold and stopped after three failures, each with its event; bad input is
+ * refused with its code.
+ */
+const clock = new MovableClock(new Date('2026-07-01T09:00:00.000Z'));
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
+type Json = Record<string, any>;
+
+/** A provider selling credits: a pre-paid plan of 1 credit a call, packs of 50 credits for $5. */
+async function seller(name: string) {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body.id as string;
+  const plan = await api('POST', `/v1/ui/products/${product}/plans`, {
+    name: 'Credits',
+    type: 'usage-based',
+    billingModel: 'pre-paid',
+    creditsPerUnit: 1,
+    currency: 'usd',
+    topUp: { credits: 50, amount: 500 },
+  });
+  expect(plan.status).toBe(201);
+  return {
+    api,
+    product,
+    plan: plan.body.id as string,
+    auth: { providerId: provider.id, environment: 'sandbox' as const },
+  };
+}
+
+/** A customer on the credits plan with `credits` granted and `card` as the default card. */
+async function customer(s: Awaited<ReturnType<typeof seller>>, ref: string, card: string, credits: number) {
+  const id = (await s.api('POST', '/v1/sdk/customers', { externalRef: ref })).body.id as string;
+  const attached = await s.api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+    card: { number: card, expMonth: 12, expYear: 2035, cvc: '123' },
+  });
+  expect(attached.status).toBe(201);
+  if (credits > 0)
+    expect(
+      (await s.api('POST', `/v1/sdk/customers/${ref}/credits`, { kind: 'grant', amount: credits })).status,
+    ).toBe(201);
+  const activated = await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: s.plan });
+  expect(activated.body.status).toBe('activated');
+  return id;
+}
+
+const events = async (s: Awaited<ReturnType<typeof seller>>, type: string) =>
+  ((await s.api('GET', `/v1/events?type=${type}&limit=100`)).body.data as Json[]).filter(
+    (e) => e.type === type,
+  );
+
+describe('auto top-up', () => {
+  it('tops up once when twenty concurrent draws cross the threshold', async () => {
+    const s = await seller('Auto top-up');
+    const id = await customer(s, 'ada', '4242424242424242', 20);
+    const set = await s.api('PUT', '/v1/sdk/customers/ada/auto-top-up', {
+      productRef: s.product,
+      threshold: 10,
+      packs: 2,
+    });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({
+      customerRef: id,
+      threshold: 10,
+      packs: 2,
+      status: 'active',
+      failures: 0,
+    });
+
+    // Twenty draws of one credit at once, each checking the threshold after it, and twenty
+    // more checks at once: the balance crosses 10 once, so one top-up of 2 packs.
+    const draws = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        s.api('POST', '/v1/sdk/customers/ada/credits', { kind: 'debit', amount: 1 }),
+      ),
+    );
+    expect(draws.map((d) => d.status)).toEqual(Array.from({ length: 20 }, () => 201));
+    const checks = await Promise.all(
+      Array.from({ length: 20 }, () => harness.controlPlane.autoTopUps.check(s.auth, id)),
+    );
+    await harness.controlPlane.scheduler.runDue();
+    // The checks the draws started in the background have finished once the setting is free.
+    await harness.pool.query('SELECT 1 FROM credit_auto_topups WHERE customer_id = $1 FOR UPDATE', [id]);
+    expect(checks.filter((c) => c.kind === 'succeeded').length).toBeLessThanOrEqual(1);
+
+    const ledger = (await s.api('GET', '/v1/sdk/customers/ada/credits?limit=100')).body.data as Json[];
+    const topUps = ledger.filter((m) => m.kind === 'top_up');
+    expect(topUps.map((m) => [m.amount, m.reason])).toEqual([[100, 'auto_top_up']]);
+    expect((await s.api('GET', '/v1/sdk/customers/ada/balance')).body.credits).toBe(100);
+    const { rows: payments } = await harness.pool.query<{ amount: number; status: string; currency: string }>(
+      "SELECT amount, status, currency FROM payments WHERE customer_id = $1 AND reason = 'topup'",
+      [id],
+    );
+    expect(payments).toEqual([{ amount: 1000, status: 'succeeded', currency: 'usd' }]);
+    const succeeded = await events(s, 'credits.auto_topup_succeeded');
+    expect(succeeded).toHaveLength(1);
+    expect(succeeded[0]?.data.object).toMatchObject({
+      customer: id,
+      credits: 100,
+      amount: 1000,
+      threshold: 10,
+      attempt: 1,
+    });
+    expect(await events(s, 'credits.auto_topup_failed')).toHaveLength(0);
+  });
+
+  it('retries a failing card after its hold and stops after three failures in a row', async () => {
+    const s = await seller('Failing card');
+    // One credit to activate the plan with (a credit-paid plan needs one call's worth), then spent.
+    const id = await customer(s, 'bob', '4000000000000341', 1);
+    expect((await s.api('POST', '/v1/sdk/customers/bob/credits', { kind: 'debit', amount: 1 })).status).toBe(
+      201,
+    );
+    await s.api('PUT', '/v1/sdk/customers/bob/auto-top-up', { productRef: s.product, threshold: 10 });
+    // The balance (0) is under the threshold: the first attempt is made at once, and fails.
+    const first = await harness.controlPlane.autoTopUps.check(s.auth, id);
+    const setting = async () => (await s.api('GET', '/v1/sdk/customers/bob/auto-top-up')).body;
+    expect(['failed', 'none']).toContain(first.kind);
+    expect(await setting()).toMatchObject({ status: 'active', failures: 1, lastFailure: 'card_declined' });
+    // Held back for an hour, then tried again; six hours more, the third failure stops it.
+    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
+    clock.advance(60 * 60_000);
+    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({
+      kind: 'failed',
+      reason: 'card_declined',
+      stopped: false,
+    });
+    clock.advance(6 * 60 * 60_000);
+    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({
+      kind: 'failed',
+      reason: 'card_declined',
+      stopped: true,
+    });
+    clock.advance(24 * 60 * 60_000);
+    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
+    expect(await setting()).toMatchObject({ status: 'stopped', failures: 3, retryAt: null });
+    const failed = await events(s, 'credits.auto_topup_failed');
+    expect(failed.map((e) => [e.data.object.attempt, e.data.object.stopped])).toEqual([
+      [3, true],
+      [2, false],
+      [1, false],
+    ]);
+    expect((await s.api('GET', '/v1/sdk/customers/bob/balance')).body.credits).toBe(0);
+    // Set again, it is active with its failures forgotten.
+    expect(
+      (await s.api('PUT', '/v1/sdk/customers/bob/auto-top-up', { productRef: s.product, threshold: 5 })).body,
+    ).toMatchObject({
+      status: 'active',
+      failures: 0,
+      threshold: 5,
+    });
+  });
+
+  it('fails without a plan that sells packs, and refuses bad input with its code', async () => {
+    const s = await seller('No pack');
+    const id = (await s.api('POST', '/v1/sdk/customers', { externalRef: 'cyd' })).body.id as string;
+    await s.api('PUT', '/v1/sdk/customers/cyd/auto-top-up', { productRef: s.product, threshold: 1 });
+    await harness.controlPlane.autoTopUps.check(s.auth, id);
+    expect((await s.api('GET', '/v1/sdk/customers/cyd/auto-top-up')).body).toMatchObject({
+      failures: 1,
+      lastFailure: 'no_plan',
+    });
+    const refused = async (body: unknown, ref = 'cyd') =>
+      s.api('PUT', `/v1/sdk/customers/${ref}/auto-top-up`, body);
+    for (const body of [
+      { productRef: s.product, threshold: -1 },
+      { productRef: s.product, threshold: 1.5 },
+      { productRef: s.product, threshold: 1e13 },
+      { productRef: s.product, threshold: 1, packs: 0 },
+      { productRef: s.product, threshold: 1, packs: 101 },
+      { productRef: s.product },
+      { productRef: s.product, threshold: 1, extra: true },
+    ])
+      expect((await refused(body)).body.code, JSON.stringify(body)).toBe('validation_failed');
+    expect((await refused({ productRef: 'prd_nope', threshold: 1 })).body.code).toBe('product_not_found');
+    // Another provider's customer is not found here.
+    const other = await seller('Elsewhere');
+    await other.api('POST', '/v1/sdk/customers', { externalRef: 'dan' });
+    expect((await refused({ productRef: s.product, threshold: 1 }, 'dan')).body.code).toBe(
+      'customer_not_found',
+    );
+    expect((await s.api('DELETE', '/v1/sdk/customers/cyd/auto-top-up')).body).toEqual({
+      customerRef: id,
+      deleted: true,
+    });
+    const gone = await s.api('GET', '/v1/sdk/customers/cyd/auto-top-up');
+    expect([gone.status, gone.body.code]).toEqual([404, 'auto_top_up_not_found']);
+  });
+});
