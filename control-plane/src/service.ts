@@ -61,6 +61,8 @@ import { payoutRoutes } from './modules/payouts/routes';
 import { PayoutService } from './modules/payouts/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
+import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
+import { PortalService } from './modules/portal/service';
 import { StripeEvents } from './modules/processors/events';
 import { processorRoutes, stripeWebhookRoutes } from './modules/processors/routes';
 import { ProcessorService } from './modules/processors/service';
@@ -340,6 +342,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     },
   );
 
+  const portal = new PortalService(deps.pool, clock, deps.config.publicUrl ?? 'http://127.0.0.1:8080', {
+    credits,
+    autoTopUps,
+    purchases,
+    billing,
+  });
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
   const webhookWorker = new WebhookWorker(deps.pool, clock, webhooks, webhookSender, {
@@ -374,6 +382,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(consoleRoutes(deps.config.consoleDir));
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(hostedInvoiceRoutes(billing));
+      await scope.register(portalPageRoutes(portal, secureCookies));
       await scope.register(jwksRoutes(tokens));
       await scope.register(signInRoutes(signIn, secureCookies));
       await scope.register(teamRoutes(team, audit, secureCookies));
@@ -400,6 +409,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));
       await scope.register(autoTopUpRoutes(autoTopUps));
+      await scope.register(portalSessionRoutes(portal));
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
       await scope.register(processorRoutes(processors));

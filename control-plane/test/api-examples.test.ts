@@ -451,6 +451,11 @@ describe('the documented example of every operation, continued', () => {
     });
     await example({ route: 'GET /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
     await example({ route: 'DELETE /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
+    await example({
+      route: 'POST /v1/sdk/portal-sessions',
+      body: { customerRef: 'ada', returnUrl: 'https://weather.example/account' },
+      status: 201,
+    });
   });
 });
 

@@ -962,6 +962,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sdk/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A single-use link to a customer's portal, valid for 15 minutes
+         * @description A link to the customer portal for one of your customers, as Stripe’s billing portal sessions: send the customer to `url` (it works once, within 15 minutes) and their browser is signed in to a page of their plans, credit balance and movements, invoices with PDFs, and their auto top-up, which they can set there. `returnUrl` (http or https) is where its Back link and sign-out go. A customer of another provider or environment is 404 `customer_not_found`.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/purchases": {
         parameters: {
             query?: never;
@@ -2201,11 +2221,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "kAizqdN1-7wSv-0beS8XTDZV6JjWT30EH2sU8b1ieR4",
-                     *           "y": "jP6SaedsBLFj6SChOilJaJ9lQqjWRP9JGHU-Y_Qjd5I",
+                     *           "x": "q9vWLTrEZcPprEafveo78LT_dV2UQGRxbwPNLzWHfVQ",
+                     *           "y": "eN6boSpDUyuoBcX0CCrupdsT-fgdliDZRP0U3GmJQUM",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "036512f2878fbe56",
+                     *           "kid": "452b7dc316166109",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2334,8 +2354,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:02.434Z",
-                     *       "to": "2026-05-28T09:00:02.434Z",
+                     *       "from": "2026-04-28T09:00:02.633Z",
+                     *       "to": "2026-05-28T09:00:02.633Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2673,8 +2693,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:02.425Z",
-                     *       "to": "2026-05-28T09:00:02.425Z",
+                     *       "from": "2026-04-28T09:00:02.626Z",
+                     *       "to": "2026-05-28T09:00:02.626Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2846,7 +2866,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:02.409Z",
+                     *       "to": "2026-05-28T09:00:02.609Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3031,9 +3051,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:04.024Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.024Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.024Z"
+                     *       "createdAt": "2026-05-28T09:00:04.125Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.125Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.125Z"
                      *     }
                      */
                     "application/json": {
@@ -3266,7 +3286,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:03.895Z"
+                     *       "expiresAt": "2026-06-04T09:00:04.001Z"
                      *     }
                      */
                     "application/json": {
@@ -3635,9 +3655,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:03.696Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.696Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.702Z"
+                     *       "createdAt": "2026-05-28T09:00:03.813Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.813Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.819Z"
                      *     }
                      */
                     "application/json": {
@@ -4124,9 +4144,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:03.696Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.696Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.696Z"
+                     *       "createdAt": "2026-05-28T09:00:03.813Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.813Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.813Z"
                      *     }
                      */
                     "application/json": {
@@ -4337,7 +4357,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:03.760Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.872Z"
                      *     }
                      */
                     "application/json": {
@@ -4513,9 +4533,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:03.887Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.887Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.887Z"
+                     *       "createdAt": "2026-05-28T09:00:03.995Z",
+                     *       "expiresAt": "2026-05-28T21:00:03.995Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:03.995Z"
                      *     }
                      */
                     "application/json": {
@@ -4980,7 +5000,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795928037,
+                     *       "client_id_issued_at": 1795928100,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5153,7 +5173,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:03.179Z"
+                     *       "expiresAt": "2026-05-28T09:10:03.345Z"
                      *     }
                      */
                     "application/json": {
@@ -6279,8 +6299,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.520Z",
-                     *       "createdAt": "2026-05-28T09:00:02.520Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.714Z",
+                     *       "createdAt": "2026-05-28T09:00:02.714Z"
                      *     }
                      */
                     "application/json": {
@@ -6437,8 +6457,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.520Z",
-                     *       "createdAt": "2026-05-28T09:00:02.520Z"
+                     *       "expiresAt": "2026-05-28T10:00:02.714Z",
+                     *       "createdAt": "2026-05-28T09:00:02.714Z"
                      *     }
                      */
                     "application/json": {
@@ -6624,8 +6644,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:01.771Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.771Z"
+                     *           "createdAt": "2026-05-28T09:00:01.966Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.966Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6637,8 +6657,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:01.780Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.780Z"
+                     *           "createdAt": "2026-05-28T09:00:01.973Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.973Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6825,8 +6845,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.771Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.771Z"
+                     *       "createdAt": "2026-05-28T09:00:01.966Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.966Z"
                      *     }
                      */
                     "application/json": {
@@ -7317,8 +7337,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.771Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.820Z"
+                     *       "createdAt": "2026-05-28T09:00:01.966Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.002Z"
                      *     }
                      */
                     "application/json": {
@@ -8997,7 +9017,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:02.710Z"
+                     *       "revokedBefore": "2026-05-28T09:00:02.875Z"
                      *     }
                      */
                     "application/json": {
@@ -9184,8 +9204,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.780Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.780Z"
+                     *       "createdAt": "2026-05-28T09:00:01.973Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.973Z"
                      *     }
                      */
                     "application/json": {
@@ -9393,7 +9413,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T04:06:05.898Z"
+                     *                 "end": "2026-01-28T04:05:03.164Z"
                      *               }
                      *             }
                      *           ],
@@ -10106,7 +10126,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T04:06:05.898Z"
+                     *             "end": "2026-01-28T04:05:03.164Z"
                      *           }
                      *         }
                      *       ],
@@ -11012,7 +11032,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:02.372Z"
+                     *       "timestamp": "2026-05-28T09:00:02.525Z"
                      *     }
                      */
                     "application/json": {
@@ -11236,7 +11256,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:02.391Z"
+                     *           "timestamp": "2026-05-28T09:00:02.567Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -11244,7 +11264,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:02.391Z"
+                     *           "timestamp": "2026-05-28T09:00:02.567Z"
                      *         }
                      *       ]
                      *     }
@@ -11360,6 +11380,157 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customerRef": "ada",
+                 *       "returnUrl": "https://weather.example/account"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The customer (cus_… or your externalRef) */
+                    customerRef: string;
+                    /**
+                     * Format: uri
+                     * @description Where the portal’s “Back” link and sign-out take the customer (http or https)
+                     */
+                    returnUrl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/IMdl7NHplVhBnBeItmDdyDmrbDlmCAhWHeS63-moTdo",
+                     *       "returnUrl": "https://weather.example/account",
+                     *       "expiresAt": "2026-07-01T00:17:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        customerRef: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        expiresAt: string;
+                        /** @description bps_… */
+                        id: string;
+                        returnUrl: string | null;
+                        /** @description Open it once, within 15 minutes: it signs the browser in to this customer’s portal */
+                        url: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12255,7 +12426,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.561Z",
+                     *       "createdAt": "2026-05-28T09:00:02.749Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -12439,8 +12610,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.561Z",
-                     *       "closedAt": "2026-05-28T09:00:02.609Z"
+                     *       "createdAt": "2026-05-28T09:00:02.749Z",
+                     *       "closedAt": "2026-05-28T09:00:02.784Z"
                      *     }
                      */
                     "application/json": {
@@ -12619,11 +12790,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.623Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.794Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.623Z"
+                     *       "createdAt": "2026-05-28T09:00:02.794Z"
                      *     }
                      */
                     "application/json": {
@@ -12791,7 +12962,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:01.720Z"
+                     *           "createdAt": "2026-05-28T09:00:01.922Z"
                      *         }
                      *       ]
                      *     }
@@ -12945,7 +13116,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.720Z"
+                     *       "createdAt": "2026-05-28T09:00:01.922Z"
                      *     }
                      */
                     "application/json": {
@@ -13084,7 +13255,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.720Z"
+                     *       "createdAt": "2026-05-28T09:00:01.922Z"
                      *     }
                      */
                     "application/json": {
@@ -13235,7 +13406,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.720Z"
+                     *       "createdAt": "2026-05-28T09:00:01.922Z"
                      *     }
                      */
                     "application/json": {
@@ -13953,8 +14124,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:05.898Z",
-                     *       "to": "2026-05-28T09:06:05.898Z",
+                     *       "from": "2026-04-28T08:50:03.164Z",
+                     *       "to": "2026-05-28T09:05:03.164Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -14176,7 +14347,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:03.071Z",
+                     *       "asOf": "2026-05-28T09:00:03.273Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -14421,7 +14592,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T04:06:05.898Z",
+                     *           "end": "2026-01-28T04:05:03.164Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14460,8 +14631,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T04:06:05.898Z",
-                     *           "end": "2026-02-28T04:06:05.898Z",
+                     *           "start": "2026-01-28T04:05:03.164Z",
+                     *           "end": "2026-02-28T04:05:03.164Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14500,8 +14671,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T04:06:05.898Z",
-                     *           "end": "2026-03-30T04:06:05.898Z",
+                     *           "start": "2026-02-28T04:05:03.164Z",
+                     *           "end": "2026-03-30T04:05:03.164Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14540,8 +14711,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T04:06:05.898Z",
-                     *           "end": "2026-04-30T04:06:05.898Z",
+                     *           "start": "2026-03-30T04:05:03.164Z",
+                     *           "end": "2026-04-30T04:05:03.164Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14580,8 +14751,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T04:06:05.898Z",
-                     *           "end": "2026-05-30T04:06:05.898Z",
+                     *           "start": "2026-04-30T04:05:03.164Z",
+                     *           "end": "2026-05-30T04:05:03.164Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14833,8 +15004,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:05.898Z",
-                     *       "to": "2026-05-28T09:06:05.898Z",
+                     *       "from": "2026-04-28T08:50:03.164Z",
+                     *       "to": "2026-05-28T09:05:03.164Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -15017,31 +15188,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:05.898Z",
-                     *       "to": "2026-05-28T09:06:05.898Z",
+                     *       "from": "2026-04-28T08:50:03.164Z",
+                     *       "to": "2026-05-28T09:05:03.164Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T03:06:05.898Z",
+                     *           "start": "2026-04-24T03:05:03.164Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T03:06:05.898Z",
+                     *           "start": "2026-05-01T03:05:03.164Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T03:06:05.898Z",
+                     *           "start": "2026-05-08T03:05:03.164Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T03:06:05.898Z",
+                     *           "start": "2026-05-15T03:05:03.164Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T03:06:05.898Z",
+                     *           "start": "2026-05-22T03:05:03.164Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -15278,17 +15449,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…djRM",
+                     *           "hint": "sk_test_…j5E0",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.160Z",
+                     *           "createdAt": "2026-05-28T09:00:04.258Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…PMPo",
+                     *           "hint": "sk_test_…zkz4",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:03.884Z",
+                     *           "createdAt": "2026-05-28T09:00:03.992Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -15434,9 +15605,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…djRM",
+                     *       "hint": "sk_test_…j5E0",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.160Z",
+                     *       "createdAt": "2026-05-28T09:00:04.258Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15759,18 +15930,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…njwU",
+                     *       "hint": "sk_test_…ri00",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.178Z",
+                     *       "createdAt": "2026-05-28T09:00:04.279Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…djRM",
+                     *         "hint": "sk_test_…j5E0",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:04.160Z",
-                     *         "expiresAt": "2026-05-28T10:00:04.178Z"
+                     *         "createdAt": "2026-05-28T09:00:04.258Z",
+                     *         "expiresAt": "2026-05-28T10:00:04.279Z"
                      *       }
                      *     }
                      */
@@ -15966,7 +16137,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:03.747Z",
+                     *           "createdAt": "2026-05-28T09:00:03.860Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -15983,7 +16154,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:03.741Z",
+                     *           "createdAt": "2026-05-28T09:00:03.855Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16000,7 +16171,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:03.727Z",
+                     *           "createdAt": "2026-05-28T09:00:03.841Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16016,7 +16187,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqdGU2ZTVkemIzeDNzc3NyMHYxOGU3"
+                     *       "nextCursor": "YXVkXzAxbThqdGczdDUzNnBnNXhkbW1oNmRuMDk0"
                      *     }
                      */
                     "application/json": {
@@ -16195,7 +16366,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:02.561Z",
+                     *           "createdAt": "2026-05-28T09:00:02.749Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -16350,7 +16521,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.561Z",
+                     *       "createdAt": "2026-05-28T09:00:02.749Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16511,7 +16682,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.561Z",
+                     *       "createdAt": "2026-05-28T09:00:02.749Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18310,8 +18481,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:02.812Z",
-                     *       "latencyMs": 9,
+                     *       "checkedAt": "2026-05-28T09:00:02.984Z",
+                     *       "latencyMs": 12,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -18679,8 +18850,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.395Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.395Z"
+                     *           "createdAt": "2026-05-28T09:00:01.554Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.554Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18690,8 +18861,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.699Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.699Z"
+                     *           "createdAt": "2026-05-28T09:00:01.898Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.898Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -18863,8 +19034,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.699Z"
+                     *       "createdAt": "2026-05-28T09:00:01.898Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.898Z"
                      *     }
                      */
                     "application/json": {
@@ -19037,8 +19208,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.699Z"
+                     *       "createdAt": "2026-05-28T09:00:01.898Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.898Z"
                      *     }
                      */
                     "application/json": {
@@ -19188,8 +19359,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:01.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.621Z"
+                     *       "createdAt": "2026-05-28T09:00:01.898Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.746Z"
                      *     }
                      */
                     "application/json": {
@@ -19359,11 +19530,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:02.623Z",
+                     *           "arrivalDate": "2026-05-30T09:00:02.794Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:02.623Z"
+                     *           "createdAt": "2026-05-28T09:00:02.794Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19515,11 +19686,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.623Z",
+                     *       "arrivalDate": "2026-05-30T09:00:02.794Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.623Z"
+                     *       "createdAt": "2026-05-28T09:00:02.794Z"
                      *     }
                      */
                     "application/json": {
@@ -19704,8 +19875,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.594Z"
+                     *       "createdAt": "2026-05-28T09:00:01.764Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.764Z"
                      *     }
                      */
                     "application/json": {
@@ -20021,8 +20192,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.672Z"
+                     *       "createdAt": "2026-05-28T09:00:01.764Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.866Z"
                      *     }
                      */
                     "application/json": {
@@ -20277,8 +20448,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.627Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.633Z"
+                     *       "createdAt": "2026-05-28T09:00:03.751Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.756Z"
                      *     }
                      */
                     "application/json": {
@@ -20473,8 +20644,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoFI0R6lmiJIrB",
-                     *       "connectedAt": "2026-05-28T09:00:03.478Z"
+                     *       "account": "acct_RmoGIzUfymaTJtz",
+                     *       "connectedAt": "2026-05-28T09:00:03.611Z"
                      *     }
                      */
                     "application/json": {
@@ -20648,8 +20819,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoFI0R6lmiJIrB",
-                     *       "connectedAt": "2026-05-28T09:00:03.478Z"
+                     *       "account": "acct_RmoGIzUfymaTJtz",
+                     *       "connectedAt": "2026-05-28T09:00:03.611Z"
                      *     }
                      */
                     "application/json": {
@@ -21218,8 +21389,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:01.487Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.487Z"
+                     *           "createdAt": "2026-05-28T09:00:01.645Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.645Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21398,8 +21569,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.487Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.487Z"
+                     *       "createdAt": "2026-05-28T09:00:01.645Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.645Z"
                      *     }
                      */
                     "application/json": {
@@ -21574,8 +21745,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.487Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.487Z"
+                     *       "createdAt": "2026-05-28T09:00:01.645Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.645Z"
                      *     }
                      */
                     "application/json": {
@@ -21752,8 +21923,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.487Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.533Z"
+                     *       "createdAt": "2026-05-28T09:00:01.645Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.686Z"
                      *     }
                      */
                     "application/json": {
@@ -21928,8 +22099,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.651Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.656Z"
+                     *       "createdAt": "2026-05-28T09:00:03.776Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.780Z"
                      *     }
                      */
                     "application/json": {
@@ -22120,8 +22291,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.561Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.561Z"
+                     *           "createdAt": "2026-05-28T09:00:01.726Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.726Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -22167,8 +22338,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.594Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.594Z"
+                     *           "createdAt": "2026-05-28T09:00:01.764Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.764Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -22211,8 +22382,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.602Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.602Z"
+                     *           "createdAt": "2026-05-28T09:00:01.772Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.772Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22560,8 +22731,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.594Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.594Z"
+                     *       "createdAt": "2026-05-28T09:00:01.764Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.764Z"
                      *     }
                      */
                     "application/json": {
@@ -23033,13 +23204,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:03.881Z"
+                     *           "joinedAt": "2026-05-28T09:00:03.990Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:04.013Z"
+                     *           "joinedAt": "2026-05-28T09:00:04.115Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -23048,8 +23219,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.030Z",
-                     *           "expiresAt": "2026-06-04T09:00:04.030Z"
+                     *           "createdAt": "2026-05-28T09:00:04.132Z",
+                     *           "expiresAt": "2026-06-04T09:00:04.132Z"
                      *         }
                      *       ]
                      *     }
@@ -23210,8 +23381,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:03.895Z",
-                     *       "expiresAt": "2026-06-04T09:00:03.895Z"
+                     *       "createdAt": "2026-05-28T09:00:04.001Z",
+                     *       "expiresAt": "2026-06-04T09:00:04.001Z"
                      *     }
                      */
                     "application/json": {
@@ -23699,7 +23870,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:04.013Z"
+                     *       "joinedAt": "2026-05-28T09:00:04.115Z"
                      *     }
                      */
                     "application/json": {
@@ -24087,7 +24258,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:02.549Z"
+                     *       "createdAt": "2026-05-28T09:00:02.738Z"
                      *     }
                      */
                     "application/json": {
@@ -24273,11 +24444,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 1,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:03.573Z"
+                     *       "createdAt": "2026-05-28T09:00:03.700Z"
                      *     }
                      */
                     "application/json": {
@@ -24451,11 +24622,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 1,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:03.573Z"
+                     *           "createdAt": "2026-05-28T09:00:03.700Z"
                      *         }
                      *       ]
                      *     }
@@ -24609,8 +24780,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:03.538Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.538Z"
+                     *           "createdAt": "2026-05-28T09:00:03.665Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.665Z"
                      *         }
                      *       ]
                      *     }
@@ -24784,8 +24955,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.538Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.538Z",
+                     *       "createdAt": "2026-05-28T09:00:03.665Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.665Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -24940,8 +25111,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.538Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.538Z"
+                     *       "createdAt": "2026-05-28T09:00:03.665Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.665Z"
                      *     }
                      */
                     "application/json": {
@@ -25233,8 +25404,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.538Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.562Z"
+                     *       "createdAt": "2026-05-28T09:00:03.665Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.690Z"
                      *     }
                      */
                     "application/json": {
@@ -25386,8 +25557,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.538Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.600Z"
+                     *       "createdAt": "2026-05-28T09:00:03.665Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.725Z"
                      *     }
                      */
                     "application/json": {
@@ -25539,8 +25710,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.538Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.608Z"
+                     *       "createdAt": "2026-05-28T09:00:03.665Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.735Z"
                      *     }
                      */
                     "application/json": {
@@ -25833,7 +26004,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:03.597Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:03.722Z"
                      *     }
                      */
                     "application/json": {

@@ -102,6 +102,9 @@ export const ID = {
   /** A console sign-up waiting for its mailed code, and an invitation to a provider's team. */
   consoleSignup: 'sgn',
   invitation: 'ivt',
+  /** A customer portal link a provider made, and a customer's browser signed in to the portal. */
+  portalLink: 'bps',
+  portalSession: 'pts',
   /** An entry of the console's audit log. */
   auditEvent: 'aud',
   /** An API request, as logged and answered in `x-request-id` (never stored). */

@@ -44,6 +44,8 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Deletes a customer: it can no longer be used, its access tokens are revoked, and its purchases, invoices and ledger entries are kept for the books.',
   'GET /v1/sdk/customers/:ref/balance':
     'The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.',
+  'POST /v1/sdk/portal-sessions':
+    'A link to the customer portal for one of your customers, as Stripe’s billing portal sessions: send the customer to `url` (it works once, within 15 minutes) and their browser is signed in to a page of their plans, credit balance and movements, invoices with PDFs, and their auto top-up, which they can set there. `returnUrl` (http or https) is where its Back link and sign-out go. A customer of another provider or environment is 404 `customer_not_found`.',
   'GET /v1/sdk/customers/:ref/auto-top-up':
     'The customer’s auto top-up: its threshold, the packs each top-up buys, and whether it is active or stopped after failures. 404 `auto_top_up_not_found` when none is set.',
   'PUT /v1/sdk/customers/:ref/auto-top-up':

@@ -36,6 +36,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/customers/:ref/auto-top-up': 'getAutoTopUp',
   'PUT /v1/sdk/customers/:ref/auto-top-up': 'setAutoTopUp',
   'DELETE /v1/sdk/customers/:ref/auto-top-up': 'deleteAutoTopUp',
+  'POST /v1/sdk/portal-sessions': 'createPortalSession',
   'GET /v1/ui/settings': 'getSettings',
   'PATCH /v1/ui/settings': 'updateSettings',
   'POST /v1/sdk/activate': 'activatePlan',

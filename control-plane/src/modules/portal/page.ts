@@ -1,0 +1,163 @@
+import { brandStyle, escapeHtml } from '../../http/html';
+
+/** What the portal page shows a signed-in customer. */
+export interface PortalView {
+  merchant: {
+    displayName: string;
+    logoUrl: string | null;
+    brandColor: string | null;
+    supportEmail: string | null;
+  };
+  customer: { ref: string; email: string | null; name: string | null };
+  sandbox: boolean;
+  csrfToken: string;
+  returnUrl: string | null;
+  credits: number;
+  plans: Array<{
+    productId: string;
+    product: string;
+    plan: string;
+    status: string;
+    periodEnd: string | null;
+    cancelAtPeriodEnd: boolean;
+    /** The plan's top-up pack in words ("50 credits for $5.00"), or null when it sells none. */
+    pack: string | null;
+  }>;
+  movements: Array<{ at: string; kind: string; amount: number; balance: number; reason: string | null }>;
+  invoices: Array<{ id: string; at: string; status: string; total: string; pdfUrl: string | null }>;
+  autoTopUp: {
+    productRef: string;
+    threshold: number;
+    packs: number;
+    status: string;
+    lastFailure: string | null;
+  } | null;
+  /** A line above the page: what the last change did, or why it was refused. */
+  notice: { kind: 'saved' | 'error'; text: string } | null;
+}
+
+/** No script, no third-party asset; forms post to this origin only. */
+export const PORTAL_CSP =
+  "default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+const STYLE = `
+body{font-family:system-ui,sans-serif;background:#f5f6f8;margin:0;color:#1b1b1f}
+main{background:#fff;max-width:720px;margin:32px auto;padding:28px;border-radius:12px;box-shadow:0 2px 12px #0001}
+header{display:flex;align-items:center;gap:12px}header img{max-height:40px;max-width:160px}
+h1{font-size:20px;margin:0}h2{font-size:16px;margin:28px 0 8px}
+table{border-collapse:collapse;width:100%;font-size:14px}th,td{text-align:left;padding:6px 8px;border-bottom:1px solid #e4e4e8}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.balance{font-size:28px;font-weight:600}
+label{display:block;font-size:13px;color:#444;margin-top:10px}
+input,select{padding:8px;border:1px solid #888;border-radius:6px;font-size:15px}
+button{margin-top:14px;padding:10px 16px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:15px}
+button.plain{background:none;color:var(--brand-text);text-decoration:underline;padding:0;margin-left:12px}
+a{color:var(--brand-text)}
+.notice{padding:8px 12px;border-radius:6px;margin:12px 0}.saved{background:#e6f4ea}.error{background:#fde7e9}
+.sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:13px;margin:12px 0}
+footer{margin-top:28px;font-size:13px;display:flex;gap:16px;align-items:center}footer button.plain{margin:0;font-size:13px}
+`;
+
+const shell = (title: string, brand: string | null, body: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title><style>${brandStyle(brand)}${STYLE}</style></head>
+<body><main>${body}</main></body></html>`;
+
+const day = (iso: string | null) => (iso === null ? '—' : iso.slice(0, 10));
+
+export function renderPortal(view: PortalView): string {
+  const m = view.merchant;
+  const who = view.customer.name ?? view.customer.email ?? view.customer.ref;
+  const sellsPacks = view.plans.filter((p) => p.pack !== null);
+  const plans =
+    view.plans.length === 0
+      ? '<p>You have no plans yet.</p>'
+      : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th></tr></thead><tbody>${view.plans
+          .map(
+            (p) =>
+              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td></tr>`,
+          )
+          .join('')}</tbody></table>`;
+  const auto = view.autoTopUp;
+  const topUpForm =
+    sellsPacks.length === 0
+      ? '<p>None of your plans sells credit packs.</p>'
+      : `<form method="post" action="/portal/auto-top-up">
+<input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}">
+<label for="productRef">Buy packs of</label>
+<select id="productRef" name="productRef">${sellsPacks
+          .map(
+            (p) =>
+              `<option value="${escapeHtml(p.productId)}"${auto?.productRef === p.productId ? ' selected' : ''}>${escapeHtml(`${p.product}: ${p.pack}`)}</option>`,
+          )
+          .join('')}</select>
+<label for="threshold">When my balance falls below (credits)</label>
+<input id="threshold" name="threshold" inputmode="numeric" required value="${auto === null ? '' : String(auto.threshold)}">
+<label for="packs">Packs to buy each time</label>
+<input id="packs" name="packs" inputmode="numeric" required value="${String(auto?.packs ?? 1)}">
+<div><button type="submit">Save auto top-up</button>${auto === null ? '' : '<button class="plain" type="submit" name="off" value="1">Turn off</button>'}</div>
+</form>`;
+  const autoLine =
+    auto === null
+      ? '<p id="auto-status">Auto top-up is off.</p>'
+      : `<p id="auto-status">Auto top-up is ${escapeHtml(auto.status)}: below ${auto.threshold} credits, ${auto.packs} ${auto.packs === 1 ? 'pack' : 'packs'} charged to your default card.${auto.lastFailure === null ? '' : ` The last attempt failed (${escapeHtml(auto.lastFailure)}).`}</p>`;
+  const movements =
+    view.movements.length === 0
+      ? '<p>No credit movements yet.</p>'
+      : `<table><thead><tr><th scope="col">Date</th><th scope="col">What</th><th scope="col" class="n">Credits</th><th scope="col" class="n">Balance</th></tr></thead><tbody>${view.movements
+          .map(
+            (mv) =>
+              `<tr><td>${day(mv.at)}</td><td>${escapeHtml(mv.reason ?? mv.kind)}</td><td class="n">${mv.amount > 0 ? '+' : ''}${mv.amount}</td><td class="n">${mv.balance}</td></tr>`,
+          )
+          .join('')}</tbody></table>`;
+  const invoices =
+    view.invoices.length === 0
+      ? '<p>No invoices yet.</p>'
+      : `<table><thead><tr><th scope="col">Date</th><th scope="col">Invoice</th><th scope="col">Status</th><th scope="col" class="n">Total</th></tr></thead><tbody>${view.invoices
+          .map(
+            (i) =>
+              `<tr><td>${day(i.at)}</td><td>${i.pdfUrl === null ? escapeHtml(i.id) : `<a href="${escapeHtml(i.pdfUrl)}">${escapeHtml(i.id)} (PDF)</a>`}</td><td>${escapeHtml(i.status)}</td><td class="n">${escapeHtml(i.total)}</td></tr>`,
+          )
+          .join('')}</tbody></table>`;
+  const notice =
+    view.notice === null
+      ? ''
+      : `<div class="notice ${view.notice.kind}" role="status">${escapeHtml(view.notice.text)}</div>`;
+  return shell(
+    `${m.displayName}: your account`,
+    m.brandColor,
+    `<header>${m.logoUrl === null ? '' : `<img src="${escapeHtml(m.logoUrl)}" alt="">`}<h1>${escapeHtml(m.displayName)}</h1></header>
+<p>Signed in as ${escapeHtml(who)}</p>
+${view.sandbox ? '<div class="sandbox">Sandbox: nothing here moves real money.</div>' : ''}
+${notice}
+<h2>Your plans</h2>${plans}
+<h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>
+<h2>Auto top-up</h2>${autoLine}${topUpForm}
+<h2>Credit movements</h2>${movements}
+<h2>Invoices</h2>${invoices}
+<footer>${view.returnUrl === null ? '' : `<a href="${escapeHtml(view.returnUrl)}">Back to ${escapeHtml(m.displayName)}</a>`}
+<form method="post" action="/portal/sign-out"><input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}"><button class="plain" type="submit">Sign out</button></form>
+${m.supportEmail === null ? '' : `<a href="mailto:${escapeHtml(m.supportEmail)}">Support</a>`}</footer>`,
+  );
+}
+
+/** The page for a link that was used, has expired, or never was; and for a browser not signed in. */
+export function renderPortalGone(
+  merchant: PortalView['merchant'] | undefined,
+  why: 'link' | 'session',
+): string {
+  const name = merchant?.displayName ?? 'the provider';
+  const text =
+    why === 'link'
+      ? `This link to your ${name} account has expired or was already used. Links work once, for 15 minutes: go back to ${name} and open your account again for a new one.`
+      : `You are not signed in to your ${name} account here, or your session ended. Open your account again from ${name}.`;
+  return shell(
+    'Account link',
+    merchant?.brandColor ?? null,
+    `<h1>${why === 'link' ? 'This link has expired' : 'Not signed in'}</h1><p id="gone">${escapeHtml(text)}</p>${
+      merchant?.supportEmail == null
+        ? ''
+        : `<p><a href="mailto:${escapeHtml(merchant.supportEmail)}">Contact ${escapeHtml(name)}</a></p>`
+    }`,
+  );
+}

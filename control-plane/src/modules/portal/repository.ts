@@ -1,0 +1,94 @@
+import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Queryable } from '../../db/pool';
+
+export interface PortalOwner {
+  provider_id: string;
+  environment: Environment;
+  customer_id: string;
+  return_url: string | null;
+}
+
+export async function insertPortalLink(
+  db: Queryable,
+  row: PortalOwner & { id: string; token_hash: string; expires_at: Date; created_at: Date },
+) {
+  await db.query(
+    `INSERT INTO portal_links (id, provider_id, environment, customer_id, token_hash, return_url, expires_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.token_hash,
+      row.return_url,
+      row.expires_at,
+      row.created_at,
+    ],
+  );
+}
+
+/** Uses the link once: answers its owner only if it was unused and unexpired, and marks it used. */
+export async function useLink(db: Queryable, tokenHash: string, at: Date): Promise<PortalOwner | undefined> {
+  const { rows } = await db.query<PortalOwner>(
+    `UPDATE portal_links SET used_at = $2
+      WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+      RETURNING provider_id, environment, customer_id, return_url`,
+    [tokenHash, at],
+  );
+  return rows[0];
+}
+
+/** The link's owner whatever its state: a spent link's page still names the merchant. */
+export async function linkOwner(db: Queryable, tokenHash: string): Promise<PortalOwner | undefined> {
+  const { rows } = await db.query<PortalOwner>(
+    'SELECT provider_id, environment, customer_id, return_url FROM portal_links WHERE token_hash = $1',
+    [tokenHash],
+  );
+  return rows[0];
+}
+
+export async function insertPortalSession(
+  db: Queryable,
+  row: PortalOwner & {
+    id: string;
+    token_hash: string;
+    csrf_token: string;
+    expires_at: Date;
+    created_at: Date;
+  },
+) {
+  await db.query(
+    `INSERT INTO portal_sessions (id, provider_id, environment, customer_id, token_hash, csrf_token, return_url,
+                                  expires_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.customer_id,
+      row.token_hash,
+      row.csrf_token,
+      row.return_url,
+      row.expires_at,
+      row.created_at,
+    ],
+  );
+}
+
+export async function findPortalSession(
+  db: Queryable,
+  tokenHash: string,
+  at: Date,
+): Promise<(PortalOwner & { id: string; csrf_token: string }) | undefined> {
+  const { rows } = await db.query<PortalOwner & { id: string; csrf_token: string }>(
+    `SELECT id, provider_id, environment, customer_id, return_url, csrf_token FROM portal_sessions
+      WHERE token_hash = $1 AND expires_at > $2`,
+    [tokenHash, at],
+  );
+  return rows[0];
+}
+
+export async function deletePortalSession(db: Queryable, id: string) {
+  await db.query('DELETE FROM portal_sessions WHERE id = $1', [id]);
+}

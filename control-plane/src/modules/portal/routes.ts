@@ -1,0 +1,148 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import { DomainError, ERROR_STATUS, ValidationError } from '../../errors';
+import { type App, authOf } from '../../http/app';
+import { errorResponses } from '../../http/schemas';
+import { cookieOf } from '../sign-in/oauth-http';
+import { PORTAL_CSP, renderPortal, renderPortalGone } from './page';
+import { PortalSession, PortalSessionCreate } from './schemas';
+import { type PortalService, SESSION_TTL_MS } from './service';
+
+/** The portal browser's cookie: its secret, HttpOnly, sent back only to /portal. */
+export const PORTAL_COOKIE = 'mcpm_portal';
+
+const portalCookie = (value: string, maxAgeSeconds: number, secure: boolean) =>
+  `${PORTAL_COOKIE}=${value}; Path=/portal; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+
+/** The API operation that makes a portal link (authenticated with the provider's key). */
+export function portalSessionRoutes(portal: PortalService) {
+  return async (app: App) => {
+    app.post(
+      '/v1/sdk/portal-sessions',
+      {
+        schema: {
+          tags: ['customer portal'],
+          summary: "A single-use link to a customer's portal, valid for 15 minutes",
+          body: PortalSessionCreate,
+          response: { 201: PortalSession, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await portal.createLink(authOf(request), request.body)),
+    );
+  };
+}
+
+const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 100 }) });
+/** What a change did, named in the redirect after it: from this list only, never echoed. */
+const DONE = { saved: 'Auto top-up saved.', off: 'Auto top-up is off.' } as const;
+const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
+
+/** A form's fields; a field given twice is refused (the parser marks it). */
+const DUPLICATE = Symbol('duplicate field');
+type Form = Record<string, string> & { [DUPLICATE]?: string };
+
+/** Whole numbers a form field may hold: digits only, within the bounds the API takes. */
+function wholeNumber(form: Form, name: string, max: number): number {
+  const text = (form[name] ?? '').trim();
+  const value = /^\d{1,13}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= 0 && value <= max))
+    throw new ValidationError([
+      { path: `/${name}`, message: `must be a whole number from 0 to ${max}`, location: 'body' },
+    ]);
+  return value;
+}
+
+/** The customer's pages: opening a link, the portal itself, its forms. Not part of the API. */
+export function portalPageRoutes(portal: PortalService, secureCookies: boolean) {
+  return async (app: App) => {
+    app.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string' },
+      (_request, body, done) => {
+        const form: Form = {};
+        for (const [name, value] of new URLSearchParams(body as string)) {
+          if (Object.hasOwn(form, name)) form[DUPLICATE] = name;
+          form[name] = value;
+        }
+        done(null, form);
+      },
+    );
+    const hide = { hide: true };
+    const page = (reply: FastifyReply) =>
+      reply
+        .header('content-security-policy', PORTAL_CSP)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .type('text/html; charset=utf-8');
+
+    app.get(
+      '/portal/sessions/:token',
+      { schema: { ...hide, params: TokenParams } },
+      async (request, reply) => {
+        const opened = await portal.open(request.params.token);
+        if (opened.kind === 'spent')
+          return page(reply).status(410).send(renderPortalGone(opened.merchant, 'link'));
+        return reply
+          .header('set-cookie', portalCookie(opened.secret, Math.floor(SESSION_TTL_MS / 1000), secureCookies))
+          .header('cache-control', 'no-store')
+          .header('referrer-policy', 'no-referrer')
+          .redirect('/portal', 303);
+      },
+    );
+
+    app.get('/portal', { schema: { ...hide, querystring: NoticeQuery } }, async (request, reply) => {
+      // After a change the form redirects here (so a reload does not post it again) with what it did.
+      const key = request.query.done;
+      const done = key !== undefined && Object.hasOwn(DONE, key) ? DONE[key as keyof typeof DONE] : undefined;
+      const view = await portal.view(
+        cookieOf(request, PORTAL_COOKIE),
+        done === undefined ? null : { kind: 'saved', text: done },
+      );
+      if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+      return page(reply).send(renderPortal(view));
+    });
+
+    app.post('/portal/auto-top-up', { schema: hide }, async (request, reply) => {
+      const secret = cookieOf(request, PORTAL_COOKIE);
+      const form = (request.body ?? {}) as Form;
+      let notice: { kind: 'saved' | 'error'; text: string };
+      let status = 200;
+      try {
+        if (form[DUPLICATE] !== undefined)
+          throw new ValidationError([
+            { path: `/${form[DUPLICATE]}`, message: 'was given twice', location: 'body' },
+          ]);
+        const input =
+          form.off === '1'
+            ? null
+            : {
+                productRef: (form.productRef ?? '').slice(0, 100),
+                threshold: wholeNumber(form, 'threshold', 1_000_000_000_000),
+                packs: Math.max(1, wholeNumber(form, 'packs', 100)),
+              };
+        const done = await portal.setAutoTopUp(secret, { csrf: form.csrf, input });
+        if (done === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+        return reply.header('cache-control', 'no-store').redirect(`/portal?done=${done}`, 303);
+      } catch (error) {
+        if (!(error instanceof DomainError)) throw error;
+        status = ERROR_STATUS[error.code];
+        const problems =
+          error instanceof ValidationError ? error.errors.map((p) => `${p.path.slice(1)} ${p.message}`) : [];
+        notice = {
+          kind: 'error',
+          text: problems.length > 0 ? `Not saved: ${problems.join('; ')}.` : `Not saved: ${error.message}.`,
+        };
+      }
+      const view = await portal.view(secret, notice);
+      if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+      return page(reply).status(status).send(renderPortal(view));
+    });
+
+    app.post('/portal/sign-out', { schema: hide }, async (request, reply) => {
+      const back = await portal.signOut(cookieOf(request, PORTAL_COOKIE));
+      reply.header('set-cookie', portalCookie('', 0, secureCookies));
+      if (back !== null) return reply.redirect(back, 303);
+      return page(reply).send(renderPortalGone(undefined, 'session'));
+    });
+  };
+}

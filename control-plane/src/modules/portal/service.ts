@@ -1,0 +1,231 @@
+import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
+import type { Static } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import type { Pool } from '../../db/pool';
+import { DomainError, NotFoundError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
+import type { AutoTopUpUpdate } from '../auto-topups/schemas';
+import type { AutoTopUps } from '../auto-topups/service';
+import type { BillingService } from '../billing/service';
+import { formatMoney } from '../checkout/page';
+import type { CreditService } from '../credits/service';
+import { findCustomer } from '../customers/repository';
+import { findPlan } from '../plans/repository';
+import { findProduct } from '../products/repository';
+import { getProvider } from '../providers/repository';
+import type { PurchaseService } from '../purchases/service';
+import { newSecret, sha256 } from '../sign-in/secrets';
+import type { PortalView } from './page';
+import {
+  deletePortalSession,
+  findPortalSession,
+  insertPortalLink,
+  insertPortalSession,
+  linkOwner,
+  type PortalOwner,
+  useLink,
+} from './repository';
+import type { PortalSessionCreate } from './schemas';
+
+/** A portal link is opened within minutes of being made, as Stripe's portal sessions are. */
+export const LINK_TTL_MS = 15 * 60_000;
+/** A customer's portal browser stays signed in this long. */
+export const SESSION_TTL_MS = 60 * 60_000;
+
+const tenantOf = (owner: PortalOwner): AuthContext => ({
+  providerId: owner.provider_id,
+  environment: owner.environment,
+});
+
+/**
+ * The customer portal (docs/portal.md): a provider makes a single-use link for one of its
+ * customers; opening it signs that browser in to the portal of that customer alone, which shows
+ * what they pay for and lets them set their auto top-up. Everything shown is read through the
+ * same services the API answers with, in the customer's own tenant.
+ */
+export class PortalService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly publicUrl: string,
+    private readonly deps: {
+      credits: CreditService;
+      autoTopUps: AutoTopUps;
+      purchases: PurchaseService;
+      billing: BillingService;
+    },
+  ) {}
+
+  /** A single-use link to the portal of the customer; another provider's customer is 404. */
+  async createLink(auth: AuthContext, input: Static<typeof PortalSessionCreate>) {
+    const customer = await findCustomer(this.pool, auth, input.customerRef);
+    if (customer === undefined)
+      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
+    const token = newSecret();
+    const at = this.clock.now();
+    const expiresAt = new Date(at.getTime() + LINK_TTL_MS);
+    const id = newId(ID.portalLink);
+    await insertPortalLink(this.pool, {
+      id,
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      customer_id: customer.id,
+      token_hash: sha256(token),
+      return_url: input.returnUrl ?? null,
+      expires_at: expiresAt,
+      created_at: at,
+    });
+    return {
+      id,
+      customerRef: customer.id,
+      url: `${this.publicUrl}/portal/sessions/${token}`,
+      returnUrl: input.returnUrl ?? null,
+      expiresAt: expiresAt.toISOString(),
+    };
+  }
+
+  /**
+   * Opens a link: a new signed-in browser (its cookie's secret) if the link was unused and
+   * unexpired, else the merchant to name on the page that says so (undefined: no such link).
+   */
+  async open(token: string) {
+    const at = this.clock.now();
+    const owner = await useLink(this.pool, sha256(token), at);
+    if (owner === undefined) {
+      const spent = await linkOwner(this.pool, sha256(token));
+      return {
+        kind: 'spent' as const,
+        merchant: spent === undefined ? undefined : await this.merchant(spent),
+      };
+    }
+    const secret = newSecret();
+    await insertPortalSession(this.pool, {
+      ...owner,
+      id: newId(ID.portalSession),
+      token_hash: sha256(secret),
+      csrf_token: newSecret(),
+      expires_at: new Date(at.getTime() + SESSION_TTL_MS),
+      created_at: at,
+    });
+    return { kind: 'opened' as const, secret };
+  }
+
+  private async session(secret: string | undefined) {
+    if (secret === undefined || secret === '') return undefined;
+    return findPortalSession(this.pool, sha256(secret), this.clock.now());
+  }
+
+  private async merchant(owner: PortalOwner) {
+    const provider = await getProvider(this.pool, owner.provider_id);
+    return {
+      displayName: provider?.displayName ?? 'Your provider',
+      logoUrl: provider?.logoUrl ?? null,
+      brandColor: provider?.brandColor ?? null,
+      supportEmail: provider?.supportEmail ?? null,
+    };
+  }
+
+  /** What the signed-in customer's portal page shows, or undefined when the browser is not signed in. */
+  async view(
+    secret: string | undefined,
+    notice: PortalView['notice'] = null,
+  ): Promise<PortalView | undefined> {
+    const session = await this.session(secret);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const customerRef = session.customer_id;
+    const customer = await findCustomer(this.pool, auth, customerRef);
+    if (customer === undefined) return undefined;
+    const [balance, movements, purchases, invoices] = await Promise.all([
+      this.deps.credits.balance(auth, customerRef),
+      this.deps.credits.list(auth, customerRef, { limit: 10 }),
+      this.deps.purchases.list(auth, { limit: 20, customerRef }),
+      this.deps.billing.list(auth, { limit: 10, customerRef }),
+    ]);
+    const autoTopUp = await this.deps.autoTopUps.get(auth, customerRef).catch((error: unknown) => {
+      if (error instanceof NotFoundError) return null;
+      throw error;
+    });
+    const plans = await Promise.all(
+      purchases.data.map(async (p) => {
+        const [plan, product] = await Promise.all([
+          findPlan(this.pool, auth, p.planRef),
+          findProduct(this.pool, auth, p.productId),
+        ]);
+        return {
+          productId: p.productId,
+          product: product?.name ?? p.productId,
+          plan: plan?.name ?? p.planRef,
+          status: p.status,
+          periodEnd: p.periodEnd,
+          cancelAtPeriodEnd: p.cancelAtPeriodEnd,
+          pack:
+            plan === undefined || plan.topup_credits === null || plan.topup_amount === null
+              ? null
+              : `${Number(plan.topup_credits)} credits for ${formatMoney(plan.topup_amount, plan.currency)}`,
+        };
+      }),
+    );
+    return {
+      merchant: await this.merchant(session),
+      customer: { ref: customer.id, email: customer.email, name: customer.name },
+      sandbox: session.environment === 'sandbox',
+      csrfToken: session.csrf_token,
+      returnUrl: session.return_url,
+      credits: balance.credits,
+      plans,
+      movements: movements.data.map((m) => ({
+        at: m.createdAt,
+        kind: m.kind,
+        amount: m.amount,
+        balance: m.balance,
+        reason: m.reason,
+      })),
+      invoices: invoices.data.map((i) => ({
+        id: i.id,
+        at: i.finalizedAt ?? i.createdAt,
+        status: i.status,
+        total: formatMoney(i.total, i.currency),
+        pdfUrl: i.pdfUrl,
+      })),
+      autoTopUp:
+        autoTopUp === null
+          ? null
+          : {
+              productRef: autoTopUp.productRef,
+              threshold: autoTopUp.threshold,
+              packs: autoTopUp.packs,
+              status: autoTopUp.status,
+              lastFailure: autoTopUp.lastFailure,
+            },
+      notice,
+    };
+  }
+
+  /** The signed-in customer sets (or turns off) their own auto top-up; the form proves CSRF. */
+  async setAutoTopUp(
+    secret: string | undefined,
+    form: { csrf?: string | undefined; input: Static<typeof AutoTopUpUpdate> | null },
+  ) {
+    const session = await this.session(secret);
+    if (session === undefined) return undefined;
+    if (!sameSecret(form.csrf ?? '', session.csrf_token))
+      throw new DomainError('csrf_failed', 'The form is out of date: reload the page and try again');
+    const auth = tenantOf(session);
+    if (form.input === null) {
+      await this.deps.autoTopUps.remove(auth, session.customer_id).catch((error: unknown) => {
+        if (!(error instanceof NotFoundError)) throw error;
+      });
+      return 'off' as const;
+    }
+    await this.deps.autoTopUps.set(auth, session.customer_id, form.input);
+    return 'saved' as const;
+  }
+
+  async signOut(secret: string | undefined): Promise<string | null> {
+    const session = await this.session(secret);
+    if (session === undefined) return null;
+    await deletePortalSession(this.pool, session.id);
+    return session.return_url;
+  }
+}

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+
+/**
+ * The customer portal (issue 64) on real PostgreSQL, as a browser meets it: a single-use link
+ * that signs one customer in, pages that show that customer's figures only, the auto top-up form
+ * with its CSRF token, and every bad link, cookie and form answered with a clear page.
+ */
+const clock = new MovableClock(new Date('2026-07-01T09:00:00.000Z'));
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+async function seller(name: string) {
+  const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body.id as string;
+  const plan = (
+    await api('POST', `/v1/ui/products/${product}/plans`, {
+      name: 'Credits',
+      type: 'usage-based',
+      billingModel: 'pre-paid',
+      creditsPerUnit: 1,
+      currency: 'usd',
+      topUp: { credits: 50, amount: 500 },
+    })
+  ).body.id as string;
+  return { api, product, plan };
+}
+
+const get = (url: string, cookie?: string) =>
+  harness.controlPlane.app.inject({ method: 'GET', url, headers: cookie === undefined ? {} : { cookie } });
+const post = (url: string, form: string, cookie?: string) =>
+  harness.controlPlane.app.inject({
+    method: 'POST',
+    url,
+    payload: form,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(cookie === undefined ? {} : { cookie }),
+    },
+  });
+
+describe('customer portal', () => {
+  it('opens once per link, for one customer, and sets the auto top-up with the form', async () => {
+    const s = await seller('Portal Co');
+    await s.api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com' });
+    await s.api('POST', '/v1/sdk/customers', { externalRef: 'bob', email: 'bob@example.com' });
+    await s.api('POST', '/v1/sdk/customers/ada/credits', { kind: 'grant', amount: 30 });
+    expect(
+      (await s.api('POST', '/v1/sdk/activate', { customerRef: 'ada', planRef: s.plan })).body.status,
+    ).toBe('activated');
+    const link = await s.api('POST', '/v1/sdk/portal-sessions', {
+      customerRef: 'ada',
+      returnUrl: 'https://portal-co.example/account',
+    });
+    expect(link.status).toBe(201);
+    expect(link.body.url).toMatch(/\/portal\/sessions\/[A-Za-z0-9_-]{43}$/);
+    const path = new URL(link.body.url).pathname;
+
+    const opened = await get(path);
+    expect(opened.statusCode).toBe(303);
+    expect(opened.headers.location).toBe('/portal');
+    const setCookie = String(opened.headers['set-cookie']);
+    expect(setCookie).toMatch(
+      /^mcpm_portal=[A-Za-z0-9_-]+; Path=\/portal; HttpOnly; SameSite=Lax; Max-Age=3600$/,
+    );
+    const cookie = setCookie.split(';')[0] ?? '';
+    // Used once: the same link again is a clear page, naming the merchant, and signs nobody in.
+    const again = await get(path);
+    expect(again.statusCode).toBe(410);
+    expect(again.body).toContain('This link to your Portal Co account has expired or was already used');
+    expect(again.headers['set-cookie']).toBeUndefined();
+
+    const page = await get('/portal', cookie);
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(page.body).toContain('Signed in as ada@example.com');
+    expect(page.body).toContain('<span class="balance" id="balance">30</span>');
+    expect(page.body).toContain('50 credits for $5.00');
+    expect(page.body).not.toContain('bob@example.com');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+    expect(csrf).not.toBe('');
+
+    // The form: saved through the same service as the API, read back by the API.
+    const saved = await post(
+      '/portal/auto-top-up',
+      `csrf=${csrf}&productRef=${s.product}&threshold=10&packs=2`,
+      cookie,
+    );
+    // Redirected after the change, so a reload does not post the form again.
+    expect([saved.statusCode, saved.headers.location]).toEqual([303, '/portal?done=saved']);
+    expect((await get('/portal?done=saved', cookie)).body).toContain('Auto top-up saved.');
+    expect((await get('/portal?done=%3Cscript%3E', cookie)).body).not.toContain('<script>');
+    expect((await s.api('GET', '/v1/sdk/customers/ada/auto-top-up')).body).toMatchObject({
+      productRef: s.product,
+      threshold: 10,
+      packs: 2,
+      status: 'active',
+    });
+    // Refused: a stale CSRF token, numbers that are not whole, a field twice; nothing changes.
+    const refusals: Array<[string, number, string]> = [
+      [`csrf=nope&productRef=${s.product}&threshold=3&packs=1`, 403, 'reload the page'],
+      [`csrf=${csrf}&productRef=${s.product}&threshold=-3&packs=1`, 400, 'threshold must be a whole number'],
+      [`csrf=${csrf}&productRef=${s.product}&threshold=1e3&packs=1`, 400, 'threshold must be a whole number'],
+      [`csrf=${csrf}&productRef=${s.product}&threshold=3&packs=500`, 400, 'packs must be a whole number'],
+      [
+        `csrf=${csrf}&productRef=${s.product}&threshold=3&threshold=4&packs=1`,
+        400,
+        'threshold was given twice',
+      ],
+      [`csrf=${csrf}&productRef=prd_nope&threshold=3&packs=1`, 404, 'No product prd_nope'],
+    ];
+    for (const [form, status, text] of refusals) {
+      const answer = await post('/portal/auto-top-up', form, cookie);
+      expect([answer.statusCode, answer.body.includes(text)], form).toEqual([status, true]);
+    }
+    expect((await s.api('GET', '/v1/sdk/customers/ada/auto-top-up')).body.threshold).toBe(10);
+    // Turned off from the portal.
+    expect((await post('/portal/auto-top-up', `csrf=${csrf}&off=1`, cookie)).headers.location).toBe(
+      '/portal?done=off',
+    );
+    expect((await get('/portal?done=off', cookie)).body).toContain('Auto top-up is off.');
+    expect((await s.api('GET', '/v1/sdk/customers/ada/auto-top-up')).status).toBe(404);
+
+    // Signing out ends the session and returns to the provider.
+    const out = await post('/portal/sign-out', `csrf=${csrf}`, cookie);
+    expect([out.statusCode, out.headers.location]).toEqual([303, 'https://portal-co.example/account']);
+    const after = await get('/portal', cookie);
+    expect(after.statusCode).toBe(401);
+    expect(after.body).toContain('You are not signed in');
+  });
+
+  it('refuses another provider’s customer, bad return URLs, and links past their 15 minutes', async () => {
+    const s = await seller('Strict Co');
+    const other = await seller('Other Co');
+    await other.api('POST', '/v1/sdk/customers', { externalRef: 'eve' });
+    expect((await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: 'eve' })).body.code).toBe(
+      'customer_not_found',
+    );
+    await s.api('POST', '/v1/sdk/customers', { externalRef: 'cyd' });
+    for (const returnUrl of [
+      'javascript:alert(1)',
+      'ftp://x.example/',
+      'not a url',
+      `https://x.example/${'a'.repeat(2100)}`,
+    ])
+      expect(
+        (await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: 'cyd', returnUrl })).body.code,
+      ).toBe('validation_failed');
+    const link = await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: 'cyd' });
+    clock.advance(15 * 60_000 + 1);
+    const late = await get(new URL(link.body.url).pathname);
+    expect(late.statusCode).toBe(410);
+    expect(late.body).toContain('Strict Co');
+    // A link that never was, and a cookie that is not a session.
+    expect((await get('/portal/sessions/nope')).statusCode).toBe(410);
+    expect((await get('/portal', 'mcpm_portal=forged')).statusCode).toBe(401);
+    expect(
+      (await post('/portal/auto-top-up', 'csrf=x&threshold=1&packs=1', 'mcpm_portal=forged')).statusCode,
+    ).toBe(401);
+  });
+});

@@ -1,0 +1,100 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser';
+import { axeFindings, newPerson, shoot } from '../helpers/console-browser';
+import { injectClient, startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
+
+/**
+ * The customer portal in Chromium (issue 64): a customer opens the link their provider made,
+ * sees the balance the API answers, sets an auto top-up in the form, and after calls' worth of
+ * credits are drawn across the threshold sees the one top-up it made; the page passes axe. The
+ * link, used once, then shows its expired page.
+ */
+describe('customer portal in a browser', () => {
+  let harness: TestControlPlane;
+  let baseUrl: string;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    ({ harness, url: baseUrl } = await startListeningControlPlane({ bodyLimitBytes: 1024 * 1024 }));
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await harness?.close();
+  });
+
+  it('shows the balance, sets an auto top-up, and shows the top-up it made', async () => {
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Acme Search' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    await api('PATCH', '/v1/sdk/merchant', { brandColor: '#1d4ed8', supportEmail: 'help@acme.example' });
+    const product = (await api('POST', '/v1/ui/products', { name: 'Search API' })).body.id as string;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Pay as you go',
+        type: 'usage-based',
+        billingModel: 'pre-paid',
+        creditsPerUnit: 1,
+        currency: 'usd',
+        topUp: { credits: 50, amount: 500 },
+      })
+    ).body.id as string;
+    await api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com' });
+    expect(
+      (
+        await api('POST', '/v1/sdk/customers/ada/payment-methods', {
+          card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+        })
+      ).status,
+    ).toBe(201);
+    await api('POST', '/v1/sdk/customers/ada/credits', {
+      kind: 'grant',
+      amount: 30,
+      reason: 'Welcome credits',
+    });
+    expect((await api('POST', '/v1/sdk/activate', { customerRef: 'ada', planRef: plan })).body.status).toBe(
+      'activated',
+    );
+    const link = (
+      await api('POST', '/v1/sdk/portal-sessions', { customerRef: 'ada', returnUrl: `${baseUrl}/healthz` })
+    ).body.url as string;
+    expect(link.startsWith(`${baseUrl}/portal/sessions/`)).toBe(true);
+
+    const { page, errors } = await newPerson(browser);
+    await page.goto(link);
+    await page.getByRole('heading', { level: 1, name: 'Acme Search' }).waitFor();
+    expect(page.url()).toBe(`${baseUrl}/portal`);
+    const balance = (await api('GET', '/v1/sdk/customers/ada/balance')).body.credits as number;
+    expect(balance).toBe(30);
+    expect(await page.locator('#balance').innerText()).toBe(String(balance));
+    expect(await page.getByRole('row', { name: /Search API Pay as you go active/ }).count()).toBe(1);
+    expect(await axeFindings(page)).toEqual([]);
+
+    await page.getByLabel('When my balance falls below (credits)').fill('10');
+    await page.getByLabel('Packs to buy each time').fill('2');
+    await page.getByRole('button', { name: 'Save auto top-up' }).click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').innerText()).toBe('Auto top-up saved.');
+    expect((await api('GET', '/v1/sdk/customers/ada/auto-top-up')).body).toMatchObject({
+      productRef: product,
+      threshold: 10,
+      packs: 2,
+    });
+
+    // Calls' worth of credits drawn across the threshold: one top-up of 2 packs (100 credits).
+    await api('POST', '/v1/sdk/customers/ada/credits', { kind: 'debit', amount: 25 });
+    await harness.controlPlane.scheduler.runDue();
+    await page.reload();
+    expect(await page.locator('#balance').innerText()).toBe('105');
+    expect((await api('GET', '/v1/sdk/customers/ada/balance')).body.credits).toBe(105);
+    expect(await page.getByRole('row', { name: /auto_top_up \+100 105/ }).count()).toBe(1);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'portal');
+    expect(errors).toEqual([]);
+
+    // The link worked once.
+    await page.goto(link);
+    expect(await page.locator('#gone').innerText()).toContain('has expired or was already used');
+  });
+});
