@@ -347,6 +347,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     autoTopUps,
     purchases,
     billing,
+    checkoutSessions,
   });
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);

@@ -119,6 +119,41 @@ describe('customer portal', () => {
       expect([answer.statusCode, answer.body.includes(text)], form).toEqual([status, true]);
     }
     expect((await s.api('GET', '/v1/sdk/customers/ada/auto-top-up')).body.threshold).toBe(10);
+    // Buying credits opens a hosted checkout for the plan's pack; cancelling is for one's own plans.
+    const buy = await post('/portal/buy-credits', `csrf=${csrf}&productRef=${s.product}&packs=3`, cookie);
+    expect(buy.statusCode).toBe(303);
+    const checkoutId = /\/checkout\/(cs_[A-Za-z0-9]+)$/.exec(String(buy.headers.location))?.[1];
+    expect((await s.api('GET', `/v1/sdk/checkout-sessions/${checkoutId}`)).body).toMatchObject({
+      kind: 'topup',
+      customerRef: (await s.api('GET', '/v1/sdk/customers/ada')).body.id,
+      credits: 150,
+      amount: 1500,
+      currency: 'usd',
+    });
+    await s.api('POST', '/v1/sdk/customers/bob/credits', { kind: 'grant', amount: 5 });
+    const bobs = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'bob', planRef: s.plan })).body
+      .purchaseRef as string;
+    for (const [path, form, status, text] of [
+      [
+        '/portal/buy-credits',
+        `csrf=${csrf}&productRef=prd_nope&packs=1`,
+        400,
+        'productRef names no plan of yours',
+      ],
+      [
+        '/portal/buy-credits',
+        `csrf=${csrf}&productRef=${s.product}&packs=x`,
+        400,
+        'packs must be a whole number',
+      ],
+      ['/portal/buy-credits', `csrf=stale&productRef=${s.product}&packs=1`, 403, 'reload the page'],
+      ['/portal/cancel', `csrf=${csrf}&purchaseRef=${bobs}`, 404, `No purchase ${bobs}`],
+      ['/portal/cancel', `csrf=${csrf}&purchaseRef=pur_nope`, 404, 'No purchase pur_nope'],
+    ] as const) {
+      const answer = await post(path, form, cookie);
+      expect([answer.statusCode, answer.body.includes(text)], form).toEqual([status, true]);
+    }
+    expect((await s.api('GET', `/v1/sdk/purchases/${bobs}`)).body.cancelAtPeriodEnd).toBe(false);
     // Turned off from the portal.
     expect((await post('/portal/auto-top-up', `csrf=${csrf}&off=1`, cookie)).headers.location).toBe(
       '/portal?done=off',

@@ -91,6 +91,45 @@ describe('customer portal in a browser', () => {
     expect(await page.getByRole('row', { name: /auto_top_up \+100 105/ }).count()).toBe(1);
     expect(await axeFindings(page)).toEqual([]);
     await shoot(page, 'portal');
+
+    // Credits bought from the portal: the hosted checkout, then back to the portal.
+    await page.getByLabel('Packs', { exact: true }).fill('1');
+    await page.getByRole('button', { name: 'Buy credits' }).click();
+    await page.waitForURL(/\/checkout\/cs_/);
+    await page.fill('#number', '4242 4242 4242 4242');
+    await page.fill('#exp', '12/35');
+    await page.fill('#cvc', '123');
+    await page.click('#submit');
+    await page.waitForURL(/\/portal\?done=bought/, { timeout: 15_000 });
+    expect(await page.getByRole('status').innerText()).toBe('Thank you: your credits are bought.');
+    expect(await page.locator('#balance').innerText()).toBe('155');
+    expect((await api('GET', '/v1/sdk/customers/ada/balance')).body.credits).toBe(155);
+
+    // A monthly plan of another product, cancelled from the portal at the end of its period.
+    const monthly = (await api('POST', '/v1/ui/products', { name: 'Alerts' })).body.id as string;
+    const pro = (
+      await api('POST', `/v1/ui/products/${monthly}/plans`, {
+        name: 'Alerts Pro',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 900,
+        currency: 'usd',
+      })
+    ).body.id as string;
+    const bought = await api('POST', '/v1/sdk/activate', { customerRef: 'ada', planRef: pro });
+    expect(bought.body.status).toBe('activated');
+    await page.goto(`${baseUrl}/portal`);
+    await page.getByRole('button', { name: 'Cancel at period end: Alerts, Alerts Pro' }).click();
+    await page.waitForURL(/\/portal\?done=cancelled/);
+    expect(await page.getByRole('status').innerText()).toBe('Your plan will end at the end of its period.');
+    expect((await api('GET', `/v1/sdk/purchases/${bought.body.purchaseRef}`)).body).toMatchObject({
+      status: 'active',
+      cancelAtPeriodEnd: true,
+    });
+    expect(await page.getByRole('row', { name: /Alerts Pro active \(cancels at period end\)/ }).count()).toBe(
+      1,
+    );
+    expect(await axeFindings(page)).toEqual([]);
     expect(errors).toEqual([]);
 
     // The link worked once.

@@ -14,6 +14,9 @@ export interface PortalView {
   returnUrl: string | null;
   credits: number;
   plans: Array<{
+    purchaseRef: string;
+    /** A recurring purchase in force and not already ending: the customer may cancel it at period end. */
+    cancellable: boolean;
     productId: string;
     product: string;
     plan: string;
@@ -54,6 +57,7 @@ button{margin-top:14px;padding:10px 16px;border:0;border-radius:6px;background:v
 button.plain{background:none;color:var(--brand-text);text-decoration:underline;padding:0;margin-left:12px}
 a{color:var(--brand-text)}
 .notice{padding:8px 12px;border-radius:6px;margin:12px 0}.saved{background:#e6f4ea}.error{background:#fde7e9}
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:13px;margin:12px 0}
 footer{margin-top:28px;font-size:13px;display:flex;gap:16px;align-items:center}footer button.plain{margin:0;font-size:13px}
 `;
@@ -67,30 +71,44 @@ const day = (iso: string | null) => (iso === null ? '—' : iso.slice(0, 10));
 
 export function renderPortal(view: PortalView): string {
   const m = view.merchant;
+  const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}">`;
   const who = view.customer.name ?? view.customer.email ?? view.customer.ref;
   const sellsPacks = view.plans.filter((p) => p.pack !== null);
   const plans =
     view.plans.length === 0
       ? '<p>You have no plans yet.</p>'
-      : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th></tr></thead><tbody>${view.plans
+      : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th><th scope="col"><span class="sr">Change</span></th></tr></thead><tbody>${view.plans
           .map(
             (p) =>
-              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td></tr>`,
+              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${
+                p.cancellable
+                  ? `<form method="post" action="/portal/cancel">${csrf}<input type="hidden" name="purchaseRef" value="${escapeHtml(p.purchaseRef)}"><button class="plain" type="submit" aria-label="Cancel at period end: ${escapeHtml(`${p.product}, ${p.plan}`)}">Cancel at period end</button></form>`
+                  : ''
+              }</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const auto = view.autoTopUp;
+  const packChoice = (id: string, selected: string | undefined) =>
+    `<select id="${id}" name="productRef">${sellsPacks
+      .map(
+        (p) =>
+          `<option value="${escapeHtml(p.productId)}"${selected === p.productId ? ' selected' : ''}>${escapeHtml(`${p.product}: ${p.pack}`)}</option>`,
+      )
+      .join('')}</select>`;
+  const buyForm =
+    sellsPacks.length === 0
+      ? ''
+      : `<form method="post" action="/portal/buy-credits">${csrf}
+<label for="buy-product">Buy packs of</label>${packChoice('buy-product', undefined)}
+<label for="buy-packs">Packs</label><input id="buy-packs" name="packs" inputmode="numeric" required value="1">
+<div><button type="submit">Buy credits</button></div></form>`;
   const topUpForm =
     sellsPacks.length === 0
       ? '<p>None of your plans sells credit packs.</p>'
       : `<form method="post" action="/portal/auto-top-up">
-<input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}">
+${csrf}
 <label for="productRef">Buy packs of</label>
-<select id="productRef" name="productRef">${sellsPacks
-          .map(
-            (p) =>
-              `<option value="${escapeHtml(p.productId)}"${auto?.productRef === p.productId ? ' selected' : ''}>${escapeHtml(`${p.product}: ${p.pack}`)}</option>`,
-          )
-          .join('')}</select>
+${packChoice('productRef', auto?.productRef)}
 <label for="threshold">When my balance falls below (credits)</label>
 <input id="threshold" name="threshold" inputmode="numeric" required value="${auto === null ? '' : String(auto.threshold)}">
 <label for="packs">Packs to buy each time</label>
@@ -131,7 +149,7 @@ export function renderPortal(view: PortalView): string {
 ${view.sandbox ? '<div class="sandbox">Sandbox: nothing here moves real money.</div>' : ''}
 ${notice}
 <h2>Your plans</h2>${plans}
-<h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>
+<h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>${buyForm}
 <h2>Auto top-up</h2>${autoLine}${topUpForm}
 <h2>Credit movements</h2>${movements}
 <h2>Invoices</h2>${invoices}

@@ -34,7 +34,12 @@ export function portalSessionRoutes(portal: PortalService) {
 
 const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 100 }) });
 /** What a change did, named in the redirect after it: from this list only, never echoed. */
-const DONE = { saved: 'Auto top-up saved.', off: 'Auto top-up is off.' } as const;
+const DONE = {
+  saved: 'Auto top-up saved.',
+  off: 'Auto top-up is off.',
+  bought: 'Thank you: your credits are bought.',
+  cancelled: 'Your plan will end at the end of its period.',
+} as const;
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
 
 /** A form's fields; a field given twice is refused (the parser marks it). */
@@ -102,40 +107,73 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
       return page(reply).send(renderPortal(view));
     });
 
-    app.post('/portal/auto-top-up', { schema: hide }, async (request, reply) => {
-      const secret = cookieOf(request, PORTAL_COOKIE);
-      const form = (request.body ?? {}) as Form;
-      let notice: { kind: 'saved' | 'error'; text: string };
-      let status = 200;
-      try {
-        if (form[DUPLICATE] !== undefined)
-          throw new ValidationError([
-            { path: `/${form[DUPLICATE]}`, message: 'was given twice', location: 'body' },
-          ]);
-        const input =
-          form.off === '1'
-            ? null
-            : {
-                productRef: (form.productRef ?? '').slice(0, 100),
-                threshold: wholeNumber(form, 'threshold', 1_000_000_000_000),
-                packs: Math.max(1, wholeNumber(form, 'packs', 100)),
-              };
-        const done = await portal.setAutoTopUp(secret, { csrf: form.csrf, input });
-        if (done === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
-        return reply.header('cache-control', 'no-store').redirect(`/portal?done=${done}`, 303);
-      } catch (error) {
-        if (!(error instanceof DomainError)) throw error;
-        status = ERROR_STATUS[error.code];
-        const problems =
-          error instanceof ValidationError ? error.errors.map((p) => `${p.path.slice(1)} ${p.message}`) : [];
-        notice = {
-          kind: 'error',
-          text: problems.length > 0 ? `Not saved: ${problems.join('; ')}.` : `Not saved: ${error.message}.`,
-        };
-      }
-      const view = await portal.view(secret, notice);
-      if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
-      return page(reply).status(status).send(renderPortal(view));
+    /**
+     * A form of the portal: `act` reads it and makes the change, answering where to go next (a
+     * redirect, so a reload posts nothing) or undefined when the browser is not signed in. A
+     * refusal shows the page again with what was wrong, and its status.
+     */
+    const form = (
+      path: string,
+      act: (secret: string | undefined, fields: Form) => Promise<string | undefined>,
+    ) =>
+      app.post(path, { schema: hide }, async (request, reply) => {
+        const secret = cookieOf(request, PORTAL_COOKIE);
+        const fields = (request.body ?? {}) as Form;
+        let notice: { kind: 'error'; text: string };
+        let status: number;
+        try {
+          if (fields[DUPLICATE] !== undefined)
+            throw new ValidationError([
+              { path: `/${fields[DUPLICATE]}`, message: 'was given twice', location: 'body' },
+            ]);
+          const next = await act(secret, fields);
+          if (next === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+          return reply.header('cache-control', 'no-store').redirect(next, 303);
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          status = ERROR_STATUS[error.code];
+          const problems =
+            error instanceof ValidationError
+              ? error.errors.map((p) => `${p.path.slice(1)} ${p.message}`)
+              : [];
+          notice = {
+            kind: 'error',
+            text: problems.length > 0 ? `Not done: ${problems.join('; ')}.` : `Not done: ${error.message}.`,
+          };
+        }
+        const view = await portal.view(secret, notice);
+        if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+        return page(reply).status(status).send(renderPortal(view));
+      });
+
+    form('/portal/auto-top-up', async (secret, fields) => {
+      const input =
+        fields.off === '1'
+          ? null
+          : {
+              productRef: (fields.productRef ?? '').slice(0, 100),
+              threshold: wholeNumber(fields, 'threshold', 1_000_000_000_000),
+              packs: Math.max(1, wholeNumber(fields, 'packs', 100)),
+            };
+      const done = await portal.setAutoTopUp(secret, { csrf: fields.csrf, input });
+      return done === undefined ? undefined : `/portal?done=${done}`;
+    });
+
+    // To the hosted checkout, which comes back to the portal once paid.
+    form('/portal/buy-credits', (secret, fields) =>
+      portal.buyCredits(secret, {
+        csrf: fields.csrf,
+        productRef: (fields.productRef ?? '').slice(0, 100),
+        packs: Math.max(1, wholeNumber(fields, 'packs', 100)),
+      }),
+    );
+
+    form('/portal/cancel', async (secret, fields) => {
+      const done = await portal.cancelAtPeriodEnd(secret, {
+        csrf: fields.csrf,
+        purchaseRef: (fields.purchaseRef ?? '').slice(0, 100),
+      });
+      return done === undefined ? undefined : `/portal?done=${done}`;
     });
 
     app.post('/portal/sign-out', { schema: hide }, async (request, reply) => {

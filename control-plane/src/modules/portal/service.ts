@@ -2,17 +2,19 @@ import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
-import { DomainError, NotFoundError } from '../../errors';
+import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { AutoTopUpUpdate } from '../auto-topups/schemas';
 import type { AutoTopUps } from '../auto-topups/service';
 import type { BillingService } from '../billing/service';
 import { formatMoney } from '../checkout/page';
+import type { CheckoutSessions } from '../checkout/sessions';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
+import { findAccessPurchase } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
 import { newSecret, sha256 } from '../sign-in/secrets';
 import type { PortalView } from './page';
@@ -53,6 +55,7 @@ export class PortalService {
       autoTopUps: AutoTopUps;
       purchases: PurchaseService;
       billing: BillingService;
+      checkoutSessions: CheckoutSessions;
     },
   ) {}
 
@@ -153,6 +156,8 @@ export class PortalService {
           findProduct(this.pool, auth, p.productId),
         ]);
         return {
+          purchaseRef: p.reference,
+          cancellable: p.isRecurring && p.status === 'active' && !p.cancelAtPeriodEnd,
           productId: p.productId,
           product: product?.name ?? p.productId,
           plan: plan?.name ?? p.planRef,
@@ -207,10 +212,8 @@ export class PortalService {
     secret: string | undefined,
     form: { csrf?: string | undefined; input: Static<typeof AutoTopUpUpdate> | null },
   ) {
-    const session = await this.session(secret);
+    const session = await this.proven(secret, form.csrf);
     if (session === undefined) return undefined;
-    if (!sameSecret(form.csrf ?? '', session.csrf_token))
-      throw new DomainError('csrf_failed', 'The form is out of date: reload the page and try again');
     const auth = tenantOf(session);
     if (form.input === null) {
       await this.deps.autoTopUps.remove(auth, session.customer_id).catch((error: unknown) => {
@@ -220,6 +223,61 @@ export class PortalService {
     }
     await this.deps.autoTopUps.set(auth, session.customer_id, form.input);
     return 'saved' as const;
+  }
+
+  /** The session of `secret` with its CSRF token proven; undefined when not signed in. */
+  private async proven(secret: string | undefined, csrf: string | undefined) {
+    const session = await this.session(secret);
+    if (session === undefined) return undefined;
+    if (!sameSecret(csrf ?? '', session.csrf_token))
+      throw new DomainError('csrf_failed', 'The form is out of date: reload the page and try again');
+    return session;
+  }
+
+  /**
+   * Credits bought from the portal: a hosted checkout for `packs` of the top-up pack of the
+   * customer's plan of the product, coming back to the portal once paid. Answers its URL.
+   */
+  async buyCredits(
+    secret: string | undefined,
+    form: { csrf?: string | undefined; productRef: string; packs: number },
+  ): Promise<string | undefined> {
+    const session = await this.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await findAccessPurchase(this.pool, session.customer_id, form.productRef);
+    const plan = purchase === undefined ? undefined : await findPlan(this.pool, auth, purchase.plan_id);
+    if (plan === undefined || plan.topup_credits === null || plan.topup_amount === null)
+      throw new ValidationError([
+        { path: '/productRef', message: 'names no plan of yours that sells credit packs', location: 'body' },
+      ]);
+    const checkout = await this.deps.checkoutSessions.create(auth, {
+      customerRef: session.customer_id,
+      topup: {
+        credits: Number(plan.topup_credits) * form.packs,
+        amount: plan.topup_amount * form.packs,
+        currency: plan.currency,
+      },
+      successUrl: `${this.publicUrl}/portal?done=bought`,
+      cancelUrl: `${this.publicUrl}/portal`,
+    });
+    return checkout.url;
+  }
+
+  /** Cancels one of the customer's own recurring purchases at the end of its period. */
+  async cancelAtPeriodEnd(
+    secret: string | undefined,
+    form: { csrf?: string | undefined; purchaseRef: string },
+  ) {
+    const session = await this.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.deps.purchases.get(auth, form.purchaseRef);
+    // Another customer's purchase is as absent as one that does not exist.
+    if (purchase.customerRef !== session.customer_id)
+      throw new NotFoundError('purchase_not_found', `No purchase ${form.purchaseRef}`);
+    await this.deps.purchases.cancel(auth, purchase.reference, true);
+    return 'cancelled' as const;
   }
 
   async signOut(secret: string | undefined): Promise<string | null> {
