@@ -53,6 +53,7 @@ export const ERROR_STATUS = {
   invitation_not_found: 404,
   api_key_not_found: 404,
   auto_top_up_not_found: 404,
+  alert_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
@@ -72,6 +73,7 @@ export const ERROR_STATUS = {
   meter_protected: 409,
   meter_name_taken: 409,
   customer_exists: 409,
+  alert_exists: 409,
   insufficient_credits: 409,
   invalid_transition: 409,
   payments_not_configured: 409,

@@ -12,6 +12,7 @@ import type {
 import { Type } from '@sinclair/typebox';
 import { type Clock, ScopedClock, systemClock } from './clock';
 import type { ControlPlaneConfig, WebhookConfig } from './config';
+import { customerCare } from './customer-care';
 import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp, warmSchemas } from './http/app';
 import { sendProblem } from './http/error-handler';
@@ -24,8 +25,6 @@ import { AnalyticsService } from './modules/analytics/service';
 import { apiDocsRoutes } from './modules/api-docs/routes';
 import { apiKeyRoutes } from './modules/api-keys/routes';
 import { ApiKeyService } from './modules/api-keys/service';
-import { autoTopUpRoutes } from './modules/auto-topups/routes';
-import { AutoTopUps } from './modules/auto-topups/service';
 import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
@@ -61,8 +60,6 @@ import { payoutRoutes } from './modules/payouts/routes';
 import { PayoutService } from './modules/payouts/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
-import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
-import { PortalService } from './modules/portal/service';
 import { StripeEvents } from './modules/processors/events';
 import { processorRoutes, stripeWebhookRoutes } from './modules/processors/routes';
 import { ProcessorService } from './modules/processors/service';
@@ -171,7 +168,8 @@ export interface ControlPlane {
   providers: ProviderService;
   mcpServers: McpServerService;
   purchases: PurchaseService;
-  autoTopUps: AutoTopUps;
+  /** Auto top-up, alerts and the customer portal (customer-care.ts). */
+  care: ReturnType<typeof customerCare>;
   scheduler: BillingScheduler;
   tokens: TokenService;
   limits: LimitService;
@@ -260,11 +258,6 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
-  // Auto top-up: checked after every movement that lowered a balance, and swept after each settlement.
-  const autoTopUps = new AutoTopUps(paying, clock, credits, payments, usageDebits, deps.logger);
-  credits.onBalanceLowered((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
-  usageDebits.onDebited((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
-  scheduler.addJob(() => autoTopUps.runDue());
   const payouts = new PayoutService(
     paying,
     clock,
@@ -342,13 +335,6 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     },
   );
 
-  const portal = new PortalService(deps.pool, clock, deps.config.publicUrl ?? 'http://127.0.0.1:8080', {
-    credits,
-    autoTopUps,
-    purchases,
-    billing,
-    checkoutSessions,
-  });
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
   const webhookWorker = new WebhookWorker(deps.pool, clock, webhooks, webhookSender, {
@@ -359,6 +345,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
 
   // Cookies are Secure when the service is reached over https (PUBLIC_URL).
   const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
+  const care = customerCare({
+    ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
+    ...{ publicUrl: deps.config.publicUrl ?? 'http://127.0.0.1:8080', scheduler, credits, usageDebits },
+    ...{ payments, purchases, billing, checkoutSessions },
+  });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);
   const publicUrl = deps.config.publicUrl ?? 'http://127.0.0.1:8080';
@@ -383,7 +374,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(consoleRoutes(deps.config.consoleDir));
       await scope.register(hostedCheckoutRoutes(checkout));
       await scope.register(hostedInvoiceRoutes(billing));
-      await scope.register(portalPageRoutes(portal, secureCookies));
+      for (const routes of care.publicRoutes) await scope.register(routes);
       await scope.register(jwksRoutes(tokens));
       await scope.register(signInRoutes(signIn, secureCookies));
       await scope.register(teamRoutes(team, audit, secureCookies));
@@ -409,8 +400,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(merchantRoutes(providers));
       await scope.register(customerRoutes(customers));
       await scope.register(creditRoutes(credits));
-      await scope.register(autoTopUpRoutes(autoTopUps));
-      await scope.register(portalSessionRoutes(portal));
+      for (const routes of care.apiRoutes) await scope.register(routes);
       await scope.register(purchaseRoutes(purchases));
       await scope.register(paymentRoutes(payments));
       await scope.register(processorRoutes(processors));
@@ -450,7 +440,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     providers,
     mcpServers,
     purchases,
-    autoTopUps,
+    care,
     scheduler,
     tokens,
     limits,

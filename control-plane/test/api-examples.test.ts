@@ -451,6 +451,13 @@ describe('the documented example of every operation, continued', () => {
     });
     await example({ route: 'GET /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
     await example({ route: 'DELETE /v1/sdk/customers/:ref/auto-top-up', path: { ref: 'ada' }, status: 200 });
+    const alert = await example({
+      route: 'POST /v1/sdk/alerts',
+      body: { customerRef: 'ada', kind: 'credit_balance', threshold: 50 },
+      status: 201,
+    });
+    await example({ route: 'GET /v1/sdk/alerts', query: { customerRef: 'ada' }, status: 200 });
+    await example({ route: 'DELETE /v1/sdk/alerts/:id', path: { id: alert.id }, status: 200 });
     await example({
       route: 'POST /v1/sdk/portal-sessions',
       body: { customerRef: 'ada', returnUrl: 'https://weather.example/account' },

@@ -88,7 +88,7 @@ describe('auto top-up', () => {
     );
     expect(draws.map((d) => d.status)).toEqual(Array.from({ length: 20 }, () => 201));
     const checks = await Promise.all(
-      Array.from({ length: 20 }, () => harness.controlPlane.autoTopUps.check(s.auth, id)),
+      Array.from({ length: 20 }, () => harness.controlPlane.care.autoTopUps.check(s.auth, id)),
     );
     await harness.controlPlane.scheduler.runDue();
     // The checks the draws started in the background have finished once the setting is free.
@@ -125,26 +125,26 @@ describe('auto top-up', () => {
     );
     await s.api('PUT', '/v1/sdk/customers/bob/auto-top-up', { productRef: s.product, threshold: 10 });
     // The balance (0) is under the threshold: the first attempt is made at once, and fails.
-    const first = await harness.controlPlane.autoTopUps.check(s.auth, id);
+    const first = await harness.controlPlane.care.autoTopUps.check(s.auth, id);
     const setting = async () => (await s.api('GET', '/v1/sdk/customers/bob/auto-top-up')).body;
     expect(['failed', 'none']).toContain(first.kind);
     expect(await setting()).toMatchObject({ status: 'active', failures: 1, lastFailure: 'card_declined' });
     // Held back for an hour, then tried again; six hours more, the third failure stops it.
-    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
     clock.advance(60 * 60_000);
-    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, id)).toEqual({
       kind: 'failed',
       reason: 'card_declined',
       stopped: false,
     });
     clock.advance(6 * 60 * 60_000);
-    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, id)).toEqual({
       kind: 'failed',
       reason: 'card_declined',
       stopped: true,
     });
     clock.advance(24 * 60 * 60_000);
-    expect(await harness.controlPlane.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, id)).toEqual({ kind: 'none' });
     expect(await setting()).toMatchObject({ status: 'stopped', failures: 3, retryAt: null });
     const failed = await events(s, 'credits.auto_topup_failed');
     expect(failed.map((e) => [e.data.object.attempt, e.data.object.stopped])).toEqual([
@@ -167,7 +167,7 @@ describe('auto top-up', () => {
     const s = await seller('No pack');
     const id = (await s.api('POST', '/v1/sdk/customers', { externalRef: 'cyd' })).body.id as string;
     await s.api('PUT', '/v1/sdk/customers/cyd/auto-top-up', { productRef: s.product, threshold: 1 });
-    await harness.controlPlane.autoTopUps.check(s.auth, id);
+    await harness.controlPlane.care.autoTopUps.check(s.auth, id);
     expect((await s.api('GET', '/v1/sdk/customers/cyd/auto-top-up')).body).toMatchObject({
       failures: 1,
       lastFailure: 'no_plan',

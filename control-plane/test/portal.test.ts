@@ -154,6 +154,39 @@ describe('customer portal', () => {
       expect([answer.statusCode, answer.body.includes(text)], form).toEqual([status, true]);
     }
     expect((await s.api('GET', `/v1/sdk/purchases/${bobs}`)).body.cancelAtPeriodEnd).toBe(false);
+    // Alerts of the customer's own: added and removed in the portal, as the API then lists them.
+    const added = await post('/portal/alerts', `csrf=${csrf}&kind=credit_balance&threshold=20`, cookie);
+    expect(added.headers.location).toBe('/portal?done=alert');
+    const adas = (await s.api('GET', '/v1/sdk/alerts?customerRef=ada')).body.data;
+    expect(adas).toMatchObject([{ kind: 'credit_balance', threshold: 20 }]);
+    expect((await get('/portal', cookie)).body).toContain('When my credit balance falls below 20 credits');
+    const bobsAlert = (
+      await s.api('POST', '/v1/sdk/alerts', { customerRef: 'bob', kind: 'credit_balance', threshold: 5 })
+    ).body.id as string;
+    for (const [path, form, status, text] of [
+      ['/portal/alerts', `csrf=${csrf}&kind=nope&threshold=1`, 400, 'kind names no kind of alert'],
+      [
+        '/portal/alerts',
+        `csrf=${csrf}&kind=allowance_percent&threshold=0`,
+        400,
+        'a percent of the allowance',
+      ],
+      [
+        '/portal/alerts',
+        `csrf=${csrf}&kind=credit_balance&threshold=20`,
+        409,
+        'The same alert exists already',
+      ],
+      ['/portal/alerts/remove', `csrf=${csrf}&id=${bobsAlert}`, 404, `No alert ${bobsAlert}`],
+    ] as const) {
+      const answer = await post(path, form, cookie);
+      expect([answer.statusCode, answer.body.includes(text)], form).toEqual([status, true]);
+    }
+    expect(
+      (await post('/portal/alerts/remove', `csrf=${csrf}&id=${adas[0].id}`, cookie)).headers.location,
+    ).toBe('/portal?done=unalerted');
+    expect((await s.api('GET', '/v1/sdk/alerts?customerRef=ada')).body.data).toEqual([]);
+    expect((await s.api('GET', '/v1/sdk/alerts?customerRef=bob')).body.data).toHaveLength(1);
     // Turned off from the portal.
     expect((await post('/portal/auto-top-up', `csrf=${csrf}&off=1`, cookie)).headers.location).toBe(
       '/portal?done=off',

@@ -530,6 +530,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sdk/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Alerts, of a plan or a customer
+         * @description The alerts, of one plan or one customer when asked.
+         */
+        get: operations["listAlerts"];
+        put?: never;
+        /**
+         * An alert on a plan’s customers or one customer: allowance used or credits low
+         * @description An alert on every customer of a plan (`planRef`) or on one customer (`customerRef`): `allowance_percent` fires when the calls of a purchase’s period reach `threshold` percent of its plan’s limit (1–1000; the plan needs a limit), `credit_balance` when the credit balance falls below `threshold` credits. Each crossing fires once per period (a purchase’s period; for balances, until credits are added again) as a `customer.alert_triggered` event and a mail to the customer. The same alert twice is 409 `alert_exists`.
+         */
+        post: operations["createAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/alerts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Deletes an alert
+         * @description Deletes an alert (with its record of what it fired). 404 `alert_not_found` otherwise.
+         */
+        delete: operations["deleteAlert"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/checkout-sessions": {
         parameters: {
             query?: never;
@@ -2221,11 +2265,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "q9vWLTrEZcPprEafveo78LT_dV2UQGRxbwPNLzWHfVQ",
-                     *           "y": "eN6boSpDUyuoBcX0CCrupdsT-fgdliDZRP0U3GmJQUM",
+                     *           "x": "kSeFqmtHQKwB9RVGuWvHKDHO8KDU6CdpMky_OypqsMk",
+                     *           "y": "xEBcesia6AQmqPa8ZofiAEafxNmOSTe2tfjS-9xH2qQ",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "452b7dc316166109",
+                     *           "kid": "fd95d4d2d96015ca",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2354,8 +2398,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:02.633Z",
-                     *       "to": "2026-05-28T09:00:02.633Z",
+                     *       "from": "2026-04-28T09:00:04.161Z",
+                     *       "to": "2026-05-28T09:00:04.161Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2693,8 +2737,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:02.626Z",
-                     *       "to": "2026-05-28T09:00:02.626Z",
+                     *       "from": "2026-04-28T09:00:04.148Z",
+                     *       "to": "2026-05-28T09:00:04.148Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2866,7 +2910,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:02.609Z",
+                     *       "to": "2026-05-28T09:00:04.122Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3051,9 +3095,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:04.125Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.125Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.125Z"
+                     *       "createdAt": "2026-05-28T09:00:06.203Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.203Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.203Z"
                      *     }
                      */
                     "application/json": {
@@ -3286,7 +3330,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:04.001Z"
+                     *       "expiresAt": "2026-06-04T09:00:06.056Z"
                      *     }
                      */
                     "application/json": {
@@ -3655,9 +3699,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:03.813Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.813Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.819Z"
+                     *       "createdAt": "2026-05-28T09:00:05.748Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.748Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.762Z"
                      *     }
                      */
                     "application/json": {
@@ -4144,9 +4188,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:03.813Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.813Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.813Z"
+                     *       "createdAt": "2026-05-28T09:00:05.748Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.748Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.748Z"
                      *     }
                      */
                     "application/json": {
@@ -4357,7 +4401,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:03.872Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.884Z"
                      *     }
                      */
                     "application/json": {
@@ -4533,9 +4577,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:03.995Z",
-                     *       "expiresAt": "2026-05-28T21:00:03.995Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:03.995Z"
+                     *       "createdAt": "2026-05-28T09:00:06.046Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.046Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.046Z"
                      *     }
                      */
                     "application/json": {
@@ -5000,7 +5044,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795928100,
+                     *       "client_id_issued_at": 1795928732,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5173,7 +5217,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:03.345Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.128Z"
                      *     }
                      */
                     "application/json": {
@@ -6242,6 +6286,456 @@ export interface operations {
             };
         };
     };
+    listAlerts: {
+        parameters: {
+            query?: {
+                /** @example ada */
+                customerRef?: string;
+                planRef?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "alr_01jx000001nypms5rrtrvycga0",
+                     *           "planRef": null,
+                     *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "kind": "credit_balance",
+                     *           "threshold": 50,
+                     *           "createdAt": "2026-07-01T00:02:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            createdAt: string;
+                            customerRef: string | null;
+                            /** @description alr_… */
+                            id: string;
+                            /** @enum {string} */
+                            kind: "allowance_percent" | "credit_balance";
+                            planRef: string | null;
+                            threshold: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customerRef": "ada",
+                 *       "kind": "credit_balance",
+                 *       "threshold": 50
+                 *     }
+                 */
+                "application/json": {
+                    /** @description One customer (cus_… or your externalRef) */
+                    customerRef?: string;
+                    /**
+                     * @description allowance_percent: the calls of a period reached `threshold` percent of the plan’s limit; credit_balance: the credit balance fell below `threshold` credits
+                     * @enum {string}
+                     */
+                    kind: "allowance_percent" | "credit_balance";
+                    /** @description Every customer holding this plan (pln_…) */
+                    planRef?: string;
+                    threshold: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "alr_01jx000001nypms5rrtrvycga0",
+                     *       "planRef": null,
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "kind": "credit_balance",
+                     *       "threshold": 50,
+                     *       "createdAt": "2026-07-01T00:02:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        customerRef: string | null;
+                        /** @description alr_… */
+                        id: string;
+                        /** @enum {string} */
+                        kind: "allowance_percent" | "credit_balance";
+                        planRef: string | null;
+                        threshold: number;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    deleteAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example alr_01jx000001nypms5rrtrvycga0 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "alr_01jx000001nypms5rrtrvycga0",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        deleted: true;
+                        id: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     createCheckoutSession: {
         parameters: {
             query?: never;
@@ -6299,8 +6793,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.714Z",
-                     *       "createdAt": "2026-05-28T09:00:02.714Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.240Z",
+                     *       "createdAt": "2026-05-28T09:00:04.240Z"
                      *     }
                      */
                     "application/json": {
@@ -6457,8 +6951,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:02.714Z",
-                     *       "createdAt": "2026-05-28T09:00:02.714Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.240Z",
+                     *       "createdAt": "2026-05-28T09:00:04.240Z"
                      *     }
                      */
                     "application/json": {
@@ -6644,8 +7138,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:01.966Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.966Z"
+                     *           "createdAt": "2026-05-28T09:00:03.156Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.156Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -6657,8 +7151,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:01.973Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.973Z"
+                     *           "createdAt": "2026-05-28T09:00:03.163Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.163Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -6845,8 +7339,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.966Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.966Z"
+                     *       "createdAt": "2026-05-28T09:00:03.156Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.156Z"
                      *     }
                      */
                     "application/json": {
@@ -7337,8 +7831,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.966Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.002Z"
+                     *       "createdAt": "2026-05-28T09:00:03.156Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
                      *     }
                      */
                     "application/json": {
@@ -9017,7 +9511,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:02.875Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.480Z"
                      *     }
                      */
                     "application/json": {
@@ -9204,8 +9698,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:01.973Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.973Z"
+                     *       "createdAt": "2026-05-28T09:00:03.163Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.163Z"
                      *     }
                      */
                     "application/json": {
@@ -9413,7 +9907,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T04:05:03.164Z"
+                     *                 "end": "2026-01-28T03:54:32.348Z"
                      *               }
                      *             }
                      *           ],
@@ -10126,7 +10620,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T04:05:03.164Z"
+                     *             "end": "2026-01-28T03:54:32.348Z"
                      *           }
                      *         }
                      *       ],
@@ -11032,7 +11526,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:02.525Z"
+                     *       "timestamp": "2026-05-28T09:00:04.042Z"
                      *     }
                      */
                     "application/json": {
@@ -11256,7 +11750,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:02.567Z"
+                     *           "timestamp": "2026-05-28T09:00:04.096Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -11264,7 +11758,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:02.567Z"
+                     *           "timestamp": "2026-05-28T09:00:04.096Z"
                      *         }
                      *       ]
                      *     }
@@ -11463,7 +11957,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/IMdl7NHplVhBnBeItmDdyDmrbDlmCAhWHeS63-moTdo",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/42wPYMyI92HmVrWNEC0hzm5sOpC99T_XPlz3yNvGvaw",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -12426,7 +12920,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.749Z",
+                     *       "createdAt": "2026-05-28T09:00:04.303Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -12610,8 +13104,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.749Z",
-                     *       "closedAt": "2026-05-28T09:00:02.784Z"
+                     *       "createdAt": "2026-05-28T09:00:04.303Z",
+                     *       "closedAt": "2026-05-28T09:00:04.347Z"
                      *     }
                      */
                     "application/json": {
@@ -12790,11 +13284,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.794Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.360Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.794Z"
+                     *       "createdAt": "2026-05-28T09:00:04.360Z"
                      *     }
                      */
                     "application/json": {
@@ -12962,7 +13456,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:01.922Z"
+                     *           "createdAt": "2026-05-28T09:00:03.078Z"
                      *         }
                      *       ]
                      *     }
@@ -13116,7 +13610,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.922Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z"
                      *     }
                      */
                     "application/json": {
@@ -13255,7 +13749,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.922Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z"
                      *     }
                      */
                     "application/json": {
@@ -13406,7 +13900,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:01.922Z"
+                     *       "createdAt": "2026-05-28T09:00:03.078Z"
                      *     }
                      */
                     "application/json": {
@@ -13768,6 +14262,11 @@ export interface operations {
                      *           "description": "A customer was deleted"
                      *         },
                      *         {
+                     *           "type": "customer.alert_triggered",
+                     *           "group": "customer",
+                     *           "description": "An alert crossed its threshold: allowance used or credits low (once per period)"
+                     *         },
+                     *         {
                      *           "type": "purchase.created",
                      *           "group": "purchase",
                      *           "description": "A purchase was created (including trial starts)"
@@ -14124,8 +14623,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:50:03.164Z",
-                     *       "to": "2026-05-28T09:05:03.164Z",
+                     *       "from": "2026-04-28T08:54:32.348Z",
+                     *       "to": "2026-05-28T09:09:32.348Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -14347,7 +14846,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:03.273Z",
+                     *       "asOf": "2026-05-28T09:00:04.979Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -14592,7 +15091,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T04:05:03.164Z",
+                     *           "end": "2026-01-28T03:54:32.348Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14631,8 +15130,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T04:05:03.164Z",
-                     *           "end": "2026-02-28T04:05:03.164Z",
+                     *           "start": "2026-01-28T03:54:32.348Z",
+                     *           "end": "2026-02-28T03:54:32.348Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14671,8 +15170,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T04:05:03.164Z",
-                     *           "end": "2026-03-30T04:05:03.164Z",
+                     *           "start": "2026-02-28T03:54:32.348Z",
+                     *           "end": "2026-03-30T03:54:32.348Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14711,8 +15210,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T04:05:03.164Z",
-                     *           "end": "2026-04-30T04:05:03.164Z",
+                     *           "start": "2026-03-30T03:54:32.348Z",
+                     *           "end": "2026-04-30T03:54:32.348Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -14751,8 +15250,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T04:05:03.164Z",
-                     *           "end": "2026-05-30T04:05:03.164Z",
+                     *           "start": "2026-04-30T03:54:32.348Z",
+                     *           "end": "2026-05-30T03:54:32.348Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15004,8 +15503,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:50:03.164Z",
-                     *       "to": "2026-05-28T09:05:03.164Z",
+                     *       "from": "2026-04-28T08:54:32.348Z",
+                     *       "to": "2026-05-28T09:09:32.348Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -15014,9 +15513,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 102.525,
-                     *             "p95": 102.525,
-                     *             "p99": 102.525
+                     *             "p50": 104.596,
+                     *             "p95": 104.596,
+                     *             "p99": 104.596
                      *           }
                      *         }
                      *       ]
@@ -15188,31 +15687,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:50:03.164Z",
-                     *       "to": "2026-05-28T09:05:03.164Z",
+                     *       "from": "2026-04-28T08:54:32.348Z",
+                     *       "to": "2026-05-28T09:09:32.348Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T03:05:03.164Z",
+                     *           "start": "2026-04-24T02:54:32.348Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T03:05:03.164Z",
+                     *           "start": "2026-05-01T02:54:32.348Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T03:05:03.164Z",
+                     *           "start": "2026-05-08T02:54:32.348Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T03:05:03.164Z",
+                     *           "start": "2026-05-15T02:54:32.348Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T03:05:03.164Z",
+                     *           "start": "2026-05-22T02:54:32.348Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -15449,17 +15948,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…j5E0",
+                     *           "hint": "sk_test_…gZqk",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.258Z",
+                     *           "createdAt": "2026-05-28T09:00:06.391Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…zkz4",
+                     *           "hint": "sk_test_…jwqw",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:03.992Z",
+                     *           "createdAt": "2026-05-28T09:00:06.041Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -15605,9 +16104,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…j5E0",
+                     *       "hint": "sk_test_…gZqk",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.258Z",
+                     *       "createdAt": "2026-05-28T09:00:06.391Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -15930,18 +16429,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…ri00",
+                     *       "hint": "sk_test_…hVmg",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.279Z",
+                     *       "createdAt": "2026-05-28T09:00:06.431Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…j5E0",
+                     *         "hint": "sk_test_…gZqk",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:04.258Z",
-                     *         "expiresAt": "2026-05-28T10:00:04.279Z"
+                     *         "createdAt": "2026-05-28T09:00:06.391Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.431Z"
                      *       }
                      *     }
                      */
@@ -16137,7 +16636,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:03.860Z",
+                     *           "createdAt": "2026-05-28T09:00:05.831Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16154,7 +16653,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:03.855Z",
+                     *           "createdAt": "2026-05-28T09:00:05.825Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16171,7 +16670,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:03.841Z",
+                     *           "createdAt": "2026-05-28T09:00:05.807Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16187,7 +16686,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqdGczdDUzNnBnNXhkbW1oNmRuMDk0"
+                     *       "nextCursor": "YXVkXzAxbThqdjNkcmo1NDR6bnh5OTAwdjMzNXJo"
                      *     }
                      */
                     "application/json": {
@@ -16366,7 +16865,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:02.749Z",
+                     *           "createdAt": "2026-05-28T09:00:04.303Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -16521,7 +17020,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.749Z",
+                     *       "createdAt": "2026-05-28T09:00:04.303Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16682,7 +17181,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:02.749Z",
+                     *       "createdAt": "2026-05-28T09:00:04.303Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18481,8 +18980,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:02.984Z",
-                     *       "latencyMs": 12,
+                     *       "checkedAt": "2026-05-28T09:00:04.651Z",
+                     *       "latencyMs": 16,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -18850,8 +19349,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.554Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.554Z"
+                     *           "createdAt": "2026-05-28T09:00:02.545Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.545Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -18861,8 +19360,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.898Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.898Z"
+                     *           "createdAt": "2026-05-28T09:00:03.048Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.048Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19034,8 +19533,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.898Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.898Z"
+                     *       "createdAt": "2026-05-28T09:00:03.048Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.048Z"
                      *     }
                      */
                     "application/json": {
@@ -19208,8 +19707,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:01.898Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.898Z"
+                     *       "createdAt": "2026-05-28T09:00:03.048Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.048Z"
                      *     }
                      */
                     "application/json": {
@@ -19359,8 +19858,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:01.898Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.746Z"
+                     *       "createdAt": "2026-05-28T09:00:03.048Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.648Z"
                      *     }
                      */
                     "application/json": {
@@ -19530,11 +20029,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:02.794Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.360Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:02.794Z"
+                     *           "createdAt": "2026-05-28T09:00:04.360Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19686,11 +20185,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:02.794Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.360Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:02.794Z"
+                     *       "createdAt": "2026-05-28T09:00:04.360Z"
                      *     }
                      */
                     "application/json": {
@@ -19875,8 +20374,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.764Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.764Z"
+                     *       "createdAt": "2026-05-28T09:00:02.899Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.899Z"
                      *     }
                      */
                     "application/json": {
@@ -20192,8 +20691,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.764Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.866Z"
+                     *       "createdAt": "2026-05-28T09:00:02.899Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.008Z"
                      *     }
                      */
                     "application/json": {
@@ -20448,8 +20947,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.751Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.756Z"
+                     *       "createdAt": "2026-05-28T09:00:05.655Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.663Z"
                      *     }
                      */
                     "application/json": {
@@ -20644,8 +21143,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoGIzUfymaTJtz",
-                     *       "connectedAt": "2026-05-28T09:00:03.611Z"
+                     *       "account": "acct_RmoQLzpveqCc1kX",
+                     *       "connectedAt": "2026-05-28T09:00:05.433Z"
                      *     }
                      */
                     "application/json": {
@@ -20819,8 +21318,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoGIzUfymaTJtz",
-                     *       "connectedAt": "2026-05-28T09:00:03.611Z"
+                     *       "account": "acct_RmoQLzpveqCc1kX",
+                     *       "connectedAt": "2026-05-28T09:00:05.433Z"
                      *     }
                      */
                     "application/json": {
@@ -21389,8 +21888,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:01.645Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.645Z"
+                     *           "createdAt": "2026-05-28T09:00:02.676Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.676Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21569,8 +22068,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.645Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.645Z"
+                     *       "createdAt": "2026-05-28T09:00:02.676Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.676Z"
                      *     }
                      */
                     "application/json": {
@@ -21745,8 +22244,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.645Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.645Z"
+                     *       "createdAt": "2026-05-28T09:00:02.676Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.676Z"
                      *     }
                      */
                     "application/json": {
@@ -21923,8 +22422,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.645Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.686Z"
+                     *       "createdAt": "2026-05-28T09:00:02.676Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.794Z"
                      *     }
                      */
                     "application/json": {
@@ -22099,8 +22598,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.776Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.780Z"
+                     *       "createdAt": "2026-05-28T09:00:05.684Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.694Z"
                      *     }
                      */
                     "application/json": {
@@ -22291,8 +22790,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.726Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.726Z"
+                     *           "createdAt": "2026-05-28T09:00:02.827Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.827Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -22338,8 +22837,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.764Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.764Z"
+                     *           "createdAt": "2026-05-28T09:00:02.899Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.899Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -22382,8 +22881,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:01.772Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.772Z"
+                     *           "createdAt": "2026-05-28T09:00:02.908Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.908Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22731,8 +23230,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:01.764Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.764Z"
+                     *       "createdAt": "2026-05-28T09:00:02.899Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.899Z"
                      *     }
                      */
                     "application/json": {
@@ -23204,13 +23703,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:03.990Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.039Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:04.115Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.185Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -23219,8 +23718,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:04.132Z",
-                     *           "expiresAt": "2026-06-04T09:00:04.132Z"
+                     *           "createdAt": "2026-05-28T09:00:06.211Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.211Z"
                      *         }
                      *       ]
                      *     }
@@ -23381,8 +23880,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.001Z",
-                     *       "expiresAt": "2026-06-04T09:00:04.001Z"
+                     *       "createdAt": "2026-05-28T09:00:06.056Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.056Z"
                      *     }
                      */
                     "application/json": {
@@ -23870,7 +24369,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:04.115Z"
+                     *       "joinedAt": "2026-05-28T09:00:06.185Z"
                      *     }
                      */
                     "application/json": {
@@ -24258,7 +24757,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:02.738Z"
+                     *       "createdAt": "2026-05-28T09:00:04.278Z"
                      *     }
                      */
                     "application/json": {
@@ -24448,7 +24947,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:03.700Z"
+                     *       "createdAt": "2026-05-28T09:00:05.564Z"
                      *     }
                      */
                     "application/json": {
@@ -24626,7 +25125,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:03.700Z"
+                     *           "createdAt": "2026-05-28T09:00:05.564Z"
                      *         }
                      *       ]
                      *     }
@@ -24780,8 +25279,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:03.665Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.665Z"
+                     *           "createdAt": "2026-05-28T09:00:05.515Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.515Z"
                      *         }
                      *       ]
                      *     }
@@ -24955,8 +25454,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.665Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.665Z",
+                     *       "createdAt": "2026-05-28T09:00:05.515Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.515Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -25111,8 +25610,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.665Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.665Z"
+                     *       "createdAt": "2026-05-28T09:00:05.515Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.515Z"
                      *     }
                      */
                     "application/json": {
@@ -25404,8 +25903,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.665Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.690Z"
+                     *       "createdAt": "2026-05-28T09:00:05.515Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.551Z"
                      *     }
                      */
                     "application/json": {
@@ -25557,8 +26056,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.665Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.725Z"
+                     *       "createdAt": "2026-05-28T09:00:05.515Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.622Z"
                      *     }
                      */
                     "application/json": {
@@ -25710,8 +26209,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:03.665Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.735Z"
+                     *       "createdAt": "2026-05-28T09:00:05.515Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.630Z"
                      *     }
                      */
                     "application/json": {
@@ -26004,7 +26503,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:03.722Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.617Z"
                      *     }
                      */
                     "application/json": {

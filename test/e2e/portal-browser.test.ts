@@ -129,6 +129,15 @@ describe('customer portal in a browser', () => {
     expect(await page.getByRole('row', { name: /Alerts Pro active \(cancels at period end\)/ }).count()).toBe(
       1,
     );
+    // An alert of the customer's own, added in the form.
+    await page.getByLabel('Mail me').selectOption('credit_balance');
+    await page.getByLabel('Threshold').fill('20');
+    await page.getByRole('button', { name: 'Add alert' }).click();
+    await page.waitForURL(/\/portal\?done=alert/);
+    expect((await api('GET', '/v1/sdk/alerts?customerRef=ada')).body.data).toMatchObject([
+      { kind: 'credit_balance', threshold: 20 },
+    ]);
+    expect(await page.getByText('When my credit balance falls below 20 credits').count()).toBe(1);
     expect(await axeFindings(page)).toEqual([]);
     expect(errors).toEqual([]);
 

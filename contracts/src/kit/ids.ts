@@ -76,6 +76,8 @@ export const ID = {
   creditMovement: 'cre',
   /** A customer's auto top-up setting. */
   autoTopUp: 'atu',
+  /** A spend or usage alert, on a plan or of one customer. */
+  alert: 'alr',
   purchase: 'pur',
   paymentMethod: 'pm',
   payment: 'pay',

@@ -44,6 +44,11 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Deletes a customer: it can no longer be used, its access tokens are revoked, and its purchases, invoices and ledger entries are kept for the books.',
   'GET /v1/sdk/customers/:ref/balance':
     'The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.',
+  'POST /v1/sdk/alerts':
+    'An alert on every customer of a plan (`planRef`) or on one customer (`customerRef`): `allowance_percent` fires when the calls of a purchase’s period reach `threshold` percent of its plan’s limit (1–1000; the plan needs a limit), `credit_balance` when the credit balance falls below `threshold` credits. Each crossing fires once per period (a purchase’s period; for balances, until credits are added again) as a `customer.alert_triggered` event and a mail to the customer. The same alert twice is 409 `alert_exists`.',
+  'GET /v1/sdk/alerts': 'The alerts, of one plan or one customer when asked.',
+  'DELETE /v1/sdk/alerts/:id':
+    'Deletes an alert (with its record of what it fired). 404 `alert_not_found` otherwise.',
   'POST /v1/sdk/portal-sessions':
     'A link to the customer portal for one of your customers, as Stripe’s billing portal sessions: send the customer to `url` (it works once, within 15 minutes) and their browser is signed in to a page of their plans, credit balance and movements, invoices with PDFs, and their auto top-up, which they can set there. `returnUrl` (http or https) is where its Back link and sign-out go. A customer of another provider or environment is 404 `customer_not_found`.',
   'GET /v1/sdk/customers/:ref/auto-top-up':

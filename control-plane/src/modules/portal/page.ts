@@ -35,6 +35,8 @@ export interface PortalView {
     status: string;
     lastFailure: string | null;
   } | null;
+  /** The customer's own alerts (the provider's on their plans apply too, and are not listed). */
+  alerts: Array<{ id: string; kind: 'allowance_percent' | 'credit_balance'; threshold: number }>;
   /** A line above the page: what the last change did, or why it was refused. */
   notice: { kind: 'saved' | 'error'; text: string } | null;
 }
@@ -57,6 +59,7 @@ button{margin-top:14px;padding:10px 16px;border:0;border-radius:6px;background:v
 button.plain{background:none;color:var(--brand-text);text-decoration:underline;padding:0;margin-left:12px}
 a{color:var(--brand-text)}
 .notice{padding:8px 12px;border-radius:6px;margin:12px 0}.saved{background:#e6f4ea}.error{background:#fde7e9}
+form.inline{display:inline}form.inline button{margin:0 0 0 8px}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:13px;margin:12px 0}
 footer{margin-top:28px;font-size:13px;display:flex;gap:16px;align-items:center}footer button.plain{margin:0;font-size:13px}
@@ -137,6 +140,23 @@ ${packChoice('productRef', auto?.productRef)}
               `<tr><td>${day(i.at)}</td><td>${i.pdfUrl === null ? escapeHtml(i.id) : `<a href="${escapeHtml(i.pdfUrl)}">${escapeHtml(i.id)} (PDF)</a>`}</td><td>${escapeHtml(i.status)}</td><td class="n">${escapeHtml(i.total)}</td></tr>`,
           )
           .join('')}</tbody></table>`;
+  const alertText = (a: PortalView['alerts'][number]) =>
+    a.kind === 'allowance_percent'
+      ? `When I have used ${a.threshold}% of my allowance`
+      : `When my credit balance falls below ${a.threshold} credits`;
+  const alerts = `${
+    view.alerts.length === 0
+      ? '<p>You have no alerts of your own. We mail you when one is crossed, once a period.</p>'
+      : `<ul>${view.alerts
+          .map(
+            (a) =>
+              `<li>${escapeHtml(alertText(a))} <form method="post" action="/portal/alerts/remove" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(a.id)}"><button class="plain" type="submit" aria-label="Remove alert: ${escapeHtml(alertText(a))}">Remove</button></form></li>`,
+          )
+          .join('')}</ul>`
+  }<form method="post" action="/portal/alerts">${csrf}
+<label for="alert-kind">Mail me</label><select id="alert-kind" name="kind"><option value="allowance_percent">when I have used this percent of my allowance</option><option value="credit_balance">when my credit balance falls below this many credits</option></select>
+<label for="alert-threshold">Threshold</label><input id="alert-threshold" name="threshold" inputmode="numeric" required>
+<div><button type="submit">Add alert</button></div></form>`;
   const notice =
     view.notice === null
       ? ''
@@ -151,6 +171,7 @@ ${notice}
 <h2>Your plans</h2>${plans}
 <h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>${buyForm}
 <h2>Auto top-up</h2>${autoLine}${topUpForm}
+<h2>Alerts</h2>${alerts}
 <h2>Credit movements</h2>${movements}
 <h2>Invoices</h2>${invoices}
 <footer>${view.returnUrl === null ? '' : `<a href="${escapeHtml(view.returnUrl)}">Back to ${escapeHtml(m.displayName)}</a>`}

@@ -39,6 +39,8 @@ const DONE = {
   off: 'Auto top-up is off.',
   bought: 'Thank you: your credits are bought.',
   cancelled: 'Your plan will end at the end of its period.',
+  alert: 'Alert added.',
+  unalerted: 'Alert removed.',
 } as const;
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
 
@@ -167,6 +169,23 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
         packs: Math.max(1, wholeNumber(fields, 'packs', 100)),
       }),
     );
+
+    form('/portal/alerts', async (secret, fields) => {
+      const done = await portal.addAlert(secret, {
+        csrf: fields.csrf,
+        kind: (fields.kind ?? '').slice(0, 40),
+        threshold: wholeNumber(fields, 'threshold', 1_000_000_000_000),
+      });
+      return done === undefined ? undefined : `/portal?done=${done}`;
+    });
+
+    form('/portal/alerts/remove', async (secret, fields) => {
+      const done = await portal.removeAlert(secret, {
+        csrf: fields.csrf,
+        id: (fields.id ?? '').slice(0, 100),
+      });
+      return done === undefined ? undefined : `/portal?done=${done}`;
+    });
 
     form('/portal/cancel', async (secret, fields) => {
       const done = await portal.cancelAtPeriodEnd(secret, {

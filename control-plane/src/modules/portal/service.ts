@@ -4,6 +4,8 @@ import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import type { AlertKind } from '../alerts/repository';
+import type { AlertService } from '../alerts/service';
 import type { AutoTopUpUpdate } from '../auto-topups/schemas';
 import type { AutoTopUps } from '../auto-topups/service';
 import type { BillingService } from '../billing/service';
@@ -56,6 +58,7 @@ export class PortalService {
       purchases: PurchaseService;
       billing: BillingService;
       checkoutSessions: CheckoutSessions;
+      alerts: AlertService;
     },
   ) {}
 
@@ -139,11 +142,12 @@ export class PortalService {
     const customerRef = session.customer_id;
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) return undefined;
-    const [balance, movements, purchases, invoices] = await Promise.all([
+    const [balance, movements, purchases, invoices, alerts] = await Promise.all([
       this.deps.credits.balance(auth, customerRef),
       this.deps.credits.list(auth, customerRef, { limit: 10 }),
       this.deps.purchases.list(auth, { limit: 20, customerRef }),
       this.deps.billing.list(auth, { limit: 10, customerRef }),
+      this.deps.alerts.list(auth, { customerRef }),
     ]);
     const autoTopUp = await this.deps.autoTopUps.get(auth, customerRef).catch((error: unknown) => {
       if (error instanceof NotFoundError) return null;
@@ -203,6 +207,7 @@ export class PortalService {
               status: autoTopUp.status,
               lastFailure: autoTopUp.lastFailure,
             },
+      alerts: alerts.data.map((a) => ({ id: a.id, kind: a.kind, threshold: a.threshold })),
       notice,
     };
   }
@@ -278,6 +283,35 @@ export class PortalService {
       throw new NotFoundError('purchase_not_found', `No purchase ${form.purchaseRef}`);
     await this.deps.purchases.cancel(auth, purchase.reference, true);
     return 'cancelled' as const;
+  }
+
+  /** The customer adds an alert of their own (the provider's on their plans apply too). */
+  async addAlert(
+    secret: string | undefined,
+    form: { csrf?: string | undefined; kind: string; threshold: number },
+  ) {
+    const session = await this.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    if (form.kind !== 'allowance_percent' && form.kind !== 'credit_balance')
+      throw new ValidationError([{ path: '/kind', message: 'names no kind of alert', location: 'body' }]);
+    await this.deps.alerts.create(tenantOf(session), {
+      customerRef: session.customer_id,
+      kind: form.kind as AlertKind,
+      threshold: form.threshold,
+    });
+    return 'alert' as const;
+  }
+
+  /** Removes one of the customer's own alerts; any other id is as absent as an unknown one. */
+  async removeAlert(secret: string | undefined, form: { csrf?: string | undefined; id: string }) {
+    const session = await this.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const own = await this.deps.alerts.list(auth, { customerRef: session.customer_id });
+    if (!own.data.some((a) => a.id === form.id))
+      throw new NotFoundError('alert_not_found', `No alert ${form.id}`);
+    await this.deps.alerts.remove(auth, form.id);
+    return 'unalerted' as const;
   }
 
   async signOut(secret: string | undefined): Promise<string | null> {

@@ -1,11 +1,16 @@
 /**
- * The 46 event types of spec 6.4, and the 2 of auto top-up (issue 64), each with its group and
- * what it announces.
+ * The 46 event types of spec 6.4, and the 3 of the customer portal's auto top-up and alerts
+ * (issue 64), each with its group and what it announces.
  */
 export const EVENT_TYPES = [
   ['customer.created', 'customer', 'A customer was created'],
   ['customer.updated', 'customer', "A customer's details changed"],
   ['customer.deleted', 'customer', 'A customer was deleted'],
+  [
+    'customer.alert_triggered',
+    'customer',
+    'An alert crossed its threshold: allowance used or credits low (once per period)',
+  ],
   ['purchase.created', 'purchase', 'A purchase was created (including trial starts)'],
   ['purchase.activated', 'purchase', 'A purchase became active after its first successful payment'],
   ['purchase.updated', 'purchase', 'A purchase changed'],

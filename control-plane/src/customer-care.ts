@@ -1,0 +1,73 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
+import type { Clock } from './clock';
+import type { Pool } from './db/pool';
+import type { Mailer } from './mail';
+import { alertRoutes } from './modules/alerts/routes';
+import { AlertService } from './modules/alerts/service';
+import { autoTopUpRoutes } from './modules/auto-topups/routes';
+import { AutoTopUps } from './modules/auto-topups/service';
+import type { BillingService } from './modules/billing/service';
+import type { CheckoutSessions } from './modules/checkout/sessions';
+import type { CreditService } from './modules/credits/service';
+import type { UsageDebits } from './modules/credits/usage-debits';
+import type { PaymentService } from './modules/payments/service';
+import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
+import { PortalService } from './modules/portal/service';
+import type { BillingScheduler } from './modules/purchases/scheduler';
+import type { PurchaseService } from './modules/purchases/service';
+
+/**
+ * What looks after a paying customer (issue 64, docs/portal.md): auto top-up, spend and usage
+ * alerts, and the portal that shows them; wired to the credit movements and the scheduler they
+ * react to. Answers the services and their routes: the portal's pages are public (a link or the
+ * portal cookie), the rest is API behind the provider's key.
+ */
+export function customerCare(deps: {
+  pool: Pool;
+  paying: Pool;
+  clock: Clock;
+  publicUrl: string;
+  secureCookies: boolean;
+  reader: UsageReader;
+  mailer: Mailer;
+  logger: Logger;
+  scheduler: BillingScheduler;
+  credits: CreditService;
+  usageDebits: UsageDebits;
+  payments: PaymentService;
+  purchases: PurchaseService;
+  billing: BillingService;
+  checkoutSessions: CheckoutSessions;
+}) {
+  const { credits, usageDebits, scheduler } = deps;
+  // Auto top-up: checked after every movement that lowered a balance, and swept after each settlement.
+  const autoTopUps = new AutoTopUps(
+    deps.paying,
+    deps.clock,
+    credits,
+    deps.payments,
+    usageDebits,
+    deps.logger,
+  );
+  credits.onBalanceLowered((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
+  usageDebits.onDebited((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
+  scheduler.addJob(() => autoTopUps.runDue());
+  const alerts = new AlertService(deps.pool, deps.clock, deps.reader, deps.mailer, deps.logger);
+  scheduler.addJob(() => alerts.runDue());
+  const portal = new PortalService(deps.pool, deps.clock, deps.publicUrl, {
+    credits,
+    autoTopUps,
+    purchases: deps.purchases,
+    billing: deps.billing,
+    checkoutSessions: deps.checkoutSessions,
+    alerts,
+  });
+  return {
+    autoTopUps,
+    alerts,
+    portal,
+    publicRoutes: [portalPageRoutes(portal, deps.secureCookies)],
+    apiRoutes: [autoTopUpRoutes(autoTopUps), portalSessionRoutes(portal), alertRoutes(alerts)],
+  };
+}

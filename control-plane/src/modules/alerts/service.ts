@@ -1,0 +1,208 @@
+import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
+import type { Static } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool } from '../../db/pool';
+import { ConflictError, NotFoundError, ValidationError } from '../../errors';
+import type { Mailer } from '../../mail';
+import type { AuthContext } from '../../tenancy';
+import { findCustomer } from '../customers/repository';
+import { unixSeconds, writeEvent } from '../events/outbox';
+import { findMeter, REQUESTS_METER } from '../meters/repository';
+import { findPlan } from '../plans/repository';
+import { getProvider } from '../providers/repository';
+import {
+  type AlertRow,
+  deleteAlert,
+  insertAlert,
+  listAlerts,
+  lowBalances,
+  recordFiring,
+  watchedAllowances,
+} from './repository';
+import type { Alert, AlertCreate } from './schemas';
+
+const toAlert = (row: AlertRow): Static<typeof Alert> => ({
+  id: row.id,
+  planRef: row.plan_id,
+  customerRef: row.customer_id,
+  kind: row.kind,
+  threshold: Number(row.threshold),
+  createdAt: row.created_at.toISOString(),
+});
+
+/** One crossing to announce: the alert, whom it concerns, and what was measured. */
+interface Crossing {
+  alertId: string;
+  tenant: AuthContext;
+  customerId: string;
+  kind: AlertRow['kind'];
+  threshold: number;
+  periodKey: string;
+  value: number;
+  /** For allowance alerts: the purchase and its limit. */
+  purchaseId?: string;
+  limit?: number;
+}
+
+/**
+ * Spend and usage alerts (docs/portal.md#alerts): a provider's on a plan, or a customer's own.
+ * Each scheduler pass measures what every alert watches (the calls of each purchase's period
+ * against its plan's limit, from the usage store as the limit counters start from; the credit
+ * balance) and announces each crossing once per period: a `customer.alert_triggered` event,
+ * written with the firing's row, whose primary key makes it once however many passes race, and
+ * a mail to the customer when they have an address.
+ */
+export class AlertService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly reader: UsageReader,
+    private readonly mailer: Mailer,
+    private readonly logger: Logger,
+  ) {}
+
+  async create(auth: AuthContext, input: Static<typeof AlertCreate>) {
+    const problem = (path: string, message: string) =>
+      new ValidationError([{ path, message, location: 'body' }]);
+    if ((input.planRef === undefined) === (input.customerRef === undefined))
+      throw problem('/planRef', 'send either planRef (every customer of the plan) or customerRef');
+    if (input.kind === 'allowance_percent' && (input.threshold < 1 || input.threshold > 1000))
+      throw problem('/threshold', 'is a percent of the allowance, from 1 to 1000');
+    let planId: string | null = null;
+    let customerId: string | null = null;
+    if (input.planRef !== undefined) {
+      const plan = await findPlan(this.pool, auth, input.planRef);
+      if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
+      if (input.kind === 'allowance_percent' && plan.usage_limit === null)
+        throw problem('/planRef', 'the plan has no limit to measure an allowance against');
+      planId = plan.id;
+    } else if (input.customerRef !== undefined) {
+      const customer = await findCustomer(this.pool, auth, input.customerRef);
+      if (customer === undefined)
+        throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
+      customerId = customer.id;
+    }
+    const row = await insertAlert(this.pool, {
+      id: newId(ID.alert),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      plan_id: planId,
+      customer_id: customerId,
+      kind: input.kind,
+      threshold: input.threshold,
+      created_at: this.clock.now(),
+    });
+    if (row === undefined) throw new ConflictError('alert_exists', 'The same alert exists already');
+    return toAlert(row);
+  }
+
+  async list(auth: AuthContext, query: { planRef?: string | undefined; customerRef?: string | undefined }) {
+    const customer =
+      query.customerRef === undefined ? undefined : await findCustomer(this.pool, auth, query.customerRef);
+    if (query.customerRef !== undefined && customer === undefined) return { data: [] };
+    const rows = await listAlerts(this.pool, auth, { planId: query.planRef, customerId: customer?.id });
+    return { data: rows.map(toAlert) };
+  }
+
+  async remove(auth: AuthContext, id: string) {
+    const row = await deleteAlert(this.pool, auth, id);
+    if (row === undefined) throw new NotFoundError('alert_not_found', `No alert ${id}`);
+    return { id: row.id, deleted: true as const };
+  }
+
+  /** Scheduler job: every crossing not announced yet; answers how many it announced. */
+  async runDue(): Promise<number> {
+    const at = this.clock.now();
+    const crossings: Crossing[] = [];
+    for (const w of await watchedAllowances(this.pool)) {
+      const tenant: AuthContext = { providerId: w.provider_id, environment: w.environment };
+      try {
+        const meter = await findMeter(this.pool, w.provider_id, w.environment, REQUESTS_METER);
+        if (meter === undefined) continue;
+        const used = await this.reader.limitUsage({
+          ...tenant,
+          meterRef: meter.id,
+          customerRef: w.customer_id,
+          productId: w.product_id,
+          from: w.period_start,
+          to: new Date(at.getTime() + 60_000),
+        });
+        // Whole numbers: used / limit ≥ threshold %, without rounding either side.
+        if (used * 100 < Number(w.threshold) * w.usage_limit) continue;
+        crossings.push({
+          alertId: w.alert_id,
+          tenant,
+          customerId: w.customer_id,
+          kind: 'allowance_percent',
+          threshold: Number(w.threshold),
+          periodKey: `${w.purchase_id}:${w.period_start.toISOString()}`,
+          value: Math.floor((used * 100) / w.usage_limit),
+          purchaseId: w.purchase_id,
+          limit: w.usage_limit,
+        });
+      } catch (error) {
+        // The usage store away: measured again at the next pass, nothing lost.
+        this.logger.warn({ err: error, alert: w.alert_id }, 'allowance alert not measured');
+      }
+    }
+    for (const b of await lowBalances(this.pool))
+      crossings.push({
+        alertId: b.alert_id,
+        tenant: { providerId: b.provider_id, environment: b.environment },
+        customerId: b.customer_id,
+        kind: 'credit_balance',
+        threshold: Number(b.threshold),
+        periodKey: `funding:${b.funding}`,
+        value: Number(b.balance),
+      });
+    let fired = 0;
+    for (const crossing of crossings) if (await this.announce(crossing, at)) fired++;
+    return fired;
+  }
+
+  /** The firing and its event in one transaction, then the mail; false when fired already. */
+  private async announce(c: Crossing, at: Date): Promise<boolean> {
+    const fired = await inTransaction(this.pool, async (tx) => {
+      if (!(await recordFiring(tx, { ...c, at }))) return false;
+      await writeEvent(tx, {
+        ...c.tenant,
+        type: 'customer.alert_triggered',
+        object: {
+          alert: c.alertId,
+          customer: c.customerId,
+          kind: c.kind,
+          threshold: c.threshold,
+          value: c.value,
+          period: c.periodKey,
+          ...(c.purchaseId === undefined ? {} : { purchase: c.purchaseId, limit: c.limit }),
+          created: unixSeconds(at),
+        },
+        at,
+      });
+      return true;
+    });
+    if (fired) await this.mail(c);
+    return fired;
+  }
+
+  /** Tells the customer, when they have an address; a mail that fails is logged (the event stands). */
+  private async mail(c: Crossing): Promise<void> {
+    const customer = await findCustomer(this.pool, c.tenant, c.customerId);
+    if (customer?.email == null) return;
+    const merchant = (await getProvider(this.pool, c.tenant.providerId))?.displayName ?? 'Your provider';
+    const text =
+      c.kind === 'allowance_percent'
+        ? `You have used ${c.value}% of your allowance this period (${c.threshold}% was your alert).`
+        : `Your credit balance is ${c.value} credits, below the ${c.threshold} of your alert.`;
+    try {
+      await this.mailer.send({
+        to: customer.email,
+        subject: `${merchant}: ${c.kind === 'allowance_percent' ? `${c.threshold}% of your allowance used` : 'your credits are running low'}`,
+        text,
+      });
+    } catch (error) {
+      this.logger.error({ err: error, alert: c.alertId }, 'alert mail not sent; the event was');
+    }
+  }
+}
