@@ -62,6 +62,7 @@ export function customerCare(deps: {
     billing: deps.billing,
     checkoutSessions: deps.checkoutSessions,
     alerts,
+    reader: deps.reader,
   });
   return {
     autoTopUps,

@@ -1,3 +1,4 @@
+import { callRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
@@ -200,6 +201,54 @@ describe('customer portal', () => {
     const after = await get('/portal', cookie);
     expect(after.statusCode).toBe(401);
     expect(after.body).toContain('You are not signed in');
+  });
+
+  it('shows usage priced by the period as the upcoming invoice answers it, to the cent', async () => {
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({
+      displayName: 'Metered Co',
+    });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    const product = (await api('POST', '/v1/ui/products', { name: 'Geocoder' })).body.id as string;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Metered',
+        type: 'usage-based',
+        billingModel: 'post-paid',
+        billingCycle: 'monthly',
+        price: 3,
+        currency: 'usd',
+        freeUnits: 2,
+      })
+    ).body.id as string;
+    const id = (await api('POST', '/v1/sdk/customers', { externalRef: 'gus' })).body.id as string;
+    await api('POST', '/v1/sdk/customers/gus/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    const activated = await api('POST', '/v1/sdk/activate', { customerRef: 'gus', planRef: plan });
+    expect(activated.body.status).toBe('activated');
+    const meter = {
+      providerId: provider.id,
+      environment: 'sandbox' as const,
+      meterRef: (await api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    await harness.store.store.insert(
+      Array.from({ length: 9 }, () =>
+        callRecord(meter, id, clock.now().toISOString(), {
+          outcome: 'success',
+          admitted: true,
+          productId: product,
+        }),
+      ),
+    );
+    const upcoming = (await api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${activated.body.purchaseRef}`))
+      .body;
+    expect(upcoming).toMatchObject({ usage: { units: 9, freeUnits: 2, billableUnits: 7 }, total: 21 });
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: 'gus' })).body.url as string;
+    const cookie = String((await get(new URL(link).pathname)).headers['set-cookie']).split(';')[0] ?? '';
+    expect((await get('/portal', cookie)).body).toContain(
+      'Usage so far this period (Geocoder, Metered): $0.21 for 7 billable calls, on your next invoice',
+    );
   });
 
   it('refuses another provider’s customer, bad return URLs, and links past their 15 minutes', async () => {

@@ -1,3 +1,4 @@
+import { callRecord } from '@mcp-meter/contracts/usage-record';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
@@ -26,7 +27,9 @@ describe('customer portal in a browser', () => {
   });
 
   it('shows the balance, sets an auto top-up, and shows the top-up it made', async () => {
-    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Acme Search' });
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({
+      displayName: 'Acme Search',
+    });
     const api = injectClient(harness.controlPlane, sandboxKey);
     await api('PATCH', '/v1/sdk/merchant', { brandColor: '#1d4ed8', supportEmail: 'help@acme.example' });
     const product = (await api('POST', '/v1/ui/products', { name: 'Search API' })).body.id as string;
@@ -40,7 +43,8 @@ describe('customer portal in a browser', () => {
         topUp: { credits: 50, amount: 500 },
       })
     ).body.id as string;
-    await api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com' });
+    const ada = (await api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com' }))
+      .body.id as string;
     expect(
       (
         await api('POST', '/v1/sdk/customers/ada/payment-methods', {
@@ -114,11 +118,39 @@ describe('customer portal in a browser', () => {
         billingCycle: 'monthly',
         price: 900,
         currency: 'usd',
+        limit: 100,
       })
     ).body.id as string;
     const bought = await api('POST', '/v1/sdk/activate', { customerRef: 'ada', planRef: pro });
     expect(bought.body.status).toBe('activated');
+    // Three calls of the period: the allowance column says what the limit check would.
+    const meter = {
+      providerId: provider.id,
+      environment: 'sandbox' as const,
+      meterRef: (await api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    await harness.store.store.insert(
+      Array.from({ length: 3 }, () =>
+        callRecord(meter, ada, new Date().toISOString(), {
+          outcome: 'success',
+          admitted: true,
+          productId: monthly,
+        }),
+      ),
+    );
+    const check = await api('POST', '/v1/sdk/limits', {
+      customerRef: 'ada',
+      productRef: monthly,
+      consume: false,
+    });
+    expect(check.body).toMatchObject({ used: 3, limit: 100, remaining: 97 });
     await page.goto(`${baseUrl}/portal`);
+    expect(
+      await page
+        .getByRole('row', { name: /Alerts Alerts Pro active .* 3 of 100 calls used, 97 left/ })
+        .count(),
+    ).toBe(1);
     await page.getByRole('button', { name: 'Cancel at period end: Alerts, Alerts Pro' }).click();
     await page.waitForURL(/\/portal\?done=cancelled/);
     expect(await page.getByRole('status').innerText()).toBe('Your plan will end at the end of its period.');

@@ -23,11 +23,20 @@ export interface PortalView {
     status: string;
     periodEnd: string | null;
     cancelAtPeriodEnd: boolean;
+    /** Usage priced by the period (post-paid): billable calls so far and what they come to. */
+    usageSoFar: { calls: number; total: string } | null;
+    /** Calls of this period against the plan's limit (undefined: no limit; null: not readable now). */
+    allowance?: { used: number; limit: number; left: number } | null | undefined;
     /** The plan's top-up pack in words ("50 credits for $5.00"), or null when it sells none. */
     pack: string | null;
   }>;
   movements: Array<{ at: string; kind: string; amount: number; balance: number; reason: string | null }>;
   invoices: Array<{ id: string; at: string; status: string; total: string; pdfUrl: string | null }>;
+  /**
+   * Draft invoices: periods that have ended and whose late usage is still being counted, to the
+   * cent so far (the invoice closes with the same lines plus what arrives late).
+   */
+  upcoming: Array<{ id: string; total: string }>;
   autoTopUp: {
     productRef: string;
     threshold: number;
@@ -77,13 +86,19 @@ export function renderPortal(view: PortalView): string {
   const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}">`;
   const who = view.customer.name ?? view.customer.email ?? view.customer.ref;
   const sellsPacks = view.plans.filter((p) => p.pack !== null);
+  const allowanceText = (a: PortalView['plans'][number]['allowance']) =>
+    a === undefined
+      ? '—'
+      : a === null
+        ? 'not available right now'
+        : `${a.used} of ${a.limit} calls used, ${a.left} left`;
   const plans =
     view.plans.length === 0
       ? '<p>You have no plans yet.</p>'
-      : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th><th scope="col"><span class="sr">Change</span></th></tr></thead><tbody>${view.plans
+      : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th><th scope="col">Allowance this period</th><th scope="col"><span class="sr">Change</span></th></tr></thead><tbody>${view.plans
           .map(
             (p) =>
-              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${
+              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${allowanceText(p.allowance)}</td><td>${
                 p.cancellable
                   ? `<form method="post" action="/portal/cancel">${csrf}<input type="hidden" name="purchaseRef" value="${escapeHtml(p.purchaseRef)}"><button class="plain" type="submit" aria-label="Cancel at period end: ${escapeHtml(`${p.product}, ${p.plan}`)}">Cancel at period end</button></form>`
                   : ''
@@ -173,7 +188,17 @@ ${notice}
 <h2>Auto top-up</h2>${autoLine}${topUpForm}
 <h2>Alerts</h2>${alerts}
 <h2>Credit movements</h2>${movements}
-<h2>Invoices</h2>${invoices}
+<h2>Invoices</h2>${view.plans
+      .filter((p) => p.usageSoFar !== null)
+      .map(
+        (p) =>
+          `<p class="upcoming">Usage so far this period (${escapeHtml(`${p.product}, ${p.plan}`)}): ${escapeHtml(p.usageSoFar?.total ?? '')} for ${p.usageSoFar?.calls ?? 0} billable calls, on your next invoice</p>`,
+      )
+      .join('')}${
+      view.upcoming.length === 0
+        ? ''
+        : `<p id="upcoming">${view.upcoming.map((u) => `Being finalized (draft ${escapeHtml(u.id)}): ${escapeHtml(u.total)} so far`).join('<br>')}</p>`
+    }${invoices}
 <footer>${view.returnUrl === null ? '' : `<a href="${escapeHtml(view.returnUrl)}">Back to ${escapeHtml(m.displayName)}</a>`}
 <form method="post" action="/portal/sign-out"><input type="hidden" name="csrf" value="${escapeHtml(view.csrfToken)}"><button class="plain" type="submit">Sign out</button></form>
 ${m.supportEmail === null ? '' : `<a href="mailto:${escapeHtml(m.supportEmail)}">Support</a>`}</footer>`,

@@ -1,4 +1,5 @@
 import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
+import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
@@ -13,6 +14,7 @@ import { formatMoney } from '../checkout/page';
 import type { CheckoutSessions } from '../checkout/sessions';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
+import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
@@ -59,8 +61,36 @@ export class PortalService {
       billing: BillingService;
       checkoutSessions: CheckoutSessions;
       alerts: AlertService;
+      reader: UsageReader;
     },
   ) {}
+
+  /**
+   * Calls of the purchase's period so far against its plan's limit, counted as the limit counter
+   * starts from; null when the usage store cannot be read now (the page says so, nothing else).
+   */
+  private async allowanceOf(
+    auth: AuthContext,
+    customerId: string,
+    purchase: { productId: string; periodStart: string },
+    limit: number,
+  ) {
+    const meter = await findMeter(this.pool, auth.providerId, auth.environment, REQUESTS_METER);
+    if (meter === undefined) return null;
+    try {
+      const used = await this.deps.reader.limitUsage({
+        ...auth,
+        meterRef: meter.id,
+        customerRef: customerId,
+        productId: purchase.productId,
+        from: new Date(purchase.periodStart),
+        to: new Date(this.clock.now().getTime() + 60_000),
+      });
+      return { used, limit, left: Math.max(0, limit - used) };
+    } catch {
+      return null;
+    }
+  }
 
   /** A single-use link to the portal of the customer; another provider's customer is 404. */
   async createLink(auth: AuthContext, input: Static<typeof PortalSessionCreate>) {
@@ -142,11 +172,12 @@ export class PortalService {
     const customerRef = session.customer_id;
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) return undefined;
-    const [balance, movements, purchases, invoices, alerts] = await Promise.all([
+    const [balance, movements, purchases, invoices, drafts, alerts] = await Promise.all([
       this.deps.credits.balance(auth, customerRef),
       this.deps.credits.list(auth, customerRef, { limit: 10 }),
       this.deps.purchases.list(auth, { limit: 20, customerRef }),
       this.deps.billing.list(auth, { limit: 10, customerRef }),
+      this.deps.billing.list(auth, { limit: 10, customerRef, status: 'draft' }),
       this.deps.alerts.list(auth, { customerRef }),
     ]);
     const autoTopUp = await this.deps.autoTopUps.get(auth, customerRef).catch((error: unknown) => {
@@ -168,6 +199,21 @@ export class PortalService {
           status: p.status,
           periodEnd: p.periodEnd,
           cancelAtPeriodEnd: p.cancelAtPeriodEnd,
+          // Usage priced by the period (post-paid): what it comes to so far, as the upcoming invoice.
+          usageSoFar:
+            plan === undefined ||
+            !['usage-based', 'hybrid'].includes(plan.type) ||
+            plan.billing_model === 'pre-paid' ||
+            !['trialing', 'active', 'past_due'].includes(p.status)
+              ? null
+              : await this.deps.billing
+                  .upcoming(auth, p.reference)
+                  .then((u) => ({ calls: u.usage.billableUnits, total: formatMoney(u.total, u.currency) }))
+                  .catch(() => null),
+          allowance:
+            plan?.usage_limit == null || !['trialing', 'active', 'past_due'].includes(p.status)
+              ? undefined
+              : await this.allowanceOf(auth, customerRef, p, plan.usage_limit),
           pack:
             plan === undefined || plan.topup_credits === null || plan.topup_amount === null
               ? null
@@ -190,6 +236,7 @@ export class PortalService {
         balance: m.balance,
         reason: m.reason,
       })),
+      upcoming: drafts.data.map((i) => ({ id: i.id, total: formatMoney(i.total, i.currency) })),
       invoices: invoices.data.map((i) => ({
         id: i.id,
         at: i.finalizedAt ?? i.createdAt,
