@@ -421,9 +421,11 @@ describe('usage rollups', () => {
     expect((await handle.rollups?.cleanSlots('sandbox', { from: START, to: END }))?.size).toBe(0);
     await checkEverything();
     await handle.rollups?.roll();
-    expect([
-      ...((await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })) ?? []).keys(),
-    ]).toEqual([...(clean ?? []).keys()]);
+    // The same slots clean again (the store answers them in no particular order).
+    const again = await handle.rollups?.cleanSlots('sandbox', { from: START, to: END });
+    expect([...(again ?? []).keys()].sort((a, b) => a - b)).toEqual(
+      [...(clean ?? []).keys()].sort((a, b) => a - b),
+    );
     await checkEverything();
   });
 });
