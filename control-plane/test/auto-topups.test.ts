@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { creditsProduct } from '../../test/helpers/credit-plans';
 import { MovableClock } from '../src/clock';
 
 /**
@@ -22,20 +23,11 @@ type Json = Record<string, any>;
 async function seller(name: string) {
   const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
   const api = injectClient(harness.controlPlane, sandboxKey);
-  const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body.id as string;
-  const plan = await api('POST', `/v1/ui/products/${product}/plans`, {
-    name: 'Credits',
-    type: 'usage-based',
-    billingModel: 'pre-paid',
-    creditsPerUnit: 1,
-    currency: 'usd',
-    topUp: { credits: 50, amount: 500 },
-  });
-  expect(plan.status).toBe(201);
+  const { product, plan } = await creditsProduct(api);
   return {
     api,
     product,
-    plan: plan.body.id as string,
+    plan,
     auth: { providerId: provider.id, environment: 'sandbox' as const },
   };
 }

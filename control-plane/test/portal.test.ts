@@ -1,6 +1,7 @@
 import { callRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { creditsProduct } from '../../test/helpers/credit-plans';
 import { MovableClock } from '../src/clock';
 
 /**
@@ -18,18 +19,7 @@ afterAll(() => harness?.close());
 async function seller(name: string) {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
   const api = injectClient(harness.controlPlane, sandboxKey);
-  const product = (await api('POST', '/v1/ui/products', { name: 'Search' })).body.id as string;
-  const plan = (
-    await api('POST', `/v1/ui/products/${product}/plans`, {
-      name: 'Credits',
-      type: 'usage-based',
-      billingModel: 'pre-paid',
-      creditsPerUnit: 1,
-      currency: 'usd',
-      topUp: { credits: 50, amount: 500 },
-    })
-  ).body.id as string;
-  return { api, product, plan };
+  return { api, ...(await creditsProduct(api)) };
 }
 
 const get = (url: string, cookie?: string) =>

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { creditsProduct } from '../../test/helpers/credit-plans';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import { MovableClock } from '../src/clock';
 
@@ -40,17 +41,7 @@ describe('auto top-up through Stripe', () => {
         })
       ).status,
     ).toBe(200);
-    const product = (await live('POST', '/v1/ui/products', { name: 'Search' })).body.id as string;
-    const plan = (
-      await live('POST', `/v1/ui/products/${product}/plans`, {
-        name: 'Credits',
-        type: 'usage-based',
-        billingModel: 'pre-paid',
-        creditsPerUnit: 1,
-        currency: 'usd',
-        topUp: { credits: 50, amount: 500 },
-      })
-    ).body.id as string;
+    const { product, plan } = await creditsProduct(live);
     const customer = (await live('POST', '/v1/sdk/customers', { email: 'ada@example.com' })).body
       .reference as string;
     expect(

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
 import { axeFindings, newPerson, shoot } from '../helpers/console-browser';
 import { injectClient, startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import { creditsProduct } from '../helpers/credit-plans';
 
 /**
  * The customer portal in Chromium (issue 64): a customer opens the link their provider made,
@@ -32,17 +33,7 @@ describe('customer portal in a browser', () => {
     });
     const api = injectClient(harness.controlPlane, sandboxKey);
     await api('PATCH', '/v1/sdk/merchant', { brandColor: '#1d4ed8', supportEmail: 'help@acme.example' });
-    const product = (await api('POST', '/v1/ui/products', { name: 'Search API' })).body.id as string;
-    const plan = (
-      await api('POST', `/v1/ui/products/${product}/plans`, {
-        name: 'Pay as you go',
-        type: 'usage-based',
-        billingModel: 'pre-paid',
-        creditsPerUnit: 1,
-        currency: 'usd',
-        topUp: { credits: 50, amount: 500 },
-      })
-    ).body.id as string;
+    const { product, plan } = await creditsProduct(api, { product: 'Search API', plan: 'Pay as you go' });
     const ada = (await api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@example.com' }))
       .body.id as string;
     expect(
