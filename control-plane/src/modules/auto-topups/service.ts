@@ -10,9 +10,8 @@ import type { UsageDebits } from '../credits/usage-debits';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
-import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
-import { findAccessPurchase } from '../purchases/repository';
+import { packOf } from './pack';
 import {
   type AutoTopUpRow,
   deleteAutoTopUp,
@@ -169,7 +168,7 @@ export class AutoTopUps {
     at: Date,
   ): Promise<TopUpOutcome> {
     const attempt = setting.attempts + 1;
-    const pack = await this.packOf(tx, tenant, setting);
+    const pack = await packOf(tx, tenant, setting.customer_id, setting.product_id);
     let failure: string | undefined;
     let paid: { credits: number; amount: number; paymentId: string } | undefined;
     if (typeof pack === 'string') failure = pack;
@@ -241,23 +240,5 @@ export class AutoTopUps {
     return paid === undefined
       ? { kind: 'failed', reason: failure ?? 'failed', stopped }
       : { kind: 'succeeded', ...paid };
-  }
-
-  /**
-   * The pack a top-up buys: the top-up pack of the plan the customer holds of the product, with
-   * its currency; or why there is none.
-   */
-  private async packOf(tx: PoolClient, tenant: AuthContext, setting: AutoTopUpRow) {
-    const purchase = await findAccessPurchase(tx, setting.customer_id, setting.product_id);
-    if (purchase === undefined) return 'no_plan';
-    const plan = await findPlan(tx, tenant, purchase.plan_id);
-    if (plan === undefined || plan.topup_credits === null || plan.topup_amount === null)
-      return 'no_top_up_pack';
-    return {
-      credits: Number(plan.topup_credits),
-      amount: plan.topup_amount,
-      currency: plan.currency,
-      planId: plan.id,
-    };
   }
 }

@@ -7,6 +7,7 @@ import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { AlertKind } from '../alerts/repository';
 import type { AlertService } from '../alerts/service';
+import { packOf } from '../auto-topups/pack';
 import type { AutoTopUpUpdate } from '../auto-topups/schemas';
 import type { AutoTopUps } from '../auto-topups/service';
 import type { BillingService } from '../billing/service';
@@ -18,7 +19,6 @@ import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
-import { findAccessPurchase } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
 import { newSecret, sha256 } from '../sign-in/secrets';
 import type { PortalView } from './page';
@@ -297,18 +297,17 @@ export class PortalService {
     const session = await this.proven(secret, form.csrf);
     if (session === undefined) return undefined;
     const auth = tenantOf(session);
-    const purchase = await findAccessPurchase(this.pool, session.customer_id, form.productRef);
-    const plan = purchase === undefined ? undefined : await findPlan(this.pool, auth, purchase.plan_id);
-    if (plan === undefined || plan.topup_credits === null || plan.topup_amount === null)
+    const pack = await packOf(this.pool, auth, session.customer_id, form.productRef);
+    if (typeof pack === 'string')
       throw new ValidationError([
         { path: '/productRef', message: 'names no plan of yours that sells credit packs', location: 'body' },
       ]);
     const checkout = await this.deps.checkoutSessions.create(auth, {
       customerRef: session.customer_id,
       topup: {
-        credits: Number(plan.topup_credits) * form.packs,
-        amount: plan.topup_amount * form.packs,
-        currency: plan.currency,
+        credits: pack.credits * form.packs,
+        amount: pack.amount * form.packs,
+        currency: pack.currency,
       },
       successUrl: `${this.publicUrl}/portal?done=bought`,
       cancelUrl: `${this.publicUrl}/portal`,
