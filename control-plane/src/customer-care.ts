@@ -16,6 +16,7 @@ import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
 import { PortalService } from './modules/portal/service';
 import type { BillingScheduler } from './modules/purchases/scheduler';
 import type { PurchaseService } from './modules/purchases/service';
+import type { SignInService } from './modules/sign-in/service';
 
 /**
  * What looks after a paying customer (issue 64, docs/portal.md): auto top-up, spend and usage
@@ -39,6 +40,7 @@ export function customerCare(deps: {
   purchases: PurchaseService;
   billing: BillingService;
   checkoutSessions: CheckoutSessions;
+  signIn: SignInService;
 }) {
   const { credits, usageDebits, scheduler } = deps;
   // Auto top-up: checked after every movement that lowered a balance, and swept after each settlement.
@@ -63,6 +65,7 @@ export function customerCare(deps: {
     checkoutSessions: deps.checkoutSessions,
     alerts,
     reader: deps.reader,
+    accounts: deps.signIn,
   });
   return {
     autoTopUps,

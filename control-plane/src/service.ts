@@ -348,7 +348,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const care = customerCare({
     ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
     ...{ publicUrl: deps.config.publicUrl ?? 'http://127.0.0.1:8080', scheduler, credits, usageDebits },
-    ...{ payments, purchases, billing, checkoutSessions },
+    ...{ payments, purchases, billing, checkoutSessions, signIn },
   });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);

@@ -263,6 +263,18 @@ describe('customer portal', () => {
     const late = await get(new URL(link.body.url).pathname);
     expect(late.statusCode).toBe(410);
     expect(late.body).toContain('Strict Co');
+    // The spent link's page offers the sign-in of this provider's accounts, which refuses
+    // unknown providers and wrong credentials with a page of its own.
+    const signInLink = /href="(\/portal\/sign-in\/[^"]+)"/.exec(late.body)?.[1] ?? '';
+    expect(signInLink).toMatch(/^\/portal\/sign-in\/prv_[A-Za-z0-9]+\?environment=sandbox$/);
+    expect((await get(signInLink)).body).toContain('Sign in to your Strict Co account');
+    expect((await get('/portal/sign-in/prv_nope?environment=sandbox')).statusCode).toBe(404);
+    const wrong = await post(signInLink, 'email=cyd%40example.com&password=nope-nope-nope');
+    expect([wrong.statusCode, wrong.body.includes('The email or password is not right')]).toEqual([
+      401,
+      true,
+    ]);
+    expect(wrong.headers['set-cookie']).toBeUndefined();
     // A link that never was, and a cookie that is not a session.
     expect((await get('/portal/sessions/nope')).statusCode).toBe(410);
     expect((await get('/portal', 'mcpm_portal=forged')).statusCode).toBe(401);

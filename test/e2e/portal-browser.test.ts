@@ -5,6 +5,8 @@ import { launchChromium } from '../helpers/browser';
 import { axeFindings, newPerson, shoot } from '../helpers/console-browser';
 import { injectClient, startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { creditsProduct } from '../helpers/credit-plans';
+import { startMailbox } from '../helpers/mailbox';
+import { credentials, post, signInTarget } from '../helpers/sign-in-target';
 
 /**
  * The customer portal in Chromium (issue 64): a customer opens the link their provider made,
@@ -16,15 +18,21 @@ describe('customer portal in a browser', () => {
   let harness: TestControlPlane;
   let baseUrl: string;
   let browser: Browser;
+  let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 
   beforeAll(async () => {
-    ({ harness, url: baseUrl } = await startListeningControlPlane({ bodyLimitBytes: 1024 * 1024 }));
+    mailbox = await startMailbox();
+    ({ harness, url: baseUrl } = await startListeningControlPlane({
+      bodyLimitBytes: 1024 * 1024,
+      smtpUrl: mailbox.url,
+    }));
     browser = await launchChromium();
   });
 
   afterAll(async () => {
     await browser?.close();
     await harness?.close();
+    await mailbox?.close();
   });
 
   it('shows the balance, sets an auto top-up, and shows the top-up it made', async () => {
@@ -167,5 +175,46 @@ describe('customer portal in a browser', () => {
     // The link worked once.
     await page.goto(link);
     expect(await page.locator('#gone').innerText()).toContain('has expired or was already used');
+  });
+
+  it('signs a customer in with the account MCP sign-in made, from the page of a spent link', async () => {
+    // The account, made as an MCP client's sign-up makes it: the form, the mailed code.
+    const target = await signInTarget(harness, baseUrl);
+    const started = await credentials(
+      baseUrl,
+      'signups',
+      target,
+      'zed@example.com',
+      'a long enough password',
+    );
+    expect(started.status).toBe(202);
+    const { verificationId } = (await started.json()) as { verificationId: string };
+    const verified = await post(baseUrl, `/v1/customer/auth/signups/${verificationId}/verify`, {
+      code: await mailbox.codeFor('zed@example.com'),
+    });
+    expect(verified.status).toBe(200);
+    const customer = (await target.api('GET', '/v1/sdk/customers?email=zed@example.com')).body.data[0] as {
+      id: string;
+    };
+    const link = (await target.api('POST', '/v1/sdk/portal-sessions', { customerRef: customer.id })).body
+      .url as string;
+    expect((await fetch(link, { redirect: 'manual' })).status).toBe(303); // used once, elsewhere
+
+    const { page, errors } = await newPerson(browser);
+    await page.goto(link);
+    await page.getByRole('link', { name: 'Sign in with your account instead' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in to your Gate Co account' }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    // A wrong password is said so, on the page, with the email kept.
+    await page.getByLabel('Email').fill('zed@example.com');
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    expect(await page.getByRole('alert').innerText()).toBe('The email or password is not right');
+    expect(await page.getByLabel('Email').inputValue()).toBe('zed@example.com');
+    await page.getByLabel('Password').fill('a long enough password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${baseUrl}/portal`);
+    expect(await page.getByText('Signed in as zed@example.com').count()).toBe(1);
+    expect(errors).toEqual([]);
   });
 });

@@ -205,10 +205,33 @@ ${m.supportEmail === null ? '' : `<a href="mailto:${escapeHtml(m.supportEmail)}"
   );
 }
 
+/** Where a customer of `tenant` signs in to their portal. */
+export const signInPath = (tenant: { providerId: string; environment: string }) =>
+  `/portal/sign-in/${encodeURIComponent(tenant.providerId)}${tenant.environment === 'live' ? '' : '?environment=sandbox'}`;
+
+/** The portal's sign-in page: the email and password of the customer's account with the merchant. */
+export function renderPortalSignIn(
+  merchant: PortalView['merchant'],
+  form: { action: string; email: string; error: string | null },
+): string {
+  return shell(
+    `Sign in to ${merchant.displayName}`,
+    merchant.brandColor,
+    `<header>${merchant.logoUrl === null ? '' : `<img src="${escapeHtml(merchant.logoUrl)}" alt="">`}<h1>Sign in to your ${escapeHtml(merchant.displayName)} account</h1></header>
+<p>Use the email and password of the account you signed in to ${escapeHtml(merchant.displayName)} with from your MCP client.</p>
+${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtml(form.error)}</div>`}
+<form method="post" action="${escapeHtml(form.action)}">
+<label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(form.email)}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<div><button type="submit">Sign in</button></div></form>`,
+  );
+}
+
 /** The page for a link that was used, has expired, or never was; and for a browser not signed in. */
 export function renderPortalGone(
   merchant: PortalView['merchant'] | undefined,
   why: 'link' | 'session',
+  signIn?: string,
 ): string {
   const name = merchant?.displayName ?? 'the provider';
   const text =
@@ -219,6 +242,10 @@ export function renderPortalGone(
     'Account link',
     merchant?.brandColor ?? null,
     `<h1>${why === 'link' ? 'This link has expired' : 'Not signed in'}</h1><p id="gone">${escapeHtml(text)}</p>${
+      signIn === undefined
+        ? ''
+        : `<p><a href="${escapeHtml(signIn)}">Sign in with your account instead</a></p>`
+    }${
       merchant?.supportEmail == null
         ? ''
         : `<p><a href="mailto:${escapeHtml(merchant.supportEmail)}">Contact ${escapeHtml(name)}</a></p>`

@@ -3,8 +3,9 @@ import type { FastifyReply } from 'fastify';
 import { DomainError, ERROR_STATUS, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
+import { SignInError } from '../sign-in/errors';
 import { cookieOf } from '../sign-in/oauth-http';
-import { PORTAL_CSP, renderPortal, renderPortalGone } from './page';
+import { PORTAL_CSP, renderPortal, renderPortalGone, renderPortalSignIn, signInPath } from './page';
 import { PortalSession, PortalSessionCreate } from './schemas';
 import { type PortalService, SESSION_TTL_MS } from './service';
 
@@ -43,6 +44,8 @@ const DONE = {
   unalerted: 'Alert removed.',
 } as const;
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
+const ProviderParams = Type.Object({ providerId: Type.String({ minLength: 1, maxLength: 100 }) });
+const EnvironmentQuery = Type.Object({ environment: Type.Optional(Type.String({ maxLength: 10 })) });
 
 /** A form's fields; a field given twice is refused (the parser marks it). */
 const DUPLICATE = Symbol('duplicate field');
@@ -88,12 +91,69 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
       async (request, reply) => {
         const opened = await portal.open(request.params.token);
         if (opened.kind === 'spent')
-          return page(reply).status(410).send(renderPortalGone(opened.merchant, 'link'));
+          return page(reply)
+            .status(410)
+            .send(
+              renderPortalGone(
+                opened.merchant,
+                'link',
+                opened.tenant === undefined ? undefined : signInPath(opened.tenant),
+              ),
+            );
         return reply
           .header('set-cookie', portalCookie(opened.secret, Math.floor(SESSION_TTL_MS / 1000), secureCookies))
           .header('cache-control', 'no-store')
           .header('referrer-policy', 'no-referrer')
           .redirect('/portal', 303);
+      },
+    );
+
+    // Signing in with the customer's account of the provider (MCP sign-in's email and password).
+    const signInOf = (providerId: string, environment: string | undefined) => ({
+      providerId,
+      environment: environment === 'sandbox' ? ('sandbox' as const) : ('live' as const),
+    });
+    app.get(
+      '/portal/sign-in/:providerId',
+      { schema: { ...hide, params: ProviderParams, querystring: EnvironmentQuery } },
+      async (request, reply) => {
+        const tenant = signInOf(request.params.providerId, request.query.environment);
+        const merchant = await portal.signInPage(tenant);
+        if (merchant === undefined)
+          return page(reply).status(404).send(renderPortalGone(undefined, 'session'));
+        return page(reply).send(
+          renderPortalSignIn(merchant, { action: signInPath(tenant), email: '', error: null }),
+        );
+      },
+    );
+    app.post(
+      '/portal/sign-in/:providerId',
+      { schema: { ...hide, params: ProviderParams, querystring: EnvironmentQuery } },
+      async (request, reply) => {
+        const tenant = signInOf(request.params.providerId, request.query.environment);
+        const merchant = await portal.signInPage(tenant);
+        if (merchant === undefined)
+          return page(reply).status(404).send(renderPortalGone(undefined, 'session'));
+        const fields = (request.body ?? {}) as Form;
+        const email = (fields.email ?? '').slice(0, 320);
+        try {
+          const secret = await portal.signIn(tenant, {
+            email,
+            password: (fields.password ?? '').slice(0, 1000),
+            address: request.ip,
+          });
+          return reply
+            .header('set-cookie', portalCookie(secret, Math.floor(SESSION_TTL_MS / 1000), secureCookies))
+            .header('cache-control', 'no-store')
+            .redirect('/portal', 303);
+        } catch (error) {
+          if (!(error instanceof DomainError)) throw error;
+          if (error instanceof SignInError && error.retryAfterSeconds !== undefined)
+            reply.header('retry-after', String(error.retryAfterSeconds));
+          return page(reply)
+            .status(ERROR_STATUS[error.code])
+            .send(renderPortalSignIn(merchant, { action: signInPath(tenant), email, error: error.message }));
+        }
       },
     );
 

@@ -62,6 +62,13 @@ export class PortalService {
       checkoutSessions: CheckoutSessions;
       alerts: AlertService;
       reader: UsageReader;
+      /** The customer accounts of MCP sign-in: the portal signs in with the same email and password. */
+      accounts: {
+        verifyAccount(
+          tenant: AuthContext,
+          credentials: { email: string; password: string; address: string },
+        ): Promise<string>;
+      };
     },
   ) {}
 
@@ -132,8 +139,14 @@ export class PortalService {
       return {
         kind: 'spent' as const,
         merchant: spent === undefined ? undefined : await this.merchant(spent),
+        tenant: spent === undefined ? undefined : tenantOf(spent),
       };
     }
+    return { kind: 'opened' as const, secret: await this.startSession(owner, at) };
+  }
+
+  /** A new signed-in browser of the owner's customer: its cookie's secret. */
+  private async startSession(owner: PortalOwner, at: Date): Promise<string> {
     const secret = newSecret();
     await insertPortalSession(this.pool, {
       ...owner,
@@ -143,7 +156,36 @@ export class PortalService {
       expires_at: new Date(at.getTime() + SESSION_TTL_MS),
       created_at: at,
     });
-    return { kind: 'opened' as const, secret };
+    return secret;
+  }
+
+  /** The merchant a sign-in page is for, or undefined when the provider is not known here. */
+  async signInPage(tenant: AuthContext) {
+    const provider = await getProvider(this.pool, tenant.providerId);
+    if (provider === undefined || (tenant.environment === 'live' && !provider.liveEnabled)) return undefined;
+    return this.merchant({
+      provider_id: tenant.providerId,
+      environment: tenant.environment,
+      customer_id: '',
+      return_url: null,
+    });
+  }
+
+  /**
+   * Signs a browser in with the customer's account of this provider (the email and password of
+   * MCP sign-in, under its throttles): a new session's secret. A wrong email or password is 401.
+   */
+  async signIn(tenant: AuthContext, credentials: { email: string; password: string; address: string }) {
+    const customerId = await this.deps.accounts.verifyAccount(tenant, credentials);
+    return this.startSession(
+      {
+        provider_id: tenant.providerId,
+        environment: tenant.environment,
+        customer_id: customerId,
+        return_url: null,
+      },
+      this.clock.now(),
+    );
   }
 
   private async session(secret: string | undefined) {

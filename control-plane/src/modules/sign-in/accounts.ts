@@ -51,19 +51,31 @@ export class CustomerAccounts {
 
   /** Signs in an existing account and answers the redirect carrying a fresh code. */
   async login(request: Authorization, credentials: { email: string; password: string; address: string }) {
+    const customerId = await this.verify(request.tenant, credentials);
+    return { redirectUrl: await this.authorizer.codeRedirect(request, customerId) };
+  }
+
+  /**
+   * Checks an account's email and password under the sign-in throttles and answers its
+   * customer: the hosted sign-in's check, which the customer portal's sign-in shares.
+   */
+  async verify(
+    tenant: { providerId: string; environment: Authorization['tenant']['environment'] },
+    credentials: { email: string; password: string; address: string },
+  ): Promise<string> {
     const email = normaliseEmail(credentials.email);
-    const account = accountKey(request.tenant, email);
+    const account = accountKey(tenant, email);
     const addressKey = `address:${credentials.address}`;
     // Counted before the password is checked: a wrong one keeps the count, a right one clears it.
     await this.reserve(account, addressKey);
-    const login = await findLogin(this.pool, request.tenant, email);
+    const login = await findLogin(this.pool, tenant, email);
     // The same work whether or not the account exists: the answer and its timing tell nothing.
     const ok = await verifyPassword(login?.password_hash, credentials.password);
     if (login === undefined || !ok)
       throw new SignInError('invalid_credentials', 'The email or password is not right');
     await clearFailures(this.pool, account);
     await releaseAttempts(this.pool, [addressKey]);
-    return { redirectUrl: await this.authorizer.codeRedirect(request, login.customer_id) };
+    return login.customer_id;
   }
 
   /**

@@ -92,6 +92,14 @@ export class SignInService {
     return this.accounts.login(request, credentials);
   }
 
+  /** An account's customer, by its email and password (the customer portal's sign-in). */
+  verifyAccount(
+    tenant: Authorization['tenant'],
+    credentials: { email: string; password: string; address: string },
+  ): Promise<string> {
+    return this.accounts.verify(tenant, credentials);
+  }
+
   /** Starts a sign-up (or a new password) by mailing a one-time code. */
   startSignup(
     request: Authorization,
