@@ -16,6 +16,8 @@ export interface PaywallAnswer {
   checkoutUrl: string;
   checkoutSessionId: string;
   product: { id: string; name: string };
+  /** The customer portal's sign-in, when the customer has an account there. */
+  portalUrl?: string | null;
 }
 
 /**

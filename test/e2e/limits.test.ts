@@ -162,6 +162,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       limit: LIMIT,
       used: LIMIT,
       product: { name: 'Calculator' },
+      // A customer made through the API has no account: no portal sign-in is offered.
+      portalUrl: null,
     });
     expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));
     const sessions = new Set(paywalled.map((r) => paywallOf(r)?.checkoutSessionId));

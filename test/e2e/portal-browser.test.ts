@@ -1,9 +1,17 @@
+import { internalToken } from '@mcp-meter/contracts/snapshots';
 import { callRecord } from '@mcp-meter/contracts/usage-record';
 import type { Browser } from 'playwright-core';
+import { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControlPlaneLink } from '../../proxy/src/control-link';
 import { launchChromium } from '../helpers/browser';
 import { axeFindings, newPerson, shoot } from '../helpers/console-browser';
-import { injectClient, startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
+import {
+  injectClient,
+  startListeningControlPlane,
+  TEST_SECRET_KEY,
+  type TestControlPlane,
+} from '../helpers/control-plane';
 import { creditsProduct } from '../helpers/credit-plans';
 import { startMailbox } from '../helpers/mailbox';
 import { credentials, post, signInTarget } from '../helpers/sign-in-target';
@@ -199,6 +207,24 @@ describe('customer portal in a browser', () => {
     const link = (await target.api('POST', '/v1/sdk/portal-sessions', { customerRef: customer.id })).body
       .url as string;
     expect((await fetch(link, { redirect: 'manual' })).status).toBe(303); // used once, elsewhere
+
+    // The paywall offers this customer the portal's sign-in beside the checkout: what the control
+    // plane answers the proxy's own link (a customer without an account is offered none).
+    const products = (await target.api('GET', '/v1/ui/products')).body.data as Array<{ id: string }>;
+    const proxyLink = new ControlPlaneLink(baseUrl, internalToken(TEST_SECRET_KEY), new Agent());
+    const ask = {
+      providerId: target.providerId,
+      environment: 'sandbox' as const,
+      reason: 'no_plan' as const,
+    };
+    expect(
+      (await proxyLink.paywall({ ...ask, customerId: customer.id, productId: products[0]?.id ?? '' }))
+        ?.portalUrl,
+    ).toBe(`${baseUrl}/portal/sign-in/${target.providerId}?environment=sandbox`);
+    const apiOnly = (await target.api('POST', '/v1/sdk/customers', {})).body.id as string;
+    expect(
+      (await proxyLink.paywall({ ...ask, customerId: apiOnly, productId: products[0]?.id ?? '' }))?.portalUrl,
+    ).toBeNull();
 
     const { page, errors } = await newPerson(browser);
     await page.goto(link);

@@ -26,6 +26,7 @@ export async function signInTarget(plane: TestControlPlane, url: string) {
     resource: server.mcpProxyUrl,
     api: client,
     key: created.sandboxKey,
+    providerId: created.provider.id,
   };
 }
 

@@ -18,7 +18,13 @@ type PaywallVerdict = {
   creditsPerUnit?: number;
 };
 type PaywallOffer =
-  | { checkoutUrl: string; checkoutSessionId: string; product: { id: string; name: string } }
+  | {
+      checkoutUrl: string;
+      checkoutSessionId: string;
+      product: { id: string; name: string };
+      /** The customer portal's sign-in, for a customer with an account (null or absent: none). */
+      portalUrl?: string | null | undefined;
+    }
   | null
   | undefined;
 
@@ -46,7 +52,12 @@ function paywallText(
         : credits
           ? `To continue, top up your credits: ${offer.checkoutUrl}`
           : `To continue, complete checkout for ${offer.product.name}: ${offer.checkoutUrl}`;
-  return { what, next };
+  // A customer with an account is also shown where to see their usage, invoices and credits.
+  const portal =
+    offer?.portalUrl === undefined || offer.portalUrl === null
+      ? ''
+      : ` Your usage, invoices and credits: ${offer.portalUrl}`;
+  return { what, next: `${next}${portal}` };
 }
 
 /** The machine-readable paywall every paywall result carries in `_meta`. */
@@ -61,6 +72,7 @@ function paywallMeta(verdict: PaywallVerdict, offer: PaywallOffer) {
       used: verdict.used ?? null,
       ...(verdict.creditsPerUnit === undefined ? {} : { creditsPerUnit: verdict.creditsPerUnit }),
       product: offer?.product ?? null,
+      portalUrl: offer?.portalUrl ?? null,
     },
   };
 }

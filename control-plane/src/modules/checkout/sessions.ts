@@ -32,7 +32,8 @@ export class CheckoutSessions {
   constructor(
     private readonly pool: Pool,
     private readonly clock: Clock,
-    private readonly publicUrl: string,
+    /** Where the hosted pages (checkout, the customer portal) are served. */
+    readonly publicUrl: string,
   ) {}
 
   urlOf(id: string): string {

@@ -6,7 +6,9 @@ import { ConflictError, NotFoundError } from '../../errors';
 import { findOpenPlanSession, findOpenTopupSession } from '../checkout/repository';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { findPlan, type PlanRow, plansOnSale, settingsOf } from '../plans/repository';
+import { signInPath } from '../portal/page';
 import { findProduct } from '../products/repository';
+import { hasLogin } from '../sign-in/repository';
 
 /**
  * What a refused customer is offered: a checkout session for the plan that lifts the refusal
@@ -34,6 +36,11 @@ export interface Paywall {
   checkoutSessionId: string;
   product: { id: string; name: string };
   planId: string;
+  /**
+   * The customer portal's sign-in for this provider, when the customer has an account there (MCP
+   * sign-in made one): where they see their usage, invoices and credits. Null otherwise.
+   */
+  portalUrl: string | null;
 }
 
 export class PaywallOffers {
@@ -106,6 +113,7 @@ export class PaywallOffers {
       checkoutSessionId: sessionId,
       product: { id: product.id, name: product.name },
       planId: choice.id,
+      portalUrl: await this.portalUrl(request),
     };
   }
 
@@ -146,7 +154,14 @@ export class PaywallOffers {
       checkoutSessionId: sessionId,
       product: { id: product.id, name: product.name },
       planId: plan.id,
+      portalUrl: await this.portalUrl(request),
     };
+  }
+
+  /** The portal's sign-in, offered beside the checkout to a customer who has an account. */
+  private async portalUrl(request: PaywallRequest): Promise<string | null> {
+    if (!(await hasLogin(this.pool, request.customerId))) return null;
+    return `${this.checkout.publicUrl}${signInPath(request)}`;
   }
 }
 

@@ -418,3 +418,9 @@ export async function useVerification(db: Queryable, id: string, at: Date): Prom
   );
   return result.rowCount === 1;
 }
+
+/** Whether the customer has an account of the hosted sign-in (an email and a password). */
+export async function hasLogin(db: Queryable, customerId: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM customer_logins WHERE customer_id = $1', [customerId]);
+  return rows.length > 0;
+}
