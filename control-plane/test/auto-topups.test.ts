@@ -1,3 +1,4 @@
+import { callRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { creditsProduct } from '../../test/helpers/credit-plans';
@@ -106,6 +107,43 @@ describe('auto top-up', () => {
       attempt: 1,
     });
     expect(await events(s, 'credits.auto_topup_failed')).toHaveLength(0);
+  });
+
+  it('tops up once when calls recorded by many proxies are debited across the threshold', async () => {
+    const s = await seller('Proxied draws');
+    const id = await customer(s, 'eve', '4242424242424242', 20);
+    await s.api('PUT', '/v1/sdk/customers/eve/auto-top-up', { productRef: s.product, threshold: 10 });
+    // Fifteen calls of one credit each, as twenty proxies record them: usage records carrying
+    // the credits each admitted call spent, settled by every scheduler pass and balance read.
+    const meter = {
+      providerId: s.auth.providerId,
+      environment: 'sandbox' as const,
+      meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    await harness.store.store.insert(
+      Array.from({ length: 15 }, () =>
+        callRecord(meter, id, clock.now().toISOString(), {
+          outcome: 'success',
+          admitted: true,
+          credits: 1,
+          productId: s.product,
+          planId: s.plan,
+          tool: 'search',
+        }),
+      ),
+    );
+    await Promise.all([
+      harness.controlPlane.scheduler.runDue(),
+      ...Array.from({ length: 10 }, () => s.api('GET', '/v1/sdk/customers/eve/balance')),
+      ...Array.from({ length: 10 }, () => harness.controlPlane.care.autoTopUps.check(s.auth, id)),
+    ]);
+    await harness.controlPlane.scheduler.runDue();
+    await harness.pool.query('SELECT 1 FROM credit_auto_topups WHERE customer_id = $1 FOR UPDATE', [id]);
+    const ledger = (await s.api('GET', '/v1/sdk/customers/eve/credits?limit=100')).body.data as Json[];
+    expect(ledger.filter((m) => m.kind === 'usage').reduce((n, m) => n + m.amount, 0)).toBe(-15);
+    expect(ledger.filter((m) => m.kind === 'top_up').map((m) => m.amount)).toEqual([50]);
+    expect((await s.api('GET', '/v1/sdk/customers/eve/balance')).body.credits).toBe(20 - 15 + 50);
   });
 
   it('retries a failing card after its hold and stops after three failures in a row', async () => {
