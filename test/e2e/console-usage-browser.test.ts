@@ -121,6 +121,8 @@ describe('a tool call made with an MCP SDK client, on the console chart', () => 
     const row = page
       .getByRole('table', { name: 'Tools: calls, errors and origin latency' })
       .getByRole('row', { name: /^add / });
+    // The tools table is its own API call: read its row once it is there (allInnerTexts does not wait).
+    await row.waitFor();
     expect(await row.getByRole('cell').allInnerTexts()).toEqual([
       'add',
       '3',
