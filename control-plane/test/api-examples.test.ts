@@ -378,6 +378,16 @@ describe('the documented example of every operation, continued', () => {
       status: 200,
     });
     await example({ route: 'POST /v1/sdk/purchases/:ref/reactivate', path: { ref: purchase }, status: 200 });
+    await example({
+      route: 'POST /v1/sdk/activate/preview',
+      body: { customerRef: 'ada', planRef: made.metered.id },
+      status: 200,
+    });
+    await example({
+      route: 'POST /v1/sdk/purchases/:ref/cancel/preview',
+      path: { ref: purchase },
+      status: 200,
+    });
     await example({ route: 'GET /v1/sdk/invoices/upcoming', query: { purchaseRef: purchase }, status: 200 });
 
     // Linus pays as he goes; Ada's card fails from the renewal on.

@@ -530,6 +530,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sdk/activate/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview a plan switch: the first invoice, the unused time credited, what is refunded
+         * @description What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`), `dueNow` and `refund`. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.
+         */
+        post: operations["previewActivation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/alerts": {
         parameters: {
             query?: never;
@@ -1076,10 +1096,30 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Cancel now, or at the end of the period with atPeriodEnd
-         * @description Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Takes an Idempotency-Key.
+         * Cancel now (with prorate, refunding unused time), or at period end with atPeriodEnd
+         * @description Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). Takes an Idempotency-Key.
          */
         post: operations["cancelPurchase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/purchases/{ref}/cancel/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview cancelling now with prorate: the unused paid time refunded
+         * @description What cancelling the purchase now with `prorate` would refund: the unused time of its paid period, changing nothing. Send its `prorationDate` back with the cancellation within 15 minutes to refund exactly this.
+         */
+        post: operations["previewCancellation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2265,11 +2305,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "kSeFqmtHQKwB9RVGuWvHKDHO8KDU6CdpMky_OypqsMk",
-                     *           "y": "xEBcesia6AQmqPa8ZofiAEafxNmOSTe2tfjS-9xH2qQ",
+                     *           "x": "mJiVJzh-zzubY3XBC1YXymH4c3xIoboMTTeVWD26Kuk",
+                     *           "y": "ruLBUfyumfyVXiPNfLl46peOW2bNWA2e48Btpr-DxU4",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "fd95d4d2d96015ca",
+                     *           "kid": "a1a3522c4723cf5b",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2398,8 +2438,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.161Z",
-                     *       "to": "2026-05-28T09:00:04.161Z",
+                     *       "from": "2026-04-28T09:00:03.219Z",
+                     *       "to": "2026-05-28T09:00:03.219Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2737,8 +2777,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.148Z",
-                     *       "to": "2026-05-28T09:00:04.148Z",
+                     *       "from": "2026-04-28T09:00:03.208Z",
+                     *       "to": "2026-05-28T09:00:03.208Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2910,7 +2950,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.122Z",
+                     *       "to": "2026-05-28T09:00:03.185Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3095,9 +3135,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.203Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.203Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.203Z"
+                     *       "createdAt": "2026-05-28T09:00:05.116Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.116Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.116Z"
                      *     }
                      */
                     "application/json": {
@@ -3330,7 +3370,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.056Z"
+                     *       "expiresAt": "2026-06-04T09:00:04.974Z"
                      *     }
                      */
                     "application/json": {
@@ -3699,9 +3739,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.748Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.748Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.762Z"
+                     *       "createdAt": "2026-05-28T09:00:04.737Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.737Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.745Z"
                      *     }
                      */
                     "application/json": {
@@ -4188,9 +4228,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.748Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.748Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.748Z"
+                     *       "createdAt": "2026-05-28T09:00:04.737Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.737Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.737Z"
                      *     }
                      */
                     "application/json": {
@@ -4401,7 +4441,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:05.884Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.825Z"
                      *     }
                      */
                     "application/json": {
@@ -4577,9 +4617,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.046Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.046Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.046Z"
+                     *       "createdAt": "2026-05-28T09:00:04.964Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.964Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.964Z"
                      *     }
                      */
                     "application/json": {
@@ -5044,7 +5084,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795928732,
+                     *       "client_id_issued_at": 1795934448,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5217,7 +5257,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.128Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.069Z"
                      *     }
                      */
                     "application/json": {
@@ -6102,6 +6142,11 @@ export interface operations {
                     planRef: string;
                     /** @description Must be the plan's product when given */
                     productRef?: string;
+                    /**
+                     * Format: date-time
+                     * @description The preview's prorationDate (from the last 15 minutes): the change credits unused time from it, so it charges and refunds exactly what the preview showed
+                     */
+                    prorationDate?: string;
                 };
             };
         };
@@ -6240,6 +6285,206 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    previewActivation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customerRef": "ada",
+                 *       "planRef": "pln_01jx000003fhftwc3eg60dgr28"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Customer reference or externalRef */
+                    customerRef: string;
+                    planRef: string;
+                    /** @description Must be the plan's product when given */
+                    productRef?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "currency": "usd",
+                     *       "prorationDate": "2026-06-01T00:00:00.000Z",
+                     *       "fromPlan": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "toPlan": "pln_01jx000003fhftwc3eg60dgr28",
+                     *       "credit": 900,
+                     *       "lines": [
+                     *         {
+                     *           "kind": "proration",
+                     *           "description": "Unused time on Pro (2026-06-01 – 2026-07-01)",
+                     *           "amount": -900
+                     *         },
+                     *         {
+                     *           "kind": "proration_refund",
+                     *           "description": "Refunded to pay_01jx0000017macyzectxc41bdh: unused time beyond this invoice",
+                     *           "amount": 900
+                     *         }
+                     *       ],
+                     *       "dueNow": 0,
+                     *       "refund": 900,
+                     *       "checkoutRequired": false
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description No card on file: the change goes through hosted checkout, which prorates when paid */
+                        checkoutRequired: boolean;
+                        /** @description Cents of the current plan's unused paid time, half to even */
+                        credit: number;
+                        currency: string;
+                        /** @description Charged to the default card now (the first invoice’s total) */
+                        dueNow: number;
+                        fromPlan: string | null;
+                        /** @description The new plan's first invoice, or the refund of a cancellation */
+                        lines: {
+                            /** @description Minor units */
+                            amount: number;
+                            description: string;
+                            /** @description base, setup_fee, proration (negative) or proration_refund */
+                            kind: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description Send it back with the change (within 15 minutes) to be charged exactly this
+                         */
+                        prorationDate: string;
+                        /** @description Refunded to the card that paid the current period */
+                        refund: number;
+                        toPlan: string | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6793,8 +7038,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.240Z",
-                     *       "createdAt": "2026-05-28T09:00:04.240Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.292Z",
+                     *       "createdAt": "2026-05-28T09:00:03.292Z"
                      *     }
                      */
                     "application/json": {
@@ -6951,8 +7196,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.240Z",
-                     *       "createdAt": "2026-05-28T09:00:04.240Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.292Z",
+                     *       "createdAt": "2026-05-28T09:00:03.292Z"
                      *     }
                      */
                     "application/json": {
@@ -7138,8 +7383,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.156Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.156Z"
+                     *           "createdAt": "2026-05-28T09:00:02.397Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.397Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7151,8 +7396,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.163Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.163Z"
+                     *           "createdAt": "2026-05-28T09:00:02.408Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.408Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7339,8 +7584,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.156Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.156Z"
+                     *       "createdAt": "2026-05-28T09:00:02.397Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.397Z"
                      *     }
                      */
                     "application/json": {
@@ -7831,8 +8076,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.156Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.209Z"
+                     *       "createdAt": "2026-05-28T09:00:02.397Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.446Z"
                      *     }
                      */
                     "application/json": {
@@ -9511,7 +9756,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.480Z"
+                     *       "revokedBefore": "2026-05-28T09:00:03.510Z"
                      *     }
                      */
                     "application/json": {
@@ -9698,8 +9943,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.163Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.163Z"
+                     *       "createdAt": "2026-05-28T09:00:02.408Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.408Z"
                      *     }
                      */
                     "application/json": {
@@ -9907,7 +10152,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T03:54:32.348Z"
+                     *                 "end": "2026-01-28T02:19:15.210Z"
                      *               }
                      *             }
                      *           ],
@@ -10620,7 +10865,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T03:54:32.348Z"
+                     *             "end": "2026-01-28T02:19:15.210Z"
                      *           }
                      *         }
                      *       ],
@@ -11526,7 +11771,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.042Z"
+                     *       "timestamp": "2026-05-28T09:00:03.126Z"
                      *     }
                      */
                     "application/json": {
@@ -11750,7 +11995,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.096Z"
+                     *           "timestamp": "2026-05-28T09:00:03.164Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -11758,7 +12003,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.096Z"
+                     *           "timestamp": "2026-05-28T09:00:03.164Z"
                      *         }
                      *       ]
                      *     }
@@ -11957,7 +12202,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/42wPYMyI92HmVrWNEC0hzm5sOpC99T_XPlz3yNvGvaw",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/RrYsWkn7zTBwb330swOkjqxekxwhm-Bqom1ALxkyPmk",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -12447,6 +12692,13 @@ export interface operations {
                 "application/json": {
                     /** @description Keep access until the period ends (recurring plans); default false */
                     atPeriodEnd?: boolean;
+                    /** @description Cancelling now: refund the unused time of a paid period to the card that paid it (see the cancellation preview); default false */
+                    prorate?: boolean;
+                    /**
+                     * Format: date-time
+                     * @description The preview's prorationDate (from the last 15 minutes): the change credits unused time from it, so it charges and refunds exactly what the preview showed
+                     */
+                    prorationDate?: string;
                 };
             };
         };
@@ -12505,6 +12757,11 @@ export interface operations {
                         productId: string;
                         /** @description Purchase reference (pur_…); also its id */
                         reference: string;
+                        refund?: {
+                            amount: number;
+                            /** @description re_… */
+                            id: string;
+                        };
                         /** @enum {string} */
                         status: "pending" | "trialing" | "active" | "past_due" | "suspended" | "cancelled" | "expired";
                         trialEnd: string | null;
@@ -12610,6 +12867,188 @@ export interface operations {
             };
             /** @description An RFC 9457 problem; `code` says which, machine-readably */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    previewCancellation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "currency": "usd",
+                     *       "prorationDate": "2026-06-01T00:00:00.000Z",
+                     *       "fromPlan": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "toPlan": null,
+                     *       "credit": 900,
+                     *       "lines": [
+                     *         {
+                     *           "kind": "proration_refund",
+                     *           "description": "Refunded: unused time on Pro (2026-06-01 – 2026-07-01)",
+                     *           "amount": 900
+                     *         }
+                     *       ],
+                     *       "dueNow": 0,
+                     *       "refund": 900,
+                     *       "checkoutRequired": false
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description No card on file: the change goes through hosted checkout, which prorates when paid */
+                        checkoutRequired: boolean;
+                        /** @description Cents of the current plan's unused paid time, half to even */
+                        credit: number;
+                        currency: string;
+                        /** @description Charged to the default card now (the first invoice’s total) */
+                        dueNow: number;
+                        fromPlan: string | null;
+                        /** @description The new plan's first invoice, or the refund of a cancellation */
+                        lines: {
+                            /** @description Minor units */
+                            amount: number;
+                            description: string;
+                            /** @description base, setup_fee, proration (negative) or proration_refund */
+                            kind: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description Send it back with the change (within 15 minutes) to be charged exactly this
+                         */
+                        prorationDate: string;
+                        /** @description Refunded to the card that paid the current period */
+                        refund: number;
+                        toPlan: string | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12920,7 +13359,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.303Z",
+                     *       "createdAt": "2026-05-28T09:00:03.349Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13104,8 +13543,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.303Z",
-                     *       "closedAt": "2026-05-28T09:00:04.347Z"
+                     *       "createdAt": "2026-05-28T09:00:03.349Z",
+                     *       "closedAt": "2026-05-28T09:00:03.384Z"
                      *     }
                      */
                     "application/json": {
@@ -13284,11 +13723,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.360Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.408Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.360Z"
+                     *       "createdAt": "2026-05-28T09:00:03.408Z"
                      *     }
                      */
                     "application/json": {
@@ -13456,7 +13895,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.078Z"
+                     *           "createdAt": "2026-05-28T09:00:02.324Z"
                      *         }
                      *       ]
                      *     }
@@ -13610,7 +14049,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.078Z"
+                     *       "createdAt": "2026-05-28T09:00:02.324Z"
                      *     }
                      */
                     "application/json": {
@@ -13749,7 +14188,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.078Z"
+                     *       "createdAt": "2026-05-28T09:00:02.324Z"
                      *     }
                      */
                     "application/json": {
@@ -13900,7 +14339,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.078Z"
+                     *       "createdAt": "2026-05-28T09:00:02.324Z"
                      *     }
                      */
                     "application/json": {
@@ -14623,8 +15062,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:32.348Z",
-                     *       "to": "2026-05-28T09:09:32.348Z",
+                     *       "from": "2026-04-28T08:49:15.210Z",
+                     *       "to": "2026-05-28T09:04:15.210Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -14846,7 +15285,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:04.979Z",
+                     *       "asOf": "2026-05-28T09:00:03.975Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15091,7 +15530,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T03:54:32.348Z",
+                     *           "end": "2026-01-28T02:19:15.210Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15130,8 +15569,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T03:54:32.348Z",
-                     *           "end": "2026-02-28T03:54:32.348Z",
+                     *           "start": "2026-01-28T02:19:15.210Z",
+                     *           "end": "2026-02-28T02:19:15.210Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15170,8 +15609,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T03:54:32.348Z",
-                     *           "end": "2026-03-30T03:54:32.348Z",
+                     *           "start": "2026-02-28T02:19:15.210Z",
+                     *           "end": "2026-03-30T02:19:15.210Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15210,8 +15649,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T03:54:32.348Z",
-                     *           "end": "2026-04-30T03:54:32.348Z",
+                     *           "start": "2026-03-30T02:19:15.210Z",
+                     *           "end": "2026-04-30T02:19:15.210Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15250,8 +15689,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T03:54:32.348Z",
-                     *           "end": "2026-05-30T03:54:32.348Z",
+                     *           "start": "2026-04-30T02:19:15.210Z",
+                     *           "end": "2026-05-30T02:19:15.210Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15503,8 +15942,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:32.348Z",
-                     *       "to": "2026-05-28T09:09:32.348Z",
+                     *       "from": "2026-04-28T08:49:15.210Z",
+                     *       "to": "2026-05-28T09:04:15.210Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -15513,9 +15952,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.596,
-                     *             "p95": 104.596,
-                     *             "p99": 104.596
+                     *             "p50": 102.525,
+                     *             "p95": 102.525,
+                     *             "p99": 102.525
                      *           }
                      *         }
                      *       ]
@@ -15687,31 +16126,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:32.348Z",
-                     *       "to": "2026-05-28T09:09:32.348Z",
+                     *       "from": "2026-04-28T08:49:15.210Z",
+                     *       "to": "2026-05-28T09:04:15.210Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T02:54:32.348Z",
+                     *           "start": "2026-04-24T01:19:15.210Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T02:54:32.348Z",
+                     *           "start": "2026-05-01T01:19:15.210Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T02:54:32.348Z",
+                     *           "start": "2026-05-08T01:19:15.210Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T02:54:32.348Z",
+                     *           "start": "2026-05-15T01:19:15.210Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T02:54:32.348Z",
+                     *           "start": "2026-05-22T01:19:15.210Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -15948,17 +16387,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…gZqk",
+                     *           "hint": "sk_test_…ozfM",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.391Z",
+                     *           "createdAt": "2026-05-28T09:00:05.260Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…jwqw",
+                     *           "hint": "sk_test_…YlIQ",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:06.041Z",
+                     *           "createdAt": "2026-05-28T09:00:04.957Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16104,9 +16543,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…gZqk",
+                     *       "hint": "sk_test_…ozfM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.391Z",
+                     *       "createdAt": "2026-05-28T09:00:05.260Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -16429,18 +16868,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…hVmg",
+                     *       "hint": "sk_test_…ZOGE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.431Z",
+                     *       "createdAt": "2026-05-28T09:00:05.288Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…gZqk",
+                     *         "hint": "sk_test_…ozfM",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.391Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.431Z"
+                     *         "createdAt": "2026-05-28T09:00:05.260Z",
+                     *         "expiresAt": "2026-05-28T10:00:05.288Z"
                      *       }
                      *     }
                      */
@@ -16636,7 +17075,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:05.831Z",
+                     *           "createdAt": "2026-05-28T09:00:04.803Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16653,7 +17092,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:05.825Z",
+                     *           "createdAt": "2026-05-28T09:00:04.793Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16670,7 +17109,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:05.807Z",
+                     *           "createdAt": "2026-05-28T09:00:04.774Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -16686,7 +17125,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThqdjNkcmo1NDR6bnh5OTAwdjMzNXJo"
+                     *       "nextCursor": "YXVkXzAxbThrMGh2d3c5cWNkN3kzNm56eGZ5ZmFo"
                      *     }
                      */
                     "application/json": {
@@ -16865,7 +17304,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.303Z",
+                     *           "createdAt": "2026-05-28T09:00:03.349Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17020,7 +17459,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.303Z",
+                     *       "createdAt": "2026-05-28T09:00:03.349Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17181,7 +17620,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.303Z",
+                     *       "createdAt": "2026-05-28T09:00:03.349Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18980,8 +19419,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:04.651Z",
-                     *       "latencyMs": 16,
+                     *       "checkedAt": "2026-05-28T09:00:03.643Z",
+                     *       "latencyMs": 11,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -19349,8 +19788,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.545Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.545Z"
+                     *           "createdAt": "2026-05-28T09:00:01.920Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.920Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -19360,8 +19799,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.048Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.048Z"
+                     *           "createdAt": "2026-05-28T09:00:02.295Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.295Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19533,8 +19972,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.048Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.048Z"
+                     *       "createdAt": "2026-05-28T09:00:02.295Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.295Z"
                      *     }
                      */
                     "application/json": {
@@ -19707,8 +20146,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.048Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.048Z"
+                     *       "createdAt": "2026-05-28T09:00:02.295Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.295Z"
                      *     }
                      */
                     "application/json": {
@@ -19858,8 +20297,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.048Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.648Z"
+                     *       "createdAt": "2026-05-28T09:00:02.295Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.629Z"
                      *     }
                      */
                     "application/json": {
@@ -20029,11 +20468,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.360Z",
+                     *           "arrivalDate": "2026-05-30T09:00:03.408Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.360Z"
+                     *           "createdAt": "2026-05-28T09:00:03.408Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20185,11 +20624,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.360Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.408Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.360Z"
+                     *       "createdAt": "2026-05-28T09:00:03.408Z"
                      *     }
                      */
                     "application/json": {
@@ -20374,8 +20813,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.899Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.899Z"
+                     *       "createdAt": "2026-05-28T09:00:02.166Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.166Z"
                      *     }
                      */
                     "application/json": {
@@ -20691,8 +21130,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.899Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.008Z"
+                     *       "createdAt": "2026-05-28T09:00:02.166Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.259Z"
                      *     }
                      */
                     "application/json": {
@@ -20947,8 +21386,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.655Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.663Z"
+                     *       "createdAt": "2026-05-28T09:00:04.635Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.643Z"
                      *     }
                      */
                     "application/json": {
@@ -21143,8 +21582,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoQLzpveqCc1kX",
-                     *       "connectedAt": "2026-05-28T09:00:05.433Z"
+                     *       "account": "acct_Rmps55aNN12rxIv",
+                     *       "connectedAt": "2026-05-28T09:00:04.420Z"
                      *     }
                      */
                     "application/json": {
@@ -21318,8 +21757,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmoQLzpveqCc1kX",
-                     *       "connectedAt": "2026-05-28T09:00:05.433Z"
+                     *       "account": "acct_Rmps55aNN12rxIv",
+                     *       "connectedAt": "2026-05-28T09:00:04.420Z"
                      *     }
                      */
                     "application/json": {
@@ -21888,8 +22327,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.676Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.676Z"
+                     *           "createdAt": "2026-05-28T09:00:02.025Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.025Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22068,8 +22507,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.676Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.676Z"
+                     *       "createdAt": "2026-05-28T09:00:02.025Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.025Z"
                      *     }
                      */
                     "application/json": {
@@ -22244,8 +22683,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.676Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.676Z"
+                     *       "createdAt": "2026-05-28T09:00:02.025Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.025Z"
                      *     }
                      */
                     "application/json": {
@@ -22422,8 +22861,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.676Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.794Z"
+                     *       "createdAt": "2026-05-28T09:00:02.025Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.092Z"
                      *     }
                      */
                     "application/json": {
@@ -22598,8 +23037,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.684Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.694Z"
+                     *       "createdAt": "2026-05-28T09:00:04.670Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.678Z"
                      *     }
                      */
                     "application/json": {
@@ -22790,8 +23229,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.827Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.827Z"
+                     *           "createdAt": "2026-05-28T09:00:02.129Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.129Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -22837,8 +23276,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.899Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.899Z"
+                     *           "createdAt": "2026-05-28T09:00:02.166Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.166Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -22881,8 +23320,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.908Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.908Z"
+                     *           "createdAt": "2026-05-28T09:00:02.176Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.176Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23230,8 +23669,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.899Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.899Z"
+                     *       "createdAt": "2026-05-28T09:00:02.166Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.166Z"
                      *     }
                      */
                     "application/json": {
@@ -23703,13 +24142,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.039Z"
+                     *           "joinedAt": "2026-05-28T09:00:04.953Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.185Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.100Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -23718,8 +24157,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.211Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.211Z"
+                     *           "createdAt": "2026-05-28T09:00:05.125Z",
+                     *           "expiresAt": "2026-06-04T09:00:05.125Z"
                      *         }
                      *       ]
                      *     }
@@ -23880,8 +24319,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.056Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.056Z"
+                     *       "createdAt": "2026-05-28T09:00:04.974Z",
+                     *       "expiresAt": "2026-06-04T09:00:04.974Z"
                      *     }
                      */
                     "application/json": {
@@ -24369,7 +24808,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.185Z"
+                     *       "joinedAt": "2026-05-28T09:00:05.100Z"
                      *     }
                      */
                     "application/json": {
@@ -24757,7 +25196,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.278Z"
+                     *       "createdAt": "2026-05-28T09:00:03.335Z"
                      *     }
                      */
                     "application/json": {
@@ -24943,11 +25382,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 1,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.564Z"
+                     *       "createdAt": "2026-05-28T09:00:04.557Z"
                      *     }
                      */
                     "application/json": {
@@ -25121,11 +25560,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 1,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.564Z"
+                     *           "createdAt": "2026-05-28T09:00:04.557Z"
                      *         }
                      *       ]
                      *     }
@@ -25279,8 +25718,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.515Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.515Z"
+                     *           "createdAt": "2026-05-28T09:00:04.508Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.508Z"
                      *         }
                      *       ]
                      *     }
@@ -25454,8 +25893,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.515Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.515Z",
+                     *       "createdAt": "2026-05-28T09:00:04.508Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.508Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -25610,8 +26049,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.515Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.515Z"
+                     *       "createdAt": "2026-05-28T09:00:04.508Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.508Z"
                      *     }
                      */
                     "application/json": {
@@ -25903,8 +26342,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.515Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.551Z"
+                     *       "createdAt": "2026-05-28T09:00:04.508Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.545Z"
                      *     }
                      */
                     "application/json": {
@@ -26056,8 +26495,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.515Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.622Z"
+                     *       "createdAt": "2026-05-28T09:00:04.508Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.601Z"
                      *     }
                      */
                     "application/json": {
@@ -26209,8 +26648,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.515Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.630Z"
+                     *       "createdAt": "2026-05-28T09:00:04.508Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.609Z"
                      *     }
                      */
                     "application/json": {
@@ -26503,7 +26942,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.617Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.596Z"
                      *     }
                      */
                     "application/json": {

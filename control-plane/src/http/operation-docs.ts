@@ -65,12 +65,16 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'PATCH /v1/ui/settings': 'Changes the provider’s settings; only the fields sent change.',
   'POST /v1/sdk/activate':
     'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. Takes an Idempotency-Key.',
+  'POST /v1/sdk/activate/preview':
+    'What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`), `dueNow` and `refund`. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.',
+  'POST /v1/sdk/purchases/:ref/cancel/preview':
+    'What cancelling the purchase now with `prorate` would refund: the unused time of its paid period, changing nothing. Send its `prorationDate` back with the cancellation within 15 minutes to refund exactly this.',
   'GET /v1/sdk/purchases':
     'Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.',
   'GET /v1/sdk/purchases/:ref':
     'A purchase: its plan, status and current period, and a cancellation if one is scheduled.',
   'POST /v1/sdk/purchases/:ref/cancel':
-    'Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Takes an Idempotency-Key.',
+    'Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). Takes an Idempotency-Key.',
   'POST /v1/sdk/purchases/:ref/reactivate':
     'Takes back a cancellation scheduled for the period end, as if it had never been asked. A purchase already canceled gets 409 `invalid_transition`. Takes an Idempotency-Key.',
   'POST /v1/sdk/customers/:ref/payment-methods':

@@ -369,7 +369,7 @@ export class PortalService {
     // Another customer's purchase is as absent as one that does not exist.
     if (purchase.customerRef !== session.customer_id)
       throw new NotFoundError('purchase_not_found', `No purchase ${form.purchaseRef}`);
-    await this.deps.purchases.cancel(auth, purchase.reference, true);
+    await this.deps.purchases.cancel(auth, purchase.reference, { atPeriodEnd: true });
     return 'cancelled' as const;
   }
 

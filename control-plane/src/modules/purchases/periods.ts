@@ -62,3 +62,22 @@ export const endsMidPeriod = (row: PurchaseRow, at: Date): boolean =>
   (row.bills_usage || row.pays_from_credits) &&
   ((row.status === 'active' && row.period_start < at) ||
     (row.status === 'past_due' && row.period_end !== null && row.period_end < at));
+
+/**
+ * The first period of a purchase of `plan` started at `at`: a trial first when it has one; a
+ * recurring plan's billing period (from the trial's end); a one-time plan's access expiry, or none.
+ */
+export function firstPeriod(
+  settings: Pick<PlanSettings, 'billingCycle' | 'billingIntervalDays' | 'accessExpiryDays' | 'trialDays'>,
+  trial: boolean,
+  at: Date,
+): { trialEnd: Date | null; end: Date | null } {
+  const trialEnd = trial ? addDays(at, settings.trialDays) : null;
+  const end =
+    settings.billingCycle === null
+      ? settings.accessExpiryDays === null
+        ? null
+        : addDays(at, settings.accessExpiryDays)
+      : periodEnd(trialEnd ?? at, settings);
+  return { trialEnd, end };
+}

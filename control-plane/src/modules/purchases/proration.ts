@@ -88,6 +88,7 @@ export function prorationLines(unused: UnusedTime, charges: number): { lines: St
 /**
  * Returns the part of the credit no invoice absorbed to the card that paid the old period, as a
  * refund like any other (source `proration`, which revokes nothing); nothing when it is zero.
+ * `ending` names what ended the period early: a switch to another purchase, or cancelling now.
  */
 export async function refundUnusedTime(
   tx: PoolClient,
@@ -95,13 +96,19 @@ export async function refundUnusedTime(
   refunder: Pick<Refunder, 'open' | 'close'>,
   unused: UnusedTime,
   amount: number,
-  purchases: { from: string; to: string; toPlan: string },
+  ending: { from: string; to: string; toPlan: string } | { from: string; cancelled: true },
 ): Promise<RefundRow | undefined> {
   if (amount <= 0) return undefined;
   const refund = await refunder.open(tx, auth, unused.payment, {
     amount,
-    reason: `Unused time on ${unused.planName} after a switch to ${purchases.toPlan}`,
-    metadata: { purchase: purchases.from, switchedTo: purchases.to },
+    reason:
+      'cancelled' in ending
+        ? `Unused time on ${unused.planName} after cancelling it`
+        : `Unused time on ${unused.planName} after a switch to ${ending.toPlan}`,
+    metadata:
+      'cancelled' in ending
+        ? { purchase: ending.from, cancelled: 'now' }
+        : { purchase: ending.from, switchedTo: ending.to },
     source: 'proration',
   });
   // A processor that settles at once has its outcome now; the sandbox's settle later.

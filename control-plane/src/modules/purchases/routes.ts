@@ -2,8 +2,11 @@ import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
 import {
   ActivateBody,
+  ActivatePreviewBody,
   ActivationResult,
   CancelBody,
+  CancelResult,
+  ChangePreview,
   Purchase,
   PurchaseListQuery,
   PurchasePage,
@@ -26,6 +29,18 @@ export function purchaseRoutes(purchases: PurchaseService) {
         },
       },
       async (request) => purchases.activate(authOf(request), request.body),
+    );
+    app.post(
+      '/v1/sdk/activate/preview',
+      {
+        schema: {
+          tags,
+          summary: 'Preview a plan switch: the first invoice, the unused time credited, what is refunded',
+          body: ActivatePreviewBody,
+          response: { 200: ChangePreview, 409: Problem, ...errorResponses },
+        },
+      },
+      async (request) => purchases.changes.previewActivation(authOf(request), request.body),
     );
     app.get(
       '/v1/sdk/purchases',
@@ -57,14 +72,25 @@ export function purchaseRoutes(purchases: PurchaseService) {
         config: { idempotency: 'optional' },
         schema: {
           tags,
-          summary: 'Cancel now, or at the end of the period with atPeriodEnd',
+          summary: 'Cancel now (with prorate, refunding unused time), or at period end with atPeriodEnd',
           params: PurchaseParams,
           body: CancelBody,
-          response: { 200: Purchase, 409: Problem, 422: Problem, ...errorResponses },
+          response: { 200: CancelResult, 409: Problem, 422: Problem, ...errorResponses },
         },
       },
-      async (request) =>
-        purchases.cancel(authOf(request), request.params.ref, request.body.atPeriodEnd ?? false),
+      async (request) => purchases.cancel(authOf(request), request.params.ref, request.body),
+    );
+    app.post(
+      '/v1/sdk/purchases/:ref/cancel/preview',
+      {
+        schema: {
+          tags,
+          summary: 'Preview cancelling now with prorate: the unused paid time refunded',
+          params: PurchaseParams,
+          response: { 200: ChangePreview, 409: Problem, ...errorResponses },
+        },
+      },
+      async (request) => purchases.changes.previewCancellation(authOf(request), request.params.ref),
     );
     app.post(
       '/v1/sdk/purchases/:ref/reactivate',

@@ -34,11 +34,26 @@ export const PurchaseListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+/** A preview's moment, sent back when confirming so the change prorates exactly as shown. */
+const ProrationDate = Type.String({
+  format: 'date-time',
+  maxLength: 40,
+  description:
+    "The preview's prorationDate (from the last 15 minutes): the change credits unused time from it, so it charges and refunds exactly what the preview showed",
+});
+
 export const CancelBody = Type.Object(
   {
     atPeriodEnd: Type.Optional(
       Type.Boolean({ description: 'Keep access until the period ends (recurring plans); default false' }),
     ),
+    prorate: Type.Optional(
+      Type.Boolean({
+        description:
+          'Cancelling now: refund the unused time of a paid period to the card that paid it (see the cancellation preview); default false',
+      }),
+    ),
+    prorationDate: Type.Optional(ProrationDate),
   },
   { additionalProperties: false },
 );
@@ -54,9 +69,48 @@ export const ActivateBody = Type.Object(
     productRef: Type.Optional(
       Type.String({ minLength: 1, maxLength: 100, description: "Must be the plan's product when given" }),
     ),
+    prorationDate: Type.Optional(ProrationDate),
   },
   { additionalProperties: false },
 );
+
+/** The body of an activation's preview: the activation's, without a proration date. */
+export const ActivatePreviewBody = Type.Omit(ActivateBody, ['prorationDate'], {
+  additionalProperties: false,
+});
+
+/** What a plan change would charge and refund, shown before the customer confirms it. */
+export const ChangePreview = Type.Object({
+  currency: Type.String(),
+  prorationDate: Type.String({
+    format: 'date-time',
+    description: 'Send it back with the change (within 15 minutes) to be charged exactly this',
+  }),
+  fromPlan: Nullable(Type.String({ description: 'The plan in force now, if any' })),
+  toPlan: Nullable(Type.String({ description: 'The plan switched to; null for a cancellation' })),
+  credit: Type.Integer({ description: "Cents of the current plan's unused paid time, half to even" }),
+  lines: Type.Array(
+    Type.Object({
+      kind: Type.String({ description: 'base, setup_fee, proration (negative) or proration_refund' }),
+      description: Type.String(),
+      amount: Type.Integer({ description: 'Minor units' }),
+    }),
+    { description: "The new plan's first invoice, or the refund of a cancellation" },
+  ),
+  dueNow: Type.Integer({ description: 'Charged to the default card now (the first invoice’s total)' }),
+  refund: Type.Integer({ description: 'Refunded to the card that paid the current period' }),
+  checkoutRequired: Type.Boolean({
+    description: 'No card on file: the change goes through hosted checkout, which prorates when paid',
+  }),
+});
+
+/** A cancelled purchase, with the refund of its unused time when `prorate` asked for it. */
+export const CancelResult = Type.Composite([
+  Purchase,
+  Type.Object({
+    refund: Type.Optional(Type.Object({ id: Type.String({ description: 're_…' }), amount: Type.Integer() })),
+  }),
+]);
 
 /** What an activation did (`status`), with the purchase and, when payment is due, where to pay. */
 export const ActivationResult = Type.Object({

@@ -15,9 +15,19 @@ import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
+import {
+  firstCharges,
+  PlanChanges,
+  prorationDateOf,
+  recurringAmount,
+  resolveActivation,
+  type StartMove,
+  startMoveOf,
+  switchTerms,
+} from './changes';
 import { EntitlementPublisher } from './entitlements';
-import { addDays, endsMidPeriod, periodEnd } from './periods';
-import { prorationLines, refundUnusedTime, unusedTimeOf } from './proration';
+import { endsMidPeriod, firstPeriod } from './periods';
+import { refundUnusedTime, unusedTimeOf } from './proration';
 import {
   findPurchase,
   insertPurchase,
@@ -31,6 +41,7 @@ import { type MoveName, TransitionError, transition } from './state-machine';
 import { eventObject, toPurchase } from './views';
 
 export type { PurchaseRow };
+export { recurringAmount };
 
 class FirstPaymentFailed extends Error {}
 
@@ -47,6 +58,8 @@ type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 't
 
 export class PurchaseService {
   private readonly entitlements: EntitlementPublisher;
+  /** Previews of switches and cancellations, before the customer confirms them. */
+  readonly changes: PlanChanges;
 
   constructor(
     private readonly pool: Pool,
@@ -66,6 +79,7 @@ export class PurchaseService {
     },
   ) {
     this.entitlements = new EntitlementPublisher(pool, snapshots, logger);
+    this.changes = new PlanChanges(pool, clock, refunder, payments);
   }
 
   private async find(
@@ -143,13 +157,7 @@ export class PurchaseService {
   ): Promise<PurchaseRow> {
     const at = this.clock.now();
     const settings = settingsOf(plan);
-    const trialEnd = move === 'start_trial' ? addDays(at, settings.trialDays) : null;
-    const end =
-      settings.billingCycle === null
-        ? settings.accessExpiryDays === null
-          ? null
-          : addDays(at, settings.accessExpiryDays)
-        : periodEnd(trialEnd ?? at, settings);
+    const { trialEnd, end } = firstPeriod(settings, move === 'start_trial', at);
     const row: PurchaseRow = {
       id,
       provider_id: auth.providerId,
@@ -198,28 +206,16 @@ export class PurchaseService {
    */
   async activate(
     auth: AuthContext,
-    input: { customerRef: string; planRef: string; productRef?: string | undefined },
+    input: {
+      customerRef: string;
+      planRef: string;
+      productRef?: string | undefined;
+      /** A preview's proration date: the switch credits unused time from it (changes.ts). */
+      prorationDate?: string | undefined;
+    },
   ) {
-    const customer = await findCustomer(this.pool, auth, input.customerRef);
-    if (customer === undefined)
-      throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
-    const plan = await findPlan(this.pool, auth, input.planRef);
-    if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
-    const product = await findProduct(this.pool, auth, plan.product_id);
-    if (product === undefined) throw new NotFoundError('product_not_found', `No product ${plan.product_id}`);
-    if (
-      input.productRef !== undefined &&
-      input.productRef !== product.id &&
-      input.productRef !== product.reference
-    ) {
-      throw new ValidationError([
-        {
-          path: '/productRef',
-          message: `plan ${plan.id} belongs to product ${product.reference}`,
-          location: 'body',
-        },
-      ]);
-    }
+    const prorationAt = prorationDateOf(input.prorationDate, this.clock.now());
+    const { customer, plan, product } = await resolveActivation(this.pool, auth, input);
     const settings = settingsOf(plan);
     const creditBalance = (await findBalance(this.pool, customer.id))?.balance ?? 0;
     const result = (status: ActivationStatus, message: string, purchaseRef?: string) => ({
@@ -237,11 +233,8 @@ export class PurchaseService {
       );
     }
     const creditFunded = isCreditPaid(settings);
-    let move: MoveName;
-    if (!requiresPayment(settings) || creditFunded) move = 'start_active';
-    else if (settings.trialDays > 0) move = 'start_trial';
-    else if (await this.payments.hasDefaultMethod(this.pool, customer.id)) move = 'start_pending';
-    else {
+    const move = await startMoveOf(settings, () => this.payments.hasDefaultMethod(this.pool, customer.id));
+    if (move === 'checkout') {
       const session = await this.checkoutSessions.create(auth, {
         customerRef: customer.id,
         planRef: plan.id,
@@ -268,7 +261,7 @@ export class PurchaseService {
       proration?: Proration | undefined;
     };
     try {
-      outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move);
+      outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move, prorationAt);
     } catch (error) {
       // Nothing is kept of a refused first payment: no purchase, no plan switch.
       if (error instanceof FirstPaymentFailed) {
@@ -300,7 +293,8 @@ export class PurchaseService {
     customerId: string,
     productId: string,
     plan: PlanRow,
-    move: MoveName,
+    move: Exclude<StartMove, 'checkout'>,
+    prorationAt: Date,
   ) {
     const settings = settingsOf(plan);
     const customer = { id: customerId };
@@ -323,7 +317,7 @@ export class PurchaseService {
               this.refunder,
               current,
               (await findPlan(tx, auth, current.plan_id))?.name ?? current.plan_id,
-              now,
+              prorationAt,
             );
       if (current !== undefined)
         changed.push(
@@ -334,30 +328,17 @@ export class PurchaseService {
         );
       let created = await this.start(tx, auth, customer.id, plan, move);
       let invoiceId: string | null = null;
-      let refund = unused?.amount ?? 0;
+      const terms = switchTerms(move, firstCharges(settings, created.period_start), unused);
+      const refund = terms.refund;
       if (move === 'start_pending') {
         // The first invoice: the period's price plus the setup fee, less any unused time of the
         // old plan, on the customer's card.
-        const charges = [
-          ...(created.amount > 0
-            ? [baseLine(settings.name, created.amount, created.period_start, created.period_end)]
-            : []),
-          ...(settings.setupFee > 0 ? [setupFeeLine(settings.setupFee)] : []),
-        ];
-        const credit =
-          unused === undefined
-            ? undefined
-            : prorationLines(
-                unused,
-                charges.reduce((sum, line) => sum + line.amount, 0),
-              );
-        refund = credit?.refund ?? 0;
         const charged = await this.invoicing.issue(tx, auth, {
           purchase: created,
           periodKey: 'first',
           billingReason: 'first_payment',
           chargeReason: 'first_payment',
-          lines: [...charges, ...(credit?.lines ?? [])],
+          lines: terms.lines,
         });
         if (charged.status === 'failed') throw new FirstPaymentFailed(charged.failureReason ?? 'failed');
         created = await this.apply(tx, auth, created, 'first_payment_succeeded');
@@ -396,16 +377,34 @@ export class PurchaseService {
     });
   }
 
-  async cancel(auth: AuthContext, ref: string, atPeriodEnd: boolean) {
-    const row = await inTransaction(this.pool, async (tx) => {
+  /**
+   * Cancels at period end, or now; now with `prorate`, the unused time of a paid period goes back
+   * to the card that paid it (from the preview's `prorationDate` when given), in the same
+   * transaction as the cancellation.
+   */
+  async cancel(
+    auth: AuthContext,
+    ref: string,
+    options: {
+      atPeriodEnd?: boolean | undefined;
+      prorate?: boolean | undefined;
+      prorationDate?: string | undefined;
+    },
+  ) {
+    const prorationAt = prorationDateOf(options.prorationDate, this.clock.now());
+    if (options.atPeriodEnd === true && options.prorate === true)
+      throw new ValidationError([
+        { path: '/prorate', message: 'refunds only a cancellation now, not at period end', location: 'body' },
+      ]);
+    const { row, refund } = await inTransaction(this.pool, async (tx) => {
       const current = await this.find(tx, auth, ref, true);
-      if (atPeriodEnd) {
+      if (options.atPeriodEnd === true) {
         if (!current.is_recurring)
           throw new ConflictError(
             'invalid_transition',
             'Only recurring purchases can be cancelled at period end',
           );
-        return this.apply(
+        const scheduled = await this.apply(
           tx,
           auth,
           current,
@@ -413,14 +412,38 @@ export class PurchaseService {
           { cancel_at_period_end: true },
           { cancelAtPeriodEnd: false },
         );
+        return { row: scheduled, refund: undefined };
       }
-      return this.apply(tx, auth, current, 'cancel_now', {
+      // Read before the period ends: an ended purchase has no unused time.
+      const unused =
+        options.prorate === true
+          ? await unusedTimeOf(
+              tx,
+              auth,
+              this.refunder,
+              current,
+              (await findPlan(tx, auth, current.plan_id))?.name ?? current.plan_id,
+              prorationAt,
+            )
+          : undefined;
+      const ended = await this.apply(tx, auth, current, 'cancel_now', {
         ended_at: this.clock.now(),
         final_usage_due: endsMidPeriod(current, this.clock.now()),
       });
+      const refunded =
+        unused === undefined
+          ? undefined
+          : await refundUnusedTime(tx, auth, this.refunder, unused, unused.amount, {
+              from: current.id,
+              cancelled: true,
+            });
+      return { row: ended, refund: refunded };
     });
     await this.publish([row]);
-    return toPurchase(row);
+    return {
+      ...toPurchase(row),
+      ...(refund === undefined ? {} : { refund: { id: refund.id, amount: refund.amount } }),
+    };
   }
 
   async reactivate(auth: AuthContext, ref: string) {
@@ -453,10 +476,4 @@ export class PurchaseService {
   publish(rows: PurchaseRow[], knownPlan?: PlanRow): Promise<void> {
     return this.entitlements.publish(rows, knownPlan);
   }
-}
-
-/** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
-export function recurringAmount(settings: PlanSettings): number {
-  if (settings.type === 'usage-based') return 0;
-  return settings.type === 'hybrid' ? settings.basePrice : settings.price;
 }
