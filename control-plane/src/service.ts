@@ -215,7 +215,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
   const disputes = new DisputeService(deps.pool, clock);
-  const payments = new PaymentService(paying, clock, processors, ledger, disputes);
+  const payments = new PaymentService(paying, clock, processors, ledger, disputes, deps.logger);
   const invoicing = new Invoicing(clock, payments, deps.reader);
   const refunder = new Refunder(clock, processors, ledger);
   const checkoutSessions = new CheckoutSessions(

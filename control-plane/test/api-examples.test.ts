@@ -362,6 +362,27 @@ describe('the documented example of every operation, continued', () => {
       status: 201,
     });
     await example({ route: 'GET /v1/sdk/customers/:ref/payment-methods', path: { ref: 'ada' }, status: 200 });
+    // Grace keeps two cards, makes the older the default again and removes the newer.
+    const graceCard = async () =>
+      (
+        await setUp({
+          route: 'POST /v1/sdk/customers/:ref/payment-methods',
+          path: { ref: 'grace' },
+          body: card(SANDBOX_CARDS.succeeds),
+          status: 201,
+        })
+      ).body.id as string;
+    const [older, newer] = [await graceCard(), await graceCard()];
+    await example({
+      route: 'POST /v1/sdk/customers/:ref/payment-methods/:id/default',
+      path: { ref: 'grace', id: older },
+      status: 200,
+    });
+    await example({
+      route: 'DELETE /v1/sdk/customers/:ref/payment-methods/:id',
+      path: { ref: 'grace', id: newer },
+      status: 200,
+    });
     const activation = await example({
       route: 'POST /v1/sdk/activate',
       body: { customerRef: 'ada', planRef: made.pro.id },

@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a hosted checkout session for a plan or a credit top-up
-         * @description A hosted checkout page for one plan or a credit top-up, valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.
+         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -776,6 +776,46 @@ export interface paths {
          * @description Stores a card as the customer’s default payment method. In the sandbox, test card numbers decide the outcome of later charges (docs/billing.md); in live, a Stripe payment method id. Card numbers are never stored.
          */
         post: operations["addPaymentMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/customers/{ref}/payment-methods/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a stored card (the newest other card becomes the default)
+         * @description Removes a stored card (in live, detached from the customer at Stripe too). When it was the default, the newest other card becomes the default. The last card cannot be removed while a priced recurring plan, usage billed to the card or an auto top-up charges it: 409 `payment_method_required`.
+         */
+        delete: operations["deletePaymentMethod"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/customers/{ref}/payment-methods/{id}/default": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a stored card the customer's default
+         * @description Makes one of the customer’s stored cards the default: renewals, first payments and auto top-ups charge it from now on.
+         */
+        post: operations["setDefaultPaymentMethod"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2305,11 +2345,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "mJiVJzh-zzubY3XBC1YXymH4c3xIoboMTTeVWD26Kuk",
-                     *           "y": "ruLBUfyumfyVXiPNfLl46peOW2bNWA2e48Btpr-DxU4",
+                     *           "x": "TCRSIdKN5ARID-J-PdERWguhdgB8h3w2TjM5As02tVs",
+                     *           "y": "xAiHr3Pu_vmWiRgQLuDjfmcmi8lswDqpsm7mzXj4eS4",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "a1a3522c4723cf5b",
+                     *           "kid": "46b69a717ce687d1",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2438,8 +2478,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.219Z",
-                     *       "to": "2026-05-28T09:00:03.219Z",
+                     *       "from": "2026-04-28T09:00:03.395Z",
+                     *       "to": "2026-05-28T09:00:03.395Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2777,8 +2817,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.208Z",
-                     *       "to": "2026-05-28T09:00:03.208Z",
+                     *       "from": "2026-04-28T09:00:03.385Z",
+                     *       "to": "2026-05-28T09:00:03.385Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2950,7 +2990,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.185Z",
+                     *       "to": "2026-05-28T09:00:03.364Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3135,9 +3175,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:05.116Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.116Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.116Z"
+                     *       "createdAt": "2026-05-28T09:00:05.181Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.181Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.181Z"
                      *     }
                      */
                     "application/json": {
@@ -3370,7 +3410,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:04.974Z"
+                     *       "expiresAt": "2026-06-04T09:00:05.050Z"
                      *     }
                      */
                     "application/json": {
@@ -3739,9 +3779,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.737Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.737Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.745Z"
+                     *       "createdAt": "2026-05-28T09:00:04.847Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.847Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.856Z"
                      *     }
                      */
                     "application/json": {
@@ -4228,9 +4268,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.737Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.737Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.737Z"
+                     *       "createdAt": "2026-05-28T09:00:04.847Z",
+                     *       "expiresAt": "2026-05-28T21:00:04.847Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:04.847Z"
                      *     }
                      */
                     "application/json": {
@@ -4441,7 +4481,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:04.825Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.916Z"
                      *     }
                      */
                     "application/json": {
@@ -4617,9 +4657,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:04.964Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.964Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.964Z"
+                     *       "createdAt": "2026-05-28T09:00:05.044Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.044Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.044Z"
                      *     }
                      */
                     "application/json": {
@@ -5084,7 +5124,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795934448,
+                     *       "client_id_issued_at": 1795934736,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5257,7 +5297,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.069Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.188Z"
                      *     }
                      */
                     "application/json": {
@@ -7003,8 +7043,10 @@ export interface operations {
                     customerRef: string;
                     /** @default 60 */
                     expiresInMinutes?: number;
-                    /** @description A plan purchase; or send topup */
+                    /** @description A plan purchase; or send topup, or setup */
                     planRef?: string;
+                    /** @description true: collect a card only and make it the default (Stripe Checkout in setup mode in live); nothing is charged */
+                    setup?: boolean;
                     /** Format: uri */
                     successUrl?: string;
                     topup?: {
@@ -7038,8 +7080,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.292Z",
-                     *       "createdAt": "2026-05-28T09:00:03.292Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.495Z",
+                     *       "createdAt": "2026-05-28T09:00:03.495Z"
                      *     }
                      */
                     "application/json": {
@@ -7196,8 +7238,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.292Z",
-                     *       "createdAt": "2026-05-28T09:00:03.292Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.495Z",
+                     *       "createdAt": "2026-05-28T09:00:03.495Z"
                      *     }
                      */
                     "application/json": {
@@ -7383,8 +7425,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.397Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.397Z"
+                     *           "createdAt": "2026-05-28T09:00:02.544Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.544Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7396,8 +7438,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.408Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.408Z"
+                     *           "createdAt": "2026-05-28T09:00:02.554Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.554Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7584,8 +7626,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.397Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.397Z"
+                     *       "createdAt": "2026-05-28T09:00:02.544Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.544Z"
                      *     }
                      */
                     "application/json": {
@@ -8076,8 +8118,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.397Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.446Z"
+                     *       "createdAt": "2026-05-28T09:00:02.544Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.588Z"
                      *     }
                      */
                     "application/json": {
@@ -9585,6 +9627,308 @@ export interface operations {
             };
         };
     };
+    deletePaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description pm_…
+                 * @example pm_01jx0000030w9j744an9m9cwhn
+                 */
+                id: string;
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example grace
+                 */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "pm_01jx0000030w9j744an9m9cwhn",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        deleted: true;
+                        id: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    setDefaultPaymentMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description pm_…
+                 * @example pm_01jx000002vaasf4gbz6f5p8zd
+                 */
+                id: string;
+                /**
+                 * @description Customer reference (cus_…) or your externalRef
+                 * @example grace
+                 */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "pm_01jx000002vaasf4gbz6f5p8zd",
+                     *       "brand": "visa",
+                     *       "last4": "4242",
+                     *       "expMonth": 12,
+                     *       "expYear": 2035,
+                     *       "isDefault": true,
+                     *       "createdAt": "2026-05-28T09:00:02.621Z"
+                     *     }
+                     */
+                    "application/json": {
+                        brand: string;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        expMonth: number;
+                        expYear: number;
+                        id: string;
+                        isDefault: boolean;
+                        last4: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     createCustomerToken: {
         parameters: {
             query?: never;
@@ -9756,7 +10100,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:03.510Z"
+                     *       "revokedBefore": "2026-05-28T09:00:03.673Z"
                      *     }
                      */
                     "application/json": {
@@ -9943,8 +10287,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.408Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.408Z"
+                     *       "createdAt": "2026-05-28T09:00:02.554Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.554Z"
                      *     }
                      */
                     "application/json": {
@@ -10152,7 +10496,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T02:19:15.210Z"
+                     *                 "end": "2026-01-28T02:14:27.817Z"
                      *               }
                      *             }
                      *           ],
@@ -10865,7 +11209,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T02:19:15.210Z"
+                     *             "end": "2026-01-28T02:14:27.817Z"
                      *           }
                      *         }
                      *       ],
@@ -11771,7 +12115,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.126Z"
+                     *       "timestamp": "2026-05-28T09:00:03.283Z"
                      *     }
                      */
                     "application/json": {
@@ -11995,7 +12339,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.164Z"
+                     *           "timestamp": "2026-05-28T09:00:03.321Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12003,7 +12347,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.164Z"
+                     *           "timestamp": "2026-05-28T09:00:03.321Z"
                      *         }
                      *       ]
                      *     }
@@ -12202,7 +12546,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/RrYsWkn7zTBwb330swOkjqxekxwhm-Bqom1ALxkyPmk",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/jhuneUoPJUtYsHuBYebczOakHAPPmcKd1XjV8obWuko",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -13359,7 +13703,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.349Z",
+                     *       "createdAt": "2026-05-28T09:00:03.550Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13543,8 +13887,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.349Z",
-                     *       "closedAt": "2026-05-28T09:00:03.384Z"
+                     *       "createdAt": "2026-05-28T09:00:03.550Z",
+                     *       "closedAt": "2026-05-28T09:00:03.582Z"
                      *     }
                      */
                     "application/json": {
@@ -13723,11 +14067,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.408Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.591Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.408Z"
+                     *       "createdAt": "2026-05-28T09:00:03.591Z"
                      *     }
                      */
                     "application/json": {
@@ -13895,7 +14239,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.324Z"
+                     *           "createdAt": "2026-05-28T09:00:02.491Z"
                      *         }
                      *       ]
                      *     }
@@ -14049,7 +14393,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.324Z"
+                     *       "createdAt": "2026-05-28T09:00:02.491Z"
                      *     }
                      */
                     "application/json": {
@@ -14188,7 +14532,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.324Z"
+                     *       "createdAt": "2026-05-28T09:00:02.491Z"
                      *     }
                      */
                     "application/json": {
@@ -14339,7 +14683,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.324Z"
+                     *       "createdAt": "2026-05-28T09:00:02.491Z"
                      *     }
                      */
                     "application/json": {
@@ -15062,8 +15406,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:15.210Z",
-                     *       "to": "2026-05-28T09:04:15.210Z",
+                     *       "from": "2026-04-28T08:59:27.817Z",
+                     *       "to": "2026-05-28T09:14:27.817Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15285,7 +15629,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:03.975Z",
+                     *       "asOf": "2026-05-28T09:00:04.113Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15530,7 +15874,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T02:19:15.210Z",
+                     *           "end": "2026-01-28T02:14:27.817Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15569,8 +15913,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T02:19:15.210Z",
-                     *           "end": "2026-02-28T02:19:15.210Z",
+                     *           "start": "2026-01-28T02:14:27.817Z",
+                     *           "end": "2026-02-28T02:14:27.817Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15609,8 +15953,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T02:19:15.210Z",
-                     *           "end": "2026-03-30T02:19:15.210Z",
+                     *           "start": "2026-02-28T02:14:27.817Z",
+                     *           "end": "2026-03-30T02:14:27.817Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15649,8 +15993,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T02:19:15.210Z",
-                     *           "end": "2026-04-30T02:19:15.210Z",
+                     *           "start": "2026-03-30T02:14:27.817Z",
+                     *           "end": "2026-04-30T02:14:27.817Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15689,8 +16033,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T02:19:15.210Z",
-                     *           "end": "2026-05-30T02:19:15.210Z",
+                     *           "start": "2026-04-30T02:14:27.817Z",
+                     *           "end": "2026-05-30T02:14:27.817Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15942,8 +16286,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:15.210Z",
-                     *       "to": "2026-05-28T09:04:15.210Z",
+                     *       "from": "2026-04-28T08:59:27.817Z",
+                     *       "to": "2026-05-28T09:14:27.817Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16126,31 +16470,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:15.210Z",
-                     *       "to": "2026-05-28T09:04:15.210Z",
+                     *       "from": "2026-04-28T08:59:27.817Z",
+                     *       "to": "2026-05-28T09:14:27.817Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T01:19:15.210Z",
+                     *           "start": "2026-04-24T01:14:27.817Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T01:19:15.210Z",
+                     *           "start": "2026-05-01T01:14:27.817Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T01:19:15.210Z",
+                     *           "start": "2026-05-08T01:14:27.817Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T01:19:15.210Z",
+                     *           "start": "2026-05-15T01:14:27.817Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T01:19:15.210Z",
+                     *           "start": "2026-05-22T01:14:27.817Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -16387,17 +16731,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…ozfM",
+                     *           "hint": "sk_test_…WITU",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:05.260Z",
+                     *           "createdAt": "2026-05-28T09:00:05.323Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…YlIQ",
+                     *           "hint": "sk_test_…sED0",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:04.957Z",
+                     *           "createdAt": "2026-05-28T09:00:05.039Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16543,9 +16887,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…ozfM",
+                     *       "hint": "sk_test_…WITU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.260Z",
+                     *       "createdAt": "2026-05-28T09:00:05.323Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -16868,18 +17212,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…ZOGE",
+                     *       "hint": "sk_test_…ETyM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.288Z",
+                     *       "createdAt": "2026-05-28T09:00:05.339Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…ozfM",
+                     *         "hint": "sk_test_…WITU",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:05.260Z",
-                     *         "expiresAt": "2026-05-28T10:00:05.288Z"
+                     *         "createdAt": "2026-05-28T09:00:05.323Z",
+                     *         "expiresAt": "2026-05-28T10:00:05.339Z"
                      *       }
                      *     }
                      */
@@ -17075,7 +17419,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:04.803Z",
+                     *           "createdAt": "2026-05-28T09:00:04.899Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17092,7 +17436,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:04.793Z",
+                     *           "createdAt": "2026-05-28T09:00:04.893Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17109,7 +17453,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:04.774Z",
+                     *           "createdAt": "2026-05-28T09:00:04.880Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17125,7 +17469,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThrMGh2d3c5cWNkN3kzNm56eGZ5ZmFo"
+                     *       "nextCursor": "YXVkXzAxbThrMHRtbjdmM2o2Nmh4aHRndzVqaGV6"
                      *     }
                      */
                     "application/json": {
@@ -17304,7 +17648,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:03.349Z",
+                     *           "createdAt": "2026-05-28T09:00:03.550Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17459,7 +17803,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.349Z",
+                     *       "createdAt": "2026-05-28T09:00:03.550Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17620,7 +17964,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.349Z",
+                     *       "createdAt": "2026-05-28T09:00:03.550Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -19419,8 +19763,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:03.643Z",
-                     *       "latencyMs": 11,
+                     *       "checkedAt": "2026-05-28T09:00:03.802Z",
+                     *       "latencyMs": 10,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -19788,8 +20132,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:01.920Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.920Z"
+                     *           "createdAt": "2026-05-28T09:00:02.104Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.104Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -19799,8 +20143,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.295Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.295Z"
+                     *           "createdAt": "2026-05-28T09:00:02.458Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.458Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -19972,8 +20316,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.295Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.295Z"
+                     *       "createdAt": "2026-05-28T09:00:02.458Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.458Z"
                      *     }
                      */
                     "application/json": {
@@ -20146,8 +20490,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.295Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.295Z"
+                     *       "createdAt": "2026-05-28T09:00:02.458Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.458Z"
                      *     }
                      */
                     "application/json": {
@@ -20297,8 +20641,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.295Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.629Z"
+                     *       "createdAt": "2026-05-28T09:00:02.458Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.708Z"
                      *     }
                      */
                     "application/json": {
@@ -20468,11 +20812,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:03.408Z",
+                     *           "arrivalDate": "2026-05-30T09:00:03.591Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:03.408Z"
+                     *           "createdAt": "2026-05-28T09:00:03.591Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20624,11 +20968,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.408Z",
+                     *       "arrivalDate": "2026-05-30T09:00:03.591Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.408Z"
+                     *       "createdAt": "2026-05-28T09:00:03.591Z"
                      *     }
                      */
                     "application/json": {
@@ -20813,8 +21157,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.166Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.166Z"
+                     *       "createdAt": "2026-05-28T09:00:02.336Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.336Z"
                      *     }
                      */
                     "application/json": {
@@ -21130,8 +21474,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.166Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.259Z"
+                     *       "createdAt": "2026-05-28T09:00:02.336Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.423Z"
                      *     }
                      */
                     "application/json": {
@@ -21386,8 +21730,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.635Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.643Z"
+                     *       "createdAt": "2026-05-28T09:00:04.714Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.722Z"
                      *     }
                      */
                     "application/json": {
@@ -21582,8 +21926,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmps55aNN12rxIv",
-                     *       "connectedAt": "2026-05-28T09:00:04.420Z"
+                     *       "account": "acct_RmpwdqE0TSnvooZ",
+                     *       "connectedAt": "2026-05-28T09:00:04.543Z"
                      *     }
                      */
                     "application/json": {
@@ -21757,8 +22101,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmps55aNN12rxIv",
-                     *       "connectedAt": "2026-05-28T09:00:04.420Z"
+                     *       "account": "acct_RmpwdqE0TSnvooZ",
+                     *       "connectedAt": "2026-05-28T09:00:04.543Z"
                      *     }
                      */
                     "application/json": {
@@ -22327,8 +22671,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.025Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.025Z"
+                     *           "createdAt": "2026-05-28T09:00:02.195Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.195Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22507,8 +22851,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.025Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.025Z"
+                     *       "createdAt": "2026-05-28T09:00:02.195Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.195Z"
                      *     }
                      */
                     "application/json": {
@@ -22683,8 +23027,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.025Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.025Z"
+                     *       "createdAt": "2026-05-28T09:00:02.195Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.195Z"
                      *     }
                      */
                     "application/json": {
@@ -22861,8 +23205,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.025Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.092Z"
+                     *       "createdAt": "2026-05-28T09:00:02.195Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.255Z"
                      *     }
                      */
                     "application/json": {
@@ -23037,8 +23381,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.670Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.678Z"
+                     *       "createdAt": "2026-05-28T09:00:04.744Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.752Z"
                      *     }
                      */
                     "application/json": {
@@ -23229,8 +23573,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.129Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.129Z"
+                     *           "createdAt": "2026-05-28T09:00:02.288Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.288Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -23276,8 +23620,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.166Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.166Z"
+                     *           "createdAt": "2026-05-28T09:00:02.336Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.336Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -23320,8 +23664,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.176Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.176Z"
+                     *           "createdAt": "2026-05-28T09:00:02.349Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.349Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23669,8 +24013,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.166Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.166Z"
+                     *       "createdAt": "2026-05-28T09:00:02.336Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.336Z"
                      *     }
                      */
                     "application/json": {
@@ -24142,13 +24486,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:04.953Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.037Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:05.100Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.168Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24157,8 +24501,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:05.125Z",
-                     *           "expiresAt": "2026-06-04T09:00:05.125Z"
+                     *           "createdAt": "2026-05-28T09:00:05.187Z",
+                     *           "expiresAt": "2026-06-04T09:00:05.187Z"
                      *         }
                      *       ]
                      *     }
@@ -24319,8 +24663,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:04.974Z",
-                     *       "expiresAt": "2026-06-04T09:00:04.974Z"
+                     *       "createdAt": "2026-05-28T09:00:05.050Z",
+                     *       "expiresAt": "2026-06-04T09:00:05.050Z"
                      *     }
                      */
                     "application/json": {
@@ -24808,7 +25152,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:05.100Z"
+                     *       "joinedAt": "2026-05-28T09:00:05.168Z"
                      *     }
                      */
                     "application/json": {
@@ -25196,7 +25540,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:03.335Z"
+                     *       "createdAt": "2026-05-28T09:00:03.532Z"
                      *     }
                      */
                     "application/json": {
@@ -25382,11 +25726,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 1,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:04.557Z"
+                     *       "createdAt": "2026-05-28T09:00:04.647Z"
                      *     }
                      */
                     "application/json": {
@@ -25560,11 +25904,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 1,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:04.557Z"
+                     *           "createdAt": "2026-05-28T09:00:04.647Z"
                      *         }
                      *       ]
                      *     }
@@ -25718,8 +26062,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:04.508Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.508Z"
+                     *           "createdAt": "2026-05-28T09:00:04.613Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.613Z"
                      *         }
                      *       ]
                      *     }
@@ -25893,8 +26237,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.508Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.508Z",
+                     *       "createdAt": "2026-05-28T09:00:04.613Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.613Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26049,8 +26393,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.508Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.508Z"
+                     *       "createdAt": "2026-05-28T09:00:04.613Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.613Z"
                      *     }
                      */
                     "application/json": {
@@ -26342,8 +26686,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.508Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.545Z"
+                     *       "createdAt": "2026-05-28T09:00:04.613Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.638Z"
                      *     }
                      */
                     "application/json": {
@@ -26495,8 +26839,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.508Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.601Z"
+                     *       "createdAt": "2026-05-28T09:00:04.613Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
                      *     }
                      */
                     "application/json": {
@@ -26648,8 +26992,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.508Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.609Z"
+                     *       "createdAt": "2026-05-28T09:00:04.613Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.693Z"
                      *     }
                      */
                     "application/json": {
@@ -26942,7 +27286,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.596Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.683Z"
                      *     }
                      */
                     "application/json": {

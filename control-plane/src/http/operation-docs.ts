@@ -81,6 +81,10 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'Stores a card as the customer’s default payment method. In the sandbox, test card numbers decide the outcome of later charges (docs/billing.md); in live, a Stripe payment method id. Card numbers are never stored.',
   'GET /v1/sdk/customers/:ref/payment-methods':
     'The customer’s stored payment methods (never a full card number).',
+  'POST /v1/sdk/customers/:ref/payment-methods/:id/default':
+    'Makes one of the customer’s stored cards the default: renewals, first payments and auto top-ups charge it from now on.',
+  'DELETE /v1/sdk/customers/:ref/payment-methods/:id':
+    'Removes a stored card (in live, detached from the customer at Stripe too). When it was the default, the newest other card becomes the default. The last card cannot be removed while a priced recurring plan, usage billed to the card or an auto top-up charges it: 409 `payment_method_required`.',
   'PUT /v1/ui/processors/stripe':
     'Connects the provider’s own Stripe account for live payments (live key only; a sandbox key gets 403). The key is tried on Stripe first: a key Stripe refuses is a 400 naming `/secretKey`, Stripe out of reach a 503. Keys are stored sealed and never shown again.',
   'GET /v1/ui/processors/stripe':
@@ -90,7 +94,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/ui/processors/stripe/reconciliation':
     'Compares what the ledger says moved through the Stripe balance in a window (`from`, `to`) with Stripe’s balance transactions: payments, refunds, disputes and payouts matched one by one, differences listed, nothing corrected.',
   'POST /v1/sdk/checkout-sessions':
-    'A hosted checkout page for one plan or a credit top-up, valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.',
+    'A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.',
   'GET /v1/sdk/checkout-sessions/:id': 'A checkout session: what it sells, its status and when it expires.',
   'POST /v1/ui/transactions/refunds':
     'Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key.',

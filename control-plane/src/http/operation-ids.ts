@@ -51,6 +51,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'POST /v1/sdk/purchases/:ref/reactivate': 'reactivatePurchase',
   'POST /v1/sdk/customers/:ref/payment-methods': 'addPaymentMethod',
   'GET /v1/sdk/customers/:ref/payment-methods': 'listPaymentMethods',
+  'POST /v1/sdk/customers/:ref/payment-methods/:id/default': 'setDefaultPaymentMethod',
+  'DELETE /v1/sdk/customers/:ref/payment-methods/:id': 'deletePaymentMethod',
   'PUT /v1/ui/processors/stripe': 'connectStripe',
   'GET /v1/ui/processors/stripe': 'getStripeConnection',
   'DELETE /v1/ui/processors/stripe': 'disconnectStripe',

@@ -11,7 +11,7 @@ import type { PaywallShownRow } from '@mcp-meter/contracts/usage';
 export interface OfferedSession {
   id: string;
   planId: string | null;
-  kind: 'plan' | 'topup';
+  kind: 'plan' | 'topup' | 'setup';
   openedAt: Date | null;
   /** Set once paid. */
   paidAt: Date | null;

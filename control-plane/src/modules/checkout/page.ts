@@ -14,6 +14,8 @@ export interface CheckoutView {
   title: string;
   lines: string[];
   dueNow: string;
+  /** The button's word: Pay, or Save card when nothing is charged. */
+  action: string;
   cancelUrl: string | null;
   sandbox: boolean;
 }
@@ -67,7 +69,7 @@ ${view.sandbox ? '<div class="sandbox">Sandbox: use test card 4242 4242 4242 424
 <label for="number">Card number</label><input id="number" name="number" inputmode="numeric" autocomplete="cc-number" required>
 <div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" autocomplete="cc-exp" required></div>
 <div><label for="cvc">CVC</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div></div>
-<button type="submit" id="submit">Pay</button><div id="error" role="alert"></div>
+<button type="submit" id="submit">${escapeHtml(view.action)}</button><div id="error" role="alert"></div>
 </form>
 <footer>${links.join('')}${view.cancelUrl === null ? '' : `<a href="${escapeHtml(view.cancelUrl)}">Cancel</a>`}</footer>
 </main>

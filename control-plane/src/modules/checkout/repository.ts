@@ -5,7 +5,7 @@ export interface SessionRow {
   provider_id: string;
   environment: 'sandbox' | 'live';
   customer_id: string;
-  kind: 'plan' | 'topup';
+  kind: 'plan' | 'topup' | 'setup';
   plan_id: string | null;
   product_id: string | null;
   topup_credits: number | null;

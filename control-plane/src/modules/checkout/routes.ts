@@ -10,7 +10,7 @@ const CheckoutCreate = Type.Object(
   {
     customerRef: Type.String({ minLength: 1, maxLength: 255 }),
     planRef: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 100, description: 'A plan purchase; or send topup' }),
+      Type.String({ minLength: 1, maxLength: 100, description: 'A plan purchase; or send topup, or setup' }),
     ),
     topup: Type.Optional(
       Type.Object(
@@ -25,6 +25,12 @@ const CheckoutCreate = Type.Object(
         },
         { additionalProperties: false },
       ),
+    ),
+    setup: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: collect a card only and make it the default (Stripe Checkout in setup mode in live); nothing is charged',
+      }),
     ),
     successUrl: Type.Optional(WebUrl),
     cancelUrl: Type.Optional(WebUrl),

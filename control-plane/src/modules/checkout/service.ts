@@ -71,7 +71,9 @@ export class CheckoutService {
     if (merchant === undefined) return undefined;
     const auth = { providerId: row.provider_id, environment: row.environment };
     const lines: string[] = [];
-    let title = `${row.topup_credits ?? 0} credits`;
+    let title = row.kind === 'setup' ? 'Add a card' : `${row.topup_credits ?? 0} credits`;
+    if (row.kind === 'setup')
+      lines.push('Saved as your default card for future payments and renewals; nothing is charged now');
     if (row.plan_id !== null) {
       const plan = await findPlan(this.pool, auth, row.plan_id);
       const product =
@@ -116,7 +118,11 @@ export class CheckoutService {
       },
       title,
       lines,
-      dueNow: `${formatMoney(row.amount, row.currency)} due today`,
+      dueNow:
+        row.kind === 'setup'
+          ? 'Nothing is charged today'
+          : `${formatMoney(row.amount, row.currency)} due today`,
+      action: row.kind === 'setup' ? 'Save card' : 'Pay',
       cancelUrl: row.cancel_url,
       sandbox: row.environment === 'sandbox',
     };
@@ -184,7 +190,10 @@ export class CheckoutService {
     try {
       const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
       await this.payments.attachCard(auth, row.customer_id, card);
-      if (row.kind === 'plan' && row.plan_id !== null) {
+      if (row.kind === 'setup') {
+        // The card is saved as the default (above); the session is done.
+        await inTransaction(this.pool, (tx) => this.markUsed(tx, auth, row, null));
+      } else if (row.kind === 'plan' && row.plan_id !== null) {
         const result = await this.purchases.activate(auth, {
           customerRef: row.customer_id,
           planRef: row.plan_id,

@@ -18,6 +18,8 @@ export interface CheckoutInput {
   customerRef: string;
   planRef?: string | undefined;
   topup?: { credits: number; amount: number; currency?: string | undefined } | undefined;
+  /** Collects a card alone (Stripe Checkout's setup mode): nothing is charged. */
+  setup?: boolean | undefined;
   successUrl?: string | undefined;
   cancelUrl?: string | undefined;
   expiresInMinutes?: number | undefined;
@@ -94,8 +96,9 @@ export class CheckoutSessions {
     const db: Queryable = on ?? this.pool;
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
-    if ((input.planRef === undefined) === (input.topup === undefined))
-      throw problem('/planRef', 'send either planRef or topup');
+    const setup = input.setup === true;
+    if ([input.planRef !== undefined, input.topup !== undefined, setup].filter(Boolean).length !== 1)
+      throw problem('/planRef', 'send one of planRef, topup or setup: true');
     const customer = await findCustomer(db, auth, input.customerRef);
     if (customer === undefined)
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
@@ -117,6 +120,16 @@ export class CheckoutSessions {
         topup_credits: null,
         amount: dueNow,
         currency: s.currency,
+      };
+    } else if (setup) {
+      const merchant = await getProvider(db, auth.providerId);
+      fields = {
+        kind: 'setup',
+        plan_id: null,
+        product_id: null,
+        topup_credits: null,
+        amount: 0,
+        currency: merchant?.defaultCurrency ?? 'usd',
       };
     } else {
       const topup = input.topup;

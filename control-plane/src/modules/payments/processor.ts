@@ -83,6 +83,8 @@ export interface PaymentProcessor {
   attach(customer: ProcessorCustomer, input: MethodInput, now: Date): Promise<AttachedCard>;
   /** Charges a stored card off-session. The same idempotency key always gives the same result. */
   charge(request: ProcessorCharge): Promise<ChargeResult>;
+  /** Takes a removed card off the processor's customer, so it can never be charged there again. */
+  detach(processorRef: string): Promise<void>;
   /**
    * Starts returning money of an earlier charge; the same idempotency key gives the same result.
    * A pending refund is settled later by `settleRefund` (or the processor's event).
@@ -205,6 +207,9 @@ export class SandboxProcessor implements PaymentProcessor {
       processorRefund: `re_sandbox_${fails ? REFUND_FAILS : ''}${request.idempotencyKey}`,
     };
   }
+
+  /** Sandbox cards live only in our table: removing the row is all there is. */
+  async detach(_processorRef: string): Promise<void> {}
 
   async settleRefund(processorRefund: string) {
     return processorRefund.startsWith(`re_sandbox_${REFUND_FAILS}`)

@@ -58,7 +58,7 @@ export async function insertDefaultMethod(
 
 export async function listMethods(db: Queryable, customerId: string): Promise<MethodRow[]> {
   const { rows } = await db.query<MethodRow>(
-    'SELECT * FROM payment_methods WHERE customer_id = $1 ORDER BY id',
+    'SELECT * FROM payment_methods WHERE customer_id = $1 AND detached_at IS NULL ORDER BY id',
     [customerId],
   );
   return rows;
@@ -66,8 +66,44 @@ export async function listMethods(db: Queryable, customerId: string): Promise<Me
 
 export async function findDefaultMethod(db: Queryable, customerId: string): Promise<MethodRow | undefined> {
   const { rows } = await db.query<MethodRow>(
-    'SELECT * FROM payment_methods WHERE customer_id = $1 AND is_default',
+    'SELECT * FROM payment_methods WHERE customer_id = $1 AND is_default AND detached_at IS NULL',
     [customerId],
+  );
+  return rows[0];
+}
+
+/** Makes one of the customer's cards the default (the other loses it); undefined: no such card. */
+export async function setDefaultMethod(
+  db: Queryable,
+  customerId: string,
+  id: string,
+): Promise<MethodRow | undefined> {
+  const { rows: found } = await db.query<MethodRow>(
+    'SELECT * FROM payment_methods WHERE customer_id = $1 AND id = $2 AND detached_at IS NULL',
+    [customerId, id],
+  );
+  if (found[0] === undefined) return undefined;
+  await db.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
+    customerId,
+  ]);
+  const { rows } = await db.query<MethodRow>(
+    'UPDATE payment_methods SET is_default = true WHERE id = $1 RETURNING *',
+    [id],
+  );
+  return rows[0];
+}
+
+/** Marks a card removed: never listed, charged or default again; undefined: no such card. */
+export async function detachMethod(
+  db: Queryable,
+  customerId: string,
+  id: string,
+  at: Date,
+): Promise<MethodRow | undefined> {
+  const { rows } = await db.query<MethodRow>(
+    `UPDATE payment_methods SET detached_at = $3, is_default = false
+      WHERE customer_id = $1 AND id = $2 AND detached_at IS NULL RETURNING *`,
+    [customerId, id, at],
   );
   return rows[0];
 }

@@ -45,6 +45,11 @@ const AttachCard = Type.Union([
   ),
 ]);
 
+const MethodParams = Type.Composite([
+  CustomerParams,
+  Type.Object({ id: Type.String({ minLength: 1, maxLength: 100, description: 'pm_…' }) }),
+]);
+
 export function paymentRoutes(payments: PaymentService) {
   return async (app: App) => {
     const tags = ['payments'];
@@ -62,6 +67,37 @@ export function paymentRoutes(payments: PaymentService) {
       },
       async (request, reply) =>
         reply.status(201).send(await payments.attachCard(authOf(request), request.params.ref, request.body)),
+    );
+    app.post(
+      '/v1/sdk/customers/:ref/payment-methods/:id/default',
+      {
+        schema: {
+          tags,
+          summary: "Make a stored card the customer's default",
+          params: MethodParams,
+          response: { 200: PaymentMethod, ...errorResponses },
+        },
+      },
+      async (request) => payments.makeDefault(authOf(request), request.params.ref, request.params.id),
+    );
+    app.delete(
+      '/v1/sdk/customers/:ref/payment-methods/:id',
+      {
+        schema: {
+          tags,
+          summary: 'Remove a stored card (the newest other card becomes the default)',
+          params: MethodParams,
+          response: {
+            200: Type.Object({ id: Type.String(), deleted: Type.Literal(true) }),
+            409: Problem,
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => {
+        await payments.removeMethod(authOf(request), request.params.ref, request.params.id);
+        return { id: request.params.id, deleted: true as const };
+      },
     );
     app.get(
       '/v1/sdk/customers/:ref/payment-methods',

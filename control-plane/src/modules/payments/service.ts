@@ -1,14 +1,17 @@
-import { ID, newId } from '@mcp-meter/contracts/kit';
+import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { DomainError, NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import { findAutoTopUp } from '../auto-topups/repository';
 import { findCustomer } from '../customers/repository';
 import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
+import { findCardPaidPurchase } from '../purchases/repository';
 import { CardError, type MethodInput, type Processors } from './processor';
 import {
+  detachMethod,
   findDefaultMethod,
   findProcessorCustomer,
   insertDefaultMethod,
@@ -16,6 +19,7 @@ import {
   listMethods,
   lockCustomerForCards,
   type MethodRow,
+  setDefaultMethod,
 } from './repository';
 
 export const toMethod = (m: MethodRow) => ({
@@ -57,6 +61,7 @@ export class PaymentService {
     private readonly processors: Processors,
     private readonly ledger: Ledger,
     private readonly disputes: Pick<DisputeService, 'openInTx'>,
+    private readonly logger?: Logger,
   ) {}
 
   /**
@@ -110,6 +115,64 @@ export class PaymentService {
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
     return { data: (await listMethods(this.pool, customer.id)).map(toMethod) };
+  }
+
+  /** Makes one of the customer's cards the default: later charges (renewals, top-ups) use it. */
+  async makeDefault(auth: AuthContext, customerRef: string, id: string) {
+    const customer = await findCustomer(this.pool, auth, customerRef);
+    if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
+    return inTransaction(this.pool, async (tx) => {
+      await lockCustomerForCards(tx, customer.id);
+      const row = await setDefaultMethod(tx, customer.id, id);
+      if (row === undefined) throw new NotFoundError('payment_method_not_found', `No payment method ${id}`);
+      return toMethod(row);
+    });
+  }
+
+  /**
+   * Removes a card; when it was the default, the newest other card becomes the default. The last
+   * card cannot go while something charges it as it goes (a priced recurring plan, usage billed
+   * to the card, an auto top-up): 409 payment_method_required, so a renewal never finds no card.
+   * The processor forgets the card after the commit (a failure there is logged: we never charge
+   * a removed card, and Stripe keeps it on the customer only).
+   */
+  async removeMethod(auth: AuthContext, customerRef: string, id: string): Promise<void> {
+    const customer = await findCustomer(this.pool, auth, customerRef);
+    if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
+    const removed = await inTransaction(this.pool, async (tx) => {
+      await lockCustomerForCards(tx, customer.id);
+      const cards = await listMethods(tx, customer.id);
+      const card = cards.find((c) => c.id === id);
+      if (card === undefined) throw new NotFoundError('payment_method_not_found', `No payment method ${id}`);
+      const others = cards.filter((c) => c.id !== id);
+      if (others.length === 0) {
+        const paid = await findCardPaidPurchase(tx, customer.id);
+        const topUp = await findAutoTopUp(tx, customer.id);
+        if (paid !== undefined || topUp?.status === 'active')
+          throw new ConflictError(
+            'payment_method_required',
+            paid !== undefined
+              ? `Purchase ${paid.id} is paid with this card: add another card before removing it`
+              : 'Auto top-up charges this card: add another card or turn auto top-up off first',
+          );
+      }
+      await detachMethod(tx, customer.id, id, this.clock.now());
+      // The newest: ids grow with time, and break ties of cards added in the same millisecond.
+      const next = others.sort(
+        (a, b) => b.created_at.getTime() - a.created_at.getTime() || (a.id < b.id ? 1 : -1),
+      )[0];
+      if (card.is_default && next !== undefined) await setDefaultMethod(tx, customer.id, next.id);
+      return card;
+    });
+    const processor = await this.processors.named(auth, removed.processor, this.pool);
+    await processor
+      .detach(removed.processor_ref)
+      .catch((error: unknown) =>
+        this.logger?.warn(
+          { paymentMethod: removed.id, error: error instanceof Error ? error.message : String(error) },
+          'the processor did not detach a removed card',
+        ),
+      );
   }
 
   async hasDefaultMethod(db: Pool | PoolClient, customerId: string): Promise<boolean> {

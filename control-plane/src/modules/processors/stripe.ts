@@ -219,6 +219,14 @@ export class StripeProcessor implements PaymentProcessor {
     }
   }
 
+  async detach(processorRef: string): Promise<void> {
+    try {
+      await this.stripe.paymentMethods.detach(processorRef);
+    } catch (error) {
+      return translate(error);
+    }
+  }
+
   async settleRefund(processorRefund: string) {
     try {
       return refundStatus(await this.stripe.refunds.retrieve(processorRefund));

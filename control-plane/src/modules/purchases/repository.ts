@@ -279,3 +279,21 @@ export async function usagePeriodsDue(
 export async function clearFinalUsageDue(db: Queryable, id: string): Promise<void> {
   await db.query('UPDATE purchases SET final_usage_due = false WHERE id = $1', [id]);
 }
+
+/**
+ * A purchase of the customer that its default card pays for as it goes: a recurring one with a
+ * price, or one billing usage, while in force and not paid from credits. Undefined: none.
+ */
+export async function findCardPaidPurchase(
+  db: Queryable,
+  customerId: string,
+): Promise<{ id: string; plan_id: string } | undefined> {
+  const { rows } = await db.query<{ id: string; plan_id: string }>(
+    `SELECT id, plan_id FROM purchases
+      WHERE customer_id = $1 AND status IN ('active', 'trialing', 'past_due', 'pending')
+        AND NOT pays_from_credits AND ((is_recurring AND amount > 0) OR bills_usage)
+      ORDER BY created_at LIMIT 1`,
+    [customerId],
+  );
+  return rows[0];
+}
