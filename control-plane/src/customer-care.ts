@@ -5,6 +5,7 @@ import type { Pool } from './db/pool';
 import type { Mailer } from './mail';
 import { alertRoutes } from './modules/alerts/routes';
 import { AlertService } from './modules/alerts/service';
+import type { AnalyticsService } from './modules/analytics/service';
 import { autoTopUpRoutes } from './modules/auto-topups/routes';
 import { AutoTopUps } from './modules/auto-topups/service';
 import type { BillingService } from './modules/billing/service';
@@ -12,6 +13,7 @@ import type { CheckoutSessions } from './modules/checkout/sessions';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
 import type { PaymentService } from './modules/payments/service';
+import { PortalAccount } from './modules/portal/account';
 import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
 import { PortalService } from './modules/portal/service';
 import type { BillingScheduler } from './modules/purchases/scheduler';
@@ -41,6 +43,7 @@ export function customerCare(deps: {
   billing: BillingService;
   checkoutSessions: CheckoutSessions;
   signIn: SignInService;
+  analytics: AnalyticsService;
 }) {
   const { credits, usageDebits, scheduler } = deps;
   // Auto top-up: checked after every movement that lowered a balance, and swept after each settlement.
@@ -66,12 +69,19 @@ export function customerCare(deps: {
     alerts,
     reader: deps.reader,
     accounts: deps.signIn,
+    payments: deps.payments,
+    analytics: deps.analytics,
+  });
+  const account = new PortalAccount(deps.pool, deps.publicUrl, portal, {
+    payments: deps.payments,
+    purchases: deps.purchases,
+    checkoutSessions: deps.checkoutSessions,
   });
   return {
     autoTopUps,
     alerts,
     portal,
-    publicRoutes: [portalPageRoutes(portal, deps.secureCookies)],
+    publicRoutes: [portalPageRoutes(portal, account, deps.secureCookies)],
     apiRoutes: [autoTopUpRoutes(autoTopUps), portalSessionRoutes(portal), alertRoutes(alerts)],
   };
 }

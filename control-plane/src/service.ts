@@ -345,10 +345,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
 
   // Cookies are Secure when the service is reached over https (PUBLIC_URL).
   const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
+  const analytics = new AnalyticsService(deps.pool, clock, deps.analytics);
   const care = customerCare({
     ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
     ...{ publicUrl: deps.config.publicUrl ?? 'http://127.0.0.1:8080', scheduler, credits, usageDebits },
-    ...{ payments, purchases, billing, checkoutSessions, signIn },
+    ...{ payments, purchases, billing, checkoutSessions, signIn, analytics },
   });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);
@@ -420,12 +421,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
       await scope.register(eventRoutes(new EventService(deps.pool)));
-      await scope.register(
-        analyticsRoutes(
-          new AnalyticsService(deps.pool, clock, deps.analytics),
-          new RevenueAnalytics(deps.pool, clock),
-        ),
-      );
+      await scope.register(analyticsRoutes(analytics, new RevenueAnalytics(deps.pool, clock)));
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
       await scope.register(apiKeyRoutes(apiKeys));

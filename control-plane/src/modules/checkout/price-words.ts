@@ -1,4 +1,6 @@
 import type { PlanSettings } from '../plans/rules';
+import { recurringAmount } from '../purchases/changes';
+import { formatMoney } from './page';
 
 /** A price in cents (an exact decimal string or a number) as money, with sub-cent digits kept. */
 export function formatUnitPrice(cents: string | number, currency: string): string {
@@ -58,5 +60,31 @@ export function usagePriceLines(
       ? `Plus ${unit} per ${count(s.packageSize)} units used (a started package counts)`
       : `Plus ${unit} per unit used`,
   );
+  return lines;
+}
+
+const CYCLE_WORDS: Record<string, string> = {
+  weekly: 'week',
+  monthly: 'month',
+  quarterly: 'quarter',
+  yearly: 'year',
+};
+
+/**
+ * A plan's price in the words the hosted pages show: the period's price (none for a plan priced by
+ * usage alone: "$0.00 per month" said nothing), its usage prices, a trial and a setup fee.
+ */
+export function planPriceLines(s: PlanSettings): string[] {
+  const lines: string[] = [];
+  const price = formatMoney(recurringAmount(s), s.currency);
+  if (!(s.type === 'usage-based' && recurringAmount(s) === 0))
+    lines.push(
+      s.billingCycle === null
+        ? `${price} once`
+        : `${price} per ${CYCLE_WORDS[s.billingCycle] ?? `${s.billingIntervalDays} days`}`,
+    );
+  if (s.type === 'usage-based' || s.type === 'hybrid') lines.push(...usagePriceLines(s));
+  if (s.trialDays > 0) lines.push(`${s.trialDays}-day free trial; the first charge is at its end`);
+  if (s.setupFee > 0) lines.push(`One-time setup fee ${formatMoney(s.setupFee, s.currency)}`);
   return lines;
 }

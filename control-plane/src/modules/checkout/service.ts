@@ -12,9 +12,9 @@ import { findPlan, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
-import { type PurchaseService, recurringAmount } from '../purchases/service';
+import type { PurchaseService } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
-import { usagePriceLines } from './price-words';
+import { planPriceLines } from './price-words';
 import {
   claimSession,
   expireDueSessions,
@@ -27,13 +27,6 @@ import {
 import type { CheckoutInput, CheckoutSessions } from './sessions';
 
 export type { CheckoutInput };
-
-const CYCLE_WORDS: Record<string, string> = {
-  weekly: 'week',
-  monthly: 'month',
-  quarterly: 'quarter',
-  yearly: 'year',
-};
 
 /**
  * Paying a checkout session on the hosted page (one payer at a time), the page's view of it,
@@ -79,19 +72,8 @@ export class CheckoutService {
       const product =
         row.product_id === null ? undefined : await findProduct(this.pool, auth, row.product_id);
       if (plan === undefined) return undefined;
-      const s = settingsOf(plan);
       title = `${product?.name ?? ''} · ${plan.name}`;
-      const price = formatMoney(recurringAmount(s), s.currency);
-      // A plan priced by usage alone has no period price to show ("$0.00 per month" said nothing).
-      if (!(s.type === 'usage-based' && recurringAmount(s) === 0))
-        lines.push(
-          s.billingCycle === null
-            ? `${price} once`
-            : `${price} per ${CYCLE_WORDS[s.billingCycle] ?? `${s.billingIntervalDays} days`}`,
-        );
-      if (s.type === 'usage-based' || s.type === 'hybrid') lines.push(...usagePriceLines(s));
-      if (s.trialDays > 0) lines.push(`${s.trialDays}-day free trial; the first charge is at its end`);
-      if (s.setupFee > 0) lines.push(`One-time setup fee ${formatMoney(s.setupFee, s.currency)}`);
+      lines.push(...planPriceLines(settingsOf(plan)));
       // A switch from a paid plan of the product credits its unused time when paid.
       const current = (await latestPurchasePerProduct(this.pool, row.customer_id)).find(
         (p) =>

@@ -1,4 +1,5 @@
 import { brandStyle, escapeHtml } from '../../http/html';
+import { renderUsageChart, type UsageChart } from './usage-chart';
 
 /** What the portal page shows a signed-in customer. */
 export interface PortalView {
@@ -17,6 +18,8 @@ export interface PortalView {
     purchaseRef: string;
     /** A recurring purchase in force and not already ending: the customer may cancel it at period end. */
     cancellable: boolean;
+    /** In force: the customer may change its plan or cancel it now. */
+    changeable: boolean;
     productId: string;
     product: string;
     plan: string;
@@ -46,6 +49,10 @@ export interface PortalView {
   } | null;
   /** The customer's own alerts (the provider's on their plans apply too, and are not listed). */
   alerts: Array<{ id: string; kind: 'allowance_percent' | 'credit_balance'; threshold: number }>;
+  /** The customer's stored cards, the default first to be charged. */
+  cards: Array<{ id: string; text: string; isDefault: boolean }>;
+  /** Calls by day and tool this period; null when the usage store cannot be read now. */
+  usage: UsageChart | null;
   /** A line above the page: what the last change did, or why it was refused. */
   notice: { kind: 'saved' | 'error'; text: string } | null;
 }
@@ -71,15 +78,17 @@ a{color:var(--brand-text)}
 form.inline{display:inline}form.inline button{margin:0 0 0 8px}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:13px;margin:12px 0}
+ul.legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:12px;font-size:13px}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px;border-radius:2px}
+.fine{font-size:13px;color:#555}td.n strong{font-weight:600}
 footer{margin-top:28px;font-size:13px;display:flex;gap:16px;align-items:center}footer button.plain{margin:0;font-size:13px}
 `;
 
-const shell = (title: string, brand: string | null, body: string) => `<!doctype html>
+export const shell = (title: string, brand: string | null, body: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title><style>${brandStyle(brand)}${STYLE}</style></head>
 <body><main>${body}</main></body></html>`;
 
-const day = (iso: string | null) => (iso === null ? '—' : iso.slice(0, 10));
+export const day = (iso: string | null) => (iso === null ? '—' : iso.slice(0, 10));
 
 export function renderPortal(view: PortalView): string {
   const m = view.merchant;
@@ -99,6 +108,10 @@ export function renderPortal(view: PortalView): string {
           .map(
             (p) =>
               `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${allowanceText(p.allowance)}</td><td>${
+                p.changeable
+                  ? `<a href="/portal/change/${escapeHtml(encodeURIComponent(p.purchaseRef))}" aria-label="Change plan: ${escapeHtml(`${p.product}, ${p.plan}`)}">Change plan</a> <a href="/portal/cancel/${escapeHtml(encodeURIComponent(p.purchaseRef))}" aria-label="Cancel: ${escapeHtml(`${p.product}, ${p.plan}`)}">Cancel</a>`
+                  : ''
+              }${
                 p.cancellable
                   ? `<form method="post" action="/portal/cancel">${csrf}<input type="hidden" name="purchaseRef" value="${escapeHtml(p.purchaseRef)}"><button class="plain" type="submit" aria-label="Cancel at period end: ${escapeHtml(`${p.product}, ${p.plan}`)}">Cancel at period end</button></form>`
                   : ''
@@ -172,6 +185,16 @@ ${packChoice('productRef', auto?.productRef)}
 <label for="alert-kind">Mail me</label><select id="alert-kind" name="kind"><option value="allowance_percent">when I have used this percent of my allowance</option><option value="credit_balance">when my credit balance falls below this many credits</option></select>
 <label for="alert-threshold">Threshold</label><input id="alert-threshold" name="threshold" inputmode="numeric" required>
 <div><button type="submit">Add alert</button></div></form>`;
+  const cards = `${
+    view.cards.length === 0
+      ? '<p>No card on file.</p>'
+      : `<ul id="cards">${view.cards
+          .map(
+            (c) =>
+              `<li>${escapeHtml(c.text)}${c.isDefault ? ' (default)' : ` <form method="post" action="/portal/cards/default" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(c.id)}"><button class="plain" type="submit" aria-label="Make default: ${escapeHtml(c.text)}">Make default</button></form>`} <form method="post" action="/portal/cards/remove" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(c.id)}"><button class="plain" type="submit" aria-label="Remove: ${escapeHtml(c.text)}">Remove</button></form></li>`,
+          )
+          .join('')}</ul>`
+  }<form method="post" action="/portal/cards">${csrf}<div><button type="submit">Add a card</button></div></form>`;
   const notice =
     view.notice === null
       ? ''
@@ -184,6 +207,8 @@ ${packChoice('productRef', auto?.productRef)}
 ${view.sandbox ? '<div class="sandbox">Sandbox: nothing here moves real money.</div>' : ''}
 ${notice}
 <h2>Your plans</h2>${plans}
+<h2>Usage</h2>${renderUsageChart(view.usage)}
+<h2>Payment methods</h2>${cards}
 <h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>${buyForm}
 <h2>Auto top-up</h2>${autoLine}${topUpForm}
 <h2>Alerts</h2>${alerts}

@@ -5,7 +5,9 @@ import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
 import { SignInError } from '../sign-in/errors';
 import { cookieOf } from '../sign-in/oauth-http';
+import type { PortalAccount } from './account';
 import { PORTAL_CSP, renderPortal, renderPortalGone, renderPortalSignIn, signInPath } from './page';
+import { renderCancel, renderChangePlan } from './plan-pages';
 import { PortalSession, PortalSessionCreate } from './schemas';
 import { type PortalService, SESSION_TTL_MS } from './service';
 
@@ -42,7 +44,14 @@ const DONE = {
   cancelled: 'Your plan will end at the end of its period.',
   alert: 'Alert added.',
   unalerted: 'Alert removed.',
+  changed: 'Your plan is changed.',
+  ended: 'Your plan has ended.',
+  card: 'Your card is saved as the default.',
+  default: 'That card is now your default.',
+  removed: 'The card is removed.',
 } as const;
+const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
+const ChangeQuery = Type.Object({ plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
 const ProviderParams = Type.Object({ providerId: Type.String({ minLength: 1, maxLength: 100 }) });
 const EnvironmentQuery = Type.Object({ environment: Type.Optional(Type.String({ maxLength: 10 })) });
@@ -63,7 +72,7 @@ function wholeNumber(form: Form, name: string, max: number): number {
 }
 
 /** The customer's pages: opening a link, the portal itself, its forms. Not part of the API. */
-export function portalPageRoutes(portal: PortalService, secureCookies: boolean) {
+export function portalPageRoutes(portal: PortalService, account: PortalAccount, secureCookies: boolean) {
   return async (app: App) => {
     app.addContentTypeParser(
       'application/x-www-form-urlencoded',
@@ -169,6 +178,61 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
       return page(reply).send(renderPortal(view));
     });
 
+    /** The portal again, with why the last step was refused: its message and status. */
+    const refused = async (reply: FastifyReply, secret: string | undefined, error: unknown) => {
+      if (!(error instanceof DomainError)) throw error;
+      const problems =
+        error instanceof ValidationError ? error.errors.map((p) => `${p.path.slice(1)} ${p.message}`) : [];
+      const view = await portal.view(secret, {
+        kind: 'error',
+        text: problems.length > 0 ? `Not done: ${problems.join('; ')}.` : `Not done: ${error.message}.`,
+      });
+      if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+      return page(reply).status(ERROR_STATUS[error.code]).send(renderPortal(view));
+    };
+
+    /** A page of the signed-in customer's; a refusal shows the portal with why. */
+    const signedInPage = <T>(
+      reply: FastifyReply,
+      secret: string | undefined,
+      read: () => Promise<T | undefined>,
+      render: (view: T) => string,
+    ) =>
+      read().then(
+        (view) =>
+          view === undefined
+            ? page(reply).status(401).send(renderPortalGone(undefined, 'session'))
+            : page(reply).send(render(view)),
+        (error: unknown) => refused(reply, secret, error),
+      );
+
+    app.get(
+      '/portal/change/:purchaseRef',
+      { schema: { ...hide, params: PurchaseParams, querystring: ChangeQuery } },
+      (request, reply) => {
+        const secret = cookieOf(request, PORTAL_COOKIE);
+        return signedInPage(
+          reply,
+          secret,
+          () => account.changePage(secret, request.params.purchaseRef, request.query.plan),
+          renderChangePlan,
+        );
+      },
+    );
+    app.get(
+      '/portal/cancel/:purchaseRef',
+      { schema: { ...hide, params: PurchaseParams } },
+      (request, reply) => {
+        const secret = cookieOf(request, PORTAL_COOKIE);
+        return signedInPage(
+          reply,
+          secret,
+          () => account.cancelPage(secret, request.params.purchaseRef),
+          renderCancel,
+        );
+      },
+    );
+
     /**
      * A form of the portal: `act` reads it and makes the change, answering where to go next (a
      * redirect, so a reload posts nothing) or undefined when the browser is not signed in. A
@@ -181,8 +245,6 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
       app.post(path, { schema: hide }, async (request, reply) => {
         const secret = cookieOf(request, PORTAL_COOKIE);
         const fields = (request.body ?? {}) as Form;
-        let notice: { kind: 'error'; text: string };
-        let status: number;
         try {
           if (fields[DUPLICATE] !== undefined)
             throw new ValidationError([
@@ -192,21 +254,37 @@ export function portalPageRoutes(portal: PortalService, secureCookies: boolean) 
           if (next === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
           return reply.header('cache-control', 'no-store').redirect(next, 303);
         } catch (error) {
-          if (!(error instanceof DomainError)) throw error;
-          status = ERROR_STATUS[error.code];
-          const problems =
-            error instanceof ValidationError
-              ? error.errors.map((p) => `${p.path.slice(1)} ${p.message}`)
-              : [];
-          notice = {
-            kind: 'error',
-            text: problems.length > 0 ? `Not done: ${problems.join('; ')}.` : `Not done: ${error.message}.`,
-          };
+          return refused(reply, secret, error);
         }
-        const view = await portal.view(secret, notice);
-        if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
-        return page(reply).status(status).send(renderPortal(view));
       });
+    const field = (fields: Form, name: string) => (fields[name] ?? '').slice(0, 100);
+    const done = (key: string | undefined) => (key === undefined ? undefined : `/portal?done=${key}`);
+
+    form('/portal/change', (secret, fields) =>
+      account.confirmChange(secret, {
+        csrf: fields.csrf,
+        purchaseRef: field(fields, 'purchaseRef'),
+        planRef: field(fields, 'planRef'),
+        prorationDate: field(fields, 'prorationDate'),
+      }),
+    );
+    form('/portal/cancel-now', async (secret, fields) =>
+      done(
+        await account.cancelNow(secret, {
+          csrf: fields.csrf,
+          purchaseRef: field(fields, 'purchaseRef'),
+          prorationDate: field(fields, 'prorationDate'),
+        }),
+      ),
+    );
+    // To the hosted checkout in setup mode, which comes back to the portal once the card is saved.
+    form('/portal/cards', (secret, fields) => account.addCard(secret, { csrf: fields.csrf }));
+    form('/portal/cards/default', async (secret, fields) =>
+      done(await account.makeDefaultCard(secret, { csrf: fields.csrf, id: field(fields, 'id') })),
+    );
+    form('/portal/cards/remove', async (secret, fields) =>
+      done(await account.removeCard(secret, { csrf: fields.csrf, id: field(fields, 'id') })),
+    );
 
     form('/portal/auto-top-up', async (secret, fields) => {
       const input =

@@ -7,6 +7,7 @@ import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { AlertKind } from '../alerts/repository';
 import type { AlertService } from '../alerts/service';
+import type { AnalyticsService } from '../analytics/service';
 import { packOf } from '../auto-topups/pack';
 import type { AutoTopUpUpdate } from '../auto-topups/schemas';
 import type { AutoTopUps } from '../auto-topups/service';
@@ -16,6 +17,7 @@ import type { CheckoutSessions } from '../checkout/sessions';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
+import type { PaymentService } from '../payments/service';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
@@ -32,9 +34,11 @@ import {
   useLink,
 } from './repository';
 import type { PortalSessionCreate } from './schemas';
+import { chartOf, type UsageChart } from './usage-chart';
 
 /** A portal link is opened within minutes of being made, as Stripe's portal sessions are. */
 export const LINK_TTL_MS = 15 * 60_000;
+const DAY_MS = 86_400_000;
 /** A customer's portal browser stays signed in this long. */
 export const SESSION_TTL_MS = 60 * 60_000;
 
@@ -62,6 +66,9 @@ export class PortalService {
       checkoutSessions: CheckoutSessions;
       alerts: AlertService;
       reader: UsageReader;
+      payments: Pick<PaymentService, 'listMethods'>;
+      /** The usage chart: calls by day and tool, as the usage analytics API answers them. */
+      analytics: Pick<AnalyticsService, 'usage'>;
       /** The customer accounts of MCP sign-in: the portal signs in with the same email and password. */
       accounts: {
         verifyAccount(
@@ -188,12 +195,13 @@ export class PortalService {
     );
   }
 
-  private async session(secret: string | undefined) {
+  /** The signed-in browser of `secret`, or undefined. */
+  async signedIn(secret: string | undefined) {
     if (secret === undefined || secret === '') return undefined;
     return findPortalSession(this.pool, sha256(secret), this.clock.now());
   }
 
-  private async merchant(owner: PortalOwner) {
+  async merchant(owner: PortalOwner) {
     const provider = await getProvider(this.pool, owner.provider_id);
     return {
       displayName: provider?.displayName ?? 'Your provider',
@@ -208,7 +216,7 @@ export class PortalService {
     secret: string | undefined,
     notice: PortalView['notice'] = null,
   ): Promise<PortalView | undefined> {
-    const session = await this.session(secret);
+    const session = await this.signedIn(secret);
     if (session === undefined) return undefined;
     const auth = tenantOf(session);
     const customerRef = session.customer_id;
@@ -221,6 +229,10 @@ export class PortalService {
       this.deps.billing.list(auth, { limit: 10, customerRef }),
       this.deps.billing.list(auth, { limit: 10, customerRef, status: 'draft' }),
       this.deps.alerts.list(auth, { customerRef }),
+    ]);
+    const [cards, usage] = await Promise.all([
+      this.deps.payments.listMethods(auth, customerRef),
+      this.usageOf(auth, customerRef, purchases.data),
     ]);
     const autoTopUp = await this.deps.autoTopUps.get(auth, customerRef).catch((error: unknown) => {
       if (error instanceof NotFoundError) return null;
@@ -235,6 +247,7 @@ export class PortalService {
         return {
           purchaseRef: p.reference,
           cancellable: p.isRecurring && p.status === 'active' && !p.cancelAtPeriodEnd,
+          changeable: ['trialing', 'active', 'past_due'].includes(p.status),
           productId: p.productId,
           product: product?.name ?? p.productId,
           plan: plan?.name ?? p.planRef,
@@ -297,8 +310,44 @@ export class PortalService {
               lastFailure: autoTopUp.lastFailure,
             },
       alerts: alerts.data.map((a) => ({ id: a.id, kind: a.kind, threshold: a.threshold })),
+      cards: cards.data.map((c) => ({
+        id: c.id,
+        text: `${c.brand} ending ${c.last4}, expires ${String(c.expMonth).padStart(2, '0')}/${c.expYear}`,
+        isDefault: c.isDefault,
+      })),
+      usage,
       notice,
     };
+  }
+
+  /**
+   * The customer's calls by day and tool since the earliest current period of their plans (the
+   * last 30 days without one; at most 92 days), as the usage analytics API answers them; null
+   * when the usage store cannot be read now.
+   */
+  private async usageOf(
+    auth: AuthContext,
+    customerRef: string,
+    purchases: Array<{ status: string; periodStart: string }>,
+  ): Promise<UsageChart | null> {
+    const now = this.clock.now().getTime();
+    const starts = purchases
+      .filter((p) => ['trialing', 'active', 'past_due'].includes(p.status))
+      .map((p) => Date.parse(p.periodStart));
+    const from = Math.max(now - 92 * DAY_MS, starts.length === 0 ? now - 30 * DAY_MS : Math.min(...starts));
+    try {
+      const answer = await this.deps.analytics.usage(auth, {
+        from: new Date(from).toISOString(),
+        customerRef,
+        groupBy: 'tool',
+        grain: 'day',
+        limit: 5,
+      });
+      return chartOf(answer);
+    } catch (error) {
+      if (error instanceof DomainError) return null;
+      throw error;
+    }
   }
 
   /** The signed-in customer sets (or turns off) their own auto top-up; the form proves CSRF. */
@@ -320,8 +369,8 @@ export class PortalService {
   }
 
   /** The session of `secret` with its CSRF token proven; undefined when not signed in. */
-  private async proven(secret: string | undefined, csrf: string | undefined) {
-    const session = await this.session(secret);
+  async proven(secret: string | undefined, csrf: string | undefined) {
+    const session = await this.signedIn(secret);
     if (session === undefined) return undefined;
     if (!sameSecret(csrf ?? '', session.csrf_token))
       throw new DomainError('csrf_failed', 'The form is out of date: reload the page and try again');
@@ -403,7 +452,7 @@ export class PortalService {
   }
 
   async signOut(secret: string | undefined): Promise<string | null> {
-    const session = await this.session(secret);
+    const session = await this.signedIn(secret);
     if (session === undefined) return null;
     await deletePortalSession(this.pool, session.id);
     return session.return_url;

@@ -6,15 +6,14 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
-import { baseLine, type Invoicing, setupFeeLine } from '../billing/invoicing';
+import type { Invoicing } from '../billing/invoicing';
 import { findBalance } from '../credits/repository';
 import { findCustomer } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
 import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
 import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
-import { billsUsage, isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
-import { findProduct } from '../products/repository';
+import { billsUsage, isCreditPaid } from '../plans/rules';
 import {
   firstCharges,
   PlanChanges,

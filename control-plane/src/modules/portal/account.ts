@@ -1,0 +1,208 @@
+import type { Pool } from '../../db/pool';
+import { DomainError, NotFoundError, ValidationError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
+import { formatMoney } from '../checkout/page';
+import { planPriceLines } from '../checkout/price-words';
+import type { CheckoutSessions } from '../checkout/sessions';
+import type { PaymentService } from '../payments/service';
+import { findPlan, plansOnSale, settingsOf } from '../plans/repository';
+import { findProduct } from '../products/repository';
+import type { PurchaseService } from '../purchases/service';
+import type { ChangeView } from './plan-pages';
+import type { PortalService } from './service';
+
+type Form = { csrf?: string | undefined };
+
+const tenantOf = (session: { provider_id: string; environment: 'sandbox' | 'live' }): AuthContext => ({
+  providerId: session.provider_id,
+  environment: session.environment,
+});
+
+/** A purchase the customer may change: in force and recurring. */
+const CHANGEABLE = ['trialing', 'active', 'past_due'];
+
+/**
+ * What a signed-in customer changes about how they pay (docs/portal.md): their cards, their plan
+ * (with the proration previewed and then charged exactly), and cancelling now with the unused
+ * time refunded. Every action goes through the services the API answers with, in the customer's
+ * own tenant, and only on the customer's own purchases and cards; each form proves its CSRF token.
+ */
+export class PortalAccount {
+  constructor(
+    private readonly pool: Pool,
+    private readonly publicUrl: string,
+    private readonly portal: Pick<PortalService, 'signedIn' | 'proven' | 'merchant'>,
+    private readonly deps: {
+      payments: Pick<PaymentService, 'makeDefault' | 'removeMethod'>;
+      purchases: PurchaseService;
+      checkoutSessions: CheckoutSessions;
+    },
+  ) {}
+
+  /** A hosted checkout that saves a card as the default, charging nothing; answers its URL. */
+  async addCard(secret: string | undefined, form: Form): Promise<string | undefined> {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const checkout = await this.deps.checkoutSessions.create(tenantOf(session), {
+      customerRef: session.customer_id,
+      setup: true,
+      successUrl: `${this.publicUrl}/portal?done=card`,
+      cancelUrl: `${this.publicUrl}/portal`,
+    });
+    return checkout.url;
+  }
+
+  async makeDefaultCard(secret: string | undefined, form: Form & { id: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    await this.deps.payments.makeDefault(tenantOf(session), session.customer_id, form.id);
+    return 'default' as const;
+  }
+
+  async removeCard(secret: string | undefined, form: Form & { id: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    await this.deps.payments.removeMethod(tenantOf(session), session.customer_id, form.id);
+    return 'removed' as const;
+  }
+
+  /** One of the customer's own purchases in force; any other is as absent as an unknown one. */
+  private async ownPurchase(auth: AuthContext, customerId: string, ref: string) {
+    const purchase = await this.deps.purchases.get(auth, ref);
+    if (purchase.customerRef !== customerId || !CHANGEABLE.includes(purchase.status))
+      throw new NotFoundError('purchase_not_found', `No purchase ${ref} to change`);
+    return purchase;
+  }
+
+  /**
+   * The plan-change page: the other plans of the purchase's product on sale, and with `planRef`
+   * the preview of switching to it (the new invoice, the credit, what is charged and refunded).
+   */
+  async changePage(
+    secret: string | undefined,
+    purchaseRef: string,
+    planRef: string | undefined,
+  ): Promise<ChangeView | undefined> {
+    const session = await this.portal.signedIn(secret);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.ownPurchase(auth, session.customer_id, purchaseRef);
+    const [product, current, onSale] = await Promise.all([
+      findProduct(this.pool, auth, purchase.productId),
+      findPlan(this.pool, auth, purchase.planRef),
+      plansOnSale(this.pool, purchase.productId),
+    ]);
+    const choices = onSale
+      .filter((p) => p.id !== purchase.planRef)
+      .map((p) => ({ id: p.id, name: p.name, lines: planPriceLines(settingsOf(p)) }));
+    let preview: ChangeView['preview'] = null;
+    if (planRef !== undefined) {
+      const chosen = choices.find((c) => c.id === planRef);
+      if (chosen === undefined)
+        throw new ValidationError([
+          { path: '/plan', message: 'names no other plan of this product on sale', location: 'querystring' },
+        ]);
+      const p = await this.deps.purchases.changes.previewActivation(auth, {
+        customerRef: session.customer_id,
+        planRef,
+      });
+      const money = (cents: number) => formatMoney(cents, p.currency);
+      preview = {
+        planRef,
+        planName: chosen.name,
+        lines: p.lines.map((l) => ({ description: l.description, amount: money(l.amount) })),
+        credit: money(p.credit),
+        dueNow: money(p.dueNow),
+        refund: p.refund > 0 ? money(p.refund) : null,
+        checkoutRequired: p.checkoutRequired,
+        prorationDate: p.prorationDate,
+      };
+    }
+    return {
+      merchant: await this.portal.merchant(session),
+      csrfToken: session.csrf_token,
+      purchaseRef: purchase.reference,
+      product: product?.name ?? purchase.productId,
+      plan: current?.name ?? purchase.planRef,
+      choices,
+      preview,
+    };
+  }
+
+  /**
+   * Switches to the previewed plan at the preview's proration date, so the charge is the one
+   * shown. Without a card the switch goes through hosted checkout (which prorates when paid) and
+   * comes back here; answers where to go next.
+   */
+  async confirmChange(
+    secret: string | undefined,
+    form: Form & { purchaseRef: string; planRef: string; prorationDate: string },
+  ): Promise<string | undefined> {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.ownPurchase(auth, session.customer_id, form.purchaseRef);
+    const plan = await findPlan(this.pool, auth, form.planRef);
+    if (plan === undefined || plan.product_id !== purchase.productId)
+      throw new ValidationError([
+        { path: '/planRef', message: 'names no other plan of this product', location: 'body' },
+      ]);
+    const result = await this.deps.purchases.activate(auth, {
+      customerRef: session.customer_id,
+      planRef: plan.id,
+      prorationDate: form.prorationDate,
+    });
+    if (result.status === 'activated') return '/portal?done=changed';
+    if (result.status === 'payment_required' && 'checkoutSessionId' in result) {
+      // No card on file: pay at checkout, coming back to the portal.
+      const checkout = await this.deps.checkoutSessions.create(auth, {
+        customerRef: session.customer_id,
+        planRef: plan.id,
+        successUrl: `${this.publicUrl}/portal?done=changed`,
+        cancelUrl: `${this.publicUrl}/portal`,
+      });
+      return checkout.url;
+    }
+    throw new DomainError(
+      result.status === 'payment_required' ? 'card_declined' : 'invalid_transition',
+      result.message,
+    );
+  }
+
+  /** The cancel page: at period end, or now with the unused paid time refunded (previewed). */
+  async cancelPage(secret: string | undefined, purchaseRef: string) {
+    const session = await this.portal.signedIn(secret);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.ownPurchase(auth, session.customer_id, purchaseRef);
+    const [product, plan, preview] = await Promise.all([
+      findProduct(this.pool, auth, purchase.productId),
+      findPlan(this.pool, auth, purchase.planRef),
+      this.deps.purchases.changes.previewCancellation(auth, purchase.reference),
+    ]);
+    return {
+      merchant: await this.portal.merchant(session),
+      csrfToken: session.csrf_token,
+      purchaseRef: purchase.reference,
+      product: product?.name ?? purchase.productId,
+      plan: plan?.name ?? purchase.planRef,
+      periodEnd: purchase.periodEnd,
+      atPeriodEnd: purchase.isRecurring && !purchase.cancelAtPeriodEnd,
+      refund: preview.refund > 0 ? formatMoney(preview.refund, preview.currency) : null,
+      prorationDate: preview.prorationDate,
+    };
+  }
+
+  /** Ends the purchase now, refunding its unused paid time as the cancel page showed it. */
+  async cancelNow(secret: string | undefined, form: Form & { purchaseRef: string; prorationDate: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.ownPurchase(auth, session.customer_id, form.purchaseRef);
+    await this.deps.purchases.cancel(auth, purchase.reference, {
+      prorate: true,
+      prorationDate: form.prorationDate,
+    });
+    return 'ended' as const;
+  }
+}

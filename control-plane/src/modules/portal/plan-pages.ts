@@ -1,0 +1,99 @@
+import { escapeHtml } from '../../http/html';
+import { day, type PortalView, shell } from './page';
+
+/** The plan-change page: the plans to switch to, and the chosen one's preview. */
+export interface ChangeView {
+  merchant: PortalView['merchant'];
+  csrfToken: string;
+  purchaseRef: string;
+  product: string;
+  plan: string;
+  choices: Array<{ id: string; name: string; lines: string[] }>;
+  preview: {
+    planRef: string;
+    planName: string;
+    lines: Array<{ description: string; amount: string }>;
+    credit: string;
+    dueNow: string;
+    refund: string | null;
+    checkoutRequired: boolean;
+    prorationDate: string;
+  } | null;
+}
+
+export interface CancelView {
+  merchant: PortalView['merchant'];
+  csrfToken: string;
+  purchaseRef: string;
+  product: string;
+  plan: string;
+  periodEnd: string | null;
+  /** A recurring purchase not already ending may end at its period's end instead. */
+  atPeriodEnd: boolean;
+  /** What cancelling now refunds (the unused paid time), or null when nothing. */
+  refund: string | null;
+  prorationDate: string;
+}
+
+const header = (m: PortalView['merchant']) =>
+  `<header>${m.logoUrl === null ? '' : `<img src="${escapeHtml(m.logoUrl)}" alt="">`}<h1>${escapeHtml(m.displayName)}</h1></header>`;
+const hidden = (name: string, value: string) =>
+  `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+
+export function renderChangePlan(view: ChangeView): string {
+  const link = (id: string) =>
+    `/portal/change/${encodeURIComponent(view.purchaseRef)}?plan=${encodeURIComponent(id)}`;
+  const choices =
+    view.choices.length === 0
+      ? '<p>There is no other plan of this product to change to.</p>'
+      : `<ul class="choices">${view.choices
+          .map(
+            (c) =>
+              `<li><a href="${escapeHtml(link(c.id))}"${view.preview?.planRef === c.id ? ' aria-current="true"' : ''}>${escapeHtml(c.name)}</a>: ${escapeHtml(c.lines.join('; '))}</li>`,
+          )
+          .join('')}</ul>`;
+  const p = view.preview;
+  const preview =
+    p === null
+      ? '<p>Choose a plan to see what changing to it costs.</p>'
+      : `<h2>Change to ${escapeHtml(p.planName)}</h2>
+<p>Your ${escapeHtml(view.plan)} plan ends now; ${escapeHtml(p.planName)} starts today with a new period.${p.checkoutRequired ? ' You have no card on file: you pay at checkout, where the unused time is worked out again when you pay.' : ''}</p>
+${
+  p.lines.length === 0
+    ? ''
+    : `<table id="proration"><thead><tr><th scope="col">Line</th><th scope="col" class="n">Amount</th></tr></thead><tbody>${p.lines
+        .map(
+          (l) => `<tr><td>${escapeHtml(l.description)}</td><td class="n">${escapeHtml(l.amount)}</td></tr>`,
+        )
+        .join('')}</tbody></table>`
+}
+<p id="due-now">Charged now: <strong>${escapeHtml(p.dueNow)}</strong>${p.refund === null ? '' : `; refunded to your card: <strong>${escapeHtml(p.refund)}</strong>`}</p>
+<form method="post" action="/portal/change">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('planRef', p.planRef)}${hidden('prorationDate', p.prorationDate)}
+<div><button type="submit">${p.checkoutRequired ? 'Continue to checkout' : `Change to ${escapeHtml(p.planName)}`}</button></div></form>
+<p class="fine">Confirm within 15 minutes to be charged exactly this.</p>`;
+  return shell(
+    `${view.merchant.displayName}: change plan`,
+    view.merchant.brandColor,
+    `${header(view.merchant)}<p><a href="/portal">Back to your account</a></p>
+<h2>Change your ${escapeHtml(`${view.product} plan (now ${view.plan})`)}</h2>${choices}${preview}`,
+  );
+}
+
+export function renderCancel(view: CancelView): string {
+  const ending = view.atPeriodEnd
+    ? `<h2>At the end of the period</h2><p>Keep using ${escapeHtml(view.plan)} until ${day(view.periodEnd)}; nothing is refunded.</p>
+<form method="post" action="/portal/cancel">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}<div><button type="submit">Cancel at period end</button></div></form>`
+    : '';
+  return shell(
+    `${view.merchant.displayName}: cancel plan`,
+    view.merchant.brandColor,
+    `${header(view.merchant)}<p><a href="/portal">Back to your account</a></p>
+<h2>Cancel your ${escapeHtml(`${view.product} plan (${view.plan})`)}</h2>${ending}
+<h2>Now</h2><p id="refund-now">Your plan ends at once. ${
+      view.refund === null
+        ? 'Nothing is refunded.'
+        : `The unused time you paid for, <strong>${escapeHtml(view.refund)}</strong>, is refunded to your card.`
+    } Usage so far is billed on a final invoice.</p>
+<form method="post" action="/portal/cancel-now">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('prorationDate', view.prorationDate)}<div><button type="submit">Cancel now</button></div></form>`,
+  );
+}

@@ -1,0 +1,293 @@
+import { callRecord } from '@mcp-meter/contracts/usage-record';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * What a customer changes in the portal (issue 64), on real PostgreSQL and the usage store: the
+ * plan, with the proration previewed and charged exactly on confirming minutes later; cancelling
+ * now with the refund shown and made; cards added through checkout in setup mode, made default
+ * and removed; and the usage chart by day and tool, as the usage analytics API answers it.
+ */
+const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
+let harness: TestControlPlane;
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
+type Json = Record<string, any>;
+
+const get = (url: string, cookie: string) =>
+  harness.controlPlane.app.inject({ method: 'GET', url, headers: { cookie } });
+const post = (url: string, form: Record<string, string>, cookie: string) =>
+  harness.controlPlane.app.inject({
+    method: 'POST',
+    url,
+    payload: new URLSearchParams(form).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+  });
+const hiddenField = (html: string, name: string) =>
+  new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1]?.replaceAll('&amp;', '&') ?? '';
+
+async function shop(name: string) {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  const product = (await api('POST', '/v1/ui/products', { name: 'Weather' })).body.id as string;
+  const plan = async (planName: string, price: number) =>
+    (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: planName,
+        type: 'recurring',
+        price,
+        billingCycle: 'monthly',
+        limit: 1000,
+      })
+    ).body.id as string;
+  // Large prices, so that ten minutes move a switch's credit by many cents.
+  const basic = await plan('Basic', 3_000_000);
+  const pro = await plan('Pro', 6_000_000);
+  const customer = async (ref: string, withCard = true) => {
+    const id = (await api('POST', '/v1/sdk/customers', { externalRef: ref, email: `${ref}@example.com` }))
+      .body.id as string;
+    if (withCard)
+      await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+        card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+    return id;
+  };
+  const signIn = async (ref: string) => {
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
+    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
+    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
+    const csrf = hiddenField((await get('/portal', cookie)).body, 'csrf');
+    return { cookie, csrf };
+  };
+  return { api, provider, product, basic, pro, customer, signIn };
+}
+
+describe('changing plans in the portal', () => {
+  it('previews the proration, and charges exactly it when confirmed ten minutes later', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Switch Co');
+    await s.customer('ada');
+    const first = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'ada', planRef: s.basic })).body;
+    clock.set(new Date('2026-03-11T00:00:00.000Z'));
+    const { cookie, csrf } = await s.signIn('ada');
+
+    const portal = (await get('/portal', cookie)).body;
+    expect(portal).toContain(`href="/portal/change/${first.purchaseRef}"`);
+    const choices = await get(`/portal/change/${first.purchaseRef}`, cookie);
+    expect(choices.statusCode).toBe(200);
+    expect(choices.body).toContain('Pro</a>: $60,000.00 per month');
+    const preview = await get(`/portal/change/${first.purchaseRef}?plan=${s.pro}`, cookie);
+    expect(preview.statusCode).toBe(200);
+    // 3,000,000 × 21/31 = 2,032,258.06 → 2,032,258 credited; 6,000,000 − 2,032,258 = 3,967,742 due.
+    // Ten minutes later the credit would be 672 cents less.
+    expect(preview.body).toContain('<td>Pro (2026-03-11 – 2026-04-11)</td><td class="n">$60,000.00</td>');
+    expect(preview.body).toContain(
+      '<td>Unused time on Basic (2026-03-11 – 2026-04-01)</td><td class="n">-$20,322.58</td>',
+    );
+    expect(preview.body).toContain('Charged now: <strong>$39,677.42</strong>');
+    const prorationDate = hiddenField(preview.body, 'prorationDate');
+    expect(prorationDate).toBe('2026-03-11T00:00:00.000Z');
+
+    clock.advance(10 * 60_000);
+    const confirmed = await post(
+      '/portal/change',
+      { csrf, purchaseRef: first.purchaseRef, planRef: s.pro, prorationDate },
+      cookie,
+    );
+    expect([confirmed.statusCode, confirmed.headers.location]).toEqual([303, '/portal?done=changed']);
+    const purchases = (await s.api('GET', '/v1/sdk/purchases?customerRef=ada')).body.data as Json[];
+    const now = purchases.find((p) => p.status === 'active');
+    expect(now?.planRef).toBe(s.pro);
+    const [invoice] = (await s.api('GET', `/v1/sdk/invoices?purchaseRef=${now?.reference}`)).body
+      .data as Json[];
+    expect(invoice).toMatchObject({ total: 3_967_742, amountPaid: 3_967_742, status: 'paid' });
+
+    // A tampered date, another customer's purchase, a plan of nothing here: refused with a page.
+    await s.customer('bob');
+    const bobs = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'bob', planRef: s.basic })).body
+      .purchaseRef as string;
+    const refusals: Array<[Record<string, string>, number, string]> = [
+      [
+        { csrf, purchaseRef: now?.reference, planRef: s.basic, prorationDate: '2026-03-01T00:00:00.000Z' },
+        400,
+        'prorationDate must be a preview',
+      ],
+      [{ csrf, purchaseRef: bobs, planRef: s.pro, prorationDate }, 404, `No purchase ${bobs}`],
+      [
+        { csrf: 'stale', purchaseRef: now?.reference, planRef: s.basic, prorationDate },
+        403,
+        'reload the page',
+      ],
+    ];
+    for (const [form, status, text] of refusals) {
+      const answer = await post('/portal/change', form, cookie);
+      expect([answer.statusCode, answer.body.includes(text)], JSON.stringify(form)).toEqual([status, true]);
+    }
+    expect((await get(`/portal/change/${bobs}`, cookie)).statusCode).toBe(404);
+    expect((await get(`/portal/change/${now?.reference}?plan=pln_nope`, cookie)).statusCode).toBe(400);
+    expect((await s.api('GET', `/v1/sdk/purchases/${bobs}`)).body.planRef).toBe(s.basic);
+  });
+
+  it('sends a customer without a card through checkout, back to the portal', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Cardless Co');
+    await s.customer('cy', false);
+    // A free plan to start from, so the customer holds a purchase without a card.
+    const free = (
+      await s.api('POST', `/v1/ui/products/${s.product}/plans`, {
+        name: 'Free',
+        type: 'recurring',
+        price: 0,
+        billingCycle: 'monthly',
+      })
+    ).body.id as string;
+    const held = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'cy', planRef: free })).body
+      .purchaseRef;
+    const { cookie, csrf } = await s.signIn('cy');
+    const preview = (await get(`/portal/change/${held}?plan=${s.pro}`, cookie)).body;
+    expect(preview).toContain('You have no card on file');
+    expect(preview).toContain('Continue to checkout');
+    const go = await post(
+      '/portal/change',
+      { csrf, purchaseRef: held, planRef: s.pro, prorationDate: hiddenField(preview, 'prorationDate') },
+      cookie,
+    );
+    expect(go.statusCode).toBe(303);
+    const session = /\/checkout\/(cs_[A-Za-z0-9]+)$/.exec(String(go.headers.location))?.[1];
+    expect((await s.api('GET', `/v1/sdk/checkout-sessions/${session}`)).body).toMatchObject({
+      kind: 'plan',
+      planRef: s.pro,
+      successUrl: expect.stringMatching(/\/portal\?done=changed$/),
+    });
+  });
+});
+
+describe('cancelling now in the portal', () => {
+  it('shows the refund of the unused time and makes exactly it', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Cancel Co');
+    await s.customer('di');
+    const held = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'di', planRef: s.pro })).body
+      .purchaseRef as string;
+    clock.set(new Date('2026-03-21T00:00:00.000Z'));
+    const { cookie, csrf } = await s.signIn('di');
+    const page = await get(`/portal/cancel/${held}`, cookie);
+    expect(page.statusCode).toBe(200);
+    // 6,000,000 × 11/31 = 2,129,032.26 → 2,129,032 (five minutes later: 672 cents less).
+    expect(page.body).toContain(
+      'The unused time you paid for, <strong>$21,290.32</strong>, is refunded to your card.',
+    );
+    expect(page.body).toContain('Keep using Pro until 2026-04-01');
+    clock.advance(5 * 60_000);
+    const ended = await post(
+      '/portal/cancel-now',
+      { csrf, purchaseRef: held, prorationDate: hiddenField(page.body, 'prorationDate') },
+      cookie,
+    );
+    expect(ended.headers.location).toBe('/portal?done=ended');
+    expect((await s.api('GET', `/v1/sdk/purchases/${held}`)).body.status).toBe('cancelled');
+    const { rows } = await harness.pool.query(
+      `SELECT r.amount, r.source FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE p.purchase_id = $1`,
+      [held],
+    );
+    expect(rows).toEqual([{ amount: 2_129_032, source: 'proration' }]);
+    // Ended: no second refund, and the page is gone for it.
+    expect(
+      (await post('/portal/cancel-now', { csrf, purchaseRef: held, prorationDate: '' }, cookie)).statusCode,
+    ).toBe(404);
+    expect((await get(`/portal/cancel/${held}`, cookie)).statusCode).toBe(404);
+  });
+});
+
+describe('cards in the portal', () => {
+  it('adds a card through checkout in setup mode, makes another the default, and keeps the last one a plan needs', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Cards Co');
+    await s.customer('el');
+    await s.api('POST', '/v1/sdk/activate', { customerRef: 'el', planRef: s.basic });
+    const { cookie, csrf } = await s.signIn('el');
+    expect((await get('/portal', cookie)).body).toMatch(/visa ending 4242, expires 12\/2035 \(default\)/i);
+
+    const add = await post('/portal/cards', { csrf }, cookie);
+    expect(add.statusCode).toBe(303);
+    const session = /\/checkout\/(cs_[A-Za-z0-9]+)$/.exec(String(add.headers.location))?.[1] ?? '';
+    const paid = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/checkout/${session}/pay`,
+      payload: { card: { number: '5555555555554444', expMonth: 1, expYear: 2031, cvc: '123' } },
+    });
+    expect(paid.json().redirectUrl).toMatch(/\/portal\?done=card&session_id=/);
+    const cards = (await s.api('GET', '/v1/sdk/customers/el/payment-methods')).body.data as Json[];
+    expect(cards.map((c) => [c.last4, c.isDefault])).toEqual([
+      ['4242', false],
+      ['4444', true],
+    ]);
+    const visa = cards[0]?.id as string;
+    const mastercard = cards[1]?.id as string;
+    expect((await post('/portal/cards/default', { csrf, id: visa }, cookie)).headers.location).toBe(
+      '/portal?done=default',
+    );
+    expect((await post('/portal/cards/remove', { csrf, id: mastercard }, cookie)).headers.location).toBe(
+      '/portal?done=removed',
+    );
+    // The last card pays the Basic plan: kept, with why.
+    const kept = await post('/portal/cards/remove', { csrf, id: visa }, cookie);
+    expect(kept.statusCode).toBe(409);
+    expect(kept.body).toContain('add another card before removing it');
+    // Another customer's card is not this customer's to touch.
+    await s.customer('fy');
+    const fys = ((await s.api('GET', '/v1/sdk/customers/fy/payment-methods')).body.data as Json[])[0]?.id;
+    expect((await post('/portal/cards/remove', { csrf, id: fys }, cookie)).statusCode).toBe(404);
+    expect((await s.api('GET', '/v1/sdk/customers/fy/payment-methods')).body.data).toHaveLength(1);
+  });
+});
+
+describe('the usage chart', () => {
+  it('draws calls by day and tool this period, as the usage analytics API counts them', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Chart Co');
+    const id = await s.customer('gi');
+    await s.api('POST', '/v1/sdk/activate', { customerRef: 'gi', planRef: s.basic });
+    const meter = {
+      providerId: s.provider.id,
+      environment: 'sandbox' as const,
+      meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    const call = (day: number, tool: string) =>
+      callRecord(meter, id, `2026-03-0${day}T10:00:00.000Z`, {
+        outcome: 'success',
+        admitted: true,
+        productId: s.product,
+        tool,
+      });
+    await harness.store.store.insert([
+      ...Array.from({ length: 4 }, () => call(2, 'forecast')),
+      ...Array.from({ length: 2 }, () => call(3, 'forecast')),
+      ...Array.from({ length: 3 }, () => call(3, 'history')),
+    ]);
+    clock.set(new Date('2026-03-04T12:00:00.000Z'));
+    const { cookie } = await s.signIn('gi');
+    const page = (await get('/portal', cookie)).body;
+    const analytics = (
+      await s.api(
+        'GET',
+        `/v1/ui/analytics/usage?customerRef=gi&groupBy=tool&grain=day&from=2026-03-01T00:00:00.000Z`,
+      )
+    ).body;
+    expect(analytics.totals.calls).toBe(9);
+    expect(page).toContain(
+      `<p id="usage-total">${analytics.totals.calls} calls from 2026-03-01 to 2026-03-04`,
+    );
+    expect(page).toContain('forecast: 6</li>');
+    expect(page).toContain('history: 3</li>');
+    expect(page).toContain('<tr><th scope="row">2026-03-03</th><td>2</td><td>3</td></tr>');
+    expect(page).toContain('<title>2026-03-02: 4 calls of forecast</title>');
+  });
+});
