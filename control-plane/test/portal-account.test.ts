@@ -107,6 +107,12 @@ describe('changing plans in the portal', () => {
     const [invoice] = (await s.api('GET', `/v1/sdk/invoices?purchaseRef=${now?.reference}`)).body
       .data as Json[];
     expect(invoice).toMatchObject({ total: 3_967_742, amountPaid: 3_967_742, status: 'paid' });
+    // The next invoice, whole, as the upcoming invoice API answers it.
+    const upcoming = (await s.api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${now?.reference}`)).body;
+    expect(upcoming.amountDue).toBe(6_000_000);
+    expect((await get('/portal', cookie)).body).toContain(
+      'Next invoice on 2026-04-11 (Weather, Pro): <strong>$60,000.00</strong>, $60,000.00 for the next period</p>',
+    );
 
     // A tampered date, another customer's purchase, a plan of nothing here: refused with a page.
     await s.customer('bob');

@@ -2345,11 +2345,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "TCRSIdKN5ARID-J-PdERWguhdgB8h3w2TjM5As02tVs",
-                     *           "y": "xAiHr3Pu_vmWiRgQLuDjfmcmi8lswDqpsm7mzXj4eS4",
+                     *           "x": "1rMVun1arFg9ylDrxXo76S4oKD1S0M9anA9UAd3EDLQ",
+                     *           "y": "QKqDEoUBkXvWyI4DjUkKeMopAYHV8PU-5nocehivbZ8",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "46b69a717ce687d1",
+                     *           "kid": "44769db2efa07327",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2478,8 +2478,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.395Z",
-                     *       "to": "2026-05-28T09:00:03.395Z",
+                     *       "from": "2026-04-28T09:00:03.894Z",
+                     *       "to": "2026-05-28T09:00:03.894Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2817,8 +2817,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.385Z",
-                     *       "to": "2026-05-28T09:00:03.385Z",
+                     *       "from": "2026-04-28T09:00:03.874Z",
+                     *       "to": "2026-05-28T09:00:03.874Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2990,7 +2990,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.364Z",
+                     *       "to": "2026-05-28T09:00:03.857Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3175,9 +3175,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:05.181Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.181Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.181Z"
+                     *       "createdAt": "2026-05-28T09:00:05.907Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.907Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.907Z"
                      *     }
                      */
                     "application/json": {
@@ -3410,7 +3410,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:05.050Z"
+                     *       "expiresAt": "2026-06-04T09:00:05.773Z"
                      *     }
                      */
                     "application/json": {
@@ -3779,9 +3779,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.847Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.847Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.856Z"
+                     *       "createdAt": "2026-05-28T09:00:05.548Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.548Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.555Z"
                      *     }
                      */
                     "application/json": {
@@ -4268,9 +4268,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:04.847Z",
-                     *       "expiresAt": "2026-05-28T21:00:04.847Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:04.847Z"
+                     *       "createdAt": "2026-05-28T09:00:05.548Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.548Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.548Z"
                      *     }
                      */
                     "application/json": {
@@ -4481,7 +4481,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:04.916Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.631Z"
                      *     }
                      */
                     "application/json": {
@@ -4657,9 +4657,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:05.044Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.044Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.044Z"
+                     *       "createdAt": "2026-05-28T09:00:05.766Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.766Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.766Z"
                      *     }
                      */
                     "application/json": {
@@ -5124,7 +5124,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795934736,
+                     *       "client_id_issued_at": 1795935335,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5297,7 +5297,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.188Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.925Z"
                      *     }
                      */
                     "application/json": {
@@ -7080,8 +7080,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.495Z",
-                     *       "createdAt": "2026-05-28T09:00:03.495Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.982Z",
+                     *       "createdAt": "2026-05-28T09:00:03.982Z"
                      *     }
                      */
                     "application/json": {
@@ -7238,8 +7238,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.495Z",
-                     *       "createdAt": "2026-05-28T09:00:03.495Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.982Z",
+                     *       "createdAt": "2026-05-28T09:00:03.982Z"
                      *     }
                      */
                     "application/json": {
@@ -7425,8 +7425,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.544Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.544Z"
+                     *           "createdAt": "2026-05-28T09:00:02.929Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.929Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7438,8 +7438,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.554Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.554Z"
+                     *           "createdAt": "2026-05-28T09:00:02.936Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.936Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7626,8 +7626,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.544Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.544Z"
+                     *       "createdAt": "2026-05-28T09:00:02.929Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.929Z"
                      *     }
                      */
                     "application/json": {
@@ -8118,8 +8118,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.544Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.588Z"
+                     *       "createdAt": "2026-05-28T09:00:02.929Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
                      *     }
                      */
                     "application/json": {
@@ -9817,7 +9817,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:02.621Z"
+                     *       "createdAt": "2026-05-28T09:00:03.017Z"
                      *     }
                      */
                     "application/json": {
@@ -10100,7 +10100,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:03.673Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.271Z"
                      *     }
                      */
                     "application/json": {
@@ -10287,8 +10287,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.554Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.554Z"
+                     *       "createdAt": "2026-05-28T09:00:02.936Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.936Z"
                      *     }
                      */
                     "application/json": {
@@ -10496,7 +10496,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T02:14:27.817Z"
+                     *                 "end": "2026-01-28T02:04:29.827Z"
                      *               }
                      *             }
                      *           ],
@@ -11209,7 +11209,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T02:14:27.817Z"
+                     *             "end": "2026-01-28T02:04:29.827Z"
                      *           }
                      *         }
                      *       ],
@@ -11453,10 +11453,20 @@ export interface operations {
                      *         "billableUnits": 0
                      *       },
                      *       "lines": [],
-                     *       "total": 0
+                     *       "total": 0,
+                     *       "renewal": {
+                     *         "chargedAt": "2026-07-01T00:00:00.000Z",
+                     *         "periodStart": "2026-07-01T00:00:00.000Z",
+                     *         "periodEnd": "2026-01-28T02:04:29.827Z",
+                     *         "base": 900,
+                     *         "setupFee": 0
+                     *       },
+                     *       "amountDue": 900
                      *     }
                      */
                     "application/json": {
+                        /** @description The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee */
+                        amountDue: number;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -11480,7 +11490,28 @@ export interface operations {
                         periodStart: string;
                         planRef: string;
                         purchaseRef: string;
-                        /** @description Whole cents: the sum of the lines */
+                        renewal: {
+                            /** @description The next period's price, charged in advance */
+                            base: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            chargedAt: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            periodEnd: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            periodStart: string;
+                            /** @description A setup fee deferred by a trial, charged with it */
+                            setupFee: number;
+                        } | null;
+                        /** @description Whole cents: the sum of the lines (the usage so far) */
                         total: number;
                         usage: {
                             billableUnits: number;
@@ -12115,7 +12146,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.283Z"
+                     *       "timestamp": "2026-05-28T09:00:03.773Z"
                      *     }
                      */
                     "application/json": {
@@ -12339,7 +12370,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.321Z"
+                     *           "timestamp": "2026-05-28T09:00:03.812Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12347,7 +12378,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.321Z"
+                     *           "timestamp": "2026-05-28T09:00:03.812Z"
                      *         }
                      *       ]
                      *     }
@@ -12546,7 +12577,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/jhuneUoPJUtYsHuBYebczOakHAPPmcKd1XjV8obWuko",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/F3_baX8MH-216quOSqp4dE5tLYMSfYedCn5z5H7HC_o",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -13703,7 +13734,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.550Z",
+                     *       "createdAt": "2026-05-28T09:00:04.070Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13887,8 +13918,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.550Z",
-                     *       "closedAt": "2026-05-28T09:00:03.582Z"
+                     *       "createdAt": "2026-05-28T09:00:04.070Z",
+                     *       "closedAt": "2026-05-28T09:00:04.131Z"
                      *     }
                      */
                     "application/json": {
@@ -14067,11 +14098,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.591Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.144Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.591Z"
+                     *       "createdAt": "2026-05-28T09:00:04.144Z"
                      *     }
                      */
                     "application/json": {
@@ -14239,7 +14270,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.491Z"
+                     *           "createdAt": "2026-05-28T09:00:02.850Z"
                      *         }
                      *       ]
                      *     }
@@ -14393,7 +14424,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.491Z"
+                     *       "createdAt": "2026-05-28T09:00:02.850Z"
                      *     }
                      */
                     "application/json": {
@@ -14532,7 +14563,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.491Z"
+                     *       "createdAt": "2026-05-28T09:00:02.850Z"
                      *     }
                      */
                     "application/json": {
@@ -14683,7 +14714,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.491Z"
+                     *       "createdAt": "2026-05-28T09:00:02.850Z"
                      *     }
                      */
                     "application/json": {
@@ -15406,8 +15437,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:27.817Z",
-                     *       "to": "2026-05-28T09:14:27.817Z",
+                     *       "from": "2026-04-28T08:49:29.827Z",
+                     *       "to": "2026-05-28T09:04:29.827Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15629,7 +15660,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:04.113Z",
+                     *       "asOf": "2026-05-28T09:00:04.849Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15874,7 +15905,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T02:14:27.817Z",
+                     *           "end": "2026-01-28T02:04:29.827Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15913,8 +15944,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T02:14:27.817Z",
-                     *           "end": "2026-02-28T02:14:27.817Z",
+                     *           "start": "2026-01-28T02:04:29.827Z",
+                     *           "end": "2026-02-28T02:04:29.827Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15953,8 +15984,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T02:14:27.817Z",
-                     *           "end": "2026-03-30T02:14:27.817Z",
+                     *           "start": "2026-02-28T02:04:29.827Z",
+                     *           "end": "2026-03-30T02:04:29.827Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15993,8 +16024,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T02:14:27.817Z",
-                     *           "end": "2026-04-30T02:14:27.817Z",
+                     *           "start": "2026-03-30T02:04:29.827Z",
+                     *           "end": "2026-04-30T02:04:29.827Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16033,8 +16064,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T02:14:27.817Z",
-                     *           "end": "2026-05-30T02:14:27.817Z",
+                     *           "start": "2026-04-30T02:04:29.827Z",
+                     *           "end": "2026-05-30T02:04:29.827Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16286,8 +16317,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:27.817Z",
-                     *       "to": "2026-05-28T09:14:27.817Z",
+                     *       "from": "2026-04-28T08:49:29.827Z",
+                     *       "to": "2026-05-28T09:04:29.827Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16470,31 +16501,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:27.817Z",
-                     *       "to": "2026-05-28T09:14:27.817Z",
+                     *       "from": "2026-04-28T08:49:29.827Z",
+                     *       "to": "2026-05-28T09:04:29.827Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T01:14:27.817Z",
+                     *           "start": "2026-04-24T01:04:29.827Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T01:14:27.817Z",
+                     *           "start": "2026-05-01T01:04:29.827Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T01:14:27.817Z",
+                     *           "start": "2026-05-08T01:04:29.827Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T01:14:27.817Z",
+                     *           "start": "2026-05-15T01:04:29.827Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T01:14:27.817Z",
+                     *           "start": "2026-05-22T01:04:29.827Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -16731,17 +16762,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…WITU",
+                     *           "hint": "sk_test_…lv_0",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:05.323Z",
+                     *           "createdAt": "2026-05-28T09:00:06.057Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…sED0",
+                     *           "hint": "sk_test_…LiFY",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:05.039Z",
+                     *           "createdAt": "2026-05-28T09:00:05.760Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16887,9 +16918,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…WITU",
+                     *       "hint": "sk_test_…lv_0",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.323Z",
+                     *       "createdAt": "2026-05-28T09:00:06.057Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -17212,18 +17243,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…ETyM",
+                     *       "hint": "sk_test_…m3v4",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.339Z",
+                     *       "createdAt": "2026-05-28T09:00:06.093Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…WITU",
+                     *         "hint": "sk_test_…lv_0",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:05.323Z",
-                     *         "expiresAt": "2026-05-28T10:00:05.339Z"
+                     *         "createdAt": "2026-05-28T09:00:06.057Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.093Z"
                      *       }
                      *     }
                      */
@@ -17419,7 +17450,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:04.899Z",
+                     *           "createdAt": "2026-05-28T09:00:05.614Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17436,7 +17467,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:04.893Z",
+                     *           "createdAt": "2026-05-28T09:00:05.607Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17453,7 +17484,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:04.880Z",
+                     *           "createdAt": "2026-05-28T09:00:05.592Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17469,7 +17500,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThrMHRtbjdmM2o2Nmh4aHRndzVqaGV6"
+                     *       "nextCursor": "YXVkXzAxbThrMWN4YW40Z3B3Nm0za3A0Mzdjc2Vr"
                      *     }
                      */
                     "application/json": {
@@ -17648,7 +17679,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:03.550Z",
+                     *           "createdAt": "2026-05-28T09:00:04.070Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17803,7 +17834,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.550Z",
+                     *       "createdAt": "2026-05-28T09:00:04.070Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17964,7 +17995,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:03.550Z",
+                     *       "createdAt": "2026-05-28T09:00:04.070Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -19763,8 +19794,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:03.802Z",
-                     *       "latencyMs": 10,
+                     *       "checkedAt": "2026-05-28T09:00:04.448Z",
+                     *       "latencyMs": 22,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -20132,8 +20163,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.104Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.104Z"
+                     *           "createdAt": "2026-05-28T09:00:02.314Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.314Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -20143,8 +20174,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.458Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.458Z"
+                     *           "createdAt": "2026-05-28T09:00:02.820Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.820Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20316,8 +20347,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.458Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.458Z"
+                     *       "createdAt": "2026-05-28T09:00:02.820Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
                      *     }
                      */
                     "application/json": {
@@ -20490,8 +20521,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.458Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.458Z"
+                     *       "createdAt": "2026-05-28T09:00:02.820Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
                      *     }
                      */
                     "application/json": {
@@ -20641,8 +20672,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.458Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.708Z"
+                     *       "createdAt": "2026-05-28T09:00:02.820Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.417Z"
                      *     }
                      */
                     "application/json": {
@@ -20812,11 +20843,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:03.591Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.144Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:03.591Z"
+                     *           "createdAt": "2026-05-28T09:00:04.144Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20968,11 +20999,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:03.591Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.144Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:03.591Z"
+                     *       "createdAt": "2026-05-28T09:00:04.144Z"
                      *     }
                      */
                     "application/json": {
@@ -21157,8 +21188,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.336Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.336Z"
+                     *       "createdAt": "2026-05-28T09:00:02.664Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.664Z"
                      *     }
                      */
                     "application/json": {
@@ -21474,8 +21505,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.336Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.423Z"
+                     *       "createdAt": "2026-05-28T09:00:02.664Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.777Z"
                      *     }
                      */
                     "application/json": {
@@ -21730,8 +21761,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.714Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.722Z"
+                     *       "createdAt": "2026-05-28T09:00:05.431Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.438Z"
                      *     }
                      */
                     "application/json": {
@@ -21926,8 +21957,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmpwdqE0TSnvooZ",
-                     *       "connectedAt": "2026-05-28T09:00:04.543Z"
+                     *       "account": "acct_Rmq69gGx5bJQRyS",
+                     *       "connectedAt": "2026-05-28T09:00:05.246Z"
                      *     }
                      */
                     "application/json": {
@@ -22101,8 +22132,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmpwdqE0TSnvooZ",
-                     *       "connectedAt": "2026-05-28T09:00:04.543Z"
+                     *       "account": "acct_Rmq69gGx5bJQRyS",
+                     *       "connectedAt": "2026-05-28T09:00:05.246Z"
                      *     }
                      */
                     "application/json": {
@@ -22671,8 +22702,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.195Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.195Z"
+                     *           "createdAt": "2026-05-28T09:00:02.456Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.456Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22851,8 +22882,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.195Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.195Z"
+                     *       "createdAt": "2026-05-28T09:00:02.456Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.456Z"
                      *     }
                      */
                     "application/json": {
@@ -23027,8 +23058,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.195Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.195Z"
+                     *       "createdAt": "2026-05-28T09:00:02.456Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.456Z"
                      *     }
                      */
                     "application/json": {
@@ -23205,8 +23236,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.195Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.255Z"
+                     *       "createdAt": "2026-05-28T09:00:02.456Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.560Z"
                      *     }
                      */
                     "application/json": {
@@ -23381,8 +23412,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.744Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.752Z"
+                     *       "createdAt": "2026-05-28T09:00:05.463Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.468Z"
                      *     }
                      */
                     "application/json": {
@@ -23573,8 +23604,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.288Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.288Z"
+                     *           "createdAt": "2026-05-28T09:00:02.605Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.605Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -23620,8 +23651,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.336Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.336Z"
+                     *           "createdAt": "2026-05-28T09:00:02.664Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.664Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -23664,8 +23695,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.349Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.349Z"
+                     *           "createdAt": "2026-05-28T09:00:02.684Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.684Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24013,8 +24044,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.336Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.336Z"
+                     *       "createdAt": "2026-05-28T09:00:02.664Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.664Z"
                      *     }
                      */
                     "application/json": {
@@ -24486,13 +24517,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:05.037Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.757Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:05.168Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.894Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24501,8 +24532,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:05.187Z",
-                     *           "expiresAt": "2026-06-04T09:00:05.187Z"
+                     *           "createdAt": "2026-05-28T09:00:05.914Z",
+                     *           "expiresAt": "2026-06-04T09:00:05.914Z"
                      *         }
                      *       ]
                      *     }
@@ -24663,8 +24694,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.050Z",
-                     *       "expiresAt": "2026-06-04T09:00:05.050Z"
+                     *       "createdAt": "2026-05-28T09:00:05.773Z",
+                     *       "expiresAt": "2026-06-04T09:00:05.773Z"
                      *     }
                      */
                     "application/json": {
@@ -25152,7 +25183,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:05.168Z"
+                     *       "joinedAt": "2026-05-28T09:00:05.894Z"
                      *     }
                      */
                     "application/json": {
@@ -25540,7 +25571,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:03.532Z"
+                     *       "createdAt": "2026-05-28T09:00:04.045Z"
                      *     }
                      */
                     "application/json": {
@@ -25730,7 +25761,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:04.647Z"
+                     *       "createdAt": "2026-05-28T09:00:05.359Z"
                      *     }
                      */
                     "application/json": {
@@ -25908,7 +25939,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:04.647Z"
+                     *           "createdAt": "2026-05-28T09:00:05.359Z"
                      *         }
                      *       ]
                      *     }
@@ -26062,8 +26093,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:04.613Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.613Z"
+                     *           "createdAt": "2026-05-28T09:00:05.321Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.321Z"
                      *         }
                      *       ]
                      *     }
@@ -26237,8 +26268,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.613Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.613Z",
+                     *       "createdAt": "2026-05-28T09:00:05.321Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.321Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26393,8 +26424,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.613Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.613Z"
+                     *       "createdAt": "2026-05-28T09:00:05.321Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.321Z"
                      *     }
                      */
                     "application/json": {
@@ -26686,8 +26717,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.613Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.638Z"
+                     *       "createdAt": "2026-05-28T09:00:05.321Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.349Z"
                      *     }
                      */
                     "application/json": {
@@ -26839,8 +26870,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.613Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
+                     *       "createdAt": "2026-05-28T09:00:05.321Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.395Z"
                      *     }
                      */
                     "application/json": {
@@ -26992,8 +27023,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:04.613Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.693Z"
+                     *       "createdAt": "2026-05-28T09:00:05.321Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.405Z"
                      *     }
                      */
                     "application/json": {
@@ -27286,7 +27317,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:04.683Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.391Z"
                      *     }
                      */
                     "application/json": {

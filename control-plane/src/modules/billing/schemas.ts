@@ -25,7 +25,25 @@ export const UpcomingInvoice = Type.Object({
     billableUnits: Type.Integer(),
   }),
   lines: Type.Array(InvoiceLine),
-  total: Type.Integer({ description: 'Whole cents: the sum of the lines' }),
+  total: Type.Integer({ description: 'Whole cents: the sum of the lines (the usage so far)' }),
+  renewal: Nullable(
+    Type.Object(
+      {
+        chargedAt: Timestamp,
+        periodStart: Timestamp,
+        periodEnd: Timestamp,
+        base: Type.Integer({ description: "The next period's price, charged in advance" }),
+        setupFee: Type.Integer({ description: 'A setup fee deferred by a trial, charged with it' }),
+      },
+      {
+        description:
+          'What the invoice at the end of this period (or trial) charges beside the usage; null when the purchase does not renew with a charge (cancelling at period end, one-time, paid from credits, free)',
+      },
+    ),
+  ),
+  amountDue: Type.Integer({
+    description: 'The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee',
+  }),
 });
 export type UpcomingInvoice = Static<typeof UpcomingInvoice>;
 

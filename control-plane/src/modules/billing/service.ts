@@ -8,6 +8,7 @@ import { findCustomer } from '../customers/repository';
 import { findPlan, settingsOf } from '../plans/repository';
 import { pricingOf } from '../plans/rules';
 import { getProvider } from '../providers/repository';
+import { periodEnd } from '../purchases/periods';
 import { findPurchase, lockPurchase } from '../purchases/repository';
 import type { PurchaseRow } from '../purchases/service';
 import type { InvoiceDocument } from './document';
@@ -229,6 +230,7 @@ export class BillingService {
           'call',
         )
       : { billableUnits: 0n, lines: [], total: 0 };
+    const renewal = renewalOf(purchase, settings);
     return {
       purchaseRef: purchase.id,
       customerRef: purchase.customer_id,
@@ -244,6 +246,35 @@ export class BillingService {
       },
       lines: priced.lines,
       total: priced.total,
+      renewal,
+      amountDue: priced.total + (renewal === null ? 0 : renewal.base + renewal.setupFee),
     };
   }
+}
+
+/**
+ * What the invoice closing the purchase's period charges beside its usage, as the scheduler will
+ * issue it: at a trial's end the first period's price and the deferred setup fee; at a period's
+ * end the next period's price, when the purchase renews. Null when nothing is charged then, and
+ * while past due.
+ */
+function renewalOf(purchase: PurchaseRow, settings: ReturnType<typeof settingsOf>) {
+  const renews =
+    purchase.is_recurring &&
+    purchase.auto_renew &&
+    !purchase.cancel_at_period_end &&
+    !purchase.pays_from_credits &&
+    // Past due, the open invoice is being retried: what follows depends on it.
+    ['trialing', 'active'].includes(purchase.status);
+  const start = purchase.status === 'trialing' ? purchase.trial_end : purchase.period_end;
+  if (!renews || start === null) return null;
+  const setupFee = purchase.status === 'trialing' ? purchase.setup_fee_due : 0;
+  if (purchase.amount === 0 && setupFee === 0) return null;
+  return {
+    chargedAt: start.toISOString(),
+    periodStart: start.toISOString(),
+    periodEnd: periodEnd(start, settings, purchase.anchor_day).toISOString(),
+    base: purchase.amount,
+    setupFee,
+  };
 }

@@ -28,6 +28,8 @@ export interface PortalView {
     cancelAtPeriodEnd: boolean;
     /** Usage priced by the period (post-paid): billable calls so far and what they come to. */
     usageSoFar: { calls: number; total: string } | null;
+    /** The invoice closing this period (or trial), as of now; null when none charges anything. */
+    nextInvoice: { at: string; total: string; advance: string; usage: string | null } | null;
     /** Calls of this period against the plan's limit (undefined: no limit; null: not readable now). */
     allowance?: { used: number; limit: number; left: number } | null | undefined;
     /** The plan's top-up pack in words ("50 credits for $5.00"), or null when it sells none. */
@@ -214,6 +216,13 @@ ${notice}
 <h2>Alerts</h2>${alerts}
 <h2>Credit movements</h2>${movements}
 <h2>Invoices</h2>${view.plans
+      .filter((p) => p.nextInvoice !== null)
+      .map((p) => {
+        const next = p.nextInvoice;
+        if (next === null) return '';
+        return `<p class="next-invoice">Next invoice on ${day(next.at)} (${escapeHtml(`${p.product}, ${p.plan}`)}): <strong>${escapeHtml(next.total)}</strong>, ${escapeHtml(next.advance)} for the next period${next.usage === null ? '' : ` plus ${escapeHtml(next.usage)} of usage so far`}</p>`;
+      })
+      .join('')}${view.plans
       .filter((p) => p.usageSoFar !== null)
       .map(
         (p) =>

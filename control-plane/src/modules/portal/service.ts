@@ -240,10 +240,14 @@ export class PortalService {
     });
     const plans = await Promise.all(
       purchases.data.map(async (p) => {
-        const [plan, product] = await Promise.all([
+        const live = ['trialing', 'active', 'past_due'].includes(p.status);
+        const [plan, product, upcoming] = await Promise.all([
           findPlan(this.pool, auth, p.planRef),
           findProduct(this.pool, auth, p.productId),
+          // The usage store unreadable: no figures of the period, the rest of the page as ever.
+          live ? this.deps.billing.upcoming(auth, p.reference).catch(() => null) : null,
         ]);
+        const money = (cents: number) => formatMoney(cents, p.currency);
         return {
           purchaseRef: p.reference,
           cancellable: p.isRecurring && p.status === 'active' && !p.cancelAtPeriodEnd,
@@ -259,12 +263,19 @@ export class PortalService {
             plan === undefined ||
             !['usage-based', 'hybrid'].includes(plan.type) ||
             plan.billing_model === 'pre-paid' ||
-            !['trialing', 'active', 'past_due'].includes(p.status)
+            upcoming === null
               ? null
-              : await this.deps.billing
-                  .upcoming(auth, p.reference)
-                  .then((u) => ({ calls: u.usage.billableUnits, total: formatMoney(u.total, u.currency) }))
-                  .catch(() => null),
+              : { calls: upcoming.usage.billableUnits, total: money(upcoming.total) },
+          // The whole next invoice: the period's price in advance beside the usage so far.
+          nextInvoice:
+            upcoming?.renewal == null
+              ? null
+              : {
+                  at: upcoming.renewal.chargedAt,
+                  total: money(upcoming.amountDue),
+                  advance: money(upcoming.renewal.base + upcoming.renewal.setupFee),
+                  usage: upcoming.total > 0 ? money(upcoming.total) : null,
+                },
           allowance:
             plan?.usage_limit == null || !['trialing', 'active', 'past_due'].includes(p.status)
               ? undefined
