@@ -58,7 +58,7 @@ export function customerCare(deps: {
   credits.onBalanceLowered((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
   usageDebits.onDebited((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
   scheduler.addJob(() => autoTopUps.runDue());
-  const alerts = new AlertService(deps.pool, deps.clock, deps.reader, deps.mailer, deps.logger);
+  const alerts = new AlertService(deps.pool, deps.clock, deps.reader, deps.mailer, deps.logger, deps.billing);
   scheduler.addJob(() => alerts.runDue());
   const portal = new PortalService(deps.pool, deps.clock, deps.publicUrl, {
     credits,
@@ -76,6 +76,7 @@ export function customerCare(deps: {
     payments: deps.payments,
     purchases: deps.purchases,
     checkoutSessions: deps.checkoutSessions,
+    alerts,
   });
   return {
     autoTopUps,

@@ -113,6 +113,98 @@ describe('alerts', () => {
     expect(mailbox.countFor('ada@alert.example')).toBe(4);
   });
 
+  it('fire a spend alert once per period, when the period’s price and usage reach it', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: 'Spend Co' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    const product = (await api('POST', '/v1/ui/products', { name: 'Maps' })).body.id as string;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Hybrid',
+        type: 'hybrid',
+        billingCycle: 'monthly',
+        basePrice: 1000,
+        unitAmount: 10,
+        currency: 'usd',
+      })
+    ).body.id as string;
+    const cy = (await api('POST', '/v1/sdk/customers', { externalRef: 'cy', email: 'cy@alert.example' })).body
+      .id as string;
+    await api('POST', '/v1/sdk/customers/cy/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    expect((await api('POST', '/v1/sdk/activate', { customerRef: 'cy', planRef: plan })).body.status).toBe(
+      'activated',
+    );
+    // $15.00: the $10.00 price paid for the period plus 50 calls at 10¢.
+    const alert = await api('POST', '/v1/sdk/alerts', {
+      customerRef: 'cy',
+      kind: 'spend_amount',
+      threshold: 1500,
+    });
+    expect(alert.status).toBe(201);
+    const meter = {
+      providerId: provider.id,
+      environment: 'sandbox' as const,
+      meterRef: (await api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    const calls = (n: number) =>
+      harness.store.store.insert(
+        Array.from({ length: n }, () =>
+          callRecord(meter, cy, clock.now().toISOString(), {
+            outcome: 'success',
+            admitted: true,
+            productId: product,
+          }),
+        ),
+      );
+    const fired = async () =>
+      ((await api('GET', '/v1/events?type=customer.alert_triggered&limit=100')).body.data as Json[])
+        .map((e) => e.data.object)
+        .filter((o) => o.customer === cy)
+        .map((o) => `${o.kind}:${o.threshold}:${o.value}:${o.currency}`);
+    const pass = () =>
+      Promise.all(Array.from({ length: 5 }, () => harness.controlPlane.care.alerts.runDue()));
+
+    clock.set(new Date('2026-03-10T00:00:00.000Z'));
+    await calls(49); // $14.90
+    await pass();
+    expect(await fired()).toEqual([]);
+    await calls(1); // $15.00
+    await pass();
+    await pass();
+    expect(await fired()).toEqual(['spend_amount:1500:1500:usd']);
+    expect(mailbox.countFor('cy@alert.example')).toBe(1);
+    expect(await mailbox.textFor('cy@alert.example')).toContain(
+      'You have spent $15.00 this period, reaching the $15.00 of your alert.',
+    );
+
+    // April: renewed (the price paid again), the spend starts from the price, the alert again once.
+    clock.set(new Date('2026-04-01T00:10:00.000Z'));
+    await harness.controlPlane.scheduler.runDue();
+    clock.set(new Date('2026-04-03T00:00:00.000Z'));
+    await calls(60); // $16.00
+    await pass();
+    expect(await fired()).toEqual(['spend_amount:1500:1600:usd', 'spend_amount:1500:1500:usd']);
+    expect(mailbox.countFor('cy@alert.example')).toBe(2);
+
+    // Only plans that price usage, and an amount of at least one cent.
+    const flat = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Flat',
+        type: 'recurring',
+        billingCycle: 'monthly',
+        price: 500,
+      })
+    ).body.id as string;
+    for (const body of [
+      { planRef: flat, kind: 'spend_amount', threshold: 100 },
+      { customerRef: 'cy', kind: 'spend_amount', threshold: 0 },
+    ])
+      expect((await api('POST', '/v1/sdk/alerts', body)).status, JSON.stringify(body)).toBe(400);
+  });
+
   it('fire a credit balance alert once per funding, and refuse bad alerts', async () => {
     const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Credit Co' });
     const api = injectClient(harness.controlPlane, sandboxKey);

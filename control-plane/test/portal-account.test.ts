@@ -250,6 +250,19 @@ describe('cards in the portal', () => {
     await s.customer('fy');
     const fys = ((await s.api('GET', '/v1/sdk/customers/fy/payment-methods')).body.data as Json[])[0]?.id;
     expect((await post('/portal/cards/remove', { csrf, id: fys }, cookie)).statusCode).toBe(404);
+
+    // A spend alert is money in the customer's currency, kept in cents exactly.
+    const spend = await post('/portal/alerts', { csrf, kind: 'spend_amount', threshold: '25.50' }, cookie);
+    expect(spend.headers.location).toBe('/portal?done=alert');
+    expect((await s.api('GET', '/v1/sdk/alerts?customerRef=el')).body.data).toMatchObject([
+      { kind: 'spend_amount', threshold: 2550 },
+    ]);
+    expect((await get('/portal', cookie)).body).toContain('When I have spent $25.50 in a period');
+    for (const threshold of ['2.555', '-1', '1e3', '12,00'])
+      expect(
+        (await post('/portal/alerts', { csrf, kind: 'spend_amount', threshold }, cookie)).statusCode,
+        threshold,
+      ).toBe(400);
     expect((await s.api('GET', '/v1/sdk/customers/fy/payment-methods')).body.data).toHaveLength(1);
   });
 });

@@ -2345,11 +2345,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "1rMVun1arFg9ylDrxXo76S4oKD1S0M9anA9UAd3EDLQ",
-                     *           "y": "QKqDEoUBkXvWyI4DjUkKeMopAYHV8PU-5nocehivbZ8",
+                     *           "x": "DUof9ud9wjoMfMqiUVzCMPF7KPvRtE3fDqhl0OHwf44",
+                     *           "y": "7gp_zmm4tLB4WpmkY_lb9uskn_w6uqVZUParZqvR0lI",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "44769db2efa07327",
+                     *           "kid": "9b8d82c4068334dd",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2478,8 +2478,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.894Z",
-                     *       "to": "2026-05-28T09:00:03.894Z",
+                     *       "from": "2026-04-28T09:00:03.893Z",
+                     *       "to": "2026-05-28T09:00:03.893Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2817,8 +2817,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.874Z",
-                     *       "to": "2026-05-28T09:00:03.874Z",
+                     *       "from": "2026-04-28T09:00:03.879Z",
+                     *       "to": "2026-05-28T09:00:03.879Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2990,7 +2990,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.857Z",
+                     *       "to": "2026-05-28T09:00:03.848Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3175,9 +3175,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:05.907Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.907Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.907Z"
+                     *       "createdAt": "2026-05-28T09:00:06.071Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.071Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.071Z"
                      *     }
                      */
                     "application/json": {
@@ -3410,7 +3410,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:05.773Z"
+                     *       "expiresAt": "2026-06-04T09:00:05.862Z"
                      *     }
                      */
                     "application/json": {
@@ -3779,9 +3779,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.548Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.548Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.555Z"
+                     *       "createdAt": "2026-05-28T09:00:05.504Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.504Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.513Z"
                      *     }
                      */
                     "application/json": {
@@ -4268,9 +4268,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.548Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.548Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.548Z"
+                     *       "createdAt": "2026-05-28T09:00:05.504Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.504Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.504Z"
                      *     }
                      */
                     "application/json": {
@@ -4481,7 +4481,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:05.631Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.615Z"
                      *     }
                      */
                     "application/json": {
@@ -4657,9 +4657,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:05.766Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.766Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.766Z"
+                     *       "createdAt": "2026-05-28T09:00:05.851Z",
+                     *       "expiresAt": "2026-05-28T21:00:05.851Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:05.851Z"
                      *     }
                      */
                     "application/json": {
@@ -5124,7 +5124,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795935335,
+                     *       "client_id_issued_at": 1795935548,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5297,7 +5297,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.925Z"
+                     *       "expiresAt": "2026-05-28T09:10:04.836Z"
                      *     }
                      */
                     "application/json": {
@@ -6615,7 +6615,7 @@ export interface operations {
                             /** @description alr_… */
                             id: string;
                             /** @enum {string} */
-                            kind: "allowance_percent" | "credit_balance";
+                            kind: "allowance_percent" | "credit_balance" | "spend_amount";
                             planRef: string | null;
                             threshold: number;
                         }[];
@@ -6736,10 +6736,10 @@ export interface operations {
                     /** @description One customer (cus_… or your externalRef) */
                     customerRef?: string;
                     /**
-                     * @description allowance_percent: the calls of a period reached `threshold` percent of the plan’s limit; credit_balance: the credit balance fell below `threshold` credits
+                     * @description allowance_percent: the calls of a period reached `threshold` percent of the plan’s limit; credit_balance: the credit balance fell below `threshold` credits; spend_amount: a period’s spend (its price plus the usage so far) reached `threshold` minor units (plans that price usage)
                      * @enum {string}
                      */
-                    kind: "allowance_percent" | "credit_balance";
+                    kind: "allowance_percent" | "credit_balance" | "spend_amount";
                     /** @description Every customer holding this plan (pln_…) */
                     planRef?: string;
                     threshold: number;
@@ -6773,7 +6773,7 @@ export interface operations {
                         /** @description alr_… */
                         id: string;
                         /** @enum {string} */
-                        kind: "allowance_percent" | "credit_balance";
+                        kind: "allowance_percent" | "credit_balance" | "spend_amount";
                         planRef: string | null;
                         threshold: number;
                     };
@@ -7080,8 +7080,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.982Z",
-                     *       "createdAt": "2026-05-28T09:00:03.982Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.980Z",
+                     *       "createdAt": "2026-05-28T09:00:03.980Z"
                      *     }
                      */
                     "application/json": {
@@ -7238,8 +7238,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.982Z",
-                     *       "createdAt": "2026-05-28T09:00:03.982Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.980Z",
+                     *       "createdAt": "2026-05-28T09:00:03.980Z"
                      *     }
                      */
                     "application/json": {
@@ -7425,8 +7425,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.929Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.929Z"
+                     *           "createdAt": "2026-05-28T09:00:02.854Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.854Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7438,8 +7438,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.936Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.936Z"
+                     *           "createdAt": "2026-05-28T09:00:02.862Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.862Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7626,8 +7626,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.929Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.929Z"
+                     *       "createdAt": "2026-05-28T09:00:02.854Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.854Z"
                      *     }
                      */
                     "application/json": {
@@ -8118,8 +8118,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.929Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.977Z"
+                     *       "createdAt": "2026-05-28T09:00:02.854Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.911Z"
                      *     }
                      */
                     "application/json": {
@@ -9817,7 +9817,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.017Z"
+                     *       "createdAt": "2026-05-28T09:00:02.962Z"
                      *     }
                      */
                     "application/json": {
@@ -10100,7 +10100,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.271Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.203Z"
                      *     }
                      */
                     "application/json": {
@@ -10287,8 +10287,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.936Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.936Z"
+                     *       "createdAt": "2026-05-28T09:00:02.862Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.862Z"
                      *     }
                      */
                     "application/json": {
@@ -10496,7 +10496,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T02:04:29.827Z"
+                     *                 "end": "2026-01-28T02:00:56.815Z"
                      *               }
                      *             }
                      *           ],
@@ -11209,7 +11209,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T02:04:29.827Z"
+                     *             "end": "2026-01-28T02:00:56.815Z"
                      *           }
                      *         }
                      *       ],
@@ -11457,7 +11457,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-28T02:04:29.827Z",
+                     *         "periodEnd": "2026-01-28T02:00:56.815Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12146,7 +12146,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.773Z"
+                     *       "timestamp": "2026-05-28T09:00:03.801Z"
                      *     }
                      */
                     "application/json": {
@@ -12370,7 +12370,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.812Z"
+                     *           "timestamp": "2026-05-28T09:00:03.817Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12378,7 +12378,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.812Z"
+                     *           "timestamp": "2026-05-28T09:00:03.817Z"
                      *         }
                      *       ]
                      *     }
@@ -12577,7 +12577,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/F3_baX8MH-216quOSqp4dE5tLYMSfYedCn5z5H7HC_o",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/eIVn84O6EASg5dFw7AWPMi4gM0n65yGe053OGvD6lNM",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -13734,7 +13734,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.070Z",
+                     *       "createdAt": "2026-05-28T09:00:04.047Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13918,8 +13918,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.070Z",
-                     *       "closedAt": "2026-05-28T09:00:04.131Z"
+                     *       "createdAt": "2026-05-28T09:00:04.047Z",
+                     *       "closedAt": "2026-05-28T09:00:04.091Z"
                      *     }
                      */
                     "application/json": {
@@ -14098,11 +14098,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.144Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.101Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.144Z"
+                     *       "createdAt": "2026-05-28T09:00:04.101Z"
                      *     }
                      */
                     "application/json": {
@@ -14270,7 +14270,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.850Z"
+                     *           "createdAt": "2026-05-28T09:00:02.805Z"
                      *         }
                      *       ]
                      *     }
@@ -14424,7 +14424,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.850Z"
+                     *       "createdAt": "2026-05-28T09:00:02.805Z"
                      *     }
                      */
                     "application/json": {
@@ -14563,7 +14563,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.850Z"
+                     *       "createdAt": "2026-05-28T09:00:02.805Z"
                      *     }
                      */
                     "application/json": {
@@ -14714,7 +14714,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.850Z"
+                     *       "createdAt": "2026-05-28T09:00:02.805Z"
                      *     }
                      */
                     "application/json": {
@@ -15437,8 +15437,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:29.827Z",
-                     *       "to": "2026-05-28T09:04:29.827Z",
+                     *       "from": "2026-04-28T08:45:56.815Z",
+                     *       "to": "2026-05-28T09:00:56.815Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15660,7 +15660,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:04.849Z",
+                     *       "asOf": "2026-05-28T09:00:04.744Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15905,7 +15905,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T02:04:29.827Z",
+                     *           "end": "2026-01-28T02:00:56.815Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15944,8 +15944,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T02:04:29.827Z",
-                     *           "end": "2026-02-28T02:04:29.827Z",
+                     *           "start": "2026-01-28T02:00:56.815Z",
+                     *           "end": "2026-02-28T02:00:56.815Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15984,8 +15984,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T02:04:29.827Z",
-                     *           "end": "2026-03-30T02:04:29.827Z",
+                     *           "start": "2026-02-28T02:00:56.815Z",
+                     *           "end": "2026-03-30T02:00:56.815Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16024,8 +16024,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T02:04:29.827Z",
-                     *           "end": "2026-04-30T02:04:29.827Z",
+                     *           "start": "2026-03-30T02:00:56.815Z",
+                     *           "end": "2026-04-30T02:00:56.815Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16064,8 +16064,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T02:04:29.827Z",
-                     *           "end": "2026-05-30T02:04:29.827Z",
+                     *           "start": "2026-04-30T02:00:56.815Z",
+                     *           "end": "2026-05-30T02:00:56.815Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16317,8 +16317,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:29.827Z",
-                     *       "to": "2026-05-28T09:04:29.827Z",
+                     *       "from": "2026-04-28T08:45:56.815Z",
+                     *       "to": "2026-05-28T09:00:56.815Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16501,31 +16501,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:49:29.827Z",
-                     *       "to": "2026-05-28T09:04:29.827Z",
+                     *       "from": "2026-04-28T08:45:56.815Z",
+                     *       "to": "2026-05-28T09:00:56.815Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T01:04:29.827Z",
+                     *           "start": "2026-04-24T01:00:56.815Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T01:04:29.827Z",
+                     *           "start": "2026-05-01T01:00:56.815Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T01:04:29.827Z",
+                     *           "start": "2026-05-08T01:00:56.815Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T01:04:29.827Z",
+                     *           "start": "2026-05-15T01:00:56.815Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T01:04:29.827Z",
+                     *           "start": "2026-05-22T01:00:56.815Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -16762,17 +16762,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…lv_0",
+                     *           "hint": "sk_test_…3CrU",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.057Z",
+                     *           "createdAt": "2026-05-28T09:00:06.213Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…LiFY",
+                     *           "hint": "sk_test_…mfO4",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:05.760Z",
+                     *           "createdAt": "2026-05-28T09:00:05.837Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16918,9 +16918,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…lv_0",
+                     *       "hint": "sk_test_…3CrU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.057Z",
+                     *       "createdAt": "2026-05-28T09:00:06.213Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -17243,18 +17243,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…m3v4",
+                     *       "hint": "sk_test_…nuqI",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.093Z",
+                     *       "createdAt": "2026-05-28T09:00:06.236Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…lv_0",
+                     *         "hint": "sk_test_…3CrU",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.057Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.093Z"
+                     *         "createdAt": "2026-05-28T09:00:06.213Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.236Z"
                      *       }
                      *     }
                      */
@@ -17450,7 +17450,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:05.614Z",
+                     *           "createdAt": "2026-05-28T09:00:05.584Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17467,7 +17467,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:05.607Z",
+                     *           "createdAt": "2026-05-28T09:00:05.576Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17484,7 +17484,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:05.592Z",
+                     *           "createdAt": "2026-05-28T09:00:05.557Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17500,7 +17500,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThrMWN4YW40Z3B3Nm0za3A0Mzdjc2Vr"
+                     *       "nextCursor": "YXVkXzAxbThrMWtkYTY2Z213aHltaDBhNTB4dnMw"
                      *     }
                      */
                     "application/json": {
@@ -17679,7 +17679,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.070Z",
+                     *           "createdAt": "2026-05-28T09:00:04.047Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17834,7 +17834,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.070Z",
+                     *       "createdAt": "2026-05-28T09:00:04.047Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17995,7 +17995,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.070Z",
+                     *       "createdAt": "2026-05-28T09:00:04.047Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -19794,8 +19794,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:04.448Z",
-                     *       "latencyMs": 22,
+                     *       "checkedAt": "2026-05-28T09:00:04.379Z",
+                     *       "latencyMs": 32,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -20163,8 +20163,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.314Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.314Z"
+                     *           "createdAt": "2026-05-28T09:00:02.332Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.332Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -20174,8 +20174,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.820Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.820Z"
+                     *           "createdAt": "2026-05-28T09:00:02.780Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.780Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20347,8 +20347,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.820Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
+                     *       "createdAt": "2026-05-28T09:00:02.780Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.780Z"
                      *     }
                      */
                     "application/json": {
@@ -20521,8 +20521,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.820Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.820Z"
+                     *       "createdAt": "2026-05-28T09:00:02.780Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.780Z"
                      *     }
                      */
                     "application/json": {
@@ -20672,8 +20672,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.820Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.417Z"
+                     *       "createdAt": "2026-05-28T09:00:02.780Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.365Z"
                      *     }
                      */
                     "application/json": {
@@ -20843,11 +20843,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.144Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.101Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.144Z"
+                     *           "createdAt": "2026-05-28T09:00:04.101Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20999,11 +20999,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.144Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.101Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.144Z"
+                     *       "createdAt": "2026-05-28T09:00:04.101Z"
                      *     }
                      */
                     "application/json": {
@@ -21188,8 +21188,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.664Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.664Z"
+                     *       "createdAt": "2026-05-28T09:00:02.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.611Z"
                      *     }
                      */
                     "application/json": {
@@ -21505,8 +21505,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.664Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.777Z"
+                     *       "createdAt": "2026-05-28T09:00:02.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.749Z"
                      *     }
                      */
                     "application/json": {
@@ -21761,8 +21761,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.431Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.438Z"
+                     *       "createdAt": "2026-05-28T09:00:05.372Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.381Z"
                      *     }
                      */
                     "application/json": {
@@ -21957,8 +21957,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmq69gGx5bJQRyS",
-                     *       "connectedAt": "2026-05-28T09:00:05.246Z"
+                     *       "account": "acct_Rmq9WO7m1qEG9K6",
+                     *       "connectedAt": "2026-05-28T09:00:05.170Z"
                      *     }
                      */
                     "application/json": {
@@ -22132,8 +22132,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmq69gGx5bJQRyS",
-                     *       "connectedAt": "2026-05-28T09:00:05.246Z"
+                     *       "account": "acct_Rmq9WO7m1qEG9K6",
+                     *       "connectedAt": "2026-05-28T09:00:05.170Z"
                      *     }
                      */
                     "application/json": {
@@ -22702,8 +22702,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.456Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.456Z"
+                     *           "createdAt": "2026-05-28T09:00:02.441Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.441Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22882,8 +22882,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.456Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.456Z"
+                     *       "createdAt": "2026-05-28T09:00:02.441Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.441Z"
                      *     }
                      */
                     "application/json": {
@@ -23058,8 +23058,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.456Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.456Z"
+                     *       "createdAt": "2026-05-28T09:00:02.441Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.441Z"
                      *     }
                      */
                     "application/json": {
@@ -23236,8 +23236,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.456Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.560Z"
+                     *       "createdAt": "2026-05-28T09:00:02.441Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.520Z"
                      *     }
                      */
                     "application/json": {
@@ -23412,8 +23412,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.463Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.468Z"
+                     *       "createdAt": "2026-05-28T09:00:05.420Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.427Z"
                      *     }
                      */
                     "application/json": {
@@ -23604,8 +23604,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.605Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.605Z"
+                     *           "createdAt": "2026-05-28T09:00:02.555Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.555Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -23651,8 +23651,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.664Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.664Z"
+                     *           "createdAt": "2026-05-28T09:00:02.611Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.611Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -23695,8 +23695,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.684Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.684Z"
+                     *           "createdAt": "2026-05-28T09:00:02.622Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.622Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24044,8 +24044,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.664Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.664Z"
+                     *       "createdAt": "2026-05-28T09:00:02.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.611Z"
                      *     }
                      */
                     "application/json": {
@@ -24517,13 +24517,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:05.757Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.830Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:05.894Z"
+                     *           "joinedAt": "2026-05-28T09:00:05.995Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24532,8 +24532,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:05.914Z",
-                     *           "expiresAt": "2026-06-04T09:00:05.914Z"
+                     *           "createdAt": "2026-05-28T09:00:06.078Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.078Z"
                      *         }
                      *       ]
                      *     }
@@ -24694,8 +24694,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.773Z",
-                     *       "expiresAt": "2026-06-04T09:00:05.773Z"
+                     *       "createdAt": "2026-05-28T09:00:05.862Z",
+                     *       "expiresAt": "2026-06-04T09:00:05.862Z"
                      *     }
                      */
                     "application/json": {
@@ -25183,7 +25183,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:05.894Z"
+                     *       "joinedAt": "2026-05-28T09:00:05.995Z"
                      *     }
                      */
                     "application/json": {
@@ -25571,7 +25571,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.045Z"
+                     *       "createdAt": "2026-05-28T09:00:04.028Z"
                      *     }
                      */
                     "application/json": {
@@ -25761,7 +25761,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.359Z"
+                     *       "createdAt": "2026-05-28T09:00:05.280Z"
                      *     }
                      */
                     "application/json": {
@@ -25939,7 +25939,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.359Z"
+                     *           "createdAt": "2026-05-28T09:00:05.280Z"
                      *         }
                      *       ]
                      *     }
@@ -26093,8 +26093,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.321Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.321Z"
+                     *           "createdAt": "2026-05-28T09:00:05.246Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.246Z"
                      *         }
                      *       ]
                      *     }
@@ -26268,8 +26268,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.321Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.321Z",
+                     *       "createdAt": "2026-05-28T09:00:05.246Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.246Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26424,8 +26424,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.321Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.321Z"
+                     *       "createdAt": "2026-05-28T09:00:05.246Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.246Z"
                      *     }
                      */
                     "application/json": {
@@ -26717,8 +26717,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.321Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.349Z"
+                     *       "createdAt": "2026-05-28T09:00:05.246Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.265Z"
                      *     }
                      */
                     "application/json": {
@@ -26870,8 +26870,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.321Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.395Z"
+                     *       "createdAt": "2026-05-28T09:00:05.246Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.338Z"
                      *     }
                      */
                     "application/json": {
@@ -27023,8 +27023,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.321Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.405Z"
+                     *       "createdAt": "2026-05-28T09:00:05.246Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.346Z"
                      *     }
                      */
                     "application/json": {
@@ -27317,7 +27317,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.391Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.333Z"
                      *     }
                      */
                     "application/json": {

@@ -2,7 +2,7 @@ import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
 import { GRANTS_ACCESS } from '../purchases/state-machine';
 
-export const ALERT_KINDS = ['allowance_percent', 'credit_balance'] as const;
+export const ALERT_KINDS = ['allowance_percent', 'credit_balance', 'spend_amount'] as const;
 export type AlertKind = (typeof ALERT_KINDS)[number];
 
 export interface AlertRow {
@@ -89,6 +89,42 @@ export async function watchedAllowances(db: Queryable): Promise<WatchedAllowance
                        AND p.status = ANY($1)
        JOIN plans pl ON pl.id = p.plan_id
       WHERE a.kind = 'allowance_percent' AND pl.usage_limit IS NOT NULL AND pl.usage_limit > 0
+        AND NOT EXISTS (SELECT 1 FROM usage_alert_firings f
+                         WHERE f.alert_id = a.id AND f.customer_id = p.customer_id
+                           AND f.period_key = p.id || ':' || to_char(p.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+    [[...GRANTS_ACCESS]],
+  );
+  return rows;
+}
+
+/** A spend alert with a purchase it watches: the purchase's period, status, price and currency. */
+export interface WatchedSpend {
+  alert_id: string;
+  provider_id: string;
+  environment: Environment;
+  threshold: string;
+  customer_id: string;
+  purchase_id: string;
+  status: string;
+  amount: number;
+  currency: string;
+  period_start: Date;
+}
+
+/**
+ * Every spend alert with each purchase in force it watches whose plan prices usage (what makes
+ * a period's spend grow), not yet fired in this period.
+ */
+export async function watchedSpends(db: Queryable): Promise<WatchedSpend[]> {
+  const { rows } = await db.query<WatchedSpend>(
+    `SELECT a.id AS alert_id, a.provider_id, a.environment, a.threshold, p.customer_id, p.id AS purchase_id,
+            p.status, p.amount::int AS amount, p.currency, p.period_start
+       FROM usage_alerts a
+       JOIN purchases p ON p.provider_id = a.provider_id AND p.environment = a.environment
+                       AND (p.plan_id = a.plan_id OR p.customer_id = a.customer_id)
+                       AND p.status = ANY($1)
+       JOIN plans pl ON pl.id = p.plan_id
+      WHERE a.kind = 'spend_amount' AND pl.type IN ('usage-based', 'hybrid') AND NOT p.pays_from_credits
         AND NOT EXISTS (SELECT 1 FROM usage_alert_firings f
                          WHERE f.alert_id = a.id AND f.customer_id = p.customer_id
                            AND f.period_key = p.id || ':' || to_char(p.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,

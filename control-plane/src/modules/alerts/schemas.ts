@@ -12,7 +12,7 @@ export const AlertCreate = Type.Object(
     ),
     kind: stringEnum(
       ALERT_KINDS,
-      'allowance_percent: the calls of a period reached `threshold` percent of the plan’s limit; credit_balance: the credit balance fell below `threshold` credits',
+      'allowance_percent: the calls of a period reached `threshold` percent of the plan’s limit; credit_balance: the credit balance fell below `threshold` credits; spend_amount: a period’s spend (its price plus the usage so far) reached `threshold` minor units (plans that price usage)',
     ),
     threshold: Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 }),
   },

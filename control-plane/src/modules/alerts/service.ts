@@ -6,6 +6,8 @@ import { inTransaction, type Pool } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import type { Mailer } from '../../mail';
 import type { AuthContext } from '../../tenancy';
+import type { BillingService } from '../billing/service';
+import { formatMoney } from '../checkout/page';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
@@ -19,6 +21,7 @@ import {
   lowBalances,
   recordFiring,
   watchedAllowances,
+  watchedSpends,
 } from './repository';
 import type { Alert, AlertCreate } from './schemas';
 
@@ -40,9 +43,10 @@ interface Crossing {
   threshold: number;
   periodKey: string;
   value: number;
-  /** For allowance alerts: the purchase and its limit. */
+  /** For allowance and spend alerts: the purchase; its limit, or the currency of the amounts. */
   purchaseId?: string;
   limit?: number;
+  currency?: string;
 }
 
 /**
@@ -60,6 +64,8 @@ export class AlertService {
     private readonly reader: UsageReader,
     private readonly mailer: Mailer,
     private readonly logger: Logger,
+    /** Prices a period's usage so far, as the upcoming invoice does (spend alerts). */
+    private readonly billing: Pick<BillingService, 'upcoming'>,
   ) {}
 
   async create(auth: AuthContext, input: Static<typeof AlertCreate>) {
@@ -69,6 +75,8 @@ export class AlertService {
       throw problem('/planRef', 'send either planRef (every customer of the plan) or customerRef');
     if (input.kind === 'allowance_percent' && (input.threshold < 1 || input.threshold > 1000))
       throw problem('/threshold', 'is a percent of the allowance, from 1 to 1000');
+    if (input.kind === 'spend_amount' && input.threshold < 1)
+      throw problem('/threshold', 'is an amount in minor units (cents), at least 1');
     let planId: string | null = null;
     let customerId: string | null = null;
     if (input.planRef !== undefined) {
@@ -76,6 +84,8 @@ export class AlertService {
       if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
       if (input.kind === 'allowance_percent' && plan.usage_limit === null)
         throw problem('/planRef', 'the plan has no limit to measure an allowance against');
+      if (input.kind === 'spend_amount' && !['usage-based', 'hybrid'].includes(plan.type))
+        throw problem('/planRef', 'the plan prices no usage: its spend never grows within a period');
       planId = plan.id;
     } else if (input.customerRef !== undefined) {
       const customer = await findCustomer(this.pool, auth, input.customerRef);
@@ -146,6 +156,29 @@ export class AlertService {
         this.logger.warn({ err: error, alert: w.alert_id }, 'allowance alert not measured');
       }
     }
+    for (const w of await watchedSpends(this.pool)) {
+      const tenant: AuthContext = { providerId: w.provider_id, environment: w.environment };
+      try {
+        // The period's price was paid in advance (a trial's is not yet); the usage so far as the
+        // upcoming invoice prices it, to the cent.
+        const usage = (await this.billing.upcoming(tenant, w.purchase_id)).total;
+        const spent = (w.status === 'active' ? w.amount : 0) + usage;
+        if (spent < Number(w.threshold)) continue;
+        crossings.push({
+          alertId: w.alert_id,
+          tenant,
+          customerId: w.customer_id,
+          kind: 'spend_amount',
+          threshold: Number(w.threshold),
+          periodKey: `${w.purchase_id}:${w.period_start.toISOString()}`,
+          value: spent,
+          purchaseId: w.purchase_id,
+          currency: w.currency,
+        });
+      } catch (error) {
+        this.logger.warn({ err: error, alert: w.alert_id }, 'spend alert not measured');
+      }
+    }
     for (const b of await lowBalances(this.pool))
       crossings.push({
         alertId: b.alert_id,
@@ -175,7 +208,9 @@ export class AlertService {
           threshold: c.threshold,
           value: c.value,
           period: c.periodKey,
-          ...(c.purchaseId === undefined ? {} : { purchase: c.purchaseId, limit: c.limit }),
+          ...(c.purchaseId === undefined ? {} : { purchase: c.purchaseId }),
+          ...(c.limit === undefined ? {} : { limit: c.limit }),
+          ...(c.currency === undefined ? {} : { currency: c.currency }),
           created: unixSeconds(at),
         },
         at,
@@ -191,16 +226,23 @@ export class AlertService {
     const customer = await findCustomer(this.pool, c.tenant, c.customerId);
     if (customer?.email == null) return;
     const merchant = (await getProvider(this.pool, c.tenant.providerId))?.displayName ?? 'Your provider';
-    const text =
-      c.kind === 'allowance_percent'
-        ? `You have used ${c.value}% of your allowance this period (${c.threshold}% was your alert).`
-        : `Your credit balance is ${c.value} credits, below the ${c.threshold} of your alert.`;
+    const money = (cents: number) => formatMoney(cents, c.currency ?? 'usd');
+    const { subject, text } = {
+      allowance_percent: {
+        subject: `${c.threshold}% of your allowance used`,
+        text: `You have used ${c.value}% of your allowance this period (${c.threshold}% was your alert).`,
+      },
+      credit_balance: {
+        subject: 'your credits are running low',
+        text: `Your credit balance is ${c.value} credits, below the ${c.threshold} of your alert.`,
+      },
+      spend_amount: {
+        subject: `you have spent ${money(c.threshold)} this period`,
+        text: `You have spent ${money(c.value)} this period, reaching the ${money(c.threshold)} of your alert.`,
+      },
+    }[c.kind];
     try {
-      await this.mailer.send({
-        to: customer.email,
-        subject: `${merchant}: ${c.kind === 'allowance_percent' ? `${c.threshold}% of your allowance used` : 'your credits are running low'}`,
-        text,
-      });
+      await this.mailer.send({ to: customer.email, subject: `${merchant}: ${subject}`, text });
     } catch (error) {
       this.logger.error({ err: error, alert: c.alertId }, 'alert mail not sent; the event was');
     }

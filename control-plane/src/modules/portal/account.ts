@@ -1,6 +1,8 @@
 import type { Pool } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import { ALERT_KINDS, type AlertKind } from '../alerts/repository';
+import type { AlertService } from '../alerts/service';
 import { formatMoney } from '../checkout/page';
 import { planPriceLines } from '../checkout/price-words';
 import type { CheckoutSessions } from '../checkout/sessions';
@@ -31,11 +33,12 @@ export class PortalAccount {
   constructor(
     private readonly pool: Pool,
     private readonly publicUrl: string,
-    private readonly portal: Pick<PortalService, 'signedIn' | 'proven' | 'merchant'>,
+    private readonly portal: Pick<PortalService, 'signedIn' | 'proven' | 'merchant' | 'currencyOf'>,
     private readonly deps: {
       payments: Pick<PaymentService, 'makeDefault' | 'removeMethod'>;
       purchases: PurchaseService;
       checkoutSessions: CheckoutSessions;
+      alerts: Pick<AlertService, 'create' | 'list' | 'remove'>;
     },
   ) {}
 
@@ -193,6 +196,38 @@ export class PortalAccount {
     };
   }
 
+  /**
+   * The customer adds an alert of their own (the provider's on their plans apply too): a percent
+   * of the allowance or a credit balance as a whole number; an amount of spend as money in the
+   * currency of their plans ("25" or "25.50"), kept in minor units.
+   */
+  async addAlert(secret: string | undefined, form: Form & { kind: string; threshold: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    if (!(ALERT_KINDS as readonly string[]).includes(form.kind))
+      throw new ValidationError([{ path: '/kind', message: 'names no kind of alert', location: 'body' }]);
+    const kind = form.kind as AlertKind;
+    const auth = tenantOf(session);
+    const threshold =
+      kind === 'spend_amount'
+        ? minorUnits(form.threshold, await this.portal.currencyOf(auth, session.customer_id))
+        : wholeNumber(form.threshold);
+    await this.deps.alerts.create(auth, { customerRef: session.customer_id, kind, threshold });
+    return 'alert' as const;
+  }
+
+  /** Removes one of the customer's own alerts; any other id is as absent as an unknown one. */
+  async removeAlert(secret: string | undefined, form: Form & { id: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const own = await this.deps.alerts.list(auth, { customerRef: session.customer_id });
+    if (!own.data.some((a) => a.id === form.id))
+      throw new NotFoundError('alert_not_found', `No alert ${form.id}`);
+    await this.deps.alerts.remove(auth, form.id);
+    return 'unalerted' as const;
+  }
+
   /** Ends the purchase now, refunding its unused paid time as the cancel page showed it. */
   async cancelNow(secret: string | undefined, form: Form & { purchaseRef: string; prorationDate: string }) {
     const session = await this.portal.proven(secret, form.csrf);
@@ -205,4 +240,27 @@ export class PortalAccount {
     });
     return 'ended' as const;
   }
+}
+
+const fieldProblem = (message: string) =>
+  new ValidationError([{ path: '/threshold', message, location: 'body' }]);
+
+/** A whole number a form field holds: digits only, at most 13. */
+function wholeNumber(text: string): number {
+  const trimmed = text.trim();
+  if (!/^\d{1,13}$/.test(trimmed)) throw fieldProblem('must be a whole number');
+  return Number(trimmed);
+}
+
+/**
+ * Money typed in a form ("25", "25.5", "25.50") as minor units of `currency`, exactly: no more
+ * decimals than the currency has, and no float on the way.
+ */
+export function minorUnits(text: string, currency: string): number {
+  const digits = new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions()
+    .maximumFractionDigits as number;
+  const match = /^(\d{1,11})(?:\.(\d+))?$/.exec(text.trim());
+  if (match === null || (match[2] ?? '').length > digits)
+    throw fieldProblem(`must be an amount in ${currency.toUpperCase()} with at most ${digits} decimals`);
+  return Number(`${match[1]}${(match[2] ?? '').padEnd(digits, '0')}`);
 }

@@ -1,4 +1,5 @@
 import { brandStyle, escapeHtml } from '../../http/html';
+import { formatMoney } from '../checkout/page';
 import { renderUsageChart, type UsageChart } from './usage-chart';
 
 /** What the portal page shows a signed-in customer. */
@@ -50,7 +51,13 @@ export interface PortalView {
     lastFailure: string | null;
   } | null;
   /** The customer's own alerts (the provider's on their plans apply too, and are not listed). */
-  alerts: Array<{ id: string; kind: 'allowance_percent' | 'credit_balance'; threshold: number }>;
+  alerts: Array<{
+    id: string;
+    kind: 'allowance_percent' | 'credit_balance' | 'spend_amount';
+    threshold: number;
+  }>;
+  /** The currency the customer pays in: spend alerts are amounts of it. */
+  currency: string;
   /** The customer's stored cards, the default first to be charged. */
   cards: Array<{ id: string; text: string; isDefault: boolean }>;
   /** Calls by day and tool this period; null when the usage store cannot be read now. */
@@ -173,7 +180,9 @@ ${packChoice('productRef', auto?.productRef)}
   const alertText = (a: PortalView['alerts'][number]) =>
     a.kind === 'allowance_percent'
       ? `When I have used ${a.threshold}% of my allowance`
-      : `When my credit balance falls below ${a.threshold} credits`;
+      : a.kind === 'spend_amount'
+        ? `When I have spent ${formatMoney(a.threshold, view.currency)} in a period`
+        : `When my credit balance falls below ${a.threshold} credits`;
   const alerts = `${
     view.alerts.length === 0
       ? '<p>You have no alerts of your own. We mail you when one is crossed, once a period.</p>'
@@ -184,7 +193,7 @@ ${packChoice('productRef', auto?.productRef)}
           )
           .join('')}</ul>`
   }<form method="post" action="/portal/alerts">${csrf}
-<label for="alert-kind">Mail me</label><select id="alert-kind" name="kind"><option value="allowance_percent">when I have used this percent of my allowance</option><option value="credit_balance">when my credit balance falls below this many credits</option></select>
+<label for="alert-kind">Mail me</label><select id="alert-kind" name="kind"><option value="allowance_percent">when I have used this percent of my allowance</option><option value="credit_balance">when my credit balance falls below this many credits</option><option value="spend_amount">when my spend in a period reaches this amount (${escapeHtml(view.currency.toUpperCase())})</option></select>
 <label for="alert-threshold">Threshold</label><input id="alert-threshold" name="threshold" inputmode="numeric" required>
 <div><button type="submit">Add alert</button></div></form>`;
   const cards = `${

@@ -309,16 +309,16 @@ export function portalPageRoutes(portal: PortalService, account: PortalAccount, 
     );
 
     form('/portal/alerts', async (secret, fields) => {
-      const done = await portal.addAlert(secret, {
+      const done = await account.addAlert(secret, {
         csrf: fields.csrf,
         kind: (fields.kind ?? '').slice(0, 40),
-        threshold: wholeNumber(fields, 'threshold', 1_000_000_000_000),
+        threshold: (fields.threshold ?? '').slice(0, 40),
       });
       return done === undefined ? undefined : `/portal?done=${done}`;
     });
 
     form('/portal/alerts/remove', async (secret, fields) => {
-      const done = await portal.removeAlert(secret, {
+      const done = await account.removeAlert(secret, {
         csrf: fields.csrf,
         id: (fields.id ?? '').slice(0, 100),
       });

@@ -5,7 +5,6 @@ import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
-import type { AlertKind } from '../alerts/repository';
 import type { AlertService } from '../alerts/service';
 import type { AnalyticsService } from '../analytics/service';
 import { packOf } from '../auto-topups/pack';
@@ -321,6 +320,7 @@ export class PortalService {
               lastFailure: autoTopUp.lastFailure,
             },
       alerts: alerts.data.map((a) => ({ id: a.id, kind: a.kind, threshold: a.threshold })),
+      currency: await this.currencyOf(auth, customerRef),
       cards: cards.data.map((c) => ({
         id: c.id,
         text: `${c.brand} ending ${c.last4}, expires ${String(c.expMonth).padStart(2, '0')}/${c.expYear}`,
@@ -433,33 +433,12 @@ export class PortalService {
     return 'cancelled' as const;
   }
 
-  /** The customer adds an alert of their own (the provider's on their plans apply too). */
-  async addAlert(
-    secret: string | undefined,
-    form: { csrf?: string | undefined; kind: string; threshold: number },
-  ) {
-    const session = await this.proven(secret, form.csrf);
-    if (session === undefined) return undefined;
-    if (form.kind !== 'allowance_percent' && form.kind !== 'credit_balance')
-      throw new ValidationError([{ path: '/kind', message: 'names no kind of alert', location: 'body' }]);
-    await this.deps.alerts.create(tenantOf(session), {
-      customerRef: session.customer_id,
-      kind: form.kind as AlertKind,
-      threshold: form.threshold,
-    });
-    return 'alert' as const;
-  }
-
-  /** Removes one of the customer's own alerts; any other id is as absent as an unknown one. */
-  async removeAlert(secret: string | undefined, form: { csrf?: string | undefined; id: string }) {
-    const session = await this.proven(secret, form.csrf);
-    if (session === undefined) return undefined;
-    const auth = tenantOf(session);
-    const own = await this.deps.alerts.list(auth, { customerRef: session.customer_id });
-    if (!own.data.some((a) => a.id === form.id))
-      throw new NotFoundError('alert_not_found', `No alert ${form.id}`);
-    await this.deps.alerts.remove(auth, form.id);
-    return 'unalerted' as const;
+  /** The currency the customer pays in: their first plan's, else the merchant's default. */
+  async currencyOf(auth: AuthContext, customerId: string): Promise<string> {
+    const first = await this.deps.purchases.list(auth, { limit: 1, customerRef: customerId });
+    return (
+      first.data[0]?.currency ?? (await getProvider(this.pool, auth.providerId))?.defaultCurrency ?? 'usd'
+    );
   }
 
   async signOut(secret: string | undefined): Promise<string | null> {
