@@ -14,6 +14,7 @@ import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
 import type { PaymentService } from './modules/payments/service';
 import { PortalAccount } from './modules/portal/account';
+import { PortalCodes } from './modules/portal/codes';
 import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
 import { PortalService } from './modules/portal/service';
 import type { BillingScheduler } from './modules/purchases/scheduler';
@@ -78,11 +79,12 @@ export function customerCare(deps: {
     checkoutSessions: deps.checkoutSessions,
     alerts,
   });
+  const codes = new PortalCodes(deps.pool, deps.clock, deps.mailer, portal);
   return {
     autoTopUps,
     alerts,
     portal,
-    publicRoutes: [portalPageRoutes(portal, account, deps.secureCookies)],
+    publicRoutes: [portalPageRoutes(portal, account, codes, deps.secureCookies)],
     apiRoutes: [autoTopUpRoutes(autoTopUps), portalSessionRoutes(portal), alertRoutes(alerts)],
   };
 }

@@ -232,11 +232,11 @@ describe('customer portal in a browser', () => {
     await page.getByRole('heading', { level: 1, name: 'Sign in to your Gate Co account' }).waitFor();
     expect(await axeFindings(page)).toEqual([]);
     // A wrong password is said so, on the page, with the email kept.
-    await page.getByLabel('Email').fill('zed@example.com');
+    await page.getByLabel('Email', { exact: true }).fill('zed@example.com');
     await page.getByLabel('Password').fill('not the password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     expect(await page.getByRole('alert').innerText()).toBe('The email or password is not right');
-    expect(await page.getByLabel('Email').inputValue()).toBe('zed@example.com');
+    expect(await page.getByLabel('Email', { exact: true }).inputValue()).toBe('zed@example.com');
     await page.getByLabel('Password').fill('a long enough password');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${baseUrl}/portal`);

@@ -107,6 +107,8 @@ export const ID = {
   /** A customer portal link a provider made, and a customer's browser signed in to the portal. */
   portalLink: 'bps',
   portalSession: 'pts',
+  /** A one-time code mailed to sign a customer in to the portal. */
+  portalCode: 'ptc',
   /** An entry of the console's audit log. */
   auditEvent: 'aud',
   /** An API request, as logged and answered in `x-request-id` (never stored). */

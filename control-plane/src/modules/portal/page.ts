@@ -248,14 +248,14 @@ ${m.supportEmail === null ? '' : `<a href="mailto:${escapeHtml(m.supportEmail)}"
   );
 }
 
-/** Where a customer of `tenant` signs in to their portal. */
-export const signInPath = (tenant: { providerId: string; environment: string }) =>
-  `/portal/sign-in/${encodeURIComponent(tenant.providerId)}${tenant.environment === 'live' ? '' : '?environment=sandbox'}`;
+/** Where a customer of `tenant` signs in to their portal (and its steps by mailed code). */
+export const signInPath = (tenant: { providerId: string; environment: string }, step?: 'code' | 'verify') =>
+  `/portal/sign-in/${encodeURIComponent(tenant.providerId)}${step === undefined ? '' : `/${step}`}${tenant.environment === 'live' ? '' : '?environment=sandbox'}`;
 
 /** The portal's sign-in page: the email and password of the customer's account with the merchant. */
 export function renderPortalSignIn(
   merchant: PortalView['merchant'],
-  form: { action: string; email: string; error: string | null },
+  form: { action: string; codeAction: string; email: string; error: string | null },
 ): string {
   return shell(
     `Sign in to ${merchant.displayName}`,
@@ -266,6 +266,27 @@ ${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtm
 <form method="post" action="${escapeHtml(form.action)}">
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(form.email)}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<div><button type="submit">Sign in</button></div></form>
+<h2>No password?</h2>
+<form method="post" action="${escapeHtml(form.codeAction)}">
+<label for="code-email">Email for a code</label><input id="code-email" name="email" type="email" autocomplete="email" required value="${escapeHtml(form.email)}">
+<div><button type="submit">Email me a code</button></div></form>`,
+  );
+}
+
+/** The page that takes the code mailed to the customer. */
+export function renderPortalCode(
+  merchant: PortalView['merchant'],
+  form: { action: string; codeId: string; email: string; error: string | null },
+): string {
+  return shell(
+    `Sign in to ${merchant.displayName}`,
+    merchant.brandColor,
+    `<header>${merchant.logoUrl === null ? '' : `<img src="${escapeHtml(merchant.logoUrl)}" alt="">`}<h1>Enter your code</h1></header>
+<p id="code-sent">If ${escapeHtml(form.email)} has an account with ${escapeHtml(merchant.displayName)}, we have mailed it a six-digit code. It works once, for 10 minutes.</p>
+${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtml(form.error)}</div>`}
+<form method="post" action="${escapeHtml(form.action)}"><input type="hidden" name="codeId" value="${escapeHtml(form.codeId)}"><input type="hidden" name="email" value="${escapeHtml(form.email)}">
+<label for="code">Code</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
 <div><button type="submit">Sign in</button></div></form>`,
   );
 }

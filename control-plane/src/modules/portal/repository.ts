@@ -92,3 +92,68 @@ export async function findPortalSession(
 export async function deletePortalSession(db: Queryable, id: string) {
   await db.query('DELETE FROM portal_sessions WHERE id = $1', [id]);
 }
+
+export interface PortalCodeRow {
+  id: string;
+  provider_id: string;
+  environment: Environment;
+  email: string;
+  customer_id: string | null;
+  code_hash: string;
+  attempts: number;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Date;
+}
+
+export async function insertPortalCode(db: Queryable, row: Omit<PortalCodeRow, 'attempts' | 'used_at'>) {
+  await db.query(
+    `INSERT INTO portal_sign_in_codes (id, provider_id, environment, email, customer_id, code_hash, expires_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [
+      row.id,
+      row.provider_id,
+      row.environment,
+      row.email,
+      row.customer_id,
+      row.code_hash,
+      row.expires_at,
+      row.created_at,
+    ],
+  );
+}
+
+/**
+ * Counts one attempt at a code of the tenant: the row with its attempts so far when it is open
+ * (unused, unexpired, attempts left), 'closed' when it is not, undefined when there is none.
+ */
+export async function attemptPortalCode(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  id: string,
+  at: Date,
+  maxAttempts: number,
+): Promise<PortalCodeRow | 'closed' | undefined> {
+  const { rows } = await db.query<PortalCodeRow>(
+    `UPDATE portal_sign_in_codes SET attempts = attempts + 1
+      WHERE id = $1 AND provider_id = $2 AND environment = $3
+        AND used_at IS NULL AND expires_at > $4 AND attempts < $5
+      RETURNING *`,
+    [id, tenant.providerId, tenant.environment, at, maxAttempts],
+  );
+  if (rows[0] !== undefined) return rows[0];
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM portal_sign_in_codes WHERE id = $1 AND provider_id = $2 AND environment = $3',
+    [id, tenant.providerId, tenant.environment],
+  );
+  return (rowCount ?? 0) > 0 ? 'closed' : undefined;
+}
+
+/** Uses a code once: true for the one caller that did. */
+export async function usePortalCode(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'UPDATE portal_sign_in_codes SET used_at = $2 WHERE id = $1 AND used_at IS NULL',
+    [id, at],
+  );
+  return (rowCount ?? 0) > 0;
+}

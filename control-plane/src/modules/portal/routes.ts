@@ -3,19 +3,15 @@ import type { FastifyReply } from 'fastify';
 import { DomainError, ERROR_STATUS, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
-import { SignInError } from '../sign-in/errors';
 import { cookieOf } from '../sign-in/oauth-http';
 import type { PortalAccount } from './account';
-import { PORTAL_CSP, renderPortal, renderPortalGone, renderPortalSignIn, signInPath } from './page';
+import type { PortalCodes } from './codes';
+import { type Form, hide, PORTAL_COOKIE, page, parseForms, portalCookie, singleFields } from './http';
+import { renderPortal, renderPortalGone, signInPath } from './page';
 import { renderCancel, renderChangePlan } from './plan-pages';
 import { PortalSession, PortalSessionCreate } from './schemas';
-import { type PortalService, SESSION_TTL_MS } from './service';
-
-/** The portal browser's cookie: its secret, HttpOnly, sent back only to /portal. */
-export const PORTAL_COOKIE = 'mcpm_portal';
-
-const portalCookie = (value: string, maxAgeSeconds: number, secure: boolean) =>
-  `${PORTAL_COOKIE}=${value}; Path=/portal; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secure ? '; Secure' : ''}`;
+import type { PortalService } from './service';
+import { signInPages } from './sign-in-pages';
 
 /** The API operation that makes a portal link (authenticated with the provider's key). */
 export function portalSessionRoutes(portal: PortalService) {
@@ -53,12 +49,6 @@ const DONE = {
 const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
 const ChangeQuery = Type.Object({ plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
-const ProviderParams = Type.Object({ providerId: Type.String({ minLength: 1, maxLength: 100 }) });
-const EnvironmentQuery = Type.Object({ environment: Type.Optional(Type.String({ maxLength: 10 })) });
-
-/** A form's fields; a field given twice is refused (the parser marks it). */
-const DUPLICATE = Symbol('duplicate field');
-type Form = Record<string, string> & { [DUPLICATE]?: string };
 
 /** Whole numbers a form field may hold: digits only, within the bounds the API takes. */
 function wholeNumber(form: Form, name: string, max: number): number {
@@ -72,27 +62,14 @@ function wholeNumber(form: Form, name: string, max: number): number {
 }
 
 /** The customer's pages: opening a link, the portal itself, its forms. Not part of the API. */
-export function portalPageRoutes(portal: PortalService, account: PortalAccount, secureCookies: boolean) {
+export function portalPageRoutes(
+  portal: PortalService,
+  account: PortalAccount,
+  codes: PortalCodes,
+  secureCookies: boolean,
+) {
   return async (app: App) => {
-    app.addContentTypeParser(
-      'application/x-www-form-urlencoded',
-      { parseAs: 'string' },
-      (_request, body, done) => {
-        const form: Form = {};
-        for (const [name, value] of new URLSearchParams(body as string)) {
-          if (Object.hasOwn(form, name)) form[DUPLICATE] = name;
-          form[name] = value;
-        }
-        done(null, form);
-      },
-    );
-    const hide = { hide: true };
-    const page = (reply: FastifyReply) =>
-      reply
-        .header('content-security-policy', PORTAL_CSP)
-        .header('cache-control', 'no-store')
-        .header('referrer-policy', 'no-referrer')
-        .type('text/html; charset=utf-8');
+    parseForms(app);
 
     app.get(
       '/portal/sessions/:token',
@@ -110,61 +87,14 @@ export function portalPageRoutes(portal: PortalService, account: PortalAccount, 
               ),
             );
         return reply
-          .header('set-cookie', portalCookie(opened.secret, Math.floor(SESSION_TTL_MS / 1000), secureCookies))
+          .header('set-cookie', portalCookie(opened.secret, secureCookies))
           .header('cache-control', 'no-store')
           .header('referrer-policy', 'no-referrer')
           .redirect('/portal', 303);
       },
     );
 
-    // Signing in with the customer's account of the provider (MCP sign-in's email and password).
-    const signInOf = (providerId: string, environment: string | undefined) => ({
-      providerId,
-      environment: environment === 'sandbox' ? ('sandbox' as const) : ('live' as const),
-    });
-    app.get(
-      '/portal/sign-in/:providerId',
-      { schema: { ...hide, params: ProviderParams, querystring: EnvironmentQuery } },
-      async (request, reply) => {
-        const tenant = signInOf(request.params.providerId, request.query.environment);
-        const merchant = await portal.signInPage(tenant);
-        if (merchant === undefined)
-          return page(reply).status(404).send(renderPortalGone(undefined, 'session'));
-        return page(reply).send(
-          renderPortalSignIn(merchant, { action: signInPath(tenant), email: '', error: null }),
-        );
-      },
-    );
-    app.post(
-      '/portal/sign-in/:providerId',
-      { schema: { ...hide, params: ProviderParams, querystring: EnvironmentQuery } },
-      async (request, reply) => {
-        const tenant = signInOf(request.params.providerId, request.query.environment);
-        const merchant = await portal.signInPage(tenant);
-        if (merchant === undefined)
-          return page(reply).status(404).send(renderPortalGone(undefined, 'session'));
-        const fields = (request.body ?? {}) as Form;
-        const email = (fields.email ?? '').slice(0, 320);
-        try {
-          const secret = await portal.signIn(tenant, {
-            email,
-            password: (fields.password ?? '').slice(0, 1000),
-            address: request.ip,
-          });
-          return reply
-            .header('set-cookie', portalCookie(secret, Math.floor(SESSION_TTL_MS / 1000), secureCookies))
-            .header('cache-control', 'no-store')
-            .redirect('/portal', 303);
-        } catch (error) {
-          if (!(error instanceof DomainError)) throw error;
-          if (error instanceof SignInError && error.retryAfterSeconds !== undefined)
-            reply.header('retry-after', String(error.retryAfterSeconds));
-          return page(reply)
-            .status(ERROR_STATUS[error.code])
-            .send(renderPortalSignIn(merchant, { action: signInPath(tenant), email, error: error.message }));
-        }
-      },
-    );
+    signInPages(app, portal, codes, secureCookies);
 
     app.get('/portal', { schema: { ...hide, querystring: NoticeQuery } }, async (request, reply) => {
       // After a change the form redirects here (so a reload does not post it again) with what it did.
@@ -246,10 +176,7 @@ export function portalPageRoutes(portal: PortalService, account: PortalAccount, 
         const secret = cookieOf(request, PORTAL_COOKIE);
         const fields = (request.body ?? {}) as Form;
         try {
-          if (fields[DUPLICATE] !== undefined)
-            throw new ValidationError([
-              { path: `/${fields[DUPLICATE]}`, message: 'was given twice', location: 'body' },
-            ]);
+          singleFields(fields);
           const next = await act(secret, fields);
           if (next === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
           return reply.header('cache-control', 'no-store').redirect(next, 303);
@@ -335,7 +262,7 @@ export function portalPageRoutes(portal: PortalService, account: PortalAccount, 
 
     app.post('/portal/sign-out', { schema: hide }, async (request, reply) => {
       const back = await portal.signOut(cookieOf(request, PORTAL_COOKIE));
-      reply.header('set-cookie', portalCookie('', 0, secureCookies));
+      reply.header('set-cookie', portalCookie('', secureCookies, 0));
       if (back !== null) return reply.redirect(back, 303);
       return page(reply).send(renderPortalGone(undefined, 'session'));
     });

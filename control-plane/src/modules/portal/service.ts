@@ -182,7 +182,11 @@ export class PortalService {
    * MCP sign-in, under its throttles): a new session's secret. A wrong email or password is 401.
    */
   async signIn(tenant: AuthContext, credentials: { email: string; password: string; address: string }) {
-    const customerId = await this.deps.accounts.verifyAccount(tenant, credentials);
+    return this.startFor(tenant, await this.deps.accounts.verifyAccount(tenant, credentials));
+  }
+
+  /** A new signed-in browser of a customer proven by other means (a mailed code): its secret. */
+  startFor(tenant: AuthContext, customerId: string) {
     return this.startSession(
       {
         provider_id: tenant.providerId,

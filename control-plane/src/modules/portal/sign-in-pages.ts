@@ -1,0 +1,130 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import { DomainError, ERROR_STATUS } from '../../errors';
+import type { App } from '../../http/app';
+import type { AuthContext } from '../../tenancy';
+import { SignInError } from '../sign-in/errors';
+import type { PortalCodes } from './codes';
+import { type Form, hide, page, portalCookie, singleFields } from './http';
+import { type PortalView, renderPortalCode, renderPortalGone, renderPortalSignIn, signInPath } from './page';
+import type { PortalService } from './service';
+
+const ProviderParams = Type.Object({ providerId: Type.String({ minLength: 1, maxLength: 100 }) });
+const EnvironmentQuery = Type.Object({ environment: Type.Optional(Type.String({ maxLength: 10 })) });
+const schema = { ...hide, params: ProviderParams, querystring: EnvironmentQuery };
+type SignInRequest = { params: { providerId: string }; query: { environment?: string | undefined } };
+
+/**
+ * The portal's sign-in pages of one provider's customers: with the email and password of the
+ * account MCP sign-in made (its check and throttles), or with a code mailed to the address.
+ * Each ends by signing the browser in to the portal and redirecting there.
+ */
+export function signInPages(app: App, portal: PortalService, codes: PortalCodes, secureCookies: boolean) {
+  /** The tenant and merchant a sign-in page is for; answers 404 when the provider is not known here. */
+  const signInOf = async (request: SignInRequest, reply: FastifyReply) => {
+    const tenant: AuthContext = {
+      providerId: request.params.providerId,
+      environment: request.query.environment === 'sandbox' ? 'sandbox' : 'live',
+    };
+    const merchant = await portal.signInPage(tenant);
+    if (merchant === undefined) {
+      await page(reply).status(404).send(renderPortalGone(undefined, 'session'));
+      return undefined;
+    }
+    return { tenant, merchant };
+  };
+  /** Signed in: the cookie, and on to the portal. */
+  const signedIn = (reply: FastifyReply, secret: string) =>
+    reply
+      .header('set-cookie', portalCookie(secret, secureCookies))
+      .header('cache-control', 'no-store')
+      .redirect('/portal', 303);
+  /** A refusal shown on `render`'s page, with its status (and when to try again). */
+  const refused = (reply: FastifyReply, error: unknown, render: (message: string) => string) => {
+    if (!(error instanceof DomainError)) throw error;
+    if (error instanceof SignInError && error.retryAfterSeconds !== undefined)
+      reply.header('retry-after', String(error.retryAfterSeconds));
+    return page(reply).status(ERROR_STATUS[error.code]).send(render(error.message));
+  };
+  const signInForm = (
+    to: { tenant: AuthContext; merchant: PortalView['merchant'] },
+    email: string,
+    error: string | null,
+  ) =>
+    renderPortalSignIn(to.merchant, {
+      action: signInPath(to.tenant),
+      codeAction: signInPath(to.tenant, 'code'),
+      email,
+      error,
+    });
+
+  app.get('/portal/sign-in/:providerId', { schema }, async (request, reply) => {
+    const to = await signInOf(request, reply);
+    if (to === undefined) return reply;
+    return page(reply).send(signInForm(to, '', null));
+  });
+
+  app.post('/portal/sign-in/:providerId', { schema }, async (request, reply) => {
+    const to = await signInOf(request, reply);
+    if (to === undefined) return reply;
+    const fields = (request.body ?? {}) as Form;
+    const email = (fields.email ?? '').slice(0, 320);
+    try {
+      singleFields(fields);
+      const secret = await portal.signIn(to.tenant, {
+        email,
+        password: (fields.password ?? '').slice(0, 1000),
+        address: request.ip,
+      });
+      return signedIn(reply, secret);
+    } catch (error) {
+      return refused(reply, error, (message) => signInForm(to, email, message));
+    }
+  });
+
+  // No password: a code mailed to the address, then the code.
+  app.post('/portal/sign-in/:providerId/code', { schema }, async (request, reply) => {
+    const to = await signInOf(request, reply);
+    if (to === undefined) return reply;
+    const fields = (request.body ?? {}) as Form;
+    const email = (fields.email ?? '').slice(0, 320);
+    try {
+      singleFields(fields);
+      const sent = await codes.mail(to.tenant, email, request.ip);
+      return page(reply).send(
+        renderPortalCode(to.merchant, {
+          action: signInPath(to.tenant, 'verify'),
+          codeId: sent.id,
+          email: sent.email,
+          error: null,
+        }),
+      );
+    } catch (error) {
+      return refused(reply, error, (message) => signInForm(to, email, message));
+    }
+  });
+
+  app.post('/portal/sign-in/:providerId/verify', { schema }, async (request, reply) => {
+    const to = await signInOf(request, reply);
+    if (to === undefined) return reply;
+    const fields = (request.body ?? {}) as Form;
+    const codeId = (fields.codeId ?? '').slice(0, 100);
+    const email = (fields.email ?? '').slice(0, 320);
+    try {
+      singleFields(fields);
+      return signedIn(
+        reply,
+        await codes.verify(to.tenant, codeId, (fields.code ?? '').trim().slice(0, 20), request.ip),
+      );
+    } catch (error) {
+      return refused(reply, error, (message) =>
+        renderPortalCode(to.merchant, {
+          action: signInPath(to.tenant, 'verify'),
+          codeId,
+          email,
+          error: message,
+        }),
+      );
+    }
+  });
+}
