@@ -2345,11 +2345,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "DUof9ud9wjoMfMqiUVzCMPF7KPvRtE3fDqhl0OHwf44",
-                     *           "y": "7gp_zmm4tLB4WpmkY_lb9uskn_w6uqVZUParZqvR0lI",
+                     *           "x": "pBruSbBMnO_0NQ2GbN-M4L1VeCLeD3ii9v-AtkGIVIQ",
+                     *           "y": "N62MoqgPO2VGKWF4OLccz1hme3QY6-WhYU_At12ap9o",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "9b8d82c4068334dd",
+                     *           "kid": "b8004eaaa3a38110",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2478,8 +2478,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:03.893Z",
-                     *       "to": "2026-05-28T09:00:03.893Z",
+                     *       "from": "2026-04-28T09:00:04.745Z",
+                     *       "to": "2026-05-28T09:00:04.745Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2817,8 +2817,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:03.879Z",
-                     *       "to": "2026-05-28T09:00:03.879Z",
+                     *       "from": "2026-04-28T09:00:04.731Z",
+                     *       "to": "2026-05-28T09:00:04.731Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2990,7 +2990,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:03.848Z",
+                     *       "to": "2026-05-28T09:00:04.704Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3175,9 +3175,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.071Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.071Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.071Z"
+                     *       "createdAt": "2026-05-28T09:00:06.569Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.569Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.569Z"
                      *     }
                      */
                     "application/json": {
@@ -3410,7 +3410,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:05.862Z"
+                     *       "expiresAt": "2026-06-04T09:00:06.432Z"
                      *     }
                      */
                     "application/json": {
@@ -3779,9 +3779,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.504Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.504Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.513Z"
+                     *       "createdAt": "2026-05-28T09:00:06.216Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.216Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.223Z"
                      *     }
                      */
                     "application/json": {
@@ -4268,9 +4268,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:05.504Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.504Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.504Z"
+                     *       "createdAt": "2026-05-28T09:00:06.216Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.216Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.216Z"
                      *     }
                      */
                     "application/json": {
@@ -4481,7 +4481,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:05.615Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.287Z"
                      *     }
                      */
                     "application/json": {
@@ -4657,9 +4657,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:05.851Z",
-                     *       "expiresAt": "2026-05-28T21:00:05.851Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:05.851Z"
+                     *       "createdAt": "2026-05-28T09:00:06.423Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.423Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.423Z"
                      *     }
                      */
                     "application/json": {
@@ -5124,7 +5124,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795935548,
+                     *       "client_id_issued_at": 1795936312,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5297,7 +5297,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:04.836Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.755Z"
                      *     }
                      */
                     "application/json": {
@@ -7080,8 +7080,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.980Z",
-                     *       "createdAt": "2026-05-28T09:00:03.980Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.877Z",
+                     *       "createdAt": "2026-05-28T09:00:04.877Z"
                      *     }
                      */
                     "application/json": {
@@ -7238,8 +7238,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:03.980Z",
-                     *       "createdAt": "2026-05-28T09:00:03.980Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.877Z",
+                     *       "createdAt": "2026-05-28T09:00:04.877Z"
                      *     }
                      */
                     "application/json": {
@@ -7425,8 +7425,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.854Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.854Z"
+                     *           "createdAt": "2026-05-28T09:00:03.569Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.569Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7438,8 +7438,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:02.862Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.862Z"
+                     *           "createdAt": "2026-05-28T09:00:03.585Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.585Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7626,8 +7626,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.854Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.854Z"
+                     *       "createdAt": "2026-05-28T09:00:03.569Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.569Z"
                      *     }
                      */
                     "application/json": {
@@ -8118,8 +8118,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.854Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.911Z"
+                     *       "createdAt": "2026-05-28T09:00:03.569Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.650Z"
                      *     }
                      */
                     "application/json": {
@@ -9817,7 +9817,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:02.962Z"
+                     *       "createdAt": "2026-05-28T09:00:03.701Z"
                      *     }
                      */
                     "application/json": {
@@ -10100,7 +10100,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.203Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.142Z"
                      *     }
                      */
                     "application/json": {
@@ -10287,8 +10287,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:02.862Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.862Z"
+                     *       "createdAt": "2026-05-28T09:00:03.585Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.585Z"
                      *     }
                      */
                     "application/json": {
@@ -10496,7 +10496,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T02:00:56.815Z"
+                     *                 "end": "2026-01-28T01:48:13.399Z"
                      *               }
                      *             }
                      *           ],
@@ -11209,7 +11209,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T02:00:56.815Z"
+                     *             "end": "2026-01-28T01:48:13.399Z"
                      *           }
                      *         }
                      *       ],
@@ -11457,7 +11457,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-28T02:00:56.815Z",
+                     *         "periodEnd": "2026-01-28T01:48:13.399Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -11670,6 +11670,8 @@ export interface operations {
                         /** @description Units counted beyond the limit: calls admitted on a proxy outage grace, or usage reported past it */
                         overLimit?: number;
                         planId?: string;
+                        /** @description Where the customer signs in to the portal (usage, invoices, plans, credits): present when they can, with the account MCP sign-in made or by a code mailed to their email */
+                        portalUrl?: string;
                         /**
                          * @description Why the call is refused (withinLimits false)
                          * @enum {string}
@@ -12146,7 +12148,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:03.801Z"
+                     *       "timestamp": "2026-05-28T09:00:04.629Z"
                      *     }
                      */
                     "application/json": {
@@ -12370,7 +12372,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:03.817Z"
+                     *           "timestamp": "2026-05-28T09:00:04.661Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12378,7 +12380,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:03.817Z"
+                     *           "timestamp": "2026-05-28T09:00:04.661Z"
                      *         }
                      *       ]
                      *     }
@@ -12577,7 +12579,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/eIVn84O6EASg5dFw7AWPMi4gM0n65yGe053OGvD6lNM",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/xTwLG2vD757cZiZXHceiCuSoHzZhbgEZcAhq9LSgmCQ",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -13734,7 +13736,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.047Z",
+                     *       "createdAt": "2026-05-28T09:00:04.971Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13918,8 +13920,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.047Z",
-                     *       "closedAt": "2026-05-28T09:00:04.091Z"
+                     *       "createdAt": "2026-05-28T09:00:04.971Z",
+                     *       "closedAt": "2026-05-28T09:00:05.022Z"
                      *     }
                      */
                     "application/json": {
@@ -14098,11 +14100,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.101Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.037Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.101Z"
+                     *       "createdAt": "2026-05-28T09:00:05.037Z"
                      *     }
                      */
                     "application/json": {
@@ -14270,7 +14272,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.805Z"
+                     *           "createdAt": "2026-05-28T09:00:03.472Z"
                      *         }
                      *       ]
                      *     }
@@ -14424,7 +14426,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.805Z"
+                     *       "createdAt": "2026-05-28T09:00:03.472Z"
                      *     }
                      */
                     "application/json": {
@@ -14563,7 +14565,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.805Z"
+                     *       "createdAt": "2026-05-28T09:00:03.472Z"
                      *     }
                      */
                     "application/json": {
@@ -14714,7 +14716,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.805Z"
+                     *       "createdAt": "2026-05-28T09:00:03.472Z"
                      *     }
                      */
                     "application/json": {
@@ -15437,8 +15439,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:56.815Z",
-                     *       "to": "2026-05-28T09:00:56.815Z",
+                     *       "from": "2026-04-28T08:48:13.399Z",
+                     *       "to": "2026-05-28T09:03:13.399Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15660,7 +15662,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:04.744Z",
+                     *       "asOf": "2026-05-28T09:00:05.689Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15905,7 +15907,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T02:00:56.815Z",
+                     *           "end": "2026-01-28T01:48:13.399Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15944,8 +15946,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T02:00:56.815Z",
-                     *           "end": "2026-02-28T02:00:56.815Z",
+                     *           "start": "2026-01-28T01:48:13.399Z",
+                     *           "end": "2026-02-28T01:48:13.399Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15984,8 +15986,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T02:00:56.815Z",
-                     *           "end": "2026-03-30T02:00:56.815Z",
+                     *           "start": "2026-02-28T01:48:13.399Z",
+                     *           "end": "2026-03-30T01:48:13.399Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16024,8 +16026,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T02:00:56.815Z",
-                     *           "end": "2026-04-30T02:00:56.815Z",
+                     *           "start": "2026-03-30T01:48:13.399Z",
+                     *           "end": "2026-04-30T01:48:13.399Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16064,8 +16066,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T02:00:56.815Z",
-                     *           "end": "2026-05-30T02:00:56.815Z",
+                     *           "start": "2026-04-30T01:48:13.399Z",
+                     *           "end": "2026-05-30T01:48:13.399Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16317,8 +16319,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:56.815Z",
-                     *       "to": "2026-05-28T09:00:56.815Z",
+                     *       "from": "2026-04-28T08:48:13.399Z",
+                     *       "to": "2026-05-28T09:03:13.399Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16501,31 +16503,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:56.815Z",
-                     *       "to": "2026-05-28T09:00:56.815Z",
+                     *       "from": "2026-04-28T08:48:13.399Z",
+                     *       "to": "2026-05-28T09:03:13.399Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T01:00:56.815Z",
+                     *           "start": "2026-04-24T00:48:13.399Z",
                      *           "label": "2026-04-24"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T01:00:56.815Z",
+                     *           "start": "2026-05-01T00:48:13.399Z",
                      *           "label": "2026-05-01"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T01:00:56.815Z",
+                     *           "start": "2026-05-08T00:48:13.399Z",
                      *           "label": "2026-05-08"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T01:00:56.815Z",
+                     *           "start": "2026-05-15T00:48:13.399Z",
                      *           "label": "2026-05-15"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T01:00:56.815Z",
+                     *           "start": "2026-05-22T00:48:13.399Z",
                      *           "label": "2026-05-22"
                      *         }
                      *       ],
@@ -16762,17 +16764,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…3CrU",
+                     *           "hint": "sk_test_…KK3E",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.213Z",
+                     *           "createdAt": "2026-05-28T09:00:06.711Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…mfO4",
+                     *           "hint": "sk_test_…PfrE",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:05.837Z",
+                     *           "createdAt": "2026-05-28T09:00:06.412Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16918,9 +16920,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…3CrU",
+                     *       "hint": "sk_test_…KK3E",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.213Z",
+                     *       "createdAt": "2026-05-28T09:00:06.711Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -17243,18 +17245,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…nuqI",
+                     *       "hint": "sk_test_…OV18",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.236Z",
+                     *       "createdAt": "2026-05-28T09:00:06.732Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…3CrU",
+                     *         "hint": "sk_test_…KK3E",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.213Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.236Z"
+                     *         "createdAt": "2026-05-28T09:00:06.711Z",
+                     *         "expiresAt": "2026-05-28T10:00:06.732Z"
                      *       }
                      *     }
                      */
@@ -17450,7 +17452,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:05.584Z",
+                     *           "createdAt": "2026-05-28T09:00:06.270Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17467,7 +17469,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:05.576Z",
+                     *           "createdAt": "2026-05-28T09:00:06.263Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17484,7 +17486,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:05.557Z",
+                     *           "createdAt": "2026-05-28T09:00:06.247Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17500,7 +17502,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThrMWtkYTY2Z213aHltaDBhNTB4dnMw"
+                     *       "nextCursor": "YXVkXzAxbThrMmFxZ2cycGV2Mmh0anNtYW05cXlq"
                      *     }
                      */
                     "application/json": {
@@ -17679,7 +17681,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.047Z",
+                     *           "createdAt": "2026-05-28T09:00:04.971Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17834,7 +17836,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.047Z",
+                     *       "createdAt": "2026-05-28T09:00:04.971Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17995,7 +17997,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.047Z",
+                     *       "createdAt": "2026-05-28T09:00:04.971Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -19794,8 +19796,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:04.379Z",
-                     *       "latencyMs": 32,
+                     *       "checkedAt": "2026-05-28T09:00:05.316Z",
+                     *       "latencyMs": 23,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -20163,8 +20165,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.332Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.332Z"
+                     *           "createdAt": "2026-05-28T09:00:02.791Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.791Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -20174,8 +20176,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.780Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.780Z"
+                     *           "createdAt": "2026-05-28T09:00:03.430Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.430Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20347,8 +20349,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.780Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.780Z"
+                     *       "createdAt": "2026-05-28T09:00:03.430Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.430Z"
                      *     }
                      */
                     "application/json": {
@@ -20521,8 +20523,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.780Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.780Z"
+                     *       "createdAt": "2026-05-28T09:00:03.430Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.430Z"
                      *     }
                      */
                     "application/json": {
@@ -20672,8 +20674,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.780Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.365Z"
+                     *       "createdAt": "2026-05-28T09:00:03.430Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.135Z"
                      *     }
                      */
                     "application/json": {
@@ -20843,11 +20845,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.101Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.037Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.101Z"
+                     *           "createdAt": "2026-05-28T09:00:05.037Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20999,11 +21001,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.101Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.037Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.101Z"
+                     *       "createdAt": "2026-05-28T09:00:05.037Z"
                      *     }
                      */
                     "application/json": {
@@ -21188,8 +21190,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.611Z"
+                     *       "createdAt": "2026-05-28T09:00:03.236Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.236Z"
                      *     }
                      */
                     "application/json": {
@@ -21505,8 +21507,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.749Z"
+                     *       "createdAt": "2026-05-28T09:00:03.236Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.389Z"
                      *     }
                      */
                     "application/json": {
@@ -21761,8 +21763,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:05.372Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.381Z"
+                     *       "createdAt": "2026-05-28T09:00:06.139Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.147Z"
                      *     }
                      */
                     "application/json": {
@@ -21957,8 +21959,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmq9WO7m1qEG9K6",
-                     *       "connectedAt": "2026-05-28T09:00:05.170Z"
+                     *       "account": "acct_RmqKeBrh94PnZRM",
+                     *       "connectedAt": "2026-05-28T09:00:05.986Z"
                      *     }
                      */
                     "application/json": {
@@ -22132,8 +22134,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rmq9WO7m1qEG9K6",
-                     *       "connectedAt": "2026-05-28T09:00:05.170Z"
+                     *       "account": "acct_RmqKeBrh94PnZRM",
+                     *       "connectedAt": "2026-05-28T09:00:05.986Z"
                      *     }
                      */
                     "application/json": {
@@ -22702,8 +22704,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.441Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.441Z"
+                     *           "createdAt": "2026-05-28T09:00:02.972Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.972Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22882,8 +22884,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.441Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.441Z"
+                     *       "createdAt": "2026-05-28T09:00:02.972Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.972Z"
                      *     }
                      */
                     "application/json": {
@@ -23058,8 +23060,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.441Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.441Z"
+                     *       "createdAt": "2026-05-28T09:00:02.972Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.972Z"
                      *     }
                      */
                     "application/json": {
@@ -23236,8 +23238,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.441Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.520Z"
+                     *       "createdAt": "2026-05-28T09:00:02.972Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.074Z"
                      *     }
                      */
                     "application/json": {
@@ -23412,8 +23414,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.420Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.427Z"
+                     *       "createdAt": "2026-05-28T09:00:06.172Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.177Z"
                      *     }
                      */
                     "application/json": {
@@ -23604,8 +23606,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.555Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.555Z"
+                     *           "createdAt": "2026-05-28T09:00:03.150Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.150Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -23651,8 +23653,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.611Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.611Z"
+                     *           "createdAt": "2026-05-28T09:00:03.236Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.236Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -23695,8 +23697,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.622Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.622Z"
+                     *           "createdAt": "2026-05-28T09:00:03.256Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.256Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24044,8 +24046,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.611Z"
+                     *       "createdAt": "2026-05-28T09:00:03.236Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.236Z"
                      *     }
                      */
                     "application/json": {
@@ -24517,13 +24519,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:05.830Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.408Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:05.995Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.556Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24532,8 +24534,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.078Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.078Z"
+                     *           "createdAt": "2026-05-28T09:00:06.576Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.576Z"
                      *         }
                      *       ]
                      *     }
@@ -24694,8 +24696,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:05.862Z",
-                     *       "expiresAt": "2026-06-04T09:00:05.862Z"
+                     *       "createdAt": "2026-05-28T09:00:06.432Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.432Z"
                      *     }
                      */
                     "application/json": {
@@ -25183,7 +25185,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:05.995Z"
+                     *       "joinedAt": "2026-05-28T09:00:06.556Z"
                      *     }
                      */
                     "application/json": {
@@ -25571,7 +25573,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.028Z"
+                     *       "createdAt": "2026-05-28T09:00:04.941Z"
                      *     }
                      */
                     "application/json": {
@@ -25757,11 +25759,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 1,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:05.280Z"
+                     *       "createdAt": "2026-05-28T09:00:06.084Z"
                      *     }
                      */
                     "application/json": {
@@ -25935,11 +25937,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 1,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:05.280Z"
+                     *           "createdAt": "2026-05-28T09:00:06.084Z"
                      *         }
                      *       ]
                      *     }
@@ -26093,8 +26095,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:05.246Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.246Z"
+                     *           "createdAt": "2026-05-28T09:00:06.052Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.052Z"
                      *         }
                      *       ]
                      *     }
@@ -26268,8 +26270,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.246Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.246Z",
+                     *       "createdAt": "2026-05-28T09:00:06.052Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.052Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26424,8 +26426,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.246Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.246Z"
+                     *       "createdAt": "2026-05-28T09:00:06.052Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.052Z"
                      *     }
                      */
                     "application/json": {
@@ -26717,8 +26719,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.246Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.265Z"
+                     *       "createdAt": "2026-05-28T09:00:06.052Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.074Z"
                      *     }
                      */
                     "application/json": {
@@ -26870,8 +26872,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.246Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.338Z"
+                     *       "createdAt": "2026-05-28T09:00:06.052Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.119Z"
                      *     }
                      */
                     "application/json": {
@@ -27023,8 +27025,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:05.246Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.346Z"
+                     *       "createdAt": "2026-05-28T09:00:06.052Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.125Z"
                      *     }
                      */
                     "application/json": {
@@ -27317,7 +27319,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:05.333Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.115Z"
                      *     }
                      */
                     "application/json": {

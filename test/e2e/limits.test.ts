@@ -162,7 +162,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       limit: LIMIT,
       used: LIMIT,
       product: { name: 'Calculator' },
-      // A customer made through the API has no account: no portal sign-in is offered.
+      // A customer made through the API without an email cannot sign in: no portal is offered.
       portalUrl: null,
     });
     expect(wall.content[0]?.text).toContain(String(paywallOf(wall)?.checkoutUrl));

@@ -8,7 +8,7 @@ import type { CheckoutSessions } from '../checkout/sessions';
 import { findPlan, type PlanRow, plansOnSale, settingsOf } from '../plans/repository';
 import { signInPath } from '../portal/page';
 import { findProduct } from '../products/repository';
-import { hasLogin } from '../sign-in/repository';
+import { canSignIn } from '../sign-in/repository';
 
 /**
  * What a refused customer is offered: a checkout session for the plan that lifts the refusal
@@ -158,9 +158,12 @@ export class PaywallOffers {
     };
   }
 
-  /** The portal's sign-in, offered beside the checkout to a customer who has an account. */
+  /**
+   * The portal's sign-in, offered beside the checkout to a customer who can sign in there: with
+   * the account MCP sign-in made, or by a code mailed to the address the customer has.
+   */
   private async portalUrl(request: PaywallRequest): Promise<string | null> {
-    if (!(await hasLogin(this.pool, request.customerId))) return null;
+    if (!(await canSignIn(this.pool, request.customerId))) return null;
     return `${this.checkout.publicUrl}${signInPath(request)}`;
   }
 }
@@ -169,4 +172,5 @@ export const paywallFields = (p: Paywall) => ({
   checkoutUrl: p.checkoutUrl,
   checkoutSessionId: p.checkoutSessionId,
   offeredPlanId: p.planId,
+  ...(p.portalUrl === null ? {} : { portalUrl: p.portalUrl }),
 });

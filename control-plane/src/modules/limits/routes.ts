@@ -49,6 +49,12 @@ const LimitAnswer = Type.Object({
   checkoutUrl: Type.Optional(Type.String()),
   checkoutSessionId: Type.Optional(Type.String()),
   offeredPlanId: Type.Optional(Type.String()),
+  portalUrl: Type.Optional(
+    Type.String({
+      description:
+        'Where the customer signs in to the portal (usage, invoices, plans, credits): present when they can, with the account MCP sign-in made or by a code mailed to their email',
+    }),
+  ),
 });
 
 export function limitRoutes(limits: LimitService) {

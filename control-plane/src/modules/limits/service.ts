@@ -65,6 +65,7 @@ export interface LimitAnswer {
   checkoutUrl?: string;
   checkoutSessionId?: string;
   offeredPlanId?: string;
+  portalUrl?: string;
 }
 
 /**

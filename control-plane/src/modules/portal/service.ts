@@ -259,7 +259,8 @@ export class PortalService {
           product: product?.name ?? p.productId,
           plan: plan?.name ?? p.planRef,
           status: p.status,
-          periodEnd: p.periodEnd,
+          // An ended purchase ended when it ended, not when its period would have.
+          periodEnd: p.endedAt ?? p.periodEnd,
           cancelAtPeriodEnd: p.cancelAtPeriodEnd,
           // Usage priced by the period (post-paid): what it comes to so far, as the upcoming invoice.
           usageSoFar:

@@ -420,7 +420,12 @@ export async function useVerification(db: Queryable, id: string, at: Date): Prom
 }
 
 /** Whether the customer has an account of the hosted sign-in (an email and a password). */
-export async function hasLogin(db: Queryable, customerId: string): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM customer_logins WHERE customer_id = $1', [customerId]);
+/** Whether the customer can sign in to the portal: an account of MCP sign-in, or an email for a code. */
+export async function canSignIn(db: Queryable, customerId: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM customers c WHERE c.id = $1 AND c.status <> 'deleted'
+        AND (c.email IS NOT NULL OR EXISTS (SELECT 1 FROM customer_logins l WHERE l.customer_id = c.id))`,
+    [customerId],
+  );
   return rows.length > 0;
 }
