@@ -233,6 +233,29 @@ describe('alerts', () => {
     expect(await fired()).toBe(2);
     expect(mailbox.countFor('bob@alert.example')).toBe(2);
 
+    // A crash between the firing's commit and its mail leaves the mail unsent with its lease
+    // taken: five minutes on, one of five racing passes sends it, once.
+    const bobs = (await api('GET', '/v1/sdk/customers/bob')).body.id as string;
+    const crashed = await harness.pool.query(
+      `UPDATE usage_alert_firings SET mailed_at = NULL, mail_attempt_at = fired_at
+        WHERE customer_id = $1
+          AND period_key = (SELECT max(period_key) FROM usage_alert_firings WHERE customer_id = $1)
+        RETURNING mail_subject`,
+      [bobs],
+    );
+    expect(crashed.rows).toEqual([{ mail_subject: 'Credit Co: your credits are running low' }]);
+    await harness.controlPlane.care.alerts.runDue();
+    expect(mailbox.countFor('bob@alert.example')).toBe(2);
+    clock.advance(5 * 60_000 + 1);
+    await Promise.all(Array.from({ length: 5 }, () => harness.controlPlane.care.alerts.runDue()));
+    expect(mailbox.countFor('bob@alert.example')).toBe(3);
+    expect(await mailbox.textFor('bob@alert.example', 2)).toContain('Your credit balance is 3 credits');
+    const unsent = await harness.pool.query(
+      'SELECT 1 FROM usage_alert_firings WHERE customer_id = $1 AND mailed_at IS NULL',
+      [bobs],
+    );
+    expect(unsent.rowCount).toBe(0);
+
     const refused = async (body: unknown) => (await api('POST', '/v1/sdk/alerts', body)).body;
     expect(await refused({ customerRef: 'bob', kind: 'credit_balance', threshold: 10 })).toMatchObject({
       code: 'alert_exists',

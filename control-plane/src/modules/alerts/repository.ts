@@ -170,15 +170,69 @@ export async function lowBalances(db: Queryable): Promise<WatchedBalance[]> {
   return rows;
 }
 
-/** Records a crossing; false when it was recorded already (another evaluation fired it). */
+/** An alert's mail, kept with its firing until it is sent. */
+export interface AlertMail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/**
+ * Records a crossing with the mail to send about it (its sending leased to the caller from `at`);
+ * false when it was recorded already (another evaluation fired it).
+ */
 export async function recordFiring(
   db: Queryable,
   firing: { alertId: string; customerId: string; periodKey: string; value: number; at: Date },
+  mail: AlertMail | null,
 ): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO usage_alert_firings (alert_id, customer_id, period_key, value, fired_at)
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-    [firing.alertId, firing.customerId, firing.periodKey, firing.value, firing.at],
+    `INSERT INTO usage_alert_firings (alert_id, customer_id, period_key, value, fired_at, mail_to, mail_subject, mail_text, mail_attempt_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $5) ON CONFLICT DO NOTHING`,
+    [
+      firing.alertId,
+      firing.customerId,
+      firing.periodKey,
+      firing.value,
+      firing.at,
+      mail?.to ?? null,
+      mail?.subject ?? null,
+      mail?.text ?? null,
+    ],
   );
   return (rowCount ?? 0) > 0;
+}
+
+/** A firing's key, as its mail is marked sent. */
+export interface FiringKey {
+  alert_id: string;
+  customer_id: string;
+  period_key: string;
+}
+
+/**
+ * Takes over the sending of mails not sent in time: firings of the last day whose mail lease
+ * (`staleBefore`) ran out, leased again from `at`. Each is answered to one caller only.
+ */
+export async function leaseUnsentMails(
+  db: Queryable,
+  at: Date,
+  staleBefore: Date,
+  since: Date,
+): Promise<Array<FiringKey & AlertMail>> {
+  const { rows } = await db.query<FiringKey & { mail_to: string; mail_subject: string; mail_text: string }>(
+    `UPDATE usage_alert_firings SET mail_attempt_at = $1
+      WHERE mail_to IS NOT NULL AND mailed_at IS NULL AND fired_at > $3
+        AND (mail_attempt_at IS NULL OR mail_attempt_at < $2)
+      RETURNING alert_id, customer_id, period_key, mail_to, mail_subject, mail_text`,
+    [at, staleBefore, since],
+  );
+  return rows.map((r) => ({ ...r, to: r.mail_to, subject: r.mail_subject, text: r.mail_text }));
+}
+
+export async function markMailed(db: Queryable, key: FiringKey, at: Date): Promise<void> {
+  await db.query(
+    'UPDATE usage_alert_firings SET mailed_at = $4 WHERE alert_id = $1 AND customer_id = $2 AND period_key = $3',
+    [key.alert_id, key.customer_id, key.period_key, at],
+  );
 }

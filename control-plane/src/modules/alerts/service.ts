@@ -14,16 +14,23 @@ import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { findPlan } from '../plans/repository';
 import { getProvider } from '../providers/repository';
 import {
+  type AlertMail,
   type AlertRow,
   deleteAlert,
+  type FiringKey,
   insertAlert,
+  leaseUnsentMails,
   listAlerts,
   lowBalances,
+  markMailed,
   recordFiring,
   watchedAllowances,
   watchedSpends,
 } from './repository';
 import type { Alert, AlertCreate } from './schemas';
+
+/** How long one pass has to send an alert's mail before another takes it over. */
+const MAIL_LEASE_MS = 5 * 60_000;
 
 const toAlert = (row: AlertRow): Static<typeof Alert> => ({
   id: row.id,
@@ -191,13 +198,18 @@ export class AlertService {
       });
     let fired = 0;
     for (const crossing of crossings) if (await this.announce(crossing, at)) fired++;
+    await this.resendMails(at);
     return fired;
   }
 
-  /** The firing and its event in one transaction, then the mail; false when fired already. */
+  /**
+   * The firing, its event and its mail in one transaction, then the mail is sent; false when
+   * fired already. A mail not sent (a crash, SMTP away) is sent by a later pass (resendMails).
+   */
   private async announce(c: Crossing, at: Date): Promise<boolean> {
+    const mail = await this.mailOf(c);
     const fired = await inTransaction(this.pool, async (tx) => {
-      if (!(await recordFiring(tx, { ...c, at }))) return false;
+      if (!(await recordFiring(tx, { ...c, at }, mail))) return false;
       await writeEvent(tx, {
         ...c.tenant,
         type: 'customer.alert_triggered',
@@ -217,14 +229,39 @@ export class AlertService {
       });
       return true;
     });
-    if (fired) await this.mail(c);
+    if (fired && mail !== null)
+      await this.send({ alert_id: c.alertId, customer_id: c.customerId, period_key: c.periodKey, ...mail });
     return fired;
   }
 
-  /** Tells the customer, when they have an address; a mail that fails is logged (the event stands). */
-  private async mail(c: Crossing): Promise<void> {
+  /** Sends a firing's mail and marks it sent; a failure is logged, and a later pass tries again. */
+  private async send(mail: FiringKey & AlertMail): Promise<void> {
+    try {
+      await this.mailer.send({ to: mail.to, subject: mail.subject, text: mail.text });
+      await markMailed(this.pool, mail, this.clock.now());
+    } catch (error) {
+      this.logger.error(
+        { err: error, alert: mail.alert_id },
+        'alert mail not sent; a later pass tries again',
+      );
+    }
+  }
+
+  /** Mails of the last day whose sending did not finish within five minutes, sent again. */
+  private async resendMails(at: Date): Promise<void> {
+    const unsent = await leaseUnsentMails(
+      this.pool,
+      at,
+      new Date(at.getTime() - MAIL_LEASE_MS),
+      new Date(at.getTime() - 86_400_000),
+    );
+    for (const mail of unsent) await this.send(mail);
+  }
+
+  /** What to mail the customer about a crossing; null when they have no address. */
+  private async mailOf(c: Crossing): Promise<AlertMail | null> {
     const customer = await findCustomer(this.pool, c.tenant, c.customerId);
-    if (customer?.email == null) return;
+    if (customer?.email == null) return null;
     const merchant = (await getProvider(this.pool, c.tenant.providerId))?.displayName ?? 'Your provider';
     const money = (cents: number) => formatMoney(cents, c.currency ?? 'usd');
     const { subject, text } = {
@@ -241,10 +278,6 @@ export class AlertService {
         text: `You have spent ${money(c.value)} this period, reaching the ${money(c.threshold)} of your alert.`,
       },
     }[c.kind];
-    try {
-      await this.mailer.send({ to: customer.email, subject: `${merchant}: ${subject}`, text });
-    } catch (error) {
-      this.logger.error({ err: error, alert: c.alertId }, 'alert mail not sent; the event was');
-    }
+    return { to: customer.email, subject: `${merchant}: ${subject}`, text };
   }
 }
