@@ -282,4 +282,30 @@ describe('customer portal', () => {
       (await post('/portal/auto-top-up', 'csrf=x&threshold=1&packs=1', 'mcpm_portal=forged')).statusCode,
     ).toBe(401);
   });
+
+  it('signs a browser out after 15 minutes alone, and after its hour however busy', async () => {
+    const s = await seller('Idle Co');
+    await s.api('POST', '/v1/sdk/customers', { externalRef: 'ida' });
+    const open = async () => {
+      const link = (await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: 'ida' })).body
+        .url as string;
+      return String((await get(new URL(link).pathname)).headers['set-cookie']).split(';')[0] ?? '';
+    };
+    const idle = await open();
+    clock.advance(14 * 60_000);
+    expect((await get('/portal', idle)).statusCode).toBe(200);
+    // Seen at 14 minutes: 28 minutes after opening, 14 since, it is still signed in.
+    clock.advance(14 * 60_000);
+    expect((await get('/portal', idle)).statusCode).toBe(200);
+    clock.advance(15 * 60_000 + 1);
+    expect((await get('/portal', idle)).statusCode).toBe(401);
+
+    const busy = await open();
+    for (let minute = 10; minute < 60; minute += 10) {
+      clock.advance(10 * 60_000);
+      expect((await get('/portal', busy)).statusCode, `${minute} minutes`).toBe(200);
+    }
+    clock.advance(10 * 60_000);
+    expect((await get('/portal', busy)).statusCode).toBe(401);
+  });
 });

@@ -60,8 +60,8 @@ export async function insertPortalSession(
 ) {
   await db.query(
     `INSERT INTO portal_sessions (id, provider_id, environment, customer_id, token_hash, csrf_token, return_url,
-                                  expires_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+                                  expires_at, created_at, last_seen_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
     [
       row.id,
       row.provider_id,
@@ -76,15 +76,21 @@ export async function insertPortalSession(
   );
 }
 
+/**
+ * The session of a cookie's secret, seen now: unexpired and seen within `idleMs`; its
+ * last_seen_at moves to `at`. Undefined for an unknown, expired or idle session.
+ */
 export async function findPortalSession(
   db: Queryable,
   tokenHash: string,
   at: Date,
+  idleMs: number,
 ): Promise<(PortalOwner & { id: string; csrf_token: string }) | undefined> {
   const { rows } = await db.query<PortalOwner & { id: string; csrf_token: string }>(
-    `SELECT id, provider_id, environment, customer_id, return_url, csrf_token FROM portal_sessions
-      WHERE token_hash = $1 AND expires_at > $2`,
-    [tokenHash, at],
+    `UPDATE portal_sessions SET last_seen_at = $2
+      WHERE token_hash = $1 AND expires_at > $2 AND last_seen_at > $3
+      RETURNING id, provider_id, environment, customer_id, return_url, csrf_token`,
+    [tokenHash, at, new Date(at.getTime() - idleMs)],
   );
   return rows[0];
 }

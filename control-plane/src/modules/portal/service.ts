@@ -38,6 +38,8 @@ import { chartOf, type UsageChart } from './usage-chart';
 /** A portal link is opened within minutes of being made, as Stripe's portal sessions are. */
 export const LINK_TTL_MS = 15 * 60_000;
 const DAY_MS = 86_400_000;
+/** A customer's portal browser left alone this long is signed out (within its hour). */
+export const SESSION_IDLE_MS = 15 * 60_000;
 /** A customer's portal browser stays signed in this long. */
 export const SESSION_TTL_MS = 60 * 60_000;
 
@@ -201,7 +203,7 @@ export class PortalService {
   /** The signed-in browser of `secret`, or undefined. */
   async signedIn(secret: string | undefined) {
     if (secret === undefined || secret === '') return undefined;
-    return findPortalSession(this.pool, sha256(secret), this.clock.now());
+    return findPortalSession(this.pool, sha256(secret), this.clock.now(), SESSION_IDLE_MS);
   }
 
   async merchant(owner: PortalOwner) {
