@@ -40,18 +40,25 @@ async function shop(name: string) {
   const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
   const api = injectClient(harness.controlPlane, sandboxKey);
   const base = `/portal/sign-in/${provider.id}`;
-  const ask = (email: string) => inject('POST', `${base}/code?environment=sandbox`, { email });
+  // The browser's sign-in CSRF cookie and the token its forms carry, from the sign-in page.
+  const page = await inject('GET', `${base}?environment=sandbox`);
+  const cookie = String(page.headers['set-cookie']).split(';')[0] ?? '';
+  const csrf = field(page.body, 'csrf');
+  const ask = (email: string) => inject('POST', `${base}/code?environment=sandbox`, { email, csrf }, cookie);
   const verify = (codeId: string, code: string) =>
-    inject('POST', `${base}/verify?environment=sandbox`, { codeId, code, email: 'x' });
-  return { api, provider, base, ask, verify };
+    inject('POST', `${base}/verify?environment=sandbox`, { codeId, code, email: 'x', csrf }, cookie);
+  return { api, provider, base, ask, verify, cookie, csrf };
 }
 
 describe('signing in to the portal by a mailed code', () => {
   it('signs a customer without a password in once, and tells an unknown address nothing', async () => {
     const s = await shop('Code Co');
     await s.api('POST', '/v1/sdk/customers', { externalRef: 'ada', email: 'ada@code.example' });
-    const form = await inject('GET', `${s.base}?environment=sandbox`);
+    const form = await inject('GET', `${s.base}?environment=sandbox`, undefined, s.cookie);
     expect(form.body).toContain('Email me a code');
+    // The browser keeps its token: the page does not set another.
+    expect(form.headers['set-cookie']).toBeUndefined();
+    expect(field(form.body, 'csrf')).toBe(s.csrf);
     expect(form.body).toContain(`action="${s.base}/code?environment=sandbox"`);
 
     const asked = await s.ask('ADA@Code.example ');
@@ -92,6 +99,25 @@ describe('signing in to the portal by a mailed code', () => {
     const other = await shop('Other Co');
     expect((await other.verify(codeId, code)).statusCode).toBe(404);
     expect((await s.ask('not-an-email')).statusCode).toBe(400);
+
+    // A form posted without the browser's own CSRF token (another site's) signs nobody in, mails nothing.
+    const sent = mailbox.countFor('ada@code.example');
+    for (const [form, cookie] of [
+      [{ email: 'ada@code.example' }, s.cookie],
+      [{ email: 'ada@code.example', csrf: s.csrf }, undefined],
+      [{ email: 'ada@code.example', csrf: 'forged' }, s.cookie],
+    ] as const) {
+      const forged = await inject('POST', `${s.base}/code?environment=sandbox`, { ...form }, cookie);
+      expect([forged.statusCode, forged.body.includes('The form is out of date')]).toEqual([403, true]);
+    }
+    const forgedPassword = await inject(
+      'POST',
+      `${s.base}?environment=sandbox`,
+      { email: 'ada@code.example', password: 'whatever-it-is' },
+      s.cookie,
+    );
+    expect(forgedPassword.statusCode).toBe(403);
+    expect(mailbox.countFor('ada@code.example')).toBe(sent);
   });
 
   it('closes a code after five wrong tries or ten minutes, throttles mail, and signs in once under a race', async () => {

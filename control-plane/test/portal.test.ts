@@ -269,7 +269,14 @@ describe('customer portal', () => {
     expect(signInLink).toMatch(/^\/portal\/sign-in\/prv_[A-Za-z0-9]+\?environment=sandbox$/);
     expect((await get(signInLink)).body).toContain('Sign in to your Strict Co account');
     expect((await get('/portal/sign-in/prv_nope?environment=sandbox')).statusCode).toBe(404);
-    const wrong = await post(signInLink, 'email=cyd%40example.com&password=nope-nope-nope');
+    const signInPage = await get(signInLink);
+    const signInCookie = String(signInPage.headers['set-cookie']).split(';')[0] ?? '';
+    const signInCsrf = /name="csrf" value="([^"]+)"/.exec(signInPage.body)?.[1] ?? '';
+    const wrong = await post(
+      signInLink,
+      `csrf=${signInCsrf}&email=cyd%40example.com&password=nope-nope-nope`,
+      signInCookie,
+    );
     expect([wrong.statusCode, wrong.body.includes('The email or password is not right')]).toEqual([
       401,
       true,

@@ -255,20 +255,21 @@ export const signInPath = (tenant: { providerId: string; environment: string }, 
 /** The portal's sign-in page: the email and password of the customer's account with the merchant. */
 export function renderPortalSignIn(
   merchant: PortalView['merchant'],
-  form: { action: string; codeAction: string; email: string; error: string | null },
+  form: { action: string; codeAction: string; email: string; error: string | null; csrf: string },
 ): string {
+  const csrf = `<input type="hidden" name="csrf" value="${escapeHtml(form.csrf)}">`;
   return shell(
     `Sign in to ${merchant.displayName}`,
     merchant.brandColor,
     `<header>${merchant.logoUrl === null ? '' : `<img src="${escapeHtml(merchant.logoUrl)}" alt="">`}<h1>Sign in to your ${escapeHtml(merchant.displayName)} account</h1></header>
 <p>Use the email and password of the account you signed in to ${escapeHtml(merchant.displayName)} with from your MCP client.</p>
 ${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtml(form.error)}</div>`}
-<form method="post" action="${escapeHtml(form.action)}">
+<form method="post" action="${escapeHtml(form.action)}">${csrf}
 <label for="email">Email</label><input id="email" name="email" type="email" autocomplete="email" required value="${escapeHtml(form.email)}">
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <div><button type="submit">Sign in</button></div></form>
 <h2>No password?</h2>
-<form method="post" action="${escapeHtml(form.codeAction)}">
+<form method="post" action="${escapeHtml(form.codeAction)}">${csrf}
 <label for="code-email">Email for a code</label><input id="code-email" name="email" type="email" autocomplete="email" required value="${escapeHtml(form.email)}">
 <div><button type="submit">Email me a code</button></div></form>`,
   );
@@ -277,7 +278,7 @@ ${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtm
 /** The page that takes the code mailed to the customer. */
 export function renderPortalCode(
   merchant: PortalView['merchant'],
-  form: { action: string; codeId: string; email: string; error: string | null },
+  form: { action: string; codeId: string; email: string; error: string | null; csrf: string },
 ): string {
   return shell(
     `Sign in to ${merchant.displayName}`,
@@ -285,7 +286,7 @@ export function renderPortalCode(
     `<header>${merchant.logoUrl === null ? '' : `<img src="${escapeHtml(merchant.logoUrl)}" alt="">`}<h1>Enter your code</h1></header>
 <p id="code-sent">If ${escapeHtml(form.email)} has an account with ${escapeHtml(merchant.displayName)}, we have mailed it a six-digit code. It works once, for 10 minutes.</p>
 ${form.error === null ? '' : `<div class="notice error" role="alert">${escapeHtml(form.error)}</div>`}
-<form method="post" action="${escapeHtml(form.action)}"><input type="hidden" name="codeId" value="${escapeHtml(form.codeId)}"><input type="hidden" name="email" value="${escapeHtml(form.email)}">
+<form method="post" action="${escapeHtml(form.action)}"><input type="hidden" name="csrf" value="${escapeHtml(form.csrf)}"><input type="hidden" name="codeId" value="${escapeHtml(form.codeId)}"><input type="hidden" name="email" value="${escapeHtml(form.email)}">
 <label for="code">Code</label><input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
 <div><button type="submit">Sign in</button></div></form>`,
   );

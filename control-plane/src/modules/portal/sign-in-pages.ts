@@ -1,9 +1,12 @@
+import { sameSecret } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, ERROR_STATUS } from '../../errors';
 import type { App } from '../../http/app';
 import type { AuthContext } from '../../tenancy';
 import { SignInError } from '../sign-in/errors';
+import { cookieOf } from '../sign-in/oauth-http';
+import { newSecret } from '../sign-in/secrets';
 import type { PortalCodes } from './codes';
 import { type Form, hide, page, portalCookie, singleFields } from './http';
 import { type PortalView, renderPortalCode, renderPortalGone, renderPortalSignIn, signInPath } from './page';
@@ -13,6 +16,13 @@ const ProviderParams = Type.Object({ providerId: Type.String({ minLength: 1, max
 const EnvironmentQuery = Type.Object({ environment: Type.Optional(Type.String({ maxLength: 10 })) });
 const schema = { ...hide, params: ProviderParams, querystring: EnvironmentQuery };
 type SignInRequest = { params: { providerId: string }; query: { environment?: string | undefined } };
+
+/**
+ * The sign-in forms' CSRF cookie (double submit): a browser's forms carry the value its cookie
+ * holds, which a form posted from another site cannot know, so nobody can sign a browser in to
+ * an account of their own choosing (login CSRF).
+ */
+const SIGN_IN_COOKIE = 'mcpm_portal_signin';
 
 /**
  * The portal's sign-in pages of one provider's customers: with the email and password of the
@@ -46,22 +56,42 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
       reply.header('retry-after', String(error.retryAfterSeconds));
     return page(reply).status(ERROR_STATUS[error.code]).send(render(error.message));
   };
+  /** The browser's sign-in CSRF token: the one its cookie holds, or a new one set now. */
+  const csrfOf = (request: FastifyRequest, reply: FastifyReply) => {
+    const held = cookieOf(request, SIGN_IN_COOKIE);
+    if (held !== undefined && /^[A-Za-z0-9_-]{43}$/.test(held)) return held;
+    const token = newSecret();
+    reply.header(
+      'set-cookie',
+      `${SIGN_IN_COOKIE}=${token}; Path=/portal/sign-in; HttpOnly; SameSite=Lax; Max-Age=3600${secureCookies ? '; Secure' : ''}`,
+    );
+    return token;
+  };
+  /** Refuses a form whose fields repeat, or whose CSRF token is not its browser's. */
+  const checkForm = (request: FastifyRequest, fields: Form) => {
+    singleFields(fields);
+    const held = cookieOf(request, SIGN_IN_COOKIE);
+    if (held === undefined || !sameSecret(fields.csrf ?? '', held))
+      throw new DomainError('csrf_failed', 'The form is out of date: reload the page and try again');
+  };
   const signInForm = (
     to: { tenant: AuthContext; merchant: PortalView['merchant'] },
-    email: string,
-    error: string | null,
+    form: { email: string; error: string | null; csrf: string },
   ) =>
     renderPortalSignIn(to.merchant, {
       action: signInPath(to.tenant),
       codeAction: signInPath(to.tenant, 'code'),
-      email,
-      error,
+      ...form,
     });
+  const codeForm = (
+    to: { tenant: AuthContext; merchant: PortalView['merchant'] },
+    form: { codeId: string; email: string; error: string | null; csrf: string },
+  ) => renderPortalCode(to.merchant, { action: signInPath(to.tenant, 'verify'), ...form });
 
   app.get('/portal/sign-in/:providerId', { schema }, async (request, reply) => {
     const to = await signInOf(request, reply);
     if (to === undefined) return reply;
-    return page(reply).send(signInForm(to, '', null));
+    return page(reply).send(signInForm(to, { email: '', error: null, csrf: csrfOf(request, reply) }));
   });
 
   app.post('/portal/sign-in/:providerId', { schema }, async (request, reply) => {
@@ -70,7 +100,7 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
     const fields = (request.body ?? {}) as Form;
     const email = (fields.email ?? '').slice(0, 320);
     try {
-      singleFields(fields);
+      checkForm(request, fields);
       const secret = await portal.signIn(to.tenant, {
         email,
         password: (fields.password ?? '').slice(0, 1000),
@@ -78,7 +108,9 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
       });
       return signedIn(reply, secret);
     } catch (error) {
-      return refused(reply, error, (message) => signInForm(to, email, message));
+      return refused(reply, error, (message) =>
+        signInForm(to, { email, error: message, csrf: csrfOf(request, reply) }),
+      );
     }
   });
 
@@ -89,18 +121,15 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
     const fields = (request.body ?? {}) as Form;
     const email = (fields.email ?? '').slice(0, 320);
     try {
-      singleFields(fields);
+      checkForm(request, fields);
       const sent = await codes.mail(to.tenant, email, request.ip);
       return page(reply).send(
-        renderPortalCode(to.merchant, {
-          action: signInPath(to.tenant, 'verify'),
-          codeId: sent.id,
-          email: sent.email,
-          error: null,
-        }),
+        codeForm(to, { codeId: sent.id, email: sent.email, error: null, csrf: csrfOf(request, reply) }),
       );
     } catch (error) {
-      return refused(reply, error, (message) => signInForm(to, email, message));
+      return refused(reply, error, (message) =>
+        signInForm(to, { email, error: message, csrf: csrfOf(request, reply) }),
+      );
     }
   });
 
@@ -111,19 +140,14 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
     const codeId = (fields.codeId ?? '').slice(0, 100);
     const email = (fields.email ?? '').slice(0, 320);
     try {
-      singleFields(fields);
+      checkForm(request, fields);
       return signedIn(
         reply,
         await codes.verify(to.tenant, codeId, (fields.code ?? '').trim().slice(0, 20), request.ip),
       );
     } catch (error) {
       return refused(reply, error, (message) =>
-        renderPortalCode(to.merchant, {
-          action: signInPath(to.tenant, 'verify'),
-          codeId,
-          email,
-          error: message,
-        }),
+        codeForm(to, { codeId, email, error: message, csrf: csrfOf(request, reply) }),
       );
     }
   });
