@@ -363,16 +363,16 @@ describe('the documented example of every operation, continued', () => {
     });
     await example({ route: 'GET /v1/sdk/customers/:ref/payment-methods', path: { ref: 'ada' }, status: 200 });
     // Grace keeps two cards, makes the older the default again and removes the newer.
-    const graceCard = async () =>
+    const graceCard = async (number: string) =>
       (
         await setUp({
           route: 'POST /v1/sdk/customers/:ref/payment-methods',
           path: { ref: 'grace' },
-          body: card(SANDBOX_CARDS.succeeds),
+          body: card(number),
           status: 201,
         })
       ).body.id as string;
-    const [older, newer] = [await graceCard(), await graceCard()];
+    const [older, newer] = [await graceCard(SANDBOX_CARDS.succeeds), await graceCard('5555555555554444')];
     await example({
       route: 'POST /v1/sdk/customers/:ref/payment-methods/:id/default',
       path: { ref: 'grace', id: older },

@@ -29,6 +29,9 @@ afterAll(async () => {
   await mock?.close();
 });
 
+/** Valid test cards that succeed, each a different card. */
+const DISTINCT_CARDS = [SANDBOX_CARDS.succeeds, '5555555555554444', '4000056655665556', '378282246310005'];
+
 const card = (number: string = SANDBOX_CARDS.succeeds) => ({
   card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
 });
@@ -37,8 +40,11 @@ async function sandboxSeller(name: string) {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
   const api = injectClient(harness.controlPlane, sandboxKey);
   const customer = async () => (await api('POST', '/v1/sdk/customers', {})).body.reference as string;
+  let cardsAdded = 0;
+  /** A card of its own each time: the same card twice is one card (see the test below). */
   const addCard = async (ref: string) => {
-    const added = await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, card());
+    const number = DISTINCT_CARDS[cardsAdded++ % DISTINCT_CARDS.length];
+    const added = await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, card(number));
     expect(added.status).toBe(201);
     return added.body.id as string;
   };
@@ -85,6 +91,23 @@ describe('default and removed cards', () => {
       404,
     );
     expect((await s.api('DELETE', `/v1/sdk/customers/${grace}/payment-methods/${two}`)).status).toBe(404);
+  });
+
+  it('keeps one card when the same card is stored again, as each checkout stores it', async () => {
+    const s = await sandboxSeller('Same card');
+    const ada = await s.customer();
+    const first = await s.api('POST', `/v1/sdk/customers/${ada}/payment-methods`, card());
+    const other = await s.api('POST', `/v1/sdk/customers/${ada}/payment-methods`, card('5555555555554444'));
+    const again = await s.api('POST', `/v1/sdk/customers/${ada}/payment-methods`, {
+      card: { number: '4242 4242 4242 4242', expMonth: 6, expYear: 2036, cvc: '999' },
+    });
+    expect(again.status).toBe(201);
+    // The first card again: its row, with the new expiry, the default once more.
+    expect(again.body).toMatchObject({ id: first.body.id, expMonth: 6, expYear: 2036, isDefault: true });
+    expect(await s.cards(ada)).toEqual([
+      [first.body.id, true],
+      [other.body.id, false],
+    ]);
   });
 
   it('keeps the last card while a paid plan renews on it, and lets it go once the plan is cancelled', async () => {

@@ -34,6 +34,8 @@ export interface AttachedCard {
   last4: string;
   expMonth: number;
   expYear: number;
+  /** The same for every stored copy of one card (Stripe's card.fingerprint); null when unknown. */
+  fingerprint: string | null;
 }
 
 export type ChargeResult =
@@ -192,6 +194,7 @@ export class SandboxProcessor implements PaymentProcessor {
     return {
       processorRef: `sandbox_card_${number}`,
       processorCustomer: null,
+      fingerprint: `sandbox_card_${number}`,
       brand: brandOf(number),
       last4: number.slice(-4),
       expMonth: card.expMonth,

@@ -14,6 +14,7 @@ export interface MethodRow {
   exp_year: number;
   is_default: boolean;
   created_at: Date;
+  fingerprint: string | null;
 }
 
 /** Serialises card changes of one customer (inside the caller's transaction). */
@@ -34,8 +35,8 @@ export async function insertDefaultMethod(
   ]);
   const { rows } = await db.query<MethodRow>(
     `INSERT INTO payment_methods (id, provider_id, environment, customer_id, processor, processor_ref, brand, last4, exp_month, exp_year,
-                                  is_default, created_at, processor_customer)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11, $12) RETURNING *`,
+                                  is_default, created_at, processor_customer, fingerprint)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true, $11, $12, $13) RETURNING *`,
     [
       method.id,
       method.provider_id,
@@ -49,6 +50,7 @@ export async function insertDefaultMethod(
       method.exp_year,
       method.created_at,
       method.processor_customer,
+      method.fingerprint,
     ],
   );
   const row = rows[0];
@@ -70,6 +72,42 @@ export async function findDefaultMethod(db: Queryable, customerId: string): Prom
     [customerId],
   );
   return rows[0];
+}
+
+/**
+ * The customer's stored copy of a card stored again (the same processor and fingerprint) takes
+ * the new reference and expiry and becomes the default: one card, not two. Answers it with the
+ * reference it had, or undefined when the card is new here.
+ */
+export async function restoreCard(
+  db: Queryable,
+  customerId: string,
+  card: {
+    processor: string;
+    fingerprint: string;
+    processor_ref: string;
+    exp_month: number;
+    exp_year: number;
+  },
+): Promise<{ row: MethodRow; previousRef: string } | undefined> {
+  const { rows: found } = await db.query<MethodRow>(
+    `SELECT * FROM payment_methods
+      WHERE customer_id = $1 AND processor = $2 AND fingerprint = $3 AND detached_at IS NULL
+      ORDER BY created_at DESC, id DESC LIMIT 1`,
+    [customerId, card.processor, card.fingerprint],
+  );
+  const existing = found[0];
+  if (existing === undefined) return undefined;
+  await db.query('UPDATE payment_methods SET is_default = false WHERE customer_id = $1 AND is_default', [
+    customerId,
+  ]);
+  const { rows } = await db.query<MethodRow>(
+    `UPDATE payment_methods SET processor_ref = $2, exp_month = $3, exp_year = $4, is_default = true
+      WHERE id = $1 RETURNING *`,
+    [existing.id, card.processor_ref, card.exp_month, card.exp_year],
+  );
+  const row = rows[0];
+  return row === undefined ? undefined : { row, previousRef: existing.processor_ref };
 }
 
 /** Makes one of the customer's cards the default (the other loses it); undefined: no such card. */

@@ -19,6 +19,7 @@ import {
   listMethods,
   lockCustomerForCards,
   type MethodRow,
+  restoreCard,
   setDefaultMethod,
 } from './repository';
 
@@ -90,9 +91,21 @@ export class PaymentService {
         throw new DomainError('card_declined', `The card was declined: ${error.message}`);
       throw new ValidationError([{ path: error.field, message: error.message, location: 'body' }]);
     }
-    return inTransaction(this.pool, async (tx) => {
+    const stored = await inTransaction(this.pool, async (tx) => {
       // Serialises card changes of one customer: two at once would both try to be the default.
       await lockCustomerForCards(tx, customer.id);
+      // The same card again (each hosted checkout stores the card it was paid with): one card.
+      const again =
+        attached.fingerprint === null
+          ? undefined
+          : await restoreCard(tx, customer.id, {
+              processor: processor.name,
+              fingerprint: attached.fingerprint,
+              processor_ref: attached.processorRef,
+              exp_month: attached.expMonth,
+              exp_year: attached.expYear,
+            });
+      if (again !== undefined) return again;
       const row = await insertDefaultMethod(tx, {
         id: newId(ID.paymentMethod),
         provider_id: auth.providerId,
@@ -106,9 +119,27 @@ export class PaymentService {
         exp_month: attached.expMonth,
         exp_year: attached.expYear,
         created_at: this.clock.now(),
+        fingerprint: attached.fingerprint,
       });
-      return toMethod(row);
+      return { row, previousRef: row.processor_ref };
     });
+    // The copy it replaced is forgotten at the processor.
+    if (stored.previousRef !== stored.row.processor_ref)
+      await this.detachQuietly(auth, stored.row.processor, stored.previousRef, stored.row.id);
+    return toMethod(stored.row);
+  }
+
+  /** Takes a card off the processor's customer; a failure is logged (we never charge it again). */
+  private async detachQuietly(auth: AuthContext, processorName: string, ref: string, id: string) {
+    const processor = await this.processors.named(auth, processorName, this.pool);
+    await processor
+      .detach(ref)
+      .catch((error: unknown) =>
+        this.logger?.warn(
+          { paymentMethod: id, error: error instanceof Error ? error.message : String(error) },
+          'the processor did not detach a removed card',
+        ),
+      );
   }
 
   async listMethods(auth: AuthContext, customerRef: string) {
@@ -164,15 +195,7 @@ export class PaymentService {
       if (card.is_default && next !== undefined) await setDefaultMethod(tx, customer.id, next.id);
       return card;
     });
-    const processor = await this.processors.named(auth, removed.processor, this.pool);
-    await processor
-      .detach(removed.processor_ref)
-      .catch((error: unknown) =>
-        this.logger?.warn(
-          { paymentMethod: removed.id, error: error instanceof Error ? error.message : String(error) },
-          'the processor did not detach a removed card',
-        ),
-      );
+    await this.detachQuietly(auth, removed.processor, removed.processor_ref, removed.id);
   }
 
   async hasDefaultMethod(db: Pool | PoolClient, customerId: string): Promise<boolean> {

@@ -146,6 +146,7 @@ export class StripeProcessor implements PaymentProcessor {
         last4: method.card.last4,
         expMonth: method.card.exp_month,
         expYear: method.card.exp_year,
+        fingerprint: method.card.fingerprint ?? null,
       };
     } catch (error) {
       if (error instanceof CardError) throw error;
