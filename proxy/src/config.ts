@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   type EnvReader,
@@ -11,6 +12,14 @@ import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/contracts
 export interface ProxyConfig {
   host: string;
   port: number;
+  /**
+   * Proxy event loops on the port (PROXY_WORKERS, default the machine's cores): processes that
+   * share it, each with its own origin pools and spool, sharing Redis, snapshots and the bus
+   * (deploy/proxy-workers.ts). One proxy in the process where the stores are in memory.
+   */
+  workers: number;
+  /** This process's worker number, set by the supervisor that started it; undefined alone. */
+  workerIndex: number | undefined;
   /** Set: route by Host `<subdomain>.<base domain>`; the path form /mcp/<subdomain> always works. */
   baseDomain: string | undefined;
   /**
@@ -66,6 +75,11 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
   return {
     host: env.string('PROXY_HOST', '127.0.0.1'),
     port: env.int('PROXY_PORT', 8081, { min: 0, max: 65535 }),
+    workers: env.int('PROXY_WORKERS', availableParallelism(), { min: 1, max: 256 }),
+    workerIndex:
+      env.optionalString('PROXY_WORKER_INDEX') === undefined
+        ? undefined
+        : env.int('PROXY_WORKER_INDEX', 0, { min: 0, max: 255 }),
     baseDomain: env.optionalString('PROXY_BASE_DOMAIN')?.toLowerCase(),
     publicScheme: env.url('PROXY_PUBLIC_URL', ['http', 'https'])?.startsWith('https:') ? 'https' : 'http',
     redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),

@@ -122,6 +122,8 @@ export interface IntakeDeps {
   logger: Logger;
   /** The proxy is stopping: health says so, and new requests are sent elsewhere. */
   stopping: () => boolean;
+  /** What /healthz answers while serving. */
+  healthy: string;
   /** The metrics page's text. */
   renderMetrics: () => string;
   /** Serves an MCP request once read (admission, gating, relay). */
@@ -162,7 +164,7 @@ export function receive(deps: IntakeDeps, res: HttpResponse, req: HttpRequest) {
   });
   if (url === '/healthz') {
     if (deps.stopping()) return respond(exchange, 503, 'application/json', '{"status":"stopping"}');
-    return respond(exchange, 200, 'application/json', '{"status":"ok"}');
+    return respond(exchange, 200, 'application/json', deps.healthy);
   }
   if (url === '/metrics')
     return serveMetrics(

@@ -12,6 +12,7 @@ import type { Exchange } from './http-io';
 import { InFlight } from './in-flight';
 import { receive } from './intake';
 import { Meter } from './metering';
+import { gauge } from './metrics';
 import { ProxyMetrics } from './metrics-page';
 import { originClients } from './origin/clients';
 import { OriginKeys } from './origin/target';
@@ -88,11 +89,23 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     meter: new Meter({ emitter, metrics }),
     originKeys: new OriginKeys(deps.secretKey),
   };
+  // A worker's page says which worker it is: each worker counts its own calls.
+  const workerLine =
+    config.workerIndex === undefined
+      ? ''
+      : gauge('mcpmeter_proxy_worker', 'This worker’s number among PROXY_WORKERS', config.workerIndex);
   const renderMetrics = () =>
+    workerLine +
     metrics.render({ gatekeeper, limiter: deps.limiter, directory, link, emitter, inflight: live.size });
   const intake = {
     ...shared,
     stopping: () => stopping,
+    // A worker names itself, so a supervisor and its tests can tell the workers apart.
+    healthy: JSON.stringify(
+      config.workerIndex === undefined
+        ? { status: 'ok' }
+        : { status: 'ok', worker: config.workerIndex, pid: process.pid },
+    ),
     renderMetrics,
     forward: (exchange: Exchange, request: Parameters<typeof forward>[2]) =>
       forward(shared, exchange, request),

@@ -75,6 +75,7 @@ const REDIS_DATABASES = {
   'conformance-v1': 10,
   paywall: 11,
   console: 12,
+  workers: 13,
 } as const;
 
 /** The test files with a split stack of their own, each on its own Redis database. */
@@ -111,6 +112,8 @@ export function sharedStackEnv(options: {
     BUS_NAMESPACE: `${name}${suffix()}`,
     PORT: String(port),
     CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+    // One proxy process each, as the tests that stop or kill one mean it; the worker tests ask for more.
+    PROXY_WORKERS: '1',
     ...options.extra,
   };
 }

@@ -1,0 +1,213 @@
+import { request } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { customerWithToken } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { pollUntil } from '../helpers/poll';
+import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
+
+const LIMIT = 60;
+const CALLS = 150;
+
+type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
+
+/** One request on a connection of its own (agent: false), so the kernel may pick any worker for it. */
+function fresh(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * Proxy workers (issue 65): a split stack whose proxy runs PROXY_WORKERS=2 processes on one port
+ * under a supervisor, with real Redis, Kafka and ClickHouse. Both workers serve; one customer
+ * hammered through both over many connections is admitted exactly its plan's limit (0
+ * overshoot); a worker SIGKILLed under load is started again, its spool replayed and its leases
+ * settled, so nothing it served is lost and the limit is still exact; SIGTERM drains both.
+ */
+describe('proxy workers on one port', () => {
+  const infra = inject('infra');
+  let stack: SplitStack;
+  let origin: McpOrigin;
+  let seller: Seller;
+  let server: { subdomain: string };
+
+  /** Each worker's figures, read until both answered: worker number → (pid, success calls). */
+  const perWorker = async () => {
+    const seen = new Map<number, { pid: number; success: number }>();
+    for (let i = 0; i < 200 && seen.size < 2; i++) {
+      const health = JSON.parse((await fresh(`${stack.proxyUrl}/healthz`)).body) as {
+        worker: number;
+        pid: number;
+      };
+      const metrics = (await fresh(`${stack.proxyUrl}/metrics`)).body;
+      const worker = Number(/^mcpmeter_proxy_worker (\d+)$/m.exec(metrics)?.[1]);
+      const success = Number(
+        /^mcpmeter_proxy_tool_calls_total\{outcome="success"\} (\d+)$/m.exec(metrics)?.[1] ?? 0,
+      );
+      if (health.worker === worker) seen.set(worker, { pid: health.pid, success });
+    }
+    return seen;
+  };
+
+  /**
+   * An MCP client with connections of its own (its own undici pool): sixteen of them open at least
+   * sixteen connections, which the kernel spreads over the workers (all on one: 1 in 32,768).
+   */
+  const client = async (token: string) => {
+    const dispatcher = new Agent({ connections: 4 });
+    const mcp = new Client({ name: 'workers-client', version: '1.0.0' });
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${stack.proxyUrl}/mcp/${server.subdomain}`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+        fetch: (url, init) =>
+          undiciFetch(url, { ...(init as object), dispatcher }) as unknown as Promise<Response>,
+      }),
+    );
+    return {
+      callTool: (params: { name: string; arguments: Record<string, unknown> }) => mcp.callTool(params),
+      close: async () => {
+        await mcp.close();
+        await dispatcher.close();
+      },
+    };
+  };
+
+  beforeAll(async () => {
+    stack = await startSplitStack({
+      name: 'workers',
+      infra,
+      secretKey: 'c3'.repeat(32),
+      proxy: { PROXY_WORKERS: '2' },
+    });
+    await stack.ready;
+    origin = await startMcpOrigin({ json: true });
+    seller = await startSeller(stack, {
+      provider: 'Workers Co',
+      product: 'Adder',
+      plans: [{ name: 'Metered', price: 0, limit: LIMIT, default: true }],
+    });
+    server = await seller.register(origin.url, { defaultPlan: 'Metered' });
+  }, 180_000);
+
+  afterAll(async () => {
+    await stack?.stop();
+    await origin?.close();
+  });
+
+  it('serves from both workers, and admits one customer exactly its limit through them', async () => {
+    const workers = await perWorker();
+    expect([...workers.keys()].sort()).toEqual([0, 1]);
+    expect(new Set([...workers.values()].map((w) => w.pid)).size).toBe(2);
+
+    const customer = await customerWithToken(seller.api);
+    // Sixteen clients, each its own connections, spread by the kernel over the two workers.
+    const clients = await Promise.all(Array.from({ length: 16 }, () => client(customer.token)));
+    const results = (await Promise.all(
+      Array.from({ length: CALLS }, (_, i) =>
+        clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
+      ),
+    )) as ToolResult[];
+    for (const c of clients) await c.close();
+    expect(results.filter((r) => r.isError !== true)).toHaveLength(LIMIT);
+    expect(origin.calls.get('add')).toBe(LIMIT);
+    // Both workers admitted some of them.
+    const after = await perWorker();
+    const served = [...after.values()].map((w) => w.success);
+    expect(
+      served.every((n) => n > 0),
+      JSON.stringify([...after.entries()]),
+    ).toBe(true);
+    expect(served.reduce((a, b) => a + b, 0)).toBe(LIMIT);
+  });
+
+  it('starts a killed worker again: what it served is recorded, and the limit stays exact', async () => {
+    const before = origin.calls.get('add') ?? 0;
+    const customer = await customerWithToken(seller.api);
+    const victim = (await perWorker()).get(1)?.pid as number;
+    const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
+    // Calls keep coming from every client while worker 1 is killed, so some are in flight there.
+    let answered = 0;
+    let calling = true;
+    const burst = Promise.all(
+      clients.map(async (c, k) => {
+        for (let i = 0; calling && i < 6; i++) {
+          const result = (await c
+            .callTool({ name: 'add', arguments: { a: k, b: i } })
+            .catch(() => undefined)) as ToolResult | undefined;
+          if (result !== undefined && result.isError !== true) answered++;
+        }
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 15));
+    process.kill(victim, 'SIGKILL');
+    calling = false;
+    await burst;
+    for (const c of clients) await c.close().catch(() => undefined);
+    // The supervisor starts worker 1 again, as a new process.
+    await pollUntil(
+      async () => (await perWorker()).get(1)?.pid,
+      (pid) => pid !== undefined && pid !== victim,
+      { what: 'worker 1 started again', timeoutMs: 60_000 },
+    );
+    const executed = (origin.calls.get('add') ?? 0) - before;
+    const usage = async () =>
+      (await seller.api<{ total: number }>('GET', `/ui/meters/requests/usage?customerRef=${customer.ref}`))
+        .body.total;
+    // Every call a client got an answer to is recorded (the killed worker's spool replayed by its
+    // successor), and nothing the origin did not run.
+    const recorded = await pollUntil(usage, (n) => n >= answered, {
+      what: 'the answered calls recorded',
+      timeoutMs: 60_000,
+    });
+    expect(recorded).toBeLessThanOrEqual(executed);
+    // The rest of the allowance, through both workers again: exactly up to the limit, never past it.
+    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
+    const more = (await Promise.all(
+      Array.from({ length: LIMIT * 2 }, (_, i) =>
+        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 2 } }),
+      ),
+    )) as ToolResult[];
+    for (const c of again) await c.close();
+    const admitted = more.filter((r) => r.isError !== true).length;
+    // Exactly the limit: the killed worker's leases were settled at what it recorded, so no unit
+    // it had leased and not spent is lost to the customer, and none is given twice.
+    expect(recorded + admitted).toBe(LIMIT);
+    const final = await pollUntil(usage, (n) => n >= recorded + admitted, {
+      what: 'every admitted call recorded',
+      timeoutMs: 60_000,
+    });
+    expect(final).toBe(recorded + admitted);
+  });
+
+  it('drains both workers on SIGTERM: the supervisor exits 0, and no worker holds the port', async () => {
+    const pids = [...(await perWorker()).values()].map((w) => w.pid);
+    // The split stack's second service is the proxy's supervisor: SIGTERM to it alone, which it
+    // passes on to each worker.
+    const supervisor = stack.services[1]?.child;
+    const exited = new Promise((resolve) => supervisor?.once('exit', (code) => resolve(code)));
+    process.kill(supervisor?.pid as number, 'SIGTERM');
+    expect(await exited).toBe(0);
+    for (const pid of pids) {
+      let alive = true;
+      try {
+        process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+      expect(alive, `worker ${pid}`).toBe(false);
+    }
+    await expect(fresh(`${stack.proxyUrl}/healthz`)).rejects.toThrow();
+  });
+});
