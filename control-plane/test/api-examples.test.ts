@@ -1,18 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
-import { MemoryCounterStore } from '@mcp-meter/contracts/limits';
-import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMeter, type MeterClient } from '../../sdk/src/index';
 import { type Listening, listen } from '../../sdk/test/service';
-import {
-  startListeningControlPlane,
-  TEST_SECRET_KEY,
-  type TestControlPlane,
-} from '../../test/helpers/control-plane';
+import { startListeningControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startInProcessProxy } from '../../test/helpers/in-process-proxy';
 import { startMailbox } from '../../test/helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
@@ -69,8 +62,7 @@ let mock: StripeMock;
 let mailbox: Awaited<ReturnType<typeof startMailbox>>;
 let origin: McpOrigin;
 let receiver: Listening;
-let proxy: Awaited<ReturnType<typeof startProxy>>;
-let spill: string | undefined;
+let proxy: Awaited<ReturnType<typeof startInProcessProxy>>;
 let providerId: string;
 let sandbox: MeterClient;
 let live: MeterClient;
@@ -90,23 +82,7 @@ beforeAll(async () => {
     webhooks: { allowedHosts: ['127.0.0.1'], timeoutMs: 2_000, enabled: false },
   }));
   // The proxy in this process, on the control plane's snapshots, as the all-in-one service runs it.
-  await harness.controlPlane.tokens.publish();
-  spill = mkdtempSync(join(tmpdir(), 'mcpmeter-examples-'));
-  const env = readEnv({
-    PROXY_PORT: '0',
-    CONTROL_PLANE_URL: url,
-    SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
-    OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-    PROXY_SPILL_DIR: spill,
-    EMITTER_LINGER_MS: '5',
-  });
-  proxy = await startProxy({
-    config: env.done({ proxy: readProxyConfig(env) }).proxy,
-    snapshots: harness.snapshots,
-    counters: new MemoryCounterStore(),
-    publisher: harness.bus,
-    logger: createLogger({ level: 'silent', name: 'examples' }),
-  });
+  proxy = await startInProcessProxy(harness, url, 'examples');
   const keys = await harness.controlPlane.providers.create({ displayName: 'Acme Weather' });
   providerId = keys.provider.id;
   recorder.mask(keys.sandboxKey, 'sk_test_…');
@@ -122,7 +98,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   await harness?.close();
-  if (spill !== undefined) rmSync(spill, { recursive: true, force: true });
   await Promise.all([mock?.close(), mailbox?.close(), origin?.close(), receiver?.close()]);
 });
 

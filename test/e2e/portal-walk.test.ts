@@ -1,22 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createLogger, readEnv } from '@mcp-meter/contracts/kit';
-import { MemoryCounterStore } from '@mcp-meter/contracts/limits';
-import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser';
 import { axeFindings, newPerson, shoot } from '../helpers/console-browser';
-import {
-  injectClient,
-  startListeningControlPlane,
-  TEST_SECRET_KEY,
-  type TestControlPlane,
-} from '../helpers/control-plane';
+import { injectClient, startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { creditsProduct } from '../helpers/credit-plans';
+import { startInProcessProxy } from '../helpers/in-process-proxy';
 import { startMailbox } from '../helpers/mailbox';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
@@ -43,8 +33,7 @@ describe('the customer portal, walked from the paywall', () => {
   let mailbox: Awaited<ReturnType<typeof startMailbox>>;
   let origin: McpOrigin;
   let mock: StripeMock;
-  let proxy: Awaited<ReturnType<typeof startProxy>>;
-  let spill: string;
+  let proxy: Awaited<ReturnType<typeof startInProcessProxy>>;
 
   beforeAll(async () => {
     [mailbox, origin, mock] = await Promise.all([
@@ -57,23 +46,7 @@ describe('the customer portal, walked from the paywall', () => {
       smtpUrl: mailbox.url,
       stripeApiUrl: mock.url,
     }));
-    await harness.controlPlane.tokens.publish();
-    spill = mkdtempSync(join(tmpdir(), 'mcpmeter-portal-walk-'));
-    const env = readEnv({
-      PROXY_PORT: '0',
-      CONTROL_PLANE_URL: baseUrl,
-      SECRET_KEY: TEST_SECRET_KEY.toString('hex'),
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-      PROXY_SPILL_DIR: spill,
-      EMITTER_LINGER_MS: '5',
-    });
-    proxy = await startProxy({
-      config: env.done({ proxy: readProxyConfig(env) }).proxy,
-      snapshots: harness.snapshots,
-      counters: new MemoryCounterStore(),
-      publisher: harness.bus,
-      logger: createLogger({ level: 'silent', name: 'portal-walk' }),
-    });
+    proxy = await startInProcessProxy(harness, baseUrl, 'portal-walk');
     browser = await launchChromium();
   }, 600_000);
 
@@ -82,7 +55,6 @@ describe('the customer portal, walked from the paywall', () => {
     await proxy?.close();
     await harness?.close();
     await Promise.all([mailbox?.close(), origin?.close(), mock?.close()]);
-    if (spill !== undefined) rmSync(spill, { recursive: true, force: true });
   });
 
   /** An MCP client of the SDK, through the proxy, as the customer's token. */

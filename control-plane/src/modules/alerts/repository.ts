@@ -62,6 +62,21 @@ export async function deleteAlert(db: Queryable, tenant: Tenant, id: string): Pr
   return rows[0];
 }
 
+/**
+ * Each alert with every purchase in force it watches (a plan's: every purchase of the plan; a
+ * customer's: each of theirs) and the purchase's plan (`$1`: the statuses that grant access).
+ */
+const ALERTED_PURCHASES = `FROM usage_alerts a
+       JOIN purchases p ON p.provider_id = a.provider_id AND p.environment = a.environment
+                       AND (p.plan_id = a.plan_id OR p.customer_id = a.customer_id)
+                       AND p.status = ANY($1)
+       JOIN plans pl ON pl.id = p.plan_id`;
+
+/** Not fired yet in the purchase's period (its key: the purchase and the period's start). */
+const NOT_FIRED_THIS_PERIOD = `NOT EXISTS (SELECT 1 FROM usage_alert_firings f
+                         WHERE f.alert_id = a.id AND f.customer_id = p.customer_id
+                           AND f.period_key = p.id || ':' || to_char(p.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
+
 /** An allowance alert with a purchase it watches: the purchase's period and its plan's limit. */
 export interface WatchedAllowance {
   alert_id: string;
@@ -83,15 +98,9 @@ export async function watchedAllowances(db: Queryable): Promise<WatchedAllowance
   const { rows } = await db.query<WatchedAllowance>(
     `SELECT a.id AS alert_id, a.provider_id, a.environment, a.threshold, p.customer_id, p.id AS purchase_id,
             p.product_id, p.period_start, pl.usage_limit
-       FROM usage_alerts a
-       JOIN purchases p ON p.provider_id = a.provider_id AND p.environment = a.environment
-                       AND (p.plan_id = a.plan_id OR p.customer_id = a.customer_id)
-                       AND p.status = ANY($1)
-       JOIN plans pl ON pl.id = p.plan_id
+       ${ALERTED_PURCHASES}
       WHERE a.kind = 'allowance_percent' AND pl.usage_limit IS NOT NULL AND pl.usage_limit > 0
-        AND NOT EXISTS (SELECT 1 FROM usage_alert_firings f
-                         WHERE f.alert_id = a.id AND f.customer_id = p.customer_id
-                           AND f.period_key = p.id || ':' || to_char(p.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+        AND ${NOT_FIRED_THIS_PERIOD}`,
     [[...GRANTS_ACCESS]],
   );
   return rows;
@@ -119,15 +128,9 @@ export async function watchedSpends(db: Queryable): Promise<WatchedSpend[]> {
   const { rows } = await db.query<WatchedSpend>(
     `SELECT a.id AS alert_id, a.provider_id, a.environment, a.threshold, p.customer_id, p.id AS purchase_id,
             p.status, p.amount::int AS amount, p.currency, p.period_start
-       FROM usage_alerts a
-       JOIN purchases p ON p.provider_id = a.provider_id AND p.environment = a.environment
-                       AND (p.plan_id = a.plan_id OR p.customer_id = a.customer_id)
-                       AND p.status = ANY($1)
-       JOIN plans pl ON pl.id = p.plan_id
+       ${ALERTED_PURCHASES}
       WHERE a.kind = 'spend_amount' AND pl.type IN ('usage-based', 'hybrid') AND NOT p.pays_from_credits
-        AND NOT EXISTS (SELECT 1 FROM usage_alert_firings f
-                         WHERE f.alert_id = a.id AND f.customer_id = p.customer_id
-                           AND f.period_key = p.id || ':' || to_char(p.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`,
+        AND ${NOT_FIRED_THIS_PERIOD}`,
     [[...GRANTS_ACCESS]],
   );
   return rows;

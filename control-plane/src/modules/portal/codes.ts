@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
@@ -7,14 +6,14 @@ import type { Mailer } from '../../mail';
 import type { AuthContext } from '../../tenancy';
 import { getProvider } from '../providers/repository';
 import { SignInError } from '../sign-in/errors';
-import { accountOfEmail, releaseAttempts, reserveAttempts } from '../sign-in/repository';
+import { accountOfEmail, releaseAttempts } from '../sign-in/repository';
 import { sha256 } from '../sign-in/secrets';
+import { mailCode, newCode, reserveOrRefuse } from '../sign-in/throttle';
 import { attemptPortalCode, insertPortalCode, usePortalCode } from './repository';
 
 const CODE_TTL_MS = 10 * 60_000;
 const MAX_CODE_ATTEMPTS = 5;
-/** The sign-in throttles' window and limits: codes mailed to one address, attempts from one IP. */
-const WINDOW_MS = 15 * 60_000;
+/** The sign-in throttles' limits (throttle.ts): codes mailed to one address, attempts from one IP. */
 const MAX_CODES_PER_EMAIL = 5;
 const MAX_ATTEMPTS_PER_ADDRESS = 30;
 
@@ -35,16 +34,8 @@ export class PortalCodes {
     },
   ) {}
 
-  private async reserve(keys: Array<{ key: string; limit: number }>) {
-    const now = this.clock.now();
-    const refused = await reserveAttempts(this.pool, keys, now, WINDOW_MS);
-    if (refused.length === 0) return;
-    const until = Math.max(...refused.map((r) => r.windowEnds.getTime()));
-    throw new SignInError(
-      'too_many_attempts',
-      'Too many attempts; wait a few minutes and try again',
-      Math.max(1, Math.ceil((until - now.getTime()) / 1000)),
-    );
+  private reserve(keys: Array<{ key: string; limit: number }>) {
+    return reserveOrRefuse(this.pool, keys, this.clock.now());
   }
 
   /** Mails a code to `email` when it belongs to a customer here; answers the code's id either way. */
@@ -66,7 +57,7 @@ export class PortalCodes {
     const account = await accountOfEmail(this.pool, tenant, email);
     const at = this.clock.now();
     const id = newId(ID.portalCode);
-    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    const code = newCode();
     await insertPortalCode(this.pool, {
       id,
       provider_id: tenant.providerId,
@@ -79,25 +70,13 @@ export class PortalCodes {
     });
     if (account !== undefined) {
       const merchant = (await getProvider(this.pool, tenant.providerId))?.displayName ?? 'your provider';
-      try {
-        await this.mailer.send({
-          to: email,
-          subject: `${code} is your ${merchant} account code`,
-          text: [
-            `Your code to open your ${merchant} account is:`,
-            '',
-            `    ${code}`,
-            '',
-            'It works once, for 10 minutes. If you did not ask for it, ignore this message.',
-          ].join('\n'),
-        });
-      } catch {
-        throw new SignInError(
-          'mail_unavailable',
-          'We could not send the code just now; try again in a minute',
-          60,
-        );
-      }
+      await mailCode(this.mailer, {
+        to: email,
+        subject: `${code} is your ${merchant} account code`,
+        intro: `Your code to open your ${merchant} account is:`,
+        code,
+        outro: ['It works once, for 10 minutes. If you did not ask for it, ignore this message.'],
+      });
     }
     return { id, email };
   }

@@ -94,61 +94,75 @@ export function signInPages(app: App, portal: PortalService, codes: PortalCodes,
     return page(reply).send(signInForm(to, { email: '', error: null, csrf: csrfOf(request, reply) }));
   });
 
-  app.post('/portal/sign-in/:providerId', { schema }, async (request, reply) => {
-    const to = await signInOf(request, reply);
-    if (to === undefined) return reply;
-    const fields = (request.body ?? {}) as Form;
-    const email = (fields.email ?? '').slice(0, 320);
-    try {
-      checkForm(request, fields);
-      const secret = await portal.signIn(to.tenant, {
-        email,
-        password: (fields.password ?? '').slice(0, 1000),
-        address: request.ip,
-      });
-      return signedIn(reply, secret);
-    } catch (error) {
-      return refused(reply, error, (message) =>
-        signInForm(to, { email, error: message, csrf: csrfOf(request, reply) }),
-      );
-    }
-  });
+  type To = { tenant: AuthContext; merchant: PortalView['merchant'] };
+  /**
+   * A sign-in form: `act` answers once the form is checked; a refusal shows the page `again`
+   * renders with why, and its status.
+   */
+  const signInPost = (
+    path: string,
+    act: (to: To, fields: Form, request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+    again: (to: To, fields: Form, message: string, csrf: string) => string,
+  ) =>
+    app.post(path, { schema }, async (request, reply) => {
+      const to = await signInOf(request, reply);
+      if (to === undefined) return reply;
+      const fields = (request.body ?? {}) as Form;
+      try {
+        checkForm(request, fields);
+        return await act(to, fields, request, reply);
+      } catch (error) {
+        return refused(reply, error, (message) => again(to, fields, message, csrfOf(request, reply)));
+      }
+    });
+  const emailOf = (fields: Form) => (fields.email ?? '').slice(0, 320);
+  const signInAgain = (to: To, fields: Form, message: string, csrf: string) =>
+    signInForm(to, { email: emailOf(fields), error: message, csrf });
+
+  signInPost(
+    '/portal/sign-in/:providerId',
+    async (to, fields, request, reply) =>
+      signedIn(
+        reply,
+        await portal.signIn(to.tenant, {
+          email: emailOf(fields),
+          password: (fields.password ?? '').slice(0, 1000),
+          address: request.ip,
+        }),
+      ),
+    signInAgain,
+  );
 
   // No password: a code mailed to the address, then the code.
-  app.post('/portal/sign-in/:providerId/code', { schema }, async (request, reply) => {
-    const to = await signInOf(request, reply);
-    if (to === undefined) return reply;
-    const fields = (request.body ?? {}) as Form;
-    const email = (fields.email ?? '').slice(0, 320);
-    try {
-      checkForm(request, fields);
-      const sent = await codes.mail(to.tenant, email, request.ip);
+  signInPost(
+    '/portal/sign-in/:providerId/code',
+    async (to, fields, request, reply) => {
+      const sent = await codes.mail(to.tenant, emailOf(fields), request.ip);
       return page(reply).send(
         codeForm(to, { codeId: sent.id, email: sent.email, error: null, csrf: csrfOf(request, reply) }),
       );
-    } catch (error) {
-      return refused(reply, error, (message) =>
-        signInForm(to, { email, error: message, csrf: csrfOf(request, reply) }),
-      );
-    }
-  });
+    },
+    signInAgain,
+  );
 
-  app.post('/portal/sign-in/:providerId/verify', { schema }, async (request, reply) => {
-    const to = await signInOf(request, reply);
-    if (to === undefined) return reply;
-    const fields = (request.body ?? {}) as Form;
-    const codeId = (fields.codeId ?? '').slice(0, 100);
-    const email = (fields.email ?? '').slice(0, 320);
-    try {
-      checkForm(request, fields);
-      return signedIn(
+  signInPost(
+    '/portal/sign-in/:providerId/verify',
+    async (to, fields, request, reply) =>
+      signedIn(
         reply,
-        await codes.verify(to.tenant, codeId, (fields.code ?? '').trim().slice(0, 20), request.ip),
-      );
-    } catch (error) {
-      return refused(reply, error, (message) =>
-        codeForm(to, { codeId, email, error: message, csrf: csrfOf(request, reply) }),
-      );
-    }
-  });
+        await codes.verify(
+          to.tenant,
+          (fields.codeId ?? '').slice(0, 100),
+          (fields.code ?? '').trim().slice(0, 20),
+          request.ip,
+        ),
+      ),
+    (to, fields, message, csrf) =>
+      codeForm(to, {
+        codeId: (fields.codeId ?? '').slice(0, 100),
+        email: emailOf(fields),
+        error: message,
+        csrf,
+      }),
+  );
 }

@@ -134,10 +134,6 @@ export class PlanChanges {
     private readonly payments: { hasDefaultMethod(db: Pool, customerId: string): Promise<boolean> },
   ) {}
 
-  private async planName(db: Queryable, auth: AuthContext, planId: string) {
-    return (await findPlan(db, auth, planId))?.name ?? planId;
-  }
-
   /** What activating `planRef` now would charge and refund: POST /v1/sdk/activate/preview. */
   async previewActivation(
     auth: AuthContext,
@@ -154,16 +150,7 @@ export class PlanChanges {
       if (current?.plan_id === plan.id)
         throw new ConflictError('invalid_transition', `Customer already has plan ${plan.id}`);
       const unused =
-        current === undefined
-          ? undefined
-          : await unusedTimeOf(
-              tx,
-              auth,
-              this.refunder,
-              current,
-              await this.planName(tx, auth, current.plan_id),
-              at,
-            );
+        current === undefined ? undefined : await unusedTimeOf(tx, auth, this.refunder, current, at);
       const terms = switchTerms(move, firstCharges(settings, at), unused);
       return {
         currency: settings.currency,
@@ -187,14 +174,7 @@ export class PlanChanges {
       if (purchase === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
       if (!['active', 'trialing', 'past_due', 'pending'].includes(purchase.status))
         throw new ConflictError('invalid_transition', `Purchase ${purchase.id} is ${purchase.status}`);
-      const unused = await unusedTimeOf(
-        tx,
-        auth,
-        this.refunder,
-        purchase,
-        await this.planName(tx, auth, purchase.plan_id),
-        at,
-      );
+      const unused = await unusedTimeOf(tx, auth, this.refunder, purchase, at);
       return {
         currency: purchase.currency,
         prorationDate: at.toISOString(),

@@ -4,6 +4,7 @@ import type { AuthContext } from '../../tenancy';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
 import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';
+import { findPlan } from '../plans/repository';
 import type { PurchaseRow } from './repository';
 
 /**
@@ -32,7 +33,6 @@ export async function unusedTimeOf(
   auth: AuthContext,
   refunder: Pick<Refunder, 'refundable'>,
   purchase: PurchaseRow,
-  planName: string,
   at: Date,
 ): Promise<UnusedTime | undefined> {
   const end = purchase.period_end;
@@ -51,7 +51,9 @@ export async function unusedTimeOf(
     end.getTime() - purchase.period_start.getTime(),
   );
   const amount = Math.min(credit, await refunder.refundable(tx, payment));
-  return amount > 0 ? { amount, payment, planName, from, to: end } : undefined;
+  if (amount <= 0) return undefined;
+  const planName = (await findPlan(tx, auth, purchase.plan_id))?.name ?? purchase.plan_id;
+  return { amount, payment, planName, from, to: end };
 }
 
 /**

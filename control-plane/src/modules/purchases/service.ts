@@ -12,7 +12,7 @@ import { findCustomer } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
 import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
-import { findPlan, type PlanRow, settingsOf } from '../plans/repository';
+import { type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid } from '../plans/rules';
 import {
   firstCharges,
@@ -308,16 +308,7 @@ export class PurchaseService {
       const now = this.clock.now();
       // A switch away from a paid period credits its unused time (read before it ends).
       const unused =
-        current === undefined
-          ? undefined
-          : await unusedTimeOf(
-              tx,
-              auth,
-              this.refunder,
-              current,
-              (await findPlan(tx, auth, current.plan_id))?.name ?? current.plan_id,
-              prorationAt,
-            );
+        current === undefined ? undefined : await unusedTimeOf(tx, auth, this.refunder, current, prorationAt);
       if (current !== undefined)
         changed.push(
           await this.apply(tx, auth, current, 'superseded', {
@@ -416,14 +407,7 @@ export class PurchaseService {
       // Read before the period ends: an ended purchase has no unused time.
       const unused =
         options.prorate === true
-          ? await unusedTimeOf(
-              tx,
-              auth,
-              this.refunder,
-              current,
-              (await findPlan(tx, auth, current.plan_id))?.name ?? current.plan_id,
-              prorationAt,
-            )
+          ? await unusedTimeOf(tx, auth, this.refunder, current, prorationAt)
           : undefined;
       const ended = await this.apply(tx, auth, current, 'cancel_now', {
         ended_at: this.clock.now(),

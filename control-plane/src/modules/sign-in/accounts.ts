@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
@@ -16,14 +15,13 @@ import {
   insertVerification,
   lockEmail,
   releaseAttempts,
-  reserveAttempts,
   updateLoginPassword,
   useVerification,
 } from './repository';
 import { sha256 } from './secrets';
+import { mailCode, newCode, reserveOrRefuse } from './throttle';
 
-/** Sign-in failures counted per account and per address within this window. */
-const FAILURE_WINDOW_MS = 15 * 60_000;
+/** Sign-in failures counted per account and per address within the window (throttle.ts). */
 const MAX_FAILURES_PER_ACCOUNT = 5;
 const MAX_FAILURES_PER_ADDRESS = 30;
 /** Codes mailed to one address of a tenant within the window: bounds mail sent to someone else's inbox. */
@@ -99,7 +97,7 @@ export class CustomerAccounts {
     await releaseAttempts(this.pool, [addressKey]);
     const at = this.clock.now();
     const id = newId(ID.emailVerification);
-    const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+    const code = newCode();
     const expiresAt = new Date(at.getTime() + VERIFICATION_TTL_MS);
     await insertVerification(this.pool, {
       id,
@@ -113,26 +111,16 @@ export class CustomerAccounts {
       expires_at: expiresAt,
       created_at: at,
     });
-    try {
-      await this.mailer.send({
-        to: email,
-        subject: `${code} is your ${request.provider.name} code`,
-        text: [
-          `Your code to sign in to ${request.provider.name} (${request.server.name}) is:`,
-          '',
-          `    ${code}`,
-          '',
-          'It works once, for 10 minutes. If you did not ask for it, ignore this message:',
-          'nothing changes without the code.',
-        ].join('\n'),
-      });
-    } catch {
-      throw new SignInError(
-        'mail_unavailable',
-        'We could not send the code just now; try again in a minute',
-        60,
-      );
-    }
+    await mailCode(this.mailer, {
+      to: email,
+      subject: `${code} is your ${request.provider.name} code`,
+      intro: `Your code to sign in to ${request.provider.name} (${request.server.name}) is:`,
+      code,
+      outro: [
+        'It works once, for 10 minutes. If you did not ask for it, ignore this message:',
+        'nothing changes without the code.',
+      ],
+    });
     return { verificationId: id, email, expiresAt: expiresAt.toISOString() };
   }
 
@@ -207,30 +195,18 @@ export class CustomerAccounts {
     return { redirectUrl: await this.authorizer.codeRedirect(request, customerId) };
   }
 
-  /**
-   * Reserves an attempt under each key before the attempt is judged (one guarded statement), or
-   * refuses with 429 when any key has used its window's attempts; a refused attempt counts nowhere.
-   */
-  private async reserve(...keys: string[]): Promise<void> {
-    const now = this.clock.now();
+  /** Reserves an attempt under each key (429 when one has used its window's attempts). */
+  private reserve(...keys: string[]): Promise<void> {
     const limitOf = (key: string) =>
       key.startsWith('account:')
         ? MAX_FAILURES_PER_ACCOUNT
         : key.startsWith('mail:')
           ? MAX_CODES_PER_EMAIL
           : MAX_FAILURES_PER_ADDRESS;
-    const refused = await reserveAttempts(
+    return reserveOrRefuse(
       this.pool,
       keys.map((key) => ({ key, limit: limitOf(key) })),
-      now,
-      FAILURE_WINDOW_MS,
-    );
-    if (refused.length === 0) return;
-    const until = Math.max(...refused.map((r) => r.windowEnds.getTime()));
-    throw new SignInError(
-      'too_many_attempts',
-      'Too many attempts; wait a few minutes and try again',
-      Math.max(1, Math.ceil((until - now.getTime()) / 1000)),
+      this.clock.now(),
     );
   }
 }
