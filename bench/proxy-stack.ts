@@ -24,6 +24,8 @@ export interface BenchStack {
   /** The metered proxy's process (profiled with --profile), and where its profile goes. */
   b3Process: ChildProcess;
   profileDir: string;
+  /** The split stack's environment (its proxies' too): another proxy of it starts with this. */
+  env: NodeJS.ProcessEnv;
 }
 
 /**
@@ -251,5 +253,6 @@ http {
     b3Server,
     b3Process,
     profileDir,
+    env,
   };
 }
