@@ -171,6 +171,11 @@ describe('changing plans in the portal', () => {
       planRef: s.pro,
       successUrl: expect.stringMatching(/\/portal\?done=changed$/),
     });
+    // One checkout, the portal's: none left behind by an activation that needed a card.
+    const { rowCount } = await harness.pool.query('SELECT 1 FROM checkout_sessions WHERE customer_id = $1', [
+      (await s.api('GET', '/v1/sdk/customers/cy')).body.id,
+    ]);
+    expect(rowCount).toBe(1);
   });
 });
 

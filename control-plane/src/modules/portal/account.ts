@@ -35,7 +35,7 @@ export class PortalAccount {
     private readonly publicUrl: string,
     private readonly portal: Pick<PortalService, 'signedIn' | 'proven' | 'merchant' | 'currencyOf'>,
     private readonly deps: {
-      payments: Pick<PaymentService, 'makeDefault' | 'removeMethod'>;
+      payments: Pick<PaymentService, 'makeDefault' | 'removeMethod' | 'hasDefaultMethod'>;
       purchases: PurchaseService;
       checkoutSessions: CheckoutSessions;
       alerts: Pick<AlertService, 'create' | 'list' | 'remove'>;
@@ -150,22 +150,28 @@ export class PortalAccount {
       throw new ValidationError([
         { path: '/planRef', message: 'names no other plan of this product', location: 'body' },
       ]);
+    // No card on file: the switch is paid at checkout (which prorates when paid), back to here.
+    if (!(await this.deps.payments.hasDefaultMethod(this.pool, session.customer_id))) {
+      const terms = await this.deps.purchases.changes.previewActivation(auth, {
+        customerRef: session.customer_id,
+        planRef: plan.id,
+      });
+      if (terms.checkoutRequired) {
+        const checkout = await this.deps.checkoutSessions.create(auth, {
+          customerRef: session.customer_id,
+          planRef: plan.id,
+          successUrl: `${this.publicUrl}/portal?done=changed`,
+          cancelUrl: `${this.publicUrl}/portal`,
+        });
+        return checkout.url;
+      }
+    }
     const result = await this.deps.purchases.activate(auth, {
       customerRef: session.customer_id,
       planRef: plan.id,
       prorationDate: form.prorationDate,
     });
     if (result.status === 'activated') return '/portal?done=changed';
-    if (result.status === 'payment_required' && 'checkoutSessionId' in result) {
-      // No card on file: pay at checkout, coming back to the portal.
-      const checkout = await this.deps.checkoutSessions.create(auth, {
-        customerRef: session.customer_id,
-        planRef: plan.id,
-        successUrl: `${this.publicUrl}/portal?done=changed`,
-        cancelUrl: `${this.publicUrl}/portal`,
-      });
-      return checkout.url;
-    }
     throw new DomainError(
       result.status === 'payment_required' ? 'card_declined' : 'invalid_transition',
       result.message,
