@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
   type EnvReader,
@@ -8,12 +7,14 @@ import {
 } from '@mcp-meter/contracts/kit';
 import { readSecretKey } from '@mcp-meter/contracts/snapshots';
 import { type BusConfig, readBusConfig, readDataDir } from '@mcp-meter/contracts/usage';
+import { usableCores } from './cores';
 
 export interface ProxyConfig {
   host: string;
   port: number;
   /**
-   * Proxy event loops on the port (PROXY_WORKERS, default the machine's cores): processes that
+   * Proxy event loops on the port (PROXY_WORKERS, default the cores this process may use, its
+   * cgroup's CPU quota included: cores.ts): processes that
    * share it, each with its own origin pools and spool, sharing Redis, snapshots and the bus
    * (deploy/proxy-workers.ts). One proxy in the process where the stores are in memory.
    */
@@ -75,7 +76,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
   return {
     host: env.string('PROXY_HOST', '127.0.0.1'),
     port: env.int('PROXY_PORT', 8081, { min: 0, max: 65535 }),
-    workers: env.int('PROXY_WORKERS', availableParallelism(), { min: 1, max: 256 }),
+    workers: env.int('PROXY_WORKERS', usableCores(), { min: 1, max: 256 }),
     workerIndex:
       env.optionalString('PROXY_WORKER_INDEX') === undefined
         ? undefined
