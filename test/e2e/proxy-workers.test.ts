@@ -1,11 +1,15 @@
 import { request } from 'node:http';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NODE_FLAGS } from '../../deploy/node-flags';
 import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
+import { spawnService } from '../helpers/processes';
 import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 
 const LIMIT = 60;
@@ -209,5 +213,55 @@ describe('proxy workers on one port', () => {
       expect(alive, `worker ${pid}`).toBe(false);
     }
     await expect(fresh(`${stack.proxyUrl}/healthz`)).rejects.toThrow();
+  });
+
+  it('stops the workers by themselves when their supervisor is killed, and frees the port', async () => {
+    const port = await freePort();
+    const supervisor = spawnService(process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
+      env: {
+        ...stack.env,
+        SERVICES: 'proxy',
+        PROXY_WORKERS: '2',
+        PROXY_PORT: String(port),
+        PROXY_SPILL_DIR: join(stack.dir, 'spill-orphans'),
+      },
+      logDir: stack.dir,
+      name: 'proxy-orphans',
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const workers = new Map<number, number>();
+    await pollUntil(
+      async () => {
+        const health = JSON.parse((await fresh(`${url}/healthz`).catch(() => ({ body: '{}' }))).body) as {
+          worker?: number;
+          pid?: number;
+        };
+        if (health.worker !== undefined && health.pid !== undefined) workers.set(health.worker, health.pid);
+        return workers.size;
+      },
+      (n) => n === 2,
+      { what: 'both workers answering', timeoutMs: 90_000 },
+    );
+    // SIGKILL to the supervisor alone: it cannot pass anything on; its workers see the channel close.
+    process.kill(supervisor.child.pid as number, 'SIGKILL');
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await pollUntil(
+        async () => [...workers.values()].filter(alive).length,
+        (n) => n === 0,
+        { what: 'the orphaned workers stopped', timeoutMs: 60_000 },
+      );
+      await expect(fresh(`${url}/healthz`)).rejects.toThrow();
+    } finally {
+      // A failure must not leave workers running past the test.
+      for (const pid of workers.values()) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
   });
 });
