@@ -6,7 +6,7 @@ import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
 import { headersOf, installTools, scenario, type Target, type Tools } from './harness/load';
 import { api, type BenchProcesses, firstLine, waitFor } from './harness/processes';
-import { TARGETS, type TargetName } from './proxy-report';
+import { TARGETS, type TargetName } from './targets';
 
 /** Every target of the proxy bench, up and answering, and what the run reads besides. */
 export interface BenchStack {
@@ -196,6 +196,9 @@ http {
     DATA_DIR: join(procs.work, 'all-in-one'),
     PORT: String(aPort),
     PROXY_PORT: String(aProxyPort),
+    // Its proxy in its own process, as the service's whole CPU per call is measured from it
+    // (the workers, which `npm start` runs on more cores, are measured as W2).
+    PROXY_WORKERS: '1',
   };
   procs.spawnLogged('all-in-one', process.execPath, serve, aEnv);
   await waitFor(`http://127.0.0.1:${aPort}/healthz`, 240);

@@ -26,29 +26,15 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
-import { type LatencyTrial, LoadGenerators } from './harness/load';
-import {
-  freshGet,
-  gcBetween,
-  gcMetrics,
-  spanBuckets,
-  spansBetween,
-  whenPublished,
-  whenStable,
-} from './harness/metrics-page';
+import { LoadGenerators } from './harness/load';
+import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
+import { measureOpenModel } from './latency';
 import { flame } from './load/flame';
-import {
-  median,
-  PROXY_GROUP,
-  printCpu,
-  type Result,
-  type SaturationRow,
-  TARGETS,
-  type TargetName,
-  writeResults,
-} from './proxy-report';
+import { goalRatios, printCpu, type Result, type SaturationRow, writeResults } from './proxy-report';
 import { startBenchStack } from './proxy-stack';
+import { median, PROXY_GROUP, TARGETS, type TargetName } from './targets';
+import { measureWorkers } from './workers';
 
 const root = resolve(import.meta.dirname, '..');
 const { values: args } = parseArgs({
@@ -57,9 +43,13 @@ const { values: args } = parseArgs({
     // Five by default; one with --cpu-only unless given.
     rounds: { type: 'string' },
     connections: { type: 'string', default: '32' },
-    // 10 s at 5,800 calls/s is 58,000 calls a trial (58 beyond the p99.9); longer trials would
+    // 8 s at 4,000 calls/s is 32,000 calls a trial (32 beyond the p99.9); longer trials would
     // take the run past 15 minutes on a fresh machine, where the tools are installed first.
-    'latency-seconds': { type: 'string', default: '10' },
+    'latency-seconds': { type: 'string', default: '8' },
+    // Each step of the search for a hop's open-model maximum.
+    'search-seconds': { type: 'string', default: '3' },
+    // Rounds of one proxy process against two workers, at saturation.
+    'worker-rounds': { type: 'string', default: '3' },
     'cpu-only': { type: 'boolean', default: false },
     'hold-seconds': { type: 'string', default: '0' },
     'report-only': { type: 'boolean', default: false },
@@ -71,8 +61,8 @@ const TRIAL_SECONDS = Number(args['trial-seconds']);
 const ROUNDS = Number(args.rounds ?? (args['cpu-only'] ? 1 : 5));
 const CONNECTIONS = Number(args.connections);
 const LATENCY_SECONDS = Number(args['latency-seconds']);
-/** A latency trial that started fewer than this share of its calls on schedule is not repeated. */
-const HOPELESS_SHARE = 0.8;
+const SEARCH_SECONDS = Number(args['search-seconds']);
+const WORKER_ROUNDS = Number(args['worker-rounds']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -115,6 +105,20 @@ function referenceMs(): number {
     encoding: 'utf8',
   });
   return Number(out);
+}
+
+/**
+ * The goal ratios of the run before this one (bench/results/proxy.json as it was), so the report
+ * can say how they moved; undefined when there is none.
+ */
+function previousRatios(): Result['previous'] {
+  try {
+    const saved = JSON.parse(readFileSync(join(root, 'bench', 'results', 'proxy.json'), 'utf8')) as Result;
+    const ratios = goalRatios(saved);
+    return { date: saved.date, aOverN: ratios.aOverN, b3OverBp: ratios.b3OverBp };
+  } catch {
+    return undefined;
+  }
 }
 
 async function main() {
@@ -195,6 +199,13 @@ async function main() {
     return;
   }
 
+  // Scaling: the metered proxy as one process and as two workers, at saturation (bench/workers.ts).
+  const workers = await measureWorkers(stack, procs, load, {
+    rounds: WORKER_ROUNDS,
+    trialSeconds: TRIAL_SECONDS,
+    log,
+  });
+
   // One proxy process alone on core 0, wrk, the origin and the rest of the stack on core 1: the
   // most calls/s one core of each hop gives, with how busy each side was (a hop short of its
   // whole core was held back by the other one).
@@ -252,32 +263,21 @@ async function main() {
     `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors; its core ${percent(limits.busy.hop)} busy`,
   );
 
-  // Added latency over the origin at 25% and 50% of B1's maximum (the issue's loads), and at 25%
-  // of B3's own maximum (a load the metered proxy sustains here), interleaved.
+  // Added latency over the origin, open model: each hop pinned apart, at 25, 50 and 75 % of its
+  // own maximum there (bench/latency.ts).
+  const openModel = await measureOpenModel({
+    load,
+    targets,
+    named: procs.named,
+    start: { N: pinned.N ?? 0, BP: pinned.BP ?? 0, B3: pinned.B3 ?? 0 },
+    trialSeconds: LATENCY_SECONDS,
+    searchSeconds: SEARCH_SECONDS,
+    log,
+  });
+
   const maxOf = (t: TargetName) =>
     median(saturation.find((r) => r.target === t)?.rounds.map((r) => r.rps) ?? []);
   const rateAt = (max: number, share: number) => Math.max(100, Math.round((max * share) / 100) * 100);
-  const latency: LatencyTrial[] = [];
-  // B3's collector pauses over each of its trials, from its metrics page: what its tail is made of.
-  const b3Base = new URL(targets.B3.url).origin;
-  for (const rate of [rateAt(maxOf('B3'), 0.25), rateAt(maxOf('B1'), 0.25), rateAt(maxOf('B1'), 0.5)]) {
-    for (let i = 0; i < 2; i++)
-      for (const name of ['B1', 'N', 'BP', 'B3'] as const) {
-        // A first trial that could not start even 80% of its calls on schedule says the machine
-        // cannot carry this target at this rate; a second would say it again.
-        const first = latency.find((x) => x.target === name && x.rate === rate);
-        if (first !== undefined && first.achievedRate < rate * HOPELESS_SHARE) continue;
-        const before = name === 'B3' ? await freshGet(`${b3Base}/metrics`) : undefined;
-        const trial = load.vegeta(name, targets[name], rate, LATENCY_SECONDS);
-        if (before !== undefined) {
-          const after = await freshGet(`${b3Base}/metrics`);
-          trial.gc = gcBetween(gcMetrics(before), gcMetrics(after));
-          trial.spans = spansBetween(spanBuckets(before), spanBuckets(after));
-        }
-        latency.push(trial);
-      }
-  }
-
   // Completeness: an open-model B3 trial at half of B3's maximum (vegeta lets every call it
   // started finish, where wrk's end abandons the calls in flight): the records it adds in
   // ClickHouse against the calls it adds at the origin, once the pipeline has caught up.
@@ -310,13 +310,14 @@ async function main() {
       rounds: ROUNDS,
       connections: CONNECTIONS,
       latencySeconds: LATENCY_SECONDS,
-      notRepeatedBelow: HOPELESS_SHARE,
     },
     saturation,
     reference,
     pinned,
     pinnedBusy,
-    latency,
+    openModel,
+    workers,
+    previous: previousRatios(),
     limits,
     redisCommandsPerCall: b3Commands / Math.max(b3Calls, 1),
     completeness: {

@@ -1,44 +1,22 @@
 /**
- * Proxy workers (issue 65): what a second worker gives on this machine. The metered proxy of the
- * bench stack (B3: one process) and the same proxy with PROXY_WORKERS=2 (W2: a supervisor and two
- * workers on one port), on the same control plane, origin, customer and MCP server, each driven
- * at saturation by wrk in turn, rounds alternating which goes first. Reports calls/s and CPU per
- * call of the proxy's processes (W2's workers summed), and the ratios the issue's goal reads:
- * W2 calls/s ÷ B3's (≥ 1.3 here, where wrk and the origin share the same two cores) at no more
- * CPU per call.
- *
- *   npm run bench:workers                 # written to bench/results/workers.{md,json}
- *
- * Starts the bench stack (bench/proxy-stack.ts) on loopback, sends traffic only to 127.0.0.1,
- * and stops by itself.
+ * Proxy workers (issue 65), a part of \`npm run bench:proxy\`: what more workers give on this
+ * machine. The metered proxy of the bench stack (B3: one process) and the same proxy with
+ * PROXY_WORKERS=2 (W2: a supervisor and two workers on one port), on the same control plane,
+ * origin, customer and MCP server, each driven at saturation by wrk in turn, rounds alternating
+ * which goes first. Reports calls/s and CPU per call of the proxy's processes (W2's workers
+ * summed), and the ratios the issue's goal reads: W2 calls/s ÷ B3's (≥ 1.3 here, where wrk and
+ * the origin share the same two cores) at no more CPU per call.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
 import { cpuBetween, cpuSample } from './harness/cpu';
-import { LoadGenerators } from './harness/load';
-import { BenchProcesses, waitFor } from './harness/processes';
-import { median } from './proxy-report';
-import { startBenchStack } from './proxy-stack';
-
-const root = resolve(import.meta.dirname, '..');
-const { values: args } = parseArgs({
-  options: {
-    'trial-seconds': { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '4' },
-    connections: { type: 'string', default: '64' },
-  },
-});
-const TRIAL_SECONDS = Number(args['trial-seconds']);
-const ROUNDS = Number(args.rounds);
-const CONNECTIONS = Number(args.connections);
-const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-workers-'));
-chmodSync(work, 0o755);
-const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
-const procs = new BenchProcesses(root, work);
+import type { LoadGenerators } from './harness/load';
+import { type BenchProcesses, waitFor } from './harness/processes';
+import type { BenchStack } from './proxy-stack';
+import { median } from './targets';
 
 /** The pids whose parent is `pid`: a supervisor's workers. */
 function childrenOf(pid: number): number[] {
@@ -62,9 +40,33 @@ interface Trial {
   machineCores: number;
 }
 
-async function main() {
-  const stack = await startBenchStack(procs, { profile: false });
-  const load = new LoadGenerators(stack.tools, work, CONNECTIONS, log);
+interface Summary {
+  rps: number;
+  cpuMicros: number;
+  machineCores: number;
+  errors: number;
+}
+
+export interface WorkersResult {
+  rounds: number;
+  trialSeconds: number;
+  cores: number;
+  B3: Summary;
+  W2: Summary;
+  throughputRatio: number;
+  throughputRatioRange: [number, number];
+  cpuPerCallRatio: number;
+  trials: Record<'B3' | 'W2', Trial[]>;
+}
+
+/** Starts W2 beside the stack's B3, then rounds of both at saturation. */
+export async function measureWorkers(
+  stack: BenchStack,
+  procs: BenchProcesses,
+  load: LoadGenerators,
+  options: { rounds: number; trialSeconds: number; log: (line: string) => void },
+): Promise<WorkersResult> {
+  const { rounds: ROUNDS, trialSeconds: TRIAL_SECONDS, log } = options;
   const b3 = stack.targets.B3;
   const b3Port = new URL(b3.url).port;
   // W2: the same proxy as B3, with two workers, on a port of its own.
@@ -74,7 +76,7 @@ async function main() {
     SERVICES: 'proxy',
     PROXY_PORT: w2Port,
     PROXY_WORKERS: '2',
-    PROXY_SPILL_DIR: join(work, 'spill-w2'),
+    PROXY_SPILL_DIR: join(procs.work, 'spill-w2'),
   });
   await waitFor(`http://127.0.0.1:${w2Port}/healthz`);
   for (let i = 0; i < 100 && childrenOf(supervisor.pid as number).length < 2; i++)
@@ -85,9 +87,8 @@ async function main() {
   log(`W2: supervisor ${supervisor.pid}, workers ${workers.join(', ')}`);
   const w2 = { ...b3, url: b3.url.replace(`:${b3Port}/`, `:${w2Port}/`) };
 
-  // Warm both up (connections, JIT: the first rounds of a cold service run slower), then the rounds.
+  // Warm W2 up (connections, JIT: the first rounds of a cold service run slower), then the rounds.
   for (let i = 0; i < 2; i++) {
-    load.wrk(`warm-b3-${i}`, b3, TRIAL_SECONDS);
     load.wrk(`warm-w2-${i}`, w2, TRIAL_SECONDS);
   }
   const trials: Record<'B3' | 'W2', Trial[]> = { B3: [], W2: [] };
@@ -117,13 +118,10 @@ async function main() {
   const one = summary('B3');
   const two = summary('W2');
   const ratios = trials.B3.map((t, i) => (trials.W2[i]?.rps ?? 0) / t.rps);
-  const result = {
-    at: new Date().toISOString(),
-    machine: `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}`,
-    node: process.version,
+  return {
     rounds: ROUNDS,
     trialSeconds: TRIAL_SECONDS,
-    connections: CONNECTIONS,
+    cores: cpus().length,
     B3: one,
     W2: two,
     throughputRatio: median(ratios),
@@ -131,46 +129,41 @@ async function main() {
     cpuPerCallRatio: two.cpuMicros / one.cpuMicros,
     trials,
   };
-  writeFileSync(join(root, 'bench', 'results', 'workers.json'), `${JSON.stringify(result, null, 2)}\n`);
-  const f = (n: number, digits = 0) => n.toFixed(digits);
-  writeFileSync(
-    join(root, 'bench', 'results', 'workers.md'),
-    `# Proxy workers (issue 65)
+}
 
-Run ${result.at} on ${result.machine}, Node ${result.node}: \`npm run bench:workers\` (bench/workers.ts).
-Everything (wrk, the origin, the proxies, the control plane, Redis, Kafka, ClickHouse) shares this
-machine's cores; the ratio of two targets measured in the same run is what counts.
+const f = (n: number, digits = 0) => n.toFixed(digits);
+
+/** The goals table's row for workers. */
+export function workersGoalRow(w: WorkersResult): string {
+  const met = w.throughputRatio >= 1.3 && w.cpuPerCallRatio <= 1 ? 'met' : '**not met**';
+  return `| two proxy workers ÷ one process (W2 / B3), metered calls/s at saturation; CPU per call | ${f(w.throughputRatio, 2)} (rounds ${f(w.throughputRatioRange[0], 2)}–${f(w.throughputRatioRange[1], 2)}); ${f(w.cpuPerCallRatio, 2)} | ≥ 1.3; ≤ 1.0 | ${met} |\n`;
+}
+
+export function workersSection(w: WorkersResult): string {
+  const { B3: one, W2: two } = w;
+  return `## Workers: one proxy process and two (PROXY_WORKERS=2)
 
 | | B3: one proxy process | W2: PROXY_WORKERS=2 | W2 ÷ B3 | goal |
 | --- | ---: | ---: | ---: | --- |
-| metered calls/s, wrk at saturation (${CONNECTIONS} connections) | ${f(one.rps)} | ${f(two.rps)} | ${f(result.throughputRatio, 2)} (rounds ${f(result.throughputRatioRange[0] ?? 0, 2)}–${f(result.throughputRatioRange[1] ?? 0, 2)}) | ≥ 1.3 |
-| CPU µs per call, the proxy's processes (W2: both workers and the supervisor) | ${f(one.cpuMicros, 1)} | ${f(two.cpuMicros, 1)} | ${f(result.cpuPerCallRatio, 2)} | ≤ 1.0 |
-| the machine's cores busy over the trial, every process (of ${cpus().length}) | ${f(one.machineCores, 2)} | ${f(two.machineCores, 2)} | | |
+| metered calls/s, wrk at saturation | ${f(one.rps)} | ${f(two.rps)} | ${f(w.throughputRatio, 2)} (rounds ${f(w.throughputRatioRange[0], 2)}–${f(w.throughputRatioRange[1], 2)}) | ≥ 1.3 |
+| CPU µs per call, the proxy's processes (W2: both workers and the supervisor) | ${f(one.cpuMicros, 1)} | ${f(two.cpuMicros, 1)} | ${f(w.cpuPerCallRatio, 2)} | ≤ 1.0 |
+| the machine's cores busy over the trial, every process (of ${w.cores}) | ${f(one.machineCores, 2)} | ${f(two.machineCores, 2)} | | |
 | errors (non-2xx, socket) | ${one.errors} | ${two.errors} | | 0 |
 
-Median of ${ROUNDS} rounds of ${TRIAL_SECONDS} s, the two targets in turn each round (alternating
+Median of ${w.rounds} rounds of ${w.trialSeconds} s, the two targets in turn each round (alternating
 which goes first); the throughput ratio is taken round by round, then the median. B3 and W2 are
 the same service on the same split stack (one control plane with ingest, Redis, Kafka), the same
 MCP server, customer and origin: every call is metered (Kafka → ingest → ClickHouse) and limit-
 checked. Neither is pinned: W2's two workers and B3's one process compete with wrk, the origin and
-the rest of the stack for the same two cores, which is why two workers cannot double the calls/s
-here. Exactness across workers is not timed here: \`test/e2e/proxy-workers.test.ts\` proves 0
-overshoot for one customer through both workers, and a killed worker's spool and leases settled.
+the rest of the stack for the same ${w.cores} cores. Exactness across workers is not timed here:
+\`test/e2e/proxy-workers.test.ts\` proves 0 overshoot for one customer through both workers, and a
+killed worker's spool and leases settled.
 
-With one proxy process the machine already had ${f(one.machineCores, 2)} of its ${cpus().length} cores busy
+With one proxy process the machine already had ${f(one.machineCores, 2)} of its ${w.cores} cores busy
 (the proxy, wrk, the origin, Kafka, ingest and ClickHouse): a second worker can only take what is
-left, ${f(Math.max(0, cpus().length - one.machineCores), 2)} of a core, and the workers then compete with the origin and wrk for it.
+left, ${f(Math.max(0, w.cores - one.machineCores), 2)} of a core, and the workers then compete with the origin and wrk for it.
 What more cores give a proxy is measured only on a machine with cores to spare; here it is
 estimated from the CPU per call: at ${f(two.cpuMicros, 1)} µs a call, each core given to the proxy alone
 carries about ${f(1e6 / two.cpuMicros)} metered calls/s.
-`,
-  );
-  log(`W2 ÷ B3: ${f(result.throughputRatio, 2)} calls/s, ${f(result.cpuPerCallRatio, 2)} CPU per call`);
+`;
 }
-
-main()
-  .catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => procs.shutdown());

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import type { WrkResult } from './load';
 
 /**
@@ -93,7 +94,7 @@ export function onOneCore(
   group: string,
   trial: () => WrkResult,
 ): Array<{ result: WrkResult; busy: CoresBusy }> {
-  const stack = [...new Set([...named.values(), 'kafka', 'redis', 'postgres', 'nginx'])];
+  const stack = stackGroups(named);
   pinGroups(
     named,
     stack.filter((g) => g !== group),
@@ -111,6 +112,53 @@ export function onOneCore(
   });
   pinGroups(named, stack, '0,1');
   return trials;
+}
+
+/** Every group of the stack's processes: the bench's own and the infrastructure's. */
+export const stackGroups = (named: ReadonlyMap<number, string>) => [
+  ...new Set([...named.values(), 'kafka', 'redis', 'postgres', 'nginx']),
+];
+
+/**
+ * How long the threads of `group`'s processes waited, runnable, for a CPU (the kernel's run-queue
+ * delay, /proc/<pid>/task/<tid>/schedstat), in seconds since they started: what the machine's
+ * other work cost a hop's latency.
+ */
+export function runQueueWait(named: ReadonlyMap<number, string>, group: string): number {
+  let nanoseconds = 0;
+  for (const [pid, name] of named) {
+    if (name !== group) continue;
+    try {
+      for (const task of readdirSync(`/proc/${pid}/task`)) {
+        const fields = readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ');
+        nanoseconds += Number(fields[1] ?? 0);
+      }
+    } catch {} // gone meanwhile
+  }
+  return nanoseconds / 1e9;
+}
+
+/**
+ * Sets the CPU priority (nice, 0 to 19) of every thread of every process of `groups`, and of the
+ * process's autogroup where the kernel groups by session (there a thread's own nice weighs only
+ * within its group): the bench's batch work (ingest, ClickHouse, Kafka, idle targets) yields the
+ * core to the hop, the origin and the load generator while latency is measured.
+ */
+export function setNice(named: ReadonlyMap<number, string>, groups: readonly string[], nice: number): void {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || !groups.includes(groupOf(named, Number(entry)))) continue;
+    try {
+      writeFileSync(`/proc/${entry}/autogroup`, String(nice));
+    } catch {} // no autogroups here, or gone meanwhile
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${entry}/task`);
+    } catch {} // gone meanwhile
+    for (const task of tasks)
+      try {
+        setPriority(Number(task), nice);
+      } catch {} // ended meanwhile
+  }
 }
 
 /** Moves every process of `groups` (all its threads) to `cpus` (taskset's list, '0,1' for both). */

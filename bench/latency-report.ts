@@ -1,0 +1,134 @@
+import type { LatencyTrial } from './harness/load';
+import type { GcDuring, Span, SpansDuring } from './harness/metrics-page';
+import { CARRIED_P50_MS, LATENCY_HOPS, type OpenModelLatency, type ShareTrials } from './latency';
+
+/**
+ * The open-model latency section of bench/results/proxy.md (bench/latency.ts measures it): each
+ * hop's maximum pinned apart, what it adds over the origin at 25, 50 and 75 % of it, and where
+ * the metered proxy's time went.
+ */
+
+const fmt = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : 'invalid');
+const percentOf = (share: number) => `${Math.round(share * 100)} %`;
+
+/** The best valid value of `pick` over `trials` (NaN when none is valid). */
+function bestOf(trials: readonly LatencyTrial[], pick: (t: LatencyTrial) => number): number {
+  const valid = trials.filter((t) => t.valid);
+  return valid.length === 0 ? Number.NaN : Math.min(...valid.map(pick));
+}
+
+/** What the hop adds over the origin at the same rate, by `pick`: each side's best trial. */
+export function addedOver(s: ShareTrials, pick: (t: LatencyTrial) => number): number {
+  return bestOf(s.hop, pick) - bestOf(s.origin, pick);
+}
+
+/** B3's trials at half its maximum: the goal's figures. */
+export function b3AtHalf(l: OpenModelLatency): ShareTrials | undefined {
+  return l.shares.find((s) => s.target === 'B3' && s.share === 0.5);
+}
+
+/** The goals table's rows for latency. */
+export function latencyGoalRows(l: OpenModelLatency): string {
+  const half = b3AtHalf(l);
+  if (half === undefined)
+    return "| added p99 / p99.9 at 50 % of B3's own maximum | not measured | ≤ 2 / ≤ 10 ms | |\n";
+  const p99 = addedOver(half, (t) => t.p99);
+  const p999 = addedOver(half, (t) => t.p999);
+  const met = p99 <= 2 && p999 <= 10 ? 'met' : '**not met**';
+  return `| added p50 / p99 / p99.9 over the origin at 50 % of B3's own maximum (${half.rate}/s of ${l.maxima.B3.max}, open model, the proxy pinned apart), B3 − B1 | ${fmt(
+    addedOver(half, (t) => t.p50),
+    3,
+  )} / ${fmt(p99, 3)} / ${fmt(p999, 3)} ms | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${met} |\n`;
+}
+
+const invalidNote = (t: LatencyTrial) =>
+  `${t.target} @${t.rate}/s (${Math.round((t.achievedRate / t.rate) * 100)} % of the rate${t.success < 1 ? `, ${(t.success * 100).toFixed(1)} % succeeded` : ''})`;
+
+function gcCell(t: LatencyTrial): string {
+  const gc = t.gc as GcDuring | undefined;
+  return gc === undefined
+    ? 'not read'
+    : `${gc.minor} minor (${fmt(gc.minorMs, 0)} ms), ${gc.major} major (${fmt(gc.majorMs, 0)} ms), longest ${fmt(gc.longestMs, 1)} ms`;
+}
+
+function spanCells(t: LatencyTrial): string {
+  const spans = t.spans as SpansDuring | undefined;
+  if (spans === undefined) return '| | |';
+  const cell = (span: Span) =>
+    `${spans[span].over1ms} of ${spans[span].count}, ${fmt(spans[span].p99AtMostMs, 2)} ms`;
+  return `${cell('own')} | ${cell('origin')} | ${cell('answer')}`;
+}
+
+export function latencySection(l: OpenModelLatency): string {
+  const rows = l.shares
+    .map((s) => {
+      const triple = (trials: readonly LatencyTrial[]) =>
+        `${fmt(
+          bestOf(trials, (t) => t.p50),
+          3,
+        )} / ${fmt(
+          bestOf(trials, (t) => t.p99),
+          3,
+        )} / ${fmt(
+          bestOf(trials, (t) => t.p999),
+          3,
+        )}`;
+      return `| ${s.target} | ${percentOf(s.share)} | ${s.rate} | ${fmt(
+        addedOver(s, (t) => t.p50),
+        3,
+      )} / ${fmt(
+        addedOver(s, (t) => t.p99),
+        3,
+      )} / ${fmt(
+        addedOver(s, (t) => t.p999),
+        3,
+      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} |`;
+    })
+    .join('\n');
+  const maxima = LATENCY_HOPS.map((hop) => {
+    const m = l.maxima[hop];
+    const tried = m.tried.map(
+      (t) =>
+        `${t.rate}${t.carried ? ' ✓' : ` ✗ (p50 ${fmt(t.p50, 2)} ms, ${Math.round((t.achievedRate / t.rate) * 100)} % on time)`}`,
+    );
+    return `| ${hop} | ${m.max} | ${tried.join(', ')} |`;
+  }).join('\n');
+  const invalid = l.shares.flatMap((s) => [...s.hop, ...s.origin]).filter((t) => !t.valid);
+  const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
+  return `## Added latency over the origin (vegeta, open model, the hop pinned apart)
+
+Each hop alone on core 0 (all its threads); vegeta, the origin and every other process of the
+stack on core 1. First each hop's own maximum in that arrangement: the highest rate at which every
+call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
+queue in the hop), found by bisection with ${l.searchSeconds} s trials from the rate its one pinned core gave
+wrk. Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
+same rate in the same arrangement (B3 twice each, interleaved, the better trial of each side
+taken). *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
+process's per call at that rate, with how busy that kept its core; *waited* is how long its
+threads were runnable but not running (the kernel's run-queue delay), in ms per second: what the
+machine's other work cost its latency.
+
+| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s |
+| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: |
+${rows}
+
+Maxima (calls/s; ✓ carried, ✗ not):
+
+| hop | maximum | rates tried, in order |
+| --- | ---: | --- |
+${maxima}
+
+Invalid trials: ${invalid.map(invalidNote).join(', ') || 'none'}.
+
+B3's trials: its garbage collection (from its \`/metrics\`; every call in the process waits out
+a pause) and where its time went (its span histograms: *own* from arrival to the origin
+request, *origin* from there to the end of the origin's answer, which includes the proxy's loop
+being busy when the answer arrives, *answer* from there to the end of the client's answer, the
+spool write included): requests over 1 ms in each span, and the histogram bucket its 99th
+percentile falls within.
+
+| calls/s | garbage collection | own: over 1 ms, p99 ≤ | origin: over 1 ms, p99 ≤ | answer: over 1 ms, p99 ≤ |
+| ---: | --- | --- | --- | --- |
+${b3.map(({ s, t }) => `| ${s.rate}${t.valid ? '' : ' (invalid)'} | ${gcCell(t)} | ${spanCells(t)} |`).join('\n') || '| not read | | | | |'}
+`;
+}

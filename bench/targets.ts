@@ -1,0 +1,23 @@
+/**
+ * The proxy bench's targets (bench/proxy.ts, which names them) and the process whose CPU is
+ * "the hop" of each, shared by its measuring and reporting modules.
+ */
+
+export const TARGETS = ['B1', 'N', 'BP', 'BPn', 'B2', 'B3', 'B3m', 'A'] as const;
+export type TargetName = (typeof TARGETS)[number];
+/** The process whose CPU is "the proxy" of each target. */
+export const PROXY_GROUP: Record<TargetName, string> = {
+  B1: 'origin',
+  N: 'nginx',
+  BP: 'passthrough',
+  BPn: 'passthrough-net',
+  B2: 'proxy-b2',
+  B3: 'proxy-b3',
+  B3m: 'proxy-b3',
+  A: 'all-in-one',
+};
+
+export const median = (values: number[]) => {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
+};
