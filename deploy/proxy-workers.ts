@@ -10,7 +10,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '@mcp-meter/contracts/kit';
+import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
+import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 
 /** Deaths within this window count towards the slower restart below. */
 const CRASH_WINDOW_MS = 60_000;
@@ -20,6 +22,8 @@ const CRASHES_BEFORE_SLOW = 5;
 const SLOW_RESTART_MS = 10_000;
 /** How long the workers have to drain and flush on SIGTERM before they are killed. */
 const DRAIN_TIMEOUT_MS = 30_000;
+/** How long a new supervisor's workers wait for a previous one's to finish draining: its drain and flush. */
+const PREDECESSOR_WAIT_MS = DRAIN_TIMEOUT_MS + 15_000;
 
 /**
  * Worker `index`'s spool: worker 0 keeps the proxy's own (a single proxy's spool carries over to
@@ -44,14 +48,34 @@ export function superviseProxyWorkers(options: {
   port: number;
   spillDir: string;
   logger: Logger;
+  /** Called with each worker as it starts: what serves it over its IPC channel (worker-stores.ts). */
+  serve?: (worker: ChildProcess) => void;
 }): ProxyWorkers {
   const { count, logger } = options;
   const workers: Array<ChildProcess | undefined> = new Array(count).fill(undefined);
   const deaths: number[][] = Array.from({ length: count }, () => []);
   let stopping = false;
+  const startedAt = Date.now();
+  const warned = new Set<number>();
   warnOfOrphanSpools(options.spillDir, count, logger);
 
   const start = (index: number) => {
+    // A predecessor still draining (its supervisor died before this one started) keeps its spool:
+    // this worker would find it in use and never send it. It starts once they are gone.
+    const dir = workerSpillDir(options.spillDir, index);
+    const waiting = predecessorsIn(dir);
+    if (waiting.length > 0 && Date.now() - startedAt < PREDECESSOR_WAIT_MS) {
+      if (!warned.has(index))
+        logger.warn({ worker: index, pids: waiting }, 'waiting for the previous proxy worker to stop');
+      warned.add(index);
+      setTimeout(() => {
+        if (!stopping) start(index);
+      }, 100).unref();
+      return;
+    }
+    launch(index);
+  };
+  const launch = (index: number) => {
     const child = spawn(process.execPath, [...options.execArgv, options.entry], {
       env: {
         ...options.env,
@@ -65,6 +89,7 @@ export function superviseProxyWorkers(options: {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     workers[index] = child;
+    options.serve?.(child);
     child.on('exit', (code, signal) => {
       if (workers[index] === child) workers[index] = undefined;
       if (stopping) return;
@@ -104,6 +129,69 @@ export function superviseProxyWorkers(options: {
       );
     },
   };
+}
+
+/**
+ * Waits until no process but this one has spool files in `dir` (a previous supervisor's worker
+ * still draining), at most `ms`; true when none is left.
+ */
+export async function predecessorsGone(dir: string, ms = PREDECESSOR_WAIT_MS): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (predecessorsIn(dir).length > 0) {
+    if (Date.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return true;
+}
+
+/**
+ * Sends what the workers of a previous run left in their spools (a crash of this process, whose
+ * memory held the limit counters) to the bus, before any worker takes a call: the counters here
+ * start from stored usage, so a restart never hands back allowance. Each worker's spool waits
+ * for the previous worker to stop writing it.
+ */
+export async function replayWorkerSpools(
+  spillDir: string,
+  publisher: UsagePublisher,
+  logger: Logger,
+): Promise<void> {
+  if (!existsSync(spillDir)) return;
+  const dirs = [
+    spillDir,
+    ...readdirSync(spillDir)
+      .filter((entry) => /^worker-\d+$/.test(entry))
+      .map((entry) => join(spillDir, entry)),
+  ];
+  for (const dir of dirs) {
+    if (!(await predecessorsGone(dir)))
+      logger.warn({ spool: dir }, 'a previous proxy worker still holds its spool; its usage is sent later');
+    const replay = new BatchingUsageEmitter(publisher, {
+      maxBatch: 1_000,
+      lingerMs: 0,
+      maxQueued: 100_000,
+      retryDelayMs: 500,
+      spillDir: dir,
+      logger,
+    });
+    if (!(await replay.recovered(15_000)))
+      logger.warn({ spool: dir }, 'usage left by a previous run is not on the bus yet; starting anyway');
+    await replay.close();
+  }
+}
+
+/**
+ * The live processes other than this one with spool or spill files in `dir`: a previous
+ * supervisor's worker that is still draining. Files of dead processes are the next worker's to
+ * send.
+ */
+export function predecessorsIn(dir: string): number[] {
+  if (!existsSync(dir)) return [];
+  const pids = new Set<number>();
+  for (const file of readdirSync(dir)) {
+    const pid = Number(/^(?:spool|spill)-\d+-(\d+)-\d+\.jsonl$/.exec(file)?.[1]);
+    if (Number.isInteger(pid) && pid !== process.pid && processAlive(pid)) pids.add(pid);
+  }
+  return [...pids];
 }
 
 /** A spool of a worker number above the count (PROXY_WORKERS lowered) waits until that worker runs again. */

@@ -5,6 +5,7 @@
  * process never loads Fastify or PostgreSQL code, and each starts sooner.
  */
 
+import type { ChildProcess } from 'node:child_process';
 import {
   ConfigError,
   createLogger,
@@ -16,10 +17,17 @@ import {
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
-import { openUsageBus, openUsageStore, startIngestConsumer } from '@mcp-meter/ingest';
+import { openUsageBus, openUsageStore, startIngestConsumer, type UsageBus } from '@mcp-meter/ingest';
 import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 import { type ProxyConfig, readProxyConfig } from '@mcp-meter/proxy/config';
-import { type ProxyWorkers, superviseProxyWorkers } from './proxy-workers';
+import { type ProxyWorkers, replayWorkerSpools, superviseProxyWorkers } from './proxy-workers';
+import {
+  type SharedStores,
+  SUPERVISOR_STORES,
+  SUPERVISOR_STORES_ENV,
+  shareStores,
+  supervisorStores,
+} from './worker-stores';
 
 const SERVICE_NAMES = ['control-plane', 'ingest', 'proxy'] as const;
 type ServiceName = (typeof SERVICE_NAMES)[number];
@@ -36,7 +44,11 @@ function loadConfig() {
   const controlPlane: ControlPlaneConfig = readControlPlaneConfig(env);
   const proxy = readProxyConfig(env);
   const allInOne = services.size === SERVICE_NAMES.length;
+  // A proxy worker of a process whose stores are in its memory reaches them over its IPC channel.
+  const viaSupervisor =
+    proxy.workerIndex !== undefined && process.env[SUPERVISOR_STORES_ENV] === SUPERVISOR_STORES;
   if (
+    !viaSupervisor &&
     !allInOne &&
     controlPlane.bus.kafkaBrokers.length === 0 &&
     (services.has('proxy') || services.has('control-plane')) &&
@@ -49,10 +61,14 @@ function loadConfig() {
       'CLICKHOUSE_URL: required when the control plane runs without ingest (embedded chdb lives in one process)',
     );
   }
-  if (services.has('proxy') !== services.has('control-plane') && controlPlane.redisUrl === undefined) {
+  if (
+    !viaSupervisor &&
+    services.has('proxy') !== services.has('control-plane') &&
+    controlPlane.redisUrl === undefined
+  ) {
     env.problem('REDIS_URL: required when the proxy and the control plane run in different processes');
   }
-  return env.done({ services, controlPlane, proxy });
+  return env.done({ services, controlPlane, proxy, viaSupervisor });
 }
 
 async function main(): Promise<void> {
@@ -66,29 +82,17 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const { services, controlPlane: cp, proxy: proxyConfig } = config;
+  const { services, controlPlane: cp, proxy: proxyConfig, viaSupervisor } = config;
   const logger = createLogger({
     level: cp.logLevel,
     name: `${[...services].join('+')}${proxyConfig.workerIndex === undefined ? '' : `#${proxyConfig.workerIndex}`}`,
   });
-  // Proxy workers share limits, snapshots and the bus through Redis and Kafka; with the stores in
-  // this process's memory (embedded defaults) the one proxy runs here.
+  // Proxy workers apart from this process: a proxy-only process supervises them (they share
+  // limits, snapshots and the bus through Redis and Kafka); beside the control plane, ingest and
+  // chdb they share this process's stores, through Redis and Kafka when set, else over IPC.
   const workersApart =
-    services.has('proxy') &&
-    proxyConfig.workerIndex === undefined &&
-    proxyConfig.workers > 1 &&
-    cp.redisUrl !== undefined &&
-    cp.bus.kafkaBrokers.length > 0;
-  if (
-    services.has('proxy') &&
-    proxyConfig.workers > 1 &&
-    proxyConfig.workerIndex === undefined &&
-    !workersApart
-  )
-    logger.info(
-      { workers: proxyConfig.workers },
-      'one proxy in this process: workers need REDIS_URL and KAFKA_BROKERS to share limits and usage',
-    );
+    services.has('proxy') && proxyConfig.workerIndex === undefined && proxyConfig.workers > 1;
+  const sharedThroughServers = cp.redisUrl !== undefined && cp.bus.kafkaBrokers.length > 0;
   if (workersApart && services.size === 1) return superviseOnly(proxyConfig, logger);
   const closers: Array<[string, () => Promise<void>]> = [];
   let controlPlaneUrl: string | undefined;
@@ -101,7 +105,8 @@ async function main(): Promise<void> {
 
   // Independent connections, made at once: a restarted control plane answers sooner.
   const needsUsageStore = services.has('ingest') || services.has('control-plane');
-  const snapshots = openSnapshotStore(cp.redisUrl);
+  const shared = viaSupervisor ? await supervisorStores() : undefined;
+  const snapshots = shared?.snapshots ?? openSnapshotStore(cp.redisUrl);
   closers.push(['snapshot store', () => snapshots.close()]);
   const opened = await Promise.allSettled([
     // The control plane publishes snapshots as it starts: the store must take writes by then.
@@ -109,9 +114,9 @@ async function main(): Promise<void> {
       if (!ready && services.has('control-plane'))
         throw new Error('the snapshot store (Redis) is unreachable');
     }),
-    openUsageBus(cp.bus, logger),
+    shared === undefined ? openUsageBus(cp.bus, logger) : Promise.resolve(busOf(shared)),
     needsUsageStore ? openUsageStore(cp.clickhouse) : Promise.resolve(undefined),
-    openCounterStore(cp.redisUrl),
+    shared === undefined ? openCounterStore(cp.redisUrl) : Promise.resolve(shared.counters),
     controlPlaneModule?.then(({ openDatabase }) =>
       openDatabase({ databaseUrl: cp.databaseUrl, dataDir: cp.dataDir, logger }),
     ),
@@ -236,9 +241,20 @@ async function main(): Promise<void> {
   if (workersApart) {
     // The proxy's workers apart from the control plane, ingest and chdb: a burst of API work or a
     // ClickHouse merge here does not stall tool calls there.
-    const workers = await startWorkers(proxyConfig, logger, {
-      CONTROL_PLANE_URL: process.env.CONTROL_PLANE_URL ?? controlPlaneUrl,
-    });
+    const stores = sharedThroughServers
+      ? undefined
+      : shareStores({ snapshots, counters, publisher: bus.publisher });
+    // The counters are this process's: its previous run's workers' usage goes to the bus first.
+    if (stores !== undefined) await replayWorkerSpools(proxyConfig.spillDir, bus.publisher, logger);
+    const workers = await startWorkers(
+      proxyConfig,
+      logger,
+      {
+        CONTROL_PLANE_URL: process.env.CONTROL_PLANE_URL ?? controlPlaneUrl,
+        ...(stores === undefined ? {} : { [SUPERVISOR_STORES_ENV]: SUPERVISOR_STORES }),
+      },
+      stores?.serve,
+    );
     closers.push(['proxy workers', () => workers.stop()]);
     proxyUrl = `http://${proxyConfig.host}:${workers.port}`;
   }
@@ -260,7 +276,12 @@ async function main(): Promise<void> {
 }
 
 /** Starts the proxy workers on the configured port (a free one for PROXY_PORT=0). */
-async function startWorkers(config: ProxyConfig, logger: Logger, env: NodeJS.ProcessEnv = {}) {
+async function startWorkers(
+  config: ProxyConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv = {},
+  serve?: (worker: ChildProcess) => void,
+) {
   const port = config.port === 0 ? await freePort() : config.port;
   const workers = superviseProxyWorkers({
     count: config.workers,
@@ -272,6 +293,7 @@ async function startWorkers(config: ProxyConfig, logger: Logger, env: NodeJS.Pro
     port,
     spillDir: config.spillDir,
     logger,
+    ...(serve === undefined ? {} : { serve }),
   });
   process.stdout.write(
     `MCP proxy:     http://${config.host}:${port}  (${config.workers} workers; servers at /mcp/<subdomain>)\n`,
@@ -293,6 +315,19 @@ async function superviseOnly(config: ProxyConfig, logger: Logger): Promise<void>
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** A worker's bus when its supervisor holds the real one: it only publishes. */
+function busOf(shared: SharedStores): UsageBus {
+  return {
+    publisher: shared.publisher,
+    subscription: () => {
+      throw new Error('a proxy worker consumes no usage');
+    },
+    settlement: { settled: async () => false },
+    kind: 'in-process',
+    close: async () => {},
+  };
 }
 
 function fulfilled<T>(result: PromiseSettledResult<T>): T | undefined {

@@ -327,7 +327,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   /** Publishes what it can within a bounded time; whatever is left goes to disk for the next run. */
   async close(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (this.queue.length > 0 && Date.now() < deadline) {
+    while (this.queue.length > 0 && Date.now() < deadline && this.publisher.unreachable !== true) {
       await this.flush();
       if (this.queue.length > 0)
         await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs));

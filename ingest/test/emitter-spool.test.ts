@@ -352,4 +352,32 @@ describe('the write-ahead usage spool', () => {
     expect(replayed).toEqual(['mine']);
     expect(readdirSync(dir)).toEqual(kept ? [file] : []);
   });
+
+  it('spills at once on close when the bus is unreachable for good, and the next emitter sends it', async () => {
+    // A proxy worker whose supervisor (which held the bus) is gone: each publish fails, and the
+    // publisher says none will ever succeed. Close tries none and leaves the records on disk.
+    const dir = tempDir();
+    let attempts = 0;
+    const gone: UsagePublisher = {
+      async publish() {
+        attempts++;
+        throw new Error('the supervisor is gone');
+      },
+      async close() {},
+      unreachable: true,
+    };
+    const emitter = spooling(dir, gone);
+    emitter.emit(record('kept-1'));
+    emitter.emit(record('kept-2'));
+    await emitter.spooled();
+    const before = attempts;
+    await emitter.close();
+    expect(attempts).toBe(before);
+    expect(emitter.stats().spilled).toBe(2);
+    const replayed: string[] = [];
+    const next = spooling(dir, recordingInto(replayed));
+    expect(await next.recovered(5_000)).toBe(true);
+    await next.close();
+    expect(replayed.sort()).toEqual(['kept-1', 'kept-2']);
+  });
 });

@@ -16,7 +16,7 @@ export interface ProxyConfig {
    * Proxy event loops on the port (PROXY_WORKERS, default the cores this process may use, its
    * cgroup's CPU quota included: cores.ts): processes that
    * share it, each with its own origin pools and spool, sharing Redis, snapshots and the bus
-   * (deploy/proxy-workers.ts). One proxy in the process where the stores are in memory.
+   * (deploy/proxy-workers.ts), or the stores of the process that supervises them (worker-stores.ts).
    */
   workers: number;
   /** This process's worker number, set by the supervisor that started it; undefined alone. */

@@ -1,9 +1,5 @@
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { NODE_FLAGS } from '../../deploy/node-flags';
 import { customerWithToken } from '../helpers/flows';
@@ -11,27 +7,16 @@ import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { spawnService } from '../helpers/processes';
 import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
+import {
+  alive,
+  fresh,
+  type ToolResult,
+  workersClient,
+  perWorker as workersPerWorker,
+} from '../helpers/workers';
 
 const LIMIT = 60;
 const CALLS = 150;
-
-type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
-
-/** One request on a connection of its own (agent: false), so the kernel may pick any worker for it. */
-function fresh(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /**
  * Proxy workers (issue 65): a split stack whose proxy runs PROXY_WORKERS=2 processes on one port
@@ -47,46 +32,8 @@ describe('proxy workers on one port', () => {
   let seller: Seller;
   let server: { subdomain: string };
 
-  /** Each worker's figures, read until both answered: worker number → (pid, success calls). */
-  const perWorker = async () => {
-    const seen = new Map<number, { pid: number; success: number }>();
-    for (let i = 0; i < 200 && seen.size < 2; i++) {
-      const health = JSON.parse((await fresh(`${stack.proxyUrl}/healthz`)).body) as {
-        worker: number;
-        pid: number;
-      };
-      const metrics = (await fresh(`${stack.proxyUrl}/metrics`)).body;
-      const worker = Number(/^mcpmeter_proxy_worker (\d+)$/m.exec(metrics)?.[1]);
-      const success = Number(
-        /^mcpmeter_proxy_tool_calls_total\{outcome="success"\} (\d+)$/m.exec(metrics)?.[1] ?? 0,
-      );
-      if (health.worker === worker) seen.set(worker, { pid: health.pid, success });
-    }
-    return seen;
-  };
-
-  /**
-   * An MCP client with connections of its own (its own undici pool): sixteen of them open at least
-   * sixteen connections, which the kernel spreads over the workers (all on one: 1 in 32,768).
-   */
-  const client = async (token: string) => {
-    const dispatcher = new Agent({ connections: 4 });
-    const mcp = new Client({ name: 'workers-client', version: '1.0.0' });
-    await mcp.connect(
-      new StreamableHTTPClientTransport(new URL(`${stack.proxyUrl}/mcp/${server.subdomain}`), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-        fetch: (url, init) =>
-          undiciFetch(url, { ...(init as object), dispatcher }) as unknown as Promise<Response>,
-      }),
-    );
-    return {
-      callTool: (params: { name: string; arguments: Record<string, unknown> }) => mcp.callTool(params),
-      close: async () => {
-        await mcp.close();
-        await dispatcher.close();
-      },
-    };
-  };
+  const perWorker = () => workersPerWorker(stack.proxyUrl);
+  const client = (token: string) => workersClient(`${stack.proxyUrl}/mcp/${server.subdomain}`, token);
 
   beforeAll(async () => {
     stack = await startSplitStack({
@@ -203,15 +150,7 @@ describe('proxy workers on one port', () => {
     const exited = new Promise((resolve) => supervisor?.once('exit', (code) => resolve(code)));
     process.kill(supervisor?.pid as number, 'SIGTERM');
     expect(await exited).toBe(0);
-    for (const pid of pids) {
-      let alive = true;
-      try {
-        process.kill(pid, 0);
-      } catch {
-        alive = false;
-      }
-      expect(alive, `worker ${pid}`).toBe(false);
-    }
+    for (const pid of pids) expect(alive(pid), `worker ${pid}`).toBe(false);
     await expect(fresh(`${stack.proxyUrl}/healthz`)).rejects.toThrow();
   });
 
@@ -244,14 +183,6 @@ describe('proxy workers on one port', () => {
     );
     // SIGKILL to the supervisor alone: it cannot pass anything on; its workers see the channel close.
     process.kill(supervisor.child.pid as number, 'SIGKILL');
-    const alive = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     try {
       await pollUntil(
         async () => [...workers.values()].filter(alive).length,

@@ -19,6 +19,11 @@ export interface UsagePublisher {
    * instead of living on, through every young-generation collection, until the record is stored.
    */
   readonly sendsRecordJson?: boolean;
+  /**
+   * True once this process can never reach the bus again (a proxy worker whose supervisor, which
+   * held the bus, is gone): what is left goes to disk for the next run at once, without retrying.
+   */
+  readonly unreachable?: boolean;
 }
 
 /**

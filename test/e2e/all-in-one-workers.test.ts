@@ -1,0 +1,213 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_FLAGS } from '../../deploy/node-flags';
+import { customerWithToken } from '../helpers/flows';
+import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
+import { pollUntil } from '../helpers/poll';
+import { type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { type Seller, startSeller } from '../helpers/seller';
+import { alive, perWorker, type ToolResult, workersClient } from '../helpers/workers';
+
+const LIMIT = 60;
+const CALLS = 150;
+
+/**
+ * `npm start` on embedded defaults with PROXY_WORKERS=2 (issue 65): no Redis, no Kafka; the proxy
+ * workers run apart from the process that holds the control plane, ingest, chdb and the limit
+ * counters, snapshots and usage bus in its memory, and reach those over their IPC channel. One
+ * customer through both workers is admitted exactly its limit and every call is recorded; a worker
+ * killed under load is started again with nothing lost and the limit still exact; the whole
+ * service killed under load comes back with every answered call recorded and no allowance handed
+ * back, its workers having stopped by themselves; SIGTERM stops it all.
+ */
+describe('npm start on embedded defaults with two proxy workers', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let baseUrl: string;
+  let proxyUrl: string;
+  let service: Service;
+  let origin: McpOrigin;
+  let seller: Seller;
+  let server: { subdomain: string };
+  let runs = 0;
+
+  const start = async () => {
+    service = spawnService(process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
+      env,
+      logDir: dir,
+      name: `serve-${++runs}`,
+    });
+    await waitHealthy(baseUrl, service, 120_000);
+    // Both workers answering: the kernel hands fresh connections to either.
+    await pollUntil(
+      async () => (await perWorker(proxyUrl).catch(() => new Map())).size,
+      (n) => n === 2,
+      { what: 'both proxy workers answering', timeoutMs: 90_000 },
+    );
+  };
+  const client = (token: string) => workersClient(`${proxyUrl}/mcp/${server.subdomain}`, token);
+  /** The customer's stored usage, as the usage API counts it (the calls admitted). */
+  const usage = async (customerRef: string) =>
+    (await seller.api<{ total: number }>('GET', `/ui/meters/requests/usage?customerRef=${customerRef}`)).body
+      .total;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-aio-workers-'));
+    chmodSync(dir, 0o755);
+    const port = await freePort();
+    const proxyPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    proxyUrl = `http://127.0.0.1:${proxyPort}`;
+    env = {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+      DATA_DIR: join(dir, 'data'),
+      PORT: String(port),
+      PROXY_PORT: String(proxyPort),
+      PROXY_WORKERS: '2',
+    };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+      delete env[name];
+    origin = await startMcpOrigin({ json: true });
+    await start();
+    seller = await startSeller(
+      { env, baseUrl },
+      {
+        provider: 'Embedded Workers Co',
+        product: 'Adder',
+        plans: [{ name: 'Metered', price: 0, limit: LIMIT, default: true }],
+      },
+    );
+    server = await seller.register(origin.url, { defaultPlan: 'Metered' });
+  }, 240_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('admits one customer exactly its limit through both workers, and records every call', async () => {
+    const workers = await perWorker(proxyUrl);
+    expect([...workers.keys()].sort()).toEqual([0, 1]);
+    const customer = await customerWithToken(seller.api);
+    const clients = await Promise.all(Array.from({ length: 16 }, () => client(customer.token)));
+    const results = (await Promise.all(
+      Array.from({ length: CALLS }, (_, i) =>
+        clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
+      ),
+    )) as ToolResult[];
+    for (const c of clients) await c.close();
+    expect(results.filter((r) => r.isError !== true)).toHaveLength(LIMIT);
+    expect(origin.calls.get('add')).toBe(LIMIT);
+    const served = [...(await perWorker(proxyUrl)).values()].map((w) => w.success);
+    expect(
+      served.every((n) => n > 0),
+      JSON.stringify(served),
+    ).toBe(true);
+    // Every admitted call is recorded once, through the one in-process bus, and no more.
+    const recorded = await pollUntil(
+      () => usage(customer.ref),
+      (n) => n >= LIMIT,
+      { what: 'every admitted call recorded', timeoutMs: 60_000 },
+    );
+    expect(recorded).toBe(LIMIT);
+  }, 120_000);
+
+  it('starts a killed worker again, with what it served recorded and the limit exact', async () => {
+    const before = origin.calls.get('add') ?? 0;
+    const customer = await customerWithToken(seller.api);
+    const victim = (await perWorker(proxyUrl)).get(1)?.pid as number;
+    const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
+    let answered = 0;
+    let calling = true;
+    const burst = Promise.all(
+      clients.map(async (c, k) => {
+        for (let i = 0; calling && i < 6; i++) {
+          const result = await c.callTool({ name: 'add', arguments: { a: k, b: i } }).catch(() => undefined);
+          if (result !== undefined && result.isError !== true) answered++;
+        }
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 15));
+    process.kill(victim, 'SIGKILL');
+    calling = false;
+    await burst;
+    for (const c of clients) await c.close().catch(() => undefined);
+    await pollUntil(
+      async () => (await perWorker(proxyUrl)).get(1)?.pid,
+      (pid) => pid !== undefined && pid !== victim,
+      { what: 'worker 1 started again', timeoutMs: 60_000 },
+    );
+    const executed = (origin.calls.get('add') ?? 0) - before;
+    const recorded = await pollUntil(
+      () => usage(customer.ref),
+      (n) => n >= answered,
+      { what: 'the answered calls recorded', timeoutMs: 60_000 },
+    );
+    expect(recorded).toBeLessThanOrEqual(executed);
+    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
+    const more = (await Promise.all(
+      Array.from({ length: LIMIT * 2 }, (_, i) =>
+        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 2 } }),
+      ),
+    )) as ToolResult[];
+    for (const c of again) await c.close();
+    // The killed worker's leases were settled at what its spool recorded: exactly the limit.
+    expect(recorded + more.filter((r) => r.isError !== true).length).toBe(LIMIT);
+  }, 120_000);
+
+  it('comes back from a kill of the whole service with every answered call recorded', async () => {
+    const customer = await customerWithToken(seller.api);
+    const pids = [...(await perWorker(proxyUrl)).values()].map((w) => w.pid);
+    const before = origin.calls.get('add') ?? 0;
+    const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
+    let answered = 0;
+    let killed = false;
+    const loops = clients.map(async (c, k) => {
+      for (let i = 0; !killed; i++) {
+        const result = await c.callTool({ name: 'add', arguments: { a: k, b: i } }).catch(() => undefined);
+        if (result !== undefined && result.isError !== true) answered++;
+      }
+    });
+    while (answered < 20) await new Promise((r) => setTimeout(r, 2));
+    const exited = new Promise((resolve) => service.child.once('exit', resolve));
+    // The process holding the stores, alone: its workers see their channel close and stop.
+    process.kill(service.child.pid as number, 'SIGKILL');
+    killed = true;
+    await Promise.all(loops);
+    await exited;
+    for (const c of clients) await c.close().catch(() => undefined);
+    await pollUntil(
+      async () => pids.filter(alive).length,
+      (n) => n === 0,
+      { what: 'the workers of the killed service stopped', timeoutMs: 60_000 },
+    );
+    const executed = (origin.calls.get('add') ?? 0) - before;
+
+    await start();
+    // What the dead workers served was sent before any new worker took a call: the counter,
+    // started from stored usage, holds every answered call, and nothing the origin did not run.
+    const recorded = await usage(customer.ref);
+    expect(recorded).toBeGreaterThanOrEqual(answered);
+    expect(recorded).toBeLessThanOrEqual(executed);
+    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
+    const more = (await Promise.all(
+      Array.from({ length: LIMIT * 2 }, (_, i) =>
+        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 3 } }),
+      ),
+    )) as ToolResult[];
+    for (const c of again) await c.close();
+    expect(recorded + more.filter((r) => r.isError !== true).length).toBe(LIMIT);
+  }, 240_000);
+
+  it('stops on SIGTERM: the service exits 0 and no worker is left', async () => {
+    const pids = [...(await perWorker(proxyUrl)).values()].map((w) => w.pid);
+    expect(await service.stop('SIGTERM')).toBe(0);
+    for (const pid of pids) expect(alive(pid), `worker ${pid}`).toBe(false);
+  }, 60_000);
+});

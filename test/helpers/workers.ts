@@ -1,0 +1,79 @@
+import { request } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Agent, fetch as undiciFetch } from 'undici';
+
+/**
+ * What the proxy-workers tests share: requests on connections of their own (so the kernel may
+ * hand each to any worker), each worker's figures, and MCP clients with connections of their own.
+ */
+
+export type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean };
+
+/** One request on a connection of its own (agent: false), so the kernel may pick any worker for it. */
+export function fresh(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Each worker's figures, read until `count` answered: worker number → (pid, success calls). */
+export async function perWorker(
+  proxyUrl: string,
+  count = 2,
+): Promise<Map<number, { pid: number; success: number }>> {
+  const seen = new Map<number, { pid: number; success: number }>();
+  for (let i = 0; i < 200 && seen.size < count; i++) {
+    const health = JSON.parse((await fresh(`${proxyUrl}/healthz`)).body) as { worker: number; pid: number };
+    const metrics = (await fresh(`${proxyUrl}/metrics`)).body;
+    const worker = Number(/^mcpmeter_proxy_worker (\d+)$/m.exec(metrics)?.[1]);
+    const success = Number(
+      /^mcpmeter_proxy_tool_calls_total\{outcome="success"\} (\d+)$/m.exec(metrics)?.[1] ?? 0,
+    );
+    if (health.worker === worker) seen.set(worker, { pid: health.pid, success });
+  }
+  return seen;
+}
+
+/**
+ * An MCP client (the SDK's) with connections of its own (its own undici pool): sixteen of them
+ * open at least sixteen connections, which the kernel spreads over the workers.
+ */
+export async function workersClient(serverUrl: string, token: string) {
+  const dispatcher = new Agent({ connections: 4 });
+  const mcp = new Client({ name: 'workers-client', version: '1.0.0' });
+  await mcp.connect(
+    new StreamableHTTPClientTransport(new URL(serverUrl), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      fetch: (url, init) =>
+        undiciFetch(url, { ...(init as object), dispatcher }) as unknown as Promise<Response>,
+    }),
+  );
+  return {
+    callTool: (params: { name: string; arguments: Record<string, unknown> }) =>
+      mcp.callTool(params) as Promise<ToolResult>,
+    close: async () => {
+      await mcp.close();
+      await dispatcher.close();
+    },
+  };
+}
+
+/** Whether process `pid` is alive. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
