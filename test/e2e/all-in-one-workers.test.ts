@@ -7,9 +7,9 @@ import { NODE_FLAGS } from '../../deploy/node-flags';
 import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { embeddedEnv, type Service, spawnService, waitHealthy } from '../helpers/processes';
 import { type Seller, startSeller } from '../helpers/seller';
-import { alive, perWorker, type ToolResult, workersClient } from '../helpers/workers';
+import { alive, callAtOnce, killWorkerUnderLoad, perWorker, workersClient } from '../helpers/workers';
 
 const LIMIT = 60;
 const CALLS = 150;
@@ -61,17 +61,13 @@ describe('npm start on embedded defaults with two proxy workers', () => {
     const proxyPort = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
     proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    env = {
-      ...process.env,
-      LOG_LEVEL: 'warn',
+    env = embeddedEnv({
       OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
       DATA_DIR: join(dir, 'data'),
       PORT: String(port),
       PROXY_PORT: String(proxyPort),
       PROXY_WORKERS: '2',
-    };
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
-      delete env[name];
+    });
     origin = await startMcpOrigin({ json: true });
     await start();
     seller = await startSeller(
@@ -95,14 +91,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
     const workers = await perWorker(proxyUrl);
     expect([...workers.keys()].sort()).toEqual([0, 1]);
     const customer = await customerWithToken(seller.api);
-    const clients = await Promise.all(Array.from({ length: 16 }, () => client(customer.token)));
-    const results = (await Promise.all(
-      Array.from({ length: CALLS }, (_, i) =>
-        clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
-      ),
-    )) as ToolResult[];
-    for (const c of clients) await c.close();
-    expect(results.filter((r) => r.isError !== true)).toHaveLength(LIMIT);
+    expect(await callAtOnce(() => client(customer.token), 16, CALLS, 1)).toBe(LIMIT);
     expect(origin.calls.get('add')).toBe(LIMIT);
     const served = [...(await perWorker(proxyUrl)).values()].map((w) => w.success);
     expect(
@@ -121,28 +110,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
   it('starts a killed worker again, with what it served recorded and the limit exact', async () => {
     const before = origin.calls.get('add') ?? 0;
     const customer = await customerWithToken(seller.api);
-    const victim = (await perWorker(proxyUrl)).get(1)?.pid as number;
-    const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
-    let answered = 0;
-    let calling = true;
-    const burst = Promise.all(
-      clients.map(async (c, k) => {
-        for (let i = 0; calling && i < 6; i++) {
-          const result = await c.callTool({ name: 'add', arguments: { a: k, b: i } }).catch(() => undefined);
-          if (result !== undefined && result.isError !== true) answered++;
-        }
-      }),
-    );
-    await new Promise((r) => setTimeout(r, 15));
-    process.kill(victim, 'SIGKILL');
-    calling = false;
-    await burst;
-    for (const c of clients) await c.close().catch(() => undefined);
-    await pollUntil(
-      async () => (await perWorker(proxyUrl)).get(1)?.pid,
-      (pid) => pid !== undefined && pid !== victim,
-      { what: 'worker 1 started again', timeoutMs: 60_000 },
-    );
+    const answered = await killWorkerUnderLoad(proxyUrl, () => client(customer.token));
     const executed = (origin.calls.get('add') ?? 0) - before;
     const recorded = await pollUntil(
       () => usage(customer.ref),
@@ -150,15 +118,8 @@ describe('npm start on embedded defaults with two proxy workers', () => {
       { what: 'the answered calls recorded', timeoutMs: 60_000 },
     );
     expect(recorded).toBeLessThanOrEqual(executed);
-    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
-    const more = (await Promise.all(
-      Array.from({ length: LIMIT * 2 }, (_, i) =>
-        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 2 } }),
-      ),
-    )) as ToolResult[];
-    for (const c of again) await c.close();
     // The killed worker's leases were settled at what its spool recorded: exactly the limit.
-    expect(recorded + more.filter((r) => r.isError !== true).length).toBe(LIMIT);
+    expect(recorded + (await callAtOnce(() => client(customer.token), 4, LIMIT * 2, 2))).toBe(LIMIT);
   }, 120_000);
 
   it('comes back from a kill of the whole service with every answered call recorded', async () => {
@@ -195,14 +156,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
     const recorded = await usage(customer.ref);
     expect(recorded).toBeGreaterThanOrEqual(answered);
     expect(recorded).toBeLessThanOrEqual(executed);
-    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
-    const more = (await Promise.all(
-      Array.from({ length: LIMIT * 2 }, (_, i) =>
-        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 3 } }),
-      ),
-    )) as ToolResult[];
-    for (const c of again) await c.close();
-    expect(recorded + more.filter((r) => r.isError !== true).length).toBe(LIMIT);
+    expect(recorded + (await callAtOnce(() => client(customer.token), 4, LIMIT * 2, 3))).toBe(LIMIT);
   }, 240_000);
 
   it('stops on SIGTERM: the service exits 0 and no worker is left', async () => {

@@ -8,15 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { foreignToken, mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
-
-/** The environment a newcomer has: nothing configured, so every embedded default applies. */
-function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
-    delete env[name];
-  return env;
-}
+import { embeddedEnv, runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
 
 describe('npm start: the whole service in one process on embedded defaults', () => {
   let dataDir: string;

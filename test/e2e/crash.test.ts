@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NODE_FLAGS } from '../../deploy/node-flags';
 import { apiClient } from '../helpers/api';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
-import { type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { embeddedEnv, type Service, spawnService, waitHealthy } from '../helpers/processes';
 import { startSeller } from '../helpers/seller';
 
 /**
@@ -20,13 +20,6 @@ const LIMIT = 300;
 const CLIENTS = 8;
 /** The plan limit of the SDK limit-check case. */
 const CHECK_LIMIT = 400;
-
-function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
-    delete env[name];
-  return env;
-}
 
 describe('the all-in-one service killed under load', () => {
   let dir: string;

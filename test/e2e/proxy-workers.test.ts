@@ -9,8 +9,9 @@ import { spawnService } from '../helpers/processes';
 import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 import {
   alive,
+  callAtOnce,
   fresh,
-  type ToolResult,
+  killWorkerUnderLoad,
   workersClient,
   perWorker as workersPerWorker,
 } from '../helpers/workers';
@@ -64,14 +65,7 @@ describe('proxy workers on one port', () => {
 
     const customer = await customerWithToken(seller.api);
     // Sixteen clients, each its own connections, spread by the kernel over the two workers.
-    const clients = await Promise.all(Array.from({ length: 16 }, () => client(customer.token)));
-    const results = (await Promise.all(
-      Array.from({ length: CALLS }, (_, i) =>
-        clients[i % clients.length]?.callTool({ name: 'add', arguments: { a: i, b: 1 } }),
-      ),
-    )) as ToolResult[];
-    for (const c of clients) await c.close();
-    expect(results.filter((r) => r.isError !== true)).toHaveLength(LIMIT);
+    expect(await callAtOnce(() => client(customer.token), 16, CALLS, 1)).toBe(LIMIT);
     expect(origin.calls.get('add')).toBe(LIMIT);
     // Both workers admitted some of them.
     const after = await perWorker();
@@ -86,32 +80,8 @@ describe('proxy workers on one port', () => {
   it('starts a killed worker again: what it served is recorded, and the limit stays exact', async () => {
     const before = origin.calls.get('add') ?? 0;
     const customer = await customerWithToken(seller.api);
-    const victim = (await perWorker()).get(1)?.pid as number;
-    const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
-    // Calls keep coming from every client while worker 1 is killed, so some are in flight there.
-    let answered = 0;
-    let calling = true;
-    const burst = Promise.all(
-      clients.map(async (c, k) => {
-        for (let i = 0; calling && i < 6; i++) {
-          const result = (await c
-            .callTool({ name: 'add', arguments: { a: k, b: i } })
-            .catch(() => undefined)) as ToolResult | undefined;
-          if (result !== undefined && result.isError !== true) answered++;
-        }
-      }),
-    );
-    await new Promise((r) => setTimeout(r, 15));
-    process.kill(victim, 'SIGKILL');
-    calling = false;
-    await burst;
-    for (const c of clients) await c.close().catch(() => undefined);
-    // The supervisor starts worker 1 again, as a new process.
-    await pollUntil(
-      async () => (await perWorker()).get(1)?.pid,
-      (pid) => pid !== undefined && pid !== victim,
-      { what: 'worker 1 started again', timeoutMs: 60_000 },
-    );
+    // Worker 1 killed under eight clients' calls; the supervisor starts it again, as a new process.
+    const answered = await killWorkerUnderLoad(stack.proxyUrl, () => client(customer.token));
     const executed = (origin.calls.get('add') ?? 0) - before;
     const usage = async () =>
       (await seller.api<{ total: number }>('GET', `/ui/meters/requests/usage?customerRef=${customer.ref}`))
@@ -124,14 +94,7 @@ describe('proxy workers on one port', () => {
     });
     expect(recorded).toBeLessThanOrEqual(executed);
     // The rest of the allowance, through both workers again: exactly up to the limit, never past it.
-    const again = await Promise.all(Array.from({ length: 4 }, () => client(customer.token)));
-    const more = (await Promise.all(
-      Array.from({ length: LIMIT * 2 }, (_, i) =>
-        again[i % again.length]?.callTool({ name: 'add', arguments: { a: i, b: 2 } }),
-      ),
-    )) as ToolResult[];
-    for (const c of again) await c.close();
-    const admitted = more.filter((r) => r.isError !== true).length;
+    const admitted = await callAtOnce(() => client(customer.token), 4, LIMIT * 2, 2);
     // Exactly the limit: the killed worker's leases were settled at what it recorded, so no unit
     // it had leased and not spent is lost to the customer, and none is given twice.
     expect(recorded + admitted).toBe(LIMIT);

@@ -125,3 +125,11 @@ export async function waitHealthy(url: string, service: Service, timeoutMs = 90_
 /** Runs the admin CLI exactly as a user would and parses its JSON output. */
 export const runAdmin = <T = Record<string, unknown>>(args: string[], env: NodeJS.ProcessEnv): Promise<T> =>
   runAdminIn<T>(root, args, env);
+
+/** The environment a newcomer has: nothing configured, so every embedded default applies. */
+export function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'warn', ...extra };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
+    delete env[name];
+  return env;
+}

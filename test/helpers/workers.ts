@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { pollUntil } from './poll';
 
 /**
  * What the proxy-workers tests share: requests on connections of their own (so the kernel may
@@ -76,4 +77,60 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+type WorkersClient = Awaited<ReturnType<typeof workersClient>>;
+
+/**
+ * `calls` tool calls at once over `clients` MCP clients' own connections (spread by the kernel
+ * over the workers), each `add` of (i, b); the calls admitted (answered with a result).
+ */
+export async function callAtOnce(
+  open: () => Promise<WorkersClient>,
+  clients: number,
+  calls: number,
+  b: number,
+): Promise<number> {
+  const opened = await Promise.all(Array.from({ length: clients }, open));
+  const results = await Promise.all(
+    Array.from({ length: calls }, (_, i) =>
+      opened[i % opened.length]?.callTool({ name: 'add', arguments: { a: i, b } }),
+    ),
+  );
+  for (const c of opened) await c.close();
+  return results.filter((r) => r !== undefined && r.isError !== true).length;
+}
+
+/**
+ * Eight clients calling while worker 1 is SIGKILLed, then worker 1 started again as a new
+ * process; the calls that were answered with a result.
+ */
+export async function killWorkerUnderLoad(
+  proxyUrl: string,
+  open: () => Promise<WorkersClient>,
+): Promise<number> {
+  const victim = (await perWorker(proxyUrl)).get(1)?.pid as number;
+  const clients = await Promise.all(Array.from({ length: 8 }, open));
+  // Calls keep coming from every client while worker 1 is killed, so some are in flight there.
+  let answered = 0;
+  let calling = true;
+  const burst = Promise.all(
+    clients.map(async (c, k) => {
+      for (let i = 0; calling && i < 6; i++) {
+        const result = await c.callTool({ name: 'add', arguments: { a: k, b: i } }).catch(() => undefined);
+        if (result !== undefined && result.isError !== true) answered++;
+      }
+    }),
+  );
+  await new Promise((r) => setTimeout(r, 15));
+  process.kill(victim, 'SIGKILL');
+  calling = false;
+  await burst;
+  for (const c of clients) await c.close().catch(() => undefined);
+  await pollUntil(
+    async () => (await perWorker(proxyUrl)).get(1)?.pid,
+    (pid) => pid !== undefined && pid !== victim,
+    { what: 'worker 1 started again', timeoutMs: 60_000 },
+  );
+  return answered;
 }
