@@ -20,6 +20,13 @@ export interface UsageRecord {
   /** ISO-8601 UTC with millisecond precision. */
   timestamp: string;
   properties: Record<string, unknown>;
+  /**
+   * Set when whoever sent the record chose its id (the usage API's `id`): only such a record can
+   * come again under another time, so only its earlier copies are looked for when it is stored
+   * (the rollups' moved records). Absent for an id made here (the proxy's calls, the limit
+   * check's, a usage call without one), whose every copy carries the same time.
+   */
+  idGiven?: true;
 }
 
 /**
@@ -275,6 +282,7 @@ export function buildUsageRecord(
       value,
       timestamp: timestamp.toISOString(),
       properties,
+      ...(id === undefined ? {} : { idGiven: true as const }),
     },
   };
 }
@@ -349,6 +357,7 @@ function toBusRecord(value: unknown): UsageRecord | undefined {
     value: v,
     timestamp,
     properties,
+    ...(value.idGiven === true ? { idGiven: true as const } : {}),
   };
 }
 

@@ -33,6 +33,17 @@ describe('the usage record contract', () => {
     expect(buildUsageRecord({ customerRef: 'c', id: 'order-1' }, context).record?.id).toBe('order-1');
   });
 
+  it('says when the sender chose the id (only such a record can come again under another time), through the bus too', () => {
+    const given = buildUsageRecord({ customerRef: 'c', id: 'order-1' }, context).record;
+    const made = buildUsageRecord({ customerRef: 'c' }, context).record;
+    expect(given?.idGiven).toBe(true);
+    expect(made !== undefined && 'idGiven' in made).toBe(false);
+    expect(parseBusRecord(JSON.stringify(given))?.idGiven).toBe(true);
+    expect(parseBusRecord(JSON.stringify(made))).not.toHaveProperty('idGiven');
+    // Anything but true is no claim: read as an id made here.
+    expect(parseBusRecord(JSON.stringify({ ...made, idGiven: 'yes' }))).not.toHaveProperty('idGiven');
+  });
+
   it.each([
     [{ customerRef: 'c', value: 0.1 }, true],
     [{ customerRef: 'c', value: 1e15 }, true],

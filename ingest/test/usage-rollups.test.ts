@@ -373,9 +373,11 @@ describe('usage rollups', () => {
   });
 
   it('moves a record resent under its id with another time out of its earlier slot', async () => {
+    // Resent by a sender that chose the id (the usage API's `id`): only such a record can move.
     const later = (r: UsageRecord, at: number): UsageRecord => ({
       ...r,
       timestamp: new Date(at).toISOString(),
+      idGiven: true,
     });
     const candidates = [...stored.values()].filter(
       (r) => inRange(r) && Date.parse(r.timestamp) < END - 6 * HOUR,

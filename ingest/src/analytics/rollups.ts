@@ -90,8 +90,13 @@ export class UsageRollups {
    * Before a batch is stored: marks the slots where copies of its records written in the last
    * MOVED_LOOKBACK_MINUTES lie under another time (a retry whose time the API filled in). Once
    * the new copy is stored, merges drop the old one, and nothing would tell its slot's rollup.
+   * Only a record whose sender chose its id can come again under another time (`idGiven`): the
+   * proxy's records, whose copies all carry one time, cost no look (one cost as much as storing
+   * the batch).
    */
-  async markMoves(records: readonly UsageRecord[]): Promise<void> {
+  async markMoves(batch: readonly UsageRecord[]): Promise<void> {
+    const records = batch.filter((r) => r.idGiven === true);
+    if (records.length === 0) return;
     for (const environment of Object.keys(ROLLUP_TABLES) as Environment[]) {
       const slotOf = new Map<string, number>();
       for (const r of records)
