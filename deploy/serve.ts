@@ -244,8 +244,11 @@ async function main(): Promise<void> {
     const stores = sharedThroughServers
       ? undefined
       : shareStores({ snapshots, counters, publisher: bus.publisher });
-    // The counters are this process's: its previous run's workers' usage goes to the bus first.
-    if (stores !== undefined) await replayWorkerSpools(proxyConfig.spillDir, bus.publisher, logger);
+    // Counters in this process's memory started again from stored usage: its previous run's
+    // workers' usage goes to the bus first. (Counters in Redis outlived that run: each worker's
+    // successor settles its predecessor's leases from the spool, which it must find there.)
+    if (stores !== undefined && cp.redisUrl === undefined)
+      await replayWorkerSpools(proxyConfig.spillDir, bus.publisher, logger);
     const workers = await startWorkers(
       proxyConfig,
       logger,
