@@ -54,4 +54,4 @@ VOLUME ["/data"]
 EXPOSE 8080 8081
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 CMD ["node", "deploy/healthcheck.mjs"]
 # What `npm start` runs (package.json), without npm: signals reach the service directly.
-CMD ["node", "--max-semi-space-size=64", "--heap-growing-percent=300", "deploy/start.mjs"]
+CMD ["node", "--max-semi-space-size=64", "--min-semi-space-size=32", "--heap-growing-percent=300", "deploy/start.mjs"]

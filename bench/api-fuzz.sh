@@ -42,7 +42,7 @@ stripe_port=$(free_port)
 stripe=$!
 export DATA_DIR=$work/data PORT=$port PROXY_PORT=$proxy_port LOG_LEVEL=warn WEBHOOKS_ENABLED=false \
   STRIPE_API_URL=http://127.0.0.1:$stripe_port
-node --max-semi-space-size=64 --heap-growing-percent=300 deploy/start.mjs > "$work/serve.log" 2>&1 &
+node --max-semi-space-size=64 --min-semi-space-size=32 --heap-growing-percent=300 deploy/start.mjs > "$work/serve.log" 2>&1 &
 service=$!
 cleanup() {
   kill -TERM "$service" 2>/dev/null || true
