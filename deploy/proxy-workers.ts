@@ -56,24 +56,20 @@ export function superviseProxyWorkers(options: {
   const deaths: number[][] = Array.from({ length: count }, () => []);
   let stopping = false;
   const startedAt = Date.now();
-  const warned = new Set<number>();
   warnOfOrphanSpools(options.spillDir, count, logger);
 
   const start = (index: number) => {
     // A predecessor still draining (its supervisor died before this one started) keeps its spool:
-    // this worker would find it in use and never send it. It starts once they are gone.
+    // this worker would find it in use and never send it. It starts once they are gone, or once
+    // this supervisor has waited PREDECESSOR_WAIT_MS since it started.
     const dir = workerSpillDir(options.spillDir, index);
     const waiting = predecessorsIn(dir);
-    if (waiting.length > 0 && Date.now() - startedAt < PREDECESSOR_WAIT_MS) {
-      if (!warned.has(index))
-        logger.warn({ worker: index, pids: waiting }, 'waiting for the previous proxy worker to stop');
-      warned.add(index);
-      setTimeout(() => {
-        if (!stopping) start(index);
-      }, 100).unref();
-      return;
-    }
-    launch(index);
+    const left = PREDECESSOR_WAIT_MS - (Date.now() - startedAt);
+    if (waiting.length === 0 || left <= 0) return launch(index);
+    logger.warn({ worker: index, pids: waiting }, 'waiting for the previous proxy worker to stop');
+    void predecessorsGone(dir, left, () => stopping).then(() => {
+      if (!stopping) launch(index);
+    });
   };
   const launch = (index: number) => {
     const child = spawn(process.execPath, [...options.execArgv, options.entry], {
@@ -133,12 +129,16 @@ export function superviseProxyWorkers(options: {
 
 /**
  * Waits until no process but this one has spool files in `dir` (a previous supervisor's worker
- * still draining), at most `ms`; true when none is left.
+ * still draining), at most `ms` or until `givenUp` says so; true when none is left.
  */
-export async function predecessorsGone(dir: string, ms = PREDECESSOR_WAIT_MS): Promise<boolean> {
+export async function predecessorsGone(
+  dir: string,
+  ms = PREDECESSOR_WAIT_MS,
+  givenUp: () => boolean = () => false,
+): Promise<boolean> {
   const until = Date.now() + ms;
   while (predecessorsIn(dir).length > 0) {
-    if (Date.now() >= until) return false;
+    if (Date.now() >= until || givenUp()) return false;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return true;
