@@ -14,12 +14,15 @@
  * MB a semi-space, 36.2 against 39.2 µs and 40 MB more.
  *
  * `--min-semi-space-size=32`: and never shrinks below 32 MB a semi-space. V8 shrinks the young
- * generation while a process idles and grows it back only as scavenges find many survivors, so a
- * proxy that idled between bursts, or carries a steady few thousand calls a second, stayed small
- * and scavenged far more often than its traffic needs: on a held bench stack at 3,900 calls/s (8 s
- * trials, 8 s idle between, issue 65), 109–122 minor collections a trial (75–91 ms of pauses, about
- * 1 % of the trial: a call arriving during one waits it out) against 13–25 (20–37 ms) with the
- * flag, and 85–90 against 73–88 µs of CPU a call. The cost is up to 64 MB more memory committed
+ * generation once a process has idled a while and grows it back only as scavenges find many
+ * survivors, so a proxy that had idled for minutes (as the bench's does between its trials) and
+ * then carried a steady few thousand calls a second stayed small and scavenged far more often
+ * than its traffic needs: on a held bench stack at 3,900 calls/s (8 s trials, 8 s idle between,
+ * issue 65), such a process ran 109–122 minor collections a trial (75–91 ms of pauses, about 1 %
+ * of the trial: a call arriving during one waits it out) against 13–25 (20–37 ms) for one with
+ * the flag, and 85–90 against 73–88 µs of CPU a call; in `npm run bench:proxy`, B3 ran 49–113 a
+ * trial at 3,900/s without it and 15–16 at 4,800/s with it. Two fresh processes (not yet shrunk)
+ * differ little: 31–32 against 16–31 at 4,800/s. The cost is up to 64 MB more memory committed
  * while idle.
  *
  * `--heap-growing-percent=300`: after each major collection the old generation may grow to four
