@@ -48,12 +48,8 @@ function setUp() {
   });
   const started = (index: number) =>
     existsSync(join(index === 0 ? spillDir : join(spillDir, `worker-${index}`), 'started'));
-  return { spillDir, entry, predecessor, lines, logger, started };
-}
-
-describe('proxy workers after a previous supervisor (deploy/proxy-workers.ts)', () => {
-  it('starts a worker whose spool a live predecessor holds only once that predecessor is gone', async () => {
-    const { spillDir, entry, predecessor, lines, logger, started } = setUp();
+  /** Two workers under a new supervisor, once worker 0 (whose spool is free) has started. */
+  const supervise = async () => {
     const workers = superviseProxyWorkers({
       count: 2,
       entry,
@@ -69,6 +65,15 @@ describe('proxy workers after a previous supervisor (deploy/proxy-workers.ts)', 
       (up) => up,
       { timeoutMs: 10_000, what: 'worker 0' },
     );
+    return workers;
+  };
+  return { predecessor, lines, started, supervise };
+}
+
+describe('proxy workers after a previous supervisor (deploy/proxy-workers.ts)', () => {
+  it('starts a worker whose spool a live predecessor holds only once that predecessor is gone', async () => {
+    const { predecessor, lines, started, supervise } = setUp();
+    const workers = await supervise();
     // Worker 0's spool is free, worker 1's is not: worker 1 waits, and says why.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(started(1)).toBe(false);
@@ -92,21 +97,8 @@ describe('proxy workers after a previous supervisor (deploy/proxy-workers.ts)', 
   });
 
   it('stops without starting a worker still waiting for its predecessor', async () => {
-    const { spillDir, entry, logger, started } = setUp();
-    const workers = superviseProxyWorkers({
-      count: 2,
-      entry,
-      execArgv: [],
-      env: process.env,
-      port: 0,
-      spillDir,
-      logger,
-    });
-    await pollUntil(
-      async () => started(0),
-      (up) => up,
-      { timeoutMs: 10_000, what: 'worker 0' },
-    );
+    const { started, supervise } = setUp();
+    const workers = await supervise();
     await workers.stop();
     // The wait ends with the stop: worker 1 is not started after it.
     await new Promise((resolve) => setTimeout(resolve, 500));
