@@ -1,13 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../../deploy/node-flags';
 import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
-import { embeddedEnv, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { type EmbeddedService, embeddedService, type Service } from '../helpers/processes';
 import { type Seller, startSeller } from '../helpers/seller';
 import { alive, callAtOnce, killWorkerUnderLoad, perWorker, workersClient } from '../helpers/workers';
 
@@ -24,7 +19,7 @@ const CALLS = 150;
  * back, its workers having stopped by themselves; SIGTERM stops it all.
  */
 describe('npm start on embedded defaults with two proxy workers', () => {
-  let dir: string;
+  let embedded: EmbeddedService;
   let env: NodeJS.ProcessEnv;
   let baseUrl: string;
   let proxyUrl: string;
@@ -32,15 +27,9 @@ describe('npm start on embedded defaults with two proxy workers', () => {
   let origin: McpOrigin;
   let seller: Seller;
   let server: { subdomain: string };
-  let runs = 0;
 
   const start = async () => {
-    service = spawnService(process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
-      env,
-      logDir: dir,
-      name: `serve-${++runs}`,
-    });
-    await waitHealthy(baseUrl, service, 120_000);
+    service = await embedded.start(120_000);
     // Both workers answering: the kernel hands fresh connections to either.
     await pollUntil(
       async () => (await perWorker(proxyUrl).catch(() => new Map())).size,
@@ -55,19 +44,10 @@ describe('npm start on embedded defaults with two proxy workers', () => {
       .total;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-aio-workers-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    env = embeddedEnv({
-      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-      DATA_DIR: join(dir, 'data'),
-      PORT: String(port),
-      PROXY_PORT: String(proxyPort),
-      PROXY_WORKERS: '2',
+    embedded = await embeddedService('aio-workers', {
+      extra: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', PROXY_WORKERS: '2' },
     });
+    ({ env, baseUrl, proxyUrl } = embedded);
     origin = await startMcpOrigin({ json: true });
     await start();
     seller = await startSeller(
@@ -84,7 +64,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
   afterAll(async () => {
     await service?.stop();
     await origin?.close();
-    rmSync(dir, { recursive: true, force: true });
+    embedded?.remove();
   });
 
   it('admits one customer exactly its limit through both workers, and records every call', async () => {

@@ -1,16 +1,23 @@
 import type { JsonWebKey } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort } from '@mcp-meter/contracts/kit';
 import { verifyAccessToken } from '@mcp-meter/contracts/snapshots';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiClient } from '../helpers/api';
 import { foreignToken, mcpThroughProxyFlow, type ProviderKeys, sellAndMeterFlow } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
-import { embeddedEnv, runAdmin, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import {
+  type EmbeddedService,
+  embeddedEnv,
+  embeddedService,
+  runAdmin,
+  type Service,
+  spawnService,
+  waitHealthy,
+} from '../helpers/processes';
 
 describe('npm start: the whole service in one process on embedded defaults', () => {
+  let embedded: EmbeddedService;
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
   let service: Service;
@@ -18,25 +25,19 @@ describe('npm start: the whole service in one process on embedded defaults', () 
   let proxyUrl: string;
 
   const start = async () => {
-    service = spawnService('npm', ['start'], { env, logDir: dataDir, name: 'npm-start' });
-    await waitHealthy(baseUrl, service);
+    service = await embedded.start();
     await waitHealthy(proxyUrl, service);
   };
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'mcpmeter-aio-'));
-    chmodSync(dataDir, 0o755); // embedded PostgreSQL runs as user postgres and must reach DATA_DIR
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    env = embeddedEnv({ DATA_DIR: join(dataDir, 'data'), PORT: String(port), PROXY_PORT: String(proxyPort) });
+    embedded = await embeddedService('aio', { npm: true });
+    ({ dir: dataDir, env, baseUrl, proxyUrl } = embedded);
     await start();
   });
 
   afterAll(async () => {
     await service?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    embedded?.remove();
   });
 
   it('refuses to start on a bad setting, naming each variable and what is wrong', async () => {

@@ -1,12 +1,10 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, processAlive } from '@mcp-meter/contracts/kit';
+import { processAlive } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_FLAGS } from '../../deploy/node-flags';
 import { apiClient } from '../helpers/api';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
-import { embeddedEnv, type Service, spawnService, waitHealthy } from '../helpers/processes';
+import { type EmbeddedService, embeddedService, type Service, waitHealthy } from '../helpers/processes';
 import { startSeller } from '../helpers/seller';
 
 /**
@@ -22,21 +20,16 @@ const CLIENTS = 8;
 const CHECK_LIMIT = 400;
 
 describe('the all-in-one service killed under load', () => {
+  let embedded: EmbeddedService;
   let dir: string;
   let env: NodeJS.ProcessEnv;
   let baseUrl: string;
   let proxyUrl: string;
   let service: Service;
   let origin: McpOrigin;
-  let runs = 0;
 
   const start = async () => {
-    service = spawnService(process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
-      env,
-      logDir: dir,
-      name: `serve-${++runs}`,
-    });
-    await waitHealthy(baseUrl, service);
+    service = await embedded.start();
     await waitHealthy(proxyUrl, service);
   };
   /** A provider with a product, a free plan of `limit` calls, and a customer activated on it. */
@@ -59,13 +52,8 @@ describe('the all-in-one service killed under load', () => {
   };
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-crash-'));
-    chmodSync(dir, 0o755);
-    const port = await freePort();
-    const proxyPort = await freePort();
-    baseUrl = `http://127.0.0.1:${port}`;
-    proxyUrl = `http://127.0.0.1:${proxyPort}`;
-    env = embeddedEnv({ DATA_DIR: join(dir, 'data'), PORT: String(port), PROXY_PORT: String(proxyPort) });
+    embedded = await embeddedService('crash');
+    ({ dir, env, baseUrl, proxyUrl } = embedded);
     origin = await startMcpOrigin({ stateless: true });
     await start();
   }, 120_000);
@@ -76,7 +64,7 @@ describe('the all-in-one service killed under load', () => {
     const left = postmasterPid();
     if (left !== undefined && processAlive(left)) process.kill(left, 'SIGQUIT');
     await origin?.close();
-    rmSync(dir, { recursive: true, force: true });
+    embedded?.remove();
   });
 
   it('records every limit check it admitted, once, across a SIGKILL', async () => {

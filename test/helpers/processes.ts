@@ -1,4 +1,7 @@
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { freePort } from '@mcp-meter/contracts/kit';
 import { runAdmin as runAdminIn, type Spawned, spawnGroup, waitFor } from '../../bench/harness/processes';
 import { NODE_FLAGS } from '../../deploy/node-flags';
 import type { Infra } from '../global-setup';
@@ -132,4 +135,61 @@ export function embeddedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'KAFKA_BROKERS', 'CLICKHOUSE_URL', 'SERVICES'])
     delete env[name];
   return env;
+}
+
+/** The all-in-one service on embedded defaults, in a directory of its own (embeddedService). */
+export interface EmbeddedService {
+  /** Its data (`DATA_DIR` is `data` below it) and its logs. */
+  dir: string;
+  env: NodeJS.ProcessEnv;
+  baseUrl: string;
+  proxyUrl: string;
+  /** The running service: the latest `start`'s. */
+  service: Service | undefined;
+  /** Starts it (again, after a kill) and waits until its control plane answers. */
+  start(timeoutMs?: number): Promise<Service>;
+  /** Removes its directory (stop the service first). */
+  remove(): void;
+}
+
+/**
+ * The all-in-one service as a newcomer runs it: nothing configured but `extra`, free ports, a
+ * fresh directory (that the embedded PostgreSQL, which runs as user postgres, can reach), started
+ * as `npm start` starts it (`npm: true`: by `npm start` itself).
+ */
+export async function embeddedService(
+  name: string,
+  options: { extra?: Record<string, string>; npm?: boolean } = {},
+): Promise<EmbeddedService> {
+  const dir = mkdtempSync(join(tmpdir(), `mcpmeter-${name}-`));
+  chmodSync(dir, 0o755);
+  const port = await freePort();
+  const proxyPort = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  let runs = 0;
+  const embedded: EmbeddedService = {
+    dir,
+    env: embeddedEnv({
+      DATA_DIR: join(dir, 'data'),
+      PORT: String(port),
+      PROXY_PORT: String(proxyPort),
+      ...options.extra,
+    }),
+    baseUrl,
+    proxyUrl: `http://127.0.0.1:${proxyPort}`,
+    service: undefined,
+    async start(timeoutMs) {
+      const [command, args] = options.npm === true ? ['npm', ['start']] : [process.execPath, SERVE];
+      const service = spawnService(command, args, {
+        env: embedded.env,
+        logDir: dir,
+        name: `serve-${++runs}`,
+      });
+      embedded.service = service;
+      await waitHealthy(baseUrl, service, timeoutMs);
+      return service;
+    },
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+  return embedded;
 }
