@@ -101,7 +101,8 @@ Each hop alone on core 0 (all its threads); vegeta, the origin and every other p
 stack on core 1. First each hop's own maximum in that arrangement: the highest rate at which every
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
 queue in the hop), found by bisection with ${l.searchSeconds} s trials from the rate its one pinned core gave
-wrk. Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
+wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise
+settle the search low). Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
 same rate in the same arrangement (B3 twice each, interleaved, the better trial of each side
 taken). *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
 process's per call at that rate, with how busy that kept its core; *waited* is how long its
