@@ -99,8 +99,8 @@ async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => 
  * an eighth of it (assumed carried; tried last if nothing above it was) and the lowest rate not
  * carried, six steps of `searchSeconds` each. A rate missed only by its median (every call on
  * schedule and answered) is tried once more before it counts as not carried: one stall of the
- * machine in a 3 s trial could otherwise settle the search far below what the hop carries (a run
- * of 2026-11-29 found B3's maximum at 5,000 calls/s, where the day's other runs found 7,700–9,600).
+ * machine in a 3 s trial could otherwise settle the search far below what the hop carries, and
+ * every share of the maximum with it (docs/proxy.md, latency under load).
  */
 function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: RateTried[] } {
   const tried: RateTried[] = [];
