@@ -126,7 +126,9 @@ export class Relay implements OriginSink {
       const answered = performance.now();
       deps.metrics.origin.observe((answered - sent) / 1000);
       await this.finish();
-      deps.metrics.answer.observe((performance.now() - answered) / 1000);
+      const answering = performance.now() - answered;
+      deps.metrics.answer.observe(answering / 1000);
+      deps.metrics.added.observe((sent - request.arrived + answering) / 1000);
     } catch (error) {
       await this.failed(error);
     }

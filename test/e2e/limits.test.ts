@@ -635,6 +635,14 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     const answered = /mcpmeter_proxy_origin_seconds_count (\d+)/.exec(metrics)?.[1];
     expect(Number(answered)).toBeGreaterThan(0);
     expect(metrics).toContain(`mcpmeter_proxy_answer_seconds_count ${answered}\n`);
+    // And what the proxy added to each: its own time and answer time, the origin's left out.
+    expect(metrics).toContain(`mcpmeter_proxy_added_seconds_count ${answered}\n`);
+    const sum = (name: string) => Number(new RegExp(`${name}_sum (\\S+)`).exec(metrics)?.[1]);
+    // Own time counts requests sent and never answered too: the sum is at most both together.
+    expect(sum('mcpmeter_proxy_added_seconds')).toBeGreaterThan(sum('mcpmeter_proxy_answer_seconds'));
+    expect(sum('mcpmeter_proxy_added_seconds')).toBeLessThanOrEqual(
+      sum('mcpmeter_proxy_own_seconds') + sum('mcpmeter_proxy_answer_seconds') + 1e-9,
+    );
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
     // Every request it served (the 200 concurrent calls among them) has left its in-flight list.
     expect(metrics).toContain('mcpmeter_proxy_inflight_requests 0\n');
