@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { type Logger, processAlive } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
 import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
+import { relayMetricPages } from './worker-metrics';
 
 /** Deaths within this window count towards the slower restart below. */
 const CRASH_WINDOW_MS = 60_000;
@@ -86,6 +87,7 @@ export function superviseProxyWorkers(options: {
     });
     workers[index] = child;
     options.serve?.(child);
+    relayMetricPages(child, () => workers.filter((w): w is ChildProcess => w !== undefined));
     child.on('exit', (code, signal) => {
       if (workers[index] === child) workers[index] = undefined;
       if (stopping) return;

@@ -21,6 +21,7 @@ import { openUsageBus, openUsageStore, startIngestConsumer, type UsageBus } from
 import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 import { type ProxyConfig, readProxyConfig } from '@mcp-meter/proxy/config';
 import { type ProxyWorkers, replayWorkerSpools, superviseProxyWorkers } from './proxy-workers';
+import { workerMetricPages } from './worker-metrics';
 import {
   type SharedStores,
   SUPERVISOR_STORES,
@@ -206,13 +207,21 @@ async function main(): Promise<void> {
 
   if (proxyModule !== undefined) {
     const { startProxy } = await proxyModule;
+    // A worker answers its supervisor's asks for its metrics page, and asks for its siblings'.
+    let ownPage = () => '';
+    const siblingPages =
+      proxyConfig.workerIndex !== undefined && process.channel !== undefined
+        ? workerMetricPages(() => ownPage())
+        : undefined;
     const proxy = await startProxy({
       config: proxyConfig,
       snapshots,
       counters,
       publisher: bus.publisher,
       logger,
+      siblingPages,
     });
+    ownPage = () => proxy.metricsPage();
     closers.push(['proxy', () => proxy.close()]);
     logger.info(`proxy listening on ${proxy.url}`);
     process.stdout.write(`MCP proxy:     ${proxy.url}  (servers at ${proxy.url}/mcp/<subdomain>)\n`);

@@ -22,6 +22,8 @@ export async function startProxy(deps: {
   counters: CounterStore;
   publisher: UsagePublisher;
   logger: Logger;
+  /** A worker's: the other workers' metrics pages (deploy/worker-metrics.ts). */
+  siblingPages?: (() => Promise<string[]>) | undefined;
 }): Promise<ProxyServer> {
   const { config, logger } = deps;
   const emitter = config.meteringEnabled
@@ -96,6 +98,7 @@ export async function startProxy(deps: {
     rounds: gatekeeper === undefined ? undefined : new CallRounds(deps.counters),
     secretKey: config.secretKey,
     logger,
+    siblingPages: deps.siblingPages,
   });
   return {
     ...server,

@@ -125,7 +125,7 @@ export interface IntakeDeps {
   /** What /healthz answers while serving. */
   healthy: string;
   /** The metrics page's text. */
-  renderMetrics: () => string;
+  renderMetrics: () => string | Promise<string>;
   /** Serves an MCP request once read (admission, gating, relay). */
   forward: (exchange: Exchange, request: ProxyRequest) => Promise<void>;
 }

@@ -156,9 +156,64 @@ export function serveMetrics(
   exchange: Exchange,
   authorization: string,
   expected: string | undefined,
-  render: () => string,
+  render: () => string | Promise<string>,
 ): void {
-  if (expected !== undefined && !sameSecret(authorization, expected))
+  if (expected !== undefined && !sameSecret(authorization, expected)) {
     refuse(exchange, 'metrics_unauthorized');
-  else respond(exchange, 200, 'text/plain; version=0.0.4', render());
+    return;
+  }
+  const page = render();
+  if (typeof page === 'string') respond(exchange, 200, PAGE_TYPE, page);
+  // A worker's page waits for its siblings' (respond does nothing for a client gone meanwhile).
+  else void page.then((text) => respond(exchange, 200, PAGE_TYPE, text));
+}
+
+const PAGE_TYPE = 'text/plain; version=0.0.4';
+
+/** A page's samples with `worker="n"` first among their labels. */
+export function labelWorker(page: string, worker: number): string {
+  const label = `worker="${worker}"`;
+  return page
+    .split('\n')
+    .map((line) => {
+      if (line === '' || line.startsWith('#')) return line;
+      const space = line.indexOf(' ');
+      const brace = line.indexOf('{');
+      if (brace !== -1 && brace < space)
+        return `${line.slice(0, brace + 1)}${label},${line.slice(brace + 1)}`;
+      return `${line.slice(0, space)}{${label}}${line.slice(space)}`;
+    })
+    .join('\n');
+}
+
+/**
+ * Workers' pages as one: each metric family once (its HELP and TYPE from the first page that has
+ * it), with every page's samples of it, as the text format wants a family's lines together.
+ */
+export function mergePages(pages: readonly string[]): string {
+  const families = new Map<string, { comments: string[]; samples: string[] }>();
+  for (const page of pages) {
+    let family: { comments: string[]; samples: string[] } | undefined;
+    for (const line of page.split('\n')) {
+      if (line === '') continue;
+      const comment = /^# (HELP|TYPE) (\S+)/.exec(line);
+      const name = comment?.[2] ?? line.slice(0, line.search(/[{ ]/));
+      if (comment !== null || family === undefined) {
+        family = families.get(name);
+        if (family === undefined) {
+          family = { comments: [], samples: [] };
+          families.set(name, family);
+        }
+        // The first page's HELP and TYPE only.
+        if (comment !== null) {
+          if (!family.comments.some((c) => c.startsWith(`# ${comment[1]} `))) family.comments.push(line);
+          continue;
+        }
+      }
+      family.samples.push(line);
+    }
+  }
+  let out = '';
+  for (const { comments, samples } of families.values()) out += `${[...comments, ...samples].join('\n')}\n`;
+  return out;
 }

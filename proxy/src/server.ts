@@ -13,7 +13,7 @@ import { InFlight } from './in-flight';
 import { receive } from './intake';
 import { Meter } from './metering';
 import { gauge } from './metrics';
-import { ProxyMetrics } from './metrics-page';
+import { labelWorker, mergePages, ProxyMetrics } from './metrics-page';
 import { originClients } from './origin/clients';
 import { OriginKeys } from './origin/target';
 import { PaywallAsks } from './paywall/ask';
@@ -45,11 +45,15 @@ export interface ProxyServerDeps {
   rounds?: CallRounds | undefined;
   secretKey: Buffer;
   logger: Logger;
+  /** A worker's: the other workers' metrics pages, for a page with every worker's series. */
+  siblingPages?: (() => Promise<string[]>) | undefined;
 }
 
 export interface ProxyServer {
   port: number;
   url: string;
+  /** This process's metrics page, its series labelled with its worker number if it is one. */
+  metricsPage(): string;
   close(): Promise<void>;
 }
 
@@ -94,9 +98,17 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     config.workerIndex === undefined
       ? ''
       : gauge('mcpmeter_proxy_worker', 'This worker’s number among PROXY_WORKERS', config.workerIndex);
-  const renderMetrics = () =>
+  const ownPage = () =>
     workerLine +
     metrics.render({ gatekeeper, limiter: deps.limiter, directory, link, emitter, inflight: live.size });
+  // A worker's series carry its number, and its page has its siblings' too (deploy/worker-metrics.ts).
+  const workerIndex = config.workerIndex;
+  const siblingPages = deps.siblingPages;
+  const labelledPage = workerIndex === undefined ? ownPage : () => labelWorker(ownPage(), workerIndex);
+  const renderMetrics =
+    siblingPages === undefined
+      ? labelledPage
+      : async () => mergePages([labelledPage(), ...(await siblingPages())]);
   const intake = {
     ...shared,
     stopping: () => stopping,
@@ -124,6 +136,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
   return {
     port,
     url: `http://${config.host}:${port}`,
+    metricsPage: labelledPage,
     async close() {
       stopping = true;
       uWS.us_listen_socket_close(socket);

@@ -62,6 +62,15 @@ describe('proxy workers on one port', () => {
     const workers = await perWorker();
     expect([...workers.keys()].sort()).toEqual([0, 1]);
     expect(new Set([...workers.values()].map((w) => w.pid)).size).toBe(2);
+    // Whichever worker a scrape reaches, its page has both workers' series, each family once.
+    for (let i = 0; i < 8; i++) {
+      const page = (await fresh(`${stack.proxyUrl}/metrics`)).body;
+      for (const worker of [0, 1])
+        expect(page).toMatch(
+          new RegExp(`^mcpmeter_proxy_http_requests_total\\{worker="${worker}",code="200"\\} \\d+$`, 'm'),
+        );
+      expect(page.match(/^# TYPE mcpmeter_proxy_http_requests_total counter$/gm)).toHaveLength(1);
+    }
 
     const customer = await customerWithToken(seller.api);
     // Sixteen clients, each its own connections, spread by the kernel over the two workers.

@@ -27,20 +27,35 @@ export function fresh(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-/** Each worker's figures, read until `count` answered: worker number → (pid, success calls). */
+/**
+ * Each worker's figures, read until `count` answered: worker number → (pid, success calls). The
+ * pids from each worker's /healthz (a fresh connection reaches any of them); the calls from one
+ * metrics page, which has every worker's series, labelled with its worker.
+ */
 export async function perWorker(
   proxyUrl: string,
   count = 2,
 ): Promise<Map<number, { pid: number; success: number }>> {
-  const seen = new Map<number, { pid: number; success: number }>();
-  for (let i = 0; i < 200 && seen.size < count; i++) {
+  const pids = new Map<number, number>();
+  for (let i = 0; i < 200 && pids.size < count; i++) {
     const health = JSON.parse((await fresh(`${proxyUrl}/healthz`)).body) as { worker: number; pid: number };
+    pids.set(health.worker, health.pid);
+  }
+  const seen = new Map<number, { pid: number; success: number }>();
+  for (let i = 0; i < 50 && seen.size < pids.size; i++) {
     const metrics = (await fresh(`${proxyUrl}/metrics`)).body;
-    const worker = Number(/^mcpmeter_proxy_worker (\d+)$/m.exec(metrics)?.[1]);
-    const success = Number(
-      /^mcpmeter_proxy_tool_calls_total\{outcome="success"\} (\d+)$/m.exec(metrics)?.[1] ?? 0,
-    );
-    if (health.worker === worker) seen.set(worker, { pid: health.pid, success });
+    seen.clear();
+    for (const [worker, pid] of pids) {
+      if (!new RegExp(`^mcpmeter_proxy_worker\\{worker="${worker}"\\} ${worker}$`, 'm').test(metrics))
+        continue;
+      const success = Number(
+        new RegExp(
+          `^mcpmeter_proxy_tool_calls_total\\{worker="${worker}",outcome="success"\\} (\\d+)$`,
+          'm',
+        ).exec(metrics)?.[1] ?? 0,
+      );
+      seen.set(worker, { pid, success });
+    }
   }
   return seen;
 }
