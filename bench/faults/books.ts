@@ -1,6 +1,7 @@
 import { KafkaUsageSettlement } from '@mcp-meter/ingest';
 import { Kafka, logLevel } from 'kafkajs';
 import type { McpOrigin } from '../../test/helpers/mcp-origin';
+import { metricSum } from '../harness/metrics-page';
 import { adminProvider, api } from '../harness/processes';
 import { root, sleep } from './run';
 
@@ -112,11 +113,18 @@ export function metricValue(page: string, series: string): number | undefined {
  */
 export async function drained(proxyUrl: string, brokers: string | undefined): Promise<void> {
   const deadline = Date.now() + 120_000;
+  // Workers seen on a page: a page that left one out (it did not answer in time) proves nothing.
+  let workers = 1;
   for (;;) {
     const page = await fetch(`${proxyUrl}/metrics`)
       .then((r) => r.text())
       .catch(() => '');
-    const metric = (name: string) => metricValue(page, name) ?? Number.NaN;
+    const metric = (name: string) => {
+      const { sum, series } = metricSum(page, name);
+      return series >= workers ? sum : Number.NaN;
+    };
+    workers = Math.max(workers, metricSum(page, 'mcpmeter_usage_emitted_total').series);
+    // Summed over every worker: none hands on more than it emitted, so equal sums mean each is done.
     const emitted = metric('mcpmeter_usage_emitted_total');
     const handed =
       metric('mcpmeter_usage_published_total') +

@@ -42,13 +42,29 @@ export function freshGet(url: string): Promise<string> {
 }
 
 /**
+ * A metric's series on a page summed (proxy workers each label theirs `worker`), and how many
+ * series there were.
+ */
+export function metricSum(page: string, name: string): { sum: number; series: number } {
+  let sum = 0;
+  let series = 0;
+  for (const m of page.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))) {
+    sum += Number(m[1]);
+    series++;
+  }
+  return { sum, series };
+}
+
+/**
  * Waits (up to `seconds`) until the proxy serving `url` has published every usage record it
  * emitted, from its metrics page; what is still unpublished then (0 once caught up).
  */
 export async function whenPublished(url: string, seconds: number): Promise<number> {
   const page = `${new URL(url).origin}/metrics`;
-  const metric = (text: string, name: string) =>
-    Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const metric = (text: string, name: string) => {
+    const { sum, series } = metricSum(text, name);
+    return series === 0 ? Number.NaN : sum;
+  };
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     const text = await freshGet(page);
