@@ -73,7 +73,12 @@ export function workerMetricPages(render: () => string): () => Promise<string[]>
   channel.on('message', (message: unknown) => {
     if (!isMessage(message)) return;
     if (message.mcpmeter === 'metric-page' && message.page === undefined && channel.connected)
-      channel.send?.({ mcpmeter: 'metric-page', id: message.id, page: render() } satisfies Message);
+      channel.send?.(
+        { mcpmeter: 'metric-page', id: message.id, page: render() } satisfies Message,
+        undefined,
+        undefined,
+        () => undefined,
+      );
     if (message.mcpmeter === 'metric-pages-reply') {
       pending.get(message.id)?.(Array.isArray(message.pages) ? message.pages : []);
       pending.delete(message.id);
@@ -91,6 +96,7 @@ export function workerMetricPages(render: () => string): () => Promise<string[]>
         clearTimeout(timer);
         resolve(pages);
       });
-      channel.send({ mcpmeter: 'metric-pages', id } satisfies Message);
+      // A channel closing meanwhile only leaves the siblings out (the timer answers).
+      channel.send({ mcpmeter: 'metric-pages', id } satisfies Message, undefined, undefined, () => undefined);
     });
 }
