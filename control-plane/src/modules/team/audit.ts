@@ -61,13 +61,16 @@ export class ConsoleAudit {
   }
 
   /**
-   * In the API's authenticated routes: each change a member's session made is recorded once it
-   * is answered, whatever the answer (a validation failure is a change tried).
+   * In the API's authenticated routes: each change a member's session made is recorded with how
+   * it was answered, whatever the answer (a validation failure is a change tried), before the
+   * answer leaves: the member's next request reads it in the log, and an answered change is
+   * never missing from it.
    */
   install(scope: App): void {
-    scope.addHook('onResponse', async (request, reply) => {
-      if (!isMember(request.auth) || SAFE_METHODS.has(request.method)) return;
-      await this.record(request.auth, request, reply.statusCode);
+    scope.addHook('onSend', async (request, reply, payload) => {
+      if (isMember(request.auth) && !SAFE_METHODS.has(request.method))
+        await this.record(request.auth, request, reply.statusCode);
+      return payload;
     });
   }
 
