@@ -6,8 +6,11 @@ import { get as httpGet } from 'node:http';
  * hold still (the pipeline has caught up).
  */
 
-/** The three spans a proxy times per forwarded request (docs/proxy.md, its metrics). */
-export const SPANS = ['own', 'origin', 'answer'] as const;
+/**
+ * The three spans a proxy times per forwarded request (docs/proxy.md, its metrics), and `added`,
+ * own and answer time of one request together (the SLI of docs/operations.md).
+ */
+export const SPANS = ['own', 'origin', 'answer', 'added'] as const;
 export type Span = (typeof SPANS)[number];
 
 /** Per span over a trial: requests timed, those over 1 ms, and the bucket bound the 99th percentile falls in. */
@@ -87,7 +90,7 @@ export function gcMetrics(text: string): Map<string, number> {
 export function spanBuckets(text: string): Map<Span, Map<number, number>> {
   const spans = new Map<Span, Map<number, number>>(SPANS.map((span) => [span, new Map()]));
   for (const m of text.matchAll(
-    /^mcpmeter_proxy_(own|origin|answer)_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm,
+    /^mcpmeter_proxy_(own|origin|answer|added)_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm,
   ))
     spans.get(m[1] as Span)?.set(m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]), Number(m[3]));
   return spans;
@@ -107,7 +110,7 @@ export function spansBetween(
     const p99 = grew.find(([, n]) => n >= count * 0.99)?.[0] ?? Number.POSITIVE_INFINITY;
     return { count, over1ms: count - within1ms, p99AtMostMs: p99 * 1000 };
   };
-  return { own: one('own'), origin: one('origin'), answer: one('answer') };
+  return { own: one('own'), origin: one('origin'), answer: one('answer'), added: one('added') };
 }
 
 export function gcBetween(before: Map<string, number>, after: Map<string, number>): GcDuring {
