@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -6,6 +7,7 @@ import { customerWithToken } from '../helpers/flows';
 import { type McpOrigin, startMcpOrigin } from '../helpers/mcp-origin';
 import { pollUntil } from '../helpers/poll';
 import { spawnService } from '../helpers/processes';
+import { pythonWith } from '../helpers/python';
 import { type Seller, type SplitStack, startSeller, startSplitStack } from '../helpers/seller';
 import {
   alive,
@@ -17,6 +19,30 @@ import {
 } from '../helpers/workers';
 
 const LIMIT = 60;
+
+/**
+ * Parses the page on stdin with prometheus_client and prints each family's name, type and the
+ * `worker` labels of its samples (sorted, once each).
+ */
+const PARSE_PAGE = `
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for family in text_string_to_metric_families(sys.stdin.read()):
+    workers = sorted({s.labels.get('worker') for s in family.samples if 'worker' in s.labels})
+    out.append({'name': family.name, 'type': family.type, 'workers': workers})
+print(json.dumps(out))
+`;
+
+/** Runs `file` with `args`, `input` on its stdin; resolves with its output, rejects on failure. */
+function runWith(file: string, args: string[], input: string): Promise<{ stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(file, args, { maxBuffer: 16 * 1024 * 1024 }, (error, stdout) =>
+      error === null ? resolve({ stdout }) : reject(error),
+    );
+    child.stdin?.end(input);
+  });
+}
 const CALLS = 150;
 
 /**
@@ -85,6 +111,26 @@ describe('proxy workers on one port', () => {
     ).toBe(true);
     expect(served.reduce((a, b) => a + b, 0)).toBe(LIMIT);
   });
+
+  it("reads as one page to Prometheus's own parser: each family once, both workers' series", async () => {
+    // The Prometheus Python client's text parser (PyPI), not this repository's reading of it.
+    const python = await pythonWith('prometheus-client-0.26.0', ['prometheus_client==0.26.0']);
+    for (let i = 0; i < 4; i++) {
+      const page = (await fresh(`${stack.proxyUrl}/metrics`)).body;
+      const { stdout } = await runWith(python, ['-c', PARSE_PAGE], page);
+      const families = JSON.parse(stdout) as { name: string; type: string; workers: string[] }[];
+      const names = families.map((f) => f.name);
+      expect(new Set(names).size, 'no family twice').toBe(names.length);
+      const family = (name: string) => families.find((f) => f.name === name);
+      expect(family('mcpmeter_proxy_http_requests')).toMatchObject({ type: 'counter', workers: ['0', '1'] });
+      expect(family('mcpmeter_proxy_added_seconds')).toMatchObject({
+        type: 'histogram',
+        workers: ['0', '1'],
+      });
+      // Every family the workers export carries the worker of each of its series.
+      for (const f of families) expect(f.workers.length, f.name).toBeGreaterThan(0);
+    }
+  }, 300_000);
 
   it('starts a killed worker again: what it served is recorded, and the limit stays exact', async () => {
     const before = origin.calls.get('add') ?? 0;
