@@ -171,6 +171,59 @@ describe.each([
     expect(settled.used + settled.leased).toBe(2);
   });
 
+  /** The counter as the store holds it: used, and leased by every process. */
+  const counterOf = (store: CounterStore, key: string) =>
+    store.lease({ key, limit: 1, want: 0, divisor: 1, leaseTtlMs: 0, leaseId: '' });
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('takes the next lease ahead: away from the limit, no admission waits for the store', async () => {
+    const l = await limiter();
+    const store = stores[stores.length - 1] as CounterStore;
+    const t = target(unique(), 1_000_000);
+    expect((await l.admit(t)).allowed).toBe(true);
+    // 2,000 admissions, twenty leases' worth, the event loop free every tenth (as between a
+    // proxy's requests): each lease is taken while the one before still pays.
+    let waited = 0;
+    for (let i = 0; i < 2_000; i++) {
+      const decision = l.admit(t);
+      if (decision instanceof Promise) waited++;
+      expect((await decision).allowed).toBe(true);
+      if (i % 10 === 9) await pause(1);
+    }
+    expect(waited).toBeLessThanOrEqual(1);
+    await l.close();
+    // Every admission counted once, and nothing left leased.
+    expect(await counterOf(store, t.key)).toMatchObject({ used: 2_001, leased: 0 });
+  });
+
+  it('admits exactly the limit with leases taken ahead, four limiters in waves', async () => {
+    const ls = [await limiter(), await limiter(), await limiter(), await limiter()];
+    const t = target(unique(), 3_000);
+    let allowed = 0;
+    for (let wave = 0; wave < 50; wave++) {
+      allowed += await admitMany(ls, t, 100);
+      await pause(2);
+    }
+    expect(allowed).toBe(3_000);
+    for (const l of ls) await l.close();
+    expect(await counterOf(stores[stores.length - 1] as CounterStore, t.key)).toMatchObject({
+      used: 3_000,
+      leased: 0,
+    });
+  });
+
+  it('settles a lease taken ahead once its counter idles', async () => {
+    const l = await limiter();
+    const store = stores[stores.length - 1] as CounterStore;
+    const t = target(unique(), 1_000_000);
+    // 80 of the first lease's 100: under a quarter left, so the next is taken ahead.
+    for (let i = 0; i < 80; i++) expect((await l.admit(t)).allowed).toBe(true);
+    await pause(20);
+    expect(await counterOf(store, t.key)).toMatchObject({ used: 0, leased: 200 });
+    await pause(fast.idleMs * 3 + 100);
+    expect(await counterOf(store, t.key)).toMatchObject({ used: 80, leased: 0 });
+  });
+
   it('gives a closed limiter’s unspent lease back to the others', async () => {
     const a = await limiter();
     const b = await limiter();

@@ -1,102 +1,29 @@
 import { randomToken } from '../kit/ids';
 import type { CounterStore, LeaseCall } from './counter';
+import {
+  DEFAULT_LIMITER_OPTIONS,
+  type Held,
+  type KeyState,
+  type LeaseCharge,
+  type LeaseWatcher,
+  type LimitDecision,
+  type LimiterOptions,
+  LimiterUnavailableError,
+  type LimitTarget,
+  newHeld,
+  settleCall,
+  sleep,
+} from './lease-types';
 
-/** One limit to enforce: the counter's key, the cap, and how to build the counter when it is missing. */
-export interface LimitTarget {
-  key: string;
-  limit: number;
-  /**
-   * Units one admission spends: 1 for a call against a plan's limit, the plan's creditsPerUnit
-   * against a customer's credit balance. Leases are never smaller than one admission.
-   */
-  cost?: number;
-  /** Usage already admitted in the period (from ClickHouse) and when the counter may be dropped. */
-  seed(): Promise<{ used: number; expiresAtMs: number }>;
-}
-
-/**
- * What one admission spent of which lease: a usage record carries it into the write-ahead spool,
- * so that after a crash the next process settles the dead one's open leases at what was recorded.
- */
-export interface LeaseCharge {
-  key: string;
-  lease: string;
-  units: number;
-}
-
-/**
- * Told when this process's leases open (before the store is asked, so before any call spends
- * from them) and when the store has them settled.
- */
-export interface LeaseWatcher {
-  opened(key: string, lease: string): void;
-  closed(lease: string): void;
-}
-
-export type LimitDecision =
-  /** `charge`: the lease the admission came from (absent when there was none: grace, checks). */
-  | { allowed: true; charge?: LeaseCharge }
-  /** `used` counts every admitted call, so `used >= limit` here. */
-  | { allowed: false; used: number; limit: number };
-
-export interface LimiterOptions {
-  /** Largest lease; away from the limit one store call serves this many admissions. */
-  maxLease: number;
-  /** A lease gets the remaining budget divided by this: several processes share what is left. */
-  divisor: number;
-  /** A lease is spent for at most this long, then settled; also how long a caller may wait at the edge. */
-  holdMs: number;
-  /** An unused lease is settled after this long, returning its budget to the others. */
-  idleMs: number;
-  /** Expiry of a lease in the store (its holder vanished): longer than holdMs. */
-  leaseTtlMs: number;
-}
-
-export const DEFAULT_LIMITER_OPTIONS: LimiterOptions = {
-  maxLease: 100,
-  divisor: 4,
-  holdMs: 1_000,
-  idleMs: 200,
-  leaseTtlMs: 10_000,
-};
-
-/** The store is unreachable; the caller applies its outage policy. */
-export class LimiterUnavailableError extends Error {
-  constructor(cause: unknown) {
-    super('usage limit store unavailable', { cause });
-  }
-}
-
-interface Held {
-  id: string;
-  /** The decision every admission from this lease returns (one object per lease, not per call). */
-  decision: { allowed: true; charge: LeaseCharge };
-  left: number;
-  spent: number;
-  acquiredAt: number;
-  lastUsedAt: number;
-}
-
-interface KeyState {
-  held: Held | undefined;
-  /** The counter as the store last answered a lease call of this process: used, and leased by all. */
-  seen: { used: number; leased: number } | undefined;
-  acquiring: Promise<{ granted: number; leasedElsewhere: number; used: number }> | undefined;
-  touchedAt: number;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A store call that only settles lease `leaseId` of counter `key` at `spent`, leasing nothing. */
-const settleCall = (key: string, leaseId: string, spent: number): LeaseCall => ({
-  key,
-  limit: 0,
-  want: 0,
-  divisor: 1,
-  leaseTtlMs: 0,
-  leaseId: '',
-  settle: { leaseId, spent },
-});
+export {
+  DEFAULT_LIMITER_OPTIONS,
+  type LeaseCharge,
+  type LeaseWatcher,
+  type LimitDecision,
+  type LimiterOptions,
+  LimiterUnavailableError,
+  type LimitTarget,
+} from './lease-types';
 
 /**
  * Exact usage caps at local speed. Each process leases a chunk of a counter's remaining budget
@@ -121,6 +48,11 @@ export class LeasedLimiter {
    */
   private pending: LeaseCall[] = [];
   private settling: Promise<void> | undefined;
+  /**
+   * Leases a taken-ahead one replaced, not settled yet: the next lease call of their counter
+   * settles one of them, the sweep the others once they wait longer than `idleMs`.
+   */
+  private retired: Array<{ key: string; held: Held; at: number }> = [];
 
   constructor(
     private readonly store: CounterStore,
@@ -135,7 +67,7 @@ export class LeasedLimiter {
   /** Synchronous while a lease has budget left; otherwise one store call (or a short wait at the limit). */
   admit(target: LimitTarget): LimitDecision | Promise<LimitDecision> {
     const state = this.states.get(target.key);
-    const held = state === undefined ? undefined : this.take(state, target.cost ?? 1);
+    const held = state === undefined ? undefined : this.take(state, target);
     return held?.decision ?? this.slowAdmit(target);
   }
 
@@ -179,32 +111,122 @@ export class LeasedLimiter {
     }
   }
 
-  /** Spends `cost` of the held lease; the lease, or undefined when it cannot pay. */
-  private take(state: KeyState, cost: number, anyAge = false): Held | undefined {
-    const held = state.held;
-    if (held === undefined || held.left < cost) return undefined;
+  /** Whether `held` can pay `cost` now (`anyAge`: however old, as while the store is away). */
+  private pays(held: Held | undefined, cost: number, now: number, anyAge: boolean): held is Held {
+    return (
+      held !== undefined && held.left >= cost && (anyAge || now - held.acquiredAt <= this.options.holdMs)
+    );
+  }
+
+  /**
+   * Spends one admission of `target` from the held lease, or from the lease taken ahead, which
+   * then takes over (the old one is settled with the next store call); the lease, or undefined
+   * when neither can pay. Renews ahead when the held lease runs low.
+   */
+  private take(state: KeyState, target: LimitTarget, anyAge = false): Held | undefined {
+    const cost = target.cost ?? 1;
     const now = performance.now();
-    if (!anyAge && now - held.acquiredAt > this.options.holdMs) return undefined;
+    let held = state.held;
+    if (!this.pays(held, cost, now, anyAge)) {
+      if (!this.pays(state.next, cost, now, anyAge)) return undefined;
+      if (held !== undefined) this.retired.push({ key: target.key, held, at: now });
+      held = state.next;
+      state.held = held;
+      state.next = undefined;
+    }
     held.left -= cost;
     held.spent += cost;
     held.lastUsedAt = now;
     state.touchedAt = now;
     this.admitted++;
+    if (
+      state.next === undefined &&
+      state.renewing === undefined &&
+      state.acquiring === undefined &&
+      this.options.renewAhead !== false &&
+      (held.left * 4 < held.left + held.spent || now - held.acquiredAt > this.options.holdMs * 0.75)
+    )
+      this.renewAhead(state, target);
     return held;
+  }
+
+  /**
+   * Leases the next chunk while the held one still pays, when the counter (as the store last
+   * answered) has room for eight more leases beyond the others': near the limit the chunks
+   * shrink and the budget is contended, and a lease taken ahead there would hold back units
+   * other processes wait for. The call also settles one lease this one replaced.
+   */
+  private renewAhead(state: KeyState, target: LimitTarget): void {
+    const cost = target.cost ?? 1;
+    const { maxLease, divisor } = this.options;
+    const seen = state.seen;
+    if (seen === undefined || this.closed) return;
+    if (target.limit - seen.used - seen.leased < maxLease * cost * divisor * 2) return;
+    const at = this.retired.findIndex((r) => r.key === target.key);
+    const replaced = at < 0 ? undefined : this.retired.splice(at, 1)[0]?.held;
+    const call: LeaseCall = {
+      key: target.key,
+      limit: target.limit,
+      want: maxLease * cost,
+      minGrant: cost,
+      divisor,
+      leaseTtlMs: this.options.leaseTtlMs,
+      leaseId: randomToken(6),
+      settle: replaced === undefined ? undefined : { leaseId: replaced.id, spent: replaced.spent },
+    };
+    this.watcher?.opened(target.key, call.leaseId);
+    state.renewing = this.leaseSeeded(call, target)
+      .then(
+        (reply) => {
+          this.leases++;
+          state.seen = { used: reply.used, leased: reply.leased };
+          if (replaced !== undefined) this.watcher?.closed(replaced.id);
+          if (reply.granted === 0) return this.watcher?.closed(call.leaseId);
+          const now = performance.now();
+          const next = newHeld(call.leaseId, target, reply.granted, now);
+          // Taken while the limiter closed, or after the slow path leased meanwhile: given back.
+          if (this.closed || state.next !== undefined)
+            this.retired.push({ key: target.key, held: next, at: 0 });
+          else state.next = next;
+        },
+        () => {
+          // The store is away: calls go on from the held lease, then down the slow path. The
+          // new lease may have been granted before the answer was lost: settled at nothing later.
+          if (replaced !== undefined) this.retired.push({ key: target.key, held: replaced, at: 0 });
+          this.settleLater([{ key: target.key, lease: call.leaseId, units: 0 }]);
+          this.watcher?.closed(call.leaseId);
+        },
+      )
+      .finally(() => {
+        state.renewing = undefined;
+      });
   }
 
   private async slowAdmit(target: LimitTarget): Promise<LimitDecision> {
     let state = this.states.get(target.key);
     if (state === undefined) {
-      state = { held: undefined, seen: undefined, acquiring: undefined, touchedAt: performance.now() };
+      state = {
+        held: undefined,
+        next: undefined,
+        renewing: undefined,
+        seen: undefined,
+        acquiring: undefined,
+        touchedAt: performance.now(),
+      };
       this.states.set(target.key, state);
       this.startSweeping();
     }
     const deadline = performance.now() + this.options.holdMs + 250;
     const cost = target.cost ?? 1;
     for (;;) {
-      let held = this.take(state, cost);
+      let held = this.take(state, target);
       if (held !== undefined) return held.decision;
+      // A lease being taken ahead is on its way: it pays for this call unless it is refused.
+      if (state.renewing !== undefined) {
+        await state.renewing;
+        held = this.take(state, target);
+        if (held !== undefined) return held.decision;
+      }
       if (state.acquiring === undefined) {
         state.acquiring = this.acquire(state, target).finally(() => {
           if (state !== undefined) state.acquiring = undefined;
@@ -216,11 +238,11 @@ export class LeasedLimiter {
       } catch (error) {
         // The store is unreachable: what this process already leased was reserved there and is
         // still this process's to spend, however old (an expired lease counts as fully spent).
-        held = this.take(state, cost, true);
+        held = this.take(state, target, true);
         if (held !== undefined) return held.decision;
         throw error;
       }
-      held = this.take(state, cost);
+      held = this.take(state, target);
       if (held !== undefined) return held.decision;
       // Budget was granted but taken by the other waiters: lease again.
       if (reply.granted > 0) continue;
@@ -238,6 +260,11 @@ export class LeasedLimiter {
   private async acquire(state: KeyState, target: LimitTarget) {
     const previous = state.held;
     state.held = undefined;
+    // A lease taken ahead that cannot pay either (too old, or short of a cost above 1) goes too.
+    if (state.next !== undefined) {
+      this.retired.push({ key: target.key, held: state.next, at: 0 });
+      state.next = undefined;
+    }
     const cost = target.cost ?? 1;
     const call: LeaseCall = {
       key: target.key,
@@ -258,17 +285,8 @@ export class LeasedLimiter {
       state.seen = { used: reply.used, leased: reply.leased };
       if (previous !== undefined) this.watcher?.closed(previous.id);
       const now = performance.now();
-      if (reply.granted > 0) {
-        const charge = { key: target.key, lease: call.leaseId, units: cost };
-        state.held = {
-          id: call.leaseId,
-          decision: { allowed: true, charge },
-          left: reply.granted,
-          spent: 0,
-          acquiredAt: now,
-          lastUsedAt: now,
-        };
-      } else if (call.want > 0) this.watcher?.closed(call.leaseId);
+      if (reply.granted > 0) state.held = newHeld(call.leaseId, target, reply.granted, now);
+      else if (call.want > 0) this.watcher?.closed(call.leaseId);
       return { granted: reply.granted, leasedElsewhere: reply.leased - reply.granted, used: reply.used };
     } catch (error) {
       // The lease could not be settled or renewed: it stays held, to be spent while the store is away.
@@ -303,7 +321,15 @@ export class LeasedLimiter {
   seenReserved(key: string): number | undefined {
     const state = this.states.get(key);
     if (state?.seen === undefined) return undefined;
-    return state.seen.used + Math.max(0, state.seen.leased - (state.held?.left ?? 0));
+    return state.seen.used + Math.max(0, state.seen.leased - this.unspent(key));
+  }
+
+  /** Units this process holds unspent in leases of counter `key`: held, taken ahead, replaced. */
+  private unspent(key: string): number {
+    const state = this.states.get(key);
+    let left = (state?.held?.left ?? 0) + (state?.next?.left ?? 0);
+    for (const r of this.retired) if (r.key === key) left += r.held.left;
+    return left;
   }
 
   /** One lease call; a missing counter is seeded first (from the target's usage) and asked again. */
@@ -335,7 +361,7 @@ export class LeasedLimiter {
     };
     try {
       const reply = await this.leaseSeeded(call, target);
-      const unspent = this.states.get(target.key)?.held?.left ?? 0;
+      const unspent = this.unspent(target.key);
       return { used: reply.used, leased: Math.max(0, reply.leased - unspent) };
     } catch (error) {
       throw new LimiterUnavailableError(error);
@@ -384,37 +410,69 @@ export class LeasedLimiter {
     this.timer.unref();
   }
 
-  /** Settles idle or old leases in one round trip, and forgets counters not used for a while. */
+  /**
+   * Settles idle or old leases in one round trip (an old one gives way to the lease taken ahead;
+   * one taken ahead goes when its counter idles), and replaced leases no lease call settled
+   * within `idleMs`; forgets counters not used for a while.
+   */
   private async sweep(force = false): Promise<void> {
     const now = performance.now();
+    const { idleMs, holdMs } = this.options;
     const calls: LeaseCall[] = [];
-    const swept: Array<[KeyState, NonNullable<KeyState['held']>]> = [];
+    /** What was settled, and how to put it back if the store is away. */
+    const swept: Array<{ lease: string; restore: () => void }> = [];
+    const settle = (key: string, held: Held, restore: () => void) => {
+      calls.push(settleCall(key, held.id, held.spent));
+      swept.push({ lease: held.id, restore });
+    };
     for (const [key, state] of this.states) {
+      if (state.acquiring !== undefined || state.renewing !== undefined) continue;
+      const idle = force || now - state.touchedAt > idleMs;
       const held = state.held;
-      if (state.acquiring !== undefined) continue;
-      if (
-        held !== undefined &&
-        (force || now - held.lastUsedAt > this.options.idleMs || now - held.acquiredAt > this.options.holdMs)
-      ) {
+      if (held !== undefined && (idle || now - held.lastUsedAt > idleMs || now - held.acquiredAt > holdMs)) {
         state.held = undefined;
-        swept.push([state, held]);
-        calls.push(settleCall(key, held.id, held.spent));
+        // The store is away: the lease expires there and counts as fully spent, so its unspent
+        // units stay this process's to use until the store is back (a stop gives them up).
+        settle(key, held, () => {
+          if (state.held === undefined) state.held = held;
+          else this.retired.push({ key, held, at: now });
+        });
       }
-      if (state.held === undefined && now - state.touchedAt > 60_000) this.states.delete(key);
+      const next = state.next;
+      if (next !== undefined && idle) {
+        state.next = undefined;
+        settle(key, next, () => {
+          state.next ??= next;
+        });
+      } else if (next !== undefined && state.held === undefined) {
+        state.held = next;
+        state.next = undefined;
+      }
+      if (state.held === undefined && state.next === undefined && now - state.touchedAt > 60_000)
+        this.states.delete(key);
+    }
+    const waiting = this.retired;
+    this.retired = [];
+    for (const r of waiting) {
+      if (force || now - r.at > idleMs) settle(r.key, r.held, () => this.retired.push(r));
+      else this.retired.push(r);
     }
     if (this.pending.length > 0) void this.settlePending();
-    if (this.states.size === 0 && this.pending.length === 0 && this.timer !== undefined) {
+    if (
+      this.states.size === 0 &&
+      this.pending.length === 0 &&
+      this.retired.length === 0 &&
+      this.timer !== undefined
+    ) {
       clearInterval(this.timer);
       this.timer = undefined;
     }
     if (calls.length === 0) return;
     try {
       await this.store.settleMany(calls);
-      for (const [, held] of swept) this.watcher?.closed(held.id);
+      for (const { lease } of swept) this.watcher?.closed(lease);
     } catch {
-      // The store is away: the lease expires there and counts as fully spent, so its unspent
-      // units stay this process's to use until the store is back (a stop gives them up).
-      if (!force) for (const [state, held] of swept) state.held ??= held;
+      if (!force) for (const { restore } of swept) restore();
     }
   }
 
@@ -422,7 +480,7 @@ export class LeasedLimiter {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await Promise.allSettled([...this.states.values()].map((s) => s.acquiring));
+    await Promise.allSettled([...this.states.values()].flatMap((s) => [s.acquiring, s.renewing]));
     await this.sweep(true);
     await this.settlePending();
   }
