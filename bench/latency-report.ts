@@ -98,7 +98,8 @@ export function latencySection(l: OpenModelLatency): string {
   return `## Added latency over the origin (vegeta, open model, the hop pinned apart)
 
 Each hop alone on core 0 (all its threads); vegeta, the origin and every other process of the
-stack on core 1. First each hop's own maximum in that arrangement: the highest rate at which every
+stack on core 1, the batch work there (ingest, ClickHouse, Kafka, PostgreSQL, the idle targets)
+at the lowest priority and what a call may wait on (the origin, Redis) at the normal one. First each hop's own maximum in that arrangement: the highest rate at which every
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
 queue in the hop), found by bisection with ${l.searchSeconds} s trials from the rate its one pinned core gave
 wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise

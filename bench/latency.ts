@@ -63,8 +63,14 @@ const round100 = (rate: number) => Math.max(100, Math.round(rate / 100) * 100);
 const rounds = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
+ * What a call may wait on besides the hop: the origin, and Redis (the proxy's limit leases and
+ * snapshot reads; near a limit, or for a counter's first call, a call waits for its answer).
+ */
+const CALL_PATH = ['origin', 'redis'];
+
+/**
  * The hop alone on core 0, every other process of the stack on core 1, where the batch work
- * (ingest and ClickHouse, Kafka, the idle targets: all but the origin) runs at the lowest
+ * (ingest and ClickHouse, Kafka, the idle targets: all but the call path) runs at the lowest
  * priority, as an operator runs batch work beside a latency-critical service.
  */
 function pinApart(named: ReadonlyMap<number, string>, hop: LatencyHop): void {
@@ -72,10 +78,10 @@ function pinApart(named: ReadonlyMap<number, string>, hop: LatencyHop): void {
   const rest = stackGroups(named).filter((g) => g !== group);
   pinGroups(named, rest, '1');
   pinGroups(named, [group], '0');
-  setNice(named, [group, 'origin'], 0);
+  setNice(named, [group, ...CALL_PATH], 0);
   setNice(
     named,
-    rest.filter((g) => g !== 'origin'),
+    rest.filter((g) => !CALL_PATH.includes(g)),
     19,
   );
 }
