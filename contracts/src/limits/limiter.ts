@@ -360,6 +360,8 @@ export class LeasedLimiter {
       leaseId: '',
     };
     try {
+      // A lease being taken ahead is leased in the store already: known here before the read.
+      await this.states.get(target.key)?.renewing;
       const reply = await this.leaseSeeded(call, target);
       const unspent = this.unspent(target.key);
       return { used: reply.used, leased: Math.max(0, reply.leased - unspent) };

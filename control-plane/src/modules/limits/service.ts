@@ -101,11 +101,11 @@ export class LimitService {
     // With a spool, checks lease budget as a proxy does (one store call serves many checks, the
     // leases shrinking to one unit at the limit): the spool names each lease as it opens, so the
     // next start after a crash settles it at what was recorded. Without one, a lease left by a
-    // crash would count as spent until it expires: one unit per lease then.
+    // crash would count as spent until it expires: one unit per lease then, none taken ahead.
     this.limiter = new LeasedLimiter(
       counters,
       recorder === undefined
-        ? { maxLease: 1, divisor: 1, holdMs: 1_000, idleMs: 0, leaseTtlMs: 10_000 }
+        ? { maxLease: 1, divisor: 1, holdMs: 1_000, idleMs: 0, leaseTtlMs: 10_000, renewAhead: false }
         : DEFAULT_LIMITER_OPTIONS,
       recorder,
     );
