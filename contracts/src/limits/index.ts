@@ -23,10 +23,10 @@ export {
 export {
   DEFAULT_LIMITER_OPTIONS,
   type LeaseCharge,
-  LeasedLimiter,
   type LeaseWatcher,
   type LimitDecision,
   type LimiterOptions,
   LimiterUnavailableError,
   type LimitTarget,
-} from './limiter';
+} from './lease-types';
+export { LeasedLimiter } from './limiter';

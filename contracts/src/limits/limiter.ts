@@ -15,16 +15,6 @@ import {
   sleep,
 } from './lease-types';
 
-export {
-  DEFAULT_LIMITER_OPTIONS,
-  type LeaseCharge,
-  type LeaseWatcher,
-  type LimitDecision,
-  type LimiterOptions,
-  LimiterUnavailableError,
-  type LimitTarget,
-} from './lease-types';
-
 /**
  * Exact usage caps at local speed. Each process leases a chunk of a counter's remaining budget
  * (one atomic store call) and admits calls from it in memory; chunks shrink as the budget runs
