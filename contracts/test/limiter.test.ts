@@ -191,6 +191,8 @@ describe.each([
       if (i % 10 === 9) await pause(1);
     }
     expect(waited).toBeLessThanOrEqual(1);
+    // What the metrics page counts: the first admission and those that waited.
+    expect(l.waits).toBe(waited + 1);
     await l.close();
     // Every admission counted once, and nothing left leased.
     expect(await counterOf(store, t.key)).toMatchObject({ used: 2_001, leased: 0 });

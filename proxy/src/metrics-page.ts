@@ -85,6 +85,11 @@ export class ProxyMetrics {
           limiter.storeCommands,
         ),
         counter('mcpmeter_proxy_limit_leases_total', 'Leases taken from the limit store', limiter.leases),
+        counter(
+          'mcpmeter_proxy_limit_store_waits_total',
+          'Limit checks that had no lease in hand and waited for the limit store',
+          limiter.waits,
+        ),
       );
     }
     parts.push(

@@ -41,7 +41,7 @@ function pageSeries(): Set<string> {
   const metrics = new ProxyMetrics();
   const page = metrics.render({
     gatekeeper: { stats: { decisions: { admitted: 0 }, graceUnreported: 0 } },
-    limiter: { storeCommands: 0, leases: 0 },
+    limiter: { storeCommands: 0, leases: 0, waits: 0 },
     directory: { reads: 0 },
     link: { requests: 0 },
     emitter: {

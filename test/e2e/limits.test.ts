@@ -644,6 +644,8 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
       sum('mcpmeter_proxy_own_seconds') + sum('mcpmeter_proxy_answer_seconds') + 1e-9,
     );
     expect(metrics).toMatch(/mcpmeter_proxy_limit_store_commands_total \d+/);
+    // Checks that waited for Redis: each counter's first call and every check at a reached limit.
+    expect(Number(/mcpmeter_proxy_limit_store_waits_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThan(0);
     // Every request it served (the 200 concurrent calls among them) has left its in-flight list.
     expect(metrics).toContain('mcpmeter_proxy_inflight_requests 0\n');
     expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);

@@ -31,6 +31,11 @@ export class LeasedLimiter {
   admitted = 0;
   denied = 0;
   leases = 0;
+  /**
+   * Admissions that found no lease in hand and waited for the store (or for a lease on its way):
+   * a counter's first call, its edge, or a lease run out before the next was taken.
+   */
+  waits = 0;
 
   /**
    * Settlements the store has not taken yet: a dead process's leases at what its spool recorded,
@@ -193,6 +198,7 @@ export class LeasedLimiter {
   }
 
   private async slowAdmit(target: LimitTarget): Promise<LimitDecision> {
+    this.waits++;
     let state = this.states.get(target.key);
     if (state === undefined) {
       state = {
