@@ -59,6 +59,12 @@ function spanCells(t: LatencyTrial): string {
   return `${cell('own')} | ${cell('origin')} | ${cell('answer')} | ${cell('added')}`;
 }
 
+/** The origin's run-queue wait beside the hop and alone (not measured before 2026-11-29's runs). */
+function originWaited(s: ShareTrials): string {
+  const w = s.originWaited as ShareTrials['originWaited'] | undefined;
+  return w === undefined ? 'n/a' : `${fmt(w.withHop)} / ${fmt(w.alone)}`;
+}
+
 export function latencySection(l: OpenModelLatency): string {
   const rows = l.shares
     .map((s) => {
@@ -82,7 +88,7 @@ export function latencySection(l: OpenModelLatency): string {
       )} / ${fmt(
         addedOver(s, (t) => t.p999),
         3,
-      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} |`;
+      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} |`;
     })
     .join('\n');
   const maxima = LATENCY_HOPS.map((hop) => {
@@ -108,10 +114,15 @@ same rate in the same arrangement (B3 twice each, interleaved, the better trial 
 taken). *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
 process's per call at that rate, with how busy that kept its core; *waited* is how long its
 threads were runnable but not running (the kernel's run-queue delay), in ms per second: what the
-machine's other work cost its latency.
+machine's other work cost its latency; *origin waited* is the same for the origin, in the hop's
+trial and in the origin's own. The origin shares core 1 with vegeta: called directly, each wakes
+the other in turn; behind a hop on core 0, the hop wakes each (the origin with a request, vegeta
+with an answer) whenever its calls arrive, often while the other is running, and it waits. A
+tail that grows with the origin's wait is this machine's arrangement more than the hop's work;
+the hop's own spans below tell the two apart.
 
-| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s |
-| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: |
+| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone |
+| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: |
 ${rows}
 
 Maxima (calls/s; ✓ carried, ✗ not):

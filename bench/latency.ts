@@ -39,6 +39,12 @@ export interface ShareTrials {
   hopCoreBusy: number;
   /** How long the hop's threads waited, runnable, for a CPU: ms per second of its trials. */
   waitedMsPerSecond: number;
+  /**
+   * How long the origin's threads waited for a CPU, ms per second: in the hop's trial taken and
+   * in the origin's own trials (the better one). The origin shares core 1 with vegeta; through a
+   * hop both are woken by its answers, directly only one at a time.
+   */
+  originWaited: { withHop: number; alone: number };
 }
 
 export interface OpenModelLatency {
@@ -66,7 +72,8 @@ const rounds = (n: number) => Array.from({ length: n }, (_, i) => i);
  * What a call may wait on besides the hop: the origin, and Redis (the proxy's limit leases and
  * snapshot reads; near a limit, or for a counter's first call, a call waits for its answer).
  */
-const CALL_PATH = ['origin', 'redis'];
+const ORIGIN = 'origin';
+const CALL_PATH = [ORIGIN, 'redis'];
 
 /**
  * The hop alone on core 0, every other process of the stack on core 1, where the batch work
@@ -134,21 +141,30 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
   return { max: low, tried };
 }
 
-/** What a hop's trials used: its CPU per call, its core's busy share and its run-queue wait. */
-function measured(plan: LatencyPlan, hop: LatencyHop, run: () => LatencyTrial) {
-  const group = PROXY_GROUP[hop];
-  const before = cpuSample(plan.named);
-  const waitedBefore = runQueueWait(plan.named, group);
+/** A trial, and how long the threads of `groups` waited for a CPU during it, ms per second. */
+function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], run: () => LatencyTrial) {
+  const before = groups.map((g) => runQueueWait(named, g));
   const started = performance.now();
   const trial = run();
   const seconds = (performance.now() - started) / 1000;
+  const waited = groups.map(
+    (g, i) => (Math.max(0, runQueueWait(named, g) - (before[i] ?? 0)) * 1000) / seconds,
+  );
+  return { trial, seconds, waited };
+}
+
+/** What a hop's trials used: its CPU per call, its core's busy share, its and the origin's run-queue wait. */
+function measured(plan: LatencyPlan, hop: LatencyHop, run: () => LatencyTrial) {
+  const group = PROXY_GROUP[hop];
+  const before = cpuSample(plan.named);
+  const { trial, seconds, waited } = waiting(plan.named, [group, ORIGIN], run);
   const used = cpuBetween(before, cpuSample(plan.named))[group] ?? 0;
-  const waited = Math.max(0, runQueueWait(plan.named, group) - waitedBefore);
   return {
     trial,
     cpuMicros: (used * 1e6) / Math.max(trial.requests, 1),
     busy: used / seconds,
-    waitedMsPerSecond: (waited * 1000) / seconds,
+    waitedMsPerSecond: waited[0] ?? 0,
+    originWaitedMsPerSecond: waited[1] ?? 0,
   };
 }
 
@@ -186,9 +202,11 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         pinApart(named, hop);
         await quiet(named, log);
         const hopTrials: Array<ReturnType<typeof measured>> = [];
-        const origin: LatencyTrial[] = [];
+        const origin: Array<ReturnType<typeof waiting>> = [];
         for (const _ of rounds(hop === 'B3' ? 2 : 1)) {
-          origin.push(load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1'));
+          origin.push(
+            waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')),
+          );
           const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
           hopTrials.push(
             hop === 'B3'
@@ -197,15 +215,17 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
           );
         }
         const best = hopTrials.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
+        const bestAlone = origin.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
         shares.push({
           target: hop,
           share,
           rate,
           hop: hopTrials.map((t) => t.trial),
-          origin,
+          origin: origin.map((t) => t.trial),
           hopCpuMicros: best.cpuMicros,
           hopCoreBusy: best.busy,
           waitedMsPerSecond: best.waitedMsPerSecond,
+          originWaited: { withHop: best.originWaitedMsPerSecond, alone: bestAlone.waited[0] ?? 0 },
         });
       }
   } finally {

@@ -162,6 +162,9 @@ killed worker's spool and leases settled.
 With one proxy process the machine already had ${f(one.machineCores, 2)} of its ${w.cores} cores busy
 (the proxy, wrk, the origin, Kafka, ingest and ClickHouse): a second worker can only take what is
 left, ${f(Math.max(0, w.cores - one.machineCores), 2)} of a core, and the workers then compete with the origin and wrk for it.
+Even a second worker that cost nothing more a call could not pass ${f(w.cores / one.machineCores, 2)}× B3's calls/s
+here (the ${w.cores} cores over the ${f(one.machineCores, 2)} that B3's calls/s kept busy): the load generator, the
+origin and the pipeline take the rest of the machine's CPU a call.
 What more cores give a proxy is measured only on a machine with cores to spare; here it is
 estimated from the CPU per call: at ${f(two.cpuMicros, 1)} µs a call, each core given to the proxy alone
 carries about ${f(1e6 / two.cpuMicros)} metered calls/s.
