@@ -262,12 +262,17 @@ back, then the median; "rounds" gives their spread.
 | the same, lowest–highest round | ${r.saturation.map((s) => ownSpread(s.target)).join(' | ')} |
 | of which system time (the kernel: socket calls) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'system'))).join(' | ')} |
 | of which user time (the hop's code and runtime) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'user'))).join(' | ')} |
+| the hop's own CPU a call ÷ the bench origin's in B1 (Node on this machine) | ${r.saturation.map((s) => fmt(paired(s.target, 'B1').median, 2)).join(' | ')} |
 | CPU µs per call, every process | ${r.saturation.map((s) => fmt(all(s.target))).join(' | ')} |
 
 System time is the kernel's work on the process's behalf: for every hop nearly all of it the
 same four socket calls a call (read the request, write it to the origin, read the answer, write
 it to the client), where a write on loopback also delivers the bytes to the reader and wakes it.
 User time is the hop's own code, its runtime and libraries: metering and gating are user time.
+The row "÷ the bench origin's" divides each hop's CPU a call by the origin's in B1's trials (a
+Node HTTP server that answers at once, driven by wrk directly), round by round: a Node baseline
+from the same machine and run, so hops measured on machines of different speed compare there
+(the origin cost ${fmt(own('B1'))} µs a call in this run; 85 on the slower machine of issue 65's first runs).
 
 CPU µs per call by process (median over rounds):
 
