@@ -41,8 +41,9 @@ export interface ShareTrials {
   waitedMsPerSecond: number;
   /**
    * How long the origin's threads waited for a CPU, ms per second: in the hop's trial taken and
-   * in the origin's own trials (the better one). The origin shares core 1 with vegeta; through a
-   * hop both are woken by its answers, directly only one at a time.
+   * in the origin's own trials (the better one). The origin shares core 1 with vegeta: called
+   * directly, each wakes the other in turn; behind a hop, the hop wakes both (the origin with a
+   * request, vegeta with an answer), often while the other runs.
    */
   originWaited: { withHop: number; alone: number };
 }
