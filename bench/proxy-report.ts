@@ -118,7 +118,7 @@ export function writeResults(root: string, r: Result, log: (line: string) => voi
 }
 
 /** Stacked bars: CPU µs per call of each target, by process. */
-function plot(r: Result): string {
+export function plot(r: Result): string {
   const colors = [
     '#bbb',
     '#8da0cb',
@@ -172,7 +172,7 @@ ${parts.join('\n')}
 `;
 }
 
-function report(r: Result): string {
+export function report(r: Result): string {
   const row = (t: TargetName) => r.saturation.find((s) => s.target === t);
   const cpu = (t: TargetName) => {
     const s = row(t);
