@@ -146,6 +146,59 @@ describe('auto top-up', () => {
     expect((await s.api('GET', '/v1/sdk/customers/eve/balance')).body.credits).toBe(20 - 15 + 50);
   });
 
+  it('never deadlocks: usage settled by balance reads beside grants and top-up checks', async () => {
+    const s = await seller('Busy balance');
+    const id = await customer(s, 'fay', '4242424242424242', 100);
+    await s.api('PUT', '/v1/sdk/customers/fay/auto-top-up', { productRef: s.product, threshold: 10 });
+    const meter = {
+      providerId: s.auth.providerId,
+      environment: 'sandbox' as const,
+      meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
+      meterName: 'requests',
+    };
+    // Round after round, calls recorded, then at once: balance reads (each settles the usage
+    // in a transaction of its own), grants and top-up checks (each locks the customer, settles
+    // the usage and moves the balance). A settlement that locked the balance before the
+    // customer deadlocked with the others (its movement's reference to the customer waits for
+    // the customer's lock, held by a grant waiting for the balance); PostgreSQL then aborts one
+    // of the two, a grant answered 500 or a check rejected.
+    const rounds = 12;
+    for (let round = 0; round < rounds; round++) {
+      await harness.store.store.insert(
+        Array.from({ length: 3 }, () =>
+          callRecord(meter, id, clock.now().toISOString(), {
+            outcome: 'success',
+            admitted: true,
+            credits: 1,
+            productId: s.product,
+            planId: s.plan,
+            tool: 'search',
+          }),
+        ),
+      );
+      const answers = await Promise.allSettled([
+        ...Array.from({ length: 4 }, () => s.api('GET', '/v1/sdk/customers/fay/balance')),
+        ...Array.from({ length: 4 }, () =>
+          s.api('POST', '/v1/sdk/customers/fay/credits', { kind: 'grant', amount: 1 }),
+        ),
+        ...Array.from({ length: 4 }, () => harness.controlPlane.care.autoTopUps.check(s.auth, id)),
+      ]);
+      expect(answers.filter((a) => a.status === 'rejected')).toEqual([]);
+      const statuses = answers.map((a) =>
+        a.status === 'fulfilled' && 'status' in a.value ? a.value.status : 0,
+      );
+      expect(statuses.slice(0, 8)).toEqual([200, 200, 200, 200, 201, 201, 201, 201]);
+    }
+    // Every call debited once, every grant made once, and no top-up needed (the balance stayed
+    // above the threshold): the balance is exactly what the ledger says.
+    const ledger = (await s.api('GET', '/v1/sdk/customers/fay/credits?limit=100')).body.data as Json[];
+    const sum = (kind: string) => ledger.filter((m) => m.kind === kind).reduce((n, m) => n + m.amount, 0);
+    expect(sum('usage')).toBe(-3 * rounds);
+    expect(sum('grant')).toBe(100 + 4 * rounds);
+    expect(sum('top_up')).toBe(0);
+    expect((await s.api('GET', '/v1/sdk/customers/fay/balance')).body.credits).toBe(100 + rounds);
+  });
+
   it('retries a failing card after its hold and stops after three failures in a row', async () => {
     const s = await seller('Failing card');
     // One credit to activate the plan with (a credit-paid plan needs one call's worth), then spent.

@@ -9,6 +9,7 @@ import { writeCreditEvents } from './events';
 import {
   creditPaidTenants,
   insertMovement,
+  lockCustomer,
   lockUsageTotals,
   setUsageDebited,
   usageDebited,
@@ -109,6 +110,10 @@ export class UsageDebits {
   /** Debits what `totals` holds beyond what was debited, under the balance row's lock; whether it did. */
   private async debit(tx: PoolClient, tenant: Tenant, customerId: string, totals: Totals): Promise<boolean> {
     const at = this.clock.now();
+    // The customer before the balance, as grants and top-up checks lock them: a debit holding
+    // the balance would otherwise wait (its movement refers to the customer) for a grant that
+    // holds the customer and waits for the balance, and PostgreSQL would abort one of the two.
+    await lockCustomer(tx, customerId);
     const current = await lockUsageTotals(tx, customerId, at);
     const credits = totals.credits - current.usageDebited;
     if (credits <= 0) return false;
