@@ -99,6 +99,9 @@ export const ERROR_STATUS = {
   headers_too_large: 431,
   rate_limited: 429,
   too_many_attempts: 429,
+  // Another request was changing the same rows at that moment and PostgreSQL aborted this one
+  // (a deadlock or a serialization failure): nothing was changed; retry (Stripe's lock_timeout).
+  lock_timeout: 429,
   // The provider's origin could not be read: a problem with what they registered, not with us.
   origin_unreachable: 422,
   internal_error: 500,
@@ -192,6 +195,17 @@ const UNREACHABLE_MESSAGES = [
   'Connection is closed',
   "Stream isn't writeable",
 ];
+
+/**
+ * Whether PostgreSQL aborted the transaction because another one held what it needed, in a
+ * cycle (40P01, deadlock detected) or in a way a serializable transaction cannot allow (40001):
+ * the transaction was rolled back whole, so the request can be made again as it was.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null || !('severity' in error)) return false;
+  const { code } = error as { code?: unknown };
+  return code === '40P01' || code === '40001';
+}
 
 /**
  * Whether an error says a dependency (PostgreSQL, Redis, Kafka, ClickHouse) could not be reached

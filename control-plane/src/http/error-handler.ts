@@ -6,6 +6,7 @@ import {
   type ErrorCode,
   type FieldProblem,
   isDependencyOutage,
+  isTransactionConflict,
   RETRY_AFTER_SECONDS,
 } from '../errors';
 
@@ -125,6 +126,15 @@ export function installErrorHandling(app: FastifyInstance): void {
         reply,
         'invalid_request',
         'A value in the request cannot be stored (out of range or not representable)',
+      );
+    }
+    if (isTransactionConflict(error)) {
+      request.log.warn({ err: error }, 'transaction aborted by a concurrent one');
+      reply.header('Retry-After', '1');
+      return sendProblem(
+        reply,
+        'lock_timeout',
+        'Another request was changing the same objects at the same moment; nothing was changed; retry',
       );
     }
     if (isDependencyOutage(error)) {
