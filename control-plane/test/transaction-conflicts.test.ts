@@ -1,13 +1,16 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { installErrorHandling } from '../src/http/error-handler';
+import { lockBalance } from '../src/modules/credits/repository';
+import { lockCustomerRow } from '../src/modules/customers/repository';
 
 /**
- * A transaction PostgreSQL aborts because another one held what it needed (a deadlock) is
- * answered 429 `lock_timeout` with Retry-After, never 500: it was rolled back whole, so the
- * request can be made again. The error is a real one, from two transactions on real PostgreSQL
- * locking two rows in opposite orders.
+ * Concurrent transactions on real PostgreSQL. One that PostgreSQL aborts because another held
+ * what it needed (a deadlock, made here by two transactions locking two rows in opposite orders)
+ * is answered 429 `lock_timeout` with Retry-After, never 500: it was rolled back whole, so the
+ * request can be made again. And the lock that serialises one customer's changes does not hold
+ * back writes that merely refer to the customer, which is what made such cycles.
  */
 let harness: TestControlPlane;
 beforeAll(async () => {
@@ -41,7 +44,7 @@ async function deadlock(): Promise<unknown> {
   }
 }
 
-describe('transactions aborted by a concurrent one', () => {
+describe('concurrent transactions', () => {
   it('answers 429 lock_timeout with Retry-After, not 500', async () => {
     const error = await deadlock();
     expect((error as { code?: string }).code).toBe('40P01');
@@ -57,5 +60,37 @@ describe('transactions aborted by a concurrent one', () => {
     expect(answer.headers['content-type']).toContain('application/problem+json');
     expect(answer.json()).toMatchObject({ status: 429, code: 'lock_timeout' });
     expect(answer.body).not.toContain('deadlock');
+  });
+
+  it('a customer locked for a change does not hold back rows written about it', async () => {
+    // The customer's lock serialises one customer's purchase, card and balance changes; a row
+    // that refers to the customer (here the balance, created) only checks that it exists. Were
+    // the one to wait for the other, a transaction holding the balance and writing about the
+    // customer could wait for the holder of the customer, waiting in turn for the balance.
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Locks' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    const customerId = (await api('POST', '/v1/sdk/customers', { externalRef: 'lock' })).body.id as string;
+    const [holder, writer, rival] = [
+      await harness.pool.connect(),
+      await harness.pool.connect(),
+      await harness.pool.connect(),
+    ];
+    try {
+      await holder.query('BEGIN');
+      await lockCustomerRow(holder, customerId);
+      // Blocked, the writer would fail here rather than hang: its wait is bounded.
+      await writer.query('BEGIN');
+      await writer.query("SET LOCAL lock_timeout = '10s'");
+      expect(await lockBalance(writer, customerId, new Date())).toBe(0);
+      await writer.query('COMMIT');
+      // The lock still excludes a second holder.
+      await rival.query('BEGIN');
+      await rival.query("SET LOCAL lock_timeout = '100ms'");
+      await expect(lockCustomerRow(rival, customerId)).rejects.toMatchObject({ code: '55P03' });
+      await rival.query('ROLLBACK');
+      await holder.query('COMMIT');
+    } finally {
+      for (const client of [holder, writer, rival]) client.release();
+    }
   });
 });

@@ -46,15 +46,6 @@ export async function findBalance(
   return rows[0];
 }
 
-/**
- * The customer's row, locked for the rest of the transaction: what every transaction that moves
- * a balance takes first, then the balance row, so none waits for another in a cycle (a deleted
- * customer's row too: its recorded usage is still debited).
- */
-export async function lockCustomer(db: Queryable, customerId: string): Promise<void> {
-  await db.query('SELECT 1 FROM customers WHERE id = $1 FOR UPDATE', [customerId]);
-}
-
 /** The balance row, created at 0 when missing, locked for the rest of the transaction. */
 export async function lockBalance(db: Queryable, customerId: string, at: Date): Promise<number> {
   await db.query(

@@ -2,6 +2,7 @@ import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import type { UsageReader } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
+import { lockCustomerRow } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { Tenant } from '../products/repository';
@@ -9,7 +10,6 @@ import { writeCreditEvents } from './events';
 import {
   creditPaidTenants,
   insertMovement,
-  lockCustomer,
   lockUsageTotals,
   setUsageDebited,
   usageDebited,
@@ -110,10 +110,9 @@ export class UsageDebits {
   /** Debits what `totals` holds beyond what was debited, under the balance row's lock; whether it did. */
   private async debit(tx: PoolClient, tenant: Tenant, customerId: string, totals: Totals): Promise<boolean> {
     const at = this.clock.now();
-    // The customer before the balance, as grants and top-up checks lock them: a debit holding
-    // the balance would otherwise wait (its movement refers to the customer) for a grant that
-    // holds the customer and waits for the balance, and PostgreSQL would abort one of the two.
-    await lockCustomer(tx, customerId);
+    // The customer before the balance, as grants and top-up checks lock them: one order for
+    // every transaction that moves a balance, so none waits for another in a cycle.
+    await lockCustomerRow(tx, customerId);
     const current = await lockUsageTotals(tx, customerId, at);
     const credits = totals.credits - current.usageDebited;
     if (credits <= 0) return false;

@@ -45,7 +45,22 @@ export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<C
   return rows[0];
 }
 
-/** `ref` is the customer id or its externalRef; deleted customers are never found. */
+/**
+ * The customer's row locked for the caller's transaction (a deleted customer's too): what
+ * serialises one customer's purchase changes, card changes and balance movements, taken before
+ * any other row of theirs. FOR NO KEY UPDATE excludes every other holder of this lock (and
+ * `findCustomer`'s) but not the key-share lock a row referring to the customer takes as it is
+ * written: with FOR UPDATE, a transaction holding, say, a balance and writing a ledger
+ * movement waited for the holder of the customer, who could be waiting for that balance.
+ */
+export async function lockCustomerRow(db: Queryable, customerId: string): Promise<void> {
+  await db.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customerId]);
+}
+
+/**
+ * `ref` is the customer id or its externalRef; deleted customers are never found. `forUpdate`
+ * locks the row as `lockCustomerRow` does.
+ */
 export async function findCustomer(
   db: Queryable,
   tenant: Tenant,
@@ -55,7 +70,7 @@ export async function findCustomer(
   const forUpdate = options.forUpdate === true;
   const text = `SELECT ${COLUMNS} FROM customers
       WHERE provider_id = $1 AND environment = $2 AND status <> 'deleted' AND (id = $3 OR external_ref = $3)
-      ORDER BY (id = $3) DESC LIMIT 1 ${forUpdate ? 'FOR UPDATE' : ''}`;
+      ORDER BY (id = $3) DESC LIMIT 1 ${forUpdate ? 'FOR NO KEY UPDATE' : ''}`;
   const values = [tenant.providerId, tenant.environment, ref];
   const { rows } = await db.query<CustomerRow>(
     forUpdate ? { text, values } : prepared('customer_by_ref', text, values),

@@ -17,11 +17,6 @@ export interface MethodRow {
   fingerprint: string | null;
 }
 
-/** Serialises card changes of one customer (inside the caller's transaction). */
-export async function lockCustomerForCards(db: Queryable, customerId: string): Promise<void> {
-  await db.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customerId]);
-}
-
 /** Stores a card as the customer's one default. */
 export async function insertDefaultMethod(
   db: Queryable,

@@ -4,7 +4,7 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { findAutoTopUp } from '../auto-topups/repository';
-import { findCustomer } from '../customers/repository';
+import { findCustomer, lockCustomerRow } from '../customers/repository';
 import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
@@ -17,7 +17,6 @@ import {
   insertDefaultMethod,
   insertPayment,
   listMethods,
-  lockCustomerForCards,
   type MethodRow,
   restoreCard,
   setDefaultMethod,
@@ -93,7 +92,7 @@ export class PaymentService {
     }
     const stored = await inTransaction(this.pool, async (tx) => {
       // Serialises card changes of one customer: two at once would both try to be the default.
-      await lockCustomerForCards(tx, customer.id);
+      await lockCustomerRow(tx, customer.id);
       // The same card again (each hosted checkout stores the card it was paid with): one card.
       const again =
         attached.fingerprint === null
@@ -153,7 +152,7 @@ export class PaymentService {
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
     return inTransaction(this.pool, async (tx) => {
-      await lockCustomerForCards(tx, customer.id);
+      await lockCustomerRow(tx, customer.id);
       const row = await setDefaultMethod(tx, customer.id, id);
       if (row === undefined) throw new NotFoundError('payment_method_not_found', `No payment method ${id}`);
       return toMethod(row);
@@ -171,7 +170,7 @@ export class PaymentService {
     const customer = await findCustomer(this.pool, auth, customerRef);
     if (customer === undefined) throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
     const removed = await inTransaction(this.pool, async (tx) => {
-      await lockCustomerForCards(tx, customer.id);
+      await lockCustomerRow(tx, customer.id);
       const cards = await listMethods(tx, customer.id);
       const card = cards.find((c) => c.id === id);
       if (card === undefined) throw new NotFoundError('payment_method_not_found', `No payment method ${id}`);

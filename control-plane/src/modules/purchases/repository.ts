@@ -170,11 +170,6 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
   );
 }
 
-/** Serialises purchase changes of one customer (inside the caller's transaction). */
-export async function lockCustomer(db: Queryable, customerId: string): Promise<void> {
-  await db.query('SELECT id FROM customers WHERE id = $1 FOR UPDATE', [customerId]);
-}
-
 /** The customer's current purchase of the product, locked. */
 export async function lockLivePurchase(
   db: Queryable,

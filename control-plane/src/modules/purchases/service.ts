@@ -8,7 +8,7 @@ import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import type { Invoicing } from '../billing/invoicing';
 import { findBalance } from '../credits/repository';
-import { findCustomer } from '../customers/repository';
+import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
 import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
@@ -31,7 +31,6 @@ import {
   findPurchase,
   insertPurchase,
   listPurchases,
-  lockCustomer,
   lockLivePurchase,
   type PurchaseRow,
   updatePurchase,
@@ -300,7 +299,7 @@ export class PurchaseService {
     const product = { id: productId };
     return inTransaction(this.pool, async (tx) => {
       // Serialises activations of one customer: two concurrent calls cannot both switch plans.
-      await lockCustomer(tx, customer.id);
+      await lockCustomerRow(tx, customer.id);
       const current = await lockLivePurchase(tx, customer.id, product.id);
       if (current !== undefined && current.plan_id === plan.id)
         return { status: 'already_active' as const, rows: [current] };
