@@ -1,9 +1,14 @@
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { creditsProduct } from '../../test/helpers/credit-plans';
+import type { PoolClient } from '../src/db/pool';
 import { installErrorHandling } from '../src/http/error-handler';
 import { lockBalance } from '../src/modules/credits/repository';
-import { lockCustomerRow } from '../src/modules/customers/repository';
+import { findCustomer, lockCustomerRow } from '../src/modules/customers/repository';
+import { findPlan } from '../src/modules/plans/repository';
+import { findProduct } from '../src/modules/products/repository';
+import { lockLivePurchase, lockPurchase } from '../src/modules/purchases/repository';
 
 /**
  * Concurrent transactions on real PostgreSQL. One that PostgreSQL aborts because another held
@@ -62,35 +67,80 @@ describe('concurrent transactions', () => {
     expect(answer.body).not.toContain('deadlock');
   });
 
-  it('a customer locked for a change does not hold back rows written about it', async () => {
-    // The customer's lock serialises one customer's purchase, card and balance changes; a row
-    // that refers to the customer (here the balance, created) only checks that it exists. Were
-    // the one to wait for the other, a transaction holding the balance and writing about the
-    // customer could wait for the holder of the customer, waiting in turn for the balance.
-    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Locks' });
+  it('a row locked for a change does not hold back rows written about it', async () => {
+    // A customer's, purchase's, plan's or product's lock serialises changes to it; a row that
+    // refers to it only checks that it exists (PostgreSQL's foreign-key check takes FOR KEY
+    // SHARE on it). Were the one to wait for the other, a transaction holding, say, a balance
+    // and writing about the customer could wait for the holder of the customer, waiting in turn
+    // for that balance: the deadlock a usage debit and a grant made.
+    const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: 'Locks' });
+    const auth = { providerId: provider.id, environment: 'sandbox' as const };
     const api = injectClient(harness.controlPlane, sandboxKey);
+    const { product, plan } = await creditsProduct(api);
     const customerId = (await api('POST', '/v1/sdk/customers', { externalRef: 'lock' })).body.id as string;
-    const [holder, writer, rival] = [
-      await harness.pool.connect(),
-      await harness.pool.connect(),
-      await harness.pool.connect(),
+    await api('POST', '/v1/sdk/customers/lock/credits', { kind: 'grant', amount: 5 });
+    const activated = await api('POST', '/v1/sdk/activate', { customerRef: customerId, planRef: plan });
+    const purchaseId = activated.body.purchaseRef as string;
+    expect(purchaseId).toMatch(/^pur_/);
+    const locks: Array<[string, string, (tx: PoolClient) => Promise<unknown>]> = [
+      ['customers', customerId, (tx) => lockCustomerRow(tx, customerId).then(() => true)],
+      ['customers', customerId, (tx) => findCustomer(tx, auth, customerId, { forUpdate: true })],
+      ['purchases', purchaseId, (tx) => lockPurchase(tx, purchaseId)],
+      ['purchases', purchaseId, (tx) => lockLivePurchase(tx, customerId, product)],
+      ['plans', plan, (tx) => findPlan(tx, auth, plan, { forUpdate: true })],
+      ['products', product, (tx) => findProduct(tx, auth, product, { forUpdate: true })],
     ];
+    for (const [table, id, lock] of locks) {
+      const [holder, writer, rival] = [
+        await harness.pool.connect(),
+        await harness.pool.connect(),
+        await harness.pool.connect(),
+      ];
+      try {
+        await holder.query('BEGIN');
+        expect(await lock(holder)).not.toBeUndefined();
+        // Blocked, the writer would fail here rather than hang: its wait is bounded.
+        await writer.query('BEGIN');
+        await writer.query("SET LOCAL lock_timeout = '10s'");
+        const referred = await writer.query(`SELECT 1 FROM ${table} WHERE id = $1 FOR KEY SHARE`, [id]);
+        expect(referred.rowCount).toBe(1);
+        await writer.query('ROLLBACK');
+        // The lock still excludes a second holder.
+        await rival.query('BEGIN');
+        await rival.query("SET LOCAL lock_timeout = '100ms'");
+        await expect(lock(rival)).rejects.toMatchObject({ code: '55P03' });
+        await rival.query('ROLLBACK');
+        await holder.query('COMMIT');
+      } finally {
+        for (const client of [holder, writer, rival]) {
+          // A failed assertion leaves its transaction open: never hand one back to the pool.
+          await client.query('ROLLBACK').catch(() => undefined);
+          client.release();
+        }
+      }
+    }
+  });
+
+  it('creates a balance for a customer whose lock another transaction holds', async () => {
+    // The foreign-key check itself, on a row written for real: the customer's first balance.
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Balance' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    const customerId = (await api('POST', '/v1/sdk/customers', { externalRef: 'new' })).body.id as string;
+    const [holder, writer] = [await harness.pool.connect(), await harness.pool.connect()];
     try {
       await holder.query('BEGIN');
       await lockCustomerRow(holder, customerId);
-      // Blocked, the writer would fail here rather than hang: its wait is bounded.
       await writer.query('BEGIN');
       await writer.query("SET LOCAL lock_timeout = '10s'");
       expect(await lockBalance(writer, customerId, new Date())).toBe(0);
       await writer.query('COMMIT');
-      // The lock still excludes a second holder.
-      await rival.query('BEGIN');
-      await rival.query("SET LOCAL lock_timeout = '100ms'");
-      await expect(lockCustomerRow(rival, customerId)).rejects.toMatchObject({ code: '55P03' });
-      await rival.query('ROLLBACK');
       await holder.query('COMMIT');
     } finally {
-      for (const client of [holder, writer, rival]) client.release();
+      for (const client of [holder, writer]) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        client.release();
+      }
     }
+    expect((await api('GET', '/v1/sdk/customers/new/balance')).body.credits).toBe(0);
   });
 });

@@ -180,7 +180,7 @@ export async function lockInvoiceOfPeriod(
   periodKey: string,
 ): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
-    'SELECT * FROM invoices WHERE purchase_id = $1 AND period_key = $2 FOR UPDATE',
+    'SELECT * FROM invoices WHERE purchase_id = $1 AND period_key = $2 FOR NO KEY UPDATE',
     [purchaseId, periodKey],
   );
   return rows[0];
@@ -259,7 +259,7 @@ export async function lockNextInvoiceRetry(
   const { rows } = await db.query<InvoiceRow>(
     `SELECT * FROM invoices i WHERE status = 'open' AND next_retry_at <= $1
         AND (SELECT c.test_clock_id FROM customers c WHERE c.id = i.customer_id) IS NOT DISTINCT FROM $2::text
-      ORDER BY next_retry_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      ORDER BY next_retry_at, id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
     [now, clockId],
   );
   return rows[0];

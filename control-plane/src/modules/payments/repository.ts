@@ -230,7 +230,7 @@ export async function lockPayment(
   ref: string,
 ): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(
-    'SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR transaction_reference = $3) FOR UPDATE',
+    'SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR transaction_reference = $3) FOR NO KEY UPDATE',
     [tenant.providerId, tenant.environment, ref],
   );
   return rows[0];
@@ -294,7 +294,7 @@ export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
  */
 export async function lockNextPendingRefund(db: Queryable, after: string): Promise<RefundRow | undefined> {
   const { rows } = await db.query<RefundRow>(
-    `SELECT * FROM refunds WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+    `SELECT * FROM refunds WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
     [after],
   );
   return rows[0];
@@ -307,7 +307,7 @@ export async function lockRefundByProcessorId(
   processorRefund: string,
 ): Promise<RefundRow | undefined> {
   const { rows } = await db.query<RefundRow>(
-    'SELECT * FROM refunds WHERE provider_id = $1 AND environment = $2 AND processor_refund = $3 FOR UPDATE',
+    'SELECT * FROM refunds WHERE provider_id = $1 AND environment = $2 AND processor_refund = $3 FOR NO KEY UPDATE',
     [tenant.providerId, tenant.environment, processorRefund],
   );
   return rows[0];
@@ -321,7 +321,7 @@ export async function lockPaymentByIntent(
 ): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(
     `SELECT * FROM payments WHERE provider_id = $1 AND environment = $2 AND processor_payment_intent = $3
-      ORDER BY created_at LIMIT 1 FOR UPDATE`,
+      ORDER BY created_at LIMIT 1 FOR NO KEY UPDATE`,
     [tenant.providerId, tenant.environment, processorPaymentIntent],
   );
   return rows[0];

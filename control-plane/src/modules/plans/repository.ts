@@ -179,7 +179,7 @@ export async function findPlan(
   options: { forUpdate?: boolean } = {},
 ): Promise<PlanRow | undefined> {
   const forUpdate = options.forUpdate === true;
-  const text = `${SELECT} WHERE p.provider_id = $1 AND p.environment = $2 AND p.id = $3 ${forUpdate ? 'FOR UPDATE OF p' : ''}`;
+  const text = `${SELECT} WHERE p.provider_id = $1 AND p.environment = $2 AND p.id = $3 ${forUpdate ? 'FOR NO KEY UPDATE OF p' : ''}`;
   const values = [tenant.providerId, tenant.environment, ref];
   const { rows } = await db.query<PlanRow>(
     forUpdate ? { text, values } : prepared('plan_by_id', text, values),

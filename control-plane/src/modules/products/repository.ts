@@ -55,7 +55,7 @@ export async function findProduct(
 ): Promise<ProductRow | undefined> {
   const forUpdate = options.forUpdate === true;
   const text = `SELECT * FROM products WHERE provider_id = $1 AND environment = $2 AND (id = $3 OR reference = $3)
-     ${forUpdate ? 'FOR UPDATE' : ''}`;
+     ${forUpdate ? 'FOR NO KEY UPDATE' : ''}`;
   const values = [tenant.providerId, tenant.environment, ref];
   const { rows } = await db.query<ProductRow>(
     forUpdate ? { text, values } : prepared('product_by_ref', text, values),

@@ -38,7 +38,9 @@ export async function accessProductIds(db: Queryable, customerId: string): Promi
 
 /** A purchase by id, locked for the caller's transaction. */
 export async function lockPurchase(db: Queryable, id: string): Promise<PurchaseRow | undefined> {
-  const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE id = $1 FOR UPDATE', [id]);
+  const { rows } = await db.query<PurchaseRow>('SELECT * FROM purchases WHERE id = $1 FOR NO KEY UPDATE', [
+    id,
+  ]);
   return rows[0];
 }
 
@@ -91,7 +93,7 @@ export async function findPurchase(
   forUpdate: boolean,
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
-    `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND id = $3 ${forUpdate ? 'FOR UPDATE' : ''}`,
+    `SELECT * FROM purchases WHERE provider_id = $1 AND environment = $2 AND id = $3 ${forUpdate ? 'FOR NO KEY UPDATE' : ''}`,
     [tenant.providerId, tenant.environment, id],
   );
   return rows[0];
@@ -177,7 +179,7 @@ export async function lockLivePurchase(
   productId: string,
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
-    `SELECT * FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status IN ${LIVE_STATUSES} FOR UPDATE`,
+    `SELECT * FROM purchases WHERE customer_id = $1 AND product_id = $2 AND status IN ${LIVE_STATUSES} FOR NO KEY UPDATE`,
     [customerId, productId],
   );
   return rows[0];
@@ -228,7 +230,7 @@ export async function lockNextDuePurchase(
              AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
          OR (final_usage_due AND ended_at <= $4))
         AND ${onClock(5)}
-      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      ORDER BY id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
     [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy, due.clockId],
   );
   return rows[0];
@@ -249,7 +251,7 @@ export async function lockNextDraftable(
         AND ((status = 'active' AND period_end <= $1 AND period_end > $2)
           OR (final_usage_due AND ended_at <= $1 AND ended_at > $2))
         AND ${onClock(3)}
-      ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      ORDER BY id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
     [due.now, due.closedBy, due.clockId, due.after],
   );
   return rows[0];

@@ -41,7 +41,7 @@ const HOUR_MS = 3_600_000;
 /**
  * The billing clock's work: period ends (renew, cancel as scheduled, or expire), dunning retries,
  * trial ends (convert or suspend), one-time access expiry and reminders. It takes one due
- * purchase at a time with FOR UPDATE SKIP LOCKED, so any number of control-plane replicas can
+ * purchase at a time with FOR NO KEY UPDATE SKIP LOCKED, so any number of control-plane replicas can
  * run it together: a purchase is handled by one of them, and the move leaves it no longer due.
  * Charges are also unique per (purchase, period, attempt) in the database.
  */
