@@ -54,6 +54,31 @@ const events = async (s: Awaited<ReturnType<typeof seller>>, type: string) =>
     (e) => e.type === type,
   );
 
+/**
+ * `calls` admitted calls of one credit each, stored as the proxies record them: usage records
+ * carrying the credits each spent, which settlements (scheduler passes, balance reads) debit.
+ */
+async function recordCalls(s: Awaited<ReturnType<typeof seller>>, customerId: string, calls: number) {
+  const meter = {
+    providerId: s.auth.providerId,
+    environment: 'sandbox' as const,
+    meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
+    meterName: 'requests',
+  };
+  await harness.store.store.insert(
+    Array.from({ length: calls }, () =>
+      callRecord(meter, customerId, clock.now().toISOString(), {
+        outcome: 'success',
+        admitted: true,
+        credits: 1,
+        productId: s.product,
+        planId: s.plan,
+        tool: 'search',
+      }),
+    ),
+  );
+}
+
 describe('auto top-up', () => {
   it('tops up once when twenty concurrent draws cross the threshold', async () => {
     const s = await seller('Auto top-up');
@@ -115,24 +140,7 @@ describe('auto top-up', () => {
     await s.api('PUT', '/v1/sdk/customers/eve/auto-top-up', { productRef: s.product, threshold: 10 });
     // Fifteen calls of one credit each, as twenty proxies record them: usage records carrying
     // the credits each admitted call spent, settled by every scheduler pass and balance read.
-    const meter = {
-      providerId: s.auth.providerId,
-      environment: 'sandbox' as const,
-      meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
-      meterName: 'requests',
-    };
-    await harness.store.store.insert(
-      Array.from({ length: 15 }, () =>
-        callRecord(meter, id, clock.now().toISOString(), {
-          outcome: 'success',
-          admitted: true,
-          credits: 1,
-          productId: s.product,
-          planId: s.plan,
-          tool: 'search',
-        }),
-      ),
-    );
+    await recordCalls(s, id, 15);
     await Promise.all([
       harness.controlPlane.scheduler.runDue(),
       ...Array.from({ length: 10 }, () => s.api('GET', '/v1/sdk/customers/eve/balance')),
@@ -150,12 +158,6 @@ describe('auto top-up', () => {
     const s = await seller('Busy balance');
     const id = await customer(s, 'fay', '4242424242424242', 100);
     await s.api('PUT', '/v1/sdk/customers/fay/auto-top-up', { productRef: s.product, threshold: 10 });
-    const meter = {
-      providerId: s.auth.providerId,
-      environment: 'sandbox' as const,
-      meterRef: (await s.api('GET', '/v1/ui/meters/requests')).body.id as string,
-      meterName: 'requests',
-    };
     // Round after round, calls recorded, then at once: balance reads (each settles the usage
     // in a transaction of its own), grants and top-up checks (each locks the customer, settles
     // the usage and moves the balance). A settlement that locked the balance before the
@@ -164,18 +166,7 @@ describe('auto top-up', () => {
     // of the two, a grant answered 500 or a check rejected.
     const rounds = 12;
     for (let round = 0; round < rounds; round++) {
-      await harness.store.store.insert(
-        Array.from({ length: 3 }, () =>
-          callRecord(meter, id, clock.now().toISOString(), {
-            outcome: 'success',
-            admitted: true,
-            credits: 1,
-            productId: s.product,
-            planId: s.plan,
-            tool: 'search',
-          }),
-        ),
-      );
+      await recordCalls(s, id, 3);
       const answers = await Promise.allSettled([
         ...Array.from({ length: 4 }, () => s.api('GET', '/v1/sdk/customers/fay/balance')),
         ...Array.from({ length: 4 }, () =>
