@@ -312,9 +312,10 @@ describe('webhook delivery', () => {
     await api('POST', '/v1/sdk/customers', {});
     const started = performance.now();
     await slow.look();
-    while (to('/ok/healthy').length === 0 && performance.now() - started < 5_000) await sleep(5);
+    // Delivered while the other hangs: waiting behind it would take the sender's 60 s timeout,
+    // far past this wait (no time is asserted: a busy machine may take a while).
+    while (to('/ok/healthy').length === 0 && performance.now() - started < 20_000) await sleep(5);
     expect(to('/ok/healthy')).toHaveLength(1);
-    expect(performance.now() - started).toBeLessThan(2_000);
     expect(slow.inFlightCount).toBeGreaterThanOrEqual(1); // the hanging one (others' retries may be due too)
     // Past its retry time and its lease in clock terms: still not sent again while in flight.
     clock.advance(30 * MINUTE);
