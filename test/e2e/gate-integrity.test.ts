@@ -136,7 +136,11 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
           )
         ).body,
       (b) => (b.groups ?? []).find((g) => g.value === 'success')?.records === count,
-      { what: `${count} success records of ${customerRef}`, timeoutMs: 30_000 },
+      {
+        what: `${count} success records of ${customerRef}`,
+        timeoutMs: 30_000,
+        explain: () => stack.logTail(),
+      },
     );
     return (body.groups ?? []).find((g) => g.value === 'success')?.records;
   };
@@ -288,7 +292,7 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
             )
           ).body,
         (body) => body.records >= 4,
-        { what: `the records of ${name}'s customer`, timeoutMs: 30_000 },
+        { what: `the records of ${name}'s customer`, timeoutMs: 30_000, explain: () => stack.logTail() },
       );
       const byOutcome = Object.fromEntries((records.groups ?? []).map((g) => [g.value, g.records]));
       expect(byOutcome).toEqual({ success: 3, paywall: 1 });

@@ -7,6 +7,8 @@ export async function pollUntil<T>(
     intervalMs?: number;
     what?: string;
     rethrow?: (error: unknown) => boolean;
+    /** What else to say when the wait times out (a stack's log tail). */
+    explain?: () => string;
   } = {},
 ): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
@@ -23,6 +25,6 @@ export async function pollUntil<T>(
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 200));
   }
   throw new Error(
-    `timed out waiting for ${options.what ?? 'condition'}; last value ${JSON.stringify(last)}${lastError ? `, last error ${String(lastError)}` : ''}`,
+    `timed out waiting for ${options.what ?? 'condition'}; last value ${JSON.stringify(last)}${lastError ? `, last error ${String(lastError)}` : ''}${options.explain === undefined ? '' : `\n${options.explain()}`}`,
   );
 }

@@ -1,6 +1,6 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { expect } from 'vitest';
 import { apiClient } from './api';
@@ -23,6 +23,11 @@ export interface SplitStack {
   services: Service[];
   /** Settles once every service answers its health check. */
   ready: Promise<void>;
+  /**
+   * The last `lines` lines of each service's log (warnings and errors at the tests' log level):
+   * what a timed-out wait adds to its message, so a CI failure says what the services saw.
+   */
+  logTail(lines?: number): string;
   /** Stops the services and removes the directory. */
   stop(): Promise<void>;
 }
@@ -71,6 +76,15 @@ export async function startSplitStack(options: {
     proxyUrl,
     services: stack.services,
     ready: stack.ready,
+    logTail(lines = 20) {
+      return stack.services
+        .map((s) => {
+          const text = existsSync(s.logFile) ? readFileSync(s.logFile, 'utf8').trimEnd() : '';
+          const tail = text === '' ? '(empty)' : text.split('\n').slice(-lines).join('\n');
+          return `--- ${basename(s.logFile)}, last ${lines} lines:\n${tail.slice(-8_000)}`;
+        })
+        .join('\n');
+    },
     async stop() {
       await Promise.all(stack.services.map((s) => s.stop()));
       rmSync(dir, { recursive: true, force: true });
