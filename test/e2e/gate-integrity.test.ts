@@ -139,7 +139,6 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
       {
         what: `${count} success records of ${customerRef}`,
         timeoutMs: 30_000,
-        explain: () => stack.logTail(),
       },
     );
     return (body.groups ?? []).find((g) => g.value === 'success')?.records;
@@ -292,7 +291,7 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
             )
           ).body,
         (body) => body.records >= 4,
-        { what: `the records of ${name}'s customer`, timeoutMs: 30_000, explain: () => stack.logTail() },
+        { what: `the records of ${name}'s customer`, timeoutMs: 30_000 },
       );
       const byOutcome = Object.fromEntries((records.groups ?? []).map((g) => [g.value, g.records]));
       expect(byOutcome).toEqual({ success: 3, paywall: 1 });

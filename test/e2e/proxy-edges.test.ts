@@ -331,7 +331,7 @@ describe('the proxy at its edges', () => {
           )
         ).body,
       (body) => body.records >= count,
-      { what: `${count} usage records of ${customerRef}`, timeoutMs: 30_000, explain: () => stack.logTail() },
+      { what: `${count} usage records of ${customerRef}`, timeoutMs: 30_000 },
     );
 
   beforeAll(async () => {

@@ -1,3 +1,13 @@
+/**
+ * What the stacks a test file runs add to every timed-out wait's message (their services' log
+ * tails), so a wait that fails in CI says what the services saw; the returned function forgets it.
+ */
+const explainers = new Set<() => string>();
+export function explainTimeouts(explain: () => string): () => void {
+  explainers.add(explain);
+  return () => explainers.delete(explain);
+}
+
 /** Polls until `check` returns a value, or fails with the last value seen; bounded in time. */
 export async function pollUntil<T>(
   read: () => Promise<T>,
@@ -7,8 +17,6 @@ export async function pollUntil<T>(
     intervalMs?: number;
     what?: string;
     rethrow?: (error: unknown) => boolean;
-    /** What else to say when the wait times out (a stack's log tail). */
-    explain?: () => string;
   } = {},
 ): Promise<T> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
@@ -25,6 +33,6 @@ export async function pollUntil<T>(
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 200));
   }
   throw new Error(
-    `timed out waiting for ${options.what ?? 'condition'}; last value ${JSON.stringify(last)}${lastError ? `, last error ${String(lastError)}` : ''}${options.explain === undefined ? '' : `\n${options.explain()}`}`,
+    `timed out waiting for ${options.what ?? 'condition'}; last value ${JSON.stringify(last)}${lastError ? `, last error ${String(lastError)}` : ''}${[...explainers].map((explain) => `\n${explain()}`).join('')}`,
   );
 }

@@ -5,6 +5,7 @@ import { freePort } from '@mcp-meter/contracts/kit';
 import { expect } from 'vitest';
 import { apiClient } from './api';
 import { type ProviderKeys, suffix } from './flows';
+import { explainTimeouts } from './poll';
 import { runAdmin, type Service, type StackName, sharedStackEnv, spawnSplitStack } from './processes';
 
 /**
@@ -25,7 +26,7 @@ export interface SplitStack {
   ready: Promise<void>;
   /**
    * The last `lines` lines of each service's log (warnings and errors at the tests' log level):
-   * what a timed-out wait adds to its message, so a CI failure says what the services saw.
+   * what every timed-out `pollUntil` adds to its message while the stack runs.
    */
   logTail(lines?: number): string;
   /** Stops the services and removes the directory. */
@@ -68,6 +69,16 @@ export async function startSplitStack(options: {
     logDir: dir,
     proxies: [{ PROXY_PORT: String(proxyPort), PROXY_SPILL_DIR: join(dir, 'spill'), ...options.proxy }],
   });
+  const logTail = (lines = 20) =>
+    stack.services
+      .map((s) => {
+        const text = existsSync(s.logFile) ? readFileSync(s.logFile, 'utf8').trimEnd() : '';
+        const tail = text === '' ? '(empty)' : text.split('\n').slice(-lines).join('\n');
+        return `--- ${basename(s.logFile)}, last ${lines} lines:\n${tail.slice(-8_000)}`;
+      })
+      .join('\n');
+  // Every wait of the file that times out while the stack runs ends with its services' logs.
+  const forget = explainTimeouts(() => logTail());
   return {
     dir,
     env,
@@ -76,16 +87,9 @@ export async function startSplitStack(options: {
     proxyUrl,
     services: stack.services,
     ready: stack.ready,
-    logTail(lines = 20) {
-      return stack.services
-        .map((s) => {
-          const text = existsSync(s.logFile) ? readFileSync(s.logFile, 'utf8').trimEnd() : '';
-          const tail = text === '' ? '(empty)' : text.split('\n').slice(-lines).join('\n');
-          return `--- ${basename(s.logFile)}, last ${lines} lines:\n${tail.slice(-8_000)}`;
-        })
-        .join('\n');
-    },
+    logTail,
     async stop() {
+      forget();
       await Promise.all(stack.services.map((s) => s.stop()));
       rmSync(dir, { recursive: true, force: true });
     },
