@@ -136,10 +136,7 @@ describe('the gate: an origin runs only what the proxy judged and metered', () =
           )
         ).body,
       (b) => (b.groups ?? []).find((g) => g.value === 'success')?.records === count,
-      {
-        what: `${count} success records of ${customerRef}`,
-        timeoutMs: 30_000,
-      },
+      { what: `${count} success records of ${customerRef}`, timeoutMs: 30_000 },
     );
     return (body.groups ?? []).find((g) => g.value === 'success')?.records;
   };
