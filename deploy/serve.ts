@@ -20,6 +20,7 @@ import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/cont
 import { openUsageBus, openUsageStore, startIngestConsumer, type UsageBus } from '@mcp-meter/ingest';
 import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
 import { type ProxyConfig, readProxyConfig } from '@mcp-meter/proxy/config';
+import { backoffMs, keepTrying } from './keep-trying';
 import { type ProxyWorkers, replayWorkerSpools, superviseProxyWorkers } from './proxy-workers';
 import { workerMetricPages } from './worker-metrics';
 import {
@@ -141,20 +142,37 @@ async function main(): Promise<void> {
   let ingestState: 'starting' | 'running' | 'failed' | undefined;
   if (services.has('ingest') && usageStore !== undefined) {
     // Not awaited: joining a Kafka consumer group can wait out a dead member's session (tens of
-    // seconds after a crash); the API and the proxy serve meanwhile and ingest catches up.
-    const subscription = bus.subscription();
+    // seconds after a crash); the API and the proxy serve meanwhile and ingest catches up. A
+    // start that fails (Kafka not yet serving topics it has just created) is tried again with a
+    // new consumer: left failed, nothing would be stored until the next restart.
+    let subscription = bus.subscription();
+    let stopping = false;
     ingestState = 'starting';
-    startIngestConsumer({ subscription, store: usageStore.store, rollups: usageStore.rollups, logger }).then(
+    void keepTrying(
+      () =>
+        startIngestConsumer({ subscription, store: usageStore.store, rollups: usageStore.rollups, logger }),
+      {
+        delayMs: backoffMs,
+        stopped: () => stopping,
+        failed: async (error, failures) => {
+          logger.error({ err: error, failures }, 'usage consumer failed to start; trying again');
+          const failed = subscription;
+          subscription = bus.subscription();
+          await failed.stop().catch(() => undefined);
+        },
+      },
+    ).then((started) => {
+      if (started === undefined) return;
+      ingestState = 'running';
+      logger.info('usage consumer running');
+    });
+    closers.push([
+      'ingest consumer',
       () => {
-        ingestState = 'running';
-        logger.info('usage consumer running');
+        stopping = true;
+        return subscription.stop();
       },
-      (error: unknown) => {
-        ingestState = 'failed';
-        logger.error({ err: error }, 'usage consumer failed to start');
-      },
-    );
-    closers.push(['ingest consumer', () => subscription.stop()]);
+    ]);
     // Every consumer rolls: two at once write the same figures (docs/analytics.md).
     const rollups = usageStore.rollups;
     if (rollups !== undefined) {
