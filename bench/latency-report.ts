@@ -28,6 +28,13 @@ export function b3AtHalf(l: OpenModelLatency): ShareTrials | undefined {
 }
 
 /** The origin's wait for its core beside the hop and alone (not measured before 2026-11-29's evening runs). */
+/** How the batch work yielded the core (bench/harness/idle-group.ts); results from before it used nice 19. */
+function batchPriority(l: OpenModelLatency): string {
+  if (l.batchPriority === 'idle cgroup')
+    return 'a CPU cgroup marked idle: whatever on the call path wakes takes the core from it at once';
+  return l.batchPriority === 'nice 19' ? 'nice 19: no idle CPU cgroup could be made here' : 'nice 19';
+}
+
 const originWaits = (s: ShareTrials) => s.originWaited as ShareTrials['originWaited'] | undefined;
 
 function waitNote(s: ShareTrials): string {
@@ -114,7 +121,7 @@ export function latencySection(l: OpenModelLatency): string {
 
 Each hop alone on core 0 (all its threads); vegeta, the origin and every other process of the
 stack on core 1, the batch work there (ingest, ClickHouse, Kafka, PostgreSQL, the idle targets)
-at the lowest priority and what a call may wait on (the origin, Redis) at the normal one. First each hop's own maximum in that arrangement: the highest rate at which every
+at the lowest priority (${batchPriority(l)}) and what a call may wait on (the origin, Redis) at the normal one. First each hop's own maximum in that arrangement: the highest rate at which every
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
 queue in the hop), found by bisection with ${l.searchSeconds} s trials from the rate its one pinned core gave
 wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise
