@@ -27,14 +27,28 @@ interface Hierarchy {
 
 function hierarchy(): Hierarchy | undefined {
   const v1 = '/sys/fs/cgroup/cpu';
-  if (existsSync(join(v1, 'cpu.shares')))
-    return { root: v1, matches: (line) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(line) };
+  if (existsSync(join(v1, 'cpu.shares'))) return { root: v1, matches: inCpuV1 };
   const v2 = '/sys/fs/cgroup';
   try {
     if (readFileSync(join(v2, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('cpu'))
-      return { root: v2, matches: (line) => line.startsWith('0::') };
+      return { root: v2, matches: inV2 };
   } catch {} // not cgroup v2 at /sys/fs/cgroup
   return undefined;
+}
+
+/** A /proc/<pid>/cgroup line of cgroup v1's hierarchy with the `cpu` controller (alone or with others). */
+export const inCpuV1 = (line: string) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(line);
+/** A /proc/<pid>/cgroup line of cgroup v2's one hierarchy. */
+export const inV2 = (line: string) => line.startsWith('0::');
+
+/**
+ * The path of a process's group in the hierarchy whose lines `matches` picks, from its
+ * /proc/<pid>/cgroup ("id:controllers:path" a line); the root where no line matches.
+ */
+export function groupPath(procCgroup: string, matches: (line: string) => boolean): string {
+  const line = procCgroup.split('\n').find(matches);
+  if (line === undefined) return '/';
+  return line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
 }
 
 /** Processes moved into the idle group, with the group each came from, to put them back. */
@@ -64,8 +78,7 @@ export function toIdleGroup(
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || !groups.includes(groupOf(named, Number(entry)))) continue;
     try {
-      const line = readFileSync(`/proc/${entry}/cgroup`, 'utf8').split('\n').find(found.matches);
-      const from = line === undefined ? '/' : line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
+      const from = groupPath(readFileSync(`/proc/${entry}/cgroup`, 'utf8'), found.matches);
       writeFileSync(join(dir, 'cgroup.procs'), entry);
       if (from !== `/${NAME}`) moved.set(Number(entry), join(found.root, from));
     } catch {} // gone meanwhile, or a kernel thread
