@@ -27,7 +27,6 @@ export function b3AtHalf(l: OpenModelLatency): ShareTrials | undefined {
   return l.shares.find((s) => s.target === 'B3' && s.share === 0.5);
 }
 
-/** The origin's wait for its core beside the hop and alone (not measured before 2026-11-29's evening runs). */
 /** How the batch work yielded the core (bench/harness/idle-group.ts); results from before it used nice 19. */
 function batchPriority(l: OpenModelLatency): string {
   if (l.batchPriority === 'idle cgroup')
@@ -35,6 +34,7 @@ function batchPriority(l: OpenModelLatency): string {
   return l.batchPriority === 'nice 19' ? 'nice 19: no idle CPU cgroup could be made here' : 'nice 19';
 }
 
+/** The origin's wait for its core beside the hop and alone (not measured before 2026-11-29's evening runs). */
 const originWaits = (s: ShareTrials) => s.originWaited as ShareTrials['originWaited'] | undefined;
 
 function waitNote(s: ShareTrials): string {

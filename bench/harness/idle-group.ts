@@ -21,7 +21,7 @@ const NAME = 'mcpmeter-bench-batch';
 /** Where an idle group can be made: the hierarchy's root directory and how a process names it there. */
 interface Hierarchy {
   root: string;
-  /** The line prefix of /proc/<pid>/cgroup that gives a process's path in this hierarchy. */
+  /** Picks the line of /proc/<pid>/cgroup that gives a process's path in this hierarchy. */
   matches: (line: string) => boolean;
 }
 
@@ -72,6 +72,9 @@ export function toIdleGroup(
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'cpu.idle'), '1');
   } catch {
+    try {
+      rmdirSync(dir);
+    } catch {} // not made, or in use
     return undefined;
   }
   const moved = new Map<number, string>();
