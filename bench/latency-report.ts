@@ -1,6 +1,12 @@
 import type { LatencyTrial } from './harness/load';
 import type { GcDuring, Span, SpansDuring } from './harness/metrics-page';
-import { CARRIED_P50_MS, LATENCY_HOPS, type OpenModelLatency, type ShareTrials } from './latency';
+import {
+  CARRIED_P50_MS,
+  LATENCY_HOPS,
+  type OpenModelLatency,
+  type RateTried,
+  type ShareTrials,
+} from './latency';
 
 /**
  * The open-model latency section of bench/results/proxy.md (bench/latency.ts measures it): each
@@ -44,18 +50,42 @@ function waitNote(s: ShareTrials): string {
     : `; the origin waited ${fmt(w.withHop)} ms a second for its core beside B3, ${fmt(w.alone)} alone`;
 }
 
+/**
+ * The latency goal's verdict on B3's trials at half its maximum. Met: B3 added at most 2 ms at
+ * p99 and 10 at p99.9 over the origin, and the origin's own trials at that rate were within those
+ * bounds too. An origin whose own tail is over the goal at that rate (its core congested) leaves
+ * a difference within the goal unresolved: the two sides' noise is larger than what is measured.
+ */
+export function latencyVerdict(half: ShareTrials): { met: boolean; label: string; reason: string } {
+  const p99 = addedOver(half, (t) => t.p99);
+  const p999 = addedOver(half, (t) => t.p999);
+  if (!(p99 <= 2 && p999 <= 10)) return { met: false, label: '**not met**', reason: '' };
+  const originP99 = bestOf(half.origin, (t) => t.p99);
+  const originP999 = bestOf(half.origin, (t) => t.p999);
+  if (originP99 <= 2 && originP999 <= 10) return { met: true, label: 'met', reason: '' };
+  return {
+    met: false,
+    label: '**not resolved**',
+    reason: `; not resolved: the origin alone had p99 ${fmt(originP99, 3)} / p99.9 ${fmt(originP999, 3)} ms at this rate, over the goal itself, so a difference within the goal is within the noise`,
+  };
+}
+
 /** The goals table's rows for latency. */
 export function latencyGoalRows(l: OpenModelLatency): string {
   const half = b3AtHalf(l);
   if (half === undefined)
     return "| added p99 / p99.9 at 50 % of B3's own maximum | not measured | ≤ 2 / ≤ 10 ms | |\n";
-  const p99 = addedOver(half, (t) => t.p99);
-  const p999 = addedOver(half, (t) => t.p999);
-  const met = p99 <= 2 && p999 <= 10 ? 'met' : '**not met**';
+  const verdict = latencyVerdict(half);
   return `| added p50 / p99 / p99.9 over the origin at 50 % of B3's own maximum (${half.rate}/s of ${l.maxima.B3.max}, open model, the proxy pinned apart), B3 − B1 | ${fmt(
     addedOver(half, (t) => t.p50),
     3,
-  )} / ${fmt(p99, 3)} / ${fmt(p999, 3)} ms${waitNote(half)} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${met} |\n`;
+  )} / ${fmt(
+    addedOver(half, (t) => t.p99),
+    3,
+  )} / ${fmt(
+    addedOver(half, (t) => t.p999),
+    3,
+  )} ms${waitNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>
@@ -81,6 +111,22 @@ function originWaited(s: ShareTrials): string {
   return w === undefined ? 'n/a' : `${fmt(w.withHop)} / ${fmt(w.alone)}`;
 }
 
+const share = (busy: number) => `${Math.round(busy * 100)} %`;
+
+/** Core 1's busy share beside the hop and alone (not measured before 2026-11-30's morning). */
+function core1Busy(s: ShareTrials): string {
+  const busy = s.core1Busy as ShareTrials['core1Busy'] | undefined;
+  return busy === undefined ? 'n/a' : `${share(busy.withHop)} / ${share(busy.alone)}`;
+}
+
+/** Both cores' busy shares in the trial that carried a hop's maximum, and which was the busier. */
+function atMaximum(m: { max: number; tried: readonly RateTried[] }): string {
+  const cores = m.tried.find((t) => t.carried && t.rate === m.max)?.cores;
+  if (cores === undefined) return 'n/a';
+  const [core0, core1] = cores;
+  return `${share(core0)} / ${share(core1)}${core1 > core0 ? ' (core 1)' : ' (the hop)'}`;
+}
+
 export function latencySection(l: OpenModelLatency): string {
   const rows = l.shares
     .map((s) => {
@@ -104,7 +150,7 @@ export function latencySection(l: OpenModelLatency): string {
       )} / ${fmt(
         addedOver(s, (t) => t.p999),
         3,
-      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} |`;
+      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} | ${core1Busy(s)} |`;
     })
     .join('\n');
   const maxima = LATENCY_HOPS.map((hop) => {
@@ -113,7 +159,7 @@ export function latencySection(l: OpenModelLatency): string {
       (t) =>
         `${t.rate}${t.carried ? ' ✓' : ` ✗ (p50 ${fmt(t.p50, 2)} ms, ${Math.round((t.achievedRate / t.rate) * 100)} % on time)`}`,
     );
-    return `| ${hop} | ${m.max} | ${tried.join(', ')} |`;
+    return `| ${hop} | ${m.max} | ${atMaximum(m)} | ${tried.join(', ')} |`;
   }).join('\n');
   const invalid = l.shares.flatMap((s) => [...s.hop, ...s.origin]).filter((t) => !t.valid);
   const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
@@ -135,16 +181,21 @@ trial and in the origin's own. The origin shares core 1 with vegeta: called dire
 the other in turn; behind a hop on core 0, the hop wakes each (the origin with a request, vegeta
 with an answer) whenever its calls arrive, often while the other is running, and it waits. A
 tail that grows with the origin's wait is this machine's arrangement more than the hop's work;
-the hop's own spans below tell the two apart.
+the hop's own spans below tell the two apart. *Core 1 busy* is that core's whole busy share
+(every process on it and the kernel's interrupt work, from \`/proc/stat\`) in the hop's trial and
+in the origin's own. A maximum found with core 1 busier than the hop's core (the maxima's table)
+is core 1's, vegeta's and the origin's, more than the hop's: its shares then load core 1 as
+heavily. The latency goal reads *not resolved* when the origin's own trials at that rate had a
+tail over the goal: a difference within the goal is then within the noise of either side.
 
-| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone |
-| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: |
+| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone |
+| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
 ${rows}
 
 Maxima (calls/s; ✓ carried, ✗ not):
 
-| hop | maximum | rates tried, in order |
-| --- | ---: | --- |
+| hop | maximum | cores 0 / 1 busy at it (the busier) | rates tried, in order |
+| --- | ---: | --- | --- |
 ${maxima}
 
 Invalid trials: ${invalid.map(invalidNote).join(', ') || 'none'}.

@@ -1,4 +1,13 @@
-import { cpuBetween, cpuSample, pinGroups, runQueueWait, setNice, stackGroups } from './harness/cpu';
+import {
+  coresBusyBetween,
+  coreTimes,
+  cpuBetween,
+  cpuSample,
+  pinGroups,
+  runQueueWait,
+  setNice,
+  stackGroups,
+} from './harness/cpu';
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
 import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
@@ -26,6 +35,11 @@ export interface RateTried {
   achievedRate: number;
   success: number;
   p50: number;
+  /**
+   * How busy core 0 (the hop alone) and core 1 (vegeta, the origin, the rest) were over the trial,
+   * 0 to 1 (absent in results from before 2026-11-30's morning): which of them a maximum is.
+   */
+  cores?: [number, number];
 }
 
 /** A hop's trials at one share of its maximum, and the origin's at the same rate. */
@@ -47,6 +61,11 @@ export interface ShareTrials {
    * request, vegeta with an answer), often while the other runs.
    */
   originWaited: { withHop: number; alone: number };
+  /**
+   * How busy core 1 (vegeta, the origin and the rest of the stack) was, 0 to 1, in the hop's
+   * trial taken and in the origin's own (absent in results from before 2026-11-30's morning).
+   */
+  core1Busy?: { withHop: number; alone: number };
 }
 
 /** How the batch work was kept off the call path's core: see `pinApart`. */
@@ -131,9 +150,18 @@ async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => 
 function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: RateTried[] } {
   const tried: RateTried[] = [];
   const once = (rate: number) => {
+    const before = coreTimes();
     const trial = plan.load.vegeta(`${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1');
+    const [core0 = 0, core1 = 0] = coresBusyBetween(before, coreTimes());
     const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
-    tried.push({ rate, carried, achievedRate: trial.achievedRate, success: trial.success, p50: trial.p50 });
+    tried.push({
+      rate,
+      carried,
+      achievedRate: trial.achievedRate,
+      success: trial.success,
+      p50: trial.p50,
+      cores: [core0, core1],
+    });
     return { carried, onSchedule: trial.valid };
   };
   const attempt = (rate: number) => {
@@ -154,23 +182,28 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
   return { max: low, tried };
 }
 
-/** A trial, and how long the threads of `groups` waited for a CPU during it, ms per second. */
+/**
+ * A trial, how long the threads of `groups` waited for a CPU during it (ms per second), and how
+ * busy core 1 was.
+ */
 function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], run: () => LatencyTrial) {
   const before = groups.map((g) => runQueueWait(named, g));
+  const coresBefore = coreTimes();
   const started = performance.now();
   const trial = run();
   const seconds = (performance.now() - started) / 1000;
+  const core1Busy = coresBusyBetween(coresBefore, coreTimes())[1] ?? 0;
   const waited = groups.map(
     (g, i) => (Math.max(0, runQueueWait(named, g) - (before[i] ?? 0)) * 1000) / seconds,
   );
-  return { trial, seconds, waited };
+  return { trial, seconds, waited, core1Busy };
 }
 
 /** What a hop's trials used: its CPU per call, its core's busy share, its and the origin's run-queue wait. */
 function measured(plan: LatencyPlan, hop: LatencyHop, run: () => LatencyTrial) {
   const group = PROXY_GROUP[hop];
   const before = cpuSample(plan.named);
-  const { trial, seconds, waited } = waiting(plan.named, [group, ORIGIN], run);
+  const { trial, seconds, waited, core1Busy } = waiting(plan.named, [group, ORIGIN], run);
   const used = cpuBetween(before, cpuSample(plan.named))[group] ?? 0;
   return {
     trial,
@@ -178,6 +211,7 @@ function measured(plan: LatencyPlan, hop: LatencyHop, run: () => LatencyTrial) {
     busy: used / seconds,
     waitedMsPerSecond: waited[0] ?? 0,
     originWaitedMsPerSecond: waited[1] ?? 0,
+    core1Busy,
   };
 }
 
@@ -240,6 +274,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
           hopCoreBusy: best.busy,
           waitedMsPerSecond: best.waitedMsPerSecond,
           originWaited: { withHop: best.originWaitedMsPerSecond, alone: bestAlone.waited[0] ?? 0 },
+          core1Busy: { withHop: best.core1Busy, alone: bestAlone.core1Busy },
         });
       }
   } finally {

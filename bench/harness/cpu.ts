@@ -184,3 +184,34 @@ export function cpuBetween(
   }
   return used;
 }
+
+/** Each CPU's busy and total time so far (jiffies), from /proc/stat: `[busy, total]` by CPU number. */
+export function coreTimes(): Array<[number, number]> {
+  const times: Array<[number, number]> = [];
+  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+    const match = /^cpu(\d+) (.*)$/.exec(line);
+    if (match === null) continue;
+    // user nice system idle iowait irq softirq steal (guest time is within user already).
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = (
+      match[2] as string
+    )
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    const busy = user + nice + system + irq + softirq;
+    times[Number(match[1])] = [busy, busy + idle + iowait + steal];
+  }
+  return times;
+}
+
+/**
+ * How busy each CPU was between two `coreTimes` samples (0 to 1): every process's work and the
+ * kernel's (interrupts, softirqs: loopback delivery), which a per-process sum leaves out.
+ */
+export function coresBusyBetween(before: Array<[number, number]>, after: Array<[number, number]>): number[] {
+  return after.map(([busy, total], cpu) => {
+    const [busyBefore = 0, totalBefore = 0] = before[cpu] ?? [];
+    const elapsed = total - totalBefore;
+    return elapsed > 0 ? (busy - busyBefore) / elapsed : 0;
+  });
+}
