@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { coresBusyBetween } from '../bench/harness/cpu';
 import type { LatencyTrial } from '../bench/harness/load';
+import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
 import type { ShareTrials } from '../bench/latency';
 import { latencyVerdict } from '../bench/latency-report';
 
@@ -68,5 +69,29 @@ describe("the bench's per-core busy shares from /proc/stat samples", () => {
 
   it('reads 0 for a CPU whose time did not advance', () => {
     expect(coresBusyBetween([[5, 10]], [[5, 10]])).toEqual([0]);
+  });
+});
+
+describe("the bench's span quantiles from a proxy's histograms over a trial", () => {
+  const page = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([le, n]) => `mcpmeter_proxy_added_seconds_bucket{le="${le}"} ${n}`)
+      .join('\n');
+
+  it('finds the buckets the p99 and p99.9 of what the trial added fall within', () => {
+    // Before: 100 requests, all under 0.5 ms. The trial: 10,000 more, 150 over 1 ms, 5 over 2.5.
+    const before = spanBuckets(page({ '0.0005': 100, '0.001': 100, '0.0025': 100, '+Inf': 100 }));
+    const after = spanBuckets(page({ '0.0005': 9_900, '0.001': 9_950, '0.0025': 10_095, '+Inf': 10_100 }));
+    const added = spansBetween(before, after).added;
+    expect(added).toEqual({ count: 10_000, over1ms: 150, p99AtMostMs: 2.5, p999AtMostMs: 2.5 });
+  });
+
+  it('reads a quantile past the last bound as unbounded', () => {
+    const before = spanBuckets(page({ '0.001': 0, '+Inf': 0 }));
+    const after = spanBuckets(page({ '0.001': 995, '+Inf': 1_000 }));
+    const added = spansBetween(before, after).added;
+    // 995 of 1,000 within 1 ms: the p99 (990) is there, the p99.9 (999) only in +Inf.
+    expect(added.p99AtMostMs).toBe(1);
+    expect(added.p999AtMostMs).toBe(Number.POSITIVE_INFINITY);
   });
 });

@@ -13,8 +13,14 @@ import { get as httpGet } from 'node:http';
 export const SPANS = ['own', 'origin', 'answer', 'added'] as const;
 export type Span = (typeof SPANS)[number];
 
-/** Per span over a trial: requests timed, those over 1 ms, and the bucket bound the 99th percentile falls in. */
-export type SpansDuring = Record<Span, { count: number; over1ms: number; p99AtMostMs: number }>;
+/**
+ * Per span over a trial: requests timed, those over 1 ms, and the bucket bounds the 99th and
+ * 99.9th percentiles fall in (the latter absent in results from before 2026-11-30's morning).
+ */
+export type SpansDuring = Record<
+  Span,
+  { count: number; over1ms: number; p99AtMostMs: number; p999AtMostMs?: number }
+>;
 
 /** Garbage-collection pauses of a proxy over a trial: how many and how long, by kind, and the longest. */
 export interface GcDuring {
@@ -107,8 +113,9 @@ export function spansBetween(
       .sort((a, b) => a[0] - b[0]);
     const count = grew.at(-1)?.[1] ?? 0;
     const within1ms = grew.find(([bound]) => bound >= 0.001)?.[1] ?? count;
-    const p99 = grew.find(([, n]) => n >= count * 0.99)?.[0] ?? Number.POSITIVE_INFINITY;
-    return { count, over1ms: count - within1ms, p99AtMostMs: p99 * 1000 };
+    const atMost = (quantile: number) =>
+      (grew.find(([, n]) => n >= count * quantile)?.[0] ?? Number.POSITIVE_INFINITY) * 1000;
+    return { count, over1ms: count - within1ms, p99AtMostMs: atMost(0.99), p999AtMostMs: atMost(0.999) };
   };
   return { own: one('own'), origin: one('origin'), answer: one('answer'), added: one('added') };
 }
