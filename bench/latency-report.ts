@@ -88,6 +88,14 @@ function sliNote(half: ShareTrials): string {
   return `; B3's own added time (its SLI histogram, the worse trial): p99 ≤ ${fmt(worst((a) => a.p99AtMostMs) ?? Number.NaN, 2)}${p999 === undefined ? '' : `, p99.9 ≤ ${fmt(p999, 2)}`} ms`;
 }
 
+/** The most the hypervisor took of each core in B3's and the origin's trials at that rate. */
+function stolenNote(half: ShareTrials): string {
+  const stolen = mostStolen([...half.hop, ...half.origin]);
+  return stolen === undefined
+    ? ''
+    : `; the hypervisor took up to ${percentOf(stolen[0])} of core 0 and ${percentOf(stolen[1])} of core 1 in a trial (steal time)`;
+}
+
 /** The goals table's rows for latency. */
 export function latencyGoalRows(l: OpenModelLatency): string {
   const half = b3AtHalf(l);
@@ -103,7 +111,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
   )} / ${fmt(
     addedOver(half, (t) => t.p999),
     3,
-  )} ms${waitNote(half)}${sliNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
+  )} ms${waitNote(half)}${sliNote(half)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>
@@ -132,20 +140,34 @@ function originWaited(s: ShareTrials): string {
   return w === undefined ? 'n/a' : `${fmt(w.withHop)} / ${fmt(w.alone)}`;
 }
 
-const share = (busy: number) => `${Math.round(busy * 100)} %`;
-
 /** Core 1's busy share beside the hop and alone (not measured before 2026-11-30's morning). */
 function core1Busy(s: ShareTrials): string {
   const busy = s.core1Busy as ShareTrials['core1Busy'] | undefined;
-  return busy === undefined ? 'n/a' : `${share(busy.withHop)} / ${share(busy.alone)}`;
+  return busy === undefined ? 'n/a' : `${percentOf(busy.withHop)} / ${percentOf(busy.alone)}`;
 }
 
-/** Both cores' busy shares in the trial that carried a hop's maximum, and which was the busier. */
+/**
+ * The most of each core the hypervisor took in any of `trials` (steal time), as "core 0 / core 1";
+ * undefined where the run did not read it (results from before 2026-11-30's second session).
+ */
+export function mostStolen(
+  trials: ReadonlyArray<{ stolen?: [number, number] }>,
+): [number, number] | undefined {
+  const read = trials.map((t) => t.stolen).filter((s): s is [number, number] => s !== undefined);
+  if (read.length === 0) return undefined;
+  return [Math.max(...read.map((s) => s[0])), Math.max(...read.map((s) => s[1]))];
+}
+
+const stolenCell = (stolen: [number, number] | undefined) =>
+  stolen === undefined ? 'n/a' : `${percentOf(stolen[0])} / ${percentOf(stolen[1])}`;
+
+/** Both cores' busy shares in the trial that carried a hop's maximum, which was the busier, what was stolen. */
 function atMaximum(m: { max: number; tried: readonly RateTried[] }): string {
-  const cores = m.tried.find((t) => t.carried && t.rate === m.max)?.cores;
-  if (cores === undefined) return 'n/a';
-  const [core0, core1] = cores;
-  return `${share(core0)} / ${share(core1)}${core1 > core0 ? ' (core 1)' : ' (the hop)'}`;
+  const trial = m.tried.find((t) => t.carried && t.rate === m.max);
+  if (trial?.cores === undefined) return 'n/a';
+  const [core0, core1] = trial.cores;
+  const stolen = trial.stolen === undefined ? '' : `; stolen ${stolenCell(trial.stolen)}`;
+  return `${percentOf(core0)} / ${percentOf(core1)}${core1 > core0 ? ' (core 1)' : ' (the hop)'}${stolen}`;
 }
 
 export function latencySection(l: OpenModelLatency): string {
@@ -171,7 +193,7 @@ export function latencySection(l: OpenModelLatency): string {
       )} / ${fmt(
         addedOver(s, (t) => t.p999),
         3,
-      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} | ${core1Busy(s)} |`;
+      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} | ${core1Busy(s)} | ${stolenCell(mostStolen([...s.hop, ...s.origin]))} |`;
     })
     .join('\n');
   const maxima = LATENCY_HOPS.map((hop) => {
@@ -206,16 +228,18 @@ the hop's own spans below tell the two apart. *Core 1 busy* is that core's whole
 (every process on it and the kernel's interrupt work, from \`/proc/stat\`) in the hop's trial and
 in the origin's own. A maximum found with core 1 busier than the hop's core (the maxima's table)
 is core 1's, vegeta's and the origin's, more than the hop's: its shares then load core 1 as
-heavily. The latency goal reads *not resolved* when the origin's own trials at that rate had a
+heavily. *Stolen* is the share of a core's time the hypervisor gave to something else while the
+core had work (\`/proc/stat\`'s steal time; this machine is a virtual one): no process's figures
+show it, and every task on that core waited it out. The latency goal reads *not resolved* when the origin's own trials at that rate had a
 tail over the goal: a difference within the goal is then within the noise of either side.
 
-| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone |
-| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |
+| hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone | stolen from cores 0 / 1, most in a trial |
+| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 ${rows}
 
 Maxima (calls/s; ✓ carried, ✗ not):
 
-| hop | maximum | cores 0 / 1 busy at it (the busier) | rates tried, in order |
+| hop | maximum | cores 0 / 1 busy at it (the busier); stolen | rates tried, in order |
 | --- | ---: | --- | --- |
 ${maxima}
 
@@ -229,8 +253,8 @@ spool write included; *added*, own and answer of one request together, what the 
 added: the SLI of docs/operations.md): requests over 1 ms in each span, and the histogram
 buckets its 99th and 99.9th percentiles fall within.
 
-| calls/s | garbage collection | own: over 1 ms, p99 / p99.9 ≤ | origin: over 1 ms, p99 / p99.9 ≤ | answer: over 1 ms, p99 / p99.9 ≤ | added: over 1 ms, p99 / p99.9 ≤ |
-| ---: | --- | --- | --- | --- | --- |
-${b3.map(({ s, t }) => `| ${s.rate}${t.valid ? '' : ' (invalid)'} | ${gcCell(t)} | ${spanCells(t)} |`).join('\n') || '| not read | | | | | |'}
+| calls/s | p99 / p99.9, ms | stolen from cores 0 / 1 | garbage collection | own: over 1 ms, p99 / p99.9 ≤ | origin: over 1 ms, p99 / p99.9 ≤ | answer: over 1 ms, p99 / p99.9 ≤ | added: over 1 ms, p99 / p99.9 ≤ |
+| ---: | --- | --- | --- | --- | --- | --- | --- |
+${b3.map(({ s, t }) => `| ${s.rate}${t.valid ? '' : ' (invalid)'} | ${fmt(t.p99, 2)} / ${fmt(t.p999, 2)} | ${stolenCell(t.stolen)} | ${gcCell(t)} | ${spanCells(t)} |`).join('\n') || '| not read | | | | | | | |'}
 `;
 }

@@ -1,5 +1,6 @@
 import {
   coresBusyBetween,
+  coresStolenBetween,
   coreTimes,
   cpuBetween,
   cpuSample,
@@ -40,6 +41,8 @@ export interface RateTried {
    * 0 to 1 (absent in results from before 2026-11-30's morning): which of them a maximum is.
    */
   cores?: [number, number];
+  /** How much of cores 0 and 1 the hypervisor took over the trial (absent in earlier results). */
+  stolen?: [number, number];
 }
 
 /** A hop's trials at one share of its maximum, and the origin's at the same rate. */
@@ -152,7 +155,9 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
   const once = (rate: number) => {
     const before = coreTimes();
     const trial = plan.load.vegeta(`${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1');
-    const [core0 = 0, core1 = 0] = coresBusyBetween(before, coreTimes());
+    const after = coreTimes();
+    const [core0 = 0, core1 = 0] = coresBusyBetween(before, after);
+    const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(before, after);
     const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
     tried.push({
       rate,
@@ -161,6 +166,7 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
       success: trial.success,
       p50: trial.p50,
       cores: [core0, core1],
+      stolen: [stolen0, stolen1],
     });
     return { carried, onSchedule: trial.valid };
   };
@@ -184,7 +190,7 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
 
 /**
  * A trial, how long the threads of `groups` waited for a CPU during it (ms per second), and how
- * busy core 1 was.
+ * busy core 1 was; the trial keeps how much of each core the hypervisor took.
  */
 function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], run: () => LatencyTrial) {
   const before = groups.map((g) => runQueueWait(named, g));
@@ -192,7 +198,10 @@ function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], 
   const started = performance.now();
   const trial = run();
   const seconds = (performance.now() - started) / 1000;
-  const core1Busy = coresBusyBetween(coresBefore, coreTimes())[1] ?? 0;
+  const coresAfter = coreTimes();
+  const core1Busy = coresBusyBetween(coresBefore, coresAfter)[1] ?? 0;
+  const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(coresBefore, coresAfter);
+  trial.stolen = [stolen0, stolen1];
   const waited = groups.map(
     (g, i) => (Math.max(0, runQueueWait(named, g) - (before[i] ?? 0)) * 1000) / seconds,
   );

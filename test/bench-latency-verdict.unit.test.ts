@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { coresBusyBetween } from '../bench/harness/cpu';
+import { coresBusyBetween, coresStolenBetween, parseCoreTimes } from '../bench/harness/cpu';
 import type { LatencyTrial } from '../bench/harness/load';
 import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
 import type { ShareTrials } from '../bench/latency';
-import { latencyVerdict } from '../bench/latency-report';
+import { latencyGoalRows, latencyVerdict, mostStolen } from '../bench/latency-report';
 
 const trial = (p99: number, p999: number, valid = true): LatencyTrial => ({
   target: 'x',
@@ -69,6 +69,47 @@ describe("the bench's per-core busy shares from /proc/stat samples", () => {
 
   it('reads 0 for a CPU whose time did not advance', () => {
     expect(coresBusyBetween([[5, 10]], [[5, 10]])).toEqual([0]);
+  });
+
+  // /proc/stat's columns: user nice system idle iowait irq softirq steal guest guest_nice.
+  const stat = (cpu1: string) =>
+    `cpu  9 9 9 9 9 9 9 9 0 0\ncpu0 100 0 50 800 10 0 40 0 0 0\ncpu1 ${cpu1}\nintr 1 2 3\n`;
+
+  it('counts steal time in a CPU’s total, not its busy time, and gives it apart', () => {
+    expect(parseCoreTimes(stat('200 10 60 600 0 5 25 100 30 0'))).toEqual([
+      [190, 1000, 0],
+      [300, 1000, 100],
+    ]);
+  });
+
+  it('divides each CPU’s stolen time by its elapsed time', () => {
+    const before = parseCoreTimes(stat('200 10 60 600 0 5 25 100 0 0'));
+    // Core 1: 100 jiffies on, 20 of them stolen, 50 busy, 30 idle.
+    const after = parseCoreTimes(stat('240 10 70 630 0 5 25 120 0 0'));
+    expect(coresStolenBetween(before, after)).toEqual([0, 0.2]);
+    expect(coresBusyBetween(before, after)).toEqual([0, 0.5]);
+  });
+});
+
+describe('the bench report’s steal time', () => {
+  it('gives the most stolen of each core over the trials that read it', () => {
+    const read = (stolen: [number, number]) => ({ ...trial(1, 2), stolen });
+    expect(mostStolen([read([0.01, 0.2]), trial(1, 2), read([0.05, 0.03])])).toEqual([0.05, 0.2]);
+    expect(mostStolen([trial(1, 2)])).toBeUndefined();
+  });
+
+  it('says in the latency goal’s row how much the hypervisor took, where the run read it', () => {
+    const stolen = (s: [number, number]) => ({ ...trial(1.5, 5), stolen: s });
+    const latency = (hop: LatencyTrial[]) => ({
+      trialSeconds: 10,
+      searchSeconds: 3,
+      maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
+      shares: [half(hop, [trial(1, 3)])],
+    });
+    expect(latencyGoalRows(latency([stolen([0.06, 0.02]), stolen([0.01, 0.12])]))).toContain(
+      'the hypervisor took up to 6 % of core 0 and 12 % of core 1 in a trial (steal time)',
+    );
+    expect(latencyGoalRows(latency([trial(1.5, 5)]))).not.toContain('hypervisor');
   });
 });
 

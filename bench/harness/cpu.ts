@@ -185,10 +185,14 @@ export function cpuBetween(
   return used;
 }
 
-/** Each CPU's busy and total time so far (jiffies), from /proc/stat: `[busy, total]` by CPU number. */
-export function coreTimes(): Array<[number, number]> {
-  const times: Array<[number, number]> = [];
-  for (const line of readFileSync('/proc/stat', 'utf8').split('\n')) {
+/**
+ * Each CPU's time so far (jiffies) as `[busy, total, stolen]` by CPU number, from /proc/stat's
+ * text. *Stolen* is the steal column: time a virtual machine's CPU wanted to run and the
+ * hypervisor ran something else; it is within the total, not the busy time.
+ */
+export function parseCoreTimes(procStat: string): Array<[number, number, number]> {
+  const times: Array<[number, number, number]> = [];
+  for (const line of procStat.split('\n')) {
     const match = /^cpu(\d+) (.*)$/.exec(line);
     if (match === null) continue;
     // user nice system idle iowait irq softirq steal (guest time is within user already).
@@ -199,19 +203,33 @@ export function coreTimes(): Array<[number, number]> {
       .split(/\s+/)
       .map(Number);
     const busy = user + nice + system + irq + softirq;
-    times[Number(match[1])] = [busy, busy + idle + iowait + steal];
+    times[Number(match[1])] = [busy, busy + idle + iowait + steal, steal];
   }
   return times;
+}
+
+/** Each CPU's `[busy, total, stolen]` time so far: see `parseCoreTimes`. */
+export const coreTimes = () => parseCoreTimes(readFileSync('/proc/stat', 'utf8'));
+
+type CoreTimes = ReadonlyArray<readonly number[]>;
+
+/** What share of each CPU's time between two `coreTimes` samples column `at` of them took, 0 to 1. */
+function sharesBetween(before: CoreTimes, after: CoreTimes, at: number): number[] {
+  return after.map((now, cpu) => {
+    const then = before[cpu] ?? [];
+    const elapsed = (now[1] ?? 0) - (then[1] ?? 0);
+    return elapsed > 0 ? ((now[at] ?? 0) - (then[at] ?? 0)) / elapsed : 0;
+  });
 }
 
 /**
  * How busy each CPU was between two `coreTimes` samples (0 to 1): every process's work and the
  * kernel's (interrupts, softirqs: loopback delivery), which a per-process sum leaves out.
  */
-export function coresBusyBetween(before: Array<[number, number]>, after: Array<[number, number]>): number[] {
-  return after.map(([busy, total], cpu) => {
-    const [busyBefore = 0, totalBefore = 0] = before[cpu] ?? [];
-    const elapsed = total - totalBefore;
-    return elapsed > 0 ? (busy - busyBefore) / elapsed : 0;
-  });
-}
+export const coresBusyBetween = (before: CoreTimes, after: CoreTimes) => sharesBetween(before, after, 0);
+
+/**
+ * How much of each CPU's time between two `coreTimes` samples the hypervisor took (0 to 1): a
+ * virtual CPU that was not running while its tasks waited, which no process's figures show.
+ */
+export const coresStolenBetween = (before: CoreTimes, after: CoreTimes) => sharesBetween(before, after, 2);

@@ -65,6 +65,11 @@ export interface LatencyTrial {
   gc?: GcDuring;
   /** B3's own, origin and answer spans during the trial (its metrics page's histograms). */
   spans?: SpansDuring;
+  /**
+   * How much of cores 0 and 1 the hypervisor took over the trial, 0 to 1 (steal time; absent in
+   * results from before 2026-11-30's second session).
+   */
+  stolen?: [number, number];
 }
 
 /**
