@@ -26,6 +26,20 @@ async function seller() {
 const statuses = (answers: Array<{ status: number }>) => answers.map((a) => a.status).sort();
 const times = <T>(n: number, make: () => Promise<T>) => Promise.all(Array.from({ length: n }, make));
 
+/** Waits until a session of the control plane waits for the lock on a customer's row. */
+async function waitForLockWaiter(customerId: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await harness.pool.query<{ waiting: number }>(
+      `SELECT count(*)::int AS waiting FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'
+          AND query LIKE '%FROM customers WHERE id = $1 FOR NO KEY UPDATE%'`,
+    );
+    if ((rows[0]?.waiting ?? 0) > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no transaction came to wait for customer ${customerId}'s row`);
+}
+
 describe('money under concurrency', () => {
   it('a top-up session paid many times at once charges and credits exactly once', async () => {
     const { call, customer } = await seller();
@@ -134,6 +148,50 @@ describe('money under concurrency', () => {
       [customer.reference],
     );
     expect(rows).toEqual([{ status: 'succeeded', amount: 700 }]);
+  });
+
+  it('an activation whose customer is deleted while it waits for the lock charges nothing', async () => {
+    const { call, customer } = await seller();
+    const product = (await call('POST', '/v1/ui/products', { name: 'Delete race' })).body;
+    const plan = (
+      await call('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Pro',
+        type: 'recurring',
+        price: 900,
+      })
+    ).body;
+    await call(
+      'POST',
+      `/v1/sdk/customers/${customer.reference}/payment-methods`,
+      card(SANDBOX_CARDS.succeeds),
+    );
+    // Another transaction holds the customer's row: the activation finds the customer, then waits.
+    const holder = await harness.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
+      const activation = call('POST', '/v1/sdk/activate', {
+        customerRef: customer.reference,
+        planRef: plan.reference,
+      });
+      await waitForLockWaiter(customer.reference);
+      // The holder deletes the customer (as DELETE /v1/sdk/customers/{ref} does) and commits.
+      await holder.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [customer.reference]);
+      await holder.query('COMMIT');
+      const answer = await activation;
+      expect(answer.status).toBe(404);
+      expect(answer.body.code).toBe('customer_not_found');
+    } finally {
+      holder.release();
+    }
+    const payments = await harness.pool.query('SELECT id FROM payments WHERE customer_id = $1', [
+      customer.reference,
+    ]);
+    expect(payments.rows).toEqual([]);
+    const purchases = await harness.pool.query('SELECT id FROM purchases WHERE customer_id = $1', [
+      customer.reference,
+    ]);
+    expect(purchases.rows).toEqual([]);
   });
 
   it('cards attached many times at once leave exactly one default, and no 5xx', async () => {

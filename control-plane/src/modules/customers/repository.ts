@@ -46,15 +46,24 @@ export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<C
 }
 
 /**
- * The customer's row locked for the caller's transaction (a deleted customer's too): what
- * serialises one customer's purchase changes, card changes and balance movements, taken before
- * any other row of theirs. FOR NO KEY UPDATE excludes every other holder of this lock (and
+ * The customer's row locked for the caller's transaction (a deleted customer's too), and its
+ * status as of the lock (undefined for no such row): what serialises one customer's purchase
+ * changes, card changes and balance movements, taken before any other row of theirs. A caller
+ * that found the customer before taking the lock reads the status here to see a deletion
+ * committed in between. FOR NO KEY UPDATE excludes every other holder of this lock (and
  * `findCustomer`'s) but not the key-share lock a row referring to the customer takes as it is
  * written: with FOR UPDATE, a transaction holding, say, a balance and writing a ledger
  * movement waited for the holder of the customer, who could be waiting for that balance.
  */
-export async function lockCustomerRow(db: Queryable, customerId: string): Promise<void> {
-  await db.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customerId]);
+export async function lockCustomerRow(
+  db: Queryable,
+  customerId: string,
+): Promise<CustomerRow['status'] | undefined> {
+  const { rows } = await db.query<Pick<CustomerRow, 'status'>>(
+    'SELECT status FROM customers WHERE id = $1 FOR NO KEY UPDATE',
+    [customerId],
+  );
+  return rows[0]?.status;
 }
 
 /**

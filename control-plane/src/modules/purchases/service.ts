@@ -299,7 +299,10 @@ export class PurchaseService {
     const product = { id: productId };
     return inTransaction(this.pool, async (tx) => {
       // Serialises activations of one customer: two concurrent calls cannot both switch plans.
-      await lockCustomerRow(tx, customer.id);
+      // The customer was found before the lock: one deleted since gets no purchase and no charge.
+      const status = await lockCustomerRow(tx, customer.id);
+      if (status === undefined || status === 'deleted')
+        throw new NotFoundError('customer_not_found', `No customer ${customer.id}`);
       const current = await lockLivePurchase(tx, customer.id, product.id);
       if (current !== undefined && current.plan_id === plan.id)
         return { status: 'already_active' as const, rows: [current] };
