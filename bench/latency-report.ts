@@ -170,6 +170,12 @@ function atMaximum(m: { max: number; tried: readonly RateTried[] }): string {
   return `${percentOf(core0)} / ${percentOf(core1)}${core1 > core0 ? ' (core 1)' : ' (the hop)'}${stolen}`;
 }
 
+/** Whether each trial began on a quiet stack (see `OpenModelLatency.eachTrialFromQuiet`). */
+const fromQuiet = (l: OpenModelLatency) =>
+  l.eachTrialFromQuiet === true
+    ? `; every trial, of the searches too, began once the stack was quiet (under 0.3 of a core busy over a second: the ingest of the trial before done)`
+    : '';
+
 export function latencySection(l: OpenModelLatency): string {
   const rows = l.shares
     .map((s) => {
@@ -216,7 +222,7 @@ queue in the hop), found by bisection with ${l.searchSeconds} s trials from the 
 wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise
 settle the search low). Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
 same rate in the same arrangement (B3 twice each, interleaved, the better trial of each side
-taken). *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
+taken)${fromQuiet(l)}. *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
 process's per call at that rate, with how busy that kept its core; *waited* is how long its
 threads were runnable but not running (the kernel's run-queue delay), in ms per second: what the
 machine's other work cost its latency; *origin waited* is the same for the origin, in the hop's

@@ -78,6 +78,12 @@ export interface OpenModelLatency {
   trialSeconds: number;
   /** Absent in results from before the idle group (nice 19 then). */
   batchPriority?: BatchPriority;
+  /**
+   * Whether every trial waited for a quiet stack first (since 2026-11-30's second session; before,
+   * only each hop's search and each share did, and an origin trial could carry the ingest of the
+   * metered hop's trial before it).
+   */
+  eachTrialFromQuiet?: boolean;
   searchSeconds: number;
   maxima: Record<LatencyHop, { max: number; tried: RateTried[] }>;
   shares: ShareTrials[];
@@ -150,9 +156,11 @@ async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => 
  * machine in a 3 s trial could otherwise settle the search far below what the hop carries, and
  * every share of the maximum with it (docs/proxy.md, latency under load).
  */
-function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: RateTried[] } {
+async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: number; tried: RateTried[] }> {
   const tried: RateTried[] = [];
-  const once = (rate: number) => {
+  const once = async (rate: number) => {
+    // The batch work of the trial before (a metered hop's records being ingested) done first.
+    await quiet(plan.named, plan.log);
     const before = coreTimes();
     const trial = plan.load.vegeta(`${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1');
     const after = coreTimes();
@@ -170,21 +178,21 @@ function searchMax(plan: LatencyPlan, hop: LatencyHop): { max: number; tried: Ra
     });
     return { carried, onSchedule: trial.valid };
   };
-  const attempt = (rate: number) => {
-    const first = once(rate);
-    return first.carried || (first.onSchedule && once(rate).carried);
+  const attempt = async (rate: number) => {
+    const first = await once(rate);
+    return first.carried || (first.onSchedule && (await once(rate)).carried);
   };
   let high = round100(plan.start[hop]);
-  if (attempt(high)) return { max: high, tried };
+  if (await attempt(high)) return { max: high, tried };
   let low = round100(high / 8);
   for (const _ of rounds(6)) {
     const middle = round100((low + high) / 2);
     if (middle <= low || middle >= high) break;
-    if (attempt(middle)) low = middle;
+    if (await attempt(middle)) low = middle;
     else high = middle;
   }
   // The floor was only assumed: tried when nothing above it was carried.
-  if (!tried.some((t) => t.carried) && !attempt(low)) return { max: 0, tried };
+  if (!tried.some((t) => t.carried) && !(await attempt(low))) return { max: 0, tried };
   return { max: low, tried };
 }
 
@@ -248,8 +256,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
   try {
     for (const hop of LATENCY_HOPS) {
       batchPriority = pinApart(named, hop);
-      await quiet(named, log);
-      maxima[hop] = searchMax(plan, hop);
+      maxima[hop] = await searchMax(plan, hop);
       log(`${hop} open-model maximum, pinned apart: ${maxima[hop].max} calls/s`);
     }
     for (const share of LATENCY_SHARES)
@@ -257,14 +264,17 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         const rate = round100(maxima[hop].max * share);
         if (maxima[hop].max === 0) continue;
         pinApart(named, hop);
-        await quiet(named, log);
         const hopTrials: Array<ReturnType<typeof measured>> = [];
         const origin: Array<ReturnType<typeof waiting>> = [];
         for (const _ of rounds(hop === 'B3' ? 2 : 1)) {
+          // Each trial from a quiet stack: the origin's trial does not carry the ingest of the
+          // metered hop's trial before it, nor the hop's the origin's.
+          await quiet(named, log);
           origin.push(
             waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')),
           );
           const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
+          await quiet(named, log);
           hopTrials.push(
             hop === 'B3'
               ? await withB3Metrics(targets.B3, () => measured(plan, hop, run))
@@ -295,6 +305,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
   return {
     trialSeconds: plan.trialSeconds,
     batchPriority,
+    eachTrialFromQuiet: true,
     searchSeconds: plan.searchSeconds,
     maxima,
     shares,
