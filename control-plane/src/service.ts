@@ -258,6 +258,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
+  customers.onDelete((tx, auth, customerId) => purchases.endAllOf(tx, auth, customerId));
   const payouts = new PayoutService(
     paying,
     clock,

@@ -10,6 +10,13 @@ import { findTestClock } from '../test-clocks/repository';
 import { type CustomerRow, findCustomer, insertCustomer, listCustomers, updateCustomer } from './repository';
 import type { Customer, CustomerCreate, CustomerEnsure, CustomerUpdate } from './schemas';
 
+/** Work a customer's deletion does in its transaction; returns what to do once it has committed. */
+export type DeletionHook = (
+  tx: PoolClient,
+  auth: AuthContext,
+  customerId: string,
+) => Promise<() => Promise<void>>;
+
 export const toCustomer = (row: CustomerRow): Customer => ({
   reference: row.id,
   id: row.id,
@@ -97,6 +104,18 @@ export class CustomerService {
       revokeIn(tx: PoolClient, auth: AuthContext, customerId: string): Promise<() => Promise<void>>;
     },
   ) {}
+
+  /** What a deletion ends besides the customer (see `onDelete`). */
+  private deletionHooks: DeletionHook[] = [];
+
+  /**
+   * Runs `hook` in every deletion's transaction, after the customer's row is locked; what it
+   * returns runs once the deletion has committed (the purchase service ends the customer's
+   * purchases with it, and publishes their entitlements after).
+   */
+  onDelete(hook: DeletionHook): void {
+    this.deletionHooks.push(hook);
+  }
 
   private insert(tx: PoolClient, auth: AuthContext, input: CustomerCreate): Promise<CustomerRow | undefined> {
     return createCustomerIn(tx, auth, input, { at: this.clock.now(), productId: null });
@@ -202,11 +221,13 @@ export class CustomerService {
 
   /**
    * Soft delete: hidden everywhere, externalRef freed, history (ledger, purchases) kept. Its
-   * access tokens are revoked with it, and the proxies told once the deletion has committed.
+   * access tokens are revoked with it, its purchases in force end (`onDelete`), and the proxies
+   * are told once the deletion has committed.
    */
   async delete(auth: AuthContext, ref: string): Promise<{ reference: string; deleted: true }> {
     const at = this.clock.now();
     let publishRevocation: (() => Promise<void>) | undefined;
+    const afterCommit: Array<() => Promise<void>> = [];
     const deleted = await inTransaction(this.pool, async (tx) => {
       const current = await findCustomer(tx, auth, ref, { forUpdate: true });
       if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
@@ -218,9 +239,12 @@ export class CustomerService {
         at,
       });
       publishRevocation = await this.tokens.revokeIn(tx, auth, current.id);
+      afterCommit.length = 0;
+      for (const hook of this.deletionHooks) afterCommit.push(await hook(tx, auth, current.id));
       return { reference: current.id, deleted: true as const };
     });
     await publishRevocation?.();
+    for (const announce of afterCommit) await announce();
     return deleted;
   }
 }

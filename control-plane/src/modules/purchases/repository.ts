@@ -185,7 +185,15 @@ export async function lockLivePurchase(
   return rows[0];
 }
 
-/** Each customer's latest purchase per product, a current one first. */
+/** Every purchase of the customer still in force or waiting to be (any product), locked, by id. */
+export async function lockLivePurchasesOf(db: Queryable, customerId: string): Promise<PurchaseRow[]> {
+  const { rows } = await db.query<PurchaseRow>(
+    `SELECT * FROM purchases WHERE customer_id = $1 AND status IN ${LIVE_STATUSES} ORDER BY id FOR NO KEY UPDATE`,
+    [customerId],
+  );
+  return rows;
+}
+
 /** Each customer's purchase per product that decides access (the live one, else the latest); one customer's with `customerId`. */
 export async function latestPurchasePerProduct(db: Queryable, customerId?: string): Promise<PurchaseRow[]> {
   const { rows } = await db.query<PurchaseRow>(

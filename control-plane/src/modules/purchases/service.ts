@@ -32,6 +32,7 @@ import {
   insertPurchase,
   listPurchases,
   lockLivePurchase,
+  lockLivePurchasesOf,
   type PurchaseRow,
   updatePurchase,
 } from './repository';
@@ -445,6 +446,25 @@ export class PurchaseService {
     });
     await this.publish([row]);
     return toPurchase(row);
+  }
+
+  /**
+   * Ends every purchase of a customer being deleted, in the deletion's transaction (the
+   * customer's row already locked): cancelled now, as a cancellation now without `prorate` is, so
+   * no renewal charges the card again; usage up to now is still billed when its period closes.
+   * Returns what publishes the ended purchases once the deletion has committed.
+   */
+  async endAllOf(tx: PoolClient, auth: AuthContext, customerId: string): Promise<() => Promise<void>> {
+    const now = this.clock.now();
+    const ended: PurchaseRow[] = [];
+    for (const live of await lockLivePurchasesOf(tx, customerId))
+      ended.push(
+        await this.apply(tx, auth, live, 'cancel_now', {
+          ended_at: now,
+          final_usage_due: endsMidPeriod(live, now),
+        }),
+      );
+    return () => (ended.length === 0 ? Promise.resolve() : this.publish(ended));
   }
 
   /** Republishes one customer's entitlements: the credits available to it changed. */

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * Deleting a customer ends what it had in force: its purchases are cancelled in the deletion's
+ * transaction, and the billing clock charges it no more. Real PostgreSQL; the sandbox processor
+ * stands in for the card network.
+ */
+const clock = new MovableClock(new Date('2026-03-10T09:00:00.000Z'));
+let harness: TestControlPlane;
+
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
+type Json = Record<string, any>;
+
+async function seller() {
+  const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Leaver' });
+  const api = async (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${sandboxKey}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    return { status: response.statusCode, body: response.json() as Json };
+  };
+  return { api };
+}
+
+const purchaseRows = async (customerId: string) =>
+  (
+    await harness.pool.query<{ id: string; status: string; ended_at: Date | null }>(
+      'SELECT id, status, ended_at FROM purchases WHERE customer_id = $1 ORDER BY id',
+      [customerId],
+    )
+  ).rows;
+
+describe('deleting a customer', () => {
+  it('cancels every purchase in force at once, and no renewal charges the card after', async () => {
+    const { api } = await seller();
+    const paid = (await api('POST', '/v1/ui/products', { name: 'Paid tools' })).body;
+    const free = (await api('POST', '/v1/ui/products', { name: 'Free tools' })).body;
+    const monthly = (
+      await api('POST', `/v1/ui/products/${paid.id}/plans`, { name: 'Pro', type: 'recurring', price: 900 })
+    ).body;
+    const gratis = (
+      await api('POST', `/v1/ui/products/${free.id}/plans`, { name: 'Free', type: 'recurring', price: 0 })
+    ).body;
+    const customer = (await api('POST', '/v1/sdk/customers', {})).body;
+    const card = { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' };
+    await api('POST', `/v1/sdk/customers/${customer.reference}/payment-methods`, { card });
+    for (const plan of [monthly, gratis]) {
+      const activation = await api('POST', '/v1/sdk/activate', {
+        customerRef: customer.reference,
+        planRef: plan.reference,
+      });
+      expect(activation.body.status).toBe('activated');
+    }
+    expect((await purchaseRows(customer.reference)).map((p) => p.status)).toEqual(['active', 'active']);
+
+    clock.set(new Date('2026-03-20T09:00:00.000Z'));
+    const deleted = await api('DELETE', `/v1/sdk/customers/${customer.reference}`);
+    expect(deleted.status).toBe(200);
+    const ended = await purchaseRows(customer.reference);
+    expect(ended.map((p) => p.status)).toEqual(['cancelled', 'cancelled']);
+    expect(ended.map((p) => p.ended_at?.toISOString())).toEqual([
+      '2026-03-20T09:00:00.000Z',
+      '2026-03-20T09:00:00.000Z',
+    ]);
+    const { rows: events } = await harness.pool.query<{ type: string }>(
+      `SELECT type FROM outbox_events WHERE payload->'data'->'object'->>'id' = ANY($1) ORDER BY created_at, id`,
+      [ended.map((p) => p.id)],
+    );
+    expect(events.filter((e) => e.type === 'purchase.cancelled')).toHaveLength(2);
+
+    // Past the paid plan's period end and the next: nothing is renewed or charged.
+    clock.set(new Date('2026-05-11T09:00:00.000Z'));
+    await harness.controlPlane.scheduler.runDue();
+    const { rows: payments } = await harness.pool.query<{ amount: number; reason: string }>(
+      'SELECT amount, reason FROM payments WHERE customer_id = $1 ORDER BY created_at, id',
+      [customer.reference],
+    );
+    expect(payments).toEqual([{ amount: 900, reason: 'first_payment' }]);
+    expect((await purchaseRows(customer.reference)).map((p) => p.status)).toEqual(['cancelled', 'cancelled']);
+  });
+
+  it('deletes a customer with no purchases as before', async () => {
+    const { api } = await seller();
+    const customer = (await api('POST', '/v1/sdk/customers', {})).body;
+    expect((await api('DELETE', `/v1/sdk/customers/${customer.reference}`)).status).toBe(200);
+    expect((await api('GET', `/v1/sdk/customers/${customer.reference}`)).status).toBe(404);
+  });
+});
