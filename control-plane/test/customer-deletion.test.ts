@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
@@ -16,21 +16,9 @@ beforeAll(async () => {
 });
 afterAll(() => harness?.close());
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are asserted field by field
-type Json = Record<string, any>;
-
 async function seller() {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Leaver' });
-  const api = async (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) => {
-    const response = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: { authorization: `Bearer ${sandboxKey}` },
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    return { status: response.statusCode, body: response.json() as Json };
-  };
-  return { api };
+  return { api: injectClient(harness.controlPlane, sandboxKey) };
 }
 
 const purchaseRows = async (customerId: string) =>

@@ -17,11 +17,20 @@ type Json = Record<string, any>;
 const AT_ONCE = 12;
 const card = (number: string) => ({ card: { number, expMonth: 12, expYear: 2035, cvc: '123' } });
 
+type Call = ReturnType<typeof injectClient>;
+
 async function seller() {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Racer' });
   const call = injectClient(harness.controlPlane, sandboxKey);
   const customer = (await call('POST', '/v1/sdk/customers', {})).body;
   return { call, customer };
+}
+/** A recurring plan at `price` cents of a product of its own. */
+async function recurringPlan(call: Call, productName: string, price: number): Promise<Json> {
+  const product = (await call('POST', '/v1/ui/products', { name: productName })).body;
+  return (
+    await call('POST', `/v1/ui/products/${product.id}/plans`, { name: 'Pro', type: 'recurring', price })
+  ).body;
 }
 const statuses = (answers: Array<{ status: number }>) => answers.map((a) => a.status).sort();
 const times = <T>(n: number, make: () => Promise<T>) => Promise.all(Array.from({ length: n }, make));
@@ -89,14 +98,7 @@ describe('money under concurrency', () => {
 
   it('a plan session paid many times at once starts one purchase with one payment', async () => {
     const { call, customer } = await seller();
-    const product = (await call('POST', '/v1/ui/products', { name: 'Race tools' })).body;
-    const plan = (
-      await call('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Pro',
-        type: 'recurring',
-        price: 900,
-      })
-    ).body;
+    const plan = await recurringPlan(call, 'Race tools', 900);
     const session = (
       await call('POST', '/v1/sdk/checkout-sessions', {
         customerRef: customer.reference,
@@ -119,14 +121,7 @@ describe('money under concurrency', () => {
 
   it('a paid plan activated many times at once starts one purchase and charges once', async () => {
     const { call, customer } = await seller();
-    const product = (await call('POST', '/v1/ui/products', { name: 'Activate race' })).body;
-    const plan = (
-      await call('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Pro',
-        type: 'recurring',
-        price: 700,
-      })
-    ).body;
+    const plan = await recurringPlan(call, 'Activate race', 700);
     expect(
       (
         await call(
@@ -152,14 +147,7 @@ describe('money under concurrency', () => {
 
   it('an activation whose customer is deleted while it waits for the lock charges nothing', async () => {
     const { call, customer } = await seller();
-    const product = (await call('POST', '/v1/ui/products', { name: 'Delete race' })).body;
-    const plan = (
-      await call('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Pro',
-        type: 'recurring',
-        price: 900,
-      })
-    ).body;
+    const plan = await recurringPlan(call, 'Delete race', 900);
     await call(
       'POST',
       `/v1/sdk/customers/${customer.reference}/payment-methods`,
