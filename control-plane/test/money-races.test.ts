@@ -182,6 +182,27 @@ describe('money under concurrency', () => {
     expect(purchases.rows).toEqual([]);
   });
 
+  it('a customer deleted many times at once cancels its purchase once, and no 5xx', async () => {
+    const { call, customer } = await seller();
+    const plan = await recurringPlan(call, 'Delete many', 500);
+    await call(
+      'POST',
+      `/v1/sdk/customers/${customer.reference}/payment-methods`,
+      card(SANDBOX_CARDS.succeeds),
+    );
+    const purchase = (
+      await call('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef: plan.reference })
+    ).body.purchaseRef;
+    const answers = await times(AT_ONCE, () => call('DELETE', `/v1/sdk/customers/${customer.reference}`));
+    expect(statuses(answers)).toEqual([200, ...Array(AT_ONCE - 1).fill(404)]);
+    const { rows } = await harness.pool.query<{ type: string }>(
+      `SELECT type FROM outbox_events WHERE payload->'data'->'object'->>'id' = $1 AND type = 'purchase.cancelled'`,
+      [purchase],
+    );
+    expect(rows).toHaveLength(1);
+    expect((await call('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('cancelled');
+  });
+
   it('cards attached many times at once leave exactly one default, and no 5xx', async () => {
     const { call, customer } = await seller();
     const answers = await times(AT_ONCE, () =>
