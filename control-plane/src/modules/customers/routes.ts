@@ -86,8 +86,6 @@ export function customerRoutes(customers: CustomerService) {
         schema: {
           tags,
           summary: 'Delete a customer (its history is kept)',
-          description:
-            'Soft delete: the customer is hidden everywhere and its externalRef freed; its access tokens are revoked and every purchase it has in force is cancelled at once (no refund of unused time; usage up to now is billed when its period closes), in one transaction. Its ledger, purchases and invoices are kept.',
           params: CustomerParams,
           response: {
             200: Type.Object({ reference: Type.String(), deleted: Type.Literal(true) }),
