@@ -61,11 +61,17 @@ describe('deleting a customer', () => {
       '2026-03-20T09:00:00.000Z',
       '2026-03-20T09:00:00.000Z',
     ]);
+    // Each purchase's cancellation, then the customer's deletion, in the outbox's order.
     const { rows: events } = await harness.pool.query<{ type: string }>(
-      `SELECT type FROM outbox_events WHERE payload->'data'->'object'->>'id' = ANY($1) ORDER BY created_at, id`,
-      [ended.map((p) => p.id)],
+      `SELECT type FROM outbox_events WHERE payload->'data'->'object'->>'id' = ANY($1)
+         AND type IN ('purchase.cancelled', 'customer.deleted') ORDER BY created_at, id`,
+      [[...ended.map((p) => p.id), customer.reference]],
     );
-    expect(events.filter((e) => e.type === 'purchase.cancelled')).toHaveLength(2);
+    expect(events.map((e) => e.type)).toEqual([
+      'purchase.cancelled',
+      'purchase.cancelled',
+      'customer.deleted',
+    ]);
 
     // Past the paid plan's period end and the next: nothing is renewed or charged.
     clock.set(new Date('2026-05-11T09:00:00.000Z'));

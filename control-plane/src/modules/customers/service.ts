@@ -231,6 +231,9 @@ export class CustomerService {
     const deleted = await inTransaction(this.pool, async (tx) => {
       const current = await findCustomer(tx, auth, ref, { forUpdate: true });
       if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+      // What the customer had in force ends first: its events come before customer.deleted.
+      afterCommit.length = 0;
+      for (const hook of this.deletionHooks) afterCommit.push(await hook(tx, auth, current.id));
       await updateCustomer(tx, { ...current, status: 'deleted', updated_at: at });
       await writeEvent(tx, {
         ...auth,
@@ -239,8 +242,6 @@ export class CustomerService {
         at,
       });
       publishRevocation = await this.tokens.revokeIn(tx, auth, current.id);
-      afterCommit.length = 0;
-      for (const hook of this.deletionHooks) afterCommit.push(await hook(tx, auth, current.id));
       return { reference: current.id, deleted: true as const };
     });
     await publishRevocation?.();
