@@ -12,6 +12,7 @@ import type { BillingService } from './modules/billing/service';
 import type { CheckoutSessions } from './modules/checkout/sessions';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
+import type { CustomerService } from './modules/customers/service';
 import type { PaymentService } from './modules/payments/service';
 import { PortalAccount } from './modules/portal/account';
 import { PortalCodes } from './modules/portal/codes';
@@ -41,6 +42,7 @@ export function customerCare(deps: {
   usageDebits: UsageDebits;
   payments: PaymentService;
   purchases: PurchaseService;
+  customers: CustomerService;
   billing: BillingService;
   checkoutSessions: CheckoutSessions;
   signIn: SignInService;
@@ -59,6 +61,7 @@ export function customerCare(deps: {
   credits.onBalanceLowered((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
   usageDebits.onDebited((tenant, customerId) => autoTopUps.fireAndForget(tenant, customerId));
   scheduler.addJob(() => autoTopUps.runDue());
+  deps.customers.onDelete(async (tx, _auth, customerId) => void (await autoTopUps.endAllOf(tx, customerId)));
   const alerts = new AlertService(deps.pool, deps.clock, deps.reader, deps.mailer, deps.logger, deps.billing);
   scheduler.addJob(() => alerts.runDue());
   const portal = new PortalService(deps.pool, deps.clock, deps.publicUrl, {

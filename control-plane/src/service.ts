@@ -259,6 +259,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
   customers.onDelete((tx, auth, customerId) => purchases.endAllOf(tx, auth, customerId));
+  customers.onDelete(async (tx, _auth, customerId) => void (await checkout.endAllOf(tx, customerId)));
   const payouts = new PayoutService(
     paying,
     clock,
@@ -350,7 +351,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const care = customerCare({
     ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
     ...{ publicUrl: deps.config.publicUrl ?? 'http://127.0.0.1:8080', scheduler, credits, usageDebits },
-    ...{ payments, purchases, billing, checkoutSessions, signIn, analytics },
+    ...{ payments, purchases, customers, billing, checkoutSessions, signIn, analytics },
   });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);

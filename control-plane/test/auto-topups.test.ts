@@ -272,4 +272,38 @@ describe('auto top-up', () => {
     const gone = await s.api('GET', '/v1/sdk/customers/cyd/auto-top-up');
     expect([gone.status, gone.body.code]).toEqual([404, 'auto_top_up_not_found']);
   });
+
+  it('charges a deleted customer nothing: its setting goes with it, and a check meeting a deletion stops', async () => {
+    const s = await seller('Leaving customers');
+    const autoTopUp = { productRef: s.product, threshold: 10, packs: 2 };
+    const paymentsOf = async (id: string) =>
+      (await harness.pool.query('SELECT id FROM payments WHERE customer_id = $1', [id])).rows.length;
+
+    // Deleted through the API: the setting is deleted in the same transaction.
+    const gone = await customer(s, 'gone', '4242424242424242', 20);
+    expect((await s.api('PUT', '/v1/sdk/customers/gone/auto-top-up', autoTopUp)).status).toBe(200);
+    const paidBefore = await paymentsOf(gone);
+    expect((await s.api('DELETE', '/v1/sdk/customers/gone')).status).toBe(200);
+    const { rows: settings } = await harness.pool.query(
+      'SELECT id FROM credit_auto_topups WHERE customer_id = $1',
+      [gone],
+    );
+    expect(settings).toEqual([]);
+
+    // Deleted after the sweep read the setting (the row marked as the deletion marks it, the
+    // setting left): the check finds the deletion under the customer's lock.
+    const raced = await customer(s, 'raced', '4242424242424242', 20);
+    expect((await s.api('PUT', '/v1/sdk/customers/raced/auto-top-up', autoTopUp)).status).toBe(200);
+    const racedBefore = await paymentsOf(raced);
+    await harness.pool.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [raced]);
+
+    // Calls admitted before the deletion, recorded after it, take both balances under the threshold.
+    await recordCalls(s, gone, 15);
+    await recordCalls(s, raced, 15);
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, gone)).toEqual({ kind: 'none' });
+    expect(await harness.controlPlane.care.autoTopUps.check(s.auth, raced)).toEqual({ kind: 'none' });
+    await harness.controlPlane.scheduler.runDue();
+    expect(await paymentsOf(gone)).toBe(paidBefore);
+    expect(await paymentsOf(raced)).toBe(racedBefore);
+  });
 });

@@ -84,6 +84,42 @@ describe('deleting a customer', () => {
     expect((await purchaseRows(customer.reference)).map((p) => p.status)).toEqual(['cancelled', 'cancelled']);
   });
 
+  it('expires its open checkout sessions: their links charge nothing after', async () => {
+    const { api } = await seller();
+    const customer = (await api('POST', '/v1/sdk/customers', {})).body;
+    const topUp = (
+      await api('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        topup: { credits: 100, amount: 1000 },
+      })
+    ).body;
+    expect(topUp.status).toBe('active');
+
+    expect((await api('DELETE', `/v1/sdk/customers/${customer.reference}`)).status).toBe(200);
+    expect((await api('GET', `/v1/sdk/checkout-sessions/${topUp.id}`)).body.status).toBe('expired');
+    const card = { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' };
+    const paid = await api('POST', `/checkout/${topUp.id}/pay`, { card }, null);
+    expect(paid.status).toBe(409);
+    expect(paid.body.code).toBe('checkout_session_closed');
+    const { rows: payments } = await harness.pool.query('SELECT id FROM payments WHERE customer_id = $1', [
+      customer.reference,
+    ]);
+    expect(payments).toEqual([]);
+    // The session's expiry and its payment's cancellation, then the customer's deletion.
+    const { rows: events } = await harness.pool.query<{ type: string; reason: string | null }>(
+      `SELECT type, payload->'data'->'object'->>'cancellation_reason' AS reason FROM outbox_events
+        WHERE payload->'data'->'object'->>'id' = ANY($1)
+          AND type IN ('checkout_session.expired', 'payment.canceled', 'customer.deleted')
+        ORDER BY created_at, id`,
+      [[topUp.id, customer.reference]],
+    );
+    expect(events).toEqual([
+      { type: 'checkout_session.expired', reason: null },
+      { type: 'payment.canceled', reason: 'customer_deleted' },
+      { type: 'customer.deleted', reason: null },
+    ]);
+  });
+
   it('deletes a customer with no purchases as before', async () => {
     const { api } = await seller();
     const customer = (await api('POST', '/v1/sdk/customers', {})).body;

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+import { SANDBOX_CARDS, SandboxProcessor } from '../src/modules/payments/processor';
 
 /**
  * Every money-moving call fired many times at once, on real PostgreSQL: whatever the
@@ -180,6 +180,45 @@ describe('money under concurrency', () => {
       customer.reference,
     ]);
     expect(purchases.rows).toEqual([]);
+  });
+
+  it('a top-up paid while its customer is deleted charges and credits nothing', async () => {
+    const { call, customer } = await seller();
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer.reference,
+        topup: { credits: 250, amount: 2000 },
+      })
+    ).body;
+    // The processor's charges are watched (it still runs): a charge rolled back here would have
+    // taken the money at the processor all the same.
+    const charges = vi.spyOn(SandboxProcessor.prototype, 'charge');
+    let calls: typeof charges.mock.calls = [];
+    // Another transaction holds the customer's row: the payment finds the customer, then waits.
+    const holder = await harness.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
+      const paying = call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
+      await waitForLockWaiter(customer.reference);
+      await holder.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [customer.reference]);
+      await holder.query('COMMIT');
+      const answer = await paying;
+      expect(answer.status).toBe(404);
+      expect(answer.body.code).toBe('customer_not_found');
+    } finally {
+      holder.release();
+      calls = [...charges.mock.calls];
+      charges.mockRestore();
+    }
+    const charged = calls.filter(([c]) => c.idempotencyKey.startsWith(customer.reference));
+    expect(charged).toEqual([]);
+    for (const table of ['payments', 'credit_ledger', 'payment_methods']) {
+      const { rows } = await harness.pool.query(`SELECT id FROM ${table} WHERE customer_id = $1`, [
+        customer.reference,
+      ]);
+      expect({ table, rows }).toEqual({ table, rows: [] });
+    }
   });
 
   it('a customer deleted many times at once cancels its purchase once, and no 5xx', async () => {

@@ -101,7 +101,7 @@ export async function recordAttempt(
 }
 
 /**
- * Customers whose active setting may fire now: the balance (0 without a row) under the
+ * Customers (not deleted) whose active setting may fire now: the balance (0 without a row) under the
  * threshold, and no failed attempt holding it back.
  */
 export async function dueAutoTopUps(
@@ -110,8 +110,9 @@ export async function dueAutoTopUps(
 ): Promise<Array<{ customer_id: string; provider_id: string; environment: Environment }>> {
   const { rows } = await db.query<{ customer_id: string; provider_id: string; environment: Environment }>(
     `SELECT a.customer_id, a.provider_id, a.environment
-       FROM credit_auto_topups a LEFT JOIN credit_balances b ON b.customer_id = a.customer_id
-      WHERE a.status = 'active' AND (a.retry_at IS NULL OR a.retry_at <= $1)
+       FROM credit_auto_topups a JOIN customers c ON c.id = a.customer_id
+            LEFT JOIN credit_balances b ON b.customer_id = a.customer_id
+      WHERE a.status = 'active' AND c.status <> 'deleted' AND (a.retry_at IS NULL OR a.retry_at <= $1)
         AND COALESCE(b.balance, 0) < a.threshold`,
     [at],
   );

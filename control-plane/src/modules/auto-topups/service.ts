@@ -7,7 +7,7 @@ import type { AuthContext } from '../../tenancy';
 import { lockBalance } from '../credits/repository';
 import type { CreditService } from '../credits/service';
 import type { UsageDebits } from '../credits/usage-debits';
-import { findCustomer } from '../customers/repository';
+import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findProduct } from '../products/repository';
@@ -119,6 +119,14 @@ export class AutoTopUps {
     );
   }
 
+  /**
+   * Customer deletion (a `customers.onDelete` hook, in the deletion's transaction after the
+   * customer's lock): the setting goes with the customer, so nothing tops a deleted customer up.
+   */
+  async endAllOf(tx: PoolClient, customerId: string): Promise<void> {
+    await deleteAutoTopUp(tx, customerId);
+  }
+
   /** Scheduler job: every customer whose balance is under an active setting's threshold. */
   async runDue(): Promise<number> {
     let fired = 0;
@@ -149,7 +157,10 @@ export class AutoTopUps {
       if (setting.retry_at !== null && setting.retry_at > at) return { kind: 'none' } as const;
       // Locks in the order every credit movement takes them (the customer, then its balance),
       // so a check and a movement never wait on each other in a cycle.
-      await findCustomer(tx, tenant, customerId, { forUpdate: true });
+      // A customer deleted since the setting was read is charged nothing (its setting goes with
+      // the deletion; this sees one committed meanwhile).
+      const status = await lockCustomerRow(tx, customerId);
+      if (status === undefined || status === 'deleted') return { kind: 'none' } as const;
       await this.usage?.settleIn(tx, tenant, customerId);
       const balance = await lockBalance(tx, customerId, at);
       if (balance >= Number(setting.threshold)) return { kind: 'not_needed', balance } as const;

@@ -122,6 +122,19 @@ export async function expireDueSessions(db: Queryable, at: Date): Promise<Sessio
   return rows;
 }
 
+/**
+ * Expires every open session of a customer being deleted, those being paid included: a payer
+ * holding one finds the customer deleted under its lock and charges nothing.
+ */
+export async function expireOpenSessionsOf(db: Queryable, customerId: string): Promise<SessionRow[]> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE checkout_sessions SET status = 'expired', paying_until = NULL
+      WHERE customer_id = $1 AND status = 'active' RETURNING *`,
+    [customerId],
+  );
+  return rows;
+}
+
 /** Payment attempts made for a top-up session so far. */
 export async function topupAttempts(db: Queryable, customerId: string, sessionId: string): Promise<number> {
   const { rows } = await db.query<{ attempts: number }>(

@@ -1,9 +1,9 @@
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, DomainError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { CreditService } from '../credits/service';
-import { findCustomer } from '../customers/repository';
+import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { MethodInput, Processors } from '../payments/processor';
 import { findProcessorCustomer } from '../payments/repository';
@@ -18,6 +18,7 @@ import { planPriceLines } from './price-words';
 import {
   claimSession,
   expireDueSessions,
+  expireOpenSessionsOf,
   markOpened,
   markSessionUsed,
   releaseSession,
@@ -185,6 +186,11 @@ export class CheckoutService {
         await inTransaction(this.pool, (tx) => this.markUsed(tx, auth, row, result.purchaseRef ?? null));
       } else {
         const failure = await inTransaction(this.pool, async (tx) => {
+          // The customer's lock before the charge, as every balance movement takes it: a deletion
+          // committed since the card was attached is seen here, and nothing is charged.
+          const status = await lockCustomerRow(tx, row.customer_id);
+          if (status === undefined || status === 'deleted')
+            throw new NotFoundError('customer_not_found', `No customer ${row.customer_id}`);
           // Attempts of this session so far (the claim keeps this count from racing).
           const attempt = await topupAttempts(tx, row.customer_id, row.id);
           const charged = await this.payments.charge(tx, auth, {
@@ -260,40 +266,61 @@ export class CheckoutService {
     });
   }
 
-  /** Marks sessions past their expiry as expired, each with its event; run by the scheduler. */
+  /** Marks sessions past their expiry as expired, each with its events; run by the scheduler. */
   async expireDue(): Promise<number> {
     const at = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const rows = await expireDueSessions(tx, at);
-      for (const row of rows) {
-        await writeEvent(tx, {
-          providerId: row.provider_id,
-          environment: row.environment,
-          type: 'checkout_session.expired',
-          object: this.sessions.eventObject(row),
-          previousAttributes: { status: 'active' },
-          at,
-        });
-        // The payment the session was opened for will not happen: the abandoned intent is canceled.
-        await writeEvent(tx, {
-          providerId: row.provider_id,
-          environment: row.environment,
-          type: 'payment.canceled',
-          object: {
-            id: row.id,
-            checkout_session: row.id,
-            amount: row.amount,
-            currency: row.currency,
-            customer: row.customer_id,
-            product: row.product_id,
-            plan: row.plan_id,
-            cancellation_reason: 'abandoned',
-            created: unixSeconds(at),
-          },
-          at,
-        });
-      }
+      await this.writeExpired(tx, rows, 'abandoned', at);
       return rows.length;
     });
+  }
+
+  /**
+   * Customer deletion (a `customers.onDelete` hook, in the deletion's transaction after the
+   * customer's lock): its open sessions expire, so its links stop offering a payment.
+   */
+  async endAllOf(tx: PoolClient, customerId: string): Promise<void> {
+    await this.writeExpired(
+      tx,
+      await expireOpenSessionsOf(tx, customerId),
+      'customer_deleted',
+      this.clock.now(),
+    );
+  }
+
+  /** Each expired session's events: the session's, and the cancellation of the payment it was opened for. */
+  private async writeExpired(
+    tx: PoolClient,
+    rows: readonly SessionRow[],
+    reason: 'abandoned' | 'customer_deleted',
+    at: Date,
+  ): Promise<void> {
+    for (const row of rows) {
+      const tenant = { providerId: row.provider_id, environment: row.environment };
+      await writeEvent(tx, {
+        ...tenant,
+        type: 'checkout_session.expired',
+        object: this.sessions.eventObject(row),
+        previousAttributes: { status: 'active' },
+        at,
+      });
+      await writeEvent(tx, {
+        ...tenant,
+        type: 'payment.canceled',
+        object: {
+          id: row.id,
+          checkout_session: row.id,
+          amount: row.amount,
+          currency: row.currency,
+          customer: row.customer_id,
+          product: row.product_id,
+          plan: row.plan_id,
+          cancellation_reason: reason,
+          created: unixSeconds(at),
+        },
+        at,
+      });
+    }
   }
 }

@@ -11,11 +11,12 @@ import { type CustomerRow, findCustomer, insertCustomer, listCustomers, updateCu
 import type { Customer, CustomerCreate, CustomerEnsure, CustomerUpdate } from './schemas';
 
 /** Work a customer's deletion does in its transaction; returns what to do once it has committed. */
+/** What a deletion ends in its transaction; what it returns runs once the deletion has committed. */
 export type DeletionHook = (
   tx: PoolClient,
   auth: AuthContext,
   customerId: string,
-) => Promise<() => Promise<void>>;
+) => Promise<(() => Promise<void>) | undefined>;
 
 export const toCustomer = (row: CustomerRow): Customer => ({
   reference: row.id,
@@ -233,7 +234,10 @@ export class CustomerService {
       if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
       // What the customer had in force ends first: its events come before customer.deleted.
       afterCommit.length = 0;
-      for (const hook of this.deletionHooks) afterCommit.push(await hook(tx, auth, current.id));
+      for (const hook of this.deletionHooks) {
+        const after = await hook(tx, auth, current.id);
+        if (after !== undefined) afterCommit.push(after);
+      }
       await updateCustomer(tx, { ...current, status: 'deleted', updated_at: at });
       await writeEvent(tx, {
         ...auth,

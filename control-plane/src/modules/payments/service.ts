@@ -92,7 +92,10 @@ export class PaymentService {
     }
     const stored = await inTransaction(this.pool, async (tx) => {
       // Serialises card changes of one customer: two at once would both try to be the default.
-      await lockCustomerRow(tx, customer.id);
+      // A deletion committed since the customer was found keeps the card off it.
+      const status = await lockCustomerRow(tx, customer.id);
+      if (status === undefined || status === 'deleted')
+        throw new NotFoundError('customer_not_found', `No customer ${customerRef}`);
       // The same card again (each hosted checkout stores the card it was paid with): one card.
       const again =
         attached.fingerprint === null
