@@ -674,7 +674,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a customer (its history is kept)
-         * @description Deletes a customer: it can no longer be used, its access tokens are revoked, and every purchase it has in force is cancelled at once, in the same transaction (no refund of unused time; usage up to now is billed when its period closes). Its purchases, invoices and ledger entries are kept for the books.
+         * @description Deletes a customer: it can no longer be used, its access tokens are revoked, and every purchase it has in force is cancelled at once, in the same transaction (no refund of unused time; usage up to now is billed when its period closes); its open checkout sessions expire and its auto top-up is deleted with it. Its purchases, invoices and ledger entries are kept for the books.
          */
         delete: operations["deleteCustomer"];
         options?: never;
