@@ -168,6 +168,7 @@ export interface ControlPlane {
   providers: ProviderService;
   mcpServers: McpServerService;
   purchases: PurchaseService;
+  checkout: CheckoutService;
   /** Auto top-up, alerts and the customer portal (customer-care.ts). */
   care: ReturnType<typeof customerCare>;
   scheduler: BillingScheduler;
@@ -438,6 +439,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     providers,
     mcpServers,
     purchases,
+    checkout,
     care,
     scheduler,
     tokens,

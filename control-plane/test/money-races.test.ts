@@ -221,6 +221,50 @@ describe('money under concurrency', () => {
     }
   });
 
+  for (const kind of ['topup', 'plan'] as const)
+    it(`a ${kind} session reaching its expiry while it is paid is paid, and not expired under the charge`, async () => {
+      const { call, customer } = await seller();
+      const what =
+        kind === 'topup'
+          ? { topup: { credits: 250, amount: 2000 } }
+          : { planRef: (await recurringPlan(call, 'Late payer', 900)).reference };
+      const session = (
+        await call('POST', '/v1/sdk/checkout-sessions', { customerRef: customer.reference, ...what })
+      ).body;
+      // The payer claims the session, then waits for the customer's row (attaching the card).
+      const holder = await harness.pool.connect();
+      let expired = -1;
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
+        const paying = call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
+        await waitForLockWaiter(customer.reference);
+        // Its time runs out meanwhile, and the scheduler's expiry pass runs.
+        await harness.pool.query(
+          "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = $1",
+          [session.id],
+        );
+        expired = await harness.controlPlane.checkout.expireDue();
+        await holder.query('COMMIT');
+        expect((await paying).status).toBe(200);
+      } finally {
+        holder.release();
+      }
+      expect(expired).toBe(0);
+      expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('used');
+      const { rows } = await harness.pool.query<{ status: string }>(
+        'SELECT status FROM payments WHERE customer_id = $1',
+        [customer.reference],
+      );
+      expect(rows).toEqual([{ status: 'succeeded' }]);
+      const { rows: canceled } = await harness.pool.query(
+        `SELECT id FROM outbox_events WHERE type IN ('payment.canceled', 'checkout_session.expired')
+            AND payload->'data'->'object'->>'id' = $1`,
+        [session.id],
+      );
+      expect(canceled).toEqual([]);
+    });
+
   it('a customer deleted many times at once cancels its purchase once, and no 5xx', async () => {
     const { call, customer } = await seller();
     const plan = await recurringPlan(call, 'Delete many', 500);

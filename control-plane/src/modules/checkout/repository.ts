@@ -95,6 +95,18 @@ export async function releaseSession(db: Queryable, id: string): Promise<void> {
   ]);
 }
 
+/**
+ * Locks a session for its payment's transaction; false when it is no longer open. Held, it is
+ * skipped by the expiry pass and waited for by a deletion, so nothing closes it under a charge.
+ */
+export async function lockOpenSession(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT id FROM checkout_sessions WHERE id = $1 AND status = 'active' FOR UPDATE`,
+    [id],
+  );
+  return rows.length > 0;
+}
+
 /** Closes a paid session; undefined when it was no longer open. */
 export async function markSessionUsed(
   db: Queryable,
@@ -111,11 +123,17 @@ export async function markSessionUsed(
   return rows[0];
 }
 
-/** Expires up to 500 open sessions past their time, skipping any another scheduler holds. */
+/**
+ * Expires up to 500 open sessions past their time, skipping any another scheduler holds and any
+ * being paid: a payer that claimed one before its time ends it (used, or released and expired
+ * by a later pass), so a charge under way never meets an expired session.
+ */
 export async function expireDueSessions(db: Queryable, at: Date): Promise<SessionRow[]> {
   const { rows } = await db.query<SessionRow>(
     `UPDATE checkout_sessions SET status = 'expired' WHERE id IN (
-       SELECT id FROM checkout_sessions WHERE status = 'active' AND expires_at <= $1 ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
+       SELECT id FROM checkout_sessions
+        WHERE status = 'active' AND expires_at <= $1 AND (paying_until IS NULL OR paying_until <= $1)
+        ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED)
      RETURNING *`,
     [at],
   );
@@ -123,14 +141,20 @@ export async function expireDueSessions(db: Queryable, at: Date): Promise<Sessio
 }
 
 /**
- * Expires every open session of a customer being deleted, those being paid included: a payer
- * holding one finds the customer deleted under its lock and charges nothing.
+ * Expires the open sessions of a customer being deleted. One being paid is left to its payer,
+ * which finds the customer deleted under its lock, charges nothing and releases it (a scheduler
+ * pass then expires it), or had charged before the deletion and marks it used.
  */
-export async function expireOpenSessionsOf(db: Queryable, customerId: string): Promise<SessionRow[]> {
+export async function expireOpenSessionsOf(
+  db: Queryable,
+  customerId: string,
+  at: Date,
+): Promise<SessionRow[]> {
   const { rows } = await db.query<SessionRow>(
-    `UPDATE checkout_sessions SET status = 'expired', paying_until = NULL
-      WHERE customer_id = $1 AND status = 'active' RETURNING *`,
-    [customerId],
+    `UPDATE checkout_sessions SET status = 'expired'
+      WHERE customer_id = $1 AND status = 'active' AND (paying_until IS NULL OR paying_until <= $2)
+      RETURNING *`,
+    [customerId, at],
   );
   return rows;
 }

@@ -19,6 +19,7 @@ import {
   claimSession,
   expireDueSessions,
   expireOpenSessionsOf,
+  lockOpenSession,
   markOpened,
   markSessionUsed,
   releaseSession,
@@ -191,6 +192,9 @@ export class CheckoutService {
           const status = await lockCustomerRow(tx, row.customer_id);
           if (status === undefined || status === 'deleted')
             throw new NotFoundError('customer_not_found', `No customer ${row.customer_id}`);
+          // Then the session's: still open, and kept open until this charge is recorded.
+          if (!(await lockOpenSession(tx, row.id)))
+            throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
           // Attempts of this session so far (the claim keeps this count from racing).
           const attempt = await topupAttempts(tx, row.customer_id, row.id);
           const charged = await this.payments.charge(tx, auth, {
@@ -278,15 +282,12 @@ export class CheckoutService {
 
   /**
    * Customer deletion (a `customers.onDelete` hook, in the deletion's transaction after the
-   * customer's lock): its open sessions expire, so its links stop offering a payment.
+   * customer's lock): its open sessions expire, so its links stop offering a payment; one being
+   * paid is left to its payer (`expireOpenSessionsOf`).
    */
   async endAllOf(tx: PoolClient, customerId: string): Promise<void> {
-    await this.writeExpired(
-      tx,
-      await expireOpenSessionsOf(tx, customerId),
-      'customer_deleted',
-      this.clock.now(),
-    );
+    const at = this.clock.now();
+    await this.writeExpired(tx, await expireOpenSessionsOf(tx, customerId, at), 'customer_deleted', at);
   }
 
   /** Each expired session's events: the session's, and the cancellation of the payment it was opened for. */
