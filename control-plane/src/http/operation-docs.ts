@@ -41,7 +41,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'PATCH /v1/sdk/customers/:ref':
     'Changes a customer’s email, name, externalRef or metadata; only the fields sent change.',
   'DELETE /v1/sdk/customers/:ref':
-    'Deletes a customer: it can no longer be used, its access tokens are revoked, and every purchase it has in force is cancelled at once, in the same transaction (no refund of unused time; usage up to now is billed when its period closes). Its purchases, invoices and ledger entries are kept for the books.',
+    'Deletes a customer: it can no longer be used, its access tokens are revoked, and every purchase it has in force is cancelled at once, in the same transaction (no refund of unused time; usage up to now is billed when its period closes); its open checkout sessions expire and its auto top-up is deleted with it. Its purchases, invoices and ledger entries are kept for the books.',
   'GET /v1/sdk/customers/:ref/balance':
     'The customer’s credit balance: credits bought or granted less those spent, with calls recorded but not yet debited counted first, so the figure is what calls can still spend.',
   'POST /v1/sdk/alerts':
