@@ -96,6 +96,28 @@ function stolenNote(half: ShareTrials): string {
     : `; the hypervisor took up to ${percentOf(stolen[0])} of core 0 and ${percentOf(stolen[1])} of core 1 in a trial (steal time)`;
 }
 
+/**
+ * What nginx added at the goal's rate in the same arrangement (`OpenModelLatency.peerAtGoalRate`),
+ * beside its own origin trial: empty where the run did not measure it.
+ */
+export function peerNote(l: OpenModelLatency): string {
+  const peer = l.peerAtGoalRate;
+  if (peer === undefined) return '';
+  return `; nginx at the same rate and arrangement added ${fmt(
+    addedOver(peer, (t) => t.p99),
+    3,
+  )} / ${fmt(
+    addedOver(peer, (t) => t.p999),
+    3,
+  )} ms p99 / p99.9 (its own p99 ${fmt(
+    bestOf(peer.hop, (t) => t.p99),
+    3,
+  )} ms, the origin's beside it ${fmt(
+    bestOf(peer.origin, (t) => t.p99),
+    3,
+  )})`;
+}
+
 /** The goals table's rows for latency. */
 export function latencyGoalRows(l: OpenModelLatency): string {
   const half = b3AtHalf(l);
@@ -111,7 +133,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
   )} / ${fmt(
     addedOver(half, (t) => t.p999),
     3,
-  )} ms${waitNote(half)}${sliNote(half)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
+  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>
@@ -177,8 +199,10 @@ const fromQuiet = (l: OpenModelLatency) =>
     : '';
 
 export function latencySection(l: OpenModelLatency): string {
-  const rows = l.shares
+  const peer = l.peerAtGoalRate;
+  const rows = [...l.shares, ...(peer === undefined ? [] : [peer])]
     .map((s) => {
+      const label = s === peer ? "N at B3's 50 %" : s.target;
       const triple = (trials: readonly LatencyTrial[]) =>
         `${fmt(
           bestOf(trials, (t) => t.p50),
@@ -190,7 +214,7 @@ export function latencySection(l: OpenModelLatency): string {
           bestOf(trials, (t) => t.p999),
           3,
         )}`;
-      return `| ${s.target} | ${percentOf(s.share)} | ${s.rate} | ${fmt(
+      return `| ${label} | ${percentOf(s.share)} | ${s.rate} | ${fmt(
         addedOver(s, (t) => t.p50),
         3,
       )} / ${fmt(
@@ -210,7 +234,9 @@ export function latencySection(l: OpenModelLatency): string {
     );
     return `| ${hop} | ${m.max} | ${atMaximum(m)} | ${tried.join(', ')} |`;
   }).join('\n');
-  const invalid = l.shares.flatMap((s) => [...s.hop, ...s.origin]).filter((t) => !t.valid);
+  const invalid = [...l.shares, ...(peer === undefined ? [] : [peer])]
+    .flatMap((s) => [...s.hop, ...s.origin])
+    .filter((t) => !t.valid);
   const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
   return `## Added latency over the origin (vegeta, open model, the hop pinned apart)
 
@@ -237,7 +263,11 @@ is core 1's, vegeta's and the origin's, more than the hop's: its shares then loa
 heavily. *Stolen* is the share of a core's time the hypervisor gave to something else while the
 core had work (\`/proc/stat\`'s steal time; this machine is a virtual one): no process's figures
 show it, and every task on that core waited it out. The latency goal reads *not resolved* when the origin's own trials at that rate had a
-tail over the goal: a difference within the goal is then within the noise of either side.
+tail over the goal: a difference within the goal is then within the noise of either side.${
+    peer === undefined
+      ? ''
+      : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), beside an origin trial of its own: what a peer adds at that rate in this arrangement.`
+  }
 
 | hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone | stolen from cores 0 / 1, most in a trial |
 | --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |

@@ -87,6 +87,12 @@ export interface OpenModelLatency {
   searchSeconds: number;
   maxima: Record<LatencyHop, { max: number; tried: RateTried[] }>;
   shares: ShareTrials[];
+  /**
+   * nginx at the rate the goal is judged at (50 % of B3's maximum), beside the origin's trial at
+   * that rate: what a peer adds in the same arrangement at the same rate (absent in results from
+   * before 2026-11-30's third session, and when that rate is past nginx's own maximum).
+   */
+  peerAtGoalRate?: ShareTrials;
 }
 
 export interface LatencyPlan {
@@ -244,14 +250,57 @@ async function withB3Metrics<T extends { trial: LatencyTrial }>(b3: Target, run:
 }
 
 /**
+ * `rounds` pairs of trials at `rate`, the hop already pinned apart: the origin alone, then the
+ * hop, each from a quiet stack (the origin's trial does not carry the ingest of the metered hop's
+ * trial before it, nor the hop's the origin's); the better trial of each side read.
+ */
+async function trialsAt(
+  plan: LatencyPlan,
+  hop: LatencyHop,
+  share: number,
+  rate: number,
+  pairs: number,
+): Promise<ShareTrials> {
+  const { load, targets, named, log } = plan;
+  const hopTrials: Array<ReturnType<typeof measured>> = [];
+  const origin: Array<ReturnType<typeof waiting>> = [];
+  for (const _ of rounds(pairs)) {
+    await quiet(named, log);
+    origin.push(waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')));
+    const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
+    await quiet(named, log);
+    hopTrials.push(
+      hop === 'B3'
+        ? await withB3Metrics(targets.B3, () => measured(plan, hop, run))
+        : measured(plan, hop, run),
+    );
+  }
+  const best = hopTrials.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
+  const bestAlone = origin.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
+  return {
+    target: hop,
+    share,
+    rate,
+    hop: hopTrials.map((t) => t.trial),
+    origin: origin.map((t) => t.trial),
+    hopCpuMicros: best.cpuMicros,
+    hopCoreBusy: best.busy,
+    waitedMsPerSecond: best.waitedMsPerSecond,
+    originWaited: { withHop: best.originWaitedMsPerSecond, alone: bestAlone.waited[0] ?? 0 },
+    core1Busy: { withHop: best.core1Busy, alone: bestAlone.core1Busy },
+  };
+}
+
+/**
  * Every hop's maximum, then its trials at each share: the origin and the hop in turn at the same
- * rate (B3, the metered proxy, twice each: its figures are the goal's), each process free again
- * at the end.
+ * rate (B3, the metered proxy, twice each: its figures are the goal's), then nginx at the goal's
+ * rate; each process free again at the end.
  */
 export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLatency> {
-  const { load, targets, named, log } = plan;
+  const { named, log } = plan;
   const maxima = {} as OpenModelLatency['maxima'];
   const shares: ShareTrials[] = [];
+  let peerAtGoalRate: ShareTrials | undefined;
   let batchPriority: BatchPriority = 'nice 19';
   try {
     for (const hop of LATENCY_HOPS) {
@@ -264,38 +313,14 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         const rate = round100(maxima[hop].max * share);
         if (maxima[hop].max === 0) continue;
         pinApart(named, hop);
-        const hopTrials: Array<ReturnType<typeof measured>> = [];
-        const origin: Array<ReturnType<typeof waiting>> = [];
-        for (const _ of rounds(hop === 'B3' ? 2 : 1)) {
-          // Each trial from a quiet stack: the origin's trial does not carry the ingest of the
-          // metered hop's trial before it, nor the hop's the origin's.
-          await quiet(named, log);
-          origin.push(
-            waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')),
-          );
-          const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
-          await quiet(named, log);
-          hopTrials.push(
-            hop === 'B3'
-              ? await withB3Metrics(targets.B3, () => measured(plan, hop, run))
-              : measured(plan, hop, run),
-          );
-        }
-        const best = hopTrials.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
-        const bestAlone = origin.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
-        shares.push({
-          target: hop,
-          share,
-          rate,
-          hop: hopTrials.map((t) => t.trial),
-          origin: origin.map((t) => t.trial),
-          hopCpuMicros: best.cpuMicros,
-          hopCoreBusy: best.busy,
-          waitedMsPerSecond: best.waitedMsPerSecond,
-          originWaited: { withHop: best.originWaitedMsPerSecond, alone: bestAlone.waited[0] ?? 0 },
-          core1Busy: { withHop: best.core1Busy, alone: bestAlone.core1Busy },
-        });
+        shares.push(await trialsAt(plan, hop, share, rate, hop === 'B3' ? 2 : 1));
       }
+    // The goal's rate again with nginx: what a peer adds there, in the same arrangement.
+    const goalRate = round100(maxima.B3.max * 0.5);
+    if (maxima.B3.max > 0 && goalRate <= maxima.N.max) {
+      pinApart(named, 'N');
+      peerAtGoalRate = await trialsAt(plan, 'N', goalRate / maxima.N.max, goalRate, 1);
+    }
   } finally {
     leaveIdleGroup(idleGroup);
     idleGroup = undefined;
@@ -309,5 +334,6 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     searchSeconds: plan.searchSeconds,
     maxima,
     shares,
+    ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
   };
 }

@@ -3,7 +3,7 @@ import { coresBusyBetween, coresStolenBetween, parseCoreTimes } from '../bench/h
 import type { LatencyTrial } from '../bench/harness/load';
 import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
 import type { ShareTrials } from '../bench/latency';
-import { latencyGoalRows, latencyVerdict, mostStolen } from '../bench/latency-report';
+import { latencyGoalRows, latencySection, latencyVerdict, mostStolen } from '../bench/latency-report';
 
 const trial = (p99: number, p999: number, valid = true): LatencyTrial => ({
   target: 'x',
@@ -110,6 +110,33 @@ describe('the bench report’s steal time', () => {
       'the hypervisor took up to 6 % of core 0 and 12 % of core 1 in a trial (steal time)',
     );
     expect(latencyGoalRows(latency([trial(1.5, 5)]))).not.toContain('hypervisor');
+  });
+});
+
+describe('the bench report’s peer at the goal’s rate', () => {
+  const latency = (peerAtGoalRate?: ShareTrials) => ({
+    trialSeconds: 8,
+    searchSeconds: 3,
+    maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
+    shares: [half([trial(4, 12)], [trial(1.5, 4)])],
+    ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
+  });
+
+  it('says in the goal’s row what nginx added at that rate, over its own origin trial', () => {
+    const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const };
+    const row = latencyGoalRows(latency(peer));
+    expect(row).toContain(
+      "nginx at the same rate and arrangement added 2.250 / 4.000 ms p99 / p99.9 (its own p99 3.500 ms, the origin's beside it 1.250)",
+    );
+    // The verdict is still B3's own: 2.5 ms added at p99.
+    expect(row).toContain('**not met**');
+  });
+
+  it('is absent from the goal’s row and the table where the run did not measure it', () => {
+    expect(latencyGoalRows(latency())).not.toContain('nginx');
+    expect(latencySection(latency())).not.toContain("N at B3's 50 %");
+    const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const, share: 0.75 };
+    expect(latencySection(latency(peer))).toContain("| N at B3's 50 % | 75 % | 1000 | ");
   });
 });
 
