@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { SANDBOX_CARDS, SandboxProcessor } from '../src/modules/payments/processor';
@@ -49,15 +50,47 @@ async function waitForLockWaiter(customerId: string): Promise<void> {
   throw new Error(`no transaction came to wait for customer ${customerId}'s row`);
 }
 
+/**
+ * Starts `call` while another transaction holds the customer's row, waits until it queues on
+ * that row, runs `meanwhile` with the holder (which may change the row), commits, and answers
+ * what `call` answered: one interleaving of a request with whatever the holder stands for.
+ */
+async function whileCustomerHeld<T>(
+  customerId: string,
+  call: () => Promise<T>,
+  meanwhile: (holder: PoolClient) => Promise<unknown>,
+): Promise<T> {
+  const holder = await harness.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customerId]);
+    const answer = call();
+    await waitForLockWaiter(customerId);
+    await meanwhile(holder);
+    await holder.query('COMMIT');
+    return await answer;
+  } finally {
+    holder.release();
+  }
+}
+
+/** The customer deleted by the holder, as DELETE /v1/sdk/customers/{ref} marks it. */
+const deleteCustomer = (customerId: string) => (holder: PoolClient) =>
+  holder.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [customerId]);
+
+/** A checkout session of the customer's for `what`: by default a top-up of 250 credits for $20. */
+async function openSession(
+  call: Call,
+  customerId: string,
+  what: Json = { topup: { credits: 250, amount: 2000 } },
+): Promise<Json> {
+  return (await call('POST', '/v1/sdk/checkout-sessions', { customerRef: customerId, ...what })).body;
+}
+
 describe('money under concurrency', () => {
   it('a top-up session paid many times at once charges and credits exactly once', async () => {
     const { call, customer } = await seller();
-    const session = (
-      await call('POST', '/v1/sdk/checkout-sessions', {
-        customerRef: customer.reference,
-        topup: { credits: 250, amount: 2000 },
-      })
-    ).body;
+    const session = await openSession(call, customer.reference);
     const answers = await times(AT_ONCE, () =>
       call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
     );
@@ -76,12 +109,7 @@ describe('money under concurrency', () => {
 
   it('a declined top-up leaves the session payable, and the next attempt is counted apart', async () => {
     const { call, customer } = await seller();
-    const session = (
-      await call('POST', '/v1/sdk/checkout-sessions', {
-        customerRef: customer.reference,
-        topup: { credits: 10, amount: 500 },
-      })
-    ).body;
+    const session = await openSession(call, customer.reference, { topup: { credits: 10, amount: 500 } });
     const declined = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.failsLater), null);
     expect(declined.status).toBe(402);
     const paid = await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
@@ -99,12 +127,7 @@ describe('money under concurrency', () => {
   it('a plan session paid many times at once starts one purchase with one payment', async () => {
     const { call, customer } = await seller();
     const plan = await recurringPlan(call, 'Race tools', 900);
-    const session = (
-      await call('POST', '/v1/sdk/checkout-sessions', {
-        customerRef: customer.reference,
-        planRef: plan.reference,
-      })
-    ).body;
+    const session = await openSession(call, customer.reference, { planRef: plan.reference });
     const answers = await times(AT_ONCE, () =>
       call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
     );
@@ -153,25 +176,14 @@ describe('money under concurrency', () => {
       `/v1/sdk/customers/${customer.reference}/payment-methods`,
       card(SANDBOX_CARDS.succeeds),
     );
-    // Another transaction holds the customer's row: the activation finds the customer, then waits.
-    const holder = await harness.pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
-      const activation = call('POST', '/v1/sdk/activate', {
-        customerRef: customer.reference,
-        planRef: plan.reference,
-      });
-      await waitForLockWaiter(customer.reference);
-      // The holder deletes the customer (as DELETE /v1/sdk/customers/{ref} does) and commits.
-      await holder.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [customer.reference]);
-      await holder.query('COMMIT');
-      const answer = await activation;
-      expect(answer.status).toBe(404);
-      expect(answer.body.code).toBe('customer_not_found');
-    } finally {
-      holder.release();
-    }
+    // The activation finds the customer, then waits for its row; the holder deletes it meanwhile.
+    const answer = await whileCustomerHeld(
+      customer.reference,
+      () => call('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef: plan.reference }),
+      deleteCustomer(customer.reference),
+    );
+    expect(answer.status).toBe(404);
+    expect(answer.body.code).toBe('customer_not_found');
     const payments = await harness.pool.query('SELECT id FROM payments WHERE customer_id = $1', [
       customer.reference,
     ]);
@@ -184,30 +196,21 @@ describe('money under concurrency', () => {
 
   it('a top-up paid while its customer is deleted charges and credits nothing', async () => {
     const { call, customer } = await seller();
-    const session = (
-      await call('POST', '/v1/sdk/checkout-sessions', {
-        customerRef: customer.reference,
-        topup: { credits: 250, amount: 2000 },
-      })
-    ).body;
+    const session = await openSession(call, customer.reference);
     // The processor's charges are watched (it still runs): a charge rolled back here would have
     // taken the money at the processor all the same.
     const charges = vi.spyOn(SandboxProcessor.prototype, 'charge');
     let calls: typeof charges.mock.calls = [];
-    // Another transaction holds the customer's row: the payment finds the customer, then waits.
-    const holder = await harness.pool.connect();
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
-      const paying = call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
-      await waitForLockWaiter(customer.reference);
-      await holder.query("UPDATE customers SET status = 'deleted' WHERE id = $1", [customer.reference]);
-      await holder.query('COMMIT');
-      const answer = await paying;
+      // The payment finds the customer, then waits for its row; the holder deletes it meanwhile.
+      const answer = await whileCustomerHeld(
+        customer.reference,
+        () => call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+        deleteCustomer(customer.reference),
+      );
       expect(answer.status).toBe(404);
       expect(answer.body.code).toBe('customer_not_found');
     } finally {
-      holder.release();
       calls = [...charges.mock.calls];
       charges.mockRestore();
     }
@@ -224,32 +227,26 @@ describe('money under concurrency', () => {
   for (const kind of ['topup', 'plan'] as const)
     it(`a ${kind} session reaching its expiry while it is paid is paid, and not expired under the charge`, async () => {
       const { call, customer } = await seller();
-      const what =
-        kind === 'topup'
-          ? { topup: { credits: 250, amount: 2000 } }
-          : { planRef: (await recurringPlan(call, 'Late payer', 900)).reference };
-      const session = (
-        await call('POST', '/v1/sdk/checkout-sessions', { customerRef: customer.reference, ...what })
-      ).body;
-      // The payer claims the session, then waits for the customer's row (attaching the card).
-      const holder = await harness.pool.connect();
+      const session = await openSession(
+        call,
+        customer.reference,
+        kind === 'plan' ? { planRef: (await recurringPlan(call, 'Late payer', 900)).reference } : undefined,
+      );
+      // The payer claims the session, then waits for the customer's row (attaching the card); its
+      // time runs out meanwhile, and the scheduler's expiry pass runs.
       let expired = -1;
-      try {
-        await holder.query('BEGIN');
-        await holder.query('SELECT id FROM customers WHERE id = $1 FOR NO KEY UPDATE', [customer.reference]);
-        const paying = call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null);
-        await waitForLockWaiter(customer.reference);
-        // Its time runs out meanwhile, and the scheduler's expiry pass runs.
-        await harness.pool.query(
-          "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = $1",
-          [session.id],
-        );
-        expired = await harness.controlPlane.checkout.expireDue();
-        await holder.query('COMMIT');
-        expect((await paying).status).toBe(200);
-      } finally {
-        holder.release();
-      }
+      const answer = await whileCustomerHeld(
+        customer.reference,
+        () => call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+        async () => {
+          await harness.pool.query(
+            "UPDATE checkout_sessions SET expires_at = now() - interval '1 second' WHERE id = $1",
+            [session.id],
+          );
+          expired = await harness.controlPlane.checkout.expireDue();
+        },
+      );
+      expect(answer.status).toBe(200);
       expect(expired).toBe(0);
       expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('used');
       const { rows } = await harness.pool.query<{ status: string }>(
@@ -298,12 +295,7 @@ describe('money under concurrency', () => {
 
   it('refunds fired at once never return more than the payment', async () => {
     const { call, customer } = await seller();
-    const session = (
-      await call('POST', '/v1/sdk/checkout-sessions', {
-        customerRef: customer.reference,
-        topup: { credits: 100, amount: 1000 },
-      })
-    ).body;
+    const session = await openSession(call, customer.reference, { topup: { credits: 100, amount: 1000 } });
     expect(
       (await call('POST', `/checkout/${session.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).status,
     ).toBe(200);
