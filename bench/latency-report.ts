@@ -112,7 +112,7 @@ export function peerNote(l: OpenModelLatency): string {
   )} ms p99 / p99.9 (its own p99 ${fmt(
     bestOf(peer.hop, (t) => t.p99),
     3,
-  )} ms, the origin's beside it ${fmt(
+  )} ms, the origin's at that rate ${fmt(
     bestOf(peer.origin, (t) => t.p99),
     3,
   )})`;
@@ -266,7 +266,7 @@ show it, and every task on that core waited it out. The latency goal reads *not 
 tail over the goal: a difference within the goal is then within the noise of either side.${
     peer === undefined
       ? ''
-      : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), beside an origin trial of its own: what a peer adds at that rate in this arrangement.`
+      : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), over the origin's trials of B3's 50 %: what a peer adds at that rate in this arrangement.`
   }
 
 | hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone | stolen from cores 0 / 1, most in a trial |

@@ -88,9 +88,9 @@ export interface OpenModelLatency {
   maxima: Record<LatencyHop, { max: number; tried: RateTried[] }>;
   shares: ShareTrials[];
   /**
-   * nginx at the rate the goal is judged at (50 % of B3's maximum), beside the origin's trial at
-   * that rate: what a peer adds in the same arrangement at the same rate (absent in results from
-   * before 2026-11-30's third session, and when that rate is past nginx's own maximum).
+   * nginx at the rate the goal is judged at (50 % of B3's maximum), over the origin's trials of
+   * B3's at that rate: what a peer adds in the same arrangement at the same rate (absent in
+   * results from before 2026-11-30's third session, and when that rate is past nginx's own maximum).
    */
   peerAtGoalRate?: ShareTrials;
 }
@@ -250,23 +250,28 @@ async function withB3Metrics<T extends { trial: LatencyTrial }>(b3: Target, run:
 }
 
 /**
- * `rounds` pairs of trials at `rate`, the hop already pinned apart: the origin alone, then the
+ * `pairs` pairs of trials at `rate`, the hop already pinned apart: the origin alone, then the
  * hop, each from a quiet stack (the origin's trial does not carry the ingest of the metered hop's
- * trial before it, nor the hop's the origin's); the better trial of each side read.
+ * trial before it, nor the hop's the origin's); the better trial of each side read. With
+ * `originOf`, trials at the same rate that already have the origin's, only the hop's are run and
+ * the origin's are those.
  */
 async function trialsAt(
   plan: LatencyPlan,
   hop: LatencyHop,
-  share: number,
-  rate: number,
-  pairs: number,
+  at: { share: number; rate: number; pairs: number; originOf?: ShareTrials },
 ): Promise<ShareTrials> {
   const { load, targets, named, log } = plan;
+  const { rate } = at;
   const hopTrials: Array<ReturnType<typeof measured>> = [];
   const origin: Array<ReturnType<typeof waiting>> = [];
-  for (const _ of rounds(pairs)) {
-    await quiet(named, log);
-    origin.push(waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')));
+  for (const _ of rounds(at.pairs)) {
+    if (at.originOf === undefined) {
+      await quiet(named, log);
+      origin.push(
+        waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')),
+      );
+    }
     const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
     await quiet(named, log);
     hopTrials.push(
@@ -276,18 +281,27 @@ async function trialsAt(
     );
   }
   const best = hopTrials.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
-  const bestAlone = origin.reduce((a, b) => (b.trial.p99 < a.trial.p99 ? b : a));
+  const bestAlone = origin.reduce<(typeof origin)[number] | undefined>(
+    (a, b) => (a === undefined || b.trial.p99 < a.trial.p99 ? b : a),
+    undefined,
+  );
   return {
     target: hop,
-    share,
+    share: at.share,
     rate,
     hop: hopTrials.map((t) => t.trial),
-    origin: origin.map((t) => t.trial),
+    origin: at.originOf?.origin ?? origin.map((t) => t.trial),
     hopCpuMicros: best.cpuMicros,
     hopCoreBusy: best.busy,
     waitedMsPerSecond: best.waitedMsPerSecond,
-    originWaited: { withHop: best.originWaitedMsPerSecond, alone: bestAlone.waited[0] ?? 0 },
-    core1Busy: { withHop: best.core1Busy, alone: bestAlone.core1Busy },
+    originWaited: {
+      withHop: best.originWaitedMsPerSecond,
+      alone: at.originOf?.originWaited.alone ?? bestAlone?.waited[0] ?? 0,
+    },
+    core1Busy: {
+      withHop: best.core1Busy,
+      alone: at.originOf?.core1Busy?.alone ?? bestAlone?.core1Busy ?? 0,
+    },
   };
 }
 
@@ -313,13 +327,19 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         const rate = round100(maxima[hop].max * share);
         if (maxima[hop].max === 0) continue;
         pinApart(named, hop);
-        shares.push(await trialsAt(plan, hop, share, rate, hop === 'B3' ? 2 : 1));
+        shares.push(await trialsAt(plan, hop, { share, rate, pairs: hop === 'B3' ? 2 : 1 }));
       }
-    // The goal's rate again with nginx: what a peer adds there, in the same arrangement.
-    const goalRate = round100(maxima.B3.max * 0.5);
-    if (maxima.B3.max > 0 && goalRate <= maxima.N.max) {
+    // The goal's rate again with nginx, over the origin's trials of B3's there: what a peer adds
+    // at that rate in the same arrangement.
+    const half = shares.find((s) => s.target === 'B3' && s.share === 0.5);
+    if (half !== undefined && half.rate <= maxima.N.max) {
       pinApart(named, 'N');
-      peerAtGoalRate = await trialsAt(plan, 'N', goalRate / maxima.N.max, goalRate, 1);
+      peerAtGoalRate = await trialsAt(plan, 'N', {
+        share: half.rate / maxima.N.max,
+        rate: half.rate,
+        pairs: 1,
+        originOf: half,
+      });
     }
   } finally {
     leaveIdleGroup(idleGroup);

@@ -122,11 +122,11 @@ describe('the bench report’s peer at the goal’s rate', () => {
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
   });
 
-  it('says in the goal’s row what nginx added at that rate, over its own origin trial', () => {
+  it('says in the goal’s row what nginx added at that rate, over the origin at that rate', () => {
     const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const };
     const row = latencyGoalRows(latency(peer));
     expect(row).toContain(
-      "nginx at the same rate and arrangement added 2.250 / 4.000 ms p99 / p99.9 (its own p99 3.500 ms, the origin's beside it 1.250)",
+      "nginx at the same rate and arrangement added 2.250 / 4.000 ms p99 / p99.9 (its own p99 3.500 ms, the origin's at that rate 1.250)",
     );
     // The verdict is still B3's own: 2.5 ms added at p99.
     expect(row).toContain('**not met**');
