@@ -142,8 +142,9 @@ export async function expireDueSessions(db: Queryable, at: Date): Promise<Sessio
 
 /**
  * Expires the open sessions of a customer being deleted. One being paid is left to its payer,
- * which finds the customer deleted under its lock, charges nothing and releases it (a scheduler
- * pass then expires it), or had charged before the deletion and marks it used.
+ * which finds the customer deleted under its lock, charges nothing and releases it (the expiry
+ * pass ends it at its time; paying it meanwhile finds no customer), or had charged before the
+ * deletion and marks it used.
  */
 export async function expireOpenSessionsOf(
   db: Queryable,
