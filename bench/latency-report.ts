@@ -118,6 +118,23 @@ export function peerNote(l: OpenModelLatency): string {
   )})`;
 }
 
+/** What the do-nothing hop added over the direct round trip at quantile `i` (1: p99, 2: p99.9), ms. */
+export function floorAdded(l: OpenModelLatency, i: 1 | 2): number | undefined {
+  const f = l.machineFloor;
+  return f === undefined ? undefined : (f.hop[i] - f.direct[i]) / 1000;
+}
+
+/**
+ * What a hop that does nothing added at the goal's rate on this machine
+ * (`OpenModelLatency.machineFloor`): empty where the run did not measure it.
+ */
+export function floorNote(l: OpenModelLatency): string {
+  const p99 = floorAdded(l, 1);
+  const p999 = floorAdded(l, 2);
+  if (p99 === undefined || p999 === undefined) return '';
+  return `; a hop that does nothing (C on pipes, the same cores and rate: the machine's floor) added ${fmt(p99, 3)} / ${fmt(p999, 3)} ms p99 / p99.9`;
+}
+
 /** The goals table's rows for latency. */
 export function latencyGoalRows(l: OpenModelLatency): string {
   const half = b3AtHalf(l);
@@ -133,7 +150,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
   )} / ${fmt(
     addedOver(half, (t) => t.p999),
     3,
-  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
+  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${floorNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>
@@ -197,6 +214,28 @@ const fromQuiet = (l: OpenModelLatency) =>
   l.eachTrialFromQuiet === true
     ? `; every trial, of the searches too, began once the stack was quiet (under 0.3 of a core busy over a second: the ingest of the trial before done)`
     : '';
+
+/** The wake-up probe's paragraph and table; empty where the run did not measure it. */
+export function floorSection(l: OpenModelLatency): string {
+  const f = l.machineFloor;
+  if (f === undefined) return '';
+  const ms = (q: readonly number[]) => q.map((us) => fmt(us / 1000, 3)).join(' / ');
+  return `
+The machine's floor (\`bench/load/wake-probe.c\`, on the quiet stack after the trials, B3's
+arrangement): ${f.rate} round trips a second of each kind for ${f.seconds} s, 8 bytes through pipes, a
+caller and an origin on core 1, directly (as vegeta calls the origin) and through a hop alone on
+core 0 that only passes the bytes on (as a proxy sits between them: four wake-ups across cores a
+call). Nothing is parsed or allocated on the way, so what the hop adds is what this machine
+charges any hop for crossing cores: the scheduler, and on a virtual machine the hypervisor waking
+an idle virtual CPU.
+
+| round trip | p50 / p99 / p99.9 / longest, ms |
+| --- | --- |
+| direct (caller → origin → caller, core 1) | ${ms(f.direct)} |
+| through the do-nothing hop (core 0) | ${ms(f.hop)} |
+| added by the hop, p99 / p99.9 | ${fmt(floorAdded(l, 1) ?? Number.NaN, 3)} / ${fmt(floorAdded(l, 2) ?? Number.NaN, 3)} |
+`;
+}
 
 export function latencySection(l: OpenModelLatency): string {
   const peer = l.peerAtGoalRate;
@@ -280,7 +319,7 @@ Maxima (calls/s; ✓ carried, ✗ not):
 ${maxima}
 
 Invalid trials: ${invalid.map(invalidNote).join(', ') || 'none'}.
-
+${floorSection(l)}
 B3's trials: its garbage collection (from its \`/metrics\`; every call in the process waits out
 a pause) and where its time went (its span histograms: *own* from arrival to the origin
 request, *origin* from there to the end of the origin's answer, which includes the proxy's loop

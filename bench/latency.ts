@@ -10,7 +10,7 @@ import {
   stackGroups,
 } from './harness/cpu';
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
-import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
+import type { LatencyTrial, LoadGenerators, Target, WakeProbe } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
 import { PROXY_GROUP, type TargetName } from './targets';
 
@@ -93,7 +93,16 @@ export interface OpenModelLatency {
    * results from before 2026-11-30's third session, and when that rate is past nginx's own maximum).
    */
   peerAtGoalRate?: ShareTrials;
+  /**
+   * The machine's floor at the goal's rate: round trips through a hop that does nothing, in the
+   * trials' arrangement (bench/load/wake-probe.c), beside the same round trips made directly
+   * (absent in results from before 2026-11-30's fourth session).
+   */
+  machineFloor?: WakeProbe;
 }
+
+/** How long the wake-up probe runs at the goal's rate, s. */
+export const FLOOR_SECONDS = 4;
 
 export interface LatencyPlan {
   load: LoadGenerators;
@@ -315,6 +324,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
   const maxima = {} as OpenModelLatency['maxima'];
   const shares: ShareTrials[] = [];
   let peerAtGoalRate: ShareTrials | undefined;
+  let machineFloor: WakeProbe | undefined;
   let batchPriority: BatchPriority = 'nice 19';
   try {
     for (const hop of LATENCY_HOPS) {
@@ -341,6 +351,15 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         originOf: half,
       });
     }
+    // What the machine charges any hop at that rate: the wake-up probe, on the quiet stack.
+    if (half !== undefined) {
+      pinApart(named, 'B3');
+      await quiet(named, log);
+      machineFloor = plan.load.wakeProbe(half.rate, FLOOR_SECONDS, 0, 1);
+      log(
+        `a do-nothing hop at ${half.rate}/s: p99 ${machineFloor.hop[1]} µs through it, ${machineFloor.direct[1]} µs directly`,
+      );
+    }
   } finally {
     leaveIdleGroup(idleGroup);
     idleGroup = undefined;
@@ -355,5 +374,6 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     maxima,
     shares,
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
+    ...(machineFloor === undefined ? {} : { machineFloor }),
   };
 }

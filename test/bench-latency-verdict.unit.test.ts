@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { coresBusyBetween, coresStolenBetween, parseCoreTimes } from '../bench/harness/cpu';
-import type { LatencyTrial } from '../bench/harness/load';
+import type { LatencyTrial, WakeProbe } from '../bench/harness/load';
 import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
 import type { ShareTrials } from '../bench/latency';
 import { latencyGoalRows, latencySection, latencyVerdict, mostStolen } from '../bench/latency-report';
@@ -137,6 +137,44 @@ describe('the bench report’s peer at the goal’s rate', () => {
     expect(latencySection(latency())).not.toContain("N at B3's 50 %");
     const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const, share: 0.75 };
     expect(latencySection(latency(peer))).toContain("| N at B3's 50 % | 75 % | 1000 | ");
+  });
+});
+
+describe('the bench report’s machine floor at the goal’s rate', () => {
+  const latency = (machineFloor?: WakeProbe) => ({
+    trialSeconds: 8,
+    searchSeconds: 3,
+    maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
+    shares: [half([trial(4, 12)], [trial(1.5, 4)])],
+    ...(machineFloor === undefined ? {} : { machineFloor }),
+  });
+  const probe: WakeProbe = {
+    rate: 1000,
+    seconds: 4,
+    direct: [15, 125, 1250, 2500],
+    hop: [100, 1375, 4000, 7000],
+  };
+
+  it('says in the goal’s row what a do-nothing hop added, hop less direct at each quantile', () => {
+    const row = latencyGoalRows(latency(probe));
+    expect(row).toContain('a hop that does nothing (C on pipes, the same cores and rate');
+    expect(row).toContain('added 1.250 / 2.750 ms p99 / p99.9');
+    // The verdict stays B3's own: 2.5 ms added at p99, whatever the floor.
+    expect(row).toContain('**not met**');
+  });
+
+  it('tabulates both round trips in the latency section', () => {
+    const section = latencySection(latency(probe));
+    expect(section).toContain(
+      '| direct (caller → origin → caller, core 1) | 0.015 / 0.125 / 1.250 / 2.500 |',
+    );
+    expect(section).toContain('| through the do-nothing hop (core 0) | 0.100 / 1.375 / 4.000 / 7.000 |');
+    expect(section).toContain('| added by the hop, p99 / p99.9 | 1.250 / 2.750 |');
+  });
+
+  it('is absent where the run did not measure it', () => {
+    expect(latencyGoalRows(latency())).not.toContain('does nothing');
+    expect(latencySection(latency())).not.toContain('wake-probe');
   });
 });
 

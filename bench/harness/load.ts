@@ -9,7 +9,19 @@ import type { GcDuring, SpansDuring } from './metrics-page';
  * to one target. Both are installed by bench/load/install.sh, which also names nginx.
  */
 
-export type Tools = { WRK: string; VEGETA: string; NGINX: string };
+export type Tools = { WRK: string; VEGETA: string; NGINX: string; WAKE_PROBE: string };
+
+/**
+ * The machine's floor for what a hop adds (bench/load/wake-probe.c): round trips of 8 bytes
+ * through pipes, caller and origin on one core, directly and through a do-nothing hop alone on
+ * the other; p50, p99, p99.9 and the longest, in µs.
+ */
+export interface WakeProbe {
+  rate: number;
+  seconds: number;
+  direct: [number, number, number, number];
+  hop: [number, number, number, number];
+}
 
 /** The load tools' paths (installed first if missing: bench/load/install.sh). */
 export function installTools(root: string): Tools {
@@ -88,6 +100,19 @@ export class LoadGenerators {
     private readonly connections: number,
     private readonly log: (line: string) => void,
   ) {}
+
+  /**
+   * The wake-up probe at `rate` round trips a second of each kind for `seconds`: the hop on core
+   * `hopCore`, the caller and the origin on `restCore`.
+   */
+  wakeProbe(rate: number, seconds: number, hopCore: number, restCore: number): WakeProbe {
+    const out = execFileSync(
+      this.tools.WAKE_PROBE,
+      [String(rate), String(seconds), String(hopCore), String(restCore)],
+      { encoding: 'utf8', timeout: (seconds + 30) * 1000 },
+    );
+    return JSON.parse(out) as WakeProbe;
+  }
 
   /** The scenario as a wrk script (wrk's Lua has no JSON: the request is written out literally). */
   private wrkScript(name: string, t: Target): string {
