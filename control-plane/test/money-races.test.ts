@@ -283,6 +283,58 @@ describe('money under concurrency', () => {
     expect((await call('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('cancelled');
   });
 
+  it('a customer deleted while its sessions are being paid: every charge on record, no 5xx', async () => {
+    const { call, customer } = await seller();
+    const sessions = await times(AT_ONCE, () => openSession(call, customer.reference));
+    const charges = vi.spyOn(SandboxProcessor.prototype, 'charge');
+    let calls: typeof charges.mock.calls = [];
+    let pays: Array<{ status: number; body: Json }> = [];
+    let deletes: Array<{ status: number; body: Json }> = [];
+    try {
+      // Every session paid at once; once the first payment is on record the deletions go in,
+      // while the others are somewhere between their claim and their commit.
+      const paying = Promise.all(
+        sessions.map((s) => call('POST', `/checkout/${s.id}/pay`, card(SANDBOX_CARDS.succeeds), null)),
+      );
+      for (let i = 0; i < 400; i++) {
+        const { rows } = await harness.pool.query('SELECT 1 FROM payments WHERE customer_id = $1', [
+          customer.reference,
+        ]);
+        if (rows.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      deletes = await times(6, () => call('DELETE', `/v1/sdk/customers/${customer.reference}`));
+      pays = await paying;
+    } finally {
+      calls = [...charges.mock.calls];
+      charges.mockRestore();
+    }
+    expect(statuses(deletes)).toEqual([200, ...Array(5).fill(404)]);
+    for (const a of pays.filter((x) => x.status !== 200))
+      expect(['404 customer_not_found', '409 checkout_session_closed']).toContain(
+        `${a.status} ${a.body.code}`,
+      );
+    const { rows: payments } = await harness.pool.query<{ status: string }>(
+      'SELECT status FROM payments WHERE customer_id = $1',
+      [customer.reference],
+    );
+    // Every charge the processor made is a succeeded payment here, and every 200 is one.
+    const charged = calls.filter(([c]) => c.idempotencyKey.startsWith(customer.reference));
+    expect(payments.map((p) => p.status)).toEqual(Array(charged.length).fill('succeeded'));
+    expect(payments).toHaveLength(pays.filter((a) => a.status === 200).length);
+    // Each payment's credits are on the ledger, and nothing else is.
+    const { rows: ledger } = await harness.pool.query<{ total: number | null }>(
+      'SELECT sum(amount)::int AS total FROM credit_ledger WHERE customer_id = $1',
+      [customer.reference],
+    );
+    expect(ledger[0]?.total ?? 0).toBe(250 * payments.length);
+    const { rows: used } = await harness.pool.query<{ id: string }>(
+      "SELECT id FROM checkout_sessions WHERE customer_id = $1 AND status = 'used'",
+      [customer.reference],
+    );
+    expect(used).toHaveLength(payments.length);
+  });
+
   it('cards attached many times at once leave exactly one default, and no 5xx', async () => {
     const { call, customer } = await seller();
     const answers = await times(AT_ONCE, () =>
