@@ -207,6 +207,7 @@ async function main(): Promise<void> {
       logger,
       pool: database.pool,
       paymentsPool: database.paymentsPool,
+      journalPool: database.journalPool,
       publisher: bus.publisher,
       reader: usageStore.store,
       analytics: usageStore.analytics,

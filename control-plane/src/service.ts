@@ -52,6 +52,7 @@ import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
+import { ChargeJournal } from './modules/payments/journal';
 import { Refunder } from './modules/payments/refunder';
 import { RefundService, refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
@@ -147,6 +148,8 @@ export interface ControlPlaneDeps {
    * these and the rest of the API keeps its own. Defaults to `pool`.
    */
   paymentsPool?: Pool;
+  /** The charge journal's own connections (payments/journal.ts); without, it writes in the charge's transaction. */
+  journalPool?: Pool;
   publisher: UsagePublisher;
   /** The limit check's records: a write-ahead spool (deploy/serve.ts); without one, published and awaited. */
   recorder?: UsageRecorder;
@@ -172,6 +175,8 @@ export interface ControlPlane {
   /** Auto top-up, alerts and the customer portal (customer-care.ts). */
   care: ReturnType<typeof customerCare>;
   scheduler: BillingScheduler;
+  /** The charge journal's pass (payments/journal.ts), run by the scheduler; tests run it alone. */
+  chargeJournal: Pick<ChargeJournal, 'runDue'>;
   tokens: TokenService;
   limits: LimitService;
   webhooks: WebhookService;
@@ -216,7 +221,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
   const disputes = new DisputeService(deps.pool, clock);
-  const payments = new PaymentService(paying, clock, processors, ledger, disputes, deps.logger);
+  const journal = new ChargeJournal(paying, clock, processors, deps.logger, deps.journalPool);
+  const payments = new PaymentService(paying, clock, processors, ledger, disputes, journal, deps.logger);
   const invoicing = new Invoicing(clock, payments, deps.reader);
   const refunder = new Refunder(clock, processors, ledger);
   const checkoutSessions = new CheckoutSessions(
@@ -257,6 +263,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
 
   const testClocks = new TestClockService(paying, clock, scheduler);
   scheduler.addJob(() => checkout.expireDue());
+  scheduler.addJob(() => journal.runDue());
   scheduler.addJob(() => usageDebits.settleDue());
   credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
   customers.onDelete((tx, auth, customerId) => purchases.endAllOf(tx, auth, customerId));
@@ -441,6 +448,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     purchases,
     checkout,
     care,
+    chargeJournal: journal,
     scheduler,
     tokens,
     limits,

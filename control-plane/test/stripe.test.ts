@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Stripe from 'stripe';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   injectClient,
   startTestControlPlane,
@@ -12,6 +12,7 @@ import { pollUntil } from '../../test/helpers/poll';
 import { root } from '../../test/helpers/processes';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import { MovableClock } from '../src/clock';
+import { Ledger } from '../src/modules/ledger/service';
 
 /**
  * Live payments through a provider's Stripe account. Every request the service makes goes to
@@ -397,6 +398,58 @@ describe('live payments through Stripe, payments succeeding', () => {
     });
     expect((await s.events('checkout_session.completed')).length).toBe(1);
     expect((await s.events('payment.succeeded')).map((e) => e.object.amount)).toEqual([2500]);
+  });
+
+  it('refunds through Stripe a charge whose transaction rolled back, once no retry recorded it', async () => {
+    const s = await liveSeller(harness, 'Unrecorded');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    // The activation's transaction fails after Stripe charged the card.
+    const failing = vi
+      .spyOn(Ledger.prototype, 'recordPayment')
+      .mockRejectedValueOnce(new Error('commit lost'));
+    const from = mock.requests.length;
+    try {
+      const answer = await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id });
+      expect(answer.status).toBeGreaterThanOrEqual(500);
+    } finally {
+      failing.mockRestore();
+    }
+    const charged = mock.requests.slice(from).filter((r) => r.path === '/v1/payment_intents');
+    expect(charged).toHaveLength(1);
+    const journal = async () =>
+      (
+        await harness.pool.query(
+          'SELECT idempotency_key, status, processor_payment_intent FROM processor_charges WHERE customer_id = $1',
+          [customer],
+        )
+      ).rows;
+    const [unrecorded] = await journal();
+    expect(unrecorded).toMatchObject({
+      status: 'unrecorded',
+      processor_payment_intent: expect.stringMatching(/^pi_/),
+    });
+    expect(
+      (await harness.pool.query('SELECT id FROM payments WHERE customer_id = $1', [customer])).rows,
+    ).toEqual([]);
+
+    await harness.pool.query(
+      "UPDATE processor_charges SET created_at = created_at - interval '2 hours' WHERE customer_id = $1",
+      [customer],
+    );
+    const before = mock.requests.length;
+    await harness.controlPlane.chargeJournal.runDue();
+    expect(mock.requests.slice(before).filter((r) => r.path === '/v1/refunds')).toEqual([
+      expect.objectContaining({
+        status: 200,
+        idempotencyKey: `refund:unrecorded:${unrecorded.idempotency_key}`,
+        params: expect.objectContaining({ payment_intent: unrecorded.processor_payment_intent }),
+      }),
+    ]);
+    // stripe-mock keeps the refund pending: the next pass asks again and leaves it so.
+    expect((await journal())[0]?.status).toBe('refunding');
+    await harness.controlPlane.chargeJournal.runDue();
+    expect((await journal())[0]?.status).toBe('refunding');
   });
 
   it('refunds through Stripe: pending until Stripe says; a failed refund brings the money back, once', async () => {

@@ -72,9 +72,10 @@ export async function startTestControlPlane(options: {
   const pool = createPool(databaseUrl);
   // The payment services' connections, apart as in production (control-plane/src/db/open.ts).
   const paymentsPool = createPool(databaseUrl);
+  const journalPool = createPool(databaseUrl, { max: 2, askedByHolders: true });
   // Closing drops the database WITH (FORCE): a connection still closing then gets 57P01 from the
   // server, which the pool emits as an error; that one is expected, any other is reported.
-  for (const each of [pool, paymentsPool]) {
+  for (const each of [pool, paymentsPool, journalPool]) {
     each.on('error', (error: Error & { code?: string }) => {
       if (error.code !== '57P01') console.error('idle PostgreSQL client failed', error);
     });
@@ -103,6 +104,7 @@ export async function startTestControlPlane(options: {
       logger,
       pool,
       paymentsPool,
+      journalPool,
       publisher: bus,
       reader,
       analytics: store.analytics,
@@ -131,7 +133,7 @@ export async function startTestControlPlane(options: {
       await controlPlane.webhookSender.close();
       await bus.stop();
       await store.close();
-      await Promise.all([pool.end(), paymentsPool.end()]);
+      await Promise.all([pool.end(), paymentsPool.end(), journalPool.end()]);
       await dropTestDatabase(serverUrl, databaseUrl);
     },
   };

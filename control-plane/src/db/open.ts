@@ -10,6 +10,8 @@ export interface Database {
    * pool of their own, so a processor that stops answering holds these and never the API's.
    */
   paymentsPool: Pool;
+  /** The charge journal's two connections (payments/journal.ts). */
+  journalPool: Pool;
   url: string;
   /** The migrations this open applied (none when the database was already up to date). */
   applied: string[];
@@ -34,7 +36,8 @@ export async function openDatabase(options: {
   if (url === undefined) throw new Error('no database URL');
   const pool = createPool(url);
   const paymentsPool = createPool(url);
-  for (const each of [pool, paymentsPool]) {
+  const journalPool = createPool(url, { max: 2, askedByHolders: true });
+  for (const each of [pool, paymentsPool, journalPool]) {
     each.on('error', (error: Error & { code?: string }) => {
       // 57P01: the server is shutting down (Ctrl-C reaches embedded PostgreSQL with this process):
       // the pool reconnects if it is still needed, and says so quietly.
@@ -48,10 +51,11 @@ export async function openDatabase(options: {
   return {
     pool,
     paymentsPool,
+    journalPool,
     url,
     applied,
     close: async () => {
-      await Promise.all([pool.end(), paymentsPool.end()]);
+      await Promise.all([pool.end(), paymentsPool.end(), journalPool.end()]);
       await embedded?.stop();
     },
   };

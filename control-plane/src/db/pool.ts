@@ -24,11 +24,19 @@ const holder = process.env.MCPMETER_STRICT_POOL === '1' ? new AsyncLocalStorage<
 const holding = <T>(work: () => Promise<T>): Promise<T> =>
   holder === undefined ? work() : holder.run(true, work);
 
-export function createPool(connectionString: string): Pool {
+/**
+ * `askedByHolders`: a pool that work holding another pooled connection may use (the charge
+ * journal's, payments/journal.ts): exempt from MCPMETER_STRICT_POOL, so each statement run on it
+ * must never wait on a transaction that could be waiting for it.
+ */
+export function createPool(
+  connectionString: string,
+  options: { max?: number; askedByHolders?: boolean } = {},
+): Pool {
   // A connect that cannot finish (PostgreSQL down or hung) fails after 5 s: the request gets a 503.
   const pool = new pg.Pool({
     connectionString,
-    max: 10,
+    max: options.max ?? 10,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 5_000,
   });
@@ -39,7 +47,7 @@ export function createPool(connectionString: string): Pool {
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
   });
-  if (holder !== undefined) {
+  if (holder !== undefined && options.askedByHolders !== true) {
     const connect = pool.connect.bind(pool) as (...args: unknown[]) => unknown;
     (pool as { connect: unknown }).connect = (...args: unknown[]) => {
       if (holder.getStore() === true)

@@ -9,6 +9,7 @@ import type { DisputeService } from '../disputes/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { Ledger, RevenuePart } from '../ledger/service';
 import { findCardPaidPurchase } from '../purchases/repository';
+import type { ChargeJournal } from './journal';
 import { CardError, type MethodInput, type Processors } from './processor';
 import {
   detachMethod,
@@ -61,6 +62,7 @@ export class PaymentService {
     private readonly processors: Processors,
     private readonly ledger: Ledger,
     private readonly disputes: Pick<DisputeService, 'openInTx'>,
+    private readonly journal: ChargeJournal,
     private readonly logger?: Logger,
   ) {}
 
@@ -208,12 +210,15 @@ export class PaymentService {
    * Charges the customer's default card inside the caller's transaction and records the
    * attempt with its payment.* event. The processor call carries a key made of the purchase
    * (or customer), period and attempt, so a retried transaction cannot charge twice; unique
-   * indexes refuse a second row for the same attempt, with or without a purchase.
+   * indexes refuse a second row for the same attempt, with or without a purchase. A succeeded
+   * charge is also written to the charge journal at once (journal.ts): should the caller's
+   * transaction roll back, the processor's charge is still known, and a retry records it.
    */
   async charge(tx: PoolClient, auth: AuthContext, request: ChargeRequest): Promise<ChargeOutcome> {
     const at = this.clock.now();
     const method = await findDefaultMethod(tx, request.customerId);
-    const key = `${request.purchaseId ?? request.customerId}:${request.periodKey}:${request.attempt}`;
+    const attemptKey = `${request.purchaseId ?? request.customerId}:${request.periodKey}:${request.attempt}`;
+    const { key, journaled } = await this.journal.keyFor(tx, auth, attemptKey);
     const id = newId(ID.payment);
     const result =
       method === undefined
@@ -232,6 +237,20 @@ export class PaymentService {
               ...(request.invoiceId === undefined ? {} : { invoice: request.invoiceId }),
             },
           });
+    if (result.status === 'succeeded' && method !== undefined && !journaled)
+      await this.journal.write(tx, {
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        idempotency_key: key,
+        attempt_key: attemptKey,
+        customer_id: request.customerId,
+        payment_id: id,
+        processor: method.processor,
+        processor_payment_intent: result.processorPaymentIntent,
+        amount: request.amount,
+        currency: request.currency,
+        created_at: at,
+      });
     const failureReason = result.status === 'failed' ? result.failureReason : null;
     const transactionReference = newId(ID.transaction);
     const inserted = await insertPayment(tx, {
@@ -257,6 +276,7 @@ export class PaymentService {
     });
     if (!inserted) throw new Error(`payment ${key} was already attempted`);
     if (result.status === 'succeeded') {
+      await this.journal.recorded(tx, auth, key, id);
       await this.ledger.recordPayment(tx, auth, {
         id,
         transactionId: transactionReference,
