@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { coresBusyBetween, coresStolenBetween, parseCoreTimes } from '../bench/harness/cpu';
 import type { LatencyTrial, WakeProbe } from '../bench/harness/load';
 import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
-import type { ShareTrials } from '../bench/latency';
+import type { OpenModelLatency, ShareTrials } from '../bench/latency';
 import { latencyGoalRows, latencySection, latencyVerdict, mostStolen } from '../bench/latency-report';
 
 const trial = (p99: number, p999: number, valid = true): LatencyTrial => ({
@@ -113,14 +113,18 @@ describe('the bench report’s steal time', () => {
   });
 });
 
+/** An open-model result with B3 adding 2.5 / 8 ms at its 50 %, and `extra` (a run's optional parts). */
+const atHalf = (extra: Partial<OpenModelLatency> = {}): OpenModelLatency => ({
+  trialSeconds: 8,
+  searchSeconds: 3,
+  maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
+  shares: [half([trial(4, 12)], [trial(1.5, 4)])],
+  ...extra,
+});
+
 describe('the bench report’s peer at the goal’s rate', () => {
-  const latency = (peerAtGoalRate?: ShareTrials) => ({
-    trialSeconds: 8,
-    searchSeconds: 3,
-    maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
-    shares: [half([trial(4, 12)], [trial(1.5, 4)])],
-    ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
-  });
+  const latency = (peerAtGoalRate?: ShareTrials) =>
+    atHalf(peerAtGoalRate === undefined ? {} : { peerAtGoalRate });
 
   it('says in the goal’s row what nginx added at that rate, over the origin at that rate', () => {
     const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const };
@@ -141,13 +145,7 @@ describe('the bench report’s peer at the goal’s rate', () => {
 });
 
 describe('the bench report’s machine floor at the goal’s rate', () => {
-  const latency = (machineFloor?: WakeProbe) => ({
-    trialSeconds: 8,
-    searchSeconds: 3,
-    maxima: { N: { max: 2000, tried: [] }, BP: { max: 2000, tried: [] }, B3: { max: 2000, tried: [] } },
-    shares: [half([trial(4, 12)], [trial(1.5, 4)])],
-    ...(machineFloor === undefined ? {} : { machineFloor }),
-  });
+  const latency = (machineFloor?: WakeProbe) => atHalf(machineFloor === undefined ? {} : { machineFloor });
   const probe: WakeProbe = {
     rate: 1000,
     seconds: 4,
