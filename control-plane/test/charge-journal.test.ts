@@ -145,6 +145,25 @@ describe('the charge journal', () => {
     expect(await balanceOf(call, customer)).toBe(250);
   });
 
+  it('records the payment when the journal cannot be written: the journal is a safety net', async () => {
+    const { call, customer, pay } = await session();
+    await harness.pool.query(`
+      CREATE FUNCTION journal_refuses() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'journal unavailable'; END $$;
+      CREATE TRIGGER journal_refuses BEFORE INSERT ON processor_charges
+        FOR EACH ROW EXECUTE FUNCTION journal_refuses();`);
+    try {
+      expect((await pay()).status).toBe(200);
+    } finally {
+      await harness.pool.query(
+        'DROP TRIGGER journal_refuses ON processor_charges; DROP FUNCTION journal_refuses();',
+      );
+    }
+    expect((await paymentsOf(customer)).map((p) => p.status)).toEqual(['succeeded']);
+    expect(await journalOf(customer)).toEqual([]);
+    expect(await balanceOf(call, customer)).toBe(250);
+  });
+
   it('refunds an unrecorded charge once, however many passes run at once', async () => {
     const { customer, pay } = await session();
     await payRolledBack(pay);

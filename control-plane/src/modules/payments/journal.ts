@@ -65,18 +65,25 @@ export class ChargeJournal {
     return { key: rows.length === 0 ? attemptKey : `${attemptKey}:g${rows.length}`, journaled: false };
   }
 
-  /** Writes a succeeded charge (committed at once on the journal's connections). */
+  /**
+   * Writes a succeeded charge (committed at once on the journal's connections). The journal is
+   * the charge's safety net, not its record: should the write fail, the payment goes on and is
+   * recorded as before, and the failure is logged with the charge.
+   */
   async write(
     tx: PoolClient,
     charge: Omit<ProcessorChargeRow, 'status' | 'processor_refund' | 'failure_reason' | 'updated_at'>,
   ): Promise<void> {
-    await insertProcessorCharge(this.own ?? tx, {
-      ...charge,
-      status: 'unrecorded',
-      processor_refund: null,
-      failure_reason: null,
-      updated_at: charge.created_at,
-    });
+    const row = { ...charge, status: 'unrecorded' as const, processor_refund: null, failure_reason: null };
+    if (this.own === undefined) return insertProcessorCharge(tx, { ...row, updated_at: charge.created_at });
+    try {
+      await insertProcessorCharge(this.own, { ...row, updated_at: charge.created_at });
+    } catch (error) {
+      this.logger?.error(
+        { err: error, key: charge.idempotency_key, intent: charge.processor_payment_intent },
+        'charge journal write failed; the payment is recorded without it',
+      );
+    }
   }
 
   /** The charge recorded by payment `paymentId`, in the payment's transaction. */
