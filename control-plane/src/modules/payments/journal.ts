@@ -40,7 +40,9 @@ export interface ChargeKey {
  * generation after the refunded one), so the processor never answers it with the refunded charge.
  *
  * The journal's pool is its own (two connections), asked while a payment connection is held: its
- * one statement, an insert of a new key, waits on no transaction, so no holder waits on another.
+ * one statement, an insert of a new key, waits on no transaction: no row has the key yet, and
+ * its references to the provider and the customer take key-share locks, which the customer's
+ * lock (FOR NO KEY UPDATE) and every update of those rows leave free. No holder waits on another.
  * Without one (test fixtures, benches), the row is written in the caller's transaction.
  */
 export class ChargeJournal {
