@@ -25,12 +25,10 @@ import { AnalyticsService } from './modules/analytics/service';
 import { apiDocsRoutes } from './modules/api-docs/routes';
 import { apiKeyRoutes } from './modules/api-keys/routes';
 import { ApiKeyService } from './modules/api-keys/service';
-import { Invoicing } from './modules/billing/invoicing';
 import { billingRoutes, hostedInvoiceRoutes } from './modules/billing/routes';
 import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
-import { CheckoutService } from './modules/checkout/service';
-import { CheckoutSessions } from './modules/checkout/sessions';
+import type { CheckoutService } from './modules/checkout/service';
 import { consoleRoutes } from './modules/console-app/routes';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
@@ -38,13 +36,12 @@ import { UsageDebits } from './modules/credits/usage-debits';
 import { customerRoutes } from './modules/customers/routes';
 import { CustomerService } from './modules/customers/service';
 import { disputeRoutes } from './modules/disputes/routes';
-import { DisputeService } from './modules/disputes/service';
 import { eventRoutes } from './modules/events/routes';
 import { EventService } from './modules/events/service';
 import { financialRoutes } from './modules/financials/routes';
 import { FinancialService } from './modules/financials/service';
 import { transactionRoutes } from './modules/ledger/routes';
-import { Ledger, TransactionService } from './modules/ledger/service';
+import { TransactionService } from './modules/ledger/service';
 import { internalRoutes, limitRoutes } from './modules/limits/routes';
 import { LimitService } from './modules/limits/service';
 import { mcpServerRoutes } from './modules/mcp-servers/routes';
@@ -52,24 +49,19 @@ import { McpServerService } from './modules/mcp-servers/service';
 import { merchantRoutes } from './modules/merchant/routes';
 import { meterRoutes } from './modules/meters/routes';
 import { MeterService } from './modules/meters/service';
-import { ChargeJournal } from './modules/payments/journal';
-import { Refunder } from './modules/payments/refunder';
-import { RefundService, refundRoutes } from './modules/payments/refunds';
+import type { ChargeJournal } from './modules/payments/journal';
+import { refundRoutes } from './modules/payments/refunds';
 import { paymentRoutes } from './modules/payments/routes';
-import { PaymentService } from './modules/payments/service';
 import { payoutRoutes } from './modules/payouts/routes';
-import { PayoutService } from './modules/payouts/service';
 import { planRoutes } from './modules/plans/routes';
 import { PlanService } from './modules/plans/service';
-import { StripeEvents } from './modules/processors/events';
 import { processorRoutes, stripeWebhookRoutes } from './modules/processors/routes';
-import { ProcessorService } from './modules/processors/service';
 import { productRoutes } from './modules/products/routes';
 import { ProductService } from './modules/products/service';
 import { ProviderService } from './modules/providers/service';
 import { purchaseRoutes } from './modules/purchases/routes';
-import { BillingScheduler } from './modules/purchases/scheduler';
-import { PurchaseService } from './modules/purchases/service';
+import type { BillingScheduler } from './modules/purchases/scheduler';
+import type { PurchaseService } from './modules/purchases/service';
 import { ClientMetadataFetcher } from './modules/sign-in/client-metadata';
 import { signInRoutes } from './modules/sign-in/routes';
 import { SignInService } from './modules/sign-in/service';
@@ -81,7 +73,6 @@ import { auditRoutes, teamRoutes } from './modules/team/routes';
 import { TeamService } from './modules/team/service';
 import { ConsoleSignups } from './modules/team/signup';
 import { installTestTime, testClockRoutes } from './modules/test-clocks/routes';
-import { TestClockService } from './modules/test-clocks/service';
 import { jwksRoutes, tokenRoutes } from './modules/tokens/routes';
 import { TokenService } from './modules/tokens/service';
 import { usageRoutes } from './modules/usage/routes';
@@ -90,6 +81,7 @@ import { webhookRoutes } from './modules/webhooks/routes';
 import { WebhookSender } from './modules/webhooks/sender';
 import { WebhookService } from './modules/webhooks/service';
 import { WebhookWorker } from './modules/webhooks/worker';
+import { buildMoney } from './money';
 
 /** GET /healthz as the OpenAPI document shows it: for load balancers and orchestrators. */
 const HEALTH_SCHEMA = {
@@ -199,6 +191,7 @@ export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
 /** Wires services and routes; the caller decides whether to listen (main) or inject (tests). */
 export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
   const clock = new ScopedClock(deps.clock ?? systemClock);
+  const publicUrl = deps.config.publicUrl ?? 'http://127.0.0.1:8080';
   // A Stripe call inside a transaction holds its connection for as long as Stripe takes (20 s and
   // two retries at worst): ten such calls used to hold every connection of the API.
   const paying = deps.paymentsPool ?? deps.pool;
@@ -206,90 +199,21 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const products = new ProductService(deps.pool, clock);
   const plans = new PlanService(deps.pool, clock);
   const meters = new MeterService(deps.pool, clock);
-  const tokens = new TokenService(
-    deps.pool,
-    clock,
-    deps.snapshots,
-    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
-    deps.config.secretKey,
-  );
+  const tokens = new TokenService(deps.pool, clock, deps.snapshots, publicUrl, deps.config.secretKey);
   const customers = new CustomerService(deps.pool, clock, tokens);
   const usageDebits = new UsageDebits(deps.pool, clock, deps.reader, deps.logger);
   const credits = new CreditService(deps.pool, clock, usageDebits);
-  const processors = new ProcessorService(paying, clock, deps.config.secretKey, {
-    url: deps.config.stripeApiUrl ?? 'https://api.stripe.com',
+  const money = buildMoney({
+    ...{ pool: deps.pool, paying, journalPool: deps.journalPool, clock, logger: deps.logger },
+    ...{ snapshots: deps.snapshots, reader: deps.reader, settlement: deps.settlement, publicUrl },
+    ...{ config: deps.config, credits, usageDebits },
   });
-  const ledger = new Ledger(deps.config.platformFee ?? { bps: 0, fixed: 0 });
-  const disputes = new DisputeService(deps.pool, clock);
-  const journal = new ChargeJournal(paying, clock, processors, deps.logger, deps.journalPool);
-  const payments = new PaymentService(paying, clock, processors, ledger, disputes, journal, deps.logger);
-  const invoicing = new Invoicing(clock, payments, deps.reader);
-  const refunder = new Refunder(clock, processors, ledger);
-  const checkoutSessions = new CheckoutSessions(
-    deps.pool,
-    clock,
-    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
-  );
-  const purchases = new PurchaseService(
-    paying,
-    clock,
-    deps.snapshots,
-    deps.logger,
-    payments,
-    invoicing,
-    refunder,
-    checkoutSessions,
-  );
-  const scheduler = new BillingScheduler(paying, clock, purchases, payments, invoicing, deps.settlement, {
-    dunningRetryHours: deps.config.dunningRetryHours ?? [24, 72, 168],
-    trialReminderDays: 3,
-    renewalReminderDays: 7,
-    usageLatenessMs: deps.config.usageLatenessMs ?? 300_000,
-    settleTimeoutMs: 10_000,
-    logger: deps.logger,
-  });
-  const checkout = new CheckoutService(
-    paying,
-    clock,
-    checkoutSessions,
-    purchases,
-    payments,
-    credits,
-    processors,
-  );
-  const refunds = new RefundService(paying, clock, processors, purchases, refunder);
+  const { processors, disputes, journal, payments, invoicing, checkoutSessions, purchases } = money;
+  const { scheduler, checkout, refunds, testClocks, payouts, stripeEvents } = money;
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
-
-  const testClocks = new TestClockService(paying, clock, scheduler);
-  scheduler.addJob(() => checkout.expireDue());
-  scheduler.addJob(() => journal.runDue());
-  scheduler.addJob(() => usageDebits.settleDue());
-  credits.onFundsChanged((customerId) => purchases.publishCustomer(customerId));
   customers.onDelete((tx, auth, customerId) => purchases.endAllOf(tx, auth, customerId));
   customers.onDelete(async (tx, _auth, customerId) => void (await checkout.endAllOf(tx, customerId)));
-  const payouts = new PayoutService(
-    paying,
-    clock,
-    deps.config.payouts ?? { schedule: 'daily', delayDays: 2 },
-    deps.logger,
-  );
-  payouts.leaveToProcessor((auth) => processors.paysOut(auth));
-  const stripeEvents = new StripeEvents(
-    paying,
-    clock,
-    processors,
-    refunds,
-    disputes,
-    payouts,
-    purchases,
-    checkout,
-    deps.logger,
-  );
-  scheduler.addJob(() => payouts.payOutDue());
-  scheduler.addJob(() => processors.reconcileYesterday(deps.logger));
-  scheduler.addJob(() => payouts.settleDue());
-  scheduler.addJob(() => refunds.settleDue());
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   const outboundAllowed = deps.config.outboundAllowedHosts ?? [];
   const originGuard = new OutboundGuard(outboundAllowed);
@@ -327,23 +251,17 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     );
   const clientDocuments = new ClientMetadataFetcher(originGuard, deps.outboundCa);
   const signIn = new SignInService(deps.pool, clock, tokens, mailer, clientDocuments, {
-    issuer: deps.config.publicUrl ?? 'http://127.0.0.1:8080',
+    issuer: publicUrl,
     proxyBaseDomain: deps.config.proxyBaseDomain,
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
   });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
-  const billing = new BillingService(
-    paying,
-    clock,
-    invoicing,
-    deps.config.publicUrl ?? 'http://127.0.0.1:8080',
-    {
-      forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
-      closeNow: (tx, purchase) => scheduler.closeNow(tx, purchase),
-      usageSettled: () => scheduler.usageSettled(),
-      publish: (rows) => purchases.publish(rows),
-    },
-  );
+  const billing = new BillingService(paying, clock, invoicing, publicUrl, {
+    forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
+    closeNow: (tx, purchase) => scheduler.closeNow(tx, purchase),
+    usageSettled: () => scheduler.usageSettled(),
+    publish: (rows) => purchases.publish(rows),
+  });
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);
@@ -354,16 +272,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
 
   // Cookies are Secure when the service is reached over https (PUBLIC_URL).
-  const secureCookies = (deps.config.publicUrl ?? 'http://127.0.0.1:8080').startsWith('https:');
+  const secureCookies = publicUrl.startsWith('https:');
   const analytics = new AnalyticsService(deps.pool, clock, deps.analytics);
   const care = customerCare({
     ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
-    ...{ publicUrl: deps.config.publicUrl ?? 'http://127.0.0.1:8080', scheduler, credits, usageDebits },
+    ...{ publicUrl, scheduler, credits, usageDebits },
     ...{ payments, purchases, customers, billing, checkoutSessions, signIn, analytics },
   });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);
-  const publicUrl = deps.config.publicUrl ?? 'http://127.0.0.1:8080';
   const signups = new ConsoleSignups(
     deps.pool,
     clock,
