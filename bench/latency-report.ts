@@ -215,6 +215,21 @@ const fromQuiet = (l: OpenModelLatency) =>
     ? `; every trial, of the searches too, began once the stack was quiet (under 0.3 of a core busy over a second: the ingest of the trial before done)`
     : '';
 
+/** The latency trials' load generator. */
+export const generatorOf = (l: OpenModelLatency): string => l.generator ?? 'vegeta';
+
+/** What the report says of a generator other than vegeta; empty for vegeta. */
+function generatorNote(l: OpenModelLatency): string {
+  if (l.generator === undefined) return '';
+  return `
+This run's latency trials used open-load (\`bench/load/open-load.c\`, \`--latency-generator
+open-load\`) in place of vegeta: the same open model in C, 64 to 256 keep-alive connections, a
+call's latency from when it was written, or from when it was due if it waited for a connection.
+A trial is valid when every call was answered 200 and at most 1 % waited for a connection;
+"on time" is the share that did not.
+`;
+}
+
 /** The wake-up probe's paragraph and table; empty where the run did not measure it. */
 export function floorSection(l: OpenModelLatency): string {
   const f = l.machineFloor;
@@ -223,7 +238,7 @@ export function floorSection(l: OpenModelLatency): string {
   return `
 The machine's floor (\`bench/load/wake-probe.c\`, on the quiet stack after the trials, B3's
 arrangement): ${f.rate} round trips a second of each kind for ${f.seconds} s, 8 bytes through pipes, a
-caller and an origin on core 1, directly (as vegeta calls the origin) and through a hop alone on
+caller and an origin on core 1, directly (as ${generatorOf(l)} calls the origin) and through a hop alone on
 core 0 that only passes the bytes on (as a proxy sits between them: four wake-ups across cores a
 call). Nothing is parsed or allocated on the way, so what the hop adds is what this machine
 charges any hop for crossing cores: the scheduler, and on a virtual machine the hypervisor waking
@@ -277,9 +292,10 @@ export function latencySection(l: OpenModelLatency): string {
     .flatMap((s) => [...s.hop, ...s.origin])
     .filter((t) => !t.valid);
   const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
-  return `## Added latency over the origin (vegeta, open model, the hop pinned apart)
-
-Each hop alone on core 0 (all its threads); vegeta, the origin and every other process of the
+  const gen = generatorOf(l);
+  return `## Added latency over the origin (${gen}, open model, the hop pinned apart)
+${generatorNote(l)}
+Each hop alone on core 0 (all its threads); ${gen}, the origin and every other process of the
 stack on core 1, the batch work there (ingest, ClickHouse, Kafka, PostgreSQL, the idle targets)
 at the lowest priority (${batchPriority(l)}) and what a call may wait on (the origin, Redis) at the normal one. First each hop's own maximum in that arrangement: the highest rate at which every
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
@@ -291,14 +307,14 @@ taken)${fromQuiet(l)}. *Added* is the hop's p50 / p99 / p99.9 less the origin's,
 process's per call at that rate, with how busy that kept its core; *waited* is how long its
 threads were runnable but not running (the kernel's run-queue delay), in ms per second: what the
 machine's other work cost its latency; *origin waited* is the same for the origin, in the hop's
-trial and in the origin's own. The origin shares core 1 with vegeta: called directly, each wakes
-the other in turn; behind a hop on core 0, the hop wakes each (the origin with a request, vegeta
+trial and in the origin's own. The origin shares core 1 with ${gen}: called directly, each wakes
+the other in turn; behind a hop on core 0, the hop wakes each (the origin with a request, ${gen}
 with an answer) whenever its calls arrive, often while the other is running, and it waits. A
 tail that grows with the origin's wait is this machine's arrangement more than the hop's work;
 the hop's own spans below tell the two apart. *Core 1 busy* is that core's whole busy share
 (every process on it and the kernel's interrupt work, from \`/proc/stat\`) in the hop's trial and
 in the origin's own. A maximum found with core 1 busier than the hop's core (the maxima's table)
-is core 1's, vegeta's and the origin's, more than the hop's: its shares then load core 1 as
+is core 1's, ${gen}'s and the origin's, more than the hop's: its shares then load core 1 as
 heavily. *Stolen* is the share of a core's time the hypervisor gave to something else while the
 core had work (\`/proc/stat\`'s steal time; this machine is a virtual one): no process's figures
 show it, and every task on that core waited it out. The latency goal reads *not resolved* when the origin's own trials at that rate had a

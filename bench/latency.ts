@@ -10,7 +10,7 @@ import {
   stackGroups,
 } from './harness/cpu';
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
-import type { LatencyTrial, LoadGenerators, Target, WakeProbe } from './harness/load';
+import type { LatencyGenerator, LatencyTrial, LoadGenerators, Target, WakeProbe } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
 import { PROXY_GROUP, type TargetName } from './targets';
 
@@ -99,6 +99,8 @@ export interface OpenModelLatency {
    * (absent in results from before 2026-11-30's fourth session).
    */
   machineFloor?: WakeProbe;
+  /** The trials' generator when not vegeta (`--latency-generator`); absent: vegeta. */
+  generator?: 'open-load';
 }
 
 /** How long the wake-up probe runs at the goal's rate, s. */
@@ -112,6 +114,7 @@ export interface LatencyPlan {
   start: Record<LatencyHop, number>;
   trialSeconds: number;
   searchSeconds: number;
+  generator: LatencyGenerator;
   log: (line: string) => void;
 }
 
@@ -177,7 +180,14 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
     // The batch work of the trial before (a metered hop's records being ingested) done first.
     await quiet(plan.named, plan.log);
     const before = coreTimes();
-    const trial = plan.load.vegeta(`${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1');
+    const trial = plan.load.openModel(
+      plan.generator,
+      `${hop}-max`,
+      plan.targets[hop],
+      rate,
+      plan.searchSeconds,
+      '1',
+    );
     const after = coreTimes();
     const [core0 = 0, core1 = 0] = coresBusyBetween(before, after);
     const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(before, after);
@@ -278,10 +288,12 @@ async function trialsAt(
     if (at.originOf === undefined) {
       await quiet(named, log);
       origin.push(
-        waiting(named, [ORIGIN], () => load.vegeta('B1', targets.B1, rate, plan.trialSeconds, '1')),
+        waiting(named, [ORIGIN], () =>
+          load.openModel(plan.generator, 'B1', targets.B1, rate, plan.trialSeconds, '1'),
+        ),
       );
     }
-    const run = () => load.vegeta(hop, targets[hop], rate, plan.trialSeconds, '1');
+    const run = () => load.openModel(plan.generator, hop, targets[hop], rate, plan.trialSeconds, '1');
     await quiet(named, log);
     hopTrials.push(
       hop === 'B3'
@@ -375,5 +387,6 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     shares,
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
     ...(machineFloor === undefined ? {} : { machineFloor }),
+    ...(plan.generator === 'vegeta' ? {} : { generator: plan.generator }),
   };
 }

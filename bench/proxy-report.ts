@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { CoresBusy } from './harness/cpu';
 import { percent } from './harness/cpu';
 import type { OpenModelLatency } from './latency';
-import { latencyGoalRows, latencySection } from './latency-report';
+import { generatorOf, latencyGoalRows, latencySection } from './latency-report';
 import { median, PROXY_GROUP, type TargetName } from './targets';
 import { type WorkersResult, workersGoalRow, workersSection } from './workers';
 
@@ -230,7 +230,7 @@ export function report(r: Result): string {
   const cpuRows = GROUPS.filter(([g]) => r.saturation.some((s) => (cpuOf(s)[g] ?? 0) >= 0.05))
     .map(([g, label]) => `| ${label} | ${r.saturation.map((s) => fmt(cpuOf(s)[g] ?? 0)).join(' | ')} |`)
     .join('\n');
-  return `# Proxy benchmark (wrk and vegeta)
+  return `# Proxy benchmark (wrk and ${r.openModel === undefined ? 'vegeta' : generatorOf(r.openModel)})
 
 Run ${r.date} on ${r.machine}. Everything (load generator, origin, nginx, proxies, control plane,
 Redis, Kafka, ClickHouse) shares this machine: the ratios, measured in one run, are what count.
@@ -328,7 +328,7 @@ ${r.openModel === undefined ? '' : `${latencySection(r.openModel)}\n`}${r.worker
 - Load generators: wrk (Debian; 1 thread, closed model: each connection sends its next call when
   the last is answered) for maximum throughput and CPU per call; vegeta (Go module
   \`github.com/tsenart/vegeta/v12\`, built with \`go install\`; open model: calls start on
-  schedule whatever the target does) for latency. Both read the tool-neutral scenarios in
+  schedule whatever the target does) for latency${r.openModel?.generator === undefined ? '' : ' (this run: open-load, in its place; see the latency section)'}. Both read the tool-neutral scenarios in
   \`bench/scenarios/\` (\`bench/scenarios/README.md\` runs them by hand against a deployed proxy).
 - CPU: user + system time of every process from \`/proc\`, sampled around each trial (for B3, B3m
   and A also after it, until the hop has published every record of the trial, which for A means

@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
-import { LoadGenerators } from './harness/load';
+import { type LatencyGenerator, LoadGenerators } from './harness/load';
 import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
 import { measureOpenModel } from './latency';
@@ -55,6 +55,8 @@ const { values: args } = parseArgs({
     'report-only': { type: 'boolean', default: false },
     // A CPU profile of the metered proxy (B3) over the run: flame graph and table in bench/results.
     profile: { type: 'boolean', default: false },
+    // The latency trials' open-model generator: vegeta, or open-load (bench/load/open-load.c).
+    'latency-generator': { type: 'string', default: 'vegeta' },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
@@ -63,6 +65,10 @@ const CONNECTIONS = Number(args.connections);
 const LATENCY_SECONDS = Number(args['latency-seconds']);
 const SEARCH_SECONDS = Number(args['search-seconds']);
 const WORKER_ROUNDS = Number(args['worker-rounds']);
+const GENERATOR = ((asked: string | undefined): LatencyGenerator => {
+  if (asked === 'vegeta' || asked === 'open-load') return asked;
+  throw new Error('--latency-generator is vegeta or open-load');
+})(args['latency-generator']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -272,6 +278,7 @@ async function main() {
     start: { N: pinned.N ?? 0, BP: pinned.BP ?? 0, B3: pinned.B3 ?? 0 },
     trialSeconds: LATENCY_SECONDS,
     searchSeconds: SEARCH_SECONDS,
+    generator: GENERATOR,
     log,
   });
 

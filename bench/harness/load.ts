@@ -9,7 +9,14 @@ import type { GcDuring, SpansDuring } from './metrics-page';
  * to one target. Both are installed by bench/load/install.sh, which also names nginx.
  */
 
-export type Tools = { WRK: string; VEGETA: string; NGINX: string; WAKE_PROBE: string };
+export type Tools = { WRK: string; VEGETA: string; NGINX: string; WAKE_PROBE: string; OPEN_LOAD: string };
+
+/**
+ * The open-model generator of the latency trials: vegeta (the default), or open-load
+ * (bench/load/open-load.c: the same model in C, a third of vegeta's CPU a call, for checking what
+ * a verdict owes to the generator).
+ */
+export type LatencyGenerator = 'vegeta' | 'open-load';
 
 /**
  * The machine's floor for what a hop adds (bench/load/wake-probe.c): round trips of 8 bytes
@@ -82,6 +89,64 @@ export interface LatencyTrial {
    * results from before 2026-11-30's second session).
    */
   stolen?: [number, number];
+}
+
+/** The share of a trial's calls that may wait for a connection (fall behind schedule) in a valid trial. */
+const BEHIND_AT_MOST = 0.01;
+
+/**
+ * An open-load trial read from its output: `summary` its stdout line, `csv` its lines a call
+ * (`due_ns,status,latency_ns`). Valid when every call of the schedule was answered 200 and at
+ * most 1 % waited for a connection (the target fell behind), as vegeta's trials must start 99 %.
+ */
+export function openLoadTrial(
+  name: string,
+  rate: number,
+  seconds: number,
+  summary: string,
+  csv: string,
+): LatencyTrial {
+  const count = (label: string) => Number(new RegExp(`\\b${label} (\\d+)`).exec(summary)?.[1] ?? Number.NaN);
+  const latencies: number[] = [];
+  let ok = 0;
+  for (const line of csv.split('\n')) {
+    if (line === '') continue;
+    const [, status, latency] = line.split(',');
+    latencies.push(Number(latency) / 1e6);
+    if (status === '200') ok++;
+  }
+  latencies.sort((a, b) => a - b);
+  const q = (p: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? Number.NaN;
+  const expected = Math.floor(rate * seconds);
+  const waited = count('waited');
+  return {
+    target: name,
+    rate,
+    requests: latencies.length,
+    // The calls that went out on schedule, as a rate: those that did not wait for a connection.
+    achievedRate: (rate * (latencies.length - waited)) / Math.max(expected, 1),
+    success: ok / Math.max(latencies.length, 1),
+    p50: q(0.5),
+    p99: q(0.99),
+    p999: q(0.999),
+    valid: latencies.length === expected && ok === expected && waited <= expected * BEHIND_AT_MOST,
+  };
+}
+
+/** One whole HTTP/1.1 request for `t`, as it goes on the wire. */
+export function wireRequest(t: Target): { host: string; port: number; bytes: Buffer } {
+  const url = new URL(t.url);
+  const body = Buffer.from(JSON.stringify(t.call.body));
+  const headers = { host: url.host, ...headersOf(t), 'content-length': String(body.length) };
+  const head = `${t.call.method} ${url.pathname}${url.search} HTTP/1.1\r\n${Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')}\r\n`;
+  return {
+    host: url.hostname,
+    port: Number(url.port || 80),
+    bytes: Buffer.concat([Buffer.from(head, 'latin1'), body]),
+  };
 }
 
 /**
@@ -159,6 +224,40 @@ export class LoadGenerators {
       num(/Non-2xx or 3xx responses: (\d+)/) +
       [...out.matchAll(/(connect|read|write|timeout) (\d+)/g)].reduce((s, m) => s + Number(m[2]), 0);
     return { requests, rps: num(/Requests\/sec:\s+([\d.]+)/), errors, p50: ms('50'), p99: ms('99') };
+  }
+
+  /** An open-model trial with the run's generator (see `LatencyGenerator`). */
+  openModel(
+    generator: LatencyGenerator,
+    name: string,
+    t: Target,
+    rate: number,
+    seconds: number,
+    pin?: string,
+  ): LatencyTrial {
+    return generator === 'open-load'
+      ? this.openLoad(name, t, rate, seconds, pin)
+      : this.vegeta(name, t, rate, seconds, pin);
+  }
+
+  /** open-load, open model: as `vegeta`, with bench/load/open-load.c (judged by `openLoadTrial`). */
+  openLoad(name: string, t: Target, rate: number, seconds: number, pin?: string): LatencyTrial {
+    const request = wireRequest(t);
+    const requestFile = join(this.work, `${name}.request`);
+    writeFileSync(requestFile, request.bytes);
+    const results = join(this.work, `${name}-${rate}.csv`);
+    const argv = [request.host, String(request.port), requestFile, String(rate), String(seconds), results];
+    const summary = execFileSync(
+      pin === undefined ? this.tools.OPEN_LOAD : 'taskset',
+      pin === undefined ? argv : ['-c', pin, this.tools.OPEN_LOAD, ...argv],
+      { encoding: 'utf8', timeout: (seconds + 60) * 1000 },
+    );
+    const trial = openLoadTrial(name, rate, seconds, summary, readFileSync(results, 'utf8'));
+    this.log(
+      `${name} @${rate}/s (open-load): ${trial.requests} calls, success ${trial.success.toFixed(4)}, p50 ${trial.p50.toFixed(3)} p99 ${trial.p99.toFixed(3)} p99.9 ${trial.p999.toFixed(3)} ms; ${summary.trim()}${trial.valid ? '' : ' INVALID'}`,
+    );
+    rmSync(results, { force: true });
+    return trial;
   }
 
   /**

@@ -2,8 +2,10 @@
 # The proxy benchmark's load generators and peer, installed once per machine and printed as
 # NAME=path lines: wrk (Debian; closed model, maximum throughput), vegeta (Go module
 # github.com/tsenart/vegeta/v12, built with `go install`, MIT; open model, latency at a fixed
-# arrival rate), nginx (Debian nginx-light; the keep-alive proxy_pass peer) and the wake-up probe
-# (bench/load/wake-probe.c, built with the C compiler: the machine's floor for what a hop adds).
+# arrival rate), nginx (Debian nginx-light; the keep-alive proxy_pass peer), the wake-up probe
+# (bench/load/wake-probe.c, built with the C compiler: the machine's floor for what a hop adds)
+# and open-load (bench/load/open-load.c, the same way: an open-model generator in C, for
+# `--latency-generator open-load`).
 # What is missing is installed as root from Debian (golang-go and gcc too, to build the first time).
 set -euo pipefail
 VEGETA_VERSION=v12.13.0
@@ -17,7 +19,9 @@ VEGETA=$CACHE/vegeta-$VEGETA_VERSION/vegeta
 # The probe is built again whenever its source changes (its path names the source's hash).
 PROBE_SRC=$(dirname "${BASH_SOURCE[0]}")/wake-probe.c
 WAKE_PROBE=$CACHE/wake-probe-$(sha256sum "$PROBE_SRC" | cut -c1-16)/wake-probe
-[[ -x $WAKE_PROBE ]] || command -v cc >/dev/null || missing+=(gcc)
+OPEN_LOAD_SRC=$(dirname "${BASH_SOURCE[0]}")/open-load.c
+OPEN_LOAD=$CACHE/open-load-$(sha256sum "$OPEN_LOAD_SRC" | cut -c1-16)/open-load
+{ [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]]; } || command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]} > 0)); then
   [[ $(id -u) == 0 ]] || { echo "install ${missing[*]} (Debian packages) first" >&2; exit 1; }
   echo "installing Debian packages: ${missing[*]}" >&2
@@ -31,12 +35,16 @@ if [[ ! -x $VEGETA ]]; then
   echo "building vegeta $VEGETA_VERSION with go install" >&2
   GOBIN=$(dirname "$VEGETA") GOFLAGS=-mod=mod go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION" >&2
 fi
-if [[ ! -x $WAKE_PROBE ]]; then
-  mkdir -p "$(dirname "$WAKE_PROBE")"
-  cc -O2 -o "$WAKE_PROBE.tmp" "$PROBE_SRC" >&2
-  mv "$WAKE_PROBE.tmp" "$WAKE_PROBE"
-fi
+for pair in "$WAKE_PROBE:$PROBE_SRC" "$OPEN_LOAD:$OPEN_LOAD_SRC"; do
+  tool=${pair%%:*} src=${pair#*:}
+  if [[ ! -x $tool ]]; then
+    mkdir -p "$(dirname "$tool")"
+    cc -O2 -o "$tool.tmp" "$src" >&2
+    mv "$tool.tmp" "$tool"
+  fi
+done
 echo "WRK=$(command -v wrk)"
 echo "NGINX=$(command -v nginx || echo /usr/sbin/nginx)"
 echo "VEGETA=$VEGETA"
 echo "WAKE_PROBE=$WAKE_PROBE"
+echo "OPEN_LOAD=$OPEN_LOAD"

@@ -13,8 +13,9 @@
  * this process late (an idle virtual CPU wakes in its own time) is counted apart, as "late".
  * OUT_FILE gets a line a call, in the order they finished: "due_ns,status,latency_ns" (status 0:
  * no answer, a closed connection or the 10 s timeout). stdout gets one line:
- * "calls N ok N late N cpu_us N", where late counts calls this process woke to write more than
- * 1 ms after they were due and cpu_us is its own CPU time.
+ * "calls N ok N late N waited N cpu_us N", where late counts calls this process woke to write
+ * more than 1 ms after they were due, waited those that waited for a connection (the target
+ * fell behind the schedule) and cpu_us is its own CPU time.
  *
  * Answers are read by Content-Length, or to the end of a chunked body's last chunk.
  */
@@ -57,7 +58,7 @@ static Conn conns[MAX_CONNS];
 static int nconns;
 static int ep;
 static FILE *out;
-static long long calls, ok, late;
+static long long calls, ok, late, waited_calls;
 
 static long long now_ns(void) {
   struct timespec t;
@@ -121,7 +122,8 @@ static void send_on(int i, long long due, long long at, int waited) {
   c->due = due;
   c->from = waited ? due : at;
   c->used = 0;
-  if (!waited && at - due > 1000000) late++;
+  if (waited) waited_calls++;
+  else if (at - due > 1000000) late++;
   size_t at_byte = 0;
   while (at_byte < request_len) {
     ssize_t n = write(c->fd, request + at_byte, request_len - at_byte);
@@ -274,6 +276,6 @@ int main(int argc, char **argv) {
   getrusage(RUSAGE_SELF, &ru);
   long long cpu = (long long)ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec +
                   (long long)ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
-  printf("calls %lld ok %lld late %lld cpu_us %lld\n", calls, ok, late, cpu);
+  printf("calls %lld ok %lld late %lld waited %lld cpu_us %lld\n", calls, ok, late, waited_calls, cpu);
   return 0;
 }
