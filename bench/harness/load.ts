@@ -5,8 +5,9 @@ import type { GcDuring, SpansDuring } from './metrics-page';
 
 /**
  * The load generators of the benches, which cost little: wrk (closed model, maximum throughput)
- * and vegeta (open model, latency at a fixed arrival rate), each sending one scenario's request
- * to one target. Both are installed by bench/load/install.sh, which also names nginx.
+ * and vegeta (open model, latency at a fixed arrival rate), or in vegeta's place open-load (the
+ * same model in C, `--latency-generator open-load`), each sending one scenario's request to one
+ * target. All are installed by bench/load/install.sh, which also names nginx and the wake-up probe.
  */
 
 export type Tools = { WRK: string; VEGETA: string; NGINX: string; WAKE_PROBE: string; OPEN_LOAD: string };
