@@ -1,9 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
-  injectClient,
   startTestControlPlane,
   TEST_SECRET_KEY,
   type TestControlPlane,
@@ -11,6 +9,16 @@ import {
 import { pollUntil } from '../../test/helpers/poll';
 import { root } from '../../test/helpers/processes';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
+import {
+  cardHolders,
+  connect,
+  eventMaker,
+  type Json,
+  liveSeller,
+  payingCustomer,
+  SIGNING_SECRET,
+  stripeSignature,
+} from '../../test/helpers/stripe-seller';
 import { MovableClock } from '../src/clock';
 import { Ledger } from '../src/modules/ledger/service';
 
@@ -22,109 +30,8 @@ import { Ledger } from '../src/modules/ledger/service';
  * stripe-mock's own fixtures, signed with the SDK's test-header helper, posted to the endpoint.
  */
 const clock = new MovableClock(new Date('2026-06-01T09:00:00.000Z'));
-const SIGNING_SECRET = 'whsec_testsigningsecret0123456789';
-const signer = new Stripe('sk_test_signer');
-
-// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
-type Json = Record<string, any>;
-
 let fixtures: Record<string, Json> = {};
-let eventCount = 0;
-
-/** A Stripe event of `type` whose object is stripe-mock's fixture of `resource` with `fields` over it. */
-function event(type: string, resource: string, fields: Json): Json {
-  eventCount++;
-  return {
-    id: `evt_test_${eventCount}_${Date.now()}`,
-    object: 'event',
-    api_version: Stripe.API_VERSION,
-    created: Math.floor(clock.now().getTime() / 1000),
-    data: { object: { ...fixtures[resource], ...fields } },
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type,
-  };
-}
-
-async function liveSeller(harness: TestControlPlane, name: string) {
-  const { sandboxKey, liveKey, provider } = await harness.controlPlane.providers.create({
-    displayName: name,
-  });
-  const live = injectClient(harness.controlPlane, liveKey);
-  const post = async (body: Json, secret = SIGNING_SECRET) => {
-    const payload = JSON.stringify(body);
-    const response = await harness.controlPlane.app.inject({
-      method: 'POST',
-      url: `/v1/processors/stripe/webhooks/${provider.id}`,
-      headers: {
-        'content-type': 'application/json',
-        'stripe-signature': signer.webhooks.generateTestHeaderString({ payload, secret }),
-      },
-      payload,
-    });
-    return { status: response.statusCode, body: response.json() as Json };
-  };
-  const events = async (prefix: string) => {
-    const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
-      `SELECT type, payload FROM outbox_events WHERE provider_id = $1 AND environment = 'live' AND type LIKE $2
-        ORDER BY created_at, id`,
-      [provider.id, `${prefix}%`],
-    );
-    return rows.map((r) => ({ type: r.type, object: r.payload.data.object }));
-  };
-  const ledger = async (kind: string) => {
-    const { rows } = await harness.pool.query<{ account: string; amount: string }>(
-      `SELECT account, amount FROM ledger_entries WHERE provider_id = $1 AND environment = 'live' AND kind = $2
-        ORDER BY transaction_id, account`,
-      [provider.id, kind],
-    );
-    return rows.map((r) => [r.account, Number(r.amount)]);
-  };
-  return { provider, sandbox: injectClient(harness.controlPlane, sandboxKey), live, post, events, ledger };
-}
-
-async function connect(seller: Awaited<ReturnType<typeof liveSeller>>) {
-  const connected = await seller.live('PUT', '/v1/ui/processors/stripe', {
-    secretKey: 'sk_test_4eC39HqLyjWDarjtT1zdp7dc',
-    webhookSigningSecret: SIGNING_SECRET,
-  });
-  expect(connected.status).toBe(200);
-  return connected.body;
-}
-
-/** A live customer with a card stored at Stripe, and a paid monthly plan of 1000. */
-async function payingCustomer(seller: Awaited<ReturnType<typeof liveSeller>>) {
-  const product = (await seller.live('POST', '/v1/ui/products', { name: 'Weather' })).body;
-  const plan = (
-    await seller.live('POST', `/v1/ui/products/${product.id}/plans`, {
-      name: 'Pro',
-      type: 'recurring',
-      price: 1000,
-    })
-  ).body;
-  const customer = (await seller.live('POST', '/v1/sdk/customers', { email: 'ada@example.com' })).body
-    .reference;
-  const card = await seller.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
-    paymentMethod: 'pm_card_visa',
-  });
-  expect(card.status).toBe(201);
-  return { plan, customer, card: card.body };
-}
-
-/** `count` more live customers of `seller`, each with a card stored at Stripe. */
-async function cardHolders(seller: Awaited<ReturnType<typeof liveSeller>>, count: number) {
-  const customers: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const reference = (await seller.live('POST', '/v1/sdk/customers', {})).body.reference as string;
-    const card = await seller.live('POST', `/v1/sdk/customers/${reference}/payment-methods`, {
-      paymentMethod: 'pm_card_visa',
-    });
-    expect(card.status).toBe(201);
-    customers.push(reference);
-  }
-  return customers;
-}
+const event = eventMaker(clock, () => fixtures);
 
 describe('live payments through Stripe, payments succeeding', () => {
   let harness: TestControlPlane;
@@ -777,10 +684,7 @@ describe('live payments through Stripe, payments succeeding', () => {
       url: `/v1/processors/stripe/webhooks/${s.provider.id}`,
       headers: {
         'content-type': 'application/json',
-        'stripe-signature': signer.webhooks.generateTestHeaderString({
-          payload: JSON.stringify(event('payout.paid', 'payout', { amount: 1 })),
-          secret: SIGNING_SECRET,
-        }),
+        'stripe-signature': stripeSignature(JSON.stringify(event('payout.paid', 'payout', { amount: 1 }))),
       },
       payload: JSON.stringify(event('payout.paid', 'payout', { amount: 999_999 })),
     });
