@@ -112,6 +112,7 @@ export function buildMoney(d: MoneyDeps) {
     payouts,
     purchases,
     checkout,
+    journal,
     logger,
   );
   scheduler.addJob(() => payouts.payOutDue());

@@ -65,6 +65,46 @@ export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeR
   );
 }
 
+/**
+ * Writes a charge the processor announced, unrecorded, when it names a customer of the scope and
+ * no row holds its key yet. Answers the intent of the row that holds the key afterwards
+ * (undefined when none does: the customer is not the scope's).
+ */
+export async function learnProcessorCharge(
+  db: Queryable,
+  row: Omit<ProcessorChargeRow, 'status' | 'processor_refund' | 'failure_reason' | 'updated_at'>,
+): Promise<string | undefined> {
+  const inserted = await db.query<{ processor_payment_intent: string }>(
+    `INSERT INTO processor_charges (provider_id, environment, idempotency_key, attempt_key, customer_id, payment_id,
+                                    processor, processor_payment_intent, amount, currency, status, created_at, updated_at)
+     SELECT $1, $2, $3, $4, c.id, $6, $7, $8, $9, $10, 'unrecorded', $11, $11
+       FROM customers c WHERE c.id = $5 AND c.provider_id = $1 AND c.environment = $2
+     ON CONFLICT DO NOTHING
+     RETURNING processor_payment_intent`,
+    [
+      row.provider_id,
+      row.environment,
+      row.idempotency_key,
+      row.attempt_key,
+      row.customer_id,
+      row.payment_id,
+      row.processor,
+      row.processor_payment_intent,
+      row.amount,
+      row.currency,
+      row.created_at,
+    ],
+  );
+  if (inserted.rows[0] !== undefined) return inserted.rows[0].processor_payment_intent;
+  // Kept: a statement of its own, so a row committed while the insert waited on it is seen.
+  const { rows } = await db.query<{ processor_payment_intent: string }>(
+    `SELECT processor_payment_intent FROM processor_charges
+      WHERE provider_id = $1 AND environment = $2 AND idempotency_key = $3`,
+    [row.provider_id, row.environment, row.idempotency_key],
+  );
+  return rows[0]?.processor_payment_intent;
+}
+
 /** The charge as recorded by payment `paymentId`: answers whether an unrecorded row was there. */
 export async function markChargeRecorded(
   db: Queryable,

@@ -6,6 +6,7 @@ import {
   dueCharges,
   insertProcessorCharge,
   intentRecorded,
+  learnProcessorCharge,
   lockAttemptCharges,
   lockCharge,
   markChargeRecorded,
@@ -18,6 +19,18 @@ import type { Processors } from './processor';
 export const UNRECORDED_GRACE_MS = 60 * 60 * 1000;
 /** Charges one scheduler pass acts on at most. */
 const PASS_LIMIT = 50;
+
+/** A succeeded charge as the processor's event tells it, with the ids our charge gave it. */
+export interface LearnedCharge {
+  key: string;
+  attemptKey: string;
+  customerId: string;
+  paymentId: string;
+  processor: string;
+  processorPaymentIntent: string;
+  amount: number;
+  currency: string;
+}
 
 /** The key an attempt's charge is made with, and whether the journal already holds a charge of it. */
 export interface ChargeKey {
@@ -86,6 +99,32 @@ export class ChargeJournal {
         'charge journal write failed; the payment is recorded without it',
       );
     }
+  }
+
+  /**
+   * A succeeded charge the processor announced (its event) that no payment records: its event
+   * came before the payment's transaction committed, or the process that made the charge died
+   * between the processor's answer and the journal's write, the one gap `write` leaves. Written
+   * unrecorded in the caller's transaction unless the journal holds its key already, and then
+   * settled as any other: a retry of its attempt records it, or past the grace (counted from now,
+   * when the journal learns of it) the scheduler refunds it. Answers whether the journal holds
+   * this charge: false when its customer is not the provider's, or its key is another charge's.
+   */
+  async learn(tx: PoolClient, auth: AuthContext, charge: LearnedCharge): Promise<boolean> {
+    const held = await learnProcessorCharge(tx, {
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      idempotency_key: charge.key,
+      attempt_key: charge.attemptKey,
+      customer_id: charge.customerId,
+      payment_id: charge.paymentId,
+      processor: charge.processor,
+      processor_payment_intent: charge.processorPaymentIntent,
+      amount: charge.amount,
+      currency: charge.currency,
+      created_at: this.clock.now(),
+    });
+    return held === charge.processorPaymentIntent;
   }
 
   /** The charge recorded by payment `paymentId`, in the payment's transaction. */

@@ -233,6 +233,10 @@ export class PaymentService {
               payment: id,
               customer: request.customerId,
               reason: request.reason,
+              // So the processor's event for this charge can put it on the journal should this
+              // process die before it does (journal.ts, `learn`).
+              charge_key: key,
+              charge_attempt: attemptKey,
               ...(request.purchaseId === null ? {} : { purchase: request.purchaseId }),
               ...(request.invoiceId === undefined ? {} : { invoice: request.invoiceId }),
             },

@@ -6,6 +6,7 @@ import { DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { CheckoutService } from '../checkout/service';
 import type { DisputeService } from '../disputes/service';
+import type { ChargeJournal, LearnedCharge } from '../payments/journal';
 import type { RefundService } from '../payments/refunds';
 import { lockPaymentByIntent } from '../payments/repository';
 import type { PayoutService } from '../payouts/service';
@@ -36,6 +37,7 @@ export class StripeEvents {
     private readonly payouts: PayoutService,
     private readonly purchases: PurchaseService,
     private readonly checkout: CheckoutService,
+    private readonly journal: ChargeJournal,
     private readonly logger: Logger,
   ) {}
 
@@ -146,9 +148,15 @@ export class StripeEvents {
       case 'payment_intent.succeeded':
       case 'payment_intent.payment_failed': {
         // Charges are confirmed while we wait, so their outcome is already recorded; the event
-        // only confirms it. One we have no payment for is noted (reconciliation reports it).
+        // only confirms it. A succeeded one of ours that no payment records goes on the charge
+        // journal; any other we have no payment for is noted (reconciliation reports it).
         const payment = await lockPaymentByIntent(tx, auth, event.data.object.id);
-        if (payment === undefined) return { outcome: 'unmatched:payment' };
+        if (payment === undefined) {
+          const charge = event.type === 'payment_intent.succeeded' ? ourCharge(event.data.object) : undefined;
+          if (charge !== undefined && (await this.journal.learn(tx, auth, charge)))
+            return { outcome: 'applied' };
+          return { outcome: 'unmatched:payment' };
+        }
         const agrees = (payment.status === 'succeeded') === (event.type === 'payment_intent.succeeded');
         return { outcome: agrees ? 'applied' : `unmatched:payment_${payment.status}` };
       }
@@ -211,8 +219,34 @@ export class StripeEvents {
   }
 }
 
-const isText = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 255;
+const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 255;
 const isAmount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/**
+ * A succeeded PaymentIntent as the charge journal takes it, when our charge made it: its
+ * metadata names the journal's key and attempt (payments/service.ts), the key being the attempt's
+ * or one of its generations, and the attempt the purchase's or customer's it names.
+ */
+function ourCharge(intent: Stripe.PaymentIntent): LearnedCharge | undefined {
+  const metadata: Record<string, unknown> = intent.metadata ?? {};
+  const { charge_key: key, charge_attempt: attempt, customer, payment, purchase } = metadata;
+  if (!isText(key) || !isText(attempt) || !isText(customer) || !isText(payment)) return undefined;
+  const generation = key.startsWith(`${attempt}:g`) && /^[1-9]\d{0,5}$/.test(key.slice(attempt.length + 2));
+  if (key !== attempt && !generation) return undefined;
+  if (!attempt.startsWith(`${isText(purchase) ? purchase : customer}:`)) return undefined;
+  const amount = intent.amount_received > 0 ? intent.amount_received : intent.amount;
+  if (!isAmount(amount) || amount === 0 || !isText(intent.currency)) return undefined;
+  return {
+    key,
+    attemptKey: attempt,
+    customerId: customer,
+    paymentId: payment,
+    processor: 'stripe',
+    processorPaymentIntent: intent.id,
+    amount,
+    currency: intent.currency,
+  };
+}
 
 /** Whether the event's object has what its handler reads, with sane values. */
 function wellFormed(event: Stripe.Event): boolean {
