@@ -37,6 +37,22 @@ export async function lockAttemptCharges(
   return rows;
 }
 
+type NewCharge = Omit<ProcessorChargeRow, 'status' | 'processor_refund' | 'failure_reason' | 'updated_at'>;
+
+/** A charge's first ten columns, in the order both inserts below name them. */
+const chargeValues = (row: NewCharge) => [
+  row.provider_id,
+  row.environment,
+  row.idempotency_key,
+  row.attempt_key,
+  row.customer_id,
+  row.payment_id,
+  row.processor,
+  row.processor_payment_intent,
+  row.amount,
+  row.currency,
+];
+
 /** Writes a charge the processor made; a row already there for its key is kept as it is. */
 export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeRow): Promise<void> {
   await db.query(
@@ -46,16 +62,7 @@ export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeR
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT DO NOTHING`,
     [
-      row.provider_id,
-      row.environment,
-      row.idempotency_key,
-      row.attempt_key,
-      row.customer_id,
-      row.payment_id,
-      row.processor,
-      row.processor_payment_intent,
-      row.amount,
-      row.currency,
+      ...chargeValues(row),
       row.status,
       row.processor_refund,
       row.failure_reason,
@@ -70,10 +77,7 @@ export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeR
  * no row holds its key yet. Answers the intent of the row that holds the key afterwards
  * (undefined when none does: the customer is not the scope's).
  */
-export async function learnProcessorCharge(
-  db: Queryable,
-  row: Omit<ProcessorChargeRow, 'status' | 'processor_refund' | 'failure_reason' | 'updated_at'>,
-): Promise<string | undefined> {
+export async function learnProcessorCharge(db: Queryable, row: NewCharge): Promise<string | undefined> {
   const inserted = await db.query<{ processor_payment_intent: string }>(
     `INSERT INTO processor_charges (provider_id, environment, idempotency_key, attempt_key, customer_id, payment_id,
                                     processor, processor_payment_intent, amount, currency, status, created_at, updated_at)
@@ -81,22 +85,10 @@ export async function learnProcessorCharge(
        FROM customers c WHERE c.id = $5 AND c.provider_id = $1 AND c.environment = $2
      ON CONFLICT DO NOTHING
      RETURNING processor_payment_intent`,
-    [
-      row.provider_id,
-      row.environment,
-      row.idempotency_key,
-      row.attempt_key,
-      row.customer_id,
-      row.payment_id,
-      row.processor,
-      row.processor_payment_intent,
-      row.amount,
-      row.currency,
-      row.created_at,
-    ],
+    [...chargeValues(row), row.created_at],
   );
   if (inserted.rows[0] !== undefined) return inserted.rows[0].processor_payment_intent;
-  // Kept: a statement of its own, so a row committed while the insert waited on it is seen.
+  // A statement of its own: it sees a row committed while the insert waited on it.
   const { rows } = await db.query<{ processor_payment_intent: string }>(
     `SELECT processor_payment_intent FROM processor_charges
       WHERE provider_id = $1 AND environment = $2 AND idempotency_key = $3`,
