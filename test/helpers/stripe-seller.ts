@@ -72,7 +72,15 @@ export async function liveSeller(harness: TestControlPlane, name: string) {
     );
     return rows.map((r) => [r.account, Number(r.amount)]);
   };
-  return { provider, sandbox: injectClient(harness.controlPlane, sandboxKey), live, post, events, ledger };
+  return {
+    provider,
+    liveKey,
+    sandbox: injectClient(harness.controlPlane, sandboxKey),
+    live,
+    post,
+    events,
+    ledger,
+  };
 }
 
 export async function connect(seller: LiveSeller) {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { PoolClient } from '../../db/pool';
@@ -7,7 +8,13 @@ import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { type Ledger, recordMovement } from '../ledger/service';
 import type { Processors } from './processor';
-import { insertRefund, type PaymentRow, type RefundRow, refundedAmount } from './repository';
+import {
+  insertRefund,
+  lockRefundByProcessorId,
+  type PaymentRow,
+  type RefundRow,
+  refundedAmount,
+} from './repository';
 
 export interface RefundRequest {
   /** Minor units; undefined: everything still refundable. */
@@ -15,7 +22,18 @@ export interface RefundRequest {
   reason: string | null;
   metadata: Record<string, string>;
   source: RefundRow['source'];
+  /**
+   * The Idempotency-Key the request came with, if any. The processor is then asked with a key
+   * made of it and the payment, so a retry of a request whose transaction failed after the
+   * processor refunded (an error after the refund, the commit lost) gets that same refund back
+   * rather than a second one. Without it each request is a refund of its own, as at Stripe.
+   */
+  retryKey?: string | null;
 }
+
+/** The processor's key for a refund asked with `retryKey` (bounded: Stripe takes up to 255 characters). */
+const refundKeyOf = (paymentId: string, retryKey: string) =>
+  `${paymentId}:${createHash('sha256').update(retryKey).digest('base64url')}`;
 
 /**
  * Money going back to a customer through the processor, inside the caller's transaction (with
@@ -58,11 +76,21 @@ export class Refunder {
     }
     const id = newId(ID.refund);
     const processor = await this.processors.named(auth, payment.processor, tx);
+    const retried = request.retryKey !== undefined && request.retryKey !== null;
     const outcome = await processor.refund({
       processorPaymentIntent: payment.processor_payment_intent,
       amount,
-      idempotencyKey: id,
+      idempotencyKey: retried ? refundKeyOf(payment.id, request.retryKey as string) : id,
     });
+    // The processor answered a retry with a refund we hold: the request's first attempt
+    // committed (its stored answer since gone), and recording it again would count it twice.
+    if (retried) {
+      const held = await lockRefundByProcessorId(tx, auth, outcome.processorRefund);
+      if (held !== undefined)
+        throw new ConflictError('refund_already_made', `This request's refund was made already: ${held.id}`, {
+          refund: held.id,
+        });
+    }
     const refund: RefundRow = {
       id,
       provider_id: auth.providerId,

@@ -64,7 +64,8 @@ export class RefundService {
     private readonly refunder: Refunder,
   ) {}
 
-  async refund(auth: AuthContext, input: typeof RefundCreate.static) {
+  /** `retryKey`: the request's Idempotency-Key, if it came with one (refunder.ts). */
+  async refund(auth: AuthContext, input: typeof RefundCreate.static, retryKey: string | null = null) {
     if (input.providerId !== undefined && input.providerId !== auth.providerId) {
       throw new ValidationError([
         { path: '/providerId', message: 'is not the provider of this API key', location: 'body' },
@@ -89,6 +90,7 @@ export class RefundService {
         reason: input.reason ?? null,
         metadata: input.metadata ?? {},
         source: 'request',
+        retryKey,
       });
       const purchase =
         refund.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
@@ -212,7 +214,8 @@ export function refundRoutes(refunds: RefundService) {
           response: { 202: Refund, 409: Problem, 422: Problem, ...errorResponses },
         },
       },
-      async (request, reply) => reply.status(202).send(await refunds.refund(authOf(request), request.body)),
+      async (request, reply) =>
+        reply.status(202).send(await refunds.refund(authOf(request), request.body, request.idempotencyKey)),
     );
   };
 }
