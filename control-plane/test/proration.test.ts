@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
-import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+import { Ledger } from '../src/modules/ledger/service';
+import { SANDBOX_CARDS, SandboxProcessor } from '../src/modules/payments/processor';
 
 /**
  * Plan switches mid-period with the clock walked: the old plan's unused paid time is credited on
@@ -175,6 +176,36 @@ describe('a plan switch in the middle of a paid period', () => {
     expect(types.filter((t) => t === 'purchase.refunded')).toHaveLength(0);
     const refundTx = (await s.api('GET', '/v1/ui/transactions?type=refund&limit=10')).body.data;
     expect(refundTx.map((t: Json) => t.amount)).toEqual([-1726]);
+  });
+
+  it('refunds the unused time once when a switch that failed past the refund is sent again', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Retried downgrade');
+    const pro = await s.plan({ name: 'Pro', type: 'recurring', price: 6000 });
+    const basic = await s.plan({ name: 'Basic', type: 'recurring', price: 3000, setupFee: 500 });
+    const customer = await s.customer();
+    const first = (await s.activate(customer, pro)).body.purchaseRef as string;
+    const [paid] = await s.paymentsOf(first);
+    at('2026-03-05T00:00:00.000Z');
+    const asked = vi.spyOn(SandboxProcessor.prototype, 'refund');
+    // The processor refunds 1726 (as above); the switch's transaction fails after it.
+    const failing = vi
+      .spyOn(Ledger.prototype, 'recordRefund')
+      .mockRejectedValueOnce(new Error('commit lost'));
+    try {
+      expect((await s.activate(customer, basic)).status).toBeGreaterThanOrEqual(500);
+    } finally {
+      failing.mockRestore();
+    }
+    expect(await s.refunds(paid.id)).toEqual([]);
+    const retried = await s.activate(customer, basic);
+    expect(retried.body).toMatchObject({ status: 'activated', proration: { refunded: 1726 } });
+    // Asked twice under one key: the processor answers the retry with the first refund.
+    const keys = asked.mock.calls.map(([r]) => r.idempotencyKey);
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726]);
+    asked.mockRestore();
   });
 
   it('refunds all of it on a switch to a free plan, never more than the payment still holds', async () => {

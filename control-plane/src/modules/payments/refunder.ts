@@ -23,10 +23,12 @@ export interface RefundRequest {
   metadata: Record<string, string>;
   source: RefundRow['source'];
   /**
-   * The Idempotency-Key the request came with, if any. The processor is then asked with a key
-   * made of it and the payment, so a retry of a request whose transaction failed after the
-   * processor refunded (an error after the refund, the commit lost) gets that same refund back
-   * rather than a second one. Without it each request is a refund of its own, as at Stripe.
+   * What names this refund across retries, if anything does: the Idempotency-Key a refund
+   * request came with, or for unused time the purchase whose period ended (proration.ts). The
+   * processor is then asked with a key made of it and the payment, so a retry whose transaction
+   * failed after the processor refunded (an error after the refund, the commit lost) gets that
+   * same refund back rather than a second one. Without it each refund is one of its own, as at
+   * Stripe.
    */
   retryKey?: string | null;
 }

@@ -112,6 +112,11 @@ export async function refundUnusedTime(
         ? { purchase: ending.from, cancelled: 'now' }
         : { purchase: ending.from, switchedTo: ending.to },
     source: 'proration',
+    // A purchase's period ends early once: a retry of the switch or cancellation after a failure
+    // past the processor's refund (its transaction rolled back) gets the same refund back. The
+    // amount is in it so that another way of ending the period, for another amount, is not
+    // answered with the first one's refund.
+    retryKey: `proration:${ending.from}:${amount}`,
   });
   // A processor that settles at once has its outcome now; the sandbox's settle later.
   if (refund.status !== 'pending') await refunder.close(tx, auth, refund, unused.payment, false);
