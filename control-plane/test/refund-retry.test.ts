@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
-import { connect, liveSeller, payingCustomer } from '../../test/helpers/stripe-seller';
+import { activatedPurchase, liveSeller } from '../../test/helpers/stripe-seller';
 import { Ledger } from '../src/modules/ledger/service';
 import { SANDBOX_CARDS, SandboxProcessor } from '../src/modules/payments/processor';
 
@@ -136,12 +136,7 @@ describe('a refund retried under its Idempotency-Key', () => {
 describe('a refund retried under its Idempotency-Key, through Stripe', () => {
   it('asks Stripe with the same key on the retry, so Stripe answers it with the first refund', async () => {
     const s = await liveSeller(harness, 'Refund retried');
-    await connect(s);
-    const { plan, customer } = await payingCustomer(s);
-    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
-      .body.purchaseRef as string;
-    const payment = (await harness.pool.query('SELECT id FROM payments WHERE purchase_id = $1', [purchase]))
-      .rows[0].id as string;
+    const { payment } = await activatedPurchase(harness, s);
     const refund = () =>
       harness.controlPlane.app.inject({
         method: 'POST',

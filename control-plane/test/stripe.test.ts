@@ -10,6 +10,7 @@ import { pollUntil } from '../../test/helpers/poll';
 import { root } from '../../test/helpers/processes';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import {
+  activatedPurchase,
   cardHolders,
   connect,
   eventMaker,
@@ -361,12 +362,7 @@ describe('live payments through Stripe, payments succeeding', () => {
 
   it('refunds through Stripe: pending until Stripe says; a failed refund brings the money back, once', async () => {
     const s = await liveSeller(harness, 'Refunding');
-    await connect(s);
-    const { plan, customer } = await payingCustomer(s);
-    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
-      .body.purchaseRef as string;
-    const payment = (await harness.pool.query('SELECT id FROM payments WHERE purchase_id = $1', [purchase]))
-      .rows[0].id as string;
+    const { payment } = await activatedPurchase(harness, s);
     const from = mock.requests.length;
     const refund = await s.live('POST', '/v1/ui/transactions/refunds', {
       originalTransactionId: payment,
@@ -428,15 +424,7 @@ describe('live payments through Stripe, payments succeeding', () => {
 
   it('maps disputes: opened then lost, and a close that arrives before its opening', async () => {
     const s = await liveSeller(harness, 'Disputed');
-    await connect(s);
-    const { plan, customer } = await payingCustomer(s);
-    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
-      .body.purchaseRef as string;
-    const intent = (
-      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
-        purchase,
-      ])
-    ).rows[0].processor_payment_intent as string;
+    const { intent } = await activatedPurchase(harness, s);
 
     const base = {
       id: 'du_test_lost',
@@ -509,15 +497,7 @@ describe('live payments through Stripe, payments succeeding', () => {
 
   it('applies a dispute once when its opening, review and close arrive at the same moment', async () => {
     const s = await liveSeller(harness, 'Disputed at once');
-    await connect(s);
-    const { plan, customer } = await payingCustomer(s);
-    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
-      .body.purchaseRef as string;
-    const intent = (
-      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
-        purchase,
-      ])
-    ).rows[0].processor_payment_intent as string;
+    const { intent } = await activatedPurchase(harness, s);
     const base = {
       id: 'du_test_race',
       payment_intent: intent,
@@ -597,15 +577,7 @@ describe('live payments through Stripe, payments succeeding', () => {
 
   it('reconciles the ledger with Stripe balance transactions, reporting differences, by API and admin command', async () => {
     const s = await liveSeller(harness, 'Reconciled');
-    await connect(s);
-    const { plan, customer } = await payingCustomer(s);
-    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
-      .body.purchaseRef as string;
-    const intent = (
-      await harness.pool.query('SELECT processor_payment_intent FROM payments WHERE purchase_id = $1', [
-        purchase,
-      ])
-    ).rows[0].processor_payment_intent as string;
+    const { intent } = await activatedPurchase(harness, s);
     const from = new Date(clock.now().getTime() - 3_600_000).toISOString();
     const to = new Date(clock.now().getTime() + 3_600_000).toISOString();
     const before = mock.requests.length;

@@ -124,3 +124,24 @@ export async function cardHolders(seller: LiveSeller, count: number) {
   }
   return customers;
 }
+
+/**
+ * A connected seller's customer who activated the paid plan, paid at Stripe: the purchase, and
+ * its first payment with the PaymentIntent Stripe made for it.
+ */
+export async function activatedPurchase(harness: TestControlPlane, seller: LiveSeller) {
+  await connect(seller);
+  const { plan, customer } = await payingCustomer(seller);
+  const activated = await seller.live('POST', '/v1/sdk/activate', {
+    customerRef: customer,
+    planRef: plan.id,
+  });
+  expect(activated.body).toMatchObject({ status: 'activated' });
+  const purchase = activated.body.purchaseRef as string;
+  const { rows } = await harness.pool.query<{ id: string; processor_payment_intent: string }>(
+    'SELECT id, processor_payment_intent FROM payments WHERE purchase_id = $1',
+    [purchase],
+  );
+  const payment = rows[0] as { id: string; processor_payment_intent: string };
+  return { plan, customer, purchase, payment: payment.id, intent: payment.processor_payment_intent };
+}
