@@ -77,6 +77,18 @@ async function seller(name: string) {
   return { api, plan, customer, setCard, activate, invoices, refunds, paymentsOf, eventTypes, use };
 }
 
+/** On March 1, a customer on Pro (6000 a month), paid, and a Basic plan (3000, setup 500) to switch to. */
+async function proCustomer(name: string) {
+  at('2026-03-01T00:00:00.000Z');
+  const s = await seller(name);
+  const pro = await s.plan({ name: 'Pro', type: 'recurring', price: 6000 });
+  const basic = await s.plan({ name: 'Basic', type: 'recurring', price: 3000, setupFee: 500 });
+  const customer = await s.customer();
+  const first = (await s.activate(customer, pro)).body.purchaseRef as string;
+  const [paid] = await s.paymentsOf(first);
+  return { s, pro, basic, customer, first, paid };
+}
+
 describe('a plan switch in the middle of a paid period', () => {
   it('credits the unused time of an upgrade on the new invoice, and the P&L earns each plan for its days', async () => {
     at('2026-03-01T00:00:00.000Z');
@@ -123,13 +135,7 @@ describe('a plan switch in the middle of a paid period', () => {
   });
 
   it('refunds the credit a downgrade cannot use, once, however many times the switch is sent', async () => {
-    at('2026-03-01T00:00:00.000Z');
-    const s = await seller('Downgrader');
-    const pro = await s.plan({ name: 'Pro', type: 'recurring', price: 6000 });
-    const basic = await s.plan({ name: 'Basic', type: 'recurring', price: 3000, setupFee: 500 });
-    const customer = await s.customer();
-    const first = (await s.activate(customer, pro)).body.purchaseRef as string;
-    const [paid] = await s.paymentsOf(first);
+    const { s, basic, customer, first, paid } = await proCustomer('Downgrader');
 
     // March 5: 4 days used, 27 left. Unused: 6000 × 27/31 = 5225.81 → 5226. The new invoice's
     // charges are 3000 + 500 = 3500, so 3500 is applied and 1726 goes back to the Pro payment.
@@ -179,13 +185,7 @@ describe('a plan switch in the middle of a paid period', () => {
   });
 
   it('refunds the unused time once when a switch that failed past the refund is sent again', async () => {
-    at('2026-03-01T00:00:00.000Z');
-    const s = await seller('Retried downgrade');
-    const pro = await s.plan({ name: 'Pro', type: 'recurring', price: 6000 });
-    const basic = await s.plan({ name: 'Basic', type: 'recurring', price: 3000, setupFee: 500 });
-    const customer = await s.customer();
-    const first = (await s.activate(customer, pro)).body.purchaseRef as string;
-    const [paid] = await s.paymentsOf(first);
+    const { s, basic, customer, paid } = await proCustomer('Retried downgrade');
     at('2026-03-05T00:00:00.000Z');
     const asked = vi.spyOn(SandboxProcessor.prototype, 'refund');
     // The processor refunds 1726 (as above); the switch's transaction fails after it.
