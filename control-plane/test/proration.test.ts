@@ -74,7 +74,19 @@ async function seller(name: string) {
     const recorded = await api('POST', '/v1/sdk/usages', { customerRef, productRef: product.id, units });
     expect(recorded.status).toBe(202);
   };
-  return { api, plan, customer, setCard, activate, invoices, refunds, paymentsOf, eventTypes, use };
+  return {
+    key: sandboxKey,
+    api,
+    plan,
+    customer,
+    setCard,
+    activate,
+    invoices,
+    refunds,
+    paymentsOf,
+    eventTypes,
+    use,
+  };
 }
 
 /** On March 1, a customer on Pro (6000 a month), paid, and a Basic plan (3000, setup 500) to switch to. */
@@ -185,7 +197,7 @@ describe('a plan switch in the middle of a paid period', () => {
   });
 
   it('refunds the unused time once when a switch that failed past the refund is sent again', async () => {
-    const { s, basic, customer, paid } = await proCustomer('Retried downgrade');
+    const { s, basic, customer, first, paid } = await proCustomer('Retried downgrade');
     at('2026-03-05T00:00:00.000Z');
     const asked = vi.spyOn(SandboxProcessor.prototype, 'refund');
     // The processor refunds 1726 (as above); the switch's transaction fails after it.
@@ -206,6 +218,16 @@ describe('a plan switch in the middle of a paid period', () => {
     expect(keys[1]).toBe(keys[0]);
     expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726]);
     asked.mockRestore();
+    // A client's own Idempotency-Key never names the service's: one spelled like it is a refund
+    // of its own.
+    const asClient = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: '/v1/ui/transactions/refunds',
+      headers: { authorization: `Bearer ${s.key}`, 'idempotency-key': `proration:${first}:1726` },
+      payload: { originalTransactionId: paid.id, refundAmount: 1726 },
+    });
+    expect(asClient.statusCode).toBe(202);
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726, 1726]);
   });
 
   it('refunds all of it on a switch to a free plan, never more than the payment still holds', async () => {

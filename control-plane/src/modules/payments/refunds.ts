@@ -90,7 +90,8 @@ export class RefundService {
         reason: input.reason ?? null,
         metadata: input.metadata ?? {},
         source: 'request',
-        retryKey,
+        // Apart from the keys the service makes itself (proration's), whatever the client sends.
+        retryKey: retryKey === null ? null : `request:${retryKey}`,
       });
       const purchase =
         refund.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
