@@ -54,11 +54,15 @@ export class Counter {
   }
 }
 
-/** Seconds; buckets from 50 µs to 30 s suit both the proxy's own time and an origin's. */
+/**
+ * Seconds; buckets from 50 µs to 30 s suit both the proxy's own time and an origin's. 2 ms is
+ * the latency objective's threshold (deploy/prometheus/mcpmeter-rules.yml): a good-events ratio
+ * needs its threshold to be a bound.
+ */
 export class Histogram {
   static readonly BUCKETS = [
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-    30,
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+    5, 10, 30,
   ];
   private readonly counts = new Array<number>(Histogram.BUCKETS.length).fill(0);
   private sum = 0;

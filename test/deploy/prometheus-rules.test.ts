@@ -36,8 +36,8 @@ async function exec(file: string, args: string[]) {
   );
 }
 
-/** The names of the series on a proxy's metrics page with every part present (counters at zero). */
-function pageSeries(): Set<string> {
+/** A proxy's metrics page with every part present (counters at zero). */
+function proxyPage(): string {
   const metrics = new ProxyMetrics();
   const page = metrics.render({
     gatekeeper: { stats: { decisions: { admitted: 0 }, graceUnreported: 0 } },
@@ -60,8 +60,13 @@ function pageSeries(): Set<string> {
     inflight: 0,
   } as unknown as Parameters<ProxyMetrics['render']>[0]);
   metrics.close();
+  return page;
+}
+
+/** The names of the series on a proxy's metrics page. */
+function pageSeries(): Set<string> {
   const names = new Set<string>();
-  for (const line of page.split('\n'))
+  for (const line of proxyPage().split('\n'))
     if (line !== '' && !line.startsWith('#')) names.add(line.slice(0, line.search(/[{ ]/)));
   return names;
 }
@@ -89,5 +94,17 @@ describe('the Prometheus rules', () => {
     expect(read.size).toBeGreaterThan(4);
     const page = pageSeries();
     expect([...read].filter((name) => !page.has(name))).toEqual([]);
+  });
+
+  it("count good events at a bucket bound the proxy's histograms have", () => {
+    // A threshold between bounds would match no series, and the objective would read all bad.
+    const bounds = new Set<string>();
+    for (const [, name, le] of readFileSync(rules, 'utf8').matchAll(
+      /\b(mcpmeter_[a-z_]+_bucket)\{[^}]*le="([^"]+)"/g,
+    ))
+      bounds.add(`${name}{le="${le}"}`);
+    expect([...bounds]).toContain('mcpmeter_proxy_added_seconds_bucket{le="0.002"}');
+    const page = proxyPage();
+    expect([...bounds].filter((bound) => !page.includes(`${bound} `))).toEqual([]);
   });
 });
