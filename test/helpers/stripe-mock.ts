@@ -1,6 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,8 @@ export interface StripeRequest {
   /** The form body, flattened as Stripe encodes it (`metadata[purchase]`, …). */
   params: Record<string, string>;
   status: number;
+  /** The id of the object Stripe answered with, if it answered one. */
+  answered: string | undefined;
 }
 
 export type PaymentsAnswer = 'succeed' | 'refused';
@@ -52,7 +54,15 @@ type Fixtures = { resources: Record<string, Record<string, unknown>> };
  * the relay sends to. `refunds: 'pending'` leaves refunds pending in both.
  */
 export async function startStripeMock(
-  options: { payments?: PaymentsAnswer; refunds?: 'pending' | 'succeeded' } = {},
+  options: {
+    payments?: PaymentsAnswer;
+    refunds?: 'pending' | 'succeeded';
+    /**
+     * Answer a request whose Idempotency-Key was answered before with that same answer, as Stripe
+     * does (stripe-mock itself makes a new object each time).
+     */
+    replayKeys?: boolean;
+  } = {},
   attempt = 1,
 ): Promise<StripeMock> {
   const { stdout } = await run('bash', [join(root, 'test', 'stripe', 'install.sh')], { timeout: 600_000 });
@@ -102,6 +112,7 @@ export async function startStripeMock(
   let current: PaymentsAnswer = options.payments ?? 'refused';
 
   const requests: StripeRequest[] = [];
+  const answers = new Map<string, { status: number; headers: IncomingHttpHeaders; body: Buffer }>();
   let holding = false;
   let waiting: Array<() => void> = [];
   const relay = createServer((incoming, outgoing) => {
@@ -123,16 +134,29 @@ export async function startStripeMock(
           headers: { ...incoming.headers, host: `127.0.0.1:${port}` },
         },
         (answer) => {
-          const key = incoming.headers['idempotency-key'];
-          requests.push({
-            method: incoming.method ?? '',
-            path: (incoming.url ?? '').split('?')[0] ?? '',
-            idempotencyKey: Array.isArray(key) ? key[0] : key,
-            params: Object.fromEntries(new URLSearchParams(body.toString('utf8'))),
-            status: answer.statusCode ?? 0,
+          const parts: Buffer[] = [];
+          answer.on('data', (chunk: Buffer) => parts.push(chunk));
+          answer.on('end', () => {
+            const header = incoming.headers['idempotency-key'];
+            const key = Array.isArray(header) ? header[0] : header;
+            const replayed = key === undefined || !options.replayKeys ? undefined : answers.get(key);
+            const sent = replayed ?? {
+              status: answer.statusCode ?? 502,
+              headers: answer.headers,
+              body: Buffer.concat(parts),
+            };
+            if (key !== undefined && options.replayKeys && replayed === undefined) answers.set(key, sent);
+            requests.push({
+              method: incoming.method ?? '',
+              path: (incoming.url ?? '').split('?')[0] ?? '',
+              idempotencyKey: key,
+              params: Object.fromEntries(new URLSearchParams(body.toString('utf8'))),
+              status: sent.status,
+              answered: answeredId(sent.body),
+            });
+            outgoing.writeHead(sent.status, sent.headers);
+            outgoing.end(sent.body);
           });
-          outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(outgoing);
         },
       );
       forward.on('error', () => outgoing.writeHead(502).end());
@@ -197,4 +221,14 @@ export async function startStripeMock(
       rmSync(work, { recursive: true, force: true });
     },
   };
+}
+
+/** The `id` of a JSON object answered, if any. */
+function answeredId(body: Buffer): string | undefined {
+  try {
+    const id = (JSON.parse(body.toString('utf8')) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
