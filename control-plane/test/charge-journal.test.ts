@@ -123,6 +123,7 @@ describe('the charge journal', () => {
         processorPaymentIntent: charge?.processor_payment_intent,
         amount: 2000,
         idempotencyKey: `unrecorded:${customer}:${id}:0`,
+        metadata: { charge_key: `${customer}:${id}:0` },
       },
     ]);
     // The sandbox settles a refund on the next pass.

@@ -178,6 +178,8 @@ export class ChargeJournal {
         processorPaymentIntent: row.processor_payment_intent,
         amount: row.amount,
         idempotencyKey: `unrecorded:${key}`,
+        // No payment of ours: its events stay unmatched, which only the journal expects.
+        metadata: { charge_key: key },
       });
       const status =
         refund.status === 'pending'

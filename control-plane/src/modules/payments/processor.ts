@@ -95,6 +95,8 @@ export interface PaymentProcessor {
     processorPaymentIntent: string;
     amount: number;
     idempotencyKey: string;
+    /** Kept with the refund at the processor and sent back in its events (refunder.ts). */
+    metadata: Record<string, string>;
   }): Promise<RefundResult>;
   /** Where a pending refund stands now; `pending` while the processor has not decided. */
   settleRefund(
@@ -203,7 +205,12 @@ export class SandboxProcessor implements PaymentProcessor {
   }
 
   /** Sandbox refunds are pending until the next scheduler pass settles them. */
-  async refund(request: { processorPaymentIntent: string; amount: number; idempotencyKey: string }) {
+  async refund(request: {
+    processorPaymentIntent: string;
+    amount: number;
+    idempotencyKey: string;
+    metadata: Record<string, string>;
+  }) {
     const fails = request.processorPaymentIntent.startsWith(`pi_sandbox_${REFUND_FAILS}`);
     return {
       status: 'pending' as const,

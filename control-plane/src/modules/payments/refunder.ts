@@ -7,7 +7,7 @@ import type { AuthContext } from '../../tenancy';
 import { disputedAmount } from '../disputes/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { type Ledger, recordMovement } from '../ledger/service';
-import type { Processors } from './processor';
+import type { Processors, RefundResult } from './processor';
 import {
   insertRefund,
   lockRefundByProcessorId,
@@ -83,6 +83,7 @@ export class Refunder {
       processorPaymentIntent: payment.processor_payment_intent,
       amount,
       idempotencyKey: retried ? refundKeyOf(payment.id, request.retryKey as string) : id,
+      metadata: processorMetadata(payment, request),
     });
     // The processor answered a retry with a refund we hold: the request's first attempt
     // committed (its stored answer since gone), and recording it again would count it twice.
@@ -93,6 +94,23 @@ export class Refunder {
           refund: held.id,
         });
     }
+    return this.record(tx, auth, payment, { ...request, id, amount, at }, outcome);
+  }
+
+  /**
+   * A refund the processor made, on the books: its row, the money out of the balance (unless it
+   * failed at once) and payment.refund_pending. `open` records the refunds it asks for; a refund
+   * whose own transaction failed after the processor made it is recorded from the processor's
+   * event (refunds.ts).
+   */
+  async record(
+    tx: PoolClient,
+    auth: AuthContext,
+    payment: PaymentRow,
+    request: Omit<RefundRequest, 'amount' | 'retryKey'> & { id: string; amount: number; at: Date },
+    outcome: RefundResult,
+  ): Promise<RefundRow> {
+    const { id, amount, at } = request;
     const refund: RefundRow = {
       id,
       provider_id: auth.providerId,
@@ -163,6 +181,22 @@ export class Refunder {
     }
     await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund), at });
   }
+}
+
+/**
+ * What the processor keeps with a refund and sends back in its events: our payment, who asked
+ * (a provider's request or a plan switch), and the request's reason. It is the same on every
+ * retry of a request (Stripe refuses a key reused with other parameters), and it is what lets a
+ * refund whose transaction failed after the processor made it be recorded from the event
+ * (processors/events.ts). The reason is at most 500 characters (RefundCreate), Stripe's limit for
+ * a metadata value.
+ */
+export function processorMetadata(payment: PaymentRow, request: RefundRequest): Record<string, string> {
+  return {
+    payment: payment.id,
+    refund_source: request.source,
+    ...(request.reason === null ? {} : { refund_reason: request.reason }),
+  };
 }
 
 /** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */

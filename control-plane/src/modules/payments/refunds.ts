@@ -1,3 +1,4 @@
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
@@ -144,21 +145,69 @@ export class RefundService {
 
   /**
    * A refund's outcome as the processor reports it in an event (Stripe's refund.updated),
-   * inside the caller's transaction: a pending refund settles; one already settled is left as it
-   * is. Answers the purchase a full refund revoked, to publish after commit.
+   * inside the caller's transaction: a pending refund settles; one already settled, or an
+   * outcome still pending, leaves it as it is. A refund we do not hold that the processor made
+   * for a provider's request on our payment (`made`, from the refund's metadata) is recorded:
+   * its request's transaction failed after the processor refunded, and the money has left.
+   * Answers the purchase a full refund revoked, to publish after commit.
    */
   async settleFromProcessor(
     tx: PoolClient,
     auth: AuthContext,
     processorRefund: string,
-    outcome: { status: 'succeeded' | 'failed'; failureReason?: string | undefined },
+    outcome: { status: 'pending' | 'succeeded' | 'failed'; failureReason?: string | undefined },
+    made?: MadeRefund,
   ): Promise<{ found: boolean; purchase?: PurchaseRow | undefined }> {
-    const refund = await lockRefundByProcessorId(tx, auth, processorRefund);
+    const { status, failureReason } = outcome;
+    let refund = await lockRefundByProcessorId(tx, auth, processorRefund);
+    let payment: PaymentRow | undefined;
+    // A failed refund moved no money: its request's error said all there is.
+    if (refund === undefined && made !== undefined && status !== 'failed') {
+      payment = await lockPayment(tx, auth, made.paymentId);
+      if (!madeOf(payment, made)) return { found: false };
+      // With the payment locked, a request still making this refund has committed or failed.
+      refund = await lockRefundByProcessorId(tx, auth, processorRefund);
+      if (refund === undefined) return this.recordMade(tx, auth, payment, processorRefund, made, status);
+    }
     if (refund === undefined) return { found: false };
-    if (refund.status !== 'pending') return { found: true };
-    const payment = await lockPayment(tx, auth, refund.payment_id);
+    if (status === 'pending' || refund.status !== 'pending') return { found: true };
+    payment ??= await lockPayment(tx, auth, refund.payment_id);
     if (payment === undefined) throw new Error(`refund ${refund.id} has no payment ${refund.payment_id}`);
-    return { found: true, purchase: await this.settle(tx, auth, refund, payment, outcome) };
+    return { found: true, purchase: await this.settle(tx, auth, refund, payment, { status, failureReason }) };
+  }
+
+  /**
+   * Records a refund the processor made for a request whose transaction then failed, as that
+   * request would have: the refund, the money out of the balance, its events, and the
+   * purchase revoked when it returns the whole payment. Beyond what is still refundable here
+   * it is left to reconciliation (found: false), as any refund that does not add up.
+   */
+  private async recordMade(
+    tx: PoolClient,
+    auth: AuthContext,
+    payment: PaymentRow,
+    processorRefund: string,
+    made: MadeRefund,
+    status: 'pending' | 'succeeded',
+  ): Promise<{ found: boolean; purchase?: PurchaseRow | undefined }> {
+    if (made.amount > (await this.refunder.refundable(tx, payment))) return { found: false };
+    const refund = await this.refunder.record(
+      tx,
+      auth,
+      payment,
+      {
+        id: newId(ID.refund),
+        amount: made.amount,
+        at: this.clock.now(),
+        reason: made.reason,
+        metadata: {},
+        source: 'request',
+      },
+      { status, processorRefund },
+    );
+    const purchase =
+      refund.status === 'pending' ? undefined : await this.finish(tx, auth, refund, payment, false);
+    return { found: true, purchase };
   }
 
   private async settle(
@@ -200,6 +249,26 @@ export class RefundService {
     });
   }
 }
+
+/**
+ * A refund the processor made for a provider's request on our payment, as its metadata names it
+ * (refunder.ts `processorMetadata`): read from the processor's event, in our vocabulary.
+ */
+export interface MadeRefund {
+  paymentId: string;
+  processorPaymentIntent: string;
+  /** Minor units, positive. */
+  amount: number;
+  currency: string;
+  reason: string | null;
+}
+
+/** Whether `payment` is the succeeded payment the processor's refund returns money of. */
+const madeOf = (payment: PaymentRow | undefined, made: MadeRefund): payment is PaymentRow =>
+  payment !== undefined &&
+  payment.status === 'succeeded' &&
+  payment.processor_payment_intent === made.processorPaymentIntent &&
+  payment.currency === made.currency.toLowerCase();
 
 export function refundRoutes(refunds: RefundService) {
   return async (app: App) => {

@@ -7,7 +7,7 @@ import type { AuthContext } from '../../tenancy';
 import type { CheckoutService } from '../checkout/service';
 import type { DisputeService } from '../disputes/service';
 import type { ChargeJournal, LearnedCharge } from '../payments/journal';
-import type { RefundService } from '../payments/refunds';
+import type { MadeRefund, RefundService } from '../payments/refunds';
 import { lockPaymentByIntent } from '../payments/repository';
 import type { PayoutService } from '../payouts/service';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
@@ -165,12 +165,15 @@ export class StripeEvents {
     }
   }
 
-  /** A refund's status at Stripe: a pending one of ours settles (refunded, or failed with the money back). */
+  /**
+   * A refund's status at Stripe: a pending one of ours settles (refunded, or failed with the
+   * money back); one a provider's request made whose transaction failed after Stripe refunded is
+   * recorded (refunds.ts).
+   */
   private async refundMoved(tx: PoolClient, auth: AuthContext, refund: Stripe.Refund): Promise<Applied> {
-    const { status, failureReason } = refundStatus(refund);
-    if (status === 'pending') return { outcome: 'applied' };
-    const settled = await this.refunds.settleFromProcessor(tx, auth, refund.id, { status, failureReason });
-    if (!settled.found) return { outcome: 'unmatched:refund' };
+    const outcome = refundStatus(refund);
+    const settled = await this.refunds.settleFromProcessor(tx, auth, refund.id, outcome, madeRefund(refund));
+    if (!settled.found) return { outcome: outcome.status === 'pending' ? 'applied' : 'unmatched:refund' };
     return { outcome: 'applied', purchases: settled.purchase === undefined ? [] : [settled.purchase] };
   }
 
@@ -245,6 +248,29 @@ function ourCharge(intent: Stripe.PaymentIntent): LearnedCharge | undefined {
     processorPaymentIntent: intent.id,
     amount,
     currency: intent.currency,
+  };
+}
+
+/**
+ * A Stripe Refund as a provider's refund request made it: its metadata names our payment and
+ * the request as its source (refunder.ts `processorMetadata`), with a positive amount. A plan
+ * switch's refunds are left to the switch's own retry, and the journal's to the journal.
+ */
+function madeRefund(refund: Stripe.Refund): MadeRefund | undefined {
+  const metadata: Record<string, unknown> = refund.metadata ?? {};
+  const { payment, refund_source: source, refund_reason: reason } = metadata;
+  if (!isText(payment) || source !== 'request') return undefined;
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) return undefined;
+  const intent =
+    typeof refund.payment_intent === 'string' ? refund.payment_intent : refund.payment_intent?.id;
+  if (!isText(intent) || !isAmount(refund.amount) || refund.amount === 0 || !isText(refund.currency))
+    return undefined;
+  return {
+    paymentId: payment,
+    processorPaymentIntent: intent,
+    amount: refund.amount,
+    currency: refund.currency,
+    reason: reason ?? null,
   };
 }
 

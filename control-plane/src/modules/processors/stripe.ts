@@ -208,10 +208,15 @@ export class StripeProcessor implements PaymentProcessor {
     processorPaymentIntent: string;
     amount: number;
     idempotencyKey: string;
+    metadata: Record<string, string>;
   }): Promise<RefundResult> {
     try {
       const refund = await this.stripe.refunds.create(
-        { payment_intent: request.processorPaymentIntent, amount: request.amount },
+        {
+          payment_intent: request.processorPaymentIntent,
+          amount: request.amount,
+          metadata: request.metadata,
+        },
         { idempotencyKey: `refund:${request.idempotencyKey}` },
       );
       return { ...refundStatus(refund), processorRefund: refund.id };
