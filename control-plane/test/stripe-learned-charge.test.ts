@@ -1,7 +1,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
+import { metadataOf, type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import {
   connect,
   eventMaker,
@@ -37,15 +37,6 @@ afterAll(async () => {
   await mock?.close();
 });
 afterEach(() => vi.restoreAllMocks());
-
-/** The metadata a charge request carried to Stripe (`metadata[key]` form fields). */
-function metadataOf(params: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(params)
-      .filter(([name]) => name.startsWith('metadata['))
-      .map(([name, value]) => [name.slice('metadata['.length, -1), value]),
-  );
-}
 
 /** The PaymentIntent Stripe made for a charge request, as its `payment_intent.succeeded` tells it. */
 const succeeded = (intent: string, metadata: Record<string, string>, fields: Json = {}) =>

@@ -1,7 +1,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
+import { metadataOf, type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import {
   activatedPurchase,
   eventMaker,
@@ -70,14 +70,6 @@ const chargeRefunded = (intent: string, refund: Json) =>
     amount_refunded: refund.amount,
     refunds: { object: 'list', data: [refund], has_more: false },
   });
-
-/** The metadata a refund request carried to Stripe (`metadata[key]` form fields). */
-const metadataOf = (params: Record<string, string>) =>
-  Object.fromEntries(
-    Object.entries(params)
-      .filter(([name]) => name.startsWith('metadata['))
-      .map(([name, value]) => [name.slice('metadata['.length, -1), value]),
-  );
 
 const refundsOf = async (payment: string) =>
   (

@@ -232,3 +232,12 @@ function answeredId(body: Buffer): string | undefined {
     return undefined;
   }
 }
+
+/** The metadata a request carried to Stripe, from its form fields (`metadata[key]`). */
+export function metadataOf(params: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(params)
+      .filter(([name]) => name.startsWith('metadata['))
+      .map(([name, value]) => [name.slice('metadata['.length, -1), value]),
+  );
+}
