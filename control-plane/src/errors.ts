@@ -85,6 +85,7 @@ export const ERROR_STATUS = {
   no_top_up: 409,
   refund_exceeds_payment: 409,
   refund_already_made: 409,
+  early_end_unfinished: 409,
   dispute_exists: 409,
   dispute_closed: 409,
   dispute_exceeds_payment: 409,

@@ -61,7 +61,7 @@ export function buildMoney(d: MoneyDeps) {
   const journal = new ChargeJournal(paying, clock, processors, logger, d.journalPool);
   const payments = new PaymentService(paying, clock, processors, ledger, disputes, journal, logger);
   const invoicing = new Invoicing(clock, payments, d.reader);
-  const refunder = new Refunder(clock, processors, ledger);
+  const refunder = new Refunder(clock, processors, ledger, d.journalPool, logger);
   const checkoutSessions = new CheckoutSessions(d.pool, clock, d.publicUrl);
   const purchases = new PurchaseService(
     paying,

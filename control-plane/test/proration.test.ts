@@ -101,6 +101,16 @@ async function proCustomer(name: string) {
   return { s, pro, basic, customer, first, paid };
 }
 
+/** Sends `change` with the ledger failing after the processor refunded: its transaction rolls back. */
+async function failPastRefund(change: () => Promise<{ status: number }>) {
+  const failing = vi.spyOn(Ledger.prototype, 'recordRefund').mockRejectedValueOnce(new Error('commit lost'));
+  try {
+    expect((await change()).status).toBeGreaterThanOrEqual(500);
+  } finally {
+    failing.mockRestore();
+  }
+}
+
 describe('a plan switch in the middle of a paid period', () => {
   it('credits the unused time of an upgrade on the new invoice, and the P&L earns each plan for its days', async () => {
     at('2026-03-01T00:00:00.000Z');
@@ -228,6 +238,86 @@ describe('a plan switch in the middle of a paid period', () => {
     });
     expect(asClient.statusCode).toBe(202);
     expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726, 1726]);
+  });
+
+  it('refunds once from the first attempt’s moment when a failed switch is sent again an hour later', async () => {
+    const { s, basic, customer, paid } = await proCustomer('Late retry');
+    at('2026-03-05T00:00:00.000Z');
+    const asked = vi.spyOn(SandboxProcessor.prototype, 'refund');
+    await failPastRefund(() => s.activate(customer, basic));
+    expect(await s.refunds(paid.id)).toEqual([]);
+    // An hour on, 647 of 744 hours are left: counted now, 6000 × 647/744 = 5217.74 → 5218 and a
+    // refund of 1718 under another key, a second refund at the processor. Counted from the
+    // failed attempt's moment, the preview and the switch are the first attempt's.
+    at('2026-03-05T01:00:00.000Z');
+    const preview = await s.api('POST', '/v1/sdk/activate/preview', {
+      customerRef: customer,
+      planRef: basic,
+    });
+    expect(preview.body).toMatchObject({ credit: 5226, refund: 1726, dueNow: 0 });
+    // Sent four times at once: one switches, the others find it done.
+    const retried = await Promise.all(Array.from({ length: 4 }, () => s.activate(customer, basic)));
+    expect(retried.map((r) => r.body.status).sort()).toEqual([
+      'activated',
+      'already_active',
+      'already_active',
+      'already_active',
+    ]);
+    expect(retried.find((r) => r.body.status === 'activated')?.body).toMatchObject({
+      proration: { credit: 5226, refunded: 1726 },
+    });
+    const keys = asked.mock.calls.map(([r]) => r.idempotencyKey);
+    asked.mockRestore();
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726]);
+  });
+
+  it('refuses another ending of the purchase until the failed one is finished, within the hold', async () => {
+    const { s, pro, basic, customer, first, paid } = await proCustomer('Changed mind');
+    const mini = await s.plan({ name: 'Mini', type: 'recurring', price: 1000 });
+    at('2026-03-05T00:00:00.000Z');
+    await failPastRefund(() => s.activate(customer, basic));
+    at('2026-03-05T00:30:00.000Z');
+    // The customer holds 1726 of the unused time. A switch to Mini would refund 5226 − 1000 =
+    // 4226, a cancellation now 5226 and one without a refund nothing: each is refused, the
+    // preview too, and nothing is charged or ended.
+    const refused = [
+      await s.activate(customer, mini),
+      await s.api('POST', '/v1/sdk/activate/preview', { customerRef: customer, planRef: mini }),
+      await s.api('POST', `/v1/sdk/purchases/${first}/cancel`, { prorate: true }),
+      await s.api('POST', `/v1/sdk/purchases/${first}/cancel`, {}),
+    ];
+    for (const answer of refused) {
+      expect(answer.status).toBe(409);
+      expect(answer.body).toMatchObject({
+        code: 'early_end_unfinished',
+        refunded: 1726,
+        ending: 'a switch to Basic',
+      });
+    }
+    expect((await s.api('GET', `/v1/sdk/purchases/${first}`)).body).toMatchObject({
+      status: 'active',
+      planRef: pro,
+    });
+    expect(await s.refunds(paid.id)).toEqual([]);
+    // The failed switch sent again finishes it: one refund, and the purchase ended.
+    expect((await s.activate(customer, basic)).body).toMatchObject({ proration: { refunded: 1726 } });
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726]);
+  });
+
+  it('lets any ending go ahead once the hold is over', async () => {
+    const { s, customer, basic, first, paid } = await proCustomer('Past the hold');
+    at('2026-03-05T00:00:00.000Z');
+    await failPastRefund(() => s.activate(customer, basic));
+    // 12 hours on, Stripe would soon forget the key: the cancellation counts from now (26.5 of
+    // 31 days left: 6000 × 636/744 = 5129.03 → 5129), and the failed attempt's refund is left to
+    // the daily reconciliation.
+    at('2026-03-05T12:00:00.001Z');
+    const cancelled = await s.api('POST', `/v1/sdk/purchases/${first}/cancel`, { prorate: true });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.refund.amount).toBe(5129);
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([5129]);
   });
 
   it('refunds all of it on a switch to a free plan, never more than the payment still holds', async () => {

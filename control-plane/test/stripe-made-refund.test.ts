@@ -262,3 +262,40 @@ async function waitForLockWaiter() {
   }
   throw new Error('the event never waited for the payment');
 }
+
+describe('a plan switch whose transaction failed after Stripe refunded its unused time', () => {
+  it('is finished by the same switch an hour later: one refund at Stripe, recorded once', async () => {
+    const s = await liveSeller(harness, 'Switch lost');
+    clock.set(new Date('2026-06-01T09:00:00.000Z'));
+    const bought = await activatedPurchase(harness, s);
+    const lite = (
+      await s.live('POST', `/v1/ui/products/${bought.plan.productId}/plans`, {
+        name: 'Lite',
+        type: 'recurring',
+        price: 200,
+      })
+    ).body.id as string;
+    // June 6, 09:00: 600 of 720 hours left, 1000 × 600/720 = 833.33 → 833; Lite's 200 is paid by
+    // it, and 633 goes back through Stripe. The ledger fails after Stripe refunded.
+    clock.set(new Date('2026-06-06T09:00:00.000Z'));
+    const from = mock.requests.length;
+    const switchToLite = () =>
+      s.live('POST', '/v1/sdk/activate', { customerRef: bought.customer, planRef: lite });
+    vi.spyOn(Ledger.prototype, 'recordRefund').mockRejectedValueOnce(new Error('commit lost'));
+    expect((await switchToLite()).status).toBe(500);
+    expect(await refundsOf(bought.payment)).toEqual([]);
+    // An hour later the unused time counted now would be 832 (another amount, another key).
+    clock.set(new Date('2026-06-06T10:00:00.000Z'));
+    const retried = await switchToLite();
+    expect(retried.body).toMatchObject({ status: 'activated', proration: { credit: 833, refunded: 633 } });
+    const asked = mock.requests.slice(from).filter((r) => r.path === '/v1/refunds');
+    expect(asked.map((r) => [r.params.amount, r.status])).toEqual([
+      ['633', 200],
+      ['633', 200],
+    ]);
+    expect(asked[1]?.idempotencyKey).toBe(asked[0]?.idempotencyKey);
+    expect(await refundsOf(bought.payment)).toMatchObject([
+      { amount: 633, source: 'proration', processor_refund: asked[0]?.answered },
+    ]);
+  });
+});

@@ -521,7 +521,7 @@ export interface paths {
         put?: never;
         /**
          * Activate a plan for a customer (switches plans within a product)
-         * @description Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. Takes an Idempotency-Key.
+         * @description Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.
          */
         post: operations["activatePlan"];
         delete?: never;
@@ -1137,7 +1137,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel now (with prorate, refunding unused time), or at period end with atPeriodEnd
-         * @description Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). Takes an Idempotency-Key.
+         * @description Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). After a switch of it that failed past its refund, 409 `early_end_unfinished` until that switch is sent again (or 12 hours pass). Takes an Idempotency-Key.
          */
         post: operations["cancelPurchase"];
         delete?: never;

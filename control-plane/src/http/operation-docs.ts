@@ -64,7 +64,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/ui/settings': 'The provider’s settings for the environment of the key.',
   'PATCH /v1/ui/settings': 'Changes the provider’s settings; only the fields sent change.',
   'POST /v1/sdk/activate':
-    'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. Takes an Idempotency-Key.',
+    'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.',
   'POST /v1/sdk/activate/preview':
     'What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`), `dueNow` and `refund`. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.',
   'POST /v1/sdk/purchases/:ref/cancel/preview':
@@ -74,7 +74,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/purchases/:ref':
     'A purchase: its plan, status and current period, and a cancellation if one is scheduled.',
   'POST /v1/sdk/purchases/:ref/cancel':
-    'Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). Takes an Idempotency-Key.',
+    'Cancels a purchase now, or with `atPeriodEnd` at the end of the paid period (it stays active until then and can be reactivated). Cancelling now with `prorate` refunds the unused time of a paid period to the card that paid it (`refund` in the answer; preview it first). After a switch of it that failed past its refund, 409 `early_end_unfinished` until that switch is sent again (or 12 hours pass). Takes an Idempotency-Key.',
   'POST /v1/sdk/purchases/:ref/reactivate':
     'Takes back a cancellation scheduled for the period end, as if it had never been asked. A purchase already canceled gets 409 `invalid_transition`. Takes an Idempotency-Key.',
   'POST /v1/sdk/customers/:ref/payment-methods':

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ID, newId } from '@mcp-meter/contracts/kit';
+import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import type { PoolClient } from '../../db/pool';
+import type { PoolClient, Queryable } from '../../db/pool';
 import { ConflictError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { disputedAmount } from '../disputes/repository';
@@ -31,6 +31,12 @@ export interface RefundRequest {
    * Stripe.
    */
   retryKey?: string | null;
+  /**
+   * What the caller keeps of a refund the processor made (not one that failed at once), written
+   * as soon as the processor answers and committed whatever the caller's transaction then does:
+   * on the journal's own connections when the service has them, else in the transaction.
+   */
+  keep?: ((db: Queryable, made: RefundResult) => Promise<void>) | undefined;
 }
 
 /** The processor's key for a refund asked with `retryKey` (bounded: Stripe takes up to 255 characters). */
@@ -47,6 +53,9 @@ export class Refunder {
     private readonly clock: Clock,
     private readonly processors: Processors,
     private readonly ledger: Ledger,
+    /** The charge journal's connections (see payments/journal.ts), for `RefundRequest.keep`. */
+    private readonly own?: Queryable | undefined,
+    private readonly logger?: Logger | undefined,
   ) {}
 
   /** What of a payment can still be refunded: neither refunded yet nor held by a dispute. */
@@ -85,6 +94,7 @@ export class Refunder {
       idempotencyKey: retried ? refundKeyOf(payment.id, request.retryKey as string) : id,
       metadata: processorMetadata(payment, request),
     });
+    if (request.keep !== undefined && outcome.status !== 'failed') await this.keep(tx, request.keep, outcome);
     // The processor answered a retry with a refund we hold: the request's first attempt
     // committed (its stored answer since gone), and recording it again would count it twice.
     if (retried) {
@@ -95,6 +105,16 @@ export class Refunder {
         });
     }
     return this.record(tx, auth, payment, { ...request, id, amount, at }, outcome);
+  }
+
+  private async keep(tx: PoolClient, keep: NonNullable<RefundRequest['keep']>, made: RefundResult) {
+    if (this.own === undefined) return keep(tx, made);
+    try {
+      await keep(this.own, made);
+    } catch (error) {
+      // A safety net for a failure after this point, not the refund's record: the refund goes on.
+      this.logger?.error({ err: error, refund: made.processorRefund }, 'refund keep write failed');
+    }
   }
 
   /**

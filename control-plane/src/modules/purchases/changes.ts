@@ -10,7 +10,7 @@ import { findPlan, settingsOf } from '../plans/repository';
 import { isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import { firstPeriod } from './periods';
-import { prorationLines, type UnusedTime, unusedTimeOf } from './proration';
+import { finishesHeldEnd, heldEarlyEnd, prorationLines, type UnusedTime, unusedTimeOf } from './proration';
 import { findPurchase, lockLivePurchase } from './repository';
 
 /** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
@@ -149,9 +149,14 @@ export class PlanChanges {
       const current = await lockLivePurchase(tx, customer.id, product.id);
       if (current?.plan_id === plan.id)
         throw new ConflictError('invalid_transition', `Customer already has plan ${plan.id}`);
+      // As the change will count it: from a failed attempt's moment when one refunded.
+      const held = await heldEarlyEnd(tx, auth, current, at);
       const unused =
-        current === undefined ? undefined : await unusedTimeOf(tx, auth, this.refunder, current, at);
+        current === undefined
+          ? undefined
+          : await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? at);
       const terms = switchTerms(move, firstCharges(settings, at), unused);
+      finishesHeldEnd(held, terms.refund);
       return {
         currency: settings.currency,
         prorationDate: at.toISOString(),
@@ -174,7 +179,9 @@ export class PlanChanges {
       if (purchase === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
       if (!['active', 'trialing', 'past_due', 'pending'].includes(purchase.status))
         throw new ConflictError('invalid_transition', `Purchase ${purchase.id} is ${purchase.status}`);
-      const unused = await unusedTimeOf(tx, auth, this.refunder, purchase, at);
+      const held = await heldEarlyEnd(tx, auth, purchase, at);
+      const unused = await unusedTimeOf(tx, auth, this.refunder, purchase, held?.prorated_at ?? at);
+      finishesHeldEnd(held, unused?.amount ?? 0);
       return {
         currency: purchase.currency,
         prorationDate: at.toISOString(),

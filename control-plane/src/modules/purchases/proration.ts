@@ -1,11 +1,17 @@
 import { prorate } from '@mcp-meter/contracts/pricing';
 import type { PoolClient } from '../../db/pool';
+import { ConflictError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
 import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';
 import { findPlan } from '../plans/repository';
-import type { PurchaseRow } from './repository';
+import {
+  type EarlyEndRefundRow,
+  heldEarlyEndRefund,
+  holdEarlyEndRefund,
+  type PurchaseRow,
+} from './repository';
 
 /**
  * The credit a plan switch gives for the unused time of the old plan's paid period: its base
@@ -88,9 +94,52 @@ export function prorationLines(unused: UnusedTime, charges: number): { lines: St
 }
 
 /**
+ * How long a refund made for ending a purchase early holds the moment it was counted from, for a
+ * retry of an ending whose transaction failed after the processor refunded: well inside the 24
+ * hours Stripe keeps an idempotency key, so the retry's refund is still answered with the first.
+ */
+export const EARLY_END_HOLD_MS = 12 * 60 * 60_000;
+
+/**
+ * The refund the processor made for ending `purchase` early within the hold, by an attempt whose
+ * transaction then failed (one that committed ended the purchase, and nothing ends it again). An
+ * ending of it now counts unused time from that attempt's moment, not from `at`: the credit, the
+ * invoice and the refund come out as the first attempt's, and the refund is asked for under the
+ * same key, so the processor answers with the refund it made (in the customer's favour by the
+ * time between the attempts, at most the hold).
+ */
+export async function heldEarlyEnd(
+  tx: PoolClient,
+  auth: AuthContext,
+  purchase: PurchaseRow | undefined,
+  now: Date,
+): Promise<EarlyEndRefundRow | undefined> {
+  if (purchase === undefined) return undefined;
+  return heldEarlyEndRefund(tx, auth, purchase.id, new Date(now.getTime() - EARLY_END_HOLD_MS));
+}
+
+/**
+ * 409 `early_end_unfinished` when another ending than the held one's would refund another amount
+ * (a switch to another plan, a cancellation without a refund): the customer has the held refund,
+ * and this ending would either refund more than the unused time or leave that refund off the
+ * books. Sending the failed ending again finishes it; after the hold any ending goes ahead.
+ * Checked before anything is charged.
+ */
+export function finishesHeldEnd(held: EarlyEndRefundRow | undefined, refund: number): void {
+  if (held === undefined || held.amount === refund) return;
+  throw new ConflictError(
+    'early_end_unfinished',
+    `Ending this purchase by ${held.ending} failed after ${held.amount} ${held.currency} was refunded ` +
+      `for its unused time; send that change again to finish it (this one would refund ${refund})`,
+    { refunded: held.amount, processorRefund: held.processor_refund, ending: held.ending },
+  );
+}
+
+/**
  * Returns the part of the credit no invoice absorbed to the card that paid the old period, as a
  * refund like any other (source `proration`, which revokes nothing); nothing when it is zero.
- * `ending` names what ended the period early: a switch to another purchase, or cancelling now.
+ * `ending` names what ended the period early, and when: a switch to another purchase, or
+ * cancelling now.
  */
 export async function refundUnusedTime(
   tx: PoolClient,
@@ -98,7 +147,7 @@ export async function refundUnusedTime(
   refunder: Pick<Refunder, 'open' | 'close'>,
   unused: UnusedTime,
   amount: number,
-  ending: { from: string; to: string; toPlan: string } | { from: string; cancelled: true },
+  ending: { from: string; at: Date } & ({ to: string; toPlan: string } | { cancelled: true }),
 ): Promise<RefundRow | undefined> {
   if (amount <= 0) return undefined;
   const refund = await refunder.open(tx, auth, unused.payment, {
@@ -117,6 +166,20 @@ export async function refundUnusedTime(
     // amount is in it so that another way of ending the period, for another amount, is not
     // answered with the first one's refund.
     retryKey: `proration:${ending.from}:${amount}`,
+    // Kept apart from this transaction: should it fail after the processor refunded, a retry
+    // finds the moment and the amount (heldEarlyEnd).
+    keep: (db, made) =>
+      holdEarlyEndRefund(db, {
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        purchase_id: ending.from,
+        prorated_at: unused.from,
+        amount,
+        currency: unused.payment.currency,
+        processor_refund: made.processorRefund,
+        ending: 'cancelled' in ending ? 'cancelling it now' : `a switch to ${ending.toPlan}`,
+        created_at: ending.at,
+      }),
   });
   // A processor that settles at once has its outcome now; the sandbox's settle later.
   if (refund.status !== 'pending') await refunder.close(tx, auth, refund, unused.payment, false);

@@ -302,3 +302,54 @@ export async function findCardPaidPurchase(
   );
   return rows[0];
 }
+
+/** A refund the processor made for a purchase's period ended early (migration 052). */
+export interface EarlyEndRefundRow {
+  provider_id: string;
+  environment: string;
+  purchase_id: string;
+  prorated_at: Date;
+  amount: number;
+  currency: string;
+  processor_refund: string;
+  ending: string;
+  created_at: Date;
+}
+
+/** Keeps the first refund made for ending a purchase early; a later one for it keeps the first. */
+export async function holdEarlyEndRefund(db: Queryable, row: EarlyEndRefundRow): Promise<void> {
+  await db.query(
+    `INSERT INTO early_end_refunds (provider_id, environment, purchase_id, prorated_at, amount, currency,
+                                    processor_refund, ending, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     ON CONFLICT DO NOTHING`,
+    [
+      row.provider_id,
+      row.environment,
+      row.purchase_id,
+      row.prorated_at,
+      row.amount,
+      row.currency,
+      row.processor_refund,
+      row.ending,
+      row.created_at,
+    ],
+  );
+}
+
+/** The refund made for ending the purchase early, when it was made since `since`. */
+export async function heldEarlyEndRefund(
+  db: Queryable,
+  scope: { providerId: string; environment: string },
+  purchaseId: string,
+  since: Date,
+): Promise<EarlyEndRefundRow | undefined> {
+  const { rows } = await db.query<EarlyEndRefundRow>(
+    `SELECT provider_id, environment, purchase_id, prorated_at, amount, currency,
+            processor_refund, ending, created_at
+       FROM early_end_refunds
+      WHERE provider_id = $1 AND environment = $2 AND purchase_id = $3 AND created_at >= $4`,
+    [scope.providerId, scope.environment, purchaseId, since],
+  );
+  return rows[0];
+}

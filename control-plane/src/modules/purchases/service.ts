@@ -26,7 +26,7 @@ import {
 } from './changes';
 import { EntitlementPublisher } from './entitlements';
 import { endsMidPeriod, firstPeriod } from './periods';
-import { refundUnusedTime, unusedTimeOf } from './proration';
+import { finishesHeldEnd, heldEarlyEnd, refundUnusedTime, unusedTimeOf } from './proration';
 import {
   findPurchase,
   insertPurchase,
@@ -309,9 +309,13 @@ export class PurchaseService {
         return { status: 'already_active' as const, rows: [current] };
       const changed: PurchaseRow[] = [];
       const now = this.clock.now();
-      // A switch away from a paid period credits its unused time (read before it ends).
+      // A switch away from a paid period credits its unused time (read before it ends), from the
+      // moment of a failed attempt that refunded some of it, if one did.
+      const held = await heldEarlyEnd(tx, auth, current, now);
       const unused =
-        current === undefined ? undefined : await unusedTimeOf(tx, auth, this.refunder, current, prorationAt);
+        current === undefined
+          ? undefined
+          : await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? prorationAt);
       if (current !== undefined)
         changed.push(
           await this.apply(tx, auth, current, 'superseded', {
@@ -323,6 +327,7 @@ export class PurchaseService {
       let invoiceId: string | null = null;
       const terms = switchTerms(move, firstCharges(settings, created.period_start), unused);
       const refund = terms.refund;
+      finishesHeldEnd(held, refund);
       if (move === 'start_pending') {
         // The first invoice: the period's price plus the setup fee, less any unused time of the
         // old plan, on the customer's card.
@@ -343,6 +348,7 @@ export class PurchaseService {
           ? undefined
           : await refundUnusedTime(tx, auth, this.refunder, unused, refund, {
               from: current?.id ?? '',
+              at: now,
               to: created.id,
               toPlan: settings.name,
             });
@@ -408,10 +414,12 @@ export class PurchaseService {
         return { row: scheduled, refund: undefined };
       }
       // Read before the period ends: an ended purchase has no unused time.
+      const held = await heldEarlyEnd(tx, auth, current, this.clock.now());
       const unused =
         options.prorate === true
-          ? await unusedTimeOf(tx, auth, this.refunder, current, prorationAt)
+          ? await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? prorationAt)
           : undefined;
+      finishesHeldEnd(held, unused?.amount ?? 0);
       const ended = await this.apply(tx, auth, current, 'cancel_now', {
         ended_at: this.clock.now(),
         final_usage_due: endsMidPeriod(current, this.clock.now()),
@@ -421,6 +429,7 @@ export class PurchaseService {
           ? undefined
           : await refundUnusedTime(tx, auth, this.refunder, unused, unused.amount, {
               from: current.id,
+              at: this.clock.now(),
               cancelled: true,
             });
       return { row: ended, refund: refunded };
