@@ -306,6 +306,19 @@ describe('a plan switch in the middle of a paid period', () => {
     expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([1726]);
   });
 
+  it('refunds once when a cancellation that failed past its refund is sent again two hours later', async () => {
+    const { s, first, paid } = await proCustomer('Late cancel');
+    at('2026-03-05T00:00:00.000Z');
+    const cancel = () => s.api('POST', `/v1/sdk/purchases/${first}/cancel`, { prorate: true });
+    await failPastRefund(cancel);
+    // Counted now it would be 6000 × 646/744 = 5209.68 → 5210; from the failed attempt, 5226.
+    at('2026-03-05T02:00:00.000Z');
+    const retried = await cancel();
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ status: 'cancelled', refund: { amount: 5226 } });
+    expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([5226]);
+  });
+
   it('lets any ending go ahead once the hold is over', async () => {
     const { s, customer, basic, first, paid } = await proCustomer('Past the hold');
     at('2026-03-05T00:00:00.000Z');
