@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { inTransaction } from '../src/db/pool';
 import { CreditService } from '../src/modules/credits/service';
-import { UNRECORDED_GRACE_MS } from '../src/modules/payments/journal';
+import { type ChargeJournal, UNRECORDED_GRACE_MS } from '../src/modules/payments/journal';
 import { SANDBOX_CARDS, SandboxProcessor } from '../src/modules/payments/processor';
 
 /**
@@ -97,6 +98,41 @@ describe('the charge journal', () => {
     await age(customer, 2 * UNRECORDED_GRACE_MS);
     await harness.controlPlane.chargeJournal.runDue();
     expect(refunds).not.toHaveBeenCalled();
+  });
+
+  it('asks a retry as the first attempt asked, and charges anew under the next key for another amount', async () => {
+    const { customer, id, pay } = await session();
+    const charges = vi.spyOn(SandboxProcessor.prototype, 'charge');
+    await payRolledBack(pay);
+    const [unrecorded] = await journalOf(customer);
+    const first = charges.mock.calls[0]?.[0];
+    const { rows } = await harness.pool.query<{ provider_id: string }>(
+      'SELECT provider_id FROM customers WHERE id = $1',
+      [customer],
+    );
+    const auth = { providerId: rows[0]?.provider_id as string, environment: 'sandbox' as const };
+    const journal = harness.controlPlane.chargeJournal as ChargeJournal;
+    const keyFor = (amount: number) =>
+      inTransaction(harness.pool, (tx) =>
+        journal.keyFor(tx, auth, `${customer}:${id}:0`, { amount, currency: 'usd' }),
+      );
+    // The same amount: the unrecorded charge's key, payment id and metadata, as Stripe wants them.
+    expect(await keyFor(2000)).toEqual({
+      key: `${customer}:${id}:0`,
+      journaled: true,
+      asked: { paymentId: unrecorded?.payment_id, metadata: first?.metadata },
+    });
+    expect(first?.metadata).toMatchObject({
+      payment: unrecorded?.payment_id,
+      charge_key: `${customer}:${id}:0`,
+    });
+    // Another amount is another charge: the next generation's key; the unrecorded one waits for
+    // its refund past the grace.
+    expect(await keyFor(2100)).toEqual({ key: `${customer}:${id}:0:g1`, journaled: false });
+    // The retry itself is asked with the first attempt's parameters and records its payment id.
+    expect((await pay()).status).toBe(200);
+    expect(charges.mock.calls[1]?.[0]).toEqual(first);
+    expect((await paymentsOf(customer)).map((p) => p.id)).toEqual([unrecorded?.payment_id]);
   });
 
   it('journals a charge recorded at once as recorded, by its payment', async () => {

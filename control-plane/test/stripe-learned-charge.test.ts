@@ -11,6 +11,7 @@ import {
   payingCustomer,
 } from '../../test/helpers/stripe-seller';
 import { MovableClock } from '../src/clock';
+import { Ledger } from '../src/modules/ledger/service';
 import { ChargeJournal, UNRECORDED_GRACE_MS } from '../src/modules/payments/journal';
 
 /**
@@ -28,7 +29,7 @@ const event = eventMaker(clock, () => fixtures);
 let harness: TestControlPlane;
 let mock: StripeMock;
 beforeAll(async () => {
-  mock = await startStripeMock({ payments: 'succeed' });
+  mock = await startStripeMock({ payments: 'succeed', replayKeys: true });
   fixtures = mock.fixtures;
   harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock, stripeApiUrl: mock.url });
 }, 600_000);
@@ -221,5 +222,54 @@ describe("a charge the journal learns from Stripe's event", () => {
     expect((await s.post(failed)).body.outcome).toBe('unmatched:payment');
     expect(await journalOf(customer)).toEqual([]);
     expect(await journalOf(stranger)).toEqual([]);
+  });
+});
+
+describe('a renewal whose transaction rolled back after Stripe charged', () => {
+  it('is recorded by the next pass, which asks Stripe again with the same key and parameters', async () => {
+    const s = await liveSeller(harness, 'Renewal lost');
+    await connect(s);
+    const { plan, customer } = await payingCustomer(s);
+    const purchase = (await s.live('POST', '/v1/sdk/activate', { customerRef: customer, planRef: plan.id }))
+      .body.purchaseRef as string;
+    const periodEnd = new Date((await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body.periodEnd);
+    clock.set(new Date(periodEnd.getTime() + 60_000));
+    const from = mock.requests.length;
+    const renewals = () =>
+      mock.requests
+        .slice(from)
+        .filter((r) => r.path === '/v1/payment_intents' && r.params['metadata[purchase]'] === purchase);
+    // The renewal's transaction fails after Stripe charged: its invoice and payment roll back.
+    // (Other tests' purchases renew in the same pass, as they will.)
+    const record = Ledger.prototype.recordPayment;
+    let failed = false;
+    vi.spyOn(Ledger.prototype, 'recordPayment').mockImplementation(function (this: Ledger, ...args) {
+      if (failed || args[2].customerId !== customer) return record.apply(this, args);
+      failed = true;
+      return Promise.reject(new Error('commit lost'));
+    });
+    await expect(harness.controlPlane.scheduler.runDue()).rejects.toThrow('commit lost');
+    vi.restoreAllMocks();
+    expect(renewals()).toHaveLength(1);
+    expect((await journalOf(customer)).map((c) => c.status)).toEqual(['recorded', 'unrecorded']);
+    // The next pass renews again under the attempt's key. Stripe compares the parameters with
+    // the first request's (a reused key with others is an idempotency_error): the same amount and
+    // metadata, the payment and invoice ids the first attempt gave it included.
+    await harness.controlPlane.scheduler.runDue();
+    const asked = renewals();
+    expect(asked.map((r) => [r.idempotencyKey, r.status])).toEqual([
+      [`charge:${purchase}:${periodEnd.toISOString()}:0`, 200],
+      [`charge:${purchase}:${periodEnd.toISOString()}:0`, 200],
+    ]);
+    expect(asked[1]?.params).toEqual(asked[0]?.params);
+    const renewal = (await paymentsOf(customer)).filter(
+      (p) => p.id === asked[0]?.params['metadata[payment]'],
+    );
+    expect(renewal).toEqual([expect.objectContaining({ status: 'succeeded' })]);
+    expect((await journalOf(customer)).map((c) => c.status)).toEqual(['recorded', 'recorded']);
+    expect((await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({ status: 'active' });
+    expect(new Date((await s.live('GET', `/v1/sdk/purchases/${purchase}`)).body.periodStart)).toEqual(
+      periodEnd,
+    );
   });
 });

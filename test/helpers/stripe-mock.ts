@@ -59,7 +59,8 @@ export async function startStripeMock(
     refunds?: 'pending' | 'succeeded';
     /**
      * Answer a request whose Idempotency-Key was answered before with that same answer, as Stripe
-     * does (stripe-mock itself makes a new object each time).
+     * does (stripe-mock itself makes a new object each time); one that reuses a key with other
+     * parameters, or on another endpoint, gets Stripe's 400 `idempotency_error`.
      */
     replayKeys?: boolean;
   } = {},
@@ -112,7 +113,10 @@ export async function startStripeMock(
   let current: PaymentsAnswer = options.payments ?? 'refused';
 
   const requests: StripeRequest[] = [];
-  const answers = new Map<string, { status: number; headers: IncomingHttpHeaders; body: Buffer }>();
+  const answers = new Map<
+    string,
+    { status: number; headers: IncomingHttpHeaders; body: Buffer; asked: string }
+  >();
   let holding = false;
   let waiting: Array<() => void> = [];
   const relay = createServer((incoming, outgoing) => {
@@ -139,13 +143,18 @@ export async function startStripeMock(
           answer.on('end', () => {
             const header = incoming.headers['idempotency-key'];
             const key = Array.isArray(header) ? header[0] : header;
-            const replayed = key === undefined || !options.replayKeys ? undefined : answers.get(key);
+            const asked = askedOf(incoming.method, incoming.url, body);
+            const first = key === undefined || !options.replayKeys ? undefined : answers.get(key);
+            // Stripe answers a key reused with other parameters (or on another endpoint) with an
+            // idempotency_error, never with the first answer.
+            const replayed = first === undefined || first.asked === asked ? first : idempotencyError(key);
             const sent = replayed ?? {
               status: answer.statusCode ?? 502,
               headers: answer.headers,
               body: Buffer.concat(parts),
+              asked,
             };
-            if (key !== undefined && options.replayKeys && replayed === undefined) answers.set(key, sent);
+            if (key !== undefined && options.replayKeys && first === undefined) answers.set(key, sent);
             requests.push({
               method: incoming.method ?? '',
               path: (incoming.url ?? '').split('?')[0] ?? '',
@@ -240,4 +249,30 @@ export function metadataOf(params: Record<string, string>): Record<string, strin
       .filter(([name]) => name.startsWith('metadata['))
       .map(([name, value]) => [name.slice('metadata['.length, -1), value]),
   );
+}
+
+/** A request as Stripe's idempotency layer compares it: its endpoint and its parameters, in any order. */
+function askedOf(method: string | undefined, url: string | undefined, body: Buffer): string {
+  const params = [...new URLSearchParams(body.toString('utf8'))].sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  );
+  return JSON.stringify([method, (url ?? '').split('?')[0], params]);
+}
+
+/** Stripe's answer to a key reused with other parameters (its wording). */
+function idempotencyError(key: string | undefined) {
+  const body = Buffer.from(
+    JSON.stringify({
+      error: {
+        type: 'idempotency_error',
+        message: `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}' if you meant to execute a different request.`,
+      },
+    }),
+  );
+  return {
+    status: 400,
+    headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+    body,
+    asked: '',
+  };
 }

@@ -13,6 +13,8 @@ export interface ProcessorChargeRow {
   processor_payment_intent: string;
   amount: number;
   currency: string;
+  /** What the processor was asked with (migration 053; null on older rows). */
+  metadata: Record<string, string> | null;
   status: 'unrecorded' | 'recorded' | 'refunding' | 'refunded' | 'refund_failed';
   processor_refund: string | null;
   failure_reason: string | null;
@@ -22,14 +24,19 @@ export interface ProcessorChargeRow {
 
 type Scope = { providerId: string; environment: Environment };
 
+export type AttemptCharge = Pick<
+  ProcessorChargeRow,
+  'idempotency_key' | 'status' | 'payment_id' | 'amount' | 'currency' | 'metadata'
+>;
+
 /** The charges made for one attempt, oldest first, locked until the caller's transaction ends. */
 export async function lockAttemptCharges(
   db: Queryable,
   scope: Scope,
   attemptKey: string,
-): Promise<Array<Pick<ProcessorChargeRow, 'idempotency_key' | 'status'>>> {
+): Promise<AttemptCharge[]> {
   const { rows } = await db.query(
-    `SELECT idempotency_key, status FROM processor_charges
+    `SELECT idempotency_key, status, payment_id, amount, currency, metadata FROM processor_charges
       WHERE provider_id = $1 AND environment = $2 AND attempt_key = $3
       ORDER BY created_at, idempotency_key FOR UPDATE`,
     [scope.providerId, scope.environment, attemptKey],
@@ -39,7 +46,7 @@ export async function lockAttemptCharges(
 
 type NewCharge = Omit<ProcessorChargeRow, 'status' | 'processor_refund' | 'failure_reason' | 'updated_at'>;
 
-/** A charge's first ten columns, in the order both inserts below name them. */
+/** A charge's first eleven columns, in the order both inserts below name them. */
 const chargeValues = (row: NewCharge) => [
   row.provider_id,
   row.environment,
@@ -51,15 +58,16 @@ const chargeValues = (row: NewCharge) => [
   row.processor_payment_intent,
   row.amount,
   row.currency,
+  row.metadata === null ? null : JSON.stringify(row.metadata),
 ];
 
 /** Writes a charge the processor made; a row already there for its key is kept as it is. */
 export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeRow): Promise<void> {
   await db.query(
     `INSERT INTO processor_charges (provider_id, environment, idempotency_key, attempt_key, customer_id, payment_id,
-                                    processor, processor_payment_intent, amount, currency, status, processor_refund,
-                                    failure_reason, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                                    processor, processor_payment_intent, amount, currency, metadata, status,
+                                    processor_refund, failure_reason, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
      ON CONFLICT DO NOTHING`,
     [
       ...chargeValues(row),
@@ -80,8 +88,9 @@ export async function insertProcessorCharge(db: Queryable, row: ProcessorChargeR
 export async function learnProcessorCharge(db: Queryable, row: NewCharge): Promise<string | undefined> {
   const inserted = await db.query<{ processor_payment_intent: string }>(
     `INSERT INTO processor_charges (provider_id, environment, idempotency_key, attempt_key, customer_id, payment_id,
-                                    processor, processor_payment_intent, amount, currency, status, created_at, updated_at)
-     SELECT $1, $2, $3, $4, c.id, $6, $7, $8, $9, $10, 'unrecorded', $11, $11
+                                    processor, processor_payment_intent, amount, currency, metadata, status,
+                                    created_at, updated_at)
+     SELECT $1, $2, $3, $4, c.id, $6, $7, $8, $9, $10, $11, 'unrecorded', $12, $12
        FROM customers c WHERE c.id = $5 AND c.provider_id = $1 AND c.environment = $2
      ON CONFLICT DO NOTHING
      RETURNING processor_payment_intent`,

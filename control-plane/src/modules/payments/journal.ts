@@ -30,12 +30,17 @@ export interface LearnedCharge {
   processorPaymentIntent: string;
   amount: number;
   currency: string;
+  metadata: Record<string, string> | null;
 }
 
-/** The key an attempt's charge is made with, and whether the journal already holds a charge of it. */
+/**
+ * The key an attempt's charge is made with, and whether the journal already holds a charge of
+ * it; for an unrecorded one, what it was asked with, for the retry to ask the same.
+ */
 export interface ChargeKey {
   key: string;
   journaled: boolean;
+  asked?: { paymentId: string; metadata: Record<string, string> | null } | undefined;
 }
 
 /**
@@ -68,15 +73,34 @@ export class ChargeJournal {
   ) {}
 
   /**
-   * The key to charge attempt `attemptKey` with: its unrecorded charge's (the processor answers
-   * it with that charge), else the attempt's own, or after refunded charges the next generation.
-   * Locks the attempt's journal rows until the caller's transaction ends, so the scheduler's
-   * refund of an unrecorded one waits for this payment, or this payment for the refund.
+   * The key to charge attempt `attemptKey` for `charge` with: a recorded charge's (the attempt is
+   * paid, and its payment refuses a second), else an unrecorded charge's of the same amount and
+   * currency (the processor answers it with that charge, asked with the same payment id and
+   * metadata: Stripe answers a reused key only when the parameters match), else the attempt's
+   * own, or after other charges of it the next generation. An unrecorded charge of another amount
+   * (the attempt's invoice came out otherwise this time) is not this one: the scheduler refunds
+   * it past the grace. Locks the attempt's journal rows until the caller's transaction ends, so
+   * the scheduler's refund of an unrecorded one waits for this payment, or this payment for the
+   * refund.
    */
-  async keyFor(tx: PoolClient, auth: AuthContext, attemptKey: string): Promise<ChargeKey> {
+  async keyFor(
+    tx: PoolClient,
+    auth: AuthContext,
+    attemptKey: string,
+    charge: { amount: number; currency: string },
+  ): Promise<ChargeKey> {
     const rows = await lockAttemptCharges(tx, auth, attemptKey);
-    const live = rows.find((r) => r.status === 'unrecorded' || r.status === 'recorded');
-    if (live !== undefined) return { key: live.idempotency_key, journaled: true };
+    const recorded = rows.find((r) => r.status === 'recorded');
+    if (recorded !== undefined) return { key: recorded.idempotency_key, journaled: true };
+    const same = rows.find(
+      (r) => r.status === 'unrecorded' && r.amount === charge.amount && r.currency === charge.currency,
+    );
+    if (same !== undefined)
+      return {
+        key: same.idempotency_key,
+        journaled: true,
+        asked: { paymentId: same.payment_id, metadata: same.metadata },
+      };
     return { key: rows.length === 0 ? attemptKey : `${attemptKey}:g${rows.length}`, journaled: false };
   }
 
@@ -122,6 +146,7 @@ export class ChargeJournal {
       processor_payment_intent: charge.processorPaymentIntent,
       amount: charge.amount,
       currency: charge.currency,
+      metadata: charge.metadata,
       created_at: this.clock.now(),
     });
     return held === charge.processorPaymentIntent;

@@ -218,8 +218,21 @@ export class PaymentService {
     const at = this.clock.now();
     const method = await findDefaultMethod(tx, request.customerId);
     const attemptKey = `${request.purchaseId ?? request.customerId}:${request.periodKey}:${request.attempt}`;
-    const { key, journaled } = await this.journal.keyFor(tx, auth, attemptKey);
-    const id = newId(ID.payment);
+    const { key, journaled, asked } = await this.journal.keyFor(tx, auth, attemptKey, request);
+    // A retry of an unrecorded charge is asked as the first attempt asked it, and its payment
+    // takes the id the processor's metadata names (the first attempt's row rolled back).
+    const id = asked?.paymentId ?? newId(ID.payment);
+    const metadata = asked?.metadata ?? {
+      payment: id,
+      customer: request.customerId,
+      reason: request.reason,
+      // So the processor's event for this charge can put it on the journal should this
+      // process die before it does (journal.ts, `learn`).
+      charge_key: key,
+      charge_attempt: attemptKey,
+      ...(request.purchaseId === null ? {} : { purchase: request.purchaseId }),
+      ...(request.invoiceId === undefined ? {} : { invoice: request.invoiceId }),
+    };
     const result =
       method === undefined
         ? { status: 'failed' as const, processorPaymentIntent: 'none', failureReason: 'no_payment_method' }
@@ -229,17 +242,7 @@ export class PaymentService {
             amount: request.amount,
             currency: request.currency,
             idempotencyKey: key,
-            metadata: {
-              payment: id,
-              customer: request.customerId,
-              reason: request.reason,
-              // So the processor's event for this charge can put it on the journal should this
-              // process die before it does (journal.ts, `learn`).
-              charge_key: key,
-              charge_attempt: attemptKey,
-              ...(request.purchaseId === null ? {} : { purchase: request.purchaseId }),
-              ...(request.invoiceId === undefined ? {} : { invoice: request.invoiceId }),
-            },
+            metadata,
           });
     if (result.status === 'succeeded' && method !== undefined && !journaled)
       await this.journal.write(tx, {
@@ -253,6 +256,7 @@ export class PaymentService {
         processor_payment_intent: result.processorPaymentIntent,
         amount: request.amount,
         currency: request.currency,
+        metadata,
         created_at: at,
       });
     const failureReason = result.status === 'failed' ? result.failureReason : null;

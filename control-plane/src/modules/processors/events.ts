@@ -248,6 +248,10 @@ function ourCharge(intent: Stripe.PaymentIntent): LearnedCharge | undefined {
     processorPaymentIntent: intent.id,
     amount,
     currency: intent.currency,
+    // Stripe's metadata is strings: what the charge was asked with, for a retry to ask the same.
+    metadata: Object.values(metadata).every((v) => typeof v === 'string')
+      ? (metadata as Record<string, string>)
+      : null,
   };
 }
 
