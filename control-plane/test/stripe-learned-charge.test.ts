@@ -29,7 +29,7 @@ const event = eventMaker(clock, () => fixtures);
 let harness: TestControlPlane;
 let mock: StripeMock;
 beforeAll(async () => {
-  mock = await startStripeMock({ payments: 'succeed', replayKeys: true });
+  mock = await startStripeMock({ payments: 'succeed' });
   fixtures = mock.fixtures;
   harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock, stripeApiUrl: mock.url });
 }, 600_000);

@@ -60,7 +60,8 @@ export async function startStripeMock(
     /**
      * Answer a request whose Idempotency-Key was answered before with that same answer, as Stripe
      * does (stripe-mock itself makes a new object each time); one that reuses a key with other
-     * parameters, or on another endpoint, gets Stripe's 400 `idempotency_error`.
+     * parameters, or on another endpoint, gets Stripe's 400 `idempotency_error`. On unless
+     * turned off: every test talks to a Stripe that keeps its keys.
      */
     replayKeys?: boolean;
   } = {},
@@ -112,6 +113,7 @@ export async function startStripeMock(
   const exited = children.map((child) => new Promise<void>((resolve) => child.on('exit', () => resolve())));
   let current: PaymentsAnswer = options.payments ?? 'refused';
 
+  const replayKeys = options.replayKeys ?? true;
   const requests: StripeRequest[] = [];
   const answers = new Map<
     string,
@@ -144,7 +146,7 @@ export async function startStripeMock(
             const header = incoming.headers['idempotency-key'];
             const key = Array.isArray(header) ? header[0] : header;
             const asked = askedOf(incoming.method, incoming.url, body);
-            const first = key === undefined || !options.replayKeys ? undefined : answers.get(key);
+            const first = key === undefined || !replayKeys ? undefined : answers.get(key);
             // Stripe answers a key reused with other parameters (or on another endpoint) with an
             // idempotency_error, never with the first answer.
             const replayed = first === undefined || first.asked === asked ? first : idempotencyError(key);
@@ -154,7 +156,7 @@ export async function startStripeMock(
               body: Buffer.concat(parts),
               asked,
             };
-            if (key !== undefined && options.replayKeys && first === undefined) answers.set(key, sent);
+            if (key !== undefined && replayKeys && first === undefined) answers.set(key, sent);
             requests.push({
               method: incoming.method ?? '',
               path: (incoming.url ?? '').split('?')[0] ?? '',
