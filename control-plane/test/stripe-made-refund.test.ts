@@ -83,6 +83,9 @@ const purchaseStatus = async (purchase: string) =>
   (await harness.pool.query<{ status: string }>('SELECT status FROM purchases WHERE id = $1', [purchase]))
     .rows[0]?.status;
 
+/** The key a keyed refund of `payment` is asked of Stripe with: the payment, then a hash. */
+const keyOf = (payment: string) => expect.stringMatching(new RegExp(`^${payment}:[\\w-]{43}$`));
+
 /** A refund request as a provider's client sends it, with an Idempotency-Key when given one. */
 const askRefund = (s: LiveSeller, body: Json, key?: string) =>
   harness.controlPlane.app.inject({
@@ -121,7 +124,12 @@ describe("a refund recorded from Stripe's event when its request failed after St
     const { payment, intent, purchase } = bought;
     const body = { refundAmount: 400, reason: 'asked 🙏' };
     const made = await refundLostAfterStripe(s, bought, body, 'refund-400');
-    expect(made.metadata).toEqual({ payment, refund_source: 'request', refund_reason: 'asked 🙏' });
+    expect(made.metadata).toEqual({
+      payment,
+      refund_source: 'request',
+      refund_reason: 'asked 🙏',
+      refund_key: keyOf(payment),
+    });
 
     // refund.created and a redelivery of it at the same moment, refund.updated, and
     // charge.refunded listing it, all at once: one refund.
@@ -151,10 +159,13 @@ describe("a refund recorded from Stripe's event when its request failed after St
     // A part of the payment: the purchase goes on.
     expect(await purchaseStatus(purchase)).toBe('active');
 
-    // The client retries under its key: Stripe answers with the refund now recorded.
+    // The client retries under its key: the refund the event recorded is its own (it carries the
+    // key), and Stripe is not asked again.
+    const from = mock.requests.length;
     const retried = await askRefund(s, { originalTransactionId: payment, ...body }, 'refund-400');
     expect(retried.statusCode).toBe(409);
     expect(retried.json()).toMatchObject({ code: 'refund_already_made' });
+    expect(mock.requests.slice(from).filter((r) => r.path === '/v1/refunds')).toEqual([]);
     expect(await refundsOf(payment)).toHaveLength(1);
     expect(await s.ledger('refund')).toHaveLength(2);
   });
@@ -164,7 +175,7 @@ describe("a refund recorded from Stripe's event when its request failed after St
     const bought = await activatedPurchase(harness, s);
     const { payment, purchase } = bought;
     const made = await refundLostAfterStripe(s, bought, {}, 'refund-all');
-    expect(made.metadata).toEqual({ payment, refund_source: 'request' });
+    expect(made.metadata).toEqual({ payment, refund_source: 'request', refund_key: keyOf(payment) });
 
     const pending = await s.post(refundEvent('refund.created', made, { amount: 1000, status: 'pending' }));
     expect(pending.body.outcome).toBe('applied');
@@ -181,11 +192,16 @@ describe("a refund recorded from Stripe's event when its request failed after St
     expect(await purchaseStatus(purchase)).toBe('cancelled');
     expect((await s.events('purchase.refunded')).length).toBe(1);
 
-    // The client retries under its key: nothing is left to refund, and Stripe is not asked.
+    // The client retries under its key: the refund is its own (not "nothing left to refund"),
+    // and Stripe is not asked.
     const from = mock.requests.length;
     const retried = await askRefund(s, { originalTransactionId: payment }, 'refund-all');
     expect(retried.statusCode).toBe(409);
-    expect(retried.json()).toMatchObject({ code: 'refund_exceeds_payment', refundable: 0 });
+    const [recorded] = (
+      await harness.pool.query<Json>('SELECT id, processor_key FROM refunds WHERE payment_id = $1', [payment])
+    ).rows;
+    expect(recorded?.processor_key).toBe(made.metadata.refund_key);
+    expect(retried.json()).toMatchObject({ code: 'refund_already_made', refund: recorded?.id });
     expect(mock.requests.slice(from).filter((r) => r.path === '/v1/refunds')).toEqual([]);
     expect(await refundsOf(payment)).toHaveLength(1);
     expect(await s.ledger('refund')).toHaveLength(2);
@@ -237,6 +253,8 @@ describe("a refund recorded from Stripe's event when its request failed after St
       [ours, { status: 'failed', failure_reason: 'expired_or_canceled_card' }],
       [ours, { status: 'canceled' }],
       [{ ...ours, refund_reason: 'x'.repeat(501) }, {}],
+      [{ ...ours, refund_key: `${other.payment}:key` }, {}],
+      [{ ...ours, refund_key: '' }, {}],
     ];
     for (const [metadata, fields] of cases) {
       const answer = await s.post(

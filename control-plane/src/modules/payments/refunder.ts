@@ -9,6 +9,7 @@ import { unixSeconds, writeEvent } from '../events/outbox';
 import { type Ledger, recordMovement } from '../ledger/service';
 import type { Processors, RefundResult } from './processor';
 import {
+  findRefundByProcessorKey,
   insertRefund,
   lockRefundByProcessorId,
   type PaymentRow,
@@ -76,6 +77,14 @@ export class Refunder {
     request: RefundRequest,
   ): Promise<RefundRow> {
     const at = this.clock.now();
+    const key =
+      request.retryKey === undefined || request.retryKey === null
+        ? undefined
+        : refundKeyOf(payment.id, request.retryKey);
+    // A retry whose refund is on the books (its first attempt committed, its stored answer since
+    // gone, or the processor's event recorded it after the attempt failed): nothing is asked again.
+    const recorded = key === undefined ? undefined : await findRefundByProcessorKey(tx, auth, key);
+    if (recorded !== undefined) throw alreadyMade(recorded);
     const refundable = await this.refundable(tx, payment);
     const amount = request.amount ?? refundable;
     if (amount <= 0 || amount > refundable) {
@@ -87,24 +96,20 @@ export class Refunder {
     }
     const id = newId(ID.refund);
     const processor = await this.processors.named(auth, payment.processor, tx);
-    const retried = request.retryKey !== undefined && request.retryKey !== null;
     const outcome = await processor.refund({
       processorPaymentIntent: payment.processor_payment_intent,
       amount,
-      idempotencyKey: retried ? refundKeyOf(payment.id, request.retryKey as string) : id,
-      metadata: processorMetadata(payment, request),
+      idempotencyKey: key ?? id,
+      metadata: processorMetadata(payment, request, key),
     });
     if (request.keep !== undefined && outcome.status !== 'failed') await this.keep(tx, request.keep, outcome);
-    // The processor answered a retry with a refund we hold: the request's first attempt
-    // committed (its stored answer since gone), and recording it again would count it twice.
-    if (retried) {
+    // The processor answered a retry with a refund we hold under no key (recorded before keys
+    // were kept): recording it again would count it twice.
+    if (key !== undefined) {
       const held = await lockRefundByProcessorId(tx, auth, outcome.processorRefund);
-      if (held !== undefined)
-        throw new ConflictError('refund_already_made', `This request's refund was made already: ${held.id}`, {
-          refund: held.id,
-        });
+      if (held !== undefined) throw alreadyMade(held);
     }
-    return this.record(tx, auth, payment, { ...request, id, amount, at }, outcome);
+    return this.record(tx, auth, payment, { ...request, id, amount, at, processorKey: key ?? null }, outcome);
   }
 
   private async keep(tx: PoolClient, keep: NonNullable<RefundRequest['keep']>, made: RefundResult) {
@@ -127,7 +132,13 @@ export class Refunder {
     tx: PoolClient,
     auth: AuthContext,
     payment: PaymentRow,
-    request: Omit<RefundRequest, 'amount' | 'retryKey'> & { id: string; amount: number; at: Date },
+    request: Omit<RefundRequest, 'amount' | 'retryKey' | 'keep'> & {
+      id: string;
+      amount: number;
+      at: Date;
+      /** The key the processor was asked with, for a retried refund (`refund_key` in its metadata). */
+      processorKey: string | null;
+    },
     outcome: RefundResult,
   ): Promise<RefundRow> {
     const { id, amount, at } = request;
@@ -146,6 +157,7 @@ export class Refunder {
       created_at: at,
       settled_at: outcome.status === 'pending' ? null : at,
       source: request.source,
+      processor_key: request.processorKey,
     };
     await insertRefund(tx, refund);
     // The money leaves the balance when the refund is made; a failure brings it back.
@@ -205,19 +217,31 @@ export class Refunder {
 
 /**
  * What the processor keeps with a refund and sends back in its events: our payment, who asked
- * (a provider's request or a plan switch), and the request's reason. It is the same on every
+ * (a provider's request or a plan switch), the request's reason, and for a retried refund the
+ * key it was asked with (so a refund recorded from its event is found by a retry). It is the same on every
  * retry of a request (Stripe refuses a key reused with other parameters), and it is what lets a
  * refund whose transaction failed after the processor made it be recorded from the event
  * (processors/events.ts). The reason is at most 500 characters (RefundCreate), Stripe's limit for
  * a metadata value.
  */
-export function processorMetadata(payment: PaymentRow, request: RefundRequest): Record<string, string> {
+export function processorMetadata(
+  payment: PaymentRow,
+  request: Pick<RefundRequest, 'source' | 'reason'>,
+  key: string | undefined,
+): Record<string, string> {
   return {
     payment: payment.id,
     refund_source: request.source,
     ...(request.reason === null ? {} : { refund_reason: request.reason }),
+    ...(key === undefined ? {} : { refund_key: key }),
   };
 }
+
+/** 409 refund_already_made: the refund a retried request asked for is on the books. */
+const alreadyMade = (refund: RefundRow) =>
+  new ConflictError('refund_already_made', `This request's refund was made already: ${refund.id}`, {
+    refund: refund.id,
+  });
 
 /** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */
 const refundObject = (r: RefundRow) => ({

@@ -202,6 +202,7 @@ export class RefundService {
         reason: made.reason,
         metadata: {},
         source: 'request',
+        processorKey: made.key,
       },
       { status, processorRefund },
     );
@@ -261,6 +262,8 @@ export interface MadeRefund {
   amount: number;
   currency: string;
   reason: string | null;
+  /** The key the request's refund was asked with, when it had one (`refund_key`). */
+  key: string | null;
 }
 
 /** Whether `payment` is the succeeded payment the processor's refund returns money of. */

@@ -261,13 +261,15 @@ export interface RefundRow {
   settled_at: Date | null;
   /** request: the provider asked; proration: unused time returned at a plan switch. */
   source: 'request' | 'proration';
+  /** The key a retried refund was asked with (migration 054); null for one of its own. */
+  processor_key: string | null;
 }
 
 export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
   await db.query(
     `INSERT INTO refunds (id, provider_id, environment, payment_id, amount, currency, reason, metadata, status, processor_refund,
-                          failure_reason, created_at, settled_at, source)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+                          failure_reason, created_at, settled_at, source, processor_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [
       r.id,
       r.provider_id,
@@ -283,8 +285,22 @@ export async function insertRefund(db: Queryable, r: RefundRow): Promise<void> {
       r.created_at,
       r.settled_at,
       r.source,
+      r.processor_key,
     ],
   );
+}
+
+/** The refund asked of the processor under `processorKey`, if one is on the books. */
+export async function findRefundByProcessorKey(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  processorKey: string,
+): Promise<RefundRow | undefined> {
+  const { rows } = await db.query<RefundRow>(
+    'SELECT * FROM refunds WHERE provider_id = $1 AND environment = $2 AND processor_key = $3 LIMIT 1',
+    [tenant.providerId, tenant.environment, processorKey],
+  );
+  return rows[0];
 }
 
 /**

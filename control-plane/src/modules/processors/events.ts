@@ -262,8 +262,10 @@ function ourCharge(intent: Stripe.PaymentIntent): LearnedCharge | undefined {
  */
 function madeRefund(refund: Stripe.Refund): MadeRefund | undefined {
   const metadata: Record<string, unknown> = refund.metadata ?? {};
-  const { payment, refund_source: source, refund_reason: reason } = metadata;
+  const { payment, refund_source: source, refund_reason: reason, refund_key: key } = metadata;
   if (!isText(payment) || source !== 'request') return undefined;
+  // A key is made of the payment it refunds (refunder.ts): one naming another is not ours.
+  if (key !== undefined && !(isText(key) && key.startsWith(`${payment}:`))) return undefined;
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) return undefined;
   const intent =
     typeof refund.payment_intent === 'string' ? refund.payment_intent : refund.payment_intent?.id;
@@ -275,6 +277,7 @@ function madeRefund(refund: Stripe.Refund): MadeRefund | undefined {
     amount: refund.amount,
     currency: refund.currency,
     reason: reason ?? null,
+    key: key ?? null,
   };
 }
 
