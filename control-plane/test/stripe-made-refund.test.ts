@@ -11,6 +11,7 @@ import {
 } from '../../test/helpers/stripe-seller';
 import { MovableClock } from '../src/clock';
 import { Ledger } from '../src/modules/ledger/service';
+import { Refunder } from '../src/modules/payments/refunder';
 
 /**
  * A refund whose request's transaction failed after Stripe made it (refunds.ts): the money has
@@ -77,6 +78,13 @@ const refundsOf = async (payment: string) =>
       `SELECT amount::int AS amount, status, reason, source, processor_refund
          FROM refunds WHERE payment_id = $1 ORDER BY created_at, id`,
       [payment],
+    )
+  ).rows;
+const earlyEnds = async (purchase: string) =>
+  (
+    await harness.pool.query<Json>(
+      'SELECT amount::int AS amount, processor_refund FROM early_end_refunds WHERE purchase_id = $1',
+      [purchase],
     )
   ).rows;
 const purchaseStatus = async (purchase: string) =>
@@ -236,7 +244,7 @@ describe("a refund recorded from Stripe's event when its request failed after St
 
   it('records nothing for a refund that is not a request’s on this payment, or that does not add up', async () => {
     const s = await liveSeller(harness, 'Not a lost refund');
-    const { payment, intent } = await activatedPurchase(harness, s);
+    const { payment, intent, purchase } = await activatedPurchase(harness, s);
     const other = await activatedPurchase(harness, s);
     const ours = { payment, refund_source: 'request' };
     const cases: [Json, Json][] = [
@@ -255,6 +263,16 @@ describe("a refund recorded from Stripe's event when its request failed after St
       [{ ...ours, refund_reason: 'x'.repeat(501) }, {}],
       [{ ...ours, refund_key: `${other.payment}:key` }, {}],
       [{ ...ours, refund_key: '' }, {}],
+      [
+        {
+          ...ours,
+          refund_source: 'proration',
+          early_end: 'pur_nonexistent',
+          prorated_at: '2026-06-02T00:00:00.000Z',
+        },
+        {},
+      ],
+      [{ ...ours, refund_source: 'proration', early_end: purchase, prorated_at: 'yesterday' }, {}],
     ];
     for (const [metadata, fields] of cases) {
       const answer = await s.post(
@@ -314,6 +332,50 @@ describe('a plan switch whose transaction failed after Stripe refunded its unuse
     expect(asked[1]?.idempotencyKey).toBe(asked[0]?.idempotencyKey);
     expect(await refundsOf(bought.payment)).toMatchObject([
       { amount: 633, source: 'proration', processor_refund: asked[0]?.answered },
+    ]);
+  });
+
+  it("is kept from the refund's event when the process died before keeping it", async () => {
+    const s = await liveSeller(harness, 'Switch crashed');
+    clock.set(new Date('2026-06-01T09:00:00.000Z'));
+    const bought = await activatedPurchase(harness, s);
+    const lite = (
+      await s.live('POST', `/v1/ui/products/${bought.plan.productId}/plans`, {
+        name: 'Lite',
+        type: 'recurring',
+        price: 200,
+      })
+    ).body.id as string;
+    clock.set(new Date('2026-06-06T09:00:00.000Z'));
+    const switchToLite = () =>
+      s.live('POST', '/v1/sdk/activate', { customerRef: bought.customer, planRef: lite });
+    // Stripe refunds 633; the process "dies" before keeping it, and its transaction goes with it.
+    // biome-ignore lint/suspicious/noExplicitAny: the private write that keeps a refund
+    vi.spyOn(Refunder.prototype as any, 'keep').mockResolvedValueOnce(undefined);
+    vi.spyOn(Ledger.prototype, 'recordRefund').mockRejectedValueOnce(new Error('process killed'));
+    expect((await switchToLite()).status).toBe(500);
+    const made = lastRefund(bought.intent);
+    expect(made.metadata).toMatchObject({
+      refund_source: 'proration',
+      early_end: bought.purchase,
+      prorated_at: '2026-06-06T09:00:00.000Z',
+    });
+    expect(await earlyEnds(bought.purchase)).toEqual([]);
+    // Stripe's event of it keeps it instead (twice at once: one row).
+    const created = refundEvent('refund.created', made, { amount: 633, status: 'pending' });
+    const answers = await Promise.all([created, created].map((e) => s.post(e)));
+    expect(answers.map((a) => a.body.outcome).sort()).toEqual(['applied', 'duplicate']);
+    expect(await earlyEnds(bought.purchase)).toEqual([{ amount: 633, processor_refund: made.id }]);
+    // An hour later the same switch counts from the first attempt and records Stripe's refund.
+    clock.set(new Date('2026-06-06T10:00:00.000Z'));
+    const from = mock.requests.length;
+    const retried = await switchToLite();
+    expect(retried.body).toMatchObject({ status: 'activated', proration: { credit: 833, refunded: 633 } });
+    expect(mock.requests.slice(from).filter((r) => r.path === '/v1/refunds')).toEqual([
+      expect.objectContaining({ status: 200, params: expect.objectContaining({ amount: '633' }) }),
+    ]);
+    expect(await refundsOf(bought.payment)).toMatchObject([
+      { amount: 633, source: 'proration', processor_refund: made.id },
     ]);
   });
 });

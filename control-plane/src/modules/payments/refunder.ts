@@ -38,6 +38,8 @@ export interface RefundRequest {
    * on the journal's own connections when the service has them, else in the transaction.
    */
   keep?: ((db: Queryable, made: RefundResult) => Promise<void>) | undefined;
+  /** More for the processor to keep with the refund and send back in its events (the same on every retry). */
+  tell?: Record<string, string> | undefined;
 }
 
 /** The processor's key for a refund asked with `retryKey` (bounded: Stripe takes up to 255 characters). */
@@ -132,7 +134,7 @@ export class Refunder {
     tx: PoolClient,
     auth: AuthContext,
     payment: PaymentRow,
-    request: Omit<RefundRequest, 'amount' | 'retryKey' | 'keep'> & {
+    request: Omit<RefundRequest, 'amount' | 'retryKey' | 'keep' | 'tell'> & {
       id: string;
       amount: number;
       at: Date;
@@ -226,10 +228,11 @@ export class Refunder {
  */
 export function processorMetadata(
   payment: PaymentRow,
-  request: Pick<RefundRequest, 'source' | 'reason'>,
+  request: Pick<RefundRequest, 'source' | 'reason' | 'tell'>,
   key: string | undefined,
 ): Record<string, string> {
   return {
+    ...request.tell,
     payment: payment.id,
     refund_source: request.source,
     ...(request.reason === null ? {} : { refund_reason: request.reason }),

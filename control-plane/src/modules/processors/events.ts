@@ -10,6 +10,7 @@ import type { ChargeJournal, LearnedCharge } from '../payments/journal';
 import type { MadeRefund, RefundService } from '../payments/refunds';
 import { lockPaymentByIntent } from '../payments/repository';
 import type { PayoutService } from '../payouts/service';
+import { type LearnedEarlyEnd, learnEarlyEnd } from '../purchases/proration';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import { claimEvent, setEventOutcome } from './repository';
 import type { ProcessorService } from './service';
@@ -173,7 +174,13 @@ export class StripeEvents {
   private async refundMoved(tx: PoolClient, auth: AuthContext, refund: Stripe.Refund): Promise<Applied> {
     const outcome = refundStatus(refund);
     const settled = await this.refunds.settleFromProcessor(tx, auth, refund.id, outcome, madeRefund(refund));
-    if (!settled.found) return { outcome: outcome.status === 'pending' ? 'applied' : 'unmatched:refund' };
+    if (!settled.found) {
+      // A refund of unused time whose ending failed: kept for the ending's retry (proration.ts).
+      const early = outcome.status === 'failed' ? undefined : earlyEndRefund(refund);
+      if (early !== undefined && (await learnEarlyEnd(tx, auth, early, this.clock.now())))
+        return { outcome: 'applied' };
+      return { outcome: outcome.status === 'pending' ? 'applied' : 'unmatched:refund' };
+    }
     return { outcome: 'applied', purchases: settled.purchase === undefined ? [] : [settled.purchase] };
   }
 
@@ -278,6 +285,31 @@ function madeRefund(refund: Stripe.Refund): MadeRefund | undefined {
     currency: refund.currency,
     reason: reason ?? null,
     key: key ?? null,
+  };
+}
+
+/**
+ * A Stripe Refund of a purchase's unused time (proration.ts `refundUnusedTime`): its metadata
+ * names our payment, the purchase whose period ended early and the moment it was counted from.
+ */
+function earlyEndRefund(refund: Stripe.Refund): LearnedEarlyEnd | undefined {
+  const metadata: Record<string, unknown> = refund.metadata ?? {};
+  const { payment, refund_source: source, early_end: purchase, prorated_at: at } = metadata;
+  if (!isText(payment) || source !== 'proration' || !isText(purchase) || !isText(at)) return undefined;
+  const proratedAt = new Date(at);
+  const intent =
+    typeof refund.payment_intent === 'string' ? refund.payment_intent : refund.payment_intent?.id;
+  if (Number.isNaN(proratedAt.getTime()) || proratedAt.toISOString() !== at || !isText(intent))
+    return undefined;
+  if (!isAmount(refund.amount) || refund.amount === 0 || !isText(refund.currency)) return undefined;
+  return {
+    purchaseId: purchase,
+    paymentId: payment,
+    proratedAt,
+    processorPaymentIntent: intent,
+    processorRefund: refund.id,
+    amount: refund.amount,
+    currency: refund.currency,
   };
 }
 

@@ -4,10 +4,16 @@ import { ConflictError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { paidBaseInvoice, type StoredLine } from '../billing/repository';
 import type { Refunder } from '../payments/refunder';
-import { lockPayment, type PaymentRow, type RefundRow } from '../payments/repository';
+import {
+  lockPayment,
+  lockRefundByProcessorId,
+  type PaymentRow,
+  type RefundRow,
+} from '../payments/repository';
 import { findPlan } from '../plans/repository';
 import {
   type EarlyEndRefundRow,
+  findPurchase,
   heldEarlyEndRefund,
   holdEarlyEndRefund,
   type PurchaseRow,
@@ -115,7 +121,9 @@ export async function heldEarlyEnd(
   now: Date,
 ): Promise<EarlyEndRefundRow | undefined> {
   if (purchase === undefined) return undefined;
-  return heldEarlyEndRefund(tx, auth, purchase.id, new Date(now.getTime() - EARLY_END_HOLD_MS));
+  const held = await heldEarlyEndRefund(tx, auth, purchase.id, new Date(now.getTime() - EARLY_END_HOLD_MS));
+  // A period renewed since is not the one that ended early: its refund is left to reconciliation.
+  return held !== undefined && held.prorated_at >= purchase.period_start ? held : undefined;
 }
 
 /**
@@ -166,6 +174,8 @@ export async function refundUnusedTime(
     // amount is in it so that another way of ending the period, for another amount, is not
     // answered with the first one's refund.
     retryKey: `proration:${ending.from}:${amount}`,
+    // For Stripe's event of it to keep what `keep` keeps, should this process die before it does.
+    tell: { early_end: ending.from, prorated_at: unused.from.toISOString() },
     // Kept apart from this transaction: should it fail after the processor refunded, a retry
     // finds the moment and the amount (heldEarlyEnd).
     keep: (db, made) =>
@@ -184,4 +194,56 @@ export async function refundUnusedTime(
   // A processor that settles at once has its outcome now; the sandbox's settle later.
   if (refund.status !== 'pending') await refunder.close(tx, auth, refund, unused.payment, false);
   return refund;
+}
+
+/** A refund of unused time as the processor's event tells it (metadata of refundUnusedTime). */
+export interface LearnedEarlyEnd {
+  purchaseId: string;
+  paymentId: string;
+  proratedAt: Date;
+  processorPaymentIntent: string;
+  processorRefund: string;
+  amount: number;
+  currency: string;
+}
+
+/**
+ * The one gap `keep` leaves: a process that died between the processor's refund of unused time
+ * and the write that keeps it. The refund's event (delivered and retried by Stripe whatever
+ * became of the process) keeps it instead, in the event's transaction, so a retry of the ending
+ * within the hold (counted from now) counts from the same moment and is answered with this
+ * refund. Taken only for a live purchase of the provider whose succeeded payment the refund
+ * returns money of, and not once the refund is on the books (its ending committed): answers
+ * whether it was.
+ */
+export async function learnEarlyEnd(
+  tx: PoolClient,
+  auth: AuthContext,
+  made: LearnedEarlyEnd,
+  now: Date,
+): Promise<boolean> {
+  // Waits for an ending still holding the payment: it commits (the refund is then on the
+  // books) or rolls back.
+  const payment = await lockPayment(tx, auth, made.paymentId);
+  if (
+    payment?.status !== 'succeeded' ||
+    payment.processor_payment_intent !== made.processorPaymentIntent ||
+    payment.currency !== made.currency
+  )
+    return false;
+  if ((await lockRefundByProcessorId(tx, auth, made.processorRefund)) !== undefined) return true;
+  const purchase = await findPurchase(tx, auth, made.purchaseId, false);
+  if (purchase?.status !== 'active') return false;
+  await holdEarlyEndRefund(tx, {
+    provider_id: auth.providerId,
+    environment: auth.environment,
+    purchase_id: purchase.id,
+    prorated_at: made.proratedAt,
+    amount: made.amount,
+    currency: made.currency,
+    processor_refund: made.processorRefund,
+    ending: 'the change that refunded it',
+    created_at: now,
+  });
+  return true;
 }
