@@ -319,6 +319,28 @@ describe('a plan switch in the middle of a paid period', () => {
     expect((await s.refunds(paid.id)).map((r) => r.amount)).toEqual([5226]);
   });
 
+  it('lets a cancellation in a period renewed since the failed one go ahead, counted from now', async () => {
+    const { s, first, paid } = await proCustomer('Renewed since');
+    // March 31, 20:00: 4 of 744 hours left, 6000 × 4/744 = 32.26 → 32, refunded; the
+    // cancellation's transaction fails after it.
+    at('2026-03-31T20:00:00.000Z');
+    const cancel = () => s.api('POST', `/v1/sdk/purchases/${first}/cancel`, { prorate: true });
+    await failPastRefund(cancel);
+    // The period renews on April 1 (paid: a new payment); six hours into it the cancellation is
+    // sent again. The failed attempt's moment is in the old period: this one counts from now,
+    // 6000 × 714/720 = 5950, refunded from April's payment.
+    at('2026-04-01T00:00:01.000Z');
+    await run();
+    const [, april] = await s.paymentsOf(first);
+    expect(april).toMatchObject({ amount: 6000, status: 'succeeded' });
+    at('2026-04-01T06:00:00.000Z');
+    const again = await cancel();
+    expect(again.status).toBe(200);
+    expect(again.body.refund.amount).toBe(5950);
+    expect((await s.refunds(april.id)).map((r) => r.amount)).toEqual([5950]);
+    expect(await s.refunds(paid.id)).toEqual([]);
+  });
+
   it('lets any ending go ahead once the hold is over', async () => {
     const { s, customer, basic, first, paid } = await proCustomer('Past the hold');
     at('2026-03-05T00:00:00.000Z');
