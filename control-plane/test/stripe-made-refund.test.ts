@@ -299,24 +299,30 @@ async function waitForLockWaiter() {
   throw new Error('the event never waited for the payment');
 }
 
+/** A customer on Pro (1000 a month) paid on June 1, 09:00, and the switch to Lite (200). */
+async function proFromJuneFirst(name: string) {
+  const s = await liveSeller(harness, name);
+  clock.set(new Date('2026-06-01T09:00:00.000Z'));
+  const bought = await activatedPurchase(harness, s);
+  const lite = (
+    await s.live('POST', `/v1/ui/products/${bought.plan.productId}/plans`, {
+      name: 'Lite',
+      type: 'recurring',
+      price: 200,
+    })
+  ).body.id as string;
+  const switchToLite = () =>
+    s.live('POST', '/v1/sdk/activate', { customerRef: bought.customer, planRef: lite });
+  return { s, bought, switchToLite };
+}
+
 describe('a plan switch whose transaction failed after Stripe refunded its unused time', () => {
   it('is finished by the same switch an hour later: one refund at Stripe, recorded once', async () => {
-    const s = await liveSeller(harness, 'Switch lost');
-    clock.set(new Date('2026-06-01T09:00:00.000Z'));
-    const bought = await activatedPurchase(harness, s);
-    const lite = (
-      await s.live('POST', `/v1/ui/products/${bought.plan.productId}/plans`, {
-        name: 'Lite',
-        type: 'recurring',
-        price: 200,
-      })
-    ).body.id as string;
+    const { bought, switchToLite } = await proFromJuneFirst('Switch lost');
     // June 6, 09:00: 600 of 720 hours left, 1000 × 600/720 = 833.33 → 833; Lite's 200 is paid by
     // it, and 633 goes back through Stripe. The ledger fails after Stripe refunded.
     clock.set(new Date('2026-06-06T09:00:00.000Z'));
     const from = mock.requests.length;
-    const switchToLite = () =>
-      s.live('POST', '/v1/sdk/activate', { customerRef: bought.customer, planRef: lite });
     vi.spyOn(Ledger.prototype, 'recordRefund').mockRejectedValueOnce(new Error('commit lost'));
     expect((await switchToLite()).status).toBe(500);
     expect(await refundsOf(bought.payment)).toEqual([]);
@@ -336,19 +342,8 @@ describe('a plan switch whose transaction failed after Stripe refunded its unuse
   });
 
   it("is kept from the refund's event when the process died before keeping it", async () => {
-    const s = await liveSeller(harness, 'Switch crashed');
-    clock.set(new Date('2026-06-01T09:00:00.000Z'));
-    const bought = await activatedPurchase(harness, s);
-    const lite = (
-      await s.live('POST', `/v1/ui/products/${bought.plan.productId}/plans`, {
-        name: 'Lite',
-        type: 'recurring',
-        price: 200,
-      })
-    ).body.id as string;
+    const { s, bought, switchToLite } = await proFromJuneFirst('Switch crashed');
     clock.set(new Date('2026-06-06T09:00:00.000Z'));
-    const switchToLite = () =>
-      s.live('POST', '/v1/sdk/activate', { customerRef: bought.customer, planRef: lite });
     // Stripe refunds 633; the process "dies" before keeping it, and its transaction goes with it.
     // biome-ignore lint/suspicious/noExplicitAny: the private write that keeps a refund
     vi.spyOn(Refunder.prototype as any, 'keep').mockResolvedValueOnce(undefined);
