@@ -254,8 +254,9 @@ describe('a renewal whose transaction rolled back after Stripe charged', () => {
     expect((await journalOf(customer)).map((c) => c.status)).toEqual(['recorded', 'unrecorded']);
     // The next pass renews again under the attempt's key. Stripe compares the parameters with
     // the first request's (a reused key with others is an idempotency_error): the same amount and
-    // metadata, the payment and invoice ids the first attempt gave it included.
-    await harness.controlPlane.scheduler.runDue();
+    // metadata, the payment and invoice ids the first attempt gave it included. Three passes at
+    // once (three replicas): one of them renews it.
+    await Promise.all([1, 2, 3].map(() => harness.controlPlane.scheduler.runDue()));
     const asked = renewals();
     expect(asked.map((r) => [r.idempotencyKey, r.status])).toEqual([
       [`charge:${purchase}:${periodEnd.toISOString()}:0`, 200],
