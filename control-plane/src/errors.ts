@@ -86,6 +86,9 @@ export const ERROR_STATUS = {
   refund_exceeds_payment: 409,
   refund_already_made: 409,
   early_end_unfinished: 409,
+  // The payment processor refused a request the account's state there does not allow (a refund
+  // of a payment refunded on its dashboard): its code is in the problem's processorCode.
+  processor_refused: 409,
   dispute_exists: 409,
   dispute_closed: 409,
   dispute_exceeds_payment: 409,

@@ -215,6 +215,49 @@ describe("a refund recorded from Stripe's event when its request failed after St
     expect(await s.ledger('refund')).toHaveLength(2);
   });
 
+  it('refuses a retry under the key with another amount as Stripe does: 422, nothing recorded', async () => {
+    const s = await liveSeller(harness, 'Refund key reused');
+    const bought = await activatedPurchase(harness, s);
+    const { payment } = bought;
+    await refundLostAfterStripe(s, bought, { refundAmount: 400 }, 'refund-key');
+    // The request failed (5xx), so the key is free here; Stripe keeps it with the first amount.
+    const from = mock.requests.length;
+    const other = await askRefund(s, { originalTransactionId: payment, refundAmount: 300 }, 'refund-key');
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toMatchObject({ code: 'idempotency_key_reused', processor: 'stripe' });
+    expect(mock.requests.slice(from).map((r) => [r.path, r.params.amount, r.status])).toEqual([
+      ['/v1/refunds', '300', 400],
+    ]);
+    expect(await refundsOf(payment)).toEqual([]);
+    expect(await s.ledger('refund')).toEqual([]);
+    // The same request as the first is answered with Stripe's refund, recorded once.
+    const same = await askRefund(s, { originalTransactionId: payment, refundAmount: 400 }, 'refund-key-2');
+    expect(same.statusCode).toBe(202);
+    expect(await refundsOf(payment)).toHaveLength(1);
+  });
+
+  it('answers a refund Stripe refuses (refunded on its dashboard) 409 processor_refused, and records nothing', async () => {
+    const s = await liveSeller(harness, 'Refunded elsewhere');
+    const { payment } = await activatedPurchase(harness, s);
+    mock.refuseNext('/v1/refunds', 'charge_already_refunded', 'Charge ch_1 has already been refunded.');
+    const refused = await askRefund(s, { originalTransactionId: payment, refundAmount: 400 }, 'refused-once');
+    expect(refused.statusCode).toBe(409);
+    expect(refused.json()).toMatchObject({
+      code: 'processor_refused',
+      processor: 'stripe',
+      processorCode: 'charge_already_refunded',
+      detail: expect.stringContaining('has already been refunded'),
+    });
+    expect(await refundsOf(payment)).toEqual([]);
+    expect(await s.ledger('refund')).toEqual([]);
+    // The refusal is the key's answer, as Stripe's is: the same request is answered it again.
+    const from = mock.requests.length;
+    const again = await askRefund(s, { originalTransactionId: payment, refundAmount: 400 }, 'refused-once');
+    expect(again.statusCode).toBe(409);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(mock.requests.slice(from)).toEqual([]);
+  });
+
   it('an event that arrives while the request is recording its refund waits for it, and one refund results', async () => {
     const s = await liveSeller(harness, 'Early refund event');
     const { payment, intent } = await activatedPurchase(harness, s);

@@ -128,8 +128,14 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(customers).toHaveLength(1);
     expect(customers[0]).toMatchObject({
       idempotencyKey: `customer:${customer}`,
-      params: { 'metadata[customer]': customer, email: 'ada@example.com' },
+      params: { 'metadata[customer]': customer },
     });
+    // The email goes on after: the key's parameters are our id alone.
+    expect(
+      sent.filter(
+        (r) => r.path === `/v1/customers/${customers[0]?.answered}` && r.params.email !== undefined,
+      ),
+    ).toMatchObject([{ method: 'POST', params: { email: 'ada@example.com' }, status: 200 }]);
     expect(sent.filter((r) => r.path === '/v1/payment_methods/pm_card_visa/attach')).toHaveLength(1);
     const charges = sent.filter((r) => r.path === '/v1/payment_intents');
     expect(charges).toHaveLength(1);
@@ -162,6 +168,39 @@ describe('live payments through Stripe, payments succeeding', () => {
     ]);
     expect((await s.events('payment.')).map((e) => e.type)).toEqual(['payment.succeeded']);
     expect(await s.ledger('payment')).toContainEqual(['processor_balance', 1000]);
+  });
+
+  it('keeps one Stripe customer when the first card failed after it was made and the email changed since', async () => {
+    const s = await liveSeller(harness, 'Email changed');
+    await connect(s);
+    const customer = (await s.live('POST', '/v1/sdk/customers', { email: 'ada@example.com' })).body
+      .reference as string;
+    const from = mock.requests.length;
+    // Stripe makes the customer, then refuses the card: nothing of it is kept here.
+    mock.refuseNext('/v1/payment_methods/pm_card_visa/attach', 'resource_missing', 'No such PaymentMethod');
+    const refused = await s.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+      paymentMethod: 'pm_card_visa',
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain('/paymentMethod');
+    const patched = await s.live('PATCH', `/v1/sdk/customers/${customer}`, { email: 'grace@example.com' });
+    expect(patched.status).toBe(200);
+    const stored = await s.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+      paymentMethod: 'pm_card_visa',
+    });
+    expect(stored.status).toBe(201);
+    const sent = mock.requests.slice(from);
+    const made = sent.filter((r) => r.method === 'POST' && r.path === '/v1/customers');
+    // Asked twice under one key with the same parameters: Stripe answers the customer it made.
+    expect(made.map((r) => [r.idempotencyKey, r.status])).toEqual([
+      [`customer:${customer}`, 200],
+      [`customer:${customer}`, 200],
+    ]);
+    expect(
+      sent
+        .filter((r) => r.path === `/v1/customers/${made[0]?.answered}` && r.params.email !== undefined)
+        .map((r) => r.params.email),
+    ).toEqual(['ada@example.com', 'grace@example.com']);
   });
 
   it("charges thirty customers at once, each charge on its own transaction's connection", async () => {

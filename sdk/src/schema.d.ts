@@ -2133,7 +2133,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a payment in full or in part; a full refund of a purchase payment revokes the purchase
-         * @description Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key: a retry under the same key after a failure gets the processor’s same refund back, never a second one (409 `refund_already_made` when that refund was recorded already).
+         * @description Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key: a retry under the same key after a failure gets the processor’s same refund back, never a second one (409 `refund_already_made` when that refund was recorded already; 422 `idempotency_key_reused` when Stripe holds the key for another amount). 409 `processor_refused` when Stripe refuses it (the payment refunded on its dashboard), with Stripe’s `processorCode`.
          */
         post: operations["createRefund"];
         delete?: never;

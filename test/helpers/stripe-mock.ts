@@ -40,6 +40,12 @@ export interface StripeMock {
   hold(on: boolean): void;
   /** Requests waiting at the relay while held. */
   readonly held: number;
+  /**
+   * The next request to `path` is refused as Stripe refuses one its account's state does not
+   * allow (stripe-mock, stateless, accepts it): 400 with Stripe's `error` object of `code`. It is
+   * recorded, and not sent on.
+   */
+  refuseNext(path: string, code: string, message: string): void;
   close(): Promise<void>;
 }
 
@@ -121,10 +127,28 @@ export async function startStripeMock(
   >();
   let holding = false;
   let waiting: Array<() => void> = [];
+  const refusals = new Map<string, { code: string; message: string }>();
   const relay = createServer((incoming, outgoing) => {
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
     incoming.on('end', () => {
+      const path = (incoming.url ?? '').split('?')[0] ?? '';
+      const refusal = refusals.get(path);
+      if (refusal !== undefined) {
+        refusals.delete(path);
+        const body = Buffer.concat(chunks);
+        requests.push({
+          method: incoming.method ?? '',
+          path,
+          idempotencyKey: [incoming.headers['idempotency-key']].flat()[0],
+          params: Object.fromEntries(new URLSearchParams(body.toString('utf8'))),
+          status: 400,
+          answered: undefined,
+        });
+        outgoing.writeHead(400, { 'content-type': 'application/json' });
+        outgoing.end(JSON.stringify({ error: { type: 'invalid_request_error', ...refusal } }));
+        return;
+      }
       if (holding) waiting.push(send);
       else send();
     });
@@ -224,6 +248,9 @@ export async function startStripeMock(
     },
     get held() {
       return waiting.length;
+    },
+    refuseNext(path, code, message) {
+      refusals.set(path, { code, message });
     },
     async close() {
       await new Promise<void>((resolve) => relay.close(() => resolve()));

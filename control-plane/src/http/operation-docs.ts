@@ -97,7 +97,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.',
   'GET /v1/sdk/checkout-sessions/:id': 'A checkout session: what it sells, its status and when it expires.',
   'POST /v1/ui/transactions/refunds':
-    'Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key: a retry under the same key after a failure gets the processor’s same refund back, never a second one (409 `refund_already_made` when that refund was recorded already).',
+    'Refunds a payment in full or in part (never more than is left of it: 409 `refund_exceeds_payment`). A full refund of a purchase’s payment revokes that purchase. Takes an Idempotency-Key: a retry under the same key after a failure gets the processor’s same refund back, never a second one (409 `refund_already_made` when that refund was recorded already; 422 `idempotency_key_reused` when Stripe holds the key for another amount). 409 `processor_refused` when Stripe refuses it (the payment refunded on its dashboard), with Stripe’s `processorCode`.',
   'GET /v1/ui/transactions':
     'The ledger’s money movements, oldest first, filtered by type, customer and time; `format=csv` answers the same rows as CSV for a spreadsheet.',
   'GET /v1/ui/financials/pnl':

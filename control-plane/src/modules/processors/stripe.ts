@@ -35,7 +35,12 @@ export function stripeClient(api: StripeApi, secretKey: string): Stripe {
  * Stripe's failures in our vocabulary: a card refusal is an outcome, not an error; a refused key
  * means the connection needs attention (409 payments_not_configured); Stripe out of reach or
  * failing is 503 processor_unavailable, and whatever was being done is retried with the same
- * idempotency key.
+ * idempotency key. An idempotency key Stripe holds for a request with other parameters (a
+ * request retried under its Idempotency-Key with another body, after a first attempt that failed
+ * here once Stripe had acted) is 422 idempotency_key_reused, as our own keys answer it; any other
+ * request Stripe refuses (a refund of a payment already refunded on Stripe's dashboard, a card
+ * detached there) is 409 processor_refused with Stripe's code and words: the account's state on
+ * Stripe is not what ours says, and nothing was changed here.
  */
 export function translate(error: unknown): never {
   if (
@@ -56,6 +61,17 @@ export function translate(error: unknown): never {
       'processor_unavailable',
       `Stripe could not be reached: ${(error as Error).message}`,
     );
+  if (error instanceof Stripe.errors.StripeIdempotencyError)
+    throw new DomainError(
+      'idempotency_key_reused',
+      `Stripe holds this request's idempotency key for one with other parameters (${error.message}); send the first request again, or this one with a new Idempotency-Key`,
+      { processor: 'stripe' },
+    );
+  if (error instanceof Stripe.errors.StripeError && (error.statusCode ?? 0) >= 400)
+    throw new DomainError('processor_refused', `Stripe refused it: ${error.message}`, {
+      processor: 'stripe',
+      processorCode: error.code ?? error.type,
+    });
   throw error;
 }
 
@@ -111,13 +127,20 @@ export class StripeProcessor implements PaymentProcessor {
     }
   }
 
-  /** The customer's Stripe customer, made once (the key makes a retry answer the same one). */
+  /**
+   * The customer's Stripe customer, made once: the key makes a retry answer the same one. It is
+   * made with our id alone, so that every attempt asks with the same parameters (Stripe refuses a
+   * key reused with others, for 24 hours): a first attempt that failed here after Stripe made it
+   * is answered with that customer even once the email has changed. The email goes on after.
+   */
   private async customerOf(customer: ProcessorCustomer): Promise<string> {
     if (customer.processorCustomer !== null) return customer.processorCustomer;
     const made = await this.stripe.customers.create(
-      { metadata: { customer: customer.id }, ...(customer.email === null ? {} : { email: customer.email }) },
+      { metadata: { customer: customer.id } },
       { idempotencyKey: `customer:${customer.id}` },
     );
+    if (customer.email !== null && made.email !== customer.email)
+      await this.stripe.customers.update(made.id, { email: customer.email });
     return made.id;
   }
 
