@@ -83,7 +83,7 @@ const refundsOf = async (payment: string) =>
 const earlyEnds = async (purchase: string) =>
   (
     await harness.pool.query<Json>(
-      'SELECT amount::int AS amount, processor_refund FROM early_end_refunds WHERE purchase_id = $1',
+      'SELECT amount::int AS amount, processor_refund, reason FROM early_end_refunds WHERE purchase_id = $1',
       [purchase],
     )
   ).rows;
@@ -384,6 +384,38 @@ describe('a plan switch whose transaction failed after Stripe refunded its unuse
     ]);
   });
 
+  it("is finished with the first attempt's reason at Stripe after both plans were renamed", async () => {
+    const { s, bought, switchToLite } = await proFromJuneFirst('Switch renamed');
+    clock.set(new Date('2026-06-06T09:00:00.000Z'));
+    const from = mock.requests.length;
+    vi.spyOn(Ledger.prototype, 'recordRefund').mockRejectedValueOnce(new Error('commit lost'));
+    expect((await switchToLite()).status).toBe(500);
+    const first = lastRefund(bought.intent);
+    expect(first.metadata.refund_reason).toBe('Unused time on Pro after a switch to Lite');
+    // Both plans get new names before the switch is sent again.
+    const plans = (await s.live('GET', `/v1/ui/products/${bought.plan.productId}/plans`)).body.data as Json[];
+    for (const plan of plans)
+      expect((await s.live('PATCH', `/v1/ui/plans/${plan.id}`, { name: `${plan.name} 2027` })).status).toBe(
+        200,
+      );
+    clock.set(new Date('2026-06-06T10:00:00.000Z'));
+    const retried = await switchToLite();
+    expect(retried.body).toMatchObject({ status: 'activated', proration: { credit: 833, refunded: 633 } });
+    const asked = mock.requests.slice(from).filter((r) => r.path === '/v1/refunds');
+    expect(asked.map((r) => [r.params.amount, r.params['metadata[refund_reason]'], r.status])).toEqual([
+      ['633', 'Unused time on Pro after a switch to Lite', 200],
+      ['633', 'Unused time on Pro after a switch to Lite', 200],
+    ]);
+    expect(await refundsOf(bought.payment)).toMatchObject([
+      {
+        amount: 633,
+        reason: 'Unused time on Pro after a switch to Lite',
+        source: 'proration',
+        processor_refund: first.id,
+      },
+    ]);
+  });
+
   it("is kept from the refund's event when the process died before keeping it", async () => {
     const { s, bought, switchToLite } = await proFromJuneFirst('Switch crashed');
     clock.set(new Date('2026-06-06T09:00:00.000Z'));
@@ -403,7 +435,9 @@ describe('a plan switch whose transaction failed after Stripe refunded its unuse
     const created = refundEvent('refund.created', made, { amount: 633, status: 'pending' });
     const answers = await Promise.all([created, created].map((e) => s.post(e)));
     expect(answers.map((a) => a.body.outcome).sort()).toEqual(['applied', 'duplicate']);
-    expect(await earlyEnds(bought.purchase)).toEqual([{ amount: 633, processor_refund: made.id }]);
+    expect(await earlyEnds(bought.purchase)).toEqual([
+      { amount: 633, processor_refund: made.id, reason: 'Unused time on Pro after a switch to Lite' },
+    ]);
     // An hour later the same switch counts from the first attempt and records Stripe's refund.
     clock.set(new Date('2026-06-06T10:00:00.000Z'));
     const from = mock.requests.length;

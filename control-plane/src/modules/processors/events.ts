@@ -294,7 +294,7 @@ function madeRefund(refund: Stripe.Refund): MadeRefund | undefined {
  */
 function earlyEndRefund(refund: Stripe.Refund): LearnedEarlyEnd | undefined {
   const metadata: Record<string, unknown> = refund.metadata ?? {};
-  const { payment, refund_source: source, early_end: purchase, prorated_at: at } = metadata;
+  const { payment, refund_source: source, early_end: purchase, prorated_at: at, refund_reason } = metadata;
   if (!isText(payment) || source !== 'proration' || !isText(purchase) || !isText(at)) return undefined;
   const proratedAt = new Date(at);
   const intent =
@@ -310,6 +310,8 @@ function earlyEndRefund(refund: Stripe.Refund): LearnedEarlyEnd | undefined {
     processorRefund: refund.id,
     amount: refund.amount,
     currency: refund.currency,
+    // Stripe keeps up to 500 characters a metadata value.
+    reason: typeof refund_reason === 'string' && refund_reason.length <= 500 ? refund_reason : null,
   };
 }
 

@@ -147,7 +147,9 @@ export function finishesHeldEnd(held: EarlyEndRefundRow | undefined, refund: num
  * Returns the part of the credit no invoice absorbed to the card that paid the old period, as a
  * refund like any other (source `proration`, which revokes nothing); nothing when it is zero.
  * `ending` names what ended the period early, and when: a switch to another purchase, or
- * cancelling now.
+ * cancelling now; `ending.held` is a failed attempt's refund of it (heldEarlyEnd), whose reason the
+ * refund is asked with again, in the plans' names of then: Stripe answers a key reused with other
+ * parameters with an error, not the refund it made.
  */
 export async function refundUnusedTime(
   tx: PoolClient,
@@ -155,15 +157,20 @@ export async function refundUnusedTime(
   refunder: Pick<Refunder, 'open' | 'close'>,
   unused: UnusedTime,
   amount: number,
-  ending: { from: string; at: Date } & ({ to: string; toPlan: string } | { cancelled: true }),
+  ending: { from: string; at: Date; held: EarlyEndRefundRow | undefined } & (
+    | { to: string; toPlan: string }
+    | { cancelled: true }
+  ),
 ): Promise<RefundRow | undefined> {
   if (amount <= 0) return undefined;
+  const reason =
+    ending.held?.reason ??
+    ('cancelled' in ending
+      ? `Unused time on ${unused.planName} after cancelling it`
+      : `Unused time on ${unused.planName} after a switch to ${ending.toPlan}`);
   const refund = await refunder.open(tx, auth, unused.payment, {
     amount,
-    reason:
-      'cancelled' in ending
-        ? `Unused time on ${unused.planName} after cancelling it`
-        : `Unused time on ${unused.planName} after a switch to ${ending.toPlan}`,
+    reason,
     metadata:
       'cancelled' in ending
         ? { purchase: ending.from, cancelled: 'now' }
@@ -188,6 +195,7 @@ export async function refundUnusedTime(
         currency: unused.payment.currency,
         processor_refund: made.processorRefund,
         ending: 'cancelled' in ending ? 'cancelling it now' : `a switch to ${ending.toPlan}`,
+        reason,
         created_at: ending.at,
       }),
   });
@@ -205,6 +213,8 @@ export interface LearnedEarlyEnd {
   processorRefund: string;
   amount: number;
   currency: string;
+  /** Its `refund_reason`, the words a retry asks with again (refundUnusedTime). */
+  reason: string | null;
 }
 
 /**
@@ -243,6 +253,7 @@ export async function learnEarlyEnd(
     currency: made.currency,
     processor_refund: made.processorRefund,
     ending: 'the change that refunded it',
+    reason: made.reason,
     created_at: now,
   });
   return true;

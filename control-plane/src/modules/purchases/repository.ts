@@ -313,6 +313,8 @@ export interface EarlyEndRefundRow {
   currency: string;
   processor_refund: string;
   ending: string;
+  /** The refund's reason as the processor was asked it (null in rows kept before migration 055). */
+  reason: string | null;
   created_at: Date;
 }
 
@@ -320,8 +322,8 @@ export interface EarlyEndRefundRow {
 export async function holdEarlyEndRefund(db: Queryable, row: EarlyEndRefundRow): Promise<void> {
   await db.query(
     `INSERT INTO early_end_refunds (provider_id, environment, purchase_id, prorated_at, amount, currency,
-                                    processor_refund, ending, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                    processor_refund, ending, reason, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
      ON CONFLICT DO NOTHING`,
     [
       row.provider_id,
@@ -332,6 +334,7 @@ export async function holdEarlyEndRefund(db: Queryable, row: EarlyEndRefundRow):
       row.currency,
       row.processor_refund,
       row.ending,
+      row.reason,
       row.created_at,
     ],
   );
@@ -346,7 +349,7 @@ export async function heldEarlyEndRefund(
 ): Promise<EarlyEndRefundRow | undefined> {
   const { rows } = await db.query<EarlyEndRefundRow>(
     `SELECT provider_id, environment, purchase_id, prorated_at, amount, currency,
-            processor_refund, ending, created_at
+            processor_refund, ending, reason, created_at
        FROM early_end_refunds
       WHERE provider_id = $1 AND environment = $2 AND purchase_id = $3 AND created_at >= $4`,
     [scope.providerId, scope.environment, purchaseId, since],

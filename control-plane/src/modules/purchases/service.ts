@@ -351,6 +351,7 @@ export class PurchaseService {
               at: now,
               to: created.id,
               toPlan: settings.name,
+              held,
             });
       const proration: Proration | undefined =
         unused === undefined
@@ -431,6 +432,7 @@ export class PurchaseService {
               from: current.id,
               at: this.clock.now(),
               cancelled: true,
+              held,
             });
       return { row: ended, refund: refunded };
     });
