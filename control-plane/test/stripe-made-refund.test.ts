@@ -219,7 +219,7 @@ describe("a refund recorded from Stripe's event when its request failed after St
     const s = await liveSeller(harness, 'Refund key reused');
     const bought = await activatedPurchase(harness, s);
     const { payment } = bought;
-    await refundLostAfterStripe(s, bought, { refundAmount: 400 }, 'refund-key');
+    const made = await refundLostAfterStripe(s, bought, { refundAmount: 400 }, 'refund-key');
     // The request failed (5xx), so the key is free here; Stripe keeps it with the first amount.
     const from = mock.requests.length;
     const other = await askRefund(s, { originalTransactionId: payment, refundAmount: 300 }, 'refund-key');
@@ -230,10 +230,14 @@ describe("a refund recorded from Stripe's event when its request failed after St
     ]);
     expect(await refundsOf(payment)).toEqual([]);
     expect(await s.ledger('refund')).toEqual([]);
-    // The same request as the first is answered with Stripe's refund, recorded once.
-    const same = await askRefund(s, { originalTransactionId: payment, refundAmount: 400 }, 'refund-key-2');
+    // Nothing was done, so the refusal is not the key's answer here either: the first request
+    // sent again under the key is answered with Stripe's refund, recorded once.
+    const same = await askRefund(s, { originalTransactionId: payment, refundAmount: 400 }, 'refund-key');
     expect(same.statusCode).toBe(202);
-    expect(await refundsOf(payment)).toHaveLength(1);
+    expect(mock.requests.at(-1)).toMatchObject({ path: '/v1/refunds', status: 200, answered: made.id });
+    expect(await refundsOf(payment)).toEqual([
+      expect.objectContaining({ amount: 400, processor_refund: made.id }),
+    ]);
   });
 
   it('answers a refund Stripe refuses (refunded on its dashboard) 409 processor_refused, and records nothing', async () => {

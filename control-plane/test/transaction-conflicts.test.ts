@@ -1,10 +1,11 @@
 import Fastify from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { creditsProduct } from '../../test/helpers/credit-plans';
 import type { PoolClient } from '../src/db/pool';
 import { installErrorHandling } from '../src/http/error-handler';
 import { lockBalance } from '../src/modules/credits/repository';
+import { CreditService } from '../src/modules/credits/service';
 import { findCustomer, lockCustomerRow } from '../src/modules/customers/repository';
 import { findPlan } from '../src/modules/plans/repository';
 import { findProduct } from '../src/modules/products/repository';
@@ -22,6 +23,7 @@ beforeAll(async () => {
   harness = await startTestControlPlane({ bodyLimitBytes: 64 * 1024 });
 });
 afterAll(() => harness?.close());
+afterEach(() => vi.restoreAllMocks());
 
 /** Two transactions that each lock one row, then the other's: PostgreSQL aborts one of them. */
 async function deadlock(): Promise<unknown> {
@@ -65,6 +67,34 @@ describe('concurrent transactions', () => {
     expect(answer.headers['content-type']).toContain('application/problem+json');
     expect(answer.json()).toMatchObject({ status: 429, code: 'lock_timeout' });
     expect(answer.body).not.toContain('deadlock');
+  });
+
+  it("keeps no 429 as an Idempotency-Key's answer: the same request sent again runs", async () => {
+    const error = await deadlock();
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Retried' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    await api('POST', '/v1/sdk/customers', { externalRef: 'retried' });
+    const grant = (key: string) =>
+      harness.controlPlane.app.inject({
+        method: 'POST',
+        url: '/v1/sdk/customers/retried/credits',
+        headers: { authorization: `Bearer ${sandboxKey}`, 'idempotency-key': key },
+        payload: { kind: 'grant', amount: 5 },
+      });
+    // PostgreSQL aborts the first attempt for a concurrent transaction: rolled back whole.
+    vi.spyOn(CreditService.prototype, 'moveIn').mockRejectedValueOnce(error);
+    const aborted = await grant('grant-5');
+    expect(aborted.statusCode).toBe(429);
+    expect(aborted.json()).toMatchObject({ code: 'lock_timeout' });
+    expect((await api('GET', '/v1/sdk/customers/retried/balance')).body.credits).toBe(0);
+    // Sent again under its key, as the answer says: it runs, once, and that answer is kept.
+    const retried = await grant('grant-5');
+    expect(retried.statusCode).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    const replayed = await grant('grant-5');
+    expect(replayed.statusCode).toBe(201);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect((await api('GET', '/v1/sdk/customers/retried/balance')).body.credits).toBe(5);
   });
 
   it('a row locked for a change does not hold back rows written about it', async () => {

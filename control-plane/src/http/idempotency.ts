@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock';
 import type { Pool } from '../db/pool';
-import { DomainError, ValidationError } from '../errors';
+import { DomainError, type ErrorCode, ValidationError } from '../errors';
 import { type App, authOf } from './app';
 import { claimKey, completeKey, findKey, releaseKey } from './idempotency-keys';
 
@@ -15,6 +15,36 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Answers that say nothing was done and the same request may succeed if sent again: a
+ * transaction PostgreSQL aborted for a concurrent one, a rate limit, a timeout, and the payment
+ * processor's own idempotency conflicts (its key held for another request, or still running).
+ * They are not kept, as Stripe keeps no result for a request that never began executing: a client
+ * that retries under the same key, as told, gets the request run, not this answer for 24 hours.
+ */
+const NOT_KEPT: ReadonlySet<string> = new Set<ErrorCode>([
+  'lock_timeout',
+  'rate_limited',
+  'too_many_attempts',
+  'request_timeout',
+  'idempotency_request_in_progress',
+  'idempotency_key_reused',
+  // Something else holds what the request needs for a moment: the same request goes through after.
+  'checkout_session_in_progress',
+  'test_clock_advancing',
+]);
+
+/** The problem code of a 4xx answer's body, if it is a problem. */
+function problemCode(payload: unknown): string | undefined {
+  if (typeof payload !== 'string') return undefined;
+  try {
+    const code = (JSON.parse(payload) as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** How long a key and its stored response are kept (Stripe keeps 24 hours too). */
 const KEY_TTL_MS = 24 * 3600 * 1000;
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -24,7 +54,8 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
  * the same key with the same body gets that response again (`Idempotent-Replayed: true`); while
  * the first is still running, a duplicate gets 409; the same key with another body gets 422.
  * 5xx answers are not kept, so the client's retry runs again (the money-moving writes carry the
- * key themselves, so a retry after a half-finished attempt still writes once).
+ * key themselves, so a retry after a half-finished attempt still writes once); nor are the 4xx
+ * answers of NOT_KEPT, which say to retry.
  */
 export function installIdempotency(scope: App, pool: Pool, clock: Clock): void {
   scope.decorateRequest('idempotencyKey', null);
@@ -99,7 +130,9 @@ export function installIdempotency(scope: App, pool: Pool, clock: Clock): void {
     const key = request.idempotencyKey;
     if (key === null) return payload;
     const auth = authOf(request);
-    if (reply.statusCode >= 500) await releaseKey(pool, auth, key);
+    const status = reply.statusCode;
+    const kept = status < 400 || (status < 500 && !NOT_KEPT.has(problemCode(payload) ?? ''));
+    if (!kept) await releaseKey(pool, auth, key);
     else
       await completeKey(pool, auth, key, {
         status: reply.statusCode,
