@@ -35,7 +35,8 @@ export function stripeClient(api: StripeApi, secretKey: string): Stripe {
  * Stripe's failures in our vocabulary: a card refusal is an outcome, not an error; a refused key
  * means the connection needs attention (409 payments_not_configured); Stripe out of reach or
  * failing is 503 processor_unavailable, and whatever was being done is retried with the same
- * idempotency key. An idempotency key Stripe holds for a request with other parameters (a
+ * idempotency key (also Stripe's 409, still carrying out a request under the key, which the SDK
+ * retried already). A key Stripe holds for a request with other parameters (a
  * request retried under its Idempotency-Key with another body, after a first attempt that failed
  * here once Stripe had acted) is 422 idempotency_key_reused, as our own keys answer it; any other
  * request Stripe refuses (a refund of a payment already refunded on Stripe's dashboard, a card
@@ -70,7 +71,7 @@ export function translate(error: unknown): never {
   if (error instanceof Stripe.errors.StripeError && (error.statusCode ?? 0) >= 400)
     throw new DomainError('processor_refused', `Stripe refused it: ${error.message}`, {
       processor: 'stripe',
-      processorCode: error.code ?? error.type,
+      processorCode: error.code ?? error.rawType,
     });
   throw error;
 }
