@@ -90,7 +90,7 @@ export function buildMoney(d: MoneyDeps) {
     d.credits,
     processors,
   );
-  const refunds = new RefundService(paying, clock, processors, purchases, refunder);
+  const refunds = new RefundService(paying, clock, processors, purchases, refunder, logger);
   const testClocks = new TestClockService(paying, clock, scheduler);
   scheduler.addJob(() => checkout.expireDue());
   scheduler.addJob(() => journal.runDue());

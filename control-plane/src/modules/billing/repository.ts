@@ -255,12 +255,15 @@ export async function lockNextInvoiceRetry(
   db: Queryable,
   now: Date,
   clockId: string | null,
+  /** Invoices this pass could not charge again: left for the next pass. */
+  skipped: readonly string[] = [],
 ): Promise<InvoiceRow | undefined> {
   const { rows } = await db.query<InvoiceRow>(
     `SELECT * FROM invoices i WHERE status = 'open' AND next_retry_at <= $1
         AND (SELECT c.test_clock_id FROM customers c WHERE c.id = i.customer_id) IS NOT DISTINCT FROM $2::text
+        AND NOT (id = ANY($3::text[]))
       ORDER BY next_retry_at, id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
-    [now, clockId],
+    [now, clockId, skipped],
   );
   return rows[0];
 }

@@ -1,4 +1,4 @@
-import { ID, newId } from '@mcp-meter/contracts/kit';
+import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import { Type } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
@@ -63,6 +63,7 @@ export class RefundService {
     private readonly processors: Processors,
     private readonly purchases: PurchaseService,
     private readonly refunder: Refunder,
+    private readonly logger?: Logger | undefined,
   ) {}
 
   /** `retryKey`: the request's Idempotency-Key, if it came with one (refunder.ts). */
@@ -116,12 +117,15 @@ export class RefundService {
   /**
    * Scheduler job: pending refunds learn their outcome from the processor, one at a time
    * (SKIP LOCKED, so replicas share the work): payment.refunded, or payment.refund_failed with
-   * the money back in the balance.
+   * the money back in the balance. A refund whose processor cannot be asked (out of reach, the
+   * provider's Stripe disconnected, the refund refused) is logged and left for the next pass;
+   * the refunds after it go on.
    */
   async settleDue(): Promise<number> {
     let settled = 0;
     let after = '';
     for (;;) {
+      const before = after;
       const done = await inTransaction(this.pool, async (tx) => {
         const refund = await lockNextPendingRefund(tx, after);
         if (refund === undefined) return undefined;
@@ -136,6 +140,11 @@ export class RefundService {
           purchase: await this.settle(tx, auth, refund, payment, { status, failureReason }),
           moved: true,
         };
+      }).catch((error: unknown) => {
+        // Nothing was taken (the next refund's lock failed, the database is away): the pass ends.
+        if (after === before) throw error;
+        this.logger?.warn({ err: error, refund: after }, 'pending refund not settled; next pass');
+        return { purchase: undefined, moved: false };
       });
       if (done === undefined) return settled;
       if (done.moved) settled++;

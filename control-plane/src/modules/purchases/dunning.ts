@@ -1,9 +1,11 @@
+import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import type { Pool, PoolClient } from '../../db/pool';
 import type { AuthContext } from '../../tenancy';
 import type { Invoicing } from '../billing/invoicing';
 import { type InvoiceRow, lockNextInvoiceRetry, scheduleInvoiceRetry } from '../billing/repository';
 import type { PaymentService } from '../payments/service';
+import { eachDue } from './due-pass';
 import type { PurchaseRow } from './service';
 
 const HOUR_MS = 3_600_000;
@@ -21,6 +23,7 @@ export class InvoiceDunning {
     private readonly invoicing: Invoicing,
     /** Hours after each failed charge before the next try. */
     private readonly retryHours: readonly number[],
+    private readonly logger: Logger,
   ) {}
 
   /**
@@ -42,21 +45,16 @@ export class InvoiceDunning {
    * them): payment.succeeded and the invoice paid, or payment.failed and the next retry.
    */
   async retryDue(clockId: string | null, limit: number): Promise<number> {
-    let handled = 0;
-    while (handled < limit) {
-      const done = await inTransaction(this.pool, async (tx) => {
-        const now = this.clock.now();
-        const invoice = await lockNextInvoiceRetry(tx, now, clockId);
-        if (invoice === undefined) return false;
-        const auth: AuthContext = { providerId: invoice.provider_id, environment: invoice.environment };
-        const collected = await this.invoicing.collectAgain(tx, auth, invoice);
-        if (collected.status === 'failed') await this.scheduleRetry(tx, collected.invoice, now);
-        return true;
-      });
-      if (!done) break;
-      handled++;
-    }
-    return handled;
+    return eachDue(this.pool, { limit, logger: this.logger, what: 'invoice' }, async (tx, skipped, took) => {
+      const now = this.clock.now();
+      const invoice = await lockNextInvoiceRetry(tx, now, clockId, skipped);
+      if (invoice === undefined) return undefined;
+      took(invoice.id);
+      const auth: AuthContext = { providerId: invoice.provider_id, environment: invoice.environment };
+      const collected = await this.invoicing.collectAgain(tx, auth, invoice);
+      if (collected.status === 'failed') await this.scheduleRetry(tx, collected.invoice, now);
+      return true;
+    });
   }
 
   /** A dunning retry's charge of a purchase whose period has no invoice (a flat renewal). */

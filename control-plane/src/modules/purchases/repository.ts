@@ -227,6 +227,8 @@ export async function lockNextDuePurchase(
     renewalReminderBy: Date;
     usageClosedBy: Date;
     clockId: string | null;
+    /** Purchases this pass could not handle: left for the next pass. */
+    skipped?: readonly string[];
   },
 ): Promise<PurchaseRow | undefined> {
   const { rows } = await db.query<PurchaseRow>(
@@ -237,9 +239,9 @@ export async function lockNextDuePurchase(
          OR (status = 'active' AND is_recurring AND auto_renew AND NOT cancel_at_period_end AND period_end > $1
              AND period_end <= $3 AND renewal_reminder_for IS DISTINCT FROM period_end)
          OR (final_usage_due AND ended_at <= $4))
-        AND ${onClock(5)}
+        AND ${onClock(5)} AND NOT (id = ANY($6::text[]))
       ORDER BY id LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`,
-    [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy, due.clockId],
+    [due.now, due.trialReminderBy, due.renewalReminderBy, due.usageClosedBy, due.clockId, due.skipped ?? []],
   );
   return rows[0];
 }

@@ -15,6 +15,7 @@ import { lastUsageInvoice, type StoredLine } from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
+import { eachDue, type Took } from './due-pass';
 import { InvoiceDunning } from './dunning';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { clearFinalUsageDue, lockNextDraftable, lockNextDuePurchase, usagePeriodsDue } from './repository';
@@ -59,7 +60,14 @@ export class BillingScheduler {
     private readonly settlement: UsageSettlement,
     private readonly options: SchedulerOptions,
   ) {
-    this.dunning = new InvoiceDunning(pool, clock, payments, invoicing, options.dunningRetryHours);
+    this.dunning = new InvoiceDunning(
+      pool,
+      clock,
+      payments,
+      invoicing,
+      options.dunningRetryHours,
+      options.logger,
+    );
   }
 
   /** Handles everything due now; bounded per call so one run cannot take forever. */
@@ -77,9 +85,20 @@ export class BillingScheduler {
     this.jobs.push(job);
   }
 
+  /**
+   * The jobs, then the purchases. A job that fails (a provider's processor out of reach or
+   * disconnected, a database hiccup) is logged and tried again next pass: it holds up neither
+   * the other jobs nor anyone's renewals.
+   */
   private async run(limit: number): Promise<number> {
     let handled = 0;
-    for (const job of this.jobs) handled += await job();
+    for (const job of this.jobs) {
+      try {
+        handled += await job();
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'scheduler job failed; next pass');
+      }
+    }
     return handled + (await this.runPurchases(null, limit));
   }
 
@@ -99,14 +118,16 @@ export class BillingScheduler {
     await this.refreshDrafts(clockId, usageClosedBy, limit).catch((error: unknown) =>
       this.options.logger.warn({ err: error }, 'draft invoices not refreshed in this pass'),
     );
-    while (handled < limit) {
-      const changed = await this.handleOne(usageClosedBy, clockId);
-      if (changed === undefined) break;
-      handled++;
-      // A purchase that had already ended (its final usage billed) may have a successor, whose
-      // entitlement its own must not overwrite.
-      if (changed.publish) await this.purchases.publish([changed.row]);
-    }
+    handled += await eachDue(
+      this.pool,
+      { limit, logger: this.options.logger, what: 'purchase' },
+      (tx, skipped, took) => this.handleOne(tx, usageClosedBy, clockId, skipped, took),
+      async (changed) => {
+        // A purchase that had already ended (its final usage billed) may have a successor, whose
+        // entitlement its own must not overwrite.
+        if (changed.publish) await this.purchases.publish([changed.row]);
+      },
+    );
     return handled;
   }
 
@@ -139,22 +160,25 @@ export class BillingScheduler {
   }
 
   private async handleOne(
+    tx: PoolClient,
     usageClosedBy: Date,
     clockId: string | null,
+    skipped: readonly string[],
+    took: Took,
   ): Promise<{ row: PurchaseRow; publish: boolean } | undefined> {
     const now = this.clock.now();
-    return inTransaction(this.pool, async (tx) => {
-      const row = await lockNextDuePurchase(tx, {
-        now,
-        trialReminderBy: addDays(now, this.options.trialReminderDays),
-        renewalReminderBy: addDays(now, this.options.renewalReminderDays),
-        usageClosedBy,
-        clockId,
-      });
-      if (row === undefined) return undefined;
-      if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };
-      return { row: await this.handle(tx, row, now), publish: true };
+    const row = await lockNextDuePurchase(tx, {
+      now,
+      trialReminderBy: addDays(now, this.options.trialReminderDays),
+      renewalReminderBy: addDays(now, this.options.renewalReminderDays),
+      usageClosedBy,
+      clockId,
+      skipped,
     });
+    if (row === undefined) return undefined;
+    took(row.id);
+    if (row.final_usage_due) return { row: await this.billFinalUsage(tx, row), publish: false };
+    return { row: await this.handle(tx, row, now), publish: true };
   }
 
   /**
