@@ -56,6 +56,16 @@ describe('Stripe errors in our vocabulary', () => {
     expect(translated(raw)).toMatchObject({ code, status });
   });
 
+  it('says a request still running under the key is to be retried, not that Stripe is away', () => {
+    const error = Stripe.errors.StripeError.generate({
+      statusCode: 409,
+      type: 'idempotency_error',
+      code: 'idempotency_key_in_use',
+      message: 'There is currently another in-progress request using this Idempotent Key',
+    } as Parameters<typeof Stripe.errors.StripeError.generate>[0]);
+    expect(() => translate(error)).toThrow(/still carrying out a request with this idempotency key; retry/);
+  });
+
   it("names Stripe's code of a refusal, or its type when it has none", () => {
     expect(
       translated({ statusCode: 400, type: 'invalid_request_error', code: 'charge_disputed' }).details,

@@ -60,7 +60,9 @@ export function translate(error: unknown): never {
   )
     throw new DomainError(
       'processor_unavailable',
-      `Stripe could not be reached: ${(error as Error).message}`,
+      error instanceof Stripe.errors.StripeError && error.statusCode === 409
+        ? `Stripe is still carrying out a request with this idempotency key; retry shortly (${error.message})`
+        : `Stripe could not be reached: ${(error as Error).message}`,
     );
   if (error instanceof Stripe.errors.StripeIdempotencyError)
     throw new DomainError(
