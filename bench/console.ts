@@ -88,6 +88,7 @@ async function main() {
           meters: 0,
         })),
       limitUsage: unused,
+      limitCount: unused,
       countByProperty: unused,
       creditUsage: unused,
     };

@@ -70,6 +70,7 @@ async function main() {
       byCustomer: unused,
       daily: unused,
       limitUsage: unused,
+      limitCount: unused,
       countByProperty: unused,
       creditUsage: unused,
     };

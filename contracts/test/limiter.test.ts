@@ -115,6 +115,33 @@ describe.each([
     expect(await a.admit(t)).toEqual({ allowed: false, used: 37, limit: 37 });
   });
 
+  it('rounds reported fractions up once, as the exact sum would be, reported one by one or at once', async () => {
+    const l = await limiter();
+    const store = stores[stores.length - 1] as CounterStore;
+    // Started from 2 calls and 0.25 reported: 3 used.
+    const t = {
+      ...target(unique(), 100),
+      seed: async () => ({ used: 3, expiresAtMs: Date.now() + 60_000, fractionNanos: 250_000_000 }),
+    };
+    const used = async () => (await l.peek(t)).used;
+    expect(await used()).toBe(3);
+    // 0.75 completes the unit the counter already counted: still 3.
+    await store.report(t.key, 0, 750_000_000);
+    expect(await used()).toBe(3);
+    // 0.1, 0.2 and 0.7 at once are exactly one unit, whichever lands first.
+    await Promise.all([100_000_000, 200_000_000, 700_000_000].map((n) => store.report(t.key, 0, n)));
+    expect(await used()).toBe(4);
+    // 2.5, then forty halves at once: 2 + 25 (24.5 reported, rounded up).
+    await store.report(t.key, 2, 500_000_000);
+    expect(await used()).toBe(7);
+    await Promise.all(Array.from({ length: 40 }, () => store.report(t.key, 0, 500_000_000)));
+    expect(await used()).toBe(27);
+    // Whole units given back leave the fraction as it was.
+    await store.report(t.key, -5);
+    await store.report(t.key, 0, 500_000_000);
+    expect(await used()).toBe(22);
+  });
+
   it('starts from the seeded usage and counts it against the limit', async () => {
     const t = target(unique(), 50, 45);
     expect(await admitMany([await limiter()], t, 20)).toBe(5);

@@ -119,6 +119,43 @@ describe('plan limits and reported usage', () => {
     expect((await check('metered')).body).toMatchObject({ used: 10, remaining: 0, overLimit: 3 });
   });
 
+  it('rounds reported usage up once over the period, running or started again from ClickHouse', async () => {
+    const { call, check, key } = await seller('Fractions');
+    expect((await check('metered', true)).body).toMatchObject({ used: 1 });
+    const report = (values: number[]) =>
+      call('POST', '/v1/sdk/meter-events/bulk', {
+        records: values.map((value) => ({ customerRef: 'metered-user', value })),
+      });
+    // Exactly 3 (as numbers, 3.0000000000000004): 3 units, not 4.
+    expect((await report([0.1, 0.1, 2.2, 0.6])).status).toBe(202);
+    expect((await check('metered')).body).toMatchObject({ used: 4 });
+    // Two halves one by one are one unit, not two; then a quarter starts the next.
+    for (const value of [0.5, 0.5, 0.25]) expect((await report([value])).status).toBe(202);
+    expect((await check('metered')).body).toMatchObject({ used: 6 });
+    // A counter started again from ClickHouse (a new process, a flushed Redis) counts the same,
+    // and keeps the quarter: three more quarters complete its unit.
+    await harness.settled();
+    const fresh = await harness.build(harness.store.store);
+    try {
+      const again = injectClient(fresh, key);
+      const freshCheck = () =>
+        again('POST', '/v1/sdk/limits', {
+          customerRef: 'metered-user',
+          productRef: 'metered',
+          consume: false,
+        });
+      expect((await freshCheck()).body).toMatchObject({ used: 6 });
+      const quarters = await again('POST', '/v1/sdk/meter-events/bulk', {
+        records: [0.25, 0.25, 0.25].map((value) => ({ customerRef: 'metered-user', value })),
+      });
+      expect(quarters.status).toBe(202);
+      expect((await freshCheck()).body).toMatchObject({ used: 6 });
+    } finally {
+      await fresh.limits.close();
+      await fresh.app.close();
+    }
+  });
+
   it('starts a counter only from stored usage that has caught up with the usage bus', async () => {
     const { call, key } = await seller('Lagging ingest');
     expect(

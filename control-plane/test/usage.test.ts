@@ -324,6 +324,7 @@ describe('usage queries', () => {
       byCustomer: () => Promise.reject(new Error('connection refused')),
       daily: () => Promise.reject(new Error('connection refused')),
       limitUsage: () => Promise.reject(new Error('connection refused')),
+      limitCount: () => Promise.reject(new Error('connection refused')),
       countByProperty: () => Promise.reject(new Error('connection refused')),
       creditUsage: () => Promise.reject(new Error('connection refused')),
     };

@@ -4,12 +4,16 @@ import {
   type CustomerUsage,
   type DailyStats,
   type Granularity,
+  type LimitCount,
   type MeterAggregation,
+  splitNanos,
+  toNanos,
   type UsageBucket,
   type UsageReader,
   type UsageScope,
   type UsageTotal,
   type UsageTotalQuery,
+  unitsRoundedUp,
 } from '@mcp-meter/contracts/usage';
 import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { ClickHouse } from './clickhouse/client';
@@ -201,6 +205,10 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
   }
 
   async limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number> {
+    return (await this.limitCount(query)).used;
+  }
+
+  async limitCount(query: UsageScope & { customerRef: string; productId: string }): Promise<LimitCount> {
     const [row] = await this.rows<{ calls: string | number; reported: string | number }>(
       `SELECT countIf(JSONExtractBool(properties, 'admitted')
                       AND JSONExtractString(properties, 'productId') = {productId:String}) AS calls,
@@ -212,7 +220,12 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         WHERE ${this.where(query)}`,
       { ...this.params(query), productId: query.productId },
     );
-    return Number(row?.calls ?? 0) + Math.ceil(Number(row?.reported ?? 0));
+    // The Decimal sum exactly: a Number of it can be a billionth off, and so a unit.
+    const reported = toNanos(String(row?.reported ?? '0'));
+    return {
+      used: Number(row?.calls ?? 0) + unitsRoundedUp(reported),
+      fractionNanos: splitNanos(reported).nanos,
+    };
   }
 
   async creditUsage(query: {

@@ -1,4 +1,4 @@
-import type { CounterScope } from '@mcp-meter/contracts/limits';
+import type { CounterScope, CounterSeed } from '@mcp-meter/contracts/limits';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 import { type Dispatcher, request } from 'undici';
 
@@ -86,7 +86,7 @@ export class ControlPlaneLink {
     });
   }
 
-  seed(scope: CounterScope, periodEnd: Date | null): Promise<{ used: number; expiresAtMs: number }> {
+  seed(scope: CounterScope, periodEnd: Date | null): Promise<CounterSeed> {
     return this.post('/internal/v1/limits/seed', {
       providerId: scope.providerId,
       environment: scope.environment,

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { connectedWithin, redisRetryDelay } from '../kit/net';
+import { NANOS_PER_UNIT } from '../usage/reported-units';
 
 /**
  * One usage-limit counter per customer, product, plan and period. It holds `used` (calls
@@ -34,13 +35,19 @@ export interface CounterStore {
   lease(call: LeaseCall): Promise<LeaseReply>;
   /** Settles several leases in one round trip. */
   settleMany(calls: LeaseCall[]): Promise<void>;
-  /** Creates the counter with `used` unless it exists; it disappears at `expiresAtMs`. */
-  seed(key: string, used: number, expiresAtMs: number): Promise<void>;
   /**
-   * Adds usage reported outside the leases (the usage API) to a counter that exists; one that
-   * does not will count it when it is seeded from ClickHouse.
+   * Creates the counter with `used` unless it exists; it disappears at `expiresAtMs`.
+   * `fractionNanos`: the billionths of a unit reported usage holds past its whole units, which
+   * `used` counts as a whole one (reported-units.ts).
    */
-  report(key: string, units: number): Promise<void>;
+  seed(key: string, used: number, expiresAtMs: number, fractionNanos?: number): Promise<void>;
+  /**
+   * Adds usage reported outside the leases (the usage API) to a counter that exists: `units`
+   * whole (negative gives back), and `nanos` billionths of one more, which join the counter's
+   * fraction so that the reported sum is rounded up once, not each report. A counter that does
+   * not exist will count it when it is seeded from ClickHouse.
+   */
+  report(key: string, units: number, nanos?: number): Promise<void>;
   /**
    * Keeps `value` under `key` for `ttlMs`, shared by every process of the store: what one proxy
    * leaves for the next request of a multi-round call, which may reach another proxy.
@@ -114,18 +121,53 @@ end
 return {granted, used, leased}
 `;
 
+/**
+ * Whole units go on `used` as given (a string: Lua would print a large number in exponent
+ * form, which HINCRBY refuses); billionths join the `frac` field, and `used` moves by what
+ * rounding the sum up once moves: `fractionStep` below, its twin.
+ */
 const REPORT_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'used', ARGV[1])
+local nanos = tonumber(ARGV[2])
+if nanos > 0 then
+  local before = tonumber(redis.call('HGET', KEYS[1], 'frac') or '0')
+  local after = before + nanos
+  local step = 0
+  if after >= ${NANOS_PER_UNIT} then
+    after = after - ${NANOS_PER_UNIT}
+    step = 1
+  end
+  if after > 0 then step = step + 1 end
+  if before > 0 then step = step - 1 end
+  redis.call('HSET', KEYS[1], 'frac', after)
+  if step ~= 0 then redis.call('HINCRBY', KEYS[1], 'used', step) end
+end
 return 1
 `;
 
 const SEED_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'used', ARGV[1])
+if tonumber(ARGV[3]) > 0 then redis.call('HSET', KEYS[1], 'frac', ARGV[3]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 1
 `;
+
+/**
+ * A report's billionths joining a counter's fraction (0 ≤ each < one unit): the fraction after,
+ * and how far `used` moves. `used` counts a fraction above 0 as one whole unit, so the step
+ * is the carry past a whole unit plus whether a fraction is left, less whether one was there.
+ */
+export function fractionStep(before: number, nanos: number): { after: number; step: number } {
+  let after = before + nanos;
+  let step = 0;
+  if (after >= NANOS_PER_UNIT) {
+    after -= NANOS_PER_UNIT;
+    step = 1;
+  }
+  return { after, step: step + (after > 0 ? 1 : 0) - (before > 0 ? 1 : 0) };
+}
 
 interface LeaseRedis extends Redis {
   meterLease(
@@ -139,8 +181,8 @@ interface LeaseRedis extends Redis {
     spent: number,
     minGrant: number,
   ): Promise<[number, number, number]>;
-  meterSeed(key: string, used: number, expiresAt: number): Promise<number>;
-  meterReport(key: string, units: number): Promise<number>;
+  meterSeed(key: string, used: number, expiresAt: number, fractionNanos: number): Promise<number>;
+  meterReport(key: string, units: number, nanos: number): Promise<number>;
 }
 
 const leaseArgs = (c: LeaseCall) =>
@@ -198,14 +240,14 @@ export class RedisCounterStore implements CounterStore {
     if (failed?.[0] != null) throw failed[0];
   }
 
-  async seed(key: string, used: number, expiresAtMs: number): Promise<void> {
+  async seed(key: string, used: number, expiresAtMs: number, fractionNanos = 0): Promise<void> {
     this.commands++;
-    await this.redis.meterSeed(key, used, expiresAtMs);
+    await this.redis.meterSeed(key, used, expiresAtMs, fractionNanos);
   }
 
-  async report(key: string, units: number): Promise<void> {
+  async report(key: string, units: number, nanos = 0): Promise<void> {
     this.commands++;
-    await this.redis.meterReport(key, units);
+    await this.redis.meterReport(key, units, nanos);
   }
 
   async putHold(key: string, value: string, ttlMs: number): Promise<void> {
@@ -225,6 +267,8 @@ export class RedisCounterStore implements CounterStore {
 
 interface MemoryCounter {
   used: number;
+  /** Billionths of a unit reported past the whole units (`used` counts them as one); none when absent. */
+  frac?: number;
   /** Open leases, and expired ones (`expired`, counted whole) that a late settle may still correct. */
   leases: Map<string, { amount: number; expiresAt: number; expired?: boolean }>;
   expiresAt: number;
@@ -288,16 +332,22 @@ export class MemoryCounterStore implements CounterStore {
     }
   }
 
-  async seed(key: string, used: number, expiresAtMs: number): Promise<void> {
+  async seed(key: string, used: number, expiresAtMs: number, fractionNanos = 0): Promise<void> {
     this.commands++;
     if (this.counter(key) === undefined)
-      this.counters.set(key, { used, leases: new Map(), expiresAt: expiresAtMs });
+      this.counters.set(key, { used, frac: fractionNanos, leases: new Map(), expiresAt: expiresAtMs });
   }
 
-  async report(key: string, units: number): Promise<void> {
+  async report(key: string, units: number, nanos = 0): Promise<void> {
     this.commands++;
     const counter = this.counter(key);
-    if (counter !== undefined) counter.used += units;
+    if (counter === undefined) return;
+    counter.used += units;
+    if (nanos > 0) {
+      const { after, step } = fractionStep(counter.frac ?? 0, nanos);
+      counter.frac = after;
+      counter.used += step;
+    }
   }
 
   private readonly holds = new Map<string, { value: string; expiresAt: number }>();

@@ -1,5 +1,6 @@
 export {
   type CounterStore,
+  fractionStep,
   LEASE_TOMBSTONE_MS,
   type LeaseCall,
   type LeaseReply,
@@ -21,6 +22,7 @@ export {
   creditKey,
 } from './keys';
 export {
+  type CounterSeed,
   DEFAULT_LIMITER_OPTIONS,
   type LeaseCharge,
   type LeaseWatcher,

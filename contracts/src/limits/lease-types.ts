@@ -5,6 +5,13 @@ import type { LeaseCall } from './counter';
  * the lease charged), its settings, and the state it keeps per counter (limiter.ts).
  */
 
+/** Where a limit counter starts (`CounterStore.seed`). */
+export interface CounterSeed {
+  used: number;
+  expiresAtMs: number;
+  fractionNanos?: number | undefined;
+}
+
 /** One limit to enforce: the counter's key, the cap, and how to build the counter when it is missing. */
 export interface LimitTarget {
   key: string;
@@ -14,8 +21,11 @@ export interface LimitTarget {
    * against a customer's credit balance. Leases are never smaller than one admission.
    */
   cost?: number;
-  /** Usage already admitted in the period (from ClickHouse) and when the counter may be dropped. */
-  seed(): Promise<{ used: number; expiresAtMs: number }>;
+  /**
+   * Usage already admitted in the period (from ClickHouse) and when the counter may be dropped;
+   * `fractionNanos`, the reported usage's billionths past its whole units (reported-units.ts).
+   */
+  seed(): Promise<CounterSeed>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { randomToken } from '../kit/ids';
+import { NANOS_PER_UNIT } from '../usage/reported-units';
 import type { CounterStore, LeaseCall } from './counter';
 import {
   DEFAULT_LIMITER_OPTIONS,
@@ -333,7 +334,10 @@ export class LeasedLimiter {
     let reply = await this.store.lease(call);
     if (reply.missing) {
       const seed = await target.seed();
-      await this.store.seed(target.key, seed.used, seed.expiresAtMs);
+      // A fraction is billionths of one unit; anything else starts the counter without one.
+      const fraction = seed.fractionNanos ?? 0;
+      const valid = Number.isSafeInteger(fraction) && fraction > 0 && fraction < NANOS_PER_UNIT;
+      await this.store.seed(target.key, seed.used, seed.expiresAtMs, valid ? fraction : 0);
       reply = await this.store.lease(call);
     }
     if (reply.missing) throw new Error(`limit counter ${target.key} vanished while seeding`);

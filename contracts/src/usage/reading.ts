@@ -57,6 +57,16 @@ export interface DailyStats {
 }
 
 /** Read side used by the control plane: usage queries, limit checks, billing and analytics. */
+/**
+ * What a limit counter starts from: `used` as `limitUsage` counts it, and the billionths of a unit
+ * the reported usage's exact sum holds past its whole units (0 to 999,999,999), which `used`
+ * already counts as one whole unit: the next reported fraction completes it before a new unit counts.
+ */
+export interface LimitCount {
+  used: number;
+  fractionNanos: number;
+}
+
 export interface UsageReader {
   total(query: UsageTotalQuery): Promise<UsageTotal>;
   buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]>;
@@ -74,9 +84,12 @@ export interface UsageReader {
    * limit counter: calls the proxy or the SDK limit check admitted (`admitted: true` and this
    * `productId`, one each), plus usage reported through the usage API (records without
    * `admitted` and without the proxy's `server` or the limit check's `source`), whose values
-   * count for this product when they name it as `productId` or name no product, rounded up.
+   * count for this product when they name it as `productId` or name no product: their exact
+   * sum rounded up once (reported-units.ts).
    */
   limitUsage(query: UsageScope & { customerRef: string; productId: string }): Promise<number>;
+  /** `limitUsage` with the reported sum's fractional part: the start of a running limit counter. */
+  limitCount(query: UsageScope & { customerRef: string; productId: string }): Promise<LimitCount>;
   /**
    * Credits spent by calls on the requests meter (the `credits` the proxy or the SDK limit check
    * wrote on each admitted call of a credit-paid plan), per customer, over all time: what a credit

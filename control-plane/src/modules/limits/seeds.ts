@@ -1,5 +1,6 @@
 import {
   type CounterScope,
+  type CounterSeed,
   CREDIT_COUNTER_TTL_MS,
   counterExpiry,
   counterKey,
@@ -62,14 +63,12 @@ export class CounterSeeds {
   }
 
   /** Calls admitted in the counter's period so far, from ClickHouse: the start of a counter. */
-  async seed(
-    scope: CounterScope & { periodEnd: Date | null },
-  ): Promise<{ used: number; expiresAtMs: number }> {
+  async seed(scope: CounterScope & { periodEnd: Date | null }): Promise<CounterSeed> {
     const meter = await this.requestsMeter(scope);
     await this.caughtUp();
     const now = this.clock.now();
     try {
-      const used = await this.reader.limitUsage({
+      const { used, fractionNanos } = await this.reader.limitCount({
         providerId: scope.providerId,
         environment: scope.environment,
         meterRef: meter.id,
@@ -78,7 +77,7 @@ export class CounterSeeds {
         from: scope.periodStart,
         to: new Date(now.getTime() + 60_000),
       });
-      return { used, expiresAtMs: onRedisClock(counterExpiry(scope.periodEnd, now), now) };
+      return { used, fractionNanos, expiresAtMs: onRedisClock(counterExpiry(scope.periodEnd, now), now) };
     } catch {
       throw new UnavailableError('usage_store_unavailable', 'Usage storage is unreachable; try again');
     }

@@ -9,7 +9,14 @@ import {
   LimiterUnavailableError,
   type LimitTarget,
 } from '@mcp-meter/contracts/limits';
-import type { UsagePublisher, UsageReader, UsageRecorder, UsageSettlement } from '@mcp-meter/contracts/usage';
+import {
+  splitNanos,
+  toNanos,
+  type UsagePublisher,
+  type UsageReader,
+  type UsageRecorder,
+  type UsageSettlement,
+} from '@mcp-meter/contracts/usage';
 import { callRecord, type Environment, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { atTestTime, type Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
@@ -305,19 +312,21 @@ export class LimitService {
    * Counters not started yet count it when they are seeded from ClickHouse.
    */
   async reportUsage(auth: AuthContext, records: readonly UsageRecord[]): Promise<void> {
-    const units = new Map<string, { customerId: string; productId: string | undefined; units: number }>();
+    // Exact sums in billionths: adding the values as numbers could make 0.1 + 0.2 + 0.7 more than 1.
+    const units = new Map<string, { customerId: string; productId: string | undefined; nanos: bigint }>();
     for (const record of records) {
       if (record.meterName !== REQUESTS_METER) continue;
       const named = record.properties?.productId;
       const productId = typeof named === 'string' && named !== '' ? named : undefined;
       const key = `${record.customerRef}\u0000${productId ?? ''}`;
-      const entry = units.get(key) ?? { customerId: record.customerRef, productId, units: 0 };
-      entry.units += Number(record.value);
+      const entry = units.get(key) ?? { customerId: record.customerRef, productId, nanos: 0n };
+      entry.nanos += toNanos(record.value);
       units.set(key, entry);
     }
     if (units.size === 0) return;
     let defaults: string[] | undefined;
-    for (const { customerId, productId, units: value } of units.values()) {
+    for (const { customerId, productId, nanos } of units.values()) {
+      const value = splitNanos(nanos);
       let products: string[];
       if (productId !== undefined) products = [productId];
       else {
@@ -335,7 +344,7 @@ export class LimitService {
           periodStart: governing.periodStart,
         };
         try {
-          await this.counters.report(counterKey(scope), Math.ceil(value));
+          await this.counters.report(counterKey(scope), value.units, value.nanos);
         } catch (error) {
           // The record is already durable; the counter catches up when it is next seeded.
           this.logger.warn(
