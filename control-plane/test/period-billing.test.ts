@@ -380,6 +380,42 @@ describe('end-of-period usage billing', () => {
     await held.app.close();
   });
 
+  it('a draft that cannot be recounted holds up no other purchase’s draft', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Broken draft');
+    const plan = await s.plan({ type: 'usage-based', price: 1 });
+    const broken = await s.subscribe(plan.id);
+    const fine = await s.subscribe(plan.id);
+    await s.use(broken.customer, 3);
+    await s.use(fine.customer, 5);
+    await harness.settled();
+    // A usage bus that never settles: the periods stay open and their invoices are drafts.
+    const held = await harness.build(harness.store.store, { settled: async () => false });
+    // A row the scheduler cannot make sense of, first in the pass's order: it owes the usage of
+    // an end it never had.
+    expect(broken.purchase < fine.purchase).toBe(true);
+    await harness.pool.query('UPDATE purchases SET final_usage_due = true WHERE id = $1', [broken.purchase]);
+    try {
+      at('2026-04-01T00:06:00.000Z');
+      await held.scheduler.runDue();
+      expect((await s.invoices(fine.purchase))[1]).toMatchObject({ status: 'draft', total: 5 });
+      expect(await s.invoices(broken.purchase)).toHaveLength(1);
+      // A record arriving late is in the next pass's draft, past the broken row again.
+      await s.use(fine.customer, 2, new Date('2026-03-31T23:59:00.000Z'));
+      await harness.settled();
+      await held.scheduler.runDue();
+      expect((await s.invoices(fine.purchase))[1]).toMatchObject({ status: 'draft', total: 7 });
+    } finally {
+      await harness.pool.query('UPDATE purchases SET final_usage_due = false WHERE id = $1', [
+        broken.purchase,
+      ]);
+      await held.app.close();
+    }
+    // Mended, it is drafted like any other.
+    await run();
+    expect((await s.invoices(broken.purchase))[1]).toMatchObject({ total: 3 });
+  });
+
   it('two schedulers closing the same periods at once bill each purchase once', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Replicas');

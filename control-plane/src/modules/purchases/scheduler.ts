@@ -1,7 +1,7 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import type { Pool, PoolClient } from '../../db/pool';
 import type { AuthContext } from '../../tenancy';
 import {
   baseLine,
@@ -15,10 +15,11 @@ import { lastUsageInvoice, type StoredLine } from '../billing/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
+import { refreshDrafts } from './draft-refresh';
 import { eachDue, type Took } from './due-pass';
 import { InvoiceDunning } from './dunning';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
-import { clearFinalUsageDue, lockNextDraftable, lockNextDuePurchase, usagePeriodsDue } from './repository';
+import { clearFinalUsageDue, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
 import type { MoveName } from './state-machine';
 
@@ -115,7 +116,14 @@ export class BillingScheduler {
     const usageClosedBy = await this.usageClosedBy(clockId);
     // Drafts are a preview: a usage store that cannot be read leaves them as they were, and
     // must not hold up renewals that need no usage.
-    await this.refreshDrafts(clockId, usageClosedBy, limit).catch((error: unknown) =>
+    const drafts = {
+      now: () => this.clock.now(),
+      closedBy: usageClosedBy,
+      clockId,
+      limit,
+      logger: this.options.logger,
+    };
+    await refreshDrafts(this.pool, drafts, (tx, row) => this.recountDraft(tx, row)).catch((error: unknown) =>
       this.options.logger.warn({ err: error }, 'draft invoices not refreshed in this pass'),
     );
     handled += await eachDue(
@@ -392,29 +400,11 @@ export class BillingScheduler {
     };
   }
 
-  /**
-   * Drafts of the usage invoices still waiting to close: periods that have ended but are inside
-   * the lateness allowance (or whose usage bus has not settled). Each pass recounts them, so a
-   * provider sees the invoice forming and the records that arrive late in it; the period's close
-   * finalizes the same invoice. One purchase at a time, skipping those another replica holds.
-   */
-  private async refreshDrafts(clockId: string | null, closedBy: Date, limit: number): Promise<number> {
-    let after = '';
-    let handled = 0;
-    while (handled < limit) {
-      const next = await inTransaction(this.pool, async (tx) => {
-        const row = await lockNextDraftable(tx, { now: this.clock.now(), closedBy, clockId, after });
-        if (row === undefined) return undefined;
-        const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-        const closing = await this.closingInvoice(tx, auth, row);
-        if (closing !== undefined) await this.invoicing.draft(tx, auth, closing);
-        return row.id;
-      });
-      if (next === undefined) break;
-      after = next;
-      handled++;
-    }
-    return handled;
+  /** Recounts one purchase's draft usage invoice (`refreshDrafts`), in the pass's transaction. */
+  private async recountDraft(tx: PoolClient, row: PurchaseRow): Promise<void> {
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const closing = await this.closingInvoice(tx, auth, row);
+    if (closing !== undefined) await this.invoicing.draft(tx, auth, closing);
   }
 
   /**
