@@ -214,6 +214,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const financials = new FinancialService(deps.pool, clock);
   customers.onDelete((tx, auth, customerId) => purchases.endAllOf(tx, auth, customerId));
   customers.onDelete(async (tx, _auth, customerId) => void (await checkout.endAllOf(tx, customerId)));
+  customers.onDetailsChanged((auth, customerId) => payments.syncCustomerDetails(auth, customerId));
   const webhookConfig = deps.config.webhooks ?? DEFAULT_WEBHOOK_CONFIG;
   const outboundAllowed = deps.config.outboundAllowedHosts ?? [];
   const originGuard = new OutboundGuard(outboundAllowed);

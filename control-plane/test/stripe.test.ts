@@ -130,12 +130,23 @@ describe('live payments through Stripe, payments succeeding', () => {
       idempotencyKey: `customer:${customer}`,
       params: { 'metadata[customer]': customer },
     });
-    // The email goes on after: the key's parameters are our id alone.
+    // The email goes on after: the key's parameters are our id alone. The second card sends it
+    // again with the new default card (a change Stripe missed would arrive so).
     expect(
       sent.filter(
         (r) => r.path === `/v1/customers/${customers[0]?.answered}` && r.params.email !== undefined,
       ),
-    ).toMatchObject([{ method: 'POST', params: { email: 'ada@example.com' }, status: 200 }]);
+    ).toMatchObject([
+      { method: 'POST', params: { email: 'ada@example.com' }, status: 200 },
+      {
+        method: 'POST',
+        params: {
+          email: 'ada@example.com',
+          'invoice_settings[default_payment_method]': 'pm_card_mastercard',
+        },
+        status: 200,
+      },
+    ]);
     expect(sent.filter((r) => r.path === '/v1/payment_methods/pm_card_visa/attach')).toHaveLength(1);
     const charges = sent.filter((r) => r.path === '/v1/payment_intents');
     expect(charges).toHaveLength(1);
@@ -201,6 +212,46 @@ describe('live payments through Stripe, payments succeeding', () => {
         .filter((r) => r.path === `/v1/customers/${made[0]?.answered}` && r.params.email !== undefined)
         .map((r) => r.params.email),
     ).toEqual(['ada@example.com', 'grace@example.com']);
+  });
+
+  it('sends a changed email and name to the Stripe customer, and with the next card when Stripe refused it', async () => {
+    const s = await liveSeller(harness, 'Details');
+    await connect(s);
+    const before = mock.requests.length;
+    const { customer } = await payingCustomer(s);
+    const stripeCustomer = mock.requests
+      .slice(before)
+      .find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
+    expect(stripeCustomer).toMatch(/^cus_/);
+    const toStripe = (from: number) =>
+      mock.requests
+        .slice(from)
+        .filter((r) => r.path === `/v1/customers/${stripeCustomer}`)
+        .map((r) => ({ email: r.params.email, name: r.params.name, status: r.status }));
+    const patch = (body: Json) => s.live('PATCH', `/v1/sdk/customers/${customer}`, body);
+
+    let from = mock.requests.length;
+    expect((await patch({ email: 'grace@example.com', name: 'Grace Hopper' })).status).toBe(200);
+    expect(toStripe(from)).toEqual([{ email: 'grace@example.com', name: 'Grace Hopper', status: 200 }]);
+    // A removed email is removed at Stripe too; a change of anything else asks Stripe nothing.
+    from = mock.requests.length;
+    expect((await patch({ email: null })).status).toBe(200);
+    expect((await patch({ telephone: '+14155550100', metadata: { tier: 'gold' } })).status).toBe(200);
+    expect(toStripe(from)).toEqual([{ email: '', name: 'Grace Hopper', status: 200 }]);
+    // Stripe refuses the change: ours stands, and the next card stored sends it again.
+    from = mock.requests.length;
+    mock.refuseNext(`/v1/customers/${stripeCustomer}`, 'resource_missing', 'No such customer');
+    const refused = await patch({ email: 'ada.l@example.com' });
+    expect(refused.status).toBe(200);
+    expect(refused.body.email).toBe('ada.l@example.com');
+    const card = await s.live('POST', `/v1/sdk/customers/${customer}/payment-methods`, {
+      paymentMethod: 'pm_card_mastercard',
+    });
+    expect(card.status).toBe(201);
+    expect(toStripe(from)).toEqual([
+      { email: 'ada.l@example.com', name: 'Grace Hopper', status: 400 },
+      { email: 'ada.l@example.com', name: 'Grace Hopper', status: 200 },
+    ]);
   });
 
   it("charges thirty customers at once, each charge on its own transaction's connection", async () => {

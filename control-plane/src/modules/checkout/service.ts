@@ -137,6 +137,7 @@ export class CheckoutService {
       {
         id: customer.id,
         email: customer.email,
+        name: customer.name,
         processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
       },
       {

@@ -118,6 +118,18 @@ export class CustomerService {
     this.deletionHooks.push(hook);
   }
 
+  /** Told once a change of a customer's email or name has committed (see `onDetailsChanged`). */
+  private detailHooks: Array<(auth: AuthContext, customerId: string) => Promise<void>> = [];
+
+  /**
+   * Runs `hook` after each committed change of a customer's email or name, before the change is
+   * answered: the payment processor's copy of the customer follows (payments/service.ts). A hook
+   * handles its own failures; the change stands either way.
+   */
+  onDetailsChanged(hook: (auth: AuthContext, customerId: string) => Promise<void>): void {
+    this.detailHooks.push(hook);
+  }
+
   private insert(tx: PoolClient, auth: AuthContext, input: CustomerCreate): Promise<CustomerRow | undefined> {
     return createCustomerIn(tx, auth, input, { at: this.clock.now(), productId: null });
   }
@@ -177,39 +189,40 @@ export class CustomerService {
 
   async update(auth: AuthContext, ref: string, patch: CustomerUpdate): Promise<Customer> {
     const at = this.clock.now();
+    let detailsChanged = false;
+    let updated: CustomerRow;
     try {
-      return toCustomer(
-        await inTransaction(this.pool, async (tx) => {
-          const current = await findCustomer(tx, auth, ref, { forUpdate: true });
-          if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
-          const pick = <K extends keyof CustomerUpdate>(key: K, fallback: CustomerRow[keyof CustomerRow]) =>
-            patch[key] === undefined ? fallback : patch[key];
-          const next: CustomerRow = {
-            ...current,
-            external_ref: pick('externalRef', current.external_ref) as string | null,
-            name: pick('name', current.name) as string | null,
-            email: pick('email', current.email) as string | null,
-            telephone: pick('telephone', current.telephone) as string | null,
-            status: patch.status ?? current.status,
-            metadata: patch.metadata ?? current.metadata,
-            updated_at: at,
-          };
-          const updated = await updateCustomer(tx, next);
-          const before = eventObject(current);
-          const after = eventObject(updated);
-          const previous = Object.fromEntries(
-            Object.entries(before).filter(([k, v]) => v !== after[k as keyof typeof after]),
-          );
-          await writeEvent(tx, {
-            ...auth,
-            type: 'customer.updated',
-            object: after,
-            previousAttributes: previous,
-            at,
-          });
-          return updated;
-        }),
-      );
+      updated = await inTransaction(this.pool, async (tx) => {
+        const current = await findCustomer(tx, auth, ref, { forUpdate: true });
+        if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+        const pick = <K extends keyof CustomerUpdate>(key: K, fallback: CustomerRow[keyof CustomerRow]) =>
+          patch[key] === undefined ? fallback : patch[key];
+        const next: CustomerRow = {
+          ...current,
+          external_ref: pick('externalRef', current.external_ref) as string | null,
+          name: pick('name', current.name) as string | null,
+          email: pick('email', current.email) as string | null,
+          telephone: pick('telephone', current.telephone) as string | null,
+          status: patch.status ?? current.status,
+          metadata: patch.metadata ?? current.metadata,
+          updated_at: at,
+        };
+        const stored = await updateCustomer(tx, next);
+        const before = eventObject(current);
+        const after = eventObject(stored);
+        const previous = Object.fromEntries(
+          Object.entries(before).filter(([k, v]) => v !== after[k as keyof typeof after]),
+        );
+        await writeEvent(tx, {
+          ...auth,
+          type: 'customer.updated',
+          object: after,
+          previousAttributes: previous,
+          at,
+        });
+        detailsChanged = stored.email !== current.email || stored.name !== current.name;
+        return stored;
+      });
     } catch (error) {
       if (isUniqueViolation(error))
         throw new ConflictError(
@@ -218,6 +231,8 @@ export class CustomerService {
         );
       throw error;
     }
+    if (detailsChanged) for (const hook of this.detailHooks) await hook(auth, updated.id);
+    return toCustomer(updated);
   }
 
   /**

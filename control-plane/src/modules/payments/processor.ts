@@ -23,7 +23,14 @@ export type MethodInput = { card: CardInput } | { paymentMethod: string };
 export interface ProcessorCustomer {
   id: string;
   email: string | null;
+  name: string | null;
   processorCustomer: string | null;
+}
+
+/** What the processor's customer object shows of ours: its receipts go to the email. */
+export interface CustomerDetails {
+  email: string | null;
+  name: string | null;
 }
 
 export interface AttachedCard {
@@ -85,6 +92,11 @@ export interface PaymentProcessor {
   attach(customer: ProcessorCustomer, input: MethodInput, now: Date): Promise<AttachedCard>;
   /** Charges a stored card off-session. The same idempotency key always gives the same result. */
   charge(request: ProcessorCharge): Promise<ChargeResult>;
+  /**
+   * Brings the processor's customer object up to date with ours (an email or name changed).
+   * Absent: the processor keeps no customer details (sandbox).
+   */
+  updateCustomer?(processorCustomer: string, details: CustomerDetails): Promise<void>;
   /** Takes a removed card off the processor's customer, so it can never be charged there again. */
   detach(processorRef: string): Promise<void>;
   /**

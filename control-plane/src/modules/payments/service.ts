@@ -81,6 +81,7 @@ export class PaymentService {
         {
           id: customer.id,
           email: customer.email ?? null,
+          name: customer.name ?? null,
           processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
         },
         input,
@@ -131,6 +132,30 @@ export class PaymentService {
     if (stored.previousRef !== stored.row.processor_ref)
       await this.detachQuietly(auth, stored.row.processor, stored.previousRef, stored.row.id);
     return toMethod(stored.row);
+  }
+
+  /**
+   * A committed change of a customer's email or name, sent on to its customer object at the
+   * processor (Stripe mails its receipts there). The details are read again here, so the latest
+   * change is what is sent. A failure is logged; storing a card sends the details again.
+   */
+  async syncCustomerDetails(auth: AuthContext, customerId: string): Promise<void> {
+    try {
+      const processorCustomer = await findProcessorCustomer(this.pool, customerId, 'stripe');
+      if (processorCustomer === null) return;
+      const processor = await this.processors.named(auth, 'stripe', this.pool);
+      const customer = await findCustomer(this.pool, auth, customerId);
+      if (customer === undefined || processor.updateCustomer === undefined) return;
+      await processor.updateCustomer(processorCustomer, {
+        email: customer.email ?? null,
+        name: customer.name ?? null,
+      });
+    } catch (error) {
+      this.logger?.warn(
+        { customer: customerId, err: error },
+        "the processor did not take the customer's new details; storing a card sends them again",
+      );
+    }
   }
 
   /** Takes a card off the processor's customer; a failure is logged (we never charge it again). */

@@ -5,6 +5,7 @@ import {
   CardError,
   type CardPageRequest,
   type ChargeResult,
+  type CustomerDetails,
   type MethodInput,
   type PaymentProcessor,
   type ProcessorCharge,
@@ -85,6 +86,18 @@ export function translate(error: unknown): never {
  * refunds are Stripe Refunds. Every call that creates something carries a key derived from our
  * own ids.
  */
+/**
+ * Our customer's details as Stripe's customer takes them. One we do not have is left as Stripe
+ * has it (the provider may have set it there), unless `clear`: our customer's was just removed,
+ * and an empty string clears Stripe's.
+ */
+function stripeDetails(details: CustomerDetails, clear = false): { email?: string; name?: string } {
+  const out: { email?: string; name?: string } = {};
+  if (details.email !== null || clear) out.email = details.email ?? '';
+  if (details.name !== null || clear) out.name = details.name ?? '';
+  return out;
+}
+
 export class StripeProcessor implements PaymentProcessor {
   readonly name = 'stripe' as const;
 
@@ -134,7 +147,8 @@ export class StripeProcessor implements PaymentProcessor {
    * The customer's Stripe customer, made once: the key makes a retry answer the same one. It is
    * made with our id alone, so that every attempt asks with the same parameters (Stripe refuses a
    * key reused with others, for 24 hours): a first attempt that failed here after Stripe made it
-   * is answered with that customer even once the email has changed. The email goes on after.
+   * is answered with that customer even once the email has changed. The email and name go on
+   * after.
    */
   private async customerOf(customer: ProcessorCustomer): Promise<string> {
     if (customer.processorCustomer !== null) return customer.processorCustomer;
@@ -142,9 +156,21 @@ export class StripeProcessor implements PaymentProcessor {
       { metadata: { customer: customer.id } },
       { idempotencyKey: `customer:${customer.id}` },
     );
-    if (customer.email !== null && made.email !== customer.email)
-      await this.stripe.customers.update(made.id, { email: customer.email });
+    const details = stripeDetails(customer);
+    if (
+      (details.email !== undefined && made.email !== details.email) ||
+      (details.name !== undefined && made.name !== details.name)
+    )
+      await this.stripe.customers.update(made.id, details);
     return made.id;
+  }
+
+  async updateCustomer(processorCustomer: string, details: CustomerDetails): Promise<void> {
+    try {
+      await this.stripe.customers.update(processorCustomer, stripeDetails(details, true));
+    } catch (error) {
+      return translate(error);
+    }
   }
 
   async attach(customer: ProcessorCustomer, input: MethodInput): Promise<AttachedCard> {
@@ -162,8 +188,11 @@ export class StripeProcessor implements PaymentProcessor {
       );
       if (method.type !== 'card' || method.card === undefined || method.card === null)
         throw new CardError('/paymentMethod', `is a ${method.type} payment method; only cards are taken`);
+      // A customer made before this call has its details sent again, as they are now: a change
+      // that Stripe did not take when it was made arrives with the next card.
       await this.stripe.customers.update(processorCustomer, {
         invoice_settings: { default_payment_method: method.id },
+        ...(customer.processorCustomer === null ? {} : stripeDetails(customer)),
       });
       return {
         processorRef: method.id,
