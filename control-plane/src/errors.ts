@@ -96,6 +96,8 @@ export const ERROR_STATUS = {
   test_clock_advancing: 409,
   invoice_not_open: 409,
   invoice_not_finalizable: 409,
+  // An open invoice that no payment on request settles (a suspended trial's: checkout pays it).
+  invoice_not_payable: 409,
   idempotency_request_in_progress: 409,
   payload_too_large: 413,
   too_many_records: 413,

@@ -257,12 +257,20 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     resourceOf: (subdomain) => mcpServers.proxyUrl(subdomain),
   });
   const usage = new UsageService(deps.pool, clock, deps.publisher, deps.reader, limits);
-  const billing = new BillingService(paying, clock, invoicing, publicUrl, {
-    forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
-    closeNow: (tx, purchase) => scheduler.closeNow(tx, purchase),
-    usageSettled: () => scheduler.usageSettled(),
-    publish: (rows) => purchases.publish(rows),
-  });
+  const billing = new BillingService(
+    paying,
+    clock,
+    invoicing,
+    publicUrl,
+    {
+      forgive: (tx, purchase) => scheduler.forgive(tx, purchase),
+      closeNow: (tx, purchase) => scheduler.closeNow(tx, purchase),
+      usageSettled: () => scheduler.usageSettled(),
+      publish: (rows) => purchases.publish(rows),
+      payNow: (tx, purchase, invoice) => scheduler.payNow(tx, purchase, invoice),
+    },
+    payments,
+  );
 
   const webhookSender = new WebhookSender(webhookGuard, webhookConfig.timeoutMs);
   const webhooks = new WebhookService(deps.pool, clock, deps.config.secretKey, webhookGuard, webhookSender);

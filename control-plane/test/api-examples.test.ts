@@ -300,6 +300,7 @@ describe('the documented example of every operation, continued', () => {
     for (const [externalRef, name] of [
       ['ada', 'Ada Lovelace'],
       ['linus', 'Linus Pauling'],
+      ['marie', 'Marie Curie'],
     ] as const)
       await setUp({
         route: 'POST /v1/sdk/customers',
@@ -415,8 +416,24 @@ describe('the documented example of every operation, continued', () => {
       body: card(SANDBOX_CARDS.failsLater),
       status: 201,
     });
+    // Marie is on Pro too, and her card fails from the renewal on.
+    for (const [number, status] of [
+      [SANDBOX_CARDS.succeeds, 201],
+      ['activate', 200],
+      [SANDBOX_CARDS.failsLater, 201],
+    ] as const)
+      await setUp(
+        number === 'activate'
+          ? { route: 'POST /v1/sdk/activate', body: { customerRef: 'marie', planRef: made.pro.id }, status }
+          : {
+              route: 'POST /v1/sdk/customers/:ref/payment-methods',
+              path: { ref: 'marie' },
+              body: card(number),
+              status,
+            },
+      );
     await harness.settled();
-    // Two minutes into July: Ada's renewal is refused, Linus's June usage is drafted.
+    // Two minutes into July: Ada's and Marie's renewals are refused, Linus's June usage is drafted.
     await example({
       route: 'POST /v1/sdk/test-clocks/:id/advance',
       path: { id: clock.id },
@@ -432,6 +449,17 @@ describe('the documented example of every operation, continued', () => {
     const open = invoices.data.find((i: Json) => i.status === 'open');
     await example({ route: 'GET /v1/sdk/invoices/:id', path: { id: paid.id }, status: 200 });
     await example({ route: 'POST /v1/sdk/invoices/:id/void', path: { id: open.id }, status: 200 });
+    // Marie stores a card that works and pays her open invoice at once.
+    await setUp({
+      route: 'POST /v1/sdk/customers/:ref/payment-methods',
+      path: { ref: 'marie' },
+      body: card(SANDBOX_CARDS.succeeds),
+      status: 201,
+    });
+    const owed = (
+      await setUp({ route: 'GET /v1/sdk/invoices', query: { customerRef: 'marie', status: 'open' } })
+    ).body;
+    await example({ route: 'POST /v1/sdk/invoices/:id/pay', path: { id: owed.data[0].id }, status: 200 });
     const drafts = (
       await setUp({ route: 'GET /v1/sdk/invoices', query: { customerRef: 'linus', status: 'draft' } })
     ).body;

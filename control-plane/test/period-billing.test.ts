@@ -515,6 +515,118 @@ describe('a purchase that ends before its period does', () => {
   });
 });
 
+describe('paying an open invoice on request', () => {
+  it('charges a past-due invoice apart from dunning: a decline leaves the schedule, a good card renews once', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Pay now');
+    const plan = await s.plan({ type: 'recurring', price: 1000 });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    expect((await s.card(customer, SANDBOX_CARDS.failsLater)).status).toBe(201);
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    const open = (await s.invoices(purchase))[1] as Json;
+    expect(open).toMatchObject({ status: 'open', total: 1000, attemptCount: 1, billingReason: 'renewal' });
+    const pastDue = (await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body;
+    expect(pastDue.status).toBe('past_due');
+    const pay = () => s.api('POST', `/v1/sdk/invoices/${open.id}/pay`);
+
+    // The card still fails: 402, the attempt recorded, and dunning's schedule as it was.
+    at('2026-04-01T08:00:00.000Z');
+    expect(await pay()).toMatchObject({ status: 402, body: { code: 'card_declined' } });
+    expect((await s.api('GET', `/v1/sdk/invoices/${open.id}`)).body).toMatchObject({
+      status: 'open',
+      attemptCount: 2,
+    });
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body).toEqual(pastDue);
+
+    // A good card; eight calls at once charge it once, and the purchase renews once.
+    expect((await s.card(customer, SANDBOX_CARDS.succeeds)).status).toBe(201);
+    at('2026-04-01T09:00:00.000Z');
+    const answers = await Promise.all(Array.from({ length: 8 }, pay));
+    expect(answers.map((a) => `${a.status} ${a.body.status}`)).toEqual(answers.map(() => '200 paid'));
+    expect(answers[0]?.body).toMatchObject({ amountPaid: 1000, attemptCount: 3 });
+    expect(await s.payments(purchase)).toMatchObject([
+      { amount: 1000, status: 'succeeded', reason: 'first_payment', attempt: 0 },
+      { amount: 1000, status: 'failed', reason: 'renewal', attempt: 0, invoice_id: open.id },
+      { amount: 1000, status: 'failed', reason: 'dunning_retry', attempt: -1, invoice_id: open.id },
+      { amount: 1000, status: 'succeeded', reason: 'dunning_retry', attempt: -2, invoice_id: open.id },
+    ]);
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-04-01T00:00:00.000Z',
+      periodEnd: '2026-05-01T00:00:00.000Z',
+    });
+    expect(billingTypes(await s.events(purchase))).toEqual([
+      'payment.succeeded',
+      'payment.failed',
+      'purchase.past_due',
+      'payment.failed',
+      'payment.succeeded',
+      'purchase.renewed',
+      'usage.reset',
+    ]);
+    // Dunning's retry, once due, has nothing left to charge; a paid invoice is answered as it is.
+    at('2026-04-02T00:06:00.000Z');
+    await run();
+    expect(await s.payments(purchase)).toHaveLength(4);
+    expect(await pay()).toMatchObject({ status: 200, body: { status: 'paid', attemptCount: 3 } });
+    expect(await s.api('POST', '/v1/sdk/invoices/inv_nope/pay')).toMatchObject({
+      status: 404,
+      body: { code: 'invoice_not_found' },
+    });
+  });
+
+  it('keeps a final invoice’s retry schedule through a declined payment on request', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Final pay now');
+    const plan = await s.plan({ type: 'usage-based', price: 3 });
+    const { customer, purchase } = await s.subscribe(plan.id);
+    expect((await s.card(customer, SANDBOX_CARDS.failsLater)).status).toBe(201);
+    at('2026-03-05T00:00:00.000Z');
+    await s.use(customer, 7);
+    await harness.settled();
+    at('2026-03-10T00:00:00.000Z');
+    expect((await s.api('POST', `/v1/sdk/purchases/${purchase}/cancel`, {})).body.status).toBe('cancelled');
+    at('2026-03-10T00:06:00.000Z');
+    await run();
+    const final = (await s.invoices(purchase)).find((i) => i.billingReason === 'final_usage') as Json;
+    expect(final).toMatchObject({
+      status: 'open',
+      total: 21,
+      attemptCount: 1,
+      nextPaymentAttempt: '2026-03-11T00:06:00.000Z',
+    });
+    const pay = () => s.api('POST', `/v1/sdk/invoices/${final.id}/pay`);
+    at('2026-03-10T12:00:00.000Z');
+    expect(await pay()).toMatchObject({ status: 402, body: { code: 'card_declined' } });
+    // The next retry is when it was; failing, it waits the second interval (72 h), not the third.
+    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body).toMatchObject({
+      status: 'open',
+      attemptCount: 2,
+      nextPaymentAttempt: '2026-03-11T00:06:00.000Z',
+    });
+    at('2026-03-11T00:06:00.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body).toMatchObject({
+      status: 'open',
+      attemptCount: 3,
+      nextPaymentAttempt: '2026-03-14T00:06:00.000Z',
+    });
+    // Paid on request with a good card: the retries stop.
+    expect((await s.card(customer, SANDBOX_CARDS.succeeds)).status).toBe(201);
+    expect(await pay()).toMatchObject({ status: 200, body: { status: 'paid', amountPaid: 21 } });
+    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body.nextPaymentAttempt).toBeNull();
+    at('2026-03-14T00:06:00.000Z');
+    await run();
+    expect((await s.payments(purchase)).map((p) => [p.reason, p.status, p.attempt])).toEqual([
+      ['final_usage', 'failed', 0],
+      ['dunning_retry', 'failed', -1],
+      ['dunning_retry', 'failed', 2],
+      ['dunning_retry', 'succeeded', -2],
+    ]);
+  });
+});
+
 describe('the hosted invoice', () => {
   it('shows the customer the invoice as a page and a PDF, by its link alone', async () => {
     at('2026-03-01T00:00:00.000Z');

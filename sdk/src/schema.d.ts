@@ -942,6 +942,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sdk/invoices/{id}/pay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pay an open invoice now with the customer's default card, apart from the dunning schedule
+         * @description Charges an open invoice now with the customer’s default card, say once a new card is stored, instead of waiting for the next dunning retry; the attempt is apart from the dunning schedule, which a failure neither uses up nor moves. Paid, a past-due purchase renews into its next period; a paid invoice is answered as it is. A declined card is 402 `card_declined` (the attempt recorded, the invoice still open); no card is 409 `payment_method_required`; a draft, void or uncollectible invoice is 409 `invoice_not_open`; an open invoice of a purchase not past due (a suspended trial’s, paid through checkout) is 409 `invoice_not_payable`.
+         */
+        post: operations["payInvoice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/invoices/{id}/void": {
         parameters: {
             query?: never;
@@ -2345,11 +2365,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "pBruSbBMnO_0NQ2GbN-M4L1VeCLeD3ii9v-AtkGIVIQ",
-                     *           "y": "N62MoqgPO2VGKWF4OLccz1hme3QY6-WhYU_At12ap9o",
+                     *           "x": "dDI3iqh1ZiAgy_by4hlYHyFMhkIvTFdTfCzMcBtC8rU",
+                     *           "y": "aiugdTbFG-xUvR3ZyrgIPoRAW5qY2bxLwa19O-T_pa0",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "b8004eaaa3a38110",
+                     *           "kid": "33241f9f781a522b",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2478,8 +2498,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.745Z",
-                     *       "to": "2026-05-28T09:00:04.745Z",
+                     *       "from": "2026-04-28T09:00:04.581Z",
+                     *       "to": "2026-05-28T09:00:04.581Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2817,8 +2837,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.731Z",
-                     *       "to": "2026-05-28T09:00:04.731Z",
+                     *       "from": "2026-04-28T09:00:04.568Z",
+                     *       "to": "2026-05-28T09:00:04.568Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -2990,7 +3010,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.704Z",
+                     *       "to": "2026-05-28T09:00:04.541Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3175,9 +3195,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.569Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.569Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.569Z"
+                     *       "createdAt": "2026-05-28T09:00:06.882Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.882Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.882Z"
                      *     }
                      */
                     "application/json": {
@@ -3410,7 +3430,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.432Z"
+                     *       "expiresAt": "2026-06-04T09:00:06.733Z"
                      *     }
                      */
                     "application/json": {
@@ -3779,9 +3799,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.216Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.216Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.223Z"
+                     *       "createdAt": "2026-05-28T09:00:06.473Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.473Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.481Z"
                      *     }
                      */
                     "application/json": {
@@ -4268,9 +4288,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.216Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.216Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.216Z"
+                     *       "createdAt": "2026-05-28T09:00:06.473Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.473Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.473Z"
                      *     }
                      */
                     "application/json": {
@@ -4481,7 +4501,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:06.287Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.582Z"
                      *     }
                      */
                     "application/json": {
@@ -4657,9 +4677,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.423Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.423Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.423Z"
+                     *       "createdAt": "2026-05-28T09:00:06.721Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.721Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.721Z"
                      *     }
                      */
                     "application/json": {
@@ -5124,7 +5144,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1795936312,
+                     *       "client_id_issued_at": 1796108916,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5297,7 +5317,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.755Z"
+                     *       "expiresAt": "2026-05-28T09:10:05.714Z"
                      *     }
                      */
                     "application/json": {
@@ -7080,8 +7100,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.877Z",
-                     *       "createdAt": "2026-05-28T09:00:04.877Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.699Z",
+                     *       "createdAt": "2026-05-28T09:00:04.699Z"
                      *     }
                      */
                     "application/json": {
@@ -7238,8 +7258,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.877Z",
-                     *       "createdAt": "2026-05-28T09:00:04.877Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.699Z",
+                     *       "createdAt": "2026-05-28T09:00:04.699Z"
                      *     }
                      */
                     "application/json": {
@@ -7414,6 +7434,19 @@ export interface operations {
                      *           "updatedAt": "2026-06-01T00:00:00.000Z"
                      *         },
                      *         {
+                     *           "reference": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "id": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "externalRef": "marie",
+                     *           "name": "Marie Curie",
+                     *           "email": "marie@example.com",
+                     *           "telephone": null,
+                     *           "status": "active",
+                     *           "metadata": {},
+                     *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z",
+                     *           "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *         },
+                     *         {
                      *           "reference": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "id": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "externalRef": "grace",
@@ -7425,8 +7458,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.569Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.569Z"
+                     *           "createdAt": "2026-05-28T09:00:03.378Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.378Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7438,8 +7471,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.585Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.585Z"
+                     *           "createdAt": "2026-05-28T09:00:03.389Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.389Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7626,8 +7659,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.569Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.569Z"
+                     *       "createdAt": "2026-05-28T09:00:03.378Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.378Z"
                      *     }
                      */
                     "application/json": {
@@ -8118,8 +8151,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.569Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.650Z"
+                     *       "createdAt": "2026-05-28T09:00:03.378Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.425Z"
                      *     }
                      */
                     "application/json": {
@@ -9817,7 +9850,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.701Z"
+                     *       "createdAt": "2026-05-28T09:00:03.465Z"
                      *     }
                      */
                     "application/json": {
@@ -10100,7 +10133,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.142Z"
+                     *       "revokedBefore": "2026-05-28T09:00:04.975Z"
                      *     }
                      */
                     "application/json": {
@@ -10287,8 +10320,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.585Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.585Z"
+                     *       "createdAt": "2026-05-28T09:00:03.389Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.389Z"
                      *     }
                      */
                     "application/json": {
@@ -10496,7 +10529,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-28T01:48:13.399Z"
+                     *                 "end": "2026-01-26T01:51:29.603Z"
                      *               }
                      *             }
                      *           ],
@@ -10921,7 +10954,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @example inv_01jx000003bf3wgx8q0kcfp6sp */
+                /** @example inv_01jx0000043r3zaynw916efm1k */
                 id: string;
             };
             cookie?: never;
@@ -10936,10 +10969,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "inv_01jx000003bf3wgx8q0kcfp6sp",
+                     *       "id": "inv_01jx0000043r3zaynw916efm1k",
                      *       "status": "paid",
                      *       "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
-                     *       "purchaseRef": "pur_01jx0000028j8df08azg0knjzt",
+                     *       "purchaseRef": "pur_01jx000003kx50jbshntc7cc25",
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "planRef": "pln_01jx000003fhftwc3eg60dgr28",
                      *       "billingReason": "renewal",
@@ -10968,7 +11001,7 @@ export interface operations {
                      *       "amountPaid": 30,
                      *       "amountDue": 0,
                      *       "attemptCount": 1,
-                     *       "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *       "paymentId": "pay_01jx000004hkd2nn90sx3vzjcg",
                      *       "createdAt": "2026-07-01T00:00:00.000Z",
                      *       "finalizedAt": "2026-07-01T00:02:00.000Z",
                      *       "paidAt": "2026-07-01T00:02:00.000Z",
@@ -11171,6 +11204,278 @@ export interface operations {
             };
         };
     };
+    payInvoice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example inv_01jx000003bf3wgx8q0kcfp6sp */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inv_01jx000003bf3wgx8q0kcfp6sp",
+                     *       "status": "paid",
+                     *       "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *       "purchaseRef": "pur_01jx0000028j8df08azg0knjzt",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "billingReason": "renewal",
+                     *       "currency": "usd",
+                     *       "usage": null,
+                     *       "lines": [
+                     *         {
+                     *           "kind": "base",
+                     *           "description": "Pro (2026-07-01 – 2026-08-01)",
+                     *           "quantity": 1,
+                     *           "unitAmount": "900",
+                     *           "amount": 900,
+                     *           "period": {
+                     *             "start": "2026-07-01T00:00:00.000Z",
+                     *             "end": "2026-01-26T01:51:29.603Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 900,
+                     *       "amountPaid": 900,
+                     *       "amountDue": 0,
+                     *       "attemptCount": 2,
+                     *       "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *       "createdAt": "2026-07-01T00:00:00.000Z",
+                     *       "finalizedAt": "2026-07-01T00:00:00.000Z",
+                     *       "paidAt": "2026-07-01T00:02:00.000Z",
+                     *       "closedAt": "2026-07-01T00:02:00.000Z",
+                     *       "nextPaymentAttempt": null,
+                     *       "hostedUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a",
+                     *       "pdfUrl": "https://api.mcp-meter.example/invoice/c2f8…e41a/pdf"
+                     *     }
+                     */
+                    "application/json": {
+                        amountDue: number;
+                        amountPaid: number;
+                        attemptCount: number;
+                        /** @enum {string} */
+                        billingReason: "first_payment" | "renewal" | "trial_conversion" | "final_usage";
+                        closedAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string;
+                        customerRef: string;
+                        finalizedAt: string | null;
+                        hostedUrl: string | null;
+                        /** @description Invoice id (inv_…) */
+                        id: string;
+                        lines: {
+                            /** @description Whole cents, rounded once, half to even */
+                            amount: number;
+                            /** @description Credits the calls spent from the balance (credits_applied lines) */
+                            credits?: number;
+                            description: string;
+                            /** @enum {string} */
+                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                            period: {
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                end: string;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                start: string;
+                            } | null;
+                            quantity: number;
+                            /** @description Cents per unit as an exact decimal; for a flat fee, the fee */
+                            unitAmount: string;
+                        }[];
+                        nextPaymentAttempt: string | null;
+                        paidAt: string | null;
+                        paymentId: string | null;
+                        pdfUrl: string | null;
+                        planRef: string;
+                        productId: string;
+                        purchaseRef: string;
+                        /**
+                         * @description draft while its usage period waits out the lateness allowance (recounted each pass, no payment, no customer copy); open until paid; uncollectible when dunning gives up; void when the provider voided it unpaid
+                         * @enum {string}
+                         */
+                        status: "draft" | "open" | "paid" | "uncollectible" | "void";
+                        /** @description Whole cents: the sum of the lines, and the amount charged */
+                        total: number;
+                        usage: {
+                            billableUnits: number;
+                            /** @description The plan's free units plus any carried over */
+                            freeUnits: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            periodEnd: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            periodStart: string;
+                            /** @description Counted on the requests meter in [periodStart, periodEnd) */
+                            units: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     voidInvoice: {
         parameters: {
             query?: never;
@@ -11209,7 +11514,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-28T01:48:13.399Z"
+                     *             "end": "2026-01-26T01:51:29.603Z"
                      *           }
                      *         }
                      *       ],
@@ -11457,7 +11762,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-28T01:48:13.399Z",
+                     *         "periodEnd": "2026-01-26T01:51:29.603Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12148,7 +12453,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.629Z"
+                     *       "timestamp": "2026-05-28T09:00:04.505Z"
                      *     }
                      */
                     "application/json": {
@@ -12372,7 +12677,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.661Z"
+                     *           "timestamp": "2026-05-28T09:00:04.520Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12380,7 +12685,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.661Z"
+                     *           "timestamp": "2026-05-28T09:00:04.520Z"
                      *         }
                      *       ]
                      *     }
@@ -12579,7 +12884,7 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/xTwLG2vD757cZiZXHceiCuSoHzZhbgEZcAhq9LSgmCQ",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/4D9GZuqgxjqKg8tqKeBBLRGK9uxnDHS-McbKniiwrz8",
                      *       "returnUrl": "https://weather.example/account",
                      *       "expiresAt": "2026-07-01T00:17:00.000Z"
                      *     }
@@ -13736,7 +14041,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.971Z",
+                     *       "createdAt": "2026-05-28T09:00:04.787Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -13920,8 +14225,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.971Z",
-                     *       "closedAt": "2026-05-28T09:00:05.022Z"
+                     *       "createdAt": "2026-05-28T09:00:04.787Z",
+                     *       "closedAt": "2026-05-28T09:00:04.845Z"
                      *     }
                      */
                     "application/json": {
@@ -14100,11 +14405,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.037Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.862Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.037Z"
+                     *       "createdAt": "2026-05-28T09:00:04.862Z"
                      *     }
                      */
                     "application/json": {
@@ -14272,7 +14577,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.472Z"
+                     *           "createdAt": "2026-05-28T09:00:03.309Z"
                      *         }
                      *       ]
                      *     }
@@ -14426,7 +14731,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.472Z"
+                     *       "createdAt": "2026-05-28T09:00:03.309Z"
                      *     }
                      */
                     "application/json": {
@@ -14565,7 +14870,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.472Z"
+                     *       "createdAt": "2026-05-28T09:00:03.309Z"
                      *     }
                      */
                     "application/json": {
@@ -14716,7 +15021,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.472Z"
+                     *       "createdAt": "2026-05-28T09:00:03.309Z"
                      *     }
                      */
                     "application/json": {
@@ -15439,8 +15744,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.399Z",
-                     *       "to": "2026-05-28T09:03:13.399Z",
+                     *       "from": "2026-04-28T08:51:29.603Z",
+                     *       "to": "2026-05-28T09:06:29.603Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15658,11 +15963,11 @@ export interface operations {
                     /**
                      * @example {
                      *       "from": "2026-01",
-                     *       "to": "2026-11",
+                     *       "to": "2026-12",
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:05.689Z",
+                     *       "asOf": "2026-05-28T09:00:05.592Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -15830,8 +16135,8 @@ export interface operations {
                      *           "end": "2026-06-01T00:00:00.000Z",
                      *           "mrr": {
                      *             "start": 0,
-                     *             "end": 900,
-                     *             "new": 900,
+                     *             "end": 1800,
+                     *             "new": 1800,
                      *             "expansion": 0,
                      *             "contraction": 0,
                      *             "churn": 0,
@@ -15839,9 +16144,9 @@ export interface operations {
                      *             "arpu": 900
                      *           },
                      *           "customers": {
-                     *             "active": 2,
-                     *             "paying": 1,
-                     *             "new": 1,
+                     *             "active": 3,
+                     *             "paying": 2,
+                     *             "new": 2,
                      *             "reactivated": 0,
                      *             "churned": 0
                      *           },
@@ -15869,6 +16174,46 @@ export interface operations {
                      *           "start": "2026-06-01T00:00:00.000Z",
                      *           "end": "2026-07-01T00:00:00.000Z",
                      *           "mrr": {
+                     *             "start": 1800,
+                     *             "end": 900,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 900,
+                     *             "reactivation": 0,
+                     *             "arpu": 900
+                     *           },
+                     *           "customers": {
+                     *             "active": 3,
+                     *             "paying": 1,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 1
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": 5000,
+                     *             "mrrBasisPoints": 5000
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 1800,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 1800,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 1800,
+                     *             "customersPaying": 2,
+                     *             "perPayingCustomer": 900
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-07",
+                     *           "start": "2026-07-01T00:00:00.000Z",
+                     *           "end": "2026-01-26T01:51:29.603Z",
+                     *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
                      *             "new": 0,
@@ -15879,7 +16224,7 @@ export interface operations {
                      *             "arpu": null
                      *           },
                      *           "customers": {
-                     *             "active": 2,
+                     *             "active": 3,
                      *             "paying": 0,
                      *             "new": 0,
                      *             "reactivated": 0,
@@ -15891,63 +16236,23 @@ export interface operations {
                      *           },
                      *           "revenue": {
                      *             "recurring": 900,
-                     *             "usage": 0,
-                     *             "oneTime": 0,
-                     *             "credits": 0,
-                     *             "other": 0,
-                     *             "gross": 900,
-                     *             "refunds": 0,
-                     *             "disputes": 0,
-                     *             "platformFees": 0,
-                     *             "net": 900,
-                     *             "customersPaying": 1,
-                     *             "perPayingCustomer": 900
-                     *           }
-                     *         },
-                     *         {
-                     *           "month": "2026-07",
-                     *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-28T01:48:13.399Z",
-                     *           "mrr": {
-                     *             "start": 0,
-                     *             "end": 0,
-                     *             "new": 0,
-                     *             "expansion": 0,
-                     *             "contraction": 0,
-                     *             "churn": 0,
-                     *             "reactivation": 0,
-                     *             "arpu": null
-                     *           },
-                     *           "customers": {
-                     *             "active": 2,
-                     *             "paying": 0,
-                     *             "new": 0,
-                     *             "reactivated": 0,
-                     *             "churned": 0
-                     *           },
-                     *           "churnRate": {
-                     *             "customersBasisPoints": null,
-                     *             "mrrBasisPoints": null
-                     *           },
-                     *           "revenue": {
-                     *             "recurring": 0,
                      *             "usage": 30,
                      *             "oneTime": 0,
                      *             "credits": 0,
                      *             "other": 0,
-                     *             "gross": 30,
+                     *             "gross": 930,
                      *             "refunds": 0,
                      *             "disputes": 0,
                      *             "platformFees": 0,
-                     *             "net": 30,
-                     *             "customersPaying": 1,
-                     *             "perPayingCustomer": 30
+                     *             "net": 930,
+                     *             "customersPaying": 2,
+                     *             "perPayingCustomer": 465
                      *           }
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-28T01:48:13.399Z",
-                     *           "end": "2026-02-28T01:48:13.399Z",
+                     *           "start": "2026-01-26T01:51:29.603Z",
+                     *           "end": "2026-02-26T01:51:29.603Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15959,7 +16264,7 @@ export interface operations {
                      *             "arpu": null
                      *           },
                      *           "customers": {
-                     *             "active": 2,
+                     *             "active": 3,
                      *             "paying": 0,
                      *             "new": 0,
                      *             "reactivated": 0,
@@ -15986,8 +16291,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-28T01:48:13.399Z",
-                     *           "end": "2026-03-30T01:48:13.399Z",
+                     *           "start": "2026-02-26T01:51:29.603Z",
+                     *           "end": "2026-03-28T01:51:29.603Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -15999,7 +16304,7 @@ export interface operations {
                      *             "arpu": null
                      *           },
                      *           "customers": {
-                     *             "active": 2,
+                     *             "active": 3,
                      *             "paying": 0,
                      *             "new": 0,
                      *             "reactivated": 0,
@@ -16026,8 +16331,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-30T01:48:13.399Z",
-                     *           "end": "2026-04-30T01:48:13.399Z",
+                     *           "start": "2026-03-28T01:51:29.603Z",
+                     *           "end": "2026-04-28T01:51:29.603Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16039,7 +16344,7 @@ export interface operations {
                      *             "arpu": null
                      *           },
                      *           "customers": {
-                     *             "active": 2,
+                     *             "active": 3,
                      *             "paying": 0,
                      *             "new": 0,
                      *             "reactivated": 0,
@@ -16066,8 +16371,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-30T01:48:13.399Z",
-                     *           "end": "2026-05-30T01:48:13.399Z",
+                     *           "start": "2026-04-28T01:51:29.603Z",
+                     *           "end": "2026-05-28T01:51:29.603Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16079,7 +16384,47 @@ export interface operations {
                      *             "arpu": null
                      *           },
                      *           "customers": {
-                     *             "active": 2,
+                     *             "active": 3,
+                     *             "paying": 0,
+                     *             "new": 0,
+                     *             "reactivated": 0,
+                     *             "churned": 0
+                     *           },
+                     *           "churnRate": {
+                     *             "customersBasisPoints": null,
+                     *             "mrrBasisPoints": null
+                     *           },
+                     *           "revenue": {
+                     *             "recurring": 0,
+                     *             "usage": 0,
+                     *             "oneTime": 0,
+                     *             "credits": 0,
+                     *             "other": 0,
+                     *             "gross": 0,
+                     *             "refunds": 0,
+                     *             "disputes": 0,
+                     *             "platformFees": 0,
+                     *             "net": 0,
+                     *             "customersPaying": 0,
+                     *             "perPayingCustomer": null
+                     *           }
+                     *         },
+                     *         {
+                     *           "month": "2026-12",
+                     *           "start": "2026-05-28T01:51:29.603Z",
+                     *           "end": "2026-06-28T01:51:29.603Z",
+                     *           "mrr": {
+                     *             "start": 0,
+                     *             "end": 0,
+                     *             "new": 0,
+                     *             "expansion": 0,
+                     *             "contraction": 0,
+                     *             "churn": 0,
+                     *             "reactivation": 0,
+                     *             "arpu": null
+                     *           },
+                     *           "customers": {
+                     *             "active": 3,
                      *             "paying": 0,
                      *             "new": 0,
                      *             "reactivated": 0,
@@ -16319,8 +16664,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.399Z",
-                     *       "to": "2026-05-28T09:03:13.399Z",
+                     *       "from": "2026-04-28T08:51:29.603Z",
+                     *       "to": "2026-05-28T09:06:29.603Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16329,9 +16674,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 102.525,
-                     *             "p95": 102.525,
-                     *             "p99": 102.525
+                     *             "p50": 104.596,
+                     *             "p95": 104.596,
+                     *             "p99": 104.596
                      *           }
                      *         }
                      *       ]
@@ -16503,32 +16848,36 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.399Z",
-                     *       "to": "2026-05-28T09:03:13.399Z",
+                     *       "from": "2026-04-28T08:51:29.603Z",
+                     *       "to": "2026-05-28T09:06:29.603Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-24T00:48:13.399Z",
-                     *           "label": "2026-04-24"
+                     *           "start": "2026-04-22T00:51:29.603Z",
+                     *           "label": "2026-04-22"
                      *         },
                      *         {
-                     *           "start": "2026-05-01T00:48:13.399Z",
-                     *           "label": "2026-05-01"
+                     *           "start": "2026-04-29T00:51:29.603Z",
+                     *           "label": "2026-04-29"
                      *         },
                      *         {
-                     *           "start": "2026-05-08T00:48:13.399Z",
-                     *           "label": "2026-05-08"
+                     *           "start": "2026-05-06T00:51:29.603Z",
+                     *           "label": "2026-05-06"
                      *         },
                      *         {
-                     *           "start": "2026-05-15T00:48:13.399Z",
-                     *           "label": "2026-05-15"
+                     *           "start": "2026-05-13T00:51:29.603Z",
+                     *           "label": "2026-05-13"
                      *         },
                      *         {
-                     *           "start": "2026-05-22T00:48:13.399Z",
-                     *           "label": "2026-05-22"
+                     *           "start": "2026-05-20T00:51:29.603Z",
+                     *           "label": "2026-05-20"
+                     *         },
+                     *         {
+                     *           "start": "2026-05-27T00:51:29.603Z",
+                     *           "label": "2026-05-27"
                      *         }
                      *       ],
                      *       "series": [
@@ -16541,6 +16890,7 @@ export interface operations {
                      *             0,
                      *             0,
                      *             0,
+                     *             0,
                      *             1
                      *           ],
                      *           "units": [
@@ -16548,9 +16898,11 @@ export interface operations {
                      *             "0",
                      *             "0",
                      *             "0",
+                     *             "0",
                      *             "1"
                      *           ],
                      *           "errors": [
+                     *             0,
                      *             0,
                      *             0,
                      *             0,
@@ -16567,6 +16919,7 @@ export interface operations {
                      *             0,
                      *             0,
                      *             0,
+                     *             0,
                      *             1
                      *           ],
                      *           "units": [
@@ -16574,9 +16927,11 @@ export interface operations {
                      *             "0",
                      *             "0",
                      *             "0",
+                     *             "0",
                      *             "1"
                      *           ],
                      *           "errors": [
+                     *             0,
                      *             0,
                      *             0,
                      *             0,
@@ -16764,17 +17119,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…KK3E",
+                     *           "hint": "sk_test_…1BVg",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.711Z",
+                     *           "createdAt": "2026-05-28T09:00:07.044Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…PfrE",
+                     *           "hint": "sk_test_…QuMw",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:06.412Z",
+                     *           "createdAt": "2026-05-28T09:00:06.716Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -16920,9 +17275,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…KK3E",
+                     *       "hint": "sk_test_…1BVg",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.711Z",
+                     *       "createdAt": "2026-05-28T09:00:07.044Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -17245,18 +17600,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…OV18",
+                     *       "hint": "sk_test_…oIUg",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.732Z",
+                     *       "createdAt": "2026-05-28T09:00:07.079Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…KK3E",
+                     *         "hint": "sk_test_…1BVg",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:06.711Z",
-                     *         "expiresAt": "2026-05-28T10:00:06.732Z"
+                     *         "createdAt": "2026-05-28T09:00:07.044Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.079Z"
                      *       }
                      *     }
                      */
@@ -17452,7 +17807,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:06.270Z",
+                     *           "createdAt": "2026-05-28T09:00:06.561Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17469,7 +17824,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:06.263Z",
+                     *           "createdAt": "2026-05-28T09:00:06.552Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17486,7 +17841,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:06.247Z",
+                     *           "createdAt": "2026-05-28T09:00:06.530Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17502,7 +17857,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThrMmFxZ2cycGV2Mmh0anNtYW05cXlq"
+                     *       "nextCursor": "YXVkXzAxbThyNnk2NXo5d3NrczI4aHRqc21wNHQ2"
                      *     }
                      */
                     "application/json": {
@@ -17681,7 +18036,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.971Z",
+                     *           "createdAt": "2026-05-28T09:00:04.787Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -17836,7 +18191,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.971Z",
+                     *       "createdAt": "2026-05-28T09:00:04.787Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -17997,7 +18352,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.971Z",
+                     *       "createdAt": "2026-05-28T09:00:04.787Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18174,14 +18529,14 @@ export interface operations {
                      *       "otherCurrencies": [],
                      *       "current": {
                      *         "openingBalance": 0,
-                     *         "paymentsReceived": 900,
+                     *         "paymentsReceived": 1800,
                      *         "refundsIssued": 0,
                      *         "disputes": 0,
                      *         "platformFees": 0,
                      *         "costsPaid": 0,
                      *         "payouts": 0,
-                     *         "closingBalance": 900,
-                     *         "netChange": 900
+                     *         "closingBalance": 1800,
+                     *         "netChange": 1800
                      *       },
                      *       "monthly": [
                      *         {
@@ -18251,17 +18606,17 @@ export interface operations {
                      *         {
                      *           "month": "2026-06",
                      *           "revenue": {
-                     *             "grossRevenue": 900,
+                     *             "grossRevenue": 1800,
                      *             "refunds": 0,
                      *             "disputes": 0,
                      *             "platformFees": 0,
-                     *             "netRevenue": 900,
+                     *             "netRevenue": 1800,
                      *             "costOfRevenue": 0,
-                     *             "recognisedRevenue": 900,
+                     *             "recognisedRevenue": 1800,
                      *             "deferredRevenue": 0,
                      *             "hasCostTransactions": false,
                      *             "grossProfit": {
-                     *               "amount": 900
+                     *               "amount": 1800
                      *             },
                      *             "grossMargin": {
                      *               "basisPoints": 10000,
@@ -18270,14 +18625,14 @@ export interface operations {
                      *           },
                      *           "balance": {
                      *             "openingBalance": 0,
-                     *             "paymentsReceived": 900,
+                     *             "paymentsReceived": 1800,
                      *             "refundsIssued": 0,
                      *             "disputes": 0,
                      *             "platformFees": 0,
                      *             "costsPaid": 0,
                      *             "payouts": 0,
-                     *             "closingBalance": 900,
-                     *             "netChange": 900
+                     *             "closingBalance": 1800,
+                     *             "netChange": 1800
                      *           }
                      *         }
                      *       ]
@@ -18502,17 +18857,17 @@ export interface operations {
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
                      *       "current": {
-                     *         "grossRevenue": 900,
+                     *         "grossRevenue": 1800,
                      *         "refunds": 0,
                      *         "disputes": 0,
                      *         "platformFees": 0,
-                     *         "netRevenue": 900,
+                     *         "netRevenue": 1800,
                      *         "costOfRevenue": 0,
-                     *         "recognisedRevenue": 900,
+                     *         "recognisedRevenue": 1800,
                      *         "deferredRevenue": 0,
                      *         "hasCostTransactions": false,
                      *         "grossProfit": {
-                     *           "amount": 900
+                     *           "amount": 1800
                      *         },
                      *         "grossMargin": {
                      *           "basisPoints": 10000,
@@ -18606,17 +18961,17 @@ export interface operations {
                      *         {
                      *           "month": "2026-06",
                      *           "revenue": {
-                     *             "grossRevenue": 900,
+                     *             "grossRevenue": 1800,
                      *             "refunds": 0,
                      *             "disputes": 0,
                      *             "platformFees": 0,
-                     *             "netRevenue": 900,
+                     *             "netRevenue": 1800,
                      *             "costOfRevenue": 0,
-                     *             "recognisedRevenue": 900,
+                     *             "recognisedRevenue": 1800,
                      *             "deferredRevenue": 0,
                      *             "hasCostTransactions": false,
                      *             "grossProfit": {
-                     *               "amount": 900
+                     *               "amount": 1800
                      *             },
                      *             "grossMargin": {
                      *               "basisPoints": 10000,
@@ -18625,14 +18980,14 @@ export interface operations {
                      *           },
                      *           "balance": {
                      *             "openingBalance": 0,
-                     *             "paymentsReceived": 900,
+                     *             "paymentsReceived": 1800,
                      *             "refundsIssued": 0,
                      *             "disputes": 0,
                      *             "platformFees": 0,
                      *             "costsPaid": 0,
                      *             "payouts": 0,
-                     *             "closingBalance": 900,
-                     *             "netChange": 900
+                     *             "closingBalance": 1800,
+                     *             "netChange": 1800
                      *           }
                      *         }
                      *       ]
@@ -18893,7 +19248,7 @@ export interface operations {
                      *         "authHeaderName": null,
                      *         "hasAuthApiKey": false,
                      *         "allowedOrigins": [],
-                     *         "balance": 930,
+                     *         "balance": 2730,
                      *         "currency": "usd",
                      *         "totalTransactions": 0
                      *       }
@@ -19099,7 +19454,7 @@ export interface operations {
                      *       "authHeaderName": null,
                      *       "hasAuthApiKey": false,
                      *       "allowedOrigins": [],
-                     *       "balance": 930,
+                     *       "balance": 2730,
                      *       "currency": "usd",
                      *       "totalTransactions": 0
                      *     }
@@ -19288,7 +19643,7 @@ export interface operations {
                      *       "authHeaderName": null,
                      *       "hasAuthApiKey": false,
                      *       "allowedOrigins": [],
-                     *       "balance": 930,
+                     *       "balance": 2730,
                      *       "currency": "usd",
                      *       "totalTransactions": 0
                      *     }
@@ -19644,7 +19999,7 @@ export interface operations {
                      *       "allowedOrigins": [
                      *         "https://app.acme-weather.example"
                      *       ],
-                     *       "balance": 930,
+                     *       "balance": 2730,
                      *       "currency": "usd",
                      *       "totalTransactions": 0
                      *     }
@@ -19796,7 +20151,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.316Z",
+                     *       "checkedAt": "2026-05-28T09:00:05.174Z",
                      *       "latencyMs": 23,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
@@ -19980,7 +20335,7 @@ export interface operations {
                      *       "authHeaderName": null,
                      *       "hasAuthApiKey": false,
                      *       "allowedOrigins": [],
-                     *       "balance": 930,
+                     *       "balance": 2730,
                      *       "currency": "usd",
                      *       "totalTransactions": 0
                      *     }
@@ -20165,8 +20520,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.791Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.791Z"
+                     *           "createdAt": "2026-05-28T09:00:02.697Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.697Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -20176,8 +20531,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.430Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.430Z"
+                     *           "createdAt": "2026-05-28T09:00:03.266Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.266Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20349,8 +20704,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.430Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.430Z"
+                     *       "createdAt": "2026-05-28T09:00:03.266Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
                      *     }
                      */
                     "application/json": {
@@ -20523,8 +20878,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.430Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.430Z"
+                     *       "createdAt": "2026-05-28T09:00:03.266Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
                      *     }
                      */
                     "application/json": {
@@ -20674,8 +21029,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.430Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.135Z"
+                     *       "createdAt": "2026-05-28T09:00:03.266Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.352Z"
                      *     }
                      */
                     "application/json": {
@@ -20845,11 +21200,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.037Z",
+                     *           "arrivalDate": "2026-05-30T09:00:04.862Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.037Z"
+                     *           "createdAt": "2026-05-28T09:00:04.862Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21001,11 +21356,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.037Z",
+                     *       "arrivalDate": "2026-05-30T09:00:04.862Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.037Z"
+                     *       "createdAt": "2026-05-28T09:00:04.862Z"
                      *     }
                      */
                     "application/json": {
@@ -21190,8 +21545,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.236Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.236Z"
+                     *       "createdAt": "2026-05-28T09:00:03.066Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.066Z"
                      *     }
                      */
                     "application/json": {
@@ -21507,8 +21862,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.236Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.389Z"
+                     *       "createdAt": "2026-05-28T09:00:03.066Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.205Z"
                      *     }
                      */
                     "application/json": {
@@ -21763,8 +22118,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.139Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.147Z"
+                     *       "createdAt": "2026-05-28T09:00:06.360Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.371Z"
                      *     }
                      */
                     "application/json": {
@@ -21959,8 +22314,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmqKeBrh94PnZRM",
-                     *       "connectedAt": "2026-05-28T09:00:05.986Z"
+                     *       "account": "acct_RnWpOrN0eimQFy0",
+                     *       "connectedAt": "2026-05-28T09:00:06.123Z"
                      *     }
                      */
                     "application/json": {
@@ -22134,8 +22489,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RmqKeBrh94PnZRM",
-                     *       "connectedAt": "2026-05-28T09:00:05.986Z"
+                     *       "account": "acct_RnWpOrN0eimQFy0",
+                     *       "connectedAt": "2026-05-28T09:00:06.123Z"
                      *     }
                      */
                     "application/json": {
@@ -22704,8 +23059,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.972Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.972Z"
+                     *           "createdAt": "2026-05-28T09:00:02.861Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.861Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22884,8 +23239,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.972Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.972Z"
+                     *       "createdAt": "2026-05-28T09:00:02.861Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.861Z"
                      *     }
                      */
                     "application/json": {
@@ -23060,8 +23415,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.972Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.972Z"
+                     *       "createdAt": "2026-05-28T09:00:02.861Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.861Z"
                      *     }
                      */
                     "application/json": {
@@ -23238,8 +23593,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.972Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.074Z"
+                     *       "createdAt": "2026-05-28T09:00:02.861Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.953Z"
                      *     }
                      */
                     "application/json": {
@@ -23414,8 +23769,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.172Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.177Z"
+                     *       "createdAt": "2026-05-28T09:00:06.403Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.411Z"
                      *     }
                      */
                     "application/json": {
@@ -23606,8 +23961,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.150Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.150Z"
+                     *           "createdAt": "2026-05-28T09:00:03.003Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.003Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -23653,8 +24008,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.236Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.236Z"
+                     *           "createdAt": "2026-05-28T09:00:03.066Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.066Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -23697,8 +24052,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.256Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.256Z"
+                     *           "createdAt": "2026-05-28T09:00:03.080Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.080Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24046,8 +24401,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.236Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.236Z"
+                     *       "createdAt": "2026-05-28T09:00:03.066Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.066Z"
                      *     }
                      */
                     "application/json": {
@@ -24519,13 +24874,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.408Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.712Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.556Z"
+                     *           "joinedAt": "2026-05-28T09:00:06.860Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24534,8 +24889,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.576Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.576Z"
+                     *           "createdAt": "2026-05-28T09:00:06.891Z",
+                     *           "expiresAt": "2026-06-04T09:00:06.891Z"
                      *         }
                      *       ]
                      *     }
@@ -24696,8 +25051,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.432Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.432Z"
+                     *       "createdAt": "2026-05-28T09:00:06.733Z",
+                     *       "expiresAt": "2026-06-04T09:00:06.733Z"
                      *     }
                      */
                     "application/json": {
@@ -25185,7 +25540,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.556Z"
+                     *       "joinedAt": "2026-05-28T09:00:06.860Z"
                      *     }
                      */
                     "application/json": {
@@ -25386,14 +25741,40 @@ export interface operations {
                      *         {
                      *           "id": "txn_01jx000002vbgrkwspczrn42r2",
                      *           "type": "payment",
+                     *           "amount": 900,
+                     *           "fee": 0,
+                     *           "net": 900,
+                     *           "currency": "usd",
+                     *           "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "paymentId": "pay_01jx000005421deb83zskkatke",
+                     *           "source": "pay_01jx000005421deb83zskkatke",
+                     *           "description": "Invoice inv_01jx0000050mt1a0s524fdd8h1 (first_payment)",
+                     *           "createdAt": "2026-06-01T00:00:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "txn_01jx0000039y6wy5vfrq1gpe4d",
+                     *           "type": "payment",
+                     *           "amount": 900,
+                     *           "fee": 0,
+                     *           "net": 900,
+                     *           "currency": "usd",
+                     *           "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *           "source": "pay_01jx000003zp1h9y9je4mh59dw",
+                     *           "description": "Invoice inv_01jx000003bf3wgx8q0kcfp6sp (dunning_retry)",
+                     *           "createdAt": "2026-07-01T00:02:00.000Z"
+                     *         },
+                     *         {
+                     *           "id": "txn_01jx000004nq2bnde59a7gtetj",
+                     *           "type": "payment",
                      *           "amount": 30,
                      *           "fee": 0,
                      *           "net": 30,
                      *           "currency": "usd",
                      *           "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
-                     *           "paymentId": "pay_01jx000003zp1h9y9je4mh59dw",
-                     *           "source": "pay_01jx000003zp1h9y9je4mh59dw",
-                     *           "description": "Invoice inv_01jx000003bf3wgx8q0kcfp6sp (renewal)",
+                     *           "paymentId": "pay_01jx000004hkd2nn90sx3vzjcg",
+                     *           "source": "pay_01jx000004hkd2nn90sx3vzjcg",
+                     *           "description": "Invoice inv_01jx0000043r3zaynw916efm1k (renewal)",
                      *           "createdAt": "2026-07-01T00:02:00.000Z"
                      *         }
                      *       ],
@@ -25573,7 +25954,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.941Z"
+                     *       "createdAt": "2026-05-28T09:00:04.757Z"
                      *     }
                      */
                     "application/json": {
@@ -25759,11 +26140,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.084Z"
+                     *       "createdAt": "2026-05-28T09:00:06.262Z"
                      *     }
                      */
                     "application/json": {
@@ -25937,11 +26318,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.084Z"
+                     *           "createdAt": "2026-05-28T09:00:06.262Z"
                      *         }
                      *       ]
                      *     }
@@ -26095,8 +26476,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.052Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.052Z"
+                     *           "createdAt": "2026-05-28T09:00:06.212Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.212Z"
                      *         }
                      *       ]
                      *     }
@@ -26270,8 +26651,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.052Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.052Z",
+                     *       "createdAt": "2026-05-28T09:00:06.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.212Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26426,8 +26807,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.052Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.052Z"
+                     *       "createdAt": "2026-05-28T09:00:06.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.212Z"
                      *     }
                      */
                     "application/json": {
@@ -26719,8 +27100,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.052Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.074Z"
+                     *       "createdAt": "2026-05-28T09:00:06.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.248Z"
                      *     }
                      */
                     "application/json": {
@@ -26872,8 +27253,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.052Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.119Z"
+                     *       "createdAt": "2026-05-28T09:00:06.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.317Z"
                      *     }
                      */
                     "application/json": {
@@ -27025,8 +27406,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.052Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.125Z"
+                     *       "createdAt": "2026-05-28T09:00:06.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.326Z"
                      *     }
                      */
                     "application/json": {
@@ -27319,7 +27700,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.115Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.311Z"
                      *     }
                      */
                     "application/json": {

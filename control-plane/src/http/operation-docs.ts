@@ -169,6 +169,8 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/invoices/:id': 'An invoice with its lines, totals and status.',
   'POST /v1/sdk/invoices/:id/void':
     'Voids an unpaid invoice: nothing more is collected, and a purchase past due because of it is active again. A paid invoice gets 409 `invoice_not_open`.',
+  'POST /v1/sdk/invoices/:id/pay':
+    'Charges an open invoice now with the customer’s default card, say once a new card is stored, instead of waiting for the next dunning retry; the attempt is apart from the dunning schedule, which a failure neither uses up nor moves. Paid, a past-due purchase renews into its next period; a paid invoice is answered as it is. A declined card is 402 `card_declined` (the attempt recorded, the invoice still open); no card is 409 `payment_method_required`; a draft, void or uncollectible invoice is 409 `invoice_not_open`; an open invoice of a purchase not past due (a suspended trial’s, paid through checkout) is 409 `invoice_not_payable`.',
   'POST /v1/sdk/invoices/:id/finalize':
     'Closes a draft invoice now instead of after the lateness allowance, counting the usage recorded so far, and collects it.',
   'POST /v1/ui/mcp-servers':

@@ -98,6 +98,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/invoices/:id': 'getInvoice',
   'POST /v1/sdk/invoices/:id/void': 'voidInvoice',
   'POST /v1/sdk/invoices/:id/finalize': 'finalizeInvoice',
+  'POST /v1/sdk/invoices/:id/pay': 'payInvoice',
   'POST /v1/ui/mcp-servers': 'createMcpServer',
   'GET /v1/ui/mcp-servers': 'listMcpServers',
   'GET /v1/ui/mcp-servers/:id': 'getMcpServer',

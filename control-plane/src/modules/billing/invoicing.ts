@@ -18,6 +18,7 @@ import {
   lastUsageInvoice,
   lockInvoiceOfPeriod,
   recordAttempt,
+  requestedAttempts,
   type StoredLine,
   saveDraft,
 } from './repository';
@@ -286,6 +287,16 @@ export class Invoicing {
   /** Charges an open invoice, locked by the caller, once more (attempt = its attempts so far). */
   async collectAgain(tx: PoolClient, auth: AuthContext, invoice: InvoiceRow): Promise<Collection> {
     return this.collect(tx, auth, invoice, 'dunning_retry', invoice.attempt_count);
+  }
+
+  /**
+   * Charges an open invoice, locked by the caller, now because it was asked to: an attempt of its
+   * own, numbered −1, −2, … per invoice, so its charge key never meets a dunning retry's and the
+   * dunning schedule neither counts it nor moves.
+   */
+  async collectOnRequest(tx: PoolClient, auth: AuthContext, invoice: InvoiceRow): Promise<Collection> {
+    const attempt = -(await requestedAttempts(tx, invoice.id)) - 1;
+    return this.collect(tx, auth, invoice, 'dunning_retry', attempt);
   }
 
   /** Dunning gave up: the invoice stays unpaid for good. */

@@ -242,6 +242,18 @@ export async function recordAttempt(
   return row;
 }
 
+/**
+ * Charges of an invoice made on request (`POST /v1/sdk/invoices/{id}/pay`): attempts numbered
+ * below zero, apart from the dunning schedule's.
+ */
+export async function requestedAttempts(db: Queryable, invoiceId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM payments WHERE invoice_id = $1 AND attempt < 0',
+    [invoiceId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
 /** When an open invoice is charged again (null: never). */
 export async function scheduleInvoiceRetry(db: Queryable, id: string, at: Date | null): Promise<void> {
   await db.query(`UPDATE invoices SET next_retry_at = $2 WHERE id = $1 AND status = 'open'`, [id, at]);

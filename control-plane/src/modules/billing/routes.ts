@@ -65,6 +65,19 @@ export function billingRoutes(billing: BillingService) {
       async (request) => billing.void(authOf(request), request.params.id),
     );
     app.post(
+      '/v1/sdk/invoices/:id/pay',
+      {
+        schema: {
+          tags,
+          summary:
+            "Pay an open invoice now with the customer's default card, apart from the dunning schedule",
+          params: InvoiceParams,
+          response: { 200: Invoice, 402: Problem, 409: Problem, ...errorResponses },
+        },
+      },
+      async (request) => billing.pay(authOf(request), request.params.id),
+    );
+    app.post(
       '/v1/sdk/invoices/:id/finalize',
       {
         schema: {

@@ -1,7 +1,7 @@
 import { priceUsage } from '@mcp-meter/contracts/pricing';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
-import { ConflictError, NotFoundError, UnavailableError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, UnavailableError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import { findCustomer } from '../customers/repository';
@@ -12,7 +12,7 @@ import { periodEnd } from '../purchases/periods';
 import { findPurchase, lockPurchase } from '../purchases/repository';
 import type { PurchaseRow } from '../purchases/service';
 import type { InvoiceDocument } from './document';
-import type { Invoicing } from './invoicing';
+import type { Collection, Invoicing } from './invoicing';
 import {
   findInvoice,
   findInvoiceByToken,
@@ -80,8 +80,56 @@ export class BillingService {
       ): Promise<{ row: PurchaseRow; publish: boolean } | undefined>;
       usageSettled(): Promise<boolean>;
       publish(rows: PurchaseRow[]): Promise<void>;
+      payNow(
+        tx: PoolClient,
+        purchase: PurchaseRow,
+        invoice: InvoiceRow,
+      ): Promise<{ collection: Collection; renewed?: PurchaseRow }>;
     },
+    private readonly cards: { hasDefaultMethod(db: PoolClient, customerId: string): Promise<boolean> },
   ) {}
+
+  /**
+   * Pays an open invoice now with the customer's default card (after a new card, say), apart
+   * from the dunning schedule: a failure neither uses up a retry nor moves the next one. Paid,
+   * the past-due purchase it billed renews (`purchase.renewed`, `usage.reset`); a final-usage
+   * invoice is only paid. Purchase, then invoice, are locked, so calls at once and dunning's own
+   * retry charge it once; a paid invoice is answered as it is. A declined card is 402
+   * `card_declined` with the attempt recorded (`payment.failed`) and the invoice still open.
+   */
+  async pay(auth: AuthContext, id: string): Promise<Invoice> {
+    const found = await findInvoice(this.pool, auth, id);
+    if (found === undefined) throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+    const outcome = await inTransaction(this.pool, async (tx) => {
+      // The purchase first, then the invoice: the order the billing scheduler locks them in.
+      const purchase = await lockPurchase(tx, found.purchase_id);
+      const invoice = await lockInvoiceOfPeriod(tx, found.purchase_id, found.period_key);
+      if (invoice === undefined || purchase === undefined)
+        throw new NotFoundError('invoice_not_found', `No invoice ${id}`);
+      if (invoice.status === 'paid') return { invoice, renewed: undefined, failure: null };
+      if (invoice.status !== 'open')
+        throw new ConflictError(
+          'invoice_not_open',
+          invoice.status === 'draft'
+            ? `Invoice ${id} is a draft; finalize it first`
+            : `Invoice ${id} is ${invoice.status}; only open invoices can be paid`,
+        );
+      if (!(await this.cards.hasDefaultMethod(tx, invoice.customer_id)))
+        throw new ConflictError(
+          'payment_method_required',
+          'The customer has no card to pay with; add one first',
+        );
+      const { collection, renewed } = await this.dunning.payNow(tx, purchase, invoice);
+      return { invoice: collection.invoice, renewed, failure: collection.failureReason };
+    });
+    if (outcome.renewed !== undefined) await this.dunning.publish([outcome.renewed]);
+    if (outcome.invoice.status !== 'paid')
+      throw new DomainError(
+        'card_declined',
+        `The card was declined (${outcome.failure ?? 'declined'}); invoice ${id} stays open`,
+      );
+    return toInvoice(outcome.invoice, this.publicUrl);
+  }
 
   /**
    * Voids an unpaid (open) invoice: nothing more is collected on it. When it is the invoice

@@ -3,7 +3,12 @@ import type { Clock } from '../../clock';
 import type { Pool, PoolClient } from '../../db/pool';
 import type { AuthContext } from '../../tenancy';
 import type { Invoicing } from '../billing/invoicing';
-import { type InvoiceRow, lockNextInvoiceRetry, scheduleInvoiceRetry } from '../billing/repository';
+import {
+  type InvoiceRow,
+  lockNextInvoiceRetry,
+  requestedAttempts,
+  scheduleInvoiceRetry,
+} from '../billing/repository';
 import type { PaymentService } from '../payments/service';
 import { eachDue } from './due-pass';
 import type { PurchaseRow } from './service';
@@ -28,11 +33,12 @@ export class InvoiceDunning {
 
   /**
    * An unpaid final-usage invoice is charged again after each of the dunning intervals, counted
-   * from its failed attempts; once they run out it is uncollectible.
+   * from its failed attempts (not those made on request); once they run out it is uncollectible.
    */
   async scheduleRetry(tx: PoolClient, invoice: InvoiceRow, now: Date): Promise<void> {
     if (invoice.status !== 'open') return;
-    const hours = this.retryHours[invoice.attempt_count - 1];
+    const scheduled = invoice.attempt_count - (await requestedAttempts(tx, invoice.id));
+    const hours = this.retryHours[scheduled - 1];
     if (hours === undefined) {
       await this.invoicing.markUncollectible(tx, invoice.purchase_id, invoice.period_key);
       return;

@@ -2,26 +2,26 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { UsageSettlement } from '@mcp-meter/contracts/usage';
 import type { Clock } from '../../clock';
 import type { Pool, PoolClient } from '../../db/pool';
+import { ConflictError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import {
   baseLine,
+  type Collection,
   type InvoiceDraft,
   type Invoicing,
-  type PeriodUsage,
   rolloverAfter,
   setupFeeLine,
 } from '../billing/invoicing';
-import { lastUsageInvoice, type StoredLine } from '../billing/repository';
-import { unixSeconds, writeEvent } from '../events/outbox';
+import { type InvoiceRow, lastUsageInvoice } from '../billing/repository';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
 import { refreshDrafts } from './draft-refresh';
 import { eachDue, type Took } from './due-pass';
 import { InvoiceDunning } from './dunning';
+import { endingMove, final, writeUsageReset } from './period-close';
 import { addDays, endsMidPeriod, periodEnd } from './periods';
 import { clearFinalUsageDue, lockNextDuePurchase, usagePeriodsDue } from './repository';
 import type { PurchaseRow, PurchaseService } from './service';
-import type { MoveName } from './state-machine';
 
 export interface SchedulerOptions {
   /** Hours after each failed charge before the next try; when they run out, the purchase is cancelled. */
@@ -211,6 +211,56 @@ export class BillingScheduler {
     return moved;
   }
 
+  /**
+   * Collects an open invoice now, on request (`POST /v1/sdk/invoices/{id}/pay`), the purchase
+   * and the invoice locked by the caller in that order: an attempt apart from the dunning
+   * schedule, which a failure neither uses up nor moves. Paid, the period dunning was collecting
+   * renews the purchase as its retry would have; a final-usage invoice is only paid. Any other
+   * open invoice is not this call's to collect (409 `invoice_not_payable`).
+   */
+  async payNow(
+    tx: PoolClient,
+    row: PurchaseRow,
+    invoice: InvoiceRow,
+  ): Promise<{ collection: Collection; renewed?: PurchaseRow }> {
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const dunned =
+      row.status === 'past_due' &&
+      row.period_end !== null &&
+      invoice.period_key === row.period_end.toISOString();
+    if (!dunned && invoice.billing_reason !== 'final_usage')
+      throw new ConflictError(
+        'invoice_not_payable',
+        `Invoice ${invoice.id} is not one being collected from the customer's card (purchase ${row.id} is ${row.status})`,
+      );
+    const collection = await this.invoicing.collectOnRequest(tx, auth, invoice);
+    if (collection.status !== 'succeeded' || !dunned) return { collection };
+    return { collection, renewed: await this.collected(tx, auth, row, collection.invoice, this.clock.now()) };
+  }
+
+  /** A past-due purchase whose period is paid at last renews into its next period (`usage.reset`). */
+  private async collected(
+    tx: PoolClient,
+    auth: AuthContext,
+    row: PurchaseRow,
+    invoice: InvoiceRow | undefined,
+    now: Date,
+  ): Promise<PurchaseRow> {
+    const plan = await findPlan(tx, auth, row.plan_id);
+    if (plan === undefined || row.period_end === null)
+      throw new Error(`purchase ${row.id} has no plan or no period to renew from`);
+    const settings = settingsOf(plan);
+    const renewed = await this.purchases.apply(tx, auth, row, 'renewed', {
+      period_start: row.period_end,
+      period_end: periodEnd(row.period_end, settings, row.anchor_day),
+      retry_count: 0,
+      next_retry_at: null,
+      rollover_units: invoice === undefined ? 0 : rolloverAfter(invoice, settings),
+    });
+    await writeUsageReset(tx, auth, row, renewed, now);
+    return renewed;
+  }
+
   private async handle(tx: PoolClient, row: PurchaseRow, now: Date): Promise<PurchaseRow> {
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
     const plan = await findPlan(tx, auth, row.plan_id);
@@ -261,15 +311,7 @@ export class BillingScheduler {
       const retried = await this.invoicing.retry(tx, auth, row, row.period_end.toISOString(), attempt);
       // Purchases that fell past due before invoices existed are retried on their amount alone.
       const paid = retried ?? (await this.dunning.chargeAgain(tx, auth, row, attempt));
-      if (paid.status === 'succeeded') {
-        return renew({
-          period_start: row.period_end,
-          period_end: nextEnd(row.period_end),
-          retry_count: 0,
-          next_retry_at: null,
-          rollover_units: retried === undefined ? 0 : rolloverAfter(retried.invoice, settings),
-        });
-      }
+      if (paid.status === 'succeeded') return this.collected(tx, auth, row, retried?.invoice, now);
       const next = retryAt(attempt);
       if (next === null) {
         await this.invoicing.markUncollectible(tx, row.id, row.period_end.toISOString());
@@ -428,53 +470,4 @@ export class BillingScheduler {
   usageSettled(): Promise<boolean> {
     return this.settlement.settled(this.options.settleTimeoutMs);
   }
-}
-
-/** How an active purchase ends when its period does, or undefined when it renews. */
-function endingMove(row: PurchaseRow): MoveName | undefined {
-  if (!row.is_recurring) return 'expire';
-  if (row.cancel_at_period_end) return 'period_ended_cancelled';
-  if (!row.auto_renew) return 'expire';
-  return undefined;
-}
-
-/** The final invoice of a purchase's usage, keyed by the moment its last period ended. */
-function final(
-  row: PurchaseRow,
-  end: Date,
-  closed: { lines: StoredLine[]; usage?: PeriodUsage },
-): InvoiceDraft {
-  return {
-    purchase: row,
-    periodKey: end.toISOString(),
-    billingReason: 'final_usage',
-    chargeReason: 'final_usage',
-    lines: closed.lines,
-    usage: closed.usage,
-  };
-}
-
-/** `usage.reset`: a purchase moved into a new period, whose usage counts from zero. */
-async function writeUsageReset(
-  tx: PoolClient,
-  auth: AuthContext,
-  before: PurchaseRow,
-  after: PurchaseRow,
-  now: Date,
-): Promise<void> {
-  await writeEvent(tx, {
-    ...auth,
-    type: 'usage.reset',
-    object: {
-      purchase: before.id,
-      customer: before.customer_id,
-      product: before.product_id,
-      plan: before.plan_id,
-      previousPeriodStart: unixSeconds(before.period_start),
-      periodStart: unixSeconds(after.period_start),
-      periodEnd: after.period_end === null ? null : unixSeconds(after.period_end),
-      created: unixSeconds(now),
-    },
-    at: now,
-  });
 }
