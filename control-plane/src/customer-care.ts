@@ -81,6 +81,7 @@ export function customerCare(deps: {
     purchases: deps.purchases,
     checkoutSessions: deps.checkoutSessions,
     alerts,
+    billing: deps.billing,
   });
   const codes = new PortalCodes(deps.pool, deps.clock, deps.mailer, portal);
   return {

@@ -272,6 +272,53 @@ describe('cards in the portal', () => {
   });
 });
 
+describe('paying an open invoice in the portal', () => {
+  it('offers Pay now on an open invoice, tells a declined card, and pays once a card works', async () => {
+    clock.set(new Date('2026-03-01T00:00:00.000Z'));
+    const s = await shop('Owed Co');
+    await s.customer('gi');
+    const purchase = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'gi', planRef: s.basic })).body
+      .purchaseRef as string;
+    // The card starts failing before the renewal.
+    await s.api('POST', '/v1/sdk/customers/gi/payment-methods', {
+      card: { number: SANDBOX_CARDS.failsLater, expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    clock.set(new Date('2026-04-01T00:06:00.000Z'));
+    await harness.controlPlane.scheduler.runDue();
+    const open = ((await s.api('GET', '/v1/sdk/invoices?customerRef=gi&status=open')).body.data as Json[])[0];
+    expect(open).toMatchObject({ status: 'open', total: 3_000_000 });
+    const { cookie, csrf } = await s.signIn('gi');
+    const portal = (await get('/portal', cookie)).body;
+    expect(portal).toContain(
+      `aria-label="Pay invoice ${open?.id} now with your default card">Pay now</button>`,
+    );
+
+    // The card still fails: the portal again, with why, and the invoice open.
+    const declined = await post('/portal/invoices/pay', { csrf, id: open?.id }, cookie);
+    expect(declined.statusCode).toBe(402);
+    expect(declined.body).toContain('Not done: The card was declined');
+    // Another customer's invoice is not this customer's to pay.
+    await s.customer('hu');
+    const other = await s.signIn('hu');
+    expect(
+      (await post('/portal/invoices/pay', { csrf: other.csrf, id: open?.id }, other.cookie)).statusCode,
+    ).toBe(404);
+    // A card that works, and Pay now pays it: the plan runs on.
+    await s.api('POST', '/v1/sdk/customers/gi/payment-methods', {
+      card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    const paid = await post('/portal/invoices/pay', { csrf, id: open?.id }, cookie);
+    expect(paid.headers.location).toBe('/portal?done=paid');
+    expect((await get('/portal?done=paid', cookie)).body).toContain('Thank you: the invoice is paid.');
+    expect((await s.api('GET', `/v1/sdk/invoices/${open?.id}`)).body).toMatchObject({ status: 'paid' });
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body).toMatchObject({
+      status: 'active',
+      periodStart: '2026-04-01T00:00:00.000Z',
+    });
+    expect((await get('/portal', cookie)).body).not.toContain('Pay now');
+  });
+});
+
 describe('the usage chart', () => {
   it('draws calls by day and tool this period, as the usage analytics API counts them', async () => {
     clock.set(new Date('2026-03-01T00:00:00.000Z'));

@@ -3,6 +3,7 @@ import { DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { ALERT_KINDS, type AlertKind } from '../alerts/repository';
 import type { AlertService } from '../alerts/service';
+import type { BillingService } from '../billing/service';
 import { formatMoney } from '../checkout/page';
 import { planPriceLines } from '../checkout/price-words';
 import type { CheckoutSessions } from '../checkout/sessions';
@@ -39,8 +40,25 @@ export class PortalAccount {
       purchases: PurchaseService;
       checkoutSessions: CheckoutSessions;
       alerts: Pick<AlertService, 'create' | 'list' | 'remove'>;
+      billing: Pick<BillingService, 'get' | 'pay'>;
     },
   ) {}
+
+  /**
+   * Pays one of the customer's own open invoices now with their default card (after a new card,
+   * say): the API's payment on request, apart from the dunning schedule. Another customer's
+   * invoice is as absent as an unknown one; a declined card shows the portal with why (402).
+   */
+  async payInvoice(secret: string | undefined, form: Form & { id: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const invoice = await this.deps.billing.get(auth, form.id);
+    if (invoice.customerRef !== session.customer_id)
+      throw new NotFoundError('invoice_not_found', `No invoice ${form.id}`);
+    await this.deps.billing.pay(auth, invoice.id);
+    return 'paid' as const;
+  }
 
   /** A hosted checkout that saves a card as the default, charging nothing; answers its URL. */
   async addCard(secret: string | undefined, form: Form): Promise<string | undefined> {

@@ -174,7 +174,11 @@ ${packChoice('productRef', auto?.productRef)}
       : `<table><thead><tr><th scope="col">Date</th><th scope="col">Invoice</th><th scope="col">Status</th><th scope="col" class="n">Total</th></tr></thead><tbody>${view.invoices
           .map(
             (i) =>
-              `<tr><td>${day(i.at)}</td><td>${i.pdfUrl === null ? escapeHtml(i.id) : `<a href="${escapeHtml(i.pdfUrl)}">${escapeHtml(i.id)} (PDF)</a>`}</td><td>${escapeHtml(i.status)}</td><td class="n">${escapeHtml(i.total)}</td></tr>`,
+              `<tr><td>${day(i.at)}</td><td>${i.pdfUrl === null ? escapeHtml(i.id) : `<a href="${escapeHtml(i.pdfUrl)}">${escapeHtml(i.id)} (PDF)</a>`}</td><td>${escapeHtml(i.status)}${
+                i.status === 'open'
+                  ? ` <form method="post" action="/portal/invoices/pay" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(i.id)}"><button type="submit" aria-label="Pay invoice ${escapeHtml(i.id)} now with your default card">Pay now</button></form>`
+                  : ''
+              }</td><td class="n">${escapeHtml(i.total)}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   const alertText = (a: PortalView['alerts'][number]) =>

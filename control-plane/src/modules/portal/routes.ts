@@ -45,6 +45,7 @@ const DONE = {
   card: 'Your card is saved as the default.',
   default: 'That card is now your default.',
   removed: 'The card is removed.',
+  paid: 'Thank you: the invoice is paid.',
 } as const;
 const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
 const ChangeQuery = Type.Object({ plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
@@ -233,6 +234,10 @@ export function portalPageRoutes(
         productRef: (fields.productRef ?? '').slice(0, 100),
         packs: Math.max(1, wholeNumber(fields, 'packs', 100)),
       }),
+    );
+
+    form('/portal/invoices/pay', async (secret, fields) =>
+      done(await account.payInvoice(secret, { csrf: fields.csrf, id: field(fields, 'id') })),
     );
 
     form('/portal/alerts', async (secret, fields) => {
