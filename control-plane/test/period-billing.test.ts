@@ -71,6 +71,9 @@ async function seller(name: string) {
   };
   const invoices = async (purchaseRef: string) =>
     (await api('GET', `/v1/sdk/invoices?purchaseRef=${purchaseRef}&limit=100`)).body.data as Json[];
+  const invoice = async (id: string) => (await api('GET', `/v1/sdk/invoices/${id}`)).body;
+  /** Pays an open invoice now (`POST /v1/sdk/invoices/{id}/pay`). */
+  const pay = (id: string) => api('POST', `/v1/sdk/invoices/${id}/pay`);
   const events = async (purchaseRef: string) => {
     const { rows } = await harness.pool.query<{ type: string; payload: Json }>(
       `SELECT type, payload FROM outbox_events WHERE provider_id = $1
@@ -88,7 +91,7 @@ async function seller(name: string) {
         [purchaseRef],
       )
     ).rows;
-  return { api, plan, card, subscribe, use, invoices, events, payments, provider, product };
+  return { api, plan, card, subscribe, use, invoices, invoice, pay, events, payments, provider, product };
 }
 
 const run = () => harness.controlPlane.scheduler.runDue();
@@ -528,12 +531,12 @@ describe('paying an open invoice on request', () => {
     expect(open).toMatchObject({ status: 'open', total: 1000, attemptCount: 1, billingReason: 'renewal' });
     const pastDue = (await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body;
     expect(pastDue.status).toBe('past_due');
-    const pay = () => s.api('POST', `/v1/sdk/invoices/${open.id}/pay`);
+    const pay = () => s.pay(open.id);
 
     // The card still fails: 402, the attempt recorded, and dunning's schedule as it was.
     at('2026-04-01T08:00:00.000Z');
     expect(await pay()).toMatchObject({ status: 402, body: { code: 'card_declined' } });
-    expect((await s.api('GET', `/v1/sdk/invoices/${open.id}`)).body).toMatchObject({
+    expect(await s.invoice(open.id)).toMatchObject({
       status: 'open',
       attemptCount: 2,
     });
@@ -596,18 +599,18 @@ describe('paying an open invoice on request', () => {
       attemptCount: 1,
       nextPaymentAttempt: '2026-03-11T00:06:00.000Z',
     });
-    const pay = () => s.api('POST', `/v1/sdk/invoices/${final.id}/pay`);
+    const pay = () => s.pay(final.id);
     at('2026-03-10T12:00:00.000Z');
     expect(await pay()).toMatchObject({ status: 402, body: { code: 'card_declined' } });
     // The next retry is when it was; failing, it waits the second interval (72 h), not the third.
-    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body).toMatchObject({
+    expect(await s.invoice(final.id)).toMatchObject({
       status: 'open',
       attemptCount: 2,
       nextPaymentAttempt: '2026-03-11T00:06:00.000Z',
     });
     at('2026-03-11T00:06:00.000Z');
     await run();
-    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body).toMatchObject({
+    expect(await s.invoice(final.id)).toMatchObject({
       status: 'open',
       attemptCount: 3,
       nextPaymentAttempt: '2026-03-14T00:06:00.000Z',
@@ -615,7 +618,7 @@ describe('paying an open invoice on request', () => {
     // Paid on request with a good card: the retries stop.
     expect((await s.card(customer, SANDBOX_CARDS.succeeds)).status).toBe(201);
     expect(await pay()).toMatchObject({ status: 200, body: { status: 'paid', amountPaid: 21 } });
-    expect((await s.api('GET', `/v1/sdk/invoices/${final.id}`)).body.nextPaymentAttempt).toBeNull();
+    expect((await s.invoice(final.id)).nextPaymentAttempt).toBeNull();
     at('2026-03-14T00:06:00.000Z');
     await run();
     expect((await s.payments(purchase)).map((p) => [p.reason, p.status, p.attempt])).toEqual([
