@@ -234,6 +234,17 @@ describe('billing scheduler', () => {
       'purchase.suspended',
     ]);
     expect((await payments(paidRef)).map((p: Json) => p.amount)).toEqual([700]);
+    // The suspended trial's invoice stays open; paying it on request is not its way back (a
+    // checkout is), with or without a card.
+    const owed = (await api('GET', `/v1/sdk/invoices?purchaseRef=${unpaidRef}&status=open`)).body.data;
+    expect(owed).toMatchObject([{ billingReason: 'trial_conversion', total: 700 }]);
+    const pay = () => api('POST', `/v1/sdk/invoices/${owed[0].id}/pay`);
+    expect((await pay()).body).toMatchObject({ status: 409, code: 'payment_method_required' });
+    await api('POST', `/v1/sdk/customers/${without.reference}/payment-methods`, {
+      card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    expect((await pay()).body).toMatchObject({ status: 409, code: 'invoice_not_payable' });
+    expect(await payments(unpaidRef)).toHaveLength(1);
   });
 
   it('ends purchases as scheduled: cancellation at period end, no auto-renew, one-time access expiry', async () => {
