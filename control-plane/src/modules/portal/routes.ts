@@ -19,6 +19,9 @@ export function portalSessionRoutes(portal: PortalService) {
     app.post(
       '/v1/sdk/portal-sessions',
       {
+        // The link's 15 minutes are the customer's real ones, on a test clock too: the portal
+        // they open is served at the real time.
+        config: { testTime: 'none' },
         schema: {
           tags: ['customer portal'],
           summary: "A single-use link to a customer's portal, valid for 15 minutes",

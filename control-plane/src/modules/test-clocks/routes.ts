@@ -64,8 +64,11 @@ export function testClockRoutes(clocks: TestClockService) {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** `own`: the route finds its customer's test clock itself (in the query it makes anyway). */
-    testTime?: 'own';
+    /**
+     * `own`: the route finds its customer's test clock itself (in the query it makes anyway).
+     * `none`: the route is about real time whoever it names (a link a person opens within minutes).
+     */
+    testTime?: 'own' | 'none';
   }
 }
 
@@ -79,7 +82,7 @@ export function installTestTime(app: App, pool: Pool): void {
     const auth = request.auth;
     if (auth === null || auth.environment !== 'sandbox') return done();
     // The route reads its customer's test clock with the rest of what it looks up.
-    if (request.routeOptions.config.testTime === 'own') return done();
+    if (request.routeOptions.config.testTime !== undefined) return done();
     const body = (typeof request.body === 'object' && request.body !== null ? request.body : {}) as Record<
       string,
       unknown
