@@ -290,7 +290,7 @@ describe('paying an open invoice in the portal', () => {
     const { cookie, csrf } = await s.signIn('gi');
     const portal = (await get('/portal', cookie)).body;
     expect(portal).toContain(
-      `aria-label="Pay invoice ${open?.id} now with your default card">Pay now</button>`,
+      `aria-label="Pay now: invoice ${open?.id}, with your default card">Pay now</button>`,
     );
 
     // The card still fails: the portal again, with why, and the invoice open.

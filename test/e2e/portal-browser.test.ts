@@ -185,6 +185,66 @@ describe('customer portal in a browser', () => {
     expect(await page.locator('#gone').innerText()).toContain('has expired or was already used');
   });
 
+  it('pays a refused renewal with Pay now once the card works', async () => {
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Owed Co' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    const product = (await api('POST', '/v1/ui/products', { name: 'Forecasts' })).body.id as string;
+    const plan = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Monthly',
+        type: 'recurring',
+        price: 900,
+        billingCycle: 'monthly',
+      })
+    ).body.id as string;
+    // On a test clock, June: the card pays the first month, then fails from the renewal on.
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' })).body;
+    await api('POST', '/v1/sdk/customers', {
+      externalRef: 'bo',
+      email: 'bo@example.com',
+      testClock: clock.id,
+    });
+    const card = (number: string) =>
+      api('POST', '/v1/sdk/customers/bo/payment-methods', {
+        card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+    expect((await card('4242424242424242')).status).toBe(201);
+    expect((await api('POST', '/v1/sdk/activate', { customerRef: 'bo', planRef: plan })).body.status).toBe(
+      'activated',
+    );
+    expect((await card('4000000000000341')).status).toBe(201);
+    const advanced = await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, {
+      frozenTime: '2026-07-01T00:02:00Z',
+    });
+    expect(advanced.status).toBe(200);
+    const open = (await api('GET', '/v1/sdk/invoices?customerRef=bo&status=open')).body.data[0] as {
+      id: string;
+    };
+    expect(open).toBeDefined();
+
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: 'bo' })).body.url as string;
+    const { page, errors } = await newPerson(browser);
+    await page.goto(link);
+    const payNow = page.getByRole('button', { name: `Pay now: invoice ${open.id}, with your default card` });
+    await payNow.waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    // Still the refusing card: the portal says why, and the invoice is still open.
+    await payNow.click();
+    expect(await page.getByText(/Not done: The card was declined/).count()).toBe(1);
+    expect(await axeFindings(page)).toEqual([]);
+    expect((await api('GET', `/v1/sdk/invoices/${open.id}`)).body.status).toBe('open');
+    // A card that works, and Pay now pays it.
+    expect((await card('4242424242424242')).status).toBe(201);
+    await page.goto(`${baseUrl}/portal`);
+    await payNow.click();
+    await page.getByRole('status').waitFor();
+    expect(await page.getByRole('status').innerText()).toBe('Thank you: the invoice is paid.');
+    expect(await payNow.count()).toBe(0);
+    expect(await axeFindings(page)).toEqual([]);
+    expect((await api('GET', `/v1/sdk/invoices/${open.id}`)).body.status).toBe('paid');
+    expect(errors).toEqual([]);
+  });
+
   it('signs a customer in with the account MCP sign-in made, from the page of a spent link', async () => {
     // The account, made as an MCP client's sign-up makes it: the form, the mailed code.
     const target = await signInTarget(harness, baseUrl);

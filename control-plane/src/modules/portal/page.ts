@@ -176,7 +176,7 @@ ${packChoice('productRef', auto?.productRef)}
             (i) =>
               `<tr><td>${day(i.at)}</td><td>${i.pdfUrl === null ? escapeHtml(i.id) : `<a href="${escapeHtml(i.pdfUrl)}">${escapeHtml(i.id)} (PDF)</a>`}</td><td>${escapeHtml(i.status)}${
                 i.status === 'open'
-                  ? ` <form method="post" action="/portal/invoices/pay" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(i.id)}"><button type="submit" aria-label="Pay invoice ${escapeHtml(i.id)} now with your default card">Pay now</button></form>`
+                  ? ` <form method="post" action="/portal/invoices/pay" class="inline">${csrf}<input type="hidden" name="id" value="${escapeHtml(i.id)}"><button type="submit" aria-label="Pay now: invoice ${escapeHtml(i.id)}, with your default card">Pay now</button></form>`
                   : ''
               }</td><td class="n">${escapeHtml(i.total)}</td></tr>`,
           )
