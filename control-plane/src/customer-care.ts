@@ -12,6 +12,8 @@ import type { BillingService } from './modules/billing/service';
 import type { CheckoutSessions } from './modules/checkout/sessions';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
+import { customerEmailRoutes } from './modules/customer-emails/routes';
+import { CustomerEmails } from './modules/customer-emails/service';
 import type { CustomerService } from './modules/customers/service';
 import type { PaymentService } from './modules/payments/service';
 import { PortalAccount } from './modules/portal/account';
@@ -24,7 +26,7 @@ import type { SignInService } from './modules/sign-in/service';
 
 /**
  * What looks after a paying customer (issue 64, docs/portal.md): auto top-up, spend and usage
- * alerts, and the portal that shows them; wired to the credit movements and the scheduler they
+ * alerts, billing mail, and the portal that shows them; wired to the credit movements and the scheduler they
  * react to. Answers the services and their routes: the portal's pages are public (a link or the
  * portal cookie), the rest is API behind the provider's key.
  */
@@ -64,6 +66,9 @@ export function customerCare(deps: {
   deps.customers.onDelete(async (tx, _auth, customerId) => void (await autoTopUps.endAllOf(tx, customerId)));
   const alerts = new AlertService(deps.pool, deps.clock, deps.reader, deps.mailer, deps.logger, deps.billing);
   scheduler.addJob(() => alerts.runDue());
+  // Billing mail to customers: after the purchases, so a pass's renewals are mailed in that pass.
+  const customerEmails = new CustomerEmails(deps.pool, deps.clock, deps.mailer, deps.logger, deps.publicUrl);
+  scheduler.addJob(() => customerEmails.runDue(), 'after');
   const portal = new PortalService(deps.pool, deps.clock, deps.publicUrl, {
     credits,
     autoTopUps,
@@ -87,8 +92,14 @@ export function customerCare(deps: {
   return {
     autoTopUps,
     alerts,
+    customerEmails,
     portal,
     publicRoutes: [portalPageRoutes(portal, account, codes, deps.secureCookies)],
-    apiRoutes: [autoTopUpRoutes(autoTopUps), portalSessionRoutes(portal), alertRoutes(alerts)],
+    apiRoutes: [
+      autoTopUpRoutes(autoTopUps),
+      portalSessionRoutes(portal),
+      alertRoutes(alerts),
+      customerEmailRoutes(customerEmails),
+    ],
   };
 }

@@ -432,6 +432,12 @@ describe('the documented example of every operation, continued', () => {
               status,
             },
       );
+    // This sandbox's customers are mailed when a recurring payment fails, and a receipt for each payment.
+    await example({
+      route: 'PATCH /v1/sdk/customer-emails',
+      body: { paymentFailed: true, receipts: true },
+      status: 200,
+    });
     await harness.settled();
     // Two minutes into July: Ada's and Marie's renewals are refused, Linus's June usage is drafted.
     await example({
@@ -460,6 +466,14 @@ describe('the documented example of every operation, continued', () => {
       await setUp({ route: 'GET /v1/sdk/invoices', query: { customerRef: 'marie', status: 'open' } })
     ).body;
     await example({ route: 'POST /v1/sdk/invoices/:id/pay', path: { id: owed.data[0].id }, status: 200 });
+    // The scheduler's pass mails the refusal and the receipt.
+    await harness.controlPlane.care.customerEmails.runDue();
+    await example({ route: 'GET /v1/sdk/customer-emails', status: 200 });
+    await example({
+      route: 'GET /v1/sdk/customer-emails/messages',
+      query: { customerRef: 'marie' },
+      status: 200,
+    });
     const drafts = (
       await setUp({ route: 'GET /v1/sdk/invoices', query: { customerRef: 'linus', status: 'draft' } })
     ).body;

@@ -634,6 +634,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sdk/customer-emails": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Which billing mails go to this environment’s customers
+         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal` and `receipts`. All are off until turned on.
+         */
+        get: operations["getCustomerEmailSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turns billing mails to customers on or off, kind by kind
+         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
+         */
+        patch: operations["updateCustomerEmailSettings"];
+        trace?: never;
+    };
+    "/v1/sdk/customer-emails/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The billing mails sent, or to be sent, to customers, newest first
+         * @description The billing mails to customers, newest first (`limit`, `cursor`), or one customer’s (`customerRef`): each with its kind, the event it is about, its status (`pending`, `sent`, `skipped` when the customer has no address or was deleted, `failed` after every attempt), the address and subject it went with, and the last error.
+         */
+        get: operations["listCustomerEmails"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sdk/customers": {
         parameters: {
             query?: never;
@@ -2365,11 +2409,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "dDI3iqh1ZiAgy_by4hlYHyFMhkIvTFdTfCzMcBtC8rU",
-                     *           "y": "aiugdTbFG-xUvR3ZyrgIPoRAW5qY2bxLwa19O-T_pa0",
+                     *           "x": "qaGjDIv7jeg9qGZrAQhC5J6ykYSNjYa0uKqc6a0S2rM",
+                     *           "y": "8jOTcu9gzUXi6Yx1BKQB_jW2tNJj7XzjP13qyxHYAAA",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "33241f9f781a522b",
+                     *           "kid": "9f94dee709b08f9e",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2498,9 +2542,15 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.581Z",
-                     *       "to": "2026-05-28T09:00:04.581Z",
+                     *       "from": "2026-04-28T09:00:36.559Z",
+                     *       "to": "2026-05-28T09:00:36.559Z",
                      *       "data": [
+                     *         {
+                     *           "date": "2026-04-27",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
                      *         {
                      *           "date": "2026-04-28",
                      *           "records": 0,
@@ -2677,12 +2727,6 @@ export interface operations {
                      *         },
                      *         {
                      *           "date": "2026-05-27",
-                     *           "records": 0,
-                     *           "customers": 0,
-                     *           "meters": 0
-                     *         },
-                     *         {
-                     *           "date": "2026-05-28",
                      *           "records": 3,
                      *           "customers": 2,
                      *           "meters": 1
@@ -2837,8 +2881,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.568Z",
-                     *       "to": "2026-05-28T09:00:04.568Z",
+                     *       "from": "2026-04-28T09:00:36.539Z",
+                     *       "to": "2026-05-28T09:00:36.539Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3010,7 +3054,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.541Z",
+                     *       "to": "2026-05-28T09:00:36.508Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3195,9 +3239,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:06.882Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.882Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.882Z"
+                     *       "createdAt": "2026-05-28T09:00:39.139Z",
+                     *       "expiresAt": "2026-05-28T21:00:39.139Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:39.139Z"
                      *     }
                      */
                     "application/json": {
@@ -3430,7 +3474,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:06.733Z"
+                     *       "expiresAt": "2026-06-04T09:00:38.976Z"
                      *     }
                      */
                     "application/json": {
@@ -3799,9 +3843,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.473Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.473Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.481Z"
+                     *       "createdAt": "2026-05-28T09:00:38.644Z",
+                     *       "expiresAt": "2026-05-28T21:00:38.644Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:38.656Z"
                      *     }
                      */
                     "application/json": {
@@ -4288,9 +4332,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.473Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.473Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.473Z"
+                     *       "createdAt": "2026-05-28T09:00:38.644Z",
+                     *       "expiresAt": "2026-05-28T21:00:38.644Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:38.644Z"
                      *     }
                      */
                     "application/json": {
@@ -4501,7 +4545,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:06.582Z"
+                     *       "expiresAt": "2026-05-28T09:10:38.811Z"
                      *     }
                      */
                     "application/json": {
@@ -4677,9 +4721,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:06.721Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.721Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.721Z"
+                     *       "createdAt": "2026-05-28T09:00:38.965Z",
+                     *       "expiresAt": "2026-05-28T21:00:38.965Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:38.965Z"
                      *     }
                      */
                     "application/json": {
@@ -5144,7 +5188,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796108916,
+                     *       "client_id_issued_at": 1796117206,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5317,7 +5361,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:05.714Z"
+                     *       "expiresAt": "2026-05-28T09:10:37.868Z"
                      *     }
                      */
                     "application/json": {
@@ -5701,7 +5745,7 @@ export interface operations {
                      * @example {
                      *       "data": [
                      *         {
-                     *           "id": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *           "id": "evt_01jx00000366jf14scjfh7h4a2",
                      *           "type": "purchase.activated",
                      *           "created": 1780272000,
                      *           "api_version": "2025-10-01",
@@ -5715,6 +5759,8 @@ export interface operations {
                      *               "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *               "currency": "usd",
                      *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "trialEnd": null,
+                     *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *               "isRecurring": true,
                      *               "billingCycle": "monthly"
@@ -5730,7 +5776,7 @@ export interface operations {
                      *           }
                      *         },
                      *         {
-                     *           "id": "evt_01jx000002zpwj3xe3230kfa1z",
+                     *           "id": "evt_01jx000004a22ac3wat3spx66s",
                      *           "type": "purchase.created",
                      *           "created": 1780272000,
                      *           "api_version": "2025-10-01",
@@ -5744,6 +5790,8 @@ export interface operations {
                      *               "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *               "currency": "usd",
                      *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "trialEnd": null,
+                     *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *               "isRecurring": true,
                      *               "billingCycle": "monthly"
@@ -5886,7 +5934,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @example evt_01jx000001dc0x08pfmegcrm7e */
+                /** @example evt_01jx00000366jf14scjfh7h4a2 */
                 id: string;
             };
             cookie?: never;
@@ -5901,7 +5949,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *       "id": "evt_01jx00000366jf14scjfh7h4a2",
                      *       "type": "purchase.activated",
                      *       "created": 1780272000,
                      *       "api_version": "2025-10-01",
@@ -5915,6 +5963,8 @@ export interface operations {
                      *           "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *           "currency": "usd",
                      *           "customer": "cus_01jx000003mkt209fkta21f260",
+                     *           "trialEnd": null,
+                     *           "periodEnd": 1782864000,
                      *           "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *           "isRecurring": true,
                      *           "billingCycle": "monthly"
@@ -7100,8 +7150,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.699Z",
-                     *       "createdAt": "2026-05-28T09:00:04.699Z"
+                     *       "expiresAt": "2026-05-28T10:00:36.659Z",
+                     *       "createdAt": "2026-05-28T09:00:36.659Z"
                      *     }
                      */
                     "application/json": {
@@ -7258,8 +7308,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:04.699Z",
-                     *       "createdAt": "2026-05-28T09:00:04.699Z"
+                     *       "expiresAt": "2026-05-28T10:00:36.659Z",
+                     *       "createdAt": "2026-05-28T09:00:36.659Z"
                      *     }
                      */
                     "application/json": {
@@ -7286,6 +7336,465 @@ export interface operations {
                         status: string;
                         successUrl: string;
                         url: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getCustomerEmailSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "paymentFailed": true,
+                     *       "trialEnding": false,
+                     *       "upcomingRenewal": false,
+                     *       "receipts": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
+                        paymentFailed: boolean;
+                        /** @description A payment was taken (payment.succeeded) */
+                        receipts: boolean;
+                        /** @description A trial ends soon (purchase.trial_ending) */
+                        trialEnding: boolean;
+                        /** @description A renewal is coming up (purchase.renewal_reminder) */
+                        upcomingRenewal: boolean;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    updateCustomerEmailSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "paymentFailed": true,
+                 *       "receipts": true
+                 *     }
+                 */
+                "application/json": {
+                    /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
+                    paymentFailed?: boolean;
+                    /** @description A payment was taken (payment.succeeded) */
+                    receipts?: boolean;
+                    /** @description A trial ends soon (purchase.trial_ending) */
+                    trialEnding?: boolean;
+                    /** @description A renewal is coming up (purchase.renewal_reminder) */
+                    upcomingRenewal?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "paymentFailed": true,
+                     *       "trialEnding": false,
+                     *       "upcomingRenewal": false,
+                     *       "receipts": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
+                        paymentFailed: boolean;
+                        /** @description A payment was taken (payment.succeeded) */
+                        receipts: boolean;
+                        /** @description A trial ends soon (purchase.trial_ending) */
+                        trialEnding: boolean;
+                        /** @description A renewal is coming up (purchase.renewal_reminder) */
+                        upcomingRenewal: boolean;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listCustomerEmails: {
+        parameters: {
+            query: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /**
+                 * @description Only mails to this customer (id or externalRef)
+                 * @example marie
+                 */
+                customerRef?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "cml_01jx0000018dqr85rfydkj883z",
+                     *           "kind": "receipt",
+                     *           "status": "sent",
+                     *           "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "event": "evt_01jx000001dc0x08pfmegcrm7e",
+                     *           "to": "marie@example.com",
+                     *           "subject": "[Sandbox] Acme Weather: receipt for your payment of $9.00",
+                     *           "attempts": 1,
+                     *           "lastError": null,
+                     *           "createdAt": "2026-07-01T00:02:00.000Z",
+                     *           "sentAt": "2026-05-28T09:00:36.192Z"
+                     *         },
+                     *         {
+                     *           "id": "cml_01jx0000026vevzm68hasaeh56",
+                     *           "kind": "payment_failed",
+                     *           "status": "sent",
+                     *           "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *           "event": "evt_01jx000002zpwj3xe3230kfa1z",
+                     *           "to": "marie@example.com",
+                     *           "subject": "[Sandbox] Acme Weather: your payment of $9.00 failed",
+                     *           "attempts": 1,
+                     *           "lastError": null,
+                     *           "createdAt": "2026-07-01T00:00:00.000Z",
+                     *           "sentAt": "2026-05-28T09:00:36.078Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            attempts: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            createdAt: string;
+                            customerRef: string;
+                            /** @description The event it is about (evt_…) */
+                            event: string;
+                            /** @description cml_… */
+                            id: string;
+                            /** @enum {string} */
+                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt";
+                            /** @description Why the last attempt did not send it */
+                            lastError: string | null;
+                            sentAt: string | null;
+                            /**
+                             * @description pending: to be sent (or tried again); sent; skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused
+                             * @enum {string}
+                             */
+                            status: "pending" | "sent" | "skipped" | "failed";
+                            subject: string | null;
+                            /** @description The address it went to, once sent */
+                            to: string | null;
+                        }[];
+                        nextCursor: string | null;
                     };
                 };
             };
@@ -7458,8 +7967,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.378Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.378Z"
+                     *           "createdAt": "2026-05-28T09:00:34.699Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.699Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7471,8 +7980,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.389Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.389Z"
+                     *           "createdAt": "2026-05-28T09:00:34.712Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.712Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7659,8 +8168,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.378Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.378Z"
+                     *       "createdAt": "2026-05-28T09:00:34.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.699Z"
                      *     }
                      */
                     "application/json": {
@@ -8151,8 +8660,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.378Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.425Z"
+                     *       "createdAt": "2026-05-28T09:00:34.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.776Z"
                      *     }
                      */
                     "application/json": {
@@ -9850,7 +10359,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.465Z"
+                     *       "createdAt": "2026-05-28T09:00:34.823Z"
                      *     }
                      */
                     "application/json": {
@@ -10133,7 +10642,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:04.975Z"
+                     *       "revokedBefore": "2026-05-28T09:00:36.955Z"
                      *     }
                      */
                     "application/json": {
@@ -10320,8 +10829,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.389Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.389Z"
+                     *       "createdAt": "2026-05-28T09:00:34.712Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.712Z"
                      *     }
                      */
                     "application/json": {
@@ -10529,7 +11038,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-26T01:51:29.603Z"
+                     *                 "end": "2026-01-25T23:33:51.369Z"
                      *               }
                      *             }
                      *           ],
@@ -11242,7 +11751,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-26T01:51:29.603Z"
+                     *             "end": "2026-01-25T23:33:51.369Z"
                      *           }
                      *         }
                      *       ],
@@ -11514,7 +12023,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-26T01:51:29.603Z"
+                     *             "end": "2026-01-25T23:33:51.369Z"
                      *           }
                      *         }
                      *       ],
@@ -11762,7 +12271,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-26T01:51:29.603Z",
+                     *         "periodEnd": "2026-01-25T23:33:51.369Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12453,7 +12962,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.505Z"
+                     *       "timestamp": "2026-05-28T09:00:36.473Z"
                      *     }
                      */
                     "application/json": {
@@ -12677,7 +13186,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.520Z"
+                     *           "timestamp": "2026-05-28T09:00:36.492Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -12685,7 +13194,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.520Z"
+                     *           "timestamp": "2026-05-28T09:00:36.492Z"
                      *         }
                      *       ]
                      *     }
@@ -12884,9 +13393,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/4D9GZuqgxjqKg8tqKeBBLRGK9uxnDHS-McbKniiwrz8",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/HqukQzMSHeB_hL_TMZkYGVMOw7EGKoMJCEpwroHSfxc",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-07-01T00:17:00.000Z"
+                     *       "expiresAt": "2026-05-28T09:15:36.459Z"
                      *     }
                      */
                     "application/json": {
@@ -14041,7 +14550,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.787Z",
+                     *       "createdAt": "2026-05-28T09:00:36.747Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14225,8 +14734,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.787Z",
-                     *       "closedAt": "2026-05-28T09:00:04.845Z"
+                     *       "createdAt": "2026-05-28T09:00:36.747Z",
+                     *       "closedAt": "2026-05-28T09:00:36.804Z"
                      *     }
                      */
                     "application/json": {
@@ -14405,11 +14914,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.862Z",
+                     *       "arrivalDate": "2026-05-30T09:00:36.821Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.862Z"
+                     *       "createdAt": "2026-05-28T09:00:36.821Z"
                      *     }
                      */
                     "application/json": {
@@ -14577,7 +15086,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.309Z"
+                     *           "createdAt": "2026-05-28T09:00:34.560Z"
                      *         }
                      *       ]
                      *     }
@@ -14731,7 +15240,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.309Z"
+                     *       "createdAt": "2026-05-28T09:00:34.560Z"
                      *     }
                      */
                     "application/json": {
@@ -14870,7 +15379,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.309Z"
+                     *       "createdAt": "2026-05-28T09:00:34.560Z"
                      *     }
                      */
                     "application/json": {
@@ -15021,7 +15530,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.309Z"
+                     *       "createdAt": "2026-05-28T09:00:34.560Z"
                      *     }
                      */
                     "application/json": {
@@ -15744,8 +16253,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:29.603Z",
-                     *       "to": "2026-05-28T09:06:29.603Z",
+                     *       "from": "2026-04-28T08:48:51.369Z",
+                     *       "to": "2026-05-28T09:03:51.369Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -15967,7 +16476,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:05.592Z",
+                     *       "asOf": "2026-05-28T09:00:37.718Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -16212,7 +16721,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-26T01:51:29.603Z",
+                     *           "end": "2026-01-25T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -16251,8 +16760,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-26T01:51:29.603Z",
-                     *           "end": "2026-02-26T01:51:29.603Z",
+                     *           "start": "2026-01-25T23:33:51.369Z",
+                     *           "end": "2026-02-25T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16291,8 +16800,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-26T01:51:29.603Z",
-                     *           "end": "2026-03-28T01:51:29.603Z",
+                     *           "start": "2026-02-25T23:33:51.369Z",
+                     *           "end": "2026-03-27T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16331,8 +16840,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-28T01:51:29.603Z",
-                     *           "end": "2026-04-28T01:51:29.603Z",
+                     *           "start": "2026-03-27T23:33:51.369Z",
+                     *           "end": "2026-04-27T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16371,8 +16880,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-28T01:51:29.603Z",
-                     *           "end": "2026-05-28T01:51:29.603Z",
+                     *           "start": "2026-04-27T23:33:51.369Z",
+                     *           "end": "2026-05-27T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16411,8 +16920,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-28T01:51:29.603Z",
-                     *           "end": "2026-06-28T01:51:29.603Z",
+                     *           "start": "2026-05-27T23:33:51.369Z",
+                     *           "end": "2026-06-27T23:33:51.369Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16664,8 +17173,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:29.603Z",
-                     *       "to": "2026-05-28T09:06:29.603Z",
+                     *       "from": "2026-04-28T08:48:51.369Z",
+                     *       "to": "2026-05-28T09:03:51.369Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -16848,36 +17357,36 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:51:29.603Z",
-                     *       "to": "2026-05-28T09:06:29.603Z",
+                     *       "from": "2026-04-28T08:48:51.369Z",
+                     *       "to": "2026-05-28T09:03:51.369Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-22T00:51:29.603Z",
-                     *           "label": "2026-04-22"
+                     *           "start": "2026-04-21T22:33:51.369Z",
+                     *           "label": "2026-04-21"
                      *         },
                      *         {
-                     *           "start": "2026-04-29T00:51:29.603Z",
-                     *           "label": "2026-04-29"
+                     *           "start": "2026-04-28T22:33:51.369Z",
+                     *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-06T00:51:29.603Z",
-                     *           "label": "2026-05-06"
+                     *           "start": "2026-05-05T22:33:51.369Z",
+                     *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-13T00:51:29.603Z",
-                     *           "label": "2026-05-13"
+                     *           "start": "2026-05-12T22:33:51.369Z",
+                     *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-20T00:51:29.603Z",
-                     *           "label": "2026-05-20"
+                     *           "start": "2026-05-19T22:33:51.369Z",
+                     *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-27T00:51:29.603Z",
-                     *           "label": "2026-05-27"
+                     *           "start": "2026-05-26T22:33:51.369Z",
+                     *           "label": "2026-05-26"
                      *         }
                      *       ],
                      *       "series": [
@@ -17119,17 +17628,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…1BVg",
+                     *           "hint": "sk_test_…gkxg",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.044Z",
+                     *           "createdAt": "2026-05-28T09:00:39.314Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…QuMw",
+                     *           "hint": "sk_test_…1fiY",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:06.716Z",
+                     *           "createdAt": "2026-05-28T09:00:38.958Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -17275,9 +17784,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…1BVg",
+                     *       "hint": "sk_test_…gkxg",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.044Z",
+                     *       "createdAt": "2026-05-28T09:00:39.314Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -17600,18 +18109,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…oIUg",
+                     *       "hint": "sk_test_…sTUU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.079Z",
+                     *       "createdAt": "2026-05-28T09:00:39.348Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…1BVg",
+                     *         "hint": "sk_test_…gkxg",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.044Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.079Z"
+                     *         "createdAt": "2026-05-28T09:00:39.314Z",
+                     *         "expiresAt": "2026-05-28T10:00:39.348Z"
                      *       }
                      *     }
                      */
@@ -17807,7 +18316,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:06.561Z",
+                     *           "createdAt": "2026-05-28T09:00:38.782Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17824,7 +18333,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:06.552Z",
+                     *           "createdAt": "2026-05-28T09:00:38.773Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17841,7 +18350,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:06.530Z",
+                     *           "createdAt": "2026-05-28T09:00:38.730Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -17857,7 +18366,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThyNnk2NXo5d3NrczI4aHRqc21wNHQ2"
+                     *       "nextCursor": "YXVkXzAxbThyZXY2YTFjeGQ2dm1haHo2Y3Exa2hj"
                      *     }
                      */
                     "application/json": {
@@ -18036,7 +18545,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:04.787Z",
+                     *           "createdAt": "2026-05-28T09:00:36.747Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -18191,7 +18700,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.787Z",
+                     *       "createdAt": "2026-05-28T09:00:36.747Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18352,7 +18861,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:04.787Z",
+                     *       "createdAt": "2026-05-28T09:00:36.747Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -20151,8 +20660,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.174Z",
-                     *       "latencyMs": 23,
+                     *       "checkedAt": "2026-05-28T09:00:37.237Z",
+                     *       "latencyMs": 74,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -20520,8 +21029,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.697Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.697Z"
+                     *           "createdAt": "2026-05-28T09:00:33.810Z",
+                     *           "updatedAt": "2026-05-28T09:00:33.810Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -20531,8 +21040,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.266Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.266Z"
+                     *           "createdAt": "2026-05-28T09:00:34.497Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.497Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -20704,8 +21213,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.266Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
+                     *       "createdAt": "2026-05-28T09:00:34.497Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.497Z"
                      *     }
                      */
                     "application/json": {
@@ -20878,8 +21387,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.266Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
+                     *       "createdAt": "2026-05-28T09:00:34.497Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.497Z"
                      *     }
                      */
                     "application/json": {
@@ -21029,8 +21538,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.266Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.352Z"
+                     *       "createdAt": "2026-05-28T09:00:34.497Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.460Z"
                      *     }
                      */
                     "application/json": {
@@ -21200,11 +21709,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:04.862Z",
+                     *           "arrivalDate": "2026-05-30T09:00:36.821Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:04.862Z"
+                     *           "createdAt": "2026-05-28T09:00:36.821Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21356,11 +21865,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:04.862Z",
+                     *       "arrivalDate": "2026-05-30T09:00:36.821Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:04.862Z"
+                     *       "createdAt": "2026-05-28T09:00:36.821Z"
                      *     }
                      */
                     "application/json": {
@@ -21545,8 +22054,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.066Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.066Z"
+                     *       "createdAt": "2026-05-28T09:00:34.276Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.276Z"
                      *     }
                      */
                     "application/json": {
@@ -21862,8 +22371,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.066Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.205Z"
+                     *       "createdAt": "2026-05-28T09:00:34.276Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.443Z"
                      *     }
                      */
                     "application/json": {
@@ -22118,8 +22627,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.360Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.371Z"
+                     *       "createdAt": "2026-05-28T09:00:38.469Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.479Z"
                      *     }
                      */
                     "application/json": {
@@ -22314,8 +22823,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnWpOrN0eimQFy0",
-                     *       "connectedAt": "2026-05-28T09:00:06.123Z"
+                     *       "account": "acct_RnYuzjgZYVv3LfS",
+                     *       "connectedAt": "2026-05-28T09:00:38.193Z"
                      *     }
                      */
                     "application/json": {
@@ -22489,8 +22998,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnWpOrN0eimQFy0",
-                     *       "connectedAt": "2026-05-28T09:00:06.123Z"
+                     *       "account": "acct_RnYuzjgZYVv3LfS",
+                     *       "connectedAt": "2026-05-28T09:00:38.193Z"
                      *     }
                      */
                     "application/json": {
@@ -23059,8 +23568,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.861Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.861Z"
+                     *           "createdAt": "2026-05-28T09:00:34.023Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.023Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23239,8 +23748,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.861Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.861Z"
+                     *       "createdAt": "2026-05-28T09:00:34.023Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.023Z"
                      *     }
                      */
                     "application/json": {
@@ -23415,8 +23924,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.861Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.861Z"
+                     *       "createdAt": "2026-05-28T09:00:34.023Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.023Z"
                      *     }
                      */
                     "application/json": {
@@ -23593,8 +24102,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.861Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.953Z"
+                     *       "createdAt": "2026-05-28T09:00:34.023Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.126Z"
                      *     }
                      */
                     "application/json": {
@@ -23769,8 +24278,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.403Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.411Z"
+                     *       "createdAt": "2026-05-28T09:00:38.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.528Z"
                      *     }
                      */
                     "application/json": {
@@ -23961,8 +24470,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.003Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.003Z"
+                     *           "createdAt": "2026-05-28T09:00:34.197Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.197Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -24008,8 +24517,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.066Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.066Z"
+                     *           "createdAt": "2026-05-28T09:00:34.276Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.276Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -24052,8 +24561,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.080Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.080Z"
+                     *           "createdAt": "2026-05-28T09:00:34.291Z",
+                     *           "updatedAt": "2026-05-28T09:00:34.291Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24401,8 +24910,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.066Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.066Z"
+                     *       "createdAt": "2026-05-28T09:00:34.276Z",
+                     *       "updatedAt": "2026-05-28T09:00:34.276Z"
                      *     }
                      */
                     "application/json": {
@@ -24874,13 +25383,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:06.712Z"
+                     *           "joinedAt": "2026-05-28T09:00:38.955Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:06.860Z"
+                     *           "joinedAt": "2026-05-28T09:00:39.104Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -24889,8 +25398,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:06.891Z",
-                     *           "expiresAt": "2026-06-04T09:00:06.891Z"
+                     *           "createdAt": "2026-05-28T09:00:39.148Z",
+                     *           "expiresAt": "2026-06-04T09:00:39.148Z"
                      *         }
                      *       ]
                      *     }
@@ -25051,8 +25560,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:06.733Z",
-                     *       "expiresAt": "2026-06-04T09:00:06.733Z"
+                     *       "createdAt": "2026-05-28T09:00:38.976Z",
+                     *       "expiresAt": "2026-06-04T09:00:38.976Z"
                      *     }
                      */
                     "application/json": {
@@ -25540,7 +26049,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:06.860Z"
+                     *       "joinedAt": "2026-05-28T09:00:39.104Z"
                      *     }
                      */
                     "application/json": {
@@ -25954,7 +26463,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:04.757Z"
+                     *       "createdAt": "2026-05-28T09:00:36.723Z"
                      *     }
                      */
                     "application/json": {
@@ -26135,7 +26644,7 @@ export interface operations {
                      *       "id": "dlv_01jx000001f4e1cekzabryxbem",
                      *       "deliveryId": null,
                      *       "endpointId": "we_01jx000001fxqzswz6q89rsa83",
-                     *       "eventId": "evt_01jx00000366jf14scjfh7h4a2",
+                     *       "eventId": "evt_01jx0000058g213345en866139",
                      *       "eventType": "payment.succeeded",
                      *       "attempt": 1,
                      *       "succeeded": true,
@@ -26144,7 +26653,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.262Z"
+                     *       "createdAt": "2026-05-28T09:00:38.360Z"
                      *     }
                      */
                     "application/json": {
@@ -26313,7 +26822,7 @@ export interface operations {
                      *           "id": "dlv_01jx000001f4e1cekzabryxbem",
                      *           "deliveryId": null,
                      *           "endpointId": "we_01jx000001fxqzswz6q89rsa83",
-                     *           "eventId": "evt_01jx00000366jf14scjfh7h4a2",
+                     *           "eventId": "evt_01jx0000058g213345en866139",
                      *           "eventType": "payment.succeeded",
                      *           "attempt": 1,
                      *           "succeeded": true,
@@ -26322,7 +26831,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.262Z"
+                     *           "createdAt": "2026-05-28T09:00:38.360Z"
                      *         }
                      *       ]
                      *     }
@@ -26476,8 +26985,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.212Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.212Z"
+                     *           "createdAt": "2026-05-28T09:00:38.304Z",
+                     *           "updatedAt": "2026-05-28T09:00:38.304Z"
                      *         }
                      *       ]
                      *     }
@@ -26651,8 +27160,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.212Z",
+                     *       "createdAt": "2026-05-28T09:00:38.304Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.304Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -26807,8 +27316,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.212Z"
+                     *       "createdAt": "2026-05-28T09:00:38.304Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.304Z"
                      *     }
                      */
                     "application/json": {
@@ -27100,8 +27609,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.248Z"
+                     *       "createdAt": "2026-05-28T09:00:38.304Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.341Z"
                      *     }
                      */
                     "application/json": {
@@ -27253,8 +27762,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.317Z"
+                     *       "createdAt": "2026-05-28T09:00:38.304Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.428Z"
                      *     }
                      */
                     "application/json": {
@@ -27406,8 +27915,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.326Z"
+                     *       "createdAt": "2026-05-28T09:00:38.304Z",
+                     *       "updatedAt": "2026-05-28T09:00:38.439Z"
                      *     }
                      */
                     "application/json": {
@@ -27541,7 +28050,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "eventId": "evt_01jx000004a22ac3wat3spx66s"
+                 *       "eventId": "evt_01jx000006g4sy4q0raskhn84z"
                  *     }
                  */
                 "application/json": {
@@ -27700,7 +28209,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.311Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:38.421Z"
                      *     }
                      */
                     "application/json": {

@@ -22,9 +22,12 @@ export async function startMailbox(): Promise<{
   textFor(to: string, after?: number): Promise<string>;
   /** How many messages went to `to` so far. */
   countFor(to: string): number;
+  /** Refuses the next `count` messages with 451 (a relay that is busy), as a real relay may. */
+  refuse(count: number): void;
   close(): Promise<void>;
 }> {
   const mails: Mail[] = [];
+  let refusing = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS', 'AUTH'],
@@ -33,6 +36,11 @@ export async function startMailbox(): Promise<{
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('end', () => {
+        if (refusing > 0) {
+          refusing--;
+          callback(Object.assign(new Error('mailbox busy, try again later'), { responseCode: 451 }));
+          return;
+        }
         mails.push({
           from: session.envelope.mailFrom === false ? '' : session.envelope.mailFrom.address,
           to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
@@ -52,6 +60,9 @@ export async function startMailbox(): Promise<{
     url: `smtp://127.0.0.1:${port}`,
     mails,
     countFor: (address) => to(address).length,
+    refuse: (count) => {
+      refusing = count;
+    },
     async textFor(address, after = 0) {
       for (let i = 0; i < 500; i++) {
         const mail = to(address)[after];

@@ -109,6 +109,8 @@ export const ID = {
   portalSession: 'pts',
   /** A one-time code mailed to sign a customer in to the portal. */
   portalCode: 'ptc',
+  /** A mail to a provider's customer about their billing (a receipt, a failed payment). */
+  customerMail: 'cml',
   /** An entry of the console's audit log. */
   auditEvent: 'aud',
   /** An API request, as logged and answered in `x-request-id` (never stored). */

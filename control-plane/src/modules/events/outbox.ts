@@ -1,6 +1,7 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
+import { queueCustomerMail } from '../customer-emails/repository';
 
 /** The envelope version providers code against (spec 6.2: a date-form string). */
 export const API_VERSION = '2025-10-01';
@@ -44,6 +45,7 @@ export const unixSeconds = (date: Date): number => Math.floor(date.getTime() / 1
 /** Writes the event envelope of spec 6.2; call it with the transaction that made the change. */
 export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<string> {
   const id = event.id ?? newId(ID.event);
+  const customerId = customerOf(event.type, event.object);
   const envelope = {
     id,
     type: event.type,
@@ -57,15 +59,7 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
     `INSERT INTO outbox_events (id, provider_id, environment, type, payload, created_at, customer_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (id) DO NOTHING`,
-    [
-      id,
-      event.providerId,
-      event.environment,
-      event.type,
-      envelope,
-      event.at,
-      customerOf(event.type, event.object),
-    ],
+    [id, event.providerId, event.environment, event.type, envelope, event.at, customerId],
   );
   if (inserted.rowCount === 0) return id;
   // Its deliveries, in the same transaction: one per enabled endpoint that takes this type. An
@@ -78,5 +72,7 @@ export async function writeEvent(db: Queryable, event: OutboxEvent): Promise<str
         AND (cardinality(e.enabled_events) = 0 OR $5 = ANY(e.enabled_events))`,
     [id, event.at, event.providerId, event.environment, event.type],
   );
+  // The mail to the customer it calls for, if its provider sends that kind (customer-emails).
+  await queueCustomerMail(db, { ...event, eventId: id, customerId });
   return id;
 }

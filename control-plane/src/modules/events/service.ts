@@ -7,11 +7,11 @@ import { EVENT_TYPE_SET } from '../webhooks/catalog';
 import { type EventPosition, findEvent, listEvents } from './repository';
 import type { EventQuery } from './schemas';
 
-const cursorOf = (position: EventPosition): string =>
+export const cursorOf = (position: EventPosition): string =>
   Buffer.from(`${position.createdAt.toISOString()}|${position.id}`).toString('base64url');
 
 /** A cursor this service made, or a 400 naming it: a hand-made one is never guessed at. */
-function positionOf(cursor: string): EventPosition {
+export function positionOf(cursor: string): EventPosition {
   const [at, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const createdAt = new Date(at ?? '');
   if (id === undefined || id === '' || extra !== undefined || Number.isNaN(createdAt.getTime()))

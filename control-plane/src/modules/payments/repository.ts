@@ -236,6 +236,15 @@ export async function lockPayment(
   return rows[0];
 }
 
+/** The invoice a payment was taken for, if any. */
+export async function paymentInvoiceId(db: Queryable, paymentId: string): Promise<string | null> {
+  const { rows } = await db.query<{ invoice_id: string | null }>(
+    'SELECT invoice_id FROM payments WHERE id = $1',
+    [paymentId],
+  );
+  return rows[0]?.invoice_id ?? null;
+}
+
 /** What was refunded of a payment so far (failed refunds aside). */
 export async function refundedAmount(db: Queryable, paymentId: string): Promise<number> {
   const { rows } = await db.query<{ total: string | null }>(

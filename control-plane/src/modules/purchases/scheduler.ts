@@ -80,27 +80,37 @@ export class BillingScheduler {
   }
 
   private readonly jobs: Array<() => Promise<number>> = [];
+  private readonly lateJobs: Array<() => Promise<number>> = [];
 
-  /** Another piece of time-driven work run with every pass (checkout expiry). */
-  addJob(job: () => Promise<number>): void {
-    this.jobs.push(job);
+  /**
+   * Another piece of time-driven work run with every pass (checkout expiry): before the
+   * purchases, or after them (mail about what the pass did).
+   */
+  addJob(job: () => Promise<number>, when: 'before' | 'after' = 'before'): void {
+    (when === 'before' ? this.jobs : this.lateJobs).push(job);
   }
 
   /**
-   * The jobs, then the purchases. A job that fails (a provider's processor out of reach or
-   * disconnected, a database hiccup) is logged and tried again next pass: it holds up neither
-   * the other jobs nor anyone's renewals.
+   * The jobs, the purchases, then the late jobs. A job that fails (a provider's processor out of
+   * reach or disconnected, a database hiccup) is logged and tried again next pass: it holds up
+   * neither the other jobs nor anyone's renewals.
    */
   private async run(limit: number): Promise<number> {
+    let handled = await this.runJobs(this.jobs);
+    handled += await this.runPurchases(null, limit);
+    return handled + (await this.runJobs(this.lateJobs));
+  }
+
+  private async runJobs(jobs: ReadonlyArray<() => Promise<number>>): Promise<number> {
     let handled = 0;
-    for (const job of this.jobs) {
+    for (const job of jobs) {
       try {
         handled += await job();
       } catch (error) {
         this.options.logger.error({ err: error }, 'scheduler job failed; next pass');
       }
     }
-    return handled + (await this.runPurchases(null, limit));
+    return handled;
   }
 
   /**

@@ -26,7 +26,11 @@ export const toPurchase = (r: PurchaseRow) => ({
   updatedAt: r.updated_at.toISOString(),
 });
 
-/** Payload of all purchase.* events (spec 6.5); past_due adds retryCount and nextRetryAt. */
+/**
+ * Payload of all purchase.* events (spec 6.5), plus the period's end and the trial's (Unix
+ * seconds or null: what a renewal reminder or a trial's end is about); past_due adds retryCount
+ * and nextRetryAt.
+ */
 export const eventObject = (r: PurchaseRow) => ({
   id: r.id,
   reference: r.id,
@@ -38,6 +42,8 @@ export const eventObject = (r: PurchaseRow) => ({
   currency: r.currency,
   billingCycle: r.billing_cycle,
   isRecurring: r.is_recurring,
+  periodEnd: r.period_end === null ? null : unixSeconds(r.period_end),
+  trialEnd: r.trial_end === null ? null : unixSeconds(r.trial_end),
   created: unixSeconds(r.created_at),
   ...(r.status === 'past_due'
     ? {

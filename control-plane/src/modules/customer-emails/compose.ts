@@ -1,0 +1,111 @@
+import { formatMoney } from '../checkout/page';
+import type { MailKind } from './repository';
+
+/** What a customer mail says, gathered when it is sent (service.ts); pure words from here on. */
+export interface MailFacts {
+  kind: MailKind;
+  /** The event's type (purchase.past_due, purchase.suspended, …) and object. */
+  type: string;
+  object: Record<string, unknown>;
+  sandbox: boolean;
+  merchant: { displayName: string; supportEmail: string | null };
+  customerName: string | null;
+  planName: string | null;
+  /** The invoice the mail is about: the open one a failed payment left, or the one a payment paid. */
+  invoice: { total: number; currency: string; hostedUrl: string | null } | null;
+  /** Whether the customer has a card their next payment can be taken from. */
+  hasCard: boolean;
+  /** Where the customer signs in to their portal (pay now, cards, invoices). */
+  portalUrl: string;
+}
+
+const number = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/** A Unix-seconds field as a day a customer reads: "12 May 2026" (UTC). */
+function day(seconds: number | null): string | null {
+  if (seconds === null) return null;
+  return new Intl.DateTimeFormat('en-GB', {
+    day: 'numeric',
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  }).format(new Date(seconds * 1000));
+}
+
+/** The subject and plain text of one mail; the subject names the merchant, as alert mails do. */
+export function composeMail(f: MailFacts): { subject: string; text: string } {
+  const o = f.object;
+  const currency = text(o.currency) ?? f.invoice?.currency ?? 'usd';
+  const money = (amount: number) => formatMoney(amount, currency);
+  const amount = f.invoice?.total ?? number(o.amount) ?? 0;
+  const plan = f.planName === null ? 'your plan' : `your ${f.planName} plan`;
+  const body: string[] = [];
+  let subject: string;
+  switch (f.kind) {
+    case 'payment_failed': {
+      if (f.type === 'purchase.suspended') {
+        subject = 'your trial has ended: payment needed';
+        body.push(
+          `Your trial of ${plan} has ended, and we could not take the first payment of ${money(amount)}.`,
+          `Your access is paused until it is paid. Sign in to add a card and pay: ${f.portalUrl}`,
+        );
+      } else {
+        const next = day(number(o.nextRetryAt));
+        subject = `your payment of ${money(amount)} failed`;
+        body.push(
+          `We could not collect ${money(amount)} for ${plan}.`,
+          next === null
+            ? 'Please pay it soon to keep your access.'
+            : `We will try your card again on ${next}. Your access continues meanwhile.`,
+          `To pay now or use another card, sign in: ${f.portalUrl}`,
+          ...(f.invoice?.hostedUrl == null ? [] : [`Invoice: ${f.invoice.hostedUrl}`]),
+        );
+      }
+      break;
+    }
+    case 'trial_ending': {
+      const ends = day(number(o.trialEnd));
+      subject = `your trial ends${ends === null ? ' soon' : ` on ${ends}`}`;
+      body.push(
+        `Your trial of ${plan} ends${ends === null ? ' soon' : ` on ${ends}`}.`,
+        f.hasCard
+          ? `Then ${money(amount)} is charged to your card on file, and your plan continues.`
+          : `To keep using it after that (${money(amount)}), add a card: ${f.portalUrl}`,
+      );
+      break;
+    }
+    case 'upcoming_renewal': {
+      const renews = day(number(o.periodEnd));
+      subject = `${plan} renews${renews === null ? ' soon' : ` on ${renews}`}`;
+      body.push(
+        `${plan.charAt(0).toUpperCase()}${plan.slice(1)} renews${renews === null ? ' soon' : ` on ${renews}`}, for ${money(number(o.amount) ?? 0)} plus any usage of the period.`,
+        f.hasCard
+          ? 'It is charged to your card on file.'
+          : `There is no card on file to charge; add one: ${f.portalUrl}`,
+      );
+      break;
+    }
+    case 'receipt': {
+      const paid = number(o.amount) ?? 0;
+      const when = day(number(o.created));
+      subject = `receipt for your payment of ${money(paid)}`;
+      body.push(
+        `Thank you: we received ${money(paid)}${when === null ? '' : ` on ${when}`}${f.planName === null ? '' : ` for ${plan}`}.`,
+        ...(text(o.transaction_reference) === null ? [] : [`Reference: ${text(o.transaction_reference)}`]),
+        ...(f.invoice?.hostedUrl == null ? [] : [`Invoice: ${f.invoice.hostedUrl}`]),
+      );
+      break;
+    }
+  }
+  const greeting = f.customerName === null ? 'Hello,' : `Hello ${f.customerName},`;
+  const footer = [
+    `Your account, invoices and cards: ${f.portalUrl}`,
+    ...(f.merchant.supportEmail === null ? [] : [`Questions? Write to ${f.merchant.supportEmail}.`]),
+    ...(f.sandbox ? ['This is a sandbox mail: no real money moved.'] : []),
+  ];
+  return {
+    subject: `${f.sandbox ? '[Sandbox] ' : ''}${f.merchant.displayName}: ${subject}`,
+    text: [greeting, '', ...body, '', ...footer, '', f.merchant.displayName].join('\n'),
+  };
+}

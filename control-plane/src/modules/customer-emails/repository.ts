@@ -1,0 +1,175 @@
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Queryable } from '../../db/pool';
+
+/**
+ * The kinds of mail a provider may send its customers, and the event that calls for each: a
+ * recurring payment that failed (dunning started or went on) or a trial that ended unpaid; a
+ * trial about to end; a renewal coming up; a payment taken.
+ */
+export const MAIL_KINDS = ['payment_failed', 'trial_ending', 'upcoming_renewal', 'receipt'] as const;
+export type MailKind = (typeof MAIL_KINDS)[number];
+
+const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
+  'purchase.past_due': 'payment_failed',
+  'purchase.suspended': 'payment_failed',
+  'purchase.trial_ending': 'trial_ending',
+  'purchase.renewal_reminder': 'upcoming_renewal',
+  'payment.succeeded': 'receipt',
+};
+
+type Tenant = { providerId: string; environment: Environment };
+
+export type MailStatus = 'pending' | 'sent' | 'skipped' | 'failed';
+
+export interface MailRow {
+  id: string;
+  event_id: string;
+  provider_id: string;
+  environment: Environment;
+  customer_id: string;
+  kind: MailKind;
+  status: MailStatus;
+  attempts: number;
+  next_attempt_at: Date;
+  to_address: string | null;
+  subject: string | null;
+  last_error: string | null;
+  created_at: Date;
+  sent_at: Date | null;
+}
+
+/** A mail taken for sending, with the envelope of the event it is about. */
+export type LeasedMail = MailRow & {
+  event: { type: string; created: number; data: { object: Record<string, unknown> } } | null;
+};
+
+/**
+ * The mail an event calls for, when its provider sends that kind in its environment and the
+ * event names a customer; written in the event's transaction (events/outbox.ts), so the mail
+ * exists exactly when the change does. An event of a sandbox test clock carries the clock's
+ * time, yet its mail goes at once, as its webhooks do.
+ */
+export async function queueCustomerMail(
+  db: Queryable,
+  event: Tenant & { eventId: string; type: string; customerId: string | null; at: Date },
+): Promise<void> {
+  const kind = KIND_OF_EVENT[event.type];
+  if (kind === undefined || event.customerId === null) return;
+  await db.query(
+    `INSERT INTO customer_mails (id, event_id, provider_id, environment, customer_id, kind, status, next_attempt_at, created_at)
+     SELECT $1, $2, s.provider_id, s.environment, $5, $6, 'pending', LEAST($7, now()), $7
+       FROM customer_email_settings s
+      WHERE s.provider_id = $3 AND s.environment = $4 AND $6 = ANY(s.kinds)
+     ON CONFLICT (event_id) DO NOTHING`,
+    [
+      newId(ID.customerMail),
+      event.eventId,
+      event.providerId,
+      event.environment,
+      event.customerId,
+      kind,
+      event.at,
+    ],
+  );
+}
+
+export async function mailKinds(db: Queryable, tenant: Tenant): Promise<MailKind[]> {
+  const { rows } = await db.query<{ kinds: MailKind[] }>(
+    'SELECT kinds FROM customer_email_settings WHERE provider_id = $1 AND environment = $2',
+    [tenant.providerId, tenant.environment],
+  );
+  return rows[0]?.kinds ?? [];
+}
+
+export async function setMailKinds(
+  db: Queryable,
+  tenant: Tenant,
+  kinds: MailKind[],
+  at: Date,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO customer_email_settings (provider_id, environment, kinds, updated_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (provider_id, environment) DO UPDATE SET kinds = EXCLUDED.kinds, updated_at = EXCLUDED.updated_at`,
+    [tenant.providerId, tenant.environment, kinds, at],
+  );
+}
+
+/**
+ * Takes up to `limit` due mails for sending: each is counted an attempt and leased until
+ * `leaseUntil` (FOR UPDATE SKIP LOCKED), so passes racing in one or many processes never take
+ * the same mail; one whose sender died is taken again when its lease runs out.
+ */
+export async function leaseDueMails(
+  db: Queryable,
+  at: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<LeasedMail[]> {
+  const { rows } = await db.query<LeasedMail>(
+    `WITH due AS (
+       SELECT id FROM customer_mails WHERE status = 'pending' AND next_attempt_at <= $1
+        ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+     UPDATE customer_mails m SET attempts = m.attempts + 1, next_attempt_at = $2
+       FROM due WHERE m.id = due.id
+     RETURNING m.*, (SELECT e.payload FROM outbox_events e WHERE e.id = m.event_id) AS event`,
+    [at, leaseUntil, limit],
+  );
+  return rows;
+}
+
+/** The outcome of one attempt; a no-op when the lease was lost (another pass took the mail). */
+export async function settleMail(
+  db: Queryable,
+  mail: Pick<MailRow, 'id' | 'attempts'>,
+  outcome:
+    | { status: 'sent'; to: string; subject: string; at: Date }
+    | { status: 'skipped'; why: string }
+    | { status: 'failed'; why: string }
+    | { status: 'pending'; why: string; retryAt: Date },
+): Promise<void> {
+  await db.query(
+    `UPDATE customer_mails SET status = $3, to_address = COALESCE($4, to_address), subject = COALESCE($5, subject),
+            sent_at = $6, last_error = $7, next_attempt_at = COALESCE($8, next_attempt_at)
+      WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
+    [
+      mail.id,
+      mail.attempts,
+      outcome.status,
+      outcome.status === 'sent' ? outcome.to : null,
+      outcome.status === 'sent' ? outcome.subject : null,
+      outcome.status === 'sent' ? outcome.at : null,
+      outcome.status === 'sent' ? null : outcome.why.slice(0, 500),
+      outcome.status === 'pending' ? outcome.retryAt : null,
+    ],
+  );
+}
+
+export interface MailPosition {
+  createdAt: Date;
+  id: string;
+}
+
+/** A tenant's mails, or one customer's, newest first; one more than `limit` tells of a next page. */
+export async function listMails(
+  db: Queryable,
+  tenant: Tenant,
+  options: { customerId?: string | undefined; after?: MailPosition; limit: number },
+): Promise<MailRow[]> {
+  const { rows } = await db.query<MailRow>(
+    `SELECT * FROM customer_mails
+      WHERE provider_id = $1 AND environment = $2
+        AND ($3::text IS NULL OR customer_id = $3)
+        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5))
+      ORDER BY created_at DESC, id DESC LIMIT $6`,
+    [
+      tenant.providerId,
+      tenant.environment,
+      options.customerId ?? null,
+      options.after?.createdAt ?? null,
+      options.after?.id ?? null,
+      options.limit + 1,
+    ],
+  );
+  return rows;
+}

@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox';
+import { page, stringEnum, Timestamp } from '../../http/schemas';
+import { MAIL_KINDS } from './repository';
+
+const kindFlags = {
+  paymentFailed: Type.Boolean({
+    description:
+      'A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended)',
+  }),
+  trialEnding: Type.Boolean({ description: 'A trial ends soon (purchase.trial_ending)' }),
+  upcomingRenewal: Type.Boolean({ description: 'A renewal is coming up (purchase.renewal_reminder)' }),
+  receipts: Type.Boolean({ description: 'A payment was taken (payment.succeeded)' }),
+};
+
+/** Which mails go to this environment's customers; none until turned on. */
+export const CustomerEmailSettings = Type.Object(kindFlags);
+
+export const CustomerEmailUpdate = Type.Object(
+  {
+    paymentFailed: Type.Optional(kindFlags.paymentFailed),
+    trialEnding: Type.Optional(kindFlags.trialEnding),
+    upcomingRenewal: Type.Optional(kindFlags.upcomingRenewal),
+    receipts: Type.Optional(kindFlags.receipts),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const CustomerMail = Type.Object({
+  id: Type.String({ description: 'cml_…' }),
+  kind: stringEnum(MAIL_KINDS),
+  status: stringEnum(
+    ['pending', 'sent', 'skipped', 'failed'] as const,
+    'pending: to be sent (or tried again); sent; skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused',
+  ),
+  customerRef: Type.String(),
+  event: Type.String({ description: 'The event it is about (evt_…)' }),
+  to: Type.Union([Type.String(), Type.Null()], { description: 'The address it went to, once sent' }),
+  subject: Type.Union([Type.String(), Type.Null()]),
+  attempts: Type.Integer(),
+  lastError: Type.Union([Type.String(), Type.Null()], {
+    description: 'Why the last attempt did not send it',
+  }),
+  createdAt: Timestamp,
+  sentAt: Type.Union([Timestamp, Type.Null()]),
+});
+
+export const CustomerMailPage = page(CustomerMail);
+
+export const CustomerMailQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page' })),
+    customerRef: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'Only mails to this customer (id or externalRef)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,303 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startMailbox } from '../../test/helpers/mailbox';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * Billing mail to a provider's customers, on real PostgreSQL and SMTP: the kinds a provider turns
+ * on, the mail each event of them writes in its own transaction and the scheduler's pass sends
+ * (a failed renewal with the next try and where to pay, a receipt, a trial ending or ended
+ * unpaid, a renewal coming up), nothing for a kind left off or a customer without an address, a
+ * relay that refuses tried again on the schedule, and passes racing that send each mail once.
+ */
+const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
+const PUBLIC_URL = 'https://billing.example';
+let harness: TestControlPlane;
+let mailbox: Awaited<ReturnType<typeof startMailbox>>;
+beforeAll(async () => {
+  mailbox = await startMailbox();
+  harness = await startTestControlPlane({
+    bodyLimitBytes: 1024 * 1024,
+    clock,
+    smtpUrl: mailbox.url,
+    publicUrl: PUBLIC_URL,
+  });
+});
+afterAll(async () => {
+  await harness?.close();
+  await mailbox?.close();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+
+const at = (iso: string) => clock.set(new Date(iso));
+/** The scheduler's whole pass: renewals, then the mail about them. */
+const run = () => harness.controlPlane.scheduler.runDue();
+/** The mail job alone. */
+const sendDue = () => harness.controlPlane.care.customerEmails.runDue();
+
+async function seller(name: string, kinds: Json = {}) {
+  const { sandboxKey, liveKey, provider } = await harness.controlPlane.providers.create({
+    displayName: name,
+  });
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  if (Object.keys(kinds).length > 0)
+    expect((await api('PATCH', '/v1/sdk/customer-emails', kinds)).status).toBe(200);
+  const product = (await api('POST', '/v1/ui/products', { name: `${name} tools` })).body;
+  const plan = async (body: Json = {}) => {
+    const created = await api('POST', `/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      billingCycle: 'monthly',
+      type: 'recurring',
+      price: 1000,
+      ...body,
+    });
+    expect(created.status).toBe(201);
+    return created.body.id as string;
+  };
+  const card = async (ref: string, number: string) =>
+    expect(
+      (
+        await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+          card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+        })
+      ).status,
+    ).toBe(201);
+  /** A customer (with this email, or none) on the plan, paid by a good card unless `noCard`. */
+  const subscribe = async (planRef: string, email: string | null, options: { noCard?: boolean } = {}) => {
+    const customer = (await api('POST', '/v1/sdk/customers', email === null ? {} : { email, name: 'Ada' }))
+      .body;
+    if (options.noCard !== true) await card(customer.reference, SANDBOX_CARDS.succeeds);
+    const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef });
+    expect(activation.status).toBe(200);
+    return { customer: customer.reference as string, purchase: activation.body.purchaseRef as string };
+  };
+  const messages = async (customerRef?: string) => {
+    const answer = await api(
+      'GET',
+      `/v1/sdk/customer-emails/messages${customerRef === undefined ? '' : `?customerRef=${customerRef}`}`,
+    );
+    expect(answer.status).toBe(200);
+    return answer.body.data as Json[];
+  };
+  const portalUrl = `${PUBLIC_URL}/portal/sign-in/${provider.id}?environment=sandbox`;
+  return { api, liveKey, provider, plan, card, subscribe, messages, portalUrl };
+}
+
+describe('which billing mails a provider sends', () => {
+  it('starts with none, changes only the kinds sent, per environment, and refuses what is not a setting', async () => {
+    const s = await seller('Settings Co');
+    const none = { paymentFailed: false, trialEnding: false, upcomingRenewal: false, receipts: false };
+    expect(await s.api('GET', '/v1/sdk/customer-emails')).toEqual({ status: 200, body: none });
+    expect(await s.api('PATCH', '/v1/sdk/customer-emails', { paymentFailed: true })).toEqual({
+      status: 200,
+      body: { ...none, paymentFailed: true },
+    });
+    expect(await s.api('PATCH', '/v1/sdk/customer-emails', { receipts: true, trialEnding: false })).toEqual({
+      status: 200,
+      body: { ...none, paymentFailed: true, receipts: true },
+    });
+    expect((await s.api('GET', '/v1/sdk/customer-emails')).body).toEqual({
+      ...none,
+      paymentFailed: true,
+      receipts: true,
+    });
+    // Live is set apart from the sandbox.
+    expect((await s.api('GET', '/v1/sdk/customer-emails', undefined, s.liveKey)).body).toEqual(none);
+    for (const bad of [{}, { receipts: 'yes' }, { sms: true }, { receipts: null }])
+      expect(await s.api('PATCH', '/v1/sdk/customer-emails', bad)).toMatchObject({
+        status: 400,
+        body: { code: 'validation_failed' },
+      });
+    expect((await s.api('GET', '/v1/sdk/customer-emails')).body).toEqual({
+      ...none,
+      paymentFailed: true,
+      receipts: true,
+    });
+    expect(await s.api('GET', '/v1/sdk/customer-emails/messages?customerRef=nobody')).toMatchObject({
+      status: 404,
+      body: { code: 'customer_not_found' },
+    });
+    expect(await s.api('GET', '/v1/sdk/customer-emails/messages?cursor=bm9wZQ')).toMatchObject({
+      status: 400,
+      body: { code: 'validation_failed' },
+    });
+  });
+});
+
+describe('mail about payments', () => {
+  it('mails a failed renewal with the next try and where to pay, and a receipt for each payment', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Failing Co', { paymentFailed: true, receipts: true });
+    const plan = await s.plan();
+    const email = 'ada@failing.example';
+    const { customer, purchase } = await s.subscribe(plan, email);
+    await run();
+    const receipt = await mailbox.textFor(email, 0);
+    expect(receipt).toContain('Subject: [Sandbox] Failing Co: receipt for your payment of $10.00');
+    expect(receipt).toContain('Thank you: we received $10.00 on 1 March 2026 for your Pro plan.');
+    expect(receipt).toContain(`Your account, invoices and cards: ${s.portalUrl}`);
+    expect(receipt).toContain('This is a sandbox mail: no real money moved.');
+
+    // The card fails from the renewal on: past due, and a mail with the next try and where to pay.
+    await s.card(customer, SANDBOX_CARDS.failsLater);
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.status).toBe('past_due');
+    const failed = await mailbox.textFor(email, 1);
+    expect(failed).toContain('Subject: [Sandbox] Failing Co: your payment of $10.00 failed');
+    expect(failed).toContain('We could not collect $10.00 for your Pro plan.');
+    expect(failed).toContain('We will try your card again on 2 April 2026. Your access continues meanwhile.');
+    expect(failed).toContain(`To pay now or use another card, sign in: ${s.portalUrl}`);
+    const open = (await s.api('GET', `/v1/sdk/invoices?purchaseRef=${purchase}&status=open`)).body.data[0];
+    expect(failed).toContain(`Invoice: ${open.hostedUrl}`);
+    expect(open.hostedUrl.startsWith(`${PUBLIC_URL}/invoice/`)).toBe(true);
+    // Another pass sends nothing again.
+    await run();
+    expect(mailbox.countFor(email)).toBe(2);
+
+    // Paid on request with a good card: a receipt naming the invoice.
+    await s.card(customer, SANDBOX_CARDS.succeeds);
+    expect((await s.api('POST', `/v1/sdk/invoices/${open.id}/pay`)).body.status).toBe('paid');
+    await run();
+    const paid = await mailbox.textFor(email, 2);
+    expect(paid).toContain('Thank you: we received $10.00 on 1 April 2026 for your Pro plan.');
+    expect(paid).toContain(`Invoice: ${open.hostedUrl}`);
+
+    const log = await s.messages(customer);
+    expect(log.map((m) => `${m.kind} ${m.status}`)).toEqual([
+      'receipt sent',
+      'payment_failed sent',
+      'receipt sent',
+    ]);
+    expect(log[1]).toMatchObject({
+      customerRef: customer,
+      to: email,
+      subject: '[Sandbox] Failing Co: your payment of $10.00 failed',
+      attempts: 1,
+      lastError: null,
+    });
+    expect(log[1]?.id).toMatch(/^cml_/);
+    const event = (await s.api('GET', `/v1/events/${log[1]?.event}`)).body;
+    expect(event).toMatchObject({ type: 'purchase.past_due', data: { object: { id: purchase } } });
+    // Pages of one.
+    const first = await s.api('GET', `/v1/sdk/customer-emails/messages?limit=1&customerRef=${customer}`);
+    const second = await s.api(
+      'GET',
+      `/v1/sdk/customer-emails/messages?limit=1&cursor=${first.body.nextCursor}`,
+    );
+    expect([first.body.data[0].id, second.body.data[0].id]).toEqual([log[0]?.id, log[1]?.id]);
+  });
+
+  it('mails nothing of a kind left off, and skips a customer without an address', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Quiet Co', { receipts: true });
+    const plan = await s.plan();
+    const nobody = await s.subscribe(plan, null);
+    const grace = await s.subscribe(plan, 'grace@quiet.example');
+    await s.card(grace.customer, SANDBOX_CARDS.failsLater);
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/purchases/${grace.purchase}`)).body.status).toBe('past_due');
+    expect(mailbox.countFor('grace@quiet.example')).toBe(1);
+    expect((await s.messages(grace.customer)).map((m) => `${m.kind} ${m.status}`)).toEqual(['receipt sent']);
+    // Both of its payments (the first, and the renewal of 1 April) are receipts nobody could be sent.
+    const skipped = {
+      kind: 'receipt',
+      status: 'skipped',
+      to: null,
+      lastError: 'the customer has no email address',
+    };
+    expect(await s.messages(nobody.customer)).toMatchObject([skipped, skipped]);
+    // A provider that never turned mail on has none.
+    const other = await seller('Silent Co');
+    await other.subscribe(await other.plan(), 'linus@silent.example');
+    await run();
+    expect(await other.messages()).toEqual([]);
+    expect(mailbox.countFor('linus@silent.example')).toBe(0);
+  });
+});
+
+describe('mail about trials and renewals', () => {
+  it('tells a trial is ending, that it ended unpaid, and that a renewal is coming', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Trial Co', { trialEnding: true, paymentFailed: true, upcomingRenewal: true });
+    const trial = await s.plan({ name: 'Starter', trialDays: 14 });
+    const ada = 'ada@trial.example';
+    const linus = 'linus@trial.example';
+    const trialing = await s.subscribe(trial, ada, { noCard: true });
+    const monthly = await s.subscribe(await s.plan(), linus);
+    expect((await s.api('GET', `/v1/sdk/purchases/${trialing.purchase}`)).body.status).toBe('trialing');
+
+    at('2026-03-12T01:00:00.000Z');
+    await run();
+    const ending = await mailbox.textFor(ada, 0);
+    expect(ending).toContain('Subject: [Sandbox] Trial Co: your trial ends on 15 March 2026');
+    expect(ending).toContain('Your trial of your Starter plan ends on 15 March 2026.');
+    expect(ending).toContain(`To keep using it after that ($10.00), add a card: ${s.portalUrl}`);
+
+    at('2026-03-15T00:06:00.000Z');
+    await run();
+    expect((await s.api('GET', `/v1/sdk/purchases/${trialing.purchase}`)).body.status).toBe('suspended');
+    const ended = await mailbox.textFor(ada, 1);
+    expect(ended).toContain('Subject: [Sandbox] Trial Co: your trial has ended: payment needed');
+    expect(ended).toContain(
+      'Your trial of your Starter plan has ended, and we could not take the first payment of $10.00.',
+    );
+
+    at('2026-03-25T01:00:00.000Z');
+    await run();
+    const renewal = await mailbox.textFor(linus, 0);
+    expect(renewal).toContain('Subject: [Sandbox] Trial Co: your Pro plan renews on 1 April 2026');
+    expect(renewal).toContain(
+      'Your Pro plan renews on 1 April 2026, for $10.00 plus any usage of the period.',
+    );
+    expect(renewal).toContain('It is charged to your card on file.');
+    expect((await s.messages(monthly.customer)).map((m) => m.kind)).toEqual(['upcoming_renewal']);
+    expect(mailbox.countFor(ada)).toBe(2);
+  });
+});
+
+describe('sending', () => {
+  it('tries a mail the relay refused again on the schedule, then gives up; racing passes send each once', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Relay Co', { receipts: true });
+    const plan = await s.plan();
+    const emails = ['a@relay.example', 'b@relay.example', 'c@relay.example'];
+    for (const email of emails) await s.subscribe(plan, email);
+    mailbox.refuse(3);
+    expect(await sendDue()).toBe(0);
+    const refused = await s.messages();
+    expect(refused).toHaveLength(3);
+    for (const m of refused) {
+      expect(m).toMatchObject({ status: 'pending', attempts: 1, to: null });
+      expect(m.lastError).toContain('mailbox busy');
+    }
+    // Not before a minute has passed; then five passes at once send each mail once.
+    at('2026-03-01T00:00:30.000Z');
+    expect(await sendDue()).toBe(0);
+    at('2026-03-01T00:01:01.000Z');
+    const sent = await Promise.all(Array.from({ length: 5 }, sendDue));
+    expect(sent.reduce((a, b) => a + b, 0)).toBe(3);
+    for (const email of emails) expect(mailbox.countFor(email)).toBe(1);
+    expect((await s.messages()).map((m) => `${m.status} ${m.attempts}`)).toEqual(emails.map(() => 'sent 2'));
+
+    // Refused every time: tried after 1, 5, 30, 120 and 360 minutes, then failed.
+    const last = 'd@relay.example';
+    await s.subscribe(plan, last);
+    mailbox.refuse(100);
+    let now = clock.now().getTime();
+    for (const minutes of [0, 1, 5, 30, 120, 360]) {
+      now += minutes * 60_000 + 1000;
+      clock.set(new Date(now));
+      await sendDue();
+    }
+    mailbox.refuse(0);
+    clock.set(new Date(now + 24 * 3600_000));
+    await sendDue();
+    expect(mailbox.countFor(last)).toBe(0);
+    expect((await s.messages())[0]).toMatchObject({ status: 'failed', attempts: 6, to: null });
+  });
+});

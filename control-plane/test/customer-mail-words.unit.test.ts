@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { composeMail, type MailFacts } from '../src/modules/customer-emails/compose';
+
+/** The words of billing mail to customers, for the cases the integration test does not meet. */
+const base: MailFacts = {
+  kind: 'payment_failed',
+  type: 'purchase.past_due',
+  object: { amount: 2500, currency: 'eur', nextRetryAt: null },
+  sandbox: false,
+  merchant: { displayName: 'Acme', supportEmail: 'help@acme.example' },
+  customerName: null,
+  planName: null,
+  invoice: null,
+  hasCard: true,
+  portalUrl: 'https://billing.example/portal/sign-in/prv_1',
+};
+
+describe('billing mail words', () => {
+  it('words a live failed payment with no next try, no plan name and no invoice', () => {
+    const { subject, text } = composeMail(base);
+    expect(subject).toBe('Acme: your payment of €25.00 failed');
+    expect(text).toContain('Hello,\n\nWe could not collect €25.00 for your plan.');
+    expect(text).toContain('Please pay it soon to keep your access.');
+    expect(text).not.toContain('Invoice:');
+    expect(text).toContain('Questions? Write to help@acme.example.');
+    expect(text).not.toContain('sandbox');
+  });
+
+  it('takes the amount owed from the open invoice, usage included, over the plan’s price', () => {
+    const { subject } = composeMail({
+      ...base,
+      invoice: { total: 3175, currency: 'eur', hostedUrl: 'https://billing.example/invoice/x' },
+    });
+    expect(subject).toBe('Acme: your payment of €31.75 failed');
+  });
+
+  it('names the customer, and asks for a card when a renewal or trial has none to charge', () => {
+    const renewal = composeMail({
+      ...base,
+      kind: 'upcoming_renewal',
+      type: 'purchase.renewal_reminder',
+      object: { amount: 900, currency: 'usd', periodEnd: Date.UTC(2026, 4, 1) / 1000 },
+      customerName: 'Ada',
+      planName: 'Team',
+      hasCard: false,
+      merchant: { displayName: 'Acme', supportEmail: null },
+    });
+    expect(renewal.subject).toBe('Acme: your Team plan renews on 1 May 2026');
+    expect(renewal.text).toContain('Hello Ada,');
+    expect(renewal.text).toContain(`There is no card on file to charge; add one: ${base.portalUrl}`);
+    expect(renewal.text).not.toContain('Questions?');
+    const trial = composeMail({
+      ...base,
+      kind: 'trial_ending',
+      type: 'purchase.trial_ending',
+      object: { amount: 900 },
+    });
+    expect(trial.subject).toBe('Acme: your trial ends soon');
+    expect(trial.text).toContain('Then $9.00 is charged to your card on file, and your plan continues.');
+  });
+});
