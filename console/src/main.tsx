@@ -8,6 +8,7 @@ import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
 import { Billing } from './pages/billing';
 import { Disputes, Payouts, TestClocks } from './pages/billing-ops';
 import { Catalog, ProductPage } from './pages/catalog';
+import { CustomerEmails } from './pages/customer-emails';
 import { CustomerPage, Customers } from './pages/customers';
 import { Developers } from './pages/developers';
 import { Events } from './pages/events';
@@ -50,6 +51,7 @@ const routeTree = root.addChildren([
     page('/developers', Developers),
     page('/developers/events', Events),
     page('/settings', Settings),
+    page('/settings/emails', CustomerEmails),
     page('/settings/team', Team),
     page('/settings/audit', Audit),
   ]),

@@ -402,4 +402,53 @@ describe('the console’s operations pages', () => {
     expect(owner.errors).toEqual([]);
     await owner.context.close();
   });
+
+  it('customer emails: the kinds chosen, then a receipt listed as sent', async () => {
+    const owner = await newPerson(browser);
+    const { page } = owner;
+    await signUp(page, 'Quay Charts', 'owner@quay.example');
+    await visit(page, 'Settings', 'Settings');
+    const calls = await visit(page, 'Customer emails', 'Customer emails', 'Settings');
+    expect(calls.length).toBeLessThanOrEqual(callBudgetOf('customer-emails'));
+    await page.getByText('None yet: mails of the kinds chosen appear here.').waitFor();
+    expect(await page.getByRole('checkbox', { name: /Receipts/ }).isChecked()).toBe(false);
+    await page.getByRole('checkbox', { name: /Receipts/ }).check();
+    await page.getByRole('checkbox', { name: /Failed payments/ }).check();
+    await page.getByRole('button', { name: 'Save customer emails' }).click();
+    await page.getByText('Saved: mails of the kinds chosen go out from now on.').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+
+    // A customer pays; the scheduler's pass mails the receipt, and the page lists it.
+    const headers = { 'x-csrf-token': await csrfOf(page, baseUrl), 'content-type': 'application/json' };
+    const post = async (path: string, data: unknown) => {
+      const answer = await page.request.post(`${baseUrl}${path}`, { headers, data });
+      expect(answer.status(), `${path}: ${await answer.text()}`).toBeLessThan(300);
+      return (await answer.json()) as Record<string, unknown>;
+    };
+    const product = await post('/v1/ui/products', { name: 'Charts' });
+    const plan = await post(`/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 900,
+    });
+    await post('/v1/sdk/customers', { externalRef: 'grace', email: 'grace@quay.example', name: 'Grace' });
+    await post('/v1/sdk/customers/grace/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    await post('/v1/sdk/activate', { customerRef: 'grace', planRef: plan.id });
+    await harness.controlPlane.care.customerEmails.runDue();
+    expect(await mailbox.textFor('grace@quay.example')).toContain('Thank you: we received $9.00');
+    await page.reload();
+    await page
+      .getByRole('cell', { name: '[Sandbox] Quay Charts: receipt for your payment of $9.00' })
+      .waitFor();
+    await page.getByRole('cell', { name: 'grace@quay.example' }).waitFor();
+    expect(await page.getByRole('checkbox', { name: /Receipts/ }).isChecked()).toBe(true);
+    expect(await page.getByRole('checkbox', { name: /Upcoming renewals/ }).isChecked()).toBe(false);
+    expect(await axeFindings(page)).toEqual([]);
+    await shoot(page, 'customer-emails');
+    expect(owner.errors).toEqual([]);
+    await owner.context.close();
+  });
 });

@@ -11,6 +11,7 @@ export function SettingsNav() {
       label="Settings"
       links={[
         { to: '/settings', label: 'Business and branding' },
+        { to: '/settings/emails', label: 'Customer emails' },
         { to: '/settings/team', label: 'Team' },
         { to: '/settings/audit', label: 'Audit log' },
       ]}
