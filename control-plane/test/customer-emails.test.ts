@@ -211,6 +211,16 @@ describe('mail about payments', () => {
       lastError: 'the customer has no email address',
     };
     expect(await s.messages(nobody.customer)).toMatchObject([skipped, skipped]);
+    // A kind turned off before its mail went: skipped, not sent.
+    await s.subscribe(plan, 'ada@quiet.example');
+    expect((await s.api('PATCH', '/v1/sdk/customer-emails', { receipts: false })).status).toBe(200);
+    await run();
+    expect(mailbox.countFor('ada@quiet.example')).toBe(0);
+    expect((await s.messages())[0]).toMatchObject({
+      kind: 'receipt',
+      status: 'skipped',
+      lastError: 'this kind of mail was turned off',
+    });
     // A provider that never turned mail on has none.
     const other = await seller('Silent Co');
     await other.subscribe(await other.plan(), 'linus@silent.example');

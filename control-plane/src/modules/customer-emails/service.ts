@@ -154,6 +154,9 @@ export class CustomerEmails {
       await settleMail(this.pool, mail, { status: 'skipped', why });
       return null;
     };
+    // The setting as it is now: a kind turned off since its event sends nothing more.
+    if (!(await mailKinds(this.pool, tenant)).includes(mail.kind))
+      return skip('this kind of mail was turned off');
     if (customer === undefined) return skip('the customer was deleted');
     if (customer.email === null) return skip('the customer has no email address');
     if (mail.event === null) return skip('the event is no longer kept');
