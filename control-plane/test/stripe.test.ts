@@ -254,6 +254,54 @@ describe('live payments through Stripe, payments succeeding', () => {
     ]);
   });
 
+  it('sends Stripe a customer’s changed details one change at a time, the latest last', async () => {
+    const s = await liveSeller(harness, 'Racing details');
+    await connect(s);
+    const before = mock.requests.length;
+    const { customer } = await payingCustomer(s);
+    const stripeCustomer = mock.requests
+      .slice(before)
+      .find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
+    const from = mock.requests.length;
+    const patch = (email: string) => s.live('PATCH', `/v1/sdk/customers/${customer}`, { email });
+    const email = async () => (await s.live('GET', `/v1/sdk/customers/${customer}`)).body.email;
+    // Stripe stalls on the first change's update. A second change commits meanwhile; its update
+    // waits for the first's to be answered (unlocked, it was read and sent at once, and could
+    // reach Stripe first, leaving Stripe the older address).
+    mock.hold(true);
+    const first = patch('ada.first@example.com');
+    await pollUntil(
+      async () => mock.held,
+      (held) => held === 1,
+      { what: 'the first update at Stripe' },
+    );
+    const second = patch('ada.second@example.com');
+    await pollUntil(email, (e) => e === 'ada.second@example.com', { what: 'the second change committed' });
+    const sentEarly = await pollUntil(
+      async () => mock.held,
+      (held) => held > 1,
+      { timeoutMs: 1000, what: 'a second update sent while the first is unanswered' },
+    ).then(
+      () => true,
+      () => false,
+    );
+    expect(sentEarly).toBe(false);
+    mock.hold(false);
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+    const sent = mock.requests.slice(from).filter((r) => r.path === `/v1/customers/${stripeCustomer}`);
+    // The first sync read its own change, the second the latest: what Stripe took last is ours now.
+    expect(sent.map((r) => r.params.email)).toEqual(['ada.first@example.com', 'ada.second@example.com']);
+
+    // Eight changes at once: every one is sent, the last the address the customer has now.
+    const at = mock.requests.length;
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => patch(`ada.${i}@example.com`)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    const eight = mock.requests.slice(at).filter((r) => r.path === `/v1/customers/${stripeCustomer}`);
+    expect(eight).toHaveLength(8);
+    expect(eight.at(-1)?.params.email).toBe(await email());
+  });
+
   it("charges thirty customers at once, each charge on its own transaction's connection", async () => {
     // Each first payment charges Stripe inside its purchase's transaction. Looking up the
     // provider's Stripe key there on another pooled connection starved the pool (ten

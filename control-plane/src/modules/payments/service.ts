@@ -1,6 +1,6 @@
 import { ID, type Logger, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
+import { inTransaction, type Pool, type PoolClient, withAdvisoryLock } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { findAutoTopUp } from '../auto-topups/repository';
@@ -141,14 +141,19 @@ export class PaymentService {
    */
   async syncCustomerDetails(auth: AuthContext, customerId: string): Promise<void> {
     try {
-      const processorCustomer = await findProcessorCustomer(this.pool, customerId, 'stripe');
-      if (processorCustomer === null) return;
-      const processor = await this.processors.named(auth, 'stripe', this.pool);
-      const customer = await findCustomer(this.pool, auth, customerId);
-      if (customer === undefined || processor.updateCustomer === undefined) return;
-      await processor.updateCustomer(processorCustomer, {
-        email: customer.email ?? null,
-        name: customer.name ?? null,
+      // One sync of a customer at a time, reading and sending under one lock: of two changes
+      // made at once, the details read last are the ones Stripe is sent last. All on the lock's
+      // connection, so a sync never waits for a second one from the pool.
+      await withAdvisoryLock(this.pool, `customer-details:${customerId}`, async (db) => {
+        const processorCustomer = await findProcessorCustomer(db, customerId, 'stripe');
+        if (processorCustomer === null) return;
+        const processor = await this.processors.named(auth, 'stripe', db);
+        const customer = await findCustomer(db, auth, customerId);
+        if (customer === undefined || processor.updateCustomer === undefined) return;
+        await processor.updateCustomer(processorCustomer, {
+          email: customer.email ?? null,
+          name: customer.name ?? null,
+        });
       });
     } catch (error) {
       this.logger?.warn(
