@@ -52,6 +52,9 @@ describe('live payments through Stripe, payments succeeding', () => {
     await harness?.close();
     await mock?.close();
   });
+  /** The Stripe customer (cus_…) made by a request after the `from`th. */
+  const stripeCustomerMade = (from: number) =>
+    mock.requests.slice(from).find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
 
   it('connects with the live key only, keeps the keys sealed, shows the last 4, disconnects', async () => {
     const s = await liveSeller(harness, 'Connecting');
@@ -219,9 +222,7 @@ describe('live payments through Stripe, payments succeeding', () => {
     await connect(s);
     const before = mock.requests.length;
     const { customer } = await payingCustomer(s);
-    const stripeCustomer = mock.requests
-      .slice(before)
-      .find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
+    const stripeCustomer = stripeCustomerMade(before);
     expect(stripeCustomer).toMatch(/^cus_/);
     const toStripe = (from: number) =>
       mock.requests
@@ -259,9 +260,7 @@ describe('live payments through Stripe, payments succeeding', () => {
     await connect(s);
     const before = mock.requests.length;
     const { customer } = await payingCustomer(s);
-    const stripeCustomer = mock.requests
-      .slice(before)
-      .find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
+    const stripeCustomer = stripeCustomerMade(before);
     const from = mock.requests.length;
     const patch = (email: string) => s.live('PATCH', `/v1/sdk/customers/${customer}`, { email });
     const email = async () => (await s.live('GET', `/v1/sdk/customers/${customer}`)).body.email;

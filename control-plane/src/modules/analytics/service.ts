@@ -20,7 +20,7 @@ import {
 } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { sessionsByIds } from '../checkout/repository';
-import { findCustomer } from '../customers/repository';
+import { customerFilter } from '../customers/filter';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import { bucketsOf, isTimeZone } from './calendar';
 import { funnelOf } from './funnel';
@@ -97,13 +97,7 @@ export class AnalyticsService {
       throw new ValidationError([problem('/from', 'must be before to')]);
     const from = new Date(Math.floor(askedFrom.getTime() / SLOT_MS) * SLOT_MS);
     const to = new Date(Math.ceil(askedTo.getTime() / SLOT_MS) * SLOT_MS);
-    let customerRef: string | undefined;
-    if (query.customerRef !== undefined) {
-      const customer = await findCustomer(this.pool, auth, query.customerRef);
-      if (customer === undefined)
-        throw new NotFoundError('customer_not_found', `No customer ${query.customerRef}`);
-      customerRef = customer.id;
-    }
+    const customerRef = await customerFilter(this.pool, auth, query.customerRef);
     // Records carry the meter's id; the caller may name it by id or name.
     const meter = await findMeter(
       this.pool,

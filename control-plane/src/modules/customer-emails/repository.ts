@@ -1,6 +1,7 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 import type { Queryable } from '../../db/pool';
+import type { KeysetPosition } from '../../http/keyset';
 
 /**
  * The kinds of mail a provider may send its customers, and the event that calls for each: a
@@ -145,16 +146,11 @@ export async function settleMail(
   );
 }
 
-export interface MailPosition {
-  createdAt: Date;
-  id: string;
-}
-
 /** A tenant's mails, or one customer's, newest first; one more than `limit` tells of a next page. */
 export async function listMails(
   db: Queryable,
   tenant: Tenant,
-  options: { customerId?: string | undefined; after?: MailPosition; limit: number },
+  options: { customerId?: string | undefined; after?: KeysetPosition; limit: number },
 ): Promise<MailRow[]> {
   const { rows } = await db.query<MailRow>(
     `SELECT * FROM customer_mails

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { page, stringEnum, Timestamp } from '../../http/schemas';
+import { ListQuery, page, stringEnum, Timestamp } from '../../http/schemas';
 import { MAIL_KINDS } from './repository';
 
 const kindFlags = {
@@ -48,8 +48,7 @@ export const CustomerMailPage = page(CustomerMail);
 
 export const CustomerMailQuery = Type.Object(
   {
-    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page' })),
+    ...ListQuery.properties,
     customerRef: Type.Optional(
       Type.String({
         minLength: 1,

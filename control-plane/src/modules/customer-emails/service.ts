@@ -2,12 +2,12 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
-import { NotFoundError } from '../../errors';
+import { keysetPage, positionOf } from '../../http/keyset';
 import type { Mailer } from '../../mail';
 import type { AuthContext } from '../../tenancy';
 import { findInvoice, type InvoiceRow, listInvoices } from '../billing/repository';
+import { customerFilter } from '../customers/filter';
 import { findCustomer } from '../customers/repository';
-import { cursorOf, positionOf } from '../events/service';
 import { findDefaultMethod, paymentInvoiceId } from '../payments/repository';
 import { findPlan } from '../plans/repository';
 import { signInPath } from '../portal/page';
@@ -90,27 +90,13 @@ export class CustomerEmails {
   }
 
   async list(auth: AuthContext, query: Static<typeof CustomerMailQuery>) {
-    let customerId: string | undefined;
-    if (query.customerRef !== undefined) {
-      const customer = await findCustomer(this.pool, auth, query.customerRef);
-      if (customer === undefined)
-        throw new NotFoundError('customer_not_found', `No customer ${query.customerRef}`);
-      customerId = customer.id;
-    }
+    const customerId = await customerFilter(this.pool, auth, query.customerRef);
     const rows = await listMails(this.pool, auth, {
       customerId,
       ...(query.cursor === undefined ? {} : { after: positionOf(query.cursor) }),
       limit: query.limit,
     });
-    const data = rows.slice(0, query.limit);
-    const last = data.at(-1);
-    return {
-      data: data.map(toMessage),
-      nextCursor:
-        rows.length > query.limit && last !== undefined
-          ? cursorOf({ createdAt: last.created_at, id: last.id })
-          : null,
-    };
+    return keysetPage(rows, query.limit, toMessage);
   }
 
   /** Sends what is due, a batch at a time; answers how many mails were sent. */

@@ -1,5 +1,6 @@
 import type { Static } from '@sinclair/typebox';
 import type { Queryable } from '../../db/pool';
+import type { KeysetPosition } from '../../http/keyset';
 import type { AuthContext as Tenant } from '../../tenancy';
 import type { Event } from './schemas';
 
@@ -11,15 +12,10 @@ export interface EventRow {
   created_at: Date;
 }
 
-/** Where a page of events resumes: strictly older than this event, in (created_at, id) order. */
-export interface EventPosition {
-  createdAt: Date;
-  id: string;
-}
-
 /**
- * A page of the tenant's events, newest first, optionally of one customer and of some types;
- * `limit + 1` rows, the extra one only telling whether another page exists.
+ * A page of the tenant's events, newest first, optionally of one customer and of some types,
+ * resuming strictly older than `after` in (created_at, id) order; `limit + 1` rows, the extra one
+ * only telling whether another page exists.
  */
 export async function listEvents(
   db: Queryable,
@@ -27,7 +23,7 @@ export async function listEvents(
   options: {
     customerId?: string | undefined;
     types?: string[] | undefined;
-    after?: EventPosition;
+    after?: KeysetPosition;
     limit: number;
   },
 ): Promise<EventRow[]> {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { page } from '../../http/schemas';
+import { ListQuery, page } from '../../http/schemas';
 
 /** An event as webhooks deliver it (spec 6.2), the same envelope, read back. */
 export const Event = Type.Object(
@@ -25,8 +25,7 @@ export const EventPage = page(Event);
 
 export const EventQuery = Type.Object(
   {
-    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
-    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'nextCursor of the previous page' })),
+    ...ListQuery.properties,
     customerRef: Type.Optional(
       Type.String({
         minLength: 1,
