@@ -65,6 +65,35 @@ describe('sandbox test clocks', () => {
     }
   });
 
+  it('gives a clock’s customer a checkout session that lives in real time, whatever the clock says', async () => {
+    const { api, product } = await seller('Clock checkout');
+    const plan = (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, { name: 'Pro', type: 'recurring', price: 900 })
+    ).body;
+    // A clock months in the past: a session dated by it would be expired before anyone saw it.
+    const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-01-01T00:00:00Z' })).body;
+    const customer = (await api('POST', '/v1/sdk/customers', { testClock: clock.id })).body;
+    const before = Date.now();
+    const session = await api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: customer.reference,
+      planRef: plan.id,
+      expiresInMinutes: 30,
+    });
+    expect(session.status).toBe(201);
+    const expiresAt = Date.parse(session.body.expiresAt);
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 30 * 60_000);
+    expect(expiresAt).toBeLessThanOrEqual(Date.now() + 30 * 60_000);
+    const page = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: `/checkout/${session.body.id}`,
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Pay');
+    // The expiry job, in real time, leaves it open.
+    await harness.controlPlane.scheduler.runDue();
+    expect((await api('GET', `/v1/sdk/checkout-sessions/${session.body.id}`)).body.status).toBe('active');
+  });
+
   it('bills a usage period and converts a trial when the clock is advanced, and not before', async () => {
     const { api, product, events } = await seller('Clockwork');
     const clock = (await api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-06-01T00:00:00Z' })).body;

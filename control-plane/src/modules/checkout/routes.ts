@@ -80,6 +80,9 @@ export function checkoutRoutes(checkout: CheckoutService) {
     app.post(
       '/v1/sdk/checkout-sessions',
       {
+        // A person opens the page within real minutes, and the page and the expiry job keep real
+        // time: a session of a test clock's customer lives in real time, as a portal link does.
+        config: { testTime: 'none' },
         schema: {
           tags,
           summary: 'Create a hosted checkout session for a plan or a credit top-up',
