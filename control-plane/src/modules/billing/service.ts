@@ -25,6 +25,13 @@ import type { Invoice, UpcomingInvoice } from './schemas';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
+/**
+ * The customer's copy of an invoice (the hosted page; its PDF below it), null for a draft: as
+ * with Stripe, the link comes with finalizing.
+ */
+export const hostedInvoiceUrl = (publicUrl: string, r: Pick<InvoiceRow, 'status' | 'access_token'>) =>
+  r.status === 'draft' ? null : `${publicUrl}/invoice/${r.access_token}`;
+
 /** The invoice as the API answers it; `publicUrl` is where its hosted page lives. */
 export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   id: r.id,
@@ -56,9 +63,8 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   paidAt: iso(r.paid_at),
   closedAt: iso(r.closed_at),
   nextPaymentAttempt: iso(r.next_retry_at),
-  // A draft has no customer copy yet (as with Stripe, the link comes with finalizing).
-  hostedUrl: r.status === 'draft' ? null : `${publicUrl}/invoice/${r.access_token}`,
-  pdfUrl: r.status === 'draft' ? null : `${publicUrl}/invoice/${r.access_token}/pdf`,
+  hostedUrl: hostedInvoiceUrl(publicUrl, r),
+  pdfUrl: r.status === 'draft' ? null : `${hostedInvoiceUrl(publicUrl, r)}/pdf`,
 });
 
 /**

@@ -6,6 +6,7 @@ import { keysetPage, positionOf } from '../../http/keyset';
 import type { Mailer } from '../../mail';
 import type { AuthContext } from '../../tenancy';
 import { findInvoice, type InvoiceRow, listInvoices } from '../billing/repository';
+import { hostedInvoiceUrl } from '../billing/service';
 import { customerFilter } from '../customers/filter';
 import { findCustomer } from '../customers/repository';
 import { findDefaultMethod, paymentInvoiceId } from '../payments/repository';
@@ -168,8 +169,7 @@ export class CustomerEmails {
           : {
               total: invoice.total,
               currency: invoice.currency,
-              hostedUrl:
-                invoice.status === 'draft' ? null : `${this.publicUrl}/invoice/${invoice.access_token}`,
+              hostedUrl: hostedInvoiceUrl(this.publicUrl, invoice),
             },
       hasCard: (await findDefaultMethod(this.pool, customer.id)) !== undefined,
       portalUrl: `${this.publicUrl}${signInPath(tenant)}`,
