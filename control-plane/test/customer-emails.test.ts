@@ -116,6 +116,24 @@ describe('which billing mails a provider sends', () => {
       paymentFailed: true,
       receipts: true,
     });
+    // Four changes at once, each of another kind: each keeps its own.
+    const other = await seller('Racing settings Co');
+    const changes = [
+      { paymentFailed: true },
+      { trialEnding: true },
+      { upcomingRenewal: true },
+      { receipts: true },
+    ];
+    const answers = await Promise.all(
+      changes.map((body) => other.api('PATCH', '/v1/sdk/customer-emails', body)),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect((await other.api('GET', '/v1/sdk/customer-emails')).body).toEqual({
+      paymentFailed: true,
+      trialEnding: true,
+      upcomingRenewal: true,
+      receipts: true,
+    });
     expect(await s.api('GET', '/v1/sdk/customer-emails/messages?customerRef=nobody')).toMatchObject({
       status: 404,
       body: { code: 'customer_not_found' },

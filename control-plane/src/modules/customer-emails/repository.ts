@@ -83,17 +83,26 @@ export async function mailKinds(db: Queryable, tenant: Tenant): Promise<MailKind
   return rows[0]?.kinds ?? [];
 }
 
-export async function setMailKinds(
+/**
+ * Turns kinds on and off in one statement, the rest left as they are: changes made at once each
+ * keep theirs (no read, then write, of the whole list).
+ */
+export async function changeMailKinds(
   db: Queryable,
   tenant: Tenant,
-  kinds: MailKind[],
+  change: { on: MailKind[]; off: MailKind[] },
   at: Date,
-): Promise<void> {
-  await db.query(
-    `INSERT INTO customer_email_settings (provider_id, environment, kinds, updated_at) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (provider_id, environment) DO UPDATE SET kinds = EXCLUDED.kinds, updated_at = EXCLUDED.updated_at`,
-    [tenant.providerId, tenant.environment, kinds, at],
+): Promise<MailKind[]> {
+  const { rows } = await db.query<{ kinds: MailKind[] }>(
+    `INSERT INTO customer_email_settings AS s (provider_id, environment, kinds, updated_at)
+     VALUES ($1, $2, $3, $5)
+     ON CONFLICT (provider_id, environment) DO UPDATE
+       SET kinds = ARRAY(SELECT DISTINCT k FROM unnest(s.kinds || $3::text[]) AS k WHERE NOT (k = ANY($4::text[])) ORDER BY k),
+           updated_at = EXCLUDED.updated_at
+     RETURNING kinds`,
+    [tenant.providerId, tenant.environment, change.on, change.off, at],
   );
+  return rows[0]?.kinds ?? [];
 }
 
 /**

@@ -15,6 +15,7 @@ import { signInPath } from '../portal/page';
 import { getProvider } from '../providers/repository';
 import { composeMail } from './compose';
 import {
+  changeMailKinds,
   type LeasedMail,
   leaseDueMails,
   listMails,
@@ -22,7 +23,6 @@ import {
   type MailKind,
   type MailRow,
   mailKinds,
-  setMailKinds,
   settleMail,
 } from './repository';
 import type { CustomerEmailSettings, CustomerEmailUpdate, CustomerMailQuery } from './schemas';
@@ -72,22 +72,27 @@ export class CustomerEmails {
   ) {}
 
   async settings(auth: AuthContext): Promise<Static<typeof CustomerEmailSettings>> {
-    const on = new Set(await mailKinds(this.pool, auth));
+    return this.flags(await mailKinds(this.pool, auth));
+  }
+
+  private flags(kinds: readonly MailKind[]): Static<typeof CustomerEmailSettings> {
+    const on = new Set(kinds);
     return Object.fromEntries(MAIL_KINDS.map((k) => [SETTING_OF[k], on.has(k)])) as Static<
       typeof CustomerEmailSettings
     >;
   }
 
   async update(auth: AuthContext, input: Static<typeof CustomerEmailUpdate>) {
-    const current = await this.settings(auth);
-    const next = { ...current, ...input };
-    await setMailKinds(
+    const kinds = await changeMailKinds(
       this.pool,
       auth,
-      MAIL_KINDS.filter((k) => next[SETTING_OF[k]]),
+      {
+        on: MAIL_KINDS.filter((k) => input[SETTING_OF[k]] === true),
+        off: MAIL_KINDS.filter((k) => input[SETTING_OF[k]] === false),
+      },
       this.clock.now(),
     );
-    return next;
+    return this.flags(kinds);
   }
 
   async list(auth: AuthContext, query: Static<typeof CustomerMailQuery>) {
