@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { creditsProduct } from '../../test/helpers/credit-plans';
 import { startMailbox } from '../../test/helpers/mailbox';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
@@ -8,7 +9,7 @@ import { SANDBOX_CARDS } from '../src/modules/payments/processor';
  * Billing mail to a provider's customers, on real PostgreSQL and SMTP: the kinds a provider turns
  * on, the mail each event of them writes in its own transaction and the scheduler's pass sends
  * (a failed renewal with the next try and where to pay, a receipt, a trial ending or ended
- * unpaid, a renewal coming up), nothing for a kind left off or a customer without an address, a
+ * unpaid, a renewal coming up, a refund, an automatic top-up refused), nothing for a kind left off or a customer without an address, a
  * relay that refuses tried again on the schedule, and passes racing that send each mail once.
  */
 const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
@@ -89,7 +90,14 @@ async function seller(name: string, kinds: Json = {}) {
 describe('which billing mails a provider sends', () => {
   it('starts with none, changes only the kinds sent, per environment, and refuses what is not a setting', async () => {
     const s = await seller('Settings Co');
-    const none = { paymentFailed: false, trialEnding: false, upcomingRenewal: false, receipts: false };
+    const none = {
+      paymentFailed: false,
+      trialEnding: false,
+      upcomingRenewal: false,
+      receipts: false,
+      refunds: false,
+      autoTopUpFailed: false,
+    };
     expect(await s.api('GET', '/v1/sdk/customer-emails')).toEqual({ status: 200, body: none });
     expect(await s.api('PATCH', '/v1/sdk/customer-emails', { paymentFailed: true })).toEqual({
       status: 200,
@@ -129,6 +137,7 @@ describe('which billing mails a provider sends', () => {
     );
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect((await other.api('GET', '/v1/sdk/customer-emails')).body).toEqual({
+      ...none,
       paymentFailed: true,
       trialEnding: true,
       upcomingRenewal: true,
@@ -245,6 +254,106 @@ describe('mail about payments', () => {
     await run();
     expect(await other.messages()).toEqual([]);
     expect(mailbox.countFor('linus@silent.example')).toBe(0);
+  });
+});
+
+describe('mail about refunds and automatic top-ups', () => {
+  it('tells a customer of a refund, with the payment it returns money of', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Refund Co', { refunds: true });
+    const email = 'ada@refund.example';
+    const { customer } = await s.subscribe(await s.plan(), email);
+    const payment = (
+      await harness.pool.query<{ transaction_reference: string }>(
+        'SELECT transaction_reference FROM payments WHERE customer_id = $1',
+        [customer],
+      )
+    ).rows[0]?.transaction_reference;
+    at('2026-03-03T09:00:00.000Z');
+    const refund = await s.api('POST', '/v1/ui/transactions/refunds', {
+      originalTransactionId: payment,
+      refundAmount: 400,
+      reason: 'outage on 2 March',
+    });
+    expect(refund.status).toBe(202);
+    await run();
+    // The refund's events name the customer, so they are among the customer's own.
+    const refunded = (await s.api('GET', `/v1/events?type=payment.refunded&customerRef=${customer}`)).body
+      .data as Json[];
+    expect(refunded.map((e) => e.data.object)).toMatchObject([{ id: refund.body.id, customer, amount: 400 }]);
+    expect(mailbox.countFor(email)).toBe(1);
+    const mail = await mailbox.textFor(email, 0);
+    expect(mail).toContain('Subject: [Sandbox] Refund Co: your refund of $4.00');
+    expect(mail).toContain(
+      'We have refunded $4.00 of your payment of $10.00 on 1 March 2026 for your Pro plan.',
+    );
+    expect(mail).toContain('your bank may take 5 to 10 days to show it.');
+    const invoice = (await s.api('GET', `/v1/sdk/invoices?customerRef=${customer}`)).body.data[0];
+    expect(mail).toContain(`Invoice: ${invoice.hostedUrl}`);
+    // The provider's own reason is not the customer's to read.
+    expect(mail).not.toContain('outage');
+    expect((await s.messages(customer)).map((m) => `${m.kind} ${m.status}`)).toEqual(['refund sent']);
+  });
+
+  it('tells a customer their automatic top-up was refused, when it is tried again, and when it stops', async () => {
+    at('2026-03-01T09:00:00.000Z');
+    const s = await seller('Top-up Co', { autoTopUpFailed: true });
+    const { product, plan } = await creditsProduct(s.api);
+    const email = 'ada@topup.example';
+    const id = (await s.api('POST', '/v1/sdk/customers', { externalRef: 'ada-topup', email })).body
+      .id as string;
+    await s.card('ada-topup', SANDBOX_CARDS.failsLater);
+    // A credit to activate the plan with, spent at once: the balance is under the threshold.
+    expect(
+      (await s.api('POST', '/v1/sdk/customers/ada-topup/credits', { kind: 'grant', amount: 1 })).status,
+    ).toBe(201);
+    expect(
+      (await s.api('POST', '/v1/sdk/activate', { customerRef: 'ada-topup', planRef: plan })).status,
+    ).toBe(200);
+    expect(
+      (await s.api('POST', '/v1/sdk/customers/ada-topup/credits', { kind: 'debit', amount: 1 })).status,
+    ).toBe(201);
+    expect(
+      (
+        await s.api('PUT', '/v1/sdk/customers/ada-topup/auto-top-up', {
+          productRef: product,
+          threshold: 10,
+          packs: 2,
+        })
+      ).status,
+    ).toBe(200);
+    const auth = { providerId: s.provider.id, environment: 'sandbox' as const };
+    const check = () => harness.controlPlane.care.autoTopUps.check(auth, id);
+    // Setting it tries the first top-up at once (the balance under the threshold), as this check
+    // does: one of the two makes the attempt, refused; the other finds it held back.
+    expect(['failed', 'none']).toContain((await check()).kind);
+    expect((await s.api('GET', '/v1/sdk/customers/ada-topup/auto-top-up')).body).toMatchObject({
+      failures: 1,
+    });
+    await sendDue();
+    const first = await mailbox.textFor(email, 0);
+    expect(first).toContain('Subject: [Sandbox] Top-up Co: your automatic top-up of $10.00 failed');
+    expect(first).toContain(
+      'We could not add 100 credits ($10.00) to your balance automatically: your card was declined.',
+    );
+    expect(first).toContain(
+      `We will try again on 1 March 2026, 10:00 UTC. To use another card, sign in: ${s.portalUrl}`,
+    );
+    clock.advance(60 * 60_000);
+    expect(await check()).toMatchObject({ kind: 'failed', stopped: false });
+    clock.advance(6 * 60 * 60_000);
+    expect(await check()).toMatchObject({ kind: 'failed', stopped: true });
+    await sendDue();
+    expect(mailbox.countFor(email)).toBe(3);
+    const last = await mailbox.textFor(email, 2);
+    expect(last).toContain(
+      `Automatic top-ups have stopped after 3 failed attempts in a row. To start them again, check your card and save your auto top-up: ${s.portalUrl}`,
+    );
+    expect((await s.messages(id)).map((m) => `${m.kind} ${m.status}`)).toEqual([
+      'auto_topup_failed sent',
+      'auto_topup_failed sent',
+      'auto_topup_failed sent',
+    ]);
   });
 });
 

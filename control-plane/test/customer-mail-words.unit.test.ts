@@ -11,6 +11,7 @@ const base: MailFacts = {
   customerName: null,
   planName: null,
   invoice: null,
+  payment: null,
   hasCard: true,
   portalUrl: 'https://billing.example/portal/sign-in/prv_1',
 };
@@ -57,5 +58,40 @@ describe('billing mail words', () => {
     });
     expect(trial.subject).toBe('Acme: your trial ends soon');
     expect(trial.text).toContain('Then $9.00 is charged to your card on file, and your plan continues.');
+  });
+
+  it('words a refund with or without the payment it returns, and a code it does not know', () => {
+    const refund = {
+      ...base,
+      kind: 'refund' as const,
+      type: 'payment.refunded',
+      object: { amount: 400, currency: 'usd', payment: 'pay_1' },
+    };
+    const whole = composeMail({
+      ...refund,
+      planName: 'Pro',
+      payment: { amount: 1000, currency: 'usd', createdAt: new Date('2026-04-01T08:00:00Z') },
+    });
+    expect(whole.subject).toBe('Acme: your refund of $4.00');
+    expect(whole.text).toContain(
+      'We have refunded $4.00 of your payment of $10.00 on 1 April 2026 for your Pro plan.',
+    );
+    expect(whole.text).toContain('your bank may take 5 to 10 days to show it.');
+    expect(composeMail(refund).text).toContain('We have refunded $4.00 to you.\n');
+    const topUp = {
+      ...base,
+      kind: 'auto_topup_failed' as const,
+      type: 'credits.auto_topup_failed',
+      object: { failure_reason: 'do_not_honor', failures: 1, stopped: false, retry_at: null },
+    };
+    const unpriced = composeMail(topUp);
+    expect(unpriced.subject).toBe('Acme: your automatic top-up failed');
+    expect(unpriced.text).toContain(
+      'We could not top up your credits automatically: the payment was refused (do_not_honor).',
+    );
+    // No next try named: told it stopped, and how to start it again.
+    expect(unpriced.text).toContain(
+      'Automatic top-ups have stopped after this failed attempt. To start them again, check your card',
+    );
   });
 });

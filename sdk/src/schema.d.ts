@@ -643,7 +643,7 @@ export interface paths {
         };
         /**
          * Which billing mails go to this environment’s customers
-         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal` and `receipts`. All are off until turned on.
+         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds` and `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped). All are off until turned on.
          */
         get: operations["getCustomerEmailSettings"];
         put?: never;
@@ -653,7 +653,7 @@ export interface paths {
         head?: never;
         /**
          * Turns billing mails to customers on or off, kind by kind
-         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
+         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
          */
         patch: operations["updateCustomerEmailSettings"];
         trace?: never;
@@ -2409,11 +2409,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "qaGjDIv7jeg9qGZrAQhC5J6ykYSNjYa0uKqc6a0S2rM",
-                     *           "y": "8jOTcu9gzUXi6Yx1BKQB_jW2tNJj7XzjP13qyxHYAAA",
+                     *           "x": "lJ8n39rUvMbb0dAnzjMmxVWhWxyASZeTMvfBfrJzpr4",
+                     *           "y": "Xt_GNvjVUi5vrkAaNryx36_QfPCg631hHOwLdHi5KnE",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "9f94dee709b08f9e",
+                     *           "kid": "c69a3b3b116441c6",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2542,8 +2542,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:36.559Z",
-                     *       "to": "2026-05-28T09:00:36.559Z",
+                     *       "from": "2026-04-28T09:00:06.278Z",
+                     *       "to": "2026-05-28T09:00:06.278Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2881,8 +2881,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:36.539Z",
-                     *       "to": "2026-05-28T09:00:36.539Z",
+                     *       "from": "2026-04-28T09:00:06.249Z",
+                     *       "to": "2026-05-28T09:00:06.249Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3054,7 +3054,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:36.508Z",
+                     *       "to": "2026-05-28T09:00:06.179Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3239,9 +3239,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:39.139Z",
-                     *       "expiresAt": "2026-05-28T21:00:39.139Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:39.139Z"
+                     *       "createdAt": "2026-05-28T09:00:09.202Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.202Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.202Z"
                      *     }
                      */
                     "application/json": {
@@ -3474,7 +3474,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:38.976Z"
+                     *       "expiresAt": "2026-06-04T09:00:08.999Z"
                      *     }
                      */
                     "application/json": {
@@ -3843,9 +3843,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:38.644Z",
-                     *       "expiresAt": "2026-05-28T21:00:38.644Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:38.656Z"
+                     *       "createdAt": "2026-05-28T09:00:08.614Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.614Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.628Z"
                      *     }
                      */
                     "application/json": {
@@ -4332,9 +4332,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:38.644Z",
-                     *       "expiresAt": "2026-05-28T21:00:38.644Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:38.644Z"
+                     *       "createdAt": "2026-05-28T09:00:08.614Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.614Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.614Z"
                      *     }
                      */
                     "application/json": {
@@ -4545,7 +4545,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:38.811Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.815Z"
                      *     }
                      */
                     "application/json": {
@@ -4721,9 +4721,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:38.965Z",
-                     *       "expiresAt": "2026-05-28T21:00:38.965Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:38.965Z"
+                     *       "createdAt": "2026-05-28T09:00:08.986Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.986Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.986Z"
                      *     }
                      */
                     "application/json": {
@@ -5188,7 +5188,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796117206,
+                     *       "client_id_issued_at": 1796135758,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5361,7 +5361,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:37.868Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.735Z"
                      *     }
                      */
                     "application/json": {
@@ -7150,8 +7150,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:36.659Z",
-                     *       "createdAt": "2026-05-28T09:00:36.659Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.416Z",
+                     *       "createdAt": "2026-05-28T09:00:06.416Z"
                      *     }
                      */
                     "application/json": {
@@ -7308,8 +7308,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:36.659Z",
-                     *       "createdAt": "2026-05-28T09:00:36.659Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.416Z",
+                     *       "createdAt": "2026-05-28T09:00:06.416Z"
                      *     }
                      */
                     "application/json": {
@@ -7453,14 +7453,20 @@ export interface operations {
                      *       "paymentFailed": true,
                      *       "trialEnding": false,
                      *       "upcomingRenewal": false,
-                     *       "receipts": true
+                     *       "receipts": true,
+                     *       "refunds": false,
+                     *       "autoTopUpFailed": false
                      *     }
                      */
                     "application/json": {
+                        /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
+                        autoTopUpFailed: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                         paymentFailed: boolean;
                         /** @description A payment was taken (payment.succeeded) */
                         receipts: boolean;
+                        /** @description A refund was made (payment.refunded) */
+                        refunds: boolean;
                         /** @description A trial ends soon (purchase.trial_ending) */
                         trialEnding: boolean;
                         /** @description A renewal is coming up (purchase.renewal_reminder) */
@@ -7578,10 +7584,14 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
+                    autoTopUpFailed?: boolean;
                     /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                     paymentFailed?: boolean;
                     /** @description A payment was taken (payment.succeeded) */
                     receipts?: boolean;
+                    /** @description A refund was made (payment.refunded) */
+                    refunds?: boolean;
                     /** @description A trial ends soon (purchase.trial_ending) */
                     trialEnding?: boolean;
                     /** @description A renewal is coming up (purchase.renewal_reminder) */
@@ -7601,14 +7611,20 @@ export interface operations {
                      *       "paymentFailed": true,
                      *       "trialEnding": false,
                      *       "upcomingRenewal": false,
-                     *       "receipts": true
+                     *       "receipts": true,
+                     *       "refunds": false,
+                     *       "autoTopUpFailed": false
                      *     }
                      */
                     "application/json": {
+                        /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
+                        autoTopUpFailed: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                         paymentFailed: boolean;
                         /** @description A payment was taken (payment.succeeded) */
                         receipts: boolean;
+                        /** @description A refund was made (payment.refunded) */
+                        refunds: boolean;
                         /** @description A trial ends soon (purchase.trial_ending) */
                         trialEnding: boolean;
                         /** @description A renewal is coming up (purchase.renewal_reminder) */
@@ -7748,7 +7764,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:36.192Z"
+                     *           "sentAt": "2026-05-28T09:00:05.794Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -7761,7 +7777,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:36.078Z"
+                     *           "sentAt": "2026-05-28T09:00:05.675Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7781,7 +7797,7 @@ export interface operations {
                             /** @description cml_… */
                             id: string;
                             /** @enum {string} */
-                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt";
+                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt" | "refund" | "auto_topup_failed";
                             /** @description Why the last attempt did not send it */
                             lastError: string | null;
                             sentAt: string | null;
@@ -7967,8 +7983,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:34.699Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.699Z"
+                     *           "createdAt": "2026-05-28T09:00:03.940Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.940Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7980,8 +7996,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:34.712Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.712Z"
+                     *           "createdAt": "2026-05-28T09:00:03.956Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.956Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8168,8 +8184,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:34.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.699Z"
+                     *       "createdAt": "2026-05-28T09:00:03.940Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.940Z"
                      *     }
                      */
                     "application/json": {
@@ -8660,8 +8676,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:34.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.776Z"
+                     *       "createdAt": "2026-05-28T09:00:03.940Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.051Z"
                      *     }
                      */
                     "application/json": {
@@ -10359,7 +10375,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:34.823Z"
+                     *       "createdAt": "2026-05-28T09:00:04.121Z"
                      *     }
                      */
                     "application/json": {
@@ -10642,7 +10658,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:36.955Z"
+                     *       "revokedBefore": "2026-05-28T09:00:06.834Z"
                      *     }
                      */
                     "application/json": {
@@ -10829,8 +10845,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:34.712Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.712Z"
+                     *       "createdAt": "2026-05-28T09:00:03.956Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.956Z"
                      *     }
                      */
                     "application/json": {
@@ -11038,7 +11054,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T23:33:51.369Z"
+                     *                 "end": "2026-01-25T18:24:09.238Z"
                      *               }
                      *             }
                      *           ],
@@ -11751,7 +11767,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T23:33:51.369Z"
+                     *             "end": "2026-01-25T18:24:09.238Z"
                      *           }
                      *         }
                      *       ],
@@ -12023,7 +12039,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T23:33:51.369Z"
+                     *             "end": "2026-01-25T18:24:09.238Z"
                      *           }
                      *         }
                      *       ],
@@ -12271,7 +12287,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T23:33:51.369Z",
+                     *         "periodEnd": "2026-01-25T18:24:09.238Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12962,7 +12978,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:36.473Z"
+                     *       "timestamp": "2026-05-28T09:00:06.135Z"
                      *     }
                      */
                     "application/json": {
@@ -13186,7 +13202,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:36.492Z"
+                     *           "timestamp": "2026-05-28T09:00:06.158Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -13194,7 +13210,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:36.492Z"
+                     *           "timestamp": "2026-05-28T09:00:06.158Z"
                      *         }
                      *       ]
                      *     }
@@ -13393,9 +13409,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/HqukQzMSHeB_hL_TMZkYGVMOw7EGKoMJCEpwroHSfxc",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/jE03wkwb_Bckr45oQKDrO59PXr0xX05nOP2AW8zWQp4",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:36.459Z"
+                     *       "expiresAt": "2026-05-28T09:15:06.116Z"
                      *     }
                      */
                     "application/json": {
@@ -14550,7 +14566,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:36.747Z",
+                     *       "createdAt": "2026-05-28T09:00:06.540Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14734,8 +14750,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:36.747Z",
-                     *       "closedAt": "2026-05-28T09:00:36.804Z"
+                     *       "createdAt": "2026-05-28T09:00:06.540Z",
+                     *       "closedAt": "2026-05-28T09:00:06.624Z"
                      *     }
                      */
                     "application/json": {
@@ -14914,11 +14930,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:36.821Z",
+                     *       "arrivalDate": "2026-05-30T09:00:06.647Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:36.821Z"
+                     *       "createdAt": "2026-05-28T09:00:06.647Z"
                      *     }
                      */
                     "application/json": {
@@ -15086,7 +15102,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:34.560Z"
+                     *           "createdAt": "2026-05-28T09:00:03.811Z"
                      *         }
                      *       ]
                      *     }
@@ -15240,7 +15256,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:34.560Z"
+                     *       "createdAt": "2026-05-28T09:00:03.811Z"
                      *     }
                      */
                     "application/json": {
@@ -15379,7 +15395,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:34.560Z"
+                     *       "createdAt": "2026-05-28T09:00:03.811Z"
                      *     }
                      */
                     "application/json": {
@@ -15530,7 +15546,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:34.560Z"
+                     *       "createdAt": "2026-05-28T09:00:03.811Z"
                      *     }
                      */
                     "application/json": {
@@ -16253,8 +16269,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:51.369Z",
-                     *       "to": "2026-05-28T09:03:51.369Z",
+                     *       "from": "2026-04-28T08:54:09.238Z",
+                     *       "to": "2026-05-28T09:09:09.238Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -16476,7 +16492,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:37.718Z",
+                     *       "asOf": "2026-05-28T09:00:07.590Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -16721,7 +16737,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T23:33:51.369Z",
+                     *           "end": "2026-01-25T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -16760,8 +16776,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T23:33:51.369Z",
-                     *           "end": "2026-02-25T23:33:51.369Z",
+                     *           "start": "2026-01-25T18:24:09.238Z",
+                     *           "end": "2026-02-25T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16800,8 +16816,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T23:33:51.369Z",
-                     *           "end": "2026-03-27T23:33:51.369Z",
+                     *           "start": "2026-02-25T18:24:09.238Z",
+                     *           "end": "2026-03-27T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16840,8 +16856,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T23:33:51.369Z",
-                     *           "end": "2026-04-27T23:33:51.369Z",
+                     *           "start": "2026-03-27T18:24:09.238Z",
+                     *           "end": "2026-04-27T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16880,8 +16896,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T23:33:51.369Z",
-                     *           "end": "2026-05-27T23:33:51.369Z",
+                     *           "start": "2026-04-27T18:24:09.238Z",
+                     *           "end": "2026-05-27T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16920,8 +16936,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T23:33:51.369Z",
-                     *           "end": "2026-06-27T23:33:51.369Z",
+                     *           "start": "2026-05-27T18:24:09.238Z",
+                     *           "end": "2026-06-27T18:24:09.238Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17173,8 +17189,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:51.369Z",
-                     *       "to": "2026-05-28T09:03:51.369Z",
+                     *       "from": "2026-04-28T08:54:09.238Z",
+                     *       "to": "2026-05-28T09:09:09.238Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -17357,35 +17373,35 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:51.369Z",
-                     *       "to": "2026-05-28T09:03:51.369Z",
+                     *       "from": "2026-04-28T08:54:09.238Z",
+                     *       "to": "2026-05-28T09:09:09.238Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-21T22:33:51.369Z",
+                     *           "start": "2026-04-21T17:24:09.238Z",
                      *           "label": "2026-04-21"
                      *         },
                      *         {
-                     *           "start": "2026-04-28T22:33:51.369Z",
+                     *           "start": "2026-04-28T17:24:09.238Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T22:33:51.369Z",
+                     *           "start": "2026-05-05T17:24:09.238Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T22:33:51.369Z",
+                     *           "start": "2026-05-12T17:24:09.238Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T22:33:51.369Z",
+                     *           "start": "2026-05-19T17:24:09.238Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T22:33:51.369Z",
+                     *           "start": "2026-05-26T17:24:09.238Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -17628,17 +17644,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…gkxg",
+                     *           "hint": "sk_test_…LOdQ",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:39.314Z",
+                     *           "createdAt": "2026-05-28T09:00:09.384Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…1fiY",
+                     *           "hint": "sk_test_…nAp8",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:38.958Z",
+                     *           "createdAt": "2026-05-28T09:00:08.979Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -17784,9 +17800,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…gkxg",
+                     *       "hint": "sk_test_…LOdQ",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:39.314Z",
+                     *       "createdAt": "2026-05-28T09:00:09.384Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -18109,18 +18125,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…sTUU",
+                     *       "hint": "sk_test_…h2kY",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:39.348Z",
+                     *       "createdAt": "2026-05-28T09:00:09.416Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…gkxg",
+                     *         "hint": "sk_test_…LOdQ",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:39.314Z",
-                     *         "expiresAt": "2026-05-28T10:00:39.348Z"
+                     *         "createdAt": "2026-05-28T09:00:09.384Z",
+                     *         "expiresAt": "2026-05-28T10:00:09.416Z"
                      *       }
                      *     }
                      */
@@ -18316,7 +18332,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:38.782Z",
+                     *           "createdAt": "2026-05-28T09:00:08.779Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18333,7 +18349,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:38.773Z",
+                     *           "createdAt": "2026-05-28T09:00:08.765Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18350,7 +18366,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:38.730Z",
+                     *           "createdAt": "2026-05-28T09:00:08.718Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18366,7 +18382,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThyZXY2YTFjeGQ2dm1haHo2Y3Exa2hj"
+                     *       "nextCursor": "YXVkXzAxbThzMGhia3JlMGV3emgxMzRtbmZteHk5"
                      *     }
                      */
                     "application/json": {
@@ -18545,7 +18561,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:36.747Z",
+                     *           "createdAt": "2026-05-28T09:00:06.540Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -18700,7 +18716,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:36.747Z",
+                     *       "createdAt": "2026-05-28T09:00:06.540Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18861,7 +18877,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:36.747Z",
+                     *       "createdAt": "2026-05-28T09:00:06.540Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -20660,8 +20676,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:37.237Z",
-                     *       "latencyMs": 74,
+                     *       "checkedAt": "2026-05-28T09:00:07.136Z",
+                     *       "latencyMs": 30,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -21029,8 +21045,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:33.810Z",
-                     *           "updatedAt": "2026-05-28T09:00:33.810Z"
+                     *           "createdAt": "2026-05-28T09:00:02.978Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.978Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -21040,8 +21056,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:34.497Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.497Z"
+                     *           "createdAt": "2026-05-28T09:00:03.747Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.747Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21213,8 +21229,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:34.497Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.497Z"
+                     *       "createdAt": "2026-05-28T09:00:03.747Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.747Z"
                      *     }
                      */
                     "application/json": {
@@ -21387,8 +21403,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:34.497Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.497Z"
+                     *       "createdAt": "2026-05-28T09:00:03.747Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.747Z"
                      *     }
                      */
                     "application/json": {
@@ -21538,8 +21554,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:34.497Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.460Z"
+                     *       "createdAt": "2026-05-28T09:00:03.747Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.428Z"
                      *     }
                      */
                     "application/json": {
@@ -21709,11 +21725,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:36.821Z",
+                     *           "arrivalDate": "2026-05-30T09:00:06.647Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:36.821Z"
+                     *           "createdAt": "2026-05-28T09:00:06.647Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21865,11 +21881,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:36.821Z",
+                     *       "arrivalDate": "2026-05-30T09:00:06.647Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:36.821Z"
+                     *       "createdAt": "2026-05-28T09:00:06.647Z"
                      *     }
                      */
                     "application/json": {
@@ -22054,8 +22070,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:34.276Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.276Z"
+                     *       "createdAt": "2026-05-28T09:00:03.488Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.488Z"
                      *     }
                      */
                     "application/json": {
@@ -22371,8 +22387,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:34.276Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.443Z"
+                     *       "createdAt": "2026-05-28T09:00:03.488Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.679Z"
                      *     }
                      */
                     "application/json": {
@@ -22627,8 +22643,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:38.469Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.479Z"
+                     *       "createdAt": "2026-05-28T09:00:08.442Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.454Z"
                      *     }
                      */
                     "application/json": {
@@ -22823,8 +22839,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnYuzjgZYVv3LfS",
-                     *       "connectedAt": "2026-05-28T09:00:38.193Z"
+                     *       "account": "acct_RndaSj6RkADgWFy",
+                     *       "connectedAt": "2026-05-28T09:00:08.127Z"
                      *     }
                      */
                     "application/json": {
@@ -22998,8 +23014,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnYuzjgZYVv3LfS",
-                     *       "connectedAt": "2026-05-28T09:00:38.193Z"
+                     *       "account": "acct_RndaSj6RkADgWFy",
+                     *       "connectedAt": "2026-05-28T09:00:08.127Z"
                      *     }
                      */
                     "application/json": {
@@ -23568,8 +23584,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:34.023Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.023Z"
+                     *           "createdAt": "2026-05-28T09:00:03.197Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.197Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23748,8 +23764,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:34.023Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.023Z"
+                     *       "createdAt": "2026-05-28T09:00:03.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.197Z"
                      *     }
                      */
                     "application/json": {
@@ -23924,8 +23940,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:34.023Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.023Z"
+                     *       "createdAt": "2026-05-28T09:00:03.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.197Z"
                      *     }
                      */
                     "application/json": {
@@ -24102,8 +24118,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:34.023Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.126Z"
+                     *       "createdAt": "2026-05-28T09:00:03.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.325Z"
                      *     }
                      */
                     "application/json": {
@@ -24278,8 +24294,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:38.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.528Z"
+                     *       "createdAt": "2026-05-28T09:00:08.497Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.506Z"
                      *     }
                      */
                     "application/json": {
@@ -24470,8 +24486,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:34.197Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.197Z"
+                     *           "createdAt": "2026-05-28T09:00:03.403Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.403Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -24517,8 +24533,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:34.276Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.276Z"
+                     *           "createdAt": "2026-05-28T09:00:03.488Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.488Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -24561,8 +24577,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:34.291Z",
-                     *           "updatedAt": "2026-05-28T09:00:34.291Z"
+                     *           "createdAt": "2026-05-28T09:00:03.506Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.506Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24910,8 +24926,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:34.276Z",
-                     *       "updatedAt": "2026-05-28T09:00:34.276Z"
+                     *       "createdAt": "2026-05-28T09:00:03.488Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.488Z"
                      *     }
                      */
                     "application/json": {
@@ -25383,13 +25399,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:38.955Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.975Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:39.104Z"
+                     *           "joinedAt": "2026-05-28T09:00:09.131Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -25398,8 +25414,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:39.148Z",
-                     *           "expiresAt": "2026-06-04T09:00:39.148Z"
+                     *           "createdAt": "2026-05-28T09:00:09.214Z",
+                     *           "expiresAt": "2026-06-04T09:00:09.214Z"
                      *         }
                      *       ]
                      *     }
@@ -25560,8 +25576,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:38.976Z",
-                     *       "expiresAt": "2026-06-04T09:00:38.976Z"
+                     *       "createdAt": "2026-05-28T09:00:08.999Z",
+                     *       "expiresAt": "2026-06-04T09:00:08.999Z"
                      *     }
                      */
                     "application/json": {
@@ -26049,7 +26065,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:39.104Z"
+                     *       "joinedAt": "2026-05-28T09:00:09.131Z"
                      *     }
                      */
                     "application/json": {
@@ -26463,7 +26479,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:36.723Z"
+                     *       "createdAt": "2026-05-28T09:00:06.502Z"
                      *     }
                      */
                     "application/json": {
@@ -26653,7 +26669,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:38.360Z"
+                     *       "createdAt": "2026-05-28T09:00:08.323Z"
                      *     }
                      */
                     "application/json": {
@@ -26831,7 +26847,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:38.360Z"
+                     *           "createdAt": "2026-05-28T09:00:08.323Z"
                      *         }
                      *       ]
                      *     }
@@ -26985,8 +27001,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:38.304Z",
-                     *           "updatedAt": "2026-05-28T09:00:38.304Z"
+                     *           "createdAt": "2026-05-28T09:00:08.260Z",
+                     *           "updatedAt": "2026-05-28T09:00:08.260Z"
                      *         }
                      *       ]
                      *     }
@@ -27160,8 +27176,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:38.304Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.304Z",
+                     *       "createdAt": "2026-05-28T09:00:08.260Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.260Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -27316,8 +27332,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:38.304Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.304Z"
+                     *       "createdAt": "2026-05-28T09:00:08.260Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.260Z"
                      *     }
                      */
                     "application/json": {
@@ -27609,8 +27625,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:38.304Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.341Z"
+                     *       "createdAt": "2026-05-28T09:00:08.260Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.305Z"
                      *     }
                      */
                     "application/json": {
@@ -27762,8 +27778,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:38.304Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.428Z"
+                     *       "createdAt": "2026-05-28T09:00:08.260Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.393Z"
                      *     }
                      */
                     "application/json": {
@@ -27915,8 +27931,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:38.304Z",
-                     *       "updatedAt": "2026-05-28T09:00:38.439Z"
+                     *       "createdAt": "2026-05-28T09:00:08.260Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.404Z"
                      *     }
                      */
                     "application/json": {
@@ -28209,7 +28225,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:38.421Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:08.382Z"
                      *     }
                      */
                     "application/json": {

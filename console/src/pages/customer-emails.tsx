@@ -18,6 +18,12 @@ const KINDS: readonly { key: keyof Settings; label: string; hint: string }[] = [
   { key: 'trialEnding', label: 'Trials ending', hint: 'Three days before a trial ends' },
   { key: 'upcomingRenewal', label: 'Upcoming renewals', hint: 'Seven days before a plan renews' },
   { key: 'receipts', label: 'Receipts', hint: 'Each payment taken, with its invoice' },
+  { key: 'refunds', label: 'Refunds', hint: 'Each refund made, with the payment it came from' },
+  {
+    key: 'autoTopUpFailed',
+    label: 'Failed auto top-ups',
+    hint: 'An automatic credit top-up was refused: when it is tried again, or that it stopped',
+  },
 ];
 
 const KIND_WORDS: Record<string, string> = {
@@ -25,6 +31,8 @@ const KIND_WORDS: Record<string, string> = {
   trial_ending: 'Trial ending',
   upcoming_renewal: 'Upcoming renewal',
   receipt: 'Receipt',
+  refund: 'Refund',
+  auto_topup_failed: 'Failed auto top-up',
 };
 
 /**

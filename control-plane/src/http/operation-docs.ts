@@ -50,9 +50,9 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'DELETE /v1/sdk/alerts/:id':
     'Deletes an alert (with its record of what it fired). 404 `alert_not_found` otherwise.',
   'GET /v1/sdk/customer-emails':
-    'Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal` and `receipts`. All are off until turned on.',
+    'Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds` and `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped). All are off until turned on.',
   'PATCH /v1/sdk/customer-emails':
-    'Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.',
+    'Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.',
   'GET /v1/sdk/customer-emails/messages':
     'The billing mails to customers, newest first (`limit`, `cursor`), or one customer’s (`customerRef`): each with its kind, the event it is about, its status (`pending`, `sent`, `skipped` when the customer has no address or was deleted, `failed` after every attempt), the address and subject it went with, and the last error.',
   'POST /v1/sdk/portal-sessions':

@@ -182,10 +182,13 @@ export class AutoTopUps {
     const pack = await packOf(tx, tenant, setting.customer_id, setting.product_id);
     let failure: string | undefined;
     let paid: { credits: number; amount: number; paymentId: string } | undefined;
+    /** What this attempt asked to be paid, once its pack is known (a failed attempt's event names it). */
+    let asked: { credits: number; amount: number; currency: string } | undefined;
     if (typeof pack === 'string') failure = pack;
     else {
       const amount = pack.amount * setting.packs;
       const credits = pack.credits * setting.packs;
+      asked = { credits, amount, currency: pack.currency };
       const charged = await this.payments.charge(tx, tenant, {
         customerId: setting.customer_id,
         // A top-up pays for credits, not the purchase's period: held apart from its invoices.
@@ -235,6 +238,7 @@ export class AutoTopUps {
       created: unixSeconds(at),
       ...(paid === undefined
         ? {
+            ...asked,
             failure_reason: failure,
             failures,
             stopped,

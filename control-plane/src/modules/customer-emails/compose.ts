@@ -13,6 +13,8 @@ export interface MailFacts {
   planName: string | null;
   /** The invoice the mail is about: the open one a failed payment left, or the one a payment paid. */
   invoice: { total: number; currency: string; hostedUrl: string | null } | null;
+  /** The payment a receipt is for, or the one a refund returns money of. */
+  payment: { amount: number; currency: string; createdAt: Date } | null;
   /** Whether the customer has a card their next payment can be taken from. */
   hasCard: boolean;
   /** Where the customer signs in to their portal (pay now, cards, invoices). */
@@ -32,6 +34,25 @@ function day(seconds: number | null): string | null {
     timeZone: 'UTC',
   }).format(new Date(seconds * 1000));
 }
+
+/** A Unix-seconds field as a moment a customer reads: "1 July 2026, 10:00 UTC". */
+function moment(seconds: number | null): string | null {
+  if (seconds === null) return null;
+  const hhmm = new Date(seconds * 1000).toISOString().slice(11, 16);
+  return `${day(seconds)}, ${hhmm} UTC`;
+}
+
+/** Why a payment was refused, in the customer's words; a code not known here is shown as it is. */
+const REFUSED: Readonly<Record<string, string>> = {
+  card_declined: 'your card was declined',
+  insufficient_funds: 'your card has insufficient funds',
+  expired_or_canceled_card: 'your card has expired or was cancelled',
+  no_payment_method: 'there is no card on file',
+  no_plan: 'you no longer have a plan these credits are for',
+  no_top_up_pack: 'your plan no longer offers top-ups',
+};
+const refusal = (code: string | null) =>
+  code === null ? 'the payment was refused' : (REFUSED[code] ?? `the payment was refused (${code})`);
 
 /** The subject and plain text of one mail; the subject names the merchant, as alert mails do. */
 export function composeMail(f: MailFacts): { subject: string; text: string } {
@@ -95,6 +116,39 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
         ...(text(o.transaction_reference) === null ? [] : [`Reference: ${text(o.transaction_reference)}`]),
         ...(f.invoice?.hostedUrl == null ? [] : [`Invoice: ${f.invoice.hostedUrl}`]),
       );
+      break;
+    }
+    case 'refund': {
+      const refunded = number(o.amount) ?? 0;
+      const paid = f.payment;
+      subject = `your refund of ${money(refunded)}`;
+      body.push(
+        paid === null
+          ? `We have refunded ${money(refunded)} to you${f.planName === null ? '' : ` for ${plan}`}.`
+          : `We have refunded ${money(refunded)} of your payment of ${formatMoney(paid.amount, paid.currency)} on ${day(Math.floor(paid.createdAt.getTime() / 1000))}${f.planName === null ? '' : ` for ${plan}`}.`,
+        'It goes back to the card the payment was taken from; your bank may take 5 to 10 days to show it.',
+        ...(f.invoice?.hostedUrl == null ? [] : [`Invoice: ${f.invoice.hostedUrl}`]),
+      );
+      break;
+    }
+    case 'auto_topup_failed': {
+      const asked = number(o.amount);
+      const credits = number(o.credits);
+      const why = refusal(text(o.failure_reason));
+      subject =
+        asked === null ? 'your automatic top-up failed' : `your automatic top-up of ${money(asked)} failed`;
+      body.push(
+        asked === null || credits === null
+          ? `We could not top up your credits automatically: ${why}.`
+          : `We could not add ${credits.toLocaleString('en-US')} credits (${money(asked)}) to your balance automatically: ${why}.`,
+      );
+      const retry = moment(number(o.retry_at));
+      const failures = number(o.failures) ?? 1;
+      if (o.stopped === true || retry === null)
+        body.push(
+          `Automatic top-ups have stopped after ${failures === 1 ? 'this failed attempt' : `${failures} failed attempts in a row`}. To start them again, check your card and save your auto top-up: ${f.portalUrl}`,
+        );
+      else body.push(`We will try again on ${retry}. To use another card, sign in: ${f.portalUrl}`);
       break;
     }
   }

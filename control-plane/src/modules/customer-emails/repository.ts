@@ -6,9 +6,17 @@ import type { KeysetPosition } from '../../http/keyset';
 /**
  * The kinds of mail a provider may send its customers, and the event that calls for each: a
  * recurring payment that failed (dunning started or went on) or a trial that ended unpaid; a
- * trial about to end; a renewal coming up; a payment taken.
+ * trial about to end; a renewal coming up; a payment taken; a refund made; an automatic credit
+ * top-up whose payment failed.
  */
-export const MAIL_KINDS = ['payment_failed', 'trial_ending', 'upcoming_renewal', 'receipt'] as const;
+export const MAIL_KINDS = [
+  'payment_failed',
+  'trial_ending',
+  'upcoming_renewal',
+  'receipt',
+  'refund',
+  'auto_topup_failed',
+] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
 const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
@@ -17,6 +25,8 @@ const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
   'purchase.trial_ending': 'trial_ending',
   'purchase.renewal_reminder': 'upcoming_renewal',
   'payment.succeeded': 'receipt',
+  'payment.refunded': 'refund',
+  'credits.auto_topup_failed': 'auto_topup_failed',
 };
 
 type Tenant = { providerId: string; environment: Environment };

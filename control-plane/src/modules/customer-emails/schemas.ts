@@ -10,6 +10,11 @@ const kindFlags = {
   trialEnding: Type.Boolean({ description: 'A trial ends soon (purchase.trial_ending)' }),
   upcomingRenewal: Type.Boolean({ description: 'A renewal is coming up (purchase.renewal_reminder)' }),
   receipts: Type.Boolean({ description: 'A payment was taken (payment.succeeded)' }),
+  refunds: Type.Boolean({ description: 'A refund was made (payment.refunded)' }),
+  autoTopUpFailed: Type.Boolean({
+    description:
+      'An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped)',
+  }),
 };
 
 /** Which mails go to this environment's customers; none until turned on. */
@@ -21,6 +26,8 @@ export const CustomerEmailUpdate = Type.Object(
     trialEnding: Type.Optional(kindFlags.trialEnding),
     upcomingRenewal: Type.Optional(kindFlags.upcomingRenewal),
     receipts: Type.Optional(kindFlags.receipts),
+    refunds: Type.Optional(kindFlags.refunds),
+    autoTopUpFailed: Type.Optional(kindFlags.autoTopUpFailed),
   },
   { additionalProperties: false, minProperties: 1 },
 );

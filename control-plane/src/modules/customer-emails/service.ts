@@ -9,7 +9,7 @@ import { findInvoice, type InvoiceRow, listInvoices } from '../billing/repositor
 import { hostedInvoiceUrl } from '../billing/service';
 import { customerFilter } from '../customers/filter';
 import { findCustomer } from '../customers/repository';
-import { findDefaultMethod, paymentInvoiceId } from '../payments/repository';
+import { findDefaultMethod, findPaymentSummary, type PaymentSummary } from '../payments/repository';
 import { findPlan } from '../plans/repository';
 import { signInPath } from '../portal/page';
 import { getProvider } from '../providers/repository';
@@ -33,6 +33,8 @@ const SETTING_OF: Record<MailKind, keyof Static<typeof CustomerEmailSettings>> =
   trial_ending: 'trialEnding',
   upcoming_renewal: 'upcomingRenewal',
   receipt: 'receipts',
+  refund: 'refunds',
+  auto_topup_failed: 'autoTopUpFailed',
 };
 
 /** After each failed attempt, the wait before the next; after the last, the mail has failed. */
@@ -57,7 +59,7 @@ const toMessage = (r: MailRow) => ({
 /**
  * Mail to a provider's customers about their billing, as Stripe Billing sends it: a failed
  * recurring payment (with the day of the next try and a way to pay now), a trial about to end, a
- * renewal coming up, a receipt. A provider turns each kind on per environment; every event of a
+ * renewal coming up, a receipt, a refund, an automatic top-up that could not be paid. A provider turns each kind on per environment; every event of a
  * kind turned on writes its mail in its own transaction (repository.ts), and `runDue`, a job of
  * the scheduler's pass, words and sends it, trying again on MAIL_RETRY_MINUTES. A mail is sent
  * at least once: SMTP accepting it and a crash before it is marked sent would send it again.
@@ -154,9 +156,10 @@ export class CustomerEmails {
     if (mail.event === null) return skip('the event is no longer kept');
     const object = mail.event.data.object;
     const merchant = await getProvider(this.pool, mail.provider_id);
-    const planId = typeof object.plan === 'string' ? object.plan : null;
+    const payment = await this.paymentOf(mail, object);
+    const planId = typeof object.plan === 'string' ? object.plan : (payment?.plan_id ?? null);
     const plan = planId === null ? undefined : await findPlan(this.pool, tenant, planId);
-    const invoice = await this.invoiceOf(mail, object);
+    const invoice = await this.invoiceOf(mail, object, payment);
     const message = composeMail({
       kind: mail.kind,
       type: mail.event.type,
@@ -176,16 +179,30 @@ export class CustomerEmails {
               currency: invoice.currency,
               hostedUrl: hostedInvoiceUrl(this.publicUrl, invoice),
             },
+      payment:
+        payment === undefined
+          ? null
+          : { amount: payment.amount, currency: payment.currency, createdAt: payment.created_at },
       hasCard: (await findDefaultMethod(this.pool, customer.id)) !== undefined,
       portalUrl: `${this.publicUrl}${signInPath(tenant)}`,
     });
     return { to: customer.email, ...message };
   }
 
+  /** The payment a receipt is for, or the one a refund returns money of. */
+  private async paymentOf(
+    mail: LeasedMail,
+    object: Record<string, unknown>,
+  ): Promise<PaymentSummary | undefined> {
+    const id = mail.kind === 'receipt' ? object.id : mail.kind === 'refund' ? object.payment : undefined;
+    return typeof id === 'string' ? findPaymentSummary(this.pool, id) : undefined;
+  }
+
   /** A failed payment's open invoice (the purchase's newest), or the invoice a payment paid. */
   private async invoiceOf(
     mail: LeasedMail,
     object: Record<string, unknown>,
+    payment: PaymentSummary | undefined,
   ): Promise<InvoiceRow | undefined> {
     const tenant = { providerId: mail.provider_id, environment: mail.environment };
     if (mail.kind === 'payment_failed' && typeof object.id === 'string') {
@@ -198,10 +215,7 @@ export class CustomerEmails {
       });
       return open.at(-1);
     }
-    if (mail.kind === 'receipt' && typeof object.id === 'string') {
-      const invoiceId = await paymentInvoiceId(this.pool, object.id);
-      return invoiceId === null ? undefined : findInvoice(this.pool, tenant, invoiceId);
-    }
-    return undefined;
+    const invoiceId = payment?.invoice_id ?? null;
+    return invoiceId === null ? undefined : findInvoice(this.pool, tenant, invoiceId);
   }
 }

@@ -173,7 +173,12 @@ export class Refunder {
         at,
       });
     }
-    await writeEvent(tx, { ...auth, type: 'payment.refund_pending', object: refundObject(refund), at });
+    await writeEvent(tx, {
+      ...auth,
+      type: 'payment.refund_pending',
+      object: refundObject(refund, payment),
+      at,
+    });
     return refund;
   }
 
@@ -208,12 +213,12 @@ export class Refunder {
       await writeEvent(tx, {
         ...auth,
         type: 'payment.refund_failed',
-        object: { ...refundObject(refund), failure_reason: refund.failure_reason ?? 'failed' },
+        object: { ...refundObject(refund, payment), failure_reason: refund.failure_reason ?? 'failed' },
         at,
       });
       return;
     }
-    await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund), at });
+    await writeEvent(tx, { ...auth, type: 'payment.refunded', object: refundObject(refund, payment), at });
   }
 }
 
@@ -246,14 +251,18 @@ const alreadyMade = (refund: RefundRow) =>
     refund: refund.id,
   });
 
-/** payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. */
-const refundObject = (r: RefundRow) => ({
+/**
+ * payment.refund_pending, payment.refunded (spec 6.5); refund_failed adds failure_reason. The
+ * customer refunded is named too, so the event is in that customer's events and mail.
+ */
+const refundObject = (r: RefundRow, payment: Pick<PaymentRow, 'customer_id'>) => ({
   id: r.id,
   amount: r.amount,
   currency: r.currency,
   processor_refund: r.processor_refund,
   reason: r.reason,
   payment: r.payment_id,
+  customer: payment.customer_id,
   status: r.status,
   created: unixSeconds(r.created_at),
 });

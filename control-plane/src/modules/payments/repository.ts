@@ -236,13 +236,24 @@ export async function lockPayment(
   return rows[0];
 }
 
-/** The invoice a payment was taken for, if any. */
-export async function paymentInvoiceId(db: Queryable, paymentId: string): Promise<string | null> {
-  const { rows } = await db.query<{ invoice_id: string | null }>(
-    'SELECT invoice_id FROM payments WHERE id = $1',
+/** What a customer's mail about a payment names of it: the amount, when, for which plan and invoice. */
+export interface PaymentSummary {
+  amount: number;
+  currency: string;
+  created_at: Date;
+  plan_id: string | null;
+  invoice_id: string | null;
+}
+
+export async function findPaymentSummary(
+  db: Queryable,
+  paymentId: string,
+): Promise<PaymentSummary | undefined> {
+  const { rows } = await db.query<PaymentSummary>(
+    'SELECT amount, currency, created_at, plan_id, invoice_id FROM payments WHERE id = $1',
     [paymentId],
   );
-  return rows[0]?.invoice_id ?? null;
+  return rows[0];
 }
 
 /** What was refunded of a payment so far (failed refunds aside). */
