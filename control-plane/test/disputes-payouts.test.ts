@@ -260,4 +260,42 @@ describe('payouts', () => {
     );
     expect((await s.live('POST', '/v1/sdk/sandbox/payouts', {})).body.code).toBe('sandbox_only');
   });
+
+  it('a balance whose payout fails holds up no other, and is paid out on a later pass', async () => {
+    clock.set(new Date('2026-06-20T09:00:00.000Z'));
+    const a = await seller('Payee A');
+    const b = await seller('Payee B');
+    await a.buy(SANDBOX_CARDS.succeeds);
+    await b.buy(SANDBOX_CARDS.succeeds);
+    // The first of the two in the pass's order (balances go by provider id) fails in the
+    // database: any payout row of its provider is refused.
+    const [first, second] = [a, b].sort((x, y) => (x.provider.id < y.provider.id ? -1 : 1)) as [
+      typeof a,
+      typeof b,
+    ];
+    await harness.pool.query(`CREATE FUNCTION refuse_payout() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'payouts of this provider are refused'; END $$`);
+    await harness.pool.query(
+      `CREATE TRIGGER refuse_payout BEFORE INSERT ON payouts FOR EACH ROW
+         WHEN (NEW.provider_id = '${first.provider.id}') EXECUTE FUNCTION refuse_payout()`,
+    );
+    try {
+      await harness.controlPlane.scheduler.runDue();
+      expect((await second.api('GET', '/v1/ui/payouts')).body.data).toEqual([
+        expect.objectContaining({ amount: 1000, automatic: true }),
+      ]);
+      expect((await first.api('GET', '/v1/ui/payouts')).body.data).toEqual([]);
+      expect(await first.balance()).toMatchObject({ closingBalance: 1000 });
+    } finally {
+      await harness.pool.query('DROP TRIGGER refuse_payout ON payouts');
+      await harness.pool.query('DROP FUNCTION refuse_payout()');
+    }
+    // Later that day the failed balance is paid out, and the other once only.
+    clock.set(new Date('2026-06-20T10:00:00.000Z'));
+    await harness.controlPlane.scheduler.runDue();
+    expect((await first.api('GET', '/v1/ui/payouts')).body.data).toEqual([
+      expect.objectContaining({ amount: 1000, automatic: true }),
+    ]);
+    expect((await second.api('GET', '/v1/ui/payouts')).body.data).toHaveLength(1);
+  });
 });

@@ -75,30 +75,48 @@ export class PayoutService {
     this.paidOutByProcessor = test;
   }
 
-  /** Scheduler job: the day's automatic payouts, once per day per process (the index makes it once overall). */
+  /**
+   * Scheduler job: the day's automatic payouts, once per day per process (the index makes it once
+   * overall). A balance whose payout fails is logged and passed over, so one provider's trouble
+   * holds up no other's payout; the day is done only when every balance was paid out (or had
+   * nothing to pay), so the next pass tries the failed ones again.
+   */
   async payOutDue(): Promise<number> {
     const now = this.clock.now();
     const day = now.toISOString().slice(0, 10);
     if (this.settings.schedule === 'manual' || this.lastScheduledDay === day) return 0;
     if (this.settings.schedule === 'weekly' && now.getUTCDay() !== 1) return 0;
     let made = 0;
+    let failed = 0;
     for (const balance of await positiveBalances(this.pool)) {
       const auth: AuthContext = { providerId: balance.provider_id, environment: balance.environment };
-      if (await this.paidOutByProcessor(auth)) continue;
-      const payout = await inTransaction(this.pool, (tx) =>
-        this.make(tx, auth, {
-          currency: balance.currency,
-          amount: undefined,
-          scheduledFor: day,
-          failure: null,
-        }),
-      ).catch((error: unknown) => {
-        if (error instanceof ConflictError) return undefined;
-        throw error;
-      });
-      if (payout !== undefined) made++;
+      try {
+        if (await this.paidOutByProcessor(auth)) continue;
+        const payout = await inTransaction(this.pool, (tx) =>
+          this.make(tx, auth, {
+            currency: balance.currency,
+            amount: undefined,
+            scheduledFor: day,
+            failure: null,
+          }),
+        );
+        if (payout !== undefined) made++;
+      } catch (error) {
+        // Spent since it was listed: nothing to pay out.
+        if (error instanceof ConflictError) continue;
+        failed++;
+        this.logger.warn(
+          {
+            err: error,
+            provider: auth.providerId,
+            environment: auth.environment,
+            currency: balance.currency,
+          },
+          'payout not made in this pass',
+        );
+      }
     }
-    this.lastScheduledDay = day;
+    if (failed === 0) this.lastScheduledDay = day;
     return made;
   }
 
