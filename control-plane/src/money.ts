@@ -11,6 +11,7 @@ import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
 import { DisputeService } from './modules/disputes/service';
 import { Ledger } from './modules/ledger/service';
+import { CardExpiry } from './modules/payments/card-expiry';
 import { ChargeJournal } from './modules/payments/journal';
 import { Refunder } from './modules/payments/refunder';
 import { RefundService } from './modules/payments/refunds';
@@ -115,6 +116,8 @@ export function buildMoney(d: MoneyDeps) {
     journal,
     logger,
   );
+  const cardExpiry = new CardExpiry(paying, clock, logger);
+  scheduler.addCustomerJob((clockId) => cardExpiry.announceDue(clockId));
   scheduler.addJob(() => payouts.payOutDue());
   scheduler.addJob(() => processors.reconcileYesterday(logger));
   scheduler.addJob(() => payouts.settleDue());

@@ -58,19 +58,23 @@ async function seller(name: string, kinds: Json = {}) {
     expect(created.status).toBe(201);
     return created.body.id as string;
   };
-  const card = async (ref: string, number: string) =>
+  const card = async (ref: string, number: string, expires = { expMonth: 12, expYear: 2035 }) =>
     expect(
       (
         await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
-          card: { number, expMonth: 12, expYear: 2035, cvc: '123' },
+          card: { number, ...expires, cvc: '123' },
         })
       ).status,
     ).toBe(201);
   /** A customer (with this email, or none) on the plan, paid by a good card unless `noCard`. */
-  const subscribe = async (planRef: string, email: string | null, options: { noCard?: boolean } = {}) => {
+  const subscribe = async (
+    planRef: string,
+    email: string | null,
+    options: { noCard?: boolean; expires?: { expMonth: number; expYear: number } } = {},
+  ) => {
     const customer = (await api('POST', '/v1/sdk/customers', email === null ? {} : { email, name: 'Ada' }))
       .body;
-    if (options.noCard !== true) await card(customer.reference, SANDBOX_CARDS.succeeds);
+    if (options.noCard !== true) await card(customer.reference, SANDBOX_CARDS.succeeds, options.expires);
     const activation = await api('POST', '/v1/sdk/activate', { customerRef: customer.reference, planRef });
     expect(activation.status).toBe(200);
     return { customer: customer.reference as string, purchase: activation.body.purchaseRef as string };
@@ -97,6 +101,7 @@ describe('which billing mails a provider sends', () => {
       receipts: false,
       refunds: false,
       autoTopUpFailed: false,
+      expiringCards: false,
     };
     expect(await s.api('GET', '/v1/sdk/customer-emails')).toEqual({ status: 200, body: none });
     expect(await s.api('PATCH', '/v1/sdk/customer-emails', { paymentFailed: true })).toEqual({
@@ -354,6 +359,85 @@ describe('mail about refunds and automatic top-ups', () => {
       'auto_topup_failed sent',
       'auto_topup_failed sent',
     ]);
+  });
+});
+
+describe('expiring cards', () => {
+  it('announces a default card in the month it expires, once, to customers who will be charged again', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Card Co', { expiringCards: true });
+    const plan = await s.plan();
+    const march = { expMonth: 3, expYear: 2026 };
+    const renewing = await s.subscribe(plan, 'ada@card.example', { expires: march });
+    // Its plan set to end with the period: it will not be charged again.
+    const leaving = await s.subscribe(plan, 'linus@card.example', { expires: march });
+    expect(
+      (await s.api('POST', `/v1/sdk/purchases/${leaving.purchase}/cancel`, { atPeriodEnd: true })).status,
+    ).toBe(200);
+    // A card of April's: not this month.
+    const later = await s.subscribe(plan, 'grace@card.example', { expires: { expMonth: 4, expYear: 2026 } });
+
+    at('2026-03-02T08:00:00.000Z');
+    await run();
+    await run();
+    const announced = async () =>
+      ((await s.api('GET', '/v1/events?type=customer.card_expiring&limit=100')).body.data as Json[]).map(
+        (e) => e.data.object,
+      );
+    expect(await announced()).toEqual([
+      {
+        id: renewing.customer,
+        object: 'customer',
+        card: {
+          id: expect.stringMatching(/^pm_/),
+          brand: 'visa',
+          last4: '4242',
+          exp_month: 3,
+          exp_year: 2026,
+        },
+      },
+    ]);
+    const mail = await mailbox.textFor('ada@card.example', 0);
+    expect(mail).toContain('Subject: [Sandbox] Card Co: your Visa card ending 4242 expires this month');
+    expect(mail).toContain(
+      'The Visa card ending 4242 your payments are taken from expires at the end of March 2026.',
+    );
+    expect(mail).toContain(
+      `To keep your service without a break, add a new card before then: ${s.portalUrl}`,
+    );
+    expect(mailbox.countFor('linus@card.example')).toBe(0);
+    expect(mailbox.countFor('grace@card.example')).toBe(0);
+
+    // In April, April's card; March's is not announced again.
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    expect((await announced()).map((o) => o.id)).toEqual([later.customer, renewing.customer]);
+    expect(mailbox.countFor('ada@card.example')).toBe(1);
+
+    // A customer on a test clock: announced when the clock reaches the month, at its time.
+    const testClock = (await s.api('POST', '/v1/sdk/test-clocks', { frozenTime: '2026-05-20T00:00:00Z' }))
+      .body;
+    const onClock = (
+      await s.api('POST', '/v1/sdk/customers', { testClock: testClock.id, email: 'fay@card.example' })
+    ).body.reference as string;
+    await s.card(onClock, SANDBOX_CARDS.succeeds, { expMonth: 6, expYear: 2026 });
+    expect((await s.api('POST', '/v1/sdk/activate', { customerRef: onClock, planRef: plan })).status).toBe(
+      200,
+    );
+    await run();
+    expect(await s.messages(onClock)).toEqual([]);
+    const advanced = await s.api('POST', `/v1/sdk/test-clocks/${testClock.id}/advance`, {
+      frozenTime: '2026-06-03T00:00:00Z',
+    });
+    expect(advanced.body.status).toBe('ready');
+    const events = (await s.api('GET', `/v1/events?type=customer.card_expiring&customerRef=${onClock}`)).body
+      .data as Json[];
+    expect(events).toHaveLength(1);
+    expect(events[0]?.created).toBeGreaterThanOrEqual(Date.parse('2026-06-01T00:00:00Z') / 1000);
+    // Its mail goes at once by the real clock, which this test's fake one must pass the clock's time for.
+    at('2026-06-03T00:01:00.000Z');
+    await sendDue();
+    expect(await mailbox.textFor('fay@card.example', 0)).toContain('expires at the end of June 2026.');
   });
 });
 

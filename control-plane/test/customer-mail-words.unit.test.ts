@@ -94,4 +94,22 @@ describe('billing mail words', () => {
       'Automatic top-ups have stopped after this failed attempt. To start them again, check your card',
     );
   });
+
+  it('words an expiring card by its brand and month, and a brand or expiry it does not know', () => {
+    const expiring = (card: Record<string, unknown>) =>
+      composeMail({
+        ...base,
+        kind: 'card_expiring' as const,
+        type: 'customer.card_expiring',
+        object: { card },
+      });
+    const visa = expiring({ brand: 'mastercard', last4: '4444', exp_month: 12, exp_year: 2026 });
+    expect(visa.subject).toBe('Acme: your Mastercard ending 4444 expires this month');
+    expect(visa.text).toContain(
+      'The Mastercard ending 4444 your payments are taken from expires at the end of December 2026.',
+    );
+    const odd = expiring({ brand: 'elo', last4: '0000', exp_month: 'x', exp_year: 2026 });
+    expect(odd.subject).toBe('Acme: your card ending 0000 expires soon');
+    expect(odd.text).toContain('The card ending 0000 your payments are taken from expires soon.');
+  });
 });

@@ -643,7 +643,7 @@ export interface paths {
         };
         /**
          * Which billing mails go to this environment’s customers
-         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds` and `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped). All are off until turned on.
+         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds`, `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped) and `expiringCards` (the default card expires this month and will be charged again: add a new one). All are off until turned on.
          */
         get: operations["getCustomerEmailSettings"];
         put?: never;
@@ -653,7 +653,7 @@ export interface paths {
         head?: never;
         /**
          * Turns billing mails to customers on or off, kind by kind
-         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
+         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`, `customer.card_expiring`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
          */
         patch: operations["updateCustomerEmailSettings"];
         trace?: never;
@@ -2409,11 +2409,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "lJ8n39rUvMbb0dAnzjMmxVWhWxyASZeTMvfBfrJzpr4",
-                     *           "y": "Xt_GNvjVUi5vrkAaNryx36_QfPCg631hHOwLdHi5KnE",
+                     *           "x": "d3gj6b--_PHuBkv8jbiBjMG6CWEavLaTH6bUUfNfAuM",
+                     *           "y": "gYwQtMjeD8jIMcy4v4PKqi-oGEaZ5oxbIdRocHDIY7g",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "c69a3b3b116441c6",
+                     *           "kid": "7b65cbcf7d737031",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2542,8 +2542,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.278Z",
-                     *       "to": "2026-05-28T09:00:06.278Z",
+                     *       "from": "2026-04-28T09:00:04.971Z",
+                     *       "to": "2026-05-28T09:00:04.971Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2881,8 +2881,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:06.249Z",
-                     *       "to": "2026-05-28T09:00:06.249Z",
+                     *       "from": "2026-04-28T09:00:04.960Z",
+                     *       "to": "2026-05-28T09:00:04.960Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3054,7 +3054,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:06.179Z",
+                     *       "to": "2026-05-28T09:00:04.926Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3239,9 +3239,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:09.202Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.202Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.202Z"
+                     *       "createdAt": "2026-05-28T09:00:07.339Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.339Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.339Z"
                      *     }
                      */
                     "application/json": {
@@ -3474,7 +3474,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:08.999Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.189Z"
                      *     }
                      */
                     "application/json": {
@@ -3843,9 +3843,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:08.614Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.614Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.628Z"
+                     *       "createdAt": "2026-05-28T09:00:06.896Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.896Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.908Z"
                      *     }
                      */
                     "application/json": {
@@ -4332,9 +4332,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:08.614Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.614Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.614Z"
+                     *       "createdAt": "2026-05-28T09:00:06.896Z",
+                     *       "expiresAt": "2026-05-28T21:00:06.896Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:06.896Z"
                      *     }
                      */
                     "application/json": {
@@ -4545,7 +4545,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:08.815Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.037Z"
                      *     }
                      */
                     "application/json": {
@@ -4721,9 +4721,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:08.986Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.986Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.986Z"
+                     *       "createdAt": "2026-05-28T09:00:07.180Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.180Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.180Z"
                      *     }
                      */
                     "application/json": {
@@ -5188,7 +5188,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796135758,
+                     *       "client_id_issued_at": 1796149731,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5361,7 +5361,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:07.735Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.140Z"
                      *     }
                      */
                     "application/json": {
@@ -7150,8 +7150,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:06.416Z",
-                     *       "createdAt": "2026-05-28T09:00:06.416Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.103Z",
+                     *       "createdAt": "2026-05-28T09:00:05.103Z"
                      *     }
                      */
                     "application/json": {
@@ -7308,8 +7308,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:06.416Z",
-                     *       "createdAt": "2026-05-28T09:00:06.416Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.103Z",
+                     *       "createdAt": "2026-05-28T09:00:05.103Z"
                      *     }
                      */
                     "application/json": {
@@ -7455,12 +7455,15 @@ export interface operations {
                      *       "upcomingRenewal": false,
                      *       "receipts": true,
                      *       "refunds": false,
-                     *       "autoTopUpFailed": false
+                     *       "autoTopUpFailed": false,
+                     *       "expiringCards": false
                      *     }
                      */
                     "application/json": {
                         /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                         autoTopUpFailed: boolean;
+                        /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
+                        expiringCards: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                         paymentFailed: boolean;
                         /** @description A payment was taken (payment.succeeded) */
@@ -7586,6 +7589,8 @@ export interface operations {
                 "application/json": {
                     /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                     autoTopUpFailed?: boolean;
+                    /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
+                    expiringCards?: boolean;
                     /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                     paymentFailed?: boolean;
                     /** @description A payment was taken (payment.succeeded) */
@@ -7613,12 +7618,15 @@ export interface operations {
                      *       "upcomingRenewal": false,
                      *       "receipts": true,
                      *       "refunds": false,
-                     *       "autoTopUpFailed": false
+                     *       "autoTopUpFailed": false,
+                     *       "expiringCards": false
                      *     }
                      */
                     "application/json": {
                         /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                         autoTopUpFailed: boolean;
+                        /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
+                        expiringCards: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
                         paymentFailed: boolean;
                         /** @description A payment was taken (payment.succeeded) */
@@ -7764,7 +7772,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.794Z"
+                     *           "sentAt": "2026-05-28T09:00:04.583Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -7777,7 +7785,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.675Z"
+                     *           "sentAt": "2026-05-28T09:00:04.462Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7797,7 +7805,7 @@ export interface operations {
                             /** @description cml_… */
                             id: string;
                             /** @enum {string} */
-                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt" | "refund" | "auto_topup_failed";
+                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt" | "refund" | "auto_topup_failed" | "card_expiring";
                             /** @description Why the last attempt did not send it */
                             lastError: string | null;
                             sentAt: string | null;
@@ -7983,8 +7991,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.940Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.940Z"
+                     *           "createdAt": "2026-05-28T09:00:03.060Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.060Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -7996,8 +8004,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.956Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.956Z"
+                     *           "createdAt": "2026-05-28T09:00:03.074Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.074Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8184,8 +8192,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.940Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.940Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.060Z"
                      *     }
                      */
                     "application/json": {
@@ -8676,8 +8684,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.940Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.051Z"
+                     *       "createdAt": "2026-05-28T09:00:03.060Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.141Z"
                      *     }
                      */
                     "application/json": {
@@ -10375,7 +10383,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:04.121Z"
+                     *       "createdAt": "2026-05-28T09:00:03.194Z"
                      *     }
                      */
                     "application/json": {
@@ -10658,7 +10666,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:06.834Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.415Z"
                      *     }
                      */
                     "application/json": {
@@ -10845,8 +10853,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.956Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.956Z"
+                     *       "createdAt": "2026-05-28T09:00:03.074Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.074Z"
                      *     }
                      */
                     "application/json": {
@@ -11054,7 +11062,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T18:24:09.238Z"
+                     *                 "end": "2026-01-25T14:31:15.017Z"
                      *               }
                      *             }
                      *           ],
@@ -11767,7 +11775,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T18:24:09.238Z"
+                     *             "end": "2026-01-25T14:31:15.017Z"
                      *           }
                      *         }
                      *       ],
@@ -12039,7 +12047,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T18:24:09.238Z"
+                     *             "end": "2026-01-25T14:31:15.017Z"
                      *           }
                      *         }
                      *       ],
@@ -12287,7 +12295,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T18:24:09.238Z",
+                     *         "periodEnd": "2026-01-25T14:31:15.017Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12978,7 +12986,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:06.135Z"
+                     *       "timestamp": "2026-05-28T09:00:04.872Z"
                      *     }
                      */
                     "application/json": {
@@ -13202,7 +13210,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:06.158Z"
+                     *           "timestamp": "2026-05-28T09:00:04.901Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -13210,7 +13218,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:06.158Z"
+                     *           "timestamp": "2026-05-28T09:00:04.901Z"
                      *         }
                      *       ]
                      *     }
@@ -13409,9 +13417,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/jE03wkwb_Bckr45oQKDrO59PXr0xX05nOP2AW8zWQp4",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/SFIMStlJ0cUSF2u1wLHul9l9qEKVcxNBD9A3fYmOkl4",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:06.116Z"
+                     *       "expiresAt": "2026-05-28T09:15:04.858Z"
                      *     }
                      */
                     "application/json": {
@@ -14566,7 +14574,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.540Z",
+                     *       "createdAt": "2026-05-28T09:00:05.194Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14750,8 +14758,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.540Z",
-                     *       "closedAt": "2026-05-28T09:00:06.624Z"
+                     *       "createdAt": "2026-05-28T09:00:05.194Z",
+                     *       "closedAt": "2026-05-28T09:00:05.249Z"
                      *     }
                      */
                     "application/json": {
@@ -14930,11 +14938,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:06.647Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.263Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:06.647Z"
+                     *       "createdAt": "2026-05-28T09:00:05.263Z"
                      *     }
                      */
                     "application/json": {
@@ -15102,7 +15110,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.811Z"
+                     *           "createdAt": "2026-05-28T09:00:02.951Z"
                      *         }
                      *       ]
                      *     }
@@ -15256,7 +15264,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.811Z"
+                     *       "createdAt": "2026-05-28T09:00:02.951Z"
                      *     }
                      */
                     "application/json": {
@@ -15395,7 +15403,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.811Z"
+                     *       "createdAt": "2026-05-28T09:00:02.951Z"
                      *     }
                      */
                     "application/json": {
@@ -15546,7 +15554,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.811Z"
+                     *       "createdAt": "2026-05-28T09:00:02.951Z"
                      *     }
                      */
                     "application/json": {
@@ -15913,6 +15921,11 @@ export interface operations {
                      *           "description": "An alert crossed its threshold: allowance used or credits low (once per period)"
                      *         },
                      *         {
+                     *           "type": "customer.card_expiring",
+                     *           "group": "customer",
+                     *           "description": "The customer's default card expires at the end of this month, and they will be charged again"
+                     *         },
+                     *         {
                      *           "type": "purchase.created",
                      *           "group": "purchase",
                      *           "description": "A purchase was created (including trial starts)"
@@ -16269,8 +16282,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:09.238Z",
-                     *       "to": "2026-05-28T09:09:09.238Z",
+                     *       "from": "2026-04-28T08:46:15.017Z",
+                     *       "to": "2026-05-28T09:01:15.017Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -16492,7 +16505,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:07.590Z",
+                     *       "asOf": "2026-05-28T09:00:06.012Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -16737,7 +16750,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T18:24:09.238Z",
+                     *           "end": "2026-01-25T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -16776,8 +16789,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T18:24:09.238Z",
-                     *           "end": "2026-02-25T18:24:09.238Z",
+                     *           "start": "2026-01-25T14:31:15.017Z",
+                     *           "end": "2026-02-25T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16816,8 +16829,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T18:24:09.238Z",
-                     *           "end": "2026-03-27T18:24:09.238Z",
+                     *           "start": "2026-02-25T14:31:15.017Z",
+                     *           "end": "2026-03-27T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16856,8 +16869,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T18:24:09.238Z",
-                     *           "end": "2026-04-27T18:24:09.238Z",
+                     *           "start": "2026-03-27T14:31:15.017Z",
+                     *           "end": "2026-04-27T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16896,8 +16909,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T18:24:09.238Z",
-                     *           "end": "2026-05-27T18:24:09.238Z",
+                     *           "start": "2026-04-27T14:31:15.017Z",
+                     *           "end": "2026-05-27T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16936,8 +16949,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T18:24:09.238Z",
-                     *           "end": "2026-06-27T18:24:09.238Z",
+                     *           "start": "2026-05-27T14:31:15.017Z",
+                     *           "end": "2026-06-27T14:31:15.017Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17189,8 +17202,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:09.238Z",
-                     *       "to": "2026-05-28T09:09:09.238Z",
+                     *       "from": "2026-04-28T08:46:15.017Z",
+                     *       "to": "2026-05-28T09:01:15.017Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -17373,35 +17386,35 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:09.238Z",
-                     *       "to": "2026-05-28T09:09:09.238Z",
+                     *       "from": "2026-04-28T08:46:15.017Z",
+                     *       "to": "2026-05-28T09:01:15.017Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-21T17:24:09.238Z",
+                     *           "start": "2026-04-21T13:31:15.017Z",
                      *           "label": "2026-04-21"
                      *         },
                      *         {
-                     *           "start": "2026-04-28T17:24:09.238Z",
+                     *           "start": "2026-04-28T13:31:15.017Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T17:24:09.238Z",
+                     *           "start": "2026-05-05T13:31:15.017Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T17:24:09.238Z",
+                     *           "start": "2026-05-12T13:31:15.017Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T17:24:09.238Z",
+                     *           "start": "2026-05-19T13:31:15.017Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T17:24:09.238Z",
+                     *           "start": "2026-05-26T13:31:15.017Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -17644,17 +17657,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…LOdQ",
+                     *           "hint": "sk_test_…RRI8",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:09.384Z",
+                     *           "createdAt": "2026-05-28T09:00:07.502Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…nAp8",
+                     *           "hint": "sk_test_…-rLU",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:08.979Z",
+                     *           "createdAt": "2026-05-28T09:00:07.174Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -17800,9 +17813,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…LOdQ",
+                     *       "hint": "sk_test_…RRI8",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.384Z",
+                     *       "createdAt": "2026-05-28T09:00:07.502Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -18125,18 +18138,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…h2kY",
+                     *       "hint": "sk_test_…lmEQ",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.416Z",
+                     *       "createdAt": "2026-05-28T09:00:07.527Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…LOdQ",
+                     *         "hint": "sk_test_…RRI8",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:09.384Z",
-                     *         "expiresAt": "2026-05-28T10:00:09.416Z"
+                     *         "createdAt": "2026-05-28T09:00:07.502Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.527Z"
                      *       }
                      *     }
                      */
@@ -18332,7 +18345,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:08.779Z",
+                     *           "createdAt": "2026-05-28T09:00:07.011Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18349,7 +18362,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:08.765Z",
+                     *           "createdAt": "2026-05-28T09:00:06.998Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18366,7 +18379,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:08.718Z",
+                     *           "createdAt": "2026-05-28T09:00:06.959Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18382,7 +18395,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThzMGhia3JlMGV3emgxMzRtbmZteHk5"
+                     *       "nextCursor": "YXVkXzAxbThzZHZyazY0OHk5amduZ244Ym0yNWpm"
                      *     }
                      */
                     "application/json": {
@@ -18561,7 +18574,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:06.540Z",
+                     *           "createdAt": "2026-05-28T09:00:05.194Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -18716,7 +18729,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.540Z",
+                     *       "createdAt": "2026-05-28T09:00:05.194Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18877,7 +18890,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.540Z",
+                     *       "createdAt": "2026-05-28T09:00:05.194Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -20676,8 +20689,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:07.136Z",
-                     *       "latencyMs": 30,
+                     *       "checkedAt": "2026-05-28T09:00:05.610Z",
+                     *       "latencyMs": 14,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -21045,8 +21058,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.978Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.978Z"
+                     *           "createdAt": "2026-05-28T09:00:02.154Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.154Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -21056,8 +21069,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.747Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.747Z"
+                     *           "createdAt": "2026-05-28T09:00:02.894Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.894Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21229,8 +21242,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.747Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.747Z"
+                     *       "createdAt": "2026-05-28T09:00:02.894Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.894Z"
                      *     }
                      */
                     "application/json": {
@@ -21403,8 +21416,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.747Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.747Z"
+                     *       "createdAt": "2026-05-28T09:00:02.894Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.894Z"
                      *     }
                      */
                     "application/json": {
@@ -21554,8 +21567,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.747Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.428Z"
+                     *       "createdAt": "2026-05-28T09:00:02.894Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.747Z"
                      *     }
                      */
                     "application/json": {
@@ -21725,11 +21738,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:06.647Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.263Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:06.647Z"
+                     *           "createdAt": "2026-05-28T09:00:05.263Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21881,11 +21894,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:06.647Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.263Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:06.647Z"
+                     *       "createdAt": "2026-05-28T09:00:05.263Z"
                      *     }
                      */
                     "application/json": {
@@ -22070,8 +22083,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.488Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.488Z"
+                     *       "createdAt": "2026-05-28T09:00:02.661Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.661Z"
                      *     }
                      */
                     "application/json": {
@@ -22387,8 +22400,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.488Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.679Z"
+                     *       "createdAt": "2026-05-28T09:00:02.661Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.835Z"
                      *     }
                      */
                     "application/json": {
@@ -22643,8 +22656,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:08.442Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.454Z"
+                     *       "createdAt": "2026-05-28T09:00:06.760Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.772Z"
                      *     }
                      */
                     "application/json": {
@@ -22839,8 +22852,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RndaSj6RkADgWFy",
-                     *       "connectedAt": "2026-05-28T09:00:08.127Z"
+                     *       "account": "acct_Rnh7FPnhhiFBTtI",
+                     *       "connectedAt": "2026-05-28T09:00:06.480Z"
                      *     }
                      */
                     "application/json": {
@@ -23014,8 +23027,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RndaSj6RkADgWFy",
-                     *       "connectedAt": "2026-05-28T09:00:08.127Z"
+                     *       "account": "acct_Rnh7FPnhhiFBTtI",
+                     *       "connectedAt": "2026-05-28T09:00:06.480Z"
                      *     }
                      */
                     "application/json": {
@@ -23584,8 +23597,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.197Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.197Z"
+                     *           "createdAt": "2026-05-28T09:00:02.333Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.333Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23764,8 +23777,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.197Z"
+                     *       "createdAt": "2026-05-28T09:00:02.333Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.333Z"
                      *     }
                      */
                     "application/json": {
@@ -23940,8 +23953,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.197Z"
+                     *       "createdAt": "2026-05-28T09:00:02.333Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.333Z"
                      *     }
                      */
                     "application/json": {
@@ -24118,8 +24131,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.325Z"
+                     *       "createdAt": "2026-05-28T09:00:02.333Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.528Z"
                      *     }
                      */
                     "application/json": {
@@ -24294,8 +24307,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:08.497Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.506Z"
+                     *       "createdAt": "2026-05-28T09:00:06.813Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.822Z"
                      *     }
                      */
                     "application/json": {
@@ -24486,8 +24499,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.403Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.403Z"
+                     *           "createdAt": "2026-05-28T09:00:02.575Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.575Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -24533,8 +24546,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.488Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.488Z"
+                     *           "createdAt": "2026-05-28T09:00:02.661Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.661Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -24577,8 +24590,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.506Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.506Z"
+                     *           "createdAt": "2026-05-28T09:00:02.678Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.678Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24926,8 +24939,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.488Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.488Z"
+                     *       "createdAt": "2026-05-28T09:00:02.661Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.661Z"
                      *     }
                      */
                     "application/json": {
@@ -25399,13 +25412,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:08.975Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.171Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:09.131Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.316Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -25414,8 +25427,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:09.214Z",
-                     *           "expiresAt": "2026-06-04T09:00:09.214Z"
+                     *           "createdAt": "2026-05-28T09:00:07.347Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.347Z"
                      *         }
                      *       ]
                      *     }
@@ -25576,8 +25589,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.999Z",
-                     *       "expiresAt": "2026-06-04T09:00:08.999Z"
+                     *       "createdAt": "2026-05-28T09:00:07.189Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.189Z"
                      *     }
                      */
                     "application/json": {
@@ -26065,7 +26078,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:09.131Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.316Z"
                      *     }
                      */
                     "application/json": {
@@ -26479,7 +26492,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:06.502Z"
+                     *       "createdAt": "2026-05-28T09:00:05.170Z"
                      *     }
                      */
                     "application/json": {
@@ -26669,7 +26682,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:08.323Z"
+                     *       "createdAt": "2026-05-28T09:00:06.650Z"
                      *     }
                      */
                     "application/json": {
@@ -26847,7 +26860,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:08.323Z"
+                     *           "createdAt": "2026-05-28T09:00:06.650Z"
                      *         }
                      *       ]
                      *     }
@@ -27001,8 +27014,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:08.260Z",
-                     *           "updatedAt": "2026-05-28T09:00:08.260Z"
+                     *           "createdAt": "2026-05-28T09:00:06.592Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.592Z"
                      *         }
                      *       ]
                      *     }
@@ -27176,8 +27189,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.260Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.260Z",
+                     *       "createdAt": "2026-05-28T09:00:06.592Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.592Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -27332,8 +27345,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.260Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.260Z"
+                     *       "createdAt": "2026-05-28T09:00:06.592Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.592Z"
                      *     }
                      */
                     "application/json": {
@@ -27625,8 +27638,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.260Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.305Z"
+                     *       "createdAt": "2026-05-28T09:00:06.592Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.633Z"
                      *     }
                      */
                     "application/json": {
@@ -27778,8 +27791,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.260Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.393Z"
+                     *       "createdAt": "2026-05-28T09:00:06.592Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.711Z"
                      *     }
                      */
                     "application/json": {
@@ -27931,8 +27944,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.260Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.404Z"
+                     *       "createdAt": "2026-05-28T09:00:06.592Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.721Z"
                      *     }
                      */
                     "application/json": {
@@ -28225,7 +28238,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:08.382Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.703Z"
                      *     }
                      */
                     "application/json": {

@@ -415,6 +415,7 @@ describe('the console’s operations pages', () => {
     await page.getByRole('checkbox', { name: /Receipts/ }).check();
     await page.getByRole('checkbox', { name: /Failed payments/ }).check();
     await page.getByRole('checkbox', { name: /^Refunds/ }).check();
+    await page.getByRole('checkbox', { name: /Expiring cards/ }).check();
     await page.getByRole('button', { name: 'Save customer emails' }).click();
     await page.getByText('Saved: mails of the kinds chosen go out from now on.').waitFor();
     expect(await axeFindings(page)).toEqual([]);
@@ -449,7 +450,11 @@ describe('the console’s operations pages', () => {
     expect(await page.getByRole('checkbox', { name: /Upcoming renewals/ }).isChecked()).toBe(false);
     expect(await page.getByRole('checkbox', { name: /^Refunds/ }).isChecked()).toBe(true);
     expect(await page.getByRole('checkbox', { name: /Failed auto top-ups/ }).isChecked()).toBe(false);
-    expect((await (await page.request.get(`${baseUrl}/v1/sdk/customer-emails`)).json()).refunds).toBe(true);
+    expect(await page.getByRole('checkbox', { name: /Expiring cards/ }).isChecked()).toBe(true);
+    expect(await (await page.request.get(`${baseUrl}/v1/sdk/customer-emails`)).json()).toMatchObject({
+      refunds: true,
+      expiringCards: true,
+    });
     expect(await axeFindings(page)).toEqual([]);
     await shoot(page, 'customer-emails');
     expect(owner.errors).toEqual([]);

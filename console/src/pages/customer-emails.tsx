@@ -24,6 +24,11 @@ const KINDS: readonly { key: keyof Settings; label: string; hint: string }[] = [
     label: 'Failed auto top-ups',
     hint: 'An automatic credit top-up was refused: when it is tried again, or that it stopped',
   },
+  {
+    key: 'expiringCards',
+    label: 'Expiring cards',
+    hint: 'The default card expires this month and will be charged again: add a new one',
+  },
 ];
 
 const KIND_WORDS: Record<string, string> = {
@@ -33,6 +38,7 @@ const KIND_WORDS: Record<string, string> = {
   receipt: 'Receipt',
   refund: 'Refund',
   auto_topup_failed: 'Failed auto top-up',
+  card_expiring: 'Expiring card',
 };
 
 /**

@@ -54,6 +54,17 @@ const REFUSED: Readonly<Record<string, string>> = {
 const refusal = (code: string | null) =>
   code === null ? 'the payment was refused' : (REFUSED[code] ?? `the payment was refused (${code})`);
 
+/** A card's brand as a customer reads it (Stripe's and the sandbox's codes); others are a "card". */
+const BRANDS: Readonly<Record<string, string>> = {
+  visa: 'Visa card',
+  mastercard: 'Mastercard',
+  amex: 'American Express card',
+  discover: 'Discover card',
+  diners: 'Diners Club card',
+  jcb: 'JCB card',
+  unionpay: 'UnionPay card',
+};
+
 /** The subject and plain text of one mail; the subject names the merchant, as alert mails do. */
 export function composeMail(f: MailFacts): { subject: string; text: string } {
   const o = f.object;
@@ -149,6 +160,22 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
           `Automatic top-ups have stopped after ${failures === 1 ? 'this failed attempt' : `${failures} failed attempts in a row`}. To start them again, check your card and save your auto top-up: ${f.portalUrl}`,
         );
       else body.push(`We will try again on ${retry}. To use another card, sign in: ${f.portalUrl}`);
+      break;
+    }
+    case 'card_expiring': {
+      const card = (o.card ?? {}) as Record<string, unknown>;
+      const month = number(card.exp_month);
+      const year = number(card.exp_year);
+      const ends =
+        month === null || year === null
+          ? 'soon'
+          : `at the end of ${new Intl.DateTimeFormat('en-GB', { month: 'long', year: 'numeric', timeZone: 'UTC' }).format(new Date(Date.UTC(year, month - 1, 1)))}`;
+      const which = `${BRANDS[text(card.brand) ?? ''] ?? 'card'} ending ${text(card.last4) ?? '····'}`;
+      subject = `your ${which} expires ${ends === 'soon' ? 'soon' : 'this month'}`;
+      body.push(
+        `The ${which} your payments are taken from expires ${ends}.`,
+        `To keep your service without a break, add a new card before then: ${f.portalUrl}`,
+      );
       break;
     }
   }

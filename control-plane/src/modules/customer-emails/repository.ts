@@ -7,7 +7,7 @@ import type { KeysetPosition } from '../../http/keyset';
  * The kinds of mail a provider may send its customers, and the event that calls for each: a
  * recurring payment that failed (dunning started or went on) or a trial that ended unpaid; a
  * trial about to end; a renewal coming up; a payment taken; a refund made; an automatic credit
- * top-up whose payment failed.
+ * top-up whose payment failed; a card about to expire.
  */
 export const MAIL_KINDS = [
   'payment_failed',
@@ -16,6 +16,7 @@ export const MAIL_KINDS = [
   'receipt',
   'refund',
   'auto_topup_failed',
+  'card_expiring',
 ] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
@@ -27,6 +28,7 @@ const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
   'payment.succeeded': 'receipt',
   'payment.refunded': 'refund',
   'credits.auto_topup_failed': 'auto_topup_failed',
+  'customer.card_expiring': 'card_expiring',
 };
 
 type Tenant = { providerId: string; environment: Environment };

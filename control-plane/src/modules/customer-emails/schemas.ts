@@ -15,6 +15,10 @@ const kindFlags = {
     description:
       'An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped)',
   }),
+  expiringCards: Type.Boolean({
+    description:
+      'The default card expires at the end of this month and will be charged again (customer.card_expiring)',
+  }),
 };
 
 /** Which mails go to this environment's customers; none until turned on. */
@@ -28,6 +32,7 @@ export const CustomerEmailUpdate = Type.Object(
     receipts: Type.Optional(kindFlags.receipts),
     refunds: Type.Optional(kindFlags.refunds),
     autoTopUpFailed: Type.Optional(kindFlags.autoTopUpFailed),
+    expiringCards: Type.Optional(kindFlags.expiringCards),
   },
   { additionalProperties: false, minProperties: 1 },
 );

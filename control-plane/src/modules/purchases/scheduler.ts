@@ -90,6 +90,13 @@ export class BillingScheduler {
     (when === 'before' ? this.jobs : this.lateJobs).push(job);
   }
 
+  private readonly customerJobs: Array<(clockId: string | null) => Promise<number>> = [];
+
+  /** Work on customers' own time (expiring cards), run before their purchases, per clock as they are. */
+  addCustomerJob(job: (clockId: string | null) => Promise<number>): void {
+    this.customerJobs.push(job);
+  }
+
   /**
    * The jobs, the purchases, then the late jobs. A job that fails (a provider's processor out of
    * reach or disconnected, a database hiccup) is logged and tried again next pass: it holds up
@@ -122,7 +129,8 @@ export class BillingScheduler {
   }
 
   private async runPurchases(clockId: string | null, limit: number): Promise<number> {
-    let handled = await this.dunning.retryDue(clockId, limit);
+    let handled = await this.runJobs(this.customerJobs.map((job) => () => job(clockId)));
+    handled += await this.dunning.retryDue(clockId, limit);
     const usageClosedBy = await this.usageClosedBy(clockId);
     // Drafts are a preview: a usage store that cannot be read leaves them as they were, and
     // must not hold up renewals that need no usage.

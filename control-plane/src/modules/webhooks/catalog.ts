@@ -1,6 +1,6 @@
 /**
- * The 46 event types of spec 6.4, and the 3 of the customer portal's auto top-up and alerts
- * (issue 64), each with its group and what it announces.
+ * The 46 event types of spec 6.4, the 3 of the customer portal's auto top-up and alerts (issue
+ * 64), and an expiring card's notice, each with its group and what it announces.
  */
 export const EVENT_TYPES = [
   ['customer.created', 'customer', 'A customer was created'],
@@ -10,6 +10,11 @@ export const EVENT_TYPES = [
     'customer.alert_triggered',
     'customer',
     'An alert crossed its threshold: allowance used or credits low (once per period)',
+  ],
+  [
+    'customer.card_expiring',
+    'customer',
+    "The customer's default card expires at the end of this month, and they will be charged again",
   ],
   ['purchase.created', 'purchase', 'A purchase was created (including trial starts)'],
   ['purchase.activated', 'purchase', 'A purchase became active after its first successful payment'],
