@@ -18,6 +18,7 @@ import type { CustomerService } from './modules/customers/service';
 import type { PaymentService } from './modules/payments/service';
 import { PortalAccount } from './modules/portal/account';
 import { PortalCodes } from './modules/portal/codes';
+import { PortalDetails } from './modules/portal/details';
 import { portalPageRoutes, portalSessionRoutes } from './modules/portal/routes';
 import { PortalService } from './modules/portal/service';
 import type { BillingScheduler } from './modules/purchases/scheduler';
@@ -89,12 +90,13 @@ export function customerCare(deps: {
     billing: deps.billing,
   });
   const codes = new PortalCodes(deps.pool, deps.clock, deps.mailer, portal);
+  const details = new PortalDetails(deps.pool, deps.clock, deps.mailer, deps.logger, portal, deps.customers);
   return {
     autoTopUps,
     alerts,
     customerEmails,
     portal,
-    publicRoutes: [portalPageRoutes(portal, account, codes, deps.secureCookies)],
+    publicRoutes: [portalPageRoutes(portal, account, codes, details, deps.secureCookies)],
     apiRoutes: [
       autoTopUpRoutes(autoTopUps),
       portalSessionRoutes(portal),

@@ -245,6 +245,39 @@ describe('customer portal in a browser', () => {
     expect(errors).toEqual([]);
   });
 
+  it('keeps the customer’s details, and a new email address once its mailed code comes back', async () => {
+    const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: 'Details Co' });
+    const api = injectClient(harness.controlPlane, sandboxKey);
+    await api('POST', '/v1/sdk/customers', { externalRef: 'cy', email: 'cy@old.example', name: 'Cy' });
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: 'cy' })).body.url as string;
+    const { page, errors } = await newPerson(browser);
+    await page.goto(link);
+    await page.getByLabel('Name').fill('Cyrus Smith');
+    await page.getByLabel('Telephone').fill('+1 555 0100');
+    await page.getByRole('button', { name: 'Save details' }).click();
+    await page.waitForURL(/\/portal\?done=details/);
+    expect(await page.getByRole('status').innerText()).toBe('Your details are saved.');
+    expect((await api('GET', '/v1/sdk/customers/cy')).body).toMatchObject({
+      name: 'Cyrus Smith',
+      telephone: '+1 555 0100',
+    });
+    expect(await axeFindings(page)).toEqual([]);
+
+    await page.getByLabel('New email address').fill('cy@new.example');
+    await page.getByRole('button', { name: 'Email a code to the new address' }).click();
+    await page.waitForURL(/\/portal\/email\?code=ptc_/);
+    expect(await page.locator('#code-sent').innerText()).toContain('a six-digit code to cy@new.example');
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByLabel('Code').fill(await mailbox.codeFor('cy@new.example'));
+    await page.getByRole('button', { name: 'Use this address' }).click();
+    await page.waitForURL(/\/portal\?done=email/);
+    expect(await page.locator('#email').innerText()).toBe('cy@new.example');
+    expect((await api('GET', '/v1/sdk/customers/cy')).body.email).toBe('cy@new.example');
+    expect(await mailbox.textFor('cy@old.example')).toContain('is now cy@new.example');
+    expect(await axeFindings(page)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   it('signs a customer in with the account MCP sign-in made, from the page of a spent link', async () => {
     // The account, made as an MCP client's sign-up makes it: the form, the mailed code.
     const target = await signInTarget(harness, baseUrl);

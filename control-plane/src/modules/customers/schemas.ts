@@ -7,9 +7,9 @@ const ExternalRef = Type.String({
   pattern: '^[^\\s]+$',
   description: 'Your own id for the customer (no spaces); unique among live customers',
 });
-const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Email = Type.String({ format: 'email', maxLength: 254 });
-const Telephone = Type.String({
+export const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const Email = Type.String({ format: 'email', maxLength: 254 });
+export const Telephone = Type.String({
   pattern: '^\\+?[0-9][0-9 ().-]{3,30}$',
   description: 'E.164 preferred, e.g. +447700900123',
 });

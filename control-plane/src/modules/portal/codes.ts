@@ -9,13 +9,19 @@ import { SignInError } from '../sign-in/errors';
 import { accountOfEmail, releaseAttempts } from '../sign-in/repository';
 import { sha256 } from '../sign-in/secrets';
 import { mailCode, newCode, reserveOrRefuse } from '../sign-in/throttle';
-import { attemptPortalCode, insertPortalCode, usePortalCode } from './repository';
+import {
+  attemptPortalCode,
+  type CodeScope,
+  insertPortalCode,
+  type PortalCodeRow,
+  usePortalCode,
+} from './repository';
 
-const CODE_TTL_MS = 10 * 60_000;
+export const CODE_TTL_MS = 10 * 60_000;
 const MAX_CODE_ATTEMPTS = 5;
 /** The sign-in throttles' limits (throttle.ts): codes mailed to one address, attempts from one IP. */
-const MAX_CODES_PER_EMAIL = 5;
-const MAX_ATTEMPTS_PER_ADDRESS = 30;
+export const MAX_CODES_PER_EMAIL = 5;
+export const MAX_ATTEMPTS_PER_ADDRESS = 30;
 
 /**
  * Signing in to the portal by a code mailed to the customer's address, with no password (as
@@ -67,6 +73,7 @@ export class PortalCodes {
       code_hash: sha256(`${id}:${code}`),
       expires_at: new Date(at.getTime() + CODE_TTL_MS),
       created_at: at,
+      purpose: 'sign_in',
     });
     if (account !== undefined) {
       const merchant = (await getProvider(this.pool, tenant.providerId))?.displayName ?? 'your provider';
@@ -86,29 +93,43 @@ export class PortalCodes {
     const addressKey = `address:${address}`;
     // Counted before the code is checked; given back once it proves right.
     await this.reserve([{ key: addressKey, limit: MAX_ATTEMPTS_PER_ADDRESS }]);
-    const now = this.clock.now();
-    const row = await attemptPortalCode(this.pool, tenant, id, now, MAX_CODE_ATTEMPTS);
-    if (row === undefined)
-      throw new SignInError('verification_not_found', 'This code is not known; ask for a new one');
-    if (row === 'closed')
-      throw new SignInError('verification_expired', 'This code expired or was used up; ask for a new one');
-    // A code for an unknown address is checked like any other, and is never right.
-    if (
-      !/^\d{6}$/.test(code) ||
-      !sameSecret(sha256(`${row.id}:${code}`), row.code_hash) ||
-      row.customer_id === null
-    ) {
-      const left = MAX_CODE_ATTEMPTS - row.attempts;
-      throw new SignInError(
-        'invalid_verification_code',
-        left > 0
-          ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
-          : 'That code is not right; ask for a new one',
-      );
-    }
-    if (!(await usePortalCode(this.pool, row.id, now)))
-      throw new SignInError('verification_expired', 'This code was already used; ask for a new one');
+    const row = await useMailedCode(this.pool, { ...tenant, purpose: 'sign_in' }, id, code, this.clock.now());
     await releaseAttempts(this.pool, [addressKey]);
     return this.sessions.startFor(tenant, row.customer_id);
   }
+}
+
+/**
+ * Uses a mailed code of `scope` once, if `code` is right: its row. Each attempt counts (five per
+ * code); a code for an address with no customer is checked like any other, and is never right.
+ */
+export async function useMailedCode(
+  pool: Pool,
+  scope: CodeScope,
+  id: string,
+  code: string,
+  now: Date,
+): Promise<PortalCodeRow & { customer_id: string }> {
+  const row = await attemptPortalCode(pool, scope, id, now, MAX_CODE_ATTEMPTS);
+  if (row === undefined)
+    throw new SignInError('verification_not_found', 'This code is not known; ask for a new one');
+  if (row === 'closed')
+    throw new SignInError('verification_expired', 'This code expired or was used up; ask for a new one');
+  const customerId = row.customer_id;
+  if (
+    !/^\d{6}$/.test(code) ||
+    !sameSecret(sha256(`${row.id}:${code}`), row.code_hash) ||
+    customerId === null
+  ) {
+    const left = MAX_CODE_ATTEMPTS - row.attempts;
+    throw new SignInError(
+      'invalid_verification_code',
+      left > 0
+        ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
+        : 'That code is not right; ask for a new one',
+    );
+  }
+  if (!(await usePortalCode(pool, row.id, now)))
+    throw new SignInError('verification_expired', 'This code was already used; ask for a new one');
+  return { ...row, customer_id: customerId };
 }

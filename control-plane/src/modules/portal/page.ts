@@ -10,7 +10,7 @@ export interface PortalView {
     brandColor: string | null;
     supportEmail: string | null;
   };
-  customer: { ref: string; email: string | null; name: string | null };
+  customer: { ref: string; email: string | null; name: string | null; telephone: string | null };
   sandbox: boolean;
   csrfToken: string;
   returnUrl: string | null;
@@ -210,6 +210,15 @@ ${packChoice('productRef', auto?.productRef)}
           )
           .join('')}</ul>`
   }<form method="post" action="/portal/cards">${csrf}<div><button type="submit">Add a card</button></div></form>`;
+  const c = view.customer;
+  const details = `<form method="post" action="/portal/details">${csrf}
+<label for="details-name">Name</label><input id="details-name" name="name" autocomplete="name" maxlength="200" value="${escapeHtml(c.name ?? '')}">
+<label for="details-telephone">Telephone</label><input id="details-telephone" name="telephone" type="tel" autocomplete="tel" value="${escapeHtml(c.telephone ?? '')}">
+<div><button type="submit">Save details</button></div></form>
+<p>Email: <strong id="email">${c.email === null ? 'none' : escapeHtml(c.email)}</strong></p>
+<p class="fine">Mail about your account goes to this address, and you sign in with it. A new one is yours once you enter the code we mail to it.</p>
+<form method="post" action="/portal/email">${csrf}<label for="new-email">New email address</label><input id="new-email" name="email" type="email" autocomplete="email" maxlength="254" required>
+<div><button type="submit">Email a code to the new address</button></div></form>`;
   const notice =
     view.notice === null
       ? ''
@@ -224,6 +233,7 @@ ${notice}
 <h2>Your plans</h2>${plans}
 <h2>Usage</h2>${renderUsageChart(view.usage)}
 <h2>Payment methods</h2>${cards}
+<h2>Your details</h2>${details}
 <h2>Credits</h2><p>Balance: <span class="balance" id="balance">${view.credits}</span> credits</p>${buyForm}
 <h2>Auto top-up</h2>${autoLine}${topUpForm}
 <h2>Alerts</h2>${alerts}

@@ -99,8 +99,12 @@ export async function deletePortalSession(db: Queryable, id: string) {
   await db.query('DELETE FROM portal_sessions WHERE id = $1', [id]);
 }
 
+/** What a mailed code proves: an address to sign in with, or a new address for the customer. */
+export type PortalCodePurpose = 'sign_in' | 'email_change';
+
 export interface PortalCodeRow {
   id: string;
+  purpose: PortalCodePurpose;
   provider_id: string;
   environment: Environment;
   email: string;
@@ -114,8 +118,8 @@ export interface PortalCodeRow {
 
 export async function insertPortalCode(db: Queryable, row: Omit<PortalCodeRow, 'attempts' | 'used_at'>) {
   await db.query(
-    `INSERT INTO portal_sign_in_codes (id, provider_id, environment, email, customer_id, code_hash, expires_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO portal_sign_in_codes (id, provider_id, environment, email, customer_id, code_hash, expires_at, created_at, purpose)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       row.id,
       row.provider_id,
@@ -125,34 +129,62 @@ export async function insertPortalCode(db: Queryable, row: Omit<PortalCodeRow, '
       row.code_hash,
       row.expires_at,
       row.created_at,
+      row.purpose,
     ],
   );
 }
 
 /**
- * Counts one attempt at a code of the tenant: the row with its attempts so far when it is open
+ * Which codes an attempt may use: those of the tenant with this purpose, and for a new address
+ * only the signed-in customer's own (`customerId`).
+ */
+export type CodeScope = {
+  providerId: string;
+  environment: Environment;
+  purpose: PortalCodePurpose;
+  customerId?: string;
+};
+
+const SCOPED = `id = $1 AND provider_id = $2 AND environment = $3 AND purpose = $4
+        AND ($5::text IS NULL OR customer_id = $5)`;
+
+/**
+ * Counts one attempt at a code in `scope`: the row with its attempts so far when it is open
  * (unused, unexpired, attempts left), 'closed' when it is not, undefined when there is none.
  */
 export async function attemptPortalCode(
   db: Queryable,
-  tenant: { providerId: string; environment: Environment },
+  scope: CodeScope,
   id: string,
   at: Date,
   maxAttempts: number,
 ): Promise<PortalCodeRow | 'closed' | undefined> {
+  const key = [id, scope.providerId, scope.environment, scope.purpose, scope.customerId ?? null];
   const { rows } = await db.query<PortalCodeRow>(
     `UPDATE portal_sign_in_codes SET attempts = attempts + 1
-      WHERE id = $1 AND provider_id = $2 AND environment = $3
-        AND used_at IS NULL AND expires_at > $4 AND attempts < $5
+      WHERE ${SCOPED} AND used_at IS NULL AND expires_at > $6 AND attempts < $7
       RETURNING *`,
-    [id, tenant.providerId, tenant.environment, at, maxAttempts],
+    [...key, at, maxAttempts],
   );
   if (rows[0] !== undefined) return rows[0];
-  const { rowCount } = await db.query(
-    'SELECT 1 FROM portal_sign_in_codes WHERE id = $1 AND provider_id = $2 AND environment = $3',
-    [id, tenant.providerId, tenant.environment],
-  );
+  const { rowCount } = await db.query(`SELECT 1 FROM portal_sign_in_codes WHERE ${SCOPED}`, key);
   return (rowCount ?? 0) > 0 ? 'closed' : undefined;
+}
+
+/** A code in `scope` as it stands (the address a code to confirm was mailed to), counting nothing. */
+export async function findPortalCode(
+  db: Queryable,
+  scope: CodeScope,
+  id: string,
+): Promise<PortalCodeRow | undefined> {
+  const { rows } = await db.query<PortalCodeRow>(`SELECT * FROM portal_sign_in_codes WHERE ${SCOPED}`, [
+    id,
+    scope.providerId,
+    scope.environment,
+    scope.purpose,
+    scope.customerId ?? null,
+  ]);
+  return rows[0];
 }
 
 /** Uses a code once: true for the one caller that did. */

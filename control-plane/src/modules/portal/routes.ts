@@ -1,11 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply } from 'fastify';
-import { DomainError, ERROR_STATUS, ValidationError } from '../../errors';
+import { DomainError, ERROR_STATUS, NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
+import { SignInError } from '../sign-in/errors';
 import { cookieOf } from '../sign-in/oauth-http';
 import type { PortalAccount } from './account';
 import type { PortalCodes } from './codes';
+import type { PortalDetails } from './details';
+import { renderEmailCode } from './details-page';
 import { type Form, hide, PORTAL_COOKIE, page, parseForms, portalCookie, singleFields } from './http';
 import { renderPortal, renderPortalGone, signInPath } from './page';
 import { renderCancel, renderChangePlan } from './plan-pages';
@@ -49,10 +52,13 @@ const DONE = {
   default: 'That card is now your default.',
   removed: 'The card is removed.',
   paid: 'Thank you: the invoice is paid.',
+  details: 'Your details are saved.',
+  email: 'Your email address is changed: mail about your account goes to it from now on.',
 } as const;
 const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
 const ChangeQuery = Type.Object({ plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
+const CodeQuery = Type.Object({ code: Type.String({ minLength: 1, maxLength: 100 }) });
 
 /** Whole numbers a form field may hold: digits only, within the bounds the API takes. */
 function wholeNumber(form: Form, name: string, max: number): number {
@@ -70,6 +76,7 @@ export function portalPageRoutes(
   portal: PortalService,
   account: PortalAccount,
   codes: PortalCodes,
+  details: PortalDetails,
   secureCookies: boolean,
 ) {
   return async (app: App) => {
@@ -122,6 +129,9 @@ export function portalPageRoutes(
         text: problems.length > 0 ? `Not done: ${problems.join('; ')}.` : `Not done: ${error.message}.`,
       });
       if (view === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+      // Too many codes asked for: when to ask again.
+      if (error instanceof SignInError && error.retryAfterSeconds !== undefined)
+        reply.header('retry-after', String(error.retryAfterSeconds));
       return page(reply).status(ERROR_STATUS[error.code]).send(renderPortal(view));
     };
 
@@ -174,14 +184,14 @@ export function portalPageRoutes(
      */
     const form = (
       path: string,
-      act: (secret: string | undefined, fields: Form) => Promise<string | undefined>,
+      act: (secret: string | undefined, fields: Form, address: string) => Promise<string | undefined>,
     ) =>
       app.post(path, { schema: hide }, async (request, reply) => {
         const secret = cookieOf(request, PORTAL_COOKIE);
         const fields = (request.body ?? {}) as Form;
         try {
           singleFields(fields);
-          const next = await act(secret, fields);
+          const next = await act(secret, fields, request.ip);
           if (next === undefined) return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
           return reply.header('cache-control', 'no-store').redirect(next, 303);
         } catch (error) {
@@ -266,6 +276,63 @@ export function portalPageRoutes(
         purchaseRef: (fields.purchaseRef ?? '').slice(0, 100),
       });
       return done === undefined ? undefined : `/portal?done=${done}`;
+    });
+
+    // The customer's own details; a new email address once the code mailed to it comes back.
+    form('/portal/details', async (secret, fields) =>
+      done(
+        await details.save(secret, {
+          csrf: fields.csrf,
+          name: (fields.name ?? '').slice(0, 1000),
+          telephone: (fields.telephone ?? '').slice(0, 100),
+        }),
+      ),
+    );
+    form('/portal/email', async (secret, fields, address) => {
+      const codeId = await details.askEmail(
+        secret,
+        { csrf: fields.csrf, email: (fields.email ?? '').slice(0, 1000) },
+        address,
+      );
+      return codeId === undefined ? undefined : `/portal/email?code=${encodeURIComponent(codeId)}`;
+    });
+    app.get('/portal/email', { schema: { ...hide, querystring: CodeQuery } }, (request, reply) => {
+      const secret = cookieOf(request, PORTAL_COOKIE);
+      return signedInPage(
+        reply,
+        secret,
+        async () => {
+          const view = await details.emailPage(secret, request.query.code);
+          if (view !== undefined && 'unknown' in view)
+            throw new NotFoundError('verification_not_found', 'This code is not known; ask for a new one');
+          return view;
+        },
+        renderEmailCode,
+      );
+    });
+    // A wrong code shows its page again with why; the portal once the address is changed.
+    app.post('/portal/email/confirm', { schema: hide }, async (request, reply) => {
+      const secret = cookieOf(request, PORTAL_COOKIE);
+      const fields = (request.body ?? {}) as Form;
+      try {
+        singleFields(fields);
+        const changed = await details.confirmEmail(
+          secret,
+          { csrf: fields.csrf, codeId: fields.codeId, code: (fields.code ?? '').slice(0, 20) },
+          request.ip,
+        );
+        if (changed === undefined)
+          return page(reply).status(401).send(renderPortalGone(undefined, 'session'));
+        return reply.header('cache-control', 'no-store').redirect(`/portal?done=${changed}`, 303);
+      } catch (error) {
+        if (!(error instanceof SignInError && error.code === 'invalid_verification_code'))
+          return refused(reply, secret, error);
+        const view = await details.emailPage(secret, (fields.codeId ?? '').slice(0, 100));
+        if (view === undefined || 'unknown' in view) return refused(reply, secret, error);
+        return page(reply)
+          .status(ERROR_STATUS[error.code])
+          .send(renderEmailCode({ ...view, error: error.message }));
+      }
     });
 
     app.post('/portal/sign-out', { schema: hide }, async (request, reply) => {

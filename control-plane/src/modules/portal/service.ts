@@ -295,7 +295,12 @@ export class PortalService {
     );
     return {
       merchant: await this.merchant(session),
-      customer: { ref: customer.id, email: customer.email, name: customer.name },
+      customer: {
+        ref: customer.id,
+        email: customer.email,
+        name: customer.name,
+        telephone: customer.telephone,
+      },
       sandbox: session.environment === 'sandbox',
       csrfToken: session.csrf_token,
       returnUrl: session.return_url,
