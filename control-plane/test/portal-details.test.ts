@@ -90,6 +90,7 @@ describe('a customer’s own details in the portal', () => {
       [{ csrf, name: 'Ada', telephone: 'call me' }, 400, 'telephone is not a telephone number'],
       [{ csrf, name: 'x'.repeat(201), telephone: '' }, 400, 'name must be at most 200 characters'],
       [{ csrf: 'forged', name: 'Eve', telephone: '' }, 403, 'The form is out of date'],
+      [{ csrf, name: 'Eve\u0000', telephone: '' }, 400, 'must not contain the NUL character'],
     ] as const) {
       const refused = await inject('POST', '/portal/details', { ...form }, cookie);
       expect([refused.statusCode, refused.body.includes(why)]).toEqual([status, true]);
