@@ -1,4 +1,4 @@
-import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ValidationError } from '../../errors';
@@ -7,7 +7,7 @@ import type { AuthContext } from '../../tenancy';
 import { getProvider } from '../providers/repository';
 import { SignInError } from '../sign-in/errors';
 import { accountOfEmail, releaseAttempts } from '../sign-in/repository';
-import { sha256 } from '../sign-in/secrets';
+import { codeMatches, sha256, wrongCodeText } from '../sign-in/secrets';
 import { mailCode, newCode, reserveOrRefuse } from '../sign-in/throttle';
 import {
   attemptPortalCode,
@@ -116,19 +116,11 @@ export async function useMailedCode(
   if (row === 'closed')
     throw new SignInError('verification_expired', 'This code expired or was used up; ask for a new one');
   const customerId = row.customer_id;
-  if (
-    !/^\d{6}$/.test(code) ||
-    !sameSecret(sha256(`${row.id}:${code}`), row.code_hash) ||
-    customerId === null
-  ) {
-    const left = MAX_CODE_ATTEMPTS - row.attempts;
+  if (!codeMatches(row.id, code, row.code_hash) || customerId === null)
     throw new SignInError(
       'invalid_verification_code',
-      left > 0
-        ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
-        : 'That code is not right; ask for a new one',
+      wrongCodeText(row.attempts, MAX_CODE_ATTEMPTS, 'ask for a new one'),
     );
-  }
   if (!(await usePortalCode(pool, row.id, now)))
     throw new SignInError('verification_expired', 'This code was already used; ask for a new one');
   return { ...row, customer_id: customerId };

@@ -1,4 +1,4 @@
-import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool } from '../../db/pool';
 import type { Mailer } from '../../mail';
@@ -18,7 +18,7 @@ import {
   updateLoginPassword,
   useVerification,
 } from './repository';
-import { sha256 } from './secrets';
+import { codeMatches, sha256, wrongCodeText } from './secrets';
 import { mailCode, newCode, reserveOrRefuse } from './throttle';
 
 /** Sign-in failures counted per account and per address within the window (throttle.ts). */
@@ -140,15 +140,11 @@ export class CustomerAccounts {
       throw new SignInError('verification_not_found', 'This sign-up is not known; start again');
     if (row === 'closed')
       throw new SignInError('verification_expired', 'This code expired or was used up; start again');
-    if (!/^\d{6}$/.test(code) || !sameSecret(sha256(`${row.id}:${code}`), row.code_hash)) {
-      const left = MAX_CODE_ATTEMPTS - row.attempts;
+    if (!codeMatches(row.id, code, row.code_hash))
       throw new SignInError(
         'invalid_verification_code',
-        left > 0
-          ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
-          : 'That code is not right; start again',
+        wrongCodeText(row.attempts, MAX_CODE_ATTEMPTS, 'start again'),
       );
-    }
     // The client and server are checked again: either may have gone while the mail travelled.
     let request: Authorization;
     try {

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { ID, newId, sameSecret } from '@mcp-meter/contracts/kit';
+import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { DomainError, NotFoundError, ValidationError } from '../../errors';
@@ -7,7 +7,7 @@ import type { Mailer } from '../../mail';
 import type { ProviderService } from '../providers/service';
 import { hashPassword } from '../sign-in/passwords';
 import { releaseAttempts } from '../sign-in/repository';
-import { sha256 } from '../sign-in/secrets';
+import { codeMatches, sha256, wrongCodeText } from '../sign-in/secrets';
 import { attemptSignup, insertSignup, useSignup } from './members-repository';
 import { insertMembership, insertUser, updatePassword } from './repository';
 import {
@@ -127,15 +127,11 @@ export class ConsoleSignups {
       throw new NotFoundError('verification_not_found', 'This sign-up is not known; start again');
     if (row === 'closed')
       throw new DomainError('verification_expired', 'This code expired or was used up; start again');
-    if (!/^\d{6}$/.test(input.code) || !sameSecret(sha256(`${row.id}:${input.code}`), row.code_hash)) {
-      const left = MAX_CODE_ATTEMPTS - row.attempts;
+    if (!codeMatches(row.id, input.code, row.code_hash))
       throw new DomainError(
         'invalid_verification_code',
-        left > 0
-          ? `That code is not right; ${left} ${left === 1 ? 'try' : 'tries'} left`
-          : 'That code is not right; start again',
+        wrongCodeText(row.attempts, MAX_CODE_ATTEMPTS, 'start again'),
       );
-    }
     let userId: string | undefined;
     const created = await this.providers.create(
       { displayName: row.business_name, liveEnabled: false },
