@@ -199,6 +199,7 @@ describe('the documented example of every operation', () => {
         supportEmail: 'support@acme-weather.example',
         termsUrl: 'https://acme-weather.example/terms',
         privacyUrl: 'https://acme-weather.example/privacy',
+        address: { line1: '1 Cloud Way', city: 'Seattle', state: 'WA', postalCode: '98101', country: 'US' },
       },
       status: 200,
     });
@@ -314,6 +315,8 @@ describe('the documented example of every operation, continued', () => {
         email: 'grace@example.com',
         name: 'Grace Hopper',
         metadata: { team: 'compilers' },
+        address: { line1: '1 Navy Yard', city: 'Arlington', state: 'VA', postalCode: '22202', country: 'US' },
+        taxIds: [{ type: 'us_ein', value: '12-3456789' }],
       },
       status: 201,
     });

@@ -239,6 +239,31 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect((await patch({ email: null })).status).toBe(200);
     expect((await patch({ telephone: '+14155550100', metadata: { tier: 'gold' } })).status).toBe(200);
     expect(toStripe(from)).toEqual([{ email: '', name: 'Grace Hopper', status: 200 }]);
+    // A billing address goes on as Stripe's address, and a removed one is removed there; tax ids
+    // stay ours.
+    from = mock.requests.length;
+    const moved = await patch({
+      address: { line1: '1 Main St', city: 'Springfield', postalCode: '62701', country: 'us' },
+      taxIds: [{ type: 'us_ein', value: '12-3456789' }],
+    });
+    expect(moved.status).toBe(200);
+    expect((await patch({ address: null })).status).toBe(200);
+    const addresses = mock.requests
+      .slice(from)
+      .filter((r) => r.path === `/v1/customers/${stripeCustomer}`)
+      .map((r) => Object.fromEntries(Object.entries(r.params).filter(([key]) => key.startsWith('address'))));
+    expect(addresses).toEqual([
+      {
+        'address[line1]': '1 Main St',
+        'address[line2]': '',
+        'address[city]': 'Springfield',
+        'address[state]': '',
+        'address[postal_code]': '62701',
+        'address[country]': 'US',
+      },
+      { address: '' },
+    ]);
+    expect(mock.requests.slice(from).some((r) => r.path.includes('tax_ids'))).toBe(false);
     // Stripe refuses the change: ours stands, and the next card stored sends it again.
     from = mock.requests.length;
     mock.refuseNext(`/v1/customers/${stripeCustomer}`, 'resource_missing', 'No such customer');

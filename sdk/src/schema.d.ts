@@ -693,7 +693,7 @@ export interface paths {
         put?: never;
         /**
          * Create a customer
-         * @description Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email and metadata. Answers the customer with its `reference` (cus_…).
+         * @description Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email, metadata, a billing `address` and up to 5 `taxIds` (`eu_vat`, `gb_vat`, `us_ein`, … in Stripe’s names; each checked for its kind’s form and stored without spaces, dots or dashes, upper case: a malformed one is 400 `validation_failed` naming it, and nothing is created). Answers the customer with its `reference` (cus_…).
          */
         post: operations["createCustomer"];
         delete?: never;
@@ -725,7 +725,7 @@ export interface paths {
         head?: never;
         /**
          * Update a customer
-         * @description Changes a customer’s email, name, externalRef or metadata; only the fields sent change.
+         * @description Changes a customer’s email, name, telephone, externalRef, metadata, billing `address` or `taxIds`; only the fields sent change. An address given replaces the last one whole and null clears it; `taxIds` replaces the list ([] clears it). Invoices keep the details they were finalized with; drafts follow. A change of name, email or address goes on to the customer’s Stripe customer.
          */
         patch: operations["updateCustomer"];
         trace?: never;
@@ -955,7 +955,7 @@ export interface paths {
         };
         /**
          * Get an invoice with its lines
-         * @description An invoice with its lines, totals and status.
+         * @description An invoice with its lines, totals and status, and both parties as it names them: the customer’s name, email, address and tax ids, and the provider’s legal name, address and numbers, as they stood when it was finalized (a draft’s follow the customer until then).
          */
         get: operations["getInvoice"];
         put?: never;
@@ -1085,7 +1085,7 @@ export interface paths {
         head?: never;
         /**
          * Edit the merchant identity shown to customers
-         * @description Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs.
+         * @description Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs. `address` is the postal address invoices give under the legal name (with the company, VAT and tax numbers); given whole, it replaces the last one, and null clears it. Invoices already issued keep what they were issued with.
          */
         patch: operations["updateMerchant"];
         trace?: never;
@@ -2409,11 +2409,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "d3gj6b--_PHuBkv8jbiBjMG6CWEavLaTH6bUUfNfAuM",
-                     *           "y": "gYwQtMjeD8jIMcy4v4PKqi-oGEaZ5oxbIdRocHDIY7g",
+                     *           "x": "SjFVjII0OPU_DKP7r3J-z42EH1NEfflrG1plJbEdTxc",
+                     *           "y": "jTi8zuXlYjys9yzEy4lGe8gcFuKMKuh4LKuo8Hv20QM",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "7b65cbcf7d737031",
+                     *           "kid": "57ffdbcb80ad5b93",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2542,8 +2542,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.971Z",
-                     *       "to": "2026-05-28T09:00:04.971Z",
+                     *       "from": "2026-04-28T09:00:05.134Z",
+                     *       "to": "2026-05-28T09:00:05.134Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-27",
@@ -2881,8 +2881,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:04.960Z",
-                     *       "to": "2026-05-28T09:00:04.960Z",
+                     *       "from": "2026-04-28T09:00:05.115Z",
+                     *       "to": "2026-05-28T09:00:05.115Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3054,7 +3054,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:04.926Z",
+                     *       "to": "2026-05-28T09:00:05.078Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3239,9 +3239,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.339Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.339Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.339Z"
+                     *       "createdAt": "2026-05-28T09:00:07.663Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.663Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.663Z"
                      *     }
                      */
                     "application/json": {
@@ -3474,7 +3474,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.189Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.505Z"
                      *     }
                      */
                     "application/json": {
@@ -3843,9 +3843,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.896Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.896Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.908Z"
+                     *       "createdAt": "2026-05-28T09:00:07.219Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.219Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.230Z"
                      *     }
                      */
                     "application/json": {
@@ -4332,9 +4332,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:06.896Z",
-                     *       "expiresAt": "2026-05-28T21:00:06.896Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:06.896Z"
+                     *       "createdAt": "2026-05-28T09:00:07.219Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.219Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.219Z"
                      *     }
                      */
                     "application/json": {
@@ -4545,7 +4545,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.037Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.347Z"
                      *     }
                      */
                     "application/json": {
@@ -4721,9 +4721,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.180Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.180Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.180Z"
+                     *       "createdAt": "2026-05-28T09:00:07.494Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.494Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.494Z"
                      *     }
                      */
                     "application/json": {
@@ -5188,7 +5188,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796149731,
+                     *       "client_id_issued_at": 1796163555,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5361,7 +5361,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.140Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.379Z"
                      *     }
                      */
                     "application/json": {
@@ -7150,8 +7150,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.103Z",
-                     *       "createdAt": "2026-05-28T09:00:05.103Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.257Z",
+                     *       "createdAt": "2026-05-28T09:00:05.257Z"
                      *     }
                      */
                     "application/json": {
@@ -7308,8 +7308,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.103Z",
-                     *       "createdAt": "2026-05-28T09:00:05.103Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.257Z",
+                     *       "createdAt": "2026-05-28T09:00:05.257Z"
                      *     }
                      */
                     "application/json": {
@@ -7772,7 +7772,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:04.583Z"
+                     *           "sentAt": "2026-05-28T09:00:04.736Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -7785,7 +7785,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:04.462Z"
+                     *           "sentAt": "2026-05-28T09:00:04.621Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7947,6 +7947,8 @@ export interface operations {
                      *           "name": "Ada Lovelace",
                      *           "email": "ada@example.com",
                      *           "telephone": null,
+                     *           "address": null,
+                     *           "taxIds": [],
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
@@ -7960,6 +7962,8 @@ export interface operations {
                      *           "name": "Linus Pauling",
                      *           "email": "linus@example.com",
                      *           "telephone": null,
+                     *           "address": null,
+                     *           "taxIds": [],
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
@@ -7973,6 +7977,8 @@ export interface operations {
                      *           "name": "Marie Curie",
                      *           "email": "marie@example.com",
                      *           "telephone": null,
+                     *           "address": null,
+                     *           "taxIds": [],
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
@@ -7986,13 +7992,27 @@ export interface operations {
                      *           "name": "Grace Hopper",
                      *           "email": "grace@example.com",
                      *           "telephone": null,
+                     *           "address": {
+                     *             "line1": "1 Navy Yard",
+                     *             "line2": null,
+                     *             "city": "Arlington",
+                     *             "state": "VA",
+                     *             "postalCode": "22202",
+                     *             "country": "US"
+                     *           },
+                     *           "taxIds": [
+                     *             {
+                     *               "type": "us_ein",
+                     *               "value": "123456789"
+                     *             }
+                     *           ],
                      *           "status": "active",
                      *           "metadata": {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.060Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.060Z"
+                     *           "createdAt": "2026-05-28T09:00:03.015Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.015Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -8001,11 +8021,13 @@ export interface operations {
                      *           "name": "Katherine Johnson",
                      *           "email": "katherine@example.com",
                      *           "telephone": null,
+                     *           "address": null,
+                     *           "taxIds": [],
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.074Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.074Z"
+                     *           "createdAt": "2026-05-28T09:00:03.042Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.042Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8013,6 +8035,14 @@ export interface operations {
                      */
                     "application/json": {
                         data: {
+                            address: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601, UTC
@@ -8029,6 +8059,16 @@ export interface operations {
                             reference: string;
                             /** @enum {string} */
                             status: "active" | "inactive";
+                            /** @description Tax ids invoices name the customer by */
+                            taxIds: {
+                                /**
+                                 * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                                 * @enum {string}
+                                 */
+                                type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                                /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                                value: string;
+                            }[];
                             telephone: string | null;
                             /** @description Sandbox: the test clock the customer lives on, or null */
                             testClock: string | null;
@@ -8152,10 +8192,37 @@ export interface operations {
                  *       "name": "Grace Hopper",
                  *       "metadata": {
                  *         "team": "compilers"
-                 *       }
+                 *       },
+                 *       "address": {
+                 *         "line1": "1 Navy Yard",
+                 *         "city": "Arlington",
+                 *         "state": "VA",
+                 *         "postalCode": "22202",
+                 *         "country": "US"
+                 *       },
+                 *       "taxIds": [
+                 *         {
+                 *           "type": "us_ein",
+                 *           "value": "12-3456789"
+                 *         }
+                 *       ]
                  *     }
                  */
                 "application/json": {
+                    address?: {
+                        /** @description City, town or village */
+                        city?: string;
+                        /** @description ISO 3166-1 alpha-2 (stored upper case) */
+                        country?: string;
+                        /** @description Street and number, or P.O. box */
+                        line1?: string;
+                        /** @description Apartment, suite, building or floor */
+                        line2?: string;
+                        /** @description ZIP or postal code */
+                        postalCode?: string;
+                        /** @description State, county, province or region */
+                        state?: string;
+                    };
                     /** Format: email */
                     email?: string;
                     /** @description Your own id for the customer (no spaces); unique among live customers */
@@ -8165,6 +8232,16 @@ export interface operations {
                         [key: string]: string;
                     };
                     name?: string;
+                    /** @description Up to 5; the list given replaces the last one ([] clears it) */
+                    taxIds?: {
+                        /**
+                         * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                         * @enum {string}
+                         */
+                        type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                        /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                        value: string;
+                    }[];
                     /** @description E.164 preferred, e.g. +447700900123 */
                     telephone?: string;
                     /** @description Sandbox: the test clock (tc_…) the customer lives on */
@@ -8187,16 +8264,38 @@ export interface operations {
                      *       "name": "Grace Hopper",
                      *       "email": "grace@example.com",
                      *       "telephone": null,
+                     *       "address": {
+                     *         "line1": "1 Navy Yard",
+                     *         "line2": null,
+                     *         "city": "Arlington",
+                     *         "state": "VA",
+                     *         "postalCode": "22202",
+                     *         "country": "US"
+                     *       },
+                     *       "taxIds": [
+                     *         {
+                     *           "type": "us_ein",
+                     *           "value": "123456789"
+                     *         }
+                     *       ],
                      *       "status": "active",
                      *       "metadata": {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.060Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.060Z"
+                     *       "createdAt": "2026-05-28T09:00:03.015Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.015Z"
                      *     }
                      */
                     "application/json": {
+                        address: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -8213,6 +8312,16 @@ export interface operations {
                         reference: string;
                         /** @enum {string} */
                         status: "active" | "inactive";
+                        /** @description Tax ids invoices name the customer by */
+                        taxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
                         testClock: string | null;
@@ -8370,6 +8479,8 @@ export interface operations {
                      *       "name": "Ada Lovelace",
                      *       "email": "ada@example.com",
                      *       "telephone": null,
+                     *       "address": null,
+                     *       "taxIds": [],
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": "tc_01jx000001kw5m8heth9xgcqvk",
@@ -8378,6 +8489,14 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
+                        address: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -8394,6 +8513,16 @@ export interface operations {
                         reference: string;
                         /** @enum {string} */
                         status: "active" | "inactive";
+                        /** @description Tax ids invoices name the customer by */
+                        taxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
                         testClock: string | null;
@@ -8651,6 +8780,20 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    address?: {
+                        /** @description City, town or village */
+                        city?: string;
+                        /** @description ISO 3166-1 alpha-2 (stored upper case) */
+                        country?: string;
+                        /** @description Street and number, or P.O. box */
+                        line1?: string;
+                        /** @description Apartment, suite, building or floor */
+                        line2?: string;
+                        /** @description ZIP or postal code */
+                        postalCode?: string;
+                        /** @description State, county, province or region */
+                        state?: string;
+                    } | null;
                     email?: string | null;
                     externalRef?: string | null;
                     /** @description Your own key-value data: up to 50 keys of 40 characters, string values up to 500 */
@@ -8660,6 +8803,16 @@ export interface operations {
                     name?: string | null;
                     /** @enum {string} */
                     status?: "active" | "inactive";
+                    /** @description Up to 5; the list given replaces the last one ([] clears it) */
+                    taxIds?: {
+                        /**
+                         * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                         * @enum {string}
+                         */
+                        type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                        /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                        value: string;
+                    }[];
                     telephone?: string | null;
                 };
             };
@@ -8679,16 +8832,38 @@ export interface operations {
                      *       "name": "Rear Admiral Grace Hopper",
                      *       "email": "grace@example.com",
                      *       "telephone": null,
+                     *       "address": {
+                     *         "line1": "1 Navy Yard",
+                     *         "line2": null,
+                     *         "city": "Arlington",
+                     *         "state": "VA",
+                     *         "postalCode": "22202",
+                     *         "country": "US"
+                     *       },
+                     *       "taxIds": [
+                     *         {
+                     *           "type": "us_ein",
+                     *           "value": "123456789"
+                     *         }
+                     *       ],
                      *       "status": "active",
                      *       "metadata": {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.060Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.141Z"
+                     *       "createdAt": "2026-05-28T09:00:03.015Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.132Z"
                      *     }
                      */
                     "application/json": {
+                        address: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -8705,6 +8880,16 @@ export interface operations {
                         reference: string;
                         /** @enum {string} */
                         status: "active" | "inactive";
+                        /** @description Tax ids invoices name the customer by */
+                        taxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
                         testClock: string | null;
@@ -10383,7 +10568,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.194Z"
+                     *       "createdAt": "2026-05-28T09:00:03.203Z"
                      *     }
                      */
                     "application/json": {
@@ -10666,7 +10851,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.415Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.563Z"
                      *     }
                      */
                     "application/json": {
@@ -10787,6 +10972,20 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    address?: {
+                        /** @description City, town or village */
+                        city?: string;
+                        /** @description ISO 3166-1 alpha-2 (stored upper case) */
+                        country?: string;
+                        /** @description Street and number, or P.O. box */
+                        line1?: string;
+                        /** @description Apartment, suite, building or floor */
+                        line2?: string;
+                        /** @description ZIP or postal code */
+                        postalCode?: string;
+                        /** @description State, county, province or region */
+                        state?: string;
+                    };
                     /** Format: email */
                     email?: string;
                     /** @description Your own id for the customer (no spaces); unique among live customers */
@@ -10796,6 +10995,16 @@ export interface operations {
                         [key: string]: string;
                     };
                     name?: string;
+                    /** @description Up to 5; the list given replaces the last one ([] clears it) */
+                    taxIds?: {
+                        /**
+                         * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                         * @enum {string}
+                         */
+                        type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                        /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                        value: string;
+                    }[];
                     /** @description E.164 preferred, e.g. +447700900123 */
                     telephone?: string;
                 };
@@ -10809,6 +11018,14 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        address: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -10825,6 +11042,16 @@ export interface operations {
                         reference: string;
                         /** @enum {string} */
                         status: "active" | "inactive";
+                        /** @description Tax ids invoices name the customer by */
+                        taxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
                         testClock: string | null;
@@ -10850,14 +11077,24 @@ export interface operations {
                      *       "name": "Katherine Johnson",
                      *       "email": "katherine@example.com",
                      *       "telephone": null,
+                     *       "address": null,
+                     *       "taxIds": [],
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.074Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.074Z"
+                     *       "createdAt": "2026-05-28T09:00:03.042Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
                      *     }
                      */
                     "application/json": {
+                        address: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -10874,6 +11111,16 @@ export interface operations {
                         reference: string;
                         /** @enum {string} */
                         status: "active" | "inactive";
+                        /** @description Tax ids invoices name the customer by */
+                        taxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
                         testClock: string | null;
@@ -11011,6 +11258,24 @@ export interface operations {
                      *           "id": "inv_01jx000001569pyfqk3w8vmvj0",
                      *           "status": "paid",
                      *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "customerName": "Ada Lovelace",
+                     *           "customerEmail": "ada@example.com",
+                     *           "customerAddress": null,
+                     *           "customerTaxIds": [],
+                     *           "issuer": {
+                     *             "legalName": "Acme Weather",
+                     *             "companyNumber": null,
+                     *             "address": {
+                     *               "line1": "1 Cloud Way",
+                     *               "line2": null,
+                     *               "city": "Seattle",
+                     *               "state": "WA",
+                     *               "postalCode": "98101",
+                     *               "country": "US"
+                     *             },
+                     *             "taxId": null,
+                     *             "vatNumber": null
+                     *           },
                      *           "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
                      *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *           "planRef": "pln_01jx000001brnn19rg36mzgzje",
@@ -11047,6 +11312,24 @@ export interface operations {
                      *           "id": "inv_01jx0000028s1k4nczs86bfsfw",
                      *           "status": "open",
                      *           "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *           "customerName": "Ada Lovelace",
+                     *           "customerEmail": "ada@example.com",
+                     *           "customerAddress": null,
+                     *           "customerTaxIds": [],
+                     *           "issuer": {
+                     *             "legalName": "Acme Weather",
+                     *             "companyNumber": null,
+                     *             "address": {
+                     *               "line1": "1 Cloud Way",
+                     *               "line2": null,
+                     *               "city": "Seattle",
+                     *               "state": "WA",
+                     *               "postalCode": "98101",
+                     *               "country": "US"
+                     *             },
+                     *             "taxId": null,
+                     *             "vatNumber": null
+                     *           },
                      *           "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
                      *           "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *           "planRef": "pln_01jx000001brnn19rg36mzgzje",
@@ -11062,7 +11345,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T14:31:15.017Z"
+                     *                 "end": "2026-01-25T10:40:50.855Z"
                      *               }
                      *             }
                      *           ],
@@ -11097,11 +11380,45 @@ export interface operations {
                              */
                             createdAt: string;
                             currency: string;
+                            customerAddress: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
+                            customerEmail: string | null;
+                            customerName: string | null;
                             customerRef: string;
+                            customerTaxIds: {
+                                /**
+                                 * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                                 * @enum {string}
+                                 */
+                                type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                                /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                                value: string;
+                            }[];
                             finalizedAt: string | null;
                             hostedUrl: string | null;
                             /** @description Invoice id (inv_…) */
                             id: string;
+                            /** @description The provider as the invoice names it, as it stood when the invoice was finalized */
+                            issuer: {
+                                address: {
+                                    city: string | null;
+                                    country: string | null;
+                                    line1: string | null;
+                                    line2: string | null;
+                                    postalCode: string | null;
+                                    state: string | null;
+                                } | null;
+                                companyNumber: string | null;
+                                legalName: string;
+                                taxId: string | null;
+                                vatNumber: string | null;
+                            };
                             lines: {
                                 /** @description Whole cents, rounded once, half to even */
                                 amount: number;
@@ -11279,6 +11596,24 @@ export interface operations {
                      *       "id": "inv_01jx000001569pyfqk3w8vmvj0",
                      *       "status": "paid",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "customerName": "Ada Lovelace",
+                     *       "customerEmail": "ada@example.com",
+                     *       "customerAddress": null,
+                     *       "customerTaxIds": [],
+                     *       "issuer": {
+                     *         "legalName": "Acme Weather",
+                     *         "companyNumber": null,
+                     *         "address": {
+                     *           "line1": "1 Cloud Way",
+                     *           "line2": null,
+                     *           "city": "Seattle",
+                     *           "state": "WA",
+                     *           "postalCode": "98101",
+                     *           "country": "US"
+                     *         },
+                     *         "taxId": null,
+                     *         "vatNumber": null
+                     *       },
                      *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
@@ -11325,11 +11660,45 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string;
+                        customerAddress: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
+                        customerEmail: string | null;
+                        customerName: string | null;
                         customerRef: string;
+                        customerTaxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         finalizedAt: string | null;
                         hostedUrl: string | null;
                         /** @description Invoice id (inv_…) */
                         id: string;
+                        /** @description The provider as the invoice names it, as it stood when the invoice was finalized */
+                        issuer: {
+                            address: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
+                            companyNumber: string | null;
+                            legalName: string;
+                            taxId: string | null;
+                            vatNumber: string | null;
+                        };
                         lines: {
                             /** @description Whole cents, rounded once, half to even */
                             amount: number;
@@ -11505,6 +11874,24 @@ export interface operations {
                      *       "id": "inv_01jx0000043r3zaynw916efm1k",
                      *       "status": "paid",
                      *       "customerRef": "cus_01jx000004g7stabpz1dkp9bn1",
+                     *       "customerName": "Linus Pauling",
+                     *       "customerEmail": "linus@example.com",
+                     *       "customerAddress": null,
+                     *       "customerTaxIds": [],
+                     *       "issuer": {
+                     *         "legalName": "Acme Weather",
+                     *         "companyNumber": null,
+                     *         "address": {
+                     *           "line1": "1 Cloud Way",
+                     *           "line2": null,
+                     *           "city": "Seattle",
+                     *           "state": "WA",
+                     *           "postalCode": "98101",
+                     *           "country": "US"
+                     *         },
+                     *         "taxId": null,
+                     *         "vatNumber": null
+                     *       },
                      *       "purchaseRef": "pur_01jx000003kx50jbshntc7cc25",
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "planRef": "pln_01jx000003fhftwc3eg60dgr28",
@@ -11557,11 +11944,45 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string;
+                        customerAddress: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
+                        customerEmail: string | null;
+                        customerName: string | null;
                         customerRef: string;
+                        customerTaxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         finalizedAt: string | null;
                         hostedUrl: string | null;
                         /** @description Invoice id (inv_…) */
                         id: string;
+                        /** @description The provider as the invoice names it, as it stood when the invoice was finalized */
+                        issuer: {
+                            address: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
+                            companyNumber: string | null;
+                            legalName: string;
+                            taxId: string | null;
+                            vatNumber: string | null;
+                        };
                         lines: {
                             /** @description Whole cents, rounded once, half to even */
                             amount: number;
@@ -11760,6 +12181,24 @@ export interface operations {
                      *       "id": "inv_01jx000003bf3wgx8q0kcfp6sp",
                      *       "status": "paid",
                      *       "customerRef": "cus_01jx000005w3p02dcs45sdenjt",
+                     *       "customerName": "Marie Curie",
+                     *       "customerEmail": "marie@example.com",
+                     *       "customerAddress": null,
+                     *       "customerTaxIds": [],
+                     *       "issuer": {
+                     *         "legalName": "Acme Weather",
+                     *         "companyNumber": null,
+                     *         "address": {
+                     *           "line1": "1 Cloud Way",
+                     *           "line2": null,
+                     *           "city": "Seattle",
+                     *           "state": "WA",
+                     *           "postalCode": "98101",
+                     *           "country": "US"
+                     *         },
+                     *         "taxId": null,
+                     *         "vatNumber": null
+                     *       },
                      *       "purchaseRef": "pur_01jx0000028j8df08azg0knjzt",
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
@@ -11775,7 +12214,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T14:31:15.017Z"
+                     *             "end": "2026-01-25T10:40:50.855Z"
                      *           }
                      *         }
                      *       ],
@@ -11806,11 +12245,45 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string;
+                        customerAddress: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
+                        customerEmail: string | null;
+                        customerName: string | null;
                         customerRef: string;
+                        customerTaxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         finalizedAt: string | null;
                         hostedUrl: string | null;
                         /** @description Invoice id (inv_…) */
                         id: string;
+                        /** @description The provider as the invoice names it, as it stood when the invoice was finalized */
+                        issuer: {
+                            address: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
+                            companyNumber: string | null;
+                            legalName: string;
+                            taxId: string | null;
+                            vatNumber: string | null;
+                        };
                         lines: {
                             /** @description Whole cents, rounded once, half to even */
                             amount: number;
@@ -12032,6 +12505,24 @@ export interface operations {
                      *       "id": "inv_01jx0000028s1k4nczs86bfsfw",
                      *       "status": "void",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "customerName": "Ada Lovelace",
+                     *       "customerEmail": "ada@example.com",
+                     *       "customerAddress": null,
+                     *       "customerTaxIds": [],
+                     *       "issuer": {
+                     *         "legalName": "Acme Weather",
+                     *         "companyNumber": null,
+                     *         "address": {
+                     *           "line1": "1 Cloud Way",
+                     *           "line2": null,
+                     *           "city": "Seattle",
+                     *           "state": "WA",
+                     *           "postalCode": "98101",
+                     *           "country": "US"
+                     *         },
+                     *         "taxId": null,
+                     *         "vatNumber": null
+                     *       },
                      *       "purchaseRef": "pur_01jx0000017btsbgr63z4av2cd",
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
@@ -12047,7 +12538,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T14:31:15.017Z"
+                     *             "end": "2026-01-25T10:40:50.855Z"
                      *           }
                      *         }
                      *       ],
@@ -12078,11 +12569,45 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string;
+                        customerAddress: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        } | null;
+                        customerEmail: string | null;
+                        customerName: string | null;
                         customerRef: string;
+                        customerTaxIds: {
+                            /**
+                             * @description The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)
+                             * @enum {string}
+                             */
+                            type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
+                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
+                            value: string;
+                        }[];
                         finalizedAt: string | null;
                         hostedUrl: string | null;
                         /** @description Invoice id (inv_…) */
                         id: string;
+                        /** @description The provider as the invoice names it, as it stood when the invoice was finalized */
+                        issuer: {
+                            address: {
+                                city: string | null;
+                                country: string | null;
+                                line1: string | null;
+                                line2: string | null;
+                                postalCode: string | null;
+                                state: string | null;
+                            } | null;
+                            companyNumber: string | null;
+                            legalName: string;
+                            taxId: string | null;
+                            vatNumber: string | null;
+                        };
                         lines: {
                             /** @description Whole cents, rounded once, half to even */
                             amount: number;
@@ -12295,7 +12820,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T14:31:15.017Z",
+                     *         "periodEnd": "2026-01-25T10:40:50.855Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -12636,10 +13161,26 @@ export interface operations {
                      *       "legalName": "Acme Weather",
                      *       "privacyUrl": "https://acme-weather.example/privacy",
                      *       "termsUrl": "https://acme-weather.example/terms",
-                     *       "supportEmail": "support@acme-weather.example"
+                     *       "supportEmail": "support@acme-weather.example",
+                     *       "address": {
+                     *         "line1": "1 Cloud Way",
+                     *         "line2": null,
+                     *         "city": "Seattle",
+                     *         "state": "WA",
+                     *         "postalCode": "98101",
+                     *         "country": "US"
+                     *       }
                      *     }
                      */
                     "application/json": {
+                        address?: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        };
                         /** @description Colour of the hosted pages (checkout, sign-in, invoices), #rrggbb */
                         brandColor?: string;
                         companyNumber?: string;
@@ -12773,10 +13314,31 @@ export interface operations {
                  *       "displayName": "Acme Weather",
                  *       "supportEmail": "support@acme-weather.example",
                  *       "termsUrl": "https://acme-weather.example/terms",
-                 *       "privacyUrl": "https://acme-weather.example/privacy"
+                 *       "privacyUrl": "https://acme-weather.example/privacy",
+                 *       "address": {
+                 *         "line1": "1 Cloud Way",
+                 *         "city": "Seattle",
+                 *         "state": "WA",
+                 *         "postalCode": "98101",
+                 *         "country": "US"
+                 *       }
                  *     }
                  */
                 "application/json": {
+                    address?: {
+                        /** @description City, town or village */
+                        city?: string;
+                        /** @description ISO 3166-1 alpha-2 (stored upper case) */
+                        country?: string;
+                        /** @description Street and number, or P.O. box */
+                        line1?: string;
+                        /** @description Apartment, suite, building or floor */
+                        line2?: string;
+                        /** @description ZIP or postal code */
+                        postalCode?: string;
+                        /** @description State, county, province or region */
+                        state?: string;
+                    } | null;
                     brandColor?: string | null;
                     companyNumber?: string | null;
                     country?: string | null;
@@ -12809,10 +13371,26 @@ export interface operations {
                      *       "legalName": "Acme Weather",
                      *       "privacyUrl": "https://acme-weather.example/privacy",
                      *       "termsUrl": "https://acme-weather.example/terms",
-                     *       "supportEmail": "support@acme-weather.example"
+                     *       "supportEmail": "support@acme-weather.example",
+                     *       "address": {
+                     *         "line1": "1 Cloud Way",
+                     *         "line2": null,
+                     *         "city": "Seattle",
+                     *         "state": "WA",
+                     *         "postalCode": "98101",
+                     *         "country": "US"
+                     *       }
                      *     }
                      */
                     "application/json": {
+                        address?: {
+                            city: string | null;
+                            country: string | null;
+                            line1: string | null;
+                            line2: string | null;
+                            postalCode: string | null;
+                            state: string | null;
+                        };
                         /** @description Colour of the hosted pages (checkout, sign-in, invoices), #rrggbb */
                         brandColor?: string;
                         companyNumber?: string;
@@ -12986,7 +13564,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:04.872Z"
+                     *       "timestamp": "2026-05-28T09:00:05.035Z"
                      *     }
                      */
                     "application/json": {
@@ -13210,7 +13788,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:04.901Z"
+                     *           "timestamp": "2026-05-28T09:00:05.055Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -13218,7 +13796,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:04.901Z"
+                     *           "timestamp": "2026-05-28T09:00:05.055Z"
                      *         }
                      *       ]
                      *     }
@@ -13417,9 +13995,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/SFIMStlJ0cUSF2u1wLHul9l9qEKVcxNBD9A3fYmOkl4",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/Q4JbiTlaLQZr67gjh_fWqs29W8rmzwKUixtmcpDEw9U",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:04.858Z"
+                     *       "expiresAt": "2026-05-28T09:15:05.018Z"
                      *     }
                      */
                     "application/json": {
@@ -14574,7 +15152,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.194Z",
+                     *       "createdAt": "2026-05-28T09:00:05.344Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -14758,8 +15336,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.194Z",
-                     *       "closedAt": "2026-05-28T09:00:05.249Z"
+                     *       "createdAt": "2026-05-28T09:00:05.344Z",
+                     *       "closedAt": "2026-05-28T09:00:05.401Z"
                      *     }
                      */
                     "application/json": {
@@ -14938,11 +15516,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.263Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.419Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.263Z"
+                     *       "createdAt": "2026-05-28T09:00:05.419Z"
                      *     }
                      */
                     "application/json": {
@@ -15110,7 +15688,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.951Z"
+                     *           "createdAt": "2026-05-28T09:00:02.910Z"
                      *         }
                      *       ]
                      *     }
@@ -15264,7 +15842,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.951Z"
+                     *       "createdAt": "2026-05-28T09:00:02.910Z"
                      *     }
                      */
                     "application/json": {
@@ -15403,7 +15981,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.951Z"
+                     *       "createdAt": "2026-05-28T09:00:02.910Z"
                      *     }
                      */
                     "application/json": {
@@ -15554,7 +16132,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.951Z"
+                     *       "createdAt": "2026-05-28T09:00:02.910Z"
                      *     }
                      */
                     "application/json": {
@@ -16282,8 +16860,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:15.017Z",
-                     *       "to": "2026-05-28T09:01:15.017Z",
+                     *       "from": "2026-04-28T08:55:50.855Z",
+                     *       "to": "2026-05-28T09:10:50.855Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -16505,7 +17083,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.012Z",
+                     *       "asOf": "2026-05-28T09:00:06.231Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -16750,7 +17328,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T14:31:15.017Z",
+                     *           "end": "2026-01-25T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -16789,8 +17367,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T14:31:15.017Z",
-                     *           "end": "2026-02-25T14:31:15.017Z",
+                     *           "start": "2026-01-25T10:40:50.855Z",
+                     *           "end": "2026-02-25T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16829,8 +17407,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T14:31:15.017Z",
-                     *           "end": "2026-03-27T14:31:15.017Z",
+                     *           "start": "2026-02-25T10:40:50.855Z",
+                     *           "end": "2026-03-27T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16869,8 +17447,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T14:31:15.017Z",
-                     *           "end": "2026-04-27T14:31:15.017Z",
+                     *           "start": "2026-03-27T10:40:50.855Z",
+                     *           "end": "2026-04-27T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16909,8 +17487,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T14:31:15.017Z",
-                     *           "end": "2026-05-27T14:31:15.017Z",
+                     *           "start": "2026-04-27T10:40:50.855Z",
+                     *           "end": "2026-05-27T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -16949,8 +17527,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T14:31:15.017Z",
-                     *           "end": "2026-06-27T14:31:15.017Z",
+                     *           "start": "2026-05-27T10:40:50.855Z",
+                     *           "end": "2026-06-27T10:40:50.855Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17202,8 +17780,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:15.017Z",
-                     *       "to": "2026-05-28T09:01:15.017Z",
+                     *       "from": "2026-04-28T08:55:50.855Z",
+                     *       "to": "2026-05-28T09:10:50.855Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -17386,35 +17964,35 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:46:15.017Z",
-                     *       "to": "2026-05-28T09:01:15.017Z",
+                     *       "from": "2026-04-28T08:55:50.855Z",
+                     *       "to": "2026-05-28T09:10:50.855Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-21T13:31:15.017Z",
+                     *           "start": "2026-04-21T09:40:50.855Z",
                      *           "label": "2026-04-21"
                      *         },
                      *         {
-                     *           "start": "2026-04-28T13:31:15.017Z",
+                     *           "start": "2026-04-28T09:40:50.855Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T13:31:15.017Z",
+                     *           "start": "2026-05-05T09:40:50.855Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T13:31:15.017Z",
+                     *           "start": "2026-05-12T09:40:50.855Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T13:31:15.017Z",
+                     *           "start": "2026-05-19T09:40:50.855Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T13:31:15.017Z",
+                     *           "start": "2026-05-26T09:40:50.855Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -17657,17 +18235,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…RRI8",
+                     *           "hint": "sk_test_…wZiU",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.502Z",
+                     *           "createdAt": "2026-05-28T09:00:07.823Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…-rLU",
+                     *           "hint": "sk_test_…QBLg",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.174Z",
+                     *           "createdAt": "2026-05-28T09:00:07.487Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -17813,9 +18391,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…RRI8",
+                     *       "hint": "sk_test_…wZiU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.502Z",
+                     *       "createdAt": "2026-05-28T09:00:07.823Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -18138,18 +18716,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…lmEQ",
+                     *       "hint": "sk_test_…6ZIA",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.527Z",
+                     *       "createdAt": "2026-05-28T09:00:07.844Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…RRI8",
+                     *         "hint": "sk_test_…wZiU",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.502Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.527Z"
+                     *         "createdAt": "2026-05-28T09:00:07.823Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.844Z"
                      *       }
                      *     }
                      */
@@ -18345,7 +18923,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.011Z",
+                     *           "createdAt": "2026-05-28T09:00:07.316Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18362,7 +18940,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:06.998Z",
+                     *           "createdAt": "2026-05-28T09:00:07.307Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18379,7 +18957,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:06.959Z",
+                     *           "createdAt": "2026-05-28T09:00:07.280Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18395,7 +18973,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThzZHZyazY0OHk5amduZ244Ym0yNWpm"
+                     *       "nextCursor": "YXVkXzAxbThzdjFuMjkxcjluYWF5MjZyYW01NWNi"
                      *     }
                      */
                     "application/json": {
@@ -18574,7 +19152,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.194Z",
+                     *           "createdAt": "2026-05-28T09:00:05.344Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -18729,7 +19307,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.194Z",
+                     *       "createdAt": "2026-05-28T09:00:05.344Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -18890,7 +19468,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.194Z",
+                     *       "createdAt": "2026-05-28T09:00:05.344Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -20689,8 +21267,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.610Z",
-                     *       "latencyMs": 14,
+                     *       "checkedAt": "2026-05-28T09:00:05.833Z",
+                     *       "latencyMs": 23,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -21058,8 +21636,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.154Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.154Z"
+                     *           "createdAt": "2026-05-28T09:00:02.158Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.158Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -21069,8 +21647,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.894Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.894Z"
+                     *           "createdAt": "2026-05-28T09:00:02.865Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.865Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21242,8 +21820,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.894Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.894Z"
+                     *       "createdAt": "2026-05-28T09:00:02.865Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.865Z"
                      *     }
                      */
                     "application/json": {
@@ -21416,8 +21994,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.894Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.894Z"
+                     *       "createdAt": "2026-05-28T09:00:02.865Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.865Z"
                      *     }
                      */
                     "application/json": {
@@ -21567,8 +22145,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.894Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.747Z"
+                     *       "createdAt": "2026-05-28T09:00:02.865Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
                      *     }
                      */
                     "application/json": {
@@ -21738,11 +22316,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.263Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.419Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.263Z"
+                     *           "createdAt": "2026-05-28T09:00:05.419Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21894,11 +22472,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.263Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.419Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.263Z"
+                     *       "createdAt": "2026-05-28T09:00:05.419Z"
                      *     }
                      */
                     "application/json": {
@@ -22083,8 +22661,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.661Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.661Z"
+                     *       "createdAt": "2026-05-28T09:00:02.642Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.642Z"
                      *     }
                      */
                     "application/json": {
@@ -22400,8 +22978,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.661Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.835Z"
+                     *       "createdAt": "2026-05-28T09:00:02.642Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.810Z"
                      *     }
                      */
                     "application/json": {
@@ -22656,8 +23234,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.760Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.772Z"
+                     *       "createdAt": "2026-05-28T09:00:07.063Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.081Z"
                      *     }
                      */
                     "application/json": {
@@ -22852,8 +23430,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rnh7FPnhhiFBTtI",
-                     *       "connectedAt": "2026-05-28T09:00:06.480Z"
+                     *       "account": "acct_Rnkag6YzGSqv8y1",
+                     *       "connectedAt": "2026-05-28T09:00:06.767Z"
                      *     }
                      */
                     "application/json": {
@@ -23027,8 +23605,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rnh7FPnhhiFBTtI",
-                     *       "connectedAt": "2026-05-28T09:00:06.480Z"
+                     *       "account": "acct_Rnkag6YzGSqv8y1",
+                     *       "connectedAt": "2026-05-28T09:00:06.767Z"
                      *     }
                      */
                     "application/json": {
@@ -23597,8 +24175,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.333Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.333Z"
+                     *           "createdAt": "2026-05-28T09:00:02.398Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.398Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23777,8 +24355,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.333Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.333Z"
+                     *       "createdAt": "2026-05-28T09:00:02.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.398Z"
                      *     }
                      */
                     "application/json": {
@@ -23953,8 +24531,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.333Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.333Z"
+                     *       "createdAt": "2026-05-28T09:00:02.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.398Z"
                      *     }
                      */
                     "application/json": {
@@ -24131,8 +24709,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.333Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.528Z"
+                     *       "createdAt": "2026-05-28T09:00:02.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.510Z"
                      *     }
                      */
                     "application/json": {
@@ -24307,8 +24885,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.813Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.822Z"
+                     *       "createdAt": "2026-05-28T09:00:07.130Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.139Z"
                      *     }
                      */
                     "application/json": {
@@ -24499,8 +25077,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.575Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.575Z"
+                     *           "createdAt": "2026-05-28T09:00:02.568Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.568Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -24546,8 +25124,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.661Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.661Z"
+                     *           "createdAt": "2026-05-28T09:00:02.642Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.642Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -24590,8 +25168,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.678Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.678Z"
+                     *           "createdAt": "2026-05-28T09:00:02.659Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.659Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24939,8 +25517,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.661Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.661Z"
+                     *       "createdAt": "2026-05-28T09:00:02.642Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.642Z"
                      *     }
                      */
                     "application/json": {
@@ -25412,13 +25990,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.171Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.484Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.316Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.639Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -25427,8 +26005,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.347Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.347Z"
+                     *           "createdAt": "2026-05-28T09:00:07.673Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.673Z"
                      *         }
                      *       ]
                      *     }
@@ -25589,8 +26167,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.189Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.189Z"
+                     *       "createdAt": "2026-05-28T09:00:07.505Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.505Z"
                      *     }
                      */
                     "application/json": {
@@ -26078,7 +26656,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.316Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.639Z"
                      *     }
                      */
                     "application/json": {
@@ -26492,7 +27070,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.170Z"
+                     *       "createdAt": "2026-05-28T09:00:05.318Z"
                      *     }
                      */
                     "application/json": {
@@ -26682,7 +27260,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.650Z"
+                     *       "createdAt": "2026-05-28T09:00:06.946Z"
                      *     }
                      */
                     "application/json": {
@@ -26860,7 +27438,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.650Z"
+                     *           "createdAt": "2026-05-28T09:00:06.946Z"
                      *         }
                      *       ]
                      *     }
@@ -27014,8 +27592,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.592Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.592Z"
+                     *           "createdAt": "2026-05-28T09:00:06.895Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.895Z"
                      *         }
                      *       ]
                      *     }
@@ -27189,8 +27767,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.592Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.592Z",
+                     *       "createdAt": "2026-05-28T09:00:06.895Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.895Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -27345,8 +27923,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.592Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.592Z"
+                     *       "createdAt": "2026-05-28T09:00:06.895Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.895Z"
                      *     }
                      */
                     "application/json": {
@@ -27638,8 +28216,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.592Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.633Z"
+                     *       "createdAt": "2026-05-28T09:00:06.895Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.928Z"
                      *     }
                      */
                     "application/json": {
@@ -27791,8 +28369,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.592Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.711Z"
+                     *       "createdAt": "2026-05-28T09:00:06.895Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.015Z"
                      *     }
                      */
                     "application/json": {
@@ -27944,8 +28522,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.592Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.721Z"
+                     *       "createdAt": "2026-05-28T09:00:06.895Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.026Z"
                      *     }
                      */
                     "application/json": {
@@ -28238,7 +28816,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:06.703Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.006Z"
                      *     }
                      */
                     "application/json": {

@@ -29,9 +29,9 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/merchant':
     'The name, legal name, logo, terms and privacy URLs and support contact the hosted checkout and invoices show to customers, for the environment of the key.',
   'PATCH /v1/sdk/merchant':
-    'Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs.',
+    'Changes the merchant identity customers see; only the fields sent change. URLs must be http(s) and are checked as URLs. `address` is the postal address invoices give under the legal name (with the company, VAT and tax numbers); given whole, it replaces the last one, and null clears it. Invoices already issued keep what they were issued with.',
   'POST /v1/sdk/customers':
-    'Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email and metadata. Answers the customer with its `reference` (cus_…).',
+    'Creates a customer, optionally with your own `externalRef` (unique per provider and environment: 409 `customer_exists` if taken), an email, metadata, a billing `address` and up to 5 `taxIds` (`eu_vat`, `gb_vat`, `us_ein`, … in Stripe’s names; each checked for its kind’s form and stored without spaces, dots or dashes, upper case: a malformed one is 400 `validation_failed` naming it, and nothing is created). Answers the customer with its `reference` (cus_…).',
   'GET /v1/sdk/customers':
     'Customers, cursor-paginated (`limit`, `cursor`); `externalRef` or `email` find the matching ones.',
   'POST /v1/sdk/customers/ensure':
@@ -39,7 +39,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/customers/:ref':
     'A customer by its reference (cus_…) or your externalRef. 404 `customer_not_found` otherwise.',
   'PATCH /v1/sdk/customers/:ref':
-    'Changes a customer’s email, name, externalRef or metadata; only the fields sent change.',
+    'Changes a customer’s email, name, telephone, externalRef, metadata, billing `address` or `taxIds`; only the fields sent change. An address given replaces the last one whole and null clears it; `taxIds` replaces the list ([] clears it). Invoices keep the details they were finalized with; drafts follow. A change of name, email or address goes on to the customer’s Stripe customer.',
   'DELETE /v1/sdk/customers/:ref':
     'Deletes a customer: it can no longer be used, its access tokens are revoked, and every purchase it has in force is cancelled at once, in the same transaction (no refund of unused time; usage up to now is billed when its period closes); its open checkout sessions expire and its auto top-up is deleted with it. Its purchases, invoices and ledger entries are kept for the books.',
   'GET /v1/sdk/customers/:ref/balance':
@@ -172,7 +172,8 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
     'What the current period of a purchase comes to so far, priced by its plan exactly as the closing invoice will be (usage so far, free units, tiers), without creating anything.',
   'GET /v1/sdk/invoices':
     'Invoices, oldest first, filtered by customer, purchase or status; each with its hosted page and PDF links for the customer.',
-  'GET /v1/sdk/invoices/:id': 'An invoice with its lines, totals and status.',
+  'GET /v1/sdk/invoices/:id':
+    'An invoice with its lines, totals and status, and both parties as it names them: the customer’s name, email, address and tax ids, and the provider’s legal name, address and numbers, as they stood when it was finalized (a draft’s follow the customer until then).',
   'POST /v1/sdk/invoices/:id/void':
     'Voids an unpaid invoice: nothing more is collected, and a purchase past due because of it is active again. A paid invoice gets 409 `invoice_not_open`.',
   'POST /v1/sdk/invoices/:id/pay':

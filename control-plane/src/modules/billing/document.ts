@@ -1,4 +1,5 @@
 // pdfkit is loaded on the first PDF, not at start: it is a fifth of a second of every start.
+import { addressLines, taxIdLabel } from '../../billing-details';
 import { brandStyle, escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
 import type { Invoice } from './schemas';
@@ -6,14 +7,13 @@ import type { Invoice } from './schemas';
 /** What an invoice's hosted page and PDF show: the invoice, and who issued it to whom. */
 export interface InvoiceDocument {
   invoice: Invoice;
+  /** The provider's brand as it is now; who issued the invoice in law is `invoice.issuer`. */
   merchant: {
     displayName: string;
-    legalName: string | null;
     supportEmail: string | null;
     logoUrl: string | null;
     brandColor: string | null;
   };
-  customer: { name: string | null; email: string | null; reference: string };
   pdfUrl: string;
   sandbox: boolean;
 }
@@ -36,6 +36,32 @@ export function formatUnitAmount(unitAmount: string, currency: string): string {
 
 const day = (iso: string | null) => (iso === null ? '' : iso.slice(0, 10));
 
+/**
+ * The lines that name the issuer under its brand: legal name, postal address, company number and
+ * tax numbers, as they stood when the invoice was finalized.
+ */
+export function issuerLines(inv: Invoice): string[] {
+  const { issuer } = inv;
+  return [
+    issuer.legalName,
+    ...addressLines(issuer.address),
+    issuer.companyNumber === null ? null : `Company number ${issuer.companyNumber}`,
+    issuer.vatNumber === null ? null : `VAT ${issuer.vatNumber}`,
+    issuer.taxId === null ? null : `Tax ID ${issuer.taxId}`,
+  ].filter((line): line is string => line !== null);
+}
+
+/** The lines that name whom the invoice is to: name (or email, or reference), email, address, tax ids. */
+export function billedToLines(inv: Invoice): string[] {
+  const first = inv.customerName ?? inv.customerEmail ?? inv.customerRef;
+  return [
+    first,
+    inv.customerEmail !== null && inv.customerEmail !== first ? inv.customerEmail : null,
+    ...addressLines(inv.customerAddress),
+    ...inv.customerTaxIds.map((taxId) => `${taxIdLabel(taxId.type)} ${taxId.value}`),
+  ].filter((line): line is string => line !== null);
+}
+
 const STATUS_WORDS: Record<Invoice['status'], string> = {
   draft: 'Draft',
   open: 'Due',
@@ -46,6 +72,9 @@ const STATUS_WORDS: Record<Invoice['status'], string> = {
 
 export const INVOICE_CSP =
   "default-src 'none'; img-src https:; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'";
+
+/** Lines of text as one block of HTML, each escaped. */
+const lines = (texts: string[]) => texts.map((text) => escapeHtml(text)).join('<br>');
 
 /** The hosted invoice page: server-rendered, every value escaped, no scripts, no third-party assets. */
 export function renderInvoicePage(doc: InvoiceDocument): string {
@@ -75,18 +104,17 @@ th,td{text-align:left;padding:8px 6px;border-bottom:1px solid #eee;vertical-alig
 .total td{font-weight:600;border-bottom:0}.status{display:inline-block;padding:2px 10px;border-radius:10px;background:#eef;font-size:13px}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}a.pdf{display:inline-block;margin-top:8px;color:var(--brand-text)}
 header{display:flex;align-items:center;gap:12px}header img{max-height:40px;max-width:160px}
+.parties{display:flex;flex-wrap:wrap;gap:24px;margin:16px 0}.parties>div{flex:1;min-width:200px}.parties h2{font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#555;margin:0 0 4px}
 </style></head>
 <body><main>
 ${doc.sandbox ? '<div class="sandbox">Sandbox invoice: no real money moved.</div>' : ''}
 <header>${merchant.logoUrl?.startsWith('https://') ? `<img src="${escapeHtml(merchant.logoUrl)}" alt="">` : ''}<h1>${escapeHtml(merchant.displayName)}</h1></header>
-<div class="muted">${escapeHtml(merchant.legalName ?? '')}${merchant.supportEmail === null ? '' : ` · ${escapeHtml(merchant.supportEmail)}`}</div>
 <p>Invoice <strong>${escapeHtml(inv.id)}</strong> <span class="status">${STATUS_WORDS[inv.status]}</span><br>
 <span class="muted">Issued ${day(inv.finalizedAt ?? inv.createdAt)}${inv.paidAt === null ? '' : ` · paid ${day(inv.paidAt)}`}</span></p>
-<p>Billed to ${escapeHtml(doc.customer.name ?? doc.customer.email ?? doc.customer.reference)}${
-    doc.customer.email !== null && doc.customer.name !== null
-      ? `<br><span class="muted">${escapeHtml(doc.customer.email)}</span>`
-      : ''
-  }</p>
+<div class="parties"><div><h2>From</h2>${lines([
+    ...issuerLines(inv),
+    ...(merchant.supportEmail === null ? [] : [merchant.supportEmail]),
+  ])}</div><div><h2>Billed to</h2>${lines(billedToLines(inv))}</div></div>
 <table><thead><tr><th>Description</th><th class="n">Qty</th><th class="n">Unit price</th><th class="n">Amount</th></tr></thead>
 <tbody>
 ${rows}
@@ -120,16 +148,28 @@ export async function renderInvoicePdf(doc: InvoiceDocument): Promise<Buffer> {
   if (doc.sandbox)
     pdf.fontSize(9).fillColor('#8a6d00').text('Sandbox invoice: no real money moved.').moveDown(0.5);
   pdf.fillColor('#000').fontSize(18).font('Helvetica-Bold').text(text(merchant.displayName));
-  pdf.font('Helvetica').fontSize(10).fillColor('#555');
-  if (merchant.legalName !== null) pdf.text(text(merchant.legalName));
-  if (merchant.supportEmail !== null) pdf.text(text(merchant.supportEmail));
-  pdf.moveDown().fillColor('#000').fontSize(12).text(`Invoice ${inv.id} - ${STATUS_WORDS[inv.status]}`);
+  pdf.moveDown(0.5).fillColor('#000').fontSize(12).text(`Invoice ${inv.id} - ${STATUS_WORDS[inv.status]}`);
   pdf
     .fontSize(10)
     .text(
       `Issued ${day(inv.finalizedAt ?? inv.createdAt)}${inv.paidAt === null ? '' : `, paid ${day(inv.paidAt)}`}`,
     );
-  pdf.text(`Billed to ${text(doc.customer.name ?? doc.customer.email ?? doc.customer.reference)}`);
+  pdf.moveDown();
+  // The two parties side by side: the issuer on the left, the customer on the right.
+  const top = pdf.y;
+  const party = (x: number, title: string, texts: string[]) => {
+    pdf.font('Helvetica-Bold').fontSize(9).fillColor('#555').text(title, x, top, { width: 240 });
+    pdf.font('Helvetica').fontSize(10).fillColor('#000');
+    for (const line of texts) pdf.text(text(line), x, pdf.y, { width: 240 });
+    return pdf.y;
+  };
+  const fromEnd = party(50, 'FROM', [
+    ...issuerLines(inv),
+    ...(merchant.supportEmail === null ? [] : [merchant.supportEmail]),
+  ]);
+  const toEnd = party(305, 'BILLED TO', billedToLines(inv));
+  pdf.x = 50;
+  pdf.y = Math.max(fromEnd, toEnd);
   pdf.moveDown();
 
   const columns = [50, 330, 380, 470];

@@ -1,4 +1,5 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Address, TaxId } from '../../billing-details';
 import type { Queryable } from '../../db/pool';
 
 export type InvoiceStatus = 'draft' | 'open' | 'paid' | 'uncollectible' | 'void';
@@ -25,6 +26,21 @@ export interface StoredLine {
   period: { start: string; end: string } | null;
   /** Credits the line's calls spent from the customer's balance (`credits_applied` only). */
   credits?: number;
+}
+
+/**
+ * Who an invoice is to and from, copied onto it by the database (migration 059's trigger) on
+ * every write while it is a draft, so as they stood when it was finalized.
+ */
+export interface InvoiceParties {
+  billed_to: { name: string | null; email: string | null; address: Address | null; taxIds: TaxId[] };
+  issuer: {
+    legalName: string;
+    companyNumber: string | null;
+    address: Address | null;
+    taxId: string | null;
+    vatNumber: string | null;
+  };
 }
 
 /** One invoice as stored. */
@@ -57,13 +73,21 @@ export interface InvoiceRow {
   next_retry_at: Date | null;
   /** The hosted page's and PDF's capability. */
   access_token: string;
+  billed_to: InvoiceParties['billed_to'];
+  issuer: InvoiceParties['issuer'];
 }
 
 type Tenant = { providerId: string; environment: Environment };
 
 type NewInvoice = Omit<
   InvoiceRow,
-  'amount_paid' | 'attempt_count' | 'payment_id' | 'paid_at' | 'closed_at' | 'next_retry_at'
+  | 'amount_paid'
+  | 'attempt_count'
+  | 'payment_id'
+  | 'paid_at'
+  | 'closed_at'
+  | 'next_retry_at'
+  | keyof InvoiceParties
 >;
 
 type Contents = Pick<

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { Address, TaxId } from '../../billing-details';
 import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
 import { LINE_KINDS } from './repository';
 
@@ -61,6 +62,25 @@ export const Invoice = Type.Object({
     'draft while its usage period waits out the lateness allowance (recounted each pass, no payment, no customer copy); open until paid; uncollectible when dunning gives up; void when the provider voided it unpaid',
   ),
   customerRef: Type.String(),
+  customerName: Nullable(
+    Type.String({
+      description:
+        "The customer's name, email, address and tax ids as they stood when the invoice was finalized (a draft's follow the customer); later changes leave an issued invoice as it was",
+    }),
+  ),
+  customerEmail: Nullable(Type.String()),
+  customerAddress: Nullable(Address),
+  customerTaxIds: Type.Array(TaxId),
+  issuer: Type.Object(
+    {
+      legalName: Type.String(),
+      companyNumber: Nullable(Type.String()),
+      address: Nullable(Address),
+      taxId: Nullable(Type.String()),
+      vatNumber: Nullable(Type.String()),
+    },
+    { description: 'The provider as the invoice names it, as it stood when the invoice was finalized' },
+  ),
   purchaseRef: Type.String(),
   productId: Type.String(),
   planRef: Type.String(),

@@ -37,6 +37,11 @@ export const toInvoice = (r: InvoiceRow, publicUrl: string): Invoice => ({
   id: r.id,
   status: r.status,
   customerRef: r.customer_id,
+  customerName: r.billed_to.name,
+  customerEmail: r.billed_to.email,
+  customerAddress: r.billed_to.address,
+  customerTaxIds: r.billed_to.taxIds,
+  issuer: r.issuer,
   purchaseRef: r.purchase_id,
   productId: r.product_id,
   planRef: r.plan_id,
@@ -202,11 +207,6 @@ export class BillingService {
     const row = await findInvoiceByToken(this.pool, token);
     if (row === undefined) return undefined;
     const merchant = await getProvider(this.pool, row.provider_id);
-    const customer = await findCustomer(
-      this.pool,
-      { providerId: row.provider_id, environment: row.environment },
-      row.customer_id,
-    );
     if (merchant === undefined) return undefined;
     const invoice = toInvoice(row, this.publicUrl);
     if (invoice.pdfUrl === null) return undefined;
@@ -214,12 +214,10 @@ export class BillingService {
       invoice,
       merchant: {
         displayName: merchant.displayName,
-        legalName: merchant.legalName,
         supportEmail: merchant.supportEmail,
         logoUrl: merchant.logoUrl,
         brandColor: merchant.brandColor,
       },
-      customer: { name: customer?.name ?? null, email: customer?.email ?? null, reference: row.customer_id },
       pdfUrl: invoice.pdfUrl,
       sandbox: row.environment === 'sandbox',
     };

@@ -138,6 +138,7 @@ export class CheckoutService {
         id: customer.id,
         email: customer.email,
         name: customer.name,
+        address: customer.address,
         processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
       },
       {

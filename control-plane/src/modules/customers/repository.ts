@@ -1,4 +1,5 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Address, TaxId } from '../../billing-details';
 import { prepared, type Queryable } from '../../db/pool';
 import type { Tenant } from '../products/repository';
 
@@ -12,6 +13,10 @@ export interface CustomerRow {
   telephone: string | null;
   status: 'active' | 'inactive' | 'deleted';
   metadata: Record<string, string>;
+  /** The billing address invoices are addressed to. */
+  address: Address | null;
+  /** Tax ids an invoice names the customer by (VAT, EIN, …). */
+  tax_ids: TaxId[];
   /** The sandbox test clock the customer lives on (its time is the clock's frozen time). */
   test_clock_id: string | null;
   created_at: Date;
@@ -19,12 +24,12 @@ export interface CustomerRow {
 }
 
 const COLUMNS =
-  'id, provider_id, environment, external_ref, name, email, telephone, status, metadata, test_clock_id, created_at, updated_at';
+  'id, provider_id, environment, external_ref, name, email, telephone, status, metadata, address, tax_ids, test_clock_id, created_at, updated_at';
 
 /** Inserts unless a live customer already holds the externalRef; undefined then (no error, no wait). */
 export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<CustomerRow | undefined> {
   const { rows } = await db.query<CustomerRow>(
-    `INSERT INTO customers (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    `INSERT INTO customers (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
      ON CONFLICT (provider_id, environment, external_ref) WHERE external_ref IS NOT NULL AND status <> 'deleted' DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -37,6 +42,8 @@ export async function insertCustomer(db: Queryable, row: CustomerRow): Promise<C
       row.telephone,
       row.status,
       row.metadata,
+      row.address === null ? null : JSON.stringify(row.address),
+      JSON.stringify(row.tax_ids),
       row.test_clock_id,
       row.created_at,
       row.updated_at,
@@ -141,9 +148,21 @@ export async function listCustomers(
 
 export async function updateCustomer(db: Queryable, row: CustomerRow): Promise<CustomerRow> {
   const { rows } = await db.query<CustomerRow>(
-    `UPDATE customers SET external_ref = $2, name = $3, email = $4, telephone = $5, status = $6, metadata = $7, updated_at = $8
+    `UPDATE customers SET external_ref = $2, name = $3, email = $4, telephone = $5, status = $6, metadata = $7, updated_at = $8,
+            address = $9, tax_ids = $10
       WHERE id = $1 RETURNING ${COLUMNS}`,
-    [row.id, row.external_ref, row.name, row.email, row.telephone, row.status, row.metadata, row.updated_at],
+    [
+      row.id,
+      row.external_ref,
+      row.name,
+      row.email,
+      row.telephone,
+      row.status,
+      row.metadata,
+      row.updated_at,
+      row.address === null ? null : JSON.stringify(row.address),
+      JSON.stringify(row.tax_ids),
+    ],
   );
   const updated = rows[0];
   if (updated === undefined) throw new Error('customer update returned no row');

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Metadata, nullable, page, stringEnum, Timestamp } from '../../http/schemas';
+import { Address, AddressInput, TaxId, TaxIdsInput } from '../../billing-details';
+import { Metadata, Nullable, nullable, page, stringEnum, Timestamp } from '../../http/schemas';
 
 const ExternalRef = Type.String({
   minLength: 1,
@@ -20,6 +21,8 @@ export const CustomerCreate = Type.Object(
     name: Type.Optional(Name),
     email: Type.Optional(Email),
     telephone: Type.Optional(Telephone),
+    address: Type.Optional(AddressInput),
+    taxIds: Type.Optional(TaxIdsInput),
     metadata: Type.Optional(Metadata),
     testClock: Type.Optional(
       Type.String({
@@ -39,6 +42,8 @@ export const CustomerEnsure = Type.Object(
     name: Type.Optional(Name),
     email: Type.Optional(Email),
     telephone: Type.Optional(Telephone),
+    address: Type.Optional(AddressInput),
+    taxIds: Type.Optional(TaxIdsInput),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -50,6 +55,9 @@ export const CustomerUpdate = Type.Object(
     name: nullable(Name),
     email: nullable(Email),
     telephone: nullable(Telephone),
+    /** Given whole, it replaces the last address; null clears it. */
+    address: nullable(AddressInput),
+    taxIds: Type.Optional(TaxIdsInput),
     status: Type.Optional(stringEnum(['active', 'inactive'] as const)),
     metadata: Type.Optional(Metadata),
   },
@@ -66,6 +74,8 @@ export const Customer = Type.Object({
   name: NullableString,
   email: NullableString,
   telephone: NullableString,
+  address: Nullable(Address),
+  taxIds: Type.Array(TaxId, { description: 'Tax ids invoices name the customer by' }),
   status: stringEnum(['active', 'inactive'] as const),
   metadata: Type.Record(Type.String(), Type.String()),
   testClock: Type.Union([Type.String(), Type.Null()], {

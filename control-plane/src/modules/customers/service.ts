@@ -1,5 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
+import { type AddressInput, normalizeAddress, normalizeTaxIds, type TaxId } from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
@@ -25,6 +26,8 @@ export const toCustomer = (row: CustomerRow): Customer => ({
   name: row.name,
   email: row.email,
   telephone: row.telephone,
+  address: row.address,
+  taxIds: row.tax_ids,
   status: row.status === 'inactive' ? 'inactive' : 'active',
   metadata: row.metadata,
   testClock: row.test_clock_id,
@@ -32,16 +35,38 @@ export const toCustomer = (row: CustomerRow): Customer => ({
   updatedAt: row.updated_at.toISOString(),
 });
 
-/** Payload of customer.updated (spec 6.5); customer.created adds `product`. */
+/**
+ * Payload of customer.updated (spec 6.5, with the billing address and tax ids besides);
+ * customer.created adds `product`.
+ */
 const eventObject = (row: CustomerRow) => ({
   id: row.id,
   reference: row.id,
   name: row.name,
   email: row.email,
   telephone: row.telephone,
+  address: row.address,
+  taxIds: row.tax_ids,
   status: row.status,
   created: unixSeconds(row.created_at),
 });
+
+/**
+ * The billing address and tax ids given, as stored: an address trimmed with its country
+ * checked, tax ids compacted and checked for their kind's form. Anything wrong is one 400
+ * naming every part at fault, before anything is written.
+ */
+function billingDetails(input: { address?: AddressInput | null; taxIds?: TaxId[] }) {
+  const problems: Array<{ path: string; message: string }> = [];
+  const address =
+    input.address === undefined || input.address === null
+      ? input.address
+      : normalizeAddress(input.address, '/address', problems);
+  const taxIds = input.taxIds === undefined ? undefined : normalizeTaxIds(input.taxIds, '/taxIds', problems);
+  if (problems.length > 0)
+    throw new ValidationError(problems.map((problem) => ({ ...problem, location: 'body' as const })));
+  return { address, taxIds };
+}
 
 /**
  * Inserts a customer with its `customer.created` event, in the caller's transaction; undefined
@@ -55,6 +80,7 @@ export async function createCustomerIn(
   options: { at: Date; productId: string | null },
 ): Promise<CustomerRow | undefined> {
   const { at } = options;
+  const details = billingDetails(input);
   let testClock: string | null = null;
   if (input.testClock !== undefined) {
     if (tenant.environment !== 'sandbox')
@@ -76,6 +102,8 @@ export async function createCustomerIn(
     telephone: input.telephone ?? null,
     status: 'active',
     metadata: input.metadata ?? {},
+    address: details.address ?? null,
+    tax_ids: details.taxIds ?? [],
     test_clock_id: testClock,
     created_at: at,
     updated_at: at,
@@ -118,11 +146,11 @@ export class CustomerService {
     this.deletionHooks.push(hook);
   }
 
-  /** Told once a change of a customer's email or name has committed (see `onDetailsChanged`). */
+  /** Told once a change of a customer's email, name or address has committed (see `onDetailsChanged`). */
   private detailHooks: Array<(auth: AuthContext, customerId: string) => Promise<void>> = [];
 
   /**
-   * Runs `hook` after each committed change of a customer's email or name, before the change is
+   * Runs `hook` after each committed change of a customer's email, name or address, before the change is
    * answered: the payment processor's copy of the customer follows (payments/service.ts). A hook
    * handles its own failures; the change stands either way.
    */
@@ -189,6 +217,7 @@ export class CustomerService {
 
   async update(auth: AuthContext, ref: string, patch: CustomerUpdate): Promise<Customer> {
     const at = this.clock.now();
+    const details = billingDetails(patch);
     let detailsChanged = false;
     let updated: CustomerRow;
     try {
@@ -205,13 +234,16 @@ export class CustomerService {
           telephone: pick('telephone', current.telephone) as string | null,
           status: patch.status ?? current.status,
           metadata: patch.metadata ?? current.metadata,
+          address: details.address === undefined ? current.address : details.address,
+          tax_ids: details.taxIds ?? current.tax_ids,
           updated_at: at,
         };
         const stored = await updateCustomer(tx, next);
         const before = eventObject(current);
         const after = eventObject(stored);
+        const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
         const previous = Object.fromEntries(
-          Object.entries(before).filter(([k, v]) => v !== after[k as keyof typeof after]),
+          Object.entries(before).filter(([k, v]) => !same(v, after[k as keyof typeof after])),
         );
         await writeEvent(tx, {
           ...auth,
@@ -220,7 +252,10 @@ export class CustomerService {
           previousAttributes: previous,
           at,
         });
-        detailsChanged = stored.email !== current.email || stored.name !== current.name;
+        detailsChanged =
+          stored.email !== current.email ||
+          stored.name !== current.name ||
+          !same(stored.address, current.address);
         return stored;
       });
     } catch (error) {

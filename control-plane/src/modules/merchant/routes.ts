@@ -20,6 +20,7 @@ export function toMerchant(p: Provider): Merchant {
     supportUrl: p.supportUrl,
     taxId: p.taxId,
     vatNumber: p.vatNumber,
+    address: p.address,
   };
   return {
     displayName: p.displayName,

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { Address, AddressInput } from '../../billing-details';
 import { nullable } from '../../http/schemas';
 
 const Url = Type.String({ format: 'uri' });
@@ -23,6 +24,7 @@ export const Merchant = Type.Object({
   supportUrl: Type.Optional(Url),
   taxId: Type.Optional(Type.String()),
   vatNumber: Type.Optional(Type.String()),
+  address: Type.Optional(Address),
 });
 export type Merchant = Static<typeof Merchant>;
 
@@ -72,6 +74,8 @@ export const MerchantUpdate = Type.Object(
         description: 'Country prefix then 2-14 characters',
       }),
     ),
+    /** The postal address invoices give under the legal name; given whole, it replaces the last one. */
+    address: nullable(AddressInput),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -1,3 +1,4 @@
+import type { Address } from '../../billing-details';
 /**
  * The payment-processor port: one interface, two adapters. The sandbox processor is built in and
  * serves every sandbox key; the Stripe adapter (modules/processors/stripe.ts) serves the live mode
@@ -20,10 +21,8 @@ export interface CardInput {
 export type MethodInput = { card: CardInput } | { paymentMethod: string };
 
 /** Our customer as the processor knows it: its customer object there, once one exists. */
-export interface ProcessorCustomer {
+export interface ProcessorCustomer extends CustomerDetails {
   id: string;
-  email: string | null;
-  name: string | null;
   processorCustomer: string | null;
 }
 
@@ -31,6 +30,8 @@ export interface ProcessorCustomer {
 export interface CustomerDetails {
   email: string | null;
   name: string | null;
+  /** The billing address (Stripe shows it on its receipts and uses it for tax). */
+  address: Address | null;
 }
 
 export interface AttachedCard {

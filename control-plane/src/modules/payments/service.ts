@@ -82,6 +82,7 @@ export class PaymentService {
           id: customer.id,
           email: customer.email ?? null,
           name: customer.name ?? null,
+          address: customer.address,
           processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
         },
         input,
@@ -153,6 +154,7 @@ export class PaymentService {
         await processor.updateCustomer(processorCustomer, {
           email: customer.email ?? null,
           name: customer.name ?? null,
+          address: customer.address,
         });
       });
     } catch (error) {

@@ -91,10 +91,24 @@ export function translate(error: unknown): never {
  * has it (the provider may have set it there), unless `clear`: our customer's was just removed,
  * and an empty string clears Stripe's.
  */
-function stripeDetails(details: CustomerDetails, clear = false): { email?: string; name?: string } {
-  const out: { email?: string; name?: string } = {};
+function stripeDetails(
+  details: CustomerDetails,
+  clear = false,
+): { email?: string; name?: string; address?: Stripe.Emptyable<Stripe.AddressParam> } {
+  const out: { email?: string; name?: string; address?: Stripe.Emptyable<Stripe.AddressParam> } = {};
   if (details.email !== null || clear) out.email = details.email ?? '';
   if (details.name !== null || clear) out.name = details.name ?? '';
+  const { address } = details;
+  if (address !== null)
+    out.address = {
+      line1: address.line1 ?? '',
+      line2: address.line2 ?? '',
+      city: address.city ?? '',
+      state: address.state ?? '',
+      postal_code: address.postalCode ?? '',
+      country: address.country ?? '',
+    };
+  else if (clear) out.address = '';
   return out;
 }
 
@@ -147,8 +161,8 @@ export class StripeProcessor implements PaymentProcessor {
    * The customer's Stripe customer, made once: the key makes a retry answer the same one. It is
    * made with our id alone, so that every attempt asks with the same parameters (Stripe refuses a
    * key reused with others, for 24 hours): a first attempt that failed here after Stripe made it
-   * is answered with that customer even once the email has changed. The email and name go on
-   * after.
+   * is answered with that customer even once the email has changed. The email, name and address
+   * go on after.
    */
   private async customerOf(customer: ProcessorCustomer): Promise<string> {
     if (customer.processorCustomer !== null) return customer.processorCustomer;
@@ -159,7 +173,8 @@ export class StripeProcessor implements PaymentProcessor {
     const details = stripeDetails(customer);
     if (
       (details.email !== undefined && made.email !== details.email) ||
-      (details.name !== undefined && made.name !== details.name)
+      (details.name !== undefined && made.name !== details.name) ||
+      details.address !== undefined
     )
       await this.stripe.customers.update(made.id, details);
     return made.id;

@@ -1,5 +1,6 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Environment } from '@mcp-meter/contracts/usage-record';
+import type { Address } from '../../billing-details';
 import { prepared, type Queryable } from '../../db/pool';
 import { hashKey, keyHint } from './keys';
 
@@ -22,6 +23,8 @@ export interface Provider {
   supportUrl: string | null;
   taxId: string | null;
   vatNumber: string | null;
+  /** The postal address invoices give under the legal name. */
+  address: Address | null;
   createdAt: Date;
 }
 
@@ -44,6 +47,7 @@ interface ProviderRow {
   support_url: string | null;
   tax_id: string | null;
   vat_number: string | null;
+  address: Address | null;
   created_at: Date;
 }
 
@@ -66,6 +70,7 @@ const toProvider = (r: ProviderRow): Provider => ({
   supportUrl: r.support_url,
   taxId: r.tax_id,
   vatNumber: r.vat_number,
+  address: r.address,
   createdAt: r.created_at,
 });
 
@@ -184,6 +189,7 @@ const MERCHANT_COLUMNS: Record<keyof MerchantFields, string> = {
   supportUrl: 'support_url',
   taxId: 'tax_id',
   vatNumber: 'vat_number',
+  address: 'address',
 };
 
 /** Column names come from the fixed map above, never from the request. */

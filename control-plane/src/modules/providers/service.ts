@@ -1,4 +1,5 @@
 import { ENVIRONMENTS, type Environment } from '@mcp-meter/contracts/usage-record';
+import { type AddressInput, isCountry, normalizeAddress } from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import {
@@ -9,6 +10,7 @@ import {
   UnavailableError,
   ValidationError,
 } from '../../errors';
+import type { AuthContext } from '../../tenancy';
 import { insertMeter, REQUESTS_METER } from '../meters/repository';
 import { isCurrency } from '../plans/rules';
 import { environmentOfKey, generateKey } from './keys';
@@ -25,14 +27,6 @@ import {
   setLiveEnabled,
   updateMerchant,
 } from './repository';
-
-const REGIONS = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
-/** CLDR also names groupings and placeholders that are not ISO 3166-1 countries. */
-const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO']);
-const isCountry = (code: string): boolean =>
-  /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && !code.startsWith('X') && REGIONS.of(code) !== code;
-
-import type { AuthContext } from '../../tenancy';
 
 export type { AuthContext };
 
@@ -124,6 +118,11 @@ export class ProviderService {
       fields.country = fields.country.toUpperCase();
       if (!isCountry(fields.country))
         problems.push({ path: '/country', message: 'is not an ISO 3166-1 alpha-2 code', location: 'body' });
+    }
+    if (fields.address !== undefined && fields.address !== null) {
+      const found: Array<{ path: string; message: string }> = [];
+      fields.address = normalizeAddress(fields.address as AddressInput, '/address', found);
+      for (const problem of found) problems.push({ ...problem, location: 'body' });
     }
     if (typeof fields.brandColor === 'string') fields.brandColor = fields.brandColor.toLowerCase();
     if (typeof fields.defaultCurrency === 'string') {
