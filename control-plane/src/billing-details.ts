@@ -148,7 +148,7 @@ export function normalizeTaxIds(input: readonly TaxId[], path: string, problems:
     if (!kind.form.test(value))
       problems.push({
         path: `${path}/${index}/value`,
-        message: `is not a ${kind.label} number (e.g. ${kind.example})`,
+        message: `is not a valid ${kind.label} number (e.g. ${kind.example})`,
       });
     else if (seen.has(`${taxId.type}:${value}`))
       problems.push({ path: `${path}/${index}`, message: 'is already in the list' });

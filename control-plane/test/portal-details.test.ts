@@ -110,6 +110,88 @@ describe('a customer’s own details in the portal', () => {
     expect((await s.api('GET', '/v1/sdk/customers/ada')).body).toMatchObject({ name: null, telephone: null });
   });
 
+  it('keeps a billing address and tax IDs that invoices name the customer by', async () => {
+    const s = await shop('Invoice Co');
+    await s.customer('lin', 'lin@invoice.example');
+    const { cookie, csrf } = await s.signIn('lin');
+    const portal = (await inject('GET', '/portal', undefined, cookie)).body;
+    expect(portal).toContain('<h3>Billing address</h3>');
+    expect(portal).toContain('<option value="GB">United Kingdom</option>');
+    expect(portal).toContain('<p>No tax ID.</p>');
+
+    const address = { line1: ' 1 Rue <Haute> ', line2: '', city: 'Lyon', state: '', postalCode: '69001' };
+    const saved = await inject('POST', '/portal/address', { csrf, ...address, country: 'FR' }, cookie);
+    expect([saved.statusCode, saved.headers.location]).toEqual([303, '/portal?done=address']);
+    expect((await s.api('GET', '/v1/sdk/customers/lin')).body.address).toEqual({
+      line1: '1 Rue <Haute>',
+      line2: null,
+      city: 'Lyon',
+      state: null,
+      postalCode: '69001',
+      country: 'FR',
+    });
+    const shown = (await inject('GET', '/portal?done=address', undefined, cookie)).body;
+    expect(shown).toContain('Your billing address is saved.');
+    expect(shown).toContain('value="1 Rue &lt;Haute&gt;"');
+    expect(shown).toContain('<option value="FR" selected>France</option>');
+
+    const added = await inject(
+      'POST',
+      '/portal/tax-ids',
+      { csrf, type: 'eu_vat', value: 'fr 12 345678901' },
+      cookie,
+    );
+    expect([added.statusCode, added.headers.location]).toEqual([303, '/portal?done=taxId']);
+    expect((await s.api('GET', '/v1/sdk/customers/lin')).body.taxIds).toEqual([
+      { type: 'eu_vat', value: 'FR12345678901' },
+    ]);
+    expect((await inject('GET', '/portal', undefined, cookie)).body).toContain('EU VAT FR12345678901');
+
+    // Refused with the page and why, nothing changed.
+    for (const [url, form, why] of [
+      [
+        '/portal/address',
+        { csrf, line1: 'a\tb', country: 'FR' },
+        'address/line1 is too long or holds a line break',
+      ],
+      ['/portal/address', { csrf, line1: 'x', country: 'XX' }, 'address/country'],
+      ['/portal/address', { csrf, line1: 'x', country: 'France' }, 'address/country is not a country'],
+      ['/portal/tax-ids', { csrf, type: 'eu_vat', value: 'FR1' }, 'is not a valid EU VAT number'],
+      ['/portal/tax-ids', { csrf, type: 'eu_vat', value: 'FR 12345678901' }, 'is already in the list'],
+      ['/portal/tax-ids', { csrf, type: 'vat', value: '123' }, 'taxIds/type is not a kind of tax ID'],
+      ['/portal/tax-ids', { csrf, type: 'eu_vat', value: '' }, 'taxIds/value is not a tax ID'],
+    ] as const) {
+      const refused = await inject('POST', url, { ...form }, cookie);
+      expect([refused.statusCode, refused.body.includes(why)], why).toEqual([400, true]);
+    }
+    expect(
+      (
+        await inject(
+          'POST',
+          '/portal/tax-ids',
+          { csrf: 'forged', type: 'us_ein', value: '123456789' },
+          cookie,
+        )
+      ).statusCode,
+    ).toBe(403);
+    expect((await inject('POST', '/portal/address', { csrf, line1: 'Elsewhere' })).statusCode).toBe(401);
+    expect((await s.api('GET', '/v1/sdk/customers/lin')).body).toMatchObject({
+      address: { line1: '1 Rue <Haute>', country: 'FR' },
+      taxIds: [{ type: 'eu_vat', value: 'FR12345678901' }],
+    });
+
+    // Removed by the button; every part empty clears the address.
+    const removed = await inject(
+      'POST',
+      '/portal/tax-ids/remove',
+      { csrf, type: 'eu_vat', value: 'FR12345678901' },
+      cookie,
+    );
+    expect(removed.headers.location).toBe('/portal?done=untaxed');
+    await inject('POST', '/portal/address', { csrf, line1: ' ', country: '' }, cookie);
+    expect((await s.api('GET', '/v1/sdk/customers/lin')).body).toMatchObject({ address: null, taxIds: [] });
+  });
+
   it('changes the email address only with the code mailed to it, and tells the old one', async () => {
     const s = await shop('Address Co');
     await s.customer('grace', 'grace@old.example');

@@ -263,6 +263,24 @@ describe('customer portal in a browser', () => {
     });
     expect(await axeFindings(page)).toEqual([]);
 
+    // The billing address and a tax ID, which invoices name the customer by.
+    await page.getByLabel('Address line 1').fill('5 Harbour St');
+    await page.getByLabel('City').fill('Auckland');
+    await page.getByLabel('Postal code').fill('1010');
+    await page.getByLabel('Country').selectOption({ label: 'New Zealand' });
+    await page.getByRole('button', { name: 'Save address' }).click();
+    await page.waitForURL(/\/portal\?done=address/);
+    await page.getByLabel('Kind').selectOption('nz_gst');
+    await page.getByLabel('Number', { exact: true }).fill('123-456-789');
+    await page.getByRole('button', { name: 'Add tax ID' }).click();
+    await page.waitForURL(/\/portal\?done=taxId/);
+    expect(await page.locator('#tax-ids').innerText()).toContain('NZ GST 123456789');
+    expect((await api('GET', '/v1/sdk/customers/cy')).body).toMatchObject({
+      address: { line1: '5 Harbour St', city: 'Auckland', postalCode: '1010', country: 'NZ' },
+      taxIds: [{ type: 'nz_gst', value: '123456789' }],
+    });
+    expect(await axeFindings(page)).toEqual([]);
+
     await page.getByLabel('New email address').fill('cy@new.example');
     await page.getByRole('button', { name: 'Email a code to the new address' }).click();
     await page.waitForURL(/\/portal\/email\?code=ptc_/);

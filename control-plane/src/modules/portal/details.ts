@@ -2,6 +2,7 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import { Value } from '@sinclair/typebox/value';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { AddressInput, TAX_ID_TYPES, TaxId, TaxIdsInput, type TaxIdType } from '../../billing-details';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { ValidationError } from '../../errors';
@@ -42,6 +43,13 @@ const nameProblem = (text: string) => (Value.Check(Name, text) ? null : 'must be
 const telephoneProblem = (text: string) =>
   Value.Check(Telephone, text) ? null : 'is not a telephone number (e.g. +447700900123)';
 
+/** The parts of an address a form sends, in the API's names. */
+const ADDRESS_PARTS = ['line1', 'line2', 'city', 'state', 'postalCode', 'country'] as const;
+type AddressForm = Partial<Record<(typeof ADDRESS_PARTS)[number], string>>;
+
+/** Tax ids one customer may hold (the API's limit). */
+const MAX_TAX_IDS = TaxIdsInput.maxItems ?? 5;
+
 /** ajv-formats' `email`, the format the API's customer schemas check with. */
 const EMAIL = fullFormats.email as RegExp;
 
@@ -55,7 +63,7 @@ function emailOf(value: string | undefined): string {
 
 /**
  * The signed-in customer's own details in the portal (docs/portal.md), as Stripe's customer
- * portal lets a customer keep them: name and telephone saved at once; a new email address only
+ * portal lets a customer keep them: name, telephone, billing address and tax ids saved at once; a new email address only
  * once a code mailed to it comes back, since the address is where billing mail goes and what the
  * portal signs in with. The old address is told of the change. Every change goes through the
  * customer service the API answers with (`customer.updated`, and on to Stripe).
@@ -78,6 +86,60 @@ export class PortalDetails {
     const telephone = optional(form.telephone, 'telephone', telephoneProblem);
     await this.customers.update(tenantOf(session), session.customer_id, { name, telephone });
     return 'details' as const;
+  }
+
+  /**
+   * Saves the billing address invoices are addressed to (every part empty clears it), each part
+   * held to the API's rules; undefined when not signed in.
+   */
+  async saveAddress(secret: string | undefined, form: Form & AddressForm) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const address: AddressForm = {};
+    for (const part of ADDRESS_PARTS) {
+      const text = (form[part] ?? '').trim();
+      if (text === '') continue;
+      if (!Value.Check(AddressInput.properties[part], text))
+        throw invalid(
+          `address/${part}`,
+          part === 'country' ? 'is not a country' : 'is too long or holds a line break',
+        );
+      address[part] = text;
+    }
+    await this.customers.update(tenantOf(session), session.customer_id, {
+      address: Object.keys(address).length === 0 ? null : address,
+    });
+    return 'address' as const;
+  }
+
+  /** Adds a tax id (VAT, EIN, …) to those the customer's invoices name them by. */
+  async addTaxId(secret: string | undefined, form: Form & { type?: string; value?: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const type = form.type ?? '';
+    if (!(TAX_ID_TYPES as string[]).includes(type)) throw invalid('taxIds/type', 'is not a kind of tax ID');
+    const value = (form.value ?? '').trim();
+    if (!Value.Check(TaxId.properties.value, value)) throw invalid('taxIds/value', 'is not a tax ID');
+    const tenant = tenantOf(session);
+    const current = await this.customers.get(tenant, session.customer_id);
+    if (current.taxIds.length >= MAX_TAX_IDS)
+      throw invalid('taxIds', `holds at most ${MAX_TAX_IDS} tax IDs: remove one first`);
+    await this.customers.update(tenant, session.customer_id, {
+      taxIds: [...current.taxIds, { type: type as TaxIdType, value }],
+    });
+    return 'taxId' as const;
+  }
+
+  /** Takes one of the customer's tax ids off; one they no longer hold is already off. */
+  async removeTaxId(secret: string | undefined, form: Form & { type?: string; value?: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const tenant = tenantOf(session);
+    const current = await this.customers.get(tenant, session.customer_id);
+    const kept = current.taxIds.filter((taxId) => taxId.type !== form.type || taxId.value !== form.value);
+    if (kept.length !== current.taxIds.length)
+      await this.customers.update(tenant, session.customer_id, { taxIds: kept });
+    return 'untaxed' as const;
   }
 
   /**

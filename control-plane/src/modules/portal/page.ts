@@ -1,5 +1,7 @@
+import type { Address, TaxId } from '../../billing-details';
 import { brandStyle, escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
+import { renderBillingDetails } from './billing-details-page';
 import { renderUsageChart, type UsageChart } from './usage-chart';
 
 /** What the portal page shows a signed-in customer. */
@@ -10,7 +12,14 @@ export interface PortalView {
     brandColor: string | null;
     supportEmail: string | null;
   };
-  customer: { ref: string; email: string | null; name: string | null; telephone: string | null };
+  customer: {
+    ref: string;
+    email: string | null;
+    name: string | null;
+    telephone: string | null;
+    address: Address | null;
+    taxIds: TaxId[];
+  };
   sandbox: boolean;
   csrfToken: string;
   returnUrl: string | null;
@@ -218,7 +227,8 @@ ${packChoice('productRef', auto?.productRef)}
 <p>Email: <strong id="email">${c.email === null ? 'none' : escapeHtml(c.email)}</strong></p>
 <p class="fine">Mail about your account goes to this address, and you sign in with it. A new one is yours once you enter the code we mail to it.</p>
 <form method="post" action="/portal/email">${csrf}<label for="new-email">New email address</label><input id="new-email" name="email" type="email" autocomplete="email" maxlength="254" required>
-<div><button type="submit">Email a code to the new address</button></div></form>`;
+<div><button type="submit">Email a code to the new address</button></div></form>
+${renderBillingDetails(c, csrf)}`;
   const notice =
     view.notice === null
       ? ''

@@ -53,6 +53,9 @@ const DONE = {
   removed: 'The card is removed.',
   paid: 'Thank you: the invoice is paid.',
   details: 'Your details are saved.',
+  address: 'Your billing address is saved.',
+  taxId: 'The tax ID is added.',
+  untaxed: 'The tax ID is removed.',
   email: 'Your email address is changed: mail about your account goes to it from now on.',
 } as const;
 const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
@@ -285,6 +288,37 @@ export function portalPageRoutes(
           csrf: fields.csrf,
           name: (fields.name ?? '').slice(0, 1000),
           telephone: (fields.telephone ?? '').slice(0, 100),
+        }),
+      ),
+    );
+    form('/portal/address', async (secret, fields) =>
+      done(
+        await details.saveAddress(secret, {
+          csrf: fields.csrf,
+          line1: (fields.line1 ?? '').slice(0, 1000),
+          line2: (fields.line2 ?? '').slice(0, 1000),
+          city: (fields.city ?? '').slice(0, 1000),
+          state: (fields.state ?? '').slice(0, 1000),
+          postalCode: (fields.postalCode ?? '').slice(0, 1000),
+          country: (fields.country ?? '').slice(0, 10),
+        }),
+      ),
+    );
+    form('/portal/tax-ids', async (secret, fields) =>
+      done(
+        await details.addTaxId(secret, {
+          csrf: fields.csrf,
+          type: (fields.type ?? '').slice(0, 20),
+          value: (fields.value ?? '').slice(0, 1000),
+        }),
+      ),
+    );
+    form('/portal/tax-ids/remove', async (secret, fields) =>
+      done(
+        await details.removeTaxId(secret, {
+          csrf: fields.csrf,
+          type: (fields.type ?? '').slice(0, 20),
+          value: (fields.value ?? '').slice(0, 100),
         }),
       ),
     );

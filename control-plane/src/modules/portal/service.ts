@@ -300,6 +300,8 @@ export class PortalService {
         email: customer.email,
         name: customer.name,
         telephone: customer.telephone,
+        address: customer.address,
+        taxIds: customer.tax_ids,
       },
       sandbox: session.environment === 'sandbox',
       csrfToken: session.csrf_token,
