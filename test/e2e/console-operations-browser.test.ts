@@ -143,6 +143,17 @@ describe('the console’s operations pages', () => {
     await page.getByLabel('Low balance threshold (credits)').fill('50');
     await page.getByRole('button', { name: 'Save threshold' }).click();
     await page.getByText('Saved.', { exact: true }).waitFor();
+    // On invoices: the legal details and postal address every invoice is issued under.
+    await page.getByLabel('VAT number').fill('x');
+    await page.getByRole('button', { name: 'Save invoice details' }).click();
+    await page.locator('#field-vatNumber-error').waitFor();
+    await page.getByLabel('VAT number').fill('GB123456789');
+    await page.getByLabel('Company number').fill('01234567');
+    await page.getByLabel('Address line 1').fill('1 Harbour Rd');
+    await page.getByLabel('City').fill('Bristol');
+    await page.getByLabel('Country').selectOption('GB');
+    await page.getByRole('button', { name: 'Save invoice details' }).click();
+    await page.getByText('Saved: the next invoices show it.').waitFor();
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'settings');
@@ -150,7 +161,13 @@ describe('the console’s operations pages', () => {
       string,
       unknown
     >;
-    expect(merchant).toMatchObject({ brandColor: '#0b6e4f', supportEmail: 'help@harbor.example' });
+    expect(merchant).toMatchObject({
+      brandColor: '#0b6e4f',
+      supportEmail: 'help@harbor.example',
+      vatNumber: 'GB123456789',
+      companyNumber: '01234567',
+      address: { line1: '1 Harbour Rd', city: 'Bristol', country: 'GB', line2: null },
+    });
     const session = await post('/v1/sdk/checkout-sessions', {
       customerRef: 'ada',
       topup: { credits: 10, amount: 500 },
@@ -192,6 +209,32 @@ describe('the console’s operations pages', () => {
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'customer-activity');
+
+    // The customer's billing details, which their next invoices name them by.
+    await page.getByRole('button', { name: 'Invoices, credits and cards' }).click();
+    await page.getByRole('heading', { name: 'Billing details' }).waitFor();
+    await page.getByLabel('Kind').selectOption('eu_vat');
+    await page.getByLabel('Number', { exact: true }).fill('123');
+    await page.getByRole('button', { name: 'Add tax ID' }).click();
+    await page.getByText('is not a valid EU VAT number').waitFor();
+    await page.getByLabel('Number', { exact: true }).fill('de 123 456 789');
+    await page.getByRole('button', { name: 'Add tax ID' }).click();
+    await page.getByRole('cell', { name: 'DE123456789', exact: true }).waitFor();
+    await page.getByLabel('Address line 1').fill('Unter den Linden 1');
+    await page.getByLabel('Postal code').fill('10117');
+    await page.getByLabel('Country').selectOption('DE');
+    await page.getByRole('button', { name: 'Save address' }).click();
+    await page.getByText('Unter den Linden 1, 10117, Germany').waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+    expect(
+      (await (await page.request.get(`${baseUrl}/v1/sdk/customers/ada`)).json()) as unknown,
+    ).toMatchObject({
+      address: { line1: 'Unter den Linden 1', postalCode: '10117', country: 'DE' },
+      taxIds: [{ type: 'eu_vat', value: 'DE123456789' }],
+    });
+    await page.getByRole('button', { name: 'Remove EU VAT DE123456789' }).click();
+    await page.getByText('No tax IDs.').waitFor();
 
     // The event catalog and the events recorded, filtered by type.
     // An endpoint that takes only the events chosen, by group, from the catalog.

@@ -5,6 +5,7 @@ import { api, money, unwrap } from '../api';
 import { DailyChart } from '../chart';
 import { mayManage, useSession } from '../session';
 import { dateTime, Empty, Failed, Field, Loaded, Loading, Page, Table } from '../ui';
+import { CustomerBillingDetails } from './billing-details';
 import { CustomerActivity } from './customer-activity';
 import { CustomerMoney } from './customer-money';
 
@@ -155,10 +156,16 @@ export function CustomerPage() {
           canChange={session.data !== undefined && mayManage(session.data.role)}
         />
       ) : view === 'money' ? (
-        <CustomerMoney
-          customerRef={customerRef}
-          canChange={session.data !== undefined && mayManage(session.data.role)}
-        />
+        <>
+          <CustomerMoney
+            customerRef={customerRef}
+            canChange={session.data !== undefined && mayManage(session.data.role)}
+          />
+          <CustomerBillingDetails
+            customer={c}
+            canChange={session.data !== undefined && mayManage(session.data.role)}
+          />
+        </>
       ) : (
         <>
           <h2>Usage, last 30 days</h2>

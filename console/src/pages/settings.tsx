@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { ApiProblem, api, unwrap } from '../api';
 import { mayManage, useEnvironment, useSession } from '../session';
 import { dateTime, Field, FormProblem, Loaded, Page, SubNav } from '../ui';
+import { InvoiceIssuer } from './billing-details';
 
 export function SettingsNav() {
   return (
@@ -47,7 +48,12 @@ export function Settings() {
     <Page title="Settings">
       <SettingsNav />
       <Loaded query={merchant} what="the business profile">
-        {(m) => <Branding merchant={m} canChange={manager} />}
+        {(m) => (
+          <>
+            <Branding merchant={m} canChange={manager} />
+            <InvoiceIssuer merchant={m} canChange={manager} />
+          </>
+        )}
       </Loaded>
       <Loaded query={settings} what="settings">
         {(s) => <Threshold value={s.lowBalanceThreshold} canChange={manager} />}
