@@ -1,5 +1,15 @@
+import {
+  countryName,
+  isCountry,
+  TAX_ID_KINDS,
+  TAX_ID_TYPES,
+  type TaxIdType,
+  taxIdLabel,
+} from '@mcp-meter/contracts/billing-details';
 import { type Static, Type } from '@sinclair/typebox';
 import { stringEnum } from './http/schemas';
+
+export { countryName, isCountry, TAX_ID_TYPES, type TaxIdType, taxIdLabel };
 
 /**
  * Who a bill is to and from, as an invoice names them: a postal address and tax ids. Customers
@@ -46,39 +56,6 @@ export const Address = Type.Object({
 });
 export type Address = Static<typeof Address>;
 
-/**
- * The kinds of tax id taken, Stripe's names for them, with the form each has once spaces, dots,
- * dashes and slashes are taken out and letters upper-cased. A value is checked for its form only:
- * whether the tax authority knows it is not asked.
- */
-const TAX_ID_KINDS = {
-  ae_trn: { label: 'AE TRN', form: /^[0-9]{15}$/, example: '123456789012345' },
-  au_abn: { label: 'AU ABN', form: /^[0-9]{11}$/, example: '12345678912' },
-  br_cnpj: { label: 'BR CNPJ', form: /^[0-9]{14}$/, example: '01234567000189' },
-  ca_bn: { label: 'CA BN', form: /^[0-9]{9}$/, example: '123456789' },
-  ca_gst_hst: { label: 'CA GST/HST', form: /^[0-9]{9}RT[0-9]{4}$/, example: '123456789RT0002' },
-  ch_vat: { label: 'CH VAT', form: /^CHE[0-9]{9}(MWST|TVA|IVA)?$/, example: 'CHE-123.456.789 MWST' },
-  eu_vat: {
-    label: 'EU VAT',
-    form: /^(AT|BE|BG|CY|CZ|DE|DK|EE|EL|ES|FI|FR|HR|HU|IE|IT|LT|LU|LV|MT|NL|PL|PT|RO|SE|SI|SK|XI)[0-9A-Z]{2,12}$/,
-    example: 'DE123456789',
-  },
-  gb_vat: { label: 'GB VAT', form: /^GB([0-9]{9}|[0-9]{12}|GD[0-9]{3}|HA[0-9]{3})$/, example: 'GB123456789' },
-  in_gst: {
-    label: 'IN GST',
-    form: /^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][0-9A-Z]Z[0-9A-Z]$/,
-    example: '12ABCDE3456FGZH',
-  },
-  jp_cn: { label: 'JP CN', form: /^[0-9]{13}$/, example: '1234567891234' },
-  no_vat: { label: 'NO VAT', form: /^[0-9]{9}MVA$/, example: '123456789MVA' },
-  nz_gst: { label: 'NZ GST', form: /^[0-9]{8,9}$/, example: '123456789' },
-  sg_gst: { label: 'SG GST', form: /^[A-Z0-9]{9,10}$/, example: 'M12345678X' },
-  us_ein: { label: 'US EIN', form: /^[0-9]{9}$/, example: '12-3456789' },
-  za_vat: { label: 'ZA VAT', form: /^4[0-9]{9}$/, example: '4123456789' },
-} as const;
-export type TaxIdType = keyof typeof TAX_ID_KINDS;
-export const TAX_ID_TYPES = Object.keys(TAX_ID_KINDS) as TaxIdType[];
-
 export const TaxId = Type.Object(
   {
     type: stringEnum(TAX_ID_TYPES, "The kind of id, in Stripe's names (eu_vat, gb_vat, us_ein, …)"),
@@ -98,21 +75,6 @@ export const TaxIdsInput = Type.Array(TaxId, {
   maxItems: 5,
   description: 'Up to 5; the list given replaces the last one ([] clears it)',
 });
-
-/** What a tax id is called on an invoice ("EU VAT"). */
-export const taxIdLabel = (type: string): string =>
-  (TAX_ID_KINDS as Record<string, { label: string }>)[type]?.label ?? type;
-
-const REGIONS = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
-/** CLDR also names groupings and placeholders that are not ISO 3166-1 countries. */
-const NOT_COUNTRIES = new Set(['ZZ', 'EU', 'EZ', 'UN', 'QO']);
-
-/** Whether an upper-case code is an ISO 3166-1 alpha-2 country (CLDR's list, less groupings). */
-export const isCountry = (code: string): boolean =>
-  /^[A-Z]{2}$/.test(code) && !NOT_COUNTRIES.has(code) && !code.startsWith('X') && REGIONS.of(code) !== code;
-
-/** The English name of a country code, for an address on an invoice. */
-export const countryName = (code: string): string => REGIONS.of(code) ?? code;
 
 /** A problem with one part of what was given, as the API's validation errors name it. */
 export interface DetailProblem {

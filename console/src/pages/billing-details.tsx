@@ -1,3 +1,4 @@
+import { countries, countryName, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
@@ -14,34 +15,7 @@ type Part = (typeof PARTS)[number];
 type AddressForm = Record<Part, string>;
 type Address = { [K in Part]: string | null } | null | undefined;
 
-const REGIONS = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
-/** ISO 3166-1 countries by English name: the two-letter codes the browser names, less groupings. */
-const COUNTRIES = Array.from({ length: 26 * 26 }, (_, i) =>
-  String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26)),
-)
-  .filter((code) => !['EU', 'EZ', 'UN', 'QO', 'ZZ'].includes(code) && !code.startsWith('X'))
-  .map((code) => ({ code, name: REGIONS.of(code) ?? code }))
-  .filter(({ code, name }) => name !== code)
-  .sort((a, b) => a.name.localeCompare(b.name, 'en'));
-
-/** The kinds of tax id the API takes, as invoices name them. */
-const TAX_ID_KINDS: Record<string, string> = {
-  eu_vat: 'EU VAT',
-  gb_vat: 'GB VAT',
-  ch_vat: 'CH VAT',
-  no_vat: 'NO VAT',
-  us_ein: 'US EIN',
-  ca_bn: 'CA BN',
-  ca_gst_hst: 'CA GST/HST',
-  au_abn: 'AU ABN',
-  nz_gst: 'NZ GST',
-  in_gst: 'IN GST',
-  jp_cn: 'JP CN',
-  sg_gst: 'SG GST',
-  br_cnpj: 'BR CNPJ',
-  za_vat: 'ZA VAT',
-  ae_trn: 'AE TRN',
-};
+const COUNTRIES = countries();
 
 const formOf = (address: Address): AddressForm =>
   Object.fromEntries(PARTS.map((part) => [part, address?.[part] ?? ''])) as AddressForm;
@@ -57,7 +31,7 @@ export function addressBody(form: AddressForm): Partial<AddressForm> | null {
 /** An address as one line of text, or a dash. */
 export function addressText(address: Address): string {
   if (address === null || address === undefined) return '—';
-  const country = address.country === null ? null : (REGIONS.of(address.country) ?? address.country);
+  const country = address.country === null ? null : countryName(address.country);
   return [address.line1, address.line2, address.city, address.state, address.postalCode, country]
     .filter((part) => part !== null && part !== '')
     .join(', ');
@@ -231,7 +205,7 @@ export function CustomerBillingDetails(props: { customer: Customer; canChange: b
           rows={props.customer.taxIds}
           rowKey={(taxId) => `${taxId.type}:${taxId.value}`}
           columns={[
-            { header: 'Kind', cell: (taxId) => TAX_ID_KINDS[taxId.type] ?? taxId.type },
+            { header: 'Kind', cell: (taxId) => taxIdLabel(taxId.type) },
             { header: 'Number', cell: (taxId) => <code>{taxId.value}</code> },
             ...(props.canChange
               ? [
@@ -240,7 +214,7 @@ export function CustomerBillingDetails(props: { customer: Customer; canChange: b
                     cell: (taxId: Customer['taxIds'][number]) => (
                       <button
                         type="button"
-                        aria-label={`Remove ${TAX_ID_KINDS[taxId.type] ?? taxId.type} ${taxId.value}`}
+                        aria-label={`Remove ${taxIdLabel(taxId.type)} ${taxId.value}`}
                         disabled={taxIds.isPending}
                         onClick={() =>
                           taxIds.mutate(props.customer.taxIds.filter((other) => other !== taxId))
@@ -270,9 +244,9 @@ export function CustomerBillingDetails(props: { customer: Customer; canChange: b
             <div className="field">
               <label htmlFor={kindId}>Kind</label>
               <select id={kindId} value={kind} onChange={(event) => setKind(event.target.value)}>
-                {Object.entries(TAX_ID_KINDS).map(([type, label]) => (
+                {TAX_ID_TYPES.map((type) => (
                   <option key={type} value={type}>
-                    {label}
+                    {taxIdLabel(type)}
                   </option>
                 ))}
               </select>

@@ -1,20 +1,9 @@
-import {
-  type Address,
-  countryName,
-  isCountry,
-  TAX_ID_TYPES,
-  type TaxId,
-  taxIdLabel,
-} from '../../billing-details';
+import { countries, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
+import type { Address, TaxId } from '../../billing-details';
 import { escapeHtml } from '../../http/html';
 
 /** Every ISO 3166-1 country, by English name, for the address form's list. */
-const COUNTRIES = Array.from({ length: 26 * 26 }, (_, i) =>
-  String.fromCharCode(65 + Math.floor(i / 26), 65 + (i % 26)),
-)
-  .filter(isCountry)
-  .map((code) => ({ code, name: countryName(code) }))
-  .sort((a, b) => a.name.localeCompare(b.name, 'en'));
+const COUNTRIES = countries();
 
 /**
  * The billing address and tax ids the customer's invoices name them by, and the forms that
