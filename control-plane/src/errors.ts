@@ -55,6 +55,7 @@ export const ERROR_STATUS = {
   api_key_not_found: 404,
   auto_top_up_not_found: 404,
   alert_not_found: 404,
+  coupon_not_found: 404,
   // A sandbox-only operation asked with a live key: as if the route did not exist.
   sandbox_only: 404,
   method_not_allowed: 405,
@@ -75,6 +76,10 @@ export const ERROR_STATUS = {
   meter_name_taken: 409,
   customer_exists: 409,
   alert_exists: 409,
+  coupon_code_taken: 409,
+  // A coupon that exists but cannot be redeemed here: archived, past its redeem-by date, used up,
+  // for other products, or an amount in another currency than the plan's.
+  coupon_not_redeemable: 409,
   insufficient_credits: 409,
   invalid_transition: 409,
   payments_not_configured: 409,

@@ -7,6 +7,7 @@ import type { Pool } from './db/pool';
 import { Invoicing } from './modules/billing/invoicing';
 import { CheckoutService } from './modules/checkout/service';
 import { CheckoutSessions } from './modules/checkout/sessions';
+import { CouponService } from './modules/coupons/service';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
 import { DisputeService } from './modules/disputes/service';
@@ -64,6 +65,7 @@ export function buildMoney(d: MoneyDeps) {
   const invoicing = new Invoicing(clock, payments, d.reader);
   const refunder = new Refunder(clock, processors, ledger, d.journalPool, logger);
   const checkoutSessions = new CheckoutSessions(d.pool, clock, d.publicUrl);
+  const coupons = new CouponService(d.pool, clock);
   const purchases = new PurchaseService(
     paying,
     clock,
@@ -73,6 +75,7 @@ export function buildMoney(d: MoneyDeps) {
     invoicing,
     refunder,
     checkoutSessions,
+    coupons,
   );
   const scheduler = new BillingScheduler(paying, clock, purchases, payments, invoicing, d.settlement, {
     dunningRetryHours: config.dunningRetryHours ?? [24, 72, 168],
@@ -129,6 +132,7 @@ export function buildMoney(d: MoneyDeps) {
     payments,
     invoicing,
     checkoutSessions,
+    coupons,
     purchases,
     scheduler,
     checkout,

@@ -30,6 +30,7 @@ import { BillingService } from './modules/billing/service';
 import { checkoutRoutes, hostedCheckoutRoutes } from './modules/checkout/routes';
 import type { CheckoutService } from './modules/checkout/service';
 import { consoleRoutes } from './modules/console-app/routes';
+import { couponRoutes } from './modules/coupons/routes';
 import { creditRoutes } from './modules/credits/routes';
 import { CreditService } from './modules/credits/service';
 import { UsageDebits } from './modules/credits/usage-debits';
@@ -208,7 +209,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     ...{ snapshots: deps.snapshots, reader: deps.reader, settlement: deps.settlement, publicUrl },
     ...{ config: deps.config, credits, usageDebits },
   });
-  const { processors, disputes, journal, payments, invoicing, checkoutSessions, purchases } = money;
+  const { processors, disputes, journal, payments, invoicing, checkoutSessions, purchases, coupons } = money;
   const { scheduler, checkout, refunds, testClocks, payouts, stripeEvents } = money;
   const transactions = new TransactionService(deps.pool);
   const financials = new FinancialService(deps.pool, clock);
@@ -339,6 +340,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(creditRoutes(credits));
       for (const routes of care.apiRoutes) await scope.register(routes);
       await scope.register(purchaseRoutes(purchases));
+      await scope.register(couponRoutes(coupons, purchases));
       await scope.register(paymentRoutes(payments));
       await scope.register(processorRoutes(processors));
       await scope.register(checkoutRoutes(checkout));

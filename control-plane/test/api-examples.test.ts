@@ -378,6 +378,33 @@ describe('the documented example of every operation, continued', () => {
       status: 200,
     });
     await example({ route: 'POST /v1/sdk/purchases/:ref/reactivate', path: { ref: purchase }, status: 200 });
+    const coupon = await example({
+      route: 'POST /v1/sdk/coupons',
+      body: {
+        name: 'Launch offer',
+        code: 'LAUNCH20',
+        percentOff: 20,
+        duration: 'repeating',
+        durationInMonths: 3,
+      },
+      status: 201,
+    });
+    await example({ route: 'GET /v1/sdk/coupons', status: 200 });
+    await example({ route: 'GET /v1/sdk/coupons/:id', path: { id: 'launch20' }, status: 200 });
+    await example({
+      route: 'PATCH /v1/sdk/coupons/:id',
+      path: { id: coupon.id },
+      body: { name: 'Launch offer (spring)' },
+      status: 200,
+    });
+    await example({
+      route: 'POST /v1/sdk/purchases/:ref/discount',
+      path: { ref: purchase },
+      body: { coupon: 'LAUNCH20' },
+      status: 200,
+    });
+    await example({ route: 'DELETE /v1/sdk/purchases/:ref/discount', path: { ref: purchase }, status: 200 });
+    await example({ route: 'POST /v1/sdk/coupons/:id/archive', path: { id: coupon.id }, status: 200 });
     await example({
       route: 'POST /v1/sdk/activate/preview',
       body: { customerRef: 'ada', planRef: made.metered.id },

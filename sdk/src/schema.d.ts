@@ -521,7 +521,7 @@ export interface paths {
         put?: never;
         /**
          * Activate a plan for a customer (switches plans within a product)
-         * @description Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.
+         * @description Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A `coupon` (its id or code) is redeemed on the new purchase and taken off its first invoice and the later ones its duration covers (404 `coupon_not_found`, 409 `coupon_not_redeemable`, and nothing is activated); without one, a switch keeps the old purchase’s discount. A coupon sent with an activation that answers `payment_required` is checked now, shown at checkout and redeemed when paid. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.
          */
         post: operations["activatePlan"];
         delete?: never;
@@ -541,7 +541,7 @@ export interface paths {
         put?: never;
         /**
          * Preview a plan switch: the first invoice, the unused time credited, what is refunded
-         * @description What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`), `dueNow` and `refund`. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.
+         * @description What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`, and a negative `discount` line after each charge a `coupon` or the kept discount takes money off), `dueNow` and `refund`. A coupon is checked here, not redeemed. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.
          */
         post: operations["previewActivation"];
         delete?: never;
@@ -628,6 +628,74 @@ export interface paths {
         get: operations["getCheckoutSession"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/coupons": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List coupons, newest first
+         * @description Coupons, newest first, cursor-paginated; `status` and `code` filter.
+         */
+        get: operations["listCoupons"];
+        put?: never;
+        /**
+         * Create a coupon: a percentage or an amount off a purchase’s invoices
+         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy` and the `productIds` it is for. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
+         */
+        post: operations["createCoupon"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/coupons/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a coupon by id or by its code
+         * @description One coupon, by id or by the code of an active coupon (any case), with `timesRedeemed` and whether it is `valid` now.
+         */
+        get: operations["getCoupon"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename a coupon (its terms do not change)
+         * @description Renames a coupon. Its terms do not change: archive it and create another to offer different ones.
+         */
+        patch: operations["renameCoupon"];
+        trace?: never;
+    };
+    "/v1/sdk/coupons/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a coupon: no more redemptions; discounts given stay
+         * @description Archives a coupon: it can no longer be redeemed and its code is free for another. Discounts already given go on as they were. Archiving twice is harmless.
+         */
+        post: operations["archiveCoupon"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1225,6 +1293,30 @@ export interface paths {
          */
         post: operations["previewCancellation"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sdk/purchases/{ref}/discount": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeem a coupon on a purchase in force, replacing its discount
+         * @description Redeems a coupon (`coupon`: id or code) on a purchase that still has invoices to come (pending, trialing, active, past due), replacing any discount it had. Its next invoices take it off; those issued stay as they are. 404 `coupon_not_found`, 409 `coupon_not_redeemable` or `invalid_transition`.
+         */
+        post: operations["applyPurchaseDiscount"];
+        /**
+         * Remove a purchase’s discount: its next invoices are charged in full
+         * @description Removes the purchase’s discount: its next invoices are charged in full. A purchase without one is answered as it is.
+         */
+        delete: operations["removePurchaseDiscount"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2409,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "SjFVjII0OPU_DKP7r3J-z42EH1NEfflrG1plJbEdTxc",
-                     *           "y": "jTi8zuXlYjys9yzEy4lGe8gcFuKMKuh4LKuo8Hv20QM",
+                     *           "x": "LCDEycCKkjrt7D4Q90trZUqvxOM2kGtUBg6hKA3hKJU",
+                     *           "y": "9PBTknd-maeM_N8VxsUf3lIwu94qBwV9BUVwtEG6BLI",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "57ffdbcb80ad5b93",
+                     *           "kid": "32aeec5fa7f7f091",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2542,15 +2634,9 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.134Z",
-                     *       "to": "2026-05-28T09:00:05.134Z",
+                     *       "from": "2026-04-28T09:00:06.793Z",
+                     *       "to": "2026-05-28T09:00:06.793Z",
                      *       "data": [
-                     *         {
-                     *           "date": "2026-04-27",
-                     *           "records": 0,
-                     *           "customers": 0,
-                     *           "meters": 0
-                     *         },
                      *         {
                      *           "date": "2026-04-28",
                      *           "records": 0,
@@ -2727,6 +2813,12 @@ export interface operations {
                      *         },
                      *         {
                      *           "date": "2026-05-27",
+                     *           "records": 0,
+                     *           "customers": 0,
+                     *           "meters": 0
+                     *         },
+                     *         {
+                     *           "date": "2026-05-28",
                      *           "records": 3,
                      *           "customers": 2,
                      *           "meters": 1
@@ -2881,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.115Z",
-                     *       "to": "2026-05-28T09:00:05.115Z",
+                     *       "from": "2026-04-28T09:00:06.773Z",
+                     *       "to": "2026-05-28T09:00:06.773Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3054,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.078Z",
+                     *       "to": "2026-05-28T09:00:06.739Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3239,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.663Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.663Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.663Z"
+                     *       "createdAt": "2026-05-28T09:00:09.638Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.638Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.638Z"
                      *     }
                      */
                     "application/json": {
@@ -3474,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.505Z"
+                     *       "expiresAt": "2026-06-04T09:00:09.479Z"
                      *     }
                      */
                     "application/json": {
@@ -3843,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.219Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.219Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.230Z"
+                     *       "createdAt": "2026-05-28T09:00:09.168Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.168Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.180Z"
                      *     }
                      */
                     "application/json": {
@@ -4332,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.219Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.219Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.219Z"
+                     *       "createdAt": "2026-05-28T09:00:09.168Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.168Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.168Z"
                      *     }
                      */
                     "application/json": {
@@ -4545,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.347Z"
+                     *       "expiresAt": "2026-05-28T09:10:09.320Z"
                      *     }
                      */
                     "application/json": {
@@ -4721,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.494Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.494Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.494Z"
+                     *       "createdAt": "2026-05-28T09:00:09.469Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.469Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.469Z"
                      *     }
                      */
                     "application/json": {
@@ -5188,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796163555,
+                     *       "client_id_issued_at": 1796177052,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5361,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.379Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.266Z"
                      *     }
                      */
                     "application/json": {
@@ -6247,6 +6339,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A coupon (cpn_… or its code) to redeem on the new purchase; without, a switch keeps the old purchase’s discount */
+                    coupon?: string;
                     /** @description Customer reference or externalRef */
                     customerRef: string;
                     planRef: string;
@@ -6457,6 +6551,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A coupon (cpn_… or its code) to redeem on the new purchase; without, a switch keeps the old purchase’s discount */
+                    coupon?: string;
                     /** @description Customer reference or externalRef */
                     customerRef: string;
                     planRef: string;
@@ -6510,7 +6606,7 @@ export interface operations {
                             /** @description Minor units */
                             amount: number;
                             description: string;
-                            /** @description base, setup_fee, proration (negative) or proration_refund */
+                            /** @description base, setup_fee, discount (negative), proration (negative) or proration_refund */
                             kind: string;
                         }[];
                         /**
@@ -7150,8 +7246,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.257Z",
-                     *       "createdAt": "2026-05-28T09:00:05.257Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.929Z",
+                     *       "createdAt": "2026-05-28T09:00:06.929Z"
                      *     }
                      */
                     "application/json": {
@@ -7308,8 +7404,8 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:05.257Z",
-                     *       "createdAt": "2026-05-28T09:00:05.257Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.929Z",
+                     *       "createdAt": "2026-05-28T09:00:06.929Z"
                      *     }
                      */
                     "application/json": {
@@ -7336,6 +7432,913 @@ export interface operations {
                         status: string;
                         successUrl: string;
                         url: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    listCoupons: {
+        parameters: {
+            query: {
+                /** @description The coupon of this code */
+                code?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit: number;
+                status?: "active" | "archived";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *           "name": "Launch offer",
+                     *           "code": "LAUNCH20",
+                     *           "percentOff": 20,
+                     *           "amountOff": null,
+                     *           "currency": null,
+                     *           "duration": "repeating",
+                     *           "durationInMonths": 3,
+                     *           "maxRedemptions": null,
+                     *           "timesRedeemed": 0,
+                     *           "redeemBy": null,
+                     *           "productIds": [],
+                     *           "status": "active",
+                     *           "valid": true,
+                     *           "createdAt": "2026-05-28T09:00:04.398Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *         }
+                     *       ],
+                     *       "nextCursor": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            createdAt: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            /** @description cpn_… */
+                            id: string;
+                            maxRedemptions: number | null;
+                            name: string;
+                            percentOff: number | null;
+                            productIds: string[];
+                            redeemBy: string | null;
+                            /** @enum {string} */
+                            status: "active" | "archived";
+                            timesRedeemed: number;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            updatedAt: string;
+                            /** @description Whether it can be redeemed now: active, before redeemBy, not used up */
+                            valid: boolean;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    createCoupon: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Launch offer",
+                 *       "code": "LAUNCH20",
+                 *       "percentOff": 20,
+                 *       "duration": "repeating",
+                 *       "durationInMonths": 3
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Minor units off each invoice it applies to; needs currency */
+                    amountOff?: number;
+                    /** @description What a customer types at checkout (letters, digits, - and _), matched without regard to case; one active coupon per code. Without it the coupon is redeemed by id only */
+                    code?: string;
+                    /** @description ISO 4217, for amountOff: plans in it only */
+                    currency?: string;
+                    /**
+                     * @description once: the first invoice; repeating: invoices issued in the durationInMonths after redemption; forever
+                     * @enum {string}
+                     */
+                    duration: "once" | "repeating" | "forever";
+                    /** @description For repeating, and only for it */
+                    durationInMonths?: number;
+                    /** @description Purchases that may redeem it, in all */
+                    maxRedemptions?: number;
+                    /** @description Shown to the customer on checkout, invoices and the portal */
+                    name: string;
+                    /** @description Percent off each charge (up to two decimals); or amountOff */
+                    percentOff?: number;
+                    /** @description Products (prd_…) whose plans it applies to; all when absent or empty */
+                    productIds?: string[];
+                    /**
+                     * Format: date-time
+                     * @description Last moment it can be redeemed; in the future
+                     */
+                    redeemBy?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *       "name": "Launch offer",
+                     *       "code": "LAUNCH20",
+                     *       "percentOff": 20,
+                     *       "amountOff": null,
+                     *       "currency": null,
+                     *       "duration": "repeating",
+                     *       "durationInMonths": 3,
+                     *       "maxRedemptions": null,
+                     *       "timesRedeemed": 0,
+                     *       "redeemBy": null,
+                     *       "productIds": [],
+                     *       "status": "active",
+                     *       "valid": true,
+                     *       "createdAt": "2026-05-28T09:00:04.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *     }
+                     */
+                    "application/json": {
+                        amountOff: number | null;
+                        code: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string | null;
+                        /** @enum {string} */
+                        duration: "once" | "repeating" | "forever";
+                        durationInMonths: number | null;
+                        /** @description cpn_… */
+                        id: string;
+                        maxRedemptions: number | null;
+                        name: string;
+                        percentOff: number | null;
+                        productIds: string[];
+                        redeemBy: string | null;
+                        /** @enum {string} */
+                        status: "active" | "archived";
+                        timesRedeemed: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                        /** @description Whether it can be redeemed now: active, before redeemBy, not used up */
+                        valid: boolean;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getCoupon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example launch20 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *       "name": "Launch offer",
+                     *       "code": "LAUNCH20",
+                     *       "percentOff": 20,
+                     *       "amountOff": null,
+                     *       "currency": null,
+                     *       "duration": "repeating",
+                     *       "durationInMonths": 3,
+                     *       "maxRedemptions": null,
+                     *       "timesRedeemed": 0,
+                     *       "redeemBy": null,
+                     *       "productIds": [],
+                     *       "status": "active",
+                     *       "valid": true,
+                     *       "createdAt": "2026-05-28T09:00:04.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *     }
+                     */
+                    "application/json": {
+                        amountOff: number | null;
+                        code: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string | null;
+                        /** @enum {string} */
+                        duration: "once" | "repeating" | "forever";
+                        durationInMonths: number | null;
+                        /** @description cpn_… */
+                        id: string;
+                        maxRedemptions: number | null;
+                        name: string;
+                        percentOff: number | null;
+                        productIds: string[];
+                        redeemBy: string | null;
+                        /** @enum {string} */
+                        status: "active" | "archived";
+                        timesRedeemed: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                        /** @description Whether it can be redeemed now: active, before redeemBy, not used up */
+                        valid: boolean;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    renameCoupon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example cpn_01jx000001ywmghpfnzm082kh6 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Launch offer (spring)"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Shown to the customer on checkout, invoices and the portal */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *       "name": "Launch offer (spring)",
+                     *       "code": "LAUNCH20",
+                     *       "percentOff": 20,
+                     *       "amountOff": null,
+                     *       "currency": null,
+                     *       "duration": "repeating",
+                     *       "durationInMonths": 3,
+                     *       "maxRedemptions": null,
+                     *       "timesRedeemed": 0,
+                     *       "redeemBy": null,
+                     *       "productIds": [],
+                     *       "status": "active",
+                     *       "valid": true,
+                     *       "createdAt": "2026-05-28T09:00:04.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.472Z"
+                     *     }
+                     */
+                    "application/json": {
+                        amountOff: number | null;
+                        code: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string | null;
+                        /** @enum {string} */
+                        duration: "once" | "repeating" | "forever";
+                        durationInMonths: number | null;
+                        /** @description cpn_… */
+                        id: string;
+                        maxRedemptions: number | null;
+                        name: string;
+                        percentOff: number | null;
+                        productIds: string[];
+                        redeemBy: string | null;
+                        /** @enum {string} */
+                        status: "active" | "archived";
+                        timesRedeemed: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                        /** @description Whether it can be redeemed now: active, before redeemBy, not used up */
+                        valid: boolean;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    archiveCoupon: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example cpn_01jx000001ywmghpfnzm082kh6 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *       "name": "Launch offer (spring)",
+                     *       "code": "LAUNCH20",
+                     *       "percentOff": 20,
+                     *       "amountOff": null,
+                     *       "currency": null,
+                     *       "duration": "repeating",
+                     *       "durationInMonths": 3,
+                     *       "maxRedemptions": null,
+                     *       "timesRedeemed": 1,
+                     *       "redeemBy": null,
+                     *       "productIds": [],
+                     *       "status": "archived",
+                     *       "valid": false,
+                     *       "createdAt": "2026-05-28T09:00:04.398Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.604Z"
+                     *     }
+                     */
+                    "application/json": {
+                        amountOff: number | null;
+                        code: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string | null;
+                        /** @enum {string} */
+                        duration: "once" | "repeating" | "forever";
+                        durationInMonths: number | null;
+                        /** @description cpn_… */
+                        id: string;
+                        maxRedemptions: number | null;
+                        name: string;
+                        percentOff: number | null;
+                        productIds: string[];
+                        redeemBy: string | null;
+                        /** @enum {string} */
+                        status: "active" | "archived";
+                        timesRedeemed: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                        /** @description Whether it can be redeemed now: active, before redeemBy, not used up */
+                        valid: boolean;
                     };
                 };
             };
@@ -7772,7 +8775,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:04.736Z"
+                     *           "sentAt": "2026-05-28T09:00:06.289Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -7785,7 +8788,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:04.621Z"
+                     *           "sentAt": "2026-05-28T09:00:06.174Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8011,8 +9014,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.015Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.015Z"
+                     *           "createdAt": "2026-05-28T09:00:03.889Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.889Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -8026,8 +9029,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.042Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.042Z"
+                     *           "createdAt": "2026-05-28T09:00:03.918Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.918Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8283,8 +9286,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.015Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.015Z"
+                     *       "createdAt": "2026-05-28T09:00:03.889Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.889Z"
                      *     }
                      */
                     "application/json": {
@@ -8851,8 +9854,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.015Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.132Z"
+                     *       "createdAt": "2026-05-28T09:00:03.889Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.033Z"
                      *     }
                      */
                     "application/json": {
@@ -10568,7 +11571,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.203Z"
+                     *       "createdAt": "2026-05-28T09:00:04.110Z"
                      *     }
                      */
                     "application/json": {
@@ -10851,7 +11854,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.563Z"
+                     *       "revokedBefore": "2026-05-28T09:00:07.284Z"
                      *     }
                      */
                     "application/json": {
@@ -11082,8 +12085,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.042Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
+                     *       "createdAt": "2026-05-28T09:00:03.918Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.918Z"
                      *     }
                      */
                     "application/json": {
@@ -11345,7 +12348,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T10:40:50.855Z"
+                     *                 "end": "2026-01-25T06:55:56.086Z"
                      *               }
                      *             }
                      *           ],
@@ -11425,8 +12428,13 @@ export interface operations {
                                 /** @description Credits the calls spent from the balance (credits_applied lines) */
                                 credits?: number;
                                 description: string;
+                                /**
+                                 * @description The kind of the line a discount line takes its (negative) amount off
+                                 * @enum {string}
+                                 */
+                                discounts?: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                                 /** @enum {string} */
-                                kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                                kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                                 period: {
                                     /**
                                      * Format: date-time
@@ -11705,8 +12713,13 @@ export interface operations {
                             /** @description Credits the calls spent from the balance (credits_applied lines) */
                             credits?: number;
                             description: string;
+                            /**
+                             * @description The kind of the line a discount line takes its (negative) amount off
+                             * @enum {string}
+                             */
+                            discounts?: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             /** @enum {string} */
-                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             period: {
                                 /**
                                  * Format: date-time
@@ -11989,8 +13002,13 @@ export interface operations {
                             /** @description Credits the calls spent from the balance (credits_applied lines) */
                             credits?: number;
                             description: string;
+                            /**
+                             * @description The kind of the line a discount line takes its (negative) amount off
+                             * @enum {string}
+                             */
+                            discounts?: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             /** @enum {string} */
-                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             period: {
                                 /**
                                  * Format: date-time
@@ -12214,7 +13232,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T10:40:50.855Z"
+                     *             "end": "2026-01-25T06:55:56.086Z"
                      *           }
                      *         }
                      *       ],
@@ -12290,8 +13308,13 @@ export interface operations {
                             /** @description Credits the calls spent from the balance (credits_applied lines) */
                             credits?: number;
                             description: string;
+                            /**
+                             * @description The kind of the line a discount line takes its (negative) amount off
+                             * @enum {string}
+                             */
+                            discounts?: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             /** @enum {string} */
-                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             period: {
                                 /**
                                  * Format: date-time
@@ -12538,7 +13561,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T10:40:50.855Z"
+                     *             "end": "2026-01-25T06:55:56.086Z"
                      *           }
                      *         }
                      *       ],
@@ -12614,8 +13637,13 @@ export interface operations {
                             /** @description Credits the calls spent from the balance (credits_applied lines) */
                             credits?: number;
                             description: string;
+                            /**
+                             * @description The kind of the line a discount line takes its (negative) amount off
+                             * @enum {string}
+                             */
+                            discounts?: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             /** @enum {string} */
-                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied";
+                            kind: "base" | "setup_fee" | "usage" | "late_usage" | "proration" | "proration_refund" | "credits_applied" | "discount";
                             period: {
                                 /**
                                  * Format: date-time
@@ -12820,15 +13848,16 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T10:40:50.855Z",
+                     *         "periodEnd": "2026-01-25T06:55:56.086Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
+                     *       "discount": 0,
                      *       "amountDue": 900
                      *     }
                      */
                     "application/json": {
-                        /** @description The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee */
+                        /** @description The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee, less the discount */
                         amountDue: number;
                         /**
                          * Format: date-time
@@ -12837,6 +13866,8 @@ export interface operations {
                         asOf: string;
                         currency: string;
                         customerRef: string;
+                        /** @description What the purchase’s discount takes off that invoice (0 or negative), if it still applies when the invoice is issued */
+                        discount: number;
                         lines: {
                             /** @description Whole cents, rounded once, half to even */
                             amount: number;
@@ -13564,7 +14595,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.035Z"
+                     *       "timestamp": "2026-05-28T09:00:06.663Z"
                      *     }
                      */
                     "application/json": {
@@ -13788,7 +14819,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.055Z"
+                     *           "timestamp": "2026-05-28T09:00:06.695Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -13796,7 +14827,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.055Z"
+                     *           "timestamp": "2026-05-28T09:00:06.695Z"
                      *         }
                      *       ]
                      *     }
@@ -13995,9 +15026,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/Q4JbiTlaLQZr67gjh_fWqs29W8rmzwKUixtmcpDEw9U",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/5PZgNVbrj08k-cQCF63euQOZeD-CEqA5ipwG0VC98bc",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:05.018Z"
+                     *       "expiresAt": "2026-05-28T09:15:06.644Z"
                      *     }
                      */
                     "application/json": {
@@ -14150,6 +15181,7 @@ export interface operations {
                      *           "periodEnd": "2026-07-01T00:00:00.000Z",
                      *           "trialEnd": null,
                      *           "endedAt": null,
+                     *           "discount": null,
                      *           "createdAt": "2026-06-01T00:00:00.000Z",
                      *           "updatedAt": "2026-06-01T00:00:00.000Z"
                      *         }
@@ -14171,6 +15203,24 @@ export interface operations {
                             createdAt: string;
                             currency: string;
                             customerRef: string;
+                            discount: {
+                                amountOff: number | null;
+                                code: string | null;
+                                /** @description cpn_… */
+                                coupon: string;
+                                currency: string | null;
+                                /** @enum {string} */
+                                duration: "once" | "repeating" | "forever";
+                                durationInMonths: number | null;
+                                end: string | null;
+                                name: string;
+                                percentOff: number | null;
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                start: string;
+                            } | null;
                             endedAt: string | null;
                             id: string;
                             isRecurring: boolean;
@@ -14327,6 +15377,7 @@ export interface operations {
                      *       "periodEnd": "2026-07-01T00:00:00.000Z",
                      *       "trialEnd": null,
                      *       "endedAt": null,
+                     *       "discount": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -14344,6 +15395,24 @@ export interface operations {
                         createdAt: string;
                         currency: string;
                         customerRef: string;
+                        discount: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /** @description cpn_… */
+                            coupon: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            end: string | null;
+                            name: string;
+                            percentOff: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        } | null;
                         endedAt: string | null;
                         id: string;
                         isRecurring: boolean;
@@ -14520,6 +15589,7 @@ export interface operations {
                      *       "periodEnd": "2026-07-01T00:00:00.000Z",
                      *       "trialEnd": null,
                      *       "endedAt": null,
+                     *       "discount": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -14537,6 +15607,24 @@ export interface operations {
                         createdAt: string;
                         currency: string;
                         customerRef: string;
+                        discount: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /** @description cpn_… */
+                            coupon: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            end: string | null;
+                            name: string;
+                            percentOff: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        } | null;
                         endedAt: string | null;
                         id: string;
                         isRecurring: boolean;
@@ -14757,7 +15845,7 @@ export interface operations {
                             /** @description Minor units */
                             amount: number;
                             description: string;
-                            /** @description base, setup_fee, proration (negative) or proration_refund */
+                            /** @description base, setup_fee, discount (negative), proration (negative) or proration_refund */
                             kind: string;
                         }[];
                         /**
@@ -14888,6 +15976,435 @@ export interface operations {
             };
         };
     };
+    applyPurchaseDiscount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Any unique string (a UUID): the same key with the same body within 24 hours answers the first response again instead of applying the request twice; with another body, 422 */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "coupon": "LAUNCH20"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description A coupon id (cpn_…) or its code */
+                    coupon: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "status": "active",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "billingCycle": "monthly",
+                     *       "isRecurring": true,
+                     *       "autoRenew": true,
+                     *       "cancelAtPeriodEnd": false,
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "trialEnd": null,
+                     *       "endedAt": null,
+                     *       "discount": {
+                     *         "coupon": "cpn_01jx000001ywmghpfnzm082kh6",
+                     *         "name": "Launch offer (spring)",
+                     *         "code": "LAUNCH20",
+                     *         "percentOff": 20,
+                     *         "amountOff": null,
+                     *         "currency": null,
+                     *         "duration": "repeating",
+                     *         "durationInMonths": 3,
+                     *         "start": "2026-06-01T00:00:00.000Z",
+                     *         "end": "2026-02-25T06:55:56.086Z"
+                     *       },
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Price per period (or once), minor units */
+                        amount: number;
+                        autoRenew: boolean;
+                        billingCycle: string | null;
+                        cancelAtPeriodEnd: boolean;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string;
+                        customerRef: string;
+                        discount: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /** @description cpn_… */
+                            coupon: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            end: string | null;
+                            name: string;
+                            percentOff: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        } | null;
+                        endedAt: string | null;
+                        id: string;
+                        isRecurring: boolean;
+                        periodEnd: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        periodStart: string;
+                        planRef: string;
+                        productId: string;
+                        /** @description Purchase reference (pur_…); also its id */
+                        reference: string;
+                        /** @enum {string} */
+                        status: "pending" | "trialing" | "active" | "past_due" | "suspended" | "cancelled" | "expired";
+                        trialEnd: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    removePurchaseDiscount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example pur_01jx0000017btsbgr63z4av2cd */
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reference": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "id": "pur_01jx0000017btsbgr63z4av2cd",
+                     *       "status": "active",
+                     *       "customerRef": "cus_01jx000003mkt209fkta21f260",
+                     *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
+                     *       "planRef": "pln_01jx000001brnn19rg36mzgzje",
+                     *       "amount": 900,
+                     *       "currency": "usd",
+                     *       "billingCycle": "monthly",
+                     *       "isRecurring": true,
+                     *       "autoRenew": true,
+                     *       "cancelAtPeriodEnd": false,
+                     *       "periodStart": "2026-06-01T00:00:00.000Z",
+                     *       "periodEnd": "2026-07-01T00:00:00.000Z",
+                     *       "trialEnd": null,
+                     *       "endedAt": null,
+                     *       "discount": null,
+                     *       "createdAt": "2026-06-01T00:00:00.000Z",
+                     *       "updatedAt": "2026-06-01T00:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Price per period (or once), minor units */
+                        amount: number;
+                        autoRenew: boolean;
+                        billingCycle: string | null;
+                        cancelAtPeriodEnd: boolean;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        createdAt: string;
+                        currency: string;
+                        customerRef: string;
+                        discount: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /** @description cpn_… */
+                            coupon: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            end: string | null;
+                            name: string;
+                            percentOff: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        } | null;
+                        endedAt: string | null;
+                        id: string;
+                        isRecurring: boolean;
+                        periodEnd: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        periodStart: string;
+                        planRef: string;
+                        productId: string;
+                        /** @description Purchase reference (pur_…); also its id */
+                        reference: string;
+                        /** @enum {string} */
+                        status: "pending" | "trialing" | "active" | "past_due" | "suspended" | "cancelled" | "expired";
+                        trialEnd: string | null;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     reactivatePurchase: {
         parameters: {
             query?: never;
@@ -14927,6 +16444,7 @@ export interface operations {
                      *       "periodEnd": "2026-07-01T00:00:00.000Z",
                      *       "trialEnd": null,
                      *       "endedAt": null,
+                     *       "discount": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -14944,6 +16462,24 @@ export interface operations {
                         createdAt: string;
                         currency: string;
                         customerRef: string;
+                        discount: {
+                            amountOff: number | null;
+                            code: string | null;
+                            /** @description cpn_… */
+                            coupon: string;
+                            currency: string | null;
+                            /** @enum {string} */
+                            duration: "once" | "repeating" | "forever";
+                            durationInMonths: number | null;
+                            end: string | null;
+                            name: string;
+                            percentOff: number | null;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            start: string;
+                        } | null;
                         endedAt: string | null;
                         id: string;
                         isRecurring: boolean;
@@ -15152,7 +16688,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.344Z",
+                     *       "createdAt": "2026-05-28T09:00:07.018Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -15336,8 +16872,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.344Z",
-                     *       "closedAt": "2026-05-28T09:00:05.401Z"
+                     *       "createdAt": "2026-05-28T09:00:07.018Z",
+                     *       "closedAt": "2026-05-28T09:00:07.084Z"
                      *     }
                      */
                     "application/json": {
@@ -15516,11 +17052,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.419Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.104Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.419Z"
+                     *       "createdAt": "2026-05-28T09:00:07.104Z"
                      *     }
                      */
                     "application/json": {
@@ -15688,7 +17224,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:02.910Z"
+                     *           "createdAt": "2026-05-28T09:00:03.757Z"
                      *         }
                      *       ]
                      *     }
@@ -15842,7 +17378,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.910Z"
+                     *       "createdAt": "2026-05-28T09:00:03.757Z"
                      *     }
                      */
                     "application/json": {
@@ -15981,7 +17517,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.910Z"
+                     *       "createdAt": "2026-05-28T09:00:03.757Z"
                      *     }
                      */
                     "application/json": {
@@ -16132,7 +17668,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:02.910Z"
+                     *       "createdAt": "2026-05-28T09:00:03.757Z"
                      *     }
                      */
                     "application/json": {
@@ -16860,8 +18396,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:50.855Z",
-                     *       "to": "2026-05-28T09:10:50.855Z",
+                     *       "from": "2026-04-28T08:55:56.086Z",
+                     *       "to": "2026-05-28T09:10:56.086Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -17083,7 +18619,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.231Z",
+                     *       "asOf": "2026-05-28T09:00:08.073Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -17328,7 +18864,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T10:40:50.855Z",
+                     *           "end": "2026-01-25T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -17367,8 +18903,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T10:40:50.855Z",
-                     *           "end": "2026-02-25T10:40:50.855Z",
+                     *           "start": "2026-01-25T06:55:56.086Z",
+                     *           "end": "2026-02-25T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17407,8 +18943,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T10:40:50.855Z",
-                     *           "end": "2026-03-27T10:40:50.855Z",
+                     *           "start": "2026-02-25T06:55:56.086Z",
+                     *           "end": "2026-03-27T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17447,8 +18983,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T10:40:50.855Z",
-                     *           "end": "2026-04-27T10:40:50.855Z",
+                     *           "start": "2026-03-27T06:55:56.086Z",
+                     *           "end": "2026-04-27T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17487,8 +19023,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T10:40:50.855Z",
-                     *           "end": "2026-05-27T10:40:50.855Z",
+                     *           "start": "2026-04-27T06:55:56.086Z",
+                     *           "end": "2026-05-27T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17527,8 +19063,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T10:40:50.855Z",
-                     *           "end": "2026-06-27T10:40:50.855Z",
+                     *           "start": "2026-05-27T06:55:56.086Z",
+                     *           "end": "2026-06-27T06:55:56.086Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -17780,8 +19316,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:50.855Z",
-                     *       "to": "2026-05-28T09:10:50.855Z",
+                     *       "from": "2026-04-28T08:55:56.086Z",
+                     *       "to": "2026-05-28T09:10:56.086Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -17964,35 +19500,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:50.855Z",
-                     *       "to": "2026-05-28T09:10:50.855Z",
+                     *       "from": "2026-04-28T08:55:56.086Z",
+                     *       "to": "2026-05-28T09:10:56.086Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-21T09:40:50.855Z",
-                     *           "label": "2026-04-21"
-                     *         },
-                     *         {
-                     *           "start": "2026-04-28T09:40:50.855Z",
+                     *           "start": "2026-04-28T05:55:56.086Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T09:40:50.855Z",
+                     *           "start": "2026-05-05T05:55:56.086Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T09:40:50.855Z",
+                     *           "start": "2026-05-12T05:55:56.086Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T09:40:50.855Z",
+                     *           "start": "2026-05-19T05:55:56.086Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T09:40:50.855Z",
+                     *           "start": "2026-05-26T05:55:56.086Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -18006,7 +19538,6 @@ export interface operations {
                      *             0,
                      *             0,
                      *             0,
-                     *             0,
                      *             1
                      *           ],
                      *           "units": [
@@ -18014,11 +19545,9 @@ export interface operations {
                      *             "0",
                      *             "0",
                      *             "0",
-                     *             "0",
                      *             "1"
                      *           ],
                      *           "errors": [
-                     *             0,
                      *             0,
                      *             0,
                      *             0,
@@ -18035,7 +19564,6 @@ export interface operations {
                      *             0,
                      *             0,
                      *             0,
-                     *             0,
                      *             1
                      *           ],
                      *           "units": [
@@ -18043,11 +19571,9 @@ export interface operations {
                      *             "0",
                      *             "0",
                      *             "0",
-                     *             "0",
                      *             "1"
                      *           ],
                      *           "errors": [
-                     *             0,
                      *             0,
                      *             0,
                      *             0,
@@ -18235,17 +19761,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…wZiU",
+                     *           "hint": "sk_test_…7z_U",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.823Z",
+                     *           "createdAt": "2026-05-28T09:00:09.803Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…QBLg",
+                     *           "hint": "sk_test_…XarI",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.487Z",
+                     *           "createdAt": "2026-05-28T09:00:09.463Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -18391,9 +19917,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…wZiU",
+                     *       "hint": "sk_test_…7z_U",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.823Z",
+                     *       "createdAt": "2026-05-28T09:00:09.803Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -18716,18 +20242,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…6ZIA",
+                     *       "hint": "sk_test_…tBj8",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.844Z",
+                     *       "createdAt": "2026-05-28T09:00:09.838Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…wZiU",
+                     *         "hint": "sk_test_…7z_U",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.823Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.844Z"
+                     *         "createdAt": "2026-05-28T09:00:09.803Z",
+                     *         "expiresAt": "2026-05-28T10:00:09.838Z"
                      *       }
                      *     }
                      */
@@ -18923,7 +20449,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.316Z",
+                     *           "createdAt": "2026-05-28T09:00:09.292Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18940,7 +20466,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.307Z",
+                     *           "createdAt": "2026-05-28T09:00:09.278Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18957,7 +20483,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.280Z",
+                     *           "createdAt": "2026-05-28T09:00:09.241Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -18973,7 +20499,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbThzdjFuMjkxcjluYWF5MjZyYW01NWNi"
+                     *       "nextCursor": "YXVkXzAxbTh0N3hoZjMyc2ZzOXYybmcxZzBxdHJl"
                      *     }
                      */
                     "application/json": {
@@ -19152,7 +20678,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.344Z",
+                     *           "createdAt": "2026-05-28T09:00:07.018Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -19307,7 +20833,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.344Z",
+                     *       "createdAt": "2026-05-28T09:00:07.018Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -19468,7 +20994,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.344Z",
+                     *       "createdAt": "2026-05-28T09:00:07.018Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21267,8 +22793,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.833Z",
-                     *       "latencyMs": 23,
+                     *       "checkedAt": "2026-05-28T09:00:07.606Z",
+                     *       "latencyMs": 25,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -21636,8 +23162,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.158Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.158Z"
+                     *           "createdAt": "2026-05-28T09:00:02.817Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.817Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -21647,8 +23173,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.865Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.865Z"
+                     *           "createdAt": "2026-05-28T09:00:03.699Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.699Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -21820,8 +23346,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.865Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.865Z"
+                     *       "createdAt": "2026-05-28T09:00:03.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.699Z"
                      *     }
                      */
                     "application/json": {
@@ -21994,8 +23520,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:02.865Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.865Z"
+                     *       "createdAt": "2026-05-28T09:00:03.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.699Z"
                      *     }
                      */
                     "application/json": {
@@ -22145,8 +23671,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:02.865Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
+                     *       "createdAt": "2026-05-28T09:00:03.699Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.010Z"
                      *     }
                      */
                     "application/json": {
@@ -22316,11 +23842,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.419Z",
+                     *           "arrivalDate": "2026-05-30T09:00:07.104Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.419Z"
+                     *           "createdAt": "2026-05-28T09:00:07.104Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -22472,11 +23998,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.419Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.104Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.419Z"
+                     *       "createdAt": "2026-05-28T09:00:07.104Z"
                      *     }
                      */
                     "application/json": {
@@ -22661,8 +24187,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.642Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.642Z"
+                     *       "createdAt": "2026-05-28T09:00:03.464Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.464Z"
                      *     }
                      */
                     "application/json": {
@@ -22978,8 +24504,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.642Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.810Z"
+                     *       "createdAt": "2026-05-28T09:00:03.464Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.643Z"
                      *     }
                      */
                     "application/json": {
@@ -23234,8 +24760,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.063Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.081Z"
+                     *       "createdAt": "2026-05-28T09:00:09.019Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.031Z"
                      *     }
                      */
                     "application/json": {
@@ -23430,8 +24956,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rnkag6YzGSqv8y1",
-                     *       "connectedAt": "2026-05-28T09:00:06.767Z"
+                     *       "account": "acct_RnnzvCMGZRmfOnm",
+                     *       "connectedAt": "2026-05-28T09:00:08.676Z"
                      *     }
                      */
                     "application/json": {
@@ -23605,8 +25131,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rnkag6YzGSqv8y1",
-                     *       "connectedAt": "2026-05-28T09:00:06.767Z"
+                     *       "account": "acct_RnnzvCMGZRmfOnm",
+                     *       "connectedAt": "2026-05-28T09:00:08.676Z"
                      *     }
                      */
                     "application/json": {
@@ -24175,8 +25701,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.398Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.398Z"
+                     *           "createdAt": "2026-05-28T09:00:03.142Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.142Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24355,8 +25881,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.398Z"
+                     *       "createdAt": "2026-05-28T09:00:03.142Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.142Z"
                      *     }
                      */
                     "application/json": {
@@ -24531,8 +26057,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.398Z"
+                     *       "createdAt": "2026-05-28T09:00:03.142Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.142Z"
                      *     }
                      */
                     "application/json": {
@@ -24709,8 +26235,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.510Z"
+                     *       "createdAt": "2026-05-28T09:00:03.142Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.272Z"
                      *     }
                      */
                     "application/json": {
@@ -24885,8 +26411,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.130Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.139Z"
+                     *       "createdAt": "2026-05-28T09:00:09.077Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.086Z"
                      *     }
                      */
                     "application/json": {
@@ -25077,8 +26603,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.568Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.568Z"
+                     *           "createdAt": "2026-05-28T09:00:03.330Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.330Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -25124,8 +26650,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.642Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.642Z"
+                     *           "createdAt": "2026-05-28T09:00:03.464Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.464Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -25168,8 +26694,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.659Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.659Z"
+                     *           "createdAt": "2026-05-28T09:00:03.483Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.483Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25517,8 +27043,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.642Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.642Z"
+                     *       "createdAt": "2026-05-28T09:00:03.464Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.464Z"
                      *     }
                      */
                     "application/json": {
@@ -25990,13 +27516,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.484Z"
+                     *           "joinedAt": "2026-05-28T09:00:09.460Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.639Z"
+                     *           "joinedAt": "2026-05-28T09:00:09.613Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -26005,8 +27531,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.673Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.673Z"
+                     *           "createdAt": "2026-05-28T09:00:09.649Z",
+                     *           "expiresAt": "2026-06-04T09:00:09.649Z"
                      *         }
                      *       ]
                      *     }
@@ -26167,8 +27693,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.505Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.505Z"
+                     *       "createdAt": "2026-05-28T09:00:09.479Z",
+                     *       "expiresAt": "2026-06-04T09:00:09.479Z"
                      *     }
                      */
                     "application/json": {
@@ -26656,7 +28182,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.639Z"
+                     *       "joinedAt": "2026-05-28T09:00:09.613Z"
                      *     }
                      */
                     "application/json": {
@@ -27070,7 +28596,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.318Z"
+                     *       "createdAt": "2026-05-28T09:00:06.989Z"
                      *     }
                      */
                     "application/json": {
@@ -27256,11 +28782,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 5,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:06.946Z"
+                     *       "createdAt": "2026-05-28T09:00:08.907Z"
                      *     }
                      */
                     "application/json": {
@@ -27434,11 +28960,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 5,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:06.946Z"
+                     *           "createdAt": "2026-05-28T09:00:08.907Z"
                      *         }
                      *       ]
                      *     }
@@ -27592,8 +29118,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:06.895Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.895Z"
+                     *           "createdAt": "2026-05-28T09:00:08.821Z",
+                     *           "updatedAt": "2026-05-28T09:00:08.821Z"
                      *         }
                      *       ]
                      *     }
@@ -27767,8 +29293,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.895Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.895Z",
+                     *       "createdAt": "2026-05-28T09:00:08.821Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.821Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -27923,8 +29449,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.895Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.895Z"
+                     *       "createdAt": "2026-05-28T09:00:08.821Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.821Z"
                      *     }
                      */
                     "application/json": {
@@ -28216,8 +29742,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.895Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.928Z"
+                     *       "createdAt": "2026-05-28T09:00:08.821Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.887Z"
                      *     }
                      */
                     "application/json": {
@@ -28369,8 +29895,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.895Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.015Z"
+                     *       "createdAt": "2026-05-28T09:00:08.821Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.972Z"
                      *     }
                      */
                     "application/json": {
@@ -28522,8 +30048,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:06.895Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.026Z"
+                     *       "createdAt": "2026-05-28T09:00:08.821Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.981Z"
                      *     }
                      */
                     "application/json": {
@@ -28816,7 +30342,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.006Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:08.966Z"
                      *     }
                      */
                     "application/json": {

@@ -78,6 +78,8 @@ export const ID = {
   autoTopUp: 'atu',
   /** A spend or usage alert, on a plan or of one customer. */
   alert: 'alr',
+  /** A coupon a provider offers: an amount or a percentage off a purchase's invoices. */
+  coupon: 'cpn',
   purchase: 'pur',
   paymentMethod: 'pm',
   payment: 'pay',

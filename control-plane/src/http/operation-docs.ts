@@ -70,13 +70,26 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/ui/settings': 'The provider’s settings for the environment of the key.',
   'PATCH /v1/ui/settings': 'Changes the provider’s settings; only the fields sent change.',
   'POST /v1/sdk/activate':
-    'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.',
+    'Gives a customer a plan. A free plan is active at once; a paid one is charged to the stored card (sandbox test cards) or answers `payment_required` with a hosted `checkoutUrl`. Activating another plan of the same product switches, crediting the unused time of the old one. A `coupon` (its id or code) is redeemed on the new purchase and taken off its first invoice and the later ones its duration covers (404 `coupon_not_found`, 409 `coupon_not_redeemable`, and nothing is activated); without one, a switch keeps the old purchase’s discount. A coupon sent with an activation that answers `payment_required` is checked now, shown at checkout and redeemed when paid. A switch that failed after refunding unused time is finished by sending it again (counted from its first moment); another change of that purchase within 12 hours is 409 `early_end_unfinished`. Takes an Idempotency-Key.',
   'POST /v1/sdk/activate/preview':
-    'What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`), `dueNow` and `refund`. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.',
+    'What activating the plan now would do with money, changing nothing: the new plan’s first invoice (its price, the setup fee, the old plan’s unused paid time as a negative `proration` line, any excess as `proration_refund`, and a negative `discount` line after each charge a `coupon` or the kept discount takes money off), `dueNow` and `refund`. A coupon is checked here, not redeemed. Send its `prorationDate` back with the activation within 15 minutes to be charged exactly this.',
   'POST /v1/sdk/purchases/:ref/cancel/preview':
     'What cancelling the purchase now with `prorate` would refund: the unused time of its paid period, changing nothing. Send its `prorationDate` back with the cancellation within 15 minutes to refund exactly this.',
   'GET /v1/sdk/purchases':
     'Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.',
+  'POST /v1/sdk/coupons':
+    'A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy` and the `productIds` it is for. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.',
+  'GET /v1/sdk/coupons': 'Coupons, newest first, cursor-paginated; `status` and `code` filter.',
+  'GET /v1/sdk/coupons/:id':
+    'One coupon, by id or by the code of an active coupon (any case), with `timesRedeemed` and whether it is `valid` now.',
+  'PATCH /v1/sdk/coupons/:id':
+    'Renames a coupon. Its terms do not change: archive it and create another to offer different ones.',
+  'POST /v1/sdk/coupons/:id/archive':
+    'Archives a coupon: it can no longer be redeemed and its code is free for another. Discounts already given go on as they were. Archiving twice is harmless.',
+  'POST /v1/sdk/purchases/:ref/discount':
+    'Redeems a coupon (`coupon`: id or code) on a purchase that still has invoices to come (pending, trialing, active, past due), replacing any discount it had. Its next invoices take it off; those issued stay as they are. 404 `coupon_not_found`, 409 `coupon_not_redeemable` or `invalid_transition`.',
+  'DELETE /v1/sdk/purchases/:ref/discount':
+    'Removes the purchase’s discount: its next invoices are charged in full. A purchase without one is answered as it is.',
   'GET /v1/sdk/purchases/:ref':
     'A purchase: its plan, status and current period, and a cancellation if one is scheduled.',
   'POST /v1/sdk/purchases/:ref/cancel':

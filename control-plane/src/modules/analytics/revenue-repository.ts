@@ -7,7 +7,7 @@ type Tenant = { providerId: string; environment: Environment };
 
 /**
  * Every paid period of a recurring fee starting before `until`, in one currency: the base lines
- * (with a service period) of paid invoices, with the purchase they paid for. An invoice a plan
+ * (with a service period) of paid invoices, less the discounts taken off them, with the purchase they paid for. An invoice a plan
  * switch's credit paid in full is paid without a payment, so periods come from invoices.
  */
 export async function paidPeriods(
@@ -25,7 +25,11 @@ export async function paidPeriods(
     billing_cycle: string | null;
     billing_interval_days: number | null;
   }>(
-    `SELECT i.customer_id, line ->> 'amount' AS amount, (line #>> '{period,start}')::timestamptz AS starts,
+    `SELECT i.customer_id,
+            (line ->> 'amount')::bigint + COALESCE((
+              SELECT sum((d ->> 'amount')::bigint) FROM jsonb_array_elements(i.lines) AS d
+               WHERE d ->> 'kind' = 'discount' AND d ->> 'discounts' = 'base' AND d -> 'period' = line -> 'period'), 0) AS amount,
+            (line #>> '{period,start}')::timestamptz AS starts,
             (line #>> '{period,end}')::timestamptz AS ends, pu.ended_at, pu.billing_cycle, pl.billing_interval_days
        FROM invoices i
        JOIN purchases pu ON pu.id = i.purchase_id

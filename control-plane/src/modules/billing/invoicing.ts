@@ -10,7 +10,8 @@ import { unixSeconds, writeEvent } from '../events/outbox';
 import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { ChargeRequest, PaymentService } from '../payments/service';
 import { type PlanSettings, pricingOf } from '../plans/rules';
-import type { PurchaseRow } from '../purchases/repository';
+import { endOnceDiscount, type PurchaseRow } from '../purchases/repository';
+import { applyDiscount, discountApplies, hasDiscount } from './discounts';
 import {
   finalizeDraft,
   type InvoiceRow,
@@ -201,6 +202,9 @@ export class Invoicing {
     if (invoice === undefined) throw new Error(`invoice ${purchase.id}/${draft.periodKey} vanished`);
     const finalized = invoice.status === 'draft' ? await finalizeDraft(tx, invoice.id, row, at) : undefined;
     invoice = finalized ?? invoice;
+    // A `once` discount is spent by the first invoice it took money off.
+    if ((inserted !== undefined || finalized !== undefined) && hasDiscount(invoice.lines))
+      await endOnceDiscount(tx, purchase.id, at);
     if ((inserted !== undefined || finalized !== undefined) && draft.usage !== undefined) {
       const usageAmount = draft.lines
         .filter((l) => l.kind === 'usage' || l.kind === 'late_usage')
@@ -244,8 +248,15 @@ export class Invoicing {
     return saveDraft(tx, this.rowOf(auth, draft, this.clock.now()));
   }
 
+  /**
+   * The row of an invoice issued (or drafted) at `at`: the draft's lines less the purchase's
+   * discount when it applies then (lines that carry a discount already, such as a first invoice
+   * whose proration was worked out on the discounted charges, are kept as they are).
+   */
   private rowOf(auth: AuthContext, draft: InvoiceDraft, at: Date) {
     const { purchase } = draft;
+    const discount = purchase.discount ?? null;
+    const lines = discountApplies(discount, at) ? applyDiscount(draft.lines, discount) : draft.lines;
     return {
       id: newId(ID.invoice),
       provider_id: auth.providerId,
@@ -261,8 +272,8 @@ export class Invoicing {
       usage_period_end: draft.usage?.end ?? null,
       usage_units: draft.usage?.units ?? null,
       free_units: draft.usage?.freeUnits ?? null,
-      lines: draft.lines,
-      total: draft.lines.reduce((sum, line) => sum + line.amount, 0),
+      lines,
+      total: lines.reduce((sum, line) => sum + line.amount, 0),
       created_at: at,
       access_token: randomBytes(32).toString('hex'),
     };
@@ -343,11 +354,12 @@ export class Invoicing {
       invoiceId: invoice.id,
       // Each line is earned over the period it bills for: usage already, a base price in advance
       // over the coming period; a setup fee when paid.
+      // A discount is less revenue of the line it discounts (recurring, usage, one-time).
       revenue: invoice.lines.map((line) => ({
         amount: line.amount,
         start: line.period === null ? null : new Date(line.period.start),
         end: line.period === null ? null : new Date(line.period.end),
-        line: line.kind,
+        line: line.kind === 'discount' ? line.discounts : line.kind,
       })),
     });
     const updated = await recordAttempt(tx, {

@@ -13,6 +13,7 @@ export const LINE_KINDS = [
   'proration',
   'proration_refund',
   'credits_applied',
+  'discount',
 ] as const;
 export type LineKind = (typeof LINE_KINDS)[number];
 
@@ -26,6 +27,8 @@ export interface StoredLine {
   period: { start: string; end: string } | null;
   /** Credits the line's calls spent from the customer's balance (`credits_applied` only). */
   credits?: number;
+  /** The kind of the line a `discount` line takes its amount off (the line just before it). */
+  discounts?: LineKind;
 }
 
 /**

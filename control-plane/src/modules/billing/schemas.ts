@@ -42,8 +42,13 @@ export const UpcomingInvoice = Type.Object({
       },
     ),
   ),
+  discount: Type.Integer({
+    description:
+      'What the purchase’s discount takes off that invoice (0 or negative), if it still applies when the invoice is issued',
+  }),
   amountDue: Type.Integer({
-    description: 'The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee',
+    description:
+      'The whole next invoice as of now: the usage so far plus the renewal’s base and setup fee, less the discount',
   }),
 });
 export type UpcomingInvoice = Static<typeof UpcomingInvoice>;
@@ -105,6 +110,9 @@ export const Invoice = Type.Object({
       period: Nullable(Type.Object({ start: Timestamp, end: Timestamp })),
       credits: Type.Optional(
         Type.Integer({ description: 'Credits the calls spent from the balance (credits_applied lines)' }),
+      ),
+      discounts: Type.Optional(
+        stringEnum(LINE_KINDS, 'The kind of the line a discount line takes its (negative) amount off'),
       ),
     }),
   ),

@@ -11,6 +11,7 @@ import { getProvider } from '../providers/repository';
 import { periodEnd } from '../purchases/periods';
 import { findPurchase, lockPurchase } from '../purchases/repository';
 import type { PurchaseRow } from '../purchases/service';
+import { applyDiscount, discountApplies } from './discounts';
 import type { InvoiceDocument } from './document';
 import type { Collection, Invoicing } from './invoicing';
 import {
@@ -283,6 +284,7 @@ export class BillingService {
         )
       : { billableUnits: 0n, lines: [], total: 0 };
     const renewal = renewalOf(purchase, settings);
+    const discount = upcomingDiscount(purchase, priced.lines, renewal);
     return {
       purchaseRef: purchase.id,
       customerRef: purchase.customer_id,
@@ -299,9 +301,37 @@ export class BillingService {
       lines: priced.lines,
       total: priced.total,
       renewal,
-      amountDue: priced.total + (renewal === null ? 0 : renewal.base + renewal.setupFee),
+      discount,
+      amountDue: priced.total + (renewal === null ? 0 : renewal.base + renewal.setupFee) + discount,
     };
   }
+}
+
+/**
+ * What the purchase's discount would take off the invoice closing its period, as it stands now
+ * (0 or negative): the usage so far and the renewal's charges, discounted as that invoice will
+ * be if the discount still applies when it is issued (at the renewal, else at the period's end).
+ */
+function upcomingDiscount(
+  purchase: PurchaseRow,
+  usage: Array<{ description: string; quantity: number; unitAmount: string; amount: number }>,
+  renewal: ReturnType<typeof renewalOf>,
+): number {
+  const issuedAt = renewal?.chargedAt ?? purchase.period_end?.toISOString();
+  if (issuedAt === undefined || !discountApplies(purchase.discount, new Date(issuedAt))) return 0;
+  const flat = (kind: 'base' | 'setup_fee', amount: number) =>
+    amount > 0
+      ? [{ kind, description: kind, quantity: 1, unitAmount: String(amount), amount, period: null }]
+      : [];
+  const lines = applyDiscount(
+    [
+      ...usage.map((line) => ({ ...line, kind: 'usage' as const, period: null })),
+      ...flat('base', renewal?.base ?? 0),
+      ...flat('setup_fee', renewal?.setupFee ?? 0),
+    ],
+    purchase.discount,
+  );
+  return lines.filter((line) => line.kind === 'discount').reduce((sum, line) => sum + line.amount, 0);
 }
 
 /**

@@ -1,3 +1,5 @@
+import { discountWords } from '../billing/discounts';
+import type { CouponRow } from '../coupons/repository';
 import type { PlanSettings } from '../plans/rules';
 import { recurringAmount } from '../purchases/changes';
 import { formatMoney } from './page';
@@ -87,4 +89,26 @@ export function planPriceLines(s: PlanSettings): string[] {
   if (s.trialDays > 0) lines.push(`${s.trialDays}-day free trial; the first charge is at its end`);
   if (s.setupFee > 0) lines.push(`One-time setup fee ${formatMoney(s.setupFee, s.currency)}`);
   return lines;
+}
+
+/** The coupon a checkout applies, in words: "Launch (20% off), for 3 months". */
+export function couponWords(
+  coupon: Pick<
+    CouponRow,
+    'name' | 'percent_off_bps' | 'amount_off' | 'currency' | 'duration' | 'duration_in_months'
+  >,
+): string {
+  const off = discountWords({
+    percentOffBps: coupon.percent_off_bps,
+    amountOff: coupon.amount_off,
+    currency: coupon.currency,
+  });
+  const months = coupon.duration_in_months ?? 0;
+  const span =
+    coupon.duration === 'once'
+      ? 'on the first invoice'
+      : coupon.duration === 'forever'
+        ? 'on every invoice'
+        : `on invoices for ${months} month${months === 1 ? '' : 's'}`;
+  return `${coupon.name} (${off}), ${span}`;
 }

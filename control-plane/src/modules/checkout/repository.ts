@@ -22,13 +22,15 @@ export interface SessionRow {
   source: 'api' | 'paywall';
   /** When its page was first opened (or it was paid, whichever came first). */
   opened_at: Date | null;
+  /** A coupon the activation named (checked then), redeemed when the session is paid. */
+  coupon_id: string | null;
 }
 
 export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
-                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
     [
       row.id,
       row.provider_id,
@@ -48,6 +50,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.completed_at,
       row.created_at,
       row.source,
+      row.coupon_id,
     ],
   );
 }

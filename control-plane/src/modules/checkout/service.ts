@@ -2,6 +2,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import { findCoupon } from '../coupons/repository';
 import type { CreditService } from '../credits/service';
 import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
@@ -14,7 +15,7 @@ import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
 import { type CheckoutView, formatMoney } from './page';
-import { planPriceLines } from './price-words';
+import { couponWords, planPriceLines } from './price-words';
 import {
   claimSession,
   expireDueSessions,
@@ -76,6 +77,8 @@ export class CheckoutService {
       if (plan === undefined) return undefined;
       title = `${product?.name ?? ''} · ${plan.name}`;
       lines.push(...planPriceLines(settingsOf(plan)));
+      const coupon = row.coupon_id === null ? undefined : await findCoupon(this.pool, auth, row.coupon_id);
+      if (coupon !== undefined) lines.push(couponWords(coupon));
       // A switch from a paid plan of the product credits its unused time when paid.
       const current = (await latestPurchasePerProduct(this.pool, row.customer_id)).find(
         (p) =>
@@ -183,6 +186,7 @@ export class CheckoutService {
         const result = await this.purchases.activate(auth, {
           customerRef: row.customer_id,
           planRef: row.plan_id,
+          coupon: row.coupon_id ?? undefined,
         });
         if (result.status !== 'activated' && result.status !== 'already_active')
           throw new DomainError('card_declined', result.message);

@@ -3,13 +3,16 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable, transactionOn } from '../../db/pool';
 import { NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import { applyDiscount } from '../billing/discounts';
+import { findCoupon } from '../coupons/repository';
+import { discountOf } from '../coupons/service';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
 import { isCurrency } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
-import { recurringAmount } from '../purchases/service';
+import { firstCharges } from '../purchases/changes';
 import { findSession, insertSession, type SessionRow } from './repository';
 
 export type { SessionRow };
@@ -23,6 +26,8 @@ export interface CheckoutInput {
   successUrl?: string | undefined;
   cancelUrl?: string | undefined;
   expiresInMinutes?: number | undefined;
+  /** A coupon for the plan, already checked by the activation that offers the session. */
+  couponId?: string | undefined;
 }
 
 /**
@@ -112,7 +117,11 @@ export class CheckoutSessions {
       if (plan.status !== 'active' || product?.status !== 'active')
         throw problem('/planRef', 'the plan is not on sale');
       const s = settingsOf(plan);
-      const dueNow = s.trialDays > 0 ? 0 : recurringAmount(s) + s.setupFee;
+      const coupon = input.couponId === undefined ? undefined : await findCoupon(db, auth, input.couponId);
+      // The first invoice as it will be: its charges, less the coupon's discount.
+      const charges = firstCharges(s, at);
+      const lines = coupon === undefined ? charges : applyDiscount(charges, discountOf(coupon, at));
+      const dueNow = s.trialDays > 0 ? 0 : lines.reduce((sum, line) => sum + line.amount, 0);
       fields = {
         kind: 'plan',
         plan_id: plan.id,
@@ -165,6 +174,7 @@ export class CheckoutSessions {
       created_at: at,
       source,
       opened_at: null,
+      coupon_id: input.couponId ?? null,
     };
     const write = async (tx: PoolClient) => {
       await insertSession(tx, row);

@@ -39,7 +39,14 @@ export interface PortalView {
     /** Usage priced by the period (post-paid): billable calls so far and what they come to. */
     usageSoFar: { calls: number; total: string } | null;
     /** The invoice closing this period (or trial), as of now; null when none charges anything. */
-    nextInvoice: { at: string; total: string; advance: string; usage: string | null } | null;
+    nextInvoice: {
+      at: string;
+      total: string;
+      advance: string;
+      usage: string | null;
+      /** Taken off by the purchase's discount (docs/coupons.md), when it applies. */
+      discount: string | null;
+    } | null;
     /** Calls of this period against the plan's limit (undefined: no limit; null: not readable now). */
     allowance?: { used: number; limit: number; left: number } | null | undefined;
     /** The plan's top-up pack in words ("50 credits for $5.00"), or null when it sells none. */
@@ -253,7 +260,7 @@ ${notice}
       .map((p) => {
         const next = p.nextInvoice;
         if (next === null) return '';
-        return `<p class="next-invoice">Next invoice on ${day(next.at)} (${escapeHtml(`${p.product}, ${p.plan}`)}): <strong>${escapeHtml(next.total)}</strong>, ${escapeHtml(next.advance)} for the next period${next.usage === null ? '' : ` plus ${escapeHtml(next.usage)} of usage so far`}</p>`;
+        return `<p class="next-invoice">Next invoice on ${day(next.at)} (${escapeHtml(`${p.product}, ${p.plan}`)}): <strong>${escapeHtml(next.total)}</strong>, ${escapeHtml(next.advance)} for the next period${next.usage === null ? '' : ` plus ${escapeHtml(next.usage)} of usage so far`}${next.discount === null ? '' : `, less ${escapeHtml(next.discount)} discount`}</p>`;
       })
       .join('')}${view.plans
       .filter((p) => p.usageSoFar !== null)

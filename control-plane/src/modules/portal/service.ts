@@ -281,6 +281,7 @@ export class PortalService {
                   total: money(upcoming.amountDue),
                   advance: money(upcoming.renewal.base + upcoming.renewal.setupFee),
                   usage: upcoming.total > 0 ? money(upcoming.total) : null,
+                  discount: upcoming.discount < 0 ? money(-upcoming.discount) : null,
                 },
           allowance:
             plan?.usage_limit == null || !['trialing', 'active', 'past_due'].includes(p.status)

@@ -9,6 +9,7 @@ import type { Refunder } from '../payments/refunder';
 import { findPlan, settingsOf } from '../plans/repository';
 import { isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
+import type { PurchaseDiscounts } from './discounts';
 import { firstPeriod } from './periods';
 import { finishesHeldEnd, heldEarlyEnd, prorationLines, type UnusedTime, unusedTimeOf } from './proration';
 import { findPurchase, lockLivePurchase } from './repository';
@@ -33,6 +34,22 @@ export async function startMoveOf(
   if (settings.trialDays > 0) return 'start_trial';
   return (await hasCard()) ? 'start_pending' : 'checkout';
 }
+
+/** What a plan switch credited for the old plan's unused time, in the activation's answer. */
+export interface Proration {
+  credit: number;
+  appliedToInvoice: number;
+  refunded: number;
+  invoiceId: string | null;
+  refundId: string | null;
+}
+
+export type ActivationStatus =
+  | 'activated'
+  | 'already_active'
+  | 'payment_required'
+  | 'topup_required'
+  | 'invalid';
 
 /** A first invoice's charges: the first period's price and the setup fee, for a purchase made at `at`. */
 export function firstCharges(settings: PlanSettings, at: Date): StoredLine[] {
@@ -132,12 +149,18 @@ export class PlanChanges {
     private readonly clock: Clock,
     private readonly refunder: Pick<Refunder, 'refundable'>,
     private readonly payments: { hasDefaultMethod(db: Pool, customerId: string): Promise<boolean> },
+    private readonly discounts: Pick<PurchaseDiscounts, 'preview'>,
   ) {}
 
   /** What activating `planRef` now would charge and refund: POST /v1/sdk/activate/preview. */
   async previewActivation(
     auth: AuthContext,
-    input: { customerRef: string; planRef: string; productRef?: string | undefined },
+    input: {
+      customerRef: string;
+      planRef: string;
+      productRef?: string | undefined;
+      coupon?: string | undefined;
+    },
   ) {
     const { customer, plan, product } = await resolveActivation(this.pool, auth, input);
     if (plan.status !== 'active' || product.status !== 'active')
@@ -155,7 +178,16 @@ export class PlanChanges {
         current === undefined
           ? undefined
           : await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? at);
-      const terms = switchTerms(move, firstCharges(settings, at), unused);
+      const target = { productId: product.id, currency: settings.currency };
+      const charges = await this.discounts.preview(
+        tx,
+        auth,
+        target,
+        current,
+        input.coupon,
+        firstCharges(settings, at),
+      );
+      const terms = switchTerms(move, charges, unused);
       finishesHeldEnd(held, terms.refund);
       return {
         currency: settings.currency,

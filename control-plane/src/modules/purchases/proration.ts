@@ -21,7 +21,7 @@ import {
 
 /**
  * The credit a plan switch gives for the unused time of the old plan's paid period: its base
- * price × (time left ÷ period length), rounded once to whole cents, half to even, and never
+ * price as paid (less any discount on it) × (time left ÷ period length), rounded once to whole cents, half to even, and never
  * more than is still refundable of the payment that paid it (a refund or dispute took the rest).
  */
 export interface UnusedTime {
@@ -57,8 +57,16 @@ export async function unusedTimeOf(
   const payment = await lockPayment(tx, auth, invoice.payment_id);
   if (payment === undefined || payment.status !== 'succeeded') return undefined;
   const from = at > purchase.period_start ? at : purchase.period_start;
+  // What the period's base price was paid at: less the discount taken off it.
+  const paid = invoice.lines
+    .filter(
+      (line) =>
+        line.kind === 'discount' && line.discounts === 'base' && line.period?.start === base.period?.start,
+    )
+    .reduce((sum, line) => sum + line.amount, base.amount);
+  if (paid <= 0) return undefined;
   const credit = prorate(
-    base.amount,
+    paid,
     end.getTime() - from.getTime(),
     end.getTime() - purchase.period_start.getTime(),
   );

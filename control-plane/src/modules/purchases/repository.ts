@@ -1,4 +1,5 @@
 import { prepared, type Queryable } from '../../db/pool';
+import type { Discount } from '../billing/discounts';
 import type { PurchaseStatus } from './state-machine';
 import { GRANTS_ACCESS } from './state-machine';
 
@@ -79,6 +80,8 @@ export interface PurchaseRow {
   rollover_units: number;
   /** Ended before its period did, with that part period's usage still to bill. */
   final_usage_due: boolean;
+  /** The coupon it redeemed and until when it applies (docs/coupons.md); null without one. */
+  discount: Discount | null;
 }
 
 /** Statuses in which a purchase is the customer's current one for its product. */
@@ -169,6 +172,23 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.bills_usage,
       row.pays_from_credits,
     ],
+  );
+}
+
+/** Sets (or, with null, removes) the discount of a purchase. */
+export async function setDiscount(db: Queryable, id: string, discount: Discount | null): Promise<void> {
+  await db.query('UPDATE purchases SET discount = $2 WHERE id = $1', [id, discount]);
+}
+
+/**
+ * Ends a `once` discount at `at`, the issue of the first invoice it took money off: later
+ * invoices are issued after it and pay in full. A discount already ended stays as it was.
+ */
+export async function endOnceDiscount(db: Queryable, id: string, at: Date): Promise<void> {
+  await db.query(
+    `UPDATE purchases SET discount = jsonb_set(discount, '{end}', to_jsonb($2::text))
+      WHERE id = $1 AND discount ->> 'duration' = 'once' AND discount ->> 'end' IS NULL`,
+    [id, at.toISOString()],
   );
 }
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
+import { PurchaseDiscount } from '../coupons/schemas';
 import { PURCHASE_STATUSES } from './state-machine';
 
 export const Purchase = Type.Object({
@@ -19,6 +20,7 @@ export const Purchase = Type.Object({
   periodEnd: Nullable(Timestamp),
   trialEnd: Nullable(Timestamp),
   endedAt: Nullable(Timestamp),
+  discount: Nullable(PurchaseDiscount),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -70,6 +72,14 @@ export const ActivateBody = Type.Object(
       Type.String({ minLength: 1, maxLength: 100, description: "Must be the plan's product when given" }),
     ),
     prorationDate: Type.Optional(ProrationDate),
+    coupon: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'A coupon (cpn_… or its code) to redeem on the new purchase; without, a switch keeps the old purchase’s discount',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -91,7 +101,9 @@ export const ChangePreview = Type.Object({
   credit: Type.Integer({ description: "Cents of the current plan's unused paid time, half to even" }),
   lines: Type.Array(
     Type.Object({
-      kind: Type.String({ description: 'base, setup_fee, proration (negative) or proration_refund' }),
+      kind: Type.String({
+        description: 'base, setup_fee, discount (negative), proration (negative) or proration_refund',
+      }),
       description: Type.String(),
       amount: Type.Integer({ description: 'Minor units' }),
     }),

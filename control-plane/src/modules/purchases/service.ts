@@ -7,6 +7,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import type { Invoicing } from '../billing/invoicing';
+import type { CouponService } from '../coupons/service';
 import { findBalance } from '../credits/repository';
 import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
@@ -15,8 +16,10 @@ import type { PaymentService } from '../payments/service';
 import { type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid } from '../plans/rules';
 import {
+  type ActivationStatus,
   firstCharges,
   PlanChanges,
+  type Proration,
   prorationDateOf,
   recurringAmount,
   resolveActivation,
@@ -24,6 +27,7 @@ import {
   startMoveOf,
   switchTerms,
 } from './changes';
+import { PurchaseDiscounts } from './discounts';
 import { EntitlementPublisher } from './entitlements';
 import { endsMidPeriod, firstPeriod } from './periods';
 import { finishesHeldEnd, heldEarlyEnd, refundUnusedTime, unusedTimeOf } from './proration';
@@ -44,21 +48,12 @@ export { recurringAmount };
 
 class FirstPaymentFailed extends Error {}
 
-/** What a plan switch credited for the old plan's unused time, in the activation's answer. */
-export interface Proration {
-  credit: number;
-  appliedToInvoice: number;
-  refunded: number;
-  invoiceId: string | null;
-  refundId: string | null;
-}
-
-type ActivationStatus = 'activated' | 'already_active' | 'payment_required' | 'topup_required' | 'invalid';
-
 export class PurchaseService {
   private readonly entitlements: EntitlementPublisher;
   /** Previews of switches and cancellations, before the customer confirms them. */
   readonly changes: PlanChanges;
+  /** Coupons redeemed on purchases (docs/coupons.md). */
+  readonly discounts: PurchaseDiscounts;
 
   constructor(
     private readonly pool: Pool,
@@ -73,12 +68,14 @@ export class PurchaseService {
     private readonly checkoutSessions: {
       create(
         auth: AuthContext,
-        input: { customerRef: string; planRef: string },
+        input: { customerRef: string; planRef: string; couponId?: string | undefined },
       ): Promise<{ id: string; url: string }>;
     },
+    coupons: CouponService,
   ) {
     this.entitlements = new EntitlementPublisher(pool, snapshots, logger);
-    this.changes = new PlanChanges(pool, clock, refunder, payments);
+    this.discounts = new PurchaseDiscounts(pool, clock, coupons);
+    this.changes = new PlanChanges(pool, clock, refunder, payments, this.discounts);
   }
 
   private async find(
@@ -190,6 +187,7 @@ export class PurchaseService {
       pays_from_credits: isCreditPaid(settings),
       rollover_units: 0,
       final_usage_due: false,
+      discount: null,
     };
     await insertPurchase(tx, row);
     for (const type of transition(null, move).events)
@@ -211,6 +209,8 @@ export class PurchaseService {
       productRef?: string | undefined;
       /** A preview's proration date: the switch credits unused time from it (changes.ts). */
       prorationDate?: string | undefined;
+      /** A coupon to redeem on the new purchase (id or code). */
+      coupon?: string | undefined;
     },
   ) {
     const prorationAt = prorationDateOf(input.prorationDate, this.clock.now());
@@ -234,9 +234,12 @@ export class PurchaseService {
     const creditFunded = isCreditPaid(settings);
     const move = await startMoveOf(settings, () => this.payments.hasDefaultMethod(this.pool, customer.id));
     if (move === 'checkout') {
+      const target = { productId: product.id, currency: settings.currency };
+      const couponId = await this.discounts.checkForCheckout(this.pool, auth, input.coupon, target);
       const session = await this.checkoutSessions.create(auth, {
         customerRef: customer.id,
         planRef: plan.id,
+        couponId,
       });
       return {
         ...result(
@@ -254,13 +257,10 @@ export class PurchaseService {
       );
     }
 
-    let outcome: {
-      status: 'already_active' | 'activated';
-      rows: PurchaseRow[];
-      proration?: Proration | undefined;
-    };
+    let outcome: Awaited<ReturnType<PurchaseService['activateInTransaction']>>;
     try {
-      outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move, prorationAt);
+      const terms = { prorationAt, coupon: input.coupon };
+      outcome = await this.activateInTransaction(auth, customer.id, product.id, plan, move, terms);
     } catch (error) {
       // Nothing is kept of a refused first payment: no purchase, no plan switch.
       if (error instanceof FirstPaymentFailed) {
@@ -293,7 +293,7 @@ export class PurchaseService {
     productId: string,
     plan: PlanRow,
     move: Exclude<StartMove, 'checkout'>,
-    prorationAt: Date,
+    { prorationAt, coupon }: { prorationAt: Date; coupon: string | undefined },
   ) {
     const settings = settingsOf(plan);
     const customer = { id: customerId };
@@ -324,8 +324,12 @@ export class PurchaseService {
           }),
         );
       let created = await this.start(tx, auth, customer.id, plan, move);
+      // The first invoice's charges less the discount, before the old plan's credit is set off.
+      const charges = firstCharges(settings, created.period_start);
+      const redeemed = await this.discounts.forActivation(tx, auth, created, current, coupon, charges);
+      created = { ...created, discount: redeemed.discount };
       let invoiceId: string | null = null;
-      const terms = switchTerms(move, firstCharges(settings, created.period_start), unused);
+      const terms = switchTerms(move, redeemed.charges, unused);
       const refund = terms.refund;
       finishesHeldEnd(held, refund);
       if (move === 'start_pending') {

@@ -1,3 +1,4 @@
+import { toDiscount } from '../coupons/service';
 import { unixSeconds } from '../events/outbox';
 import type { PurchaseRow } from './repository';
 
@@ -22,6 +23,7 @@ export const toPurchase = (r: PurchaseRow) => ({
   periodEnd: iso(r.period_end),
   trialEnd: iso(r.trial_end),
   endedAt: iso(r.ended_at),
+  discount: r.discount === null ? null : toDiscount(r.discount),
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
 });

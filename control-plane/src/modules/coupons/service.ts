@@ -1,0 +1,230 @@
+import { ID, newId } from '@mcp-meter/contracts/kit';
+import type { Static } from '@sinclair/typebox';
+import type { Clock } from '../../clock';
+import type { Pool, Queryable } from '../../db/pool';
+import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from '../../errors';
+import { decodeCursor, toPage } from '../../http/schemas';
+import type { AuthContext } from '../../tenancy';
+import { addMonths, type Discount } from '../billing/discounts';
+import { isCurrency } from '../plans/rules';
+import {
+  archiveCoupon,
+  type CouponRow,
+  existingProducts,
+  findCoupon,
+  insertCoupon,
+  listCoupons,
+  redeemCoupon,
+  renameCoupon,
+} from './repository';
+import type { Coupon, CouponCreate, CouponListQuery } from './schemas';
+
+/** Why a coupon cannot be redeemed now, or null when it can. */
+function unredeemable(row: CouponRow, at: Date): string | null {
+  if (row.status !== 'active') return 'it is archived';
+  if (row.redeem_by !== null && row.redeem_by <= at)
+    return `it could be redeemed until ${row.redeem_by.toISOString()}`;
+  if (row.max_redemptions !== null && row.times_redeemed >= row.max_redemptions)
+    return `it was redeemed ${row.times_redeemed} times, its maximum`;
+  return null;
+}
+
+export const toCoupon = (row: CouponRow, at: Date): Static<typeof Coupon> => ({
+  id: row.id,
+  name: row.name,
+  code: row.code,
+  percentOff: row.percent_off_bps === null ? null : row.percent_off_bps / 100,
+  amountOff: row.amount_off,
+  currency: row.currency,
+  duration: row.duration,
+  durationInMonths: row.duration_in_months,
+  maxRedemptions: row.max_redemptions,
+  timesRedeemed: row.times_redeemed,
+  redeemBy: row.redeem_by?.toISOString() ?? null,
+  productIds: row.product_ids,
+  status: row.status,
+  valid: unredeemable(row, at) === null,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+});
+
+/** A purchase's discount as the API shows it. */
+export const toDiscount = (d: Discount) => ({
+  coupon: d.coupon,
+  name: d.name,
+  code: d.code,
+  percentOff: d.percentOffBps === null ? null : d.percentOffBps / 100,
+  amountOff: d.amountOff,
+  currency: d.currency,
+  duration: d.duration,
+  durationInMonths: d.durationInMonths,
+  start: d.start,
+  end: d.end,
+});
+
+/** What a coupon is being redeemed on: the purchase's product and currency. */
+export interface RedemptionTarget {
+  productId: string;
+  currency: string;
+}
+
+/**
+ * Coupons (docs/coupons.md): a provider's offers of a percentage or an amount off a purchase's
+ * invoices, redeemed by id through the API or by code at checkout. A coupon's terms never change
+ * after creation (its name may); archiving stops redemptions and frees its code, and leaves the
+ * discounts already given as they are.
+ */
+export class CouponService {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(auth: AuthContext, body: Static<typeof CouponCreate>) {
+    const now = this.clock.now();
+    const problems: FieldProblem[] = [];
+    const add = (path: string, message: string) => problems.push({ path, message, location: 'body' });
+    if ((body.percentOff === undefined) === (body.amountOff === undefined))
+      add('/percentOff', 'give either percentOff or amountOff');
+    if (body.amountOff !== undefined && body.currency === undefined)
+      add('/currency', 'is required with amountOff');
+    if (body.amountOff === undefined && body.currency !== undefined)
+      add('/currency', 'goes with amountOff only');
+    if (body.currency !== undefined && !isCurrency(body.currency))
+      add('/currency', `"${body.currency}" is not an ISO 4217 currency code`);
+    if ((body.duration === 'repeating') !== (body.durationInMonths !== undefined))
+      add('/durationInMonths', 'is required with duration repeating, and only with it');
+    const bps = body.percentOff === undefined ? null : Math.round(body.percentOff * 100);
+    if (bps !== null && (Math.abs(bps - (body.percentOff ?? 0) * 100) > 1e-6 || bps < 1 || bps > 10_000))
+      add('/percentOff', 'must be more than 0 and at most 100, with at most two decimals');
+    const redeemBy = body.redeemBy === undefined ? null : new Date(body.redeemBy);
+    if (redeemBy !== null && !(redeemBy > now)) add('/redeemBy', 'must be in the future');
+    if (body.name.trim() === '' || /\p{Cc}/u.test(body.name))
+      add('/name', 'must be text without control characters');
+    const productIds = body.productIds ?? [];
+    if (productIds.length > 0) {
+      const known = await existingProducts(this.pool, auth, productIds);
+      productIds.forEach((id, i) => {
+        if (!known.has(id)) add(`/productIds/${i}`, `no product ${id}`);
+      });
+    }
+    if (problems.length > 0) throw new ValidationError(problems);
+    const row = await insertCoupon(this.pool, {
+      id: newId(ID.coupon),
+      provider_id: auth.providerId,
+      environment: auth.environment,
+      name: body.name,
+      code: body.code ?? null,
+      percent_off_bps: bps,
+      amount_off: body.amountOff ?? null,
+      currency: body.currency?.toLowerCase() ?? null,
+      duration: body.duration,
+      duration_in_months: body.durationInMonths ?? null,
+      max_redemptions: body.maxRedemptions ?? null,
+      times_redeemed: 0,
+      redeem_by: redeemBy,
+      product_ids: productIds,
+      status: 'active',
+      created_at: now,
+      updated_at: now,
+    });
+    if (row === undefined)
+      throw new ConflictError('coupon_code_taken', `An active coupon has the code ${body.code} already`);
+    return toCoupon(row, now);
+  }
+
+  async get(auth: AuthContext, ref: string) {
+    return toCoupon(await this.find(this.pool, auth, ref), this.clock.now());
+  }
+
+  async list(auth: AuthContext, query: Static<typeof CouponListQuery>) {
+    const rows = await listCoupons(this.pool, auth, {
+      after: decodeCursor(query.cursor),
+      limit: query.limit + 1,
+      status: query.status,
+      code: query.code,
+    });
+    const now = this.clock.now();
+    return toPage(rows, query.limit, (row) => toCoupon(row, now));
+  }
+
+  async rename(auth: AuthContext, id: string, name: string) {
+    if (name.trim() === '' || /\p{Cc}/u.test(name))
+      throw new ValidationError([
+        { path: '/name', message: 'must be text without control characters', location: 'body' },
+      ]);
+    const row = await renameCoupon(this.pool, auth, id, name, this.clock.now());
+    if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+    return toCoupon(row, this.clock.now());
+  }
+
+  async archive(auth: AuthContext, id: string) {
+    const row = await archiveCoupon(this.pool, auth, id, this.clock.now());
+    if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+    return toCoupon(row, this.clock.now());
+  }
+
+  /**
+   * Checks that the coupon `ref` (id or code) could be redeemed on `target` now, without
+   * redeeming it: what checkout shows before the customer pays. Throws the reason otherwise.
+   */
+  async check(db: Queryable, auth: AuthContext, ref: string, target: RedemptionTarget): Promise<CouponRow> {
+    const row = await this.find(db, auth, ref);
+    const why = unredeemable(row, this.clock.now()) ?? mismatch(row, target);
+    if (why !== null)
+      throw new ConflictError('coupon_not_redeemable', `Coupon ${row.id} cannot be redeemed: ${why}`);
+    return row;
+  }
+
+  /**
+   * Redeems the coupon `ref` (id or code) for a purchase of `target`, in the caller's
+   * transaction (undone with it): counts the redemption under the coupon's guard and answers the
+   * discount to keep on the purchase. 404 `coupon_not_found`, 409 `coupon_not_redeemable`.
+   */
+  async redeem(db: Queryable, auth: AuthContext, ref: string, target: RedemptionTarget): Promise<Discount> {
+    const found = await this.find(db, auth, ref);
+    const now = this.clock.now();
+    const wrong = mismatch(found, target);
+    const row = wrong === null ? await redeemCoupon(db, found.id, now) : undefined;
+    if (row === undefined) {
+      const current = (await findCoupon(db, auth, found.id)) ?? found;
+      const why = wrong ?? unredeemable(current, now) ?? 'it was redeemed meanwhile';
+      throw new ConflictError('coupon_not_redeemable', `Coupon ${found.id} cannot be redeemed: ${why}`);
+    }
+    return discountOf(row, now);
+  }
+
+  private async find(db: Queryable, auth: AuthContext, ref: string): Promise<CouponRow> {
+    const row = await findCoupon(db, auth, ref);
+    if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${ref}`);
+    return row;
+  }
+}
+
+/** Why a coupon does not fit a purchase's product or currency, or null. */
+function mismatch(row: CouponRow, target: RedemptionTarget): string | null {
+  if (row.product_ids.length > 0 && !row.product_ids.includes(target.productId))
+    return `it applies to other products than ${target.productId}`;
+  if (row.currency !== null && row.currency !== target.currency.toLowerCase())
+    return `it takes ${row.currency.toUpperCase()} off, and the plan is in ${target.currency.toUpperCase()}`;
+  return null;
+}
+
+/** The discount a redemption of `row` at `at` gives. */
+export function discountOf(row: CouponRow, at: Date): Discount {
+  return {
+    coupon: row.id,
+    name: row.name,
+    code: row.code,
+    percentOffBps: row.percent_off_bps,
+    amountOff: row.amount_off,
+    currency: row.currency,
+    duration: row.duration,
+    durationInMonths: row.duration_in_months,
+    start: at.toISOString(),
+    end:
+      row.duration === 'repeating' && row.duration_in_months !== null
+        ? addMonths(at, row.duration_in_months).toISOString()
+        : null,
+  };
+}

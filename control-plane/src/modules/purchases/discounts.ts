@@ -1,0 +1,121 @@
+import type { Clock } from '../../clock';
+import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
+import { ConflictError, NotFoundError } from '../../errors';
+import type { AuthContext } from '../../tenancy';
+import { applyDiscount, type Discount, discountApplies } from '../billing/discounts';
+import type { StoredLine } from '../billing/repository';
+import { type CouponService, discountOf } from '../coupons/service';
+import { findPurchase, type PurchaseRow, setDiscount } from './repository';
+import { toPurchase } from './views';
+
+/** Statuses in which a purchase still has invoices to come, so a discount can change them. */
+const BILLABLE = new Set(['pending', 'trialing', 'active', 'past_due']);
+
+/**
+ * A purchase's discount (docs/coupons.md): redeemed with the activation that creates it, carried
+ * over by a plan switch, set or removed on a purchase in force. The discount is kept on the
+ * purchase; the invoices take it off their charges (billing/discounts.ts).
+ */
+export class PurchaseDiscounts {
+  constructor(
+    private readonly pool: Pool,
+    private readonly clock: Clock,
+    private readonly coupons: CouponService,
+  ) {}
+
+  /**
+   * The discount of a purchase `created` by an activation, in its transaction: the coupon it
+   * names, redeemed now (404/409 when it cannot be, undoing the activation), or else the discount
+   * of the purchase it replaces while that still applies, as Stripe keeps a subscription's
+   * discount across a price change. Kept on the new purchase's row; answered with the first
+   * invoice's `charges` less it.
+   */
+  async forActivation(
+    tx: PoolClient,
+    auth: AuthContext,
+    created: PurchaseRow,
+    replaced: PurchaseRow | undefined,
+    coupon: string | undefined,
+    charges: StoredLine[],
+  ): Promise<{ discount: Discount | null; charges: StoredLine[] }> {
+    const now = this.clock.now();
+    const discount =
+      coupon !== undefined
+        ? await this.coupons.redeem(tx, auth, coupon, {
+            productId: created.product_id,
+            currency: created.currency,
+          })
+        : discountApplies(replaced?.discount ?? null, now)
+          ? (replaced?.discount ?? null)
+          : null;
+    if (discount !== null) await setDiscount(tx, created.id, discount);
+    return { discount, charges: discountApplies(discount, now) ? applyDiscount(charges, discount) : charges };
+  }
+
+  /**
+   * What an activation's preview or checkout shows: the coupon named (checked, not redeemed) or
+   * the replaced purchase's discount, taken off `charges` as the first invoice will.
+   */
+  async preview(
+    db: Queryable,
+    auth: AuthContext,
+    target: { productId: string; currency: string },
+    replaced: PurchaseRow | undefined,
+    coupon: string | undefined,
+    charges: StoredLine[],
+  ): Promise<StoredLine[]> {
+    const now = this.clock.now();
+    let discount: Discount | null = null;
+    if (coupon !== undefined) discount = discountOf(await this.coupons.check(db, auth, coupon, target), now);
+    else if (discountApplies(replaced?.discount ?? null, now)) discount = replaced?.discount ?? null;
+    return discount === null ? charges : applyDiscount(charges, discount);
+  }
+
+  /** Checks a coupon (if any) for a checkout session before the customer pays; answers its id. */
+  async checkForCheckout(
+    db: Queryable,
+    auth: AuthContext,
+    coupon: string | undefined,
+    target: { productId: string; currency: string },
+  ): Promise<string | undefined> {
+    return coupon === undefined ? undefined : (await this.coupons.check(db, auth, coupon, target)).id;
+  }
+
+  /**
+   * POST /v1/sdk/purchases/:ref/discount: redeems a coupon on a purchase in force, replacing the
+   * discount it had (as Stripe's subscription update with a coupon). Its invoices from now on
+   * take it off; those already issued stay as they are.
+   */
+  async apply(auth: AuthContext, ref: string, coupon: string) {
+    return inTransaction(this.pool, async (tx) => {
+      const row = await this.billable(tx, auth, ref);
+      const discount = await this.coupons.redeem(tx, auth, coupon, {
+        productId: row.product_id,
+        currency: row.currency,
+      });
+      await setDiscount(tx, row.id, discount);
+      return toPurchase({ ...row, discount });
+    });
+  }
+
+  /** DELETE /v1/sdk/purchases/:ref/discount: its next invoices are charged in full. */
+  async remove(auth: AuthContext, ref: string) {
+    return inTransaction(this.pool, async (tx) => {
+      const row = await findPurchase(tx, auth, ref, true);
+      if (row === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
+      if (row.discount !== null) await setDiscount(tx, row.id, null);
+      return toPurchase({ ...row, discount: null });
+    });
+  }
+
+  private async billable(tx: PoolClient, auth: AuthContext, ref: string): Promise<PurchaseRow> {
+    const row = await findPurchase(tx, auth, ref, true);
+    if (row === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
+    if (!BILLABLE.has(row.status))
+      throw new ConflictError(
+        'invalid_transition',
+        `Purchase ${row.id} is ${row.status}: it has no invoices to come`,
+      );
+    return row;
+  }
+}

@@ -1,0 +1,500 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { MovableClock } from '../src/clock';
+import { SANDBOX_CARDS } from '../src/modules/payments/processor';
+
+/**
+ * Coupons (docs/coupons.md): created and checked at the edge, redeemed under a guard that
+ * concurrent activations cannot pass together, and taken off invoices to the cent: a percentage
+ * per charge line, an amount spread over the lines, once, for some months or forever; kept
+ * across a plan switch, whose credit for unused time is what was paid. Real PostgreSQL and chdb.
+ */
+const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
+let harness: TestControlPlane;
+
+beforeAll(async () => {
+  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+});
+afterAll(() => harness?.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: answers are asserted field by field
+type Json = Record<string, any>;
+
+const at = (iso: string) => clock.set(new Date(iso));
+const run = () => harness.controlPlane.scheduler.runDue();
+
+async function seller(name: string) {
+  const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = async (
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    url: string,
+    body?: unknown,
+    key: string | null = sandboxKey,
+  ) => {
+    const response = await harness.controlPlane.app.inject({
+      method,
+      url,
+      headers: key === null ? {} : { authorization: `Bearer ${key}` },
+      ...(body === undefined ? {} : { payload: body as object }),
+    });
+    const text = response.body;
+    return { status: response.statusCode, body: (text.startsWith('{') ? JSON.parse(text) : text) as Json };
+  };
+  const product = (await api('POST', '/v1/ui/products', { name: 'Tools' })).body;
+  const plan = async (name: string, basePrice: number, extra: Json = {}) =>
+    (
+      await api('POST', `/v1/ui/products/${product.id}/plans`, {
+        name,
+        billingCycle: 'monthly',
+        type: 'recurring',
+        price: basePrice,
+        ...extra,
+      })
+    ).body;
+  const customer = async (ref: string, withCard = true) => {
+    const created = (
+      await api('POST', '/v1/sdk/customers', { externalRef: ref, email: `${ref}@example.com` })
+    ).body;
+    if (withCard)
+      expect(
+        (
+          await api('POST', `/v1/sdk/customers/${created.reference}/payment-methods`, {
+            card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+          })
+        ).status,
+      ).toBe(201);
+    return created.reference as string;
+  };
+  const invoices = async (purchase: string) =>
+    ((await api('GET', `/v1/sdk/invoices?purchaseRef=${purchase}&limit=100`)).body.data as Json[]).filter(
+      (invoice) => invoice.status !== 'draft',
+    );
+  return { api, product, plan, customer, invoices };
+}
+
+const lines = (invoice: Json | undefined) =>
+  ((invoice?.lines ?? []) as Json[]).map((l) => [l.kind, l.amount, l.discounts ?? null]);
+
+describe('coupons at the edge', () => {
+  it('refuses malformed terms whole, keeps one active coupon per code, and renames and archives', async () => {
+    const s = await seller('Edge coupons');
+    const bad = async (body: Json, path: string) => {
+      const answer = await s.api('POST', '/v1/sdk/coupons', body);
+      expect(answer.status).toBe(400);
+      expect(answer.body.code).toBe('validation_failed');
+      expect(JSON.stringify(answer.body)).toContain(path);
+    };
+    await bad(
+      { name: 'Both', percentOff: 10, amountOff: 100, currency: 'usd', duration: 'once' },
+      '/percentOff',
+    );
+    await bad({ name: 'Neither', duration: 'once' }, '/percentOff');
+    await bad({ name: 'No currency', amountOff: 100, duration: 'once' }, '/currency');
+    await bad({ name: 'Odd currency', amountOff: 100, currency: 'xyz', duration: 'once' }, '/currency');
+    await bad({ name: 'Months', percentOff: 10, duration: 'repeating' }, '/durationInMonths');
+    await bad({ name: 'Months', percentOff: 10, duration: 'once', durationInMonths: 3 }, '/durationInMonths');
+    await bad({ name: 'Fine', percentOff: 12.345, duration: 'once' }, '/percentOff');
+    await bad({ name: 'Over', percentOff: 100.01, duration: 'once' }, '/percentOff');
+    await bad({ name: 'Zero', percentOff: 0, duration: 'once' }, '/percentOff');
+    await bad({ name: 'Negative', amountOff: -5, currency: 'usd', duration: 'once' }, '/amountOff');
+    await bad({ name: 'Huge', amountOff: 1e20, currency: 'usd', duration: 'once' }, '/amountOff');
+    await bad(
+      { name: 'Past', percentOff: 5, duration: 'once', redeemBy: '2020-01-01T00:00:00Z' },
+      '/redeemBy',
+    );
+    await bad({ name: 'Nul\u0000', percentOff: 5, duration: 'once' }, '/name');
+    await bad({ name: 'Where', percentOff: 5, duration: 'once', productIds: ['prd_nope'] }, '/productIds/0');
+    await bad({ name: 'Code', percentOff: 5, duration: 'once', code: 'no spaces' }, '/code');
+    await bad({ name: 'Code', percentOff: 5, duration: 'once', code: '🎟️🎟️🎟️' }, '/code');
+    expect((await s.api('GET', '/v1/sdk/coupons')).body.data).toEqual([]);
+
+    const made = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Launch 🚀',
+      code: 'Launch-20',
+      percentOff: 12.5,
+      duration: 'repeating',
+      durationInMonths: 3,
+      maxRedemptions: 10,
+    });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({
+      name: 'Launch 🚀',
+      code: 'Launch-20',
+      percentOff: 12.5,
+      amountOff: null,
+      duration: 'repeating',
+      durationInMonths: 3,
+      timesRedeemed: 0,
+      status: 'active',
+      valid: true,
+    });
+    expect(made.body.id).toMatch(/^cpn_/);
+    const taken = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Again',
+      code: 'LAUNCH-20',
+      percentOff: 5,
+      duration: 'once',
+    });
+    expect([taken.status, taken.body.code]).toEqual([409, 'coupon_code_taken']);
+    expect((await s.api('GET', '/v1/sdk/coupons/launch-20')).body.id).toBe(made.body.id);
+    expect((await s.api('GET', '/v1/sdk/coupons?code=LAUNCH-20')).body.data.map((c: Json) => c.id)).toEqual([
+      made.body.id,
+    ]);
+    expect((await s.api('GET', '/v1/sdk/coupons/cpn_nope')).body.code).toBe('coupon_not_found');
+    expect((await s.api('PATCH', `/v1/sdk/coupons/${made.body.id}`, { name: 'Spring' })).body).toMatchObject({
+      name: 'Spring',
+      percentOff: 12.5,
+    });
+    expect((await s.api('PATCH', `/v1/sdk/coupons/${made.body.id}`, { percentOff: 50 })).status).toBe(400);
+    const archived = await s.api('POST', `/v1/sdk/coupons/${made.body.id}/archive`);
+    expect(archived.body).toMatchObject({ status: 'archived', valid: false });
+    expect((await s.api('POST', `/v1/sdk/coupons/${made.body.id}/archive`)).body.status).toBe('archived');
+    // The code is free again; the archived coupon is still found by its id.
+    const reused = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'New',
+      code: 'launch-20',
+      percentOff: 5,
+      duration: 'once',
+    });
+    expect(reused.status).toBe(201);
+    expect((await s.api('GET', '/v1/sdk/coupons/LAUNCH-20')).body.id).toBe(reused.body.id);
+    expect((await s.api('GET', `/v1/sdk/coupons/${made.body.id}`)).body.status).toBe('archived');
+    // Another provider's coupon is not this one's.
+    const other = await seller('Other coupons');
+    expect((await other.api('GET', `/v1/sdk/coupons/${reused.body.id}`)).status).toBe(404);
+    expect((await other.api('GET', '/v1/sdk/coupons/launch-20')).status).toBe(404);
+  });
+});
+
+describe('coupons on invoices', () => {
+  it('takes a percentage off every charge line of every invoice, forever, to the cent', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Forever');
+    const plan = await s.plan('Pro', 999, { setupFee: 501 });
+    const coupon = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Friends',
+        code: 'FRIENDS',
+        percentOff: 12.5,
+        duration: 'forever',
+      })
+    ).body;
+    const ref = await s.customer('ada');
+    const activation = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ref,
+      planRef: plan.id,
+      coupon: 'friends',
+    });
+    expect(activation.body.status).toBe('activated');
+    const purchase = activation.body.purchaseRef as string;
+    const [first] = await s.invoices(purchase);
+    // 999 × 12.5 % = 124.875 → 125; 501 × 12.5 % = 62.625 → 63 (half to even on exact halves only).
+    expect(lines(first)).toEqual([
+      ['base', 999, null],
+      ['discount', -125, 'base'],
+      ['setup_fee', 501, null],
+      ['discount', -63, 'setup_fee'],
+    ]);
+    expect(first).toMatchObject({ status: 'paid', total: 1312, amountPaid: 1312 });
+    expect(first?.lines[1].description).toBe('Friends (12.5% off)');
+    expect(first?.lines[1].period).toEqual(first?.lines[0].period);
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.discount).toMatchObject({
+      coupon: coupon.id,
+      code: 'FRIENDS',
+      percentOff: 12.5,
+      duration: 'forever',
+      start: '2026-03-01T00:00:00.000Z',
+      end: null,
+    });
+    expect((await s.api('GET', `/v1/sdk/coupons/${coupon.id}`)).body.timesRedeemed).toBe(1);
+
+    // What the next invoice will be, in the API and in the customer's portal.
+    at('2026-03-20T00:00:00.000Z');
+    expect((await s.api('GET', `/v1/sdk/invoices/upcoming?purchaseRef=${purchase}`)).body).toMatchObject({
+      renewal: { base: 999, setupFee: 0 },
+      discount: -125,
+      amountDue: 874,
+    });
+    const link = (await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
+    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
+    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
+    const portal = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: '/portal',
+      headers: { cookie },
+    });
+    expect(portal.body).toContain('<strong>$8.74</strong>, $9.99 for the next period, less $1.25 discount');
+
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    const [, renewal] = await s.invoices(purchase);
+    expect(lines(renewal)).toEqual([
+      ['base', 999, null],
+      ['discount', -125, 'base'],
+    ]);
+    expect(renewal).toMatchObject({ billingReason: 'renewal', status: 'paid', total: 874 });
+    // MRR is the recurring fee as paid: 874 a month.
+    const report = (await s.api('GET', '/v1/ui/analytics/revenue?from=2026-04&to=2026-04')).body;
+    expect(report.months[0].mrr.end).toBe(874);
+    // April's revenue received is the renewal as charged: the base less its discount.
+    expect(report.months[0].revenue.recurring).toBe(874);
+  });
+
+  it('spreads an amount off over the lines for the months it lasts, then charges in full', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Repeating');
+    const plan = await s.plan('Pro', 700, { setupFee: 500 });
+    const coupon = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Ten off',
+        amountOff: 1000,
+        currency: 'USD',
+        duration: 'repeating',
+        durationInMonths: 2,
+      })
+    ).body;
+    expect(coupon.currency).toBe('usd');
+    const ref = await s.customer('bo');
+    const purchase = (
+      await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: plan.id, coupon: coupon.id })
+    ).body.purchaseRef as string;
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.discount.end).toBe(
+      '2026-05-01T00:00:00.000Z',
+    );
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    at('2026-05-01T00:06:00.000Z');
+    await run();
+    const [first, april, may] = await s.invoices(purchase);
+    expect(lines(first)).toEqual([
+      ['base', 700, null],
+      ['discount', -700, 'base'],
+      ['setup_fee', 500, null],
+      ['discount', -300, 'setup_fee'],
+    ]);
+    expect(first).toMatchObject({ total: 200, status: 'paid' });
+    // What the invoice cannot use is not carried over: 700 of the 1000.
+    expect(lines(april)).toEqual([
+      ['base', 700, null],
+      ['discount', -700, 'base'],
+    ]);
+    expect(april).toMatchObject({ total: 0, status: 'paid' });
+    expect(lines(may)).toEqual([['base', 700, null]]);
+    expect(may).toMatchObject({ total: 700, status: 'paid' });
+  });
+
+  it('spends a once discount on the first invoice, and counts a trial’s conversion as that', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Once');
+    const plan = await s.plan('Trial plan', 2000, { trialDays: 14 });
+    await s.api('POST', '/v1/sdk/coupons', { name: 'Half', code: 'HALF', percentOff: 50, duration: 'once' });
+    const ref = await s.customer('cy');
+    const purchase = (
+      await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: plan.id, coupon: 'HALF' })
+    ).body.purchaseRef as string;
+    expect(await s.invoices(purchase)).toEqual([]);
+    at('2026-03-15T00:00:01.000Z');
+    await run();
+    at('2026-04-15T00:06:00.000Z');
+    await run();
+    const [conversion, renewal] = await s.invoices(purchase);
+    expect(conversion).toMatchObject({ billingReason: 'trial_conversion', total: 1000 });
+    expect(lines(renewal)).toEqual([['base', 2000, null]]);
+    expect((await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.discount).toMatchObject({
+      duration: 'once',
+      end: '2026-03-15T00:00:01.000Z',
+    });
+  });
+
+  it('keeps the discount across a plan switch, crediting unused time at the price paid', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Switch');
+    const pro = await s.plan('Pro', 1000);
+    const max = await s.plan('Max', 3000);
+    await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Half',
+      code: 'HALF',
+      percentOff: 50,
+      duration: 'forever',
+    });
+    const ref = await s.customer('di');
+    expect(
+      (await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: pro.id, coupon: 'HALF' })).body
+        .status,
+    ).toBe('activated');
+    // Half of March's 31 days left: 500 paid × 15.5 ÷ 31 = 250 credited.
+    at('2026-03-16T12:00:00.000Z');
+    const preview = (await s.api('POST', '/v1/sdk/activate/preview', { customerRef: ref, planRef: max.id }))
+      .body;
+    expect(preview.lines.map((l: Json) => [l.kind, l.amount])).toEqual([
+      ['base', 3000],
+      ['discount', -1500],
+      ['proration', -250],
+    ]);
+    expect(preview.dueNow).toBe(1250);
+    const switched = await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: max.id });
+    expect(switched.body).toMatchObject({ status: 'activated', proration: { credit: 250, refunded: 0 } });
+    const [first] = await s.invoices(switched.body.purchaseRef);
+    expect(first).toMatchObject({ total: 1250, status: 'paid' });
+    expect(
+      (await s.api('GET', `/v1/sdk/purchases/${switched.body.purchaseRef}`)).body.discount,
+    ).toMatchObject({
+      code: 'HALF',
+      start: '2026-03-01T00:00:00.000Z',
+    });
+    // One redemption: the switch kept the discount, it did not redeem the coupon again.
+    expect((await s.api('GET', '/v1/sdk/coupons/HALF')).body.timesRedeemed).toBe(1);
+  });
+
+  it('redeems at checkout what the activation offered, and sets and removes a purchase’s discount', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Checkout coupons');
+    const plan = await s.plan('Pro', 1000);
+    const coupon = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Quarter',
+        code: 'Q25',
+        percentOff: 25,
+        duration: 'forever',
+      })
+    ).body;
+    const ref = await s.customer('eve', false);
+    const offered = (
+      await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: plan.id, coupon: 'q25' })
+    ).body;
+    expect(offered.status).toBe('payment_required');
+    const session = (await s.api('GET', `/v1/sdk/checkout-sessions/${offered.checkoutSessionId}`)).body;
+    expect(session.amount).toBe(750);
+    const page = await s.api('GET', `/checkout/${offered.checkoutSessionId}`, undefined, null);
+    expect(page.body).toContain('Quarter (25% off), on every invoice');
+    expect(page.body).toContain('$7.50 due today');
+    // Checked, not redeemed, until it is paid.
+    expect((await s.api('GET', `/v1/sdk/coupons/${coupon.id}`)).body.timesRedeemed).toBe(0);
+    const paid = await s.api(
+      'POST',
+      `/checkout/${offered.checkoutSessionId}/pay`,
+      { card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' } },
+      null,
+    );
+    expect(paid.status).toBe(200);
+    const purchase = (await s.api('GET', `/v1/sdk/checkout-sessions/${offered.checkoutSessionId}`)).body
+      .purchaseRef;
+    const [first] = await s.invoices(purchase);
+    expect(first).toMatchObject({ total: 750, amountPaid: 750 });
+    expect((await s.api('GET', `/v1/sdk/coupons/${coupon.id}`)).body.timesRedeemed).toBe(1);
+
+    // Removed: the next renewal is charged in full. Set again: the one after is discounted.
+    expect((await s.api('DELETE', `/v1/sdk/purchases/${purchase}/discount`)).body.discount).toBeNull();
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    const tenOff = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Ten',
+        amountOff: 1000,
+        currency: 'eur',
+        duration: 'once',
+      })
+    ).body;
+    const wrongCurrency = await s.api('POST', `/v1/sdk/purchases/${purchase}/discount`, {
+      coupon: tenOff.id,
+    });
+    expect([wrongCurrency.status, wrongCurrency.body.code]).toEqual([409, 'coupon_not_redeemable']);
+    const set = await s.api('POST', `/v1/sdk/purchases/${purchase}/discount`, { coupon: 'Q25' });
+    expect(set.body.discount).toMatchObject({ coupon: coupon.id, start: '2026-04-01T00:06:00.000Z' });
+    at('2026-05-01T00:06:00.000Z');
+    await run();
+    const [, april, may] = await s.invoices(purchase);
+    expect(april?.total).toBe(1000);
+    expect(may?.total).toBe(750);
+    expect((await s.api('POST', `/v1/sdk/purchases/pur_nope/discount`, { coupon: 'Q25' })).status).toBe(404);
+  });
+
+  it('refuses coupons that cannot be redeemed, and activates nothing then', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Refusals');
+    const plan = await s.plan('Pro', 1000);
+    const otherProduct = (await s.api('POST', '/v1/ui/products', { name: 'Elsewhere' })).body;
+    const elsewhere = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Else',
+        percentOff: 10,
+        duration: 'once',
+        productIds: [otherProduct.id],
+      })
+    ).body;
+    const late = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Late',
+        percentOff: 10,
+        duration: 'once',
+        redeemBy: '2026-03-02T00:00:00Z',
+      })
+    ).body;
+    const ref = await s.customer('fay');
+    const refused = async (coupon: string, code: string) => {
+      const answer = await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: plan.id, coupon });
+      expect([answer.status, answer.body.code]).toEqual([code === 'coupon_not_found' ? 404 : 409, code]);
+      const preview = await s.api('POST', '/v1/sdk/activate/preview', {
+        customerRef: ref,
+        planRef: plan.id,
+        coupon,
+      });
+      expect(preview.body.code).toBe(code);
+    };
+    await refused('NOPE', 'coupon_not_found');
+    await refused(elsewhere.id, 'coupon_not_redeemable');
+    at('2026-03-03T00:00:00.000Z');
+    await refused(late.id, 'coupon_not_redeemable');
+    expect((await s.api('GET', `/v1/sdk/purchases?customerRef=${ref}`)).body.data).toEqual([]);
+    expect((await s.api('GET', `/v1/sdk/coupons/${late.id}`)).body).toMatchObject({
+      valid: false,
+      timesRedeemed: 0,
+    });
+  });
+
+  it('lets exactly maxRedemptions of many simultaneous activations redeem a coupon', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Race');
+    const plan = await s.plan('Pro', 1000);
+    const coupon = (
+      await s.api('POST', '/v1/sdk/coupons', {
+        name: 'Three',
+        code: 'THREE',
+        percentOff: 30,
+        duration: 'forever',
+        maxRedemptions: 3,
+      })
+    ).body;
+    const refs = await Promise.all(Array.from({ length: 12 }, (_, i) => s.customer(`racer-${i}`)));
+    const answers = await Promise.all(
+      refs.map((ref) =>
+        s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: plan.id, coupon: 'THREE' }),
+      ),
+    );
+    const won = answers.filter((a) => a.status === 200 && a.body.status === 'activated');
+    const lost = answers.filter((a) => a.status === 409);
+    expect(won).toHaveLength(3);
+    expect(lost).toHaveLength(9);
+    for (const answer of lost) expect(answer.body.code).toBe('coupon_not_redeemable');
+    expect((await s.api('GET', `/v1/sdk/coupons/${coupon.id}`)).body).toMatchObject({
+      timesRedeemed: 3,
+      valid: false,
+    });
+    // Only the winners hold a purchase, each charged 700; the others were charged nothing.
+    const purchases = (await s.api('GET', '/v1/sdk/purchases?limit=100')).body.data as Json[];
+    expect(purchases).toHaveLength(3);
+    for (const p of purchases) {
+      expect(p.discount.coupon).toBe(coupon.id);
+      const [first] = await s.invoices(p.id);
+      expect(first).toMatchObject({ total: 700, amountPaid: 700 });
+    }
+    // The same again, with the same idempotency key, redeems nothing more.
+    const again = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: refs[0],
+      planRef: plan.id,
+      coupon: 'THREE',
+    });
+    expect(again.body.status === 'already_active' || again.body.code === 'coupon_not_redeemable').toBe(true);
+    expect((await s.api('GET', `/v1/sdk/coupons/${coupon.id}`)).body.timesRedeemed).toBe(3);
+  });
+});
