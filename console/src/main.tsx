@@ -8,6 +8,7 @@ import { AcceptInvitation, SignIn, SignUp } from './pages/auth';
 import { Billing } from './pages/billing';
 import { Disputes, Payouts, TestClocks } from './pages/billing-ops';
 import { Catalog, ProductPage } from './pages/catalog';
+import { Coupons } from './pages/coupons';
 import { CustomerEmails } from './pages/customer-emails';
 import { CustomerPage, Customers } from './pages/customers';
 import { Developers } from './pages/developers';
@@ -45,6 +46,7 @@ const routeTree = root.addChildren([
     page('/customers', Customers),
     page('/customers/$customerRef', CustomerPage),
     page('/billing', Billing),
+    page('/billing/coupons', Coupons),
     page('/billing/disputes', Disputes),
     page('/billing/payouts', Payouts),
     page('/billing/test-clocks', TestClocks),

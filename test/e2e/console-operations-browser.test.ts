@@ -446,6 +446,68 @@ describe('the console’s operations pages', () => {
     await owner.context.close();
   });
 
+  it('coupons: one made on its page, redeemed by a customer, counted, then archived', async () => {
+    const owner = await newPerson(browser);
+    const { page } = owner;
+    await signUp(page, 'Coupon Maps', 'owner@coupons.example');
+    await visit(page, 'Billing', 'Billing');
+    const calls = await visit(page, 'Coupons', 'Coupons', 'Billing');
+    expect(calls.length).toBeLessThanOrEqual(callBudgetOf('coupons'));
+    await page.getByText('No coupons yet: make one below to offer a discount.').waitFor();
+    // Refused at the edge, the API's words under the field.
+    await page.getByLabel('Coupon name').fill('Launch');
+    await page.getByLabel('Percent off').fill('12.345');
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.locator('#field-percentOff-error').waitFor();
+    await page.getByLabel('Code').fill('LAUNCH20');
+    await page.getByLabel('Percent off').fill('20');
+    await page.getByLabel('Applies to').selectOption('repeating');
+    await page.getByLabel('Months').fill('3');
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.getByRole('cell', { name: 'LAUNCH20' }).waitFor();
+    await page.getByRole('cell', { name: '20%' }).waitFor();
+    await page.getByRole('cell', { name: '3 months' }).waitFor();
+
+    // A customer redeems it with their activation: 20 % off the first invoice.
+    const headers = { 'x-csrf-token': await csrfOf(page, baseUrl), 'content-type': 'application/json' };
+    const post = async (path: string, data: unknown) => {
+      const answer = await page.request.post(`${baseUrl}${path}`, { headers, data });
+      expect(answer.status(), `${path}: ${await answer.text()}`).toBeLessThan(300);
+      return (await answer.json()) as Record<string, unknown>;
+    };
+    const product = await post('/v1/ui/products', { name: 'Maps' });
+    const plan = await post(`/v1/ui/products/${product.id}/plans`, {
+      name: 'Pro',
+      type: 'recurring',
+      price: 1500,
+    });
+    await post('/v1/sdk/customers', { externalRef: 'hedy', email: 'hedy@coupons.example' });
+    await post('/v1/sdk/customers/hedy/payment-methods', {
+      card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
+    });
+    const activation = await post('/v1/sdk/activate', {
+      customerRef: 'hedy',
+      planRef: plan.id,
+      coupon: 'launch20',
+    });
+    expect(activation.status).toBe('activated');
+    const invoices = (await (
+      await page.request.get(`${baseUrl}/v1/sdk/invoices?customerRef=hedy`)
+    ).json()) as {
+      data: Array<{ total: number }>;
+    };
+    expect(invoices.data.map((invoice) => invoice.total)).toEqual([1200]);
+    await page.reload();
+    await page.getByRole('cell', { name: '1', exact: true }).waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+    await shoot(page, 'coupons');
+    await page.getByRole('button', { name: 'Archive Launch' }).click();
+    await page.getByRole('cell', { name: 'archived' }).waitFor();
+    expect(owner.errors).toEqual([]);
+    await owner.context.close();
+  });
+
   it('customer emails: the kinds chosen, then a receipt listed as sent', async () => {
     const owner = await newPerson(browser);
     const { page } = owner;

@@ -12,6 +12,7 @@ export function BillingNav() {
       label="Billing"
       links={[
         { to: '/billing', label: 'Invoices and payments' },
+        { to: '/billing/coupons', label: 'Coupons' },
         { to: '/billing/disputes', label: 'Disputes' },
         { to: '/billing/payouts', label: 'Payouts' },
         { to: '/billing/test-clocks', label: 'Test clocks' },
