@@ -80,6 +80,9 @@ export const ERROR_STATUS = {
   // A coupon that exists but cannot be redeemed here: archived, past its redeem-by date, used up,
   // for other products, or an amount in another currency than the plan's.
   coupon_not_redeemable: 409,
+  // A code typed on a checkout page that does not offer a promotion-code field (a top-up, or a
+  // session made without allowPromotionCodes).
+  promotion_codes_not_allowed: 409,
   insufficient_credits: 409,
   invalid_transition: 409,
   payments_not_configured: 409,

@@ -64,8 +64,8 @@ export function buildMoney(d: MoneyDeps) {
   const payments = new PaymentService(paying, clock, processors, ledger, disputes, journal, logger);
   const invoicing = new Invoicing(clock, payments, d.reader);
   const refunder = new Refunder(clock, processors, ledger, d.journalPool, logger);
-  const checkoutSessions = new CheckoutSessions(d.pool, clock, d.publicUrl);
   const coupons = new CouponService(d.pool, clock);
+  const checkoutSessions = new CheckoutSessions(d.pool, clock, d.publicUrl, coupons);
   const purchases = new PurchaseService(
     paying,
     clock,

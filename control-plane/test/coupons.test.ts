@@ -409,6 +409,103 @@ describe('coupons on invoices', () => {
     expect((await s.api('POST', `/v1/sdk/purchases/pur_nope/discount`, { coupon: 'Q25' })).status).toBe(404);
   });
 
+  it('takes a promotion code typed on the hosted checkout page, codes only, ten misses at most', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Promotion codes');
+    const plan = await s.plan('Pro', 2000);
+    const idOnly = (
+      await s.api('POST', '/v1/sdk/coupons', { name: 'Secret', percentOff: 90, duration: 'forever' })
+    ).body;
+    await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Spring',
+      code: 'SPRING',
+      amountOff: 500,
+      currency: 'usd',
+      duration: 'once',
+    });
+    await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Euros',
+      code: 'EUROS',
+      amountOff: 500,
+      currency: 'eur',
+      duration: 'once',
+    });
+    const ref = await s.customer('gil', false);
+    const created = await s.api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: ref,
+      planRef: plan.id,
+      allowPromotionCodes: true,
+    });
+    expect(created.body).toMatchObject({ amount: 2000, coupon: null, allowPromotionCodes: true });
+    const id = created.body.id as string;
+    const code = (value: string | null) =>
+      s.api('POST', `/checkout/${id}/promotion-code`, { code: value }, null);
+    expect((await s.api('GET', `/checkout/${id}`, undefined, null)).body).toContain(
+      '<label for="code">Promotion code</label>',
+    );
+    // A coupon's id is not a code; a code in another currency does not fit the plan.
+    expect((await code(idOnly.id)).body.code).toBe('coupon_not_found');
+    expect((await code('EUROS')).body.code).toBe('coupon_not_redeemable');
+    expect(await code('spring')).toMatchObject({ status: 200, body: { amount: 1500, currency: 'usd' } });
+    const page = (await s.api('GET', `/checkout/${id}`, undefined, null)).body as unknown as string;
+    expect(page).toContain('Spring (5.00 USD off), on the first invoice');
+    expect(page).toContain('$15.00 due today');
+    expect(page).toContain('Remove the promotion code');
+    expect((await s.api('GET', `/v1/sdk/checkout-sessions/${id}`)).body.amount).toBe(1500);
+    expect((await code(null)).body.amount).toBe(2000);
+    expect((await code('SPRING')).body.amount).toBe(1500);
+    // Guessing stops after ten codes that match nothing (one was the id above).
+    for (let i = 0; i < 9; i++) expect((await code(`GUESS${i}`)).status).toBe(404);
+    expect(await code('SPRING')).toMatchObject({ status: 429, body: { code: 'too_many_attempts' } });
+    // Pay: the code's coupon is redeemed with the purchase, the invoice as the page said.
+    const paid = await s.api(
+      'POST',
+      `/checkout/${id}/pay`,
+      { card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' } },
+      null,
+    );
+    expect(paid.status).toBe(200);
+    const purchase = (await s.api('GET', `/v1/sdk/checkout-sessions/${id}`)).body.purchaseRef as string;
+    expect((await s.invoices(purchase)).map((invoice) => invoice.total)).toEqual([1500]);
+    expect((await s.api('GET', '/v1/sdk/coupons/SPRING')).body.timesRedeemed).toBe(1);
+    expect((await code(null)).body.code).toBe('checkout_session_closed');
+    // Only plan sessions made with allowPromotionCodes take codes.
+    const plain = (await s.api('POST', '/v1/sdk/checkout-sessions', { customerRef: ref, planRef: plan.id }))
+      .body;
+    const refusedPlain = await s.api(
+      'POST',
+      `/checkout/${plain.id}/promotion-code`,
+      { code: 'SPRING' },
+      null,
+    );
+    expect(refusedPlain.body.code).toBe('promotion_codes_not_allowed');
+    expect((await s.api('GET', `/checkout/${plain.id}`, undefined, null)).body).not.toContain(
+      '<label for="code">',
+    );
+    const topup = await s.api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: ref,
+      topup: { credits: 10, amount: 100 },
+      allowPromotionCodes: true,
+    });
+    expect([topup.status, topup.body.errors?.[0]?.path]).toEqual([400, '/allowPromotionCodes']);
+    // A session made with a coupon shows it and charges it.
+    const withCoupon = await s.api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: ref,
+      planRef: plan.id,
+      coupon: 'spring',
+    });
+    expect(withCoupon.body).toMatchObject({ amount: 1500, coupon: expect.stringMatching(/^cpn_/) });
+    expect(
+      (
+        await s.api('POST', '/v1/sdk/checkout-sessions', {
+          customerRef: ref,
+          planRef: plan.id,
+          coupon: 'EUROS',
+        })
+      ).body.code,
+    ).toBe('coupon_not_redeemable');
+  });
+
   it('refuses coupons that cannot be redeemed, and activates nothing then', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Refusals');

@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a hosted checkout session for a plan or a credit top-up
-         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks.
+         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md).
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "LCDEycCKkjrt7D4Q90trZUqvxOM2kGtUBg6hKA3hKJU",
-                     *           "y": "9PBTknd-maeM_N8VxsUf3lIwu94qBwV9BUVwtEG6BLI",
+                     *           "x": "81UPjYI1MA3jYHogjcXwh_OKreV2SKkIPx7I89VMQkA",
+                     *           "y": "CNhTb-hCsrJoxVpTWMhqvcrmNKx4J_1SlJm5oUsiw40",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "32aeec5fa7f7f091",
+                     *           "kid": "7d68ad1ee9c8273a",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.793Z",
-                     *       "to": "2026-05-28T09:00:06.793Z",
+                     *       "from": "2026-04-28T09:00:09.594Z",
+                     *       "to": "2026-05-28T09:00:09.594Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:06.773Z",
-                     *       "to": "2026-05-28T09:00:06.773Z",
+                     *       "from": "2026-04-28T09:00:09.576Z",
+                     *       "to": "2026-05-28T09:00:09.576Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3146,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:06.739Z",
+                     *       "to": "2026-05-28T09:00:09.524Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3331,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:09.638Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.638Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.638Z"
+                     *       "createdAt": "2026-05-28T09:00:12.802Z",
+                     *       "expiresAt": "2026-05-28T21:00:12.802Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:12.802Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:09.479Z"
+                     *       "expiresAt": "2026-06-04T09:00:12.637Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.168Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.168Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.180Z"
+                     *       "createdAt": "2026-05-28T09:00:12.281Z",
+                     *       "expiresAt": "2026-05-28T21:00:12.281Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:12.293Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.168Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.168Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.168Z"
+                     *       "createdAt": "2026-05-28T09:00:12.281Z",
+                     *       "expiresAt": "2026-05-28T21:00:12.281Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:12.281Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:09.320Z"
+                     *       "expiresAt": "2026-05-28T09:10:12.463Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:09.469Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.469Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.469Z"
+                     *       "createdAt": "2026-05-28T09:00:12.626Z",
+                     *       "expiresAt": "2026-05-28T21:00:12.626Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:12.626Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796177052,
+                     *       "client_id_issued_at": 1796177660,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:08.266Z"
+                     *       "expiresAt": "2026-05-28T09:10:11.318Z"
                      *     }
                      */
                     "application/json": {
@@ -7204,8 +7204,12 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description The hosted page offers a field for the customer’s promotion code (plans) */
+                    allowPromotionCodes?: boolean;
                     /** Format: uri */
                     cancelUrl?: string;
+                    /** @description A coupon (cpn_… or its code) for the plan: checked now, redeemed when paid */
+                    coupon?: string;
                     customerRef: string;
                     /** @default 60 */
                     expiresInMinutes?: number;
@@ -7246,13 +7250,17 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:06.929Z",
-                     *       "createdAt": "2026-05-28T09:00:06.929Z"
+                     *       "coupon": null,
+                     *       "allowPromotionCodes": false,
+                     *       "expiresAt": "2026-05-28T10:00:09.769Z",
+                     *       "createdAt": "2026-05-28T09:00:09.769Z"
                      *     }
                      */
                     "application/json": {
+                        allowPromotionCodes: boolean;
                         amount: number;
                         cancelUrl: string | null;
+                        coupon: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -7404,13 +7412,17 @@ export interface operations {
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
                      *       "purchaseRef": null,
-                     *       "expiresAt": "2026-05-28T10:00:06.929Z",
-                     *       "createdAt": "2026-05-28T09:00:06.929Z"
+                     *       "coupon": null,
+                     *       "allowPromotionCodes": false,
+                     *       "expiresAt": "2026-05-28T10:00:09.769Z",
+                     *       "createdAt": "2026-05-28T09:00:09.769Z"
                      *     }
                      */
                     "application/json": {
+                        allowPromotionCodes: boolean;
                         amount: number;
                         cancelUrl: string | null;
+                        coupon: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -7569,8 +7581,8 @@ export interface operations {
                      *           "productIds": [],
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:04.398Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *           "createdAt": "2026-05-28T09:00:06.197Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.197Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7779,8 +7791,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *       "createdAt": "2026-05-28T09:00:06.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.197Z"
                      *     }
                      */
                     "application/json": {
@@ -7966,8 +7978,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.398Z"
+                     *       "createdAt": "2026-05-28T09:00:06.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.197Z"
                      *     }
                      */
                     "application/json": {
@@ -8142,8 +8154,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.472Z"
+                     *       "createdAt": "2026-05-28T09:00:06.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.292Z"
                      *     }
                      */
                     "application/json": {
@@ -8306,8 +8318,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:04.398Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.604Z"
+                     *       "createdAt": "2026-05-28T09:00:06.197Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.472Z"
                      *     }
                      */
                     "application/json": {
@@ -8775,7 +8787,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.289Z"
+                     *           "sentAt": "2026-05-28T09:00:08.973Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8788,7 +8800,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.174Z"
+                     *           "sentAt": "2026-05-28T09:00:08.852Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9014,8 +9026,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.889Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.889Z"
+                     *           "createdAt": "2026-05-28T09:00:05.437Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.437Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9029,8 +9041,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.918Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.918Z"
+                     *           "createdAt": "2026-05-28T09:00:05.467Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.467Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9286,8 +9298,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.889Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.889Z"
+                     *       "createdAt": "2026-05-28T09:00:05.437Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.437Z"
                      *     }
                      */
                     "application/json": {
@@ -9854,8 +9866,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.889Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.033Z"
+                     *       "createdAt": "2026-05-28T09:00:05.437Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.588Z"
                      *     }
                      */
                     "application/json": {
@@ -11571,7 +11583,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:04.110Z"
+                     *       "createdAt": "2026-05-28T09:00:05.689Z"
                      *     }
                      */
                     "application/json": {
@@ -11854,7 +11866,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:07.284Z"
+                     *       "revokedBefore": "2026-05-28T09:00:10.354Z"
                      *     }
                      */
                     "application/json": {
@@ -12085,8 +12097,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.918Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.918Z"
+                     *       "createdAt": "2026-05-28T09:00:05.467Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.467Z"
                      *     }
                      */
                     "application/json": {
@@ -12348,7 +12360,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T06:55:56.086Z"
+                     *                 "end": "2026-01-25T06:45:50.819Z"
                      *               }
                      *             }
                      *           ],
@@ -13232,7 +13244,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:55:56.086Z"
+                     *             "end": "2026-01-25T06:45:50.819Z"
                      *           }
                      *         }
                      *       ],
@@ -13561,7 +13573,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:55:56.086Z"
+                     *             "end": "2026-01-25T06:45:50.819Z"
                      *           }
                      *         }
                      *       ],
@@ -13848,7 +13860,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T06:55:56.086Z",
+                     *         "periodEnd": "2026-01-25T06:45:50.819Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14595,7 +14607,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:06.663Z"
+                     *       "timestamp": "2026-05-28T09:00:09.450Z"
                      *     }
                      */
                     "application/json": {
@@ -14819,7 +14831,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:06.695Z"
+                     *           "timestamp": "2026-05-28T09:00:09.480Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14827,7 +14839,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:06.695Z"
+                     *           "timestamp": "2026-05-28T09:00:09.480Z"
                      *         }
                      *       ]
                      *     }
@@ -15026,9 +15038,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/5PZgNVbrj08k-cQCF63euQOZeD-CEqA5ipwG0VC98bc",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/3HTdijuBZTyTJh6Qi700NKB7w0_f4fVvjzPMaHMIt4k",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:06.644Z"
+                     *       "expiresAt": "2026-05-28T09:15:09.422Z"
                      *     }
                      */
                     "application/json": {
@@ -16037,7 +16049,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T06:55:56.086Z"
+                     *         "end": "2026-02-25T06:45:50.819Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16688,7 +16700,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.018Z",
+                     *       "createdAt": "2026-05-28T09:00:09.945Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16872,8 +16884,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.018Z",
-                     *       "closedAt": "2026-05-28T09:00:07.084Z"
+                     *       "createdAt": "2026-05-28T09:00:09.945Z",
+                     *       "closedAt": "2026-05-28T09:00:10.027Z"
                      *     }
                      */
                     "application/json": {
@@ -17052,11 +17064,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.104Z",
+                     *       "arrivalDate": "2026-05-30T09:00:10.070Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.104Z"
+                     *       "createdAt": "2026-05-28T09:00:10.070Z"
                      *     }
                      */
                     "application/json": {
@@ -17224,7 +17236,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.757Z"
+                     *           "createdAt": "2026-05-28T09:00:05.276Z"
                      *         }
                      *       ]
                      *     }
@@ -17378,7 +17390,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.757Z"
+                     *       "createdAt": "2026-05-28T09:00:05.276Z"
                      *     }
                      */
                     "application/json": {
@@ -17517,7 +17529,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.757Z"
+                     *       "createdAt": "2026-05-28T09:00:05.276Z"
                      *     }
                      */
                     "application/json": {
@@ -17668,7 +17680,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.757Z"
+                     *       "createdAt": "2026-05-28T09:00:05.276Z"
                      *     }
                      */
                     "application/json": {
@@ -18396,8 +18408,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:56.086Z",
-                     *       "to": "2026-05-28T09:10:56.086Z",
+                     *       "from": "2026-04-28T08:45:50.819Z",
+                     *       "to": "2026-05-28T09:00:50.819Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18619,7 +18631,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:08.073Z",
+                     *       "asOf": "2026-05-28T09:00:11.137Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18864,7 +18876,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T06:55:56.086Z",
+                     *           "end": "2026-01-25T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18903,8 +18915,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T06:55:56.086Z",
-                     *           "end": "2026-02-25T06:55:56.086Z",
+                     *           "start": "2026-01-25T06:45:50.819Z",
+                     *           "end": "2026-02-25T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18943,8 +18955,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T06:55:56.086Z",
-                     *           "end": "2026-03-27T06:55:56.086Z",
+                     *           "start": "2026-02-25T06:45:50.819Z",
+                     *           "end": "2026-03-27T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18983,8 +18995,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T06:55:56.086Z",
-                     *           "end": "2026-04-27T06:55:56.086Z",
+                     *           "start": "2026-03-27T06:45:50.819Z",
+                     *           "end": "2026-04-27T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19023,8 +19035,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T06:55:56.086Z",
-                     *           "end": "2026-05-27T06:55:56.086Z",
+                     *           "start": "2026-04-27T06:45:50.819Z",
+                     *           "end": "2026-05-27T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19063,8 +19075,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T06:55:56.086Z",
-                     *           "end": "2026-06-27T06:55:56.086Z",
+                     *           "start": "2026-05-27T06:45:50.819Z",
+                     *           "end": "2026-06-27T06:45:50.819Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19316,8 +19328,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:56.086Z",
-                     *       "to": "2026-05-28T09:10:56.086Z",
+                     *       "from": "2026-04-28T08:45:50.819Z",
+                     *       "to": "2026-05-28T09:00:50.819Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19326,9 +19338,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.596,
-                     *             "p95": 104.596,
-                     *             "p99": 104.596
+                     *             "p50": 108.865,
+                     *             "p95": 108.865,
+                     *             "p99": 108.865
                      *           }
                      *         }
                      *       ]
@@ -19500,31 +19512,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:55:56.086Z",
-                     *       "to": "2026-05-28T09:10:56.086Z",
+                     *       "from": "2026-04-28T08:45:50.819Z",
+                     *       "to": "2026-05-28T09:00:50.819Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T05:55:56.086Z",
+                     *           "start": "2026-04-28T05:45:50.819Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T05:55:56.086Z",
+                     *           "start": "2026-05-05T05:45:50.819Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T05:55:56.086Z",
+                     *           "start": "2026-05-12T05:45:50.819Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T05:55:56.086Z",
+                     *           "start": "2026-05-19T05:45:50.819Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T05:55:56.086Z",
+                     *           "start": "2026-05-26T05:45:50.819Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19761,17 +19773,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…7z_U",
+                     *           "hint": "sk_test_…9LJM",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:09.803Z",
+                     *           "createdAt": "2026-05-28T09:00:12.972Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…XarI",
+                     *           "hint": "sk_test_…sStE",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:09.463Z",
+                     *           "createdAt": "2026-05-28T09:00:12.618Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19917,9 +19929,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…7z_U",
+                     *       "hint": "sk_test_…9LJM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.803Z",
+                     *       "createdAt": "2026-05-28T09:00:12.972Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20242,18 +20254,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…tBj8",
+                     *       "hint": "sk_test_…y3sM",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.838Z",
+                     *       "createdAt": "2026-05-28T09:00:12.996Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…7z_U",
+                     *         "hint": "sk_test_…9LJM",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:09.803Z",
-                     *         "expiresAt": "2026-05-28T10:00:09.838Z"
+                     *         "createdAt": "2026-05-28T09:00:12.972Z",
+                     *         "expiresAt": "2026-05-28T10:00:12.996Z"
                      *       }
                      *     }
                      */
@@ -20449,7 +20461,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:09.292Z",
+                     *           "createdAt": "2026-05-28T09:00:12.408Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20466,7 +20478,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:09.278Z",
+                     *           "createdAt": "2026-05-28T09:00:12.388Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20483,7 +20495,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:09.241Z",
+                     *           "createdAt": "2026-05-28T09:00:12.353Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20499,7 +20511,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0N3hoZjMyc2ZzOXYybmcxZzBxdHJl"
+                     *       "nextCursor": "YXVkXzAxbTh0OGczank4Z3ZlNHRjNTM2a2M3cTY5"
                      *     }
                      */
                     "application/json": {
@@ -20678,7 +20690,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:07.018Z",
+                     *           "createdAt": "2026-05-28T09:00:09.945Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20833,7 +20845,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.018Z",
+                     *       "createdAt": "2026-05-28T09:00:09.945Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -20994,7 +21006,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.018Z",
+                     *       "createdAt": "2026-05-28T09:00:09.945Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22793,8 +22805,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:07.606Z",
-                     *       "latencyMs": 25,
+                     *       "checkedAt": "2026-05-28T09:00:10.662Z",
+                     *       "latencyMs": 33,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23162,8 +23174,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.817Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.817Z"
+                     *           "createdAt": "2026-05-28T09:00:04.028Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.028Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23173,8 +23185,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.699Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.699Z"
+                     *           "createdAt": "2026-05-28T09:00:05.186Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.186Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23346,8 +23358,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.699Z"
+                     *       "createdAt": "2026-05-28T09:00:05.186Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.186Z"
                      *     }
                      */
                     "application/json": {
@@ -23520,8 +23532,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.699Z"
+                     *       "createdAt": "2026-05-28T09:00:05.186Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.186Z"
                      *     }
                      */
                     "application/json": {
@@ -23671,8 +23683,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.699Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.010Z"
+                     *       "createdAt": "2026-05-28T09:00:05.186Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.111Z"
                      *     }
                      */
                     "application/json": {
@@ -23842,11 +23854,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:07.104Z",
+                     *           "arrivalDate": "2026-05-30T09:00:10.070Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:07.104Z"
+                     *           "createdAt": "2026-05-28T09:00:10.070Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23998,11 +24010,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.104Z",
+                     *       "arrivalDate": "2026-05-30T09:00:10.070Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.104Z"
+                     *       "createdAt": "2026-05-28T09:00:10.070Z"
                      *     }
                      */
                     "application/json": {
@@ -24187,8 +24199,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.464Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.464Z"
+                     *       "createdAt": "2026-05-28T09:00:04.794Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.794Z"
                      *     }
                      */
                     "application/json": {
@@ -24504,8 +24516,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.464Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.643Z"
+                     *       "createdAt": "2026-05-28T09:00:04.794Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.085Z"
                      *     }
                      */
                     "application/json": {
@@ -24760,8 +24772,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.019Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.031Z"
+                     *       "createdAt": "2026-05-28T09:00:12.120Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.136Z"
                      *     }
                      */
                     "application/json": {
@@ -24956,8 +24968,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnnzvCMGZRmfOnm",
-                     *       "connectedAt": "2026-05-28T09:00:08.676Z"
+                     *       "account": "acct_Rno9Z9O5HdGPgFQ",
+                     *       "connectedAt": "2026-05-28T09:00:11.766Z"
                      *     }
                      */
                     "application/json": {
@@ -25131,8 +25143,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnnzvCMGZRmfOnm",
-                     *       "connectedAt": "2026-05-28T09:00:08.676Z"
+                     *       "account": "acct_Rno9Z9O5HdGPgFQ",
+                     *       "connectedAt": "2026-05-28T09:00:11.766Z"
                      *     }
                      */
                     "application/json": {
@@ -25701,8 +25713,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.142Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.142Z"
+                     *           "createdAt": "2026-05-28T09:00:04.506Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.506Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25881,8 +25893,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.142Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.142Z"
+                     *       "createdAt": "2026-05-28T09:00:04.506Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.506Z"
                      *     }
                      */
                     "application/json": {
@@ -26057,8 +26069,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.142Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.142Z"
+                     *       "createdAt": "2026-05-28T09:00:04.506Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.506Z"
                      *     }
                      */
                     "application/json": {
@@ -26235,8 +26247,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.142Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.272Z"
+                     *       "createdAt": "2026-05-28T09:00:04.506Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.626Z"
                      *     }
                      */
                     "application/json": {
@@ -26411,8 +26423,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.077Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.086Z"
+                     *       "createdAt": "2026-05-28T09:00:12.184Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.194Z"
                      *     }
                      */
                     "application/json": {
@@ -26603,8 +26615,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.330Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.330Z"
+                     *           "createdAt": "2026-05-28T09:00:04.687Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.687Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26650,8 +26662,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.464Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.464Z"
+                     *           "createdAt": "2026-05-28T09:00:04.794Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.794Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26694,8 +26706,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.483Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.483Z"
+                     *           "createdAt": "2026-05-28T09:00:04.829Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.829Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27043,8 +27055,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.464Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.464Z"
+                     *       "createdAt": "2026-05-28T09:00:04.794Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.794Z"
                      *     }
                      */
                     "application/json": {
@@ -27516,13 +27528,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:09.460Z"
+                     *           "joinedAt": "2026-05-28T09:00:12.606Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:09.613Z"
+                     *           "joinedAt": "2026-05-28T09:00:12.778Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27531,8 +27543,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:09.649Z",
-                     *           "expiresAt": "2026-06-04T09:00:09.649Z"
+                     *           "createdAt": "2026-05-28T09:00:12.812Z",
+                     *           "expiresAt": "2026-06-04T09:00:12.812Z"
                      *         }
                      *       ]
                      *     }
@@ -27693,8 +27705,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.479Z",
-                     *       "expiresAt": "2026-06-04T09:00:09.479Z"
+                     *       "createdAt": "2026-05-28T09:00:12.637Z",
+                     *       "expiresAt": "2026-06-04T09:00:12.637Z"
                      *     }
                      */
                     "application/json": {
@@ -28182,7 +28194,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:09.613Z"
+                     *       "joinedAt": "2026-05-28T09:00:12.778Z"
                      *     }
                      */
                     "application/json": {
@@ -28596,7 +28608,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:06.989Z"
+                     *       "createdAt": "2026-05-28T09:00:09.899Z"
                      *     }
                      */
                     "application/json": {
@@ -28782,11 +28794,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 5,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:08.907Z"
+                     *       "createdAt": "2026-05-28T09:00:11.985Z"
                      *     }
                      */
                     "application/json": {
@@ -28960,11 +28972,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 5,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:08.907Z"
+                     *           "createdAt": "2026-05-28T09:00:11.985Z"
                      *         }
                      *       ]
                      *     }
@@ -29118,8 +29130,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:08.821Z",
-                     *           "updatedAt": "2026-05-28T09:00:08.821Z"
+                     *           "createdAt": "2026-05-28T09:00:11.886Z",
+                     *           "updatedAt": "2026-05-28T09:00:11.886Z"
                      *         }
                      *       ]
                      *     }
@@ -29293,8 +29305,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.821Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.821Z",
+                     *       "createdAt": "2026-05-28T09:00:11.886Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.886Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29449,8 +29461,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.821Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.821Z"
+                     *       "createdAt": "2026-05-28T09:00:11.886Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.886Z"
                      *     }
                      */
                     "application/json": {
@@ -29742,8 +29754,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.821Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.887Z"
+                     *       "createdAt": "2026-05-28T09:00:11.886Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.955Z"
                      *     }
                      */
                     "application/json": {
@@ -29895,8 +29907,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.821Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.972Z"
+                     *       "createdAt": "2026-05-28T09:00:11.886Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.065Z"
                      *     }
                      */
                     "application/json": {
@@ -30048,8 +30060,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:08.821Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.981Z"
+                     *       "createdAt": "2026-05-28T09:00:11.886Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.083Z"
                      *     }
                      */
                     "application/json": {
@@ -30342,7 +30354,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:08.966Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:12.051Z"
                      *     }
                      */
                     "application/json": {

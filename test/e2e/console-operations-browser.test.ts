@@ -502,6 +502,38 @@ describe('the console’s operations pages', () => {
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'coupons');
+
+    // Another customer types the code on the hosted checkout page, then pays what it shows.
+    await post('/v1/sdk/customers', { externalRef: 'ida', email: 'ida@coupons.example' });
+    const session = await post('/v1/sdk/checkout-sessions', {
+      customerRef: 'ida',
+      planRef: plan.id,
+      allowPromotionCodes: true,
+    });
+    const buyer = await newPerson(browser);
+    await buyer.page.goto(String(session.url));
+    await buyer.page.getByText('$15.00 due today').waitFor();
+    await buyer.page.getByLabel('Promotion code').fill('NOPE');
+    await buyer.page.getByRole('button', { name: 'Apply code' }).click();
+    await buyer.page.getByText('No promotion code NOPE').waitFor();
+    await buyer.page.getByLabel('Promotion code').fill('launch20');
+    await buyer.page.getByRole('button', { name: 'Apply code' }).click();
+    await buyer.page.getByText('$12.00 due today').waitFor();
+    await buyer.page.getByText('Launch (20% off), on invoices for 3 months').waitFor();
+    expect(await axeFindings(buyer.page)).toEqual([]);
+    await buyer.page.getByLabel('Card number').fill('4242424242424242');
+    await buyer.page.getByLabel('Expiry (MM/YY)').fill('12/35');
+    await buyer.page.getByLabel('CVC').fill('123');
+    await buyer.page.getByRole('button', { name: 'Pay' }).click();
+    await buyer.page.waitForURL(/\/complete\?session_id=/);
+    const paid = (await (await page.request.get(`${baseUrl}/v1/sdk/invoices?customerRef=ida`)).json()) as {
+      data: Array<{ total: number }>;
+    };
+    expect(paid.data.map((invoice) => invoice.total)).toEqual([1200]);
+    expect(buyer.errors).toEqual([]);
+    await buyer.context.close();
+    await page.reload();
+    await page.getByRole('cell', { name: '2', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Archive Launch' }).click();
     await page.getByRole('cell', { name: 'archived' }).waitFor();
     expect(owner.errors).toEqual([]);

@@ -39,5 +39,9 @@ CREATE UNIQUE INDEX coupons_code ON coupons (provider_id, environment, lower(cod
 -- discount's first invoice is issued, or while a `forever` one lasts.
 ALTER TABLE purchases ADD COLUMN discount jsonb;
 
--- A coupon chosen for a checkout session, applied when it is paid.
-ALTER TABLE checkout_sessions ADD COLUMN coupon_id text REFERENCES coupons (id);
+-- A coupon chosen for a checkout session (by the provider, or by the customer typing its code
+-- on the hosted page when the session allows promotion codes), redeemed when it is paid; and the
+-- codes typed there that matched no coupon, which stop the page's guessing after ten.
+ALTER TABLE checkout_sessions ADD COLUMN coupon_id text REFERENCES coupons (id),
+    ADD COLUMN allow_promotion_codes boolean NOT NULL DEFAULT false,
+    ADD COLUMN promotion_code_failures integer NOT NULL DEFAULT 0;

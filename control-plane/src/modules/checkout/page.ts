@@ -18,6 +18,17 @@ export interface CheckoutView {
   action: string;
   cancelUrl: string | null;
   sandbox: boolean;
+  /** A plan session that takes promotion codes: whether one is applied now; null otherwise. */
+  promotion: { applied: boolean } | null;
+}
+
+/** The promotion-code field of the page, or the button that takes an applied code off. */
+function promotionForm(promotion: CheckoutView['promotion']): string {
+  if (promotion === null) return '';
+  if (promotion.applied)
+    return '<button type="button" id="promo-remove" class="secondary">Remove the promotion code</button><div id="promo-error" role="alert"></div>';
+  return `<form id="promo" autocomplete="off"><label for="code">Promotion code</label><input id="code" name="code" maxlength="40">
+<button type="submit" id="promo-apply" class="secondary">Apply code</button><div id="promo-error" role="alert"></div></form>`;
 }
 
 /** Minor units to a display price with the currency's symbol and decimals, e.g. 900 usd → "$9.00". */
@@ -56,7 +67,7 @@ ul{padding-left:18px;color:#444}label{display:block;font-size:13px;color:#555;ma
 input{width:100%;box-sizing:border-box;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px}
 .row{display:flex;gap:10px}.row>div{flex:1}button{margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px}
 footer a{color:var(--brand-text)}
-#error{color:#b00020;margin-top:12px;min-height:1em}footer{margin-top:20px;font-size:12px;color:#777;display:flex;gap:12px}
+#error,#promo-error{color:#b00020;margin-top:12px;min-height:1em}button.secondary{background:#fff;color:var(--brand-text);border:1px solid #ccc;margin-top:8px}footer{margin-top:20px;font-size:12px;color:#777;display:flex;gap:12px}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}
 </style></head>
 <body><main>
@@ -65,6 +76,7 @@ ${view.sandbox ? '<div class="sandbox">Sandbox: use test card 4242 4242 4242 424
 <h2 id="title">${escapeHtml(view.title)}</h2>
 <ul>${view.lines.map((l) => `<li>${escapeHtml(l)}</li>`).join('')}</ul>
 <div class="due" id="due">${escapeHtml(view.dueNow)}</div>
+${promotionForm(view.promotion)}
 <form id="pay" autocomplete="on">
 <label for="number">Card number</label><input id="number" name="number" inputmode="numeric" autocomplete="cc-number" required>
 <div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" autocomplete="cc-exp" required></div>
@@ -74,6 +86,19 @@ ${view.sandbox ? '<div class="sandbox">Sandbox: use test card 4242 4242 4242 424
 <footer>${links.join('')}${view.cancelUrl === null ? '' : `<a href="${escapeHtml(view.cancelUrl)}">Cancel</a>`}</footer>
 </main>
 <script>
+async function setCode(code) {
+  const error = document.getElementById('promo-error'); error.textContent = '';
+  if (code === '') { error.textContent = 'Type a code first'; return; }
+  try {
+    const response = await fetch(${JSON.stringify(`/checkout/${view.sessionId}/promotion-code`)}, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) });
+    if (response.ok) { window.location.reload(); return; }
+    const body = await response.json(); error.textContent = body.detail || 'That code cannot be used';
+  } catch (e) { error.textContent = 'Network error; try again'; }
+}
+const promo = document.getElementById('promo');
+if (promo) promo.addEventListener('submit', (event) => { event.preventDefault(); setCode(document.getElementById('code').value.trim()); });
+const removeCode = document.getElementById('promo-remove');
+if (removeCode) removeCode.addEventListener('click', () => setCode(null));
 document.getElementById('pay').addEventListener('submit', async (event) => {
   event.preventDefault();
   const button = document.getElementById('submit'); const error = document.getElementById('error');

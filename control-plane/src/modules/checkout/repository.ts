@@ -22,15 +22,20 @@ export interface SessionRow {
   source: 'api' | 'paywall';
   /** When its page was first opened (or it was paid, whichever came first). */
   opened_at: Date | null;
-  /** A coupon the activation named (checked then), redeemed when the session is paid. */
+  /** A coupon the session applies (checked when chosen), redeemed when the session is paid. */
   coupon_id: string | null;
+  /** Whether the hosted page offers a promotion-code field (plan sessions). */
+  allow_promotion_codes: boolean;
+  /** Codes typed on the hosted page that matched no coupon. */
+  promotion_code_failures: number;
 }
 
 export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
-                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+                                    status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id,
+                                    allow_promotion_codes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
     [
       row.id,
       row.provider_id,
@@ -51,6 +56,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.created_at,
       row.source,
       row.coupon_id,
+      row.allow_promotion_codes,
     ],
   );
 }
@@ -90,6 +96,37 @@ export async function claimSession(db: Queryable, id: string, at: Date): Promise
     [id, at],
   );
   return rows[0];
+}
+
+/**
+ * Sets the coupon (or none) and the amount due of an open plan session that offers promotion
+ * codes, unless a payer holds it: what the customer pays is what the page showed. Undefined when
+ * it is closed, expired or being paid.
+ */
+export async function setSessionCoupon(
+  db: Queryable,
+  id: string,
+  change: { couponId: string | null; amount: number },
+  at: Date,
+): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE checkout_sessions SET coupon_id = $2, amount = $3
+      WHERE id = $1 AND status = 'active' AND expires_at > $4 AND (paying_until IS NULL OR paying_until <= $4)
+        AND kind = 'plan' AND allow_promotion_codes
+      RETURNING *`,
+    [id, change.couponId, change.amount, at],
+  );
+  return rows[0];
+}
+
+/** Counts a code typed on the hosted page that matched no coupon; answers the count so far. */
+export async function countCodeFailure(db: Queryable, id: string): Promise<number> {
+  const { rows } = await db.query<{ promotion_code_failures: number }>(
+    `UPDATE checkout_sessions SET promotion_code_failures = promotion_code_failures + 1 WHERE id = $1
+     RETURNING promotion_code_failures`,
+    [id],
+  );
+  return rows[0]?.promotion_code_failures ?? 0;
 }
 
 export async function releaseSession(db: Queryable, id: string): Promise<void> {

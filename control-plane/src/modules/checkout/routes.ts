@@ -32,6 +32,18 @@ const CheckoutCreate = Type.Object(
           'true: collect a card only and make it the default (Stripe Checkout in setup mode in live); nothing is charged',
       }),
     ),
+    coupon: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'A coupon (cpn_… or its code) for the plan: checked now, redeemed when paid',
+      }),
+    ),
+    allowPromotionCodes: Type.Optional(
+      Type.Boolean({
+        description: 'The hosted page offers a field for the customer’s promotion code (plans)',
+      }),
+    ),
     successUrl: Type.Optional(WebUrl),
     cancelUrl: Type.Optional(WebUrl),
     expiresInMinutes: Type.Optional(Type.Integer({ minimum: 5, maximum: 1440, default: 60 })),
@@ -53,6 +65,8 @@ const CheckoutSession = Type.Object({
   successUrl: Type.String(),
   cancelUrl: Nullable(Type.String()),
   purchaseRef: Nullable(Type.String()),
+  coupon: Nullable(Type.String({ description: 'The coupon it applies (cpn_…), redeemed when paid' })),
+  allowPromotionCodes: Type.Boolean(),
   expiresAt: Timestamp,
   createdAt: Timestamp,
 });
@@ -128,6 +142,26 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
       await checkout.opened(request.params.id);
       return reply.send(renderCheckout(view));
     });
+    app.post(
+      '/checkout/:id/promotion-code',
+      {
+        schema: {
+          ...hide,
+          params: SessionParams,
+          body: Type.Object(
+            { code: Type.Union([Type.String({ minLength: 1, maxLength: 40 }), Type.Null()]) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: Type.Object({ amount: Type.Integer(), currency: Type.String() }),
+            409: Problem,
+            429: Problem,
+            ...errorResponses,
+          },
+        },
+      },
+      async (request) => checkout.promotionCode(request.params.id, request.body.code),
+    );
     app.post(
       '/checkout/:id/pay',
       {

@@ -51,6 +51,11 @@ export class CheckoutService {
     return this.sessions.urlOf(id);
   }
 
+  /** A promotion code typed on the hosted page, or null to take it off (sessions.ts). */
+  promotionCode(id: string, code: string | null) {
+    return this.sessions.promotionCode(id, code);
+  }
+
   create(auth: AuthContext, input: CheckoutInput) {
     return this.sessions.create(auth, input);
   }
@@ -112,6 +117,8 @@ export class CheckoutService {
       action: row.kind === 'setup' ? 'Save card' : 'Pay',
       cancelUrl: row.cancel_url,
       sandbox: row.environment === 'sandbox',
+      promotion:
+        row.kind === 'plan' && row.allow_promotion_codes ? { applied: row.coupon_id !== null } : null,
     };
   }
 

@@ -1,19 +1,28 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable, transactionOn } from '../../db/pool';
-import { NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { applyDiscount } from '../billing/discounts';
-import { findCoupon } from '../coupons/repository';
-import { discountOf } from '../coupons/service';
+import type { CouponRow } from '../coupons/repository';
+import { type CouponService, discountOf } from '../coupons/service';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
-import { isCurrency } from '../plans/rules';
+import { isCurrency, type PlanSettings } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import { firstCharges } from '../purchases/changes';
-import { findSession, insertSession, type SessionRow } from './repository';
+import {
+  countCodeFailure,
+  findSession,
+  insertSession,
+  type SessionRow,
+  setSessionCoupon,
+} from './repository';
+
+/** Codes matching no coupon that one session's page may try before it stops taking them. */
+const MAX_CODE_FAILURES = 10;
 
 export type { SessionRow };
 
@@ -26,8 +35,22 @@ export interface CheckoutInput {
   successUrl?: string | undefined;
   cancelUrl?: string | undefined;
   expiresInMinutes?: number | undefined;
-  /** A coupon for the plan, already checked by the activation that offers the session. */
-  couponId?: string | undefined;
+  /** A coupon (id or code) the session applies to the plan: checked now, redeemed when paid. */
+  coupon?: string | undefined;
+  /** The hosted page offers a field for the customer's promotion code (plan sessions). */
+  allowPromotionCodes?: boolean | undefined;
+}
+
+/**
+ * What a plan checkout charges now: nothing for a trial, else the first invoice's charges (the
+ * first period's price and the setup fee) less the coupon's discount, as the activation will
+ * charge them when the session is paid.
+ */
+export function planDueNow(settings: PlanSettings, coupon: CouponRow | undefined, at: Date): number {
+  if (settings.trialDays > 0) return 0;
+  const charges = firstCharges(settings, at);
+  const lines = coupon === undefined ? charges : applyDiscount(charges, discountOf(coupon, at));
+  return lines.reduce((sum, line) => sum + line.amount, 0);
 }
 
 /**
@@ -41,6 +64,7 @@ export class CheckoutSessions {
     private readonly clock: Clock,
     /** Where the hosted pages (checkout, the customer portal) are served. */
     readonly publicUrl: string,
+    private readonly coupons: Pick<CouponService, 'check' | 'checkCode'>,
   ) {}
 
   urlOf(id: string): string {
@@ -82,6 +106,8 @@ export class CheckoutSessions {
       successUrl: r.success_url,
       cancelUrl: r.cancel_url,
       purchaseRef: r.purchase_id,
+      coupon: r.coupon_id,
+      allowPromotionCodes: r.allow_promotion_codes,
       expiresAt: r.expires_at.toISOString(),
       createdAt: r.created_at.toISOString(),
     };
@@ -102,6 +128,12 @@ export class CheckoutSessions {
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
     const setup = input.setup === true;
+    if (input.planRef === undefined && (input.coupon !== undefined || input.allowPromotionCodes === true))
+      throw problem(
+        input.coupon !== undefined ? '/coupon' : '/allowPromotionCodes',
+        'applies to a plan checkout only',
+      );
+    let couponId: string | null = null;
     if ([input.planRef !== undefined, input.topup !== undefined, setup].filter(Boolean).length !== 1)
       throw problem('/planRef', 'send one of planRef, topup or setup: true');
     const customer = await findCustomer(db, auth, input.customerRef);
@@ -117,11 +149,11 @@ export class CheckoutSessions {
       if (plan.status !== 'active' || product?.status !== 'active')
         throw problem('/planRef', 'the plan is not on sale');
       const s = settingsOf(plan);
-      const coupon = input.couponId === undefined ? undefined : await findCoupon(db, auth, input.couponId);
-      // The first invoice as it will be: its charges, less the coupon's discount.
-      const charges = firstCharges(s, at);
-      const lines = coupon === undefined ? charges : applyDiscount(charges, discountOf(coupon, at));
-      const dueNow = s.trialDays > 0 ? 0 : lines.reduce((sum, line) => sum + line.amount, 0);
+      const target = { productId: plan.product_id, currency: s.currency };
+      const coupon =
+        input.coupon === undefined ? undefined : await this.coupons.check(db, auth, input.coupon, target);
+      const dueNow = planDueNow(s, coupon, at);
+      couponId = coupon?.id ?? null;
       fields = {
         kind: 'plan',
         plan_id: plan.id,
@@ -174,7 +206,9 @@ export class CheckoutSessions {
       created_at: at,
       source,
       opened_at: null,
-      coupon_id: input.couponId ?? null,
+      coupon_id: couponId,
+      allow_promotion_codes: input.planRef !== undefined && input.allowPromotionCodes === true,
+      promotion_code_failures: 0,
     };
     const write = async (tx: PoolClient) => {
       await insertSession(tx, row);
@@ -182,6 +216,43 @@ export class CheckoutSessions {
     };
     await (on === undefined ? inTransaction(this.pool, write) : transactionOn(on, write));
     return this.toApi(row);
+  }
+
+  /**
+   * A promotion code typed on the hosted page (`null` takes it off): the session's coupon and the
+   * amount due change together, unless a payer holds the session. Codes only, never coupon ids.
+   * Ten codes that match no coupon end the guessing on that session (429 `too_many_attempts`).
+   */
+  async promotionCode(id: string, code: string | null): Promise<{ amount: number; currency: string }> {
+    const row = await this.load(id);
+    const at = this.clock.now();
+    if (row.status !== 'active' || row.expires_at <= at)
+      throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
+    if (row.kind !== 'plan' || row.plan_id === null || !row.allow_promotion_codes)
+      throw new ConflictError('promotion_codes_not_allowed', 'This checkout does not take promotion codes');
+    if (row.promotion_code_failures >= MAX_CODE_FAILURES)
+      throw new DomainError('too_many_attempts', 'Too many codes were tried on this checkout');
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const plan = await findPlan(this.pool, auth, row.plan_id);
+    if (plan === undefined)
+      throw new ConflictError('checkout_session_closed', 'This plan is no longer on sale');
+    const settings = settingsOf(plan);
+    let coupon: CouponRow | undefined;
+    if (code !== null) {
+      coupon = await this.coupons.checkCode(this.pool, auth, code, {
+        productId: plan.product_id,
+        currency: settings.currency,
+      });
+      if (coupon === undefined) {
+        await countCodeFailure(this.pool, id);
+        throw new NotFoundError('coupon_not_found', `No promotion code ${code}`);
+      }
+    }
+    const amount = planDueNow(settings, coupon, at);
+    const changed = await setSessionCoupon(this.pool, id, { couponId: coupon?.id ?? null, amount }, at);
+    if (changed === undefined)
+      throw new ConflictError('checkout_session_in_progress', 'This checkout is being paid or was closed');
+    return { amount, currency: changed.currency };
   }
 
   async load(id: string): Promise<SessionRow> {

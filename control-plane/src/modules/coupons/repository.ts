@@ -63,6 +63,20 @@ export async function findCoupon(db: Queryable, tenant: Tenant, ref: string): Pr
   return rows[0];
 }
 
+/** The active coupon of a code (any case): what a customer's typed code may name, never an id. */
+export async function findCouponByCode(
+  db: Queryable,
+  tenant: Tenant,
+  code: string,
+): Promise<CouponRow | undefined> {
+  const { rows } = await db.query<CouponRow>(
+    `SELECT * FROM coupons WHERE provider_id = $1 AND environment = $2 AND code IS NOT NULL AND status = 'active'
+        AND lower(code) = lower($3)`,
+    [tenant.providerId, tenant.environment, code],
+  );
+  return rows[0];
+}
+
 export async function listCoupons(
   db: Queryable,
   tenant: Tenant,

@@ -12,6 +12,7 @@ import {
   type CouponRow,
   existingProducts,
   findCoupon,
+  findCouponByCode,
   insertCoupon,
   listCoupons,
   redeemCoupon,
@@ -173,6 +174,25 @@ export class CouponService {
     const why = unredeemable(row, this.clock.now()) ?? mismatch(row, target);
     if (why !== null)
       throw new ConflictError('coupon_not_redeemable', `Coupon ${row.id} cannot be redeemed: ${why}`);
+    return row;
+  }
+
+  /**
+   * The coupon of a code a customer typed (on the hosted checkout page), checked for `target`:
+   * codes only, never ids, so an id-only coupon cannot be guessed into. Undefined when no
+   * active coupon has the code; 409 `coupon_not_redeemable` when it cannot be used here.
+   */
+  async checkCode(
+    db: Queryable,
+    auth: AuthContext,
+    code: string,
+    target: RedemptionTarget,
+  ): Promise<CouponRow | undefined> {
+    const row = await findCouponByCode(db, auth, code);
+    if (row === undefined) return undefined;
+    const why = unredeemable(row, this.clock.now()) ?? mismatch(row, target);
+    if (why !== null)
+      throw new ConflictError('coupon_not_redeemable', `The code ${code} cannot be used: ${why}`);
     return row;
   }
 

@@ -71,16 +71,6 @@ export class PurchaseDiscounts {
     return discount === null ? charges : applyDiscount(charges, discount);
   }
 
-  /** Checks a coupon (if any) for a checkout session before the customer pays; answers its id. */
-  async checkForCheckout(
-    db: Queryable,
-    auth: AuthContext,
-    coupon: string | undefined,
-    target: { productId: string; currency: string },
-  ): Promise<string | undefined> {
-    return coupon === undefined ? undefined : (await this.coupons.check(db, auth, coupon, target)).id;
-  }
-
   /**
    * POST /v1/sdk/purchases/:ref/discount: redeems a coupon on a purchase in force, replacing the
    * discount it had (as Stripe's subscription update with a coupon). Its invoices from now on

@@ -68,7 +68,7 @@ export class PurchaseService {
     private readonly checkoutSessions: {
       create(
         auth: AuthContext,
-        input: { customerRef: string; planRef: string; couponId?: string | undefined },
+        input: { customerRef: string; planRef: string; coupon?: string | undefined },
       ): Promise<{ id: string; url: string }>;
     },
     coupons: CouponService,
@@ -234,12 +234,11 @@ export class PurchaseService {
     const creditFunded = isCreditPaid(settings);
     const move = await startMoveOf(settings, () => this.payments.hasDefaultMethod(this.pool, customer.id));
     if (move === 'checkout') {
-      const target = { productId: product.id, currency: settings.currency };
-      const couponId = await this.discounts.checkForCheckout(this.pool, auth, input.coupon, target);
+      // The session checks the coupon now; the activation it runs when paid redeems it.
       const session = await this.checkoutSessions.create(auth, {
         customerRef: customer.id,
         planRef: plan.id,
-        couponId,
+        coupon: input.coupon,
       });
       return {
         ...result(
