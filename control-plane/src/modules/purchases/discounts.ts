@@ -4,9 +4,10 @@ import { ConflictError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { applyDiscount, type Discount, discountApplies } from '../billing/discounts';
 import type { StoredLine } from '../billing/repository';
-import { type CouponService, discountOf } from '../coupons/service';
+import { type CouponService, discountOf, toDiscount } from '../coupons/service';
+import { writeEvent } from '../events/outbox';
 import { findPurchase, type PurchaseRow, setDiscount } from './repository';
-import { toPurchase } from './views';
+import { eventObject, toPurchase } from './views';
 
 /** Statuses in which a purchase still has invoices to come, so a discount can change them. */
 const BILLABLE = new Set(['pending', 'trialing', 'active', 'past_due']);
@@ -24,32 +25,27 @@ export class PurchaseDiscounts {
   ) {}
 
   /**
-   * The discount of a purchase `created` by an activation, in its transaction: the coupon it
-   * names, redeemed now (404/409 when it cannot be, undoing the activation), or else the discount
-   * of the purchase it replaces while that still applies, as Stripe keeps a subscription's
-   * discount across a price change. Kept on the new purchase's row; answered with the first
-   * invoice's `charges` less it.
+   * The discount of the purchase an activation creates, in its transaction: the coupon it names,
+   * redeemed now (404/409 when it cannot be, undoing the activation), or else the discount of the
+   * purchase it replaces while that still applies, as Stripe keeps a subscription's discount
+   * across a price change. The new purchase is created with it.
    */
   async forActivation(
     tx: PoolClient,
     auth: AuthContext,
-    created: PurchaseRow,
+    target: { productId: string; currency: string },
     replaced: PurchaseRow | undefined,
     coupon: string | undefined,
-    charges: StoredLine[],
-  ): Promise<{ discount: Discount | null; charges: StoredLine[] }> {
-    const now = this.clock.now();
-    const discount =
-      coupon !== undefined
-        ? await this.coupons.redeem(tx, auth, coupon, {
-            productId: created.product_id,
-            currency: created.currency,
-          })
-        : discountApplies(replaced?.discount ?? null, now)
-          ? (replaced?.discount ?? null)
-          : null;
-    if (discount !== null) await setDiscount(tx, created.id, discount);
-    return { discount, charges: discountApplies(discount, now) ? applyDiscount(charges, discount) : charges };
+  ): Promise<Discount | null> {
+    if (coupon !== undefined) return this.coupons.redeem(tx, auth, coupon, target);
+    return discountApplies(replaced?.discount ?? null, this.clock.now())
+      ? (replaced?.discount ?? null)
+      : null;
+  }
+
+  /** A first invoice's `charges` less the new purchase's discount, when it applies now. */
+  firstCharges(discount: Discount | null, charges: StoredLine[]): StoredLine[] {
+    return discountApplies(discount, this.clock.now()) ? applyDiscount(charges, discount) : charges;
   }
 
   /**
@@ -84,6 +80,7 @@ export class PurchaseDiscounts {
         currency: row.currency,
       });
       await setDiscount(tx, row.id, discount);
+      await this.announce(tx, auth, row, discount);
       return toPurchase({ ...row, discount });
     });
   }
@@ -93,8 +90,22 @@ export class PurchaseDiscounts {
     return inTransaction(this.pool, async (tx) => {
       const row = await findPurchase(tx, auth, ref, true);
       if (row === undefined) throw new NotFoundError('purchase_not_found', `No purchase ${ref}`);
-      if (row.discount !== null) await setDiscount(tx, row.id, null);
+      if (row.discount !== null) {
+        await setDiscount(tx, row.id, null);
+        await this.announce(tx, auth, row, null);
+      }
       return toPurchase({ ...row, discount: null });
+    });
+  }
+
+  /** purchase.updated, with the discount it had as the previous attribute. */
+  private async announce(tx: PoolClient, auth: AuthContext, row: PurchaseRow, discount: Discount | null) {
+    await writeEvent(tx, {
+      ...auth,
+      type: 'purchase.updated',
+      object: eventObject({ ...row, discount }),
+      previousAttributes: { discount: row.discount === null ? null : toDiscount(row.discount) },
+      at: this.clock.now(),
     });
   }
 

@@ -145,8 +145,8 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `INSERT INTO purchases (id, provider_id, environment, customer_id, product_id, plan_id, status, amount, currency, billing_cycle,
                             is_recurring, auto_renew, cancel_at_period_end, period_start, period_end, anchor_day, trial_end,
-                            ended_at, created_at, updated_at, setup_fee_due, bills_usage, pays_from_credits)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+                            ended_at, created_at, updated_at, setup_fee_due, bills_usage, pays_from_credits, discount)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
     [
       row.id,
       row.provider_id,
@@ -171,6 +171,7 @@ export async function insertPurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.setup_fee_due,
       row.bills_usage,
       row.pays_from_credits,
+      row.discount,
     ],
   );
 }

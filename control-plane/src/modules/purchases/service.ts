@@ -6,6 +6,7 @@ import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
+import type { Discount } from '../billing/discounts';
 import type { Invoicing } from '../billing/invoicing';
 import type { CouponService } from '../coupons/service';
 import { findBalance } from '../credits/repository';
@@ -149,8 +150,9 @@ export class PurchaseService {
     customerId: string,
     plan: PlanRow,
     move: MoveName,
-    id = newId(ID.purchase),
+    discount: Discount | null,
   ): Promise<PurchaseRow> {
+    const id = newId(ID.purchase);
     const at = this.clock.now();
     const settings = settingsOf(plan);
     const { trialEnd, end } = firstPeriod(settings, move === 'start_trial', at);
@@ -187,7 +189,7 @@ export class PurchaseService {
       pays_from_credits: isCreditPaid(settings),
       rollover_units: 0,
       final_usage_due: false,
-      discount: null,
+      discount,
     };
     await insertPurchase(tx, row);
     for (const type of transition(null, move).events)
@@ -322,13 +324,13 @@ export class PurchaseService {
             final_usage_due: endsMidPeriod(current, now),
           }),
         );
-      let created = await this.start(tx, auth, customer.id, plan, move);
-      // The first invoice's charges less the discount, before the old plan's credit is set off.
-      const charges = firstCharges(settings, created.period_start);
-      const redeemed = await this.discounts.forActivation(tx, auth, created, current, coupon, charges);
-      created = { ...created, discount: redeemed.discount };
+      const target = { productId: plan.product_id, currency: settings.currency };
+      const discount = await this.discounts.forActivation(tx, auth, target, current, coupon);
+      let created = await this.start(tx, auth, customer.id, plan, move, discount);
       let invoiceId: string | null = null;
-      const terms = switchTerms(move, redeemed.charges, unused);
+      // The first invoice's charges less the discount, before the old plan's credit is set off.
+      const charges = this.discounts.firstCharges(discount, firstCharges(settings, created.period_start));
+      const terms = switchTerms(move, charges, unused);
       const refund = terms.refund;
       finishesHeldEnd(held, refund);
       if (move === 'start_pending') {

@@ -46,6 +46,7 @@ export const eventObject = (r: PurchaseRow) => ({
   isRecurring: r.is_recurring,
   periodEnd: r.period_end === null ? null : unixSeconds(r.period_end),
   trialEnd: r.trial_end === null ? null : unixSeconds(r.trial_end),
+  discount: r.discount === null ? null : toDiscount(r.discount),
   created: unixSeconds(r.created_at),
   ...(r.status === 'past_due'
     ? {

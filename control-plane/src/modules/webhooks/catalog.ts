@@ -1,6 +1,6 @@
 /**
  * The 46 event types of spec 6.4, the 3 of the customer portal's auto top-up and alerts (issue
- * 64), and an expiring card's notice, each with its group and what it announces.
+ * 64), an expiring card's notice and the 3 of coupons, each with its group and what it announces.
  */
 export const EVENT_TYPES = [
   ['customer.created', 'customer', 'A customer was created'],
@@ -69,6 +69,9 @@ export const EVENT_TYPES = [
   ['plan.created', 'catalog', 'A plan was created'],
   ['plan.updated', 'catalog', 'A plan changed'],
   ['plan.archived', 'catalog', 'A plan was archived'],
+  ['coupon.created', 'catalog', 'A coupon was created'],
+  ['coupon.updated', 'catalog', 'A coupon was renamed'],
+  ['coupon.archived', 'catalog', 'A coupon was archived: no more redemptions'],
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number][0];
