@@ -235,6 +235,7 @@ describe('coupons on invoices', () => {
       headers: { cookie },
     });
     expect(portal.body).toContain('<strong>$8.74</strong>, $9.99 for the next period, less $1.25 discount');
+    expect(portal.body).toContain('<small>Friends: 12.5% off on every invoice</small>');
 
     at('2026-04-01T00:06:00.000Z');
     await run();

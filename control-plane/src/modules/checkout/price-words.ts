@@ -112,3 +112,32 @@ export function couponWords(
         : `on invoices for ${months} month${months === 1 ? '' : 's'}`;
   return `${coupon.name} (${off}), ${span}`;
 }
+
+/**
+ * A purchase's discount as its customer reads it, while it still takes money off: "Launch: 20%
+ * off until 1 Jun 2026", "… on every invoice", "… on the next invoice"; null once it has ended.
+ */
+export function discountTerms(
+  d: {
+    name: string;
+    percentOff: number | null;
+    amountOff: number | null;
+    currency: string | null;
+    duration: 'once' | 'repeating' | 'forever';
+    end: string | null;
+  },
+  now: Date,
+): string | null {
+  if (d.end !== null && Date.parse(d.end) <= now.getTime()) return null;
+  const off =
+    d.percentOff !== null
+      ? `${d.percentOff}% off`
+      : `${formatMoney(d.amountOff ?? 0, d.currency ?? 'usd')} off`;
+  const span =
+    d.end !== null
+      ? `until ${new Date(d.end).toLocaleDateString('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' })}`
+      : d.duration === 'once'
+        ? 'on the next invoice'
+        : 'on every invoice';
+  return `${d.name}: ${off} ${span}`;
+}

@@ -36,6 +36,8 @@ export interface PortalView {
     status: string;
     periodEnd: string | null;
     cancelAtPeriodEnd: boolean;
+    /** Its discount in words while it takes money off (docs/coupons.md), else null. */
+    discount: string | null;
     /** Usage priced by the period (post-paid): billable calls so far and what they come to. */
     usageSoFar: { calls: number; total: string } | null;
     /** The invoice closing this period (or trial), as of now; null when none charges anything. */
@@ -132,7 +134,7 @@ export function renderPortal(view: PortalView): string {
       : `<table><thead><tr><th scope="col">Product</th><th scope="col">Plan</th><th scope="col">Status</th><th scope="col">Renews or ends</th><th scope="col">Allowance this period</th><th scope="col"><span class="sr">Change</span></th></tr></thead><tbody>${view.plans
           .map(
             (p) =>
-              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${allowanceText(p.allowance)}</td><td>${
+              `<tr><td>${escapeHtml(p.product)}</td><td>${escapeHtml(p.plan)}${p.discount === null ? '' : `<br><small>${escapeHtml(p.discount)}</small>`}</td><td>${escapeHtml(p.status)}${p.cancelAtPeriodEnd ? ' (cancels at period end)' : ''}</td><td>${day(p.periodEnd)}</td><td>${allowanceText(p.allowance)}</td><td>${
                 p.changeable
                   ? `<a href="/portal/change/${escapeHtml(encodeURIComponent(p.purchaseRef))}" aria-label="Change plan: ${escapeHtml(`${p.product}, ${p.plan}`)}">Change plan</a> <a href="/portal/cancel/${escapeHtml(encodeURIComponent(p.purchaseRef))}" aria-label="Cancel: ${escapeHtml(`${p.product}, ${p.plan}`)}">Cancel</a>`
                   : ''

@@ -12,6 +12,7 @@ import type { AutoTopUpUpdate } from '../auto-topups/schemas';
 import type { AutoTopUps } from '../auto-topups/service';
 import type { BillingService } from '../billing/service';
 import { formatMoney } from '../checkout/page';
+import { discountTerms } from '../checkout/price-words';
 import type { CheckoutSessions } from '../checkout/sessions';
 import type { CreditService } from '../credits/service';
 import { findCustomer } from '../customers/repository';
@@ -264,6 +265,7 @@ export class PortalService {
           // An ended purchase ended when it ended, not when its period would have.
           periodEnd: p.endedAt ?? p.periodEnd,
           cancelAtPeriodEnd: p.cancelAtPeriodEnd,
+          discount: p.discount === null ? null : discountTerms(p.discount, this.clock.now()),
           // Usage priced by the period (post-paid): what it comes to so far, as the upcoming invoice.
           usageSoFar:
             plan === undefined ||
