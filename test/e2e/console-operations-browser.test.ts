@@ -481,7 +481,11 @@ describe('the console’s operations pages', () => {
       type: 'recurring',
       price: 1500,
     });
-    await post('/v1/sdk/customers', { externalRef: 'hedy', email: 'hedy@coupons.example' });
+    await post('/v1/sdk/customers', {
+      externalRef: 'hedy',
+      email: 'hedy@coupons.example',
+      name: 'Hedy Lamarr',
+    });
     await post('/v1/sdk/customers/hedy/payment-methods', {
       card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' },
     });
@@ -502,6 +506,26 @@ describe('the console’s operations pages', () => {
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'coupons');
+
+    // The customer's page shows the discount; a manager removes it and redeems the code again.
+    await visit(page, 'Customers', 'Customers');
+    await page.getByRole('link', { name: 'Hedy Lamarr' }).click();
+    await heading(page, 'Hedy Lamarr');
+    const discount = page.getByRole('cell', { name: /^Launch: 20% off, until / });
+    await discount.waitFor();
+    await page.getByRole('button', { name: 'Remove discount' }).click();
+    await discount.waitFor({ state: 'detached' });
+    await page.getByLabel(`Coupon for ${plan.id}`).fill('NOPE');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('alert').getByText('No coupon NOPE').waitFor();
+    await page.getByLabel(`Coupon for ${plan.id}`).fill('launch20');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await discount.waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+    expect(await unreachableByKeyboard(page)).toEqual([]);
+    await visit(page, 'Billing', 'Billing');
+    await visit(page, 'Coupons', 'Coupons', 'Billing');
+    await page.getByRole('cell', { name: '2', exact: true }).waitFor();
 
     // Another customer types the code on the hosted checkout page, then pays what it shows.
     await post('/v1/sdk/customers', { externalRef: 'ida', email: 'ida@coupons.example' });
@@ -533,7 +557,7 @@ describe('the console’s operations pages', () => {
     expect(buyer.errors).toEqual([]);
     await buyer.context.close();
     await page.reload();
-    await page.getByRole('cell', { name: '2', exact: true }).waitFor();
+    await page.getByRole('cell', { name: '3', exact: true }).waitFor();
     await page.getByRole('button', { name: 'Archive Launch' }).click();
     await page.getByRole('cell', { name: 'archived' }).waitFor();
     expect(owner.errors).toEqual([]);

@@ -1,13 +1,14 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
-import { api, money, unwrap } from '../api';
+import { api, unwrap } from '../api';
 import { DailyChart } from '../chart';
 import { mayManage, useSession } from '../session';
-import { dateTime, Empty, Failed, Field, Loaded, Loading, Page, Table } from '../ui';
+import { dateTime, Empty, Failed, Field, Loading, Page } from '../ui';
 import { CustomerBillingDetails } from './billing-details';
 import { CustomerActivity } from './customer-activity';
 import { CustomerMoney } from './customer-money';
+import { CustomerPurchases } from './customer-purchases';
 
 /** Customers: search by email or external reference, a page at a time. */
 export function Customers() {
@@ -180,29 +181,11 @@ export function CustomerPage() {
             />
           )}
           <h2>Purchases</h2>
-          <Loaded
+          <CustomerPurchases
+            customerRef={customerRef}
             query={purchases}
-            what="purchases"
-            isEmpty={(p) => p.data.length === 0}
-            empty={<p>No purchases.</p>}
-          >
-            {(p) => (
-              <Table
-                caption="Purchases"
-                rows={p.data}
-                rowKey={(purchase) => purchase.id}
-                columns={[
-                  { header: 'Plan', cell: (purchase) => <code>{purchase.planRef}</code> },
-                  { header: 'Status', cell: (purchase) => purchase.status },
-                  { header: 'Amount', cell: (purchase) => money(purchase.amount, purchase.currency) },
-                  {
-                    header: 'Period ends',
-                    cell: (purchase) => (purchase.periodEnd ? dateTime(purchase.periodEnd) : '—'),
-                  },
-                ]}
-              />
-            )}
-          </Loaded>
+            canChange={session.data !== undefined && mayManage(session.data.role)}
+          />
         </>
       )}
     </Page>
