@@ -174,6 +174,16 @@ describe('coupons at the edge', () => {
     const other = await seller('Other coupons');
     expect((await other.api('GET', `/v1/sdk/coupons/${reused.body.id}`)).status).toBe(404);
     expect((await other.api('GET', '/v1/sdk/coupons/launch-20')).status).toBe(404);
+
+    // Two decimals whatever binary floating point makes of them.
+    for (const percentOff of [19.99, 0.07, 33.33, 0.01, 100]) {
+      const fine = await s.api('POST', '/v1/sdk/coupons', {
+        name: `P${percentOff}`,
+        percentOff,
+        duration: 'once',
+      });
+      expect([fine.status, fine.body.percentOff]).toEqual([201, percentOff]);
+    }
   });
 });
 

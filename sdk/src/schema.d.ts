@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "h6PVF3Y6hsKlU6waiedoHvoZod7FjiljSgl9fU9e-y8",
-                     *           "y": "hCBjh30VoPdNl_UfTajvgCXribI7MqfWunxyRgzDJ6g",
+                     *           "x": "HrVry8rq3fWUCy-6_ryTzSx8GR7XOZG4CT17QBGfyVI",
+                     *           "y": "LEoSuazuRy_CYxBAyHYETfHua2UG2Ihw7-qFRyT5V60",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "1e81496454173b95",
+                     *           "kid": "d8789ddc2f3f6703",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:07.019Z",
-                     *       "to": "2026-05-28T09:00:07.019Z",
+                     *       "from": "2026-04-28T09:00:12.832Z",
+                     *       "to": "2026-05-28T09:00:12.832Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:06.993Z",
-                     *       "to": "2026-05-28T09:00:06.993Z",
+                     *       "from": "2026-04-28T09:00:12.797Z",
+                     *       "to": "2026-05-28T09:00:12.797Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3146,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:06.952Z",
+                     *       "to": "2026-05-28T09:00:12.693Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3331,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:09.978Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.978Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.978Z"
+                     *       "createdAt": "2026-05-28T09:00:18.132Z",
+                     *       "expiresAt": "2026-05-28T21:00:18.132Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:18.132Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:09.806Z"
+                     *       "expiresAt": "2026-06-04T09:00:17.913Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.484Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.484Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.496Z"
+                     *       "createdAt": "2026-05-28T09:00:17.302Z",
+                     *       "expiresAt": "2026-05-28T21:00:17.302Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:17.321Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.484Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.484Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.484Z"
+                     *       "createdAt": "2026-05-28T09:00:17.302Z",
+                     *       "expiresAt": "2026-05-28T21:00:17.302Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:17.302Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:09.628Z"
+                     *       "expiresAt": "2026-05-28T09:10:17.636Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:09.788Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.788Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.788Z"
+                     *       "createdAt": "2026-05-28T09:00:17.877Z",
+                     *       "expiresAt": "2026-05-28T21:00:17.877Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:17.877Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796178064,
+                     *       "client_id_issued_at": 1796179041,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:08.508Z"
+                     *       "expiresAt": "2026-05-28T09:10:15.616Z"
                      *     }
                      */
                     "application/json": {
@@ -7255,8 +7255,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:07.177Z",
-                     *       "createdAt": "2026-05-28T09:00:07.177Z"
+                     *       "expiresAt": "2026-05-28T10:00:13.061Z",
+                     *       "createdAt": "2026-05-28T09:00:13.061Z"
                      *     }
                      */
                     "application/json": {
@@ -7417,8 +7417,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:07.177Z",
-                     *       "createdAt": "2026-05-28T09:00:07.177Z"
+                     *       "expiresAt": "2026-05-28T10:00:13.061Z",
+                     *       "createdAt": "2026-05-28T09:00:13.061Z"
                      *     }
                      */
                     "application/json": {
@@ -7584,8 +7584,8 @@ export interface operations {
                      *           "productIds": [],
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:04.264Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.264Z"
+                     *           "createdAt": "2026-05-28T09:00:08.837Z",
+                     *           "updatedAt": "2026-05-28T09:00:08.837Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7794,8 +7794,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.264Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.264Z"
+                     *       "createdAt": "2026-05-28T09:00:08.837Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.837Z"
                      *     }
                      */
                     "application/json": {
@@ -7981,8 +7981,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.264Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.264Z"
+                     *       "createdAt": "2026-05-28T09:00:08.837Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.837Z"
                      *     }
                      */
                     "application/json": {
@@ -8157,8 +8157,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.264Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.323Z"
+                     *       "createdAt": "2026-05-28T09:00:08.837Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.957Z"
                      *     }
                      */
                     "application/json": {
@@ -8321,8 +8321,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:04.264Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.441Z"
+                     *       "createdAt": "2026-05-28T09:00:08.837Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.155Z"
                      *     }
                      */
                     "application/json": {
@@ -8790,7 +8790,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.408Z"
+                     *           "sentAt": "2026-05-28T09:00:12.031Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8803,7 +8803,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.278Z"
+                     *           "sentAt": "2026-05-28T09:00:11.868Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9029,8 +9029,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.813Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.813Z"
+                     *           "createdAt": "2026-05-28T09:00:07.645Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.645Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9044,8 +9044,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.840Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.840Z"
+                     *           "createdAt": "2026-05-28T09:00:07.722Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.722Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9301,8 +9301,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.813Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.813Z"
+                     *       "createdAt": "2026-05-28T09:00:07.645Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.645Z"
                      *     }
                      */
                     "application/json": {
@@ -9869,8 +9869,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.813Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.920Z"
+                     *       "createdAt": "2026-05-28T09:00:07.645Z",
+                     *       "updatedAt": "2026-05-28T09:00:08.094Z"
                      *     }
                      */
                     "application/json": {
@@ -11586,7 +11586,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.991Z"
+                     *       "createdAt": "2026-05-28T09:00:08.284Z"
                      *     }
                      */
                     "application/json": {
@@ -11869,7 +11869,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:07.547Z"
+                     *       "revokedBefore": "2026-05-28T09:00:13.828Z"
                      *     }
                      */
                     "application/json": {
@@ -12100,8 +12100,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.840Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.840Z"
+                     *       "createdAt": "2026-05-28T09:00:07.722Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.722Z"
                      *     }
                      */
                     "application/json": {
@@ -12363,7 +12363,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T06:39:04.401Z"
+                     *                 "end": "2026-01-25T06:22:53.647Z"
                      *               }
                      *             }
                      *           ],
@@ -13247,7 +13247,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:39:04.401Z"
+                     *             "end": "2026-01-25T06:22:53.647Z"
                      *           }
                      *         }
                      *       ],
@@ -13576,7 +13576,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:39:04.401Z"
+                     *             "end": "2026-01-25T06:22:53.647Z"
                      *           }
                      *         }
                      *       ],
@@ -13863,7 +13863,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T06:39:04.401Z",
+                     *         "periodEnd": "2026-01-25T06:22:53.647Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14610,7 +14610,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:06.867Z"
+                     *       "timestamp": "2026-05-28T09:00:12.582Z"
                      *     }
                      */
                     "application/json": {
@@ -14834,7 +14834,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:06.912Z"
+                     *           "timestamp": "2026-05-28T09:00:12.634Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14842,7 +14842,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:06.912Z"
+                     *           "timestamp": "2026-05-28T09:00:12.634Z"
                      *         }
                      *       ]
                      *     }
@@ -15041,9 +15041,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/NFqluCVAgh7S3JRj6GR-q1CFoPy2D61mKp-dKEZkaaA",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/NdubOrK2FPpoBeNo_qWoq6VMyUfkyXslL8MDqMw5u_8",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:06.827Z"
+                     *       "expiresAt": "2026-05-28T09:15:12.563Z"
                      *     }
                      */
                     "application/json": {
@@ -16052,7 +16052,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T06:39:04.401Z"
+                     *         "end": "2026-02-25T06:22:53.647Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16703,7 +16703,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.292Z",
+                     *       "createdAt": "2026-05-28T09:00:13.354Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16887,8 +16887,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.292Z",
-                     *       "closedAt": "2026-05-28T09:00:07.351Z"
+                     *       "createdAt": "2026-05-28T09:00:13.354Z",
+                     *       "closedAt": "2026-05-28T09:00:13.464Z"
                      *     }
                      */
                     "application/json": {
@@ -17067,11 +17067,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.380Z",
+                     *       "arrivalDate": "2026-05-30T09:00:13.495Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.380Z"
+                     *       "createdAt": "2026-05-28T09:00:13.495Z"
                      *     }
                      */
                     "application/json": {
@@ -17239,7 +17239,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.648Z"
+                     *           "createdAt": "2026-05-28T09:00:07.397Z"
                      *         }
                      *       ]
                      *     }
@@ -17393,7 +17393,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.648Z"
+                     *       "createdAt": "2026-05-28T09:00:07.397Z"
                      *     }
                      */
                     "application/json": {
@@ -17532,7 +17532,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.648Z"
+                     *       "createdAt": "2026-05-28T09:00:07.397Z"
                      *     }
                      */
                     "application/json": {
@@ -17683,7 +17683,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.648Z"
+                     *       "createdAt": "2026-05-28T09:00:07.397Z"
                      *     }
                      */
                     "application/json": {
@@ -18426,8 +18426,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:04.401Z",
-                     *       "to": "2026-05-28T09:09:04.401Z",
+                     *       "from": "2026-04-28T08:52:53.647Z",
+                     *       "to": "2026-05-28T09:07:53.647Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18649,7 +18649,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:08.376Z",
+                     *       "asOf": "2026-05-28T09:00:15.192Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18894,7 +18894,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T06:39:04.401Z",
+                     *           "end": "2026-01-25T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18933,8 +18933,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T06:39:04.401Z",
-                     *           "end": "2026-02-25T06:39:04.401Z",
+                     *           "start": "2026-01-25T06:22:53.647Z",
+                     *           "end": "2026-02-25T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18973,8 +18973,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T06:39:04.401Z",
-                     *           "end": "2026-03-27T06:39:04.401Z",
+                     *           "start": "2026-02-25T06:22:53.647Z",
+                     *           "end": "2026-03-27T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19013,8 +19013,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T06:39:04.401Z",
-                     *           "end": "2026-04-27T06:39:04.401Z",
+                     *           "start": "2026-03-27T06:22:53.647Z",
+                     *           "end": "2026-04-27T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19053,8 +19053,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T06:39:04.401Z",
-                     *           "end": "2026-05-27T06:39:04.401Z",
+                     *           "start": "2026-04-27T06:22:53.647Z",
+                     *           "end": "2026-05-27T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19093,8 +19093,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T06:39:04.401Z",
-                     *           "end": "2026-06-27T06:39:04.401Z",
+                     *           "start": "2026-05-27T06:22:53.647Z",
+                     *           "end": "2026-06-27T06:22:53.647Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19346,8 +19346,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:04.401Z",
-                     *       "to": "2026-05-28T09:09:04.401Z",
+                     *       "from": "2026-04-28T08:52:53.647Z",
+                     *       "to": "2026-05-28T09:07:53.647Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19356,9 +19356,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 104.596,
-                     *             "p95": 104.596,
-                     *             "p99": 104.596
+                     *             "p50": 120.315,
+                     *             "p95": 120.315,
+                     *             "p99": 120.315
                      *           }
                      *         }
                      *       ]
@@ -19530,31 +19530,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:54:04.401Z",
-                     *       "to": "2026-05-28T09:09:04.401Z",
+                     *       "from": "2026-04-28T08:52:53.647Z",
+                     *       "to": "2026-05-28T09:07:53.647Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T05:39:04.401Z",
+                     *           "start": "2026-04-28T05:22:53.647Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T05:39:04.401Z",
+                     *           "start": "2026-05-05T05:22:53.647Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T05:39:04.401Z",
+                     *           "start": "2026-05-12T05:22:53.647Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T05:39:04.401Z",
+                     *           "start": "2026-05-19T05:22:53.647Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T05:39:04.401Z",
+                     *           "start": "2026-05-26T05:22:53.647Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19791,17 +19791,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…XHUU",
+                     *           "hint": "sk_test_…4kTc",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:10.159Z",
+                     *           "createdAt": "2026-05-28T09:00:18.338Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…iqdE",
+                     *           "hint": "sk_test_…A8yY",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:09.779Z",
+                     *           "createdAt": "2026-05-28T09:00:17.851Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19947,9 +19947,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…XHUU",
+                     *       "hint": "sk_test_…4kTc",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:10.159Z",
+                     *       "createdAt": "2026-05-28T09:00:18.338Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20272,18 +20272,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…LWkE",
+                     *       "hint": "sk_test_…gkNI",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:10.193Z",
+                     *       "createdAt": "2026-05-28T09:00:18.411Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…XHUU",
+                     *         "hint": "sk_test_…4kTc",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:10.159Z",
-                     *         "expiresAt": "2026-05-28T10:00:10.193Z"
+                     *         "createdAt": "2026-05-28T09:00:18.338Z",
+                     *         "expiresAt": "2026-05-28T10:00:18.411Z"
                      *       }
                      *     }
                      */
@@ -20479,7 +20479,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:09.598Z",
+                     *           "createdAt": "2026-05-28T09:00:17.541Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20496,7 +20496,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:09.588Z",
+                     *           "createdAt": "2026-05-28T09:00:17.492Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20513,7 +20513,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:09.553Z",
+                     *           "createdAt": "2026-05-28T09:00:17.427Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20529,7 +20529,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0OHdkcjA3NjVtcTNqZzVwZTJmOHRq"
+                     *       "nextCursor": "YXVkXzAxbTh0OXQ5ZTRkMHJxNHhzcnFmeG1mY3l2"
                      *     }
                      */
                     "application/json": {
@@ -20708,7 +20708,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:07.292Z",
+                     *           "createdAt": "2026-05-28T09:00:13.354Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20863,7 +20863,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.292Z",
+                     *       "createdAt": "2026-05-28T09:00:13.354Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21024,7 +21024,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.292Z",
+                     *       "createdAt": "2026-05-28T09:00:13.354Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22823,8 +22823,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:07.845Z",
-                     *       "latencyMs": 22,
+                     *       "checkedAt": "2026-05-28T09:00:14.426Z",
+                     *       "latencyMs": 53,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23192,8 +23192,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.900Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.900Z"
+                     *           "createdAt": "2026-05-28T09:00:05.567Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.567Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23203,8 +23203,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.606Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.606Z"
+                     *           "createdAt": "2026-05-28T09:00:07.311Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.311Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23376,8 +23376,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.606Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.606Z"
+                     *       "createdAt": "2026-05-28T09:00:07.311Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.311Z"
                      *     }
                      */
                     "application/json": {
@@ -23550,8 +23550,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.606Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.606Z"
+                     *       "createdAt": "2026-05-28T09:00:07.311Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.311Z"
                      *     }
                      */
                     "application/json": {
@@ -23701,8 +23701,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.606Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.292Z"
+                     *       "createdAt": "2026-05-28T09:00:07.311Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.924Z"
                      *     }
                      */
                     "application/json": {
@@ -23872,11 +23872,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:07.380Z",
+                     *           "arrivalDate": "2026-05-30T09:00:13.495Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:07.380Z"
+                     *           "createdAt": "2026-05-28T09:00:13.495Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24028,11 +24028,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.380Z",
+                     *       "arrivalDate": "2026-05-30T09:00:13.495Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.380Z"
+                     *       "createdAt": "2026-05-28T09:00:13.495Z"
                      *     }
                      */
                     "application/json": {
@@ -24217,8 +24217,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.387Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.387Z"
+                     *       "createdAt": "2026-05-28T09:00:06.720Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.720Z"
                      *     }
                      */
                     "application/json": {
@@ -24534,8 +24534,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.387Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.548Z"
+                     *       "createdAt": "2026-05-28T09:00:06.720Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.229Z"
                      *     }
                      */
                     "application/json": {
@@ -24790,8 +24790,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.310Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.324Z"
+                     *       "createdAt": "2026-05-28T09:00:16.955Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.979Z"
                      *     }
                      */
                     "application/json": {
@@ -24986,8 +24986,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoEzYZqQs7Mr5E",
-                     *       "connectedAt": "2026-05-28T09:00:08.972Z"
+                     *       "account": "acct_RnoUV7HnQmon2UQ",
+                     *       "connectedAt": "2026-05-28T09:00:16.324Z"
                      *     }
                      */
                     "application/json": {
@@ -25161,8 +25161,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoEzYZqQs7Mr5E",
-                     *       "connectedAt": "2026-05-28T09:00:08.972Z"
+                     *       "account": "acct_RnoUV7HnQmon2UQ",
+                     *       "connectedAt": "2026-05-28T09:00:16.324Z"
                      *     }
                      */
                     "application/json": {
@@ -25731,8 +25731,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.152Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.152Z"
+                     *           "createdAt": "2026-05-28T09:00:06.082Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.082Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25911,8 +25911,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.152Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
+                     *       "createdAt": "2026-05-28T09:00:06.082Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.082Z"
                      *     }
                      */
                     "application/json": {
@@ -26087,8 +26087,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.152Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.152Z"
+                     *       "createdAt": "2026-05-28T09:00:06.082Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.082Z"
                      *     }
                      */
                     "application/json": {
@@ -26265,8 +26265,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.152Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.266Z"
+                     *       "createdAt": "2026-05-28T09:00:06.082Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.404Z"
                      *     }
                      */
                     "application/json": {
@@ -26441,8 +26441,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.375Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.385Z"
+                     *       "createdAt": "2026-05-28T09:00:17.033Z",
+                     *       "updatedAt": "2026-05-28T09:00:17.040Z"
                      *     }
                      */
                     "application/json": {
@@ -26633,8 +26633,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.318Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.318Z"
+                     *           "createdAt": "2026-05-28T09:00:06.520Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.520Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26680,8 +26680,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.387Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.387Z"
+                     *           "createdAt": "2026-05-28T09:00:06.720Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.720Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26724,8 +26724,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.402Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.402Z"
+                     *           "createdAt": "2026-05-28T09:00:06.765Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.765Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27073,8 +27073,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.387Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.387Z"
+                     *       "createdAt": "2026-05-28T09:00:06.720Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.720Z"
                      *     }
                      */
                     "application/json": {
@@ -27546,13 +27546,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:09.775Z"
+                     *           "joinedAt": "2026-05-28T09:00:17.843Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:09.948Z"
+                     *           "joinedAt": "2026-05-28T09:00:18.081Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27561,8 +27561,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:09.996Z",
-                     *           "expiresAt": "2026-06-04T09:00:09.996Z"
+                     *           "createdAt": "2026-05-28T09:00:18.141Z",
+                     *           "expiresAt": "2026-06-04T09:00:18.141Z"
                      *         }
                      *       ]
                      *     }
@@ -27723,8 +27723,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:09.806Z",
-                     *       "expiresAt": "2026-06-04T09:00:09.806Z"
+                     *       "createdAt": "2026-05-28T09:00:17.913Z",
+                     *       "expiresAt": "2026-06-04T09:00:17.913Z"
                      *     }
                      */
                     "application/json": {
@@ -28212,7 +28212,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:09.948Z"
+                     *       "joinedAt": "2026-05-28T09:00:18.081Z"
                      *     }
                      */
                     "application/json": {
@@ -28626,7 +28626,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:07.257Z"
+                     *       "createdAt": "2026-05-28T09:00:13.311Z"
                      *     }
                      */
                     "application/json": {
@@ -28812,11 +28812,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 4,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:09.187Z"
+                     *       "createdAt": "2026-05-28T09:00:16.751Z"
                      *     }
                      */
                     "application/json": {
@@ -28990,11 +28990,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 4,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:09.187Z"
+                     *           "createdAt": "2026-05-28T09:00:16.751Z"
                      *         }
                      *       ]
                      *     }
@@ -29148,8 +29148,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:09.107Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.107Z"
+                     *           "createdAt": "2026-05-28T09:00:16.590Z",
+                     *           "updatedAt": "2026-05-28T09:00:16.590Z"
                      *         }
                      *       ]
                      *     }
@@ -29323,8 +29323,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.107Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.107Z",
+                     *       "createdAt": "2026-05-28T09:00:16.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.590Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29479,8 +29479,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.107Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.107Z"
+                     *       "createdAt": "2026-05-28T09:00:16.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.590Z"
                      *     }
                      */
                     "application/json": {
@@ -29772,8 +29772,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.107Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.161Z"
+                     *       "createdAt": "2026-05-28T09:00:16.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.709Z"
                      *     }
                      */
                     "application/json": {
@@ -29925,8 +29925,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.107Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.254Z"
+                     *       "createdAt": "2026-05-28T09:00:16.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.851Z"
                      *     }
                      */
                     "application/json": {
@@ -30078,8 +30078,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.107Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.265Z"
+                     *       "createdAt": "2026-05-28T09:00:16.590Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.875Z"
                      *     }
                      */
                     "application/json": {
@@ -30372,7 +30372,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:09.247Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:16.839Z"
                      *     }
                      */
                     "application/json": {

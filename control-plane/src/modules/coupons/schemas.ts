@@ -26,7 +26,7 @@ export const CouponCreate = Type.Object(
       Type.Number({
         exclusiveMinimum: 0,
         maximum: 100,
-        multipleOf: 0.01,
+        // Two decimals at most, checked on the hundredths (a float multipleOf refuses 19.99).
         description: 'Percent off each charge (up to two decimals); or amountOff',
       }),
     ),
