@@ -368,6 +368,33 @@ describe('coupons on invoices', () => {
     expect((await s.api('GET', '/v1/sdk/coupons/HALF')).body.timesRedeemed).toBe(1);
   });
 
+  it('leaves an amount off behind on a switch to a plan in another currency', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Currencies');
+    const dollars = await s.plan('Dollars', 1000);
+    const euros = await s.plan('Euros', 900, { currency: 'eur' });
+    await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Five',
+      code: 'FIVE',
+      amountOff: 500,
+      currency: 'usd',
+      duration: 'forever',
+    });
+    const ref = await s.customer('ike');
+    const first = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ref,
+      planRef: dollars.id,
+      coupon: 'FIVE',
+    });
+    expect((await s.invoices(first.body.purchaseRef)).map((i) => i.total)).toEqual([500]);
+    const preview = (await s.api('POST', '/v1/sdk/activate/preview', { customerRef: ref, planRef: euros.id }))
+      .body;
+    expect(preview.lines.map((l: Json) => l.kind)).not.toContain('discount');
+    const switched = await s.api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: euros.id });
+    expect(switched.body.status).toBe('activated');
+    expect((await s.api('GET', `/v1/sdk/purchases/${switched.body.purchaseRef}`)).body.discount).toBeNull();
+  });
+
   it('redeems at checkout what the activation offered, and sets and removes a purchase’s discount', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Checkout coupons');

@@ -9,6 +9,17 @@ import { writeEvent } from '../events/outbox';
 import { findPurchase, type PurchaseRow, setDiscount } from './repository';
 import { eventObject, toPurchase } from './views';
 
+/**
+ * The discount a plan switch keeps from the purchase it replaces: while it applies, and for an
+ * amount off (in one currency) only when the new plan is in that currency.
+ */
+function kept(replaced: PurchaseRow | undefined, target: { currency: string }, now: Date): Discount | null {
+  const discount = replaced?.discount ?? null;
+  if (!discountApplies(discount, now)) return null;
+  if (discount.currency !== null && discount.currency !== target.currency.toLowerCase()) return null;
+  return discount;
+}
+
 /** Statuses in which a purchase still has invoices to come, so a discount can change them. */
 const BILLABLE = new Set(['pending', 'trialing', 'active', 'past_due']);
 
@@ -28,7 +39,8 @@ export class PurchaseDiscounts {
    * The discount of the purchase an activation creates, in its transaction: the coupon it names,
    * redeemed now (404/409 when it cannot be, undoing the activation), or else the discount of the
    * purchase it replaces while that still applies, as Stripe keeps a subscription's discount
-   * across a price change. The new purchase is created with it.
+   * across a price change (an amount off only to a plan in its currency). The new purchase is
+   * created with it.
    */
   async forActivation(
     tx: PoolClient,
@@ -38,9 +50,7 @@ export class PurchaseDiscounts {
     coupon: string | undefined,
   ): Promise<Discount | null> {
     if (coupon !== undefined) return this.coupons.redeem(tx, auth, coupon, target);
-    return discountApplies(replaced?.discount ?? null, this.clock.now())
-      ? (replaced?.discount ?? null)
-      : null;
+    return kept(replaced, target, this.clock.now());
   }
 
   /** A first invoice's `charges` less the new purchase's discount, when it applies now. */
@@ -63,7 +73,7 @@ export class PurchaseDiscounts {
     const now = this.clock.now();
     let discount: Discount | null = null;
     if (coupon !== undefined) discount = discountOf(await this.coupons.check(db, auth, coupon, target), now);
-    else if (discountApplies(replaced?.discount ?? null, now)) discount = replaced?.discount ?? null;
+    else discount = kept(replaced, target, now);
     return discount === null ? charges : applyDiscount(charges, discount);
   }
 
