@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "HrVry8rq3fWUCy-6_ryTzSx8GR7XOZG4CT17QBGfyVI",
-                     *           "y": "LEoSuazuRy_CYxBAyHYETfHua2UG2Ihw7-qFRyT5V60",
+                     *           "x": "t-fggrGeeQqMFODo6TSKhreb-fIE9AVoXuuL6H_K99s",
+                     *           "y": "tgkccm5EksTwp84V8wyliRsAPFGLXH8pnYL9oBXVTpA",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "d8789ddc2f3f6703",
+                     *           "kid": "0e3cf958070d5b57",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:12.832Z",
-                     *       "to": "2026-05-28T09:00:12.832Z",
+                     *       "from": "2026-04-28T09:00:07.201Z",
+                     *       "to": "2026-05-28T09:00:07.201Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:12.797Z",
-                     *       "to": "2026-05-28T09:00:12.797Z",
+                     *       "from": "2026-04-28T09:00:07.185Z",
+                     *       "to": "2026-05-28T09:00:07.185Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3146,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:12.693Z",
+                     *       "to": "2026-05-28T09:00:07.151Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3331,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:18.132Z",
-                     *       "expiresAt": "2026-05-28T21:00:18.132Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:18.132Z"
+                     *       "createdAt": "2026-05-28T09:00:10.510Z",
+                     *       "expiresAt": "2026-05-28T21:00:10.510Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:10.510Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:17.913Z"
+                     *       "expiresAt": "2026-06-04T09:00:10.263Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:17.302Z",
-                     *       "expiresAt": "2026-05-28T21:00:17.302Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:17.321Z"
+                     *       "createdAt": "2026-05-28T09:00:09.946Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.946Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.958Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:17.302Z",
-                     *       "expiresAt": "2026-05-28T21:00:17.302Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:17.302Z"
+                     *       "createdAt": "2026-05-28T09:00:09.946Z",
+                     *       "expiresAt": "2026-05-28T21:00:09.946Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:09.946Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:17.636Z"
+                     *       "expiresAt": "2026-05-28T09:10:10.088Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:17.877Z",
-                     *       "expiresAt": "2026-05-28T21:00:17.877Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:17.877Z"
+                     *       "createdAt": "2026-05-28T09:00:10.253Z",
+                     *       "expiresAt": "2026-05-28T21:00:10.253Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:10.253Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796179041,
+                     *       "client_id_issued_at": 1796179270,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:15.616Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.943Z"
                      *     }
                      */
                     "application/json": {
@@ -7255,8 +7255,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:13.061Z",
-                     *       "createdAt": "2026-05-28T09:00:13.061Z"
+                     *       "expiresAt": "2026-05-28T10:00:07.312Z",
+                     *       "createdAt": "2026-05-28T09:00:07.312Z"
                      *     }
                      */
                     "application/json": {
@@ -7417,8 +7417,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:13.061Z",
-                     *       "createdAt": "2026-05-28T09:00:13.061Z"
+                     *       "expiresAt": "2026-05-28T10:00:07.312Z",
+                     *       "createdAt": "2026-05-28T09:00:07.312Z"
                      *     }
                      */
                     "application/json": {
@@ -7584,8 +7584,8 @@ export interface operations {
                      *           "productIds": [],
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:08.837Z",
-                     *           "updatedAt": "2026-05-28T09:00:08.837Z"
+                     *           "createdAt": "2026-05-28T09:00:04.687Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.687Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7794,8 +7794,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:08.837Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.837Z"
+                     *       "createdAt": "2026-05-28T09:00:04.687Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
                      *     }
                      */
                     "application/json": {
@@ -7981,8 +7981,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:08.837Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.837Z"
+                     *       "createdAt": "2026-05-28T09:00:04.687Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
                      *     }
                      */
                     "application/json": {
@@ -8157,8 +8157,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:08.837Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.957Z"
+                     *       "createdAt": "2026-05-28T09:00:04.687Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.830Z"
                      *     }
                      */
                     "application/json": {
@@ -8321,8 +8321,8 @@ export interface operations {
                      *       "productIds": [],
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:08.837Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.155Z"
+                     *       "createdAt": "2026-05-28T09:00:04.687Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.970Z"
                      *     }
                      */
                     "application/json": {
@@ -8790,7 +8790,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:12.031Z"
+                     *           "sentAt": "2026-05-28T09:00:06.678Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8803,7 +8803,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:11.868Z"
+                     *           "sentAt": "2026-05-28T09:00:06.559Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9029,8 +9029,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:07.645Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.645Z"
+                     *           "createdAt": "2026-05-28T09:00:04.144Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.144Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9044,8 +9044,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:07.722Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.722Z"
+                     *           "createdAt": "2026-05-28T09:00:04.179Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.179Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9301,8 +9301,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:07.645Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.645Z"
+                     *       "createdAt": "2026-05-28T09:00:04.144Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.144Z"
                      *     }
                      */
                     "application/json": {
@@ -9869,8 +9869,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:07.645Z",
-                     *       "updatedAt": "2026-05-28T09:00:08.094Z"
+                     *       "createdAt": "2026-05-28T09:00:04.144Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.301Z"
                      *     }
                      */
                     "application/json": {
@@ -11586,7 +11586,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:08.284Z"
+                     *       "createdAt": "2026-05-28T09:00:04.412Z"
                      *     }
                      */
                     "application/json": {
@@ -11869,7 +11869,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:13.828Z"
+                     *       "revokedBefore": "2026-05-28T09:00:07.817Z"
                      *     }
                      */
                     "application/json": {
@@ -12100,8 +12100,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:07.722Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.722Z"
+                     *       "createdAt": "2026-05-28T09:00:04.179Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.179Z"
                      *     }
                      */
                     "application/json": {
@@ -12363,7 +12363,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T06:22:53.647Z"
+                     *                 "end": "2026-01-25T06:18:58.837Z"
                      *               }
                      *             }
                      *           ],
@@ -13247,7 +13247,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:22:53.647Z"
+                     *             "end": "2026-01-25T06:18:58.837Z"
                      *           }
                      *         }
                      *       ],
@@ -13576,7 +13576,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:22:53.647Z"
+                     *             "end": "2026-01-25T06:18:58.837Z"
                      *           }
                      *         }
                      *       ],
@@ -13863,7 +13863,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T06:22:53.647Z",
+                     *         "periodEnd": "2026-01-25T06:18:58.837Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14610,7 +14610,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:12.582Z"
+                     *       "timestamp": "2026-05-28T09:00:07.075Z"
                      *     }
                      */
                     "application/json": {
@@ -14834,7 +14834,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:12.634Z"
+                     *           "timestamp": "2026-05-28T09:00:07.115Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14842,7 +14842,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:12.634Z"
+                     *           "timestamp": "2026-05-28T09:00:07.115Z"
                      *         }
                      *       ]
                      *     }
@@ -15041,9 +15041,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/NdubOrK2FPpoBeNo_qWoq6VMyUfkyXslL8MDqMw5u_8",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/dH9FANCfQ4Ra9_L0twLuWeRYhWmG9FrRzngxjGRH1zY",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:12.563Z"
+                     *       "expiresAt": "2026-05-28T09:15:07.062Z"
                      *     }
                      */
                     "application/json": {
@@ -16052,7 +16052,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T06:22:53.647Z"
+                     *         "end": "2026-02-25T06:18:58.837Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16703,7 +16703,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:13.354Z",
+                     *       "createdAt": "2026-05-28T09:00:07.417Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16887,8 +16887,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:13.354Z",
-                     *       "closedAt": "2026-05-28T09:00:13.464Z"
+                     *       "createdAt": "2026-05-28T09:00:07.417Z",
+                     *       "closedAt": "2026-05-28T09:00:07.491Z"
                      *     }
                      */
                     "application/json": {
@@ -17067,11 +17067,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:13.495Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.521Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:13.495Z"
+                     *       "createdAt": "2026-05-28T09:00:07.521Z"
                      *     }
                      */
                     "application/json": {
@@ -17239,7 +17239,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:07.397Z"
+                     *           "createdAt": "2026-05-28T09:00:03.982Z"
                      *         }
                      *       ]
                      *     }
@@ -17393,7 +17393,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:07.397Z"
+                     *       "createdAt": "2026-05-28T09:00:03.982Z"
                      *     }
                      */
                     "application/json": {
@@ -17532,7 +17532,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:07.397Z"
+                     *       "createdAt": "2026-05-28T09:00:03.982Z"
                      *     }
                      */
                     "application/json": {
@@ -17683,7 +17683,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:07.397Z"
+                     *       "createdAt": "2026-05-28T09:00:03.982Z"
                      *     }
                      */
                     "application/json": {
@@ -18426,8 +18426,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:53.647Z",
-                     *       "to": "2026-05-28T09:07:53.647Z",
+                     *       "from": "2026-04-28T08:48:58.837Z",
+                     *       "to": "2026-05-28T09:03:58.837Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18649,7 +18649,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:15.192Z",
+                     *       "asOf": "2026-05-28T09:00:08.748Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18894,7 +18894,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T06:22:53.647Z",
+                     *           "end": "2026-01-25T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18933,8 +18933,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T06:22:53.647Z",
-                     *           "end": "2026-02-25T06:22:53.647Z",
+                     *           "start": "2026-01-25T06:18:58.837Z",
+                     *           "end": "2026-02-25T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18973,8 +18973,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T06:22:53.647Z",
-                     *           "end": "2026-03-27T06:22:53.647Z",
+                     *           "start": "2026-02-25T06:18:58.837Z",
+                     *           "end": "2026-03-27T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19013,8 +19013,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T06:22:53.647Z",
-                     *           "end": "2026-04-27T06:22:53.647Z",
+                     *           "start": "2026-03-27T06:18:58.837Z",
+                     *           "end": "2026-04-27T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19053,8 +19053,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T06:22:53.647Z",
-                     *           "end": "2026-05-27T06:22:53.647Z",
+                     *           "start": "2026-04-27T06:18:58.837Z",
+                     *           "end": "2026-05-27T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19093,8 +19093,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T06:22:53.647Z",
-                     *           "end": "2026-06-27T06:22:53.647Z",
+                     *           "start": "2026-05-27T06:18:58.837Z",
+                     *           "end": "2026-06-27T06:18:58.837Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19346,8 +19346,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:53.647Z",
-                     *       "to": "2026-05-28T09:07:53.647Z",
+                     *       "from": "2026-04-28T08:48:58.837Z",
+                     *       "to": "2026-05-28T09:03:58.837Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19530,31 +19530,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:53.647Z",
-                     *       "to": "2026-05-28T09:07:53.647Z",
+                     *       "from": "2026-04-28T08:48:58.837Z",
+                     *       "to": "2026-05-28T09:03:58.837Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T05:22:53.647Z",
+                     *           "start": "2026-04-28T05:18:58.837Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T05:22:53.647Z",
+                     *           "start": "2026-05-05T05:18:58.837Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T05:22:53.647Z",
+                     *           "start": "2026-05-12T05:18:58.837Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T05:22:53.647Z",
+                     *           "start": "2026-05-19T05:18:58.837Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T05:22:53.647Z",
+                     *           "start": "2026-05-26T05:18:58.837Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19791,17 +19791,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…4kTc",
+                     *           "hint": "sk_test_…DXpE",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:18.338Z",
+                     *           "createdAt": "2026-05-28T09:00:10.684Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…A8yY",
+                     *           "hint": "sk_test_…yq_Y",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:17.851Z",
+                     *           "createdAt": "2026-05-28T09:00:10.242Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19947,9 +19947,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…4kTc",
+                     *       "hint": "sk_test_…DXpE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:18.338Z",
+                     *       "createdAt": "2026-05-28T09:00:10.684Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20272,18 +20272,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…gkNI",
+                     *       "hint": "sk_test_…KDvE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:18.411Z",
+                     *       "createdAt": "2026-05-28T09:00:10.711Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…4kTc",
+                     *         "hint": "sk_test_…DXpE",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:18.338Z",
-                     *         "expiresAt": "2026-05-28T10:00:18.411Z"
+                     *         "createdAt": "2026-05-28T09:00:10.684Z",
+                     *         "expiresAt": "2026-05-28T10:00:10.711Z"
                      *       }
                      *     }
                      */
@@ -20479,7 +20479,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:17.541Z",
+                     *           "createdAt": "2026-05-28T09:00:10.059Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20496,7 +20496,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:17.492Z",
+                     *           "createdAt": "2026-05-28T09:00:10.048Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20513,7 +20513,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:17.427Z",
+                     *           "createdAt": "2026-05-28T09:00:10.018Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20529,7 +20529,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0OXQ5ZTRkMHJxNHhzcnFmeG1mY3l2"
+                     *       "nextCursor": "YXVkXzAxbTh0YTE3Z2RlM3poNjMxbXlmMDdxajRu"
                      *     }
                      */
                     "application/json": {
@@ -20708,7 +20708,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:13.354Z",
+                     *           "createdAt": "2026-05-28T09:00:07.417Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20863,7 +20863,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:13.354Z",
+                     *       "createdAt": "2026-05-28T09:00:07.417Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21024,7 +21024,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:13.354Z",
+                     *       "createdAt": "2026-05-28T09:00:07.417Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22823,8 +22823,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:14.426Z",
-                     *       "latencyMs": 53,
+                     *       "checkedAt": "2026-05-28T09:00:08.246Z",
+                     *       "latencyMs": 34,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23192,8 +23192,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:05.567Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.567Z"
+                     *           "createdAt": "2026-05-28T09:00:03.059Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.059Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23203,8 +23203,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:07.311Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.311Z"
+                     *           "createdAt": "2026-05-28T09:00:03.921Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.921Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23376,8 +23376,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:07.311Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.311Z"
+                     *       "createdAt": "2026-05-28T09:00:03.921Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.921Z"
                      *     }
                      */
                     "application/json": {
@@ -23550,8 +23550,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:07.311Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.311Z"
+                     *       "createdAt": "2026-05-28T09:00:03.921Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.921Z"
                      *     }
                      */
                     "application/json": {
@@ -23701,8 +23701,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:07.311Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.924Z"
+                     *       "createdAt": "2026-05-28T09:00:03.921Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.746Z"
                      *     }
                      */
                     "application/json": {
@@ -23872,11 +23872,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:13.495Z",
+                     *           "arrivalDate": "2026-05-30T09:00:07.521Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:13.495Z"
+                     *           "createdAt": "2026-05-28T09:00:07.521Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24028,11 +24028,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:13.495Z",
+                     *       "arrivalDate": "2026-05-30T09:00:07.521Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:13.495Z"
+                     *       "createdAt": "2026-05-28T09:00:07.521Z"
                      *     }
                      */
                     "application/json": {
@@ -24217,8 +24217,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.720Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.720Z"
+                     *       "createdAt": "2026-05-28T09:00:03.668Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.668Z"
                      *     }
                      */
                     "application/json": {
@@ -24534,8 +24534,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.720Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.229Z"
+                     *       "createdAt": "2026-05-28T09:00:03.668Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.874Z"
                      *     }
                      */
                     "application/json": {
@@ -24790,8 +24790,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:16.955Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.979Z"
+                     *       "createdAt": "2026-05-28T09:00:09.757Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.772Z"
                      *     }
                      */
                     "application/json": {
@@ -24986,8 +24986,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoUV7HnQmon2UQ",
-                     *       "connectedAt": "2026-05-28T09:00:16.324Z"
+                     *       "account": "acct_RnoY8841fYeRI0d",
+                     *       "connectedAt": "2026-05-28T09:00:09.355Z"
                      *     }
                      */
                     "application/json": {
@@ -25161,8 +25161,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoUV7HnQmon2UQ",
-                     *       "connectedAt": "2026-05-28T09:00:16.324Z"
+                     *       "account": "acct_RnoY8841fYeRI0d",
+                     *       "connectedAt": "2026-05-28T09:00:09.355Z"
                      *     }
                      */
                     "application/json": {
@@ -25731,8 +25731,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:06.082Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.082Z"
+                     *           "createdAt": "2026-05-28T09:00:03.356Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.356Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25911,8 +25911,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.082Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.082Z"
+                     *       "createdAt": "2026-05-28T09:00:03.356Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.356Z"
                      *     }
                      */
                     "application/json": {
@@ -26087,8 +26087,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.082Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.082Z"
+                     *       "createdAt": "2026-05-28T09:00:03.356Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.356Z"
                      *     }
                      */
                     "application/json": {
@@ -26265,8 +26265,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:06.082Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.404Z"
+                     *       "createdAt": "2026-05-28T09:00:03.356Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.490Z"
                      *     }
                      */
                     "application/json": {
@@ -26441,8 +26441,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:17.033Z",
-                     *       "updatedAt": "2026-05-28T09:00:17.040Z"
+                     *       "createdAt": "2026-05-28T09:00:09.855Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.864Z"
                      *     }
                      */
                     "application/json": {
@@ -26633,8 +26633,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:06.520Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.520Z"
+                     *           "createdAt": "2026-05-28T09:00:03.558Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.558Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26680,8 +26680,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:06.720Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.720Z"
+                     *           "createdAt": "2026-05-28T09:00:03.668Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.668Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26724,8 +26724,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:06.765Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.765Z"
+                     *           "createdAt": "2026-05-28T09:00:03.683Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.683Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27073,8 +27073,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:06.720Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.720Z"
+                     *       "createdAt": "2026-05-28T09:00:03.668Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.668Z"
                      *     }
                      */
                     "application/json": {
@@ -27546,13 +27546,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:17.843Z"
+                     *           "joinedAt": "2026-05-28T09:00:10.238Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:18.081Z"
+                     *           "joinedAt": "2026-05-28T09:00:10.397Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27561,8 +27561,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:18.141Z",
-                     *           "expiresAt": "2026-06-04T09:00:18.141Z"
+                     *           "createdAt": "2026-05-28T09:00:10.520Z",
+                     *           "expiresAt": "2026-06-04T09:00:10.520Z"
                      *         }
                      *       ]
                      *     }
@@ -27723,8 +27723,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:17.913Z",
-                     *       "expiresAt": "2026-06-04T09:00:17.913Z"
+                     *       "createdAt": "2026-05-28T09:00:10.263Z",
+                     *       "expiresAt": "2026-06-04T09:00:10.263Z"
                      *     }
                      */
                     "application/json": {
@@ -28212,7 +28212,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:18.081Z"
+                     *       "joinedAt": "2026-05-28T09:00:10.397Z"
                      *     }
                      */
                     "application/json": {
@@ -28626,7 +28626,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:13.311Z"
+                     *       "createdAt": "2026-05-28T09:00:07.375Z"
                      *     }
                      */
                     "application/json": {
@@ -28812,11 +28812,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 4,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:16.751Z"
+                     *       "createdAt": "2026-05-28T09:00:09.630Z"
                      *     }
                      */
                     "application/json": {
@@ -28990,11 +28990,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 4,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:16.751Z"
+                     *           "createdAt": "2026-05-28T09:00:09.630Z"
                      *         }
                      *       ]
                      *     }
@@ -29148,8 +29148,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:16.590Z",
-                     *           "updatedAt": "2026-05-28T09:00:16.590Z"
+                     *           "createdAt": "2026-05-28T09:00:09.521Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.521Z"
                      *         }
                      *       ]
                      *     }
@@ -29323,8 +29323,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:16.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.590Z",
+                     *       "createdAt": "2026-05-28T09:00:09.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.521Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29479,8 +29479,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:16.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.590Z"
+                     *       "createdAt": "2026-05-28T09:00:09.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.521Z"
                      *     }
                      */
                     "application/json": {
@@ -29772,8 +29772,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:16.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.709Z"
+                     *       "createdAt": "2026-05-28T09:00:09.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.608Z"
                      *     }
                      */
                     "application/json": {
@@ -29925,8 +29925,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:16.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.851Z"
+                     *       "createdAt": "2026-05-28T09:00:09.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.702Z"
                      *     }
                      */
                     "application/json": {
@@ -30078,8 +30078,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:16.590Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.875Z"
+                     *       "createdAt": "2026-05-28T09:00:09.521Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.719Z"
                      *     }
                      */
                     "application/json": {
@@ -30372,7 +30372,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:16.839Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:09.696Z"
                      *     }
                      */
                     "application/json": {

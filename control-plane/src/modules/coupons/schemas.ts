@@ -70,8 +70,8 @@ export const CouponCreate = Type.Object(
 
 export const CouponUpdate = Type.Object({ name: Name }, { additionalProperties: false });
 
-export const Coupon = Type.Object({
-  id: Type.String({ description: 'cpn_…' }),
+/** What a coupon takes off and for how long: the coupon's terms, and a discount's copy of them. */
+const Terms = {
   name: Type.String(),
   code: Nullable(Type.String()),
   percentOff: Nullable(Type.Number()),
@@ -79,6 +79,11 @@ export const Coupon = Type.Object({
   currency: Nullable(Type.String()),
   duration: stringEnum(COUPON_DURATIONS),
   durationInMonths: Nullable(Type.Integer()),
+};
+
+export const Coupon = Type.Object({
+  id: Type.String({ description: 'cpn_…' }),
+  ...Terms,
   maxRedemptions: Nullable(Type.Integer()),
   timesRedeemed: Type.Integer(),
   redeemBy: Nullable(Timestamp),
@@ -112,13 +117,7 @@ export const CouponParams = Type.Object({ id: Type.String({ minLength: 1, maxLen
 export const PurchaseDiscount = Type.Object(
   {
     coupon: Type.String({ description: 'cpn_…' }),
-    name: Type.String(),
-    code: Nullable(Type.String()),
-    percentOff: Nullable(Type.Number()),
-    amountOff: Nullable(Type.Integer()),
-    currency: Nullable(Type.String()),
-    duration: stringEnum(COUPON_DURATIONS),
-    durationInMonths: Nullable(Type.Integer()),
+    ...Terms,
     start: Timestamp,
     end: Nullable(Timestamp),
   },
