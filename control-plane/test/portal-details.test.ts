@@ -190,6 +190,32 @@ describe('a customer’s own details in the portal', () => {
     expect(removed.headers.location).toBe('/portal?done=untaxed');
     await inject('POST', '/portal/address', { csrf, line1: ' ', country: '' }, cookie);
     expect((await s.api('GET', '/v1/sdk/customers/lin')).body).toMatchObject({ address: null, taxIds: [] });
+
+    // Five added at once (two tabs, a double click): each is made from the row as it stands under
+    // its lock, so all five stand; a sixth is refused whole.
+    const einOf = (i: number) => `12-345678${i}`;
+    const adds = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        inject('POST', '/portal/tax-ids', { csrf, type: 'us_ein', value: einOf(i) }, cookie),
+      ),
+    );
+    expect(adds.map((a) => a.statusCode)).toEqual([303, 303, 303, 303, 303]);
+    const held = (await s.api('GET', '/v1/sdk/customers/lin')).body.taxIds as Array<{ value: string }>;
+    expect(held.map((t) => t.value).sort()).toEqual([1, 2, 3, 4, 5].map((i) => einOf(i).replace('-', '')));
+    const sixth = await inject('POST', '/portal/tax-ids', { csrf, type: 'us_ein', value: einOf(6) }, cookie);
+    expect([sixth.statusCode, sixth.body.includes('holds at most 5 tax IDs')]).toEqual([400, true]);
+    // Two removals of different ones at once: both go.
+    await Promise.all(
+      [1, 2].map((i) =>
+        inject(
+          'POST',
+          '/portal/tax-ids/remove',
+          { csrf, type: 'us_ein', value: einOf(i).replace('-', '') },
+          cookie,
+        ),
+      ),
+    );
+    expect(((await s.api('GET', '/v1/sdk/customers/lin')).body.taxIds as unknown[]).length).toBe(3);
   });
 
   it('changes the email address only with the code mailed to it, and tells the old one', async () => {

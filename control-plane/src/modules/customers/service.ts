@@ -215,15 +215,27 @@ export class CustomerService {
     return toPage(rows, query.limit, toCustomer);
   }
 
-  async update(auth: AuthContext, ref: string, patch: CustomerUpdate): Promise<Customer> {
+  /**
+   * Changes a customer. `change` is the patch, or what makes it from the customer as they are
+   * under the row's lock (a tax id added to those they hold), so two changes at once both stand.
+   */
+  async update(
+    auth: AuthContext,
+    ref: string,
+    change: CustomerUpdate | ((current: Customer) => CustomerUpdate),
+  ): Promise<Customer> {
     const at = this.clock.now();
-    const details = billingDetails(patch);
+    let patch: CustomerUpdate = typeof change === 'function' ? {} : change;
     let detailsChanged = false;
     let updated: CustomerRow;
     try {
       updated = await inTransaction(this.pool, async (tx) => {
         const current = await findCustomer(tx, auth, ref, { forUpdate: true });
         if (current === undefined) throw new NotFoundError('customer_not_found', `No customer ${ref}`);
+        if (typeof change === 'function') patch = change(toCustomer(current));
+        // Nothing to change (a tax id already gone): nothing written, nothing announced.
+        if (Object.keys(patch).length === 0) return current;
+        const details = billingDetails(patch);
         const pick = <K extends keyof CustomerUpdate>(key: K, fallback: CustomerRow[keyof CustomerRow]) =>
           patch[key] === undefined ? fallback : patch[key];
         const next: CustomerRow = {

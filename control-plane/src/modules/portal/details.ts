@@ -120,12 +120,11 @@ export class PortalDetails {
     if (!(TAX_ID_TYPES as string[]).includes(type)) throw invalid('taxIds/type', 'is not a kind of tax ID');
     const value = (form.value ?? '').trim();
     if (!Value.Check(TaxId.properties.value, value)) throw invalid('taxIds/value', 'is not a tax ID');
-    const tenant = tenantOf(session);
-    const current = await this.customers.get(tenant, session.customer_id);
-    if (current.taxIds.length >= MAX_TAX_IDS)
-      throw invalid('taxIds', `holds at most ${MAX_TAX_IDS} tax IDs: remove one first`);
-    await this.customers.update(tenant, session.customer_id, {
-      taxIds: [...current.taxIds, { type: type as TaxIdType, value }],
+    // Made from the customer under their row's lock: two tabs adding at once both keep theirs.
+    await this.customers.update(tenantOf(session), session.customer_id, (current) => {
+      if (current.taxIds.length >= MAX_TAX_IDS)
+        throw invalid('taxIds', `holds at most ${MAX_TAX_IDS} tax IDs: remove one first`);
+      return { taxIds: [...current.taxIds, { type: type as TaxIdType, value }] };
     });
     return 'taxId' as const;
   }
@@ -134,11 +133,10 @@ export class PortalDetails {
   async removeTaxId(secret: string | undefined, form: Form & { type?: string; value?: string }) {
     const session = await this.portal.proven(secret, form.csrf);
     if (session === undefined) return undefined;
-    const tenant = tenantOf(session);
-    const current = await this.customers.get(tenant, session.customer_id);
-    const kept = current.taxIds.filter((taxId) => taxId.type !== form.type || taxId.value !== form.value);
-    if (kept.length !== current.taxIds.length)
-      await this.customers.update(tenant, session.customer_id, { taxIds: kept });
+    await this.customers.update(tenantOf(session), session.customer_id, (current) => {
+      const kept = current.taxIds.filter((taxId) => taxId.type !== form.type || taxId.value !== form.value);
+      return kept.length === current.taxIds.length ? {} : { taxIds: kept };
+    });
     return 'untaxed' as const;
   }
 
