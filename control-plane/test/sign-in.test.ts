@@ -349,6 +349,61 @@ describe('customer sign-in: the authorization server', () => {
     ).toBe(401);
   });
 
+  it('moves the sign-in to an address the customer proves in the portal, and to no one else’s', async () => {
+    const client = await register();
+    const old = newEmail();
+    expect((await signIn(client, { email: old, password: 'my password' })).response.status).toBe(200);
+    const taken = newEmail();
+    expect((await signIn(client, { email: taken, password: 'other password' })).response.status).toBe(200);
+    const customer = (await api('GET', `/v1/sdk/customers?email=${encodeURIComponent(old)}`)).body.data[0];
+    const form = (url: string, fields: Record<string, string>, cookie: string) =>
+      harness.controlPlane.app.inject({
+        method: 'POST',
+        url,
+        payload: new URLSearchParams(fields).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+      });
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: customer.id })).body
+      .url as string;
+    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
+    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
+    const portal = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: '/portal',
+      headers: { cookie },
+    });
+    const csrf = /name="csrf" value="([^"]*)"/.exec(portal.body)?.[1] ?? '';
+    const change = async (email: string) => {
+      const mailed = mailbox.countFor(email);
+      const asked = await form('/portal/email', { csrf, email }, cookie);
+      const codeId = decodeURIComponent(String(asked.headers.location).split('code=')[1] ?? '');
+      const code = await mailbox.codeFor(email, mailed);
+      return form('/portal/email/confirm', { csrf, codeId, code }, cookie);
+    };
+    // Another account signs in with this address: the change is refused, and nothing moves.
+    const refused = await change(taken);
+    expect([refused.statusCode, refused.body.includes('is the sign-in of another account')]).toEqual([
+      400,
+      true,
+    ]);
+    expect((await api('GET', `/v1/sdk/customers/${customer.id}`)).body.email).toBe(old);
+    expect(
+      (await signIn(client, { email: old, intent: 'logins', password: 'my password' })).response.status,
+    ).toBe(200);
+    // A new address of their own: they sign in with it, and no longer with the old one.
+    const fresh = newEmail();
+    expect((await change(fresh)).headers.location).toBe('/portal?done=email');
+    expect(
+      (await signIn(client, { email: fresh, intent: 'logins', password: 'my password' })).response.status,
+    ).toBe(200);
+    expect(
+      (await signIn(client, { email: old, intent: 'logins', password: 'my password' })).response.status,
+    ).toBe(401);
+    expect(
+      (await signIn(client, { email: taken, intent: 'logins', password: 'other password' })).response.status,
+    ).toBe(200);
+  });
+
   it('finishes one sign-up once however many times its code is sent at once, and makes one customer of racing sign-ups', async () => {
     const client = await register();
     const email = newEmail();

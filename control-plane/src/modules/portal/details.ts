@@ -10,7 +10,7 @@ import type { Mailer } from '../../mail';
 import type { AuthContext } from '../../tenancy';
 import { Email, Name, Telephone } from '../customers/schemas';
 import type { CustomerService } from '../customers/service';
-import { releaseAttempts } from '../sign-in/repository';
+import { moveLoginEmail, releaseAttempts } from '../sign-in/repository';
 import { sha256 } from '../sign-in/secrets';
 import { mailCode, newCode, reserveOrRefuse } from '../sign-in/throttle';
 import { CODE_TTL_MS, MAX_ATTEMPTS_PER_ADDRESS, MAX_CODES_PER_EMAIL, useMailedCode } from './codes';
@@ -231,6 +231,9 @@ export class PortalDetails {
     );
     await releaseAttempts(this.pool, [addressKey]);
     const before = (await this.customers.get(tenant, session.customer_id)).email;
+    // The sign-in account follows the proven address (the notice below says they sign in with it).
+    if (!(await moveLoginEmail(this.pool, session.customer_id, row.email, this.clock.now())))
+      throw invalid('email', 'is the sign-in of another account: sign in with it there');
     await this.customers.update(tenant, session.customer_id, { email: row.email });
     if (before !== null && before.toLowerCase() !== row.email) {
       const { displayName: merchant, supportEmail } = await this.portal.merchant(session);

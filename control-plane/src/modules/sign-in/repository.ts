@@ -118,6 +118,29 @@ export async function accountOfEmail(
 }
 
 /** Sets a new password on a sign-in account. */
+/**
+ * Moves a customer's sign-in account (if they have one) to the address they proved is theirs:
+ * they sign in with it from now on. False when another account of the tenant holds it.
+ */
+export async function moveLoginEmail(
+  db: Queryable,
+  customerId: string,
+  email: string,
+  at: Date,
+): Promise<boolean> {
+  try {
+    await db.query('UPDATE customer_logins SET email = $2, updated_at = $3 WHERE customer_id = $1', [
+      customerId,
+      email,
+      at,
+    ]);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return false;
+    throw error;
+  }
+}
+
 export async function updateLoginPassword(
   db: Queryable,
   customerId: string,
