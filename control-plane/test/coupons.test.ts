@@ -560,6 +560,53 @@ describe('coupons on invoices', () => {
     ).toBe('coupon_not_redeemable');
   });
 
+  it('keeps a first-time-only coupon for customers who never paid, and keeps metadata', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('First time');
+    const plan = await s.plan('Pro', 1000);
+    const other = await s.plan('Max', 3000);
+    const made = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Welcome',
+      code: 'WELCOME',
+      percentOff: 50,
+      duration: 'once',
+      firstTimeOnly: true,
+      metadata: { campaign: 'spring 🌱' },
+    });
+    expect(made.body).toMatchObject({ firstTimeOnly: true, metadata: { campaign: 'spring 🌱' } });
+    const newcomer = await s.customer('new');
+    const first = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: newcomer,
+      planRef: plan.id,
+      coupon: 'WELCOME',
+    });
+    expect(first.body.status).toBe('activated');
+    expect((await s.invoices(first.body.purchaseRef)).map((i) => i.total)).toEqual([500]);
+    // Paid once now: the same customer's switch may not use it again, nor its preview.
+    const again = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: newcomer,
+      planRef: other.id,
+      coupon: 'WELCOME',
+    });
+    expect([again.status, again.body.code]).toEqual([409, 'coupon_not_redeemable']);
+    expect(again.body.detail).toContain('for first-time customers');
+    const preview = await s.api('POST', '/v1/sdk/activate/preview', {
+      customerRef: newcomer,
+      planRef: other.id,
+      coupon: 'WELCOME',
+    });
+    expect(preview.body.code).toBe('coupon_not_redeemable');
+    // Metadata changes alone, announced with what it was.
+    const patched = await s.api('PATCH', `/v1/sdk/coupons/${made.body.id}`, {
+      metadata: { campaign: 'summer' },
+    });
+    expect(patched.body).toMatchObject({ name: 'Welcome', metadata: { campaign: 'summer' } });
+    const [updated] = (await s.api('GET', '/v1/events?type=coupon.updated&limit=1')).body.data as Json[];
+    expect(updated?.data.previous_attributes).toEqual({ metadata: { campaign: 'spring 🌱' } });
+    const tooMany = Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v']));
+    expect((await s.api('PATCH', `/v1/sdk/coupons/${made.body.id}`, { metadata: tooMany })).status).toBe(400);
+  });
+
   it('refuses coupons that cannot be redeemed, and activates nothing then', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Refusals');

@@ -649,7 +649,7 @@ export interface paths {
         put?: never;
         /**
          * Create a coupon: a percentage or an amount off a purchase’s invoices
-         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy` and the `productIds` it is for. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
+         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
          */
         post: operations["createCoupon"];
         delete?: never;
@@ -676,8 +676,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename a coupon (its terms do not change)
-         * @description Renames a coupon. Its terms do not change: archive it and create another to offer different ones.
+         * Rename a coupon or change its metadata (its terms do not change)
+         * @description Renames a coupon or replaces its metadata (only what is sent). Its terms do not change: archive it and create another to offer different ones.
          */
         patch: operations["renameCoupon"];
         trace?: never;
@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "t-fggrGeeQqMFODo6TSKhreb-fIE9AVoXuuL6H_K99s",
-                     *           "y": "tgkccm5EksTwp84V8wyliRsAPFGLXH8pnYL9oBXVTpA",
+                     *           "x": "qGt80QulUuGR2zMrrHkII6lhOvRD1lDK9yqAIU9b6yA",
+                     *           "y": "-v04Biha315KGRJVn4FFm9EmR8NeSSiv_U5qaxu_2Uo",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "0e3cf958070d5b57",
+                     *           "kid": "87fd7f4cdc6c4f21",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:07.201Z",
-                     *       "to": "2026-05-28T09:00:07.201Z",
+                     *       "from": "2026-04-28T09:00:17.551Z",
+                     *       "to": "2026-05-28T09:00:17.551Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:07.185Z",
-                     *       "to": "2026-05-28T09:00:07.185Z",
+                     *       "from": "2026-04-28T09:00:17.526Z",
+                     *       "to": "2026-05-28T09:00:17.526Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3146,7 +3146,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:07.151Z",
+                     *       "to": "2026-05-28T09:00:17.403Z",
                      *       "total": 2000,
                      *       "records": 2,
                      *       "groupBy": "model",
@@ -3331,9 +3331,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:10.510Z",
-                     *       "expiresAt": "2026-05-28T21:00:10.510Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:10.510Z"
+                     *       "createdAt": "2026-05-28T09:00:25.389Z",
+                     *       "expiresAt": "2026-05-28T21:00:25.389Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:25.389Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3566,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:10.263Z"
+                     *       "expiresAt": "2026-06-04T09:00:25.066Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3935,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.946Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.946Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.958Z"
+                     *       "createdAt": "2026-05-28T09:00:24.394Z",
+                     *       "expiresAt": "2026-05-28T21:00:24.394Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:24.414Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4424,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:09.946Z",
-                     *       "expiresAt": "2026-05-28T21:00:09.946Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:09.946Z"
+                     *       "createdAt": "2026-05-28T09:00:24.394Z",
+                     *       "expiresAt": "2026-05-28T21:00:24.394Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:24.394Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4637,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:10.088Z"
+                     *       "expiresAt": "2026-05-28T09:10:24.765Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4813,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:10.253Z",
-                     *       "expiresAt": "2026-05-28T21:00:10.253Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:10.253Z"
+                     *       "createdAt": "2026-05-28T09:00:25.050Z",
+                     *       "expiresAt": "2026-05-28T21:00:25.050Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:25.050Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5280,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796179270,
+                     *       "client_id_issued_at": 1796180447,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5453,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:08.943Z"
+                     *       "expiresAt": "2026-05-28T09:10:22.333Z"
                      *     }
                      */
                     "application/json": {
@@ -7255,8 +7255,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:07.312Z",
-                     *       "createdAt": "2026-05-28T09:00:07.312Z"
+                     *       "expiresAt": "2026-05-28T10:00:18.822Z",
+                     *       "createdAt": "2026-05-28T09:00:18.822Z"
                      *     }
                      */
                     "application/json": {
@@ -7417,8 +7417,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:07.312Z",
-                     *       "createdAt": "2026-05-28T09:00:07.312Z"
+                     *       "expiresAt": "2026-05-28T10:00:18.822Z",
+                     *       "createdAt": "2026-05-28T09:00:18.822Z"
                      *     }
                      */
                     "application/json": {
@@ -7582,10 +7582,12 @@ export interface operations {
                      *           "timesRedeemed": 0,
                      *           "redeemBy": null,
                      *           "productIds": [],
+                     *           "firstTimeOnly": false,
+                     *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:04.687Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.687Z"
+                     *           "createdAt": "2026-05-28T09:00:12.611Z",
+                     *           "updatedAt": "2026-05-28T09:00:12.611Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7604,9 +7606,13 @@ export interface operations {
                             /** @enum {string} */
                             duration: "once" | "repeating" | "forever";
                             durationInMonths: number | null;
+                            firstTimeOnly: boolean;
                             /** @description cpn_… */
                             id: string;
                             maxRedemptions: number | null;
+                            metadata: {
+                                [key: string]: string;
+                            };
                             name: string;
                             percentOff: number | null;
                             productIds: string[];
@@ -7755,8 +7761,14 @@ export interface operations {
                     duration: "once" | "repeating" | "forever";
                     /** @description For repeating, and only for it */
                     durationInMonths?: number;
+                    /** @description Only customers who have never paid may redeem it (default false) */
+                    firstTimeOnly?: boolean;
                     /** @description Purchases that may redeem it, in all */
                     maxRedemptions?: number;
+                    /** @description Your own key-value data: up to 50 keys of 40 characters, string values up to 500 */
+                    metadata?: {
+                        [key: string]: string;
+                    };
                     /** @description Shown to the customer on checkout, invoices and the portal */
                     name: string;
                     /** @description Percent off each charge (up to two decimals); or amountOff */
@@ -7792,10 +7804,12 @@ export interface operations {
                      *       "timesRedeemed": 0,
                      *       "redeemBy": null,
                      *       "productIds": [],
+                     *       "firstTimeOnly": false,
+                     *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.687Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
+                     *       "createdAt": "2026-05-28T09:00:12.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.611Z"
                      *     }
                      */
                     "application/json": {
@@ -7810,9 +7824,13 @@ export interface operations {
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
+                        firstTimeOnly: boolean;
                         /** @description cpn_… */
                         id: string;
                         maxRedemptions: number | null;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -7979,10 +7997,12 @@ export interface operations {
                      *       "timesRedeemed": 0,
                      *       "redeemBy": null,
                      *       "productIds": [],
+                     *       "firstTimeOnly": false,
+                     *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.687Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.687Z"
+                     *       "createdAt": "2026-05-28T09:00:12.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.611Z"
                      *     }
                      */
                     "application/json": {
@@ -7997,9 +8017,13 @@ export interface operations {
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
+                        firstTimeOnly: boolean;
                         /** @description cpn_… */
                         id: string;
                         maxRedemptions: number | null;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8129,8 +8153,12 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Your own key-value data: up to 50 keys of 40 characters, string values up to 500 */
+                    metadata?: {
+                        [key: string]: string;
+                    };
                     /** @description Shown to the customer on checkout, invoices and the portal */
-                    name: string;
+                    name?: string;
                 };
             };
         };
@@ -8155,10 +8183,12 @@ export interface operations {
                      *       "timesRedeemed": 0,
                      *       "redeemBy": null,
                      *       "productIds": [],
+                     *       "firstTimeOnly": false,
+                     *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:04.687Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.830Z"
+                     *       "createdAt": "2026-05-28T09:00:12.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:12.816Z"
                      *     }
                      */
                     "application/json": {
@@ -8173,9 +8203,13 @@ export interface operations {
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
+                        firstTimeOnly: boolean;
                         /** @description cpn_… */
                         id: string;
                         maxRedemptions: number | null;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8319,10 +8353,12 @@ export interface operations {
                      *       "timesRedeemed": 1,
                      *       "redeemBy": null,
                      *       "productIds": [],
+                     *       "firstTimeOnly": false,
+                     *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:04.687Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.970Z"
+                     *       "createdAt": "2026-05-28T09:00:12.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:13.200Z"
                      *     }
                      */
                     "application/json": {
@@ -8337,9 +8373,13 @@ export interface operations {
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
+                        firstTimeOnly: boolean;
                         /** @description cpn_… */
                         id: string;
                         maxRedemptions: number | null;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8790,7 +8830,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.678Z"
+                     *           "sentAt": "2026-05-28T09:00:16.212Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8803,7 +8843,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:06.559Z"
+                     *           "sentAt": "2026-05-28T09:00:16.082Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9029,8 +9069,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:04.144Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.144Z"
+                     *           "createdAt": "2026-05-28T09:00:11.127Z",
+                     *           "updatedAt": "2026-05-28T09:00:11.127Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9044,8 +9084,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:04.179Z",
-                     *           "updatedAt": "2026-05-28T09:00:04.179Z"
+                     *           "createdAt": "2026-05-28T09:00:11.227Z",
+                     *           "updatedAt": "2026-05-28T09:00:11.227Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9301,8 +9341,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:04.144Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.144Z"
+                     *       "createdAt": "2026-05-28T09:00:11.127Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.127Z"
                      *     }
                      */
                     "application/json": {
@@ -9869,8 +9909,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:04.144Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.301Z"
+                     *       "createdAt": "2026-05-28T09:00:11.127Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.682Z"
                      *     }
                      */
                     "application/json": {
@@ -11586,7 +11626,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:04.412Z"
+                     *       "createdAt": "2026-05-28T09:00:11.834Z"
                      *     }
                      */
                     "application/json": {
@@ -11869,7 +11909,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:07.817Z"
+                     *       "revokedBefore": "2026-05-28T09:00:19.723Z"
                      *     }
                      */
                     "application/json": {
@@ -12100,8 +12140,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:04.179Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.179Z"
+                     *       "createdAt": "2026-05-28T09:00:11.227Z",
+                     *       "updatedAt": "2026-05-28T09:00:11.227Z"
                      *     }
                      */
                     "application/json": {
@@ -12363,7 +12403,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T06:18:58.837Z"
+                     *                 "end": "2026-01-25T05:59:35.033Z"
                      *               }
                      *             }
                      *           ],
@@ -13247,7 +13287,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:18:58.837Z"
+                     *             "end": "2026-01-25T05:59:35.033Z"
                      *           }
                      *         }
                      *       ],
@@ -13576,7 +13616,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T06:18:58.837Z"
+                     *             "end": "2026-01-25T05:59:35.033Z"
                      *           }
                      *         }
                      *       ],
@@ -13863,7 +13903,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T06:18:58.837Z",
+                     *         "periodEnd": "2026-01-25T05:59:35.033Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14610,7 +14650,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:07.075Z"
+                     *       "timestamp": "2026-05-28T09:00:17.237Z"
                      *     }
                      */
                     "application/json": {
@@ -14834,7 +14874,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:07.115Z"
+                     *           "timestamp": "2026-05-28T09:00:17.317Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14842,7 +14882,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:07.115Z"
+                     *           "timestamp": "2026-05-28T09:00:17.317Z"
                      *         }
                      *       ]
                      *     }
@@ -15041,9 +15081,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/dH9FANCfQ4Ra9_L0twLuWeRYhWmG9FrRzngxjGRH1zY",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/VsRaxu2UNRzSvWIaYTuRYbuwHmWapzxoP0_78_tOnVU",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:07.062Z"
+                     *       "expiresAt": "2026-05-28T09:15:17.175Z"
                      *     }
                      */
                     "application/json": {
@@ -16052,7 +16092,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T06:18:58.837Z"
+                     *         "end": "2026-02-25T05:59:35.033Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16703,7 +16743,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.417Z",
+                     *       "createdAt": "2026-05-28T09:00:19.067Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16887,8 +16927,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.417Z",
-                     *       "closedAt": "2026-05-28T09:00:07.491Z"
+                     *       "createdAt": "2026-05-28T09:00:19.067Z",
+                     *       "closedAt": "2026-05-28T09:00:19.199Z"
                      *     }
                      */
                     "application/json": {
@@ -17067,11 +17107,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.521Z",
+                     *       "arrivalDate": "2026-05-30T09:00:19.255Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.521Z"
+                     *       "createdAt": "2026-05-28T09:00:19.255Z"
                      *     }
                      */
                     "application/json": {
@@ -17239,7 +17279,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.982Z"
+                     *           "createdAt": "2026-05-28T09:00:10.764Z"
                      *         }
                      *       ]
                      *     }
@@ -17393,7 +17433,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.982Z"
+                     *       "createdAt": "2026-05-28T09:00:10.764Z"
                      *     }
                      */
                     "application/json": {
@@ -17532,7 +17572,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.982Z"
+                     *       "createdAt": "2026-05-28T09:00:10.764Z"
                      *     }
                      */
                     "application/json": {
@@ -17683,7 +17723,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.982Z"
+                     *       "createdAt": "2026-05-28T09:00:10.764Z"
                      *     }
                      */
                     "application/json": {
@@ -18426,8 +18466,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:58.837Z",
-                     *       "to": "2026-05-28T09:03:58.837Z",
+                     *       "from": "2026-04-28T08:59:35.033Z",
+                     *       "to": "2026-05-28T09:14:35.033Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18649,7 +18689,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:08.748Z",
+                     *       "asOf": "2026-05-28T09:00:22.192Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18894,7 +18934,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T06:18:58.837Z",
+                     *           "end": "2026-01-25T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18933,8 +18973,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T06:18:58.837Z",
-                     *           "end": "2026-02-25T06:18:58.837Z",
+                     *           "start": "2026-01-25T05:59:35.033Z",
+                     *           "end": "2026-02-25T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -18973,8 +19013,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T06:18:58.837Z",
-                     *           "end": "2026-03-27T06:18:58.837Z",
+                     *           "start": "2026-02-25T05:59:35.033Z",
+                     *           "end": "2026-03-27T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19013,8 +19053,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T06:18:58.837Z",
-                     *           "end": "2026-04-27T06:18:58.837Z",
+                     *           "start": "2026-03-27T05:59:35.033Z",
+                     *           "end": "2026-04-27T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19053,8 +19093,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T06:18:58.837Z",
-                     *           "end": "2026-05-27T06:18:58.837Z",
+                     *           "start": "2026-04-27T05:59:35.033Z",
+                     *           "end": "2026-05-27T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19093,8 +19133,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T06:18:58.837Z",
-                     *           "end": "2026-06-27T06:18:58.837Z",
+                     *           "start": "2026-05-27T05:59:35.033Z",
+                     *           "end": "2026-06-27T05:59:35.033Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19346,8 +19386,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:58.837Z",
-                     *       "to": "2026-05-28T09:03:58.837Z",
+                     *       "from": "2026-04-28T08:59:35.033Z",
+                     *       "to": "2026-05-28T09:14:35.033Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19356,9 +19396,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 120.315,
-                     *             "p95": 120.315,
-                     *             "p99": 120.315
+                     *             "p50": 98.505,
+                     *             "p95": 98.505,
+                     *             "p99": 98.505
                      *           }
                      *         }
                      *       ]
@@ -19530,31 +19570,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:58.837Z",
-                     *       "to": "2026-05-28T09:03:58.837Z",
+                     *       "from": "2026-04-28T08:59:35.033Z",
+                     *       "to": "2026-05-28T09:14:35.033Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T05:18:58.837Z",
+                     *           "start": "2026-04-28T04:59:35.033Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T05:18:58.837Z",
+                     *           "start": "2026-05-05T04:59:35.033Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T05:18:58.837Z",
+                     *           "start": "2026-05-12T04:59:35.033Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T05:18:58.837Z",
+                     *           "start": "2026-05-19T04:59:35.033Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T05:18:58.837Z",
+                     *           "start": "2026-05-26T04:59:35.033Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19791,17 +19831,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…DXpE",
+                     *           "hint": "sk_test_…oqWo",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:10.684Z",
+                     *           "createdAt": "2026-05-28T09:00:25.897Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…yq_Y",
+                     *           "hint": "sk_test_…5Dko",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:10.242Z",
+                     *           "createdAt": "2026-05-28T09:00:25.041Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19947,9 +19987,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…DXpE",
+                     *       "hint": "sk_test_…oqWo",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:10.684Z",
+                     *       "createdAt": "2026-05-28T09:00:25.897Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20272,18 +20312,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…KDvE",
+                     *       "hint": "sk_test_…kkUY",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:10.711Z",
+                     *       "createdAt": "2026-05-28T09:00:26.033Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…DXpE",
+                     *         "hint": "sk_test_…oqWo",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:10.684Z",
-                     *         "expiresAt": "2026-05-28T10:00:10.711Z"
+                     *         "createdAt": "2026-05-28T09:00:25.897Z",
+                     *         "expiresAt": "2026-05-28T10:00:26.033Z"
                      *       }
                      *     }
                      */
@@ -20479,7 +20519,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:10.059Z",
+                     *           "createdAt": "2026-05-28T09:00:24.686Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20496,7 +20536,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:10.048Z",
+                     *           "createdAt": "2026-05-28T09:00:24.641Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20513,7 +20553,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:10.018Z",
+                     *           "createdAt": "2026-05-28T09:00:24.530Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20529,7 +20569,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0YTE3Z2RlM3poNjMxbXlmMDdxajRu"
+                     *       "nextCursor": "YXVkXzAxbTh0YjU2NnMyenJxcmZ6MGEycjhmdjA3"
                      *     }
                      */
                     "application/json": {
@@ -20708,7 +20748,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:07.417Z",
+                     *           "createdAt": "2026-05-28T09:00:19.067Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20863,7 +20903,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.417Z",
+                     *       "createdAt": "2026-05-28T09:00:19.067Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21024,7 +21064,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:07.417Z",
+                     *       "createdAt": "2026-05-28T09:00:19.067Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22823,8 +22863,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:08.246Z",
-                     *       "latencyMs": 34,
+                     *       "checkedAt": "2026-05-28T09:00:21.499Z",
+                     *       "latencyMs": 61,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23192,8 +23232,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.059Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.059Z"
+                     *           "createdAt": "2026-05-28T09:00:08.564Z",
+                     *           "updatedAt": "2026-05-28T09:00:08.564Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23203,8 +23243,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.921Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.921Z"
+                     *           "createdAt": "2026-05-28T09:00:10.568Z",
+                     *           "updatedAt": "2026-05-28T09:00:10.568Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23376,8 +23416,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.921Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.921Z"
+                     *       "createdAt": "2026-05-28T09:00:10.568Z",
+                     *       "updatedAt": "2026-05-28T09:00:10.568Z"
                      *     }
                      */
                     "application/json": {
@@ -23550,8 +23590,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.921Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.921Z"
+                     *       "createdAt": "2026-05-28T09:00:10.568Z",
+                     *       "updatedAt": "2026-05-28T09:00:10.568Z"
                      *     }
                      */
                     "application/json": {
@@ -23701,8 +23741,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.921Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.746Z"
+                     *       "createdAt": "2026-05-28T09:00:10.568Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.969Z"
                      *     }
                      */
                     "application/json": {
@@ -23872,11 +23912,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:07.521Z",
+                     *           "arrivalDate": "2026-05-30T09:00:19.255Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:07.521Z"
+                     *           "createdAt": "2026-05-28T09:00:19.255Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24028,11 +24068,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:07.521Z",
+                     *       "arrivalDate": "2026-05-30T09:00:19.255Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:07.521Z"
+                     *       "createdAt": "2026-05-28T09:00:19.255Z"
                      *     }
                      */
                     "application/json": {
@@ -24217,8 +24257,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.668Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.668Z"
+                     *       "createdAt": "2026-05-28T09:00:09.897Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.897Z"
                      *     }
                      */
                     "application/json": {
@@ -24534,8 +24574,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.668Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.874Z"
+                     *       "createdAt": "2026-05-28T09:00:09.897Z",
+                     *       "updatedAt": "2026-05-28T09:00:10.381Z"
                      *     }
                      */
                     "application/json": {
@@ -24790,8 +24830,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.757Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.772Z"
+                     *       "createdAt": "2026-05-28T09:00:23.984Z",
+                     *       "updatedAt": "2026-05-28T09:00:24.014Z"
                      *     }
                      */
                     "application/json": {
@@ -24986,8 +25026,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoY8841fYeRI0d",
-                     *       "connectedAt": "2026-05-28T09:00:09.355Z"
+                     *       "account": "acct_RnoqprWPbg6sLVo",
+                     *       "connectedAt": "2026-05-28T09:00:23.096Z"
                      *     }
                      */
                     "application/json": {
@@ -25161,8 +25201,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoY8841fYeRI0d",
-                     *       "connectedAt": "2026-05-28T09:00:09.355Z"
+                     *       "account": "acct_RnoqprWPbg6sLVo",
+                     *       "connectedAt": "2026-05-28T09:00:23.096Z"
                      *     }
                      */
                     "application/json": {
@@ -25731,8 +25771,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:03.356Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.356Z"
+                     *           "createdAt": "2026-05-28T09:00:09.104Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.104Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25911,8 +25951,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.356Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.356Z"
+                     *       "createdAt": "2026-05-28T09:00:09.104Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.104Z"
                      *     }
                      */
                     "application/json": {
@@ -26087,8 +26127,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.356Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.356Z"
+                     *       "createdAt": "2026-05-28T09:00:09.104Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.104Z"
                      *     }
                      */
                     "application/json": {
@@ -26265,8 +26305,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:03.356Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.490Z"
+                     *       "createdAt": "2026-05-28T09:00:09.104Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.539Z"
                      *     }
                      */
                     "application/json": {
@@ -26441,8 +26481,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.855Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.864Z"
+                     *       "createdAt": "2026-05-28T09:00:24.165Z",
+                     *       "updatedAt": "2026-05-28T09:00:24.194Z"
                      *     }
                      */
                     "application/json": {
@@ -26633,8 +26673,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.558Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.558Z"
+                     *           "createdAt": "2026-05-28T09:00:09.697Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.697Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26680,8 +26720,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.668Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.668Z"
+                     *           "createdAt": "2026-05-28T09:00:09.897Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.897Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26724,8 +26764,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.683Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.683Z"
+                     *           "createdAt": "2026-05-28T09:00:09.945Z",
+                     *           "updatedAt": "2026-05-28T09:00:09.945Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27073,8 +27113,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.668Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.668Z"
+                     *       "createdAt": "2026-05-28T09:00:09.897Z",
+                     *       "updatedAt": "2026-05-28T09:00:09.897Z"
                      *     }
                      */
                     "application/json": {
@@ -27546,13 +27586,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:10.238Z"
+                     *           "joinedAt": "2026-05-28T09:00:25.030Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:10.397Z"
+                     *           "joinedAt": "2026-05-28T09:00:25.302Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27561,8 +27601,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:10.520Z",
-                     *           "expiresAt": "2026-06-04T09:00:10.520Z"
+                     *           "createdAt": "2026-05-28T09:00:25.457Z",
+                     *           "expiresAt": "2026-06-04T09:00:25.457Z"
                      *         }
                      *       ]
                      *     }
@@ -27723,8 +27763,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:10.263Z",
-                     *       "expiresAt": "2026-06-04T09:00:10.263Z"
+                     *       "createdAt": "2026-05-28T09:00:25.066Z",
+                     *       "expiresAt": "2026-06-04T09:00:25.066Z"
                      *     }
                      */
                     "application/json": {
@@ -28212,7 +28252,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:10.397Z"
+                     *       "joinedAt": "2026-05-28T09:00:25.302Z"
                      *     }
                      */
                     "application/json": {
@@ -28626,7 +28666,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:07.375Z"
+                     *       "createdAt": "2026-05-28T09:00:19.035Z"
                      *     }
                      */
                     "application/json": {
@@ -28812,11 +28852,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 11,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:09.630Z"
+                     *       "createdAt": "2026-05-28T09:00:23.643Z"
                      *     }
                      */
                     "application/json": {
@@ -28990,11 +29030,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 11,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:09.630Z"
+                     *           "createdAt": "2026-05-28T09:00:23.643Z"
                      *         }
                      *       ]
                      *     }
@@ -29148,8 +29188,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:09.521Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.521Z"
+                     *           "createdAt": "2026-05-28T09:00:23.452Z",
+                     *           "updatedAt": "2026-05-28T09:00:23.452Z"
                      *         }
                      *       ]
                      *     }
@@ -29323,8 +29363,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.521Z",
+                     *       "createdAt": "2026-05-28T09:00:23.452Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.452Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29479,8 +29519,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.521Z"
+                     *       "createdAt": "2026-05-28T09:00:23.452Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.452Z"
                      *     }
                      */
                     "application/json": {
@@ -29772,8 +29812,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.608Z"
+                     *       "createdAt": "2026-05-28T09:00:23.452Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.616Z"
                      *     }
                      */
                     "application/json": {
@@ -29925,8 +29965,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.702Z"
+                     *       "createdAt": "2026-05-28T09:00:23.452Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.779Z"
                      *     }
                      */
                     "application/json": {
@@ -30078,8 +30118,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:09.521Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.719Z"
+                     *       "createdAt": "2026-05-28T09:00:23.452Z",
+                     *       "updatedAt": "2026-05-28T09:00:23.911Z"
                      *     }
                      */
                     "application/json": {
@@ -30372,7 +30412,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:09.696Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:23.756Z"
                      *     }
                      */
                     "application/json": {

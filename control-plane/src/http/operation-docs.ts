@@ -78,12 +78,12 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/purchases':
     'Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.',
   'POST /v1/sdk/coupons':
-    'A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy` and the `productIds` it is for. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.',
+    'A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.',
   'GET /v1/sdk/coupons': 'Coupons, newest first, cursor-paginated; `status` and `code` filter.',
   'GET /v1/sdk/coupons/:id':
     'One coupon, by id or by the code of an active coupon (any case), with `timesRedeemed` and whether it is `valid` now.',
   'PATCH /v1/sdk/coupons/:id':
-    'Renames a coupon. Its terms do not change: archive it and create another to offer different ones.',
+    'Renames a coupon or replaces its metadata (only what is sent). Its terms do not change: archive it and create another to offer different ones.',
   'POST /v1/sdk/coupons/:id/archive':
     'Archives a coupon: it can no longer be redeemed and its code is free for another. Discounts already given go on as they were. Archiving twice is harmless.',
   'POST /v1/sdk/purchases/:ref/discount':

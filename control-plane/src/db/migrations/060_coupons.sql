@@ -20,6 +20,9 @@ CREATE TABLE coupons (
     redeem_by timestamptz,
     -- Products it applies to; empty: every product.
     product_ids text[] NOT NULL DEFAULT '{}',
+    -- Only for customers who have never paid (Stripe's first_time_transaction restriction).
+    first_time_only boolean NOT NULL DEFAULT false,
+    metadata jsonb NOT NULL DEFAULT '{}',
     status text NOT NULL CHECK (status IN ('active', 'archived')),
     created_at timestamptz NOT NULL,
     updated_at timestamptz NOT NULL,

@@ -149,7 +149,7 @@ export class CheckoutSessions {
       if (plan.status !== 'active' || product?.status !== 'active')
         throw problem('/planRef', 'the plan is not on sale');
       const s = settingsOf(plan);
-      const target = { productId: plan.product_id, currency: s.currency };
+      const target = { customerId: customer.id, productId: plan.product_id, currency: s.currency };
       const coupon =
         input.coupon === undefined ? undefined : await this.coupons.check(db, auth, input.coupon, target);
       const dueNow = planDueNow(s, coupon, at);
@@ -240,6 +240,7 @@ export class CheckoutSessions {
     let coupon: CouponRow | undefined;
     if (code !== null) {
       coupon = await this.coupons.checkCode(this.pool, auth, code, {
+        customerId: row.customer_id,
         productId: plan.product_id,
         currency: settings.currency,
       });

@@ -16,6 +16,8 @@ export interface CouponRow {
   times_redeemed: number;
   redeem_by: Date | null;
   product_ids: string[];
+  first_time_only: boolean;
+  metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
   updated_at: Date;
@@ -28,8 +30,8 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
   const { rows } = await db.query<CouponRow>(
     `INSERT INTO coupons (id, provider_id, environment, name, code, percent_off_bps, amount_off, currency, duration,
                           duration_in_months, max_redemptions, times_redeemed, redeem_by, product_ids, status,
-                          created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14)
+                          created_at, updated_at, first_time_only, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14, $15, $16)
      ON CONFLICT (provider_id, environment, lower(code)) WHERE code IS NOT NULL AND status = 'active' DO NOTHING
      RETURNING *`,
     [
@@ -47,6 +49,8 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
       row.redeem_by,
       row.product_ids,
       row.created_at,
+      row.first_time_only,
+      row.metadata,
     ],
   );
   return rows[0];
@@ -104,19 +108,30 @@ export async function listCoupons(
   return rows;
 }
 
-export async function renameCoupon(
+/** Changes a coupon's name and metadata (its terms never change). */
+export async function updateCoupon(
   db: Queryable,
   tenant: Tenant,
   id: string,
-  name: string,
+  change: { name: string; metadata: Record<string, string> },
   at: Date,
 ): Promise<CouponRow | undefined> {
   const { rows } = await db.query<CouponRow>(
-    `UPDATE coupons SET name = $4, updated_at = $5 WHERE provider_id = $1 AND environment = $2 AND id = $3
+    `UPDATE coupons SET name = $4, metadata = $5, updated_at = $6
+      WHERE provider_id = $1 AND environment = $2 AND id = $3
      RETURNING *`,
-    [tenant.providerId, tenant.environment, id, name, at],
+    [tenant.providerId, tenant.environment, id, change.name, change.metadata, at],
   );
   return rows[0];
+}
+
+/** Whether the customer has ever paid: a succeeded payment (first-time-only coupons). */
+export async function hasPaid(db: Queryable, customerId: string): Promise<boolean> {
+  const { rows } = await db.query(
+    "SELECT 1 FROM payments WHERE customer_id = $1 AND status = 'succeeded' LIMIT 1",
+    [customerId],
+  );
+  return rows.length > 0;
 }
 
 /**

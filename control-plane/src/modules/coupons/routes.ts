@@ -58,13 +58,13 @@ export function couponRoutes(coupons: CouponService, purchases: PurchaseService)
       {
         schema: {
           tags,
-          summary: 'Rename a coupon (its terms do not change)',
+          summary: 'Rename a coupon or change its metadata (its terms do not change)',
           params: CouponParams,
           body: CouponUpdate,
           response: { 200: Coupon, ...errorResponses },
         },
       },
-      async (request) => coupons.rename(authOf(request), request.params.id, request.body.name),
+      async (request) => coupons.update(authOf(request), request.params.id, request.body),
     );
     app.post(
       '/v1/sdk/coupons/:id/archive',

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ListQuery, Nullable, page, stringEnum, Timestamp } from '../../http/schemas';
+import { ListQuery, Metadata, Nullable, page, stringEnum, Timestamp } from '../../http/schemas';
 
 export const COUPON_DURATIONS = ['once', 'repeating', 'forever'] as const;
 export const COUPON_STATUSES = ['active', 'archived'] as const;
@@ -64,11 +64,18 @@ export const CouponCreate = Type.Object(
         description: 'Products (prd_…) whose plans it applies to; all when absent or empty',
       }),
     ),
+    firstTimeOnly: Type.Optional(
+      Type.Boolean({ description: 'Only customers who have never paid may redeem it (default false)' }),
+    ),
+    metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
 );
 
-export const CouponUpdate = Type.Object({ name: Name }, { additionalProperties: false });
+export const CouponUpdate = Type.Object(
+  { name: Type.Optional(Name), metadata: Type.Optional(Metadata) },
+  { additionalProperties: false },
+);
 
 /** What a coupon takes off and for how long: the coupon's terms, and a discount's copy of them. */
 const Terms = {
@@ -88,6 +95,8 @@ export const Coupon = Type.Object({
   timesRedeemed: Type.Integer(),
   redeemBy: Nullable(Timestamp),
   productIds: Type.Array(Type.String()),
+  firstTimeOnly: Type.Boolean(),
+  metadata: Type.Record(Type.String(), Type.String()),
   status: stringEnum(COUPON_STATUSES),
   valid: Type.Boolean({
     description: 'Whether it can be redeemed now: active, before redeemBy, not used up',

@@ -14,12 +14,13 @@ import {
   existingProducts,
   findCoupon,
   findCouponByCode,
+  hasPaid,
   insertCoupon,
   listCoupons,
   redeemCoupon,
-  renameCoupon,
+  updateCoupon,
 } from './repository';
-import type { Coupon, CouponCreate, CouponListQuery } from './schemas';
+import type { Coupon, CouponCreate, CouponListQuery, CouponUpdate } from './schemas';
 
 /** Why a coupon cannot be redeemed now, or null when it can. */
 function unredeemable(row: CouponRow, at: Date): string | null {
@@ -44,6 +45,8 @@ export const toCoupon = (row: CouponRow, at: Date): Static<typeof Coupon> => ({
   timesRedeemed: row.times_redeemed,
   redeemBy: row.redeem_by?.toISOString() ?? null,
   productIds: row.product_ids,
+  firstTimeOnly: row.first_time_only,
+  metadata: row.metadata,
   status: row.status,
   valid: unredeemable(row, at) === null,
   createdAt: row.created_at.toISOString(),
@@ -64,8 +67,9 @@ export const toDiscount = (d: Discount) => ({
   end: d.end,
 });
 
-/** What a coupon is being redeemed on: the purchase's product and currency. */
+/** What a coupon is being redeemed on: the purchase's customer, product and currency. */
 export interface RedemptionTarget {
+  customerId: string;
   productId: string;
   currency: string;
 }
@@ -127,6 +131,8 @@ export class CouponService {
         times_redeemed: 0,
         redeem_by: redeemBy,
         product_ids: productIds,
+        first_time_only: body.firstTimeOnly ?? false,
+        metadata: body.metadata ?? {},
         status: 'active',
         created_at: now,
         updated_at: now,
@@ -155,23 +161,30 @@ export class CouponService {
     return toPage(rows, query.limit, (row) => toCoupon(row, now));
   }
 
-  async rename(auth: AuthContext, id: string, name: string) {
-    if (name.trim() === '' || /\p{Cc}/u.test(name))
+  /** Changes a coupon's name or metadata (only what is sent); its terms never change. */
+  async update(auth: AuthContext, id: string, patch: Static<typeof CouponUpdate>) {
+    const name = patch.name;
+    if (name !== undefined && (name.trim() === '' || /\p{Cc}/u.test(name)))
       throw new ValidationError([
         { path: '/name', message: 'must be text without control characters', location: 'body' },
       ]);
     const now = this.clock.now();
     return inTransaction(this.pool, async (tx) => {
       const before = await findCoupon(tx, auth, id);
-      const row = before?.id === id ? await renameCoupon(tx, auth, id, name, now) : undefined;
-      if (before === undefined || row === undefined)
-        throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
-      if (before.name !== name)
+      if (before?.id !== id) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+      const change = { name: name ?? before.name, metadata: patch.metadata ?? before.metadata };
+      const row = await updateCoupon(tx, auth, id, change, now);
+      if (row === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${id}`);
+      const previous: Record<string, unknown> = {};
+      if (before.name !== row.name) previous.name = before.name;
+      if (JSON.stringify(before.metadata) !== JSON.stringify(row.metadata))
+        previous.metadata = before.metadata;
+      if (Object.keys(previous).length > 0)
         await writeEvent(tx, {
           ...auth,
           type: 'coupon.updated',
           object: toCoupon(row, now),
-          previousAttributes: { name: before.name },
+          previousAttributes: previous,
           at: now,
         });
       return toCoupon(row, now);
@@ -205,7 +218,7 @@ export class CouponService {
    */
   async check(db: Queryable, auth: AuthContext, ref: string, target: RedemptionTarget): Promise<CouponRow> {
     const row = await this.find(db, auth, ref);
-    const why = unredeemable(row, this.clock.now()) ?? mismatch(row, target);
+    const why = unredeemable(row, this.clock.now()) ?? (await mismatch(db, row, target));
     if (why !== null)
       throw new ConflictError('coupon_not_redeemable', `Coupon ${row.id} cannot be redeemed: ${why}`);
     return row;
@@ -224,7 +237,7 @@ export class CouponService {
   ): Promise<CouponRow | undefined> {
     const row = await findCouponByCode(db, auth, code);
     if (row === undefined) return undefined;
-    const why = unredeemable(row, this.clock.now()) ?? mismatch(row, target);
+    const why = unredeemable(row, this.clock.now()) ?? (await mismatch(db, row, target));
     if (why !== null)
       throw new ConflictError('coupon_not_redeemable', `The code ${code} cannot be used: ${why}`);
     return row;
@@ -238,7 +251,7 @@ export class CouponService {
   async redeem(db: Queryable, auth: AuthContext, ref: string, target: RedemptionTarget): Promise<Discount> {
     const found = await this.find(db, auth, ref);
     const now = this.clock.now();
-    const wrong = mismatch(found, target);
+    const wrong = await mismatch(db, found, target);
     const row = wrong === null ? await redeemCoupon(db, found.id, now) : undefined;
     if (row === undefined) {
       const current = (await findCoupon(db, auth, found.id)) ?? found;
@@ -255,12 +268,18 @@ export class CouponService {
   }
 }
 
-/** Why a coupon does not fit a purchase's product or currency, or null. */
-function mismatch(row: CouponRow, target: RedemptionTarget): string | null {
+/**
+ * Why a coupon does not fit a purchase's product, currency or customer (first-time-only coupons
+ * are for customers who never paid), or null. Redeemed in an activation, the customer's row is
+ * locked, so a first payment cannot slip in between this check and the redemption.
+ */
+async function mismatch(db: Queryable, row: CouponRow, target: RedemptionTarget): Promise<string | null> {
   if (row.product_ids.length > 0 && !row.product_ids.includes(target.productId))
     return `it applies to other products than ${target.productId}`;
   if (row.currency !== null && row.currency !== target.currency.toLowerCase())
     return `it takes ${row.currency.toUpperCase()} off, and the plan is in ${target.currency.toUpperCase()}`;
+  if (row.first_time_only && (await hasPaid(db, target.customerId)))
+    return 'it is for first-time customers, and this customer has paid before';
   return null;
 }
 

@@ -178,7 +178,7 @@ export class PlanChanges {
         current === undefined
           ? undefined
           : await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? at);
-      const target = { productId: product.id, currency: settings.currency };
+      const target = { customerId: customer.id, productId: product.id, currency: settings.currency };
       const charges = await this.discounts.preview(
         tx,
         auth,

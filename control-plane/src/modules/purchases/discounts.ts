@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { applyDiscount, type Discount, discountApplies } from '../billing/discounts';
 import type { StoredLine } from '../billing/repository';
-import { type CouponService, discountOf, toDiscount } from '../coupons/service';
+import { type CouponService, discountOf, type RedemptionTarget, toDiscount } from '../coupons/service';
 import { writeEvent } from '../events/outbox';
 import { findPurchase, type PurchaseRow, setDiscount } from './repository';
 import { eventObject, toPurchase } from './views';
@@ -45,7 +45,7 @@ export class PurchaseDiscounts {
   async forActivation(
     tx: PoolClient,
     auth: AuthContext,
-    target: { productId: string; currency: string },
+    target: RedemptionTarget,
     replaced: PurchaseRow | undefined,
     coupon: string | undefined,
   ): Promise<Discount | null> {
@@ -65,7 +65,7 @@ export class PurchaseDiscounts {
   async preview(
     db: Queryable,
     auth: AuthContext,
-    target: { productId: string; currency: string },
+    target: RedemptionTarget,
     replaced: PurchaseRow | undefined,
     coupon: string | undefined,
     charges: StoredLine[],
@@ -86,6 +86,7 @@ export class PurchaseDiscounts {
     return inTransaction(this.pool, async (tx) => {
       const row = await this.billable(tx, auth, ref);
       const discount = await this.coupons.redeem(tx, auth, coupon, {
+        customerId: row.customer_id,
         productId: row.product_id,
         currency: row.currency,
       });

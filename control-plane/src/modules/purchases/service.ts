@@ -324,7 +324,7 @@ export class PurchaseService {
             final_usage_due: endsMidPeriod(current, now),
           }),
         );
-      const target = { productId: plan.product_id, currency: settings.currency };
+      const target = { customerId: customer.id, productId: plan.product_id, currency: settings.currency };
       const discount = await this.discounts.forActivation(tx, auth, target, current, coupon);
       let created = await this.start(tx, auth, customer.id, plan, move, discount);
       let invoiceId: string | null = null;
