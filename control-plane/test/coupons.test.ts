@@ -502,7 +502,7 @@ describe('coupons on invoices', () => {
     expect((await code('EUROS')).body.code).toBe('coupon_not_redeemable');
     expect(await code('spring')).toMatchObject({ status: 200, body: { amount: 1500, currency: 'usd' } });
     const page = (await s.api('GET', `/checkout/${id}`, undefined, null)).body as unknown as string;
-    expect(page).toContain('Spring (5.00 USD off), on the first invoice');
+    expect(page).toContain('Spring ($5.00 off), on the first invoice');
     expect(page).toContain('$15.00 due today');
     expect(page).toContain('Remove the promotion code');
     expect((await s.api('GET', `/v1/sdk/checkout-sessions/${id}`)).body.amount).toBe(1500);

@@ -1,4 +1,5 @@
 import { roundHalfEven } from '@mcp-meter/contracts/pricing';
+import { formatMoney } from '../checkout/page';
 import type { LineKind, StoredLine } from './repository';
 
 /**
@@ -45,7 +46,10 @@ export function addMonths(start: Date, months: number): Date {
   return out;
 }
 
-/** "12.5 % off" or "$5.00 off"-style words for a discount line, without a currency symbol. */
+/**
+ * "12.5% off" or "$5.00 off" (in the currency's own minor units: "¥500 off"): a discount in the
+ * words every page and invoice line uses.
+ */
 export function discountWords(d: Pick<Discount, 'percentOffBps' | 'amountOff' | 'currency'>): string {
   if (d.percentOffBps !== null) {
     const whole = Math.trunc(d.percentOffBps / 100);
@@ -53,8 +57,7 @@ export function discountWords(d: Pick<Discount, 'percentOffBps' | 'amountOff' | 
     const percent = rest === 0 ? `${whole}` : `${whole}.${String(rest).padStart(2, '0').replace(/0$/, '')}`;
     return `${percent}% off`;
   }
-  const amount = d.amountOff ?? 0;
-  return `${Math.trunc(amount / 100)}.${String(amount % 100).padStart(2, '0')} ${(d.currency ?? '').toUpperCase()} off`;
+  return `${formatMoney(d.amountOff ?? 0, d.currency ?? 'usd')} off`;
 }
 
 /**
@@ -91,6 +94,15 @@ export function applyDiscount(lines: StoredLine[], discount: Discount): StoredLi
     });
   }
   return out;
+}
+
+/**
+ * `lines` as an invoice issued at `at` charges them: less `discount` while it applies then
+ * (applyDiscount), else as they are. The one decision every invoice, preview and first charge
+ * goes through.
+ */
+export function discountedAt(lines: StoredLine[], discount: Discount | null, at: Date): StoredLine[] {
+  return discountApplies(discount, at) ? applyDiscount(lines, discount) : lines;
 }
 
 /** Whether an invoice's lines took anything off with a discount. */

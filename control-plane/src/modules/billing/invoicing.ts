@@ -11,7 +11,7 @@ import { findMeter, REQUESTS_METER } from '../meters/repository';
 import type { ChargeRequest, PaymentService } from '../payments/service';
 import { type PlanSettings, pricingOf } from '../plans/rules';
 import { endOnceDiscount, type PurchaseRow } from '../purchases/repository';
-import { applyDiscount, discountApplies, hasDiscount } from './discounts';
+import { discountedAt, hasDiscount } from './discounts';
 import {
   finalizeDraft,
   type InvoiceRow,
@@ -256,7 +256,7 @@ export class Invoicing {
   private rowOf(auth: AuthContext, draft: InvoiceDraft, at: Date) {
     const { purchase } = draft;
     const discount = purchase.discount ?? null;
-    const lines = discountApplies(discount, at) ? applyDiscount(draft.lines, discount) : draft.lines;
+    const lines = discountedAt(draft.lines, discount, at);
     return {
       id: newId(ID.invoice),
       provider_id: auth.providerId,

@@ -11,7 +11,7 @@ import { getProvider } from '../providers/repository';
 import { periodEnd } from '../purchases/periods';
 import { findPurchase, lockPurchase } from '../purchases/repository';
 import type { PurchaseRow } from '../purchases/service';
-import { applyDiscount, discountApplies } from './discounts';
+import { discountedAt } from './discounts';
 import type { InvoiceDocument } from './document';
 import type { Collection, Invoicing } from './invoicing';
 import {
@@ -318,18 +318,19 @@ function upcomingDiscount(
   renewal: ReturnType<typeof renewalOf>,
 ): number {
   const issuedAt = renewal?.chargedAt ?? purchase.period_end?.toISOString();
-  if (issuedAt === undefined || !discountApplies(purchase.discount, new Date(issuedAt))) return 0;
+  if (issuedAt === undefined) return 0;
   const flat = (kind: 'base' | 'setup_fee', amount: number) =>
     amount > 0
       ? [{ kind, description: kind, quantity: 1, unitAmount: String(amount), amount, period: null }]
       : [];
-  const lines = applyDiscount(
+  const lines = discountedAt(
     [
       ...usage.map((line) => ({ ...line, kind: 'usage' as const, period: null })),
       ...flat('base', renewal?.base ?? 0),
       ...flat('setup_fee', renewal?.setupFee ?? 0),
     ],
-    purchase.discount,
+    purchase.discount ?? null,
+    new Date(issuedAt),
   );
   return lines.filter((line) => line.kind === 'discount').reduce((sum, line) => sum + line.amount, 0);
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient, type Queryable } from '../../db/pool';
 import { ConflictError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
-import { applyDiscount, type Discount, discountApplies } from '../billing/discounts';
+import { type Discount, discountApplies, discountedAt } from '../billing/discounts';
 import type { StoredLine } from '../billing/repository';
 import { type CouponService, discountOf, type RedemptionTarget, toDiscount } from '../coupons/service';
 import { writeEvent } from '../events/outbox';
@@ -55,7 +55,7 @@ export class PurchaseDiscounts {
 
   /** A first invoice's `charges` less the new purchase's discount, when it applies now. */
   firstCharges(discount: Discount | null, charges: StoredLine[]): StoredLine[] {
-    return discountApplies(discount, this.clock.now()) ? applyDiscount(charges, discount) : charges;
+    return discountedAt(charges, discount, this.clock.now());
   }
 
   /**
@@ -74,7 +74,7 @@ export class PurchaseDiscounts {
     let discount: Discount | null = null;
     if (coupon !== undefined) discount = discountOf(await this.coupons.check(db, auth, coupon, target), now);
     else discount = kept(replaced, target, now);
-    return discount === null ? charges : applyDiscount(charges, discount);
+    return discountedAt(charges, discount, now);
   }
 
   /**
