@@ -1,5 +1,5 @@
 import { fractionStep } from '@mcp-meter/contracts/limits';
-import { splitNanos, toNanos, unitsRoundedUp } from '@mcp-meter/contracts/usage';
+import { decimalText, splitNanos, toNanos, unitsRoundedUp } from '@mcp-meter/contracts/usage';
 import { describe, expect, it } from 'vitest';
 
 describe('reported units, exactly', () => {
@@ -49,6 +49,26 @@ describe('reported units, exactly', () => {
       exact += BigInt(nanos);
       expect(used).toBe(unitsRoundedUp(exact));
       expect(frac).toBe(splitNanos(exact).nanos);
+    }
+  });
+});
+
+describe('a total in plain decimal form', () => {
+  it('drops trailing zeros and keeps every digit', () => {
+    expect(decimalText('12.500000000')).toBe('12.5');
+    expect(decimalText('7')).toBe('7');
+    expect(decimalText('0.000000000')).toBe('0');
+    expect(decimalText('-0.000000000')).toBe('0');
+    expect(decimalText('-0.000000001')).toBe('-0.000000001');
+    expect(decimalText('0012.10')).toBe('12.1');
+    // Past a double's 15–17 digits: the text is exact where Number is not.
+    expect(decimalText('123456789012345678.123456789')).toBe('123456789012345678.123456789');
+    expect(Number(decimalText('123456789012345678.123456789'))).toBe(123456789012345680);
+  });
+
+  it('refuses anything that is not a decimal', () => {
+    for (const bad of ['', '1e5', 'NaN', '1.', '.5', ' 1', '1,5', '\u0000']) {
+      expect(() => decimalText(bad)).toThrow(/not a decimal total/);
     }
   });
 });

@@ -131,6 +131,38 @@ describe('meters', () => {
     expect(await total('calls')).toMatchObject({ total: 5, records: 5, aggregation: 'count' });
     expect(await total('peak')).toMatchObject({ total: 7, aggregation: 'max' });
     expect(await total('users')).toMatchObject({ total: 4, records: 5, aggregation: 'unique_count' });
+    expect(await total('gb')).toMatchObject({ totalDecimal: '10.1' });
+    expect(await total('peak')).toMatchObject({ totalDecimal: '7' });
+  });
+
+  it('give a total past a double’s precision exactly, as totalDecimal, by bucket and customer too', async () => {
+    const { sandboxKey } = await controlPlane.providers.create({ displayName: 'Exact' });
+    const api = client(sandboxKey);
+    await api('POST', '/v1/ui/meters', { name: 'bytes', aggregation: 'sum' });
+    await withCustomers(api, 'c');
+    // Each value is recorded as written (a double's shortest text); their sum has 25 significant
+    // digits, which no double holds.
+    const values = [1e15, 1e15, 0.000000003];
+    const records = values.map((value) => ({ customerRef: 'c', meterName: 'bytes', value }));
+    expect((await api('POST', '/v1/sdk/meter-events/bulk', { records })).status).toBe(202);
+    await settled();
+    const body = (await api('GET', '/ui/meters/bytes/usage?granularity=day')).body;
+    expect(body.totalDecimal).toBe('2000000000000000.000000003');
+    expect(body.total).toBe(Number('2000000000000000.000000003'));
+    const day = body.buckets.find((b: Json) => b.records > 0);
+    expect(day.totalDecimal).toBe('2000000000000000.000000003');
+    expect(body.buckets.filter((b: Json) => b.records === 0).every((b: Json) => b.totalDecimal === '0')).toBe(
+      true,
+    );
+    const top = (await api('GET', '/ui/meters/bytes/customers')).body;
+    expect(top.data).toEqual([
+      {
+        customerRef: expect.any(String),
+        total: Number('2000000000000000.000000003'),
+        totalDecimal: '2000000000000000.000000003',
+        records: 3,
+      },
+    ]);
   });
 });
 
@@ -285,8 +317,8 @@ describe('usage queries', () => {
 
     const customers = (await api('GET', `/ui/meters/requests/customers?${range}&limit=2`)).body;
     expect(customers.data).toEqual([
-      { customerRef: ids.big, total: 15, records: 2 },
-      { customerRef: ids.mid, total: 4, records: 1 },
+      { customerRef: ids.big, total: 15, totalDecimal: '15', records: 2 },
+      { customerRef: ids.mid, total: 4, totalDecimal: '4', records: 1 },
     ]);
     const days = (await api('GET', `/ui/analytics/daily?${range}`)).body.data;
     expect(days.reduce((s: number, d: Json) => s + d.records, 0)).toBe(4);

@@ -3,6 +3,7 @@ import {
   bucketStarts,
   type CustomerUsage,
   type DailyStats,
+  decimalText,
   type Granularity,
   type LimitCount,
   type MeterAggregation,
@@ -48,6 +49,12 @@ const BUCKET_START: Readonly<Record<Granularity, string>> = {
   week: 'toMonday(timestamp)',
   month: 'toStartOfMonth(timestamp)',
 };
+
+/** A total as read (aggregateExpression's text; none for an empty bucket), as both forms. */
+function totalOf(text: string | undefined): { total: number; totalDecimal: string } {
+  const totalDecimal = decimalText(text ?? '0');
+  return { total: Number(totalDecimal), totalDecimal };
+}
 
 /** Only these fixed SQL fragments are ever spliced in; every value travels as a parameter. */
 /**
@@ -163,7 +170,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         WHERE ${this.where(query)}`,
       this.params(query),
     );
-    return { total: Number(row?.total ?? 0), records: Number(row?.records ?? 0) };
+    return { ...totalOf(row?.total), records: Number(row?.records ?? 0) };
   }
 
   async buckets(query: UsageTotalQuery & { granularity: Granularity }): Promise<UsageBucket[]> {
@@ -181,7 +188,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
       const row = found.get(start.getTime());
       return {
         start: start.toISOString(),
-        total: Number(row?.total ?? 0),
+        ...totalOf(row?.total),
         records: Number(row?.records ?? 0),
       };
     });
@@ -199,7 +206,7 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
     );
     return rows.map((r) => ({
       customerRef: r.customer_ref,
-      total: Number(r.total),
+      ...totalOf(r.total),
       records: Number(r.records),
     }));
   }

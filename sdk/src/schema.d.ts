@@ -111,7 +111,7 @@ export interface paths {
         };
         /**
          * Usage of a meter by customer, largest first (default: last 30 days)
-         * @description A meter’s usage per customer over a range, largest first (default: the last 30 days).
+         * @description A meter’s usage per customer over a range, largest first (default: the last 30 days); each total also exactly as `totalDecimal`.
          */
         get: operations["getMeterUsageByCustomer"];
         put?: never;
@@ -131,7 +131,7 @@ export interface paths {
         };
         /**
          * Usage of a meter in a time range, optionally in UTC buckets
-         * @description The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Served from ClickHouse; 503 `usage_store_unavailable` while it is away.
+         * @description The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Each total comes as `total` (a JSON number: past about 15 significant digits the nearest double) and exactly as `totalDecimal`. Served from ClickHouse; 503 `usage_store_unavailable` while it is away.
          */
         get: operations["getMeterUsage"];
         put?: never;
@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "qGt80QulUuGR2zMrrHkII6lhOvRD1lDK9yqAIU9b6yA",
-                     *           "y": "-v04Biha315KGRJVn4FFm9EmR8NeSSiv_U5qaxu_2Uo",
+                     *           "x": "vsUrodr5icLEP3Qer4xKGsLwc-00UyKqnOcapIrJCIc",
+                     *           "y": "m9kDmiBySxb8oz7ajVDQMvUj0HHxv6U-k_dJEspJ1Bs",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "87fd7f4cdc6c4f21",
+                     *           "kid": "952203a155a8ce2f",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:17.551Z",
-                     *       "to": "2026-05-28T09:00:17.551Z",
+                     *       "from": "2026-04-28T09:00:05.721Z",
+                     *       "to": "2026-05-28T09:00:05.721Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,17 +2973,19 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:17.526Z",
-                     *       "to": "2026-05-28T09:00:17.526Z",
+                     *       "from": "2026-04-28T09:00:05.705Z",
+                     *       "to": "2026-05-28T09:00:05.705Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "total": 4100,
+                     *           "totalDecimal": "4100",
                      *           "records": 1
                      *         },
                      *         {
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "total": 2000,
+                     *           "totalDecimal": "2000",
                      *           "records": 2
                      *         }
                      *       ]
@@ -2994,6 +2996,8 @@ export interface operations {
                             customerRef: string;
                             records: number;
                             total: number;
+                            /** @description The same total exactly, as a decimal string (up to 9 decimal places): `total` is a JSON number, which past about 15 significant digits holds only the nearest double */
+                            totalDecimal: string;
                         }[];
                         /**
                          * Format: date-time
@@ -3146,8 +3150,9 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:17.403Z",
+                     *       "to": "2026-05-28T09:00:05.669Z",
                      *       "total": 2000,
+                     *       "totalDecimal": "2000",
                      *       "records": 2,
                      *       "groupBy": "model",
                      *       "groups": [
@@ -3168,6 +3173,8 @@ export interface operations {
                              */
                             start: string;
                             total: number;
+                            /** @description The same total exactly, as a decimal string (up to 9 decimal places): `total` is a JSON number, which past about 15 significant digits holds only the nearest double */
+                            totalDecimal: string;
                         }[];
                         customerRef: string | null;
                         /**
@@ -3191,6 +3198,8 @@ export interface operations {
                         to: string;
                         /** @description The meter aggregation over [from, to) */
                         total: number;
+                        /** @description The same total exactly, as a decimal string (up to 9 decimal places): `total` is a JSON number, which past about 15 significant digits holds only the nearest double */
+                        totalDecimal: string;
                     };
                 };
             };
@@ -3331,9 +3340,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:25.389Z",
-                     *       "expiresAt": "2026-05-28T21:00:25.389Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:25.389Z"
+                     *       "createdAt": "2026-05-28T09:00:08.116Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.116Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.116Z"
                      *     }
                      */
                     "application/json": {
@@ -3566,7 +3575,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:25.066Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.968Z"
                      *     }
                      */
                     "application/json": {
@@ -3935,9 +3944,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:24.394Z",
-                     *       "expiresAt": "2026-05-28T21:00:24.394Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:24.414Z"
+                     *       "createdAt": "2026-05-28T09:00:07.690Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.690Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.699Z"
                      *     }
                      */
                     "application/json": {
@@ -4424,9 +4433,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:24.394Z",
-                     *       "expiresAt": "2026-05-28T21:00:24.394Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:24.394Z"
+                     *       "createdAt": "2026-05-28T09:00:07.690Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.690Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.690Z"
                      *     }
                      */
                     "application/json": {
@@ -4637,7 +4646,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:24.765Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.811Z"
                      *     }
                      */
                     "application/json": {
@@ -4813,9 +4822,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:25.050Z",
-                     *       "expiresAt": "2026-05-28T21:00:25.050Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:25.050Z"
+                     *       "createdAt": "2026-05-28T09:00:07.956Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
                      *     }
                      */
                     "application/json": {
@@ -5280,7 +5289,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796180447,
+                     *       "client_id_issued_at": 1796195213,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5453,7 +5462,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:22.333Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.875Z"
                      *     }
                      */
                     "application/json": {
@@ -7255,8 +7264,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:18.822Z",
-                     *       "createdAt": "2026-05-28T09:00:18.822Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.843Z",
+                     *       "createdAt": "2026-05-28T09:00:05.843Z"
                      *     }
                      */
                     "application/json": {
@@ -7417,8 +7426,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:18.822Z",
-                     *       "createdAt": "2026-05-28T09:00:18.822Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.843Z",
+                     *       "createdAt": "2026-05-28T09:00:05.843Z"
                      *     }
                      */
                     "application/json": {
@@ -7586,8 +7595,8 @@ export interface operations {
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:12.611Z",
-                     *           "updatedAt": "2026-05-28T09:00:12.611Z"
+                     *           "createdAt": "2026-05-28T09:00:03.702Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.702Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7808,8 +7817,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:12.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.611Z"
+                     *       "createdAt": "2026-05-28T09:00:03.702Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.702Z"
                      *     }
                      */
                     "application/json": {
@@ -8001,8 +8010,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:12.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.611Z"
+                     *       "createdAt": "2026-05-28T09:00:03.702Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.702Z"
                      *     }
                      */
                     "application/json": {
@@ -8187,8 +8196,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:12.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:12.816Z"
+                     *       "createdAt": "2026-05-28T09:00:03.702Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.759Z"
                      *     }
                      */
                     "application/json": {
@@ -8357,8 +8366,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:12.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:13.200Z"
+                     *       "createdAt": "2026-05-28T09:00:03.702Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.877Z"
                      *     }
                      */
                     "application/json": {
@@ -8830,7 +8839,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:16.212Z"
+                     *           "sentAt": "2026-05-28T09:00:05.327Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8843,7 +8852,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:16.082Z"
+                     *           "sentAt": "2026-05-28T09:00:05.213Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9069,8 +9078,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:11.127Z",
-                     *           "updatedAt": "2026-05-28T09:00:11.127Z"
+                     *           "createdAt": "2026-05-28T09:00:03.198Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.198Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9084,8 +9093,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:11.227Z",
-                     *           "updatedAt": "2026-05-28T09:00:11.227Z"
+                     *           "createdAt": "2026-05-28T09:00:03.224Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.224Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9341,8 +9350,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:11.127Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.127Z"
+                     *       "createdAt": "2026-05-28T09:00:03.198Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.198Z"
                      *     }
                      */
                     "application/json": {
@@ -9909,8 +9918,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:11.127Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.682Z"
+                     *       "createdAt": "2026-05-28T09:00:03.198Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.324Z"
                      *     }
                      */
                     "application/json": {
@@ -11626,7 +11635,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:11.834Z"
+                     *       "createdAt": "2026-05-28T09:00:03.406Z"
                      *     }
                      */
                     "application/json": {
@@ -11909,7 +11918,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:19.723Z"
+                     *       "revokedBefore": "2026-05-28T09:00:06.117Z"
                      *     }
                      */
                     "application/json": {
@@ -12140,8 +12149,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:11.227Z",
-                     *       "updatedAt": "2026-05-28T09:00:11.227Z"
+                     *       "createdAt": "2026-05-28T09:00:03.224Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.224Z"
                      *     }
                      */
                     "application/json": {
@@ -12403,7 +12412,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T05:59:35.033Z"
+                     *                 "end": "2026-01-25T01:53:13.100Z"
                      *               }
                      *             }
                      *           ],
@@ -13287,7 +13296,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T05:59:35.033Z"
+                     *             "end": "2026-01-25T01:53:13.100Z"
                      *           }
                      *         }
                      *       ],
@@ -13616,7 +13625,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T05:59:35.033Z"
+                     *             "end": "2026-01-25T01:53:13.100Z"
                      *           }
                      *         }
                      *       ],
@@ -13903,7 +13912,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T05:59:35.033Z",
+                     *         "periodEnd": "2026-01-25T01:53:13.100Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14650,7 +14659,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:17.237Z"
+                     *       "timestamp": "2026-05-28T09:00:05.622Z"
                      *     }
                      */
                     "application/json": {
@@ -14874,7 +14883,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:17.317Z"
+                     *           "timestamp": "2026-05-28T09:00:05.648Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14882,7 +14891,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:17.317Z"
+                     *           "timestamp": "2026-05-28T09:00:05.648Z"
                      *         }
                      *       ]
                      *     }
@@ -15081,9 +15090,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/VsRaxu2UNRzSvWIaYTuRYbuwHmWapzxoP0_78_tOnVU",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/e2kI6s39Y0IJVVcXJVUTI5hdfuzD5Vu4dIB0LUIiMCI",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:17.175Z"
+                     *       "expiresAt": "2026-05-28T09:15:05.604Z"
                      *     }
                      */
                     "application/json": {
@@ -16092,7 +16101,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T05:59:35.033Z"
+                     *         "end": "2026-02-25T01:53:13.100Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16743,7 +16752,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:19.067Z",
+                     *       "createdAt": "2026-05-28T09:00:05.922Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16927,8 +16936,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:19.067Z",
-                     *       "closedAt": "2026-05-28T09:00:19.199Z"
+                     *       "createdAt": "2026-05-28T09:00:05.922Z",
+                     *       "closedAt": "2026-05-28T09:00:05.970Z"
                      *     }
                      */
                     "application/json": {
@@ -17107,11 +17116,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:19.255Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.985Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:19.255Z"
+                     *       "createdAt": "2026-05-28T09:00:05.985Z"
                      *     }
                      */
                     "application/json": {
@@ -17279,7 +17288,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:10.764Z"
+                     *           "createdAt": "2026-05-28T09:00:03.086Z"
                      *         }
                      *       ]
                      *     }
@@ -17433,7 +17442,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:10.764Z"
+                     *       "createdAt": "2026-05-28T09:00:03.086Z"
                      *     }
                      */
                     "application/json": {
@@ -17572,7 +17581,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:10.764Z"
+                     *       "createdAt": "2026-05-28T09:00:03.086Z"
                      *     }
                      */
                     "application/json": {
@@ -17723,7 +17732,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:10.764Z"
+                     *       "createdAt": "2026-05-28T09:00:03.086Z"
                      *     }
                      */
                     "application/json": {
@@ -18466,8 +18475,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:35.033Z",
-                     *       "to": "2026-05-28T09:14:35.033Z",
+                     *       "from": "2026-04-28T08:53:13.100Z",
+                     *       "to": "2026-05-28T09:08:13.100Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18689,7 +18698,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:22.192Z",
+                     *       "asOf": "2026-05-28T09:00:06.748Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18934,7 +18943,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T05:59:35.033Z",
+                     *           "end": "2026-01-25T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18973,8 +18982,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T05:59:35.033Z",
-                     *           "end": "2026-02-25T05:59:35.033Z",
+                     *           "start": "2026-01-25T01:53:13.100Z",
+                     *           "end": "2026-02-25T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19013,8 +19022,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T05:59:35.033Z",
-                     *           "end": "2026-03-27T05:59:35.033Z",
+                     *           "start": "2026-02-25T01:53:13.100Z",
+                     *           "end": "2026-03-27T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19053,8 +19062,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T05:59:35.033Z",
-                     *           "end": "2026-04-27T05:59:35.033Z",
+                     *           "start": "2026-03-27T01:53:13.100Z",
+                     *           "end": "2026-04-27T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19093,8 +19102,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T05:59:35.033Z",
-                     *           "end": "2026-05-27T05:59:35.033Z",
+                     *           "start": "2026-04-27T01:53:13.100Z",
+                     *           "end": "2026-05-27T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19133,8 +19142,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T05:59:35.033Z",
-                     *           "end": "2026-06-27T05:59:35.033Z",
+                     *           "start": "2026-05-27T01:53:13.100Z",
+                     *           "end": "2026-06-27T01:53:13.100Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19386,8 +19395,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:35.033Z",
-                     *       "to": "2026-05-28T09:14:35.033Z",
+                     *       "from": "2026-04-28T08:53:13.100Z",
+                     *       "to": "2026-05-28T09:08:13.100Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19396,9 +19405,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 98.505,
-                     *             "p95": 98.505,
-                     *             "p99": 98.505
+                     *             "p50": 102.525,
+                     *             "p95": 102.525,
+                     *             "p99": 102.525
                      *           }
                      *         }
                      *       ]
@@ -19570,31 +19579,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:59:35.033Z",
-                     *       "to": "2026-05-28T09:14:35.033Z",
+                     *       "from": "2026-04-28T08:53:13.100Z",
+                     *       "to": "2026-05-28T09:08:13.100Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T04:59:35.033Z",
+                     *           "start": "2026-04-28T00:53:13.100Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T04:59:35.033Z",
+                     *           "start": "2026-05-05T00:53:13.100Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T04:59:35.033Z",
+                     *           "start": "2026-05-12T00:53:13.100Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T04:59:35.033Z",
+                     *           "start": "2026-05-19T00:53:13.100Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T04:59:35.033Z",
+                     *           "start": "2026-05-26T00:53:13.100Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19831,17 +19840,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…oqWo",
+                     *           "hint": "sk_test_…1evw",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:25.897Z",
+                     *           "createdAt": "2026-05-28T09:00:08.277Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…5Dko",
+                     *           "hint": "sk_test_…LZvU",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:25.041Z",
+                     *           "createdAt": "2026-05-28T09:00:07.951Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19987,9 +19996,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…oqWo",
+                     *       "hint": "sk_test_…1evw",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:25.897Z",
+                     *       "createdAt": "2026-05-28T09:00:08.277Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20312,18 +20321,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…kkUY",
+                     *       "hint": "sk_test_…IF7U",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:26.033Z",
+                     *       "createdAt": "2026-05-28T09:00:08.309Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…oqWo",
+                     *         "hint": "sk_test_…1evw",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:25.897Z",
-                     *         "expiresAt": "2026-05-28T10:00:26.033Z"
+                     *         "createdAt": "2026-05-28T09:00:08.277Z",
+                     *         "expiresAt": "2026-05-28T10:00:08.309Z"
                      *       }
                      *     }
                      */
@@ -20519,7 +20528,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:24.686Z",
+                     *           "createdAt": "2026-05-28T09:00:07.785Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20536,7 +20545,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:24.641Z",
+                     *           "createdAt": "2026-05-28T09:00:07.776Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20553,7 +20562,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:24.530Z",
+                     *           "createdAt": "2026-05-28T09:00:07.748Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20569,7 +20578,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0YjU2NnMyenJxcmZ6MGEycjhmdjA3"
+                     *       "nextCursor": "YXVkXzAxbTh0czdzOXJldHRybmNrcmc2bjc3czgz"
                      *     }
                      */
                     "application/json": {
@@ -20748,7 +20757,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:19.067Z",
+                     *           "createdAt": "2026-05-28T09:00:05.922Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20903,7 +20912,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:19.067Z",
+                     *       "createdAt": "2026-05-28T09:00:05.922Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21064,7 +21073,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:19.067Z",
+                     *       "createdAt": "2026-05-28T09:00:05.922Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22863,8 +22872,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:21.499Z",
-                     *       "latencyMs": 61,
+                     *       "checkedAt": "2026-05-28T09:00:06.353Z",
+                     *       "latencyMs": 20,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23232,8 +23241,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:08.564Z",
-                     *           "updatedAt": "2026-05-28T09:00:08.564Z"
+                     *           "createdAt": "2026-05-28T09:00:02.431Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.431Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23243,8 +23252,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:10.568Z",
-                     *           "updatedAt": "2026-05-28T09:00:10.568Z"
+                     *           "createdAt": "2026-05-28T09:00:03.042Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.042Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23416,8 +23425,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:10.568Z",
-                     *       "updatedAt": "2026-05-28T09:00:10.568Z"
+                     *       "createdAt": "2026-05-28T09:00:03.042Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
                      *     }
                      */
                     "application/json": {
@@ -23590,8 +23599,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:10.568Z",
-                     *       "updatedAt": "2026-05-28T09:00:10.568Z"
+                     *       "createdAt": "2026-05-28T09:00:03.042Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
                      *     }
                      */
                     "application/json": {
@@ -23741,8 +23750,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:10.568Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.969Z"
+                     *       "createdAt": "2026-05-28T09:00:03.042Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.560Z"
                      *     }
                      */
                     "application/json": {
@@ -23912,11 +23921,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:19.255Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.985Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:19.255Z"
+                     *           "createdAt": "2026-05-28T09:00:05.985Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24068,11 +24077,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:19.255Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.985Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:19.255Z"
+                     *       "createdAt": "2026-05-28T09:00:05.985Z"
                      *     }
                      */
                     "application/json": {
@@ -24257,8 +24266,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.897Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.897Z"
+                     *       "createdAt": "2026-05-28T09:00:02.846Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.846Z"
                      *     }
                      */
                     "application/json": {
@@ -24574,8 +24583,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.897Z",
-                     *       "updatedAt": "2026-05-28T09:00:10.381Z"
+                     *       "createdAt": "2026-05-28T09:00:02.846Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.993Z"
                      *     }
                      */
                     "application/json": {
@@ -24830,8 +24839,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:23.984Z",
-                     *       "updatedAt": "2026-05-28T09:00:24.014Z"
+                     *       "createdAt": "2026-05-28T09:00:07.567Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.575Z"
                      *     }
                      */
                     "application/json": {
@@ -25026,8 +25035,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoqprWPbg6sLVo",
-                     *       "connectedAt": "2026-05-28T09:00:23.096Z"
+                     *       "account": "acct_RnsZCWhAyQdlviE",
+                     *       "connectedAt": "2026-05-28T09:00:07.301Z"
                      *     }
                      */
                     "application/json": {
@@ -25201,8 +25210,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnoqprWPbg6sLVo",
-                     *       "connectedAt": "2026-05-28T09:00:23.096Z"
+                     *       "account": "acct_RnsZCWhAyQdlviE",
+                     *       "connectedAt": "2026-05-28T09:00:07.301Z"
                      *     }
                      */
                     "application/json": {
@@ -25771,8 +25780,8 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:09.104Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.104Z"
+                     *           "createdAt": "2026-05-28T09:00:02.627Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.627Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25951,8 +25960,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.104Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.104Z"
+                     *       "createdAt": "2026-05-28T09:00:02.627Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.627Z"
                      *     }
                      */
                     "application/json": {
@@ -26127,8 +26136,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.104Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.104Z"
+                     *       "createdAt": "2026-05-28T09:00:02.627Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.627Z"
                      *     }
                      */
                     "application/json": {
@@ -26305,8 +26314,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:09.104Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.539Z"
+                     *       "createdAt": "2026-05-28T09:00:02.627Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.733Z"
                      *     }
                      */
                     "application/json": {
@@ -26481,8 +26490,8 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:24.165Z",
-                     *       "updatedAt": "2026-05-28T09:00:24.194Z"
+                     *       "createdAt": "2026-05-28T09:00:07.611Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.619Z"
                      *     }
                      */
                     "application/json": {
@@ -26673,8 +26682,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:09.697Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.697Z"
+                     *           "createdAt": "2026-05-28T09:00:02.784Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.784Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26720,8 +26729,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:09.897Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.897Z"
+                     *           "createdAt": "2026-05-28T09:00:02.846Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.846Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26764,8 +26773,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:09.945Z",
-                     *           "updatedAt": "2026-05-28T09:00:09.945Z"
+                     *           "createdAt": "2026-05-28T09:00:02.863Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.863Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27113,8 +27122,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:09.897Z",
-                     *       "updatedAt": "2026-05-28T09:00:09.897Z"
+                     *       "createdAt": "2026-05-28T09:00:02.846Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.846Z"
                      *     }
                      */
                     "application/json": {
@@ -27586,13 +27595,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:25.030Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.947Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:25.302Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.093Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27601,8 +27610,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:25.457Z",
-                     *           "expiresAt": "2026-06-04T09:00:25.457Z"
+                     *           "createdAt": "2026-05-28T09:00:08.126Z",
+                     *           "expiresAt": "2026-06-04T09:00:08.126Z"
                      *         }
                      *       ]
                      *     }
@@ -27763,8 +27772,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:25.066Z",
-                     *       "expiresAt": "2026-06-04T09:00:25.066Z"
+                     *       "createdAt": "2026-05-28T09:00:07.968Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.968Z"
                      *     }
                      */
                     "application/json": {
@@ -28252,7 +28261,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:25.302Z"
+                     *       "joinedAt": "2026-05-28T09:00:08.093Z"
                      *     }
                      */
                     "application/json": {
@@ -28666,7 +28675,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:19.035Z"
+                     *       "createdAt": "2026-05-28T09:00:05.903Z"
                      *     }
                      */
                     "application/json": {
@@ -28852,11 +28861,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 11,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:23.643Z"
+                     *       "createdAt": "2026-05-28T09:00:07.476Z"
                      *     }
                      */
                     "application/json": {
@@ -29030,11 +29039,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 11,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:23.643Z"
+                     *           "createdAt": "2026-05-28T09:00:07.476Z"
                      *         }
                      *       ]
                      *     }
@@ -29188,8 +29197,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:23.452Z",
-                     *           "updatedAt": "2026-05-28T09:00:23.452Z"
+                     *           "createdAt": "2026-05-28T09:00:07.418Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.418Z"
                      *         }
                      *       ]
                      *     }
@@ -29363,8 +29372,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:23.452Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.452Z",
+                     *       "createdAt": "2026-05-28T09:00:07.418Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.418Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29519,8 +29528,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:23.452Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.452Z"
+                     *       "createdAt": "2026-05-28T09:00:07.418Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.418Z"
                      *     }
                      */
                     "application/json": {
@@ -29812,8 +29821,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:23.452Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.616Z"
+                     *       "createdAt": "2026-05-28T09:00:07.418Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.461Z"
                      *     }
                      */
                     "application/json": {
@@ -29965,8 +29974,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:23.452Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.779Z"
+                     *       "createdAt": "2026-05-28T09:00:07.418Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.529Z"
                      *     }
                      */
                     "application/json": {
@@ -30118,8 +30127,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:23.452Z",
-                     *       "updatedAt": "2026-05-28T09:00:23.911Z"
+                     *       "createdAt": "2026-05-28T09:00:07.418Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.540Z"
                      *     }
                      */
                     "application/json": {
@@ -30412,7 +30421,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:23.756Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.523Z"
                      *     }
                      */
                     "application/json": {

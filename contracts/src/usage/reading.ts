@@ -37,8 +37,24 @@ export interface UsageTotalQuery extends UsageScope {
 }
 
 export interface UsageTotal {
+  /** The aggregation as a JSON number: beyond about 15 significant digits, the nearest double. */
   total: number;
+  /** The same, exactly: ClickHouse's Decimal(38, 9) in plain decimal form ("12.5", "0"). */
+  totalDecimal: string;
   records: number;
+}
+
+/**
+ * ClickHouse's text of a Decimal ("12.500000000", "-0.000000001", "7") in plain form without
+ * trailing zeros ("12.5"): what `totalDecimal` carries. Anything else is not a total and throws.
+ */
+export function decimalText(text: string): string {
+  const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
+  if (match === null) throw new Error(`not a decimal total: ${JSON.stringify(text.slice(0, 40))}`);
+  const whole = match[2]?.replace(/^0+(?=\d)/, '') ?? '0';
+  const fraction = (match[3] ?? '').replace(/0+$/, '');
+  const zero = whole === '0' && fraction === '';
+  return `${zero ? '' : (match[1] ?? '')}${whole}${fraction === '' ? '' : `.${fraction}`}`;
 }
 
 export interface UsageBucket extends UsageTotal {
@@ -154,16 +170,4 @@ export function countBuckets(from: Date, to: Date, granularity: Granularity): nu
     month: 28 * 86400e3,
   };
   return Math.ceil((to.getTime() - from.getTime()) / approx[granularity]) + 1;
-}
-
-/**
- * The number limit checks and end-of-period billing read: a customer's usage on a meter from a
- * purchase's periodStart up to and including `now`.
- */
-export function usageSince(
-  reader: UsageReader,
-  query: Omit<UsageTotalQuery, 'from' | 'to'> & { periodStart: Date; now: Date },
-): Promise<UsageTotal> {
-  const { periodStart, now, ...scope } = query;
-  return reader.total({ ...scope, from: periodStart, to: new Date(now.getTime() + 1) });
 }

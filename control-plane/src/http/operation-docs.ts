@@ -168,9 +168,9 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'POST /v1/sdk/usages':
     'Records a generic usage event (an action, its units and outcome) on the product’s requests meter, and announces it with `usage.recorded`.',
   'GET /ui/meters/:meterRef/usage':
-    'The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Served from ClickHouse; 503 `usage_store_unavailable` while it is away.',
+    'The total of a meter over `from`–`to` for one customer or all, optionally in UTC buckets (`granularity` hour, day, week, month). Each total comes as `total` (a JSON number: past about 15 significant digits the nearest double) and exactly as `totalDecimal`. Served from ClickHouse; 503 `usage_store_unavailable` while it is away.',
   'GET /ui/meters/:meterRef/customers':
-    'A meter’s usage per customer over a range, largest first (default: the last 30 days).',
+    'A meter’s usage per customer over a range, largest first (default: the last 30 days); each total also exactly as `totalDecimal`.',
   'GET /ui/analytics/daily':
     'Records, distinct customers and meters per UTC day over a range (default: the last 30 days).',
   'GET /v1/ui/analytics/usage':

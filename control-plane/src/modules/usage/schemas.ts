@@ -88,7 +88,18 @@ export const UsageQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const Bucket = Type.Object({ start: Timestamp, total: Type.Number(), records: Type.Integer() });
+const TotalDecimal = Type.String({
+  pattern: '^-?\\d+(\\.\\d{1,9})?$',
+  description:
+    'The same total exactly, as a decimal string (up to 9 decimal places): `total` is a JSON number, which past about 15 significant digits holds only the nearest double',
+});
+
+const Bucket = Type.Object({
+  start: Timestamp,
+  total: Type.Number(),
+  totalDecimal: TotalDecimal,
+  records: Type.Integer(),
+});
 
 export const UsageTotal = Type.Object({
   meterRef: Type.String(),
@@ -98,6 +109,7 @@ export const UsageTotal = Type.Object({
   from: Timestamp,
   to: Timestamp,
   total: Type.Number({ description: 'The meter aggregation over [from, to)' }),
+  totalDecimal: TotalDecimal,
   records: Type.Integer(),
   granularity: Type.Optional(Type.String()),
   buckets: Type.Optional(Type.Array(Bucket)),
@@ -119,7 +131,12 @@ export const CustomerUsage = Type.Object({
   from: Timestamp,
   to: Timestamp,
   data: Type.Array(
-    Type.Object({ customerRef: Type.String(), total: Type.Number(), records: Type.Integer() }),
+    Type.Object({
+      customerRef: Type.String(),
+      total: Type.Number(),
+      totalDecimal: TotalDecimal,
+      records: Type.Integer(),
+    }),
   ),
 });
 
