@@ -85,28 +85,5 @@ export async function unwrap<T>(
   );
 }
 
-/** An amount as typed in whole currency units ("9" or "9.50") in cents, exactly; undefined when not one. */
-export function centsOf(text: string): number | undefined {
-  const match = /^(\d{1,9})(?:\.(\d{1,2}))?$/.exec(text.trim());
-  if (match === null) return undefined;
-  return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
-}
-
-/** Money in the smallest unit, shown in its currency (900 usd → $9.00). */
-/** Minor units as a plain decimal in the currency's major unit (12.50), for CSV files. */
-export function decimal(amount: number, currency: string): string {
-  const digits =
-    new Intl.NumberFormat('en', { style: 'currency', currency: currency.toUpperCase() }).resolvedOptions()
-      .maximumFractionDigits ?? 2;
-  const sign = amount < 0 ? '-' : '';
-  const text = String(Math.abs(amount)).padStart(digits + 1, '0');
-  return digits === 0 ? `${sign}${text}` : `${sign}${text.slice(0, -digits)}.${text.slice(-digits)}`;
-}
-
-export function money(amount: number, currency: string): string {
-  const code = currency.toUpperCase();
-  const digits =
-    new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions()
-      .maximumFractionDigits ?? 2;
-  return new Intl.NumberFormat('en', { style: 'currency', currency: code }).format(amount / 10 ** digits);
-}
+// Money in minor units, read and shown per currency: pure functions of their own module.
+export { amountExample, decimal, decimalsOf, minorName, minorOf, money } from './money';

@@ -467,6 +467,32 @@ describe('the console’s operations pages', () => {
     await page.getByRole('cell', { name: 'LAUNCH20' }).waitFor();
     await page.getByRole('cell', { name: '20%' }).waitFor();
     await page.getByRole('cell', { name: '3 months' }).waitFor();
+    // An amount off in a currency without decimals is typed and shown in yen, not hundredths.
+    await page.getByLabel('Coupon name').fill('Yen welcome');
+    await page.getByLabel('Takes off').selectOption('amount');
+    await page.getByLabel('Amount off').fill('500.5');
+    await page.getByLabel('Currency').fill('jpy');
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.locator('#field-amountOff-error').getByText('must be an amount such as 500').waitFor();
+    await page.getByLabel('Amount off').fill('500');
+    await page.getByLabel('Applies to').selectOption('once');
+    await page.getByLabel('First purchase only').check();
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.getByRole('cell', { name: '¥500' }).waitFor();
+    await page.getByRole('cell', { name: 'customers who never paid' }).waitFor();
+    const yen = (await (await page.request.get(`${baseUrl}/v1/sdk/coupons?limit=10`)).json()) as {
+      data: Array<{
+        name: string;
+        amountOff: number | null;
+        currency: string | null;
+        firstTimeOnly: boolean;
+      }>;
+    };
+    expect(yen.data.find((c) => c.name === 'Yen welcome')).toMatchObject({
+      amountOff: 500,
+      currency: 'jpy',
+      firstTimeOnly: true,
+    });
 
     // A customer redeems it with their activation: 20 % off the first invoice.
     const headers = { 'x-csrf-token': await csrfOf(page, baseUrl), 'content-type': 'application/json' };

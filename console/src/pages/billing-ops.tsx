@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
-import { ApiProblem, api, centsOf, money, unwrap } from '../api';
+import { ApiProblem, api, minorOf, money, unwrap } from '../api';
 import { mayIntegrate, mayManage, useEnvironment, useSession } from '../session';
 import { dateTime, Empty, Field, FormProblem, Loaded, Page, Select, SubNav, Table } from '../ui';
 
@@ -211,7 +211,8 @@ export function Payouts() {
   const [failure, setFailure] = useState('');
   const send = useMutation({
     mutationFn: () => {
-      const cents = centsOf(amount);
+      // Sandbox payouts are of the usd balance (the API's default currency).
+      const cents = minorOf(amount, 'usd');
       if (amount.trim() !== '' && (cents === undefined || cents === 0))
         throw new ApiProblem(400, 'validation_failed', 'The amount must be such as 25.00', [
           { path: '/amount', message: 'must be an amount such as 25.00, or empty for the whole balance' },

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, centsOf, money, unwrap } from '../api';
+import { ApiProblem, amountExample, api, minorOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { dateTime, Field, FormProblem, Loaded, Page, Table } from '../ui';
 import { BillingNav } from './billing-ops';
@@ -40,20 +40,21 @@ export function Billing() {
   const [refunding, setRefunding] = useState<string | undefined>(undefined);
   const [amount, setAmount] = useState('');
   const refund = useMutation({
-    mutationFn: (paymentId: string) => {
-      const refundAmount = centsOf(amount);
+    mutationFn: (payment: { id: string; currency: string }) => {
+      const refundAmount = minorOf(amount, payment.currency);
+      const example = amountExample(payment.currency, 3);
       // Empty refunds what is left; anything else must read as an amount, never as "all".
       if (amount.trim() !== '' && (refundAmount === undefined || refundAmount === 0))
-        throw new ApiProblem(400, 'validation_failed', 'The amount must be such as 3.00', [
+        throw new ApiProblem(400, 'validation_failed', `The amount must be such as ${example}`, [
           {
             path: '/refundAmount',
-            message: 'must be an amount such as 3.00, or empty to refund what is left',
+            message: `must be an amount such as ${example}, or empty to refund what is left`,
           },
         ]);
       return unwrap(
         api.POST('/v1/ui/transactions/refunds', {
           body: {
-            originalTransactionId: paymentId,
+            originalTransactionId: payment.id,
             reason: 'requested_by_customer',
             ...(refundAmount === undefined ? {} : { refundAmount }),
           },
@@ -154,7 +155,7 @@ export function Billing() {
                         aria-label={`Refund ${t.id}`}
                         onSubmit={(event) => {
                           event.preventDefault();
-                          refund.mutate(t.id);
+                          refund.mutate(t);
                         }}
                         noValidate
                       >

@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, centsOf, money, unwrap } from '../api';
+import { ApiProblem, amountExample, api, minorOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { dateTime, Field, FormProblem, Loaded, Page, Select, Table } from '../ui';
 import { BillingNav } from './billing-ops';
@@ -57,6 +57,7 @@ export function Coupons() {
   const [months, setMonths] = useState('3');
   const [maxRedemptions, setMaxRedemptions] = useState('');
   const [redeemBy, setRedeemBy] = useState('');
+  const [firstTimeOnly, setFirstTimeOnly] = useState(false);
   const create = useMutation({
     mutationFn: () => {
       const off =
@@ -68,10 +69,10 @@ export function Coupons() {
               return { percentOff: percent };
             })()
           : (() => {
-              const cents = centsOf(value);
-              if (cents === undefined || cents === 0)
-                throw problem('/amountOff', 'must be an amount such as 5.00');
-              return { amountOff: cents, currency };
+              const minor = minorOf(value, currency);
+              if (minor === undefined || minor === 0)
+                throw problem('/amountOff', `must be an amount such as ${amountExample(currency, 5)}`);
+              return { amountOff: minor, currency };
             })();
       const until = redeemBy === '' ? undefined : isoOf(redeemBy);
       if (redeemBy !== '' && until === undefined) throw problem('/redeemBy', 'must be a date and time');
@@ -88,6 +89,7 @@ export function Coupons() {
             ...(duration === 'repeating' ? { durationInMonths: Number(months) } : {}),
             ...(max === undefined ? {} : { maxRedemptions: max }),
             ...(until === undefined ? {} : { redeemBy: until }),
+            ...(firstTimeOnly ? { firstTimeOnly } : {}),
           },
         }),
       );
@@ -96,6 +98,7 @@ export function Coupons() {
       setName('');
       setCode('');
       setValue('');
+      setFirstTimeOnly(false);
       refresh();
     },
   });
@@ -131,6 +134,10 @@ export function Coupons() {
                     : money(row.amountOff ?? 0, row.currency ?? 'usd'),
               },
               { header: 'For', cell: (row) => lasts(row) },
+              {
+                header: 'Who',
+                cell: (row) => (row.firstTimeOnly ? 'customers who never paid' : 'any customer'),
+              },
               {
                 header: 'Redeemed',
                 numeric: true,
@@ -246,6 +253,21 @@ export function Coupons() {
             error={create.error}
             hint="Optional: the last moment it can be used"
           />
+          <div className="choices">
+            <label>
+              <input
+                type="checkbox"
+                name="firstTimeOnly"
+                checked={firstTimeOnly}
+                aria-describedby="firstTimeOnly-hint"
+                onChange={(e) => setFirstTimeOnly(e.target.checked)}
+              />
+              First purchase only
+              <small id="firstTimeOnly-hint" className="muted">
+                Only customers who have never paid may redeem it
+              </small>
+            </label>
+          </div>
           <FormProblem
             error={create.error}
             fields={[

@@ -1,7 +1,7 @@
 import { type Pricing, parseDecimal, priceUsage, type Tier } from '@mcp-meter/contracts/pricing';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { ApiProblem, api, centsOf, money, unwrap } from '../api';
+import { ApiProblem, amountExample, api, minorName, minorOf, money, unwrap } from '../api';
 import { Field, FormProblem, Select } from '../ui';
 
 type PlanType = 'recurring' | 'usage-based' | 'hybrid' | 'one-time';
@@ -28,6 +28,7 @@ function pricingOf(
   unitAmount: string,
   tiers: TierRow[],
   packageSize: string,
+  currency: string,
 ): Pricing | string {
   if (model === 'per-unit' || model === 'package') {
     const parsed = parseDecimal(unitAmount);
@@ -42,8 +43,9 @@ function pricingOf(
     const last = index === tiers.length - 1;
     const unit = parseDecimal(row.unitAmount);
     if ('problem' in unit) return `Tier ${index + 1}: the unit price ${unit.problem}`;
-    const flat = row.flatAmount.trim() === '' ? 0 : centsOf(row.flatAmount);
-    if (flat === undefined) return `Tier ${index + 1}: the flat fee must be an amount such as 5.00`;
+    const flat = row.flatAmount.trim() === '' ? 0 : minorOf(row.flatAmount, currency);
+    if (flat === undefined)
+      return `Tier ${index + 1}: the flat fee must be an amount such as ${amountExample(currency, 5)}`;
     if (!last && !/^\d{1,13}$/.test(row.upTo.trim()))
       return `Tier ${index + 1}: "up to" must be a whole number`;
     read.push({
@@ -81,28 +83,36 @@ export function PlanForm(props: { productId: string }) {
   const [limit, setLimit] = useState('');
   const credits = type === 'usage-based' && billing === 'pre-paid';
   const usage = (type === 'usage-based' && !credits) || type === 'hybrid';
-  const pricing = usage ? pricingOf(model, unitAmount, tiers, packageSize) : undefined;
-  const cents = centsOf(price);
+  const pricing = usage ? pricingOf(model, unitAmount, tiers, packageSize, currency) : undefined;
+  const cents = minorOf(price, currency);
   const create = useMutation({
     mutationFn: () => {
       if (cents === undefined)
-        throw new ApiProblem(400, 'validation_failed', 'The price must be an amount such as 9.00', [
-          { path: type === 'hybrid' ? '/basePrice' : '/price', message: 'must be an amount such as 9.00' },
-        ]);
+        throw new ApiProblem(
+          400,
+          'validation_failed',
+          `The price must be an amount such as ${amountExample(currency)}`,
+          [
+            {
+              path: type === 'hybrid' ? '/basePrice' : '/price',
+              message: `must be an amount such as ${amountExample(currency)}`,
+            },
+          ],
+        );
       const body: Record<string, unknown> = { name, type, currency };
       if (type === 'hybrid') body.basePrice = cents;
       else if (type !== 'usage-based') body.price = cents;
       if (type !== 'one-time') body.billingCycle = cycle;
       // Optional numbers: empty leaves them out; anything else goes as typed, for the API to judge.
       const whole = (text: string) => (/^\d{1,13}$/.test(text.trim()) ? Number(text.trim()) : text.trim());
-      if (setupFee.trim() !== '') body.setupFee = centsOf(setupFee) ?? setupFee;
+      if (setupFee.trim() !== '') body.setupFee = minorOf(setupFee, currency) ?? setupFee;
       if (trialDays.trim() !== '' && type !== 'one-time') body.trialDays = whole(trialDays);
       if (limit.trim() !== '') body.limit = whole(limit);
       if (credits) {
         body.billingModel = 'pre-paid';
         body.creditsPerUnit = whole(creditsPerUnit);
         if (packCredits.trim() !== '' || packPrice.trim() !== '')
-          body.topUp = { credits: whole(packCredits), amount: centsOf(packPrice) ?? packPrice };
+          body.topUp = { credits: whole(packCredits), amount: minorOf(packPrice, currency) ?? packPrice };
       }
       if (usage) {
         body.freeUnits = Number(freeUnits) || 0;
@@ -115,7 +125,7 @@ export function PlanForm(props: { productId: string }) {
           body.tiers = tiers.map((row, index) => ({
             upTo: index === tiers.length - 1 ? null : Number(row.upTo),
             unitAmount: row.unitAmount.trim(),
-            ...(row.flatAmount.trim() === '' ? {} : { flatAmount: centsOf(row.flatAmount) ?? -1 }),
+            ...(row.flatAmount.trim() === '' ? {} : { flatAmount: minorOf(row.flatAmount, currency) ?? -1 }),
           }));
         }
         if (type === 'usage-based') body.billingModel = 'post-paid';
@@ -332,7 +342,7 @@ export function PlanForm(props: { productId: string }) {
           {model === 'per-unit' || model === 'package' ? (
             <div className="row">
               <Field
-                label={model === 'package' ? 'Cents per package' : 'Cents per unit'}
+                label={`${minorName(currency)} per ${model === 'package' ? 'package' : 'unit'}`}
                 name="unitAmount"
                 inputMode="decimal"
                 value={unitAmount}
@@ -357,7 +367,7 @@ export function PlanForm(props: { productId: string }) {
               <thead>
                 <tr>
                   <th scope="col">Up to (units)</th>
-                  <th scope="col">Cents per unit</th>
+                  <th scope="col">{minorName(currency)} per unit</th>
                   <th scope="col">Flat fee</th>
                   <th scope="col">
                     <span className="visually-hidden">Remove</span>
@@ -389,7 +399,7 @@ export function PlanForm(props: { productId: string }) {
                       </td>
                       <td>
                         <input
-                          aria-label={`Tier ${index + 1} cents per unit`}
+                          aria-label={`Tier ${index + 1} ${minorName(currency).toLowerCase()} per unit`}
                           inputMode="decimal"
                           value={row.unitAmount}
                           aria-invalid={problem('unitAmount') !== undefined}
