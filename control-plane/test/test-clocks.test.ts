@@ -65,8 +65,8 @@ describe('sandbox test clocks', () => {
     }
   });
 
-  it('gives a clock’s customer a checkout session that lives in real time, whatever the clock says', async () => {
-    const { api, product } = await seller('Clock checkout');
+  it('gives a clock’s customer a checkout session that lives in real time, paid at the clock’s time', async () => {
+    const { api, product, events } = await seller('Clock checkout');
     const plan = (
       await api('POST', `/v1/ui/products/${product.id}/plans`, { name: 'Pro', type: 'recurring', price: 900 })
     ).body;
@@ -92,6 +92,30 @@ describe('sandbox test clocks', () => {
     // The expiry job, in real time, leaves it open.
     await harness.controlPlane.scheduler.runDue();
     expect((await api('GET', `/v1/sdk/checkout-sessions/${session.body.id}`)).body.status).toBe('active');
+
+    // Paid on the hosted page: the purchase it starts, its invoice and events are the clock's.
+    const paid = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/checkout/${session.body.id}/pay`,
+      payload: { card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' } },
+    });
+    expect(paid.statusCode, paid.body).toBe(200);
+    const purchases = (await api('GET', `/v1/sdk/purchases?customerRef=${customer.reference}`)).body.data;
+    expect(purchases).toHaveLength(1);
+    expect(purchases[0]).toMatchObject({
+      status: 'active',
+      periodStart: '2026-01-01T00:00:00.000Z',
+      periodEnd: '2026-02-01T00:00:00.000Z',
+    });
+    const invoices = (await api('GET', `/v1/sdk/invoices?customerRef=${customer.reference}`)).body.data as Json[];
+    expect(invoices.map((i) => [i.total, i.status, i.createdAt])).toEqual([[900, 'paid', '2026-01-01T00:00:00.000Z']]);
+    const completed = (await events(session.body.id)).find((e) => e.type === 'checkout_session.completed');
+    expect(completed?.created).toBe(unix('2026-01-01T00:00:00Z'));
+    // Advancing the clock a month renews it, as for a purchase the API started.
+    await api('POST', `/v1/sdk/test-clocks/${clock.id}/advance`, { frozenTime: '2026-02-01T00:00:00Z' });
+    expect((await api('GET', `/v1/sdk/purchases/${purchases[0].id}`)).body.periodStart).toBe(
+      '2026-02-01T00:00:00.000Z',
+    );
   });
 
   it('bills a usage period and converts a trial when the clock is advanced, and not before', async () => {

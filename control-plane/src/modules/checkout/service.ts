@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock';
+import { atTestTime, type Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
@@ -14,6 +14,7 @@ import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
+import { testTimeOf } from '../test-clocks/repository';
 import { type CheckoutView, formatMoney } from './page';
 import { couponWords, planPriceLines } from './price-words';
 import {
@@ -178,13 +179,34 @@ export class CheckoutService {
    * Pays a session from the hosted page; answers where to send the customer next. One payer at
    * a time: the session is claimed with a guarded UPDATE (a lease, released on failure), so
    * concurrent or repeated submissions get 409 instead of charging again. A top-up charges,
-   * credits and closes the session in one transaction.
+   * credits and closes the session in one transaction. The session lives in real time (its
+   * expiry, its claim); what the payment does for a sandbox customer on a test clock (the
+   * purchase it starts, the charge, the events) happens at the clock's time, as every request
+   * about that customer does.
    */
   async pay(id: string, card: MethodInput): Promise<{ redirectUrl: string }> {
     const row = await this.claim(id);
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    let clockTime: Date | undefined;
+    try {
+      if (row.environment === 'sandbox')
+        clockTime = await testTimeOf(this.pool, auth, { customerRef: row.customer_id });
+    } catch (error) {
+      await this.release(row.id);
+      throw error;
+    }
+    const work = () => this.payClaimed(row, auth, card);
+    return clockTime === undefined ? work() : atTestTime(clockTime, work);
+  }
+
+  /** `pay` for a session claimed by this payer: released again unless the payment used it. */
+  private async payClaimed(
+    row: SessionRow,
+    auth: AuthContext,
+    card: MethodInput,
+  ): Promise<{ redirectUrl: string }> {
     let used = false;
     try {
-      const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
       await this.payments.attachCard(auth, row.customer_id, card);
       if (row.kind === 'setup') {
         // The card is saved as the default (above); the session is done.
