@@ -41,7 +41,7 @@ async function seller(displayName: string, productName: string) {
       productRef: product.id,
       consume: true,
     });
-  return { call, plan, customer, check };
+  return { call, plan, customer, check, product };
 }
 
 describe('the paywall offer', () => {
@@ -92,5 +92,62 @@ describe('the paywall offer', () => {
       });
     }
     expect(new Set(refusals.map((r) => r.body.checkoutSessionId)).size).toBe(1);
+  });
+
+  it('offers a promotion-code field when the product says so, and a code then discounts the upgrade', async () => {
+    const { call, plan, customer, check, product } = await seller('Codes', 'Coded');
+    await plan('Free', 1, 0, { default: true });
+    const pro = await plan('Pro', 100, 2000);
+    expect((await check()).body.withinLimits).toBe(true);
+    const plain = (await check()).body;
+    expect(plain).toMatchObject({ withinLimits: false, offeredPlanId: pro.id });
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${plain.checkoutSessionId}`)).body).toMatchObject({
+      allowPromotionCodes: false,
+    });
+
+    // Turned on: the next refusal opens a session with the field (the open one lacks it).
+    const turned = await call('PATCH', `/v1/ui/products/${product.id}`, { paywallPromotionCodes: true });
+    expect(turned.status).toBe(200);
+    expect(turned.body.paywallPromotionCodes).toBe(true);
+    expect(
+      (await call('PATCH', `/v1/ui/products/${product.id}`, { paywallPromotionCodes: 'yes' })).status,
+    ).toBe(400);
+    const coded = (await check()).body;
+    expect(coded.checkoutSessionId).not.toBe(plain.checkoutSessionId);
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${coded.checkoutSessionId}`)).body).toMatchObject({
+      allowPromotionCodes: true,
+      planRef: pro.id,
+    });
+    // Refusals while it is open share it.
+    expect((await check()).body.checkoutSessionId).toBe(coded.checkoutSessionId);
+
+    // The customer types a code on the paywall's page: the first invoice is discounted.
+    await call('POST', '/v1/sdk/coupons', {
+      name: 'Upgrade',
+      code: 'UP25',
+      percentOff: 25,
+      duration: 'once',
+    });
+    const page = await harness.controlPlane.app.inject({
+      method: 'GET',
+      url: `/checkout/${coded.checkoutSessionId}`,
+    });
+    expect(page.body).toContain('Promotion code');
+    const applied = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/checkout/${coded.checkoutSessionId}/promotion-code`,
+      payload: { code: 'up25' },
+    });
+    expect(applied.statusCode, applied.body).toBe(200);
+    const paid = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/checkout/${coded.checkoutSessionId}/pay`,
+      payload: { card: { number: '4242424242424242', expMonth: 12, expYear: 2035, cvc: '123' } },
+    });
+    expect(paid.statusCode, paid.body).toBe(200);
+    const invoices = (await call('GET', `/v1/sdk/invoices?customerRef=${customer.reference}`)).body
+      .data as Json[];
+    expect(invoices.map((i) => i.total)).toEqual([1500]);
+    expect((await check()).body.withinLimits).toBe(true);
   });
 });

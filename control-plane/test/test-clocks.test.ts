@@ -107,8 +107,11 @@ describe('sandbox test clocks', () => {
       periodStart: '2026-01-01T00:00:00.000Z',
       periodEnd: '2026-02-01T00:00:00.000Z',
     });
-    const invoices = (await api('GET', `/v1/sdk/invoices?customerRef=${customer.reference}`)).body.data as Json[];
-    expect(invoices.map((i) => [i.total, i.status, i.createdAt])).toEqual([[900, 'paid', '2026-01-01T00:00:00.000Z']]);
+    const invoices = (await api('GET', `/v1/sdk/invoices?customerRef=${customer.reference}`)).body
+      .data as Json[];
+    expect(invoices.map((i) => [i.total, i.status, i.createdAt])).toEqual([
+      [900, 'paid', '2026-01-01T00:00:00.000Z'],
+    ]);
     const completed = (await events(session.body.id)).find((e) => e.type === 'checkout_session.completed');
     expect(completed?.created).toBe(unix('2026-01-01T00:00:00Z'));
     // Advancing the clock a month renews it, as for a purchase the API started.

@@ -2101,7 +2101,7 @@ export interface paths {
         head?: never;
         /**
          * Update a product
-         * @description Changes a product’s name, description, reference or metadata; only the fields sent change.
+         * @description Changes a product’s name, description, reference, metadata or `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field); only the fields sent change.
          */
         patch: operations["updateProduct"];
         trace?: never;
@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "vsUrodr5icLEP3Qer4xKGsLwc-00UyKqnOcapIrJCIc",
-                     *           "y": "m9kDmiBySxb8oz7ajVDQMvUj0HHxv6U-k_dJEspJ1Bs",
+                     *           "x": "oCWqgpzzJbkawJaeWXnBJ3ywk3RjHakdO9-cbUxJ8eg",
+                     *           "y": "vCGLictPhaGqX6wyZF4tZSFtau4KN3GvrZOg0MNw1Ug",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "952203a155a8ce2f",
+                     *           "kid": "d87ff018355d4d53",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.721Z",
-                     *       "to": "2026-05-28T09:00:05.721Z",
+                     *       "from": "2026-04-28T09:00:05.596Z",
+                     *       "to": "2026-05-28T09:00:05.596Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.705Z",
-                     *       "to": "2026-05-28T09:00:05.705Z",
+                     *       "from": "2026-04-28T09:00:05.583Z",
+                     *       "to": "2026-05-28T09:00:05.583Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3150,7 +3150,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.669Z",
+                     *       "to": "2026-05-28T09:00:05.550Z",
                      *       "total": 2000,
                      *       "totalDecimal": "2000",
                      *       "records": 2,
@@ -3340,9 +3340,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:08.116Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.116Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.116Z"
+                     *       "createdAt": "2026-05-28T09:00:07.951Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.951Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.951Z"
                      *     }
                      */
                     "application/json": {
@@ -3575,7 +3575,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.968Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.802Z"
                      *     }
                      */
                     "application/json": {
@@ -3944,9 +3944,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.690Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.690Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.699Z"
+                     *       "createdAt": "2026-05-28T09:00:07.514Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.514Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.527Z"
                      *     }
                      */
                     "application/json": {
@@ -4433,9 +4433,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.690Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.690Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.690Z"
+                     *       "createdAt": "2026-05-28T09:00:07.514Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.514Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.514Z"
                      *     }
                      */
                     "application/json": {
@@ -4646,7 +4646,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.811Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.648Z"
                      *     }
                      */
                     "application/json": {
@@ -4822,9 +4822,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.956Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
+                     *       "createdAt": "2026-05-28T09:00:07.793Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.793Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.793Z"
                      *     }
                      */
                     "application/json": {
@@ -5289,7 +5289,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796195213,
+                     *       "client_id_issued_at": 1796195890,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5462,7 +5462,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.875Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.683Z"
                      *     }
                      */
                     "application/json": {
@@ -7264,8 +7264,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.843Z",
-                     *       "createdAt": "2026-05-28T09:00:05.843Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.703Z",
+                     *       "createdAt": "2026-05-28T09:00:05.703Z"
                      *     }
                      */
                     "application/json": {
@@ -7426,8 +7426,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.843Z",
-                     *       "createdAt": "2026-05-28T09:00:05.843Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.703Z",
+                     *       "createdAt": "2026-05-28T09:00:05.703Z"
                      *     }
                      */
                     "application/json": {
@@ -7595,8 +7595,8 @@ export interface operations {
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:03.702Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.702Z"
+                     *           "createdAt": "2026-05-28T09:00:03.662Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.662Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7817,8 +7817,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.702Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.702Z"
+                     *       "createdAt": "2026-05-28T09:00:03.662Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.662Z"
                      *     }
                      */
                     "application/json": {
@@ -8010,8 +8010,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.702Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.702Z"
+                     *       "createdAt": "2026-05-28T09:00:03.662Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.662Z"
                      *     }
                      */
                     "application/json": {
@@ -8196,8 +8196,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.702Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.759Z"
+                     *       "createdAt": "2026-05-28T09:00:03.662Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.741Z"
                      *     }
                      */
                     "application/json": {
@@ -8366,8 +8366,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:03.702Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.877Z"
+                     *       "createdAt": "2026-05-28T09:00:03.662Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.846Z"
                      *     }
                      */
                     "application/json": {
@@ -8839,7 +8839,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.327Z"
+                     *           "sentAt": "2026-05-28T09:00:05.255Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8852,7 +8852,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.213Z"
+                     *           "sentAt": "2026-05-28T09:00:05.140Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9078,8 +9078,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.198Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.198Z"
+                     *           "createdAt": "2026-05-28T09:00:03.187Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.187Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9093,8 +9093,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.224Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.224Z"
+                     *           "createdAt": "2026-05-28T09:00:03.212Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.212Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9350,8 +9350,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.198Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.198Z"
+                     *       "createdAt": "2026-05-28T09:00:03.187Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.187Z"
                      *     }
                      */
                     "application/json": {
@@ -9918,8 +9918,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.198Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.324Z"
+                     *       "createdAt": "2026-05-28T09:00:03.187Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.320Z"
                      *     }
                      */
                     "application/json": {
@@ -11635,7 +11635,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.406Z"
+                     *       "createdAt": "2026-05-28T09:00:03.387Z"
                      *     }
                      */
                     "application/json": {
@@ -11918,7 +11918,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:06.117Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.959Z"
                      *     }
                      */
                     "application/json": {
@@ -12149,8 +12149,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.224Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.224Z"
+                     *       "createdAt": "2026-05-28T09:00:03.212Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.212Z"
                      *     }
                      */
                     "application/json": {
@@ -12412,7 +12412,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T01:53:13.100Z"
+                     *                 "end": "2026-01-25T01:41:55.943Z"
                      *               }
                      *             }
                      *           ],
@@ -13296,7 +13296,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:53:13.100Z"
+                     *             "end": "2026-01-25T01:41:55.943Z"
                      *           }
                      *         }
                      *       ],
@@ -13625,7 +13625,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:53:13.100Z"
+                     *             "end": "2026-01-25T01:41:55.943Z"
                      *           }
                      *         }
                      *       ],
@@ -13912,7 +13912,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T01:53:13.100Z",
+                     *         "periodEnd": "2026-01-25T01:41:55.943Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14659,7 +14659,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.622Z"
+                     *       "timestamp": "2026-05-28T09:00:05.502Z"
                      *     }
                      */
                     "application/json": {
@@ -14883,7 +14883,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.648Z"
+                     *           "timestamp": "2026-05-28T09:00:05.528Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14891,7 +14891,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.648Z"
+                     *           "timestamp": "2026-05-28T09:00:05.528Z"
                      *         }
                      *       ]
                      *     }
@@ -15090,9 +15090,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/e2kI6s39Y0IJVVcXJVUTI5hdfuzD5Vu4dIB0LUIiMCI",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/1HZbzeZBf97wUOmOwaxLqVboZoAf0jXH4c_W2cvrbxA",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:05.604Z"
+                     *       "expiresAt": "2026-05-28T09:15:05.491Z"
                      *     }
                      */
                     "application/json": {
@@ -16101,7 +16101,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T01:53:13.100Z"
+                     *         "end": "2026-02-25T01:41:55.943Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16752,7 +16752,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.922Z",
+                     *       "createdAt": "2026-05-28T09:00:05.771Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16936,8 +16936,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.922Z",
-                     *       "closedAt": "2026-05-28T09:00:05.970Z"
+                     *       "createdAt": "2026-05-28T09:00:05.771Z",
+                     *       "closedAt": "2026-05-28T09:00:05.828Z"
                      *     }
                      */
                     "application/json": {
@@ -17116,11 +17116,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.985Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.848Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.985Z"
+                     *       "createdAt": "2026-05-28T09:00:05.848Z"
                      *     }
                      */
                     "application/json": {
@@ -17288,7 +17288,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.086Z"
+                     *           "createdAt": "2026-05-28T09:00:03.074Z"
                      *         }
                      *       ]
                      *     }
@@ -17442,7 +17442,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.086Z"
+                     *       "createdAt": "2026-05-28T09:00:03.074Z"
                      *     }
                      */
                     "application/json": {
@@ -17581,7 +17581,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.086Z"
+                     *       "createdAt": "2026-05-28T09:00:03.074Z"
                      *     }
                      */
                     "application/json": {
@@ -17732,7 +17732,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.086Z"
+                     *       "createdAt": "2026-05-28T09:00:03.074Z"
                      *     }
                      */
                     "application/json": {
@@ -18475,8 +18475,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:53:13.100Z",
-                     *       "to": "2026-05-28T09:08:13.100Z",
+                     *       "from": "2026-04-28T08:56:55.943Z",
+                     *       "to": "2026-05-28T09:11:55.943Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18698,7 +18698,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.748Z",
+                     *       "asOf": "2026-05-28T09:00:06.569Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18943,7 +18943,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T01:53:13.100Z",
+                     *           "end": "2026-01-25T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18982,8 +18982,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T01:53:13.100Z",
-                     *           "end": "2026-02-25T01:53:13.100Z",
+                     *           "start": "2026-01-25T01:41:55.943Z",
+                     *           "end": "2026-02-25T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19022,8 +19022,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T01:53:13.100Z",
-                     *           "end": "2026-03-27T01:53:13.100Z",
+                     *           "start": "2026-02-25T01:41:55.943Z",
+                     *           "end": "2026-03-27T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19062,8 +19062,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T01:53:13.100Z",
-                     *           "end": "2026-04-27T01:53:13.100Z",
+                     *           "start": "2026-03-27T01:41:55.943Z",
+                     *           "end": "2026-04-27T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19102,8 +19102,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T01:53:13.100Z",
-                     *           "end": "2026-05-27T01:53:13.100Z",
+                     *           "start": "2026-04-27T01:41:55.943Z",
+                     *           "end": "2026-05-27T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19142,8 +19142,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T01:53:13.100Z",
-                     *           "end": "2026-06-27T01:53:13.100Z",
+                     *           "start": "2026-05-27T01:41:55.943Z",
+                     *           "end": "2026-06-27T01:41:55.943Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19395,8 +19395,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:53:13.100Z",
-                     *       "to": "2026-05-28T09:08:13.100Z",
+                     *       "from": "2026-04-28T08:56:55.943Z",
+                     *       "to": "2026-05-28T09:11:55.943Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19579,31 +19579,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:53:13.100Z",
-                     *       "to": "2026-05-28T09:08:13.100Z",
+                     *       "from": "2026-04-28T08:56:55.943Z",
+                     *       "to": "2026-05-28T09:11:55.943Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T00:53:13.100Z",
+                     *           "start": "2026-04-28T00:41:55.943Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T00:53:13.100Z",
+                     *           "start": "2026-05-05T00:41:55.943Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T00:53:13.100Z",
+                     *           "start": "2026-05-12T00:41:55.943Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T00:53:13.100Z",
+                     *           "start": "2026-05-19T00:41:55.943Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T00:53:13.100Z",
+                     *           "start": "2026-05-26T00:41:55.943Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19840,17 +19840,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…1evw",
+                     *           "hint": "sk_test_…ohFw",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.277Z",
+                     *           "createdAt": "2026-05-28T09:00:08.107Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…LZvU",
+                     *           "hint": "sk_test_…If8Q",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.951Z",
+                     *           "createdAt": "2026-05-28T09:00:07.785Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19996,9 +19996,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…1evw",
+                     *       "hint": "sk_test_…ohFw",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.277Z",
+                     *       "createdAt": "2026-05-28T09:00:08.107Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20321,18 +20321,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…IF7U",
+                     *       "hint": "sk_test_…W5tU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.309Z",
+                     *       "createdAt": "2026-05-28T09:00:08.129Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…1evw",
+                     *         "hint": "sk_test_…ohFw",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:08.277Z",
-                     *         "expiresAt": "2026-05-28T10:00:08.309Z"
+                     *         "createdAt": "2026-05-28T09:00:08.107Z",
+                     *         "expiresAt": "2026-05-28T10:00:08.129Z"
                      *       }
                      *     }
                      */
@@ -20528,7 +20528,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.785Z",
+                     *           "createdAt": "2026-05-28T09:00:07.619Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20545,7 +20545,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.776Z",
+                     *           "createdAt": "2026-05-28T09:00:07.608Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20562,7 +20562,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.748Z",
+                     *           "createdAt": "2026-05-28T09:00:07.581Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20578,7 +20578,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0czdzOXJldHRybmNrcmc2bjc3czgz"
+                     *       "nextCursor": "YXVkXzAxbTh0c3dlZHA5eTB0YmM3M2F2a2EyYzdx"
                      *     }
                      */
                     "application/json": {
@@ -20757,7 +20757,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.922Z",
+                     *           "createdAt": "2026-05-28T09:00:05.771Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20912,7 +20912,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.922Z",
+                     *       "createdAt": "2026-05-28T09:00:05.771Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21073,7 +21073,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.922Z",
+                     *       "createdAt": "2026-05-28T09:00:05.771Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22872,8 +22872,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:06.353Z",
-                     *       "latencyMs": 20,
+                     *       "checkedAt": "2026-05-28T09:00:06.183Z",
+                     *       "latencyMs": 18,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23241,8 +23241,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.431Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.431Z"
+                     *           "createdAt": "2026-05-28T09:00:02.302Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.302Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23252,8 +23252,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.042Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.042Z"
+                     *           "createdAt": "2026-05-28T09:00:03.030Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.030Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23425,8 +23425,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.042Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
                      *     }
                      */
                     "application/json": {
@@ -23599,8 +23599,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.042Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.042Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
                      *     }
                      */
                     "application/json": {
@@ -23750,8 +23750,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.042Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.560Z"
+                     *       "createdAt": "2026-05-28T09:00:03.030Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.367Z"
                      *     }
                      */
                     "application/json": {
@@ -23921,11 +23921,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.985Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.848Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.985Z"
+                     *           "createdAt": "2026-05-28T09:00:05.848Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24077,11 +24077,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.985Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.848Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.985Z"
+                     *       "createdAt": "2026-05-28T09:00:05.848Z"
                      *     }
                      */
                     "application/json": {
@@ -24266,8 +24266,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.846Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.846Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
                      *     }
                      */
                     "application/json": {
@@ -24583,8 +24583,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.846Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.993Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.951Z"
                      *     }
                      */
                     "application/json": {
@@ -24839,8 +24839,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.567Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.575Z"
+                     *       "createdAt": "2026-05-28T09:00:07.381Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.392Z"
                      *     }
                      */
                     "application/json": {
@@ -25035,8 +25035,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsZCWhAyQdlviE",
-                     *       "connectedAt": "2026-05-28T09:00:07.301Z"
+                     *       "account": "acct_RnsjxS2XaRJha9M",
+                     *       "connectedAt": "2026-05-28T09:00:07.117Z"
                      *     }
                      */
                     "application/json": {
@@ -25210,8 +25210,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsZCWhAyQdlviE",
-                     *       "connectedAt": "2026-05-28T09:00:07.301Z"
+                     *       "account": "acct_RnsjxS2XaRJha9M",
+                     *       "connectedAt": "2026-05-28T09:00:07.117Z"
                      *     }
                      */
                     "application/json": {
@@ -25778,10 +25778,11 @@ export interface operations {
                      *           "description": "Forecasts for any place on Earth",
                      *           "productType": "api",
                      *           "isMcpPay": false,
+                     *           "paywallPromotionCodes": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.627Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.627Z"
+                     *           "createdAt": "2026-05-28T09:00:02.483Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.483Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25801,6 +25802,8 @@ export interface operations {
                                 [key: string]: string;
                             };
                             name: string;
+                            /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                            paywallPromotionCodes: boolean;
                             productType: string;
                             reference: string;
                             status: "active" | "archived";
@@ -25933,6 +25936,8 @@ export interface operations {
                         [key: string]: string;
                     };
                     name: string;
+                    /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                    paywallPromotionCodes?: boolean;
                     /**
                      * @description What is sold
                      * @enum {string}
@@ -25958,10 +25963,11 @@ export interface operations {
                      *       "description": "Forecasts for any place on Earth",
                      *       "productType": "api",
                      *       "isMcpPay": false,
+                     *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.627Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.627Z"
+                     *       "createdAt": "2026-05-28T09:00:02.483Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.483Z"
                      *     }
                      */
                     "application/json": {
@@ -25977,6 +25983,8 @@ export interface operations {
                             [key: string]: string;
                         };
                         name: string;
+                        /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                        paywallPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26134,10 +26142,11 @@ export interface operations {
                      *       "description": "Forecasts for any place on Earth",
                      *       "productType": "api",
                      *       "isMcpPay": false,
+                     *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.627Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.627Z"
+                     *       "createdAt": "2026-05-28T09:00:02.483Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.483Z"
                      *     }
                      */
                     "application/json": {
@@ -26153,6 +26162,8 @@ export interface operations {
                             [key: string]: string;
                         };
                         name: string;
+                        /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                        paywallPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26286,6 +26297,8 @@ export interface operations {
                         [key: string]: string;
                     };
                     name?: string;
+                    /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                    paywallPromotionCodes?: boolean;
                     /**
                      * @description What is sold
                      * @enum {string}
@@ -26312,10 +26325,11 @@ export interface operations {
                      *       "description": "Forecasts and history for any place on Earth",
                      *       "productType": "api",
                      *       "isMcpPay": false,
+                     *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.627Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.733Z"
+                     *       "createdAt": "2026-05-28T09:00:02.483Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.618Z"
                      *     }
                      */
                     "application/json": {
@@ -26331,6 +26345,8 @@ export interface operations {
                             [key: string]: string;
                         };
                         name: string;
+                        /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                        paywallPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26488,10 +26504,11 @@ export interface operations {
                      *       "description": null,
                      *       "productType": "api",
                      *       "isMcpPay": false,
+                     *       "paywallPromotionCodes": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.611Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.619Z"
+                     *       "createdAt": "2026-05-28T09:00:07.432Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.441Z"
                      *     }
                      */
                     "application/json": {
@@ -26507,6 +26524,8 @@ export interface operations {
                             [key: string]: string;
                         };
                         name: string;
+                        /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
+                        paywallPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26682,8 +26701,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.784Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.784Z"
+                     *           "createdAt": "2026-05-28T09:00:02.667Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.667Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26729,8 +26748,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.846Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.846Z"
+                     *           "createdAt": "2026-05-28T09:00:02.736Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.736Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26773,8 +26792,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.863Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.863Z"
+                     *           "createdAt": "2026-05-28T09:00:02.752Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.752Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27122,8 +27141,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.846Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.846Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
                      *     }
                      */
                     "application/json": {
@@ -27595,13 +27614,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.947Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.782Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:08.093Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.929Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27610,8 +27629,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.126Z",
-                     *           "expiresAt": "2026-06-04T09:00:08.126Z"
+                     *           "createdAt": "2026-05-28T09:00:07.962Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.962Z"
                      *         }
                      *       ]
                      *     }
@@ -27772,8 +27791,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.968Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.968Z"
+                     *       "createdAt": "2026-05-28T09:00:07.802Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.802Z"
                      *     }
                      */
                     "application/json": {
@@ -28261,7 +28280,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:08.093Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.929Z"
                      *     }
                      */
                     "application/json": {
@@ -28675,7 +28694,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.903Z"
+                     *       "createdAt": "2026-05-28T09:00:05.745Z"
                      *     }
                      */
                     "application/json": {
@@ -28861,11 +28880,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 3,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.476Z"
+                     *       "createdAt": "2026-05-28T09:00:07.289Z"
                      *     }
                      */
                     "application/json": {
@@ -29039,11 +29058,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 3,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.476Z"
+                     *           "createdAt": "2026-05-28T09:00:07.289Z"
                      *         }
                      *       ]
                      *     }
@@ -29197,8 +29216,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.418Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.418Z"
+                     *           "createdAt": "2026-05-28T09:00:07.221Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.221Z"
                      *         }
                      *       ]
                      *     }
@@ -29372,8 +29391,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.418Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.418Z",
+                     *       "createdAt": "2026-05-28T09:00:07.221Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.221Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29528,8 +29547,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.418Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.418Z"
+                     *       "createdAt": "2026-05-28T09:00:07.221Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.221Z"
                      *     }
                      */
                     "application/json": {
@@ -29821,8 +29840,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.418Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.461Z"
+                     *       "createdAt": "2026-05-28T09:00:07.221Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.272Z"
                      *     }
                      */
                     "application/json": {
@@ -29974,8 +29993,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.418Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.529Z"
+                     *       "createdAt": "2026-05-28T09:00:07.221Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.335Z"
                      *     }
                      */
                     "application/json": {
@@ -30127,8 +30146,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.418Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.540Z"
+                     *       "createdAt": "2026-05-28T09:00:07.221Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.346Z"
                      *     }
                      */
                     "application/json": {
@@ -30421,7 +30440,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.523Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.328Z"
                      *     }
                      */
                     "application/json": {

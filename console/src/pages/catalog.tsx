@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
-import { api, money, unwrap } from '../api';
+import { api, decimalsOf, minorName, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
 import { PlanForm } from './plan-form';
@@ -155,7 +155,7 @@ export function ProductPage() {
                   {plan.tiers
                     ? `${plan.tiers.length} tiers (${plan.tiersMode})`
                     : plan.unitAmount
-                      ? `${plan.unitAmount}¢ per unit`
+                      ? `${plan.unitAmount}${decimalsOf(plan.currency) === 2 ? '¢' : ` ${minorName(plan.currency)}`} per unit`
                       : '—'}
                 </td>
                 <td>{plan.status}</td>
@@ -165,6 +165,66 @@ export function ProductPage() {
         </table>
       )}
       {canChange && <PlanForm productId={productId} />}
+      <PaywallSettings
+        productId={product.data.id}
+        promotionCodes={product.data.paywallPromotionCodes}
+        canChange={canChange}
+      />
     </Page>
+  );
+}
+
+/**
+ * What the product's paywall offers beside the plan: a promotion-code field on the checkout it
+ * opens (docs/coupons.md, at the paywall).
+ */
+function PaywallSettings(props: { productId: string; promotionCodes: boolean; canChange: boolean }) {
+  const client = useQueryClient();
+  const [codes, setCodes] = useState(props.promotionCodes);
+  const save = useMutation({
+    mutationFn: () =>
+      unwrap(
+        api.PATCH('/v1/ui/products/{id}', {
+          params: { path: { id: props.productId } },
+          body: { paywallPromotionCodes: codes },
+        }),
+      ),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['product', props.productId] }),
+  });
+  return (
+    <form
+      className="card"
+      aria-labelledby="paywall-settings"
+      noValidate
+      onSubmit={(event) => {
+        event.preventDefault();
+        save.mutate();
+      }}
+    >
+      <h2 id="paywall-settings">Paywall</h2>
+      <fieldset disabled={!props.canChange} className="choices">
+        <legend className="visually-hidden">What the paywall offers</legend>
+        <label>
+          <input
+            type="checkbox"
+            name="paywallPromotionCodes"
+            checked={codes}
+            aria-describedby="paywallPromotionCodes-hint"
+            onChange={(e) => setCodes(e.target.checked)}
+          />
+          Promotion codes at the paywall
+          <small id="paywallPromotionCodes-hint" className="muted">
+            The checkout a customer meets past a limit has a field for a coupon's code
+          </small>
+        </label>
+      </fieldset>
+      <FormProblem error={save.error} fields={['paywallPromotionCodes']} />
+      {save.isSuccess && !save.isPending && <p role="status">Saved.</p>}
+      {props.canChange && (
+        <button type="submit" disabled={save.isPending}>
+          Save paywall
+        </button>
+      )}
+    </form>
   );
 }

@@ -232,12 +232,14 @@ export async function findOpenPlanSession(
   customerId: string,
   planId: string,
   openUntil: Date,
+  promotionCodes: boolean,
 ): Promise<string | undefined> {
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM checkout_sessions
       WHERE customer_id = $1 AND plan_id = $2 AND kind = 'plan' AND status = 'active' AND expires_at > $3
+        AND allow_promotion_codes = $4
       ORDER BY created_at DESC LIMIT 1`,
-    [customerId, planId, openUntil],
+    [customerId, planId, openUntil, promotionCodes],
   );
   return rows[0]?.id;
 }

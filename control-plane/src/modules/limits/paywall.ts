@@ -90,13 +90,16 @@ export class PaywallOffers {
       this.pool,
       `paywall:${request.customerId}:${choice.id}`,
       async (client) => {
-        const open = await findOpenPlanSession(client, request.customerId, choice.id, openUntil);
+        // A session without the product's promotion-code field (made before it changed) is not reused.
+        const codes = product.paywall_promotion_codes;
+        const open = await findOpenPlanSession(client, request.customerId, choice.id, openUntil, codes);
         if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
         const session = await this.checkout.create(
           auth,
           {
             customerRef: request.customerId,
             planRef: choice.id,
+            allowPromotionCodes: codes,
           },
           client,
           'paywall',

@@ -10,6 +10,8 @@ export interface ProductRow {
   description: string | null;
   product_type: string;
   is_mcp_pay: boolean;
+  /** The paywall's checkout sessions for its plans offer a promotion-code field. */
+  paywall_promotion_codes: boolean;
   metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
@@ -24,8 +26,8 @@ export interface Tenant {
 export async function insertProduct(db: Queryable, row: ProductRow): Promise<ProductRow> {
   const { rows } = await db.query<ProductRow>(
     `INSERT INTO products (id, provider_id, environment, reference, name, description, product_type, is_mcp_pay,
-                           metadata, status, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *`,
+                           metadata, status, created_at, updated_at, paywall_promotion_codes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
     [
       row.id,
       row.provider_id,
@@ -39,6 +41,7 @@ export async function insertProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.status,
       row.created_at,
       row.updated_at,
+      row.paywall_promotion_codes,
     ],
   );
   const inserted = rows[0];
@@ -80,7 +83,7 @@ export async function listProducts(
 export async function updateProduct(db: Queryable, row: ProductRow): Promise<ProductRow> {
   const { rows } = await db.query<ProductRow>(
     `UPDATE products SET reference = $2, name = $3, description = $4, product_type = $5, is_mcp_pay = $6,
-            metadata = $7, status = $8, updated_at = $9
+            metadata = $7, status = $8, updated_at = $9, paywall_promotion_codes = $10
       WHERE id = $1 RETURNING *`,
     [
       row.id,
@@ -92,6 +95,7 @@ export async function updateProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.metadata,
       row.status,
       row.updated_at,
+      row.paywall_promotion_codes,
     ],
   );
   const updated = rows[0];

@@ -10,6 +10,10 @@ const Reference = Type.String({
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Type.String({ maxLength: 2000 });
 const ProductType = stringEnum(PRODUCT_TYPES, 'What is sold');
+const PaywallPromotionCodes = Type.Boolean({
+  description:
+    'The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false',
+});
 
 export const ProductCreate = Type.Object(
   {
@@ -18,6 +22,7 @@ export const ProductCreate = Type.Object(
     reference: Type.Optional(Reference),
     productType: Type.Optional(ProductType),
     isMcpPay: Type.Optional(Type.Boolean({ description: 'Sold through the MCP proxy' })),
+    paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -31,6 +36,7 @@ export const ProductUpdate = Type.Object(
     reference: Type.Optional(Reference),
     productType: Type.Optional(ProductType),
     isMcpPay: Type.Optional(Type.Boolean()),
+    paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
   },
@@ -45,6 +51,7 @@ export const Product = Type.Object({
   description: Type.Union([Type.String(), Type.Null()]),
   productType: Type.String(),
   isMcpPay: Type.Boolean(),
+  paywallPromotionCodes: PaywallPromotionCodes,
   status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
   metadata: Type.Record(Type.String(), Type.String()),
   createdAt: Timestamp,

@@ -15,6 +15,7 @@ export const toProduct = (row: ProductRow): Product => ({
   description: row.description,
   productType: row.product_type,
   isMcpPay: row.is_mcp_pay,
+  paywallPromotionCodes: row.paywall_promotion_codes,
   status: row.status,
   metadata: row.metadata,
   createdAt: row.created_at.toISOString(),
@@ -29,6 +30,7 @@ const eventObject = (row: ProductRow) => ({
   status: row.status,
   productType: row.product_type,
   isMcpPay: row.is_mcp_pay,
+  paywallPromotionCodes: row.paywall_promotion_codes,
   created: unixSeconds(row.created_at),
 });
 
@@ -64,6 +66,7 @@ export class ProductService {
           description: input.description ?? null,
           product_type: input.productType ?? 'api',
           is_mcp_pay: input.isMcpPay ?? false,
+          paywall_promotion_codes: input.paywallPromotionCodes ?? false,
           metadata: input.metadata ?? {},
           status: 'active',
           created_at: at,
@@ -112,6 +115,7 @@ export class ProductService {
           description: patch.description === undefined ? current.description : patch.description,
           product_type: patch.productType ?? current.product_type,
           is_mcp_pay: patch.isMcpPay ?? current.is_mcp_pay,
+          paywall_promotion_codes: patch.paywallPromotionCodes ?? current.paywall_promotion_codes,
           metadata: patch.metadata ?? current.metadata,
           status: patch.status ?? current.status,
           updated_at: at,
