@@ -25,6 +25,7 @@ describe('plan pricing models', () => {
     expect(perUnit.status).toBe(201);
     expect(perUnit.body).toMatchObject({
       unitAmount: 0.2,
+      unitAmountDecimal: '0.2',
       price: 0,
       tiers: null,
       tiersMode: null,
@@ -48,10 +49,11 @@ describe('plan pricing models', () => {
     });
     expect(tiered.status).toBe(201);
     expect(tiered.body.tiers).toEqual([
-      { upTo: 1000, unitAmount: 0, flatAmount: 0 },
-      { upTo: 10000, unitAmount: 0.1, flatAmount: 500 },
-      { upTo: null, unitAmount: 0.05, flatAmount: 0 },
+      { upTo: 1000, unitAmount: 0, unitAmountDecimal: '0', flatAmount: 0 },
+      { upTo: 10000, unitAmount: 0.1, unitAmountDecimal: '0.1', flatAmount: 500 },
+      { upTo: null, unitAmount: 0.05, unitAmountDecimal: '0.05', flatAmount: 0 },
     ]);
+    expect(tiered.body.unitAmountDecimal).toBeNull();
     const read = await api('GET', `/v1/ui/plans/${tiered.body.id}`);
     expect(read.body.tiers).toEqual(tiered.body.tiers);
 
@@ -64,7 +66,15 @@ describe('plan pricing models', () => {
       unitAmount: '0.001',
     });
     expect(toUnit.status).toBe(200);
-    expect(toUnit.body).toMatchObject({ tiers: null, unitAmount: 0.001 });
+    expect(toUnit.body).toMatchObject({ tiers: null, unitAmount: 0.001, unitAmountDecimal: '0.001' });
+
+    // 27 significant digits: the JSON number is the nearest double, the decimal string exact.
+    const exact = '123456789012345.123456789012';
+    const fine = await api('PATCH', `/v1/ui/plans/${tiered.body.id}`, { unitAmount: exact });
+    expect(fine.status).toBe(200);
+    expect(fine.body.unitAmountDecimal).toBe(exact);
+    expect(fine.body.unitAmount).toBe(Number(exact));
+    expect((await api('GET', `/v1/ui/plans/${tiered.body.id}`)).body.unitAmountDecimal).toBe(exact);
   });
 
   it('answers 400 naming each field that breaks a pricing rule', async () => {

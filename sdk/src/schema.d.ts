@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "oCWqgpzzJbkawJaeWXnBJ3ywk3RjHakdO9-cbUxJ8eg",
-                     *           "y": "vCGLictPhaGqX6wyZF4tZSFtau4KN3GvrZOg0MNw1Ug",
+                     *           "x": "yyNHhLeAjQ3GiU3D40A1TFuQLvZsYfMssDzmLiq-qdo",
+                     *           "y": "0uLbU1MdivXGpGhQVHpIg5glFqMgve7IyISDGgImNGk",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "d87ff018355d4d53",
+                     *           "kid": "90b72b62b07a0224",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.596Z",
-                     *       "to": "2026-05-28T09:00:05.596Z",
+                     *       "from": "2026-04-28T09:00:06.040Z",
+                     *       "to": "2026-05-28T09:00:06.040Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.583Z",
-                     *       "to": "2026-05-28T09:00:05.583Z",
+                     *       "from": "2026-04-28T09:00:06.025Z",
+                     *       "to": "2026-05-28T09:00:06.025Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3150,7 +3150,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.550Z",
+                     *       "to": "2026-05-28T09:00:05.998Z",
                      *       "total": 2000,
                      *       "totalDecimal": "2000",
                      *       "records": 2,
@@ -3340,9 +3340,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.951Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.951Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.951Z"
+                     *       "createdAt": "2026-05-28T09:00:08.383Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.383Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.383Z"
                      *     }
                      */
                     "application/json": {
@@ -3575,7 +3575,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.802Z"
+                     *       "expiresAt": "2026-06-04T09:00:08.236Z"
                      *     }
                      */
                     "application/json": {
@@ -3944,9 +3944,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.514Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.514Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.527Z"
+                     *       "createdAt": "2026-05-28T09:00:07.956Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.966Z"
                      *     }
                      */
                     "application/json": {
@@ -4433,9 +4433,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.514Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.514Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.514Z"
+                     *       "createdAt": "2026-05-28T09:00:07.956Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
                      *     }
                      */
                     "application/json": {
@@ -4646,7 +4646,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.648Z"
+                     *       "expiresAt": "2026-05-28T09:10:08.082Z"
                      *     }
                      */
                     "application/json": {
@@ -4822,9 +4822,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.793Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.793Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.793Z"
+                     *       "createdAt": "2026-05-28T09:00:08.224Z",
+                     *       "expiresAt": "2026-05-28T21:00:08.224Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:08.224Z"
                      *     }
                      */
                     "application/json": {
@@ -5289,7 +5289,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796195890,
+                     *       "client_id_issued_at": 1796196137,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5462,7 +5462,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.683Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.211Z"
                      *     }
                      */
                     "application/json": {
@@ -7264,8 +7264,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.703Z",
-                     *       "createdAt": "2026-05-28T09:00:05.703Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.145Z",
+                     *       "createdAt": "2026-05-28T09:00:06.145Z"
                      *     }
                      */
                     "application/json": {
@@ -7426,8 +7426,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.703Z",
-                     *       "createdAt": "2026-05-28T09:00:05.703Z"
+                     *       "expiresAt": "2026-05-28T10:00:06.145Z",
+                     *       "createdAt": "2026-05-28T09:00:06.145Z"
                      *     }
                      */
                     "application/json": {
@@ -7595,8 +7595,8 @@ export interface operations {
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:03.662Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.662Z"
+                     *           "createdAt": "2026-05-28T09:00:03.950Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.950Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7817,8 +7817,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.662Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.662Z"
+                     *       "createdAt": "2026-05-28T09:00:03.950Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.950Z"
                      *     }
                      */
                     "application/json": {
@@ -8010,8 +8010,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.662Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.662Z"
+                     *       "createdAt": "2026-05-28T09:00:03.950Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.950Z"
                      *     }
                      */
                     "application/json": {
@@ -8196,8 +8196,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.662Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.741Z"
+                     *       "createdAt": "2026-05-28T09:00:03.950Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.093Z"
                      *     }
                      */
                     "application/json": {
@@ -8366,8 +8366,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:03.662Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.846Z"
+                     *       "createdAt": "2026-05-28T09:00:03.950Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.217Z"
                      *     }
                      */
                     "application/json": {
@@ -8839,7 +8839,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.255Z"
+                     *           "sentAt": "2026-05-28T09:00:05.620Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8852,7 +8852,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.140Z"
+                     *           "sentAt": "2026-05-28T09:00:05.506Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9078,8 +9078,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.187Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.187Z"
+                     *           "createdAt": "2026-05-28T09:00:03.504Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.504Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9093,8 +9093,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.212Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.212Z"
+                     *           "createdAt": "2026-05-28T09:00:03.524Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.524Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9350,8 +9350,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.187Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.187Z"
+                     *       "createdAt": "2026-05-28T09:00:03.504Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.504Z"
                      *     }
                      */
                     "application/json": {
@@ -9918,8 +9918,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.187Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.320Z"
+                     *       "createdAt": "2026-05-28T09:00:03.504Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.620Z"
                      *     }
                      */
                     "application/json": {
@@ -11635,7 +11635,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.387Z"
+                     *       "createdAt": "2026-05-28T09:00:03.692Z"
                      *     }
                      */
                     "application/json": {
@@ -11918,7 +11918,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.959Z"
+                     *       "revokedBefore": "2026-05-28T09:00:06.482Z"
                      *     }
                      */
                     "application/json": {
@@ -12149,8 +12149,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.212Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.212Z"
+                     *       "createdAt": "2026-05-28T09:00:03.524Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.524Z"
                      *     }
                      */
                     "application/json": {
@@ -12412,7 +12412,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T01:41:55.943Z"
+                     *                 "end": "2026-01-25T01:37:49.452Z"
                      *               }
                      *             }
                      *           ],
@@ -13296,7 +13296,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:41:55.943Z"
+                     *             "end": "2026-01-25T01:37:49.452Z"
                      *           }
                      *         }
                      *       ],
@@ -13625,7 +13625,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:41:55.943Z"
+                     *             "end": "2026-01-25T01:37:49.452Z"
                      *           }
                      *         }
                      *       ],
@@ -13912,7 +13912,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T01:41:55.943Z",
+                     *         "periodEnd": "2026-01-25T01:37:49.452Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14659,7 +14659,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.502Z"
+                     *       "timestamp": "2026-05-28T09:00:05.925Z"
                      *     }
                      */
                     "application/json": {
@@ -14883,7 +14883,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.528Z"
+                     *           "timestamp": "2026-05-28T09:00:05.959Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14891,7 +14891,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.528Z"
+                     *           "timestamp": "2026-05-28T09:00:05.959Z"
                      *         }
                      *       ]
                      *     }
@@ -15090,9 +15090,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/1HZbzeZBf97wUOmOwaxLqVboZoAf0jXH4c_W2cvrbxA",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/VPEBqhdsqIwAHCPIy9ccBwOPyRei6Lbxn99PraFnsvI",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:05.491Z"
+                     *       "expiresAt": "2026-05-28T09:15:05.911Z"
                      *     }
                      */
                     "application/json": {
@@ -16101,7 +16101,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T01:41:55.943Z"
+                     *         "end": "2026-02-25T01:37:49.452Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16752,7 +16752,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.771Z",
+                     *       "createdAt": "2026-05-28T09:00:06.240Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16936,8 +16936,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.771Z",
-                     *       "closedAt": "2026-05-28T09:00:05.828Z"
+                     *       "createdAt": "2026-05-28T09:00:06.240Z",
+                     *       "closedAt": "2026-05-28T09:00:06.302Z"
                      *     }
                      */
                     "application/json": {
@@ -17116,11 +17116,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.848Z",
+                     *       "arrivalDate": "2026-05-30T09:00:06.321Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.848Z"
+                     *       "createdAt": "2026-05-28T09:00:06.321Z"
                      *     }
                      */
                     "application/json": {
@@ -17288,7 +17288,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.074Z"
+                     *           "createdAt": "2026-05-28T09:00:03.389Z"
                      *         }
                      *       ]
                      *     }
@@ -17442,7 +17442,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.074Z"
+                     *       "createdAt": "2026-05-28T09:00:03.389Z"
                      *     }
                      */
                     "application/json": {
@@ -17581,7 +17581,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.074Z"
+                     *       "createdAt": "2026-05-28T09:00:03.389Z"
                      *     }
                      */
                     "application/json": {
@@ -17732,7 +17732,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.074Z"
+                     *       "createdAt": "2026-05-28T09:00:03.389Z"
                      *     }
                      */
                     "application/json": {
@@ -18475,8 +18475,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:56:55.943Z",
-                     *       "to": "2026-05-28T09:11:55.943Z",
+                     *       "from": "2026-04-28T08:52:49.452Z",
+                     *       "to": "2026-05-28T09:07:49.452Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18698,7 +18698,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.569Z",
+                     *       "asOf": "2026-05-28T09:00:07.106Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18943,7 +18943,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T01:41:55.943Z",
+                     *           "end": "2026-01-25T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18982,8 +18982,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T01:41:55.943Z",
-                     *           "end": "2026-02-25T01:41:55.943Z",
+                     *           "start": "2026-01-25T01:37:49.452Z",
+                     *           "end": "2026-02-25T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19022,8 +19022,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T01:41:55.943Z",
-                     *           "end": "2026-03-27T01:41:55.943Z",
+                     *           "start": "2026-02-25T01:37:49.452Z",
+                     *           "end": "2026-03-27T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19062,8 +19062,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T01:41:55.943Z",
-                     *           "end": "2026-04-27T01:41:55.943Z",
+                     *           "start": "2026-03-27T01:37:49.452Z",
+                     *           "end": "2026-04-27T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19102,8 +19102,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T01:41:55.943Z",
-                     *           "end": "2026-05-27T01:41:55.943Z",
+                     *           "start": "2026-04-27T01:37:49.452Z",
+                     *           "end": "2026-05-27T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19142,8 +19142,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T01:41:55.943Z",
-                     *           "end": "2026-06-27T01:41:55.943Z",
+                     *           "start": "2026-05-27T01:37:49.452Z",
+                     *           "end": "2026-06-27T01:37:49.452Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19395,8 +19395,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:56:55.943Z",
-                     *       "to": "2026-05-28T09:11:55.943Z",
+                     *       "from": "2026-04-28T08:52:49.452Z",
+                     *       "to": "2026-05-28T09:07:49.452Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19579,31 +19579,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:56:55.943Z",
-                     *       "to": "2026-05-28T09:11:55.943Z",
+                     *       "from": "2026-04-28T08:52:49.452Z",
+                     *       "to": "2026-05-28T09:07:49.452Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T00:41:55.943Z",
+                     *           "start": "2026-04-28T00:37:49.452Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T00:41:55.943Z",
+                     *           "start": "2026-05-05T00:37:49.452Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T00:41:55.943Z",
+                     *           "start": "2026-05-12T00:37:49.452Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T00:41:55.943Z",
+                     *           "start": "2026-05-19T00:37:49.452Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T00:41:55.943Z",
+                     *           "start": "2026-05-26T00:37:49.452Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19840,17 +19840,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…ohFw",
+                     *           "hint": "sk_test_…bVbU",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.107Z",
+                     *           "createdAt": "2026-05-28T09:00:08.540Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…If8Q",
+                     *           "hint": "sk_test_…kkBk",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.785Z",
+                     *           "createdAt": "2026-05-28T09:00:08.217Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19996,9 +19996,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…ohFw",
+                     *       "hint": "sk_test_…bVbU",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.107Z",
+                     *       "createdAt": "2026-05-28T09:00:08.540Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20321,18 +20321,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…W5tU",
+                     *       "hint": "sk_test_…sTmA",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.129Z",
+                     *       "createdAt": "2026-05-28T09:00:08.578Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…ohFw",
+                     *         "hint": "sk_test_…bVbU",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:08.107Z",
-                     *         "expiresAt": "2026-05-28T10:00:08.129Z"
+                     *         "createdAt": "2026-05-28T09:00:08.540Z",
+                     *         "expiresAt": "2026-05-28T10:00:08.578Z"
                      *       }
                      *     }
                      */
@@ -20528,7 +20528,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.619Z",
+                     *           "createdAt": "2026-05-28T09:00:08.059Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20545,7 +20545,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.608Z",
+                     *           "createdAt": "2026-05-28T09:00:08.050Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20562,7 +20562,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.581Z",
+                     *           "createdAt": "2026-05-28T09:00:08.013Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20578,7 +20578,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0c3dlZHA5eTB0YmM3M2F2a2EyYzdx"
+                     *       "nextCursor": "YXVkXzAxbTh0dDN6ajBmYXcyZnFyMnp2MHM2ajZk"
                      *     }
                      */
                     "application/json": {
@@ -20757,7 +20757,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.771Z",
+                     *           "createdAt": "2026-05-28T09:00:06.240Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20912,7 +20912,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.771Z",
+                     *       "createdAt": "2026-05-28T09:00:06.240Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21073,7 +21073,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.771Z",
+                     *       "createdAt": "2026-05-28T09:00:06.240Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22872,8 +22872,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:06.183Z",
-                     *       "latencyMs": 18,
+                     *       "checkedAt": "2026-05-28T09:00:06.741Z",
+                     *       "latencyMs": 19,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23241,8 +23241,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.302Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.302Z"
+                     *           "createdAt": "2026-05-28T09:00:02.654Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.654Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23252,8 +23252,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.030Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *           "createdAt": "2026-05-28T09:00:03.343Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.343Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23425,8 +23425,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *       "createdAt": "2026-05-28T09:00:03.343Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.343Z"
                      *     }
                      */
                     "application/json": {
@@ -23599,8 +23599,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.030Z"
+                     *       "createdAt": "2026-05-28T09:00:03.343Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.343Z"
                      *     }
                      */
                     "application/json": {
@@ -23750,8 +23750,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.030Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.367Z"
+                     *       "createdAt": "2026-05-28T09:00:03.343Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.829Z"
                      *     }
                      */
                     "application/json": {
@@ -23921,11 +23921,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.848Z",
+                     *           "arrivalDate": "2026-05-30T09:00:06.321Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.848Z"
+                     *           "createdAt": "2026-05-28T09:00:06.321Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24077,11 +24077,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.848Z",
+                     *       "arrivalDate": "2026-05-30T09:00:06.321Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.848Z"
+                     *       "createdAt": "2026-05-28T09:00:06.321Z"
                      *     }
                      */
                     "application/json": {
@@ -24262,12 +24262,13 @@ export interface operations {
                      *         "granularity": "hourly"
                      *       },
                      *       "unitAmount": null,
+                     *       "unitAmountDecimal": null,
                      *       "tiers": null,
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.736Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
+                     *       "createdAt": "2026-05-28T09:00:03.103Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.103Z"
                      *     }
                      */
                     "application/json": {
@@ -24317,6 +24318,8 @@ export interface operations {
                         tiers: {
                             flatAmount: number;
                             unitAmount: number;
+                            /** @description The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it */
+                            unitAmountDecimal: string;
                             upTo: number | null;
                         }[] | null;
                         tiersMode: ("graduated" | "volume") | null;
@@ -24328,6 +24331,7 @@ export interface operations {
                         /** @enum {string} */
                         type: "recurring" | "usage-based" | "one-time" | "hybrid";
                         unitAmount: number | null;
+                        unitAmountDecimal: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -24579,12 +24583,13 @@ export interface operations {
                      *         "granularity": "hourly"
                      *       },
                      *       "unitAmount": null,
+                     *       "unitAmountDecimal": null,
                      *       "tiers": null,
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.736Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.951Z"
+                     *       "createdAt": "2026-05-28T09:00:03.103Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.281Z"
                      *     }
                      */
                     "application/json": {
@@ -24634,6 +24639,8 @@ export interface operations {
                         tiers: {
                             flatAmount: number;
                             unitAmount: number;
+                            /** @description The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it */
+                            unitAmountDecimal: string;
                             upTo: number | null;
                         }[] | null;
                         tiersMode: ("graduated" | "volume") | null;
@@ -24645,6 +24652,7 @@ export interface operations {
                         /** @enum {string} */
                         type: "recurring" | "usage-based" | "one-time" | "hybrid";
                         unitAmount: number | null;
+                        unitAmountDecimal: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -24835,12 +24843,13 @@ export interface operations {
                      *       "metadata": {},
                      *       "usageTracking": null,
                      *       "unitAmount": null,
+                     *       "unitAmountDecimal": null,
                      *       "tiers": null,
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.381Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.392Z"
+                     *       "createdAt": "2026-05-28T09:00:07.836Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.846Z"
                      *     }
                      */
                     "application/json": {
@@ -24890,6 +24899,8 @@ export interface operations {
                         tiers: {
                             flatAmount: number;
                             unitAmount: number;
+                            /** @description The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it */
+                            unitAmountDecimal: string;
                             upTo: number | null;
                         }[] | null;
                         tiersMode: ("graduated" | "volume") | null;
@@ -24901,6 +24912,7 @@ export interface operations {
                         /** @enum {string} */
                         type: "recurring" | "usage-based" | "one-time" | "hybrid";
                         unitAmount: number | null;
+                        unitAmountDecimal: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -25035,8 +25047,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsjxS2XaRJha9M",
-                     *       "connectedAt": "2026-05-28T09:00:07.117Z"
+                     *       "account": "acct_RnsnsAQv9ORGZVC",
+                     *       "connectedAt": "2026-05-28T09:00:07.609Z"
                      *     }
                      */
                     "application/json": {
@@ -25210,8 +25222,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsjxS2XaRJha9M",
-                     *       "connectedAt": "2026-05-28T09:00:07.117Z"
+                     *       "account": "acct_RnsnsAQv9ORGZVC",
+                     *       "connectedAt": "2026-05-28T09:00:07.609Z"
                      *     }
                      */
                     "application/json": {
@@ -25781,8 +25793,8 @@ export interface operations {
                      *           "paywallPromotionCodes": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.483Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.483Z"
+                     *           "createdAt": "2026-05-28T09:00:02.876Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.876Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25966,8 +25978,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.483Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.483Z"
+                     *       "createdAt": "2026-05-28T09:00:02.876Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.876Z"
                      *     }
                      */
                     "application/json": {
@@ -26145,8 +26157,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.483Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.483Z"
+                     *       "createdAt": "2026-05-28T09:00:02.876Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.876Z"
                      *     }
                      */
                     "application/json": {
@@ -26328,8 +26340,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.483Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.618Z"
+                     *       "createdAt": "2026-05-28T09:00:02.876Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.979Z"
                      *     }
                      */
                     "application/json": {
@@ -26507,8 +26519,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.432Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.441Z"
+                     *       "createdAt": "2026-05-28T09:00:07.882Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.889Z"
                      *     }
                      */
                     "application/json": {
@@ -26697,12 +26709,13 @@ export interface operations {
                      *             "granularity": "hourly"
                      *           },
                      *           "unitAmount": null,
+                     *           "unitAmountDecimal": null,
                      *           "tiers": null,
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.667Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.667Z"
+                     *           "createdAt": "2026-05-28T09:00:03.026Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.026Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26744,12 +26757,13 @@ export interface operations {
                      *             "granularity": "hourly"
                      *           },
                      *           "unitAmount": null,
+                     *           "unitAmountDecimal": null,
                      *           "tiers": null,
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.736Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.736Z"
+                     *           "createdAt": "2026-05-28T09:00:03.103Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.103Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26788,12 +26802,13 @@ export interface operations {
                      *             "granularity": "hourly"
                      *           },
                      *           "unitAmount": null,
+                     *           "unitAmountDecimal": null,
                      *           "tiers": null,
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.752Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.752Z"
+                     *           "createdAt": "2026-05-28T09:00:03.120Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.120Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -26847,6 +26862,8 @@ export interface operations {
                             tiers: {
                                 flatAmount: number;
                                 unitAmount: number;
+                                /** @description The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it */
+                                unitAmountDecimal: string;
                                 upTo: number | null;
                             }[] | null;
                             tiersMode: ("graduated" | "volume") | null;
@@ -26858,6 +26875,7 @@ export interface operations {
                             /** @enum {string} */
                             type: "recurring" | "usage-based" | "one-time" | "hybrid";
                             unitAmount: number | null;
+                            unitAmountDecimal: string | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601, UTC
@@ -27137,12 +27155,13 @@ export interface operations {
                      *         "granularity": "hourly"
                      *       },
                      *       "unitAmount": null,
+                     *       "unitAmountDecimal": null,
                      *       "tiers": null,
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.736Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
+                     *       "createdAt": "2026-05-28T09:00:03.103Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.103Z"
                      *     }
                      */
                     "application/json": {
@@ -27192,6 +27211,8 @@ export interface operations {
                         tiers: {
                             flatAmount: number;
                             unitAmount: number;
+                            /** @description The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it */
+                            unitAmountDecimal: string;
                             upTo: number | null;
                         }[] | null;
                         tiersMode: ("graduated" | "volume") | null;
@@ -27203,6 +27224,7 @@ export interface operations {
                         /** @enum {string} */
                         type: "recurring" | "usage-based" | "one-time" | "hybrid";
                         unitAmount: number | null;
+                        unitAmountDecimal: string | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -27614,13 +27636,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.782Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.214Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.929Z"
+                     *           "joinedAt": "2026-05-28T09:00:08.363Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27629,8 +27651,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.962Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.962Z"
+                     *           "createdAt": "2026-05-28T09:00:08.393Z",
+                     *           "expiresAt": "2026-06-04T09:00:08.393Z"
                      *         }
                      *       ]
                      *     }
@@ -27791,8 +27813,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.802Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.802Z"
+                     *       "createdAt": "2026-05-28T09:00:08.236Z",
+                     *       "expiresAt": "2026-06-04T09:00:08.236Z"
                      *     }
                      */
                     "application/json": {
@@ -28280,7 +28302,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.929Z"
+                     *       "joinedAt": "2026-05-28T09:00:08.363Z"
                      *     }
                      */
                     "application/json": {
@@ -28694,7 +28716,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.745Z"
+                     *       "createdAt": "2026-05-28T09:00:06.213Z"
                      *     }
                      */
                     "application/json": {
@@ -28880,11 +28902,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 3,
+                     *       "latencyMs": 2,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.289Z"
+                     *       "createdAt": "2026-05-28T09:00:07.762Z"
                      *     }
                      */
                     "application/json": {
@@ -29058,11 +29080,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 3,
+                     *           "latencyMs": 2,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.289Z"
+                     *           "createdAt": "2026-05-28T09:00:07.762Z"
                      *         }
                      *       ]
                      *     }
@@ -29216,8 +29238,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.221Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.221Z"
+                     *           "createdAt": "2026-05-28T09:00:07.709Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.709Z"
                      *         }
                      *       ]
                      *     }
@@ -29391,8 +29413,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.221Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.221Z",
+                     *       "createdAt": "2026-05-28T09:00:07.709Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.709Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29547,8 +29569,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.221Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.221Z"
+                     *       "createdAt": "2026-05-28T09:00:07.709Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.709Z"
                      *     }
                      */
                     "application/json": {
@@ -29840,8 +29862,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.221Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.272Z"
+                     *       "createdAt": "2026-05-28T09:00:07.709Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.746Z"
                      *     }
                      */
                     "application/json": {
@@ -29993,8 +30015,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.221Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.335Z"
+                     *       "createdAt": "2026-05-28T09:00:07.709Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.804Z"
                      *     }
                      */
                     "application/json": {
@@ -30146,8 +30168,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.221Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.346Z"
+                     *       "createdAt": "2026-05-28T09:00:07.709Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.812Z"
                      *     }
                      */
                     "application/json": {
@@ -30440,7 +30462,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.328Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.799Z"
                      *     }
                      */
                     "application/json": {

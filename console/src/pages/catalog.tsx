@@ -154,8 +154,8 @@ export function ProductPage() {
                 <td>
                   {plan.tiers
                     ? `${plan.tiers.length} tiers (${plan.tiersMode})`
-                    : plan.unitAmount
-                      ? `${plan.unitAmount}${decimalsOf(plan.currency) === 2 ? '¢' : ` ${minorName(plan.currency)}`} per unit`
+                    : plan.unitAmountDecimal
+                      ? `${plan.unitAmountDecimal}${decimalsOf(plan.currency) === 2 ? '¢' : ` ${minorName(plan.currency)}`} per unit`
                       : '—'}
                 </td>
                 <td>{plan.status}</td>

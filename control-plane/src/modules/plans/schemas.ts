@@ -162,6 +162,13 @@ export const PlanUpdate = Type.Object(
 );
 export type PlanUpdate = Static<typeof PlanUpdate>;
 
+/** A unit price exactly as priced (Stripe's unit_amount_decimal): minor units, up to 12 decimals. */
+const UnitAmountDecimal = Type.String({
+  pattern: '^\\d+(\\.\\d{1,12})?$',
+  description:
+    'The unit price exactly, in minor units as a decimal string (up to 12 decimal places), as invoices price it',
+});
+
 export const Plan = Type.Object({
   reference: Type.String({ description: 'Plan reference (pln_…); also its id' }),
   id: Type.String(),
@@ -195,10 +202,21 @@ export const Plan = Type.Object({
   features: Type.Record(Type.String(), Type.Union([Type.Boolean(), Type.Number(), Type.String()])),
   metadata: Type.Record(Type.String(), Type.String()),
   usageTracking: Nullable(UsageTracking),
-  unitAmount: Nullable(Type.Number({ description: 'Cents per unit, decimal' })),
+  unitAmount: Nullable(
+    Type.Number({
+      description:
+        'Minor units (cents) per unit, decimal; a JSON number, so past about 15 significant digits the nearest double: read unitAmountDecimal',
+    }),
+  ),
+  unitAmountDecimal: Nullable(UnitAmountDecimal),
   tiers: Nullable(
     Type.Array(
-      Type.Object({ upTo: Nullable(Type.Integer()), unitAmount: Type.Number(), flatAmount: Type.Integer() }),
+      Type.Object({
+        upTo: Nullable(Type.Integer()),
+        unitAmount: Type.Number(),
+        unitAmountDecimal: UnitAmountDecimal,
+        flatAmount: Type.Integer(),
+      }),
     ),
   ),
   tiersMode: Nullable(literals(['graduated', 'volume'] as const)),

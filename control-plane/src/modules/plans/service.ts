@@ -63,10 +63,16 @@ export function toPlan(row: PlanRow): Plan {
     metadata: s.metadata,
     usageTracking: s.usageTracking,
     unitAmount: s.unitAmount === null ? null : Number(s.unitAmount),
+    unitAmountDecimal: s.unitAmount,
     tiers:
       s.tiers === null
         ? null
-        : s.tiers.map((t) => ({ upTo: t.upTo, unitAmount: Number(t.unitAmount), flatAmount: t.flatAmount })),
+        : s.tiers.map((t) => ({
+            upTo: t.upTo,
+            unitAmount: Number(t.unitAmount),
+            unitAmountDecimal: t.unitAmount,
+            flatAmount: t.flatAmount,
+          })),
     tiersMode: s.tiersMode,
     packageSize: s.packageSize,
     topUp: s.topUp,
