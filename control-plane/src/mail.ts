@@ -10,12 +10,15 @@ export interface MailMessage {
 
 /** Sends the service's own mail (sign-in codes). Throws when the message was not accepted. */
 export interface Mailer {
+  /** Whether a message sent leaves the service; false when it is only written to the log. */
+  readonly delivers: boolean;
   send(message: MailMessage): Promise<void>;
   close(): void;
 }
 
 /** SMTP_URL's transport (nodemailer): `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://…:465`. */
 export class SmtpMailer implements Mailer {
+  readonly delivers = true;
   /** Made on the first message: nodemailer is loaded then, not at every start. */
   private transport: Promise<Transporter> | undefined;
 
@@ -53,6 +56,7 @@ export class SmtpMailer implements Mailer {
  * could not be sent) and the log says which setting is missing, never what the message held.
  */
 export class LogMailer implements Mailer {
+  readonly delivers = false;
   constructor(
     private readonly logger: Logger,
     private readonly toLog: boolean,

@@ -232,7 +232,7 @@ describe('console sign-up', () => {
     const closed = new ConsoleSignups(
       harness.pool,
       clock,
-      { send: () => Promise.reject(new Error('no mail expected')), close: () => {} },
+      { delivers: true, send: () => Promise.reject(new Error('no mail expected')), close: () => {} },
       harness.controlPlane.providers,
       team,
       false,

@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "yyNHhLeAjQ3GiU3D40A1TFuQLvZsYfMssDzmLiq-qdo",
-                     *           "y": "0uLbU1MdivXGpGhQVHpIg5glFqMgve7IyISDGgImNGk",
+                     *           "x": "dbQPpcczKi11g9oHryC72uSFeuBihEeyzWuuRhFsnl8",
+                     *           "y": "3Ua3y3Jy_8i_GaktOMYJe337vfbwjwMemNUMda0vKR4",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "90b72b62b07a0224",
+                     *           "kid": "33039fb677b11759",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:06.040Z",
-                     *       "to": "2026-05-28T09:00:06.040Z",
+                     *       "from": "2026-04-28T09:00:05.442Z",
+                     *       "to": "2026-05-28T09:00:05.442Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:06.025Z",
-                     *       "to": "2026-05-28T09:00:06.025Z",
+                     *       "from": "2026-04-28T09:00:05.431Z",
+                     *       "to": "2026-05-28T09:00:05.431Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3150,7 +3150,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.998Z",
+                     *       "to": "2026-05-28T09:00:05.408Z",
                      *       "total": 2000,
                      *       "totalDecimal": "2000",
                      *       "records": 2,
@@ -3340,9 +3340,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:08.383Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.383Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.383Z"
+                     *       "createdAt": "2026-05-28T09:00:07.688Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.688Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.688Z"
                      *     }
                      */
                     "application/json": {
@@ -3575,7 +3575,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:08.236Z"
+                     *       "expiresAt": "2026-06-04T09:00:07.533Z"
                      *     }
                      */
                     "application/json": {
@@ -3944,9 +3944,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.956Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.966Z"
+                     *       "createdAt": "2026-05-28T09:00:07.245Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.245Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.253Z"
                      *     }
                      */
                     "application/json": {
@@ -4433,9 +4433,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.956Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.956Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.956Z"
+                     *       "createdAt": "2026-05-28T09:00:07.245Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.245Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.245Z"
                      *     }
                      */
                     "application/json": {
@@ -4646,7 +4646,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:08.082Z"
+                     *       "expiresAt": "2026-05-28T09:10:07.385Z"
                      *     }
                      */
                     "application/json": {
@@ -4822,9 +4822,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:08.224Z",
-                     *       "expiresAt": "2026-05-28T21:00:08.224Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:08.224Z"
+                     *       "createdAt": "2026-05-28T09:00:07.524Z",
+                     *       "expiresAt": "2026-05-28T21:00:07.524Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:07.524Z"
                      *     }
                      */
                     "application/json": {
@@ -5289,7 +5289,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796196137,
+                     *       "client_id_issued_at": 1796196413,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5462,7 +5462,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:07.211Z"
+                     *       "expiresAt": "2026-05-28T09:10:06.504Z"
                      *     }
                      */
                     "application/json": {
@@ -7264,8 +7264,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:06.145Z",
-                     *       "createdAt": "2026-05-28T09:00:06.145Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.535Z",
+                     *       "createdAt": "2026-05-28T09:00:05.535Z"
                      *     }
                      */
                     "application/json": {
@@ -7426,8 +7426,8 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:06.145Z",
-                     *       "createdAt": "2026-05-28T09:00:06.145Z"
+                     *       "expiresAt": "2026-05-28T10:00:05.535Z",
+                     *       "createdAt": "2026-05-28T09:00:05.535Z"
                      *     }
                      */
                     "application/json": {
@@ -7595,8 +7595,8 @@ export interface operations {
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:03.950Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.950Z"
+                     *           "createdAt": "2026-05-28T09:00:03.618Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.618Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7817,8 +7817,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.950Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.950Z"
+                     *       "createdAt": "2026-05-28T09:00:03.618Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.618Z"
                      *     }
                      */
                     "application/json": {
@@ -8010,8 +8010,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.950Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.950Z"
+                     *       "createdAt": "2026-05-28T09:00:03.618Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.618Z"
                      *     }
                      */
                     "application/json": {
@@ -8196,8 +8196,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.950Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.093Z"
+                     *       "createdAt": "2026-05-28T09:00:03.618Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.678Z"
                      *     }
                      */
                     "application/json": {
@@ -8366,8 +8366,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:03.950Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.217Z"
+                     *       "createdAt": "2026-05-28T09:00:03.618Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.777Z"
                      *     }
                      */
                     "application/json": {
@@ -8839,7 +8839,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.620Z"
+                     *           "sentAt": "2026-05-28T09:00:05.087Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8852,7 +8852,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.506Z"
+                     *           "sentAt": "2026-05-28T09:00:04.972Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -8877,12 +8877,12 @@ export interface operations {
                             lastError: string | null;
                             sentAt: string | null;
                             /**
-                             * @description pending: to be sent (or tried again); sent; skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused
+                             * @description pending: to be sent (or tried again); sent; logged: written to the service’s log instead, never sent (MAIL_TO_LOG, development without SMTP_URL); skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused
                              * @enum {string}
                              */
-                            status: "pending" | "sent" | "skipped" | "failed";
+                            status: "pending" | "sent" | "logged" | "skipped" | "failed";
                             subject: string | null;
-                            /** @description The address it went to, once sent */
+                            /** @description The address it went to, once sent (or logged) */
                             to: string | null;
                         }[];
                         nextCursor: string | null;
@@ -9078,8 +9078,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.504Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.504Z"
+                     *           "createdAt": "2026-05-28T09:00:03.187Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.187Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9093,8 +9093,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.524Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.524Z"
+                     *           "createdAt": "2026-05-28T09:00:03.216Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.216Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9350,8 +9350,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.504Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.504Z"
+                     *       "createdAt": "2026-05-28T09:00:03.187Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.187Z"
                      *     }
                      */
                     "application/json": {
@@ -9918,8 +9918,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.504Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.620Z"
+                     *       "createdAt": "2026-05-28T09:00:03.187Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.319Z"
                      *     }
                      */
                     "application/json": {
@@ -11635,7 +11635,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.692Z"
+                     *       "createdAt": "2026-05-28T09:00:03.386Z"
                      *     }
                      */
                     "application/json": {
@@ -11918,7 +11918,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:06.482Z"
+                     *       "revokedBefore": "2026-05-28T09:00:05.767Z"
                      *     }
                      */
                     "application/json": {
@@ -12149,8 +12149,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.524Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.524Z"
+                     *       "createdAt": "2026-05-28T09:00:03.216Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.216Z"
                      *     }
                      */
                     "application/json": {
@@ -12412,7 +12412,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T01:37:49.452Z"
+                     *                 "end": "2026-01-25T01:33:13.222Z"
                      *               }
                      *             }
                      *           ],
@@ -13296,7 +13296,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:37:49.452Z"
+                     *             "end": "2026-01-25T01:33:13.222Z"
                      *           }
                      *         }
                      *       ],
@@ -13625,7 +13625,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:37:49.452Z"
+                     *             "end": "2026-01-25T01:33:13.222Z"
                      *           }
                      *         }
                      *       ],
@@ -13912,7 +13912,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T01:37:49.452Z",
+                     *         "periodEnd": "2026-01-25T01:33:13.222Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14659,7 +14659,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.925Z"
+                     *       "timestamp": "2026-05-28T09:00:05.363Z"
                      *     }
                      */
                     "application/json": {
@@ -14883,7 +14883,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.959Z"
+                     *           "timestamp": "2026-05-28T09:00:05.386Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14891,7 +14891,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.959Z"
+                     *           "timestamp": "2026-05-28T09:00:05.386Z"
                      *         }
                      *       ]
                      *     }
@@ -15090,9 +15090,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/VPEBqhdsqIwAHCPIy9ccBwOPyRei6Lbxn99PraFnsvI",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/3JSIz1cuVhuZOyxQnQ6RsojFxL-B2cAkoddE2v_lVPM",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:05.911Z"
+                     *       "expiresAt": "2026-05-28T09:15:05.350Z"
                      *     }
                      */
                     "application/json": {
@@ -16101,7 +16101,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T01:37:49.452Z"
+                     *         "end": "2026-02-25T01:33:13.222Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16752,7 +16752,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.240Z",
+                     *       "createdAt": "2026-05-28T09:00:05.597Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16936,8 +16936,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.240Z",
-                     *       "closedAt": "2026-05-28T09:00:06.302Z"
+                     *       "createdAt": "2026-05-28T09:00:05.597Z",
+                     *       "closedAt": "2026-05-28T09:00:05.645Z"
                      *     }
                      */
                     "application/json": {
@@ -17116,11 +17116,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:06.321Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.659Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:06.321Z"
+                     *       "createdAt": "2026-05-28T09:00:05.659Z"
                      *     }
                      */
                     "application/json": {
@@ -17288,7 +17288,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.389Z"
+                     *           "createdAt": "2026-05-28T09:00:03.070Z"
                      *         }
                      *       ]
                      *     }
@@ -17442,7 +17442,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.389Z"
+                     *       "createdAt": "2026-05-28T09:00:03.070Z"
                      *     }
                      */
                     "application/json": {
@@ -17581,7 +17581,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.389Z"
+                     *       "createdAt": "2026-05-28T09:00:03.070Z"
                      *     }
                      */
                     "application/json": {
@@ -17732,7 +17732,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.389Z"
+                     *       "createdAt": "2026-05-28T09:00:03.070Z"
                      *     }
                      */
                     "application/json": {
@@ -18475,8 +18475,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:49.452Z",
-                     *       "to": "2026-05-28T09:07:49.452Z",
+                     *       "from": "2026-04-28T08:48:13.222Z",
+                     *       "to": "2026-05-28T09:03:13.222Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18698,7 +18698,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:07.106Z",
+                     *       "asOf": "2026-05-28T09:00:06.382Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18943,7 +18943,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T01:37:49.452Z",
+                     *           "end": "2026-01-25T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18982,8 +18982,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T01:37:49.452Z",
-                     *           "end": "2026-02-25T01:37:49.452Z",
+                     *           "start": "2026-01-25T01:33:13.222Z",
+                     *           "end": "2026-02-25T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19022,8 +19022,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T01:37:49.452Z",
-                     *           "end": "2026-03-27T01:37:49.452Z",
+                     *           "start": "2026-02-25T01:33:13.222Z",
+                     *           "end": "2026-03-27T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19062,8 +19062,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T01:37:49.452Z",
-                     *           "end": "2026-04-27T01:37:49.452Z",
+                     *           "start": "2026-03-27T01:33:13.222Z",
+                     *           "end": "2026-04-27T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19102,8 +19102,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T01:37:49.452Z",
-                     *           "end": "2026-05-27T01:37:49.452Z",
+                     *           "start": "2026-04-27T01:33:13.222Z",
+                     *           "end": "2026-05-27T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19142,8 +19142,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T01:37:49.452Z",
-                     *           "end": "2026-06-27T01:37:49.452Z",
+                     *           "start": "2026-05-27T01:33:13.222Z",
+                     *           "end": "2026-06-27T01:33:13.222Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19395,8 +19395,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:49.452Z",
-                     *       "to": "2026-05-28T09:07:49.452Z",
+                     *       "from": "2026-04-28T08:48:13.222Z",
+                     *       "to": "2026-05-28T09:03:13.222Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19405,9 +19405,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 102.525,
-                     *             "p95": 102.525,
-                     *             "p99": 102.525
+                     *             "p50": 106.709,
+                     *             "p95": 106.709,
+                     *             "p99": 106.709
                      *           }
                      *         }
                      *       ]
@@ -19579,31 +19579,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:52:49.452Z",
-                     *       "to": "2026-05-28T09:07:49.452Z",
+                     *       "from": "2026-04-28T08:48:13.222Z",
+                     *       "to": "2026-05-28T09:03:13.222Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T00:37:49.452Z",
+                     *           "start": "2026-04-28T00:33:13.222Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T00:37:49.452Z",
+                     *           "start": "2026-05-05T00:33:13.222Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T00:37:49.452Z",
+                     *           "start": "2026-05-12T00:33:13.222Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T00:37:49.452Z",
+                     *           "start": "2026-05-19T00:33:13.222Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T00:37:49.452Z",
+                     *           "start": "2026-05-26T00:33:13.222Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19840,17 +19840,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…bVbU",
+                     *           "hint": "sk_test_…eTK4",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.540Z",
+                     *           "createdAt": "2026-05-28T09:00:07.838Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…kkBk",
+                     *           "hint": "sk_test_…I4sM",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:08.217Z",
+                     *           "createdAt": "2026-05-28T09:00:07.519Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19996,9 +19996,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…bVbU",
+                     *       "hint": "sk_test_…eTK4",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.540Z",
+                     *       "createdAt": "2026-05-28T09:00:07.838Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20321,18 +20321,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…sTmA",
+                     *       "hint": "sk_test_…o34c",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.578Z",
+                     *       "createdAt": "2026-05-28T09:00:07.862Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…bVbU",
+                     *         "hint": "sk_test_…eTK4",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:08.540Z",
-                     *         "expiresAt": "2026-05-28T10:00:08.578Z"
+                     *         "createdAt": "2026-05-28T09:00:07.838Z",
+                     *         "expiresAt": "2026-05-28T10:00:07.862Z"
                      *       }
                      *     }
                      */
@@ -20528,7 +20528,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:08.059Z",
+                     *           "createdAt": "2026-05-28T09:00:07.365Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20545,7 +20545,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:08.050Z",
+                     *           "createdAt": "2026-05-28T09:00:07.354Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20562,7 +20562,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:08.013Z",
+                     *           "createdAt": "2026-05-28T09:00:07.298Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20578,7 +20578,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0dDN6ajBmYXcyZnFyMnp2MHM2ajZk"
+                     *       "nextCursor": "YXVkXzAxbTh0dGNja3c4cXBuczh6Z2VzZTUxcjdl"
                      *     }
                      */
                     "application/json": {
@@ -20757,7 +20757,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:06.240Z",
+                     *           "createdAt": "2026-05-28T09:00:05.597Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20912,7 +20912,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.240Z",
+                     *       "createdAt": "2026-05-28T09:00:05.597Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21073,7 +21073,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:06.240Z",
+                     *       "createdAt": "2026-05-28T09:00:05.597Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22872,8 +22872,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:06.741Z",
-                     *       "latencyMs": 19,
+                     *       "checkedAt": "2026-05-28T09:00:05.961Z",
+                     *       "latencyMs": 22,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23241,8 +23241,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.654Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.654Z"
+                     *           "createdAt": "2026-05-28T09:00:02.334Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.334Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23252,8 +23252,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.343Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.343Z"
+                     *           "createdAt": "2026-05-28T09:00:03.024Z",
+                     *           "updatedAt": "2026-05-28T09:00:03.024Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23425,8 +23425,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.343Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.343Z"
+                     *       "createdAt": "2026-05-28T09:00:03.024Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.024Z"
                      *     }
                      */
                     "application/json": {
@@ -23599,8 +23599,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.343Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.343Z"
+                     *       "createdAt": "2026-05-28T09:00:03.024Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.024Z"
                      *     }
                      */
                     "application/json": {
@@ -23750,8 +23750,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.343Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.829Z"
+                     *       "createdAt": "2026-05-28T09:00:03.024Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.131Z"
                      *     }
                      */
                     "application/json": {
@@ -23921,11 +23921,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:06.321Z",
+                     *           "arrivalDate": "2026-05-30T09:00:05.659Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:06.321Z"
+                     *           "createdAt": "2026-05-28T09:00:05.659Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24077,11 +24077,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:06.321Z",
+                     *       "arrivalDate": "2026-05-30T09:00:05.659Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:06.321Z"
+                     *       "createdAt": "2026-05-28T09:00:05.659Z"
                      *     }
                      */
                     "application/json": {
@@ -24267,8 +24267,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.103Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.103Z"
+                     *       "createdAt": "2026-05-28T09:00:02.766Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.766Z"
                      *     }
                      */
                     "application/json": {
@@ -24588,8 +24588,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.103Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.281Z"
+                     *       "createdAt": "2026-05-28T09:00:02.766Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.970Z"
                      *     }
                      */
                     "application/json": {
@@ -24848,8 +24848,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.836Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.846Z"
+                     *       "createdAt": "2026-05-28T09:00:07.141Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.149Z"
                      *     }
                      */
                     "application/json": {
@@ -25047,8 +25047,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsnsAQv9ORGZVC",
-                     *       "connectedAt": "2026-05-28T09:00:07.609Z"
+                     *       "account": "acct_RnssEFcgBKuFK0p",
+                     *       "connectedAt": "2026-05-28T09:00:06.902Z"
                      *     }
                      */
                     "application/json": {
@@ -25222,8 +25222,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnsnsAQv9ORGZVC",
-                     *       "connectedAt": "2026-05-28T09:00:07.609Z"
+                     *       "account": "acct_RnssEFcgBKuFK0p",
+                     *       "connectedAt": "2026-05-28T09:00:06.902Z"
                      *     }
                      */
                     "application/json": {
@@ -25793,8 +25793,8 @@ export interface operations {
                      *           "paywallPromotionCodes": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.876Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.876Z"
+                     *           "createdAt": "2026-05-28T09:00:02.552Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.552Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25978,8 +25978,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.876Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.876Z"
+                     *       "createdAt": "2026-05-28T09:00:02.552Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.552Z"
                      *     }
                      */
                     "application/json": {
@@ -26157,8 +26157,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.876Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.876Z"
+                     *       "createdAt": "2026-05-28T09:00:02.552Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.552Z"
                      *     }
                      */
                     "application/json": {
@@ -26340,8 +26340,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.876Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.979Z"
+                     *       "createdAt": "2026-05-28T09:00:02.552Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.647Z"
                      *     }
                      */
                     "application/json": {
@@ -26519,8 +26519,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.882Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.889Z"
+                     *       "createdAt": "2026-05-28T09:00:07.182Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.188Z"
                      *     }
                      */
                     "application/json": {
@@ -26714,8 +26714,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.026Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.026Z"
+                     *           "createdAt": "2026-05-28T09:00:02.697Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.697Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26762,8 +26762,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.103Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.103Z"
+                     *           "createdAt": "2026-05-28T09:00:02.766Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.766Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26807,8 +26807,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:03.120Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.120Z"
+                     *           "createdAt": "2026-05-28T09:00:02.783Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.783Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27160,8 +27160,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:03.103Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.103Z"
+                     *       "createdAt": "2026-05-28T09:00:02.766Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.766Z"
                      *     }
                      */
                     "application/json": {
@@ -27636,13 +27636,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:08.214Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.516Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:08.363Z"
+                     *           "joinedAt": "2026-05-28T09:00:07.662Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27651,8 +27651,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:08.393Z",
-                     *           "expiresAt": "2026-06-04T09:00:08.393Z"
+                     *           "createdAt": "2026-05-28T09:00:07.700Z",
+                     *           "expiresAt": "2026-06-04T09:00:07.700Z"
                      *         }
                      *       ]
                      *     }
@@ -27813,8 +27813,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:08.236Z",
-                     *       "expiresAt": "2026-06-04T09:00:08.236Z"
+                     *       "createdAt": "2026-05-28T09:00:07.533Z",
+                     *       "expiresAt": "2026-06-04T09:00:07.533Z"
                      *     }
                      */
                     "application/json": {
@@ -28302,7 +28302,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:08.363Z"
+                     *       "joinedAt": "2026-05-28T09:00:07.662Z"
                      *     }
                      */
                     "application/json": {
@@ -28716,7 +28716,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:06.213Z"
+                     *       "createdAt": "2026-05-28T09:00:05.577Z"
                      *     }
                      */
                     "application/json": {
@@ -28906,7 +28906,7 @@ export interface operations {
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.762Z"
+                     *       "createdAt": "2026-05-28T09:00:07.056Z"
                      *     }
                      */
                     "application/json": {
@@ -29084,7 +29084,7 @@ export interface operations {
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.762Z"
+                     *           "createdAt": "2026-05-28T09:00:07.056Z"
                      *         }
                      *       ]
                      *     }
@@ -29238,8 +29238,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.709Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.709Z"
+                     *           "createdAt": "2026-05-28T09:00:07.006Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.006Z"
                      *         }
                      *       ]
                      *     }
@@ -29413,8 +29413,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.709Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.709Z",
+                     *       "createdAt": "2026-05-28T09:00:07.006Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.006Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29569,8 +29569,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.709Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.709Z"
+                     *       "createdAt": "2026-05-28T09:00:07.006Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.006Z"
                      *     }
                      */
                     "application/json": {
@@ -29862,8 +29862,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.709Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.746Z"
+                     *       "createdAt": "2026-05-28T09:00:07.006Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.042Z"
                      *     }
                      */
                     "application/json": {
@@ -30015,8 +30015,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.709Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.804Z"
+                     *       "createdAt": "2026-05-28T09:00:07.006Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.104Z"
                      *     }
                      */
                     "application/json": {
@@ -30168,8 +30168,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.709Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.812Z"
+                     *       "createdAt": "2026-05-28T09:00:07.006Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.112Z"
                      *     }
                      */
                     "application/json": {
@@ -30462,7 +30462,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.799Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.098Z"
                      *     }
                      */
                     "application/json": {

@@ -49,6 +49,8 @@ export async function startTestControlPlane(options: {
   outboundAllowedHosts?: string[];
   /** Where sign-in codes are mailed (a test mailbox); unset, they are logged. */
   smtpUrl?: string;
+  /** MAIL_TO_LOG: without smtpUrl, mail is written to the log (default off, as with DATABASE_URL). */
+  mailToLog?: boolean;
   /** A CA to trust for client metadata documents served by the test over https. */
   outboundCa?: string;
   /** Defaults to a silent one. */
@@ -96,6 +98,7 @@ export async function startTestControlPlane(options: {
         outboundAllowedHosts: options.outboundAllowedHosts ?? ['127.0.0.1'],
         ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
         ...(options.smtpUrl === undefined ? {} : { smtpUrl: options.smtpUrl }),
+        ...(options.mailToLog === undefined ? {} : { mailToLog: options.mailToLog }),
         ...(options.platformFee === undefined ? {} : { platformFee: options.platformFee }),
         payouts: options.payouts ?? { schedule: 'manual', delayDays: 2 },
         ...(options.stripeApiUrl === undefined ? {} : { stripeApiUrl: options.stripeApiUrl }),

@@ -147,7 +147,11 @@ function Sent() {
                 },
                 { header: 'Customer', cell: (mail) => mail.to ?? <code>{mail.customerRef}</code> },
                 { header: 'Kind', cell: (mail) => KIND_WORDS[mail.kind] ?? mail.kind },
-                { header: 'Status', cell: (mail) => mail.status },
+                {
+                  header: 'Status',
+                  cell: (mail) =>
+                    mail.status === 'logged' ? 'logged, not sent (no mail relay)' : mail.status,
+                },
                 { header: 'Subject or problem', cell: (mail) => mail.subject ?? mail.lastError ?? '—' },
               ]}
             />

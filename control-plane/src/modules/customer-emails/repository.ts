@@ -33,7 +33,7 @@ const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
 
 type Tenant = { providerId: string; environment: Environment };
 
-export type MailStatus = 'pending' | 'sent' | 'skipped' | 'failed';
+export type MailStatus = 'pending' | 'sent' | 'logged' | 'skipped' | 'failed';
 
 export interface MailRow {
   id: string;
@@ -145,7 +145,7 @@ export async function settleMail(
   db: Queryable,
   mail: Pick<MailRow, 'id' | 'attempts'>,
   outcome:
-    | { status: 'sent'; to: string; subject: string; at: Date }
+    | { status: 'sent' | 'logged'; to: string; subject: string; at: Date }
     | { status: 'skipped'; why: string }
     | { status: 'failed'; why: string }
     | { status: 'pending'; why: string; retryAt: Date },
@@ -158,10 +158,10 @@ export async function settleMail(
       mail.id,
       mail.attempts,
       outcome.status,
-      outcome.status === 'sent' ? outcome.to : null,
-      outcome.status === 'sent' ? outcome.subject : null,
-      outcome.status === 'sent' ? outcome.at : null,
-      outcome.status === 'sent' ? null : outcome.why.slice(0, 500),
+      'to' in outcome ? outcome.to : null,
+      'to' in outcome ? outcome.subject : null,
+      'to' in outcome ? outcome.at : null,
+      'why' in outcome ? outcome.why.slice(0, 500) : null,
       outcome.status === 'pending' ? outcome.retryAt : null,
     ],
   );

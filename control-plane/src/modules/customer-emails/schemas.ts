@@ -41,12 +41,14 @@ export const CustomerMail = Type.Object({
   id: Type.String({ description: 'cml_…' }),
   kind: stringEnum(MAIL_KINDS),
   status: stringEnum(
-    ['pending', 'sent', 'skipped', 'failed'] as const,
-    'pending: to be sent (or tried again); sent; skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused',
+    ['pending', 'sent', 'logged', 'skipped', 'failed'] as const,
+    'pending: to be sent (or tried again); sent; logged: written to the service’s log instead, never sent (MAIL_TO_LOG, development without SMTP_URL); skipped: nobody to send it to (no address, or the customer deleted); failed: every attempt refused',
   ),
   customerRef: Type.String(),
   event: Type.String({ description: 'The event it is about (evt_…)' }),
-  to: Type.Union([Type.String(), Type.Null()], { description: 'The address it went to, once sent' }),
+  to: Type.Union([Type.String(), Type.Null()], {
+    description: 'The address it went to, once sent (or logged)',
+  }),
   subject: Type.Union([Type.String(), Type.Null()]),
   attempts: Type.Integer(),
   lastError: Type.Union([Type.String(), Type.Null()], {

@@ -125,7 +125,9 @@ export class CustomerEmails {
       const message = await this.word(mail);
       if (message === null) return false;
       await this.mailer.send(message);
-      await settleMail(this.pool, mail, { status: 'sent', ...message, at: this.clock.now() });
+      // Written to the log (MAIL_TO_LOG) is not sent: nobody received it.
+      const status = this.mailer.delivers ? 'sent' : 'logged';
+      await settleMail(this.pool, mail, { status, ...message, at: this.clock.now() });
       return true;
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
