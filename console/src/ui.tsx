@@ -141,6 +141,31 @@ export function Select<T extends string>(props: {
   );
 }
 
+/** A checkbox with its label and a hint under it (inside a `choices` fieldset or div). */
+export function Checkbox(props: {
+  label: string;
+  name: string;
+  checked: boolean;
+  hint: string;
+  onChange: (checked: boolean) => void;
+}) {
+  return (
+    <label>
+      <input
+        type="checkbox"
+        name={props.name}
+        checked={props.checked}
+        aria-describedby={`${props.name}-hint`}
+        onChange={(e) => props.onChange(e.target.checked)}
+      />
+      {props.label}
+      <small id={`${props.name}-hint`} className="muted">
+        {props.hint}
+      </small>
+    </label>
+  );
+}
+
 /** An analytics page's controls: a form that sends nothing, each choice applied as it changes. */
 export function Choices(props: { children: ReactNode }) {
   return (

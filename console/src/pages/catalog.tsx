@@ -3,7 +3,7 @@ import { Link, useParams } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, decimalsOf, minorName, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
-import { Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
+import { Checkbox, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
 import { PlanForm } from './plan-form';
 
 /** Products: the list, and a form to add one (owners and admins). */
@@ -204,19 +204,13 @@ function PaywallSettings(props: { productId: string; promotionCodes: boolean; ca
       <h2 id="paywall-settings">Paywall</h2>
       <fieldset disabled={!props.canChange} className="choices">
         <legend className="visually-hidden">What the paywall offers</legend>
-        <label>
-          <input
-            type="checkbox"
-            name="paywallPromotionCodes"
-            checked={codes}
-            aria-describedby="paywallPromotionCodes-hint"
-            onChange={(e) => setCodes(e.target.checked)}
-          />
-          Promotion codes at the paywall
-          <small id="paywallPromotionCodes-hint" className="muted">
-            The checkout a customer meets past a limit has a field for a coupon's code
-          </small>
-        </label>
+        <Checkbox
+          label="Promotion codes at the paywall"
+          name="paywallPromotionCodes"
+          checked={codes}
+          onChange={setCodes}
+          hint="The checkout a customer meets past a limit has a field for a coupon's code"
+        />
       </fieldset>
       <FormProblem error={save.error} fields={['paywallPromotionCodes']} />
       {save.isSuccess && !save.isPending && <p role="status">Saved.</p>}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiProblem, amountExample, api, minorOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
-import { dateTime, Field, FormProblem, Loaded, Page, Select, Table } from '../ui';
+import { Checkbox, dateTime, Field, FormProblem, Loaded, Page, Select, Table } from '../ui';
 import { BillingNav } from './billing-ops';
 
 type Kind = 'percent' | 'amount';
@@ -254,19 +254,13 @@ export function Coupons() {
             hint="Optional: the last moment it can be used"
           />
           <div className="choices">
-            <label>
-              <input
-                type="checkbox"
-                name="firstTimeOnly"
-                checked={firstTimeOnly}
-                aria-describedby="firstTimeOnly-hint"
-                onChange={(e) => setFirstTimeOnly(e.target.checked)}
-              />
-              First purchase only
-              <small id="firstTimeOnly-hint" className="muted">
-                Only customers who have never paid may redeem it
-              </small>
-            </label>
+            <Checkbox
+              label="First purchase only"
+              name="firstTimeOnly"
+              checked={firstTimeOnly}
+              onChange={setFirstTimeOnly}
+              hint="Only customers who have never paid may redeem it"
+            />
           </div>
           <FormProblem
             error={create.error}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, unwrap } from '../api';
 import { mayManage, useEnvironment, useSession } from '../session';
-import { dateTime, FormProblem, Loaded, Page, Table } from '../ui';
+import { Checkbox, dateTime, FormProblem, Loaded, Page, Table } from '../ui';
 import { SettingsNav } from './settings';
 
 type Settings = Awaited<ReturnType<typeof loadSettings>>;
@@ -87,19 +87,14 @@ function Choices(props: { settings: Settings; canChange: boolean; environment: s
       <fieldset disabled={!props.canChange} className="choices">
         <legend className="visually-hidden">Mails to send</legend>
         {KINDS.map((kind) => (
-          <label key={kind.key}>
-            <input
-              type="checkbox"
-              name={kind.key}
-              checked={form[kind.key]}
-              aria-describedby={`${kind.key}-hint`}
-              onChange={(e) => setForm((f) => ({ ...f, [kind.key]: e.target.checked }))}
-            />
-            {kind.label}
-            <small id={`${kind.key}-hint`} className="muted">
-              {kind.hint}
-            </small>
-          </label>
+          <Checkbox
+            key={kind.key}
+            label={kind.label}
+            name={kind.key}
+            checked={form[kind.key]}
+            onChange={(checked) => setForm((f) => ({ ...f, [kind.key]: checked }))}
+            hint={kind.hint}
+          />
         ))}
       </fieldset>
       <FormProblem error={save.error} fields={KINDS.map((k) => k.key)} />
