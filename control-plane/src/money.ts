@@ -10,6 +10,7 @@ import { CheckoutSessions } from './modules/checkout/sessions';
 import { CouponService } from './modules/coupons/service';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
+import type { CustomerService } from './modules/customers/service';
 import { DisputeService } from './modules/disputes/service';
 import { Ledger } from './modules/ledger/service';
 import { CardExpiry } from './modules/payments/card-expiry';
@@ -46,6 +47,8 @@ export interface MoneyDeps {
     >;
   credits: CreditService;
   usageDebits: UsageDebits;
+  /** Billing details a checkout collects are saved through it (events, processor sync). */
+  customers: CustomerService;
 }
 
 /**
@@ -93,6 +96,7 @@ export function buildMoney(d: MoneyDeps) {
     payments,
     d.credits,
     processors,
+    d.customers,
   );
   const refunds = new RefundService(paying, clock, processors, purchases, refunder, logger);
   const testClocks = new TestClockService(paying, clock, scheduler);

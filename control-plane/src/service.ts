@@ -207,7 +207,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const money = buildMoney({
     ...{ pool: deps.pool, paying, journalPool: deps.journalPool, clock, logger: deps.logger },
     ...{ snapshots: deps.snapshots, reader: deps.reader, settlement: deps.settlement, publicUrl },
-    ...{ config: deps.config, credits, usageDebits },
+    ...{ config: deps.config, credits, usageDebits, customers },
   });
   const { processors, disputes, journal, payments, invoicing, checkoutSessions, purchases, coupons } = money;
   const { scheduler, checkout, refunds, testClocks, payouts, stripeEvents } = money;

@@ -172,6 +172,100 @@ describe('checkout sessions', () => {
     ]);
   });
 
+  it('collect a billing address and a tax ID when asked, onto the customer and the first invoice', async () => {
+    const { call, plan, customer } = await seller();
+    const session = await call('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: 'buyer',
+      planRef: plan.reference,
+      billingAddressCollection: 'required',
+      taxIdCollection: { enabled: true },
+    });
+    expect(session.status).toBe(201);
+    expect(session.body).toMatchObject({
+      billingAddressCollection: 'required',
+      taxIdCollection: { enabled: true },
+    });
+    expect(
+      (
+        await call('POST', '/v1/sdk/checkout-sessions', {
+          customerRef: 'buyer',
+          planRef: plan.reference,
+          billingAddressCollection: 'sometimes',
+        })
+      ).status,
+    ).toBe(400);
+    const page = await call('GET', `/checkout/${session.body.id}`, undefined, null);
+    expect(page.body).toContain('id="billing-address"');
+    expect(page.body).toContain('buying as a business');
+    const pay = (body: Json) =>
+      call('POST', `/checkout/${session.body.id}/pay`, { ...card(SANDBOX_CARDS.succeeds), ...body }, null);
+
+    // Refused, naming each missing part; nothing charged, the session still open.
+    const bare = await pay({});
+    expect(bare.status).toBe(400);
+    expect(bare.body.errors.map((e: Json) => e.path)).toEqual([
+      '/billing/address/line1',
+      '/billing/address/city',
+      '/billing/address/country',
+    ]);
+    const badCountry = await pay({ billing: { address: { line1: 'Rue 1', city: 'Paris', country: 'XX' } } });
+    expect(badCountry.body.errors.map((e: Json) => e.path)).toEqual(['/billing/address/country']);
+    const badVat = await pay({
+      billing: {
+        address: { line1: 'Rue 1', city: 'Paris', country: 'FR' },
+        taxId: { type: 'eu_vat', value: 'nope' },
+      },
+    });
+    expect(badVat.body.errors.map((e: Json) => e.path)).toEqual(['/billing/taxId/value']);
+    const control = await pay({
+      billing: { address: { line1: 'Rue\u0000 1', city: 'Paris', country: 'FR' } },
+    });
+    expect(control.status).toBe(400);
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}`)).body.address).toBeNull();
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${session.body.id}`)).body.status).toBe('active');
+
+    const paid = await pay({
+      billing: {
+        address: { line1: ' 5 Rue de Rivoli ', city: 'Paris', postalCode: '75001', country: 'fr' },
+        taxId: { type: 'eu_vat', value: 'FR 12 345678901' },
+      },
+    });
+    expect(paid.status, JSON.stringify(paid.body)).toBe(200);
+    const after = (await call('GET', `/v1/sdk/customers/${customer.reference}`)).body;
+    expect(after.address).toEqual({
+      line1: '5 Rue de Rivoli',
+      line2: null,
+      city: 'Paris',
+      state: null,
+      postalCode: '75001',
+      country: 'FR',
+    });
+    expect(after.taxIds).toEqual([{ type: 'eu_vat', value: 'FR12345678901' }]);
+    const invoices = (await call('GET', '/v1/sdk/invoices?customerRef=buyer')).body.data as Json[];
+    expect(invoices).toHaveLength(1);
+    expect(invoices[0]?.customerAddress).toMatchObject({ line1: '5 Rue de Rivoli', country: 'FR' });
+    expect(invoices[0]?.customerTaxIds).toEqual([{ type: 'eu_vat', value: 'FR12345678901' }]);
+
+    // A session that asks for neither takes neither.
+    const plain = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        topup: { credits: 5, amount: 500 },
+      })
+    ).body;
+    expect(plain).toMatchObject({ billingAddressCollection: 'auto', taxIdCollection: { enabled: false } });
+    const unasked = await call(
+      'POST',
+      `/checkout/${plain.id}/pay`,
+      { ...card(SANDBOX_CARDS.succeeds), billing: { taxId: { type: 'eu_vat', value: 'FR12345678901' } } },
+      null,
+    );
+    expect([unasked.status, unasked.body.errors?.[0]?.path]).toEqual([400, '/billing/taxId']);
+    expect((await call('GET', `/checkout/${plain.id}`, undefined, null)).body).not.toContain(
+      'id="billing-address"',
+    );
+  });
+
   it('wear the provider’s brand colour, which only ever reaches the page as a colour', async () => {
     const { call } = await seller();
     for (const brandColor of ['red', '#fff', '#12345g', '#123456;}body{display:none', 'url(x)', '#1234567'])

@@ -470,6 +470,66 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect((await s.events('payment.succeeded')).map((e) => e.object.amount)).toEqual([2500]);
   });
 
+  it('has Stripe Checkout collect a required billing address, saved on the customer when it completes', async () => {
+    const s = await liveSeller(harness, 'Addressed');
+    await connect(s);
+    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
+    const plan = (
+      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Team',
+        type: 'recurring',
+        price: 1500,
+      })
+    ).body;
+    const customer = (await s.live('POST', '/v1/sdk/customers', {})).body.reference;
+    const session = (
+      await s.live('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer,
+        planRef: plan.id,
+        billingAddressCollection: 'required',
+      })
+    ).body;
+    const from = mock.requests.length;
+    const page = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(session.url).pathname });
+    expect(page.statusCode).toBe(303);
+    const made = mock.requests.slice(from).filter((r) => r.path === '/v1/checkout/sessions');
+    expect(made).toHaveLength(1);
+    expect(made[0]?.status).toBe(200);
+    expect(made[0]?.params.billing_address_collection).toBe('required');
+
+    const completed = event('checkout.session.completed', 'checkout.session', {
+      id: 'cs_test_addressed',
+      mode: 'setup',
+      status: 'complete',
+      client_reference_id: session.id,
+      setup_intent: 'seti_test_2',
+      payment_intent: null,
+      customer_details: {
+        email: null,
+        name: 'Ada',
+        address: {
+          line1: 'Kungsgatan 1\u0007',
+          line2: null,
+          city: 'Stockholm',
+          state: null,
+          postal_code: '111 43',
+          country: 'SE',
+        },
+      },
+    });
+    expect((await s.post(completed)).body.outcome).toBe('applied');
+    expect((await s.live('GET', `/v1/sdk/customers/${customer}`)).body.address).toEqual({
+      line1: 'Kungsgatan 1',
+      line2: null,
+      city: 'Stockholm',
+      state: null,
+      postalCode: '111 43',
+      country: 'SE',
+    });
+    const invoices = (await s.live('GET', `/v1/sdk/invoices?customerRef=${customer}`)).body.data as Json[];
+    expect(invoices.map((i) => [i.total, i.customerAddress?.city])).toEqual([[1500, 'Stockholm']]);
+  });
+
   it('refunds through Stripe a charge whose transaction rolled back, once no retry recorded it', async () => {
     const s = await liveSeller(harness, 'Unrecorded');
     await connect(s);

@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a hosted checkout session for a plan or a credit top-up
-         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md).
+         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md). `billingAddressCollection: required` asks for a billing address and `taxIdCollection: {enabled: true}` lets the customer give a tax ID; both go on the customer before the charge, so the first invoice names them (Stripe’s page collects the address in live).
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -2501,11 +2501,11 @@ export interface operations {
                      * @example {
                      *       "keys": [
                      *         {
-                     *           "x": "dbQPpcczKi11g9oHryC72uSFeuBihEeyzWuuRhFsnl8",
-                     *           "y": "3Ua3y3Jy_8i_GaktOMYJe337vfbwjwMemNUMda0vKR4",
+                     *           "x": "VqWBq04gujwBbW0_rNf_vRgT3LiW_XJux4DfhjkDimY",
+                     *           "y": "ogM_cn9hbPpsfUGMDvQnDjxkN-B0JgU2mYJ0fvofuD8",
                      *           "alg": "ES256",
                      *           "crv": "P-256",
-                     *           "kid": "33039fb677b11759",
+                     *           "kid": "69eb12b9e9e098ed",
                      *           "kty": "EC",
                      *           "use": "sig"
                      *         }
@@ -2634,8 +2634,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:05.442Z",
-                     *       "to": "2026-05-28T09:00:05.442Z",
+                     *       "from": "2026-04-28T09:00:11.042Z",
+                     *       "to": "2026-05-28T09:00:11.042Z",
                      *       "data": [
                      *         {
                      *           "date": "2026-04-28",
@@ -2973,8 +2973,8 @@ export interface operations {
                      * @example {
                      *       "meterRef": "mtr_01jx000002xxwvbjfyxw46jf1j",
                      *       "meterName": "tokens",
-                     *       "from": "2026-04-28T09:00:05.431Z",
-                     *       "to": "2026-05-28T09:00:05.431Z",
+                     *       "from": "2026-04-28T09:00:10.997Z",
+                     *       "to": "2026-05-28T09:00:10.997Z",
                      *       "data": [
                      *         {
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
@@ -3150,7 +3150,7 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "from": "1970-01-01T00:00:00.000Z",
-                     *       "to": "2026-05-28T09:00:05.408Z",
+                     *       "to": "2026-05-28T09:00:10.930Z",
                      *       "total": 2000,
                      *       "totalDecimal": "2000",
                      *       "records": 2,
@@ -3340,9 +3340,9 @@ export interface operations {
                      *       },
                      *       "role": "developer",
                      *       "csrfToken": "Q0sRf-TokEn-7a0f…",
-                     *       "createdAt": "2026-05-28T09:00:07.688Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.688Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.688Z"
+                     *       "createdAt": "2026-05-28T09:00:18.291Z",
+                     *       "expiresAt": "2026-05-28T21:00:18.291Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:18.291Z"
                      *     }
                      */
                     "application/json": {
@@ -3575,7 +3575,7 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "accountExists": false,
-                     *       "expiresAt": "2026-06-04T09:00:07.533Z"
+                     *       "expiresAt": "2026-06-04T09:00:18.058Z"
                      *     }
                      */
                     "application/json": {
@@ -3944,9 +3944,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.245Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.245Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.253Z"
+                     *       "createdAt": "2026-05-28T09:00:17.101Z",
+                     *       "expiresAt": "2026-05-28T21:00:17.101Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:17.141Z"
                      *     }
                      */
                     "application/json": {
@@ -4433,9 +4433,9 @@ export interface operations {
                      *       },
                      *       "role": "admin",
                      *       "csrfToken": "Q0sRf-TokEn-2b1d…",
-                     *       "createdAt": "2026-05-28T09:00:07.245Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.245Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.245Z"
+                     *       "createdAt": "2026-05-28T09:00:17.101Z",
+                     *       "expiresAt": "2026-05-28T21:00:17.101Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:17.101Z"
                      *     }
                      */
                     "application/json": {
@@ -4646,7 +4646,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "sgn_01jx000001ptv3cvgn7a01pynr",
                      *       "email": "grace@tidewater.example",
-                     *       "expiresAt": "2026-05-28T09:10:07.385Z"
+                     *       "expiresAt": "2026-05-28T09:10:17.646Z"
                      *     }
                      */
                     "application/json": {
@@ -4822,9 +4822,9 @@ export interface operations {
                      *       },
                      *       "role": "owner",
                      *       "csrfToken": "Q0sRf-TokEn-9c4e…",
-                     *       "createdAt": "2026-05-28T09:00:07.524Z",
-                     *       "expiresAt": "2026-05-28T21:00:07.524Z",
-                     *       "idleExpiresAt": "2026-05-28T09:30:07.524Z"
+                     *       "createdAt": "2026-05-28T09:00:18.017Z",
+                     *       "expiresAt": "2026-05-28T21:00:18.017Z",
+                     *       "idleExpiresAt": "2026-05-28T09:30:18.017Z"
                      *     }
                      */
                     "application/json": {
@@ -5289,7 +5289,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "client_id": "cli_01jx000001wa0j0ts4z39cc5hq",
-                     *       "client_id_issued_at": 1796196413,
+                     *       "client_id_issued_at": 1796198141,
                      *       "redirect_uris": [
                      *         "http://127.0.0.1:33418/callback"
                      *       ],
@@ -5462,7 +5462,7 @@ export interface operations {
                      * @example {
                      *       "verificationId": "emv_01jx000001emmnra0t5b8gq598",
                      *       "email": "margaret@example.com",
-                     *       "expiresAt": "2026-05-28T09:10:06.504Z"
+                     *       "expiresAt": "2026-05-28T09:10:14.472Z"
                      *     }
                      */
                     "application/json": {
@@ -7218,6 +7218,8 @@ export interface operations {
                 "application/json": {
                     /** @description The hosted page offers a field for the customer’s promotion code (plans) */
                     allowPromotionCodes?: boolean;
+                    /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
+                    billingAddressCollection?: "auto" | "required";
                     /** Format: uri */
                     cancelUrl?: string;
                     /** @description A coupon (cpn_… or its code) for the plan: checked now, redeemed when paid */
@@ -7231,6 +7233,10 @@ export interface operations {
                     setup?: boolean;
                     /** Format: uri */
                     successUrl?: string;
+                    taxIdCollection?: {
+                        /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
+                        enabled: boolean;
+                    };
                     topup?: {
                         /** @description Price of the credits, minor units */
                         amount: number;
@@ -7264,13 +7270,19 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.535Z",
-                     *       "createdAt": "2026-05-28T09:00:05.535Z"
+                     *       "billingAddressCollection": "auto",
+                     *       "taxIdCollection": {
+                     *         "enabled": false
+                     *       },
+                     *       "expiresAt": "2026-05-28T10:00:11.321Z",
+                     *       "createdAt": "2026-05-28T09:00:11.321Z"
                      *     }
                      */
                     "application/json": {
                         allowPromotionCodes: boolean;
                         amount: number;
+                        /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
+                        billingAddressCollection: "auto" | "required";
                         cancelUrl: string | null;
                         coupon: string | null;
                         /**
@@ -7293,6 +7305,10 @@ export interface operations {
                         purchaseRef: string | null;
                         status: string;
                         successUrl: string;
+                        taxIdCollection: {
+                            /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
+                            enabled: boolean;
+                        };
                         url: string;
                     };
                 };
@@ -7426,13 +7442,19 @@ export interface operations {
                      *       "purchaseRef": null,
                      *       "coupon": null,
                      *       "allowPromotionCodes": false,
-                     *       "expiresAt": "2026-05-28T10:00:05.535Z",
-                     *       "createdAt": "2026-05-28T09:00:05.535Z"
+                     *       "billingAddressCollection": "auto",
+                     *       "taxIdCollection": {
+                     *         "enabled": false
+                     *       },
+                     *       "expiresAt": "2026-05-28T10:00:11.321Z",
+                     *       "createdAt": "2026-05-28T09:00:11.321Z"
                      *     }
                      */
                     "application/json": {
                         allowPromotionCodes: boolean;
                         amount: number;
+                        /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
+                        billingAddressCollection: "auto" | "required";
                         cancelUrl: string | null;
                         coupon: string | null;
                         /**
@@ -7455,6 +7477,10 @@ export interface operations {
                         purchaseRef: string | null;
                         status: string;
                         successUrl: string;
+                        taxIdCollection: {
+                            /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
+                            enabled: boolean;
+                        };
                         url: string;
                     };
                 };
@@ -7595,8 +7621,8 @@ export interface operations {
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:03.618Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.618Z"
+                     *           "createdAt": "2026-05-28T09:00:07.051Z",
+                     *           "updatedAt": "2026-05-28T09:00:07.051Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7817,8 +7843,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.618Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.618Z"
+                     *       "createdAt": "2026-05-28T09:00:07.051Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
                      *     }
                      */
                     "application/json": {
@@ -8010,8 +8036,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.618Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.618Z"
+                     *       "createdAt": "2026-05-28T09:00:07.051Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
                      *     }
                      */
                     "application/json": {
@@ -8196,8 +8222,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:03.618Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.678Z"
+                     *       "createdAt": "2026-05-28T09:00:07.051Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.228Z"
                      *     }
                      */
                     "application/json": {
@@ -8366,8 +8392,8 @@ export interface operations {
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:03.618Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.777Z"
+                     *       "createdAt": "2026-05-28T09:00:07.051Z",
+                     *       "updatedAt": "2026-05-28T09:00:07.464Z"
                      *     }
                      */
                     "application/json": {
@@ -8839,7 +8865,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:02:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:05.087Z"
+                     *           "sentAt": "2026-05-28T09:00:10.068Z"
                      *         },
                      *         {
                      *           "id": "cml_01jx0000026vevzm68hasaeh56",
@@ -8852,7 +8878,7 @@ export interface operations {
                      *           "attempts": 1,
                      *           "lastError": null,
                      *           "createdAt": "2026-07-01T00:00:00.000Z",
-                     *           "sentAt": "2026-05-28T09:00:04.972Z"
+                     *           "sentAt": "2026-05-28T09:00:09.939Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9078,8 +9104,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.187Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.187Z"
+                     *           "createdAt": "2026-05-28T09:00:06.189Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.189Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9093,8 +9119,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:03.216Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.216Z"
+                     *           "createdAt": "2026-05-28T09:00:06.263Z",
+                     *           "updatedAt": "2026-05-28T09:00:06.263Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9350,8 +9376,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.187Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.187Z"
+                     *       "createdAt": "2026-05-28T09:00:06.189Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.189Z"
                      *     }
                      */
                     "application/json": {
@@ -9918,8 +9944,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.187Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.319Z"
+                     *       "createdAt": "2026-05-28T09:00:06.189Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.497Z"
                      *     }
                      */
                     "application/json": {
@@ -11635,7 +11661,7 @@ export interface operations {
                      *       "expMonth": 12,
                      *       "expYear": 2035,
                      *       "isDefault": true,
-                     *       "createdAt": "2026-05-28T09:00:03.386Z"
+                     *       "createdAt": "2026-05-28T09:00:06.594Z"
                      *     }
                      */
                     "application/json": {
@@ -11918,7 +11944,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
-                     *       "revokedBefore": "2026-05-28T09:00:05.767Z"
+                     *       "revokedBefore": "2026-05-28T09:00:12.137Z"
                      *     }
                      */
                     "application/json": {
@@ -12149,8 +12175,8 @@ export interface operations {
                      *       "status": "active",
                      *       "metadata": {},
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:03.216Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.216Z"
+                     *       "createdAt": "2026-05-28T09:00:06.263Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.263Z"
                      *     }
                      */
                     "application/json": {
@@ -12412,7 +12438,7 @@ export interface operations {
                      *               "amount": 900,
                      *               "period": {
                      *                 "start": "2026-07-01T00:00:00.000Z",
-                     *                 "end": "2026-01-25T01:33:13.222Z"
+                     *                 "end": "2026-01-25T01:04:32.434Z"
                      *               }
                      *             }
                      *           ],
@@ -13296,7 +13322,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:33:13.222Z"
+                     *             "end": "2026-01-25T01:04:32.434Z"
                      *           }
                      *         }
                      *       ],
@@ -13625,7 +13651,7 @@ export interface operations {
                      *           "amount": 900,
                      *           "period": {
                      *             "start": "2026-07-01T00:00:00.000Z",
-                     *             "end": "2026-01-25T01:33:13.222Z"
+                     *             "end": "2026-01-25T01:04:32.434Z"
                      *           }
                      *         }
                      *       ],
@@ -13912,7 +13938,7 @@ export interface operations {
                      *       "renewal": {
                      *         "chargedAt": "2026-07-01T00:00:00.000Z",
                      *         "periodStart": "2026-07-01T00:00:00.000Z",
-                     *         "periodEnd": "2026-01-25T01:33:13.222Z",
+                     *         "periodEnd": "2026-01-25T01:04:32.434Z",
                      *         "base": 900,
                      *         "setupFee": 0
                      *       },
@@ -14659,7 +14685,7 @@ export interface operations {
                      *       "meterName": "tokens",
                      *       "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *       "value": 1200,
-                     *       "timestamp": "2026-05-28T09:00:05.363Z"
+                     *       "timestamp": "2026-05-28T09:00:10.813Z"
                      *     }
                      */
                     "application/json": {
@@ -14883,7 +14909,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx000001hy523cy8bjr39bjv",
                      *           "value": 800,
-                     *           "timestamp": "2026-05-28T09:00:05.386Z"
+                     *           "timestamp": "2026-05-28T09:00:10.874Z"
                      *         },
                      *         {
                      *           "id": "rec_01jx000003gc1psba84d7xpcm9",
@@ -14891,7 +14917,7 @@ export interface operations {
                      *           "meterName": "tokens",
                      *           "customerRef": "cus_01jx00000267rh7dc6756gdybp",
                      *           "value": 4100,
-                     *           "timestamp": "2026-05-28T09:00:05.386Z"
+                     *           "timestamp": "2026-05-28T09:00:10.874Z"
                      *         }
                      *       ]
                      *     }
@@ -15090,9 +15116,9 @@ export interface operations {
                      * @example {
                      *       "id": "bps_01jx0000017nw9p96zds5ax4zw",
                      *       "customerRef": "cus_01jx000003mkt209fkta21f260",
-                     *       "url": "https://api.mcp-meter.example/portal/sessions/3JSIz1cuVhuZOyxQnQ6RsojFxL-B2cAkoddE2v_lVPM",
+                     *       "url": "https://api.mcp-meter.example/portal/sessions/jGpgoDQjHPemM-UksthDu-tyob-D9LyX-KfzeqxqSyA",
                      *       "returnUrl": "https://weather.example/account",
-                     *       "expiresAt": "2026-05-28T09:15:05.350Z"
+                     *       "expiresAt": "2026-05-28T09:15:10.765Z"
                      *     }
                      */
                     "application/json": {
@@ -16101,7 +16127,7 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T01:33:13.222Z"
+                     *         "end": "2026-02-25T01:04:32.434Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -16752,7 +16778,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.597Z",
+                     *       "createdAt": "2026-05-28T09:00:11.523Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -16936,8 +16962,8 @@ export interface operations {
                      *       "status": "won",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.597Z",
-                     *       "closedAt": "2026-05-28T09:00:05.645Z"
+                     *       "createdAt": "2026-05-28T09:00:11.523Z",
+                     *       "closedAt": "2026-05-28T09:00:11.652Z"
                      *     }
                      */
                     "application/json": {
@@ -17116,11 +17142,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.659Z",
+                     *       "arrivalDate": "2026-05-30T09:00:11.736Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.659Z"
+                     *       "createdAt": "2026-05-28T09:00:11.736Z"
                      *     }
                      */
                     "application/json": {
@@ -17288,7 +17314,7 @@ export interface operations {
                      *           "name": "June renewals",
                      *           "frozenTime": "2026-06-01T00:00:00.000Z",
                      *           "status": "ready",
-                     *           "createdAt": "2026-05-28T09:00:03.070Z"
+                     *           "createdAt": "2026-05-28T09:00:05.978Z"
                      *         }
                      *       ]
                      *     }
@@ -17442,7 +17468,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.070Z"
+                     *       "createdAt": "2026-05-28T09:00:05.978Z"
                      *     }
                      */
                     "application/json": {
@@ -17581,7 +17607,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-06-01T00:00:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.070Z"
+                     *       "createdAt": "2026-05-28T09:00:05.978Z"
                      *     }
                      */
                     "application/json": {
@@ -17732,7 +17758,7 @@ export interface operations {
                      *       "name": "June renewals",
                      *       "frozenTime": "2026-07-01T00:02:00.000Z",
                      *       "status": "ready",
-                     *       "createdAt": "2026-05-28T09:00:03.070Z"
+                     *       "createdAt": "2026-05-28T09:00:05.978Z"
                      *     }
                      */
                     "application/json": {
@@ -18475,8 +18501,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.222Z",
-                     *       "to": "2026-05-28T09:03:13.222Z",
+                     *       "from": "2026-04-28T08:49:32.434Z",
+                     *       "to": "2026-05-28T09:04:32.434Z",
                      *       "totals": {
                      *         "shown": 0,
                      *         "offered": 0,
@@ -18698,7 +18724,7 @@ export interface operations {
                      *       "timeZone": "UTC",
                      *       "currency": "usd",
                      *       "otherCurrencies": [],
-                     *       "asOf": "2026-05-28T09:00:06.382Z",
+                     *       "asOf": "2026-05-28T09:00:14.072Z",
                      *       "months": [
                      *         {
                      *           "month": "2026-01",
@@ -18943,7 +18969,7 @@ export interface operations {
                      *         {
                      *           "month": "2026-07",
                      *           "start": "2026-07-01T00:00:00.000Z",
-                     *           "end": "2026-01-25T01:33:13.222Z",
+                     *           "end": "2026-01-25T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 900,
                      *             "end": 0,
@@ -18982,8 +19008,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-08",
-                     *           "start": "2026-01-25T01:33:13.222Z",
-                     *           "end": "2026-02-25T01:33:13.222Z",
+                     *           "start": "2026-01-25T01:04:32.434Z",
+                     *           "end": "2026-02-25T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19022,8 +19048,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-09",
-                     *           "start": "2026-02-25T01:33:13.222Z",
-                     *           "end": "2026-03-27T01:33:13.222Z",
+                     *           "start": "2026-02-25T01:04:32.434Z",
+                     *           "end": "2026-03-27T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19062,8 +19088,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-10",
-                     *           "start": "2026-03-27T01:33:13.222Z",
-                     *           "end": "2026-04-27T01:33:13.222Z",
+                     *           "start": "2026-03-27T01:04:32.434Z",
+                     *           "end": "2026-04-27T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19102,8 +19128,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-11",
-                     *           "start": "2026-04-27T01:33:13.222Z",
-                     *           "end": "2026-05-27T01:33:13.222Z",
+                     *           "start": "2026-04-27T01:04:32.434Z",
+                     *           "end": "2026-05-27T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19142,8 +19168,8 @@ export interface operations {
                      *         },
                      *         {
                      *           "month": "2026-12",
-                     *           "start": "2026-05-27T01:33:13.222Z",
-                     *           "end": "2026-06-27T01:33:13.222Z",
+                     *           "start": "2026-05-27T01:04:32.434Z",
+                     *           "end": "2026-06-27T01:04:32.434Z",
                      *           "mrr": {
                      *             "start": 0,
                      *             "end": 0,
@@ -19395,8 +19421,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.222Z",
-                     *       "to": "2026-05-28T09:03:13.222Z",
+                     *       "from": "2026-04-28T08:49:32.434Z",
+                     *       "to": "2026-05-28T09:04:32.434Z",
                      *       "data": [
                      *         {
                      *           "tool": "add",
@@ -19405,9 +19431,9 @@ export interface operations {
                      *           "errors": 0,
                      *           "errorRate": 0,
                      *           "latencyMs": {
-                     *             "p50": 106.709,
-                     *             "p95": 106.709,
-                     *             "p99": 106.709
+                     *             "p50": 120.315,
+                     *             "p95": 120.315,
+                     *             "p99": 120.315
                      *           }
                      *         }
                      *       ]
@@ -19579,31 +19605,31 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T08:48:13.222Z",
-                     *       "to": "2026-05-28T09:03:13.222Z",
+                     *       "from": "2026-04-28T08:49:32.434Z",
+                     *       "to": "2026-05-28T09:04:32.434Z",
                      *       "grain": "week",
                      *       "timeZone": "Europe/Paris",
                      *       "groupBy": "tool",
                      *       "meterRef": "requests",
                      *       "buckets": [
                      *         {
-                     *           "start": "2026-04-28T00:33:13.222Z",
+                     *           "start": "2026-04-28T00:04:32.434Z",
                      *           "label": "2026-04-28"
                      *         },
                      *         {
-                     *           "start": "2026-05-05T00:33:13.222Z",
+                     *           "start": "2026-05-05T00:04:32.434Z",
                      *           "label": "2026-05-05"
                      *         },
                      *         {
-                     *           "start": "2026-05-12T00:33:13.222Z",
+                     *           "start": "2026-05-12T00:04:32.434Z",
                      *           "label": "2026-05-12"
                      *         },
                      *         {
-                     *           "start": "2026-05-19T00:33:13.222Z",
+                     *           "start": "2026-05-19T00:04:32.434Z",
                      *           "label": "2026-05-19"
                      *         },
                      *         {
-                     *           "start": "2026-05-26T00:33:13.222Z",
+                     *           "start": "2026-05-26T00:04:32.434Z",
                      *           "label": "2026-05-26"
                      *         }
                      *       ],
@@ -19840,17 +19866,17 @@ export interface operations {
                      *         {
                      *           "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *           "name": "Deploys",
-                     *           "hint": "sk_test_…eTK4",
+                     *           "hint": "sk_test_…sbjQ",
                      *           "createdBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.838Z",
+                     *           "createdAt": "2026-05-28T09:00:18.536Z",
                      *           "expiresAt": null
                      *         },
                      *         {
                      *           "id": "key_01jx000002h2kpcb3zkn22m17m",
                      *           "name": null,
-                     *           "hint": "sk_test_…I4sM",
+                     *           "hint": "sk_test_…odII",
                      *           "createdBy": null,
-                     *           "createdAt": "2026-05-28T09:00:07.519Z",
+                     *           "createdAt": "2026-05-28T09:00:17.993Z",
                      *           "expiresAt": null
                      *         }
                      *       ]
@@ -19996,9 +20022,9 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…eTK4",
+                     *       "hint": "sk_test_…sbjQ",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.838Z",
+                     *       "createdAt": "2026-05-28T09:00:18.536Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
                      *     }
@@ -20321,18 +20347,18 @@ export interface operations {
                      * @example {
                      *       "id": "key_01jx000003npgebagphrtfwq8r",
                      *       "name": "Deploys",
-                     *       "hint": "sk_test_…o34c",
+                     *       "hint": "sk_test_…VJCE",
                      *       "createdBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.862Z",
+                     *       "createdAt": "2026-05-28T09:00:18.602Z",
                      *       "expiresAt": null,
                      *       "secret": "sk_test_51Hx9RolledSecretK3yExampl3",
                      *       "rolled": {
                      *         "id": "key_01jx0000011m9p7261m2dqc3kt",
                      *         "name": "Deploys",
-                     *         "hint": "sk_test_…eTK4",
+                     *         "hint": "sk_test_…sbjQ",
                      *         "createdBy": "grace@tidewater.example",
-                     *         "createdAt": "2026-05-28T09:00:07.838Z",
-                     *         "expiresAt": "2026-05-28T10:00:07.862Z"
+                     *         "createdAt": "2026-05-28T09:00:18.536Z",
+                     *         "expiresAt": "2026-05-28T10:00:18.602Z"
                      *       }
                      *     }
                      */
@@ -20528,7 +20554,7 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "aud_01jx000001x5nvr6rsv7qpp3xg",
-                     *           "createdAt": "2026-05-28T09:00:07.365Z",
+                     *           "createdAt": "2026-05-28T09:00:17.537Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20545,7 +20571,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000002wm96pazabxykwc0b",
-                     *           "createdAt": "2026-05-28T09:00:07.354Z",
+                     *           "createdAt": "2026-05-28T09:00:17.488Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20562,7 +20588,7 @@ export interface operations {
                      *         },
                      *         {
                      *           "id": "aud_01jx000003wab975w2rrh6fvy1",
-                     *           "createdAt": "2026-05-28T09:00:07.298Z",
+                     *           "createdAt": "2026-05-28T09:00:17.367Z",
                      *           "actor": {
                      *             "userId": "usr_01jx000001g7xgyhg8nf9cxzb8",
                      *             "email": "ops@acme-weather.example",
@@ -20578,7 +20604,7 @@ export interface operations {
                      *           "userAgent": "node"
                      *         }
                      *       ],
-                     *       "nextCursor": "YXVkXzAxbTh0dGNja3c4cXBuczh6Z2VzZTUxcjdl"
+                     *       "nextCursor": "YXVkXzAxbTh0dzE2eDVkZzVuaDYyeHlwcDd6eTlu"
                      *     }
                      */
                     "application/json": {
@@ -20757,7 +20783,7 @@ export interface operations {
                      *           "status": "needs_response",
                      *           "evidence": null,
                      *           "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *           "createdAt": "2026-05-28T09:00:05.597Z",
+                     *           "createdAt": "2026-05-28T09:00:11.523Z",
                      *           "closedAt": null
                      *         }
                      *       ],
@@ -20912,7 +20938,7 @@ export interface operations {
                      *       "status": "needs_response",
                      *       "evidence": null,
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.597Z",
+                     *       "createdAt": "2026-05-28T09:00:11.523Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -21073,7 +21099,7 @@ export interface operations {
                      *       "status": "under_review",
                      *       "evidence": "Delivery logs: 412 forecasts served to this customer in June.",
                      *       "processorDispute": "dp_sandbox_01jx000001edtjm2hr59rqf0ve",
-                     *       "createdAt": "2026-05-28T09:00:05.597Z",
+                     *       "createdAt": "2026-05-28T09:00:11.523Z",
                      *       "closedAt": null
                      *     }
                      */
@@ -22872,8 +22898,8 @@ export interface operations {
                     /**
                      * @example {
                      *       "healthy": true,
-                     *       "checkedAt": "2026-05-28T09:00:05.961Z",
-                     *       "latencyMs": 22,
+                     *       "checkedAt": "2026-05-28T09:00:12.886Z",
+                     *       "latencyMs": 85,
                      *       "protocolVersion": "2025-11-25",
                      *       "serverName": "test-origin",
                      *       "serverVersion": "1.0.0",
@@ -23241,8 +23267,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:02.334Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.334Z"
+                     *           "createdAt": "2026-05-28T09:00:04.566Z",
+                     *           "updatedAt": "2026-05-28T09:00:04.566Z"
                      *         },
                      *         {
                      *           "id": "mtr_01jx000002xxwvbjfyxw46jf1j",
@@ -23252,8 +23278,8 @@ export interface operations {
                      *           "aggregation": "sum",
                      *           "valueProperty": null,
                      *           "status": "active",
-                     *           "createdAt": "2026-05-28T09:00:03.024Z",
-                     *           "updatedAt": "2026-05-28T09:00:03.024Z"
+                     *           "createdAt": "2026-05-28T09:00:05.853Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.853Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -23425,8 +23451,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.024Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.024Z"
+                     *       "createdAt": "2026-05-28T09:00:05.853Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.853Z"
                      *     }
                      */
                     "application/json": {
@@ -23599,8 +23625,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "active",
-                     *       "createdAt": "2026-05-28T09:00:03.024Z",
-                     *       "updatedAt": "2026-05-28T09:00:03.024Z"
+                     *       "createdAt": "2026-05-28T09:00:05.853Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.853Z"
                      *     }
                      */
                     "application/json": {
@@ -23750,8 +23776,8 @@ export interface operations {
                      *       "aggregation": "sum",
                      *       "valueProperty": null,
                      *       "status": "archived",
-                     *       "createdAt": "2026-05-28T09:00:03.024Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.131Z"
+                     *       "createdAt": "2026-05-28T09:00:05.853Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.574Z"
                      *     }
                      */
                     "application/json": {
@@ -23921,11 +23947,11 @@ export interface operations {
                      *           "amount": 500,
                      *           "currency": "usd",
                      *           "status": "pending",
-                     *           "arrivalDate": "2026-05-30T09:00:05.659Z",
+                     *           "arrivalDate": "2026-05-30T09:00:11.736Z",
                      *           "failureReason": null,
                      *           "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *           "automatic": false,
-                     *           "createdAt": "2026-05-28T09:00:05.659Z"
+                     *           "createdAt": "2026-05-28T09:00:11.736Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -24077,11 +24103,11 @@ export interface operations {
                      *       "amount": 500,
                      *       "currency": "usd",
                      *       "status": "pending",
-                     *       "arrivalDate": "2026-05-30T09:00:05.659Z",
+                     *       "arrivalDate": "2026-05-30T09:00:11.736Z",
                      *       "failureReason": null,
                      *       "processorPayout": "po_sandbox_01jx00000110nvcbeyj565ppd6",
                      *       "automatic": false,
-                     *       "createdAt": "2026-05-28T09:00:05.659Z"
+                     *       "createdAt": "2026-05-28T09:00:11.736Z"
                      *     }
                      */
                     "application/json": {
@@ -24267,8 +24293,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.766Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.766Z"
+                     *       "createdAt": "2026-05-28T09:00:05.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.328Z"
                      *     }
                      */
                     "application/json": {
@@ -24588,8 +24614,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.766Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.970Z"
+                     *       "createdAt": "2026-05-28T09:00:05.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.785Z"
                      *     }
                      */
                     "application/json": {
@@ -24848,8 +24874,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:07.141Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.149Z"
+                     *       "createdAt": "2026-05-28T09:00:16.605Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.651Z"
                      *     }
                      */
                     "application/json": {
@@ -25047,8 +25073,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnssEFcgBKuFK0p",
-                     *       "connectedAt": "2026-05-28T09:00:06.902Z"
+                     *       "account": "acct_RntIhQUD3WegUGY",
+                     *       "connectedAt": "2026-05-28T09:00:15.526Z"
                      *     }
                      */
                     "application/json": {
@@ -25222,8 +25248,8 @@ export interface operations {
                      *       "connected": true,
                      *       "last4": "p7dc",
                      *       "mode": "test",
-                     *       "account": "acct_RnssEFcgBKuFK0p",
-                     *       "connectedAt": "2026-05-28T09:00:06.902Z"
+                     *       "account": "acct_RntIhQUD3WegUGY",
+                     *       "connectedAt": "2026-05-28T09:00:15.526Z"
                      *     }
                      */
                     "application/json": {
@@ -25793,8 +25819,8 @@ export interface operations {
                      *           "paywallPromotionCodes": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:02.552Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.552Z"
+                     *           "createdAt": "2026-05-28T09:00:05.012Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.012Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25978,8 +26004,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.552Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.552Z"
+                     *       "createdAt": "2026-05-28T09:00:05.012Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.012Z"
                      *     }
                      */
                     "application/json": {
@@ -26157,8 +26183,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.552Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.552Z"
+                     *       "createdAt": "2026-05-28T09:00:05.012Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.012Z"
                      *     }
                      */
                     "application/json": {
@@ -26340,8 +26366,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:02.552Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.647Z"
+                     *       "createdAt": "2026-05-28T09:00:05.012Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.174Z"
                      *     }
                      */
                     "application/json": {
@@ -26519,8 +26545,8 @@ export interface operations {
                      *       "paywallPromotionCodes": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:07.182Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.188Z"
+                     *       "createdAt": "2026-05-28T09:00:16.825Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.855Z"
                      *     }
                      */
                     "application/json": {
@@ -26714,8 +26740,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.697Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.697Z"
+                     *           "createdAt": "2026-05-28T09:00:05.235Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.235Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000001brnn19rg36mzgzje",
@@ -26762,8 +26788,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.766Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.766Z"
+                     *           "createdAt": "2026-05-28T09:00:05.328Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.328Z"
                      *         },
                      *         {
                      *           "reference": "pln_01jx000003fhftwc3eg60dgr28",
@@ -26807,8 +26833,8 @@ export interface operations {
                      *           "tiersMode": null,
                      *           "packageSize": null,
                      *           "topUp": null,
-                     *           "createdAt": "2026-05-28T09:00:02.783Z",
-                     *           "updatedAt": "2026-05-28T09:00:02.783Z"
+                     *           "createdAt": "2026-05-28T09:00:05.363Z",
+                     *           "updatedAt": "2026-05-28T09:00:05.363Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -27160,8 +27186,8 @@ export interface operations {
                      *       "tiersMode": null,
                      *       "packageSize": null,
                      *       "topUp": null,
-                     *       "createdAt": "2026-05-28T09:00:02.766Z",
-                     *       "updatedAt": "2026-05-28T09:00:02.766Z"
+                     *       "createdAt": "2026-05-28T09:00:05.328Z",
+                     *       "updatedAt": "2026-05-28T09:00:05.328Z"
                      *     }
                      */
                     "application/json": {
@@ -27636,13 +27662,13 @@ export interface operations {
                      *           "userId": "usr_01jx0000021z7pxsvq9e104a7k",
                      *           "email": "grace@tidewater.example",
                      *           "role": "owner",
-                     *           "joinedAt": "2026-05-28T09:00:07.516Z"
+                     *           "joinedAt": "2026-05-28T09:00:17.976Z"
                      *         },
                      *         {
                      *           "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *           "email": "alan@tidewater.example",
                      *           "role": "developer",
-                     *           "joinedAt": "2026-05-28T09:00:07.662Z"
+                     *           "joinedAt": "2026-05-28T09:00:18.263Z"
                      *         }
                      *       ],
                      *       "invitations": [
@@ -27651,8 +27677,8 @@ export interface operations {
                      *           "email": "ada@tidewater.example",
                      *           "role": "viewer",
                      *           "invitedBy": "grace@tidewater.example",
-                     *           "createdAt": "2026-05-28T09:00:07.700Z",
-                     *           "expiresAt": "2026-06-04T09:00:07.700Z"
+                     *           "createdAt": "2026-05-28T09:00:18.304Z",
+                     *           "expiresAt": "2026-06-04T09:00:18.304Z"
                      *         }
                      *       ]
                      *     }
@@ -27813,8 +27839,8 @@ export interface operations {
                      *       "email": "alan@tidewater.example",
                      *       "role": "developer",
                      *       "invitedBy": "grace@tidewater.example",
-                     *       "createdAt": "2026-05-28T09:00:07.533Z",
-                     *       "expiresAt": "2026-06-04T09:00:07.533Z"
+                     *       "createdAt": "2026-05-28T09:00:18.058Z",
+                     *       "expiresAt": "2026-06-04T09:00:18.058Z"
                      *     }
                      */
                     "application/json": {
@@ -28302,7 +28328,7 @@ export interface operations {
                      *       "userId": "usr_01jx00000364qh64nk0x3s9a8h",
                      *       "email": "alan@tidewater.example",
                      *       "role": "admin",
-                     *       "joinedAt": "2026-05-28T09:00:07.662Z"
+                     *       "joinedAt": "2026-05-28T09:00:18.263Z"
                      *     }
                      */
                     "application/json": {
@@ -28716,7 +28742,7 @@ export interface operations {
                      *       "currency": "usd",
                      *       "status": "pending",
                      *       "reason": "requested_by_customer",
-                     *       "createdAt": "2026-05-28T09:00:05.577Z"
+                     *       "createdAt": "2026-05-28T09:00:11.480Z"
                      *     }
                      */
                     "application/json": {
@@ -28902,11 +28928,11 @@ export interface operations {
                      *       "attempt": 1,
                      *       "succeeded": true,
                      *       "statusCode": 200,
-                     *       "latencyMs": 2,
+                     *       "latencyMs": 26,
                      *       "error": null,
                      *       "responseExcerpt": "ok",
                      *       "nextAttemptAt": null,
-                     *       "createdAt": "2026-05-28T09:00:07.056Z"
+                     *       "createdAt": "2026-05-28T09:00:16.243Z"
                      *     }
                      */
                     "application/json": {
@@ -29080,11 +29106,11 @@ export interface operations {
                      *           "attempt": 1,
                      *           "succeeded": true,
                      *           "statusCode": 200,
-                     *           "latencyMs": 2,
+                     *           "latencyMs": 26,
                      *           "error": null,
                      *           "responseExcerpt": "ok",
                      *           "nextAttemptAt": null,
-                     *           "createdAt": "2026-05-28T09:00:07.056Z"
+                     *           "createdAt": "2026-05-28T09:00:16.243Z"
                      *         }
                      *       ]
                      *     }
@@ -29238,8 +29264,8 @@ export interface operations {
                      *           "disabledReason": null,
                      *           "consecutiveFailures": 0,
                      *           "livemode": false,
-                     *           "createdAt": "2026-05-28T09:00:07.006Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.006Z"
+                     *           "createdAt": "2026-05-28T09:00:15.969Z",
+                     *           "updatedAt": "2026-05-28T09:00:15.969Z"
                      *         }
                      *       ]
                      *     }
@@ -29413,8 +29439,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.006Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.006Z",
+                     *       "createdAt": "2026-05-28T09:00:15.969Z",
+                     *       "updatedAt": "2026-05-28T09:00:15.969Z",
                      *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *     }
                      */
@@ -29569,8 +29595,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.006Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.006Z"
+                     *       "createdAt": "2026-05-28T09:00:15.969Z",
+                     *       "updatedAt": "2026-05-28T09:00:15.969Z"
                      *     }
                      */
                     "application/json": {
@@ -29862,8 +29888,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.006Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.042Z"
+                     *       "createdAt": "2026-05-28T09:00:15.969Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.151Z"
                      *     }
                      */
                     "application/json": {
@@ -30015,8 +30041,8 @@ export interface operations {
                      *       "disabledReason": "disabled by the provider",
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.006Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.104Z"
+                     *       "createdAt": "2026-05-28T09:00:15.969Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.449Z"
                      *     }
                      */
                     "application/json": {
@@ -30168,8 +30194,8 @@ export interface operations {
                      *       "disabledReason": null,
                      *       "consecutiveFailures": 0,
                      *       "livemode": false,
-                     *       "createdAt": "2026-05-28T09:00:07.006Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.112Z"
+                     *       "createdAt": "2026-05-28T09:00:15.969Z",
+                     *       "updatedAt": "2026-05-28T09:00:16.490Z"
                      *     }
                      */
                     "application/json": {
@@ -30462,7 +30488,7 @@ export interface operations {
                      * @example {
                      *       "id": "we_01jx000001fxqzswz6q89rsa83",
                      *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
-                     *       "previousSecretsExpireAt": "2026-05-28T10:00:07.098Z"
+                     *       "previousSecretsExpireAt": "2026-05-28T10:00:16.434Z"
                      *     }
                      */
                     "application/json": {

@@ -559,6 +559,8 @@ describe('the console’s operations pages', () => {
       customerRef: 'ida',
       planRef: plan.id,
       allowPromotionCodes: true,
+      billingAddressCollection: 'required',
+      taxIdCollection: { enabled: true },
     });
     const buyer = await newPerson(browser);
     await buyer.page.goto(String(session.url));
@@ -571,15 +573,47 @@ describe('the console’s operations pages', () => {
     await buyer.page.getByText('$12.00 due today').waitFor();
     await buyer.page.getByText('Launch (20% off), on invoices for 3 months').waitFor();
     expect(await axeFindings(buyer.page)).toEqual([]);
+    // The session asks for a billing address and takes a tax ID: the page will not send the
+    // payment without the address (the API refuses it too: checkout.test.ts).
+    await buyer.page.getByLabel('Card number').fill('4242424242424242');
+    await buyer.page.getByLabel('Expiry (MM/YY)').fill('12/35');
+    await buyer.page.getByLabel('CVC').fill('123');
+    await buyer.page.getByRole('button', { name: 'Pay' }).click();
+    expect(
+      await buyer.page
+        .getByLabel('Address line 1')
+        .evaluate(
+          (input) => (input as unknown as { validity: { valueMissing: boolean } }).validity.valueMissing,
+        ),
+    ).toBe(true);
+    expect(buyer.page.url()).toBe(String(session.url));
+    await buyer.page.getByLabel('Address line 1').fill('Unter den Linden 1');
+    await buyer.page.getByLabel('City').fill('Berlin');
+    await buyer.page.getByLabel('Postal code').fill('10117');
+    await buyer.page.getByLabel('Country').selectOption('DE');
+    await buyer.page.getByLabel("I'm buying as a business").check();
+    await buyer.page.getByLabel('Tax ID kind').selectOption('eu_vat');
+    await buyer.page.getByLabel('Tax ID number').fill('nope');
+    await buyer.page.getByRole('button', { name: 'Pay' }).click();
+    await buyer.page.getByRole('alert').getByText('Tax ID number is not a valid').waitFor();
+    await buyer.page.getByLabel('Tax ID number').fill('DE 123 456 789');
+    expect(await axeFindings(buyer.page)).toEqual([]);
     await buyer.page.getByLabel('Card number').fill('4242424242424242');
     await buyer.page.getByLabel('Expiry (MM/YY)').fill('12/35');
     await buyer.page.getByLabel('CVC').fill('123');
     await buyer.page.getByRole('button', { name: 'Pay' }).click();
     await buyer.page.waitForURL(/\/complete\?session_id=/);
     const paid = (await (await page.request.get(`${baseUrl}/v1/sdk/invoices?customerRef=ida`)).json()) as {
-      data: Array<{ total: number }>;
+      data: Array<{ total: number; customerAddress: Record<string, unknown>; customerTaxIds: unknown[] }>;
     };
     expect(paid.data.map((invoice) => invoice.total)).toEqual([1200]);
+    // The first invoice names the address and VAT number given on the page.
+    expect(paid.data[0]?.customerAddress).toMatchObject({
+      line1: 'Unter den Linden 1',
+      city: 'Berlin',
+      country: 'DE',
+    });
+    expect(paid.data[0]?.customerTaxIds).toEqual([{ type: 'eu_vat', value: 'DE123456789' }]);
     expect(buyer.errors).toEqual([]);
     await buyer.context.close();
     await page.reload();

@@ -1,4 +1,5 @@
 import { brandStyle, escapeHtml } from '../../http/html';
+import { BILLING_SCRIPT, type BillingAsk, billingFields } from './billing-fields';
 
 /** The hosted checkout page: server-rendered, every value escaped, no third-party assets. */
 export interface CheckoutView {
@@ -20,6 +21,8 @@ export interface CheckoutView {
   sandbox: boolean;
   /** A plan session that takes promotion codes: whether one is applied now; null otherwise. */
   promotion: { applied: boolean } | null;
+  /** What the session asks besides a card (billing-fields.ts); null when nothing. */
+  billing: BillingAsk | null;
 }
 
 /** The promotion-code field of the page, or the button that takes an applied code off. */
@@ -67,6 +70,7 @@ ul{padding-left:18px;color:#444}label{display:block;font-size:13px;color:#555;ma
 input{width:100%;box-sizing:border-box;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px}
 .row{display:flex;gap:10px}.row>div{flex:1}button{margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px}
 footer a{color:var(--brand-text)}
+fieldset{border:0;padding:0;margin:16px 0 0}legend{font-weight:600;font-size:14px}select{width:100%;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px;background:#fff}label.check{display:flex;gap:8px;align-items:center}label.check input{width:auto}
 #error,#promo-error{color:#b00020;margin-top:12px;min-height:1em}button.secondary{background:#fff;color:var(--brand-text);border:1px solid #ccc;margin-top:8px}footer{margin-top:20px;font-size:12px;color:#777;display:flex;gap:12px}
 .sandbox{background:#fff4cc;padding:6px 10px;border-radius:6px;font-size:12px;margin-bottom:12px}
 </style></head>
@@ -78,6 +82,7 @@ ${view.sandbox ? '<div class="sandbox">Sandbox: use test card 4242 4242 4242 424
 <div class="due" id="due">${escapeHtml(view.dueNow)}</div>
 ${promotionForm(view.promotion)}
 <form id="pay" autocomplete="on">
+${billingFields(view.billing)}
 <label for="number">Card number</label><input id="number" name="number" inputmode="numeric" autocomplete="cc-number" required>
 <div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" autocomplete="cc-exp" required></div>
 <div><label for="cvc">CVC</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div></div>
@@ -86,6 +91,7 @@ ${promotionForm(view.promotion)}
 <footer>${links.join('')}${view.cancelUrl === null ? '' : `<a href="${escapeHtml(view.cancelUrl)}">Cancel</a>`}</footer>
 </main>
 <script>
+${BILLING_SCRIPT}
 async function setCode(code) {
   const error = document.getElementById('promo-error'); error.textContent = '';
   if (code === '') { error.textContent = 'Type a code first'; return; }
@@ -106,9 +112,9 @@ document.getElementById('pay').addEventListener('submit', async (event) => {
   button.disabled = true; error.textContent = '';
   try {
     const response = await fetch(${JSON.stringify(`/checkout/${view.sessionId}/pay`)}, { method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ card: { number: document.getElementById('number').value, expMonth: month || 0, expYear: year < 100 ? 2000 + year : year || 0, cvc: document.getElementById('cvc').value } }) });
+      body: JSON.stringify({ card: { number: document.getElementById('number').value, expMonth: month || 0, expYear: year < 100 ? 2000 + year : year || 0, cvc: document.getElementById('cvc').value }, billing: billingOf() }) });
     const body = await response.json();
-    if (!response.ok) { error.textContent = body.detail || 'Payment failed'; button.disabled = false; return; }
+    if (!response.ok) { error.textContent = problemWords(body) || 'Payment failed'; button.disabled = false; return; }
     window.location.assign(body.redirectUrl);
   } catch (e) { error.textContent = 'Network error; try again'; button.disabled = false; }
 });

@@ -28,14 +28,18 @@ export interface SessionRow {
   allow_promotion_codes: boolean;
   /** Codes typed on the hosted page that matched no coupon. */
   promotion_code_failures: number;
+  /** `required`: the page asks for a billing address, saved on the customer when paid. */
+  billing_address_collection: 'auto' | 'required';
+  /** The page lets the customer give a tax id (buying as a business), saved on the customer. */
+  tax_id_collection: boolean;
 }
 
 export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
                                     status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id,
-                                    allow_promotion_codes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+                                    allow_promotion_codes, billing_address_collection, tax_id_collection)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
     [
       row.id,
       row.provider_id,
@@ -57,6 +61,8 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.source,
       row.coupon_id,
       row.allow_promotion_codes,
+      row.billing_address_collection,
+      row.tax_id_collection,
     ],
   );
 }

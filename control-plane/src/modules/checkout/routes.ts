@@ -1,10 +1,24 @@
 import { Type } from '@sinclair/typebox';
+import { AddressInput, TaxId } from '../../billing-details';
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Nullable, Problem, Timestamp } from '../../http/schemas';
 import { CHECKOUT_CSP, renderCheckout, renderDone } from './page';
 import type { CheckoutService } from './service';
 
 const WebUrl = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 });
+
+const BillingAddressCollection = Type.Union([Type.Literal('auto'), Type.Literal('required')], {
+  description:
+    'required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked',
+});
+const TaxIdCollection = Type.Object(
+  {
+    enabled: Type.Boolean({
+      description: 'The customer may give a tax ID (buying as a business), saved on the customer when paid',
+    }),
+  },
+  { additionalProperties: false },
+);
 
 const CheckoutCreate = Type.Object(
   {
@@ -44,6 +58,8 @@ const CheckoutCreate = Type.Object(
         description: 'The hosted page offers a field for the customer’s promotion code (plans)',
       }),
     ),
+    billingAddressCollection: Type.Optional(BillingAddressCollection),
+    taxIdCollection: Type.Optional(TaxIdCollection),
     successUrl: Type.Optional(WebUrl),
     cancelUrl: Type.Optional(WebUrl),
     expiresInMinutes: Type.Optional(Type.Integer({ minimum: 5, maximum: 1440, default: 60 })),
@@ -67,6 +83,8 @@ const CheckoutSession = Type.Object({
   purchaseRef: Nullable(Type.String()),
   coupon: Nullable(Type.String({ description: 'The coupon it applies (cpn_…), redeemed when paid' })),
   allowPromotionCodes: Type.Boolean(),
+  billingAddressCollection: BillingAddressCollection,
+  taxIdCollection: TaxIdCollection,
   expiresAt: Timestamp,
   createdAt: Timestamp,
 });
@@ -82,6 +100,12 @@ const PayBody = Type.Object(
         cvc: Type.String({ minLength: 3, maxLength: 4 }),
       },
       { additionalProperties: false },
+    ),
+    billing: Type.Optional(
+      Type.Object(
+        { address: Type.Optional(AddressInput), taxId: Type.Optional(TaxId) },
+        { additionalProperties: false },
+      ),
     ),
   },
   { additionalProperties: false },
@@ -177,7 +201,7 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
           },
         },
       },
-      async (request) => checkout.pay(request.params.id, { card: request.body.card }),
+      async (request) => checkout.pay(request.params.id, { card: request.body.card }, request.body.billing),
     );
     app.get(
       '/checkout/:id/complete',

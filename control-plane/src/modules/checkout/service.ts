@@ -5,6 +5,7 @@ import type { AuthContext } from '../../tenancy';
 import { findCoupon } from '../coupons/repository';
 import type { CreditService } from '../credits/service';
 import { findCustomer, lockCustomerRow } from '../customers/repository';
+import type { CustomerService } from '../customers/service';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import type { MethodInput, Processors } from '../payments/processor';
 import { findProcessorCustomer } from '../payments/repository';
@@ -15,6 +16,7 @@ import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
 import { testTimeOf } from '../test-clocks/repository';
+import { type BillingInput, billingChange } from './billing';
 import { type CheckoutView, formatMoney } from './page';
 import { couponWords, planPriceLines } from './price-words';
 import {
@@ -46,6 +48,7 @@ export class CheckoutService {
     private readonly payments: PaymentService,
     private readonly credits: CreditService,
     private readonly processors: Processors,
+    private readonly customers: CustomerService,
   ) {}
 
   urlOf(id: string): string {
@@ -120,7 +123,17 @@ export class CheckoutService {
       sandbox: row.environment === 'sandbox',
       promotion:
         row.kind === 'plan' && row.allow_promotion_codes ? { applied: row.coupon_id !== null } : null,
+      billing: await this.billingAsk(row),
     };
+  }
+
+  /** The billing fields the page shows, the address filled with the customer's current one. */
+  private async billingAsk(row: SessionRow): Promise<CheckoutView['billing']> {
+    const required = row.billing_address_collection === 'required';
+    if (!required && !row.tax_id_collection) return null;
+    const auth = { providerId: row.provider_id, environment: row.environment };
+    const customer = required ? await findCustomer(this.pool, auth, row.customer_id) : undefined;
+    return { address: required ? (customer?.address ?? null) : false, taxId: row.tax_id_collection };
   }
 
   /**
@@ -158,6 +171,7 @@ export class CheckoutService {
         description: [view.title, ...view.lines, view.dueNow].join(' · '),
         successUrl: redirect.toString(),
         cancelUrl: row.cancel_url,
+        billingAddress: row.billing_address_collection === 'required',
       },
     );
   }
@@ -168,11 +182,16 @@ export class CheckoutService {
    * another provider or environment is not touched; one already paid answers 409
    * checkout_session_closed, so a redelivered event charges nothing.
    */
-  async completeFromProcessor(providerId: string, id: string, paymentMethod: string): Promise<void> {
+  async completeFromProcessor(
+    providerId: string,
+    id: string,
+    paymentMethod: string,
+    billing?: BillingInput,
+  ): Promise<void> {
     const row = await this.sessions.load(id);
     if (row.provider_id !== providerId || row.environment !== 'live')
       throw new ConflictError('checkout_session_closed', `Checkout session ${id} is not this account's`);
-    await this.pay(id, { paymentMethod });
+    await this.pay(id, { paymentMethod }, billing, true);
   }
 
   /**
@@ -184,7 +203,12 @@ export class CheckoutService {
    * purchase it starts, the charge, the events) happens at the clock's time, as every request
    * about that customer does.
    */
-  async pay(id: string, card: MethodInput): Promise<{ redirectUrl: string }> {
+  async pay(
+    id: string,
+    card: MethodInput,
+    billing?: BillingInput,
+    fromProcessor = false,
+  ): Promise<{ redirectUrl: string }> {
     const row = await this.claim(id);
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
     let clockTime: Date | undefined;
@@ -195,7 +219,7 @@ export class CheckoutService {
       await this.release(row.id);
       throw error;
     }
-    const work = () => this.payClaimed(row, auth, card);
+    const work = () => this.payClaimed(row, auth, card, billing, fromProcessor);
     return clockTime === undefined ? work() : atTestTime(clockTime, work);
   }
 
@@ -204,9 +228,14 @@ export class CheckoutService {
     row: SessionRow,
     auth: AuthContext,
     card: MethodInput,
+    billing: BillingInput | undefined,
+    fromProcessor: boolean,
   ): Promise<{ redirectUrl: string }> {
     let used = false;
     try {
+      // The billing details go on the customer first, so the first invoice names them.
+      const change = billingChange(row, billing, fromProcessor);
+      if (change !== undefined) await this.customers.update(auth, row.customer_id, change);
       await this.payments.attachCard(auth, row.customer_id, card);
       if (row.kind === 'setup') {
         // The card is saved as the default (above); the session is done.

@@ -39,6 +39,10 @@ export interface CheckoutInput {
   coupon?: string | undefined;
   /** The hosted page offers a field for the customer's promotion code (plan sessions). */
   allowPromotionCodes?: boolean | undefined;
+  /** `required`: the customer gives a billing address, saved on them when paid (Stripe's name). */
+  billingAddressCollection?: 'auto' | 'required' | undefined;
+  /** The customer may give a tax id, saved on them when paid (Stripe's tax_id_collection). */
+  taxIdCollection?: { enabled: boolean } | undefined;
 }
 
 /**
@@ -108,6 +112,8 @@ export class CheckoutSessions {
       purchaseRef: r.purchase_id,
       coupon: r.coupon_id,
       allowPromotionCodes: r.allow_promotion_codes,
+      billingAddressCollection: r.billing_address_collection,
+      taxIdCollection: { enabled: r.tax_id_collection },
       expiresAt: r.expires_at.toISOString(),
       createdAt: r.created_at.toISOString(),
     };
@@ -209,6 +215,8 @@ export class CheckoutSessions {
       coupon_id: couponId,
       allow_promotion_codes: input.planRef !== undefined && input.allowPromotionCodes === true,
       promotion_code_failures: 0,
+      billing_address_collection: input.billingAddressCollection ?? 'auto',
+      tax_id_collection: input.taxIdCollection?.enabled === true,
     };
     const write = async (tx: PoolClient) => {
       await insertSession(tx, row);

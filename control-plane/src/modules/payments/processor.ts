@@ -79,6 +79,8 @@ export interface CardPageRequest {
   description: string;
   successUrl: string;
   cancelUrl: string | null;
+  /** The page must collect a billing address (the session's `billingAddressCollection: required`). */
+  billingAddress: boolean;
 }
 
 export interface PaymentProcessor {

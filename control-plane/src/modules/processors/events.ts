@@ -1,9 +1,11 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type Stripe from 'stripe';
+import type { AddressInput } from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
+import type { BillingInput } from '../checkout/billing';
 import type { CheckoutService } from '../checkout/service';
 import type { DisputeService } from '../disputes/service';
 import type { ChargeJournal, LearnedCharge } from '../payments/journal';
@@ -108,7 +110,7 @@ export class StripeEvents {
     const card = await new StripeProcessor(stripe).cardOfSetup(setup);
     if (card === undefined) return 'unmatched:card';
     try {
-      await this.checkout.completeFromProcessor(providerId, ours, card);
+      await this.checkout.completeFromProcessor(providerId, ours, card, billingOf(session));
       return 'applied';
     } catch (error) {
       if (!(error instanceof DomainError) || error.code === 'checkout_session_in_progress') throw error;
@@ -333,4 +335,30 @@ function wellFormed(event: Stripe.Event): boolean {
     );
   }
   return true;
+}
+
+/** Control characters, which no part of an address keeps (billing-details.ts). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+const CONTROL = /[\u0000-\u001f\u007f]/gu;
+
+/**
+ * The billing address Stripe's page collected (`billing_address_collection: required`), as our
+ * customers keep it; none when it collected none.
+ */
+function billingOf(session: Stripe.Checkout.Session): BillingInput | undefined {
+  const a = session.customer_details?.address;
+  if (a === null || a === undefined) return undefined;
+  // Each part as our addresses keep it: no control characters, within its length.
+  const part = (value: string | null, max: number) =>
+    value?.replace(CONTROL, ' ').trim().slice(0, max) || undefined;
+  const parts: AddressInput = {
+    line1: part(a.line1, 200),
+    line2: part(a.line2, 200),
+    city: part(a.city, 100),
+    state: part(a.state, 100),
+    postalCode: part(a.postal_code, 20),
+    country: part(a.country, 2),
+  };
+  const given = Object.entries(parts).filter(([, value]) => value !== undefined);
+  return given.length === 0 ? undefined : { address: Object.fromEntries(given) as AddressInput };
 }

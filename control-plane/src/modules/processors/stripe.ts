@@ -136,6 +136,7 @@ export class StripeProcessor implements PaymentProcessor {
           success_url: request.successUrl,
           ...(request.cancelUrl === null ? {} : { cancel_url: request.cancelUrl }),
           custom_text: { submit: { message: request.description.slice(0, 1200) } },
+          ...(request.billingAddress ? { billing_address_collection: 'required' as const } : {}),
         },
         { idempotencyKey: `checkout:${request.checkoutSession}` },
       );

@@ -1,0 +1,84 @@
+import { countries, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
+import type { Address } from '../../billing-details';
+import { escapeHtml } from '../../http/html';
+
+/** What the hosted page asks besides a card: a billing address, a tax id; null when neither. */
+export interface BillingAsk {
+  /** The address fields, filled with the customer's current address. */
+  address: Address | null | false;
+  taxId: boolean;
+}
+
+/** Every ISO 3166-1 country, by English name, for the address's list. */
+const COUNTRIES = countries();
+
+/**
+ * The page's billing fields (inside its payment form): the address, required as the session
+ * says, filled with what the customer has; the tax id, optional, behind "buying as a business".
+ */
+export function billingFields(ask: BillingAsk | null): string {
+  if (ask === null) return '';
+  let html = '';
+  if (ask.address !== false) {
+    const a = ask.address;
+    const field = (
+      name: keyof Address,
+      label: string,
+      autocomplete: string,
+      max: number,
+      required: boolean,
+    ) =>
+      `<label for="billing-${name}">${label}</label><input id="billing-${name}" name="${name}" autocomplete="billing ${autocomplete}" maxlength="${max}"${required ? ' required' : ''} value="${escapeHtml(a?.[name] ?? '')}">`;
+    const options = COUNTRIES.map(
+      ({ code, name }) =>
+        `<option value="${code}"${a?.country === code ? ' selected' : ''}>${escapeHtml(name)}</option>`,
+    ).join('');
+    html += `<fieldset id="billing-address"><legend>Billing address</legend>
+${field('line1', 'Address line 1', 'address-line1', 200, true)}
+${field('line2', 'Address line 2 (optional)', 'address-line2', 200, false)}
+${field('city', 'City', 'address-level2', 100, true)}
+${field('state', 'State, county or region (optional)', 'address-level1', 100, false)}
+${field('postalCode', 'Postal code', 'postal-code', 20, false)}
+<label for="billing-country">Country</label><select id="billing-country" name="country" autocomplete="billing country" required><option value="">Choose a country</option>${options}</select>
+</fieldset>`;
+  }
+  if (ask.taxId) {
+    const kinds = TAX_ID_TYPES.map(
+      (type) => `<option value="${type}">${escapeHtml(taxIdLabel(type))}</option>`,
+    ).join('');
+    html += `<fieldset id="billing-tax"><legend>Tax ID</legend>
+<label class="check"><input type="checkbox" id="business"> I'm buying as a business</label>
+<div id="tax-id-fields" hidden><label for="tax-id-type">Tax ID kind</label><select id="tax-id-type">${kinds}</select>
+<label for="tax-id-value">Tax ID number</label><input id="tax-id-value" maxlength="64"></div>
+</fieldset>`;
+  }
+  return html;
+}
+
+/**
+ * The page's script that reads those fields into the payment's `billing` (none when the page
+ * has no billing fields), and shows the tax id's fields when the box is ticked.
+ */
+export const BILLING_SCRIPT = `function billingOf() {
+  const billing = {};
+  if (document.getElementById('billing-address')) {
+    const address = {};
+    for (const name of ['line1', 'line2', 'city', 'state', 'postalCode', 'country']) {
+      const value = document.getElementById('billing-' + name).value.trim();
+      if (value !== '') address[name] = value;
+    }
+    billing.address = address;
+  }
+  const business = document.getElementById('business');
+  if (business && business.checked)
+    billing.taxId = { type: document.getElementById('tax-id-type').value, value: document.getElementById('tax-id-value').value.trim() };
+  return Object.keys(billing).length === 0 ? undefined : billing;
+}
+const FIELD_WORDS = { line1: 'Address line 1', line2: 'Address line 2', city: 'City', state: 'State', postalCode: 'Postal code', country: 'Country', type: 'Tax ID kind', value: 'Tax ID number', address: 'Billing address', taxId: 'Tax ID' };
+function problemWords(body) {
+  const first = Array.isArray(body.errors) ? body.errors[0] : undefined;
+  if (first === undefined || typeof first.path !== 'string' || !first.path.startsWith('/billing')) return body.detail;
+  return (FIELD_WORDS[first.path.split('/').pop()] || 'A field') + ' ' + first.message;
+}
+const businessBox = document.getElementById('business');
+if (businessBox) businessBox.addEventListener('change', () => { document.getElementById('tax-id-fields').hidden = !businessBox.checked; });`;
