@@ -246,6 +246,32 @@ describe('checkout sessions', () => {
     expect(invoices[0]?.customerAddress).toMatchObject({ line1: '5 Rue de Rivoli', country: 'FR' });
     expect(invoices[0]?.customerTaxIds).toEqual([{ type: 'eu_vat', value: 'FR12345678901' }]);
 
+    // The same details sent with many payments of one session at once: one pays, one tax ID kept.
+    const again = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        topup: { credits: 10, amount: 1000 },
+        taxIdCollection: { enabled: true },
+      })
+    ).body;
+    const racing = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        call(
+          'POST',
+          `/checkout/${again.id}/pay`,
+          { ...card(SANDBOX_CARDS.succeeds), billing: { taxId: { type: 'gb_vat', value: 'GB123456789' } } },
+          null,
+        ),
+      ),
+    );
+    expect(racing.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(racing.every((r) => r.status === 200 || r.status === 409)).toBe(true);
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}`)).body.taxIds).toEqual([
+      { type: 'eu_vat', value: 'FR12345678901' },
+      { type: 'gb_vat', value: 'GB123456789' },
+    ]);
+    expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(10);
+
     // A session that asks for neither takes neither.
     const plain = (
       await call('POST', '/v1/sdk/checkout-sessions', {
