@@ -137,7 +137,7 @@ describe('usage pipeline under faults', () => {
           to: new Date(Date.now() + 60_000),
         });
       const seen = await pollUntil(total, (t) => t.records >= 300, { what: 'catch-up', timeoutMs: 60_000 });
-      expect(seen).toEqual({ total: 600, records: 300 });
+      expect(seen).toEqual({ total: 600, totalDecimal: '600', records: 300 });
     } finally {
       await admin.disconnect();
       await subscription.stop();
@@ -184,7 +184,7 @@ describe('usage pipeline under faults', () => {
       );
       // Give every copy time to land, then the counted total is still one record.
       await new Promise((r) => setTimeout(r, 1500));
-      expect(await store.store.total(query)).toEqual({ total: 9, records: 1 });
+      expect(await store.store.total(query)).toEqual({ total: 9, totalDecimal: '9', records: 1 });
     } finally {
       await subscription.stop();
       await a.close();

@@ -104,9 +104,9 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
         (t) => t.total >= expected,
         { what: 'sandbox total', timeoutMs: 60_000 },
       );
-      expect(seen).toEqual({ total: expected, records: 300 });
-      expect(await total('live')).toEqual({ total: 120, records: 40 });
-      expect(await total('live', 'c1')).toEqual({ total: 0, records: 0 });
+      expect(seen).toEqual({ total: expected, totalDecimal: String(expected), records: 300 });
+      expect(await total('live')).toEqual({ total: 120, totalDecimal: '120', records: 40 });
+      expect(await total('live', 'c1')).toEqual({ total: 0, totalDecimal: '0', records: 0 });
       // Each stored batch marked the analytics slots it touched, in its own environment.
       for (const [environment, records] of [
         ['sandbox', sandbox],
@@ -148,7 +148,7 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
           timeoutMs: 60_000,
         },
       );
-      expect(seen).toEqual({ total: 100, records: 50 });
+      expect(seen).toEqual({ total: 100, totalDecimal: '100', records: 50 });
     } finally {
       await subscription.stop();
     }
@@ -168,7 +168,7 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
         (t) => t.records >= 25,
         { what: 'late records', timeoutMs: 60_000 },
       );
-      expect(seen).toEqual({ total: 25, records: 25 });
+      expect(seen).toEqual({ total: 25, totalDecimal: '25', records: 25 });
     } finally {
       await consumer.close();
     }
@@ -181,7 +181,7 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
     await bus.publisher.publish(late);
     // No consumer runs: the records sit in Kafka, so billing must not close a period yet.
     expect(await bus.settlement.settled(1_500)).toBe(false);
-    expect(await total('sandbox', 'watermark')).toEqual({ total: 0, records: 0 });
+    expect(await total('sandbox', 'watermark')).toEqual({ total: 0, totalDecimal: '0', records: 0 });
     const consumer = await startIngestConsumer({
       subscription: bus.subscription(),
       store: store.store,
@@ -190,8 +190,8 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
     try {
       expect(await bus.settlement.settled(60_000)).toBe(true);
       // Read at once, without polling: settled means stored.
-      expect(await total('sandbox', 'watermark')).toEqual({ total: 20, records: 20 });
-      expect(await total('live', 'watermark')).toEqual({ total: 5, records: 5 });
+      expect(await total('sandbox', 'watermark')).toEqual({ total: 20, totalDecimal: '20', records: 20 });
+      expect(await total('live', 'watermark')).toEqual({ total: 5, totalDecimal: '5', records: 5 });
       // Nothing new since: settled at once.
       expect(await bus.settlement.settled(1)).toBe(true);
     } finally {

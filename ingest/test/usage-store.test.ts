@@ -46,16 +46,16 @@ describe('usage store insert deduplication', () => {
     await store.store.insert(first, 'token-a');
     // A different batch under the same token is a replay by definition: dropped whole.
     await store.store.insert(records('tokened', 5, 1), 'token-a');
-    expect(await total('tokened')).toEqual({ total: 10, records: 10 });
+    expect(await total('tokened')).toEqual({ total: 10, totalDecimal: '10', records: 10 });
 
     // An insert without a token right after: chdb keeps settings on its session, so a token
     // still set from the previous insert would drop these rows without an error.
     await store.store.insert(records('plain', 7, 2));
-    expect(await total('plain')).toEqual({ total: 14, records: 7 });
+    expect(await total('plain')).toEqual({ total: 14, totalDecimal: '14', records: 7 });
 
     // Records resent without a token still count once, by their ids.
     await store.store.insert(first);
-    expect(await total('tokened')).toEqual({ total: 10, records: 10 });
+    expect(await total('tokened')).toEqual({ total: 10, totalDecimal: '10', records: 10 });
   });
 });
 
