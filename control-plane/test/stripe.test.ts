@@ -530,6 +530,76 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect(invoices.map((i) => [i.total, i.customerAddress?.city])).toEqual([[1500, 'Stockholm']]);
   });
 
+  it("has Stripe Checkout take a business's tax ID, saved with its name on the customer when it completes", async () => {
+    const s = await liveSeller(harness, 'Taxed');
+    await connect(s);
+    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
+    const plan = (
+      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Team',
+        type: 'recurring',
+        price: 1500,
+      })
+    ).body;
+    const customer = (await s.live('POST', '/v1/sdk/customers', { name: 'Ada' })).body.reference;
+    const session = (
+      await s.live('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer,
+        planRef: plan.id,
+        taxIdCollection: { enabled: true },
+      })
+    ).body;
+    const from = mock.requests.length;
+    const page = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(session.url).pathname });
+    expect(page.statusCode).toBe(303);
+    const made = mock.requests.slice(from).filter((r) => r.path === '/v1/checkout/sessions');
+    expect(made).toHaveLength(1);
+    expect(made[0]?.status).toBe(200);
+    // Stripe refuses tax ID collection for a customer it has unless it may write the name.
+    expect(made[0]?.params).toMatchObject({
+      'tax_id_collection[enabled]': 'true',
+      'customer_update[name]': 'auto',
+    });
+    expect(made[0]?.params.billing_address_collection).toBeUndefined();
+
+    const completed = (id: string, details: Json) =>
+      event('checkout.session.completed', 'checkout.session', {
+        id,
+        mode: 'setup',
+        status: 'complete',
+        client_reference_id: session.id,
+        setup_intent: 'seti_test_3',
+        payment_intent: null,
+        customer_details: details,
+      });
+    const details = {
+      email: null,
+      name: 'Ada',
+      individual_name: null,
+      business_name: 'Ada Lovelace AB\u0000',
+      // Stripe reports the card's country whatever was asked; the session did not ask an address.
+      address: { line1: null, line2: null, city: null, state: null, postal_code: null, country: 'SE' },
+      tax_ids: [
+        { type: 'unknown', value: '123' },
+        { type: 'eu_vat', value: 'se 5566-7788.9901' },
+      ],
+    };
+    expect((await s.post(completed('cs_test_taxed', details))).body.outcome).toBe('applied');
+    const saved = (await s.live('GET', `/v1/sdk/customers/${customer}`)).body;
+    expect(saved).toMatchObject({
+      name: 'Ada Lovelace AB',
+      address: null,
+      taxIds: [{ type: 'eu_vat', value: 'SE556677889901' }],
+    });
+    const invoices = (await s.live('GET', `/v1/sdk/invoices?customerRef=${customer}`)).body.data as Json[];
+    expect(invoices.map((i) => [i.total, i.customerName, i.customerTaxIds])).toEqual([
+      [1500, 'Ada Lovelace AB', [{ type: 'eu_vat', value: 'SE556677889901' }]],
+    ]);
+    // A redelivery changes nothing: the session is paid, the tax ID kept once.
+    expect((await s.post(completed('cs_test_taxed', details))).body.outcome).toBe('duplicate');
+    expect((await s.live('GET', `/v1/sdk/customers/${customer}`)).body.taxIds).toHaveLength(1);
+  });
+
   it('refunds through Stripe a charge whose transaction rolled back, once no retry recorded it', async () => {
     const s = await liveSeller(harness, 'Unrecorded');
     await connect(s);

@@ -15,6 +15,8 @@ import type { SessionRow } from './repository';
 export interface BillingInput {
   address?: AddressInput | undefined;
   taxId?: TaxId | undefined;
+  /** The business's legal name given with a tax ID on the processor's page (Stripe saves it as the name). */
+  businessName?: string | undefined;
 }
 
 const MAX_TAX_IDS = TaxIdsInput.maxItems ?? 5;
@@ -27,7 +29,13 @@ const REQUIRED_PARTS = ['line1', 'city', 'country'] as const satisfies ReadonlyA
  * address given (every part it has; a `required` session refuses one without a street, city and
  * country), and the tax id given, added unless the customer has it already. Only what the
  * session asks is taken: anything else is a 400 naming it, as is a malformed part.
- * `fromProcessor`: the processor's own page collected the address and enforced it.
+ *
+ * `fromProcessor`: the processor's own page collected them (Stripe Checkout), and what it sends
+ * was the customer's to give there, after the card was saved: nothing is refused. What the
+ * session did not ask (Stripe reports the country of any card) and a part we cannot keep (a
+ * country code or tax ID type we do not know) are left out, the rest is taken; a tax ID beyond
+ * the customer's five is not added; the business name given with a tax ID becomes the
+ * customer's name, as Stripe makes it its customer's.
  */
 export function billingChange(
   row: Pick<SessionRow, 'billing_address_collection' | 'tax_id_collection'>,
@@ -36,10 +44,21 @@ export function billingChange(
 ): ((current: Customer) => CustomerUpdate) | undefined {
   const problems: DetailProblem[] = [];
   const required = row.billing_address_collection === 'required';
+  const take = <T>(read: (found: DetailProblem[]) => T): T | undefined => {
+    const found: DetailProblem[] = [];
+    const value = read(found);
+    if (found.length === 0 || !fromProcessor) {
+      problems.push(...found);
+      return value;
+    }
+    return undefined;
+  };
   let address: Address | undefined;
   if (billing?.address !== undefined) {
-    if (!required) problems.push({ path: '/billing/address', message: 'is not asked by this checkout' });
-    else address = normalizeAddress(billing.address, '/billing/address', problems);
+    if (required)
+      address = take((found) => normalizeAddress(billing.address as AddressInput, '/billing/address', found));
+    else if (!fromProcessor)
+      problems.push({ path: '/billing/address', message: 'is not asked by this checkout' });
   }
   if (required && !fromProcessor)
     for (const part of REQUIRED_PARTS)
@@ -47,13 +66,12 @@ export function billingChange(
         problems.push({ path: `/billing/address/${part}`, message: 'is required' });
   let taxId: TaxId | undefined;
   if (billing?.taxId !== undefined) {
-    if (!row.tax_id_collection)
+    if (row.tax_id_collection)
+      taxId = take((found) => normalizeTaxIds([billing.taxId as TaxId], '/billing/taxId', found)[0]);
+    else if (!fromProcessor)
       problems.push({ path: '/billing/taxId', message: 'is not asked by this checkout' });
-    else taxId = normalizeTaxIds([billing.taxId], '/billing/taxId', problems)[0];
   }
-  // What the processor's page collected was the customer's to give there: a part we cannot keep
-  // (a country code we do not know) leaves the details as they were rather than refuse a payment.
-  if (problems.length > 0 && fromProcessor) return undefined;
+  const name = fromProcessor && taxId !== undefined ? billing?.businessName : undefined;
   if (problems.length > 0)
     throw new ValidationError(
       problems.map((p) => ({ ...p, path: p.path.replace('/billing/taxId/0', '/billing/taxId') })),
@@ -62,17 +80,18 @@ export function billingChange(
   return (current) => {
     const change: CustomerUpdate = {};
     if (address !== undefined) change.address = compact(address);
+    if (name !== undefined && name !== current.name) change.name = name;
     const known =
       taxId !== undefined && current.taxIds.some((t) => t.type === taxId.type && t.value === taxId.value);
     if (taxId !== undefined && !known) {
-      if (current.taxIds.length >= MAX_TAX_IDS)
+      if (current.taxIds.length < MAX_TAX_IDS) change.taxIds = [...current.taxIds, taxId];
+      else if (!fromProcessor)
         throw new ValidationError([
           {
             path: '/billing/taxId',
             message: `cannot be added: the account holds ${MAX_TAX_IDS} tax IDs already`,
           },
         ]);
-      change.taxIds = [...current.taxIds, taxId];
     }
     return change;
   };

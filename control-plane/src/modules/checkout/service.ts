@@ -172,6 +172,7 @@ export class CheckoutService {
         successUrl: redirect.toString(),
         cancelUrl: row.cancel_url,
         billingAddress: row.billing_address_collection === 'required',
+        taxId: row.tax_id_collection,
       },
     );
   }

@@ -81,6 +81,8 @@ export interface CardPageRequest {
   cancelUrl: string | null;
   /** The page must collect a billing address (the session's `billingAddressCollection: required`). */
   billingAddress: boolean;
+  /** The page may take a tax ID (the session's `taxIdCollection: {enabled: true}`). */
+  taxId: boolean;
 }
 
 export interface PaymentProcessor {

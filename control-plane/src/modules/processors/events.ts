@@ -1,6 +1,6 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type Stripe from 'stripe';
-import type { AddressInput } from '../../billing-details';
+import { type AddressInput, TAX_ID_TYPES, type TaxIdType } from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError } from '../../errors';
@@ -342,23 +342,36 @@ function wellFormed(event: Stripe.Event): boolean {
 const CONTROL = /[\u0000-\u001f\u007f]/gu;
 
 /**
- * The billing address Stripe's page collected (`billing_address_collection: required`), as our
- * customers keep it; none when it collected none.
+ * The billing details Stripe's page collected, as our customers keep them: the address
+ * (`billing_address_collection: required`), the tax ID and the business name given with it
+ * (`tax_id_collection`; Stripe takes one); none when it collected none. A tax ID of a type we do
+ * not keep is left out.
  */
 function billingOf(session: Stripe.Checkout.Session): BillingInput | undefined {
-  const a = session.customer_details?.address;
-  if (a === null || a === undefined) return undefined;
+  const details = session.customer_details;
   // Each part as our addresses keep it: no control characters, within its length.
-  const part = (value: string | null, max: number) =>
+  const part = (value: string | null | undefined, max: number) =>
     value?.replace(CONTROL, ' ').trim().slice(0, max) || undefined;
-  const parts: AddressInput = {
-    line1: part(a.line1, 200),
-    line2: part(a.line2, 200),
-    city: part(a.city, 100),
-    state: part(a.state, 100),
-    postalCode: part(a.postal_code, 20),
-    country: part(a.country, 2),
-  };
-  const given = Object.entries(parts).filter(([, value]) => value !== undefined);
-  return given.length === 0 ? undefined : { address: Object.fromEntries(given) as AddressInput };
+  const billing: BillingInput = {};
+  const a = details?.address;
+  if (a !== null && a !== undefined) {
+    const parts: AddressInput = {
+      line1: part(a.line1, 200),
+      line2: part(a.line2, 200),
+      city: part(a.city, 100),
+      state: part(a.state, 100),
+      postalCode: part(a.postal_code, 20),
+      country: part(a.country, 2),
+    };
+    const given = Object.entries(parts).filter(([, value]) => value !== undefined);
+    if (given.length > 0) billing.address = Object.fromEntries(given) as AddressInput;
+  }
+  const taxId = details?.tax_ids?.find(
+    (t) => (TAX_ID_TYPES as readonly string[]).includes(t.type) && part(t.value, 64) !== undefined,
+  );
+  if (taxId !== undefined) {
+    billing.taxId = { type: taxId.type as TaxIdType, value: part(taxId.value, 64) as string };
+    billing.businessName = part(details?.business_name ?? details?.name, 200);
+  }
+  return Object.keys(billing).length === 0 ? undefined : billing;
 }

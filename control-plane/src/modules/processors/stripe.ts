@@ -137,6 +137,11 @@ export class StripeProcessor implements PaymentProcessor {
           ...(request.cancelUrl === null ? {} : { cancel_url: request.cancelUrl }),
           custom_text: { submit: { message: request.description.slice(0, 1200) } },
           ...(request.billingAddress ? { billing_address_collection: 'required' as const } : {}),
+          // A business buyer gives a tax ID and its legal name; Stripe takes them for a customer
+          // it already has only when it may write that name onto it.
+          ...(request.taxId
+            ? { tax_id_collection: { enabled: true }, customer_update: { name: 'auto' as const } }
+            : {}),
         },
         { idempotencyKey: `checkout:${request.checkoutSession}` },
       );
