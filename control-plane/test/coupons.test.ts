@@ -607,6 +607,106 @@ describe('coupons on invoices', () => {
     expect((await s.api('PATCH', `/v1/sdk/coupons/${made.body.id}`, { metadata: tooMany })).status).toBe(400);
   });
 
+  it('redeems a coupon with a minimum amount only on purchases in its currency that reach it', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Minimum');
+    const small = await s.plan('Small', 1000);
+    const withFee = await s.plan('Setup', 800, { setupFee: 300 });
+    const euro = await s.plan('Euro', 5000, { currency: 'eur' });
+    const terms = { name: 'Big spender', code: 'BIG10', percentOff: 10, duration: 'forever' };
+    const bad = async (extra: Json, path: string) => {
+      const answer = await s.api('POST', '/v1/sdk/coupons', { ...terms, ...extra });
+      expect([answer.status, answer.body.errors?.map((e: Json) => e.path)]).toEqual([
+        400,
+        expect.arrayContaining([path]),
+      ]);
+    };
+    await bad({ minimumAmount: 1100 }, '/minimumAmountCurrency');
+    await bad({ minimumAmountCurrency: 'usd' }, '/minimumAmountCurrency');
+    await bad({ minimumAmount: 1100, minimumAmountCurrency: 'XYZ' }, '/minimumAmountCurrency');
+    await bad({ minimumAmount: -5, minimumAmountCurrency: 'usd' }, '/minimumAmount');
+    await bad({ minimumAmount: 1e20, minimumAmountCurrency: 'usd' }, '/minimumAmount');
+    await bad({ minimumAmount: 10.5, minimumAmountCurrency: 'usd' }, '/minimumAmount');
+    await bad(
+      {
+        percentOff: undefined,
+        amountOff: 100,
+        currency: 'eur',
+        minimumAmount: 1100,
+        minimumAmountCurrency: 'usd',
+      },
+      '/minimumAmountCurrency',
+    );
+    const made = await s.api('POST', '/v1/sdk/coupons', {
+      ...terms,
+      minimumAmount: 1100,
+      minimumAmountCurrency: 'USD',
+    });
+    expect(made.status).toBe(201);
+    expect(made.body).toMatchObject({ minimumAmount: 1100, minimumAmountCurrency: 'usd', valid: true });
+
+    // $10.00 a month is under the minimum: refused by activation, preview and checkout alike.
+    const ref = await s.customer('min');
+    const under = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ref,
+      planRef: small.id,
+      coupon: 'big10',
+    });
+    expect([under.status, under.body.code]).toEqual([409, 'coupon_not_redeemable']);
+    expect(under.body.detail).toContain('at least $11.00, and this one comes to $10.00');
+    const preview = await s.api('POST', '/v1/sdk/activate/preview', {
+      customerRef: ref,
+      planRef: small.id,
+      coupon: 'BIG10',
+    });
+    expect(preview.body.code).toBe('coupon_not_redeemable');
+    const session = await s.api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: ref,
+      planRef: small.id,
+      coupon: 'BIG10',
+    });
+    expect(session.body.code).toBe('coupon_not_redeemable');
+    // A euro plan does not redeem a coupon whose minimum is in dollars.
+    const inEuros = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ref,
+      planRef: euro.id,
+      coupon: 'BIG10',
+    });
+    expect([inEuros.body.code, inEuros.body.detail]).toEqual([
+      'coupon_not_redeemable',
+      expect.stringContaining('a purchase in USD of at least $11.00'),
+    ]);
+    expect((await s.api('GET', `/v1/sdk/purchases?customerRef=${ref}`)).body.data).toEqual([]);
+
+    // The promotion-code field of a checkout for the small plan refuses the code too.
+    const open = (
+      await s.api('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: ref,
+        planRef: small.id,
+        allowPromotionCodes: true,
+      })
+    ).body;
+    const typed = await s.api('POST', `/checkout/${open.id}/promotion-code`, { code: 'BIG10' }, null);
+    expect([typed.status, typed.body.code]).toEqual([409, 'coupon_not_redeemable']);
+
+    // $8.00 a month with a $3.00 setup fee reaches it: 10 % off the first invoice's $11.00.
+    const reached = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ref,
+      planRef: withFee.id,
+      coupon: 'BIG10',
+    });
+    expect(reached.body.status).toBe('activated');
+    expect((await s.invoices(reached.body.purchaseRef)).map((i) => i.total)).toEqual([990]);
+
+    // Redeemed on a purchase in force, it is measured against that purchase's plan.
+    const other = await s.customer('min-other');
+    const smallPurchase = (await s.api('POST', '/v1/sdk/activate', { customerRef: other, planRef: small.id }))
+      .body.purchaseRef;
+    const onSmall = await s.api('POST', `/v1/sdk/purchases/${smallPurchase}/discount`, { coupon: 'BIG10' });
+    expect([onSmall.status, onSmall.body.code]).toEqual([409, 'coupon_not_redeemable']);
+    expect((await s.api('GET', `/v1/sdk/coupons/${made.body.id}`)).body.timesRedeemed).toBe(1);
+  });
+
   it('refuses coupons that cannot be redeemed, and activates nothing then', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Refusals');

@@ -649,7 +649,7 @@ export interface paths {
         put?: never;
         /**
          * Create a coupon: a percentage or an amount off a purchase’s invoices
-         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
+         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid), a `minimumAmount` with its `minimumAmountCurrency` (the plan’s price for a period plus its setup fee, before discounts, must reach it) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
          */
         post: operations["createCoupon"];
         delete?: never;
@@ -7618,6 +7618,8 @@ export interface operations {
                      *           "redeemBy": null,
                      *           "productIds": [],
                      *           "firstTimeOnly": false,
+                     *           "minimumAmount": null,
+                     *           "minimumAmountCurrency": null,
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
@@ -7648,6 +7650,8 @@ export interface operations {
                             metadata: {
                                 [key: string]: string;
                             };
+                            minimumAmount: number | null;
+                            minimumAmountCurrency: string | null;
                             name: string;
                             percentOff: number | null;
                             productIds: string[];
@@ -7804,6 +7808,10 @@ export interface operations {
                     metadata?: {
                         [key: string]: string;
                     };
+                    /** @description Minor units a purchase must come to for the coupon to be redeemed on it: its price for a period plus its setup fee, before any discount; needs minimumAmountCurrency */
+                    minimumAmount?: number;
+                    /** @description ISO 4217, for minimumAmount: purchases in another currency cannot redeem it */
+                    minimumAmountCurrency?: string;
                     /** @description Shown to the customer on checkout, invoices and the portal */
                     name: string;
                     /** @description Percent off each charge (up to two decimals); or amountOff */
@@ -7840,6 +7848,8 @@ export interface operations {
                      *       "redeemBy": null,
                      *       "productIds": [],
                      *       "firstTimeOnly": false,
+                     *       "minimumAmount": null,
+                     *       "minimumAmountCurrency": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
@@ -7866,6 +7876,8 @@ export interface operations {
                         metadata: {
                             [key: string]: string;
                         };
+                        minimumAmount: number | null;
+                        minimumAmountCurrency: string | null;
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8033,6 +8045,8 @@ export interface operations {
                      *       "redeemBy": null,
                      *       "productIds": [],
                      *       "firstTimeOnly": false,
+                     *       "minimumAmount": null,
+                     *       "minimumAmountCurrency": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
@@ -8059,6 +8073,8 @@ export interface operations {
                         metadata: {
                             [key: string]: string;
                         };
+                        minimumAmount: number | null;
+                        minimumAmountCurrency: string | null;
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8219,6 +8235,8 @@ export interface operations {
                      *       "redeemBy": null,
                      *       "productIds": [],
                      *       "firstTimeOnly": false,
+                     *       "minimumAmount": null,
+                     *       "minimumAmountCurrency": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
@@ -8245,6 +8263,8 @@ export interface operations {
                         metadata: {
                             [key: string]: string;
                         };
+                        minimumAmount: number | null;
+                        minimumAmountCurrency: string | null;
                         name: string;
                         percentOff: number | null;
                         productIds: string[];
@@ -8389,6 +8409,8 @@ export interface operations {
                      *       "redeemBy": null,
                      *       "productIds": [],
                      *       "firstTimeOnly": false,
+                     *       "minimumAmount": null,
+                     *       "minimumAmountCurrency": null,
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
@@ -8415,6 +8437,8 @@ export interface operations {
                         metadata: {
                             [key: string]: string;
                         };
+                        minimumAmount: number | null;
+                        minimumAmountCurrency: string | null;
                         name: string;
                         percentOff: number | null;
                         productIds: string[];

@@ -477,21 +477,30 @@ describe('the console’s operations pages', () => {
     await page.getByLabel('Amount off').fill('500');
     await page.getByLabel('Applies to').selectOption('once');
     await page.getByLabel('First purchase only').check();
+    // A minimum purchase in the same currency's units: whole yen.
+    await page.getByLabel('Minimum purchase').fill('2000.5');
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.locator('#field-minimumAmount-error').getByText('must be an amount such as 5000').waitFor();
+    await page.getByLabel('Minimum purchase').fill('2000');
     await page.getByRole('button', { name: 'Create coupon' }).click();
     await page.getByRole('cell', { name: '¥500' }).waitFor();
-    await page.getByRole('cell', { name: 'customers who never paid' }).waitFor();
+    await page.getByRole('cell', { name: 'customers who never paid, on purchases from ¥2,000' }).waitFor();
     const yen = (await (await page.request.get(`${baseUrl}/v1/sdk/coupons?limit=10`)).json()) as {
       data: Array<{
         name: string;
         amountOff: number | null;
         currency: string | null;
         firstTimeOnly: boolean;
+        minimumAmount: number | null;
+        minimumAmountCurrency: string | null;
       }>;
     };
     expect(yen.data.find((c) => c.name === 'Yen welcome')).toMatchObject({
       amountOff: 500,
       currency: 'jpy',
       firstTimeOnly: true,
+      minimumAmount: 2000,
+      minimumAmountCurrency: 'jpy',
     });
 
     // A customer redeems it with their activation: 20 % off the first invoice.

@@ -58,6 +58,9 @@ export function Coupons() {
   const [maxRedemptions, setMaxRedemptions] = useState('');
   const [redeemBy, setRedeemBy] = useState('');
   const [firstTimeOnly, setFirstTimeOnly] = useState(false);
+  const [minimum, setMinimum] = useState('');
+  // The currency field serves an amount off and a minimum purchase alike (one currency for both).
+  const needsCurrency = kind === 'amount' || minimum.trim() !== '';
   const create = useMutation({
     mutationFn: () => {
       const off =
@@ -76,6 +79,13 @@ export function Coupons() {
             })();
       const until = redeemBy === '' ? undefined : isoOf(redeemBy);
       if (redeemBy !== '' && until === undefined) throw problem('/redeemBy', 'must be a date and time');
+      let least: { minimumAmount: number; minimumAmountCurrency: string } | undefined;
+      if (minimum.trim() !== '') {
+        const minor = minorOf(minimum, currency);
+        if (minor === undefined || minor === 0)
+          throw problem('/minimumAmount', `must be an amount such as ${amountExample(currency, 50)}`);
+        least = { minimumAmount: minor, minimumAmountCurrency: currency };
+      }
       const max = maxRedemptions.trim() === '' ? undefined : Number(maxRedemptions);
       if (max !== undefined && !Number.isInteger(max))
         throw problem('/maxRedemptions', 'must be a whole number, or empty for no limit');
@@ -90,6 +100,7 @@ export function Coupons() {
             ...(max === undefined ? {} : { maxRedemptions: max }),
             ...(until === undefined ? {} : { redeemBy: until }),
             ...(firstTimeOnly ? { firstTimeOnly } : {}),
+            ...least,
           },
         }),
       );
@@ -99,6 +110,7 @@ export function Coupons() {
       setCode('');
       setValue('');
       setFirstTimeOnly(false);
+      setMinimum('');
       refresh();
     },
   });
@@ -136,7 +148,13 @@ export function Coupons() {
               { header: 'For', cell: (row) => lasts(row) },
               {
                 header: 'Who',
-                cell: (row) => (row.firstTimeOnly ? 'customers who never paid' : 'any customer'),
+                cell: (row) =>
+                  [
+                    row.firstTimeOnly ? 'customers who never paid' : 'any customer',
+                    row.minimumAmount === null
+                      ? ''
+                      : `, on purchases from ${money(row.minimumAmount, row.minimumAmountCurrency ?? 'usd')}`,
+                  ].join(''),
               },
               {
                 header: 'Redeemed',
@@ -208,14 +226,27 @@ export function Coupons() {
             error={create.error}
             inputMode="decimal"
           />
-          {kind === 'amount' && (
+          <Field
+            label="Minimum purchase"
+            name="minimumAmount"
+            value={minimum}
+            onChange={setMinimum}
+            error={create.error}
+            inputMode="decimal"
+            hint="Optional: the least a plan's price for a period and setup fee must come to"
+          />
+          {needsCurrency && (
             <Field
               label="Currency"
               name="currency"
               value={currency}
               onChange={setCurrency}
               error={create.error}
-              hint="ISO 4217, such as usd or eur"
+              hint={
+                kind === 'amount'
+                  ? 'ISO 4217, such as usd or eur: of the amount off and any minimum purchase'
+                  : 'ISO 4217, such as usd or eur: of the minimum purchase'
+              }
             />
           )}
           <Select<Duration>
@@ -270,6 +301,7 @@ export function Coupons() {
               'percentOff',
               'amountOff',
               'currency',
+              'minimumAmount',
               'durationInMonths',
               'maxRedemptions',
               'redeemBy',

@@ -1,7 +1,7 @@
 import { discountWords } from '../billing/discounts';
 import type { CouponRow } from '../coupons/repository';
 import type { PlanSettings } from '../plans/rules';
-import { recurringAmount } from '../purchases/changes';
+import { recurringAmount } from '../plans/rules';
 import { formatMoney } from './page';
 
 /** A price in cents (an exact decimal string or a number) as money, with sub-cent digits kept. */

@@ -5,7 +5,7 @@ import { ConflictError, DomainError, NotFoundError, ValidationError } from '../.
 import type { AuthContext } from '../../tenancy';
 import { applyDiscount } from '../billing/discounts';
 import type { CouponRow } from '../coupons/repository';
-import { type CouponService, discountOf } from '../coupons/service';
+import { type CouponService, discountOf, redemptionTarget } from '../coupons/service';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
@@ -155,7 +155,7 @@ export class CheckoutSessions {
       if (plan.status !== 'active' || product?.status !== 'active')
         throw problem('/planRef', 'the plan is not on sale');
       const s = settingsOf(plan);
-      const target = { customerId: customer.id, productId: plan.product_id, currency: s.currency };
+      const target = redemptionTarget(customer.id, plan.product_id, s);
       const coupon =
         input.coupon === undefined ? undefined : await this.coupons.check(db, auth, input.coupon, target);
       const dueNow = planDueNow(s, coupon, at);
@@ -247,11 +247,12 @@ export class CheckoutSessions {
     const settings = settingsOf(plan);
     let coupon: CouponRow | undefined;
     if (code !== null) {
-      coupon = await this.coupons.checkCode(this.pool, auth, code, {
-        customerId: row.customer_id,
-        productId: plan.product_id,
-        currency: settings.currency,
-      });
+      coupon = await this.coupons.checkCode(
+        this.pool,
+        auth,
+        code,
+        redemptionTarget(row.customer_id, plan.product_id, settings),
+      );
       if (coupon === undefined) {
         await countCodeFailure(this.pool, id);
         throw new NotFoundError('coupon_not_found', `No promotion code ${code}`);

@@ -17,6 +17,9 @@ export interface CouponRow {
   redeem_by: Date | null;
   product_ids: string[];
   first_time_only: boolean;
+  /** The least a purchase's first invoice must come to before discounts, in its currency. */
+  minimum_amount: number | null;
+  minimum_amount_currency: string | null;
   metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
@@ -30,8 +33,9 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
   const { rows } = await db.query<CouponRow>(
     `INSERT INTO coupons (id, provider_id, environment, name, code, percent_off_bps, amount_off, currency, duration,
                           duration_in_months, max_redemptions, times_redeemed, redeem_by, product_ids, status,
-                          created_at, updated_at, first_time_only, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14, $15, $16)
+                          created_at, updated_at, first_time_only, metadata, minimum_amount,
+                          minimum_amount_currency)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14, $15, $16, $17, $18)
      ON CONFLICT (provider_id, environment, lower(code)) WHERE code IS NOT NULL AND status = 'active' DO NOTHING
      RETURNING *`,
     [
@@ -51,6 +55,8 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
       row.created_at,
       row.first_time_only,
       row.metadata,
+      row.minimum_amount,
+      row.minimum_amount_currency,
     ],
   );
   return rows[0];

@@ -67,6 +67,20 @@ export const CouponCreate = Type.Object(
     firstTimeOnly: Type.Optional(
       Type.Boolean({ description: 'Only customers who have never paid may redeem it (default false)' }),
     ),
+    minimumAmount: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100_000_000_000,
+        description:
+          'Minor units a purchase must come to for the coupon to be redeemed on it: its price for a period plus its setup fee, before any discount; needs minimumAmountCurrency',
+      }),
+    ),
+    minimumAmountCurrency: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z]{3}$',
+        description: 'ISO 4217, for minimumAmount: purchases in another currency cannot redeem it',
+      }),
+    ),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -96,6 +110,8 @@ export const Coupon = Type.Object({
   redeemBy: Nullable(Timestamp),
   productIds: Type.Array(Type.String()),
   firstTimeOnly: Type.Boolean(),
+  minimumAmount: Nullable(Type.Integer()),
+  minimumAmountCurrency: Nullable(Type.String()),
   metadata: Type.Record(Type.String(), Type.String()),
   status: stringEnum(COUPON_STATUSES),
   valid: Type.Boolean({

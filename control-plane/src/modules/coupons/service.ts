@@ -6,8 +6,9 @@ import { ConflictError, type FieldProblem, NotFoundError, ValidationError } from
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import { addMonths, type Discount } from '../billing/discounts';
+import { formatMoney } from '../checkout/page';
 import { writeEvent } from '../events/outbox';
-import { isCurrency } from '../plans/rules';
+import { isCurrency, type PlanSettings, recurringAmount } from '../plans/rules';
 import {
   archiveCoupon,
   type CouponRow,
@@ -46,6 +47,8 @@ export const toCoupon = (row: CouponRow, at: Date): Static<typeof Coupon> => ({
   redeemBy: row.redeem_by?.toISOString() ?? null,
   productIds: row.product_ids,
   firstTimeOnly: row.first_time_only,
+  minimumAmount: row.minimum_amount,
+  minimumAmountCurrency: row.minimum_amount_currency,
   metadata: row.metadata,
   status: row.status,
   valid: unredeemable(row, at) === null,
@@ -67,11 +70,31 @@ export const toDiscount = (d: Discount) => ({
   end: d.end,
 });
 
-/** What a coupon is being redeemed on: the purchase's customer, product and currency. */
+/** What a coupon is being redeemed on: the purchase's customer, product, currency and amount. */
 export interface RedemptionTarget {
   customerId: string;
   productId: string;
   currency: string;
+  /** Its price for a period plus its setup fee, before any discount (a minimum amount's measure). */
+  subtotal: number;
+}
+
+/**
+ * The purchase of a plan as a coupon is redeemed on it. The subtotal is what its first invoice
+ * charges before discounts, trials and credits for a replaced plan's unused time: a coupon's
+ * minimum is a property of what is bought, the same whenever and however it is paid.
+ */
+export function redemptionTarget(
+  customerId: string,
+  productId: string,
+  settings: PlanSettings,
+): RedemptionTarget {
+  return {
+    customerId,
+    productId,
+    currency: settings.currency,
+    subtotal: recurringAmount(settings) + settings.setupFee,
+  };
 }
 
 /**
@@ -98,6 +121,17 @@ export class CouponService {
       add('/currency', 'goes with amountOff only');
     if (body.currency !== undefined && !isCurrency(body.currency))
       add('/currency', `"${body.currency}" is not an ISO 4217 currency code`);
+    if ((body.minimumAmount === undefined) !== (body.minimumAmountCurrency === undefined))
+      add('/minimumAmountCurrency', 'goes with minimumAmount, and minimumAmount with it');
+    const minimumCurrency = body.minimumAmountCurrency?.toLowerCase() ?? null;
+    if (minimumCurrency !== null && !isCurrency(minimumCurrency))
+      add('/minimumAmountCurrency', `"${body.minimumAmountCurrency}" is not an ISO 4217 currency code`);
+    else if (
+      minimumCurrency !== null &&
+      body.currency !== undefined &&
+      body.currency.toLowerCase() !== minimumCurrency
+    )
+      add('/minimumAmountCurrency', 'must be the currency of amountOff');
     if ((body.duration === 'repeating') !== (body.durationInMonths !== undefined))
       add('/durationInMonths', 'is required with duration repeating, and only with it');
     const bps = body.percentOff === undefined ? null : Math.round(body.percentOff * 100);
@@ -132,6 +166,8 @@ export class CouponService {
         redeem_by: redeemBy,
         product_ids: productIds,
         first_time_only: body.firstTimeOnly ?? false,
+        minimum_amount: body.minimumAmount ?? null,
+        minimum_amount_currency: minimumCurrency,
         metadata: body.metadata ?? {},
         status: 'active',
         created_at: now,
@@ -278,6 +314,11 @@ async function mismatch(db: Queryable, row: CouponRow, target: RedemptionTarget)
     return `it applies to other products than ${target.productId}`;
   if (row.currency !== null && row.currency !== target.currency.toLowerCase())
     return `it takes ${row.currency.toUpperCase()} off, and the plan is in ${target.currency.toUpperCase()}`;
+  const minimum = row.minimum_amount;
+  if (minimum !== null && row.minimum_amount_currency !== target.currency.toLowerCase())
+    return `it needs a purchase in ${row.minimum_amount_currency?.toUpperCase()} of at least ${formatMoney(minimum, row.minimum_amount_currency ?? '')}`;
+  if (minimum !== null && target.subtotal < minimum)
+    return `it needs a purchase of at least ${formatMoney(minimum, target.currency)}, and this one comes to ${formatMoney(target.subtotal, target.currency)}`;
   if (row.first_time_only && (await hasPaid(db, target.customerId)))
     return 'it is for first-time customers, and this customer has paid before';
   return null;

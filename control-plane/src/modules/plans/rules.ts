@@ -196,3 +196,9 @@ function pricingProblems(s: PlanSettings, add: (field: string, message: string) 
     if ('problem' in parsed) add(`tiers/${index}/unitAmount`, parsed.problem);
   });
 }
+
+/** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
+export function recurringAmount(settings: PlanSettings): number {
+  if (settings.type === 'usage-based') return 0;
+  return settings.type === 'hybrid' ? settings.basePrice : settings.price;
+}

@@ -4,21 +4,16 @@ import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { baseLine, setupFeeLine } from '../billing/invoicing';
 import type { StoredLine } from '../billing/repository';
+import { redemptionTarget } from '../coupons/service';
 import { findCustomer } from '../customers/repository';
 import type { Refunder } from '../payments/refunder';
 import { findPlan, settingsOf } from '../plans/repository';
-import { isCreditPaid, type PlanSettings, requiresPayment } from '../plans/rules';
+import { isCreditPaid, type PlanSettings, recurringAmount, requiresPayment } from '../plans/rules';
 import { findProduct } from '../products/repository';
 import type { PurchaseDiscounts } from './discounts';
 import { firstPeriod } from './periods';
 import { finishesHeldEnd, heldEarlyEnd, prorationLines, type UnusedTime, unusedTimeOf } from './proration';
 import { findPurchase, lockLivePurchase } from './repository';
-
-/** What a purchase charges each period: usage-based plans are billed for usage by the billing job. */
-export function recurringAmount(settings: PlanSettings): number {
-  if (settings.type === 'usage-based') return 0;
-  return settings.type === 'hybrid' ? settings.basePrice : settings.price;
-}
 
 /**
  * How an activation starts the new purchase: free and credit-paid plans at once, a trial, a
@@ -178,7 +173,7 @@ export class PlanChanges {
         current === undefined
           ? undefined
           : await unusedTimeOf(tx, auth, this.refunder, current, held?.prorated_at ?? at);
-      const target = { customerId: customer.id, productId: product.id, currency: settings.currency };
+      const target = redemptionTarget(customer.id, product.id, settings);
       const charges = await this.discounts.preview(
         tx,
         auth,

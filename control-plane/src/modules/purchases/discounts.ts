@@ -4,8 +4,15 @@ import { ConflictError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { type Discount, discountApplies, discountedAt } from '../billing/discounts';
 import type { StoredLine } from '../billing/repository';
-import { type CouponService, discountOf, type RedemptionTarget, toDiscount } from '../coupons/service';
+import {
+  type CouponService,
+  discountOf,
+  type RedemptionTarget,
+  redemptionTarget,
+  toDiscount,
+} from '../coupons/service';
 import { writeEvent } from '../events/outbox';
+import { findPlan, settingsOf } from '../plans/repository';
 import { findPurchase, type PurchaseRow, setDiscount } from './repository';
 import { eventObject, toPurchase } from './views';
 
@@ -85,11 +92,11 @@ export class PurchaseDiscounts {
   async apply(auth: AuthContext, ref: string, coupon: string) {
     return inTransaction(this.pool, async (tx) => {
       const row = await this.billable(tx, auth, ref);
-      const discount = await this.coupons.redeem(tx, auth, coupon, {
-        customerId: row.customer_id,
-        productId: row.product_id,
-        currency: row.currency,
-      });
+      // Measured against the plan as bought: its price for a period and setup fee.
+      const plan = await findPlan(tx, auth, row.plan_id);
+      if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${row.plan_id}`);
+      const target = redemptionTarget(row.customer_id, row.product_id, settingsOf(plan));
+      const discount = await this.coupons.redeem(tx, auth, coupon, target);
       await setDiscount(tx, row.id, discount);
       await this.announce(tx, auth, row, discount);
       return toPurchase({ ...row, discount });

@@ -8,21 +8,20 @@ import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import type { Discount } from '../billing/discounts';
 import type { Invoicing } from '../billing/invoicing';
-import type { CouponService } from '../coupons/service';
+import { type CouponService, redemptionTarget } from '../coupons/service';
 import { findBalance } from '../credits/repository';
 import { findCustomer, lockCustomerRow } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
 import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
 import { type PlanRow, settingsOf } from '../plans/repository';
-import { billsUsage, isCreditPaid } from '../plans/rules';
+import { billsUsage, isCreditPaid, recurringAmount } from '../plans/rules';
 import {
   type ActivationStatus,
   firstCharges,
   PlanChanges,
   type Proration,
   prorationDateOf,
-  recurringAmount,
   resolveActivation,
   type StartMove,
   startMoveOf,
@@ -324,7 +323,7 @@ export class PurchaseService {
             final_usage_due: endsMidPeriod(current, now),
           }),
         );
-      const target = { customerId: customer.id, productId: plan.product_id, currency: settings.currency };
+      const target = redemptionTarget(customer.id, plan.product_id, settings);
       const discount = await this.discounts.forActivation(tx, auth, target, current, coupon);
       let created = await this.start(tx, auth, customer.id, plan, move, discount);
       let invoiceId: string | null = null;
