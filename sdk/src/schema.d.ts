@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a hosted checkout session for a plan or a credit top-up
-         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md). `billingAddressCollection: required` asks for a billing address and `taxIdCollection: {enabled: true}` lets the customer give a tax ID; both go on the customer before the charge, so the first invoice names them (Stripe’s page collects them in live, and a business name given with a tax ID becomes the customer’s name).
+         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan or a top-up, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice, or top-up; a top-up takes a coupon once, and not one limited to products), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md). `billingAddressCollection: required` asks for a billing address and `taxIdCollection: {enabled: true}` lets the customer give a tax ID; both go on the customer before the charge, so the first invoice names them (Stripe’s page collects them in live, and a business name given with a tax ID becomes the customer’s name).
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -7216,13 +7216,13 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description The hosted page offers a field for the customer’s promotion code (plans) */
+                    /** @description The hosted page offers a field for the customer’s promotion code (plans and top-ups) */
                     allowPromotionCodes?: boolean;
                     /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
                     billingAddressCollection?: "auto" | "required";
                     /** Format: uri */
                     cancelUrl?: string;
-                    /** @description A coupon (cpn_… or its code) for the plan: checked now, redeemed when paid */
+                    /** @description A coupon (cpn_… or its code) for the plan or top-up: checked now, redeemed when paid */
                     coupon?: string;
                     customerRef: string;
                     /** @default 60 */

@@ -19,7 +19,7 @@ export interface CheckoutView {
   action: string;
   cancelUrl: string | null;
   sandbox: boolean;
-  /** A plan session that takes promotion codes: whether one is applied now; null otherwise. */
+  /** A plan or top-up session that takes promotion codes: whether one is applied now; null otherwise. */
   promotion: { applied: boolean } | null;
   /** What the session asks besides a card (billing-fields.ts); null when nothing. */
   billing: BillingAsk | null;

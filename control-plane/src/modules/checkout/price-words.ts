@@ -113,6 +113,20 @@ export function couponWords(
   return `${coupon.name} (${off}), ${span}`;
 }
 
+/** The coupon a top-up checkout applies, in words: "$10.00, less Launch (20% off)". */
+export function topupCouponWords(
+  price: number,
+  currency: string,
+  coupon: Pick<CouponRow, 'name' | 'percent_off_bps' | 'amount_off' | 'currency'>,
+): string {
+  const off = discountWords({
+    percentOffBps: coupon.percent_off_bps,
+    amountOff: coupon.amount_off,
+    currency: coupon.currency,
+  });
+  return `${formatMoney(price, currency)}, less ${coupon.name} (${off})`;
+}
+
 /**
  * A purchase's discount as its customer reads it, while it still takes money off: "Launch: 20%
  * off until 1 Jun 2026", "… on every invoice", "… on the next invoice"; null once it has ended.

@@ -24,7 +24,9 @@ export interface SessionRow {
   opened_at: Date | null;
   /** A coupon the session applies (checked when chosen), redeemed when the session is paid. */
   coupon_id: string | null;
-  /** Whether the hosted page offers a promotion-code field (plan sessions). */
+  /** A top-up's price before any coupon (`amount` is what is due now); null for other kinds. */
+  topup_price: number | null;
+  /** Whether the hosted page offers a promotion-code field (plan and top-up sessions). */
   allow_promotion_codes: boolean;
   /** Codes typed on the hosted page that matched no coupon. */
   promotion_code_failures: number;
@@ -38,8 +40,8 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
                                     status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id,
-                                    allow_promotion_codes, billing_address_collection, tax_id_collection)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+                                    allow_promotion_codes, billing_address_collection, tax_id_collection, topup_price)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
     [
       row.id,
       row.provider_id,
@@ -63,6 +65,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.allow_promotion_codes,
       row.billing_address_collection,
       row.tax_id_collection,
+      row.topup_price,
     ],
   );
 }
@@ -118,7 +121,7 @@ export async function setSessionCoupon(
   const { rows } = await db.query<SessionRow>(
     `UPDATE checkout_sessions SET coupon_id = $2, amount = $3
       WHERE id = $1 AND status = 'active' AND expires_at > $4 AND (paying_until IS NULL OR paying_until <= $4)
-        AND kind = 'plan' AND allow_promotion_codes
+        AND kind IN ('plan', 'topup') AND allow_promotion_codes
       RETURNING *`,
     [id, change.couponId, change.amount, at],
   );
@@ -222,13 +225,15 @@ export async function findOpenTopupSession(
   customerId: string,
   pack: { credits: number; amount: number },
   openUntil: Date,
+  promotionCodes: boolean,
 ): Promise<string | undefined> {
+  // The pack's price, whatever code the customer applied on the session since.
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM checkout_sessions
-      WHERE customer_id = $1 AND kind = 'topup' AND topup_credits = $2 AND amount = $3
-        AND status = 'active' AND expires_at > $4
+      WHERE customer_id = $1 AND kind = 'topup' AND topup_credits = $2 AND topup_price = $3
+        AND status = 'active' AND expires_at > $4 AND allow_promotion_codes = $5
       ORDER BY created_at DESC LIMIT 1`,
-    [customerId, pack.credits, pack.amount, openUntil],
+    [customerId, pack.credits, pack.amount, openUntil, promotionCodes],
   );
   return rows[0]?.id;
 }

@@ -50,12 +50,12 @@ const CheckoutCreate = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 100,
-        description: 'A coupon (cpn_… or its code) for the plan: checked now, redeemed when paid',
+        description: 'A coupon (cpn_… or its code) for the plan or top-up: checked now, redeemed when paid',
       }),
     ),
     allowPromotionCodes: Type.Optional(
       Type.Boolean({
-        description: 'The hosted page offers a field for the customer’s promotion code (plans)',
+        description: 'The hosted page offers a field for the customer’s promotion code (plans and top-ups)',
       }),
     ),
     billingAddressCollection: Type.Optional(BillingAddressCollection),

@@ -18,7 +18,7 @@ import type { PurchaseService } from '../purchases/service';
 import { testTimeOf } from '../test-clocks/repository';
 import { type BillingInput, billingChange } from './billing';
 import { type CheckoutView, formatMoney } from './page';
-import { couponWords, planPriceLines } from './price-words';
+import { couponWords, planPriceLines, topupCouponWords } from './price-words';
 import {
   claimSession,
   expireDueSessions,
@@ -79,6 +79,11 @@ export class CheckoutService {
     let title = row.kind === 'setup' ? 'Add a card' : `${row.topup_credits ?? 0} credits`;
     if (row.kind === 'setup')
       lines.push('Saved as your default card for future payments and renewals; nothing is charged now');
+    if (row.kind === 'topup' && row.coupon_id !== null) {
+      const coupon = await findCoupon(this.pool, auth, row.coupon_id);
+      if (coupon !== undefined)
+        lines.push(topupCouponWords(row.topup_price ?? row.amount, row.currency, coupon));
+    }
     if (row.plan_id !== null) {
       const plan = await findPlan(this.pool, auth, row.plan_id);
       const product =
@@ -122,7 +127,7 @@ export class CheckoutService {
       cancelUrl: row.cancel_url,
       sandbox: row.environment === 'sandbox',
       promotion:
-        row.kind === 'plan' && row.allow_promotion_codes ? { applied: row.coupon_id !== null } : null,
+        row.kind !== 'setup' && row.allow_promotion_codes ? { applied: row.coupon_id !== null } : null,
       billing: await this.billingAsk(row),
     };
   }
@@ -260,22 +265,32 @@ export class CheckoutService {
           // Then the session's: still open, and kept open until this charge is recorded.
           if (!(await lockOpenSession(tx, row.id)))
             throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
+          // Its coupon is counted first (under the coupon's guard, with the customer locked for a
+          // first-time-only one); one fully off leaves nothing to charge.
+          const redemption = await this.sessions.redeemTopupCoupon(tx, auth, row);
           // Attempts of this session so far (the claim keeps this count from racing).
           const attempt = await topupAttempts(tx, row.customer_id, row.id);
-          const charged = await this.payments.charge(tx, auth, {
-            customerId: row.customer_id,
-            purchaseId: null,
-            productId: null,
-            planId: null,
-            amount: row.amount,
-            currency: row.currency,
-            reason: 'topup',
-            periodKey: row.id,
-            attempt,
-            revenue: [{ amount: row.amount, start: null, end: null, line: 'top_up' }],
-          });
-          // A refused card keeps its failed attempt (and payment.failed); the session stays open.
-          if (charged.status === 'failed') return charged.failureReason ?? 'failed';
+          const charged =
+            row.amount === 0
+              ? undefined
+              : await this.payments.charge(tx, auth, {
+                  customerId: row.customer_id,
+                  purchaseId: null,
+                  productId: null,
+                  planId: null,
+                  amount: row.amount,
+                  currency: row.currency,
+                  reason: 'topup',
+                  periodKey: row.id,
+                  attempt,
+                  revenue: [{ amount: row.amount, start: null, end: null, line: 'top_up' }],
+                });
+          // A refused card keeps its failed attempt (and payment.failed); the session stays open,
+          // and its coupon unredeemed.
+          if (charged?.status === 'failed') {
+            await redemption.release();
+            return charged.failureReason ?? 'failed';
+          }
           await this.credits.moveIn(
             tx,
             auth,

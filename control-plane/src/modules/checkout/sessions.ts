@@ -4,8 +4,8 @@ import { inTransaction, type Pool, type PoolClient, type Queryable, transactionO
 import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { applyDiscount } from '../billing/discounts';
-import type { CouponRow } from '../coupons/repository';
-import { type CouponService, discountOf, redemptionTarget } from '../coupons/service';
+import { type CouponRow, releaseRedemption } from '../coupons/repository';
+import { type CouponService, discountOf, type RedemptionTarget, redemptionTarget } from '../coupons/service';
 import { findCustomer } from '../customers/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
@@ -37,7 +37,7 @@ export interface CheckoutInput {
   expiresInMinutes?: number | undefined;
   /** A coupon (id or code) the session applies to the plan: checked now, redeemed when paid. */
   coupon?: string | undefined;
-  /** The hosted page offers a field for the customer's promotion code (plan sessions). */
+  /** The hosted page offers a field for the customer's promotion code (plan and top-up sessions). */
   allowPromotionCodes?: boolean | undefined;
   /** `required`: the customer gives a billing address, saved on them when paid (Stripe's name). */
   billingAddressCollection?: 'auto' | 'required' | undefined;
@@ -58,6 +58,31 @@ export function planDueNow(settings: PlanSettings, coupon: CouponRow | undefined
 }
 
 /**
+ * What a top-up checkout charges now: its price less the coupon's discount, taken once (a
+ * top-up is one payment, whatever the coupon's duration), rounded as invoice lines are.
+ */
+export function topupDueNow(price: number, coupon: CouponRow | undefined, at: Date): number {
+  if (coupon === undefined) return price;
+  const line = {
+    kind: 'base' as const,
+    description: '',
+    quantity: 1,
+    unitAmount: `${price}`,
+    amount: price,
+    period: null,
+  };
+  return applyDiscount([line], discountOf(coupon, at)).reduce((sum, each) => sum + each.amount, 0);
+}
+
+/** A top-up as a coupon is redeemed on it: of no product, measured by its price. */
+export const topupTarget = (row: Pick<SessionRow, 'customer_id' | 'currency' | 'topup_price'>) => ({
+  customerId: row.customer_id,
+  productId: null,
+  currency: row.currency,
+  subtotal: row.topup_price ?? 0,
+});
+
+/**
  * Checkout sessions as records: created for a plan purchase or a credit top-up, read back and
  * shown through the API. Paying one is the CheckoutService's; purchases and the paywall create
  * them through here, so neither depends on the other.
@@ -68,7 +93,7 @@ export class CheckoutSessions {
     private readonly clock: Clock,
     /** Where the hosted pages (checkout, the customer portal) are served. */
     readonly publicUrl: string,
-    private readonly coupons: Pick<CouponService, 'check' | 'checkCode'>,
+    private readonly coupons: Pick<CouponService, 'check' | 'checkCode' | 'redeem'>,
   ) {}
 
   urlOf(id: string): string {
@@ -134,10 +159,10 @@ export class CheckoutSessions {
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
     const setup = input.setup === true;
-    if (input.planRef === undefined && (input.coupon !== undefined || input.allowPromotionCodes === true))
+    if (setup && (input.coupon !== undefined || input.allowPromotionCodes === true))
       throw problem(
         input.coupon !== undefined ? '/coupon' : '/allowPromotionCodes',
-        'applies to a plan checkout only',
+        'applies to a plan or top-up checkout only',
       );
     let couponId: string | null = null;
     if ([input.planRef !== undefined, input.topup !== undefined, setup].filter(Boolean).length !== 1)
@@ -147,7 +172,10 @@ export class CheckoutSessions {
       throw new NotFoundError('customer_not_found', `No customer ${input.customerRef}`);
     const id = newId(ID.checkoutSession);
     const at = this.clock.now();
-    let fields: Pick<SessionRow, 'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency'>;
+    let fields: Pick<
+      SessionRow,
+      'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency' | 'topup_price'
+    >;
     if (input.planRef !== undefined) {
       const plan = await findPlan(db, auth, input.planRef);
       if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${input.planRef}`);
@@ -167,6 +195,7 @@ export class CheckoutSessions {
         topup_credits: null,
         amount: dueNow,
         currency: s.currency,
+        topup_price: null,
       };
     } else if (setup) {
       const merchant = await getProvider(db, auth.providerId);
@@ -177,6 +206,7 @@ export class CheckoutSessions {
         topup_credits: null,
         amount: 0,
         currency: merchant?.defaultCurrency ?? 'usd',
+        topup_price: null,
       };
     } else {
       const topup = input.topup;
@@ -188,13 +218,18 @@ export class CheckoutSessions {
       if (allowed !== null && allowed !== undefined && allowed.length > 0 && !allowed.includes(currency)) {
         throw problem('/topup/currency', `top-ups are accepted in ${allowed.join(', ')}`);
       }
+      const target = topupTarget({ customer_id: customer.id, currency, topup_price: topup.amount });
+      const coupon =
+        input.coupon === undefined ? undefined : await this.coupons.check(db, auth, input.coupon, target);
+      couponId = coupon?.id ?? null;
       fields = {
         kind: 'topup',
         plan_id: null,
         product_id: null,
         topup_credits: topup.credits,
-        amount: topup.amount,
+        amount: topupDueNow(topup.amount, coupon, at),
         currency,
+        topup_price: topup.amount,
       };
     }
     const row: SessionRow = {
@@ -213,7 +248,7 @@ export class CheckoutSessions {
       source,
       opened_at: null,
       coupon_id: couponId,
-      allow_promotion_codes: input.planRef !== undefined && input.allowPromotionCodes === true,
+      allow_promotion_codes: !setup && input.allowPromotionCodes === true,
       promotion_code_failures: 0,
       billing_address_collection: input.billingAddressCollection ?? 'auto',
       tax_id_collection: input.taxIdCollection?.enabled === true,
@@ -236,33 +271,47 @@ export class CheckoutSessions {
     const at = this.clock.now();
     if (row.status !== 'active' || row.expires_at <= at)
       throw new ConflictError('checkout_session_closed', 'This checkout session was closed');
-    if (row.kind !== 'plan' || row.plan_id === null || !row.allow_promotion_codes)
+    if (row.kind === 'setup' || !row.allow_promotion_codes)
       throw new ConflictError('promotion_codes_not_allowed', 'This checkout does not take promotion codes');
     if (row.promotion_code_failures >= MAX_CODE_FAILURES)
       throw new DomainError('too_many_attempts', 'Too many codes were tried on this checkout');
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
-    const plan = await findPlan(this.pool, auth, row.plan_id);
-    if (plan === undefined)
-      throw new ConflictError('checkout_session_closed', 'This plan is no longer on sale');
-    const settings = settingsOf(plan);
+    // What the code is checked against, and what is due with it (or without, for null).
+    let target: RedemptionTarget = topupTarget(row);
+    let due = (coupon: CouponRow | undefined) => topupDueNow(row.topup_price ?? row.amount, coupon, at);
+    if (row.kind === 'plan') {
+      const plan = row.plan_id === null ? undefined : await findPlan(this.pool, auth, row.plan_id);
+      if (plan === undefined)
+        throw new ConflictError('checkout_session_closed', 'This plan is no longer on sale');
+      const settings = settingsOf(plan);
+      target = redemptionTarget(row.customer_id, plan.product_id, settings);
+      due = (coupon) => planDueNow(settings, coupon, at);
+    }
     let coupon: CouponRow | undefined;
     if (code !== null) {
-      coupon = await this.coupons.checkCode(
-        this.pool,
-        auth,
-        code,
-        redemptionTarget(row.customer_id, plan.product_id, settings),
-      );
+      coupon = await this.coupons.checkCode(this.pool, auth, code, target);
       if (coupon === undefined) {
         await countCodeFailure(this.pool, id);
         throw new NotFoundError('coupon_not_found', `No promotion code ${code}`);
       }
     }
-    const amount = planDueNow(settings, coupon, at);
+    const amount = due(coupon);
     const changed = await setSessionCoupon(this.pool, id, { couponId: coupon?.id ?? null, amount }, at);
     if (changed === undefined)
       throw new ConflictError('checkout_session_in_progress', 'This checkout is being paid or was closed');
     return { amount, currency: changed.currency };
+  }
+
+  /**
+   * Redeems the coupon a top-up session applies, in its payment's transaction, before the charge
+   * (404/409 as any redemption, and nothing is charged); `release` gives it back should the
+   * charge fail. A plan session's coupon is redeemed by the activation its payment makes.
+   */
+  async redeemTopupCoupon(tx: PoolClient, auth: AuthContext, row: SessionRow) {
+    if (row.kind !== 'topup' || row.coupon_id === null) return { release: async () => {} };
+    const coupon = row.coupon_id;
+    await this.coupons.redeem(tx, auth, coupon, topupTarget(row));
+    return { release: () => releaseRedemption(tx, coupon) };
   }
 
   async load(id: string): Promise<SessionRow> {

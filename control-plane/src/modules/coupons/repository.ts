@@ -175,6 +175,18 @@ export async function redeemCoupon(db: Queryable, id: string, at: Date): Promise
   return rows[0];
 }
 
+/**
+ * Gives back a redemption counted in the same transaction, whose payment then failed (the
+ * transaction commits to keep the failed attempt): the coupon's row stays locked by the
+ * redemption until then, so no other redeemer saw the count in between.
+ */
+export async function releaseRedemption(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    'UPDATE coupons SET times_redeemed = times_redeemed - 1 WHERE id = $1 AND times_redeemed > 0',
+    [id],
+  );
+}
+
 /** Products of the provider's environment among `ids`. */
 export async function existingProducts(db: Queryable, tenant: Tenant, ids: string[]): Promise<Set<string>> {
   const { rows } = await db.query<{ id: string }>(

@@ -70,10 +70,11 @@ export const toDiscount = (d: Discount) => ({
   end: d.end,
 });
 
-/** What a coupon is being redeemed on: the purchase's customer, product, currency and amount. */
+/** What a coupon is being redeemed on: a purchase's or a top-up's customer, product, currency and amount. */
 export interface RedemptionTarget {
   customerId: string;
-  productId: string;
+  /** The plan's product; null for a credit top-up, which is of no product. */
+  productId: string | null;
   currency: string;
   /** Its price for a period plus its setup fee, before any discount (a minimum amount's measure). */
   subtotal: number;
@@ -310,10 +311,12 @@ export class CouponService {
  * locked, so a first payment cannot slip in between this check and the redemption.
  */
 async function mismatch(db: Queryable, row: CouponRow, target: RedemptionTarget): Promise<string | null> {
-  if (row.product_ids.length > 0 && !row.product_ids.includes(target.productId))
+  if (row.product_ids.length > 0 && target.productId === null)
+    return "it applies to some products' plans, not to credit top-ups";
+  if (row.product_ids.length > 0 && !row.product_ids.includes(target.productId ?? ''))
     return `it applies to other products than ${target.productId}`;
   if (row.currency !== null && row.currency !== target.currency.toLowerCase())
-    return `it takes ${row.currency.toUpperCase()} off, and the plan is in ${target.currency.toUpperCase()}`;
+    return `it takes ${row.currency.toUpperCase()} off, and the ${target.productId === null ? 'top-up' : 'plan'} is in ${target.currency.toUpperCase()}`;
   const minimum = row.minimum_amount;
   if (minimum !== null && row.minimum_amount_currency !== target.currency.toLowerCase())
     return `it needs a purchase in ${row.minimum_amount_currency?.toUpperCase()} of at least ${formatMoney(minimum, row.minimum_amount_currency ?? '')}`;

@@ -122,11 +122,12 @@ export class PaywallOffers {
 
   /**
    * Credits ran out: a checkout session for the top-up pack of the plan the customer is on,
-   * reusing an open one for the same pack; 409 no_top_up when the plan offers none.
+   * reusing an open one for the same pack (with the product's promotion-code field as it is
+   * now); 409 no_top_up when the plan offers none.
    */
   private async topUpPaywall(
     request: PaywallRequest,
-    product: { id: string; name: string },
+    product: { id: string; name: string; paywall_promotion_codes: boolean },
   ): Promise<Paywall> {
     const auth = { providerId: request.providerId, environment: request.environment };
     const plan = request.planId === undefined ? undefined : await findPlan(this.pool, auth, request.planId);
@@ -138,13 +139,15 @@ export class PaywallOffers {
       this.pool,
       `paywall:topup:${request.customerId}`,
       async (client) => {
-        const open = await findOpenTopupSession(client, request.customerId, pack, openUntil);
+        const codes = product.paywall_promotion_codes;
+        const open = await findOpenTopupSession(client, request.customerId, pack, openUntil, codes);
         if (open !== undefined) return { sessionId: open, url: this.checkout.urlOf(open) };
         const session = await this.checkout.create(
           auth,
           {
             customerRef: request.customerId,
             topup: { credits: pack.credits, amount: pack.amount, currency: plan.currency },
+            allowPromotionCodes: codes,
           },
           client,
           'paywall',
