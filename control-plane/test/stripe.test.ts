@@ -600,6 +600,76 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect((await s.live('GET', `/v1/sdk/customers/${customer}`)).body.taxIds).toHaveLength(1);
   });
 
+  it("shows a live session that takes promotion codes on our page first, then Stripe's for what is due", async () => {
+    const s = await liveSeller(harness, 'Coded');
+    await connect(s);
+    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
+    const plan = (
+      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
+        name: 'Team',
+        type: 'recurring',
+        price: 2000,
+      })
+    ).body;
+    const coupon = (
+      await s.live('POST', '/v1/sdk/coupons', {
+        name: 'Live',
+        code: 'LIVE25',
+        percentOff: 25,
+        duration: 'once',
+      })
+    ).body;
+    const customer = (await s.live('POST', '/v1/sdk/customers', {})).body.reference;
+    const session = (
+      await s.live('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer,
+        planRef: plan.id,
+        allowPromotionCodes: true,
+      })
+    ).body;
+    const path = new URL(session.url).pathname;
+    const inject = (method: 'GET' | 'POST', url: string, payload?: object) =>
+      harness.controlPlane.app.inject({ method, url, ...(payload === undefined ? {} : { payload }) });
+    const from = mock.requests.length;
+    // Our page, with the code field and the way on; no card form, no Stripe session yet.
+    const ours = await inject('GET', path);
+    expect(ours.statusCode).toBe(200);
+    expect(ours.body).toContain('<label for="code">Promotion code</label>');
+    expect(ours.body).toContain(`href="/checkout/${session.id}/card"`);
+    expect(ours.body).not.toContain('id="number"');
+    expect(ours.body).toContain('$20.00 due today');
+    expect(mock.requests.slice(from).filter((r) => r.path === '/v1/checkout/sessions')).toEqual([]);
+
+    const typed = await inject('POST', `/checkout/${session.id}/promotion-code`, { code: 'live25' });
+    expect(typed.json()).toEqual({ amount: 1500, currency: 'usd' });
+    const onward = await inject('GET', `/checkout/${session.id}/card`);
+    expect(onward.statusCode).toBe(303);
+    expect(onward.headers.location).toMatch(/^https:\/\/checkout\.stripe\.com\//);
+    const made = mock.requests.slice(from).filter((r) => r.path === '/v1/checkout/sessions');
+    // A page of its own for the coupon: Stripe would refuse the first key with another text.
+    expect(made.map((r) => [r.status, r.idempotencyKey])).toEqual([
+      [200, `checkout:${session.id}:${coupon.id}`],
+    ]);
+    expect(made[0]?.params['custom_text[submit][message]']).toContain('$15.00 due today');
+
+    const charged = mock.requests.length;
+    const completed = event('checkout.session.completed', 'checkout.session', {
+      id: 'cs_test_coded',
+      mode: 'setup',
+      status: 'complete',
+      client_reference_id: session.id,
+      setup_intent: 'seti_test_4',
+      payment_intent: null,
+    });
+    expect((await s.post(completed)).body.outcome).toBe('applied');
+    const charges = mock.requests.slice(charged).filter((r) => r.path === '/v1/payment_intents');
+    expect(charges.map((r) => r.params.amount)).toEqual(['1500']);
+    expect((await s.live('GET', `/v1/sdk/coupons/${coupon.id}`)).body.timesRedeemed).toBe(1);
+    // Paid: both ways in say so.
+    expect((await inject('GET', path)).statusCode).toBe(410);
+    expect((await inject('GET', `/checkout/${session.id}/card`)).headers.location).toBe(path);
+  });
+
   it('refunds through Stripe a charge whose transaction rolled back, once no retry recorded it', async () => {
     const s = await liveSeller(harness, 'Unrecorded');
     await connect(s);

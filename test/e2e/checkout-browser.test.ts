@@ -3,7 +3,9 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderCheckout } from '../../control-plane/src/modules/checkout/page';
 import { launchChromium } from '../helpers/browser';
+import { axeFindings, newPerson } from '../helpers/console-browser';
 import { startListeningControlPlane, type TestControlPlane } from '../helpers/control-plane';
 import { root } from '../helpers/processes';
 
@@ -127,5 +129,40 @@ describe('hosted checkout in a browser', () => {
       expect(types).toContain(type);
     }
     expect(types.indexOf('checkout_session.completed')).toBeGreaterThan(types.indexOf('purchase.activated'));
+  });
+
+  it("renders a live session's own page, which comes before Stripe's for a promotion code, accessibly", async () => {
+    // The page as a live session that takes codes renders it (the way on is served by
+    // control-plane/test/stripe.test.ts against stripe-mock); here its markup and script in Chromium.
+    const person = await newPerson(browser);
+    await person.page.setContent(
+      renderCheckout({
+        sessionId: 'cs_live',
+        merchant: {
+          displayName: 'Acme Tools',
+          logoUrl: null,
+          brandColor: '#0a7',
+          termsUrl: null,
+          privacyUrl: null,
+          supportEmail: 'help@acme.example',
+        },
+        title: 'Weather API · Pro',
+        lines: ['$20.00 per month', 'Launch (25% off), on the first invoice'],
+        dueNow: '$15.00 due today',
+        action: 'Pay',
+        cancelUrl: 'https://acme.example/cancel',
+        sandbox: false,
+        promotion: { applied: true },
+        billing: null,
+        continueUrl: '/checkout/cs_live/card',
+      }),
+    );
+    const onward = person.page.getByRole('link', { name: 'Continue to payment' });
+    expect(await onward.getAttribute('href')).toBe('/checkout/cs_live/card');
+    expect(await person.page.locator('#number').count()).toBe(0);
+    await person.page.getByRole('button', { name: 'Remove the promotion code' }).waitFor();
+    expect(await axeFindings(person.page)).toEqual([]);
+    expect(person.errors).toEqual([]);
+    await person.context.close();
   });
 });

@@ -23,6 +23,25 @@ export interface CheckoutView {
   promotion: { applied: boolean } | null;
   /** What the session asks besides a card (billing-fields.ts); null when nothing. */
   billing: BillingAsk | null;
+  /**
+   * Where the card is given when the processor takes it on a page of its own and this page
+   * comes first for a promotion code (live sessions that take codes); null: the card is taken here.
+   */
+  continueUrl: string | null;
+}
+
+/** The card form, or the way on to the processor's page that takes the card. */
+function cardForm(view: CheckoutView): string {
+  if (view.continueUrl !== null)
+    return `<p>You give your card and pay on the next page.</p>
+<a class="button" id="continue" href="${escapeHtml(view.continueUrl)}">Continue to payment</a>`;
+  return `<form id="pay" autocomplete="on">
+${billingFields(view.billing)}
+<label for="number">Card number</label><input id="number" name="number" inputmode="numeric" autocomplete="cc-number" required>
+<div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" autocomplete="cc-exp" required></div>
+<div><label for="cvc">CVC</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div></div>
+<button type="submit" id="submit">${escapeHtml(view.action)}</button><div id="error" role="alert"></div>
+</form>`;
 }
 
 /** The promotion-code field of the page, or the button that takes an applied code off. */
@@ -68,7 +87,7 @@ header{display:flex;align-items:center;gap:12px;margin-bottom:20px}header img{ma
 h1{font-size:18px;margin:0}h2{font-size:16px;margin:0 0 6px}.due{font-size:28px;font-weight:600;margin:12px 0}
 ul{padding-left:18px;color:#444}label{display:block;font-size:13px;color:#555;margin-top:12px}
 input{width:100%;box-sizing:border-box;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px}
-.row{display:flex;gap:10px}.row>div{flex:1}button{margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px}
+.row{display:flex;gap:10px}.row>div{flex:1}button,a.button{display:block;box-sizing:border-box;text-align:center;text-decoration:none;margin-top:20px;width:100%;padding:12px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:16px}
 footer a{color:var(--brand-text)}
 fieldset{border:0;padding:0;margin:16px 0 0}legend{font-weight:600;font-size:14px}select{width:100%;padding:10px;border:1px solid #ccc;border-radius:6px;font-size:15px;background:#fff}label.check{display:flex;gap:8px;align-items:center}label.check input{width:auto}
 #error,#promo-error{color:#b00020;margin-top:12px;min-height:1em}button.secondary{background:#fff;color:var(--brand-text);border:1px solid #ccc;margin-top:8px}footer{margin-top:20px;font-size:12px;color:#777;display:flex;gap:12px}
@@ -81,13 +100,7 @@ ${view.sandbox ? '<div class="sandbox">Sandbox: use test card 4242 4242 4242 424
 <ul>${view.lines.map((l) => `<li>${escapeHtml(l)}</li>`).join('')}</ul>
 <div class="due" id="due">${escapeHtml(view.dueNow)}</div>
 ${promotionForm(view.promotion)}
-<form id="pay" autocomplete="on">
-${billingFields(view.billing)}
-<label for="number">Card number</label><input id="number" name="number" inputmode="numeric" autocomplete="cc-number" required>
-<div class="row"><div><label for="exp">Expiry (MM/YY)</label><input id="exp" name="exp" autocomplete="cc-exp" required></div>
-<div><label for="cvc">CVC</label><input id="cvc" name="cvc" inputmode="numeric" autocomplete="cc-csc" required></div></div>
-<button type="submit" id="submit">${escapeHtml(view.action)}</button><div id="error" role="alert"></div>
-</form>
+${cardForm(view)}
 <footer>${links.join('')}${view.cancelUrl === null ? '' : `<a href="${escapeHtml(view.cancelUrl)}">Cancel</a>`}</footer>
 </main>
 <script>
@@ -105,7 +118,8 @@ const promo = document.getElementById('promo');
 if (promo) promo.addEventListener('submit', (event) => { event.preventDefault(); setCode(document.getElementById('code').value.trim()); });
 const removeCode = document.getElementById('promo-remove');
 if (removeCode) removeCode.addEventListener('click', () => setCode(null));
-document.getElementById('pay').addEventListener('submit', async (event) => {
+const pay = document.getElementById('pay');
+if (pay) pay.addEventListener('submit', async (event) => {
   event.preventDefault();
   const button = document.getElementById('submit'); const error = document.getElementById('error');
   const [month, year] = document.getElementById('exp').value.split('/').map((s) => parseInt(s.trim(), 10));

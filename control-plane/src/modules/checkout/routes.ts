@@ -150,8 +150,11 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
   return async (app: App) => {
     const hide = { hide: true };
     app.get('/checkout/:id', { schema: { ...hide, params: SessionParams } }, async (request, reply) => {
-      // Live mode with Stripe: the card is given on Stripe's own page.
-      const page = await checkout.processorPage(request.params.id);
+      // Live mode with Stripe: the card is given on Stripe's own page, at once unless this page
+      // comes first to take a promotion code (then its Continue goes there, below).
+      const page = (await checkout.codeFirst(request.params.id))
+        ? undefined
+        : await checkout.processorPage(request.params.id);
       if (page !== undefined) {
         await checkout.opened(request.params.id);
         return reply.header('cache-control', 'no-store').redirect(page, 303);
@@ -165,6 +168,14 @@ export function hostedCheckoutRoutes(checkout: CheckoutService) {
         return reply.status(410).send(renderDone('This checkout is no longer available.'));
       await checkout.opened(request.params.id);
       return reply.send(renderCheckout(view));
+    });
+    app.get('/checkout/:id/card', { schema: { ...hide, params: SessionParams } }, async (request, reply) => {
+      // The processor's page for what is due now; back to the session's page when there is
+      // none (sandbox, or closed: that page says so).
+      const page = await checkout.processorPage(request.params.id);
+      return reply
+        .header('cache-control', 'no-store')
+        .redirect(page ?? `/checkout/${encodeURIComponent(request.params.id)}`, 303);
     });
     app.post(
       '/checkout/:id/promotion-code',

@@ -129,7 +129,21 @@ export class CheckoutService {
       promotion:
         row.kind !== 'setup' && row.allow_promotion_codes ? { applied: row.coupon_id !== null } : null,
       billing: await this.billingAsk(row),
+      continueUrl: (await this.codeFirst(row)) ? `/checkout/${row.id}/card` : null,
     };
+  }
+
+  /**
+   * Whether the session's own page comes before the processor's (live, with Stripe): when it
+   * takes promotion codes, which only our page asks for; the card is then given on the
+   * processor's page (`processorPage`), for what is due with the code applied.
+   */
+  async codeFirst(session: string | SessionRow): Promise<boolean> {
+    const row = typeof session === 'string' ? await this.sessions.load(session) : session;
+    if (row.environment !== 'live' || !row.allow_promotion_codes || row.kind === 'setup') return false;
+    const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
+    const processor = await this.processors.current(auth).catch(() => undefined);
+    return processor?.cardPage !== undefined;
   }
 
   /** The billing fields the page shows, the address filled with the customer's current one. */
@@ -178,6 +192,7 @@ export class CheckoutService {
         cancelUrl: row.cancel_url,
         billingAddress: row.billing_address_collection === 'required',
         taxId: row.tax_id_collection,
+        coupon: row.coupon_id,
       },
     );
   }

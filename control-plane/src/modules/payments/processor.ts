@@ -83,6 +83,11 @@ export interface CardPageRequest {
   billingAddress: boolean;
   /** The page may take a tax ID (the session's `taxIdCollection: {enabled: true}`). */
   taxId: boolean;
+  /**
+   * The coupon the session applies now (a promotion code typed on our page first): the page
+   * says what is due with it, so each coupon has a page of its own.
+   */
+  coupon: string | null;
 }
 
 export interface PaymentProcessor {

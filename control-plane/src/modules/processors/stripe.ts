@@ -143,7 +143,12 @@ export class StripeProcessor implements PaymentProcessor {
             ? { tax_id_collection: { enabled: true }, customer_update: { name: 'auto' as const } }
             : {}),
         },
-        { idempotencyKey: `checkout:${request.checkoutSession}` },
+        {
+          idempotencyKey:
+            request.coupon === null
+              ? `checkout:${request.checkoutSession}`
+              : `checkout:${request.checkoutSession}:${request.coupon}`,
+        },
       );
       if (session.url === null) throw new Error(`Stripe Checkout Session ${session.id} has no url`);
       return session.url;
