@@ -141,12 +141,12 @@ export function Select<T extends string>(props: {
   );
 }
 
-/** A checkbox with its label and a hint under it (inside a `choices` fieldset or div). */
+/** A checkbox with its label and any hint under it (inside a `choices` fieldset or div). */
 export function Checkbox(props: {
   label: string;
   name: string;
   checked: boolean;
-  hint: string;
+  hint?: string;
   onChange: (checked: boolean) => void;
 }) {
   return (
@@ -155,13 +155,15 @@ export function Checkbox(props: {
         type="checkbox"
         name={props.name}
         checked={props.checked}
-        aria-describedby={`${props.name}-hint`}
+        aria-describedby={props.hint === undefined ? undefined : `${props.name}-hint`}
         onChange={(e) => props.onChange(e.target.checked)}
       />
       {props.label}
-      <small id={`${props.name}-hint`} className="muted">
-        {props.hint}
-      </small>
+      {props.hint !== undefined && (
+        <small id={`${props.name}-hint`} className="muted">
+          {props.hint}
+        </small>
+      )}
     </label>
   );
 }

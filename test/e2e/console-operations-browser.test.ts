@@ -538,6 +538,17 @@ describe('the console’s operations pages', () => {
     expect(invoices.data.map((invoice) => invoice.total)).toEqual([1200]);
     await page.reload();
     await page.getByRole('cell', { name: '1', exact: true }).waitFor();
+    // A coupon for one product's plans: ticked among the products, named in the table.
+    await page.getByLabel('Coupon name').fill('Maps only');
+    await page.getByLabel('Percent off').fill('10');
+    await page.getByRole('group', { name: 'Products' }).getByLabel('Maps').check();
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.getByRole('cell', { name: 'Maps', exact: true }).waitFor();
+    const scoped = (await (await page.request.get(`${baseUrl}/v1/sdk/coupons?limit=10`)).json()) as {
+      data: Array<{ name: string; productIds: string[] }>;
+    };
+    expect(scoped.data.find((c) => c.name === 'Maps only')?.productIds).toEqual([product.id]);
+    expect(await page.getByRole('cell', { name: 'all, and top-ups' }).count()).toBe(2);
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'coupons');

@@ -47,6 +47,11 @@ export function Coupons() {
     queryKey: ['coupons'],
     queryFn: () => unwrap(api.GET('/v1/sdk/coupons', { params: { query: { limit: 100 } } })),
   });
+  const products = useQuery({
+    queryKey: ['products'],
+    queryFn: () => unwrap(api.GET('/v1/ui/products', { params: { query: { limit: 100 } } })),
+  });
+  const productName = (id: string) => products.data?.data.find((p) => p.id === id)?.name ?? id;
   const refresh = () => void client.invalidateQueries({ queryKey: ['coupons'] });
   const [name, setName] = useState('');
   const [code, setCode] = useState('');
@@ -59,6 +64,7 @@ export function Coupons() {
   const [redeemBy, setRedeemBy] = useState('');
   const [firstTimeOnly, setFirstTimeOnly] = useState(false);
   const [minimum, setMinimum] = useState('');
+  const [productIds, setProductIds] = useState<string[]>([]);
   // The currency field serves an amount off and a minimum purchase alike (one currency for both).
   const needsCurrency = kind === 'amount' || minimum.trim() !== '';
   const create = useMutation({
@@ -101,6 +107,7 @@ export function Coupons() {
             ...(until === undefined ? {} : { redeemBy: until }),
             ...(firstTimeOnly ? { firstTimeOnly } : {}),
             ...least,
+            ...(productIds.length > 0 ? { productIds } : {}),
           },
         }),
       );
@@ -111,6 +118,7 @@ export function Coupons() {
       setValue('');
       setFirstTimeOnly(false);
       setMinimum('');
+      setProductIds([]);
       refresh();
     },
   });
@@ -146,6 +154,13 @@ export function Coupons() {
                     : money(row.amountOff ?? 0, row.currency ?? 'usd'),
               },
               { header: 'For', cell: (row) => lasts(row) },
+              {
+                header: 'Products',
+                cell: (row) =>
+                  row.productIds.length === 0
+                    ? 'all, and top-ups'
+                    : row.productIds.map(productName).join(', '),
+              },
               {
                 header: 'Who',
                 cell: (row) =>
@@ -284,6 +299,30 @@ export function Coupons() {
             error={create.error}
             hint="Optional: the last moment it can be used"
           />
+          {(products.data?.data.length ?? 0) > 0 && (
+            <fieldset className="choices" aria-describedby="productIds-hint">
+              <legend>Products</legend>
+              <small id="productIds-hint" className="muted">
+                Optional: the products whose plans it takes money off; none ticked, every product and credit
+                top-ups
+              </small>
+              {products.data?.data
+                .filter((p) => p.status === 'active')
+                .map((product) => (
+                  <Checkbox
+                    key={product.id}
+                    label={product.name}
+                    name={`product-${product.id}`}
+                    checked={productIds.includes(product.id)}
+                    onChange={(on) =>
+                      setProductIds((ids) =>
+                        on ? [...ids, product.id] : ids.filter((id) => id !== product.id),
+                      )
+                    }
+                  />
+                ))}
+            </fieldset>
+          )}
           <div className="choices">
             <Checkbox
               label="First purchase only"
