@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
 /**
@@ -22,21 +22,9 @@ const card = (number: string) => ({ card: { number, expMonth: 12, expYear: 2035,
 
 async function seller(name: string) {
   const { sandboxKey } = await harness.controlPlane.providers.create({ displayName: name });
-  const api = async (
-    method: 'GET' | 'POST' | 'PATCH',
-    url: string,
-    body?: unknown,
-    key: string | null = sandboxKey,
-  ) => {
-    const response = await harness.controlPlane.app.inject({
-      method,
-      url,
-      headers: key === null ? {} : { authorization: `Bearer ${key}` },
-      ...(body === undefined ? {} : { payload: body as object }),
-    });
-    const text = response.body;
-    return { status: response.statusCode, body: (text.startsWith('{') ? JSON.parse(text) : text) as Json };
-  };
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  /** The hosted page's HTML, as a customer's browser gets it (no key). */
+  const page = async (id: string) => (await harness.controlPlane.app.inject({ url: `/checkout/${id}` })).body;
   const customer = async (ref: string) => {
     const made = (await api('POST', '/v1/sdk/customers', { externalRef: ref })).body.reference as string;
     expect(
@@ -60,7 +48,7 @@ async function seller(name: string) {
         [ref],
       )
     ).rows.map((p) => [p.amount, p.status]);
-  return { api, customer, coupon, redeemed, credits, payments };
+  return { api, page, customer, coupon, redeemed, credits, payments };
 }
 
 describe('coupons on credit top-ups', () => {
@@ -87,9 +75,9 @@ describe('coupons on credit top-ups', () => {
     });
     expect(session.status).toBe(201);
     expect(session.body).toMatchObject({ kind: 'topup', credits: 1000, amount: 1000, coupon: launch.id });
-    const page = await s.api('GET', `/checkout/${session.body.id}`, undefined, null);
-    expect(page.body).toContain('$12.50, less Launch (20% off)');
-    expect(page.body).toContain('$10.00 due today');
+    const page = await s.page(session.body.id);
+    expect(page).toContain('$12.50, less Launch (20% off)');
+    expect(page).toContain('$10.00 due today');
     expect(await s.redeemed(launch.id)).toBe(0);
 
     // Refused: the coupon is given back, nothing credited, the session still open.
@@ -139,9 +127,7 @@ describe('coupons on credit top-ups', () => {
     const typed = (code: string | null) =>
       s.api('POST', `/checkout/${open.id}/promotion-code`, { code }, null);
     expect((await typed('TOPUP20')).body).toEqual({ amount: 1000, currency: 'usd' });
-    expect((await s.api('GET', `/checkout/${open.id}`, undefined, null)).body).toContain(
-      'Remove the promotion code',
-    );
+    expect(await s.page(open.id)).toContain('Remove the promotion code');
     expect((await typed(null)).body).toEqual({ amount: 1250, currency: 'usd' });
     expect((await typed('MAPSONLY')).body.code).toBe('coupon_not_redeemable');
     expect((await s.api('GET', `/v1/sdk/checkout-sessions/${open.id}`)).body).toMatchObject({
