@@ -25,11 +25,11 @@ import { ExampleRecorder, shapeOf } from './examples/recorder';
  * show (operation-examples.json). The test fails when an operation has no example, answers
  * another status, or answers a shape other than its example's; MCPMETER_WRITE_EXAMPLES=1
  * (`npm run examples:generate`, which then writes the SDK's types from the new document) writes
- * the examples again.
+ * the examples again: those whose call or answer's shape changed (`written`, below).
  */
 
 const EXAMPLES = join(import.meta.dirname, '..', 'src', 'http', 'operation-examples.json');
-const WRITE = process.env.MCPMETER_WRITE_EXAMPLES === '1';
+const WRITE = ['1', 'all'].includes(process.env.MCPMETER_WRITE_EXAMPLES ?? '');
 const SIGNING_SECRET = 'whsec_examplesigningsecret0123456789';
 /** PKCE: the verifier the client keeps, and its S256 challenge it sends first. */
 const VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
@@ -1154,12 +1154,39 @@ describe('the documented example of every operation, the console team', () => {
   });
 });
 
+/** Whether two examples are the same call answered alike: request, status and shape. */
+function alike(a: OperationExample | undefined, b: OperationExample): boolean {
+  return (
+    a !== undefined &&
+    JSON.stringify(a.request) === JSON.stringify(b.request) &&
+    a.status === b.status &&
+    JSON.stringify(shapeOf(a.response)) === JSON.stringify(shapeOf(b.response))
+  );
+}
+
+/**
+ * What `npm run examples:generate` writes: a new example where the call or its answer's shape
+ * changed, the committed one where neither did, so a run's own keys, ids and times (a new JWKS
+ * key, a call a second later) do not rewrite every example. MCPMETER_WRITE_EXAMPLES=all writes
+ * every one anew (after a change of values alone, such as a default).
+ */
+function written(examples: Record<string, OperationExample>): Record<string, OperationExample> {
+  if (process.env.MCPMETER_WRITE_EXAMPLES === 'all') return examples;
+  const committed = JSON.parse(readFileSync(EXAMPLES, 'utf8')) as Record<string, OperationExample>;
+  return Object.fromEntries(
+    Object.entries(examples).map(([id, now]) => [
+      id,
+      alike(committed[id], now) ? (committed[id] as OperationExample) : now,
+    ]),
+  );
+}
+
 describe('the examples in the document', () => {
   it('are one per operation, each as the service answers it now', () => {
     const examples = recorder.examples();
     const operations = [...Object.values(OPERATION_IDS), ...PROXY_OPERATION_IDS];
     expect(operations.filter((id) => examples[id] === undefined)).toEqual([]);
-    if (WRITE) writeFileSync(EXAMPLES, `${JSON.stringify(examples, null, 2)}\n`);
+    if (WRITE) writeFileSync(EXAMPLES, `${JSON.stringify(written(examples), null, 2)}\n`);
     const committed = JSON.parse(readFileSync(EXAMPLES, 'utf8')) as Record<string, OperationExample>;
     const stale = `control-plane/src/http/operation-examples.json is stale: run \`npm run examples:generate\``;
     expect(Object.keys(committed).sort(), stale).toEqual(Object.keys(examples).sort());
