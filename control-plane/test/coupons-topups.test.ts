@@ -74,7 +74,23 @@ describe('coupons on credit top-ups', () => {
       coupon: 'topup20',
     });
     expect(session.status).toBe(201);
-    expect(session.body).toMatchObject({ kind: 'topup', credits: 1000, amount: 1000, coupon: launch.id });
+    expect(session.body).toMatchObject({
+      kind: 'topup',
+      credits: 1000,
+      amount: 1000,
+      amountSubtotal: 1250,
+      amountDiscount: 250,
+      coupon: launch.id,
+    });
+    const created = await harness.pool.query<{ payload: Json }>(
+      "SELECT payload FROM outbox_events WHERE type = 'checkout_session.created' AND payload->'data'->'object'->>'id' = $1",
+      [session.body.id],
+    );
+    expect(created.rows[0]?.payload.data.object).toMatchObject({
+      amount: 1000,
+      amount_subtotal: 1250,
+      amount_discount: 250,
+    });
     const page = await s.page(session.body.id);
     expect(page).toContain('$12.50, less Launch (20% off)');
     expect(page).toContain('$10.00 due today');
@@ -123,10 +139,15 @@ describe('coupons on credit top-ups', () => {
     const open = (
       await s.api('POST', '/v1/sdk/checkout-sessions', { customerRef: ref, topup, allowPromotionCodes: true })
     ).body;
-    expect(open).toMatchObject({ amount: 1250, coupon: null, allowPromotionCodes: true });
+    expect(open).toMatchObject({ amount: 1250, amountSubtotal: 1250, amountDiscount: 0, coupon: null });
     const typed = (code: string | null) =>
       s.api('POST', `/checkout/${open.id}/promotion-code`, { code }, null);
     expect((await typed('TOPUP20')).body).toEqual({ amount: 1000, currency: 'usd' });
+    expect((await s.api('GET', `/v1/sdk/checkout-sessions/${open.id}`)).body).toMatchObject({
+      amount: 1000,
+      amountSubtotal: 1250,
+      amountDiscount: 250,
+    });
     expect(await s.page(open.id)).toContain('Remove the promotion code');
     expect((await typed(null)).body).toEqual({ amount: 1250, currency: 'usd' });
     expect((await typed('MAPSONLY')).body.code).toBe('coupon_not_redeemable');

@@ -549,7 +549,12 @@ describe('coupons on invoices', () => {
       planRef: plan.id,
       coupon: 'spring',
     });
-    expect(withCoupon.body).toMatchObject({ amount: 1500, coupon: expect.stringMatching(/^cpn_/) });
+    expect(withCoupon.body).toMatchObject({
+      amount: 1500,
+      amountSubtotal: 2000,
+      amountDiscount: 500,
+      coupon: expect.stringMatching(/^cpn_/),
+    });
     expect(
       (
         await s.api('POST', '/v1/sdk/checkout-sessions', {

@@ -7264,6 +7264,8 @@ export interface operations {
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "credits": null,
                      *       "amount": 900,
+                     *       "amountSubtotal": 900,
+                     *       "amountDiscount": 0,
                      *       "currency": "usd",
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
@@ -7274,13 +7276,16 @@ export interface operations {
                      *       "taxIdCollection": {
                      *         "enabled": false
                      *       },
-                     *       "expiresAt": "2026-05-28T10:00:11.321Z",
-                     *       "createdAt": "2026-05-28T09:00:11.321Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.202Z",
+                     *       "createdAt": "2026-05-28T09:00:03.202Z"
                      *     }
                      */
                     "application/json": {
                         allowPromotionCodes: boolean;
+                        /** @description What is due now, in minor units: less the coupon, nothing during a trial */
                         amount: number;
+                        amountDiscount: number | null;
+                        amountSubtotal: number | null;
                         /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
                         billingAddressCollection: "auto" | "required";
                         cancelUrl: string | null;
@@ -7436,6 +7441,8 @@ export interface operations {
                      *       "productId": "prd_01jx0000015jgd8f89vrn095xf",
                      *       "credits": null,
                      *       "amount": 900,
+                     *       "amountSubtotal": 900,
+                     *       "amountDiscount": 0,
                      *       "currency": "usd",
                      *       "successUrl": "https://acme-weather.example/thanks",
                      *       "cancelUrl": null,
@@ -7446,13 +7453,16 @@ export interface operations {
                      *       "taxIdCollection": {
                      *         "enabled": false
                      *       },
-                     *       "expiresAt": "2026-05-28T10:00:11.321Z",
-                     *       "createdAt": "2026-05-28T09:00:11.321Z"
+                     *       "expiresAt": "2026-05-28T10:00:03.202Z",
+                     *       "createdAt": "2026-05-28T09:00:03.202Z"
                      *     }
                      */
                     "application/json": {
                         allowPromotionCodes: boolean;
+                        /** @description What is due now, in minor units: less the coupon, nothing during a trial */
                         amount: number;
+                        amountDiscount: number | null;
+                        amountSubtotal: number | null;
                         /** @description required: the customer gives a billing address, saved on the customer before the payment, so the first invoice names it (Stripe Checkout’s billing_address_collection); auto (default): not asked */
                         billingAddressCollection: "auto" | "required";
                         cancelUrl: string | null;

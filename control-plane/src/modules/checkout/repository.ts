@@ -24,8 +24,8 @@ export interface SessionRow {
   opened_at: Date | null;
   /** A coupon the session applies (checked when chosen), redeemed when the session is paid. */
   coupon_id: string | null;
-  /** A top-up's price before any coupon (`amount` is what is due now); null for other kinds. */
-  topup_price: number | null;
+  /** What is due before any coupon (`amount` is what is due now); null for a session made with a coupon before it was kept. */
+  amount_subtotal: number | null;
   /** Whether the hosted page offers a promotion-code field (plan and top-up sessions). */
   allow_promotion_codes: boolean;
   /** Codes typed on the hosted page that matched no coupon. */
@@ -40,7 +40,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
                                     status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id,
-                                    allow_promotion_codes, billing_address_collection, tax_id_collection, topup_price)
+                                    allow_promotion_codes, billing_address_collection, tax_id_collection, amount_subtotal)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
     [
       row.id,
@@ -65,7 +65,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.allow_promotion_codes,
       row.billing_address_collection,
       row.tax_id_collection,
-      row.topup_price,
+      row.amount_subtotal,
     ],
   );
 }
@@ -115,15 +115,15 @@ export async function claimSession(db: Queryable, id: string, at: Date): Promise
 export async function setSessionCoupon(
   db: Queryable,
   id: string,
-  change: { couponId: string | null; amount: number },
+  change: { couponId: string | null; amount: number; subtotal: number },
   at: Date,
 ): Promise<SessionRow | undefined> {
   const { rows } = await db.query<SessionRow>(
-    `UPDATE checkout_sessions SET coupon_id = $2, amount = $3
+    `UPDATE checkout_sessions SET coupon_id = $2, amount = $3, amount_subtotal = $5
       WHERE id = $1 AND status = 'active' AND expires_at > $4 AND (paying_until IS NULL OR paying_until <= $4)
         AND kind IN ('plan', 'topup') AND allow_promotion_codes
       RETURNING *`,
-    [id, change.couponId, change.amount, at],
+    [id, change.couponId, change.amount, at, change.subtotal],
   );
   return rows[0];
 }
@@ -230,7 +230,7 @@ export async function findOpenTopupSession(
   // The pack's price, whatever code the customer applied on the session since.
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM checkout_sessions
-      WHERE customer_id = $1 AND kind = 'topup' AND topup_credits = $2 AND topup_price = $3
+      WHERE customer_id = $1 AND kind = 'topup' AND topup_credits = $2 AND amount_subtotal = $3
         AND status = 'active' AND expires_at > $4 AND allow_promotion_codes = $5
       ORDER BY created_at DESC LIMIT 1`,
     [customerId, pack.credits, pack.amount, openUntil, promotionCodes],

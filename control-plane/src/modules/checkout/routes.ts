@@ -76,7 +76,20 @@ const CheckoutSession = Type.Object({
   planRef: Nullable(Type.String()),
   productId: Nullable(Type.String()),
   credits: Nullable(Type.Integer()),
-  amount: Type.Integer(),
+  amount: Type.Integer({
+    description: 'What is due now, in minor units: less the coupon, nothing during a trial',
+  }),
+  amountSubtotal: Nullable(
+    Type.Integer({
+      description:
+        'What is due now before any coupon (Stripe’s amount_subtotal); null for a session made with a coupon before 2026-12-02',
+    }),
+  ),
+  amountDiscount: Nullable(
+    Type.Integer({
+      description: 'What the coupon takes off: amountSubtotal − amount; null as amountSubtotal',
+    }),
+  ),
   currency: Type.String(),
   successUrl: Type.String(),
   cancelUrl: Nullable(Type.String()),

@@ -82,7 +82,7 @@ export class CheckoutService {
     if (row.kind === 'topup' && row.coupon_id !== null) {
       const coupon = await findCoupon(this.pool, auth, row.coupon_id);
       if (coupon !== undefined)
-        lines.push(topupCouponWords(row.topup_price ?? row.amount, row.currency, coupon));
+        lines.push(topupCouponWords(row.amount_subtotal ?? row.amount, row.currency, coupon));
     }
     if (row.plan_id !== null) {
       const plan = await findPlan(this.pool, auth, row.plan_id);

@@ -75,12 +75,18 @@ export function topupDueNow(price: number, coupon: CouponRow | undefined, at: Da
 }
 
 /** A top-up as a coupon is redeemed on it: of no product, measured by its price. */
-export const topupTarget = (row: Pick<SessionRow, 'customer_id' | 'currency' | 'topup_price'>) => ({
+export const topupTarget = (
+  row: Pick<SessionRow, 'customer_id' | 'currency' | 'amount' | 'amount_subtotal'>,
+) => ({
   customerId: row.customer_id,
   productId: null,
   currency: row.currency,
-  subtotal: row.topup_price ?? 0,
+  subtotal: row.amount_subtotal ?? row.amount,
 });
+
+/** What the session's coupon takes off what is due now; null where the subtotal is not known. */
+const discountOfSession = (r: Pick<SessionRow, 'amount' | 'amount_subtotal'>) =>
+  r.amount_subtotal === null ? null : r.amount_subtotal - r.amount;
 
 /**
  * Checkout sessions as records: created for a plan purchase or a credit top-up, read back and
@@ -111,6 +117,8 @@ export class CheckoutSessions {
       url: this.url(r.id),
       status: r.status,
       amount: r.amount,
+      amount_subtotal: r.amount_subtotal,
+      amount_discount: discountOfSession(r),
       currency: r.currency,
       customer: r.customer_id,
       product: r.product_id,
@@ -131,6 +139,8 @@ export class CheckoutSessions {
       productId: r.product_id,
       credits: r.topup_credits,
       amount: r.amount,
+      amountSubtotal: r.amount_subtotal,
+      amountDiscount: discountOfSession(r),
       currency: r.currency,
       successUrl: r.success_url,
       cancelUrl: r.cancel_url,
@@ -174,7 +184,7 @@ export class CheckoutSessions {
     const at = this.clock.now();
     let fields: Pick<
       SessionRow,
-      'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency' | 'topup_price'
+      'kind' | 'plan_id' | 'product_id' | 'topup_credits' | 'amount' | 'currency' | 'amount_subtotal'
     >;
     if (input.planRef !== undefined) {
       const plan = await findPlan(db, auth, input.planRef);
@@ -195,7 +205,7 @@ export class CheckoutSessions {
         topup_credits: null,
         amount: dueNow,
         currency: s.currency,
-        topup_price: null,
+        amount_subtotal: planDueNow(s, undefined, at),
       };
     } else if (setup) {
       const merchant = await getProvider(db, auth.providerId);
@@ -206,7 +216,7 @@ export class CheckoutSessions {
         topup_credits: null,
         amount: 0,
         currency: merchant?.defaultCurrency ?? 'usd',
-        topup_price: null,
+        amount_subtotal: 0,
       };
     } else {
       const topup = input.topup;
@@ -218,7 +228,12 @@ export class CheckoutSessions {
       if (allowed !== null && allowed !== undefined && allowed.length > 0 && !allowed.includes(currency)) {
         throw problem('/topup/currency', `top-ups are accepted in ${allowed.join(', ')}`);
       }
-      const target = topupTarget({ customer_id: customer.id, currency, topup_price: topup.amount });
+      const target = topupTarget({
+        customer_id: customer.id,
+        currency,
+        amount: topup.amount,
+        amount_subtotal: topup.amount,
+      });
       const coupon =
         input.coupon === undefined ? undefined : await this.coupons.check(db, auth, input.coupon, target);
       couponId = coupon?.id ?? null;
@@ -229,7 +244,7 @@ export class CheckoutSessions {
         topup_credits: topup.credits,
         amount: topupDueNow(topup.amount, coupon, at),
         currency,
-        topup_price: topup.amount,
+        amount_subtotal: topup.amount,
       };
     }
     const row: SessionRow = {
@@ -278,7 +293,7 @@ export class CheckoutSessions {
     const auth: AuthContext = { providerId: row.provider_id, environment: row.environment };
     // What the code is checked against, and what is due with it (or without, for null).
     let target: RedemptionTarget = topupTarget(row);
-    let due = (coupon: CouponRow | undefined) => topupDueNow(row.topup_price ?? row.amount, coupon, at);
+    let due = (coupon: CouponRow | undefined) => topupDueNow(row.amount_subtotal ?? row.amount, coupon, at);
     if (row.kind === 'plan') {
       const plan = row.plan_id === null ? undefined : await findPlan(this.pool, auth, row.plan_id);
       if (plan === undefined)
@@ -296,7 +311,13 @@ export class CheckoutSessions {
       }
     }
     const amount = due(coupon);
-    const changed = await setSessionCoupon(this.pool, id, { couponId: coupon?.id ?? null, amount }, at);
+    const subtotal = due(undefined);
+    const changed = await setSessionCoupon(
+      this.pool,
+      id,
+      { couponId: coupon?.id ?? null, amount, subtotal },
+      at,
+    );
     if (changed === undefined)
       throw new ConflictError('checkout_session_in_progress', 'This checkout is being paid or was closed');
     return { amount, currency: changed.currency };
