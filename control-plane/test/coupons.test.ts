@@ -713,6 +713,53 @@ describe('coupons on invoices', () => {
     expect((await s.api('GET', `/v1/sdk/coupons/${made.body.id}`)).body.timesRedeemed).toBe(1);
   });
 
+  it('keeps a coupon for one customer to that customer, by id or reference', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('One customer');
+    const plan = await s.plan('Pro', 1000);
+    const ada = await s.customer('ada-one');
+    const bob = await s.customer('bob-one');
+    const unknown = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Nobody',
+      percentOff: 10,
+      duration: 'once',
+      customerRef: 'no-such-customer',
+    });
+    expect([unknown.status, unknown.body.errors?.[0]?.path]).toEqual([400, '/customerRef']);
+    // Named by the provider's own reference, kept as the customer's id.
+    const made = await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Just for Ada',
+      code: 'ADA50',
+      percentOff: 50,
+      duration: 'once',
+      customerRef: 'ada-one',
+    });
+    expect(made.body).toMatchObject({ customerRef: ada, valid: true });
+    const bobs = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: bob,
+      planRef: plan.id,
+      coupon: 'ADA50',
+    });
+    expect([bobs.status, bobs.body.code, bobs.body.detail]).toEqual([
+      409,
+      'coupon_not_redeemable',
+      expect.stringContaining('for another customer'),
+    ]);
+    const bobSession = await s.api('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: bob,
+      topup: { credits: 10, amount: 1000 },
+      coupon: 'ADA50',
+    });
+    expect(bobSession.body.code).toBe('coupon_not_redeemable');
+    const adas = await s.api('POST', '/v1/sdk/activate', {
+      customerRef: ada,
+      planRef: plan.id,
+      coupon: 'ada50',
+    });
+    expect(adas.body.status).toBe('activated');
+    expect((await s.invoices(adas.body.purchaseRef)).map((i) => i.total)).toEqual([500]);
+  });
+
   it('refuses coupons that cannot be redeemed, and activates nothing then', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Refusals');

@@ -649,7 +649,7 @@ export interface paths {
         put?: never;
         /**
          * Create a coupon: a percentage or an amount off a purchase’s invoices
-         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid), a `minimumAmount` with its `minimumAmountCurrency` (the plan’s price for a period plus its setup fee, before discounts, must reach it) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
+         * @description A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid), a `minimumAmount` with its `minimumAmountCurrency` (the plan’s price for a period plus its setup fee, before discounts, must reach it), a `customerRef` (the one customer who may redeem it) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.
          */
         post: operations["createCoupon"];
         delete?: never;
@@ -7630,11 +7630,12 @@ export interface operations {
                      *           "firstTimeOnly": false,
                      *           "minimumAmount": null,
                      *           "minimumAmountCurrency": null,
+                     *           "customerRef": null,
                      *           "metadata": {},
                      *           "status": "active",
                      *           "valid": true,
-                     *           "createdAt": "2026-05-28T09:00:07.051Z",
-                     *           "updatedAt": "2026-05-28T09:00:07.051Z"
+                     *           "createdAt": "2026-05-28T09:00:02.408Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.408Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -7650,6 +7651,7 @@ export interface operations {
                              */
                             createdAt: string;
                             currency: string | null;
+                            customerRef: string | null;
                             /** @enum {string} */
                             duration: "once" | "repeating" | "forever";
                             durationInMonths: number | null;
@@ -7803,6 +7805,8 @@ export interface operations {
                     code?: string;
                     /** @description ISO 4217, for amountOff: plans in it only */
                     currency?: string;
+                    /** @description The one customer (id or externalRef) who may redeem it; any when absent */
+                    customerRef?: string;
                     /**
                      * @description once: the first invoice; repeating: invoices issued in the durationInMonths after redemption; forever
                      * @enum {string}
@@ -7860,11 +7864,12 @@ export interface operations {
                      *       "firstTimeOnly": false,
                      *       "minimumAmount": null,
                      *       "minimumAmountCurrency": null,
+                     *       "customerRef": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:07.051Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
+                     *       "createdAt": "2026-05-28T09:00:02.408Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.408Z"
                      *     }
                      */
                     "application/json": {
@@ -7876,6 +7881,7 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string | null;
+                        customerRef: string | null;
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
@@ -8057,11 +8063,12 @@ export interface operations {
                      *       "firstTimeOnly": false,
                      *       "minimumAmount": null,
                      *       "minimumAmountCurrency": null,
+                     *       "customerRef": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:07.051Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.051Z"
+                     *       "createdAt": "2026-05-28T09:00:02.408Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.408Z"
                      *     }
                      */
                     "application/json": {
@@ -8073,6 +8080,7 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string | null;
+                        customerRef: string | null;
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
@@ -8247,11 +8255,12 @@ export interface operations {
                      *       "firstTimeOnly": false,
                      *       "minimumAmount": null,
                      *       "minimumAmountCurrency": null,
+                     *       "customerRef": null,
                      *       "metadata": {},
                      *       "status": "active",
                      *       "valid": true,
-                     *       "createdAt": "2026-05-28T09:00:07.051Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.228Z"
+                     *       "createdAt": "2026-05-28T09:00:02.408Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.458Z"
                      *     }
                      */
                     "application/json": {
@@ -8263,6 +8272,7 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string | null;
+                        customerRef: string | null;
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;
@@ -8421,11 +8431,12 @@ export interface operations {
                      *       "firstTimeOnly": false,
                      *       "minimumAmount": null,
                      *       "minimumAmountCurrency": null,
+                     *       "customerRef": null,
                      *       "metadata": {},
                      *       "status": "archived",
                      *       "valid": false,
-                     *       "createdAt": "2026-05-28T09:00:07.051Z",
-                     *       "updatedAt": "2026-05-28T09:00:07.464Z"
+                     *       "createdAt": "2026-05-28T09:00:02.408Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.531Z"
                      *     }
                      */
                     "application/json": {
@@ -8437,6 +8448,7 @@ export interface operations {
                          */
                         createdAt: string;
                         currency: string | null;
+                        customerRef: string | null;
                         /** @enum {string} */
                         duration: "once" | "repeating" | "forever";
                         durationInMonths: number | null;

@@ -542,12 +542,24 @@ describe('the console’s operations pages', () => {
     await page.getByLabel('Coupon name').fill('Maps only');
     await page.getByLabel('Percent off').fill('10');
     await page.getByRole('group', { name: 'Products' }).getByLabel('Maps').check();
+    // For one customer, named by the provider's own reference: an unknown one is refused first.
+    await page.getByLabel('For one customer').fill('nobody');
+    await page.getByRole('button', { name: 'Create coupon' }).click();
+    await page.locator('#field-customerRef-error').getByText('no customer nobody').waitFor();
+    await page.getByLabel('For one customer').fill('hedy');
     await page.getByRole('button', { name: 'Create coupon' }).click();
     await page.getByRole('cell', { name: 'Maps', exact: true }).waitFor();
     const scoped = (await (await page.request.get(`${baseUrl}/v1/sdk/coupons?limit=10`)).json()) as {
-      data: Array<{ name: string; productIds: string[] }>;
+      data: Array<{ name: string; productIds: string[]; customerRef: string | null }>;
     };
-    expect(scoped.data.find((c) => c.name === 'Maps only')?.productIds).toEqual([product.id]);
+    const hedy = (await (await page.request.get(`${baseUrl}/v1/sdk/customers/hedy`)).json()) as {
+      id: string;
+    };
+    expect(scoped.data.find((c) => c.name === 'Maps only')).toMatchObject({
+      productIds: [product.id],
+      customerRef: hedy.id,
+    });
+    await page.getByRole('cell', { name: `${hedy.id} only` }).waitFor();
     expect(await page.getByRole('cell', { name: 'all, and top-ups' }).count()).toBe(2);
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { ApiProblem, amountExample, api, minorOf, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
@@ -65,6 +66,7 @@ export function Coupons() {
   const [firstTimeOnly, setFirstTimeOnly] = useState(false);
   const [minimum, setMinimum] = useState('');
   const [productIds, setProductIds] = useState<string[]>([]);
+  const [forCustomer, setForCustomer] = useState('');
   // The currency field serves an amount off and a minimum purchase alike (one currency for both).
   const needsCurrency = kind === 'amount' || minimum.trim() !== '';
   const create = useMutation({
@@ -108,6 +110,7 @@ export function Coupons() {
             ...(firstTimeOnly ? { firstTimeOnly } : {}),
             ...least,
             ...(productIds.length > 0 ? { productIds } : {}),
+            ...(forCustomer.trim() === '' ? {} : { customerRef: forCustomer.trim() }),
           },
         }),
       );
@@ -119,6 +122,7 @@ export function Coupons() {
       setFirstTimeOnly(false);
       setMinimum('');
       setProductIds([]);
+      setForCustomer('');
       refresh();
     },
   });
@@ -163,13 +167,27 @@ export function Coupons() {
               },
               {
                 header: 'Who',
-                cell: (row) =>
-                  [
-                    row.firstTimeOnly ? 'customers who never paid' : 'any customer',
-                    row.minimumAmount === null
+                cell: (row) => (
+                  <>
+                    {row.customerRef === null ? (
+                      row.firstTimeOnly ? (
+                        'customers who never paid'
+                      ) : (
+                        'any customer'
+                      )
+                    ) : (
+                      <>
+                        <Link to="/customers/$customerRef" params={{ customerRef: row.customerRef }}>
+                          {row.customerRef}
+                        </Link>
+                        {row.firstTimeOnly ? ' only, before a first payment' : ' only'}
+                      </>
+                    )}
+                    {row.minimumAmount === null
                       ? ''
-                      : `, on purchases from ${money(row.minimumAmount, row.minimumAmountCurrency ?? 'usd')}`,
-                  ].join(''),
+                      : `, on purchases from ${money(row.minimumAmount, row.minimumAmountCurrency ?? 'usd')}`}
+                  </>
+                ),
               },
               {
                 header: 'Redeemed',
@@ -299,6 +317,14 @@ export function Coupons() {
             error={create.error}
             hint="Optional: the last moment it can be used"
           />
+          <Field
+            label="For one customer"
+            name="customerRef"
+            value={forCustomer}
+            onChange={setForCustomer}
+            error={create.error}
+            hint="Optional: the customer's id or your reference for them; no one else may redeem it"
+          />
           {(products.data?.data.length ?? 0) > 0 && (
             <fieldset className="choices" aria-describedby="productIds-hint">
               <legend>Products</legend>
@@ -341,6 +367,7 @@ export function Coupons() {
               'amountOff',
               'currency',
               'minimumAmount',
+              'customerRef',
               'durationInMonths',
               'maxRedemptions',
               'redeemBy',

@@ -78,7 +78,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/sdk/purchases':
     'Purchases, cursor-paginated, with filters for the customer and the rest of the query parameters below.',
   'POST /v1/sdk/coupons':
-    'A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid), a `minimumAmount` with its `minimumAmountCurrency` (the plan’s price for a period plus its setup fee, before discounts, must reach it) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.',
+    'A coupon: `percentOff` (up to two decimals) or `amountOff` with its `currency`, for `once` (the first invoice), `repeating` (invoices issued within `durationInMonths` of redemption) or `forever`; optionally a `code` customers type, `maxRedemptions`, `redeemBy`, the `productIds` it is for, `firstTimeOnly` (customers who never paid), a `minimumAmount` with its `minimumAmountCurrency` (the plan’s price for a period plus its setup fee, before discounts, must reach it), a `customerRef` (the one customer who may redeem it) and `metadata`. Its terms never change; a code already an active coupon’s is 409 `coupon_code_taken`. See docs/coupons.md.',
   'GET /v1/sdk/coupons': 'Coupons, newest first, cursor-paginated; `status` and `code` filter.',
   'GET /v1/sdk/coupons/:id':
     'One coupon, by id or by the code of an active coupon (any case), with `timesRedeemed` and whether it is `valid` now.',

@@ -20,6 +20,8 @@ export interface CouponRow {
   /** The least a purchase's first invoice must come to before discounts, in its currency. */
   minimum_amount: number | null;
   minimum_amount_currency: string | null;
+  /** The one customer who may redeem it; null for any. */
+  customer_id: string | null;
   metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
@@ -34,8 +36,8 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
     `INSERT INTO coupons (id, provider_id, environment, name, code, percent_off_bps, amount_off, currency, duration,
                           duration_in_months, max_redemptions, times_redeemed, redeem_by, product_ids, status,
                           created_at, updated_at, first_time_only, metadata, minimum_amount,
-                          minimum_amount_currency)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14, $15, $16, $17, $18)
+                          minimum_amount_currency, customer_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, 'active', $14, $14, $15, $16, $17, $18, $19)
      ON CONFLICT (provider_id, environment, lower(code)) WHERE code IS NOT NULL AND status = 'active' DO NOTHING
      RETURNING *`,
     [
@@ -57,6 +59,7 @@ export async function insertCoupon(db: Queryable, row: CouponRow): Promise<Coupo
       row.metadata,
       row.minimum_amount,
       row.minimum_amount_currency,
+      row.customer_id,
     ],
   );
   return rows[0];

@@ -81,6 +81,13 @@ export const CouponCreate = Type.Object(
         description: 'ISO 4217, for minimumAmount: purchases in another currency cannot redeem it',
       }),
     ),
+    customerRef: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'The one customer (id or externalRef) who may redeem it; any when absent',
+      }),
+    ),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -112,6 +119,9 @@ export const Coupon = Type.Object({
   firstTimeOnly: Type.Boolean(),
   minimumAmount: Nullable(Type.Integer()),
   minimumAmountCurrency: Nullable(Type.String()),
+  customerRef: Nullable(
+    Type.String({ description: 'The one customer (cus_…) who may redeem it; null for any' }),
+  ),
   metadata: Type.Record(Type.String(), Type.String()),
   status: stringEnum(COUPON_STATUSES),
   valid: Type.Boolean({

@@ -7,6 +7,7 @@ import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
 import { addMonths, type Discount } from '../billing/discounts';
 import { formatMoney } from '../checkout/page';
+import { findCustomer } from '../customers/repository';
 import { writeEvent } from '../events/outbox';
 import { isCurrency, type PlanSettings, recurringAmount } from '../plans/rules';
 import {
@@ -49,6 +50,7 @@ export const toCoupon = (row: CouponRow, at: Date): Static<typeof Coupon> => ({
   firstTimeOnly: row.first_time_only,
   minimumAmount: row.minimum_amount,
   minimumAmountCurrency: row.minimum_amount_currency,
+  customerRef: row.customer_id,
   metadata: row.metadata,
   status: row.status,
   valid: unredeemable(row, at) === null,
@@ -149,6 +151,10 @@ export class CouponService {
         if (!known.has(id)) add(`/productIds/${i}`, `no product ${id}`);
       });
     }
+    const customer =
+      body.customerRef === undefined ? undefined : await findCustomer(this.pool, auth, body.customerRef);
+    if (body.customerRef !== undefined && customer === undefined)
+      add('/customerRef', `no customer ${body.customerRef}`);
     if (problems.length > 0) throw new ValidationError(problems);
     const row = await inTransaction(this.pool, async (tx) => {
       const inserted = await insertCoupon(tx, {
@@ -169,6 +175,7 @@ export class CouponService {
         first_time_only: body.firstTimeOnly ?? false,
         minimum_amount: body.minimumAmount ?? null,
         minimum_amount_currency: minimumCurrency,
+        customer_id: customer?.id ?? null,
         metadata: body.metadata ?? {},
         status: 'active',
         created_at: now,
@@ -306,11 +313,13 @@ export class CouponService {
 }
 
 /**
- * Why a coupon does not fit a purchase's product, currency or customer (first-time-only coupons
+ * Why a coupon does not fit a purchase's (or top-up's) customer, product, currency or amount
+ * (a coupon may be for one customer, for some products, from a minimum; first-time-only coupons
  * are for customers who never paid), or null. Redeemed in an activation, the customer's row is
  * locked, so a first payment cannot slip in between this check and the redemption.
  */
 async function mismatch(db: Queryable, row: CouponRow, target: RedemptionTarget): Promise<string | null> {
+  if (row.customer_id !== null && row.customer_id !== target.customerId) return 'it is for another customer';
   if (row.product_ids.length > 0 && target.productId === null)
     return "it applies to some products' plans, not to credit top-ups";
   if (row.product_ids.length > 0 && !row.product_ids.includes(target.productId ?? ''))
