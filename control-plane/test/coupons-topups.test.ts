@@ -181,6 +181,23 @@ describe('coupons on credit top-ups', () => {
     expect(outcomes.filter((o) => o === 'paid')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'coupon_not_redeemable')).toHaveLength(5);
     const winner = refs[outcomes.indexOf('paid')] as string;
+    // The winner's session paid eight more times at once: closed, nothing more credited or redeemed.
+    const winning = sessions[outcomes.indexOf('paid')] as Json;
+    const again = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        s.api('POST', `/checkout/${winning.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+      ),
+    );
+    expect(again.map((a) => a.body.code)).toEqual(Array(8).fill('checkout_session_closed'));
+    // A loser's session paid eight times at once: one payer gets to the coupon, which is used up.
+    const contested = sessions[outcomes.lastIndexOf('coupon_not_redeemable')] as Json;
+    const racing = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        s.api('POST', `/checkout/${contested.id}/pay`, card(SANDBOX_CARDS.succeeds), null),
+      ),
+    );
+    expect(racing.every((a) => a.status === 409)).toBe(true);
+    expect(racing.map((a) => a.body.code)).toContain('coupon_not_redeemable');
     for (const ref of refs) {
       expect(await s.credits(ref)).toBe(ref === winner ? 500 : 0);
       // Nothing to charge: no payment, not even a failed attempt.
