@@ -87,6 +87,9 @@ describe('coupons on credit top-ups', () => {
       [session.body.id],
     );
     expect(created.rows[0]?.payload.data.object).toMatchObject({
+      kind: 'topup',
+      credits: 1000,
+      coupon: launch.id,
       amount: 1000,
       amount_subtotal: 1250,
       amount_discount: 250,

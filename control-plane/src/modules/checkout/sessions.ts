@@ -116,6 +116,7 @@ export class CheckoutSessions {
       session_id: r.id,
       url: this.url(r.id),
       status: r.status,
+      kind: r.kind,
       amount: r.amount,
       amount_subtotal: r.amount_subtotal,
       amount_discount: discountOfSession(r),
@@ -123,6 +124,8 @@ export class CheckoutSessions {
       customer: r.customer_id,
       product: r.product_id,
       plan: r.plan_id,
+      credits: r.topup_credits,
+      coupon: r.coupon_id,
       expires_at: unixSeconds(r.expires_at),
       created: unixSeconds(r.created_at),
     };
