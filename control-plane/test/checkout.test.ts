@@ -292,6 +292,52 @@ describe('checkout sessions', () => {
     );
   });
 
+  it('require a tax ID of a customer who has none when the session says so', async () => {
+    const { call, plan } = await seller();
+    const refused = await call('POST', '/v1/sdk/checkout-sessions', {
+      customerRef: 'buyer',
+      planRef: plan.reference,
+      taxIdCollection: { enabled: false, required: 'if_supported' },
+    });
+    expect([refused.status, refused.body.errors?.[0]?.path]).toEqual([400, '/taxIdCollection/required']);
+    const ask = { enabled: true, required: 'if_supported' };
+    const session = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        planRef: plan.reference,
+        taxIdCollection: ask,
+      })
+    ).body;
+    expect(session.taxIdCollection).toEqual(ask);
+    // The fields are shown and required, with no "buying as a business" box to tick.
+    const page = String((await call('GET', `/checkout/${session.id}`, undefined, null)).body);
+    expect(page).toContain('<div id="tax-id-fields" data-required="1">');
+    expect(page).not.toContain('buying as a business');
+    const pay = (body: Json) =>
+      call('POST', `/checkout/${session.id}/pay`, { ...card(SANDBOX_CARDS.succeeds), ...body }, null);
+    const without = await pay({});
+    expect([without.status, without.body.errors?.[0]?.path]).toEqual([400, '/billing/taxId']);
+    expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('active');
+    expect((await pay({ billing: { taxId: { type: 'gb_vat', value: 'GB 123 456 789' } } })).status).toBe(200);
+    expect((await call('GET', '/v1/sdk/customers/buyer')).body.taxIds).toEqual([
+      { type: 'gb_vat', value: 'GB123456789' },
+    ]);
+    // The next such checkout of the same customer, who has one now, leaves it optional.
+    const next = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'buyer',
+        topup: { credits: 5, amount: 500 },
+        taxIdCollection: ask,
+      })
+    ).body;
+    expect((await call('GET', `/checkout/${next.id}`, undefined, null)).body).toContain(
+      'buying as a business',
+    );
+    expect((await call('POST', `/checkout/${next.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).status).toBe(
+      200,
+    );
+  });
+
   it('wear the provider’s brand colour, which only ever reaches the page as a colour', async () => {
     const { call } = await seller();
     for (const brandColor of ['red', '#fff', '#12345g', '#123456;}body{display:none', 'url(x)', '#1234567'])

@@ -546,7 +546,7 @@ describe('live payments through Stripe, payments succeeding', () => {
       await s.live('POST', '/v1/sdk/checkout-sessions', {
         customerRef: customer,
         planRef: plan.id,
-        taxIdCollection: { enabled: true },
+        taxIdCollection: { enabled: true, required: 'if_supported' },
       })
     ).body;
     const from = mock.requests.length;
@@ -558,6 +558,8 @@ describe('live payments through Stripe, payments succeeding', () => {
     // Stripe refuses tax ID collection for a customer it has unless it may write the name.
     expect(made[0]?.params).toMatchObject({
       'tax_id_collection[enabled]': 'true',
+      // The customer has no tax ID: Stripe asks one where their country has them.
+      'tax_id_collection[required]': 'if_supported',
       'customer_update[name]': 'auto',
     });
     expect(made[0]?.params.billing_address_collection).toBeUndefined();

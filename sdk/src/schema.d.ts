@@ -605,7 +605,7 @@ export interface paths {
         put?: never;
         /**
          * Create a hosted checkout session for a plan or a credit top-up
-         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan or a top-up, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice, or top-up; a top-up takes a coupon once, and not one limited to products), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md). `billingAddressCollection: required` asks for a billing address and `taxIdCollection: {enabled: true}` lets the customer give a tax ID; both go on the customer before the charge, so the first invoice names them (Stripe’s page collects them in live, and a business name given with a tax ID becomes the customer’s name).
+         * @description A hosted checkout page for one plan, a credit top-up, or (`setup: true`) a card saved as the default with nothing charged (Stripe Checkout in setup mode in live), valid for a while; send the customer to its `url`. Paying it activates the plan or adds the credits and sends the matching webhooks. For a plan or a top-up, `coupon` (id or code) applies a coupon, checked now and redeemed when paid (`amount` is the discounted first invoice, or top-up; a top-up takes a coupon once, and not one limited to products), and `allowPromotionCodes: true` gives the page a field where the customer types a code (docs/coupons.md). `billingAddressCollection: required` asks for a billing address and `taxIdCollection: {enabled: true}` lets the customer give a tax ID (`required: "if_supported"`: one who has none must); both go on the customer before the charge, so the first invoice names them (Stripe’s page collects them in live, and a business name given with a tax ID becomes the customer’s name).
          */
         post: operations["createCheckoutSession"];
         delete?: never;
@@ -7236,6 +7236,11 @@ export interface operations {
                     taxIdCollection?: {
                         /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
                         enabled: boolean;
+                        /**
+                         * @description if_supported: a customer who has no tax ID must give one (on Stripe’s page, where their country has tax IDs Stripe collects); never (default): it is optional. Needs enabled
+                         * @enum {string}
+                         */
+                        required?: "never" | "if_supported";
                     };
                     topup?: {
                         /** @description Price of the credits, minor units */
@@ -7274,10 +7279,11 @@ export interface operations {
                      *       "allowPromotionCodes": false,
                      *       "billingAddressCollection": "auto",
                      *       "taxIdCollection": {
-                     *         "enabled": false
+                     *         "enabled": false,
+                     *         "required": "never"
                      *       },
-                     *       "expiresAt": "2026-05-28T10:00:03.202Z",
-                     *       "createdAt": "2026-05-28T09:00:03.202Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.642Z",
+                     *       "createdAt": "2026-05-28T09:00:04.642Z"
                      *     }
                      */
                     "application/json": {
@@ -7313,6 +7319,11 @@ export interface operations {
                         taxIdCollection: {
                             /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
                             enabled: boolean;
+                            /**
+                             * @description if_supported: a customer who has no tax ID must give one (on Stripe’s page, where their country has tax IDs Stripe collects); never (default): it is optional. Needs enabled
+                             * @enum {string}
+                             */
+                            required?: "never" | "if_supported";
                         };
                         url: string;
                     };
@@ -7451,10 +7462,11 @@ export interface operations {
                      *       "allowPromotionCodes": false,
                      *       "billingAddressCollection": "auto",
                      *       "taxIdCollection": {
-                     *         "enabled": false
+                     *         "enabled": false,
+                     *         "required": "never"
                      *       },
-                     *       "expiresAt": "2026-05-28T10:00:03.202Z",
-                     *       "createdAt": "2026-05-28T09:00:03.202Z"
+                     *       "expiresAt": "2026-05-28T10:00:04.642Z",
+                     *       "createdAt": "2026-05-28T09:00:04.642Z"
                      *     }
                      */
                     "application/json": {
@@ -7490,6 +7502,11 @@ export interface operations {
                         taxIdCollection: {
                             /** @description The customer may give a tax ID (buying as a business), saved on the customer when paid */
                             enabled: boolean;
+                            /**
+                             * @description if_supported: a customer who has no tax ID must give one (on Stripe’s page, where their country has tax IDs Stripe collects); never (default): it is optional. Needs enabled
+                             * @enum {string}
+                             */
+                            required?: "never" | "if_supported";
                         };
                         url: string;
                     };

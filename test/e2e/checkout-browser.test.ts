@@ -135,34 +135,51 @@ describe('hosted checkout in a browser', () => {
     // The page as a live session that takes codes renders it (the way on is served by
     // control-plane/test/stripe.test.ts against stripe-mock); here its markup and script in Chromium.
     const person = await newPerson(browser);
-    await person.page.setContent(
-      renderCheckout({
-        sessionId: 'cs_live',
-        merchant: {
-          displayName: 'Acme Tools',
-          logoUrl: null,
-          brandColor: '#0a7',
-          termsUrl: null,
-          privacyUrl: null,
-          supportEmail: 'help@acme.example',
-        },
-        title: 'Weather API · Pro',
-        lines: ['$20.00 per month', 'Launch (25% off), on the first invoice'],
-        dueNow: '$15.00 due today',
-        action: 'Pay',
-        cancelUrl: 'https://acme.example/cancel',
-        sandbox: false,
-        promotion: { applied: true },
-        billing: null,
-        continueUrl: '/checkout/cs_live/card',
-      }),
-    );
+    const view: Parameters<typeof renderCheckout>[0] = {
+      sessionId: 'cs_live',
+      merchant: {
+        displayName: 'Acme Tools',
+        logoUrl: null,
+        brandColor: '#0a7',
+        termsUrl: null,
+        privacyUrl: null,
+        supportEmail: 'help@acme.example',
+      },
+      title: 'Weather API · Pro',
+      lines: ['$20.00 per month', 'Launch (25% off), on the first invoice'],
+      dueNow: '$15.00 due today',
+      action: 'Pay',
+      cancelUrl: 'https://acme.example/cancel',
+      sandbox: false,
+      promotion: { applied: true },
+      billing: null,
+      continueUrl: '/checkout/cs_live/card',
+    };
+    await person.page.setContent(renderCheckout(view));
     const onward = person.page.getByRole('link', { name: 'Continue to payment' });
     expect(await onward.getAttribute('href')).toBe('/checkout/cs_live/card');
     expect(await person.page.locator('#number').count()).toBe(0);
     await person.page.getByRole('button', { name: 'Remove the promotion code' }).waitFor();
     expect(await axeFindings(person.page)).toEqual([]);
     expect(person.errors).toEqual([]);
+
     await person.context.close();
+
+    // A sandbox page whose session requires a tax ID of a customer who has none: shown, required.
+    const buyer = await newPerson(browser);
+    await buyer.page.setContent(
+      renderCheckout({
+        ...view,
+        continueUrl: null,
+        promotion: null,
+        billing: { address: false, taxId: 'required' },
+      }),
+    );
+    expect(await buyer.page.locator('#business').count()).toBe(0);
+    expect(await buyer.page.getByLabel('Tax ID number').isVisible()).toBe(true);
+    expect(await buyer.page.getByLabel('Tax ID number').getAttribute('required')).toBe('');
+    expect(await axeFindings(buyer.page)).toEqual([]);
+    expect(buyer.errors).toEqual([]);
+    await buyer.context.close();
   });
 });

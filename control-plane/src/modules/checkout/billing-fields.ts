@@ -6,7 +6,8 @@ import { escapeHtml } from '../../http/html';
 export interface BillingAsk {
   /** The address fields, filled with the customer's current address. */
   address: Address | null | false;
-  taxId: boolean;
+  /** `required`: the customer has no tax id and the session requires one. */
+  taxId: false | 'optional' | 'required';
 }
 
 /** Every ISO 3166-1 country, by English name, for the address's list. */
@@ -14,7 +15,8 @@ const COUNTRIES = countries();
 
 /**
  * The page's billing fields (inside its payment form): the address, required as the session
- * says, filled with what the customer has; the tax id, optional, behind "buying as a business".
+ * says, filled with what the customer has; the tax id, behind "buying as a business" when it is
+ * optional, shown and required when the session requires one of a customer who has none.
  */
 export function billingFields(ask: BillingAsk | null): string {
   if (ask === null) return '';
@@ -42,14 +44,14 @@ ${field('postalCode', 'Postal code', 'postal-code', 20, false)}
 <label for="billing-country">Country</label><select id="billing-country" name="country" autocomplete="billing country" required><option value="">Choose a country</option>${options}</select>
 </fieldset>`;
   }
-  if (ask.taxId) {
+  if (ask.taxId !== false) {
     const kinds = TAX_ID_TYPES.map(
       (type) => `<option value="${type}">${escapeHtml(taxIdLabel(type))}</option>`,
     ).join('');
+    const required = ask.taxId === 'required';
     html += `<fieldset id="billing-tax"><legend>Tax ID</legend>
-<label class="check"><input type="checkbox" id="business"> I'm buying as a business</label>
-<div id="tax-id-fields" hidden><label for="tax-id-type">Tax ID kind</label><select id="tax-id-type">${kinds}</select>
-<label for="tax-id-value">Tax ID number</label><input id="tax-id-value" maxlength="64"></div>
+${required ? '' : `<label class="check"><input type="checkbox" id="business"> I'm buying as a business</label>\n`}<div id="tax-id-fields"${required ? ' data-required="1"' : ' hidden'}><label for="tax-id-type">Tax ID kind</label><select id="tax-id-type"${required ? ' required' : ''}>${kinds}</select>
+<label for="tax-id-value">Tax ID number</label><input id="tax-id-value" maxlength="64"${required ? ' required' : ''}></div>
 </fieldset>`;
   }
   return html;
@@ -70,7 +72,8 @@ export const BILLING_SCRIPT = `function billingOf() {
     billing.address = address;
   }
   const business = document.getElementById('business');
-  if (business && business.checked)
+  const taxFields = document.getElementById('tax-id-fields');
+  if ((business && business.checked) || (taxFields && taxFields.dataset.required === '1'))
     billing.taxId = { type: document.getElementById('tax-id-type').value, value: document.getElementById('tax-id-value').value.trim() };
   return Object.keys(billing).length === 0 ? undefined : billing;
 }

@@ -27,7 +27,8 @@ const REQUIRED_PARTS = ['line1', 'city', 'country'] as const satisfies ReadonlyA
 /**
  * The change a payment makes to its customer's billing details, from what the page sent: the
  * address given (every part it has; a `required` session refuses one without a street, city and
- * country), and the tax id given, added unless the customer has it already. Only what the
+ * country), and the tax id given, added unless the customer has it already (a session that
+ * requires one refuses a customer who has none and gave none). Only what the
  * session asks is taken: anything else is a 400 naming it, as is a malformed part.
  *
  * `fromProcessor`: the processor's own page collected them (Stripe Checkout), and what it sends
@@ -38,7 +39,7 @@ const REQUIRED_PARTS = ['line1', 'city', 'country'] as const satisfies ReadonlyA
  * customer's name, as Stripe makes it its customer's.
  */
 export function billingChange(
-  row: Pick<SessionRow, 'billing_address_collection' | 'tax_id_collection'>,
+  row: Pick<SessionRow, 'billing_address_collection' | 'tax_id_collection' | 'tax_id_required'>,
   billing: BillingInput | undefined,
   fromProcessor = false,
 ): ((current: Customer) => CustomerUpdate) | undefined {
@@ -76,8 +77,12 @@ export function billingChange(
     throw new ValidationError(
       problems.map((p) => ({ ...p, path: p.path.replace('/billing/taxId/0', '/billing/taxId') })),
     );
-  if (address === undefined && taxId === undefined) return undefined;
+  // A session that requires a tax id takes the payment of a customer who has one already.
+  const mustHaveTaxId = row.tax_id_required && !fromProcessor && taxId === undefined;
+  if (address === undefined && taxId === undefined && !mustHaveTaxId) return undefined;
   return (current) => {
+    if (mustHaveTaxId && current.taxIds.length === 0)
+      throw new ValidationError([{ path: '/billing/taxId', message: 'is required' }]);
     const change: CustomerUpdate = {};
     if (address !== undefined) change.address = compact(address);
     if (name !== undefined && name !== current.name) change.name = name;

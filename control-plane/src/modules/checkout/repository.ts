@@ -34,14 +34,17 @@ export interface SessionRow {
   billing_address_collection: 'auto' | 'required';
   /** The page lets the customer give a tax id (buying as a business), saved on the customer. */
   tax_id_collection: boolean;
+  /** A customer who has no tax id must give one (Stripe's tax_id_collection[required]). */
+  tax_id_required: boolean;
 }
 
 export async function insertSession(db: Queryable, row: SessionRow): Promise<void> {
   await db.query(
     `INSERT INTO checkout_sessions (id, provider_id, environment, customer_id, kind, plan_id, product_id, topup_credits, amount, currency,
                                     status, success_url, cancel_url, purchase_id, expires_at, completed_at, created_at, source, coupon_id,
-                                    allow_promotion_codes, billing_address_collection, tax_id_collection, amount_subtotal)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
+                                    allow_promotion_codes, billing_address_collection, tax_id_collection, amount_subtotal,
+                                    tax_id_required)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
     [
       row.id,
       row.provider_id,
@@ -66,6 +69,7 @@ export async function insertSession(db: Queryable, row: SessionRow): Promise<voi
       row.billing_address_collection,
       row.tax_id_collection,
       row.amount_subtotal,
+      row.tax_id_required,
     ],
   );
 }

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { AddressInput, TaxId } from '../../billing-details';
 import { type App, authOf } from '../../http/app';
-import { errorResponses, Nullable, Problem, Timestamp } from '../../http/schemas';
+import { errorResponses, Nullable, Problem, stringEnum, Timestamp } from '../../http/schemas';
 import { CHECKOUT_CSP, renderCheckout, renderDone } from './page';
 import type { CheckoutService } from './service';
 
@@ -16,6 +16,12 @@ const TaxIdCollection = Type.Object(
     enabled: Type.Boolean({
       description: 'The customer may give a tax ID (buying as a business), saved on the customer when paid',
     }),
+    required: Type.Optional(
+      stringEnum(
+        ['never', 'if_supported'],
+        'if_supported: a customer who has no tax ID must give one (on Stripe’s page, where their country has tax IDs Stripe collects); never (default): it is optional. Needs enabled',
+      ),
+    ),
   },
   { additionalProperties: false },
 );

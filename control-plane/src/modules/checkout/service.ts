@@ -151,8 +151,16 @@ export class CheckoutService {
     const required = row.billing_address_collection === 'required';
     if (!required && !row.tax_id_collection) return null;
     const auth = { providerId: row.provider_id, environment: row.environment };
-    const customer = required ? await findCustomer(this.pool, auth, row.customer_id) : undefined;
-    return { address: required ? (customer?.address ?? null) : false, taxId: row.tax_id_collection };
+    const customer =
+      required || row.tax_id_required ? await findCustomer(this.pool, auth, row.customer_id) : undefined;
+    return {
+      address: required ? (customer?.address ?? null) : false,
+      taxId: !row.tax_id_collection
+        ? false
+        : row.tax_id_required && (customer?.tax_ids.length ?? 0) === 0
+          ? 'required'
+          : 'optional',
+    };
   }
 
   /**
@@ -192,6 +200,8 @@ export class CheckoutService {
         cancelUrl: row.cancel_url,
         billingAddress: row.billing_address_collection === 'required',
         taxId: row.tax_id_collection,
+        // Our tax ids are not on Stripe's customer: Stripe asks one only of a customer who has none.
+        taxIdRequired: row.tax_id_required && customer.tax_ids.length === 0,
         coupon: row.coupon_id,
       },
     );

@@ -42,7 +42,7 @@ export interface CheckoutInput {
   /** `required`: the customer gives a billing address, saved on them when paid (Stripe's name). */
   billingAddressCollection?: 'auto' | 'required' | undefined;
   /** The customer may give a tax id, saved on them when paid (Stripe's tax_id_collection). */
-  taxIdCollection?: { enabled: boolean } | undefined;
+  taxIdCollection?: { enabled: boolean; required?: 'never' | 'if_supported' | undefined } | undefined;
 }
 
 /**
@@ -151,7 +151,10 @@ export class CheckoutSessions {
       coupon: r.coupon_id,
       allowPromotionCodes: r.allow_promotion_codes,
       billingAddressCollection: r.billing_address_collection,
-      taxIdCollection: { enabled: r.tax_id_collection },
+      taxIdCollection: {
+        enabled: r.tax_id_collection,
+        required: r.tax_id_required ? ('if_supported' as const) : ('never' as const),
+      },
       expiresAt: r.expires_at.toISOString(),
       createdAt: r.created_at.toISOString(),
     };
@@ -172,6 +175,8 @@ export class CheckoutSessions {
     const problem = (path: string, message: string) =>
       new ValidationError([{ path, message, location: 'body' }]);
     const setup = input.setup === true;
+    if (input.taxIdCollection?.required === 'if_supported' && input.taxIdCollection.enabled !== true)
+      throw problem('/taxIdCollection/required', 'needs enabled: true');
     if (setup && (input.coupon !== undefined || input.allowPromotionCodes === true))
       throw problem(
         input.coupon !== undefined ? '/coupon' : '/allowPromotionCodes',
@@ -270,6 +275,7 @@ export class CheckoutSessions {
       promotion_code_failures: 0,
       billing_address_collection: input.billingAddressCollection ?? 'auto',
       tax_id_collection: input.taxIdCollection?.enabled === true,
+      tax_id_required: input.taxIdCollection?.required === 'if_supported',
     };
     const write = async (tx: PoolClient) => {
       await insertSession(tx, row);

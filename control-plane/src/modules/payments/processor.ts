@@ -83,6 +83,8 @@ export interface CardPageRequest {
   billingAddress: boolean;
   /** The page may take a tax ID (the session's `taxIdCollection: {enabled: true}`). */
   taxId: boolean;
+  /** The page requires a tax ID where the customer's country has one (`required: if_supported`). */
+  taxIdRequired: boolean;
   /**
    * The coupon the session applies now (a promotion code typed on our page first): the page
    * says what is due with it, so each coupon has a page of its own.

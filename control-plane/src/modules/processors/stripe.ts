@@ -140,7 +140,13 @@ export class StripeProcessor implements PaymentProcessor {
           // A business buyer gives a tax ID and its legal name; Stripe takes them for a customer
           // it already has only when it may write that name onto it.
           ...(request.taxId
-            ? { tax_id_collection: { enabled: true }, customer_update: { name: 'auto' as const } }
+            ? {
+                tax_id_collection: {
+                  enabled: true,
+                  ...(request.taxIdRequired ? { required: 'if_supported' as const } : {}),
+                },
+                customer_update: { name: 'auto' as const },
+              }
             : {}),
         },
         {
