@@ -240,7 +240,7 @@ describe('live payments through Stripe, payments succeeding', () => {
     expect((await patch({ telephone: '+14155550100', metadata: { tier: 'gold' } })).status).toBe(200);
     expect(toStripe(from)).toEqual([{ email: '', name: 'Grace Hopper', status: 200 }]);
     // A billing address goes on as Stripe's address, and a removed one is removed there; tax ids
-    // stay ours.
+    // go on as its tax ids (the test below).
     from = mock.requests.length;
     const moved = await patch({
       address: { line1: '1 Main St', city: 'Springfield', postalCode: '62701', country: 'us' },
@@ -263,7 +263,14 @@ describe('live payments through Stripe, payments succeeding', () => {
       },
       { address: '' },
     ]);
-    expect(mock.requests.slice(from).some((r) => r.path.includes('tax_ids'))).toBe(false);
+    const taxIds = mock.requests
+      .slice(from)
+      .filter((r) => r.method === 'POST' && r.path === `/v1/customers/${stripeCustomer}/tax_ids`);
+    expect(taxIds.map((r) => [r.params.type, r.params.value, r.status])[0]).toEqual([
+      'us_ein',
+      '123456789',
+      200,
+    ]);
     // Stripe refuses the change: ours stands, and the next card stored sends it again.
     from = mock.requests.length;
     mock.refuseNext(`/v1/customers/${stripeCustomer}`, 'resource_missing', 'No such customer');
@@ -324,6 +331,51 @@ describe('live payments through Stripe, payments succeeding', () => {
     const eight = mock.requests.slice(at).filter((r) => r.path === `/v1/customers/${stripeCustomer}`);
     expect(eight).toHaveLength(8);
     expect(eight.at(-1)?.params.email).toBe(await email());
+  });
+
+  it("makes the Stripe customer hold the customer's tax IDs, as its name and address follow ours", async () => {
+    const s = await liveSeller(harness, 'Tax IDs at Stripe');
+    await connect(s);
+    const before = mock.requests.length;
+    const { customer } = await payingCustomer(s);
+    const stripeCustomer = stripeCustomerMade(before);
+    const taxCalls = (from: number) =>
+      mock.requests
+        .slice(from)
+        .filter((r) => r.path.startsWith(`/v1/customers/${stripeCustomer}/tax_ids`))
+        .map((r) => [
+          r.method,
+          r.path.slice(`/v1/customers/${stripeCustomer}`.length),
+          r.params.type,
+          r.params.value,
+          r.status,
+        ]);
+    // Stripe holds DE123456789 already (stripe-mock's answer to every list): only the new one is added.
+    let from = mock.requests.length;
+    const patched = await s.live('PATCH', `/v1/sdk/customers/${customer}`, {
+      taxIds: [
+        { type: 'gb_vat', value: 'GB 123 456 789' },
+        { type: 'eu_vat', value: 'de123456789' },
+      ],
+    });
+    expect(patched.status).toBe(200);
+    expect(taxCalls(from)).toEqual([
+      ['GET', '/tax_ids', undefined, undefined, 200],
+      ['POST', '/tax_ids', 'gb_vat', 'GB123456789', 200],
+    ]);
+    // Cleared here, cleared there.
+    from = mock.requests.length;
+    expect((await s.live('PATCH', `/v1/sdk/customers/${customer}`, { taxIds: [] })).status).toBe(200);
+    expect(taxCalls(from)).toEqual([
+      ['GET', '/tax_ids', undefined, undefined, 200],
+      ['DELETE', expect.stringMatching(/^\/tax_ids\/txi_/), undefined, undefined, 200],
+    ]);
+    // Every sync of the details compares them again (stripe-mock lists its DE123456789 every time).
+    from = mock.requests.length;
+    expect(
+      (await s.live('PATCH', `/v1/sdk/customers/${customer}`, { email: 'ada@new.example' })).status,
+    ).toBe(200);
+    expect(taxCalls(from).map((c) => c[0])).toEqual(['GET', 'DELETE']);
   });
 
   it("charges thirty customers at once, each charge on its own transaction's connection", async () => {

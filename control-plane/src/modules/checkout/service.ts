@@ -190,6 +190,7 @@ export class CheckoutService {
         email: customer.email,
         name: customer.name,
         address: customer.address,
+        taxIds: customer.tax_ids,
         processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
       },
       {

@@ -267,7 +267,8 @@ export class CustomerService {
         detailsChanged =
           stored.email !== current.email ||
           stored.name !== current.name ||
-          !same(stored.address, current.address);
+          !same(stored.address, current.address) ||
+          !same(stored.tax_ids, current.tax_ids);
         return stored;
       });
     } catch (error) {

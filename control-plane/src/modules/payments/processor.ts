@@ -1,4 +1,4 @@
-import type { Address } from '../../billing-details';
+import type { Address, TaxId } from '../../billing-details';
 /**
  * The payment-processor port: one interface, two adapters. The sandbox processor is built in and
  * serves every sandbox key; the Stripe adapter (modules/processors/stripe.ts) serves the live mode
@@ -32,6 +32,8 @@ export interface CustomerDetails {
   name: string | null;
   /** The billing address (Stripe shows it on its receipts and uses it for tax). */
   address: Address | null;
+  /** Its tax ids, which the processor's customer is made to hold (Stripe shows them on its documents). */
+  taxIds: TaxId[];
 }
 
 export interface AttachedCard {

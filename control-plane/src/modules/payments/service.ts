@@ -83,6 +83,7 @@ export class PaymentService {
           email: customer.email ?? null,
           name: customer.name ?? null,
           address: customer.address,
+          taxIds: customer.tax_ids,
           processorCustomer: await findProcessorCustomer(this.pool, customer.id, processor.name),
         },
         input,
@@ -136,7 +137,7 @@ export class PaymentService {
   }
 
   /**
-   * A committed change of a customer's email or name, sent on to its customer object at the
+   * A committed change of a customer's email, name, address or tax ids, sent on to its customer object at the
    * processor (Stripe mails its receipts there). The details are read again here, so the latest
    * change is what is sent. A failure is logged; storing a card sends the details again.
    */
@@ -155,6 +156,7 @@ export class PaymentService {
           email: customer.email ?? null,
           name: customer.name ?? null,
           address: customer.address,
+          taxIds: customer.tax_ids,
         });
       });
     } catch (error) {

@@ -1,4 +1,5 @@
 import Stripe from 'stripe';
+import type { TaxId } from '../../billing-details';
 import { DomainError } from '../../errors';
 import {
   type AttachedCard,
@@ -194,15 +195,55 @@ export class StripeProcessor implements PaymentProcessor {
       details.address !== undefined
     )
       await this.stripe.customers.update(made.id, details);
+    // A tax id Stripe refuses does not keep the card from being saved: the customer's next change
+    // of details tries again, and its sync logs the refusal.
+    if (customer.taxIds.length > 0) await this.syncTaxIds(made.id, customer.taxIds).catch(() => undefined);
     return made.id;
   }
 
   async updateCustomer(processorCustomer: string, details: CustomerDetails): Promise<void> {
     try {
       await this.stripe.customers.update(processorCustomer, stripeDetails(details, true));
+      await this.syncTaxIds(processorCustomer, details.taxIds);
     } catch (error) {
       return translate(error);
     }
+  }
+
+  /**
+   * Makes the Stripe customer hold our customer's tax ids, as its name and address follow ours:
+   * each one it lacks is added, each one we do not have (removed here, or added in Stripe's
+   * dashboard) is deleted, and so is a second copy. Values compare as ours are kept: without
+   * spaces, dots, dashes or slashes, upper case. Every tax id is tried; the first refusal (Stripe
+   * checks each one's form) is thrown after, for the sync's log.
+   */
+  private async syncTaxIds(processorCustomer: string, taxIds: readonly TaxId[]): Promise<void> {
+    const key = (type: string, value: string | null) =>
+      `${type}:${(value ?? '').replace(/[\s./-]/gu, '').toUpperCase()}`;
+    const wanted = new Map(taxIds.map((t) => [key(t.type, t.value), t]));
+    const held = new Set<string>();
+    let refused: unknown;
+    const attempt = async (work: () => Promise<unknown>) => {
+      try {
+        await work();
+      } catch (error) {
+        refused ??= error;
+      }
+    };
+    for await (const existing of this.stripe.customers.listTaxIds(processorCustomer, { limit: 100 })) {
+      const k = key(existing.type, existing.value);
+      if (wanted.has(k) && !held.has(k)) held.add(k);
+      else await attempt(() => this.stripe.customers.deleteTaxId(processorCustomer, existing.id));
+    }
+    for (const [k, taxId] of wanted)
+      if (!held.has(k))
+        await attempt(() =>
+          this.stripe.customers.createTaxId(processorCustomer, {
+            type: taxId.type as Stripe.CustomerCreateTaxIdParams.Type,
+            value: taxId.value,
+          }),
+        );
+    if (refused !== undefined) throw refused;
   }
 
   async attach(customer: ProcessorCustomer, input: MethodInput): Promise<AttachedCard> {
