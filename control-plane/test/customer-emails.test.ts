@@ -223,6 +223,38 @@ describe('mail about payments', () => {
     expect([first.body.data[0].id, second.body.data[0].id]).toEqual([log[0]?.id, log[1]?.id]);
   });
 
+  it('words the receipt of credits bought at checkout, with the coupon taken off', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Credits Co', { receipts: true });
+    const email = 'grace@credits.example';
+    const customer = (await s.api('POST', '/v1/sdk/customers', { email })).body.reference as string;
+    await s.api('POST', '/v1/sdk/coupons', {
+      name: 'Launch',
+      code: 'LAUNCH',
+      percentOff: 20,
+      duration: 'once',
+    });
+    const session = (
+      await s.api('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: customer,
+        topup: { credits: 1500, amount: 1000, currency: 'usd' },
+        coupon: 'LAUNCH',
+      })
+    ).body;
+    const paid = await harness.controlPlane.app.inject({
+      method: 'POST',
+      url: `/checkout/${session.id}/pay`,
+      payload: { card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' } },
+    });
+    expect(paid.statusCode).toBe(200);
+    await sendDue();
+    const receipt = await mailbox.textFor(email, 0);
+    expect(receipt).toContain('receipt for your payment of $8.00');
+    expect(receipt).toContain(
+      'Thank you: we received $8.00 on 1 March 2026 for 1,500 credits ($10.00 less Launch).',
+    );
+  });
+
   it('mails nothing of a kind left off, and skips a customer without an address', async () => {
     at('2026-03-01T00:00:00.000Z');
     const s = await seller('Quiet Co', { receipts: true });

@@ -12,6 +12,7 @@ const base: MailFacts = {
   planName: null,
   invoice: null,
   payment: null,
+  topUp: null,
   hasCard: true,
   portalUrl: 'https://billing.example/portal/sign-in/prv_1',
 };
@@ -25,6 +26,24 @@ describe('billing mail words', () => {
     expect(text).not.toContain('Invoice:');
     expect(text).toContain('Questions? Write to help@acme.example.');
     expect(text).not.toContain('sandbox');
+  });
+
+  it("says what a top-up's receipt bought, and the coupon taken off its price", () => {
+    const receipt = (topUp: MailFacts['topUp']) =>
+      composeMail({
+        ...base,
+        kind: 'receipt',
+        type: 'payment.succeeded',
+        object: { amount: 800, currency: 'usd', created: Date.UTC(2026, 11, 2) / 1000 },
+        topUp,
+      }).text;
+    expect(receipt({ credits: 1000, subtotal: 1000, coupon: 'Launch' })).toContain(
+      'Thank you: we received $8.00 on 2 December 2026 for 1,000 credits ($10.00 less Launch).',
+    );
+    expect(receipt({ credits: 1, subtotal: null, coupon: null })).toContain(
+      'Thank you: we received $8.00 on 2 December 2026 for 1 credit.',
+    );
+    expect(receipt(null)).toContain('Thank you: we received $8.00 on 2 December 2026.');
   });
 
   it('takes the amount owed from the open invoice, usage included, over the plan’s price', () => {

@@ -15,6 +15,8 @@ export interface MailFacts {
   invoice: { total: number; currency: string; hostedUrl: string | null } | null;
   /** The payment a receipt is for, or the one a refund returns money of. */
   payment: { amount: number; currency: string; createdAt: Date } | null;
+  /** The credits a receipt's payment bought at checkout, with the coupon it took off; else null. */
+  topUp: { credits: number; subtotal: number | null; coupon: string | null } | null;
   /** Whether the customer has a card their next payment can be taken from. */
   hasCard: boolean;
   /** Where the customer signs in to their portal (pay now, cards, invoices). */
@@ -23,6 +25,17 @@ export interface MailFacts {
 
 const number = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/** What a top-up's receipt says was bought: " for 1,000 credits ($10.00 less Launch)". */
+function boughtWords(f: MailFacts, money: (amount: number) => string): string {
+  if (f.topUp === null) return '';
+  const credits = `${f.topUp.credits.toLocaleString('en')} credit${f.topUp.credits === 1 ? '' : 's'}`;
+  const less =
+    f.topUp.coupon === null || f.topUp.subtotal === null
+      ? ''
+      : ` (${money(f.topUp.subtotal)} less ${f.topUp.coupon})`;
+  return ` for ${credits}${less}`;
+}
 
 /** A Unix-seconds field as a day a customer reads: "12 May 2026" (UTC). */
 function day(seconds: number | null): string | null {
@@ -123,7 +136,7 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
       const when = day(number(o.created));
       subject = `receipt for your payment of ${money(paid)}`;
       body.push(
-        `Thank you: we received ${money(paid)}${when === null ? '' : ` on ${when}`}${f.planName === null ? '' : ` for ${plan}`}.`,
+        `Thank you: we received ${money(paid)}${when === null ? '' : ` on ${when}`}${f.planName === null ? '' : ` for ${plan}`}${boughtWords(f, money)}.`,
         ...(text(o.transaction_reference) === null ? [] : [`Reference: ${text(o.transaction_reference)}`]),
         ...(f.invoice?.hostedUrl == null ? [] : [`Invoice: ${f.invoice.hostedUrl}`]),
       );

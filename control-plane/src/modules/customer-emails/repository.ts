@@ -190,3 +190,30 @@ export async function listMails(
   );
   return rows;
 }
+
+/** A credit top-up bought at checkout, as its receipt tells it; none for another payment. */
+export interface TopUpBought {
+  credits: number;
+  /** Its price before the coupon, and the coupon's name; null without one. */
+  subtotal: number | null;
+  coupon: string | null;
+}
+
+/** The top-up a payment paid for on a checkout page (its period key is the session), if it was one. */
+export async function topUpOfPayment(db: Queryable, paymentId: string): Promise<TopUpBought | undefined> {
+  const { rows } = await db.query<{ credits: number; subtotal: number | null; coupon: string | null }>(
+    `SELECT cs.topup_credits AS credits, cs.amount_subtotal AS subtotal, c.name AS coupon
+       FROM payments p
+       JOIN checkout_sessions cs ON cs.id = p.period_key AND cs.kind = 'topup'
+       LEFT JOIN coupons c ON c.id = cs.coupon_id
+      WHERE p.id = $1 AND p.reason = 'topup'`,
+    [paymentId],
+  );
+  const row = rows[0];
+  if (row === undefined) return undefined;
+  return {
+    credits: Number(row.credits),
+    subtotal: row.coupon === null ? null : row.subtotal,
+    coupon: row.coupon,
+  };
+}

@@ -24,6 +24,7 @@ import {
   type MailRow,
   mailKinds,
   settleMail,
+  topUpOfPayment,
 } from './repository';
 import type { CustomerEmailSettings, CustomerEmailUpdate, CustomerMailQuery } from './schemas';
 
@@ -187,6 +188,10 @@ export class CustomerEmails {
         payment === undefined
           ? null
           : { amount: payment.amount, currency: payment.currency, createdAt: payment.created_at },
+      topUp:
+        mail.kind === 'receipt' && typeof object.id === 'string'
+          ? ((await topUpOfPayment(this.pool, object.id)) ?? null)
+          : null,
       hasCard: (await findDefaultMethod(this.pool, customer.id)) !== undefined,
       portalUrl: `${this.publicUrl}${signInPath(tenant)}`,
     });
