@@ -52,6 +52,16 @@ describe('live payments through Stripe, payments succeeding', () => {
     await harness?.close();
     await mock?.close();
   });
+  /** A live seller connected to Stripe (stripe-mock) with one recurring plan on sale. */
+  const sellingPlan = async (name: string, price: number) => {
+    const s = await liveSeller(harness, name);
+    await connect(s);
+    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
+    const plan = (
+      await s.live('POST', `/v1/ui/products/${product.id}/plans`, { name: 'Team', type: 'recurring', price })
+    ).body;
+    return { s, plan };
+  };
   /** The Stripe customer (cus_…) made by a request after the `from`th. */
   const stripeCustomerMade = (from: number) =>
     mock.requests.slice(from).find((r) => r.method === 'POST' && r.path === '/v1/customers')?.answered;
@@ -523,16 +533,7 @@ describe('live payments through Stripe, payments succeeding', () => {
   });
 
   it('has Stripe Checkout collect a required billing address, saved on the customer when it completes', async () => {
-    const s = await liveSeller(harness, 'Addressed');
-    await connect(s);
-    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
-    const plan = (
-      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Team',
-        type: 'recurring',
-        price: 1500,
-      })
-    ).body;
+    const { s, plan } = await sellingPlan('Addressed', 1500);
     const customer = (await s.live('POST', '/v1/sdk/customers', {})).body.reference;
     const session = (
       await s.live('POST', '/v1/sdk/checkout-sessions', {
@@ -583,16 +584,7 @@ describe('live payments through Stripe, payments succeeding', () => {
   });
 
   it("has Stripe Checkout take a business's tax ID, saved with its name on the customer when it completes", async () => {
-    const s = await liveSeller(harness, 'Taxed');
-    await connect(s);
-    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
-    const plan = (
-      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Team',
-        type: 'recurring',
-        price: 1500,
-      })
-    ).body;
+    const { s, plan } = await sellingPlan('Taxed', 1500);
     const customer = (await s.live('POST', '/v1/sdk/customers', { name: 'Ada' })).body.reference;
     const session = (
       await s.live('POST', '/v1/sdk/checkout-sessions', {
@@ -655,16 +647,7 @@ describe('live payments through Stripe, payments succeeding', () => {
   });
 
   it("shows a live session that takes promotion codes on our page first, then Stripe's for what is due", async () => {
-    const s = await liveSeller(harness, 'Coded');
-    await connect(s);
-    const product = (await s.live('POST', '/v1/ui/products', { name: 'Atlas' })).body;
-    const plan = (
-      await s.live('POST', `/v1/ui/products/${product.id}/plans`, {
-        name: 'Team',
-        type: 'recurring',
-        price: 2000,
-      })
-    ).body;
+    const { s, plan } = await sellingPlan('Coded', 2000);
     const coupon = (
       await s.live('POST', '/v1/sdk/coupons', {
         name: 'Live',
