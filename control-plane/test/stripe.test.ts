@@ -278,7 +278,7 @@ describe('live payments through Stripe, payments succeeding', () => {
       .filter((r) => r.method === 'POST' && r.path === `/v1/customers/${stripeCustomer}/tax_ids`);
     expect(taxIds.map((r) => [r.params.type, r.params.value, r.status])[0]).toEqual([
       'us_ein',
-      '123456789',
+      '12-3456789',
       200,
     ]);
     // Stripe refuses the change: ours stands, and the next card stored sends it again.

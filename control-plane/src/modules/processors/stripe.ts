@@ -81,6 +81,20 @@ export function translate(error: unknown): never {
 }
 
 /**
+ * A tax id's value as Stripe writes it: the kinds it documents with separators get them back
+ * (ours are kept without); the rest go as they are.
+ */
+export function stripeTaxIdValue(type: string, value: string): string {
+  if (type === 'us_ein' && /^[0-9]{9}$/u.test(value)) return `${value.slice(0, 2)}-${value.slice(2)}`;
+  if (type === 'br_cnpj' && /^[0-9]{14}$/u.test(value))
+    return `${value.slice(0, 2)}.${value.slice(2, 5)}.${value.slice(5, 8)}/${value.slice(8, 12)}-${value.slice(12)}`;
+  const swiss = /^CHE([0-9]{3})([0-9]{3})([0-9]{3})(MWST|TVA|IVA)?$/u.exec(value);
+  if (type === 'ch_vat' && swiss !== null)
+    return `CHE-${swiss[1]}.${swiss[2]}.${swiss[3]}${swiss[4] === undefined ? '' : ` ${swiss[4]}`}`;
+  return value;
+}
+
+/**
  * The Stripe adapter of the payment-processor port, for one provider's account. Cards are
  * Stripe PaymentMethods on a Stripe Customer made once per customer; charges are off-session
  * PaymentIntents confirmed at once (cards only, so the outcome is known when the call returns);
@@ -215,7 +229,8 @@ export class StripeProcessor implements PaymentProcessor {
    * each one it lacks is added, each one we do not have (removed here, or added in Stripe's
    * dashboard) is deleted, and so is a second copy. Values compare as ours are kept: without
    * spaces, dots, dashes or slashes, upper case. Every tax id is tried; the first refusal (Stripe
-   * checks each one's form) is thrown after, for the sync's log.
+   * checks each one's form, written as it documents it: `stripeTaxIdValue`) is thrown after, for
+   * the sync's log.
    */
   private async syncTaxIds(processorCustomer: string, taxIds: readonly TaxId[]): Promise<void> {
     const key = (type: string, value: string | null) =>
@@ -240,7 +255,7 @@ export class StripeProcessor implements PaymentProcessor {
         await attempt(() =>
           this.stripe.customers.createTaxId(processorCustomer, {
             type: taxId.type as Stripe.CustomerCreateTaxIdParams.Type,
-            value: taxId.value,
+            value: stripeTaxIdValue(taxId.type, taxId.value),
           }),
         );
     if (refused !== undefined) throw refused;
