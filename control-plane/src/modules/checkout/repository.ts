@@ -112,9 +112,9 @@ export async function claimSession(db: Queryable, id: string, at: Date): Promise
 }
 
 /**
- * Sets the coupon (or none) and the amount due of an open plan session that offers promotion
- * codes, unless a payer holds it: what the customer pays is what the page showed. Undefined when
- * it is closed, expired or being paid.
+ * Sets the coupon (or none), the amount due and its subtotal of an open plan or top-up session
+ * that offers promotion codes, unless a payer holds it: what the customer pays is what the page
+ * showed. Undefined when it is closed, expired or being paid.
  */
 export async function setSessionCoupon(
   db: Queryable,
