@@ -3,7 +3,7 @@
 # /openapi.json, valid and invalid, NUL bytes included, and sends them with a sandbox key, a live
 # key and no key to `npm start` on embedded defaults (live payments go to stripe-mock), on loopback
 # only. Bounded by examples per operation and by time; stops the service itself. Writes bench/results/api-fuzz.{md,json} and
-# exits non-zero when any answer was a 5xx.
+# exits non-zero when any answer was a 5xx, or the service stopped answering during a run.
 #
 #   FUZZ_MAX_SECONDS=600 bash bench/api-fuzz.sh  # 100 examples per operation, fuzzing repeated for 600 s per key
 #   FUZZ_MAX_EXAMPLES=20 FUZZ_SEED=1 bash bench/api-fuzz.sh   # CI: a quick pass, reproducible
@@ -83,6 +83,19 @@ run() {
 run sandbox -H "Authorization: Bearer $sandbox"
 run live -H "Authorization: Bearer $live"
 run none
+
+# What the service did not answer is not "no 5xx": a service that died or stopped answering
+# during a run fails it, with the end of its log.
+unreachable=""
+for who in sandbox live none; do
+  grep -q 'Failed to establish a new connection\|Connection refused\|Max retries exceeded' "$work/$who.log" &&
+    unreachable="$unreachable $who"
+done
+if [[ -n $unreachable ]] || ! kill -0 "$service" 2>/dev/null || ! curl -sf "$base/healthz" >/dev/null; then
+  echo "[fuzz] the service stopped answering (runs:${unreachable:- none unreachable}); the end of its log:"
+  tail -n 80 "$work/serve.log"
+  exit 1
+fi
 
 out=${FUZZ_RESULTS_DIR:-$root/bench/results}
 node bench/fuzz/report.mjs "$out" "$work/sandbox.ndjson" "$work/live.ndjson" "$work/none.ndjson"
