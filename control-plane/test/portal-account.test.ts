@@ -1,6 +1,7 @@
 import { callRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { injectClient, startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { hiddenField, portalPages } from '../../test/helpers/portal-shop';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
@@ -20,53 +21,7 @@ afterAll(() => harness?.close());
 // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
 type Json = Record<string, any>;
 
-const get = (url: string, cookie: string) =>
-  harness.controlPlane.app.inject({ method: 'GET', url, headers: { cookie } });
-const post = (url: string, form: Record<string, string>, cookie: string) =>
-  harness.controlPlane.app.inject({
-    method: 'POST',
-    url,
-    payload: new URLSearchParams(form).toString(),
-    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
-  });
-const hiddenField = (html: string, name: string) =>
-  new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1]?.replaceAll('&amp;', '&') ?? '';
-
-async function shop(name: string) {
-  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
-  const api = injectClient(harness.controlPlane, sandboxKey);
-  const product = (await api('POST', '/v1/ui/products', { name: 'Weather' })).body.id as string;
-  const plan = async (planName: string, price: number) =>
-    (
-      await api('POST', `/v1/ui/products/${product}/plans`, {
-        name: planName,
-        type: 'recurring',
-        price,
-        billingCycle: 'monthly',
-        limit: 1000,
-      })
-    ).body.id as string;
-  // Large prices, so that ten minutes move a switch's credit by many cents.
-  const basic = await plan('Basic', 3_000_000);
-  const pro = await plan('Pro', 6_000_000);
-  const customer = async (ref: string, withCard = true) => {
-    const id = (await api('POST', '/v1/sdk/customers', { externalRef: ref, email: `${ref}@example.com` }))
-      .body.id as string;
-    if (withCard)
-      await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
-        card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
-      });
-    return id;
-  };
-  const signIn = async (ref: string) => {
-    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
-    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
-    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
-    const csrf = hiddenField((await get('/portal', cookie)).body, 'csrf');
-    return { cookie, csrf };
-  };
-  return { api, provider, product, basic, pro, customer, signIn };
-}
+const { get, post, shop } = portalPages(() => harness);
 
 describe('changing plans in the portal', () => {
   it('previews the proration, and charges exactly it when confirmed ten minutes later', async () => {

@@ -1,0 +1,64 @@
+import { SANDBOX_CARDS } from '../../control-plane/src/modules/payments/processor';
+import { injectClient, type TestControlPlane } from './control-plane';
+
+/**
+ * A provider with a product of two monthly plans (Basic and Pro, large prices so that minutes
+ * move a switch's credit by many cents), its customers, and their portal sign-in: what the
+ * portal's tests drive through the portal's own pages, in the control plane of the harness that
+ * `harnessOf` answers when called (a test file's, started in its `beforeAll`).
+ */
+export function portalPages(harnessOf: () => TestControlPlane) {
+  const get = (url: string, cookie: string) =>
+    harnessOf().controlPlane.app.inject({ method: 'GET', url, headers: { cookie } });
+  const post = (url: string, form: Record<string, string>, cookie: string) =>
+    harnessOf().controlPlane.app.inject({
+      method: 'POST',
+      url,
+      payload: new URLSearchParams(form).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie },
+    });
+  return { get, post, shop: (name: string) => portalShop(harnessOf(), get, name) };
+}
+
+/** A hidden field's value in a portal page. */
+export const hiddenField = (html: string, name: string) =>
+  new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1]?.replaceAll('&amp;', '&') ?? '';
+
+async function portalShop(
+  harness: TestControlPlane,
+  get: (url: string, cookie: string) => Promise<{ body: string }>,
+  name: string,
+) {
+  const { sandboxKey, provider } = await harness.controlPlane.providers.create({ displayName: name });
+  const api = injectClient(harness.controlPlane, sandboxKey);
+  const product = (await api('POST', '/v1/ui/products', { name: 'Weather' })).body.id as string;
+  const plan = async (planName: string, price: number) =>
+    (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: planName,
+        type: 'recurring',
+        price,
+        billingCycle: 'monthly',
+        limit: 1000,
+      })
+    ).body.id as string;
+  const basic = await plan('Basic', 3_000_000);
+  const pro = await plan('Pro', 6_000_000);
+  const customer = async (ref: string, withCard = true) => {
+    const id = (await api('POST', '/v1/sdk/customers', { externalRef: ref, email: `${ref}@example.com` }))
+      .body.id as string;
+    if (withCard)
+      await api('POST', `/v1/sdk/customers/${ref}/payment-methods`, {
+        card: { number: SANDBOX_CARDS.succeeds, expMonth: 12, expYear: 2035, cvc: '123' },
+      });
+    return id;
+  };
+  const signIn = async (ref: string) => {
+    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
+    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
+    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
+    const csrf = hiddenField((await get('/portal', cookie)).body, 'csrf');
+    return { cookie, csrf };
+  };
+  return { api, provider, product, basic, pro, customer, signIn };
+}
