@@ -10,6 +10,7 @@ import { autoTopUpRoutes } from './modules/auto-topups/routes';
 import { AutoTopUps } from './modules/auto-topups/service';
 import type { BillingService } from './modules/billing/service';
 import type { CheckoutSessions } from './modules/checkout/sessions';
+import type { CouponService } from './modules/coupons/service';
 import type { CreditService } from './modules/credits/service';
 import type { UsageDebits } from './modules/credits/usage-debits';
 import { customerEmailRoutes } from './modules/customer-emails/routes';
@@ -48,6 +49,7 @@ export function customerCare(deps: {
   customers: CustomerService;
   billing: BillingService;
   checkoutSessions: CheckoutSessions;
+  coupons: CouponService;
   signIn: SignInService;
   analytics: AnalyticsService;
 }) {
@@ -88,6 +90,7 @@ export function customerCare(deps: {
     checkoutSessions: deps.checkoutSessions,
     alerts,
     billing: deps.billing,
+    coupons: deps.coupons,
   });
   const codes = new PortalCodes(deps.pool, deps.clock, deps.mailer, portal);
   const details = new PortalDetails(deps.pool, deps.clock, deps.mailer, deps.logger, portal, deps.customers);

@@ -287,7 +287,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const care = customerCare({
     ...{ pool: deps.pool, paying, clock, secureCookies, reader: deps.reader, mailer, logger: deps.logger },
     ...{ publicUrl, scheduler, credits, usageDebits },
-    ...{ payments, purchases, customers, billing, checkoutSessions, signIn, analytics },
+    ...{ payments, purchases, customers, billing, checkoutSessions, coupons, signIn, analytics },
   });
   const team = new TeamService(deps.pool, clock);
   const audit = new ConsoleAudit(deps.pool, clock, deps.logger);

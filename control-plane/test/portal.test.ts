@@ -120,6 +120,16 @@ describe('customer portal', () => {
       credits: 150,
       amount: 1500,
       currency: 'usd',
+      allowPromotionCodes: false,
+    });
+    // A product that takes promotion codes in its portal takes them on its packs' checkout too.
+    await s.api('PATCH', `/v1/ui/products/${s.product}`, { portalPromotionCodes: true });
+    const coded = await post('/portal/buy-credits', `csrf=${csrf}&productRef=${s.product}&packs=1`, cookie);
+    const codedId = /\/checkout\/(cs_[A-Za-z0-9]+)$/.exec(String(coded.headers.location))?.[1];
+    expect((await s.api('GET', `/v1/sdk/checkout-sessions/${codedId}`)).body).toMatchObject({
+      kind: 'topup',
+      amount: 500,
+      allowPromotionCodes: true,
     });
     await s.api('POST', '/v1/sdk/customers/bob/credits', { kind: 'grant', amount: 5 });
     const bobs = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'bob', planRef: s.plan })).body

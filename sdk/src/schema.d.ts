@@ -2101,7 +2101,7 @@ export interface paths {
         head?: never;
         /**
          * Update a product
-         * @description Changes a product’s name, description, reference, metadata or `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field); only the fields sent change.
+         * @description Changes a product’s name, description, reference, metadata, `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field) or `portalPromotionCodes` (plan changes and credit packs in the customer portal take a promotion code); only the fields sent change.
          */
         patch: operations["updateProduct"];
         trace?: never;
@@ -25880,10 +25880,11 @@ export interface operations {
                      *           "productType": "api",
                      *           "isMcpPay": false,
                      *           "paywallPromotionCodes": false,
+                     *           "portalPromotionCodes": false,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:05.012Z",
-                     *           "updatedAt": "2026-05-28T09:00:05.012Z"
+                     *           "createdAt": "2026-05-28T09:00:01.357Z",
+                     *           "updatedAt": "2026-05-28T09:00:01.357Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -25905,6 +25906,8 @@ export interface operations {
                             name: string;
                             /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                             paywallPromotionCodes: boolean;
+                            /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                            portalPromotionCodes: boolean;
                             productType: string;
                             reference: string;
                             status: "active" | "archived";
@@ -26039,6 +26042,8 @@ export interface operations {
                     name: string;
                     /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                     paywallPromotionCodes?: boolean;
+                    /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                    portalPromotionCodes?: boolean;
                     /**
                      * @description What is sold
                      * @enum {string}
@@ -26065,10 +26070,11 @@ export interface operations {
                      *       "productType": "api",
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
+                     *       "portalPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.012Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.012Z"
+                     *       "createdAt": "2026-05-28T09:00:01.357Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.357Z"
                      *     }
                      */
                     "application/json": {
@@ -26086,6 +26092,8 @@ export interface operations {
                         name: string;
                         /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                         paywallPromotionCodes: boolean;
+                        /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                        portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26244,10 +26252,11 @@ export interface operations {
                      *       "productType": "api",
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
+                     *       "portalPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.012Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.012Z"
+                     *       "createdAt": "2026-05-28T09:00:01.357Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.357Z"
                      *     }
                      */
                     "application/json": {
@@ -26265,6 +26274,8 @@ export interface operations {
                         name: string;
                         /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                         paywallPromotionCodes: boolean;
+                        /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                        portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26400,6 +26411,8 @@ export interface operations {
                     name?: string;
                     /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                     paywallPromotionCodes?: boolean;
+                    /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                    portalPromotionCodes?: boolean;
                     /**
                      * @description What is sold
                      * @enum {string}
@@ -26427,10 +26440,11 @@ export interface operations {
                      *       "productType": "api",
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
+                     *       "portalPromotionCodes": false,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:05.012Z",
-                     *       "updatedAt": "2026-05-28T09:00:05.174Z"
+                     *       "createdAt": "2026-05-28T09:00:01.357Z",
+                     *       "updatedAt": "2026-05-28T09:00:01.398Z"
                      *     }
                      */
                     "application/json": {
@@ -26448,6 +26462,8 @@ export interface operations {
                         name: string;
                         /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                         paywallPromotionCodes: boolean;
+                        /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                        portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";
@@ -26606,10 +26622,11 @@ export interface operations {
                      *       "productType": "api",
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
+                     *       "portalPromotionCodes": false,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:16.825Z",
-                     *       "updatedAt": "2026-05-28T09:00:16.855Z"
+                     *       "createdAt": "2026-05-28T09:00:04.417Z",
+                     *       "updatedAt": "2026-05-28T09:00:04.423Z"
                      *     }
                      */
                     "application/json": {
@@ -26627,6 +26644,8 @@ export interface operations {
                         name: string;
                         /** @description The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false */
                         paywallPromotionCodes: boolean;
+                        /** @description In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false */
+                        portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
                         status: "active" | "archived";

@@ -232,14 +232,17 @@ describe('the console at /console', () => {
     expect(((await plans.json()) as { data: { name: string }[] }).data.map((p) => p.name)).toEqual([
       'Metered',
     ]);
-    // The paywall's checkouts offer a promotion-code field once the product says so.
+    // The paywall's checkouts and the portal's plan changes offer a promotion-code field once the
+    // product says so.
     await page.getByLabel('Promotion codes at the paywall').check();
-    await page.getByRole('button', { name: 'Save paywall' }).click();
+    await page.getByLabel('Promotion codes in the customer portal').check();
+    await page.getByRole('button', { name: 'Save promotion codes' }).click();
     await page.getByRole('status').getByText('Saved.').waitFor();
     const saved = await page.request.get(`${baseUrl}/v1/ui/products/${productId}`);
-    expect(((await saved.json()) as { paywallPromotionCodes: boolean }).paywallPromotionCodes).toBe(true);
+    expect(await saved.json()).toMatchObject({ paywallPromotionCodes: true, portalPromotionCodes: true });
     await page.reload();
     expect(await page.getByLabel('Promotion codes at the paywall').isChecked()).toBe(true);
+    expect(await page.getByLabel('Promotion codes in the customer portal').isChecked()).toBe(true);
     expect(await axeFindings(page)).toEqual([]);
 
     // The team: invite a developer and a viewer, who join by the mailed links.

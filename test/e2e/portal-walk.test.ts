@@ -160,12 +160,35 @@ describe('the customer portal, walked from the paywall', () => {
     ).toBe(1);
     expect(await axeFindings(page)).toEqual([]);
 
-    // Upgrade: the proration shown before confirming, and charged exactly.
+    // Upgrade with a promotion code (the product takes them in its portal): a code of nothing is
+    // refused beside the field, the right one applied; the proration shown before confirming,
+    // and charged exactly.
+    await api('PATCH', `/v1/ui/products/${adder}`, { portalPromotionCodes: true });
+    const coupon = (
+      await api('POST', '/v1/sdk/coupons', {
+        name: 'Upgrade',
+        code: 'UPGRADE',
+        percentOff: 25,
+        duration: 'once',
+      })
+    ).body.id as string;
     await page.getByRole('link', { name: 'Change plan: Adder, Basic' }).click();
     await page.getByRole('link', { name: 'Pro' }).click();
     await page.locator('#proration').waitFor();
     expect(await page.locator('#proration').innerText()).toContain('Unused time on Basic');
+    const full = cents(await page.locator('#due-now strong').first().innerText());
+    await page.getByLabel('Promotion code').fill('UPGRDAE');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    expect(await page.getByRole('alert').innerText()).toBe('No promotion code UPGRDAE.');
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByLabel('Promotion code').fill('upgrade');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    // Shown as the provider wrote it.
+    expect(await page.locator('#code-applied').innerText()).toContain('Promotion code UPGRADE applied.');
+    expect(await page.locator('#proration').innerText()).toContain('Upgrade');
     const shown = await page.locator('#due-now strong').first().innerText();
+    // A quarter of Pro's 3,000 off: 750 less than without the code.
+    expect(cents(shown)).toBe(full - 750);
     expect(await axeFindings(page)).toEqual([]);
     await shoot(page, 'portal-change-plan');
     await page.getByRole('button', { name: 'Change to Pro' }).click();
@@ -178,7 +201,8 @@ describe('the customer portal, walked from the paywall', () => {
     const [invoice] = (await api('GET', `/v1/sdk/invoices?purchaseRef=${now?.reference}`)).body
       .data as Json[];
     expect(invoice).toMatchObject({ total: cents(shown), amountPaid: cents(shown), status: 'paid' });
-    expect(invoice?.lines.map((l: Json) => l.kind)).toEqual(['base', 'proration']);
+    expect(invoice?.lines.map((l: Json) => l.kind)).toEqual(['base', 'discount', 'proration']);
+    expect(now?.discount?.coupon).toBe(coupon);
     // On Pro the MCP client's call goes through again.
     await pollUntil(
       async () => (await mcp.add()).isError !== true,

@@ -165,9 +165,10 @@ export function ProductPage() {
         </table>
       )}
       {canChange && <PlanForm productId={productId} />}
-      <PaywallSettings
+      <PromotionCodeSettings
         productId={product.data.id}
-        promotionCodes={product.data.paywallPromotionCodes}
+        paywall={product.data.paywallPromotionCodes}
+        portal={product.data.portalPromotionCodes}
         canChange={canChange}
       />
     </Page>
@@ -175,18 +176,24 @@ export function ProductPage() {
 }
 
 /**
- * What the product's paywall offers beside the plan: a promotion-code field on the checkout it
- * opens (docs/coupons.md, at the paywall).
+ * Where a customer may type a coupon's code for this product (docs/coupons.md): on the checkout
+ * its paywall opens, and on a plan change in the customer portal.
  */
-function PaywallSettings(props: { productId: string; promotionCodes: boolean; canChange: boolean }) {
+function PromotionCodeSettings(props: {
+  productId: string;
+  paywall: boolean;
+  portal: boolean;
+  canChange: boolean;
+}) {
   const client = useQueryClient();
-  const [codes, setCodes] = useState(props.promotionCodes);
+  const [paywall, setPaywall] = useState(props.paywall);
+  const [portal, setPortal] = useState(props.portal);
   const save = useMutation({
     mutationFn: () =>
       unwrap(
         api.PATCH('/v1/ui/products/{id}', {
           params: { path: { id: props.productId } },
-          body: { paywallPromotionCodes: codes },
+          body: { paywallPromotionCodes: paywall, portalPromotionCodes: portal },
         }),
       ),
     onSuccess: () => void client.invalidateQueries({ queryKey: ['product', props.productId] }),
@@ -194,29 +201,36 @@ function PaywallSettings(props: { productId: string; promotionCodes: boolean; ca
   return (
     <form
       className="card"
-      aria-labelledby="paywall-settings"
+      aria-labelledby="promotion-code-settings"
       noValidate
       onSubmit={(event) => {
         event.preventDefault();
         save.mutate();
       }}
     >
-      <h2 id="paywall-settings">Paywall</h2>
+      <h2 id="promotion-code-settings">Promotion codes</h2>
       <fieldset disabled={!props.canChange} className="choices">
-        <legend className="visually-hidden">What the paywall offers</legend>
+        <legend className="visually-hidden">Where customers may type a code</legend>
         <Checkbox
           label="Promotion codes at the paywall"
           name="paywallPromotionCodes"
-          checked={codes}
-          onChange={setCodes}
+          checked={paywall}
+          onChange={setPaywall}
           hint="The checkout a customer meets past a limit has a field for a coupon's code"
         />
+        <Checkbox
+          label="Promotion codes in the customer portal"
+          name="portalPromotionCodes"
+          checked={portal}
+          onChange={setPortal}
+          hint="A customer changing plans or buying credits in the portal may apply a code"
+        />
       </fieldset>
-      <FormProblem error={save.error} fields={['paywallPromotionCodes']} />
+      <FormProblem error={save.error} fields={['paywallPromotionCodes', 'portalPromotionCodes']} />
       {save.isSuccess && !save.isPending && <p role="status">Saved.</p>}
       {props.canChange && (
         <button type="submit" disabled={save.isPending}>
-          Save paywall
+          Save promotion codes
         </button>
       )}
     </form>

@@ -7,11 +7,13 @@ import type { BillingService } from '../billing/service';
 import { formatMoney } from '../checkout/page';
 import { planPriceLines } from '../checkout/price-words';
 import type { CheckoutSessions } from '../checkout/sessions';
+import { type CouponService, redemptionTarget } from '../coupons/service';
 import type { PaymentService } from '../payments/service';
 import { findPlan, plansOnSale, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import type { PurchaseService } from '../purchases/service';
 import type { ChangeView } from './plan-pages';
+import { portalCoupon } from './promotion-code';
 import type { PortalService } from './service';
 
 type Form = { csrf?: string | undefined };
@@ -20,6 +22,14 @@ const tenantOf = (session: { provider_id: string; environment: 'sandbox' | 'live
   providerId: session.provider_id,
   environment: session.environment,
 });
+
+/** Why a typed promotion code was not taken: shown beside the code field, the preview without it. */
+const CODE_REFUSALS = new Set([
+  'coupon_not_found',
+  'coupon_not_redeemable',
+  'too_many_attempts',
+  'promotion_codes_not_allowed',
+]);
 
 /** A purchase the customer may change: in force and recurring. */
 const CHANGEABLE = ['trialing', 'active', 'past_due'];
@@ -41,6 +51,7 @@ export class PortalAccount {
       checkoutSessions: CheckoutSessions;
       alerts: Pick<AlertService, 'create' | 'list' | 'remove'>;
       billing: Pick<BillingService, 'get' | 'pay'>;
+      coupons: Pick<CouponService, 'checkCode'>;
     },
   ) {}
 
@@ -97,12 +108,15 @@ export class PortalAccount {
 
   /**
    * The plan-change page: the other plans of the purchase's product on sale, and with `planRef`
-   * the preview of switching to it (the new invoice, the credit, what is charged and refunded).
+   * the preview of switching to it (the new invoice, the credit, what is charged and refunded),
+   * with `code` (a product taking codes in its portal) the promotion code's coupon applied; a code
+   * refused shows the preview without it and why, with the refusal's status.
    */
   async changePage(
     secret: string | undefined,
     purchaseRef: string,
     planRef: string | undefined,
+    code: string | undefined,
   ): Promise<ChangeView | undefined> {
     const session = await this.portal.signedIn(secret);
     if (session === undefined) return undefined;
@@ -117,15 +131,39 @@ export class PortalAccount {
       .filter((p) => p.id !== purchase.planRef)
       .map((p) => ({ id: p.id, name: p.name, lines: planPriceLines(settingsOf(p)) }));
     let preview: ChangeView['preview'] = null;
+    let applied: string | null = null;
+    let refusal: DomainError | undefined;
     if (planRef !== undefined) {
       const chosen = choices.find((c) => c.id === planRef);
-      if (chosen === undefined)
+      const plan = onSale.find((p) => p.id === planRef);
+      if (chosen === undefined || plan === undefined)
         throw new ValidationError([
           { path: '/plan', message: 'names no other plan of this product on sale', location: 'querystring' },
         ]);
+      let coupon: string | undefined;
+      const typed = code?.trim() ?? '';
+      if (typed !== '' && product !== undefined)
+        try {
+          const target = redemptionTarget(session.customer_id, purchase.productId, settingsOf(plan));
+          const found = await portalCoupon(
+            this.pool,
+            this.deps.coupons,
+            session,
+            auth,
+            product,
+            typed,
+            target,
+          );
+          coupon = found.id;
+          applied = found.code;
+        } catch (error) {
+          if (!(error instanceof DomainError) || !CODE_REFUSALS.has(error.code)) throw error;
+          refusal = error;
+        }
       const p = await this.deps.purchases.changes.previewActivation(auth, {
         customerRef: session.customer_id,
         planRef,
+        coupon,
       });
       const money = (cents: number) => formatMoney(cents, p.currency);
       preview = {
@@ -147,17 +185,21 @@ export class PortalAccount {
       plan: current?.name ?? purchase.planRef,
       choices,
       preview,
+      promotionCodes: product?.portal_promotion_codes === true,
+      code: applied,
+      codeRefusal: refusal === undefined ? null : { code: refusal.code, message: refusal.message },
     };
   }
 
   /**
    * Switches to the previewed plan at the preview's proration date, so the charge is the one
-   * shown. Without a card the switch goes through hosted checkout (which prorates when paid) and
-   * comes back here; answers where to go next.
+   * shown, redeeming the promotion code the preview applied (checked again: it may have been used
+   * up meanwhile). Without a card the switch goes through hosted checkout (which prorates when
+   * paid, and redeems the code then) and comes back here; answers where to go next.
    */
   async confirmChange(
     secret: string | undefined,
-    form: Form & { purchaseRef: string; planRef: string; prorationDate: string },
+    form: Form & { purchaseRef: string; planRef: string; prorationDate: string; code: string },
   ): Promise<string | undefined> {
     const session = await this.portal.proven(secret, form.csrf);
     if (session === undefined) return undefined;
@@ -168,16 +210,27 @@ export class PortalAccount {
       throw new ValidationError([
         { path: '/planRef', message: 'names no other plan of this product', location: 'body' },
       ]);
+    let coupon: string | undefined;
+    if (form.code.trim() !== '') {
+      const product = await findProduct(this.pool, auth, purchase.productId);
+      if (product !== undefined) {
+        const target = redemptionTarget(session.customer_id, purchase.productId, settingsOf(plan));
+        const code = form.code.trim();
+        coupon = (await portalCoupon(this.pool, this.deps.coupons, session, auth, product, code, target)).id;
+      }
+    }
     // No card on file: the switch is paid at checkout (which prorates when paid), back to here.
     if (!(await this.deps.payments.hasDefaultMethod(this.pool, session.customer_id))) {
       const terms = await this.deps.purchases.changes.previewActivation(auth, {
         customerRef: session.customer_id,
         planRef: plan.id,
+        coupon,
       });
       if (terms.checkoutRequired) {
         const checkout = await this.deps.checkoutSessions.create(auth, {
           customerRef: session.customer_id,
           planRef: plan.id,
+          coupon,
           successUrl: `${this.publicUrl}/portal?done=changed`,
           cancelUrl: `${this.publicUrl}/portal`,
         });
@@ -188,6 +241,7 @@ export class PortalAccount {
       customerRef: session.customer_id,
       planRef: plan.id,
       prorationDate: form.prorationDate,
+      coupon,
     });
     if (result.status === 'activated') return '/portal?done=changed';
     throw new DomainError(

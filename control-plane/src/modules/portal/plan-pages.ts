@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../errors';
 import { escapeHtml } from '../../http/html';
 import { day, type PortalView, shell } from './page';
 
@@ -19,6 +20,12 @@ export interface ChangeView {
     checkoutRequired: boolean;
     prorationDate: string;
   } | null;
+  /** The product takes promotion codes on a plan change in the portal (`portalPromotionCodes`). */
+  promotionCodes: boolean;
+  /** The promotion code the preview applied, which confirming redeems. */
+  code: string | null;
+  /** Why the code typed was not taken (the preview is without it), and its status. */
+  codeRefusal: { code: ErrorCode; message: string } | null;
 }
 
 export interface CancelView {
@@ -53,6 +60,23 @@ export function renderChangePlan(view: ChangeView): string {
           )
           .join('')}</ul>`;
   const p = view.preview;
+  const change = `/portal/change/${encodeURIComponent(view.purchaseRef)}`;
+  const refusal =
+    view.codeRefusal === null
+      ? ''
+      : `<p id="code-error" role="alert">${escapeHtml(view.codeRefusal.message)}.</p>`;
+  // A GET form: the code's preview is a page like any other plan's, and applying it changes nothing.
+  const codeField =
+    p === null
+      ? ''
+      : !view.promotionCodes
+        ? refusal
+        : view.code !== null
+          ? `<p id="code-applied">Promotion code <strong>${escapeHtml(view.code)}</strong> applied. <a href="${escapeHtml(link(p.planRef))}">Remove it</a></p>`
+          : `<form method="get" action="${escapeHtml(change)}" class="code">${hidden('plan', p.planRef)}
+<div><label for="code">Promotion code</label> <input id="code" name="code" maxlength="40" autocomplete="off"${
+              view.codeRefusal === null ? '' : ' aria-invalid="true" aria-describedby="code-error"'
+            }> <button type="submit">Apply</button></div>${refusal}</form>`;
   const preview =
     p === null
       ? '<p>Choose a plan to see what changing to it costs.</p>'
@@ -67,8 +91,9 @@ ${
         )
         .join('')}</tbody></table>`
 }
+${codeField}
 <p id="due-now">Charged now: <strong>${escapeHtml(p.dueNow)}</strong>${p.refund === null ? '' : `; refunded to your card: <strong>${escapeHtml(p.refund)}</strong>`}</p>
-<form method="post" action="/portal/change">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('planRef', p.planRef)}${hidden('prorationDate', p.prorationDate)}
+<form method="post" action="/portal/change">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('planRef', p.planRef)}${hidden('prorationDate', p.prorationDate)}${hidden('code', view.code ?? '')}
 <div><button type="submit">${p.checkoutRequired ? 'Continue to checkout' : `Change to ${escapeHtml(p.planName)}`}</button></div></form>
 <p class="fine">Confirm within 15 minutes to be charged exactly this.</p>`;
   return shell(

@@ -95,6 +95,28 @@ export async function findPortalSession(
   return rows[0];
 }
 
+/**
+ * Takes one of a portal session's promotion-code attempts before a code is looked up: false once
+ * `most` are taken, so codes tried at once can never pass the limit together.
+ */
+export async function takeCodeAttempt(db: Queryable, sessionId: string, most: number): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE portal_sessions SET promotion_code_attempts = promotion_code_attempts + 1
+      WHERE id = $1 AND promotion_code_attempts < $2`,
+    [sessionId, most],
+  );
+  return rowCount === 1;
+}
+
+/** Gives an attempt back: the code matched a coupon, so it was no guess. */
+export async function giveBackCodeAttempt(db: Queryable, sessionId: string): Promise<void> {
+  await db.query(
+    `UPDATE portal_sessions SET promotion_code_attempts = promotion_code_attempts - 1
+      WHERE id = $1 AND promotion_code_attempts > 0`,
+    [sessionId],
+  );
+}
+
 export async function deletePortalSession(db: Queryable, id: string) {
   await db.query('DELETE FROM portal_sessions WHERE id = $1', [id]);
 }

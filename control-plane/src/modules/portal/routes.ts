@@ -59,7 +59,10 @@ const DONE = {
   email: 'Your email address is changed: mail about your account goes to it from now on.',
 } as const;
 const PurchaseParams = Type.Object({ purchaseRef: Type.String({ minLength: 1, maxLength: 100 }) });
-const ChangeQuery = Type.Object({ plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })) });
+const ChangeQuery = Type.Object({
+  plan: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  code: Type.Optional(Type.String({ maxLength: 100 })),
+});
 const NoticeQuery = Type.Object({ done: Type.Optional(Type.String({ maxLength: 20 })) });
 const CodeQuery = Type.Object({ code: Type.String({ minLength: 1, maxLength: 100 }) });
 
@@ -144,12 +147,13 @@ export function portalPageRoutes(
       secret: string | undefined,
       read: () => Promise<T | undefined>,
       render: (view: T) => string,
+      statusOf: (view: T) => number = () => 200,
     ) =>
       read().then(
         (view) =>
           view === undefined
             ? page(reply).status(401).send(renderPortalGone(undefined, 'session'))
-            : page(reply).send(render(view)),
+            : page(reply).status(statusOf(view)).send(render(view)),
         (error: unknown) => refused(reply, secret, error),
       );
 
@@ -161,8 +165,11 @@ export function portalPageRoutes(
         return signedInPage(
           reply,
           secret,
-          () => account.changePage(secret, request.params.purchaseRef, request.query.plan),
+          () =>
+            account.changePage(secret, request.params.purchaseRef, request.query.plan, request.query.code),
           renderChangePlan,
+          // A promotion code refused is shown on the page, with the refusal's status.
+          (view) => (view.codeRefusal === null ? 200 : ERROR_STATUS[view.codeRefusal.code]),
         );
       },
     );
@@ -210,6 +217,7 @@ export function portalPageRoutes(
         purchaseRef: field(fields, 'purchaseRef'),
         planRef: field(fields, 'planRef'),
         prorationDate: field(fields, 'prorationDate'),
+        code: field(fields, 'code'),
       }),
     );
     form('/portal/cancel-now', async (secret, fields) =>

@@ -421,6 +421,8 @@ export class PortalService {
       throw new ValidationError([
         { path: '/productRef', message: 'names no plan of yours that sells credit packs', location: 'body' },
       ]);
+    // A product that takes promotion codes in its portal takes them on its packs' checkout too.
+    const product = await findProduct(this.pool, auth, form.productRef);
     const checkout = await this.deps.checkoutSessions.create(auth, {
       customerRef: session.customer_id,
       topup: {
@@ -428,6 +430,7 @@ export class PortalService {
         amount: pack.amount * form.packs,
         currency: pack.currency,
       },
+      allowPromotionCodes: product?.portal_promotion_codes === true,
       successUrl: `${this.publicUrl}/portal?done=bought`,
       cancelUrl: `${this.publicUrl}/portal`,
     });

@@ -12,6 +12,8 @@ export interface ProductRow {
   is_mcp_pay: boolean;
   /** The paywall's checkout sessions for its plans offer a promotion-code field. */
   paywall_promotion_codes: boolean;
+  /** The customer portal's plan change takes a promotion code. */
+  portal_promotion_codes: boolean;
   metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
@@ -26,8 +28,9 @@ export interface Tenant {
 export async function insertProduct(db: Queryable, row: ProductRow): Promise<ProductRow> {
   const { rows } = await db.query<ProductRow>(
     `INSERT INTO products (id, provider_id, environment, reference, name, description, product_type, is_mcp_pay,
-                           metadata, status, created_at, updated_at, paywall_promotion_codes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`,
+                           metadata, status, created_at, updated_at, paywall_promotion_codes,
+                           portal_promotion_codes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
     [
       row.id,
       row.provider_id,
@@ -42,6 +45,7 @@ export async function insertProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.created_at,
       row.updated_at,
       row.paywall_promotion_codes,
+      row.portal_promotion_codes,
     ],
   );
   const inserted = rows[0];
@@ -83,7 +87,8 @@ export async function listProducts(
 export async function updateProduct(db: Queryable, row: ProductRow): Promise<ProductRow> {
   const { rows } = await db.query<ProductRow>(
     `UPDATE products SET reference = $2, name = $3, description = $4, product_type = $5, is_mcp_pay = $6,
-            metadata = $7, status = $8, updated_at = $9, paywall_promotion_codes = $10
+            metadata = $7, status = $8, updated_at = $9, paywall_promotion_codes = $10,
+            portal_promotion_codes = $11
       WHERE id = $1 RETURNING *`,
     [
       row.id,
@@ -96,6 +101,7 @@ export async function updateProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.status,
       row.updated_at,
       row.paywall_promotion_codes,
+      row.portal_promotion_codes,
     ],
   );
   const updated = rows[0];

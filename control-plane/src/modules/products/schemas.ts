@@ -14,6 +14,10 @@ const PaywallPromotionCodes = Type.Boolean({
   description:
     'The checkout sessions the paywall opens for this product’s plans offer a promotion-code field (as allowPromotionCodes on a session); default false',
 });
+const PortalPromotionCodes = Type.Boolean({
+  description:
+    'In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false',
+});
 
 export const ProductCreate = Type.Object(
   {
@@ -23,6 +27,7 @@ export const ProductCreate = Type.Object(
     productType: Type.Optional(ProductType),
     isMcpPay: Type.Optional(Type.Boolean({ description: 'Sold through the MCP proxy' })),
     paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
+    portalPromotionCodes: Type.Optional(PortalPromotionCodes),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -37,6 +42,7 @@ export const ProductUpdate = Type.Object(
     productType: Type.Optional(ProductType),
     isMcpPay: Type.Optional(Type.Boolean()),
     paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
+    portalPromotionCodes: Type.Optional(PortalPromotionCodes),
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
   },
@@ -52,6 +58,7 @@ export const Product = Type.Object({
   productType: Type.String(),
   isMcpPay: Type.Boolean(),
   paywallPromotionCodes: PaywallPromotionCodes,
+  portalPromotionCodes: PortalPromotionCodes,
   status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
   metadata: Type.Record(Type.String(), Type.String()),
   createdAt: Timestamp,

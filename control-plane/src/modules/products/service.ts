@@ -16,6 +16,7 @@ export const toProduct = (row: ProductRow): Product => ({
   productType: row.product_type,
   isMcpPay: row.is_mcp_pay,
   paywallPromotionCodes: row.paywall_promotion_codes,
+  portalPromotionCodes: row.portal_promotion_codes,
   status: row.status,
   metadata: row.metadata,
   createdAt: row.created_at.toISOString(),
@@ -31,6 +32,7 @@ const eventObject = (row: ProductRow) => ({
   productType: row.product_type,
   isMcpPay: row.is_mcp_pay,
   paywallPromotionCodes: row.paywall_promotion_codes,
+  portalPromotionCodes: row.portal_promotion_codes,
   created: unixSeconds(row.created_at),
 });
 
@@ -67,6 +69,7 @@ export class ProductService {
           product_type: input.productType ?? 'api',
           is_mcp_pay: input.isMcpPay ?? false,
           paywall_promotion_codes: input.paywallPromotionCodes ?? false,
+          portal_promotion_codes: input.portalPromotionCodes ?? false,
           metadata: input.metadata ?? {},
           status: 'active',
           created_at: at,
@@ -116,6 +119,7 @@ export class ProductService {
           product_type: patch.productType ?? current.product_type,
           is_mcp_pay: patch.isMcpPay ?? current.is_mcp_pay,
           paywall_promotion_codes: patch.paywallPromotionCodes ?? current.paywall_promotion_codes,
+          portal_promotion_codes: patch.portalPromotionCodes ?? current.portal_promotion_codes,
           metadata: patch.metadata ?? current.metadata,
           status: patch.status ?? current.status,
           updated_at: at,
