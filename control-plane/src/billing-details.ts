@@ -7,7 +7,7 @@ import {
   taxIdLabel,
 } from '@mcp-meter/contracts/billing-details';
 import { type Static, Type } from '@sinclair/typebox';
-import { stringEnum } from './http/schemas';
+import { stringEnum, Timestamp } from './http/schemas';
 
 export { countryName, isCountry, TAX_ID_TYPES, type TaxIdType, taxIdLabel };
 
@@ -70,6 +70,53 @@ export const TaxId = Type.Object(
 );
 export type TaxId = Static<typeof TaxId>;
 
+/**
+ * What the processor's check of a tax id against its registry found (Stripe's `verification`:
+ * EU VAT ids against VIES, UK VAT against HMRC, Australian ABNs), as Stripe reports it.
+ */
+export const TAX_ID_VERIFICATION_STATUSES = ['pending', 'verified', 'unverified', 'unavailable'] as const;
+export const TaxIdVerification = Type.Object({
+  status: stringEnum(
+    TAX_ID_VERIFICATION_STATUSES,
+    'pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked',
+  ),
+  verifiedName: Type.Union([Type.String(), Type.Null()], { description: 'The name the registry holds' }),
+  verifiedAddress: Type.Union([Type.String(), Type.Null()], {
+    description: 'The address the registry holds',
+  }),
+  updatedAt: Timestamp,
+});
+export type TaxIdVerification = Static<typeof TaxIdVerification>;
+
+/** A tax id as a customer holds it: as given, and what the processor's registry check found. */
+export const CustomerTaxId = Type.Object({
+  type: TaxId.properties.type,
+  value: Type.String(),
+  verification: Type.Union([TaxIdVerification, Type.Null()], {
+    description:
+      'The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported',
+  }),
+});
+export type CustomerTaxId = Static<typeof CustomerTaxId>;
+
+/** A tax id as stored on a customer: the verification is kept once the processor reports one. */
+export type StoredTaxId = TaxId & { verification?: TaxIdVerification };
+
+/**
+ * The tax ids given, each keeping the verification the same id (kind and number) had before: a
+ * list sent again unchanged, or with one id more, does not lose what the registry said.
+ */
+export function keepVerifications(next: readonly TaxId[], before: readonly StoredTaxId[]): StoredTaxId[] {
+  return next.map((taxId) => {
+    const verification = before.find((b) => b.type === taxId.type && b.value === taxId.value)?.verification;
+    return verification === undefined ? { type: taxId.type, value: taxId.value } : { ...taxId, verification };
+  });
+}
+
+/** A customer's tax ids as the API answers them. */
+export const customerTaxIds = (stored: readonly StoredTaxId[]): CustomerTaxId[] =>
+  stored.map((t) => ({ type: t.type, value: t.value, verification: t.verification ?? null }));
+
 /** A customer's tax ids as the API takes them: the whole list, which replaces the last one. */
 export const TaxIdsInput = Type.Array(TaxId, {
   maxItems: 5,
@@ -101,12 +148,15 @@ export function normalizeAddress(input: AddressInput, path: string, problems: De
   };
 }
 
+/** A tax id's number as stored: without spaces, dots, dashes or slashes, upper case. */
+export const compactTaxId = (value: string) => value.replace(/[\s./-]/gu, '').toUpperCase();
+
 /** Tax ids as stored, from the list given under `path`: compacted, each checked for its form, no repeats. */
 export function normalizeTaxIds(input: readonly TaxId[], path: string, problems: DetailProblem[]): TaxId[] {
   const seen = new Set<string>();
   return input.map((taxId, index) => {
     const kind = TAX_ID_KINDS[taxId.type];
-    const value = taxId.value.replace(/[\s./-]/gu, '').toUpperCase();
+    const value = compactTaxId(taxId.value);
     if (!kind.form.test(value))
       problems.push({
         path: `${path}/${index}/value`,

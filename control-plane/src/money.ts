@@ -121,6 +121,7 @@ export function buildMoney(d: MoneyDeps) {
     purchases,
     checkout,
     journal,
+    d.customers,
     logger,
   );
   const cardExpiry = new CardExpiry(paying, clock, logger);

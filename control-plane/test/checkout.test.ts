@@ -240,7 +240,7 @@ describe('checkout sessions', () => {
       postalCode: '75001',
       country: 'FR',
     });
-    expect(after.taxIds).toEqual([{ type: 'eu_vat', value: 'FR12345678901' }]);
+    expect(after.taxIds).toEqual([{ type: 'eu_vat', value: 'FR12345678901', verification: null }]);
     const invoices = (await call('GET', '/v1/sdk/invoices?customerRef=buyer')).body.data as Json[];
     expect(invoices).toHaveLength(1);
     expect(invoices[0]?.customerAddress).toMatchObject({ line1: '5 Rue de Rivoli', country: 'FR' });
@@ -267,8 +267,8 @@ describe('checkout sessions', () => {
     expect(racing.filter((r) => r.status === 200)).toHaveLength(1);
     expect(racing.every((r) => r.status === 200 || r.status === 409)).toBe(true);
     expect((await call('GET', `/v1/sdk/customers/${customer.reference}`)).body.taxIds).toEqual([
-      { type: 'eu_vat', value: 'FR12345678901' },
-      { type: 'gb_vat', value: 'GB123456789' },
+      { type: 'eu_vat', value: 'FR12345678901', verification: null },
+      { type: 'gb_vat', value: 'GB123456789', verification: null },
     ]);
     expect((await call('GET', `/v1/sdk/customers/${customer.reference}/balance`)).body.credits).toBe(10);
 
@@ -320,7 +320,7 @@ describe('checkout sessions', () => {
     expect((await call('GET', `/v1/sdk/checkout-sessions/${session.id}`)).body.status).toBe('active');
     expect((await pay({ billing: { taxId: { type: 'gb_vat', value: 'GB 123 456 789' } } })).status).toBe(200);
     expect((await call('GET', '/v1/sdk/customers/buyer')).body.taxIds).toEqual([
-      { type: 'gb_vat', value: 'GB123456789' },
+      { type: 'gb_vat', value: 'GB123456789', verification: null },
     ]);
     // The next such checkout of the same customer, who has one now, leaves it optional.
     const next = (

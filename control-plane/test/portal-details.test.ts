@@ -143,7 +143,7 @@ describe('a customer’s own details in the portal', () => {
     );
     expect([added.statusCode, added.headers.location]).toEqual([303, '/portal?done=taxId']);
     expect((await s.api('GET', '/v1/sdk/customers/lin')).body.taxIds).toEqual([
-      { type: 'eu_vat', value: 'FR12345678901' },
+      { type: 'eu_vat', value: 'FR12345678901', verification: null },
     ]);
     expect((await inject('GET', '/portal', undefined, cookie)).body).toContain('EU VAT FR12345678901');
 

@@ -9159,7 +9159,8 @@ export interface operations {
                      *           "taxIds": [
                      *             {
                      *               "type": "us_ein",
-                     *               "value": "123456789"
+                     *               "value": "123456789",
+                     *               "verification": null
                      *             }
                      *           ],
                      *           "status": "active",
@@ -9167,8 +9168,8 @@ export interface operations {
                      *             "team": "compilers"
                      *           },
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:06.189Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.189Z"
+                     *           "createdAt": "2026-05-28T09:00:02.900Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.900Z"
                      *         },
                      *         {
                      *           "reference": "cus_01jx00000267rh7dc6756gdybp",
@@ -9182,8 +9183,8 @@ export interface operations {
                      *           "status": "active",
                      *           "metadata": {},
                      *           "testClock": null,
-                     *           "createdAt": "2026-05-28T09:00:06.263Z",
-                     *           "updatedAt": "2026-05-28T09:00:06.263Z"
+                     *           "createdAt": "2026-05-28T09:00:02.918Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.918Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -9222,8 +9223,24 @@ export interface operations {
                                  * @enum {string}
                                  */
                                 type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                                /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                                 value: string;
+                                /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                                verification: {
+                                    /**
+                                     * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                     * @enum {string}
+                                     */
+                                    status: "pending" | "verified" | "unverified" | "unavailable";
+                                    /**
+                                     * Format: date-time
+                                     * @description ISO 8601, UTC
+                                     */
+                                    updatedAt: string;
+                                    /** @description The address the registry holds */
+                                    verifiedAddress: string | null;
+                                    /** @description The name the registry holds */
+                                    verifiedName: string | null;
+                                } | null;
                             }[];
                             telephone: string | null;
                             /** @description Sandbox: the test clock the customer lives on, or null */
@@ -9431,7 +9448,8 @@ export interface operations {
                      *       "taxIds": [
                      *         {
                      *           "type": "us_ein",
-                     *           "value": "123456789"
+                     *           "value": "123456789",
+                     *           "verification": null
                      *         }
                      *       ],
                      *       "status": "active",
@@ -9439,8 +9457,8 @@ export interface operations {
                      *         "team": "compilers"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:06.189Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.189Z"
+                     *       "createdAt": "2026-05-28T09:00:02.900Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.900Z"
                      *     }
                      */
                     "application/json": {
@@ -9475,8 +9493,24 @@ export interface operations {
                              * @enum {string}
                              */
                             type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                             value: string;
+                            /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                            verification: {
+                                /**
+                                 * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "unverified" | "unavailable";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                updatedAt: string;
+                                /** @description The address the registry holds */
+                                verifiedAddress: string | null;
+                                /** @description The name the registry holds */
+                                verifiedName: string | null;
+                            } | null;
                         }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
@@ -9676,8 +9710,24 @@ export interface operations {
                              * @enum {string}
                              */
                             type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                             value: string;
+                            /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                            verification: {
+                                /**
+                                 * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "unverified" | "unavailable";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                updatedAt: string;
+                                /** @description The address the registry holds */
+                                verifiedAddress: string | null;
+                                /** @description The name the registry holds */
+                                verifiedName: string | null;
+                            } | null;
                         }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
@@ -9999,7 +10049,8 @@ export interface operations {
                      *       "taxIds": [
                      *         {
                      *           "type": "us_ein",
-                     *           "value": "123456789"
+                     *           "value": "123456789",
+                     *           "verification": null
                      *         }
                      *       ],
                      *       "status": "active",
@@ -10007,8 +10058,8 @@ export interface operations {
                      *         "team": "cobol"
                      *       },
                      *       "testClock": null,
-                     *       "createdAt": "2026-05-28T09:00:06.189Z",
-                     *       "updatedAt": "2026-05-28T09:00:06.497Z"
+                     *       "createdAt": "2026-05-28T09:00:02.900Z",
+                     *       "updatedAt": "2026-05-28T09:00:03.036Z"
                      *     }
                      */
                     "application/json": {
@@ -10043,8 +10094,24 @@ export interface operations {
                              * @enum {string}
                              */
                             type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                             value: string;
+                            /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                            verification: {
+                                /**
+                                 * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "unverified" | "unavailable";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                updatedAt: string;
+                                /** @description The address the registry holds */
+                                verifiedAddress: string | null;
+                                /** @description The name the registry holds */
+                                verifiedName: string | null;
+                            } | null;
                         }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
@@ -12205,8 +12272,24 @@ export interface operations {
                              * @enum {string}
                              */
                             type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                             value: string;
+                            /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                            verification: {
+                                /**
+                                 * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "unverified" | "unavailable";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                updatedAt: string;
+                                /** @description The address the registry holds */
+                                verifiedAddress: string | null;
+                                /** @description The name the registry holds */
+                                verifiedName: string | null;
+                            } | null;
                         }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */
@@ -12274,8 +12357,24 @@ export interface operations {
                              * @enum {string}
                              */
                             type: "ae_trn" | "au_abn" | "br_cnpj" | "ca_bn" | "ca_gst_hst" | "ch_vat" | "eu_vat" | "gb_vat" | "in_gst" | "jp_cn" | "no_vat" | "nz_gst" | "sg_gst" | "us_ein" | "za_vat";
-                            /** @description As written; stored without spaces, dots, dashes or slashes, upper case */
                             value: string;
+                            /** @description The processor’s check against the tax registry (live customers whose processor checks this kind); null until one is reported */
+                            verification: {
+                                /**
+                                 * @description pending: being checked; verified or unverified: the registry’s answer; unavailable: the registry could not be asked
+                                 * @enum {string}
+                                 */
+                                status: "pending" | "verified" | "unverified" | "unavailable";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                updatedAt: string;
+                                /** @description The address the registry holds */
+                                verifiedAddress: string | null;
+                                /** @description The name the registry holds */
+                                verifiedName: string | null;
+                            } | null;
                         }[];
                         telephone: string | null;
                         /** @description Sandbox: the test clock the customer lives on, or null */

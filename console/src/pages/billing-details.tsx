@@ -163,11 +163,30 @@ export function InvoiceIssuer(props: { merchant: Merchant; canChange: boolean })
   );
 }
 
+type TaxId = {
+  type: string;
+  value: string;
+  verification?: { status: string; verifiedName: string | null } | null;
+};
 type Customer = {
   id: string;
   address: Address;
-  taxIds: Array<{ type: string; value: string }>;
+  taxIds: TaxId[];
 };
+
+/** What the processor's check against the tax registry found, in words (docs/billing.md). */
+const REGISTRY: Record<string, string> = {
+  pending: 'Being checked',
+  verified: 'Verified',
+  unverified: 'Not found in the registry',
+  unavailable: 'Registry unavailable',
+};
+function registryText(taxId: TaxId): string {
+  const v = taxId.verification;
+  if (v === null || v === undefined) return 'Not checked';
+  const text = REGISTRY[v.status] ?? v.status;
+  return v.verifiedName === null ? text : `${text}: ${v.verifiedName}`;
+}
 
 /** One customer's billing address and tax ids, and (for a manager) the forms that change them. */
 export function CustomerBillingDetails(props: { customer: Customer; canChange: boolean }) {
@@ -184,7 +203,8 @@ export function CustomerBillingDetails(props: { customer: Customer; canChange: b
     onSuccess: done,
   });
   const taxIds = useMutation({
-    mutationFn: (next: Customer['taxIds']) => patch({ taxIds: next }),
+    // Kind and number only: what the registry said is the processor's, not ours to send.
+    mutationFn: (next: TaxId[]) => patch({ taxIds: next.map((t) => ({ type: t.type, value: t.value })) }),
     onSuccess: () => {
       setNumber('');
       return done();
@@ -207,11 +227,12 @@ export function CustomerBillingDetails(props: { customer: Customer; canChange: b
           columns={[
             { header: 'Kind', cell: (taxId) => taxIdLabel(taxId.type) },
             { header: 'Number', cell: (taxId) => <code>{taxId.value}</code> },
+            { header: 'Registry', cell: registryText },
             ...(props.canChange
               ? [
                   {
                     header: 'Change',
-                    cell: (taxId: Customer['taxIds'][number]) => (
+                    cell: (taxId: TaxId) => (
                       <button
                         type="button"
                         aria-label={`Remove ${taxIdLabel(taxId.type)} ${taxId.value}`}

@@ -1,5 +1,5 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
-import type { Address, TaxId } from '../../billing-details';
+import type { Address, StoredTaxId } from '../../billing-details';
 import { prepared, type Queryable } from '../../db/pool';
 import type { Tenant } from '../products/repository';
 
@@ -15,8 +15,8 @@ export interface CustomerRow {
   metadata: Record<string, string>;
   /** The billing address invoices are addressed to. */
   address: Address | null;
-  /** Tax ids an invoice names the customer by (VAT, EIN, …). */
-  tax_ids: TaxId[];
+  /** Tax ids an invoice names the customer by (VAT, EIN, …), with the processor's verification. */
+  tax_ids: StoredTaxId[];
   /** The sandbox test clock the customer lives on (its time is the clock's frozen time). */
   test_clock_id: string | null;
   created_at: Date;

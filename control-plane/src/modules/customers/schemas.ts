@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { Address, AddressInput, TaxId, TaxIdsInput } from '../../billing-details';
+import { Address, AddressInput, CustomerTaxId, TaxIdsInput } from '../../billing-details';
 import { Metadata, Nullable, nullable, page, stringEnum, Timestamp } from '../../http/schemas';
 
 const ExternalRef = Type.String({
@@ -75,7 +75,7 @@ export const Customer = Type.Object({
   email: NullableString,
   telephone: NullableString,
   address: Nullable(Address),
-  taxIds: Type.Array(TaxId, { description: 'Tax ids invoices name the customer by' }),
+  taxIds: Type.Array(CustomerTaxId, { description: 'Tax ids invoices name the customer by' }),
   status: stringEnum(['active', 'inactive'] as const),
   metadata: Type.Record(Type.String(), Type.String()),
   testClock: Type.Union([Type.String(), Type.Null()], {

@@ -1,6 +1,15 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Static } from '@sinclair/typebox';
-import { type AddressInput, normalizeAddress, normalizeTaxIds, type TaxId } from '../../billing-details';
+import {
+  type AddressInput,
+  compactTaxId,
+  customerTaxIds,
+  keepVerifications,
+  normalizeAddress,
+  normalizeTaxIds,
+  type TaxId,
+  type TaxIdVerification,
+} from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
@@ -27,7 +36,7 @@ export const toCustomer = (row: CustomerRow): Customer => ({
   email: row.email,
   telephone: row.telephone,
   address: row.address,
-  taxIds: row.tax_ids,
+  taxIds: customerTaxIds(row.tax_ids),
   status: row.status === 'inactive' ? 'inactive' : 'active',
   metadata: row.metadata,
   testClock: row.test_clock_id,
@@ -46,7 +55,7 @@ const eventObject = (row: CustomerRow) => ({
   email: row.email,
   telephone: row.telephone,
   address: row.address,
-  taxIds: row.tax_ids,
+  taxIds: customerTaxIds(row.tax_ids),
   status: row.status,
   created: unixSeconds(row.created_at),
 });
@@ -247,7 +256,10 @@ export class CustomerService {
           status: patch.status ?? current.status,
           metadata: patch.metadata ?? current.metadata,
           address: details.address === undefined ? current.address : details.address,
-          tax_ids: details.taxIds ?? current.tax_ids,
+          tax_ids:
+            details.taxIds === undefined
+              ? current.tax_ids
+              : keepVerifications(details.taxIds, current.tax_ids),
           updated_at: at,
         };
         const stored = await updateCustomer(tx, next);
@@ -281,6 +293,48 @@ export class CustomerService {
     }
     if (detailsChanged) for (const hook of this.detailHooks) await hook(auth, updated.id);
     return toCustomer(updated);
+  }
+
+  /**
+   * What the processor's registry check found for one of the customer's tax ids (Stripe's
+   * `customer.tax_id.created` and `.updated`), kept on it in the caller's transaction and
+   * announced as customer.updated. A report older than the one kept changes nothing (events come
+   * in any order); false when the customer does not hold that id (removed since). The processor
+   * is not told again: the verification came from it.
+   */
+  async recordTaxIdVerification(
+    tx: PoolClient,
+    auth: AuthContext,
+    customerId: string,
+    taxId: TaxId,
+    verification: TaxIdVerification,
+  ): Promise<boolean> {
+    const current = await findCustomer(tx, auth, customerId, { forUpdate: true });
+    const value = compactTaxId(taxId.value);
+    const held = current?.tax_ids.find((t) => t.type === taxId.type && t.value === value);
+    if (current === undefined || held === undefined) return false;
+    const kept = held.verification;
+    // Stripe's events are stamped to the second: within one, a registry's answer outranks pending.
+    const older =
+      kept !== undefined &&
+      (kept.updatedAt > verification.updatedAt ||
+        (kept.updatedAt === verification.updatedAt &&
+          (verification.status === 'pending' || JSON.stringify(kept) === JSON.stringify(verification))));
+    if (older) return true;
+    const at = this.clock.now();
+    const stored = await updateCustomer(tx, {
+      ...current,
+      tax_ids: current.tax_ids.map((t) => (t === held ? { ...t, verification } : t)),
+      updated_at: at,
+    });
+    await writeEvent(tx, {
+      ...auth,
+      type: 'customer.updated',
+      object: eventObject(stored),
+      previousAttributes: { taxIds: eventObject(current).taxIds },
+      at,
+    });
+    return true;
   }
 
   /**

@@ -156,6 +156,22 @@ export async function findProcessorCustomer(
   return rows[0]?.processor_customer ?? null;
 }
 
+/** Our customer whose cards a processor's customer object holds (the newest card's), in a tenant. */
+export async function findCustomerOfProcessor(
+  db: Queryable,
+  tenant: { providerId: string; environment: Environment },
+  processor: string,
+  processorCustomer: string,
+): Promise<string | undefined> {
+  const { rows } = await db.query<{ customer_id: string }>(
+    `SELECT customer_id FROM payment_methods
+      WHERE provider_id = $1 AND environment = $2 AND processor = $3 AND processor_customer = $4
+      ORDER BY created_at DESC LIMIT 1`,
+    [tenant.providerId, tenant.environment, processor, processorCustomer],
+  );
+  return rows[0]?.customer_id;
+}
+
 export interface PaymentInsert {
   id: string;
   provider_id: string;

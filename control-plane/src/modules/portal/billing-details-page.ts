@@ -1,5 +1,5 @@
 import { countries, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
-import type { Address, TaxId } from '../../billing-details';
+import type { Address, StoredTaxId } from '../../billing-details';
 import { escapeHtml } from '../../http/html';
 
 /** Every ISO 3166-1 country, by English name, for the address form's list. */
@@ -10,7 +10,7 @@ const COUNTRIES = countries();
  * change them; `csrf` is the hidden field every form of the portal carries.
  */
 export function renderBillingDetails(
-  customer: { address: Address | null; taxIds: TaxId[] },
+  customer: { address: Address | null; taxIds: StoredTaxId[] },
   csrf: string,
 ): string {
   const a = customer.address;
@@ -26,7 +26,15 @@ export function renderBillingDetails(
       : `<ul id="tax-ids">${customer.taxIds
           .map((taxId) => {
             const text = `${taxIdLabel(taxId.type)} ${taxId.value}`;
-            return `<li>${escapeHtml(text)} <form method="post" action="/portal/tax-ids/remove" class="inline">${csrf}<input type="hidden" name="type" value="${escapeHtml(taxId.type)}"><input type="hidden" name="value" value="${escapeHtml(taxId.value)}"><button class="plain" type="submit" aria-label="Remove: ${escapeHtml(text)}">Remove</button></form></li>`;
+            // What the tax registry answered, once the processor asked it (docs/billing.md).
+            const status = taxId.verification?.status;
+            const found =
+              status === 'verified'
+                ? ' (verified in the tax registry)'
+                : status === 'unverified'
+                  ? ' (not found in the tax registry)'
+                  : '';
+            return `<li>${escapeHtml(text)}${found} <form method="post" action="/portal/tax-ids/remove" class="inline">${csrf}<input type="hidden" name="type" value="${escapeHtml(taxId.type)}"><input type="hidden" name="value" value="${escapeHtml(taxId.value)}"><button class="plain" type="submit" aria-label="Remove: ${escapeHtml(text)}">Remove</button></form></li>`;
           })
           .join('')}</ul>`;
   const kinds = TAX_ID_TYPES.map(

@@ -1,4 +1,4 @@
-import type { Address, TaxId } from '../../billing-details';
+import type { Address, StoredTaxId } from '../../billing-details';
 import { brandStyle, escapeHtml } from '../../http/html';
 import { formatMoney } from '../checkout/page';
 import { renderBillingDetails } from './billing-details-page';
@@ -18,7 +18,7 @@ export interface PortalView {
     name: string | null;
     telephone: string | null;
     address: Address | null;
-    taxIds: TaxId[];
+    taxIds: StoredTaxId[];
   };
   sandbox: boolean;
   csrfToken: string;

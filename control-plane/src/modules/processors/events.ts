@@ -1,16 +1,23 @@
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type Stripe from 'stripe';
-import { type AddressInput, TAX_ID_TYPES, type TaxIdType } from '../../billing-details';
+import {
+  type AddressInput,
+  TAX_ID_TYPES,
+  TAX_ID_VERIFICATION_STATUSES,
+  type TaxIdType,
+  type TaxIdVerification,
+} from '../../billing-details';
 import type { Clock } from '../../clock';
 import { inTransaction, type Pool, type PoolClient } from '../../db/pool';
 import { DomainError, NotFoundError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import type { BillingInput } from '../checkout/billing';
 import type { CheckoutService } from '../checkout/service';
+import type { CustomerService } from '../customers/service';
 import type { DisputeService } from '../disputes/service';
 import type { ChargeJournal, LearnedCharge } from '../payments/journal';
 import type { MadeRefund, RefundService } from '../payments/refunds';
-import { lockPaymentByIntent } from '../payments/repository';
+import { findCustomerOfProcessor, lockPaymentByIntent } from '../payments/repository';
 import type { PayoutService } from '../payouts/service';
 import { type LearnedEarlyEnd, learnEarlyEnd } from '../purchases/proration';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
@@ -41,6 +48,7 @@ export class StripeEvents {
     private readonly purchases: PurchaseService,
     private readonly checkout: CheckoutService,
     private readonly journal: ChargeJournal,
+    private readonly customers: Pick<CustomerService, 'recordTaxIdVerification'>,
     private readonly logger: Logger,
   ) {}
 
@@ -65,6 +73,10 @@ export class StripeEvents {
       const fresh = await claimEvent(this.pool, { ...claim, outcome, at: this.clock.now() });
       return this.answer(providerId, event, fresh ? outcome : 'duplicate');
     }
+    // Whose tax id a tax id event is about: found before the transaction, as it may ask Stripe.
+    const taxIdOwner = isTaxIdEvent(event)
+      ? await this.customerOfStripe(auth, connection.stripe, event.data.object.customer)
+      : undefined;
     const applied = await inTransaction(this.pool, async (tx): Promise<Applied> => {
       const fresh = await claimEvent(tx, { ...claim, outcome: 'applied', at: this.clock.now() });
       if (!fresh) return { outcome: 'duplicate' };
@@ -73,7 +85,10 @@ export class StripeEvents {
       await tx.query('SAVEPOINT apply_event');
       let result: Applied;
       try {
-        result = await this.apply(tx, auth, event);
+        result =
+          isTaxIdEvent(event) && wellFormed(event)
+            ? await this.taxIdVerified(tx, auth, event, taxIdOwner)
+            : await this.apply(tx, auth, event);
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         await tx.query('ROLLBACK TO SAVEPOINT apply_event');
@@ -116,6 +131,61 @@ export class StripeEvents {
       if (!(error instanceof DomainError) || error.code === 'checkout_session_in_progress') throw error;
       return error.code === 'checkout_session_closed' ? 'duplicate' : `refused:${error.code}`;
     }
+  }
+
+  /**
+   * Our customer of a Stripe customer object: the one whose cards it holds, else the one its
+   * metadata names (we make each Stripe customer with `metadata.customer`), in this tenant only.
+   */
+  private async customerOfStripe(
+    auth: AuthContext,
+    stripe: Stripe,
+    stripeCustomer: string | Stripe.Customer | Stripe.DeletedCustomer | null,
+  ): Promise<string | undefined> {
+    const id = typeof stripeCustomer === 'string' ? stripeCustomer : stripeCustomer?.id;
+    if (typeof id !== 'string' || id === '') return undefined;
+    const found = await findCustomerOfProcessor(this.pool, auth, 'stripe', id);
+    if (found !== undefined) return found;
+    const customer = await stripe.customers.retrieve(id);
+    return customer.deleted === true ? undefined : (customer.metadata.customer ?? undefined);
+  }
+
+  /**
+   * Stripe checked one of a customer's tax ids against its registry (VIES for EU VAT, HMRC, the
+   * ABR): the verification is kept on our customer's tax id of the same kind and number. One we
+   * no longer hold, or a kind we do not keep, changes nothing.
+   */
+  private async taxIdVerified(
+    tx: PoolClient,
+    auth: AuthContext,
+    event: Stripe.CustomerTaxIdCreatedEvent | Stripe.CustomerTaxIdUpdatedEvent,
+    customerId: string | undefined,
+  ): Promise<Applied> {
+    const taxId = event.data.object;
+    const found = taxId.verification;
+    if (
+      found === null ||
+      typeof found !== 'object' ||
+      !isVerificationStatus(found.status) ||
+      !isTaxIdType(taxId.type) ||
+      typeof taxId.value !== 'string'
+    )
+      return { outcome: 'ignored' };
+    if (customerId === undefined) return { outcome: 'unmatched:customer' };
+    const verification: TaxIdVerification = {
+      status: found.status,
+      verifiedName: cleanText(found.verified_name),
+      verifiedAddress: cleanText(found.verified_address),
+      updatedAt: new Date(event.created * 1000).toISOString(),
+    };
+    const kept = await this.customers.recordTaxIdVerification(
+      tx,
+      auth,
+      customerId,
+      { type: taxId.type, value: taxId.value },
+      verification,
+    );
+    return { outcome: kept ? 'applied' : 'unmatched:tax_id' };
   }
 
   private async apply(tx: PoolClient, auth: AuthContext, event: Stripe.Event): Promise<Applied> {
@@ -341,6 +411,22 @@ function wellFormed(event: Stripe.Event): boolean {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
 const CONTROL = /[\u0000-\u001f\u007f]/gu;
 
+/** A tax id kind our customers keep. */
+const isTaxIdType = (type: string): type is TaxIdType => (TAX_ID_TYPES as readonly string[]).includes(type);
+
+const isVerificationStatus = (status: unknown): status is TaxIdVerification['status'] =>
+  (TAX_ID_VERIFICATION_STATUSES as readonly unknown[]).includes(status);
+
+/** Text a registry returned, as we keep it: no control characters, at most 500 characters. */
+const cleanText = (value: string | null | undefined) =>
+  value?.replace(CONTROL, ' ').trim().slice(0, 500) || null;
+
+/** Stripe's events about a customer's tax id, which carry its verification. */
+const isTaxIdEvent = (
+  event: Stripe.Event,
+): event is Stripe.CustomerTaxIdCreatedEvent | Stripe.CustomerTaxIdUpdatedEvent =>
+  event.type === 'customer.tax_id.created' || event.type === 'customer.tax_id.updated';
+
 /**
  * The billing details Stripe's page collected, as our customers keep them: the address
  * (`billing_address_collection: required`), the tax ID and the business name given with it
@@ -366,9 +452,7 @@ function billingOf(session: Stripe.Checkout.Session): BillingInput | undefined {
     const given = Object.entries(parts).filter(([, value]) => value !== undefined);
     if (given.length > 0) billing.address = Object.fromEntries(given) as AddressInput;
   }
-  const taxId = details?.tax_ids?.find(
-    (t) => (TAX_ID_TYPES as readonly string[]).includes(t.type) && part(t.value, 64) !== undefined,
-  );
+  const taxId = details?.tax_ids?.find((t) => isTaxIdType(t.type) && part(t.value, 64) !== undefined);
   if (taxId !== undefined) {
     billing.taxId = { type: taxId.type as TaxIdType, value: part(taxId.value, 64) as string };
     billing.businessName = part(details?.business_name ?? details?.name, 200);
