@@ -145,7 +145,11 @@ describe('billing scheduler', () => {
       clock.advance(hours * HOUR);
       await run();
     }
-    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({ status: 'cancelled' });
+    // Why, as Stripe's cancellation_details says it: the card failed until dunning gave up.
+    expect((await api('GET', `/v1/sdk/purchases/${ref}`)).body).toMatchObject({
+      status: 'cancelled',
+      cancellationDetails: { reason: 'payment_failed', feedback: null, comment: null },
+    });
 
     const written = await events(ref);
     // No reminder: the scheduler first ran after the reminder window had passed.
@@ -265,7 +269,37 @@ describe('billing scheduler', () => {
     const passRef = (
       await api('POST', '/v1/sdk/activate', { customerRef: c3.reference, planRef: pass.reference })
     ).body.purchaseRef;
-    await api('POST', `/v1/sdk/purchases/${cancelRef}/cancel`, { atPeriodEnd: true });
+    // Why the customer leaves goes with the request, as Stripe's cancellation_details; bad words are 400.
+    for (const [details, path] of [
+      [{ feedback: 'too_pricey' }, '/cancellationDetails/feedback'],
+      [{ comment: 'x'.repeat(501) }, '/cancellationDetails/comment'],
+      [{ comment: 'nul\u0000here' }, '/cancellationDetails/comment'],
+      [{ reason: 'payment_failed' }, '/cancellationDetails/reason'],
+    ] as const) {
+      const refused = await api('POST', `/v1/sdk/purchases/${cancelRef}/cancel`, {
+        atPeriodEnd: true,
+        cancellationDetails: details,
+      });
+      expect([refused.status, refused.body.errors?.[0]?.path], JSON.stringify(details)).toEqual([400, path]);
+    }
+    const asked = { feedback: 'switched_service', comment: '  Moving to\nanother vendor ' };
+    const scheduled = await api('POST', `/v1/sdk/purchases/${cancelRef}/cancel`, {
+      atPeriodEnd: true,
+      cancellationDetails: asked,
+    });
+    const kept = {
+      reason: 'cancellation_requested',
+      feedback: 'switched_service',
+      comment: 'Moving to\nanother vendor',
+    };
+    expect(scheduled.body).toMatchObject({ cancelAtPeriodEnd: true, cancellationDetails: kept });
+    // Reactivated, the reason goes; scheduled again without one, there is none but the request.
+    const back = await api('POST', `/v1/sdk/purchases/${cancelRef}/reactivate`);
+    expect(back.body.cancellationDetails).toBeNull();
+    await api('POST', `/v1/sdk/purchases/${cancelRef}/cancel`, {
+      atPeriodEnd: true,
+      cancellationDetails: asked,
+    });
 
     clock.set(new Date('2026-08-11T00:00:01.000Z'));
     await run();
@@ -275,12 +309,23 @@ describe('billing scheduler', () => {
     expect((await api('GET', `/v1/sdk/purchases/${cancelRef}`)).body).toMatchObject({
       status: 'cancelled',
       endedAt: '2026-09-01T00:00:00.000Z',
+      cancellationDetails: kept,
     });
     expect((await api('GET', `/v1/sdk/purchases/${noRenewRef}`)).body.status).toBe('expired');
-    expect(types(await events(cancelRef)).slice(-2)).toEqual([
+    const ending = (await events(cancelRef)).slice(-4);
+    expect(types(ending)).toEqual([
+      'purchase.cancellation_scheduled',
+      'purchase.reactivated',
       'purchase.cancellation_scheduled',
       'purchase.cancelled',
     ]);
+    expect(ending.map((e) => e.object.cancellationDetails?.reason ?? null)).toEqual([
+      'cancellation_requested',
+      null,
+      'cancellation_requested',
+      'cancellation_requested',
+    ]);
+    expect(ending[1]?.previous).toMatchObject({ cancellationDetails: kept });
     expect((await payments(cancelRef)).length).toBe(1);
     expect((await payments(noRenewRef)).length).toBe(1);
   });

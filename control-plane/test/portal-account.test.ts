@@ -150,14 +150,43 @@ describe('cancelling now in the portal', () => {
       'The unused time you paid for, <strong>$21,290.32</strong>, is refunded to your card.',
     );
     expect(page.body).toContain('Keep using Pro until 2026-04-01');
+    // The customer may say why, in Stripe's choices: one not offered, or a long comment, is 400.
+    expect(page.body).toContain('<option value="too_expensive">It’s too expensive</option>');
+    const prorationDate = hiddenField(page.body, 'prorationDate');
+    for (const [form, text] of [
+      [{ feedback: 'bored' }, 'feedback is not one of the reasons offered'],
+      [{ comment: 'x'.repeat(501) }, 'comment is longer than 500 characters'],
+      [{ comment: 'a\u0007b' }, 'comment must not hold control characters'],
+    ] as const) {
+      const refused = await post(
+        '/portal/cancel-now',
+        { csrf, purchaseRef: held, prorationDate, ...form },
+        cookie,
+      );
+      expect([refused.statusCode, refused.body.includes(text)], text).toEqual([400, true]);
+    }
+    expect((await s.api('GET', `/v1/sdk/purchases/${held}`)).body.status).toBe('active');
     clock.advance(5 * 60_000);
     const ended = await post(
       '/portal/cancel-now',
-      { csrf, purchaseRef: held, prorationDate: hiddenField(page.body, 'prorationDate') },
+      {
+        csrf,
+        purchaseRef: held,
+        prorationDate,
+        feedback: 'too_expensive',
+        comment: 'Too dear\r\nfor a small team',
+      },
       cookie,
     );
     expect(ended.headers.location).toBe('/portal?done=ended');
-    expect((await s.api('GET', `/v1/sdk/purchases/${held}`)).body.status).toBe('cancelled');
+    expect((await s.api('GET', `/v1/sdk/purchases/${held}`)).body).toMatchObject({
+      status: 'cancelled',
+      cancellationDetails: {
+        reason: 'cancellation_requested',
+        feedback: 'too_expensive',
+        comment: 'Too dear\nfor a small team',
+      },
+    });
     const { rows } = await harness.pool.query(
       `SELECT r.amount, r.source FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE p.purchase_id = $1`,
       [held],

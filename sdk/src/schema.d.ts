@@ -5865,7 +5865,8 @@ export interface operations {
                      *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *               "isRecurring": true,
-                     *               "billingCycle": "monthly"
+                     *               "billingCycle": "monthly",
+                     *               "cancellationDetails": null
                      *             },
                      *             "previous_attributes": {
                      *               "status": "pending"
@@ -5897,7 +5898,8 @@ export interface operations {
                      *               "periodEnd": 1782864000,
                      *               "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *               "isRecurring": true,
-                     *               "billingCycle": "monthly"
+                     *               "billingCycle": "monthly",
+                     *               "cancellationDetails": null
                      *             },
                      *             "previous_attributes": null
                      *           },
@@ -6071,7 +6073,8 @@ export interface operations {
                      *           "periodEnd": 1782864000,
                      *           "reference": "pur_01jx0000017btsbgr63z4av2cd",
                      *           "isRecurring": true,
-                     *           "billingCycle": "monthly"
+                     *           "billingCycle": "monthly",
+                     *           "cancellationDetails": null
                      *         },
                      *         "previous_attributes": {
                      *           "status": "pending"
@@ -15434,6 +15437,7 @@ export interface operations {
                      *           "trialEnd": null,
                      *           "endedAt": null,
                      *           "discount": null,
+                     *           "cancellationDetails": null,
                      *           "createdAt": "2026-06-01T00:00:00.000Z",
                      *           "updatedAt": "2026-06-01T00:00:00.000Z"
                      *         }
@@ -15448,6 +15452,16 @@ export interface operations {
                             autoRenew: boolean;
                             billingCycle: string | null;
                             cancelAtPeriodEnd: boolean;
+                            /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                            cancellationDetails: {
+                                comment: string | null;
+                                feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                                /**
+                                 * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                                 * @enum {string}
+                                 */
+                                reason: "cancellation_requested" | "payment_failed";
+                            } | null;
                             /**
                              * Format: date-time
                              * @description ISO 8601, UTC
@@ -15630,6 +15644,7 @@ export interface operations {
                      *       "trialEnd": null,
                      *       "endedAt": null,
                      *       "discount": null,
+                     *       "cancellationDetails": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -15640,6 +15655,16 @@ export interface operations {
                         autoRenew: boolean;
                         billingCycle: string | null;
                         cancelAtPeriodEnd: boolean;
+                        /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                        cancellationDetails: {
+                            comment: string | null;
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /**
+                             * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                             * @enum {string}
+                             */
+                            reason: "cancellation_requested" | "payment_failed";
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -15806,6 +15831,15 @@ export interface operations {
                 "application/json": {
                     /** @description Keep access until the period ends (recurring plans); default false */
                     atPeriodEnd?: boolean;
+                    cancellationDetails?: {
+                        /** @description The customer's own words (up to 500 characters; lines and tabs kept) */
+                        comment?: string;
+                        /**
+                         * @description The customer's reason, in Stripe's choices
+                         * @enum {string}
+                         */
+                        feedback?: "too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other";
+                    };
                     /** @description Cancelling now: refund the unused time of a paid period to the card that paid it (see the cancellation preview); default false */
                     prorate?: boolean;
                     /**
@@ -15842,6 +15876,11 @@ export interface operations {
                      *       "trialEnd": null,
                      *       "endedAt": null,
                      *       "discount": null,
+                     *       "cancellationDetails": {
+                     *         "reason": "cancellation_requested",
+                     *         "feedback": null,
+                     *         "comment": null
+                     *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -15852,6 +15891,16 @@ export interface operations {
                         autoRenew: boolean;
                         billingCycle: string | null;
                         cancelAtPeriodEnd: boolean;
+                        /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                        cancellationDetails: {
+                            comment: string | null;
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /**
+                             * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                             * @enum {string}
+                             */
+                            reason: "cancellation_requested" | "payment_failed";
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -16289,8 +16338,9 @@ export interface operations {
                      *         "duration": "repeating",
                      *         "durationInMonths": 3,
                      *         "start": "2026-06-01T00:00:00.000Z",
-                     *         "end": "2026-02-25T01:04:32.434Z"
+                     *         "end": "2026-02-24T19:47:37.955Z"
                      *       },
+                     *       "cancellationDetails": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -16301,6 +16351,16 @@ export interface operations {
                         autoRenew: boolean;
                         billingCycle: string | null;
                         cancelAtPeriodEnd: boolean;
+                        /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                        cancellationDetails: {
+                            comment: string | null;
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /**
+                             * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                             * @enum {string}
+                             */
+                            reason: "cancellation_requested" | "payment_failed";
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -16504,6 +16564,7 @@ export interface operations {
                      *       "trialEnd": null,
                      *       "endedAt": null,
                      *       "discount": null,
+                     *       "cancellationDetails": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -16514,6 +16575,16 @@ export interface operations {
                         autoRenew: boolean;
                         billingCycle: string | null;
                         cancelAtPeriodEnd: boolean;
+                        /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                        cancellationDetails: {
+                            comment: string | null;
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /**
+                             * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                             * @enum {string}
+                             */
+                            reason: "cancellation_requested" | "payment_failed";
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC
@@ -16697,6 +16768,7 @@ export interface operations {
                      *       "trialEnd": null,
                      *       "endedAt": null,
                      *       "discount": null,
+                     *       "cancellationDetails": null,
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
                      *     }
@@ -16707,6 +16779,16 @@ export interface operations {
                         autoRenew: boolean;
                         billingCycle: string | null;
                         cancelAtPeriodEnd: boolean;
+                        /** @description Why it was cancelled (Stripe’s cancellation_details); null unless cancelled or scheduled to be */
+                        cancellationDetails: {
+                            comment: string | null;
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /**
+                             * @description cancellation_requested: through the API or the portal; payment_failed: dunning ended it
+                             * @enum {string}
+                             */
+                            reason: "cancellation_requested" | "payment_failed";
+                        } | null;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC

@@ -579,6 +579,14 @@ describe('the console’s operations pages', () => {
     await page.getByLabel(`Coupon for ${plan.id}`).fill('launch20');
     await page.getByRole('button', { name: 'Apply' }).click();
     await discount.waitFor();
+    // A cancellation's reason, as the customer gave it, beside the status.
+    await post(`/v1/sdk/purchases/${String(activation.purchaseRef)}/cancel`, {
+      atPeriodEnd: true,
+      cancellationDetails: { feedback: 'switched_service', comment: 'Going in-house' },
+    });
+    await page.reload();
+    await page.getByText('Why: switched service').waitFor();
+    expect(await page.locator('q').innerText()).toContain('Going in-house');
     expect(await axeFindings(page)).toEqual([]);
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await visit(page, 'Billing', 'Billing');

@@ -158,12 +158,22 @@ describe('customer portal in a browser', () => {
         .getByRole('row', { name: /Alerts Alerts Pro active .* 3 of 100 calls used, 97 left/ })
         .count(),
     ).toBe(1);
-    await page.getByRole('button', { name: 'Cancel at period end: Alerts, Alerts Pro' }).click();
+    // Cancelled on its page, saying why (Stripe's choices) in the one form both buttons send.
+    await page.getByRole('link', { name: 'Cancel: Alerts, Alerts Pro' }).click();
+    await page.getByLabel('Why are you cancelling? (optional)').selectOption('unused');
+    await page.getByLabel('Anything you would like to tell us? (optional)').fill('Back next season');
+    expect(await axeFindings(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Cancel at period end' }).click();
     await page.waitForURL(/\/portal\?done=cancelled/);
     expect(await page.getByRole('status').innerText()).toBe('Your plan will end at the end of its period.');
     expect((await api('GET', `/v1/sdk/purchases/${bought.body.purchaseRef}`)).body).toMatchObject({
       status: 'active',
       cancelAtPeriodEnd: true,
+      cancellationDetails: {
+        reason: 'cancellation_requested',
+        feedback: 'unused',
+        comment: 'Back next season',
+      },
     });
     expect(await page.getByRole('row', { name: /Alerts Pro active \(cancels at period end\)/ }).count()).toBe(
       1,

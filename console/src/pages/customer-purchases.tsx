@@ -21,6 +21,51 @@ function discountText(d: Discount): string {
   return `${d.name}: ${off} off, ${span}`;
 }
 
+/** Why a purchase was cancelled (docs/billing.md), in the customer's choice of words. */
+const FEEDBACK: Record<string, string> = {
+  too_expensive: 'too expensive',
+  missing_features: 'missing features',
+  switched_service: 'switched service',
+  unused: 'not used enough',
+  customer_service: 'customer service',
+  too_complex: 'too complex',
+  low_quality: 'low quality',
+  other: 'other',
+};
+
+function StatusCell(props: { purchase: Purchase }) {
+  const { purchase } = props;
+  const why = purchase.cancellationDetails;
+  const reason =
+    why === null
+      ? null
+      : why.reason === 'payment_failed'
+        ? 'payment failed'
+        : why.feedback === null
+          ? 'asked to cancel'
+          : (FEEDBACK[why.feedback] ?? why.feedback);
+  return (
+    <>
+      {purchase.status}
+      {purchase.cancelAtPeriodEnd && ' (cancels at period end)'}
+      {reason !== null && (
+        <>
+          <br />
+          <small>
+            Why: {reason}
+            {why?.comment != null && (
+              <>
+                {' '}
+                <q>{why.comment}</q>
+              </>
+            )}
+          </small>
+        </>
+      )}
+    </>
+  );
+}
+
 /**
  * A customer's purchases with their discounts; a manager redeems a coupon (its id or code) on a
  * purchase in force, or removes its discount (docs/coupons.md).
@@ -68,7 +113,7 @@ export function CustomerPurchases(props: {
             rowKey={(purchase) => purchase.id}
             columns={[
               { header: 'Plan', cell: (purchase) => <code>{purchase.planRef}</code> },
-              { header: 'Status', cell: (purchase) => purchase.status },
+              { header: 'Status', cell: (purchase) => <StatusCell purchase={purchase} /> },
               { header: 'Amount', cell: (purchase) => money(purchase.amount, purchase.currency) },
               {
                 header: 'Period ends',

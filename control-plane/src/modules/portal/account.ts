@@ -11,6 +11,7 @@ import { type CouponService, redemptionTarget } from '../coupons/service';
 import type { PaymentService } from '../payments/service';
 import { findPlan, plansOnSale, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
+import type { CancellationInput } from '../purchases/cancellation';
 import type { PurchaseService } from '../purchases/service';
 import type { ChangeView } from './plan-pages';
 import { portalCoupon } from './promotion-code';
@@ -307,7 +308,10 @@ export class PortalAccount {
   }
 
   /** Ends the purchase now, refunding its unused paid time as the cancel page showed it. */
-  async cancelNow(secret: string | undefined, form: Form & { purchaseRef: string; prorationDate: string }) {
+  async cancelNow(
+    secret: string | undefined,
+    form: Form & { purchaseRef: string; prorationDate: string; cancellationDetails: CancellationInput },
+  ) {
     const session = await this.portal.proven(secret, form.csrf);
     if (session === undefined) return undefined;
     const auth = tenantOf(session);
@@ -315,6 +319,7 @@ export class PortalAccount {
     await this.deps.purchases.cancel(auth, purchase.reference, {
       prorate: true,
       prorationDate: form.prorationDate,
+      cancellationDetails: form.cancellationDetails,
     });
     return 'ended' as const;
   }

@@ -97,7 +97,7 @@ table{border-collapse:collapse;width:100%;font-size:14px}th,td{text-align:left;p
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .balance{font-size:28px;font-weight:600}
 label{display:block;font-size:13px;color:#444;margin-top:10px}
-input,select{padding:8px;border:1px solid #888;border-radius:6px;font-size:15px}
+input,select,textarea{padding:8px;border:1px solid #888;border-radius:6px;font-size:15px}
 button{margin-top:14px;padding:10px 16px;border:0;border-radius:6px;background:var(--brand);color:var(--on-brand);font-size:15px}
 button.plain{background:none;color:var(--brand-text);text-decoration:underline;padding:0;margin-left:12px}
 a{color:var(--brand-text)}

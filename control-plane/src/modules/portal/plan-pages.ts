@@ -1,5 +1,6 @@
 import type { ErrorCode } from '../../errors';
 import { escapeHtml } from '../../http/html';
+import { CANCELLATION_FEEDBACK, FEEDBACK_WORDS } from '../purchases/cancellation';
 import { day, type PortalView, shell } from './page';
 
 /** The plan-change page: the plans to switch to, and the chosen one's preview. */
@@ -105,20 +106,30 @@ ${codeField}
 }
 
 export function renderCancel(view: CancelView): string {
+  // One form, so the reason goes with either button: each names its own action.
+  const reasons = CANCELLATION_FEEDBACK.map(
+    (key) => `<option value="${key}">${escapeHtml(FEEDBACK_WORDS[key])}</option>`,
+  ).join('');
+  const why = `<div><label for="feedback">Why are you cancelling? (optional)</label>
+<select id="feedback" name="feedback"><option value="">Choose a reason</option>${reasons}</select></div>
+<div><label for="comment">Anything you would like to tell us? (optional)</label>
+<textarea id="comment" name="comment" rows="3" maxlength="500"></textarea></div>`;
   const ending = view.atPeriodEnd
-    ? `<h2>At the end of the period</h2><p>Keep using ${escapeHtml(view.plan)} until ${day(view.periodEnd)}; nothing is refunded.</p>
-<form method="post" action="/portal/cancel">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}<div><button type="submit">Cancel at period end</button></div></form>`
+    ? `<h3>At the end of the period</h3><p>Keep using ${escapeHtml(view.plan)} until ${day(view.periodEnd)}; nothing is refunded.</p>
+<div><button type="submit" formaction="/portal/cancel">Cancel at period end</button></div>`
     : '';
   return shell(
     `${view.merchant.displayName}: cancel plan`,
     view.merchant.brandColor,
     `${header(view.merchant)}<p><a href="/portal">Back to your account</a></p>
-<h2>Cancel your ${escapeHtml(`${view.product} plan (${view.plan})`)}</h2>${ending}
-<h2>Now</h2><p id="refund-now">Your plan ends at once. ${
+<h2>Cancel your ${escapeHtml(`${view.product} plan (${view.plan})`)}</h2>
+<form method="post" action="/portal/cancel-now">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('prorationDate', view.prorationDate)}
+${why}${ending}
+<h3>Now</h3><p id="refund-now">Your plan ends at once. ${
       view.refund === null
         ? 'Nothing is refunded.'
         : `The unused time you paid for, <strong>${escapeHtml(view.refund)}</strong>, is refunded to your card.`
     } Usage so far is billed on a final invoice.</p>
-<form method="post" action="/portal/cancel-now">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('prorationDate', view.prorationDate)}<div><button type="submit">Cancel now</button></div></form>`,
+<div><button type="submit">Cancel now</button></div></form>`,
   );
 }

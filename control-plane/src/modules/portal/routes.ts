@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { DomainError, ERROR_STATUS, NotFoundError, ValidationError } from '../../errors';
 import { type App, authOf } from '../../http/app';
 import { errorResponses } from '../../http/schemas';
+import { cancellationFromForm } from '../purchases/cancellation';
 import { SignInError } from '../sign-in/errors';
 import { cookieOf } from '../sign-in/oauth-http';
 import type { PortalAccount } from './account';
@@ -226,6 +227,7 @@ export function portalPageRoutes(
           csrf: fields.csrf,
           purchaseRef: field(fields, 'purchaseRef'),
           prorationDate: field(fields, 'prorationDate'),
+          cancellationDetails: cancellationFromForm(fields.feedback ?? '', fields.comment ?? ''),
         }),
       ),
     );
@@ -285,6 +287,7 @@ export function portalPageRoutes(
       const done = await portal.cancelAtPeriodEnd(secret, {
         csrf: fields.csrf,
         purchaseRef: (fields.purchaseRef ?? '').slice(0, 100),
+        cancellationDetails: cancellationFromForm(fields.feedback ?? '', fields.comment ?? ''),
       });
       return done === undefined ? undefined : `/portal?done=${done}`;
     });

@@ -21,6 +21,7 @@ import type { PaymentService } from '../payments/service';
 import { findPlan } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import { getProvider } from '../providers/repository';
+import type { CancellationInput } from '../purchases/cancellation';
 import type { PurchaseService } from '../purchases/service';
 import { newSecret, sha256 } from '../sign-in/secrets';
 import type { PortalView } from './page';
@@ -440,7 +441,7 @@ export class PortalService {
   /** Cancels one of the customer's own recurring purchases at the end of its period. */
   async cancelAtPeriodEnd(
     secret: string | undefined,
-    form: { csrf?: string | undefined; purchaseRef: string },
+    form: { csrf?: string | undefined; purchaseRef: string; cancellationDetails: CancellationInput },
   ) {
     const session = await this.proven(secret, form.csrf);
     if (session === undefined) return undefined;
@@ -449,7 +450,11 @@ export class PortalService {
     // Another customer's purchase is as absent as one that does not exist.
     if (purchase.customerRef !== session.customer_id)
       throw new NotFoundError('purchase_not_found', `No purchase ${form.purchaseRef}`);
-    await this.deps.purchases.cancel(auth, purchase.reference, { atPeriodEnd: true });
+    const why = form.cancellationDetails;
+    await this.deps.purchases.cancel(auth, purchase.reference, {
+      atPeriodEnd: true,
+      cancellationDetails: why,
+    });
     return 'cancelled' as const;
   }
 

@@ -1,5 +1,6 @@
 import { prepared, type Queryable } from '../../db/pool';
 import type { Discount } from '../billing/discounts';
+import type { CancellationDetails } from './cancellation';
 import type { PurchaseStatus } from './state-machine';
 import { GRANTS_ACCESS } from './state-machine';
 
@@ -82,6 +83,8 @@ export interface PurchaseRow {
   final_usage_due: boolean;
   /** The coupon it redeemed and until when it applies (docs/coupons.md); null without one. */
   discount: Discount | null;
+  /** Why it was cancelled (cancellation.ts): null, or absent on a row made here, until then. */
+  cancellation_details?: CancellationDetails | null;
 }
 
 /** Statuses in which a purchase is the customer's current one for its product. */
@@ -119,7 +122,8 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
   await db.query(
     `UPDATE purchases SET status = $2, cancel_at_period_end = $3, period_start = $4, period_end = $5, trial_end = $6,
             ended_at = $7, updated_at = $8, retry_count = $9, next_retry_at = $10, trial_reminder_sent = $11,
-            renewal_reminder_for = $12, setup_fee_due = $13, rollover_units = $14, final_usage_due = $15
+            renewal_reminder_for = $12, setup_fee_due = $13, rollover_units = $14, final_usage_due = $15,
+            cancellation_details = $16
       WHERE id = $1`,
     [
       row.id,
@@ -137,6 +141,7 @@ export async function updatePurchase(db: Queryable, row: PurchaseRow): Promise<v
       row.setup_fee_due,
       row.rollover_units,
       row.final_usage_due,
+      row.cancellation_details ?? null,
     ],
   );
 }

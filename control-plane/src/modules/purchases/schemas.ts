@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
 import { PurchaseDiscount } from '../coupons/schemas';
+import { CancellationDetailsSchema, CancellationInput } from './cancellation';
 import { PURCHASE_STATUSES } from './state-machine';
 
 export const Purchase = Type.Object({
@@ -21,6 +22,7 @@ export const Purchase = Type.Object({
   trialEnd: Nullable(Timestamp),
   endedAt: Nullable(Timestamp),
   discount: Nullable(PurchaseDiscount),
+  cancellationDetails: CancellationDetailsSchema,
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });
@@ -56,6 +58,7 @@ export const CancelBody = Type.Object(
       }),
     ),
     prorationDate: Type.Optional(ProrationDate),
+    cancellationDetails: Type.Optional(CancellationInput),
   },
   { additionalProperties: false },
 );

@@ -16,6 +16,7 @@ import type { Refunder } from '../payments/refunder';
 import type { PaymentService } from '../payments/service';
 import { type PlanRow, settingsOf } from '../plans/repository';
 import { billsUsage, isCreditPaid, recurringAmount } from '../plans/rules';
+import { type CancelOptions, requested } from './cancellation';
 import {
   type ActivationStatus,
   firstCharges,
@@ -386,15 +387,7 @@ export class PurchaseService {
    * to the card that paid it (from the preview's `prorationDate` when given), in the same
    * transaction as the cancellation.
    */
-  async cancel(
-    auth: AuthContext,
-    ref: string,
-    options: {
-      atPeriodEnd?: boolean | undefined;
-      prorate?: boolean | undefined;
-      prorationDate?: string | undefined;
-    },
-  ) {
+  async cancel(auth: AuthContext, ref: string, options: CancelOptions) {
     const prorationAt = prorationDateOf(options.prorationDate, this.clock.now());
     if (options.atPeriodEnd === true && options.prorate === true)
       throw new ValidationError([
@@ -413,7 +406,7 @@ export class PurchaseService {
           auth,
           current,
           'schedule_cancellation',
-          { cancel_at_period_end: true },
+          { cancel_at_period_end: true, cancellation_details: requested(options) },
           { cancelAtPeriodEnd: false },
         );
         return { row: scheduled, refund: undefined };
@@ -428,6 +421,7 @@ export class PurchaseService {
       const ended = await this.apply(tx, auth, current, 'cancel_now', {
         ended_at: this.clock.now(),
         final_usage_due: endsMidPeriod(current, this.clock.now()),
+        cancellation_details: requested(options),
       });
       const refunded =
         unused === undefined
@@ -455,8 +449,8 @@ export class PurchaseService {
         auth,
         current,
         'reactivate',
-        { cancel_at_period_end: false },
-        { cancelAtPeriodEnd: true },
+        { cancel_at_period_end: false, cancellation_details: null },
+        { cancelAtPeriodEnd: true, cancellationDetails: current.cancellation_details ?? null },
       );
     });
     await this.publish([row]);

@@ -24,6 +24,7 @@ export const toPurchase = (r: PurchaseRow) => ({
   trialEnd: iso(r.trial_end),
   endedAt: iso(r.ended_at),
   discount: r.discount === null ? null : toDiscount(r.discount),
+  cancellationDetails: r.cancellation_details ?? null,
   createdAt: r.created_at.toISOString(),
   updatedAt: r.updated_at.toISOString(),
 });
@@ -47,6 +48,7 @@ export const eventObject = (r: PurchaseRow) => ({
   periodEnd: r.period_end === null ? null : unixSeconds(r.period_end),
   trialEnd: r.trial_end === null ? null : unixSeconds(r.trial_end),
   discount: r.discount === null ? null : toDiscount(r.discount),
+  cancellationDetails: r.cancellation_details ?? null,
   created: unixSeconds(r.created_at),
   ...(r.status === 'past_due'
     ? {
