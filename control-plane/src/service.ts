@@ -19,6 +19,7 @@ import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
 import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
+import { CancellationAnalytics } from './modules/analytics/cancellations';
 import { RevenueAnalytics } from './modules/analytics/revenue';
 import { analyticsRoutes } from './modules/analytics/routes';
 import { AnalyticsService } from './modules/analytics/service';
@@ -359,7 +360,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(limitRoutes(limits));
       await scope.register(webhookRoutes(webhooks));
       await scope.register(eventRoutes(new EventService(deps.pool)));
-      await scope.register(analyticsRoutes(analytics, new RevenueAnalytics(deps.pool, clock)));
+      const cancellations = new CancellationAnalytics(deps.pool, clock);
+      await scope.register(analyticsRoutes(analytics, new RevenueAnalytics(deps.pool, clock), cancellations));
       await scope.register(auditRoutes(audit));
       await scope.register(memberRoutes(members));
       await scope.register(apiKeyRoutes(apiKeys));

@@ -374,7 +374,10 @@ describe('the documented example of every operation, continued', () => {
     await example({
       route: 'POST /v1/sdk/purchases/:ref/cancel',
       path: { ref: purchase },
-      body: { atPeriodEnd: true },
+      body: {
+        atPeriodEnd: true,
+        cancellationDetails: { feedback: 'missing_features', comment: 'We need an export to CSV.' },
+      },
       status: 200,
     });
     await example({ route: 'POST /v1/sdk/purchases/:ref/reactivate', path: { ref: purchase }, status: 200 });
@@ -779,6 +782,7 @@ describe('the documented example of every operation, MCP and sign-in', () => {
     await example({ route: 'GET /v1/ui/analytics/tools', status: 200 });
     await example({ route: 'GET /v1/ui/analytics/revenue', query: { from: '2026-01' }, status: 200 });
     await example({ route: 'GET /v1/ui/analytics/funnel', status: 200 });
+    await example({ route: 'GET /v1/ui/analytics/cancellations', status: 200 });
   });
 
   it('a customer signs in to it over OAuth: register, sign up, code, token, log in, revoke', async () => {

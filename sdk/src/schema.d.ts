@@ -1506,6 +1506,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ui/analytics/cancellations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why customers cancelled: cancellations in a window by reason and by the feedback they gave, and their newest comments
+         * @description Why customers cancelled over `[from, to)` (default the 30 days before now), optionally for one product (`productRef`): purchases whose cancellation was asked for (the API or the portal) or made by dunning in the window, counted by `cancellationDetails.requestedAt`; one reactivated since is not counted. `total`, `requested` and `paymentFailed`; the requested ones by the feedback the customer chose (every choice and null, most first) with each share of `requested` in basis points, half to even; the newest 20 comments. Counted exactly from the purchases. See docs/analytics.md.
+         */
+        get: operations["getCancellationAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ui/analytics/funnel": {
         parameters: {
             query?: never;
@@ -15461,6 +15481,11 @@ export interface operations {
                                  * @enum {string}
                                  */
                                 reason: "cancellation_requested" | "payment_failed";
+                                /**
+                                 * Format: date-time
+                                 * @description ISO 8601, UTC
+                                 */
+                                requestedAt: string;
                             } | null;
                             /**
                              * Format: date-time
@@ -15664,6 +15689,11 @@ export interface operations {
                              * @enum {string}
                              */
                             reason: "cancellation_requested" | "payment_failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
                         } | null;
                         /**
                          * Format: date-time
@@ -15825,7 +15855,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "atPeriodEnd": true
+                 *       "atPeriodEnd": true,
+                 *       "cancellationDetails": {
+                 *         "feedback": "missing_features",
+                 *         "comment": "We need an export to CSV."
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -15878,8 +15912,9 @@ export interface operations {
                      *       "discount": null,
                      *       "cancellationDetails": {
                      *         "reason": "cancellation_requested",
-                     *         "feedback": null,
-                     *         "comment": null
+                     *         "feedback": "missing_features",
+                     *         "comment": "We need an export to CSV.",
+                     *         "requestedAt": "2026-06-01T00:00:00.000Z"
                      *       },
                      *       "createdAt": "2026-06-01T00:00:00.000Z",
                      *       "updatedAt": "2026-06-01T00:00:00.000Z"
@@ -15900,6 +15935,11 @@ export interface operations {
                              * @enum {string}
                              */
                             reason: "cancellation_requested" | "payment_failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
                         } | null;
                         /**
                          * Format: date-time
@@ -16360,6 +16400,11 @@ export interface operations {
                              * @enum {string}
                              */
                             reason: "cancellation_requested" | "payment_failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
                         } | null;
                         /**
                          * Format: date-time
@@ -16584,6 +16629,11 @@ export interface operations {
                              * @enum {string}
                              */
                             reason: "cancellation_requested" | "payment_failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
                         } | null;
                         /**
                          * Format: date-time
@@ -16788,6 +16838,11 @@ export interface operations {
                              * @enum {string}
                              */
                             reason: "cancellation_requested" | "payment_failed";
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
                         } | null;
                         /**
                          * Format: date-time
@@ -18622,6 +18677,223 @@ export interface operations {
                             group: string;
                             type: string;
                         }[];
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description An RFC 9457 problem; `code` says which, machine-readably */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": {
+                        /** @description Machine-readable error code */
+                        code: string;
+                        detail: string;
+                        errors?: {
+                            location?: string;
+                            message: string;
+                            path: string;
+                        }[];
+                        status: number;
+                        title: string;
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
+    getCancellationAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Inclusive; default 30 days before to */
+                from?: string;
+                /** @description Only this product’s purchases (id or reference) */
+                productRef?: string;
+                /** @description Exclusive; default now */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2026-04-28T09:00:04.472Z",
+                     *       "to": "2026-05-28T09:00:04.472Z",
+                     *       "productId": null,
+                     *       "total": 0,
+                     *       "requested": 0,
+                     *       "paymentFailed": 0,
+                     *       "byFeedback": [
+                     *         {
+                     *           "feedback": "too_expensive",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "missing_features",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "switched_service",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "unused",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "customer_service",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "too_complex",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "low_quality",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": "other",
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         },
+                     *         {
+                     *           "feedback": null,
+                     *           "count": 0,
+                     *           "shareBasisPoints": null
+                     *         }
+                     *       ],
+                     *       "comments": []
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description The requested ones by feedback, most first (every choice, and null) */
+                        byFeedback: {
+                            count: number;
+                            /** @description The customer's reason, in Stripe's choices; null where they gave none */
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            /** @description count ÷ requested in basis points, half to even; null with none requested */
+                            shareBasisPoints: number | null;
+                        }[];
+                        /** @description The newest 20 comments left when cancelling, newest first */
+                        comments: {
+                            comment: string;
+                            customerRef: string;
+                            /** @description The customer's reason, in Stripe's choices; null where they gave none */
+                            feedback: ("too_expensive" | "missing_features" | "switched_service" | "unused" | "customer_service" | "too_complex" | "low_quality" | "other") | null;
+                            productId: string;
+                            purchaseRef: string;
+                            /**
+                             * Format: date-time
+                             * @description ISO 8601, UTC
+                             */
+                            requestedAt: string;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        from: string;
+                        /** @description Made by dunning giving up on the card */
+                        paymentFailed: number;
+                        productId: string | null;
+                        /** @description Asked for through the API or the portal */
+                        requested: number;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC
+                         */
+                        to: string;
+                        /** @description Cancellations asked for in the window, not reactivated since */
+                        total: number;
                     };
                 };
             };

@@ -588,6 +588,17 @@ describe('the console’s operations pages', () => {
     await page.getByText('Why: switched service').waitFor();
     expect(await page.locator('q').innerText()).toContain('Going in-house');
     expect(await axeFindings(page)).toEqual([]);
+    // The Revenue page says why customers cancelled, with what they wrote.
+    await visit(page, 'Revenue', 'Revenue');
+    const reasons = page.getByRole('table', {
+      name: 'Cancellations asked for, by the reason the customer gave',
+    });
+    await reasons.getByRole('row', { name: 'Switched to another service 1 100.0%' }).waitFor();
+    expect(await page.getByRole('listitem').filter({ hasText: 'Going in-house' }).count()).toBe(1);
+    expect(await axeFindings(page)).toEqual([]);
+    await visit(page, 'Customers', 'Customers');
+    await page.getByRole('link', { name: 'Hedy Lamarr' }).click();
+    await heading(page, 'Hedy Lamarr');
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await visit(page, 'Billing', 'Billing');
     await visit(page, 'Coupons', 'Coupons', 'Billing');

@@ -4,6 +4,7 @@ import { api, decimal, money, unwrap } from '../api';
 import { ExportableTable } from '../chart';
 import { MovementChart } from '../movement-chart';
 import { Choices, Loaded, Page, RangeSelect, Select } from '../ui';
+import { ChurnReasons } from './churn-reasons';
 
 const RANGES = { '6': 'Last 6 months', '12': 'Last 12 months', '24': 'Last 24 months' };
 type Range = keyof typeof RANGES;
@@ -23,7 +24,7 @@ const rate = (bps: number | null) => (bps === null ? '—' : `${(bps / 100).toFi
 /**
  * Revenue analytics: MRR now, its movements month by month (chart and table), paying customers
  * and churn, and the money of each month by what it paid for, equal to the P&L's. Each table
- * exports to CSV. One API call.
+ * exports to CSV; below, why customers cancelled over the same months. Two API calls.
  */
 export function Revenue() {
   const [range, setRange] = useState<Range>('6');
@@ -205,6 +206,7 @@ export function Revenue() {
           );
         }}
       </Loaded>
+      <ChurnReasons from={`${monthsBack(Number(range) - 1).from}-01T00:00:00.000Z`} />
     </Page>
   );
 }

@@ -120,6 +120,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /v1/ui/analytics/usage': 'getUsageAnalytics',
   'GET /v1/ui/analytics/tools': 'getToolAnalytics',
   'GET /v1/ui/analytics/revenue': 'getRevenueAnalytics',
+  'GET /v1/ui/analytics/cancellations': 'getCancellationAnalytics',
   'GET /v1/ui/analytics/funnel': 'getPaywallFunnel',
   'GET /v1/events/:id': 'getEvent',
   'POST /v1/sdk/limits': 'checkLimit',

@@ -1,7 +1,10 @@
 import { type App, authOf } from '../../http/app';
 import { errorResponses, Problem } from '../../http/schemas';
+import type { CancellationAnalytics as Cancellations } from './cancellations';
 import type { RevenueAnalytics as Revenue } from './revenue';
 import {
+  CancellationAnalytics,
+  CancellationAnalyticsQuery,
   FunnelQuery,
   PaywallFunnel,
   RevenueAnalytics,
@@ -13,7 +16,7 @@ import {
 } from './schemas';
 import type { AnalyticsService } from './service';
 
-export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue) {
+export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue, cancellations: Cancellations) {
   return async (app: App) => {
     const tags = ['analytics'];
     app.get(
@@ -66,6 +69,19 @@ export function analyticsRoutes(analytics: AnalyticsService, revenue: Revenue) {
         },
       },
       async (request) => revenue.report(authOf(request), request.query),
+    );
+    app.get(
+      '/v1/ui/analytics/cancellations',
+      {
+        schema: {
+          tags,
+          summary:
+            'Why customers cancelled: cancellations in a window by reason and by the feedback they gave, and their newest comments',
+          querystring: CancellationAnalyticsQuery,
+          response: { 200: CancellationAnalytics, ...errorResponses },
+        },
+      },
+      async (request) => cancellations.report(authOf(request), request.query),
     );
   };
 }

@@ -1,6 +1,7 @@
 import { ANALYTICS_GRAINS, USAGE_GROUPINGS } from '@mcp-meter/contracts/usage';
 import { Type } from '@sinclair/typebox';
-import { Timestamp } from '../../http/schemas';
+import { stringEnum, Timestamp } from '../../http/schemas';
+import { CANCELLATION_FEEDBACK } from '../purchases/cancellation';
 
 const range = {
   from: Type.Optional(
@@ -262,5 +263,56 @@ export const PaywallFunnel = Type.Object({
       ...Stage,
       timeToPay: TimeToPay,
     }),
+  ),
+});
+
+export const CancellationAnalyticsQuery = Type.Object(
+  {
+    from: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Inclusive; default 30 days before to' }),
+    ),
+    to: Type.Optional(Type.String({ format: 'date-time', description: 'Exclusive; default now' })),
+    productRef: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'Only this product’s purchases (id or reference)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Feedback = Type.Union([stringEnum(CANCELLATION_FEEDBACK), Type.Null()], {
+  description: "The customer's reason, in Stripe's choices; null where they gave none",
+});
+
+export const CancellationAnalytics = Type.Object({
+  from: Timestamp,
+  to: Timestamp,
+  productId: Type.Union([Type.String(), Type.Null()]),
+  total: Type.Integer({ description: 'Cancellations asked for in the window, not reactivated since' }),
+  requested: Type.Integer({ description: 'Asked for through the API or the portal' }),
+  paymentFailed: Type.Integer({ description: 'Made by dunning giving up on the card' }),
+  byFeedback: Type.Array(
+    Type.Object({
+      feedback: Feedback,
+      count: Type.Integer(),
+      shareBasisPoints: Type.Union([Type.Integer(), Type.Null()], {
+        description: 'count ÷ requested in basis points, half to even; null with none requested',
+      }),
+    }),
+    { description: 'The requested ones by feedback, most first (every choice, and null)' },
+  ),
+  comments: Type.Array(
+    Type.Object({
+      purchaseRef: Type.String(),
+      customerRef: Type.String(),
+      productId: Type.String(),
+      feedback: Feedback,
+      comment: Type.String(),
+      requestedAt: Timestamp,
+    }),
+    { description: 'The newest 20 comments left when cancelling, newest first' },
   ),
 });

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { ValidationError } from '../../errors';
-import { Nullable, stringEnum } from '../../http/schemas';
+import { Nullable, stringEnum, Timestamp } from '../../http/schemas';
 
 /**
  * Why a purchase was cancelled, as Stripe keeps a subscription's `cancellation_details`: the
@@ -35,6 +35,8 @@ export interface CancellationDetails {
   reason: 'cancellation_requested' | 'payment_failed';
   feedback: CancellationFeedback | null;
   comment: string | null;
+  /** When it was asked for (or dunning gave up), ISO 8601: what cancellation analytics count by. */
+  requestedAt: string;
 }
 
 /** What a cancellation request may say of why (the API's body, the portal's form). */
@@ -62,6 +64,7 @@ export const CancellationDetailsSchema = Type.Union(
       ),
       feedback: Nullable(stringEnum(CANCELLATION_FEEDBACK)),
       comment: Nullable(Type.String()),
+      requestedAt: Timestamp,
     }),
     Type.Null(),
   ],
@@ -79,22 +82,24 @@ export interface CancelOptions {
   cancellationDetails?: CancellationInput | undefined;
 }
 
-/** The details a requested cancellation keeps: a blank comment is none. */
-export function requested(options: CancelOptions): CancellationDetails {
+/** The details a cancellation asked for at `at` keeps: a blank comment is none. */
+export function requested(options: CancelOptions, at: Date): CancellationDetails {
   const comment = options.cancellationDetails?.comment?.trim() ?? '';
   return {
     reason: 'cancellation_requested',
     feedback: options.cancellationDetails?.feedback ?? null,
     comment: comment === '' ? null : comment,
+    requestedAt: at.toISOString(),
   };
 }
 
-/** Dunning gave up on the card. */
-export const PAYMENT_FAILED: CancellationDetails = {
+/** Dunning gave up on the card at `at`. */
+export const paymentFailed = (at: Date): CancellationDetails => ({
   reason: 'payment_failed',
   feedback: null,
   comment: null,
-};
+  requestedAt: at.toISOString(),
+});
 
 /**
  * Why, as a form gives it (the portal's cancel page): an empty choice or comment is none; a

@@ -15,7 +15,7 @@ import {
 import { type InvoiceRow, lastUsageInvoice } from '../billing/repository';
 import type { PaymentService } from '../payments/service';
 import { findPlan, settingsOf } from '../plans/repository';
-import { PAYMENT_FAILED } from './cancellation';
+import { paymentFailed } from './cancellation';
 import { refreshDrafts } from './draft-refresh';
 import { eachDue, type Took } from './due-pass';
 import { InvoiceDunning } from './dunning';
@@ -339,7 +339,7 @@ export class BillingScheduler {
           next_retry_at: null,
           ended_at: now,
           final_usage_due: endsMidPeriod(row, now),
-          cancellation_details: PAYMENT_FAILED,
+          cancellation_details: paymentFailed(now),
         });
       }
       return this.purchases.apply(tx, auth, row, 'dunning_retry_failed', {

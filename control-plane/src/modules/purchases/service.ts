@@ -406,7 +406,7 @@ export class PurchaseService {
           auth,
           current,
           'schedule_cancellation',
-          { cancel_at_period_end: true, cancellation_details: requested(options) },
+          { cancel_at_period_end: true, cancellation_details: requested(options, this.clock.now()) },
           { cancelAtPeriodEnd: false },
         );
         return { row: scheduled, refund: undefined };
@@ -421,7 +421,7 @@ export class PurchaseService {
       const ended = await this.apply(tx, auth, current, 'cancel_now', {
         ended_at: this.clock.now(),
         final_usage_due: endsMidPeriod(current, this.clock.now()),
-        cancellation_details: requested(options),
+        cancellation_details: requested(options, this.clock.now()),
       });
       const refunded =
         unused === undefined
