@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { portalPage } from '../../test/helpers/portal-shop';
 import { MovableClock } from '../src/clock';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
@@ -236,16 +237,9 @@ describe('coupons on invoices', () => {
       discount: -125,
       amountDue: 874,
     });
-    const link = (await s.api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
-    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
-    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
-    const portal = await harness.controlPlane.app.inject({
-      method: 'GET',
-      url: '/portal',
-      headers: { cookie },
-    });
-    expect(portal.body).toContain('<strong>$8.74</strong>, $9.99 for the next period, less $1.25 discount');
-    expect(portal.body).toContain('<small>Friends: 12.5% off on every invoice</small>');
+    const portal = await portalPage(harness, s.api, ref);
+    expect(portal).toContain('<strong>$8.74</strong>, $9.99 for the next period, less $1.25 discount');
+    expect(portal).toContain('<small>Friends: 12.5% off on every invoice</small>');
 
     at('2026-04-01T00:06:00.000Z');
     await run();

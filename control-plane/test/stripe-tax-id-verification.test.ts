@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
+import { portalPage } from '../../test/helpers/portal-shop';
 import { type StripeMock, startStripeMock } from '../../test/helpers/stripe-mock';
 import { connect, eventMaker, type Json, liveSeller, payingCustomer } from '../../test/helpers/stripe-seller';
 import { MovableClock } from '../src/clock';
@@ -95,17 +96,9 @@ describe('tax ID verification from Stripe', () => {
     const updates = (await s.events('customer.updated')).map((e) => e.object.taxIds[0]?.verification?.status);
     expect(updates.slice(-2)).toEqual(['pending', 'verified']);
     // The customer's portal says so beside the ID.
-    const link = (await s.live('POST', '/v1/sdk/portal-sessions', { customerRef: customer })).body
-      .url as string;
-    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
-    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
-    const portal = await harness.controlPlane.app.inject({
-      method: 'GET',
-      url: '/portal',
-      headers: { cookie },
-    });
-    expect(portal.body).toContain('EU VAT DE123456789 (verified in the tax registry)');
-    expect(portal.body).not.toContain('GB123456789 (verified');
+    const portal = await portalPage(harness, s.live, customer);
+    expect(portal).toContain('EU VAT DE123456789 (verified in the tax registry)');
+    expect(portal).not.toContain('GB123456789 (verified');
 
     // The list sent again, with one more: the verified ID keeps what the registry said.
     const patched = await s.live('PATCH', `/v1/sdk/customers/${customer}`, {

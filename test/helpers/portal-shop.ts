@@ -20,6 +20,30 @@ export function portalPages(harnessOf: () => TestControlPlane) {
   return { get, post, shop: (name: string) => portalShop(harnessOf(), get, name) };
 }
 
+/** An API client of the provider's, as much as making a portal link needs. */
+type LinkMaker = (method: 'POST', url: string, body: unknown) => Promise<{ body: Record<string, unknown> }>;
+
+/** The portal cookie of a customer who opened the link the provider's key behind `api` made. */
+export async function portalCookie(
+  harness: TestControlPlane,
+  api: LinkMaker,
+  customerRef: string,
+): Promise<string> {
+  const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef })).body.url as string;
+  const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
+  return String(opened.headers['set-cookie']).split(';')[0] ?? '';
+}
+
+/** The portal's page as the customer `customerRef` sees it, signed in by a link. */
+export async function portalPage(
+  harness: TestControlPlane,
+  api: LinkMaker,
+  customerRef: string,
+): Promise<string> {
+  const cookie = await portalCookie(harness, api, customerRef);
+  return (await harness.controlPlane.app.inject({ method: 'GET', url: '/portal', headers: { cookie } })).body;
+}
+
 /** A hidden field's value in a portal page. */
 export const hiddenField = (html: string, name: string) =>
   new RegExp(`name="${name}" value="([^"]*)"`).exec(html)?.[1]?.replaceAll('&amp;', '&') ?? '';
@@ -54,9 +78,7 @@ async function portalShop(
     return id;
   };
   const signIn = async (ref: string) => {
-    const link = (await api('POST', '/v1/sdk/portal-sessions', { customerRef: ref })).body.url as string;
-    const opened = await harness.controlPlane.app.inject({ method: 'GET', url: new URL(link).pathname });
-    const cookie = String(opened.headers['set-cookie']).split(';')[0] ?? '';
+    const cookie = await portalCookie(harness, api, ref);
     const csrf = hiddenField((await get('/portal', cookie)).body, 'csrf');
     return { cookie, csrf };
   };
