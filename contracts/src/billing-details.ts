@@ -37,6 +37,65 @@ export const TAX_ID_KINDS = {
 export type TaxIdType = keyof typeof TAX_ID_KINDS;
 export const TAX_ID_TYPES = Object.keys(TAX_ID_KINDS) as TaxIdType[];
 
+/**
+ * The countries whose businesses have each kind (ISO 3166-1; Greece is GR though its VAT numbers
+ * start EL): where a checkout that requires a tax ID "if supported" asks for one, as Stripe
+ * Checkout's `tax_id_collection[required]: if_supported` asks where it collects a kind.
+ */
+export const TAX_ID_COUNTRIES: Record<TaxIdType, readonly string[]> = {
+  ae_trn: ['AE'],
+  au_abn: ['AU'],
+  br_cnpj: ['BR'],
+  ca_bn: ['CA'],
+  ca_gst_hst: ['CA'],
+  ch_vat: ['CH', 'LI'],
+  eu_vat: [
+    'AT',
+    'BE',
+    'BG',
+    'CY',
+    'CZ',
+    'DE',
+    'DK',
+    'EE',
+    'GR',
+    'ES',
+    'FI',
+    'FR',
+    'HR',
+    'HU',
+    'IE',
+    'IT',
+    'LT',
+    'LU',
+    'LV',
+    'MT',
+    'NL',
+    'PL',
+    'PT',
+    'RO',
+    'SE',
+    'SI',
+    'SK',
+  ],
+  gb_vat: ['GB'],
+  in_gst: ['IN'],
+  jp_cn: ['JP'],
+  no_vat: ['NO'],
+  nz_gst: ['NZ'],
+  sg_gst: ['SG'],
+  us_ein: ['US'],
+  za_vat: ['ZA'],
+};
+
+/** The countries where some kind of tax ID is taken, sorted. */
+export const TAX_ID_COUNTRY_CODES: readonly string[] = [
+  ...new Set(Object.values(TAX_ID_COUNTRIES).flat()),
+].sort();
+
+/** Whether businesses of `country` (upper case) have a kind of tax ID taken here. */
+export const hasTaxIdKind = (country: string): boolean => TAX_ID_COUNTRY_CODES.includes(country);
+
 /** What a tax id is called on an invoice ("EU VAT"). */
 export const taxIdLabel = (type: string): string =>
   (TAX_ID_KINDS as Record<string, { label: string }>)[type]?.label ?? type;

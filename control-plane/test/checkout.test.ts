@@ -336,6 +336,52 @@ describe('checkout sessions', () => {
     expect((await call('POST', `/checkout/${next.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).status).toBe(
       200,
     );
+    // Asked with the address: the country given decides (Stripe's if_supported). A business in
+    // Germany must give one; in Mexico, where no kind is taken, it need not.
+    await call('POST', '/v1/sdk/customers', { externalRef: 'nomad' });
+    const both = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'nomad',
+        planRef: plan.reference,
+        billingAddressCollection: 'required',
+        taxIdCollection: ask,
+      })
+    ).body;
+    const bothPage = String((await call('GET', `/checkout/${both.id}`, undefined, null)).body);
+    expect(bothPage).toMatch(/<div id="tax-id-fields" hidden data-required-in="AE AT AU [A-Z ]+ ZA">/);
+    expect(bothPage).toContain('buying as a business');
+    const at = (country: string) => ({ line1: '1 Main St', city: 'Town', postalCode: '12345', country });
+    const german = await call(
+      'POST',
+      `/checkout/${both.id}/pay`,
+      { ...card(SANDBOX_CARDS.succeeds), billing: { address: at('DE') } },
+      null,
+    );
+    expect([german.status, german.body.errors?.[0]?.message]).toEqual([
+      400,
+      'is required for a business in DE',
+    ]);
+    const mexican = await call(
+      'POST',
+      `/checkout/${both.id}/pay`,
+      { ...card(SANDBOX_CARDS.succeeds), billing: { address: at('MX') } },
+      null,
+    );
+    expect(mexican.status).toBe(200);
+    // Not asked with the address: the customer's own country decides, so Mexico's sees the box.
+    const again = (
+      await call('POST', '/v1/sdk/checkout-sessions', {
+        customerRef: 'nomad',
+        topup: { credits: 5, amount: 500 },
+        taxIdCollection: ask,
+      })
+    ).body;
+    const againPage = String((await call('GET', `/checkout/${again.id}`, undefined, null)).body);
+    expect(againPage).toContain('buying as a business');
+    expect(againPage).not.toContain('data-required');
+    expect((await call('POST', `/checkout/${again.id}/pay`, card(SANDBOX_CARDS.succeeds), null)).status).toBe(
+      200,
+    );
   });
 
   it('wear the provider’s brand colour, which only ever reaches the page as a colour', async () => {

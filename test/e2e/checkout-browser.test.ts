@@ -181,5 +181,35 @@ describe('hosted checkout in a browser', () => {
     expect(await axeFindings(buyer.page)).toEqual([]);
     expect(buyer.errors).toEqual([]);
     await buyer.context.close();
+
+    // With the address asked too, the country chosen decides, as Stripe's if_supported does: a
+    // business in Germany gives its VAT ID, one in Mexico (no kind taken) may tick the box.
+    const traveller = await newPerson(browser);
+    await traveller.page.setContent(
+      renderCheckout({
+        ...view,
+        continueUrl: null,
+        promotion: null,
+        billing: { address: null, taxId: 'required' },
+      }),
+    );
+    const number = traveller.page.getByLabel('Tax ID number');
+    const box = traveller.page.getByLabel("I'm buying as a business");
+    expect([await number.isVisible(), await box.isVisible()]).toEqual([false, true]);
+    await traveller.page.getByLabel('Country').selectOption('DE');
+    expect([await number.isVisible(), await box.isVisible()]).toEqual([true, false]);
+    expect(await number.getAttribute('required')).toBe('');
+    expect(await traveller.page.getByText('A business in this country gives its tax ID.').isVisible()).toBe(
+      true,
+    );
+    expect(await axeFindings(traveller.page)).toEqual([]);
+    await traveller.page.getByLabel('Country').selectOption('MX');
+    expect([await number.isVisible(), await box.isVisible()]).toEqual([false, true]);
+    expect(await number.getAttribute('required')).toBeNull();
+    await box.check();
+    expect(await number.isVisible()).toBe(true);
+    expect(await axeFindings(traveller.page)).toEqual([]);
+    expect(traveller.errors).toEqual([]);
+    await traveller.context.close();
   });
 });

@@ -1,4 +1,9 @@
-import { countries, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
+import {
+  countries,
+  TAX_ID_COUNTRY_CODES,
+  TAX_ID_TYPES,
+  taxIdLabel,
+} from '@mcp-meter/contracts/billing-details';
 import type { Address } from '../../billing-details';
 import { escapeHtml } from '../../http/html';
 
@@ -48,9 +53,13 @@ ${field('postalCode', 'Postal code', 'postal-code', 20, false)}
     const kinds = TAX_ID_TYPES.map(
       (type) => `<option value="${type}">${escapeHtml(taxIdLabel(type))}</option>`,
     ).join('');
-    const required = ask.taxId === 'required';
+    // Required where the country chosen above has a kind of tax ID (the script decides as it
+    // changes), else behind the box as when optional; required outright without an address.
+    const byCountry = ask.taxId === 'required' && ask.address !== false;
+    const required = ask.taxId === 'required' && !byCountry;
+    const box = `<label class="check" id="business-choice"><input type="checkbox" id="business"> I'm buying as a business</label>`;
     html += `<fieldset id="billing-tax"><legend>Tax ID</legend>
-${required ? '' : `<label class="check"><input type="checkbox" id="business"> I'm buying as a business</label>\n`}<div id="tax-id-fields"${required ? ' data-required="1"' : ' hidden'}><label for="tax-id-type">Tax ID kind</label><select id="tax-id-type"${required ? ' required' : ''}>${kinds}</select>
+${required ? '' : `${box}\n`}${byCountry ? '<p id="tax-id-needed" hidden>A business in this country gives its tax ID.</p>\n' : ''}<div id="tax-id-fields"${required ? ' data-required="1"' : ' hidden'}${byCountry ? ` data-required-in="${TAX_ID_COUNTRY_CODES.join(' ')}"` : ''}><label for="tax-id-type">Tax ID kind</label><select id="tax-id-type"${required ? ' required' : ''}>${kinds}</select>
 <label for="tax-id-value">Tax ID number</label><input id="tax-id-value" maxlength="64"${required ? ' required' : ''}></div>
 </fieldset>`;
   }
@@ -84,4 +93,20 @@ function problemWords(body) {
   return (FIELD_WORDS[first.path.split('/').pop()] || 'A field') + ' ' + first.message;
 }
 const businessBox = document.getElementById('business');
-if (businessBox) businessBox.addEventListener('change', () => { document.getElementById('tax-id-fields').hidden = !businessBox.checked; });`;
+const taxIdFields = document.getElementById('tax-id-fields');
+const countryChoice = document.getElementById('billing-country');
+function taxIdNeeded() {
+  const must = countryChoice.value !== '' && taxIdFields.dataset.requiredIn.split(' ').includes(countryChoice.value);
+  taxIdFields.dataset.required = must ? '1' : '';
+  // Its label is laid out by the page's style, which a hidden attribute would not overrule.
+  document.getElementById('business-choice').style.display = must ? 'none' : '';
+  document.getElementById('tax-id-needed').hidden = !must;
+  taxIdFields.hidden = !(must || businessBox.checked);
+  document.getElementById('tax-id-type').required = must;
+  document.getElementById('tax-id-value').required = must;
+}
+if (businessBox) businessBox.addEventListener('change', () => { taxIdFields.hidden = !businessBox.checked && taxIdFields.dataset.required !== '1'; });
+if (taxIdFields && taxIdFields.dataset.requiredIn && countryChoice) {
+  countryChoice.addEventListener('change', taxIdNeeded);
+  taxIdNeeded();
+}`;

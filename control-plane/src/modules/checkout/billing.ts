@@ -1,3 +1,4 @@
+import { hasTaxIdKind } from '@mcp-meter/contracts/billing-details';
 import {
   type Address,
   type AddressInput,
@@ -81,8 +82,15 @@ export function billingChange(
   const mustHaveTaxId = row.tax_id_required && !fromProcessor && taxId === undefined;
   if (address === undefined && taxId === undefined && !mustHaveTaxId) return undefined;
   return (current) => {
-    if (mustHaveTaxId && current.taxIds.length === 0)
-      throw new ValidationError([{ path: '/billing/taxId', message: 'is required' }]);
+    // Required "if supported": where the customer's country has a kind of tax ID (or is not known).
+    const country = address?.country ?? current.address?.country ?? null;
+    if (mustHaveTaxId && current.taxIds.length === 0 && (country === null || hasTaxIdKind(country)))
+      throw new ValidationError([
+        {
+          path: '/billing/taxId',
+          message: `is required${country === null ? '' : ` for a business in ${country}`}`,
+        },
+      ]);
     const change: CustomerUpdate = {};
     if (address !== undefined) change.address = compact(address);
     if (name !== undefined && name !== current.name) change.name = name;
@@ -106,3 +114,11 @@ export function billingChange(
 function compact(address: Address): AddressInput {
   return Object.fromEntries(Object.entries(address).filter(([, value]) => value !== null)) as AddressInput;
 }
+
+/**
+ * Whether a checkout requiring a tax ID "if supported" asks one of a customer at `address`: where
+ * their country has a kind of tax ID, or no country is known; always when the page asks the
+ * address, where the country chosen there decides (billing-fields.ts).
+ */
+export const asksTaxId = (pageAsksAddress: boolean, address: { country: string | null } | null | undefined) =>
+  pageAsksAddress || address?.country == null || hasTaxIdKind(address.country);

@@ -16,7 +16,7 @@ import { getProvider } from '../providers/repository';
 import { latestPurchasePerProduct } from '../purchases/repository';
 import type { PurchaseService } from '../purchases/service';
 import { testTimeOf } from '../test-clocks/repository';
-import { type BillingInput, billingChange } from './billing';
+import { asksTaxId, type BillingInput, billingChange } from './billing';
 import { type CheckoutView, formatMoney } from './page';
 import { couponWords, planPriceLines, topupCouponWords } from './price-words';
 import {
@@ -146,7 +146,12 @@ export class CheckoutService {
     return processor?.cardPage !== undefined;
   }
 
-  /** The billing fields the page shows, the address filled with the customer's current one. */
+  /**
+   * The billing fields the page shows, the address filled with the customer's current one. A
+   * tax ID required "if supported" is required where the customer's country has a kind of one:
+   * by the country chosen on the page when it asks the address (billing-fields.ts), else by the
+   * customer's own, required when none is known.
+   */
   private async billingAsk(row: SessionRow): Promise<CheckoutView['billing']> {
     const required = row.billing_address_collection === 'required';
     if (!required && !row.tax_id_collection) return null;
@@ -157,7 +162,9 @@ export class CheckoutService {
       address: required ? (customer?.address ?? null) : false,
       taxId: !row.tax_id_collection
         ? false
-        : row.tax_id_required && (customer?.tax_ids.length ?? 0) === 0
+        : row.tax_id_required &&
+            (customer?.tax_ids.length ?? 0) === 0 &&
+            asksTaxId(required, customer?.address)
           ? 'required'
           : 'optional',
     };
