@@ -233,6 +233,8 @@ describe('the console’s operations pages', () => {
       address: { line1: 'Unter den Linden 1', postalCode: '10117', country: 'DE' },
       taxIds: [{ type: 'eu_vat', value: 'DE123456789' }],
     });
+    // A sandbox customer's tax ID is never checked against a registry (only Stripe's are).
+    await page.getByRole('table', { name: 'Tax IDs' }).getByRole('cell', { name: 'Not checked' }).waitFor();
     await page.getByRole('button', { name: 'Remove EU VAT DE123456789' }).click();
     await page.getByText('No tax IDs.').waitFor();
 
