@@ -2121,7 +2121,7 @@ export interface paths {
         head?: never;
         /**
          * Update a product
-         * @description Changes a product’s name, description, reference, metadata, `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field) or `portalPromotionCodes` (plan changes and credit packs in the customer portal take a promotion code); only the fields sent change.
+         * @description Changes a product’s name, description, reference, metadata, `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field) or `portalPromotionCodes` (plan changes and credit packs in the customer portal take a promotion code) or `retentionCoupon` (the coupon, by id or code, the portal’s cancel page offers instead of cancelling; null for none); only the fields sent change.
          */
         patch: operations["updateProduct"];
         trace?: never;
@@ -26334,10 +26334,11 @@ export interface operations {
                      *           "isMcpPay": false,
                      *           "paywallPromotionCodes": false,
                      *           "portalPromotionCodes": false,
+                     *           "retentionCoupon": null,
                      *           "status": "active",
                      *           "metadata": {},
-                     *           "createdAt": "2026-05-28T09:00:01.357Z",
-                     *           "updatedAt": "2026-05-28T09:00:01.357Z"
+                     *           "createdAt": "2026-05-28T09:00:02.736Z",
+                     *           "updatedAt": "2026-05-28T09:00:02.736Z"
                      *         }
                      *       ],
                      *       "nextCursor": null
@@ -26363,6 +26364,8 @@ export interface operations {
                             portalPromotionCodes: boolean;
                             productType: string;
                             reference: string;
+                            /** @description The coupon (cpn_…) the portal offers a customer about to cancel; null for none */
+                            retentionCoupon: string | null;
                             status: "active" | "archived";
                             /**
                              * Format: date-time
@@ -26504,6 +26507,8 @@ export interface operations {
                     productType?: "api" | "mcp_server" | "software" | "data" | "other";
                     /** @description Your own unique handle for the product (letters, digits, _ . -); defaults to the id */
                     reference?: string;
+                    /** @description The coupon the customer portal offers a customer of this product about to cancel, instead of cancelling (kept as its id); null for none */
+                    retentionCoupon?: string | null;
                 };
             };
         };
@@ -26524,10 +26529,11 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
                      *       "portalPromotionCodes": false,
+                     *       "retentionCoupon": null,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.357Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.357Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
                      *     }
                      */
                     "application/json": {
@@ -26549,6 +26555,8 @@ export interface operations {
                         portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
+                        /** @description The coupon (cpn_…) the portal offers a customer about to cancel; null for none */
+                        retentionCoupon: string | null;
                         status: "active" | "archived";
                         /**
                          * Format: date-time
@@ -26706,10 +26714,11 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
                      *       "portalPromotionCodes": false,
+                     *       "retentionCoupon": null,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.357Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.357Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.736Z"
                      *     }
                      */
                     "application/json": {
@@ -26731,6 +26740,8 @@ export interface operations {
                         portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
+                        /** @description The coupon (cpn_…) the portal offers a customer about to cancel; null for none */
+                        retentionCoupon: string | null;
                         status: "active" | "archived";
                         /**
                          * Format: date-time
@@ -26873,6 +26884,8 @@ export interface operations {
                     productType?: "api" | "mcp_server" | "software" | "data" | "other";
                     /** @description Your own unique handle for the product (letters, digits, _ . -); defaults to the id */
                     reference?: string;
+                    /** @description The coupon the customer portal offers a customer of this product about to cancel, instead of cancelling (kept as its id); null for none */
+                    retentionCoupon?: string | null;
                     status?: "active" | "archived";
                 };
             };
@@ -26894,10 +26907,11 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
                      *       "portalPromotionCodes": false,
+                     *       "retentionCoupon": null,
                      *       "status": "active",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:01.357Z",
-                     *       "updatedAt": "2026-05-28T09:00:01.398Z"
+                     *       "createdAt": "2026-05-28T09:00:02.736Z",
+                     *       "updatedAt": "2026-05-28T09:00:02.862Z"
                      *     }
                      */
                     "application/json": {
@@ -26919,6 +26933,8 @@ export interface operations {
                         portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
+                        /** @description The coupon (cpn_…) the portal offers a customer about to cancel; null for none */
+                        retentionCoupon: string | null;
                         status: "active" | "archived";
                         /**
                          * Format: date-time
@@ -27076,10 +27092,11 @@ export interface operations {
                      *       "isMcpPay": false,
                      *       "paywallPromotionCodes": false,
                      *       "portalPromotionCodes": false,
+                     *       "retentionCoupon": null,
                      *       "status": "archived",
                      *       "metadata": {},
-                     *       "createdAt": "2026-05-28T09:00:04.417Z",
-                     *       "updatedAt": "2026-05-28T09:00:04.423Z"
+                     *       "createdAt": "2026-05-28T09:00:06.652Z",
+                     *       "updatedAt": "2026-05-28T09:00:06.660Z"
                      *     }
                      */
                     "application/json": {
@@ -27101,6 +27118,8 @@ export interface operations {
                         portalPromotionCodes: boolean;
                         productType: string;
                         reference: string;
+                        /** @description The coupon (cpn_…) the portal offers a customer about to cancel; null for none */
+                        retentionCoupon: string | null;
                         status: "active" | "archived";
                         /**
                          * Format: date-time

@@ -243,6 +243,24 @@ describe('the console at /console', () => {
     await page.reload();
     expect(await page.getByLabel('Promotion codes at the paywall').isChecked()).toBe(true);
     expect(await page.getByLabel('Promotion codes in the customer portal').isChecked()).toBe(true);
+    // The retention offer names a coupon by its code: an unknown one is refused at its field.
+    const coupon = await page.request.post(`${baseUrl}/v1/sdk/coupons`, {
+      headers: { 'x-csrf-token': await csrfOf(page), 'content-type': 'application/json' },
+      data: { name: 'Stay', code: 'STAY20', percentOff: 20, duration: 'once' },
+    });
+    expect(coupon.status()).toBe(201);
+    const offered = page.getByLabel('Coupon offered instead of cancelling');
+    await offered.fill('NOPE');
+    await page.getByRole('button', { name: 'Save retention offer' }).click();
+    await page.getByRole('alert').getByText('No coupon NOPE').waitFor();
+    await offered.fill('stay20');
+    await page.getByRole('button', { name: 'Save retention offer' }).click();
+    const couponId = ((await coupon.json()) as { id: string }).id;
+    // Saved, the field shows the coupon's id.
+    await expect.poll(() => offered.inputValue()).toBe(couponId);
+    const withOffer = await page.request.get(`${baseUrl}/v1/ui/products/${productId}`);
+    expect(((await withOffer.json()) as { retentionCoupon: string }).retentionCoupon).toBe(couponId);
+    expect(await axeFindings(page)).toEqual([]);
     expect(await axeFindings(page)).toEqual([]);
 
     // The team: invite a developer and a viewer, who join by the mailed links.

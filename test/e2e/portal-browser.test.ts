@@ -159,7 +159,13 @@ describe('customer portal in a browser', () => {
         .count(),
     ).toBe(1);
     // Cancelled on its page, saying why (Stripe's choices) in the one form both buttons send.
+    // The product's retention offer comes first on the cancel page; this customer declines it.
+    const stay = (await api('POST', '/v1/sdk/coupons', { name: 'Stay', percentOff: 20, duration: 'once' }))
+      .body;
+    await api('PATCH', `/v1/ui/products/${monthly}`, { retentionCoupon: stay.id });
     await page.getByRole('link', { name: 'Cancel: Alerts, Alerts Pro' }).click();
+    await page.getByRole('heading', { name: 'Before you go' }).waitFor();
+    expect(await page.locator('#retention').innerText()).toContain('Stay (20% off), on the first invoice');
     await page.getByLabel('Why are you cancelling? (optional)').selectOption('unused');
     await page.getByLabel('Anything you would like to tell us? (optional)').fill('Back next season');
     expect(await axeFindings(page)).toEqual([]);

@@ -5,6 +5,7 @@ import { api, decimalsOf, minorName, money, unwrap } from '../api';
 import { mayManage, useSession } from '../session';
 import { Checkbox, Empty, Failed, Field, FormProblem, Loading, Page } from '../ui';
 import { PlanForm } from './plan-form';
+import { RetentionOffer } from './retention-offer';
 
 /** Products: the list, and a form to add one (owners and admins). */
 export function Catalog() {
@@ -169,6 +170,11 @@ export function ProductPage() {
         productId={product.data.id}
         paywall={product.data.paywallPromotionCodes}
         portal={product.data.portalPromotionCodes}
+        canChange={canChange}
+      />
+      <RetentionOffer
+        productId={product.data.id}
+        coupon={product.data.retentionCoupon}
         canChange={canChange}
       />
     </Page>

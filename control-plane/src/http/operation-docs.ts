@@ -144,7 +144,7 @@ export const OPERATION_DESCRIPTIONS: Readonly<Record<string, string>> = {
   'GET /v1/ui/products': 'The provider’s products in the environment of the key, cursor-paginated.',
   'GET /v1/ui/products/:id': 'A product by its id (prd_…) or reference.',
   'PATCH /v1/ui/products/:id':
-    'Changes a product’s name, description, reference, metadata, `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field) or `portalPromotionCodes` (plan changes and credit packs in the customer portal take a promotion code); only the fields sent change.',
+    'Changes a product’s name, description, reference, metadata, `paywallPromotionCodes` (its paywall’s plan checkouts offer a promotion-code field) or `portalPromotionCodes` (plan changes and credit packs in the customer portal take a promotion code) or `retentionCoupon` (the coupon, by id or code, the portal’s cancel page offers instead of cancelling; null for none); only the fields sent change.',
   'POST /v1/ui/products/:id/archive':
     'Archives a product: no new plans or purchases (409 `product_archived`); existing purchases run on.',
   'POST /v1/ui/products/:id/plans':

@@ -1,15 +1,15 @@
 import type { Pool } from '../../db/pool';
-import { DomainError, NotFoundError, ValidationError } from '../../errors';
+import { ConflictError, DomainError, NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { ALERT_KINDS, type AlertKind } from '../alerts/repository';
 import type { AlertService } from '../alerts/service';
 import type { BillingService } from '../billing/service';
 import { formatMoney } from '../checkout/page';
-import { planPriceLines } from '../checkout/price-words';
+import { couponWords, planPriceLines } from '../checkout/price-words';
 import type { CheckoutSessions } from '../checkout/sessions';
 import { type CouponService, redemptionTarget } from '../coupons/service';
 import type { PaymentService } from '../payments/service';
-import { findPlan, plansOnSale, settingsOf } from '../plans/repository';
+import { findPlan, type PlanRow, plansOnSale, settingsOf } from '../plans/repository';
 import { findProduct } from '../products/repository';
 import type { CancellationInput } from '../purchases/cancellation';
 import type { PurchaseService } from '../purchases/service';
@@ -52,7 +52,7 @@ export class PortalAccount {
       checkoutSessions: CheckoutSessions;
       alerts: Pick<AlertService, 'create' | 'list' | 'remove'>;
       billing: Pick<BillingService, 'get' | 'pay'>;
-      coupons: Pick<CouponService, 'checkCode'>;
+      coupons: Pick<CouponService, 'checkCode' | 'check'>;
     },
   ) {}
 
@@ -268,11 +268,48 @@ export class PortalAccount {
       purchaseRef: purchase.reference,
       product: product?.name ?? purchase.productId,
       plan: plan?.name ?? purchase.planRef,
+      retention: await this.retentionOffer(auth, purchase, product?.retention_coupon_id ?? null, plan),
       periodEnd: purchase.periodEnd,
       atPeriodEnd: purchase.isRecurring && !purchase.cancelAtPeriodEnd,
       refund: preview.refund > 0 ? formatMoney(preview.refund, preview.currency) : null,
       prorationDate: preview.prorationDate,
     };
+  }
+
+  /**
+   * The product's retention offer on the cancel page, in words: only to a purchase without a
+   * discount (an offer does not replace one), and only while the coupon can be redeemed on it.
+   */
+  private async retentionOffer(
+    auth: AuthContext,
+    purchase: { customerRef: string; productId: string; discount: unknown },
+    couponId: string | null,
+    plan: PlanRow | undefined,
+  ): Promise<string | null> {
+    if (couponId === null || purchase.discount !== null || plan === undefined) return null;
+    const target = redemptionTarget(purchase.customerRef, purchase.productId, settingsOf(plan));
+    const coupon = await this.deps.coupons.check(this.pool, auth, couponId, target).catch(() => undefined);
+    return coupon === undefined ? null : couponWords(coupon);
+  }
+
+  /**
+   * The customer takes the retention offer instead of cancelling: its coupon is redeemed on the
+   * purchase (under the coupon's guard, so a last redemption goes to one customer), as
+   * `POST /v1/sdk/purchases/{ref}/discount` does. A purchase with a discount already is 409.
+   */
+  async acceptRetention(secret: string | undefined, form: Form & { purchaseRef: string }) {
+    const session = await this.portal.proven(secret, form.csrf);
+    if (session === undefined) return undefined;
+    const auth = tenantOf(session);
+    const purchase = await this.ownPurchase(auth, session.customer_id, form.purchaseRef);
+    const product = await findProduct(this.pool, auth, purchase.productId);
+    const couponId = product?.retention_coupon_id ?? null;
+    if (couponId === null)
+      throw new ConflictError('coupon_not_redeemable', 'This plan has no offer to keep it');
+    if (purchase.discount !== null)
+      throw new ConflictError('coupon_not_redeemable', 'This plan has a discount already');
+    await this.deps.purchases.discounts.apply(auth, purchase.reference, couponId);
+    return 'retained' as const;
   }
 
   /**

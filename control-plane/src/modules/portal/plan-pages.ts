@@ -38,6 +38,8 @@ export interface CancelView {
   periodEnd: string | null;
   /** A recurring purchase not already ending may end at its period's end instead. */
   atPeriodEnd: boolean;
+  /** The product's retention offer in words ("Stay (20% off), on the first invoice"), or null. */
+  retention: string | null;
   /** What cancelling now refunds (the unused paid time), or null when nothing. */
   refund: string | null;
   prorationDate: string;
@@ -122,7 +124,13 @@ export function renderCancel(view: CancelView): string {
     `${view.merchant.displayName}: cancel plan`,
     view.merchant.brandColor,
     `${header(view.merchant)}<p><a href="/portal">Back to your account</a></p>
-<h2>Cancel your ${escapeHtml(`${view.product} plan (${view.plan})`)}</h2>
+<h2>Cancel your ${escapeHtml(`${view.product} plan (${view.plan})`)}</h2>${
+      view.retention === null
+        ? ''
+        : `<section id="retention" aria-labelledby="retention-title"><h3 id="retention-title">Before you go</h3>
+<p>Keep your plan and get <strong>${escapeHtml(view.retention)}</strong>.</p>
+<form method="post" action="/portal/retention">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}<div><button type="submit">Keep my plan with this offer</button></div></form></section>`
+    }
 <form method="post" action="/portal/cancel-now">${hidden('csrf', view.csrfToken)}${hidden('purchaseRef', view.purchaseRef)}${hidden('prorationDate', view.prorationDate)}
 ${why}${ending}
 <h3>Now</h3><p id="refund-now">Your plan ends at once. ${

@@ -53,6 +53,7 @@ const DONE = {
   default: 'That card is now your default.',
   removed: 'The card is removed.',
   paid: 'Thank you: the invoice is paid.',
+  retained: 'Thank you for staying: your discount is applied.',
   details: 'Your details are saved.',
   address: 'Your billing address is saved.',
   taxId: 'The tax ID is added.',
@@ -220,6 +221,15 @@ export function portalPageRoutes(
         prorationDate: field(fields, 'prorationDate'),
         code: field(fields, 'code'),
       }),
+    );
+    // The cancel page's retention offer, taken instead of cancelling.
+    form('/portal/retention', async (secret, fields) =>
+      done(
+        await account.acceptRetention(secret, {
+          csrf: fields.csrf,
+          purchaseRef: field(fields, 'purchaseRef'),
+        }),
+      ),
     );
     form('/portal/cancel-now', async (secret, fields) =>
       done(

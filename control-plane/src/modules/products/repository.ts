@@ -14,6 +14,8 @@ export interface ProductRow {
   paywall_promotion_codes: boolean;
   /** The customer portal's plan change takes a promotion code. */
   portal_promotion_codes: boolean;
+  /** The coupon the portal's cancel page offers a customer about to cancel; null for none. */
+  retention_coupon_id: string | null;
   metadata: Record<string, string>;
   status: 'active' | 'archived';
   created_at: Date;
@@ -29,8 +31,8 @@ export async function insertProduct(db: Queryable, row: ProductRow): Promise<Pro
   const { rows } = await db.query<ProductRow>(
     `INSERT INTO products (id, provider_id, environment, reference, name, description, product_type, is_mcp_pay,
                            metadata, status, created_at, updated_at, paywall_promotion_codes,
-                           portal_promotion_codes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING *`,
+                           portal_promotion_codes, retention_coupon_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING *`,
     [
       row.id,
       row.provider_id,
@@ -46,6 +48,7 @@ export async function insertProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.updated_at,
       row.paywall_promotion_codes,
       row.portal_promotion_codes,
+      row.retention_coupon_id,
     ],
   );
   const inserted = rows[0];
@@ -88,7 +91,7 @@ export async function updateProduct(db: Queryable, row: ProductRow): Promise<Pro
   const { rows } = await db.query<ProductRow>(
     `UPDATE products SET reference = $2, name = $3, description = $4, product_type = $5, is_mcp_pay = $6,
             metadata = $7, status = $8, updated_at = $9, paywall_promotion_codes = $10,
-            portal_promotion_codes = $11
+            portal_promotion_codes = $11, retention_coupon_id = $12
       WHERE id = $1 RETURNING *`,
     [
       row.id,
@@ -102,6 +105,7 @@ export async function updateProduct(db: Queryable, row: ProductRow): Promise<Pro
       row.updated_at,
       row.paywall_promotion_codes,
       row.portal_promotion_codes,
+      row.retention_coupon_id,
     ],
   );
   const updated = rows[0];

@@ -18,6 +18,13 @@ const PortalPromotionCodes = Type.Boolean({
   description:
     'In the customer portal, a customer changing to another of this product’s plans, or buying its credit packs, may apply a promotion code; default false',
 });
+const RetentionCoupon = Type.Union(
+  [Type.String({ minLength: 1, maxLength: 100, description: 'A coupon (cpn_… or its code)' }), Type.Null()],
+  {
+    description:
+      'The coupon the customer portal offers a customer of this product about to cancel, instead of cancelling (kept as its id); null for none',
+  },
+);
 
 export const ProductCreate = Type.Object(
   {
@@ -28,6 +35,7 @@ export const ProductCreate = Type.Object(
     isMcpPay: Type.Optional(Type.Boolean({ description: 'Sold through the MCP proxy' })),
     paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
     portalPromotionCodes: Type.Optional(PortalPromotionCodes),
+    retentionCoupon: Type.Optional(RetentionCoupon),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -43,6 +51,7 @@ export const ProductUpdate = Type.Object(
     isMcpPay: Type.Optional(Type.Boolean()),
     paywallPromotionCodes: Type.Optional(PaywallPromotionCodes),
     portalPromotionCodes: Type.Optional(PortalPromotionCodes),
+    retentionCoupon: Type.Optional(RetentionCoupon),
     metadata: Type.Optional(Metadata),
     status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
   },
@@ -59,6 +68,9 @@ export const Product = Type.Object({
   isMcpPay: Type.Boolean(),
   paywallPromotionCodes: PaywallPromotionCodes,
   portalPromotionCodes: PortalPromotionCodes,
+  retentionCoupon: Type.Union([Type.String(), Type.Null()], {
+    description: 'The coupon (cpn_…) the portal offers a customer about to cancel; null for none',
+  }),
   status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
   metadata: Type.Record(Type.String(), Type.String()),
   createdAt: Timestamp,

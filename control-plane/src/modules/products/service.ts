@@ -1,9 +1,10 @@
 import { ID, newId } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
-import { inTransaction, type Pool } from '../../db/pool';
+import { inTransaction, type Pool, type Queryable } from '../../db/pool';
 import { ConflictError, NotFoundError, ValidationError } from '../../errors';
 import { decodeCursor, toPage } from '../../http/schemas';
 import type { AuthContext } from '../../tenancy';
+import { findCoupon } from '../coupons/repository';
 import { unixSeconds, writeEvent } from '../events/outbox';
 import { findProduct, insertProduct, listProducts, type ProductRow, updateProduct } from './repository';
 import type { Product, ProductCreate, ProductUpdate } from './schemas';
@@ -17,6 +18,7 @@ export const toProduct = (row: ProductRow): Product => ({
   isMcpPay: row.is_mcp_pay,
   paywallPromotionCodes: row.paywall_promotion_codes,
   portalPromotionCodes: row.portal_promotion_codes,
+  retentionCoupon: row.retention_coupon_id,
   status: row.status,
   metadata: row.metadata,
   createdAt: row.created_at.toISOString(),
@@ -33,6 +35,7 @@ const eventObject = (row: ProductRow) => ({
   isMcpPay: row.is_mcp_pay,
   paywallPromotionCodes: row.paywall_promotion_codes,
   portalPromotionCodes: row.portal_promotion_codes,
+  retentionCoupon: row.retention_coupon_id,
   created: unixSeconds(row.created_at),
 });
 
@@ -43,6 +46,20 @@ function checkReference(reference: string | undefined): void {
       { path: '/reference', message: 'must not start with an id prefix such as prd_', location: 'body' },
     ]);
   }
+}
+
+/** The coupon a product's retention offer names (id or code), as its id: 404 unknown, 409 archived. */
+async function retentionCouponOf(
+  db: Queryable,
+  auth: AuthContext,
+  ref: string | null,
+): Promise<string | null> {
+  if (ref === null) return null;
+  const coupon = await findCoupon(db, auth, ref);
+  if (coupon === undefined) throw new NotFoundError('coupon_not_found', `No coupon ${ref}`);
+  if (coupon.status !== 'active')
+    throw new ConflictError('coupon_not_redeemable', `Coupon ${coupon.id} is archived: no one can redeem it`);
+  return coupon.id;
 }
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === '23505';
@@ -70,6 +87,7 @@ export class ProductService {
           is_mcp_pay: input.isMcpPay ?? false,
           paywall_promotion_codes: input.paywallPromotionCodes ?? false,
           portal_promotion_codes: input.portalPromotionCodes ?? false,
+          retention_coupon_id: await retentionCouponOf(tx, auth, input.retentionCoupon ?? null),
           metadata: input.metadata ?? {},
           status: 'active',
           created_at: at,
@@ -120,6 +138,10 @@ export class ProductService {
           is_mcp_pay: patch.isMcpPay ?? current.is_mcp_pay,
           paywall_promotion_codes: patch.paywallPromotionCodes ?? current.paywall_promotion_codes,
           portal_promotion_codes: patch.portalPromotionCodes ?? current.portal_promotion_codes,
+          retention_coupon_id:
+            patch.retentionCoupon === undefined
+              ? current.retention_coupon_id
+              : await retentionCouponOf(tx, auth, patch.retentionCoupon),
           metadata: patch.metadata ?? current.metadata,
           status: patch.status ?? current.status,
           updated_at: at,
