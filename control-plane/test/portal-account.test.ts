@@ -1,8 +1,6 @@
 import { callRecord } from '@mcp-meter/contracts/usage-record';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { hiddenField, portalPages } from '../../test/helpers/portal-shop';
-import { MovableClock } from '../src/clock';
+import { describe, expect, it } from 'vitest';
+import { hiddenField, portalSuite } from '../../test/helpers/portal-shop';
 import { SANDBOX_CARDS } from '../src/modules/payments/processor';
 
 /**
@@ -11,17 +9,10 @@ import { SANDBOX_CARDS } from '../src/modules/payments/processor';
  * now with the refund shown and made; cards added through checkout in setup mode, made default
  * and removed; and the usage chart by day and tool, as the usage analytics API answers it.
  */
-const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
-let harness: TestControlPlane;
-beforeAll(async () => {
-  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
-});
-afterAll(() => harness?.close());
+const { clock, harnessOf, get, post, shop } = portalSuite(new Date('2026-03-01T00:00:00.000Z'));
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
 type Json = Record<string, any>;
-
-const { get, post, shop } = portalPages(() => harness);
 
 describe('changing plans in the portal', () => {
   it('previews the proration, and charges exactly it when confirmed ten minutes later', async () => {
@@ -127,9 +118,10 @@ describe('changing plans in the portal', () => {
       successUrl: expect.stringMatching(/\/portal\?done=changed$/),
     });
     // One checkout, the portal's: none left behind by an activation that needed a card.
-    const { rowCount } = await harness.pool.query('SELECT 1 FROM checkout_sessions WHERE customer_id = $1', [
-      (await s.api('GET', '/v1/sdk/customers/cy')).body.id,
-    ]);
+    const { rowCount } = await harnessOf().pool.query(
+      'SELECT 1 FROM checkout_sessions WHERE customer_id = $1',
+      [(await s.api('GET', '/v1/sdk/customers/cy')).body.id],
+    );
     expect(rowCount).toBe(1);
   });
 });
@@ -187,7 +179,7 @@ describe('cancelling now in the portal', () => {
         comment: 'Too dear\nfor a small team',
       },
     });
-    const { rows } = await harness.pool.query(
+    const { rows } = await harnessOf().pool.query(
       `SELECT r.amount, r.source FROM refunds r JOIN payments p ON p.id = r.payment_id WHERE p.purchase_id = $1`,
       [held],
     );
@@ -212,7 +204,7 @@ describe('cards in the portal', () => {
     const add = await post('/portal/cards', { csrf }, cookie);
     expect(add.statusCode).toBe(303);
     const session = /\/checkout\/(cs_[A-Za-z0-9]+)$/.exec(String(add.headers.location))?.[1] ?? '';
-    const paid = await harness.controlPlane.app.inject({
+    const paid = await harnessOf().controlPlane.app.inject({
       method: 'POST',
       url: `/checkout/${session}/pay`,
       payload: { card: { number: '5555555555554444', expMonth: 1, expYear: 2031, cvc: '123' } },
@@ -268,7 +260,7 @@ describe('paying an open invoice in the portal', () => {
       card: { number: SANDBOX_CARDS.failsLater, expMonth: 12, expYear: 2035, cvc: '123' },
     });
     clock.set(new Date('2026-04-01T00:06:00.000Z'));
-    await harness.controlPlane.scheduler.runDue();
+    await harnessOf().controlPlane.scheduler.runDue();
     const open = ((await s.api('GET', '/v1/sdk/invoices?customerRef=gi&status=open')).body.data as Json[])[0];
     expect(open).toMatchObject({ status: 'open', total: 3_000_000 });
     const { cookie, csrf } = await s.signIn('gi');
@@ -322,7 +314,7 @@ describe('the usage chart', () => {
         productId: s.product,
         tool,
       });
-    await harness.store.store.insert([
+    await harnessOf().store.store.insert([
       ...Array.from({ length: 4 }, () => call(2, 'forecast')),
       ...Array.from({ length: 2 }, () => call(3, 'forecast')),
       ...Array.from({ length: 3 }, () => call(3, 'history')),

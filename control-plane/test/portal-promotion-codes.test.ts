@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { hiddenField, portalPages } from '../../test/helpers/portal-shop';
-import { MovableClock } from '../src/clock';
+import { describe, expect, it } from 'vitest';
+import { hiddenField, portalSuite } from '../../test/helpers/portal-shop';
 
 /**
  * Promotion codes on a plan change in the customer portal (docs/coupons.md), as Stripe's portal
@@ -9,17 +7,10 @@ import { MovableClock } from '../src/clock';
  * is the charge confirmed; codes only, never coupon ids; ten codes that match nothing end the
  * guessing on the session, also when sent at once; a code used up meanwhile changes nothing.
  */
-const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
-let harness: TestControlPlane;
-beforeAll(async () => {
-  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
-});
-afterAll(() => harness?.close());
+const { clock, get, post, shop } = portalSuite(new Date('2026-03-01T00:00:00.000Z'));
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
 type Json = Record<string, any>;
-
-const { get, post, shop } = portalPages(() => harness);
 
 /** A shop whose customer `ref` holds Basic since 1 March, seen on 11 March, signed in to the portal. */
 async function switching(name: string, ref: string) {

@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
-import { hiddenField, portalPages } from '../../test/helpers/portal-shop';
-import { MovableClock } from '../src/clock';
+import { describe, expect, it } from 'vitest';
+import { hiddenField, portalSuite } from '../../test/helpers/portal-shop';
 
 /**
  * A product's retention offer (docs/portal.md), as Stripe's portal offers a coupon on its
@@ -9,17 +7,10 @@ import { MovableClock } from '../src/clock';
  * purchase without a discount while the coupon can be redeemed on it; taking it redeems the coupon
  * on the purchase instead of cancelling, once, also when customers take a last redemption at once.
  */
-const clock = new MovableClock(new Date('2026-03-01T00:00:00.000Z'));
-let harness: TestControlPlane;
-beforeAll(async () => {
-  harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
-});
-afterAll(() => harness?.close());
+const { get, post, shop } = portalSuite(new Date('2026-03-01T00:00:00.000Z'));
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
 type Json = Record<string, any>;
-
-const { get, post, shop } = portalPages(() => harness);
 
 describe('a retention offer on the portal’s cancel page', () => {
   it('is set on the product by coupon, shown to a purchase without a discount, and taken instead of cancelling', async () => {

@@ -1,5 +1,25 @@
+import { afterAll, beforeAll } from 'vitest';
+import { MovableClock } from '../../control-plane/src/clock';
 import { SANDBOX_CARDS } from '../../control-plane/src/modules/payments/processor';
-import { injectClient, type TestControlPlane } from './control-plane';
+import { injectClient, startTestControlPlane, type TestControlPlane } from './control-plane';
+
+/**
+ * A test file's control plane on real PostgreSQL, on a movable clock starting at `start`, started
+ * before its tests and closed after them, with the portal's pages (`portalPages`) on it.
+ */
+export function portalSuite(start: Date) {
+  const clock = new MovableClock(start);
+  let harness: TestControlPlane | undefined;
+  beforeAll(async () => {
+    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+  });
+  afterAll(() => harness?.close());
+  const harnessOf = () => {
+    if (harness === undefined) throw new Error('the control plane is not started yet');
+    return harness;
+  };
+  return { clock, harnessOf, ...portalPages(harnessOf) };
+}
 
 /**
  * A provider with a product of two monthly plans (Basic and Pro, large prices so that minutes
