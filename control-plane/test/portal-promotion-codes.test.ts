@@ -142,6 +142,32 @@ describe('promotion codes on a plan change in the portal', () => {
     );
   });
 
+  it('switches once and redeems the code once when the same confirmation is sent eight times at once', async () => {
+    const { s, held, launch, cookie, csrf } = await switching('Racing Co', 'ivy');
+    await s.api('PATCH', `/v1/ui/products/${s.product}`, { portalPromotionCodes: true });
+    const preview = (await get(`/portal/change/${held}?plan=${s.pro}&code=LAUNCH`, cookie)).body;
+    const form = {
+      csrf,
+      purchaseRef: held,
+      planRef: s.pro,
+      prorationDate: hiddenField(preview, 'prorationDate'),
+      code: hiddenField(preview, 'code'),
+    };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/portal/change', form, cookie)));
+    const statuses = answers.map((a) => a.statusCode);
+    expect(statuses.filter((status) => status === 303)).toHaveLength(1);
+    // The others find the purchase switched away (404) or the switch in progress (409).
+    expect(statuses.every((status) => [303, 404, 409].includes(status))).toBe(true);
+    const purchases = (await s.api('GET', '/v1/sdk/purchases?customerRef=ivy')).body.data as Json[];
+    expect(purchases.filter((p) => p.status === 'active').map((p) => p.planRef)).toEqual([s.pro]);
+    expect((await s.api('GET', `/v1/sdk/coupons/${launch.id}`)).body.timesRedeemed).toBe(1);
+    const paid = await s.api('GET', '/v1/sdk/invoices?customerRef=ivy');
+    // The first invoice of Basic, and one of the switch: charged once.
+    expect((paid.body.data as Json[]).map((i) => i.total).sort((a, b) => a - b)).toEqual([
+      967_742, 3_000_000,
+    ]);
+  });
+
   it('changes nothing when the code was used up between preview and confirming', async () => {
     const { s, held, cookie, csrf } = await switching('Last One Co', 'fay');
     await s.api('PATCH', `/v1/ui/products/${s.product}`, { portalPromotionCodes: true });
