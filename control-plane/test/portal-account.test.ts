@@ -89,18 +89,8 @@ describe('changing plans in the portal', () => {
   it('sends a customer without a card through checkout, back to the portal', async () => {
     clock.set(new Date('2026-03-01T00:00:00.000Z'));
     const s = await shop('Cardless Co');
-    await s.customer('cy', false);
     // A free plan to start from, so the customer holds a purchase without a card.
-    const free = (
-      await s.api('POST', `/v1/ui/products/${s.product}/plans`, {
-        name: 'Free',
-        type: 'recurring',
-        price: 0,
-        billingCycle: 'monthly',
-      })
-    ).body.id as string;
-    const held = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'cy', planRef: free })).body
-      .purchaseRef;
+    const held = await s.cardlessOnFreePlan('cy');
     const { cookie, csrf } = await s.signIn('cy');
     const preview = (await get(`/portal/change/${held}?plan=${s.pro}`, cookie)).body;
     expect(preview).toContain('You have no card on file');

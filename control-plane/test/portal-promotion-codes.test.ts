@@ -208,17 +208,7 @@ describe('promotion codes on a plan change in the portal', () => {
     clock.set(new Date('2026-03-01T00:00:00.000Z'));
     const s = await shop('Cardless Codes Co');
     await s.api('PATCH', `/v1/ui/products/${s.product}`, { portalPromotionCodes: true });
-    await s.customer('hal', false);
-    const free = (
-      await s.api('POST', `/v1/ui/products/${s.product}/plans`, {
-        name: 'Free',
-        type: 'recurring',
-        price: 0,
-        billingCycle: 'monthly',
-      })
-    ).body.id as string;
-    const held = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'hal', planRef: free })).body
-      .purchaseRef as string;
+    const held = await s.cardlessOnFreePlan('hal');
     const launch = (
       await s.api('POST', '/v1/sdk/coupons', {
         name: 'Launch',

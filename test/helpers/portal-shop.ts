@@ -97,10 +97,24 @@ async function portalShop(
       });
     return id;
   };
+  /** A customer `ref` without a card, holding a free monthly plan: its purchase's reference. */
+  const cardlessOnFreePlan = async (ref: string) => {
+    await customer(ref, false);
+    const free = (
+      await api('POST', `/v1/ui/products/${product}/plans`, {
+        name: 'Free',
+        type: 'recurring',
+        price: 0,
+        billingCycle: 'monthly',
+      })
+    ).body.id as string;
+    return (await api('POST', '/v1/sdk/activate', { customerRef: ref, planRef: free })).body
+      .purchaseRef as string;
+  };
   const signIn = async (ref: string) => {
     const cookie = await portalCookie(harness, api, ref);
     const csrf = hiddenField((await get('/portal', cookie)).body, 'csrf');
     return { cookie, csrf };
   };
-  return { api, provider, product, basic, pro, customer, signIn };
+  return { api, provider, product, basic, pro, customer, cardlessOnFreePlan, signIn };
 }
