@@ -133,9 +133,22 @@ describe('tax ID verification from Stripe', () => {
         taxIdEvent('customer.tax_id.updated', 'DE123456789', verified, { customer: null }),
         'unmatched:customer',
       ],
+      [
+        taxIdEvent('customer.tax_id.updated', 'DE123456789', verified, { customer: { id: 42 } }),
+        'unmatched:customer',
+      ],
+      // Signed but malformed: refused as such and acknowledged, never a 500.
+      [
+        { ...taxIdEvent('customer.tax_id.updated', 'DE123456789', verified), data: { object: null } },
+        'refused:malformed',
+      ],
+      [{ ...taxIdEvent('customer.tax_id.created', 'DE123456789', verified), data: {} }, 'refused:malformed'],
     ];
-    for (const [sent, outcome] of cases)
-      expect((await s.post(sent)).body.outcome, JSON.stringify(sent.data.object)).toBe(outcome);
+    for (const [sent, outcome] of cases) {
+      const answer = await s.post(sent);
+      expect(answer.status, JSON.stringify(sent.data)).toBe(200);
+      expect(answer.body.outcome, JSON.stringify(sent.data)).toBe(outcome);
+    }
     // Another provider's Stripe customer: its events reach that provider's endpoint only.
     const other = await customerWithTaxIds('Other Co');
     expect(

@@ -23,7 +23,7 @@ import { type LearnedEarlyEnd, learnEarlyEnd } from '../purchases/proration';
 import type { PurchaseRow, PurchaseService } from '../purchases/service';
 import { claimEvent, setEventOutcome } from './repository';
 import type { ProcessorService } from './service';
-import { refundStatus, StripeProcessor } from './stripe';
+import { refundStatus, StripeProcessor, translate } from './stripe';
 
 /** What became of one event: applied, already applied (a redelivery), ignored, or why it matched nothing. */
 export type EventOutcome = 'applied' | 'duplicate' | 'ignored' | `unmatched:${string}` | `refused:${string}`;
@@ -74,9 +74,11 @@ export class StripeEvents {
       return this.answer(providerId, event, fresh ? outcome : 'duplicate');
     }
     // Whose tax id a tax id event is about: found before the transaction, as it may ask Stripe.
-    const taxIdOwner = isTaxIdEvent(event)
-      ? await this.customerOfStripe(auth, connection.stripe, event.data.object.customer)
-      : undefined;
+    // A malformed one (no object) is refused as malformed below, never read here.
+    const taxIdOwner =
+      isTaxIdEvent(event) && wellFormed(event)
+        ? await this.customerOfStripe(auth, connection.stripe, event.data.object.customer)
+        : undefined;
     const applied = await inTransaction(this.pool, async (tx): Promise<Applied> => {
       const fresh = await claimEvent(tx, { ...claim, outcome: 'applied', at: this.clock.now() });
       if (!fresh) return { outcome: 'duplicate' };
@@ -146,8 +148,17 @@ export class StripeEvents {
     if (typeof id !== 'string' || id === '') return undefined;
     const found = await findCustomerOfProcessor(this.pool, auth, 'stripe', id);
     if (found !== undefined) return found;
-    const customer = await stripe.customers.retrieve(id);
-    return customer.deleted === true ? undefined : (customer.metadata.customer ?? undefined);
+    let customer: Stripe.Customer | Stripe.DeletedCustomer;
+    try {
+      customer = await stripe.customers.retrieve(id);
+    } catch (error) {
+      // A customer Stripe no longer has is no one's; Stripe out of reach is 503, and Stripe
+      // sends the event again later.
+      if (error instanceof Error && (error as { code?: unknown }).code === 'resource_missing')
+        return undefined;
+      return translate(error);
+    }
+    return customer.deleted === true ? undefined : (customer.metadata?.customer ?? undefined);
   }
 
   /**
