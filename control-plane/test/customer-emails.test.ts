@@ -102,6 +102,7 @@ describe('which billing mails a provider sends', () => {
       refunds: false,
       autoTopUpFailed: false,
       expiringCards: false,
+      cancellations: false,
     };
     expect(await s.api('GET', '/v1/sdk/customer-emails')).toEqual({ status: 200, body: none });
     expect(await s.api('PATCH', '/v1/sdk/customer-emails', { paymentFailed: true })).toEqual({
@@ -510,6 +511,83 @@ describe('mail about trials and renewals', () => {
     expect(renewal).toContain('It is charged to your card on file.');
     expect((await s.messages(monthly.customer)).map((m) => m.kind)).toEqual(['upcoming_renewal']);
     expect(mailbox.countFor(ada)).toBe(2);
+  });
+});
+
+describe('mail about cancellations', () => {
+  it('confirms a cancellation at the period end and its end, one made now, and one that failed payments made', async () => {
+    at('2026-03-01T00:00:00.000Z');
+    const s = await seller('Leaving Co', { cancellations: true });
+    const plan = await s.plan();
+    const cancel = (purchase: string, body: Json) =>
+      s.api('POST', `/v1/sdk/purchases/${purchase}/cancel`, body).then((a) => expect(a.status).toBe(200));
+    const status = async (purchase: string) =>
+      (await s.api('GET', `/v1/sdk/purchases/${purchase}`)).body.status as string;
+
+    // At the period's end: the day it ends and how to keep it now, then that it ended.
+    const lin = 'lin@leaving.example';
+    const leaving = await s.subscribe(plan, lin);
+    await cancel(leaving.purchase, {
+      atPeriodEnd: true,
+      cancellationDetails: { feedback: 'unused', comment: 'Not for now' },
+    });
+    await sendDue();
+    const scheduled = await mailbox.textFor(lin, 0);
+    expect(scheduled).toContain(
+      'Your Pro plan is cancelled: it stays active until 1 April 2026, and it will not renew.',
+    );
+    expect(scheduled).toContain(`Changed your mind? Keep your plan before then: ${s.portalUrl}`);
+    // The customer's own words are the provider's, not read back.
+    expect(scheduled).not.toContain('Not for now');
+
+    // Now: one mail, the day it ended.
+    const max = 'max@leaving.example';
+    const now = await s.subscribe(plan, max);
+    const kim = 'kim@leaving.example';
+    const failing = await s.subscribe(plan, kim);
+    at('2026-03-20T12:00:00.000Z');
+    await cancel(now.purchase, {});
+    expect(await status(now.purchase)).toBe('cancelled');
+    await sendDue();
+    const endedNow = await mailbox.textFor(max, 0);
+    expect(endedNow).toContain(
+      'Your Pro plan was cancelled and ended on 20 March 2026; your access to it has stopped.',
+    );
+
+    // The card that fails from the renewal on, until dunning gives up.
+    await s.card(failing.customer, SANDBOX_CARDS.failsLater);
+    at('2026-04-01T00:06:00.000Z');
+    await run();
+    expect(await status(leaving.purchase)).toBe('cancelled');
+    const ended = await mailbox.textFor(lin, 1);
+    expect(ended).toContain(
+      'Your Pro plan was cancelled and ended on 1 April 2026; your access to it has stopped.',
+    );
+    for (const hours of [24, 72, 168]) {
+      clock.advance(hours * 3_600_000);
+      await run();
+    }
+    expect(await status(failing.purchase)).toBe('cancelled');
+    const unpaid = await mailbox.textFor(kim, 0);
+    expect(unpaid).toContain(
+      'We could not collect payment for your Pro plan after several tries, so it was cancelled on 12 April 2026, and your access to it has stopped.',
+    );
+
+    // One mail per event, none sent twice.
+    await run();
+    expect([mailbox.countFor(lin), mailbox.countFor(max), mailbox.countFor(kim)]).toEqual([2, 1, 1]);
+    const subjects = async (customer: string) =>
+      (await s.messages(customer)).map((m) => `${m.kind} ${m.status}: ${m.subject}`);
+    expect(await subjects(leaving.customer)).toEqual([
+      'cancellation sent: [Sandbox] Leaving Co: your Pro plan has ended',
+      'cancellation sent: [Sandbox] Leaving Co: your Pro plan is cancelled and ends on 1 April 2026',
+    ]);
+    expect(await subjects(now.customer)).toEqual([
+      'cancellation sent: [Sandbox] Leaving Co: your Pro plan has ended',
+    ]);
+    expect(await subjects(failing.customer)).toEqual([
+      'cancellation sent: [Sandbox] Leaving Co: your Pro plan was cancelled: payment failed',
+    ]);
   });
 });
 

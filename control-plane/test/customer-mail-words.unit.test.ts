@@ -5,6 +5,7 @@ import { composeMail, type MailFacts } from '../src/modules/customer-emails/comp
 const base: MailFacts = {
   kind: 'payment_failed',
   type: 'purchase.past_due',
+  occurredAt: Date.UTC(2026, 4, 12, 9) / 1000,
   object: { amount: 2500, currency: 'eur', nextRetryAt: null },
   sandbox: false,
   merchant: { displayName: 'Acme', supportEmail: 'help@acme.example' },
@@ -130,5 +131,41 @@ describe('billing mail words', () => {
     const odd = expiring({ brand: 'elo', last4: '0000', exp_month: 'x', exp_year: 2026 });
     expect(odd.subject).toBe('Acme: your card ending 0000 expires soon');
     expect(odd.text).toContain('The card ending 0000 your payments are taken from expires soon.');
+  });
+  it('words a cancellation: to end with its period, ended, or ended after failed payments', () => {
+    const cancellation = (type: string, object: Record<string, unknown>, planName: string | null = 'Pro') =>
+      composeMail({ ...base, kind: 'cancellation', type, object, planName });
+    const scheduled = cancellation('purchase.cancellation_scheduled', {
+      periodEnd: Date.UTC(2026, 5, 1) / 1000,
+      cancellationDetails: { reason: 'cancellation_requested' },
+    });
+    expect(scheduled.subject).toBe('Acme: your Pro plan is cancelled and ends on 1 June 2026');
+    expect(scheduled.text).toContain(
+      'Your Pro plan is cancelled: it stays active until 1 June 2026, and it will not renew.',
+    );
+    expect(scheduled.text).toContain(`Changed your mind? Keep your plan before then: ${base.portalUrl}`);
+    // No period end known: no day made up.
+    const open = cancellation('purchase.cancellation_scheduled', { periodEnd: null }, null);
+    expect(open.subject).toBe('Acme: your plan is cancelled');
+    expect(open.text).toContain('Your plan is cancelled and will not renew.');
+
+    const ended = cancellation('purchase.cancelled', {
+      cancellationDetails: { reason: 'cancellation_requested', feedback: 'unused', comment: 'private' },
+    });
+    expect(ended.subject).toBe('Acme: your Pro plan has ended');
+    expect(ended.text).toContain(
+      'Your Pro plan was cancelled and ended on 12 May 2026; your access to it has stopped.',
+    );
+    // What the customer told the provider is not read back to them.
+    expect(ended.text).not.toContain('private');
+    expect(cancellation('purchase.cancelled', { cancellationDetails: null }).subject).toBe(
+      'Acme: your Pro plan has ended',
+    );
+
+    const unpaid = cancellation('purchase.cancelled', { cancellationDetails: { reason: 'payment_failed' } });
+    expect(unpaid.subject).toBe('Acme: your Pro plan was cancelled: payment failed');
+    expect(unpaid.text).toContain(
+      'We could not collect payment for your Pro plan after several tries, so it was cancelled on 12 May 2026, and your access to it has stopped.',
+    );
   });
 });

@@ -711,7 +711,7 @@ export interface paths {
         };
         /**
          * Which billing mails go to this environment’s customers
-         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds`, `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped) and `expiringCards` (the default card expires this month and will be charged again: add a new one). All are off until turned on.
+         * @description Which billing mails go to the customers of the key’s environment, kind by kind: `paymentFailed` (a recurring payment failed: the amount, the day of the next try, and where to pay now or change cards; or a trial ended unpaid), `trialEnding`, `upcomingRenewal`, `receipts`, `refunds`, `autoTopUpFailed` (an automatic credit top-up refused: when it is tried again, or that it stopped) `expiringCards` (the default card expires this month and will be charged again: add a new one) and `cancellations` (a plan cancelled to end with its period: the day it ends and where to keep it; and a plan that ended, at once, with its period or after failed payments). All are off until turned on.
          */
         get: operations["getCustomerEmailSettings"];
         put?: never;
@@ -721,7 +721,7 @@ export interface paths {
         head?: never;
         /**
          * Turns billing mails to customers on or off, kind by kind
-         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`, `customer.card_expiring`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
+         * @description Turns kinds of billing mail on or off; only the kinds sent change. From then on, each event of a kind turned on (`purchase.past_due` or `purchase.suspended`, `purchase.trial_ending`, `purchase.renewal_reminder`, `payment.succeeded`, `payment.refunded`, `credits.auto_topup_failed`, `customer.card_expiring`, `purchase.cancellation_scheduled` or `purchase.cancelled`) mails its customer, if they have an email address, within a scheduler pass; a mail SMTP refuses is tried again after 1, 5, 30, 120 and 360 minutes.
          */
         patch: operations["updateCustomerEmailSettings"];
         trace?: never;
@@ -8635,12 +8635,15 @@ export interface operations {
                      *       "receipts": true,
                      *       "refunds": false,
                      *       "autoTopUpFailed": false,
-                     *       "expiringCards": false
+                     *       "expiringCards": false,
+                     *       "cancellations": false
                      *     }
                      */
                     "application/json": {
                         /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                         autoTopUpFailed: boolean;
+                        /** @description A plan was cancelled: to end with its period (purchase.cancellation_scheduled: the day it ends, and where to keep it), or it ended, at once, at the period’s end or after failed payments (purchase.cancelled) */
+                        cancellations: boolean;
                         /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
                         expiringCards: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
@@ -8768,6 +8771,8 @@ export interface operations {
                 "application/json": {
                     /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                     autoTopUpFailed?: boolean;
+                    /** @description A plan was cancelled: to end with its period (purchase.cancellation_scheduled: the day it ends, and where to keep it), or it ended, at once, at the period’s end or after failed payments (purchase.cancelled) */
+                    cancellations?: boolean;
                     /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
                     expiringCards?: boolean;
                     /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
@@ -8798,12 +8803,15 @@ export interface operations {
                      *       "receipts": true,
                      *       "refunds": false,
                      *       "autoTopUpFailed": false,
-                     *       "expiringCards": false
+                     *       "expiringCards": false,
+                     *       "cancellations": false
                      *     }
                      */
                     "application/json": {
                         /** @description An automatic credit top-up could not be paid (credits.auto_topup_failed: when it is tried again, or that it stopped) */
                         autoTopUpFailed: boolean;
+                        /** @description A plan was cancelled: to end with its period (purchase.cancellation_scheduled: the day it ends, and where to keep it), or it ended, at once, at the period’s end or after failed payments (purchase.cancelled) */
+                        cancellations: boolean;
                         /** @description The default card expires at the end of this month and will be charged again (customer.card_expiring) */
                         expiringCards: boolean;
                         /** @description A recurring payment failed (purchase.past_due: the day of the next try, and where to pay now) or a trial ended unpaid (purchase.suspended) */
@@ -8984,7 +8992,7 @@ export interface operations {
                             /** @description cml_… */
                             id: string;
                             /** @enum {string} */
-                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt" | "refund" | "auto_topup_failed" | "card_expiring";
+                            kind: "payment_failed" | "trial_ending" | "upcoming_renewal" | "receipt" | "refund" | "auto_topup_failed" | "card_expiring" | "cancellation";
                             /** @description Why the last attempt did not send it */
                             lastError: string | null;
                             sentAt: string | null;

@@ -29,6 +29,11 @@ const KINDS: readonly { key: keyof Settings; label: string; hint: string }[] = [
     label: 'Expiring cards',
     hint: 'The default card expires this month and will be charged again: add a new one',
   },
+  {
+    key: 'cancellations',
+    label: 'Cancellations',
+    hint: 'A plan cancelled to end with its period (the day it ends, how to keep it), and when one ended',
+  },
 ];
 
 const KIND_WORDS: Record<string, string> = {
@@ -39,6 +44,7 @@ const KIND_WORDS: Record<string, string> = {
   refund: 'Refund',
   auto_topup_failed: 'Failed auto top-up',
   card_expiring: 'Expiring card',
+  cancellation: 'Cancellation',
 };
 
 /**

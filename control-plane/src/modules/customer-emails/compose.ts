@@ -4,8 +4,9 @@ import type { MailKind } from './repository';
 /** What a customer mail says, gathered when it is sent (service.ts); pure words from here on. */
 export interface MailFacts {
   kind: MailKind;
-  /** The event's type (purchase.past_due, purchase.suspended, …) and object. */
+  /** The event's type (purchase.past_due, purchase.suspended, …), when it happened (Unix seconds) and its object. */
   type: string;
+  occurredAt: number;
   object: Record<string, unknown>;
   sandbox: boolean;
   merchant: { displayName: string; supportEmail: string | null };
@@ -189,6 +190,29 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
         `The ${which} your payments are taken from expires ${ends}.`,
         `To keep your service without a break, add a new card before then: ${f.portalUrl}`,
       );
+      break;
+    }
+    case 'cancellation': {
+      const details = (o.cancellationDetails ?? {}) as Record<string, unknown>;
+      const Plan = `${plan.charAt(0).toUpperCase()}${plan.slice(1)}`;
+      if (f.type === 'purchase.cancellation_scheduled') {
+        const ends = day(number(o.periodEnd));
+        subject = `${plan} is cancelled${ends === null ? '' : ` and ends on ${ends}`}`;
+        body.push(
+          ends === null
+            ? `${Plan} is cancelled and will not renew.`
+            : `${Plan} is cancelled: it stays active until ${ends}, and it will not renew.`,
+          `Changed your mind? Keep your plan before then: ${f.portalUrl}`,
+        );
+      } else if (details.reason === 'payment_failed') {
+        subject = `${plan} was cancelled: payment failed`;
+        body.push(
+          `We could not collect payment for ${plan} after several tries, so it was cancelled on ${day(f.occurredAt)}, and your access to it has stopped.`,
+        );
+      } else {
+        subject = `${plan} has ended`;
+        body.push(`${Plan} was cancelled and ended on ${day(f.occurredAt)}; your access to it has stopped.`);
+      }
       break;
     }
   }

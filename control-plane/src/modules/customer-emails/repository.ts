@@ -17,6 +17,7 @@ export const MAIL_KINDS = [
   'refund',
   'auto_topup_failed',
   'card_expiring',
+  'cancellation',
 ] as const;
 export type MailKind = (typeof MAIL_KINDS)[number];
 
@@ -29,6 +30,8 @@ const KIND_OF_EVENT: Readonly<Record<string, MailKind>> = {
   'payment.refunded': 'refund',
   'credits.auto_topup_failed': 'auto_topup_failed',
   'customer.card_expiring': 'card_expiring',
+  'purchase.cancellation_scheduled': 'cancellation',
+  'purchase.cancelled': 'cancellation',
 };
 
 type Tenant = { providerId: string; environment: Environment };

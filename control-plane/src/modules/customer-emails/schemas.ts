@@ -19,6 +19,10 @@ const kindFlags = {
     description:
       'The default card expires at the end of this month and will be charged again (customer.card_expiring)',
   }),
+  cancellations: Type.Boolean({
+    description:
+      'A plan was cancelled: to end with its period (purchase.cancellation_scheduled: the day it ends, and where to keep it), or it ended, at once, at the period’s end or after failed payments (purchase.cancelled)',
+  }),
 };
 
 /** Which mails go to this environment's customers; none until turned on. */
@@ -33,6 +37,7 @@ export const CustomerEmailUpdate = Type.Object(
     refunds: Type.Optional(kindFlags.refunds),
     autoTopUpFailed: Type.Optional(kindFlags.autoTopUpFailed),
     expiringCards: Type.Optional(kindFlags.expiringCards),
+    cancellations: Type.Optional(kindFlags.cancellations),
   },
   { additionalProperties: false, minProperties: 1 },
 );

@@ -37,6 +37,7 @@ const SETTING_OF: Record<MailKind, keyof Static<typeof CustomerEmailSettings>> =
   refund: 'refunds',
   auto_topup_failed: 'autoTopUpFailed',
   card_expiring: 'expiringCards',
+  cancellation: 'cancellations',
 };
 
 /** After each failed attempt, the wait before the next; after the last, the mail has failed. */
@@ -62,7 +63,7 @@ const toMessage = (r: MailRow) => ({
  * Mail to a provider's customers about their billing, as Stripe Billing sends it: a failed
  * recurring payment (with the day of the next try and a way to pay now), a trial about to end, a
  * renewal coming up, a receipt, a refund, an automatic top-up that could not be paid, a card about
- * to expire. A provider turns each kind on per environment; every event of a
+ * to expire, a plan cancelled. A provider turns each kind on per environment; every event of a
  * kind turned on writes its mail in its own transaction (repository.ts), and `runDue`, a job of
  * the scheduler's pass, words and sends it, trying again on MAIL_RETRY_MINUTES. A mail is sent
  * at least once: SMTP accepting it and a crash before it is marked sent would send it again.
@@ -168,6 +169,7 @@ export class CustomerEmails {
     const message = composeMail({
       kind: mail.kind,
       type: mail.event.type,
+      occurredAt: mail.event.created,
       object,
       sandbox: mail.environment === 'sandbox',
       merchant: {
