@@ -44,7 +44,8 @@ export interface Result {
   /** One proxy process against two workers (absent in runs from before it). */
   workers?: WorkersResult;
   /** The goal ratios of the run before, to say how they moved. */
-  previous?: { date: string; aOverN: number; b3OverBp: number };
+  /** The run before this one's goal ratios, and its machine (absent in results of older runs). */
+  previous?: { date: string; machine?: string; aOverN: number; b3OverBp: number };
   redisCommandsPerCall: number;
   completeness: { answered: number; recorded: number; ratio: number };
   /** The control plane's limit check on one pinned core (absent in runs from before it). */
@@ -222,11 +223,16 @@ export function report(r: Result): string {
           .join(
             ', ',
           )} ms, round by round (the slowest ${fmt(Math.max(...reference) / Math.min(...reference), 2)}× the fastest). The virtual machine's neighbours move memory-bound work by that much from one minute to the next, whatever runs here; a single trial can be off by as much, which is why no figure here comes from one trial.`;
-  // How a goal ratio moved since the run before this one.
+  // How a goal ratio moved since the run before this one, and on which machine if another.
+  const cpuOfMachine = (machine: string) => machine.split(',')[0] ?? machine;
+  const elsewhere =
+    r.previous?.machine === undefined || cpuOfMachine(r.previous.machine) === cpuOfMachine(r.machine)
+      ? ''
+      : ` on ${cpuOfMachine(r.previous.machine)}`;
   const moved = (k: 'aOverN' | 'b3OverBp') =>
     r.previous === undefined
       ? ''
-      : `; ${fmt(r.previous[k], 2)} in the run of ${r.previous.date.slice(0, 10)}`;
+      : `; ${fmt(r.previous[k], 2)} in the run of ${r.previous.date.slice(0, 10)}${elsewhere}`;
   const cpuRows = GROUPS.filter(([g]) => r.saturation.some((s) => (cpuOf(s)[g] ?? 0) >= 0.05))
     .map(([g, label]) => `| ${label} | ${r.saturation.map((s) => fmt(cpuOf(s)[g] ?? 0)).join(' | ')} |`)
     .join('\n');

@@ -121,7 +121,7 @@ function previousRatios(): Result['previous'] {
   try {
     const saved = JSON.parse(readFileSync(join(root, 'bench', 'results', 'proxy.json'), 'utf8')) as Result;
     const ratios = goalRatios(saved);
-    return { date: saved.date, aOverN: ratios.aOverN, b3OverBp: ratios.b3OverBp };
+    return { date: saved.date, machine: saved.machine, aOverN: ratios.aOverN, b3OverBp: ratios.b3OverBp };
   } catch {
     return undefined;
   }
