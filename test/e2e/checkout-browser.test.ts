@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
+import { TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderCheckout } from '../../control-plane/src/modules/checkout/page';
@@ -196,8 +197,20 @@ describe('hosted checkout in a browser', () => {
     const number = traveller.page.getByLabel('Tax ID number');
     const box = traveller.page.getByLabel("I'm buying as a business");
     expect([await number.isVisible(), await box.isVisible()]).toEqual([false, true]);
+    const kind = traveller.page.getByLabel('Tax ID kind');
+    const kindsOffered = () =>
+      traveller.page.locator('#tax-id-type option:not([disabled])').allTextContents();
+    const everyKind = await kindsOffered();
+    expect(everyKind).toEqual(TAX_ID_TYPES.map(taxIdLabel));
     await traveller.page.getByLabel('Country').selectOption('DE');
     expect([await number.isVisible(), await box.isVisible()]).toEqual([true, false]);
+    // Germany's kind, and only it, offered and picked.
+    expect([await kindsOffered(), await kind.inputValue()]).toEqual([['EU VAT'], 'eu_vat']);
+    await traveller.page.getByLabel('Country').selectOption('CA');
+    expect((await kindsOffered()).length).toBe(2);
+    expect(await kind.inputValue()).toBe('ca_bn');
+    await kind.selectOption('ca_gst_hst');
+    await traveller.page.getByLabel('Country').selectOption('DE');
     expect(await number.getAttribute('required')).toBe('');
     expect(await traveller.page.getByText('A business in this country gives its tax ID.').isVisible()).toBe(
       true,
@@ -205,6 +218,8 @@ describe('hosted checkout in a browser', () => {
     expect(await axeFindings(traveller.page)).toEqual([]);
     await traveller.page.getByLabel('Country').selectOption('MX');
     expect([await number.isVisible(), await box.isVisible()]).toEqual([false, true]);
+    // No kind taken for Mexico: every kind offered again.
+    expect(await kindsOffered()).toEqual(everyKind);
     expect(await number.getAttribute('required')).toBeNull();
     await box.check();
     expect(await number.isVisible()).toBe(true);

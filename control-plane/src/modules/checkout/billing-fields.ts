@@ -1,5 +1,6 @@
 import {
   countries,
+  TAX_ID_COUNTRIES,
   TAX_ID_COUNTRY_CODES,
   TAX_ID_TYPES,
   taxIdLabel,
@@ -50,8 +51,12 @@ ${field('postalCode', 'Postal code', 'postal-code', 20, false)}
 </fieldset>`;
   }
   if (ask.taxId !== false) {
+    // Each kind names its countries: with an address, the script offers the chosen country's.
+    const country = ask.address === false ? null : (ask.address?.country ?? null);
+    const first = TAX_ID_TYPES.find((type) => country !== null && TAX_ID_COUNTRIES[type].includes(country));
     const kinds = TAX_ID_TYPES.map(
-      (type) => `<option value="${type}">${escapeHtml(taxIdLabel(type))}</option>`,
+      (type) =>
+        `<option value="${type}" data-countries="${TAX_ID_COUNTRIES[type].join(' ')}"${type === first ? ' selected' : ''}>${escapeHtml(taxIdLabel(type))}</option>`,
     ).join('');
     // Required where the country chosen above has a kind of tax ID (the script decides as it
     // changes), else behind the box as when optional; required outright without an address.
@@ -109,4 +114,21 @@ if (businessBox) businessBox.addEventListener('change', () => { taxIdFields.hidd
 if (taxIdFields && taxIdFields.dataset.requiredIn && countryChoice) {
   countryChoice.addEventListener('change', taxIdNeeded);
   taxIdNeeded();
+}
+// The kinds of the country chosen, the first of them picked (Germany: EU VAT; Canada: its two);
+// every kind where the country has none taken here, or none is chosen yet.
+const kindChoice = document.getElementById('tax-id-type');
+function kindsOfCountry() {
+  const options = Array.from(kindChoice.options);
+  const fits = options.filter((o) => countryChoice.value !== '' && o.dataset.countries.split(' ').includes(countryChoice.value));
+  for (const o of options) {
+    const offered = fits.length === 0 || fits.includes(o);
+    o.hidden = !offered;
+    o.disabled = !offered;
+  }
+  if (fits.length > 0 && !fits.includes(kindChoice.options[kindChoice.selectedIndex])) kindChoice.value = fits[0].value;
+}
+if (kindChoice && countryChoice) {
+  countryChoice.addEventListener('change', kindsOfCountry);
+  kindsOfCountry();
 }`;

@@ -1,4 +1,4 @@
-import { countries, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
+import { countries, TAX_ID_COUNTRIES, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
 import type { Address, StoredTaxId } from '../../billing-details';
 import { escapeHtml } from '../../http/html';
 
@@ -37,8 +37,13 @@ export function renderBillingDetails(
             return `<li>${escapeHtml(text)}${found} <form method="post" action="/portal/tax-ids/remove" class="inline">${csrf}<input type="hidden" name="type" value="${escapeHtml(taxId.type)}"><input type="hidden" name="value" value="${escapeHtml(taxId.value)}"><button class="plain" type="submit" aria-label="Remove: ${escapeHtml(text)}">Remove</button></form></li>`;
           })
           .join('')}</ul>`;
+  // The kind of the billing address's country comes picked (New Zealand: NZ GST).
+  const picked = TAX_ID_TYPES.find(
+    (type) => a?.country != null && TAX_ID_COUNTRIES[type].includes(a.country),
+  );
   const kinds = TAX_ID_TYPES.map(
-    (type) => `<option value="${type}">${escapeHtml(taxIdLabel(type))}</option>`,
+    (type) =>
+      `<option value="${type}"${type === picked ? ' selected' : ''}>${escapeHtml(taxIdLabel(type))}</option>`,
   ).join('');
   return `<h3>Billing address</h3>
 <p class="fine">Your invoices are addressed here.</p>
