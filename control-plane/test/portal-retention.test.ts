@@ -7,7 +7,7 @@ import { hiddenField, portalSuite } from '../../test/helpers/portal-shop';
  * purchase without a discount while the coupon can be redeemed on it; taking it redeems the coupon
  * on the purchase instead of cancelling, once, also when customers take a last redemption at once.
  */
-const { get, post, shop } = portalSuite(new Date('2026-03-01T00:00:00.000Z'));
+const { clock, get, post, shop } = portalSuite(new Date('2026-03-01T00:00:00.000Z'));
 
 // biome-ignore lint/suspicious/noExplicitAny: answers are read field by field
 type Json = Record<string, any>;
@@ -117,5 +117,46 @@ describe('a retention offer on the portal’s cancel page', () => {
     expect((await get(`/portal/cancel/${rest?.held}`, rest?.cookie ?? '')).body).not.toContain(
       'Before you go',
     );
+  });
+  it('is taken once when its form is sent many times at once, and counted in the cancellation report', async () => {
+    const s = await shop('Counted Offer Co');
+    const offer = (await s.api('POST', '/v1/sdk/coupons', { name: 'Stay', percentOff: 10, duration: 'once' }))
+      .body;
+    await s.api('PATCH', `/v1/ui/products/${s.product}`, { retentionCoupon: offer.id });
+    // A moment later each time: the window ends at now, exclusive.
+    const report = async () => {
+      clock.advance(1000);
+      return (await s.api('GET', '/v1/ui/analytics/cancellations')).body as Json;
+    };
+    expect((await report()).retentionSaves).toBe(0);
+    await s.customer('eve');
+    const held = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'eve', planRef: s.pro })).body
+      .purchaseRef as string;
+    const { cookie, csrf } = await s.signIn('eve');
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => post('/portal/retention', { csrf, purchaseRef: held }, cookie)),
+    );
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([303, 409, 409, 409, 409, 409, 409, 409]);
+    expect((await s.api('GET', `/v1/sdk/coupons/${offer.id}`)).body.timesRedeemed).toBe(1);
+    expect(await report()).toMatchObject({ total: 0, retentionSaves: 1 });
+    // The same coupon redeemed through the API is not an offer taken.
+    await s.customer('fay');
+    const api = (await s.api('POST', '/v1/sdk/activate', { customerRef: 'fay', planRef: s.pro })).body
+      .purchaseRef as string;
+    expect((await s.api('POST', `/v1/sdk/purchases/${api}/discount`, { coupon: offer.id })).status).toBe(200);
+    expect((await report()).retentionSaves).toBe(1);
+    // Another product's report, and a window before it, count none.
+    const other = (await s.api('POST', '/v1/ui/products', { name: 'Other tools' })).body;
+    expect(
+      (await s.api('GET', `/v1/ui/analytics/cancellations?productRef=${other.id}`)).body.retentionSaves,
+    ).toBe(0);
+    expect(
+      (
+        await s.api(
+          'GET',
+          '/v1/ui/analytics/cancellations?from=2026-01-01T00:00:00.000Z&to=2026-02-01T00:00:00.000Z',
+        )
+      ).body.retentionSaves,
+    ).toBe(0);
   });
 });

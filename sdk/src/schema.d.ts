@@ -1515,7 +1515,7 @@ export interface paths {
         };
         /**
          * Why customers cancelled: cancellations in a window by reason and by the feedback they gave, and their newest comments
-         * @description Why customers cancelled over `[from, to)` (default the 30 days before now), optionally for one product (`productRef`): purchases whose cancellation was asked for (the API or the portal) or made by dunning in the window, counted by `cancellationDetails.requestedAt`; one reactivated since is not counted. `total`, `requested` and `paymentFailed`; the requested ones by the feedback the customer chose (every choice and null, most first) with each share of `requested` in basis points, half to even; the newest 20 comments. Counted exactly from the purchases. See docs/analytics.md.
+         * @description Why customers cancelled over `[from, to)` (default the 30 days before now), optionally for one product (`productRef`): purchases whose cancellation was asked for (the API or the portal) or made by dunning in the window, counted by `cancellationDetails.requestedAt`; one reactivated since is not counted. `total`, `requested` and `paymentFailed`; `retentionSaves`, the retention offers taken in the customer portal instead of cancelling in the window; the requested ones by the feedback the customer chose (every choice and null, most first) with each share of `requested` in basis points, half to even; the newest 20 comments. Counted exactly from the purchases. See docs/analytics.md.
          */
         get: operations["getCancellationAnalytics"];
         put?: never;
@@ -18806,12 +18806,13 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "from": "2026-04-28T09:00:04.472Z",
-                     *       "to": "2026-05-28T09:00:04.472Z",
+                     *       "from": "2026-04-28T09:00:06.651Z",
+                     *       "to": "2026-05-28T09:00:06.651Z",
                      *       "productId": null,
                      *       "total": 0,
                      *       "requested": 0,
                      *       "paymentFailed": 0,
+                     *       "retentionSaves": 0,
                      *       "byFeedback": [
                      *         {
                      *           "feedback": "too_expensive",
@@ -18895,6 +18896,8 @@ export interface operations {
                         productId: string | null;
                         /** @description Asked for through the API or the portal */
                         requested: number;
+                        /** @description Retention offers taken in the customer portal instead of cancelling, in the window (each taking once) */
+                        retentionSaves: number;
                         /**
                          * Format: date-time
                          * @description ISO 8601, UTC

@@ -509,6 +509,28 @@ describe('the console at /console', () => {
     expect(await unreachableByKeyboard(page)).toEqual([]);
     await shoot(page, 'billing');
 
+    // Ada, about to cancel in her portal, takes the retention offer instead (STAY20, set above);
+    // the Revenue page counts her.
+    const portal = await page.request.post(`${baseUrl}/v1/sdk/portal-sessions`, {
+      headers,
+      data: { customerRef: 'ada' },
+    });
+    expect(portal.status()).toBe(201);
+    const ada = await newPerson(browser);
+    await ada.page.goto(((await portal.json()) as { url: string }).url);
+    const held = ((await bought.json()) as { purchaseRef: string }).purchaseRef;
+    await ada.page.goto(`${baseUrl}/portal/cancel/${held}`);
+    await ada.page.getByText('Keep your plan and get Stay (20% off)').waitFor();
+    await ada.page.getByRole('button', { name: 'Keep my plan with this offer' }).click();
+    await ada.page.waitForURL(/\/portal\?done=retained/);
+    expect(ada.errors).toEqual([]);
+    await ada.context.close();
+    await visit(page, 'Revenue', 'Revenue');
+    await page
+      .getByText('1 customer took the retention offer in the portal instead of cancelling.')
+      .waitFor();
+    expect(await axeFindings(page)).toEqual([]);
+
     // Ada's money: the paid invoice, the card on file; her sign-ins revoked.
     await visit(page, 'Customers', 'Customers');
     await page.getByRole('link', { name: 'Ada Lovelace' }).click();

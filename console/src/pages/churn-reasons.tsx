@@ -32,43 +32,51 @@ export function ChurnReasons(props: { from: string }) {
     <section aria-labelledby="churn-reasons">
       <h2 id="churn-reasons">Why customers cancelled</h2>
       <Loaded query={report} what="cancellations">
-        {(r) =>
-          r.total === 0 ? (
-            <p>No cancellations since {dateTime(r.from)}.</p>
-          ) : (
-            <>
+        {(r) => (
+          <>
+            {r.retentionSaves > 0 && (
               <p>
-                {r.total} cancellations since {dateTime(r.from)}: {r.requested} asked for, {r.paymentFailed}{' '}
-                when the card kept failing.
+                {r.retentionSaves} {r.retentionSaves === 1 ? 'customer' : 'customers'} took the retention
+                offer in the portal instead of cancelling.
               </p>
-              <ExportableTable
-                caption="Cancellations asked for, by the reason the customer gave"
-                header={['Reason', 'Cancellations', 'Share']}
-                rows={r.byFeedback
-                  .filter((f) => f.count > 0)
-                  .map((f) => [feedbackText(f.feedback), f.count, share(f.shareBasisPoints)])}
-                textColumns={1}
-                file="cancellation-reasons.csv"
-                exportLabel="Export cancellation reasons as CSV"
-              />
-              {r.comments.length > 0 && (
-                <>
-                  <h3>What they said</h3>
-                  <ul className="comments">
-                    {r.comments.map((c) => (
-                      <li key={c.purchaseRef}>
-                        <q>{c.comment}</q>{' '}
-                        <span className="muted">
-                          ({feedbackText(c.feedback)}, {dateTime(c.requestedAt)})
-                        </span>
-                      </li>
-                    ))}
-                  </ul>
-                </>
-              )}
-            </>
-          )
-        }
+            )}
+            {r.total === 0 ? (
+              <p>No cancellations since {dateTime(r.from)}.</p>
+            ) : (
+              <>
+                <p>
+                  {r.total} cancellations since {dateTime(r.from)}: {r.requested} asked for, {r.paymentFailed}{' '}
+                  when the card kept failing.
+                </p>
+                <ExportableTable
+                  caption="Cancellations asked for, by the reason the customer gave"
+                  header={['Reason', 'Cancellations', 'Share']}
+                  rows={r.byFeedback
+                    .filter((f) => f.count > 0)
+                    .map((f) => [feedbackText(f.feedback), f.count, share(f.shareBasisPoints)])}
+                  textColumns={1}
+                  file="cancellation-reasons.csv"
+                  exportLabel="Export cancellation reasons as CSV"
+                />
+                {r.comments.length > 0 && (
+                  <>
+                    <h3>What they said</h3>
+                    <ul className="comments">
+                      {r.comments.map((c) => (
+                        <li key={c.purchaseRef}>
+                          <q>{c.comment}</q>{' '}
+                          <span className="muted">
+                            ({feedbackText(c.feedback)}, {dateTime(c.requestedAt)})
+                          </span>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+              </>
+            )}
+          </>
+        )}
       </Loaded>
     </section>
   );

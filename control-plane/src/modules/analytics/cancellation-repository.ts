@@ -56,3 +56,18 @@ export async function latestComments(
   );
   return rows;
 }
+
+/** Retention offers taken in the portal instead of cancelling in [from, to). */
+export async function countRetentionSaves(
+  db: Queryable,
+  auth: AuthContext,
+  window: { from: Date; to: Date; productId: string | null },
+): Promise<number> {
+  const { rows } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM retention_saves
+      WHERE provider_id = $1 AND environment = $2 AND saved_at >= $3 AND saved_at < $4
+        AND ($5::text IS NULL OR product_id = $5)`,
+    [auth.providerId, auth.environment, window.from, window.to, window.productId],
+  );
+  return rows[0]?.count ?? 0;
+}

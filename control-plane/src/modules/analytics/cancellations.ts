@@ -6,7 +6,12 @@ import { NotFoundError, ValidationError } from '../../errors';
 import type { AuthContext } from '../../tenancy';
 import { findProduct } from '../products/repository';
 import { CANCELLATION_FEEDBACK } from '../purchases/cancellation';
-import { type CancellationCount, countCancellations, latestComments } from './cancellation-repository';
+import {
+  type CancellationCount,
+  countCancellations,
+  countRetentionSaves,
+  latestComments,
+} from './cancellation-repository';
 import type { CancellationAnalyticsQuery } from './schemas';
 
 const DAY_MS = 86_400_000;
@@ -20,7 +25,8 @@ const share = (count: number, of: number) =>
  * Why customers cancelled over a window (docs/analytics.md): purchases whose cancellation was
  * asked for (through the API or the portal) or made by dunning in it, not reactivated since; the
  * requests by the customer's feedback (Stripe's choices, or none given), with each one's share
- * in basis points; and the newest comments. Counted in PostgreSQL, exactly.
+ * in basis points; the retention offers taken in the portal instead; and the newest comments.
+ * Counted in PostgreSQL, exactly.
  */
 export class CancellationAnalytics {
   constructor(
@@ -41,9 +47,10 @@ export class CancellationAnalytics {
       productId = product.id;
     }
     const window = { from, to, productId };
-    const [counts, comments] = await Promise.all([
+    const [counts, comments, retentionSaves] = await Promise.all([
       countCancellations(this.pool, auth, window),
       latestComments(this.pool, auth, window, COMMENTS),
+      countRetentionSaves(this.pool, auth, window),
     ]);
     const of = (reason: CancellationCount['reason']) =>
       counts.filter((c) => c.reason === reason).reduce((sum, c) => sum + c.count, 0);
@@ -64,6 +71,7 @@ export class CancellationAnalytics {
       total: requested + of('payment_failed'),
       requested,
       paymentFailed: of('payment_failed'),
+      retentionSaves,
       byFeedback,
       comments: comments.map((c) => ({
         purchaseRef: c.purchase_id,

@@ -294,6 +294,10 @@ export const CancellationAnalytics = Type.Object({
   total: Type.Integer({ description: 'Cancellations asked for in the window, not reactivated since' }),
   requested: Type.Integer({ description: 'Asked for through the API or the portal' }),
   paymentFailed: Type.Integer({ description: 'Made by dunning giving up on the card' }),
+  retentionSaves: Type.Integer({
+    description:
+      'Retention offers taken in the customer portal instead of cancelling, in the window (each taking once)',
+  }),
   byFeedback: Type.Array(
     Type.Object({
       feedback: Feedback,

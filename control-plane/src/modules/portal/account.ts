@@ -308,7 +308,7 @@ export class PortalAccount {
       throw new ConflictError('coupon_not_redeemable', 'This plan has no offer to keep it');
     if (purchase.discount !== null)
       throw new ConflictError('coupon_not_redeemable', 'This plan has a discount already');
-    await this.deps.purchases.discounts.apply(auth, purchase.reference, couponId);
+    await this.deps.purchases.discounts.apply(auth, purchase.reference, couponId, { retentionOffer: true });
     return 'retained' as const;
   }
 

@@ -14,6 +14,7 @@ import {
 import { writeEvent } from '../events/outbox';
 import { findPlan, settingsOf } from '../plans/repository';
 import { findPurchase, type PurchaseRow, setDiscount } from './repository';
+import { recordRetentionSave } from './retention-repository';
 import { eventObject, toPurchase } from './views';
 
 /**
@@ -89,9 +90,13 @@ export class PurchaseDiscounts {
    * discount it had (as Stripe's subscription update with a coupon). Its invoices from now on
    * take it off; those already issued stay as they are.
    */
-  async apply(auth: AuthContext, ref: string, coupon: string) {
+  async apply(auth: AuthContext, ref: string, coupon: string, options: { retentionOffer?: boolean } = {}) {
     return inTransaction(this.pool, async (tx) => {
       const row = await this.billable(tx, auth, ref);
+      // A retention offer is taken by a purchase without a discount, once: decided under the
+      // row's lock, so a form sent twice at once redeems the coupon once.
+      if (options.retentionOffer === true && row.discount !== null)
+        throw new ConflictError('coupon_not_redeemable', 'This plan has a discount already');
       // Measured against the plan as bought: its price for a period and setup fee.
       const plan = await findPlan(tx, auth, row.plan_id);
       if (plan === undefined) throw new NotFoundError('plan_not_found', `No plan ${row.plan_id}`);
@@ -99,6 +104,13 @@ export class PurchaseDiscounts {
       const discount = await this.coupons.redeem(tx, auth, coupon, target);
       await setDiscount(tx, row.id, discount);
       await this.announce(tx, auth, row, discount);
+      if (options.retentionOffer === true)
+        await recordRetentionSave(tx, auth, {
+          purchaseId: row.id,
+          productId: row.product_id,
+          couponId: discount.coupon,
+          at: this.clock.now(),
+        });
       return toPurchase({ ...row, discount });
     });
   }
