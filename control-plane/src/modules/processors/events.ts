@@ -65,11 +65,18 @@ export class StripeEvents {
         `The Stripe-Signature does not verify: ${(error as Error).message}`,
       );
     }
+    if (!isEnvelope(event))
+      throw new DomainError(
+        'malformed_request',
+        'The signed event is not one Stripe sends: it needs an id, a type and a created time',
+      );
     // A connected account's events are its live mode's; Stripe's own test mode stands in for it.
     const auth: AuthContext = { providerId, environment: 'live' };
     const claim = { providerId, processor: 'stripe', eventId: event.id, type: event.type };
     if (event.type === 'checkout.session.completed') {
-      const outcome = await this.checkoutCompleted(providerId, connection.stripe, event.data.object);
+      const outcome = wellFormed(event)
+        ? await this.checkoutCompleted(providerId, connection.stripe, event.data.object)
+        : 'refused:malformed';
       const fresh = await claimEvent(this.pool, { ...claim, outcome, at: this.clock.now() });
       return this.answer(providerId, event, fresh ? outcome : 'duplicate');
     }
@@ -145,7 +152,7 @@ export class StripeEvents {
     stripeCustomer: string | Stripe.Customer | Stripe.DeletedCustomer | null,
   ): Promise<string | undefined> {
     const id = typeof stripeCustomer === 'string' ? stripeCustomer : stripeCustomer?.id;
-    if (typeof id !== 'string' || id === '') return undefined;
+    if (!isText(id)) return undefined;
     const found = await findCustomerOfProcessor(this.pool, auth, 'stripe', id);
     if (found !== undefined) return found;
     let customer: Stripe.Customer | Stripe.DeletedCustomer;
@@ -398,12 +405,31 @@ function earlyEndRefund(refund: Stripe.Refund): LearnedEarlyEnd | undefined {
   };
 }
 
+/**
+ * An event as Stripe sends every one, and as it is claimed: an id, a type and a time. Its object
+ * is its handler's to judge (`wellFormed`): one without what it reads is kept as refused.
+ */
+function isEnvelope(event: unknown): boolean {
+  const e = event as { id?: unknown; type?: unknown; created?: unknown };
+  return (
+    isText(e.id) &&
+    isText(e.type) &&
+    Number.isSafeInteger(e.created) &&
+    (e.created as number) >= 0 &&
+    (e.created as number) <= LAST_SECOND
+  );
+}
+
+/** 9999-12-31T23:59:59Z in Unix seconds: an event's time past it is no time Stripe sends. */
+const LAST_SECOND = 253_402_300_799;
+
 /** Whether the event's object has what its handler reads, with sane values. */
 function wellFormed(event: Stripe.Event): boolean {
   const object = (event.data as { object?: unknown } | undefined)?.object as
     | Record<string, unknown>
     | undefined;
-  if (typeof object !== 'object' || object === null || !isText(object.id)) return false;
+  if (typeof object !== 'object' || object === null || Array.isArray(object) || !isText(object.id))
+    return false;
   if (event.type.startsWith('payout.'))
     return isAmount(object.amount) && isText(object.currency) && typeof object.arrival_date === 'number';
   if (event.type.startsWith('charge.dispute.'))
