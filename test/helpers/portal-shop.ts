@@ -2,18 +2,30 @@ import { afterAll, beforeAll } from 'vitest';
 import { MovableClock } from '../../control-plane/src/clock';
 import { SANDBOX_CARDS } from '../../control-plane/src/modules/payments/processor';
 import { injectClient, startTestControlPlane, type TestControlPlane } from './control-plane';
+import { startMailbox } from './mailbox';
 
 /**
  * A test file's control plane on real PostgreSQL, on a movable clock starting at `start`, started
- * before its tests and closed after them, with the portal's pages (`portalPages`) on it.
+ * before its tests and closed after them, with the portal's pages (`portalPages`) on it; with
+ * `mail`, over real SMTP to a mailbox on loopback.
  */
-export function portalSuite(start: Date) {
+export function portalSuite(start: Date, options: { mail?: boolean } = {}) {
   const clock = new MovableClock(start);
   let harness: TestControlPlane | undefined;
+  let mailbox: Awaited<ReturnType<typeof startMailbox>> | undefined;
   beforeAll(async () => {
-    harness = await startTestControlPlane({ bodyLimitBytes: 1024 * 1024, clock });
+    // With `mail`, an SMTP mailbox on loopback takes what the portal mails (codes to an address).
+    if (options.mail === true) mailbox = await startMailbox();
+    harness = await startTestControlPlane({
+      bodyLimitBytes: 1024 * 1024,
+      clock,
+      ...(mailbox === undefined ? {} : { smtpUrl: mailbox.url }),
+    });
   });
-  afterAll(() => harness?.close());
+  afterAll(async () => {
+    await harness?.close();
+    await mailbox?.close();
+  });
   const harnessOf = () => {
     if (harness === undefined) throw new Error('the control plane is not started yet');
     return harness;
