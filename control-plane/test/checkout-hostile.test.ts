@@ -18,7 +18,7 @@ const HOSTILE: readonly unknown[] = [
   'Zoë 😀',
   'x'.repeat(10_000),
   -1,
-  1e309,
+  Number.MAX_VALUE,
   2 ** 64,
   null,
   {},
