@@ -96,6 +96,10 @@ export const TAX_ID_COUNTRY_CODES: readonly string[] = [
 /** Whether businesses of `country` (upper case) have a kind of tax ID taken here. */
 export const hasTaxIdKind = (country: string): boolean => TAX_ID_COUNTRY_CODES.includes(country);
 
+/** The first kind of tax ID of `country`'s businesses (Germany: eu_vat), what a form picks for it. */
+export const taxIdKindOf = (country: string | null | undefined): TaxIdType | undefined =>
+  country == null ? undefined : TAX_ID_TYPES.find((type) => TAX_ID_COUNTRIES[type].includes(country));
+
 /** What a tax id is called on an invoice ("EU VAT"). */
 export const taxIdLabel = (type: string): string =>
   (TAX_ID_KINDS as Record<string, { label: string }>)[type]?.label ?? type;

@@ -3,6 +3,7 @@ import {
   TAX_ID_COUNTRIES,
   TAX_ID_COUNTRY_CODES,
   TAX_ID_TYPES,
+  taxIdKindOf,
   taxIdLabel,
 } from '@mcp-meter/contracts/billing-details';
 import type { Address } from '../../billing-details';
@@ -52,8 +53,7 @@ ${field('postalCode', 'Postal code', 'postal-code', 20, false)}
   }
   if (ask.taxId !== false) {
     // Each kind names its countries: with an address, the script offers the chosen country's.
-    const country = ask.address === false ? null : (ask.address?.country ?? null);
-    const first = TAX_ID_TYPES.find((type) => country !== null && TAX_ID_COUNTRIES[type].includes(country));
+    const first = taxIdKindOf(ask.address === false ? null : ask.address?.country);
     const kinds = TAX_ID_TYPES.map(
       (type) =>
         `<option value="${type}" data-countries="${TAX_ID_COUNTRIES[type].join(' ')}"${type === first ? ' selected' : ''}>${escapeHtml(taxIdLabel(type))}</option>`,

@@ -86,6 +86,8 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
   const money = (amount: number) => formatMoney(amount, currency);
   const amount = f.invoice?.total ?? number(o.amount) ?? 0;
   const plan = f.planName === null ? 'your plan' : `your ${f.planName} plan`;
+  // The same at the start of a sentence.
+  const Plan = `Y${plan.slice(1)}`;
   const body: string[] = [];
   let subject: string;
   switch (f.kind) {
@@ -125,7 +127,7 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
       const renews = day(number(o.periodEnd));
       subject = `${plan} renews${renews === null ? ' soon' : ` on ${renews}`}`;
       body.push(
-        `${plan.charAt(0).toUpperCase()}${plan.slice(1)} renews${renews === null ? ' soon' : ` on ${renews}`}, for ${money(number(o.amount) ?? 0)} plus any usage of the period.`,
+        `${Plan} renews${renews === null ? ' soon' : ` on ${renews}`}, for ${money(number(o.amount) ?? 0)} plus any usage of the period.`,
         f.hasCard
           ? 'It is charged to your card on file.'
           : `There is no card on file to charge; add one: ${f.portalUrl}`,
@@ -194,7 +196,6 @@ export function composeMail(f: MailFacts): { subject: string; text: string } {
     }
     case 'cancellation': {
       const details = (o.cancellationDetails ?? {}) as Record<string, unknown>;
-      const Plan = `${plan.charAt(0).toUpperCase()}${plan.slice(1)}`;
       if (f.type === 'purchase.cancellation_scheduled') {
         const ends = day(number(o.periodEnd));
         subject = `${plan} is cancelled${ends === null ? '' : ` and ends on ${ends}`}`;

@@ -1,4 +1,4 @@
-import { countries, TAX_ID_COUNTRIES, TAX_ID_TYPES, taxIdLabel } from '@mcp-meter/contracts/billing-details';
+import { countries, TAX_ID_TYPES, taxIdKindOf, taxIdLabel } from '@mcp-meter/contracts/billing-details';
 import type { Address, StoredTaxId } from '../../billing-details';
 import { escapeHtml } from '../../http/html';
 
@@ -38,9 +38,7 @@ export function renderBillingDetails(
           })
           .join('')}</ul>`;
   // The kind of the billing address's country comes picked (New Zealand: NZ GST).
-  const picked = TAX_ID_TYPES.find(
-    (type) => a?.country != null && TAX_ID_COUNTRIES[type].includes(a.country),
-  );
+  const picked = taxIdKindOf(a?.country);
   const kinds = TAX_ID_TYPES.map(
     (type) =>
       `<option value="${type}"${type === picked ? ' selected' : ''}>${escapeHtml(taxIdLabel(type))}</option>`,
