@@ -118,6 +118,22 @@ export function peerNote(l: OpenModelLatency): string {
   )})`;
 }
 
+/**
+ * What the relay (F, bench/load/relay.c) added at the goal's rate over the origin's trials there
+ * (`OpenModelLatency.relayAtGoalRate`): empty where the run did not measure it.
+ */
+export function relayNote(l: OpenModelLatency): string {
+  const relay = l.relayAtGoalRate;
+  if (relay === undefined) return '';
+  return `; a TCP hop in C that only passes bytes (the relay, vegeta → it → the origin, the same cores and rate) added ${fmt(
+    addedOver(relay, (t) => t.p99),
+    3,
+  )} / ${fmt(
+    addedOver(relay, (t) => t.p999),
+    3,
+  )} ms p99 / p99.9`;
+}
+
 /** What the do-nothing hop added over the direct round trip at quantile `i` (1: p99, 2: p99.9), ms. */
 export function floorAdded(l: OpenModelLatency, i: 1 | 2): number | undefined {
   const f = l.machineFloor;
@@ -150,7 +166,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
   )} / ${fmt(
     addedOver(half, (t) => t.p999),
     3,
-  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${floorNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
+  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${relayNote(l)}${floorNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>
@@ -254,9 +270,11 @@ an idle virtual CPU.
 
 export function latencySection(l: OpenModelLatency): string {
   const peer = l.peerAtGoalRate;
-  const rows = [...l.shares, ...(peer === undefined ? [] : [peer])]
+  const relay = l.relayAtGoalRate;
+  const atGoal = [...(peer === undefined ? [] : [peer]), ...(relay === undefined ? [] : [relay])];
+  const rows = [...l.shares, ...atGoal]
     .map((s) => {
-      const label = s === peer ? "N at B3's 50 %" : s.target;
+      const label = s === peer ? "N at B3's 50 %" : s === relay ? "F (relay) at B3's 50 %" : s.target;
       const triple = (trials: readonly LatencyTrial[]) =>
         `${fmt(
           bestOf(trials, (t) => t.p50),
@@ -268,7 +286,7 @@ export function latencySection(l: OpenModelLatency): string {
           bestOf(trials, (t) => t.p999),
           3,
         )}`;
-      return `| ${label} | ${percentOf(s.share)} | ${s.rate} | ${fmt(
+      return `| ${label} | ${s === relay ? 'n/a' : percentOf(s.share)} | ${s.rate} | ${fmt(
         addedOver(s, (t) => t.p50),
         3,
       )} / ${fmt(
@@ -288,9 +306,7 @@ export function latencySection(l: OpenModelLatency): string {
     );
     return `| ${hop} | ${m.max} | ${atMaximum(m)} | ${tried.join(', ')} |`;
   }).join('\n');
-  const invalid = [...l.shares, ...(peer === undefined ? [] : [peer])]
-    .flatMap((s) => [...s.hop, ...s.origin])
-    .filter((t) => !t.valid);
+  const invalid = [...l.shares, ...atGoal].flatMap((s) => [...s.hop, ...s.origin]).filter((t) => !t.valid);
   const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
   const gen = generatorOf(l);
   return `## Added latency over the origin (${gen}, open model, the hop pinned apart)
@@ -322,6 +338,10 @@ tail over the goal: a difference within the goal is then within the noise of eit
     peer === undefined
       ? ''
       : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), over the origin's trials of B3's 50 %: what a peer adds at that rate in this arrangement.`
+  }${
+    relay === undefined
+      ? ''
+      : ` *F (relay) at B3's 50 %* is \`bench/load/relay.c\` at that rate, over the same origin trials: a reverse proxy in C that passes the bytes of each connection to one of its own to the origin and back, one thread on one epoll loop, nothing parsed, allocated per call or logged. What it adds is what this machine charges any hop on TCP in this arrangement (the loopback's socket calls and the wake-ups across cores), with no HTTP work at all: the floor under nginx's and B3's figures.`
   }
 
 | hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone | stolen from cores 0 / 1, most in a trial |

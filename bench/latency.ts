@@ -25,6 +25,15 @@ import { PROXY_GROUP, type TargetName } from './targets';
 
 export const LATENCY_HOPS = ['N', 'BP', 'B3'] as const;
 export type LatencyHop = (typeof LATENCY_HOPS)[number];
+/**
+ * A hop trials are run through: one of LATENCY_HOPS, or F, the relay (bench/load/relay.c, a TCP
+ * hop in C that passes bytes and does nothing else), run only at the goal's rate as the floor of
+ * a hop in the trials' own arrangement.
+ */
+export type TrialHop = LatencyHop | 'F';
+/** The relay's process group. */
+const RELAY_GROUP = 'relay';
+const groupOfHop = (hop: TrialHop) => (hop === 'F' ? RELAY_GROUP : PROXY_GROUP[hop]);
 export const LATENCY_SHARES = [0.25, 0.5, 0.75] as const;
 /** A rate is carried when its median stays under this (ms): past it, calls queue in the hop. */
 export const CARRIED_P50_MS = 1;
@@ -47,7 +56,7 @@ export interface RateTried {
 
 /** A hop's trials at one share of its maximum, and the origin's at the same rate. */
 export interface ShareTrials {
-  target: LatencyHop;
+  target: TrialHop;
   share: number;
   rate: number;
   hop: LatencyTrial[];
@@ -99,6 +108,13 @@ export interface OpenModelLatency {
    * (absent in results from before 2026-11-30's fourth session).
    */
   machineFloor?: WakeProbe;
+  /**
+   * The relay (F, bench/load/relay.c) at the goal's rate, over the origin's trials of B3's there:
+   * what a hop on TCP that does nothing but pass bytes adds in the trials' own arrangement (vegeta
+   * and the origin on core 1, the hop alone on core 0; absent in results from before
+   * 2026-12-03).
+   */
+  relayAtGoalRate?: ShareTrials;
   /** The trials' generator when not vegeta (`--latency-generator`); absent: vegeta. */
   generator?: 'open-load';
 }
@@ -109,6 +125,8 @@ export const FLOOR_SECONDS = 4;
 export interface LatencyPlan {
   load: LoadGenerators;
   targets: Record<TargetName, Target>;
+  /** The relay (F), when the stack runs one. */
+  relay?: Target;
   named: ReadonlyMap<number, string>;
   /** Where each hop's search starts: the calls/s its one pinned core gave wrk (closed model). */
   start: Record<LatencyHop, number>;
@@ -136,8 +154,8 @@ const CALL_PATH = [ORIGIN, 'redis'];
  * What goes in the idle group changes with the hop (the proxy measured is the batch work of
  * nginx's trials), so the previous hop's group is left first. Says which it used.
  */
-function pinApart(named: ReadonlyMap<number, string>, hop: LatencyHop): BatchPriority {
-  const group = PROXY_GROUP[hop];
+function pinApart(named: ReadonlyMap<number, string>, hop: TrialHop): BatchPriority {
+  const group = groupOfHop(hop);
   const rest = stackGroups(named).filter((g) => g !== group);
   const batch = rest.filter((g) => !CALL_PATH.includes(g));
   pinGroups(named, rest, '1');
@@ -242,8 +260,8 @@ function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], 
 }
 
 /** What a hop's trials used: its CPU per call, its core's busy share, its and the origin's run-queue wait. */
-function measured(plan: LatencyPlan, hop: LatencyHop, run: () => LatencyTrial) {
-  const group = PROXY_GROUP[hop];
+function measured(plan: LatencyPlan, hop: TrialHop, run: () => LatencyTrial) {
+  const group = groupOfHop(hop);
   const before = cpuSample(plan.named);
   const { trial, seconds, waited, core1Busy } = waiting(plan.named, [group, ORIGIN], run);
   const used = cpuBetween(before, cpuSample(plan.named))[group] ?? 0;
@@ -277,10 +295,12 @@ async function withB3Metrics<T extends { trial: LatencyTrial }>(b3: Target, run:
  */
 async function trialsAt(
   plan: LatencyPlan,
-  hop: LatencyHop,
+  hop: TrialHop,
   at: { share: number; rate: number; pairs: number; originOf?: ShareTrials },
 ): Promise<ShareTrials> {
   const { load, targets, named, log } = plan;
+  const target = hop === 'F' ? plan.relay : targets[hop];
+  if (target === undefined) throw new Error('the relay (F) was not started');
   const { rate } = at;
   const hopTrials: Array<ReturnType<typeof measured>> = [];
   const origin: Array<ReturnType<typeof waiting>> = [];
@@ -293,7 +313,7 @@ async function trialsAt(
         ),
       );
     }
-    const run = () => load.openModel(plan.generator, hop, targets[hop], rate, plan.trialSeconds, '1');
+    const run = () => load.openModel(plan.generator, hop, target, rate, plan.trialSeconds, '1');
     await quiet(named, log);
     hopTrials.push(
       hop === 'B3'
@@ -336,6 +356,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
   const maxima = {} as OpenModelLatency['maxima'];
   const shares: ShareTrials[] = [];
   let peerAtGoalRate: ShareTrials | undefined;
+  let relayAtGoalRate: ShareTrials | undefined;
   let machineFloor: WakeProbe | undefined;
   let batchPriority: BatchPriority = 'nice 19';
   try {
@@ -363,6 +384,14 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         originOf: half,
       });
     }
+    // The same with the relay (F): what a hop on TCP that does nothing adds at that rate, the
+    // loopback's socket calls and the wake-ups across cores with no HTTP work at all.
+    if (half !== undefined && plan.relay !== undefined) {
+      pinApart(named, 'F');
+      // Two trials, the better read, as B3's: at the goal's rate core 1 runs near its capacity
+      // and one trial of any side may carry a stall of the machine (the origin's own do).
+      relayAtGoalRate = await trialsAt(plan, 'F', { share: 0.5, rate: half.rate, pairs: 2, originOf: half });
+    }
     // What the machine charges any hop at that rate: the wake-up probe, on the quiet stack.
     if (half !== undefined) {
       pinApart(named, 'B3');
@@ -387,6 +416,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     shares,
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
     ...(machineFloor === undefined ? {} : { machineFloor }),
+    ...(relayAtGoalRate === undefined ? {} : { relayAtGoalRate }),
     ...(plan.generator === 'vegeta' ? {} : { generator: plan.generator }),
   };
 }

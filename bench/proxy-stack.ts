@@ -12,6 +12,11 @@ import { TARGETS, type TargetName } from './targets';
 export interface BenchStack {
   tools: Tools;
   targets: Record<TargetName, Target>;
+  /**
+   * F: the relay (bench/load/relay.c), a TCP hop that passes bytes and nothing else, before the
+   * origin. Only the latency trials call it (the floor of a hop in their arrangement).
+   */
+  relay: Target;
   /** The infrastructure's URLs (REDIS_URL, ...). */
   urls: Record<string, string>;
   /** The split stack's control plane, its provider's key, and the customer and product of B2/B3. */
@@ -116,6 +121,8 @@ http {
 }
 `,
   );
+  const relay = procs.spawnLogged('relay', tools.RELAY, [String(originPort)], env);
+  const relayPort = (JSON.parse(await firstLine(relay)) as { port: number }).port;
   procs.spawnLogged('nginx', tools.NGINX, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf')], env);
   await waitFor(`${base}/healthz`);
 
@@ -232,9 +239,9 @@ http {
       call: CALL,
     },
   };
+  const relayTarget: Target = { url: `http://127.0.0.1:${relayPort}/f`, token: '', call: CALL };
   // Every target answers a tool result before anything is measured.
-  for (const name of TARGETS) {
-    const t = targets[name];
+  for (const [name, t] of [...TARGETS.map((n) => [n, targets[n]] as const), ['F', relayTarget] as const]) {
     const answer = await fetch(t.url, {
       method: 'POST',
       headers: headersOf(t),
@@ -248,6 +255,7 @@ http {
   return {
     tools,
     targets,
+    relay: relayTarget,
     urls,
     base,
     key,

@@ -274,6 +274,7 @@ async function main() {
   const openModel = await measureOpenModel({
     load,
     targets,
+    relay: stack.relay,
     named: procs.named,
     start: { N: pinned.N ?? 0, BP: pinned.BP ?? 0, B3: pinned.B3 ?? 0 },
     trialSeconds: LATENCY_SECONDS,

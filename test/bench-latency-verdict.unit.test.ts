@@ -176,6 +176,32 @@ describe('the bench report’s machine floor at the goal’s rate', () => {
   });
 });
 
+describe('the bench report’s relay at the goal’s rate', () => {
+  const latency = (relayAtGoalRate?: ShareTrials) =>
+    atHalf(relayAtGoalRate === undefined ? {} : { relayAtGoalRate });
+  // The relay's trial over the origin's trials of B3's at 50 %: 1.8 − 1.5 and 6 − 4 ms.
+  const relay = { ...half([trial(1.8, 6)], [trial(1.5, 4)]), target: 'F' as const };
+
+  it('says in the goal’s row what the TCP hop that only passes bytes added over the origin', () => {
+    const row = latencyGoalRows(latency(relay));
+    expect(row).toContain('a TCP hop in C that only passes bytes');
+    expect(row).toContain('added 0.300 / 2.000 ms p99 / p99.9');
+    // The verdict stays B3's own: 2.5 ms added at p99, whatever the relay added.
+    expect(row).toContain('**not met**');
+  });
+
+  it('has a row in the latency table, with no share of a maximum of its own', () => {
+    const section = latencySection(latency(relay));
+    expect(section).toContain("| F (relay) at B3's 50 % | n/a | 1000 | 0.000 / 0.300 / 2.000 |");
+    expect(section).toContain('`bench/load/relay.c`');
+  });
+
+  it('is absent where the run did not measure it', () => {
+    expect(latencyGoalRows(latency())).not.toContain('only passes bytes');
+    expect(latencySection(latency())).not.toContain('relay');
+  });
+});
+
 describe("the bench's span quantiles from a proxy's histograms over a trial", () => {
   const page = (counts: Record<string, number>) =>
     Object.entries(counts)

@@ -7,10 +7,18 @@ import type { GcDuring, SpansDuring } from './metrics-page';
  * The load generators of the benches, which cost little: wrk (closed model, maximum throughput)
  * and vegeta (open model, latency at a fixed arrival rate), or in vegeta's place open-load (the
  * same model in C, `--latency-generator open-load`), each sending one scenario's request to one
- * target. All are installed by bench/load/install.sh, which also names nginx and the wake-up probe.
+ * target. All are installed by bench/load/install.sh, which also names nginx, the wake-up probe and the
+ * relay.
  */
 
-export type Tools = { WRK: string; VEGETA: string; NGINX: string; WAKE_PROBE: string; OPEN_LOAD: string };
+export type Tools = {
+  WRK: string;
+  VEGETA: string;
+  NGINX: string;
+  WAKE_PROBE: string;
+  OPEN_LOAD: string;
+  RELAY: string;
+};
 
 /**
  * The open-model generator of the latency trials: vegeta (the default), or open-load

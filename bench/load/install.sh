@@ -4,8 +4,9 @@
 # github.com/tsenart/vegeta/v12, built with `go install`, MIT; open model, latency at a fixed
 # arrival rate), nginx (Debian nginx-light; the keep-alive proxy_pass peer), the wake-up probe
 # (bench/load/wake-probe.c, built with the C compiler: the machine's floor for what a hop adds)
-# and open-load (bench/load/open-load.c, the same way: an open-model generator in C, for
-# `--latency-generator open-load`).
+# open-load (bench/load/open-load.c, the same way: an open-model generator in C, for
+# `--latency-generator open-load`) and the relay (bench/load/relay.c, the same way: a TCP hop
+# that only passes bytes, the floor of a hop in the latency trials' own arrangement).
 # What is missing is installed as root from Debian (golang-go and gcc too, to build the first time).
 set -euo pipefail
 VEGETA_VERSION=v12.13.0
@@ -21,7 +22,9 @@ PROBE_SRC=$(dirname "${BASH_SOURCE[0]}")/wake-probe.c
 WAKE_PROBE=$CACHE/wake-probe-$(sha256sum "$PROBE_SRC" | cut -c1-16)/wake-probe
 OPEN_LOAD_SRC=$(dirname "${BASH_SOURCE[0]}")/open-load.c
 OPEN_LOAD=$CACHE/open-load-$(sha256sum "$OPEN_LOAD_SRC" | cut -c1-16)/open-load
-{ [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]]; } || command -v cc >/dev/null || missing+=(gcc)
+RELAY_SRC=$(dirname "${BASH_SOURCE[0]}")/relay.c
+RELAY=$CACHE/relay-$(sha256sum "$RELAY_SRC" | cut -c1-16)/relay
+{ [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]] && [[ -x $RELAY ]]; } || command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]} > 0)); then
   [[ $(id -u) == 0 ]] || { echo "install ${missing[*]} (Debian packages) first" >&2; exit 1; }
   echo "installing Debian packages: ${missing[*]}" >&2
@@ -35,7 +38,7 @@ if [[ ! -x $VEGETA ]]; then
   echo "building vegeta $VEGETA_VERSION with go install" >&2
   GOBIN=$(dirname "$VEGETA") GOFLAGS=-mod=mod go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION" >&2
 fi
-for pair in "$WAKE_PROBE:$PROBE_SRC" "$OPEN_LOAD:$OPEN_LOAD_SRC"; do
+for pair in "$WAKE_PROBE:$PROBE_SRC" "$OPEN_LOAD:$OPEN_LOAD_SRC" "$RELAY:$RELAY_SRC"; do
   tool=${pair%%:*} src=${pair#*:}
   if [[ ! -x $tool ]]; then
     mkdir -p "$(dirname "$tool")"
@@ -48,3 +51,4 @@ echo "NGINX=$(command -v nginx || echo /usr/sbin/nginx)"
 echo "VEGETA=$VEGETA"
 echo "WAKE_PROBE=$WAKE_PROBE"
 echo "OPEN_LOAD=$OPEN_LOAD"
+echo "RELAY=$RELAY"
