@@ -337,7 +337,7 @@ show it, and every task on that core waited it out. The latency goal reads *not 
 tail over the goal: a difference within the goal is then within the noise of either side.${
     peer === undefined
       ? ''
-      : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), over the origin's trials of B3's 50 %: what a peer adds at that rate in this arrangement.`
+      : ` *N at B3's 50 %* is nginx at the rate the goal is judged at (${peer.rate}/s, ${percentOf(peer.share)} of its own maximum), over the origin's trials of B3's 50 %${peer.hop.length > 1 ? ` (${peer.hop.length} trials, the better read)` : ''}: what a peer adds at that rate in this arrangement.`
   }${
     relay === undefined
       ? ''

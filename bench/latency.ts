@@ -373,14 +373,15 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
         shares.push(await trialsAt(plan, hop, { share, rate, pairs: hop === 'B3' ? 2 : 1 }));
       }
     // The goal's rate again with nginx, over the origin's trials of B3's there: what a peer adds
-    // at that rate in the same arrangement.
+    // at that rate in the same arrangement (two trials since 2026-12-03; one before).
     const half = shares.find((s) => s.target === 'B3' && s.share === 0.5);
     if (half !== undefined && half.rate <= maxima.N.max) {
       pinApart(named, 'N');
       peerAtGoalRate = await trialsAt(plan, 'N', {
         share: half.rate / maxima.N.max,
         rate: half.rate,
-        pairs: 1,
+        // Two trials, the better read, as B3's and the relay's: the three compared alike.
+        pairs: 2,
         originOf: half,
       });
     }

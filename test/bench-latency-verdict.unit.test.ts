@@ -141,6 +141,16 @@ describe('the bench report’s peer at the goal’s rate', () => {
     expect(latencySection(latency())).not.toContain("N at B3's 50 %");
     const peer = { ...half([trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const, share: 0.75 };
     expect(latencySection(latency(peer))).toContain("| N at B3's 50 % | 75 % | 1000 | ");
+    expect(latencySection(latency(peer))).not.toContain('the better read');
+  });
+
+  it('says how many trials it read the better of, where there were more than one', () => {
+    const peer = { ...half([trial(5, 9), trial(3.5, 9)], [trial(1.25, 5)]), target: 'N' as const };
+    expect(latencySection(latency(peer))).toContain(
+      "over the origin's trials of B3's 50 % (2 trials, the better read)",
+    );
+    // The better trial is the one read: 3.5 − 1.25 ms at p99.
+    expect(latencyGoalRows(latency(peer))).toContain('nginx at the same rate and arrangement added 2.250 /');
   });
 });
 
