@@ -341,7 +341,7 @@ tail over the goal: a difference within the goal is then within the noise of eit
   }${
     relay === undefined
       ? ''
-      : ` *F (relay) at B3's 50 %* is \`bench/load/relay.c\` at that rate, over the same origin trials: a reverse proxy in C that passes the bytes of each connection to one of its own to the origin and back, one thread on one epoll loop, nothing parsed, allocated per call or logged. What it adds is what this machine charges any hop on TCP in this arrangement (the loopback's socket calls and the wake-ups across cores), with no HTTP work at all: the floor under nginx's and B3's figures.`
+      : ` *F (relay) at B3's 50 %* is \`bench/load/relay.c\` at that rate, over the same origin trials: a reverse proxy in C that passes the bytes of each connection to one of its own to the origin and back, one thread on one epoll loop, nothing parsed, allocated per call or logged. What it adds is what a hop on TCP costs in this arrangement (the loopback's socket calls and the wake-ups across cores) with no HTTP work at all. It keeps no pool of origin connections, as nginx and B3 do (each of the generator's connections is one more for the origin on the crowded core 1), so it is no floor under their figures.`
   }
 
 | hop | share of its max | calls/s | added p50 / p99 / p99.9 | hop p50 / p99 / p99.9 | origin p50 / p99 / p99.9 | hop CPU µs a call | its core busy | waited, ms/s | origin waited, ms/s: with the hop / alone | core 1 busy: with the hop / alone | stolen from cores 0 / 1, most in a trial |

@@ -27,8 +27,8 @@ export const LATENCY_HOPS = ['N', 'BP', 'B3'] as const;
 export type LatencyHop = (typeof LATENCY_HOPS)[number];
 /**
  * A hop trials are run through: one of LATENCY_HOPS, or F, the relay (bench/load/relay.c, a TCP
- * hop in C that passes bytes and does nothing else), run only at the goal's rate as the floor of
- * a hop in the trials' own arrangement.
+ * hop in C that passes bytes and does nothing else), run only at the goal's rate: what a hop on
+ * TCP costs in the trials' own arrangement with no HTTP work at all.
  */
 export type TrialHop = LatencyHop | 'F';
 /** The relay's process group. */

@@ -14,7 +14,7 @@ export interface BenchStack {
   targets: Record<TargetName, Target>;
   /**
    * F: the relay (bench/load/relay.c), a TCP hop that passes bytes and nothing else, before the
-   * origin. Only the latency trials call it (the floor of a hop in their arrangement).
+   * origin. Only the latency trials call it (a hop with no HTTP work, in their arrangement).
    */
   relay: Target;
   /** The infrastructure's URLs (REDIS_URL, ...). */

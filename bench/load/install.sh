@@ -6,7 +6,7 @@
 # (bench/load/wake-probe.c, built with the C compiler: the machine's floor for what a hop adds)
 # open-load (bench/load/open-load.c, the same way: an open-model generator in C, for
 # `--latency-generator open-load`) and the relay (bench/load/relay.c, the same way: a TCP hop
-# that only passes bytes, the floor of a hop in the latency trials' own arrangement).
+# that only passes bytes, a hop with no HTTP work in the latency trials' own arrangement).
 # What is missing is installed as root from Debian (golang-go and gcc too, to build the first time).
 set -euo pipefail
 VEGETA_VERSION=v12.13.0
