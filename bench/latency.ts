@@ -12,7 +12,7 @@ import {
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
 import type { LatencyGenerator, LatencyTrial, LoadGenerators, Target, WakeProbe } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
-import { PROXY_GROUP, type TargetName } from './targets';
+import { PROXY_GROUP, RELAY_GROUP, type TargetName } from './targets';
 
 /**
  * Added latency over the origin in the open model (issue 65). Each hop is measured pinned apart:
@@ -31,8 +31,6 @@ export type LatencyHop = (typeof LATENCY_HOPS)[number];
  * TCP costs in the trials' own arrangement with no HTTP work at all.
  */
 export type TrialHop = LatencyHop | 'F';
-/** The relay's process group. */
-const RELAY_GROUP = 'relay';
 const groupOfHop = (hop: TrialHop) => (hop === 'F' ? RELAY_GROUP : PROXY_GROUP[hop]);
 export const LATENCY_SHARES = [0.25, 0.5, 0.75] as const;
 /** A rate is carried when its median stays under this (ms): past it, calls queue in the hop. */
@@ -390,7 +388,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     if (half !== undefined && plan.relay !== undefined) {
       pinApart(named, 'F');
       // Two trials, the better read, as B3's: at the goal's rate core 1 runs near its capacity
-      // and one trial of any side may carry a stall of the machine (the origin's own do).
+      // and one trial of any side may carry a stall of the machine (the origin's own trials do).
       relayAtGoalRate = await trialsAt(plan, 'F', { share: 0.5, rate: half.rate, pairs: 2, originOf: half });
     }
     // What the machine charges any hop at that rate: the wake-up probe, on the quiet stack.

@@ -6,7 +6,7 @@ import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
 import { headersOf, installTools, scenario, type Target, type Tools } from './harness/load';
 import { api, type BenchProcesses, firstLine, waitFor } from './harness/processes';
-import { TARGETS, type TargetName } from './targets';
+import { RELAY_GROUP, TARGETS, type TargetName } from './targets';
 
 /** Every target of the proxy bench, up and answering, and what the run reads besides. */
 export interface BenchStack {
@@ -121,7 +121,7 @@ http {
 }
 `,
   );
-  const relay = procs.spawnLogged('relay', tools.RELAY, [String(originPort)], env);
+  const relay = procs.spawnLogged(RELAY_GROUP, tools.RELAY, [String(originPort)], env);
   const relayPort = (JSON.parse(await firstLine(relay)) as { port: number }).port;
   procs.spawnLogged('nginx', tools.NGINX, ['-p', nginxDir, '-c', join(nginxDir, 'nginx.conf')], env);
   await waitFor(`${base}/healthz`);

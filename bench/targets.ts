@@ -17,6 +17,12 @@ export const PROXY_GROUP: Record<TargetName, string> = {
   A: 'all-in-one',
 };
 
+/**
+ * The relay's process (bench/load/relay.c, F): a TCP hop with no HTTP work that only the latency
+ * trials call, at the goal's rate; not a target of the throughput rounds.
+ */
+export const RELAY_GROUP = 'relay';
+
 export const median = (values: number[]) => {
   const s = [...values].sort((a, b) => a - b);
   return s.length === 0 ? Number.NaN : (s[Math.floor((s.length - 1) / 2)] as number);
