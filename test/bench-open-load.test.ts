@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLoadTrial, type Target, wireRequest } from '../bench/harness/load';
+import { buildBenchTool } from './helpers/bench-tools';
 
 /**
  * bench/load/open-load.c, the latency trials' optional generator, built with the machine's C
@@ -15,7 +16,7 @@ import { openLoadTrial, type Target, wireRequest } from '../bench/harness/load';
  * whatever the server does with its connections.
  */
 const work = mkdtempSync(join(tmpdir(), 'open-load-'));
-const binary = join(work, 'open-load');
+let binary = '';
 const BODY = {
   jsonrpc: '2.0',
   id: 7,
@@ -28,7 +29,7 @@ let port = 0;
 const received: string[] = [];
 
 beforeAll(async () => {
-  execFileSync('cc', ['-O2', '-o', binary, join(import.meta.dirname, '..', 'bench', 'load', 'open-load.c')]);
+  binary = buildBenchTool('open-load', work);
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));

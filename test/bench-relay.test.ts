@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, createServer, request, type Server } from 'node:http';
@@ -6,6 +6,7 @@ import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBenchTool, startListening } from './helpers/bench-tools';
 
 /**
  * bench/load/relay.c, the latency trials' do-nothing TCP hop (F), built with the machine's C
@@ -15,7 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * answers and nothing else.
  */
 const work = mkdtempSync(join(tmpdir(), 'relay-'));
-const binary = join(work, 'relay');
 
 let server: Server;
 let relay: ChildProcess;
@@ -27,7 +27,6 @@ let open = 0;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 beforeAll(async () => {
-  execFileSync('cc', ['-O2', '-o', binary, join(import.meta.dirname, '..', 'bench', 'load', 'relay.c')]);
   // The origin answers each body with its length and hash, then the body itself back.
   server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -51,11 +50,9 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const originPort = (server.address() as AddressInfo).port;
-  relay = spawn(binary, [String(originPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const first = await new Promise<string>((resolve) =>
-    relay.stdout?.once('data', (chunk: Buffer) => resolve(chunk.toString('utf8'))),
-  );
-  relayPort = (JSON.parse(first) as { port: number }).port;
+  ({ child: relay, port: relayPort } = await startListening(buildBenchTool('relay', work), [
+    String(originPort),
+  ]));
 });
 
 afterAll(async () => {

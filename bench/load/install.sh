@@ -5,8 +5,9 @@
 # arrival rate), nginx (Debian nginx-light; the keep-alive proxy_pass peer), the wake-up probe
 # (bench/load/wake-probe.c, built with the C compiler: the machine's floor for what a hop adds)
 # open-load (bench/load/open-load.c, the same way: an open-model generator in C, for
-# `--latency-generator open-load`) and the relay (bench/load/relay.c, the same way: a TCP hop
-# that only passes bytes, a hop with no HTTP work in the latency trials' own arrangement).
+# `--latency-generator open-load`), the relay (bench/load/relay.c, the same way: a TCP hop
+# that only passes bytes, a hop with no HTTP work in the latency trials' own arrangement) and
+# the C origin (bench/load/origin.c, the same way: the latency trials' origin, a fixed answer).
 # What is missing is installed as root from Debian (golang-go and gcc too, to build the first time).
 set -euo pipefail
 VEGETA_VERSION=v12.13.0
@@ -24,7 +25,9 @@ OPEN_LOAD_SRC=$(dirname "${BASH_SOURCE[0]}")/open-load.c
 OPEN_LOAD=$CACHE/open-load-$(sha256sum "$OPEN_LOAD_SRC" | cut -c1-16)/open-load
 RELAY_SRC=$(dirname "${BASH_SOURCE[0]}")/relay.c
 RELAY=$CACHE/relay-$(sha256sum "$RELAY_SRC" | cut -c1-16)/relay
-{ [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]] && [[ -x $RELAY ]]; } || command -v cc >/dev/null || missing+=(gcc)
+ORIGIN_SRC=$(dirname "${BASH_SOURCE[0]}")/origin.c
+ORIGIN=$CACHE/origin-$(sha256sum "$ORIGIN_SRC" | cut -c1-16)/origin
+{ [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]] && [[ -x $RELAY ]] && [[ -x $ORIGIN ]]; } || command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]} > 0)); then
   [[ $(id -u) == 0 ]] || { echo "install ${missing[*]} (Debian packages) first" >&2; exit 1; }
   echo "installing Debian packages: ${missing[*]}" >&2
@@ -38,7 +41,7 @@ if [[ ! -x $VEGETA ]]; then
   echo "building vegeta $VEGETA_VERSION with go install" >&2
   GOBIN=$(dirname "$VEGETA") GOFLAGS=-mod=mod go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION" >&2
 fi
-for pair in "$WAKE_PROBE:$PROBE_SRC" "$OPEN_LOAD:$OPEN_LOAD_SRC" "$RELAY:$RELAY_SRC"; do
+for pair in "$WAKE_PROBE:$PROBE_SRC" "$OPEN_LOAD:$OPEN_LOAD_SRC" "$RELAY:$RELAY_SRC" "$ORIGIN:$ORIGIN_SRC"; do
   tool=${pair%%:*} src=${pair#*:}
   if [[ ! -x $tool ]]; then
     mkdir -p "$(dirname "$tool")"
@@ -52,3 +55,4 @@ echo "VEGETA=$VEGETA"
 echo "WAKE_PROBE=$WAKE_PROBE"
 echo "OPEN_LOAD=$OPEN_LOAD"
 echo "RELAY=$RELAY"
+echo "ORIGIN=$ORIGIN"
