@@ -246,6 +246,25 @@ A trial is valid when every call was answered 200 and at most 1 % waited for a c
 `;
 }
 
+/** What the report says of the trials' origin; empty in results from before it was chosen. */
+export function originNote(l: OpenModelLatency): string {
+  if (l.origin === undefined) return '';
+  if (l.origin === 'node')
+    return `
+This run's latency trials were over the bench's Node origin (\`--latency-origin node\`), as every
+other measurement of this page is.
+`;
+  return `
+The origin of these trials is the C origin (\`bench/load/origin.c\`, \`--latency-origin c\`, the
+default since 2026-12-03): one thread on one epoll loop answering each request with the bench
+call's result from a fixed buffer, nothing allocated a call, so its own tail is the machine's.
+Runs before it used the bench's Node origin, whose own p99 at the goal's rate (5 to 9 ms beside
+the generator on core 1) was over the goal itself and left the verdict unresolved. It stands on
+the Node origin's port for these trials only, every hop called for 1 s over it first; every other
+figure of this page is over the Node origin.
+`;
+}
+
 /** The wake-up probe's paragraph and table; empty where the run did not measure it. */
 export function floorSection(l: OpenModelLatency): string {
   const f = l.machineFloor;
@@ -310,12 +329,12 @@ export function latencySection(l: OpenModelLatency): string {
   const b3 = l.shares.filter((s) => s.target === 'B3').flatMap((s) => s.hop.map((t) => ({ s, t })));
   const gen = generatorOf(l);
   return `## Added latency over the origin (${gen}, open model, the hop pinned apart)
-${generatorNote(l)}
+${generatorNote(l)}${originNote(l)}
 Each hop alone on core 0 (all its threads); ${gen}, the origin and every other process of the
 stack on core 1, the batch work there (ingest, ClickHouse, Kafka, PostgreSQL, the idle targets)
 at the lowest priority (${batchPriority(l)}) and what a call may wait on (the origin, Redis) at the normal one. First each hop's own maximum in that arrangement: the highest rate at which every
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
-queue in the hop), found by bisection with ${l.searchSeconds} s trials from the rate its one pinned core gave
+queue in the hop), found by bisection with ${l.searchSeconds} s trials${l.searchResolution === undefined ? '' : ` to within ${Math.round(l.searchResolution * 100)} %`} from the rate its one pinned core gave
 wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise
 settle the search low). Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
 same rate in the same arrangement (B3 twice each, interleaved, the better trial of each side

@@ -10,7 +10,14 @@ import {
   stackGroups,
 } from './harness/cpu';
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
-import type { LatencyGenerator, LatencyTrial, LoadGenerators, Target, WakeProbe } from './harness/load';
+import type {
+  LatencyGenerator,
+  LatencyOrigin,
+  LatencyTrial,
+  LoadGenerators,
+  Target,
+  WakeProbe,
+} from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
 import { PROXY_GROUP, RELAY_GROUP, type TargetName } from './targets';
 
@@ -33,6 +40,11 @@ export type LatencyHop = (typeof LATENCY_HOPS)[number];
 export type TrialHop = LatencyHop | 'F';
 const groupOfHop = (hop: TrialHop) => (hop === 'F' ? RELAY_GROUP : PROXY_GROUP[hop]);
 export const LATENCY_SHARES = [0.25, 0.5, 0.75] as const;
+/**
+ * How near the lowest rate not carried a maximum's search ends, as a share of the highest carried:
+ * a maximum is found to within 8 %, and its shares' rates with it.
+ */
+export const SEARCH_RESOLUTION = 0.08;
 /** A rate is carried when its median stays under this (ms): past it, calls queue in the hop. */
 export const CARRIED_P50_MS = 1;
 
@@ -92,6 +104,8 @@ export interface OpenModelLatency {
    */
   eachTrialFromQuiet?: boolean;
   searchSeconds: number;
+  /** Where each search ended (`SEARCH_RESOLUTION`; absent: after six steps, before 2026-12-03's second session). */
+  searchResolution?: number;
   maxima: Record<LatencyHop, { max: number; tried: RateTried[] }>;
   shares: ShareTrials[];
   /**
@@ -115,6 +129,11 @@ export interface OpenModelLatency {
   relayAtGoalRate?: ShareTrials;
   /** The trials' generator when not vegeta (`--latency-generator`); absent: vegeta. */
   generator?: 'open-load';
+  /**
+   * The trials' origin (`--latency-origin`): absent, the bench's Node origin (every run before
+   * 2026-12-03's second session).
+   */
+  origin?: LatencyOrigin;
 }
 
 /** How long the wake-up probe runs at the goal's rate, s. */
@@ -131,6 +150,8 @@ export interface LatencyPlan {
   trialSeconds: number;
   searchSeconds: number;
   generator: LatencyGenerator;
+  /** Which origin stands on the origin's port for the trials (the caller put it there). */
+  origin: LatencyOrigin;
   log: (line: string) => void;
 }
 
@@ -185,7 +206,8 @@ async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => 
 /**
  * The highest rate `hop` carries: its pinned closed-model rate first, then a bisection between
  * an eighth of it (assumed carried; tried last if nothing above it was) and the lowest rate not
- * carried, six steps of `searchSeconds` each. A rate missed only by its median (every call on
+ * carried, at most six steps of `searchSeconds` each, ending once the two are within
+ * `SEARCH_RESOLUTION` of each other (the run's 15 minutes go to the trials). A rate missed only by its median (every call on
  * schedule and answered) is tried once more before it counts as not carried: one stall of the
  * machine in a 3 s trial could otherwise settle the search far below what the hop carries, and
  * every share of the maximum with it (docs/proxy.md, latency under load).
@@ -227,6 +249,7 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
   if (await attempt(high)) return { max: high, tried };
   let low = round100(high / 8);
   for (const _ of rounds(6)) {
+    if (high - low <= low * SEARCH_RESOLUTION) break;
     const middle = round100((low + high) / 2);
     if (middle <= low || middle >= high) break;
     if (await attempt(middle)) low = middle;
@@ -411,11 +434,13 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     batchPriority,
     eachTrialFromQuiet: true,
     searchSeconds: plan.searchSeconds,
+    searchResolution: SEARCH_RESOLUTION,
     maxima,
     shares,
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),
     ...(machineFloor === undefined ? {} : { machineFloor }),
     ...(relayAtGoalRate === undefined ? {} : { relayAtGoalRate }),
     ...(plan.generator === 'vegeta' ? {} : { generator: plan.generator }),
+    origin: plan.origin,
   };
 }

@@ -4,7 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
-import { headersOf, installTools, scenario, type Target, type Tools } from './harness/load';
+import {
+  headersOf,
+  installTools,
+  type LatencyOrigin,
+  scenario,
+  type Target,
+  type Tools,
+} from './harness/load';
 import { api, type BenchProcesses, firstLine, waitFor } from './harness/processes';
 import { RELAY_GROUP, TARGETS, type TargetName } from './targets';
 
@@ -31,6 +38,12 @@ export interface BenchStack {
   profileDir: string;
   /** The split stack's environment (its proxies' too): another proxy of it starts with this. */
   env: NodeJS.ProcessEnv;
+  /**
+   * Stops the origin and starts `kind` on its port: every hop keeps dialling that port, and its
+   * pooled connections to the one stopped are closed with it. The Node origin counts calls
+   * afresh once started again.
+   */
+  useOrigin(kind: LatencyOrigin): Promise<void>;
 }
 
 /**
@@ -69,13 +82,21 @@ export async function startBenchStack(
   // The services as `npm start` runs them: from their build (made at the start of the run).
   const serve = [...NODE_FLAGS, 'deploy/start.mjs'];
   procs.spawnLogged('control-plane', process.execPath, serve, { ...env, SERVICES: 'control-plane,ingest' });
-  const servers = procs.spawnLogged(
-    'origin',
-    process.execPath,
-    ['--import', './deploy/loader.mjs', 'bench/load/servers.ts'],
-    env,
-  );
-  const { originPort } = JSON.parse(await firstLine(servers)) as { originPort: number };
+  const nodeOrigin = ['--import', './deploy/loader.mjs', 'bench/load/servers.ts'];
+  let origin = procs.spawnLogged('origin', process.execPath, nodeOrigin, env);
+  const { originPort } = JSON.parse(await firstLine(origin)) as { originPort: number };
+  const useOrigin = async (kind: LatencyOrigin) => {
+    await procs.stopLogged(origin);
+    origin =
+      kind === 'c'
+        ? procs.spawnLogged('origin', tools.ORIGIN, [String(originPort)], env)
+        : procs.spawnLogged('origin', process.execPath, nodeOrigin, {
+            ...env,
+            ORIGIN_PORT: String(originPort),
+          });
+    // Both print their port once listening.
+    await firstLine(origin);
+  };
   const passthrough = procs.spawnLogged(
     'passthrough',
     process.execPath,
@@ -265,5 +286,6 @@ http {
     b3Process,
     profileDir,
     env,
+    useOrigin,
   };
 }

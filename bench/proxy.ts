@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
-import { type LatencyGenerator, LoadGenerators } from './harness/load';
+import { type LatencyGenerator, type LatencyOrigin, LoadGenerators } from './harness/load';
 import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
 import { measureOpenModel } from './latency';
@@ -57,6 +57,8 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     // The latency trials' open-model generator: vegeta, or open-load (bench/load/open-load.c).
     'latency-generator': { type: 'string', default: 'vegeta' },
+    // The latency trials' origin: c (bench/load/origin.c) or node (the bench's Node origin).
+    'latency-origin': { type: 'string', default: 'c' },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
@@ -69,6 +71,10 @@ const GENERATOR = ((asked: string | undefined): LatencyGenerator => {
   if (asked === 'vegeta' || asked === 'open-load') return asked;
   throw new Error('--latency-generator is vegeta or open-load');
 })(args['latency-generator']);
+const LATENCY_ORIGIN = ((asked: string | undefined): LatencyOrigin => {
+  if (asked === 'c' || asked === 'node') return asked;
+  throw new Error('--latency-origin is c or node');
+})(args['latency-origin']);
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -270,7 +276,20 @@ async function main() {
   );
 
   // Added latency over the origin, open model: each hop pinned apart, at 25, 50 and 75 % of its
-  // own maximum there (bench/latency.ts).
+  // own maximum there (bench/latency.ts), over the C origin unless asked otherwise: the Node
+  // origin's own tail at the goal's rate was over the goal itself. Each hop is called for 1 s once
+  // it stands on the origin's port, so no trial opens the hops' pools to it.
+  const warmOrigin = (names: readonly TargetName[]) => {
+    for (const name of names) {
+      const warm = load.wrk(name, targets[name], 1);
+      if (warm.errors > 0 || warm.requests === 0)
+        log(`${name} over the new origin: ${warm.requests} calls, ${warm.errors} errors in its warm-up`);
+    }
+  };
+  if (LATENCY_ORIGIN === 'c') {
+    await stack.useOrigin('c');
+    warmOrigin(['N', 'BP', 'B3']);
+  }
   const openModel = await measureOpenModel({
     load,
     targets,
@@ -280,8 +299,14 @@ async function main() {
     trialSeconds: LATENCY_SECONDS,
     searchSeconds: SEARCH_SECONDS,
     generator: GENERATOR,
+    origin: LATENCY_ORIGIN,
     log,
   });
+  // The Node origin again for the completeness trial: it counts the calls it answers.
+  if (LATENCY_ORIGIN === 'c') {
+    await stack.useOrigin('node');
+    warmOrigin(['B3']);
+  }
 
   const maxOf = (t: TargetName) =>
     median(saturation.find((r) => r.target === t)?.rounds.map((r) => r.rps) ?? []);

@@ -212,6 +212,27 @@ describe('the bench report’s relay at the goal’s rate', () => {
   });
 });
 
+describe('the bench report’s origin of the latency trials', () => {
+  it('names the C origin, and says every other figure is over the Node origin', () => {
+    const section = latencySection(atHalf({ origin: 'c' }));
+    expect(section).toContain('`bench/load/origin.c`, `--latency-origin c`');
+    expect(section).toContain('every other\nfigure of this page is over the Node origin');
+  });
+
+  it('says when the trials were over the Node origin', () => {
+    expect(latencySection(atHalf({ origin: 'node' }))).toContain('`--latency-origin node`');
+  });
+
+  it('says nothing of it in results from before it was chosen', () => {
+    expect(latencySection(atHalf())).not.toContain('--latency-origin');
+  });
+
+  it('says how near the maxima were searched, where the run ended its searches early', () => {
+    expect(latencySection(atHalf({ searchResolution: 0.08 }))).toContain('3 s trials to within 8 % from');
+    expect(latencySection(atHalf())).toContain('3 s trials from');
+  });
+});
+
 describe("the bench's span quantiles from a proxy's histograms over a trial", () => {
   const page = (counts: Record<string, number>) =>
     Object.entries(counts)

@@ -7,8 +7,8 @@ import type { GcDuring, SpansDuring } from './metrics-page';
  * The load generators of the benches, which cost little: wrk (closed model, maximum throughput)
  * and vegeta (open model, latency at a fixed arrival rate), or in vegeta's place open-load (the
  * same model in C, `--latency-generator open-load`), each sending one scenario's request to one
- * target. All are installed by bench/load/install.sh, which also names nginx, the wake-up probe and the
- * relay.
+ * target. All are installed by bench/load/install.sh, which also names nginx, the wake-up probe, the
+ * relay and the C origin.
  */
 
 export type Tools = {
@@ -18,6 +18,7 @@ export type Tools = {
   WAKE_PROBE: string;
   OPEN_LOAD: string;
   RELAY: string;
+  ORIGIN: string;
 };
 
 /**
@@ -26,6 +27,13 @@ export type Tools = {
  * a verdict owes to the generator).
  */
 export type LatencyGenerator = 'vegeta' | 'open-load';
+
+/**
+ * The latency trials' origin: the C origin (bench/load/origin.c, the default: a fixed answer from
+ * one epoll loop, its own tail the machine's) or the bench's Node origin (bench/load/servers.ts,
+ * which every other measurement uses), put on the origin's port for the trials.
+ */
+export type LatencyOrigin = 'c' | 'node';
 
 /**
  * The machine's floor for what a hop adds (bench/load/wake-probe.c): round trips of 8 bytes

@@ -89,6 +89,21 @@ export class BenchProcesses {
     return child;
   }
 
+  /** Stops one process `spawnLogged` started (its group: TERM, KILL after 10 s) and forgets its name. */
+  async stopLogged(child: ChildProcess): Promise<void> {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    this.named.delete(pid);
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((done) => child.once('exit', done));
+      process.kill(-pid, 'SIGTERM');
+      const timer = setTimeout(() => groupAlive(pid) && process.kill(-pid, 'SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    while (groupAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+
   /**
    * PostgreSQL, Redis and Kafka on free loopback ports, with their data in the run's directory:
    * their URLs (DATABASE_URL, REDIS_URL, KAFKA_BROKERS). Stopped by `shutdown`.

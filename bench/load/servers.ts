@@ -1,7 +1,8 @@
 /**
  * The benchmark's far ends, in one process: a null responder (B0: fixed bytes, no parsing) and a
  * trivial MCP origin (B1..B3: parses the JSON-RPC call and answers a tool result at once),
- * counting the calls it answers per path. Prints its two ports as JSON on stdout.
+ * counting the calls it answers per path. Prints its two ports as JSON on stdout. The origin
+ * listens on ORIGIN_PORT when given (started again where the C origin stood), else a free port.
  */
 import { createServer } from 'node:http';
 
@@ -46,7 +47,9 @@ const origin = createServer((req, res) => {
 for (const server of [nullResponder, origin]) server.keepAliveTimeout = 60_000;
 
 await new Promise<void>((resolve) => nullResponder.listen(0, '127.0.0.1', resolve));
-await new Promise<void>((resolve) => origin.listen(0, '127.0.0.1', resolve));
+await new Promise<void>((resolve) =>
+  origin.listen(Number(process.env.ORIGIN_PORT ?? 0), '127.0.0.1', resolve),
+);
 const portOf = (s: typeof origin) => {
   const a = s.address();
   return a !== null && typeof a === 'object' ? a.port : 0;
