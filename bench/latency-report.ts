@@ -50,6 +50,33 @@ function waitNote(s: ShareTrials): string {
     : `; the origin waited ${fmt(w.withHop)} ms a second for its core beside B3, ${fmt(w.alone)} alone`;
 }
 
+/** The groups of core 1 the goal's row names, and how; the rest (idle targets, the bench) together. */
+const CORE1_GROUPS: ReadonlyArray<[string, string]> = [
+  ['origin', 'the origin'],
+  ['control-plane', "ingest and ClickHouse (the control plane's process)"],
+  ['kafka', 'Kafka'],
+  ['redis', 'Redis'],
+  ['postgres', 'PostgreSQL'],
+];
+
+/**
+ * Where core 1's time went beside B3 and with the origin alone, in cores, group by group (B3's
+ * own process, on core 0, left out); empty in results from before it was read.
+ */
+export function core1Note(half: ShareTrials, generator: string): string {
+  const busy = half.groupsBusy as ShareTrials['groupsBusy'] | undefined;
+  if (busy === undefined) return '';
+  const named = [['load generator', generator] as [string, string], ...CORE1_GROUPS];
+  const rest = (side: Record<string, number>) =>
+    Object.entries(side)
+      .filter(([group]) => group !== 'proxy-b3' && !named.some(([g]) => g === group))
+      .reduce((sum, [, cores]) => sum + cores, 0);
+  const cell = (group: string) => `${fmt(busy.withHop[group] ?? 0, 2)} / ${fmt(busy.alone[group] ?? 0, 2)}`;
+  return `; core 1's work beside B3 / with the origin alone, in cores: ${named
+    .map(([group, label]) => `${label} ${cell(group)}`)
+    .join(', ')}, the rest ${fmt(rest(busy.withHop), 2)} / ${fmt(rest(busy.alone), 2)}`;
+}
+
 /**
  * The latency goal's verdict on B3's trials at half its maximum. Met: B3 added at most 2 ms at
  * p99 and 10 at p99.9 over the origin, and the origin's own trials at that rate were within those
@@ -166,7 +193,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
   )} / ${fmt(
     addedOver(half, (t) => t.p999),
     3,
-  )} ms${waitNote(half)}${sliNote(half)}${peerNote(l)}${relayNote(l)}${floorNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
+  )} ms${waitNote(half)}${core1Note(half, generatorOf(l))}${sliNote(half)}${peerNote(l)}${relayNote(l)}${floorNote(l)}${stolenNote(half)}${verdict.reason} | ≤ 2 ms p99, ≤ 10 ms p99.9 | ${verdict.label} |\n`;
 }
 
 const invalidNote = (t: LatencyTrial) =>

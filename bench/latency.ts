@@ -88,6 +88,12 @@ export interface ShareTrials {
    * trial taken and in the origin's own (absent in results from before 2026-11-30's morning).
    */
   core1Busy?: { withHop: number; alone: number };
+  /**
+   * What each process group of the stack took, in cores, over the hop's trial taken and the
+   * origin's own (the better): where core 1's time went beside the hop (absent in results from
+   * before 2026-12-03's second session).
+   */
+  groupsBusy?: { withHop: Record<string, number>; alone: Record<string, number> };
 }
 
 /** How the batch work was kept off the call path's core: see `pinApart`. */
@@ -280,13 +286,28 @@ function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], 
   return { trial, seconds, waited, core1Busy };
 }
 
+/** Each group's CPU seconds over `seconds`: the cores it kept busy. */
+const perSecond = (used: Record<string, number>, seconds: number) =>
+  Object.fromEntries(Object.entries(used).map(([group, cpu]) => [group, cpu / seconds]));
+
+/** The origin alone at a rate: `waiting`'s figures and what each group of the stack took meanwhile. */
+function originAlone(plan: LatencyPlan, rate: number) {
+  const before = cpuSample(plan.named);
+  const alone = waiting(plan.named, [ORIGIN], () =>
+    plan.load.openModel(plan.generator, 'B1', plan.targets.B1, rate, plan.trialSeconds, '1'),
+  );
+  return { ...alone, groupsBusy: perSecond(cpuBetween(before, cpuSample(plan.named)), alone.seconds) };
+}
+
 /** What a hop's trials used: its CPU per call, its core's busy share, its and the origin's run-queue wait. */
 function measured(plan: LatencyPlan, hop: TrialHop, run: () => LatencyTrial) {
   const group = groupOfHop(hop);
   const before = cpuSample(plan.named);
   const { trial, seconds, waited, core1Busy } = waiting(plan.named, [group, ORIGIN], run);
-  const used = cpuBetween(before, cpuSample(plan.named))[group] ?? 0;
+  const usedAll = cpuBetween(before, cpuSample(plan.named));
+  const used = usedAll[group] ?? 0;
   return {
+    groupsBusy: perSecond(usedAll, seconds),
     trial,
     cpuMicros: (used * 1e6) / Math.max(trial.requests, 1),
     busy: used / seconds,
@@ -324,15 +345,11 @@ async function trialsAt(
   if (target === undefined) throw new Error('the relay (F) was not started');
   const { rate } = at;
   const hopTrials: Array<ReturnType<typeof measured>> = [];
-  const origin: Array<ReturnType<typeof waiting>> = [];
+  const origin: Array<ReturnType<typeof originAlone>> = [];
   for (const _ of rounds(at.pairs)) {
     if (at.originOf === undefined) {
       await quiet(named, log);
-      origin.push(
-        waiting(named, [ORIGIN], () =>
-          load.openModel(plan.generator, 'B1', targets.B1, rate, plan.trialSeconds, '1'),
-        ),
-      );
+      origin.push(originAlone(plan, rate));
     }
     const run = () => load.openModel(plan.generator, hop, target, rate, plan.trialSeconds, '1');
     await quiet(named, log);
@@ -363,6 +380,10 @@ async function trialsAt(
     core1Busy: {
       withHop: best.core1Busy,
       alone: at.originOf?.core1Busy?.alone ?? bestAlone?.core1Busy ?? 0,
+    },
+    groupsBusy: {
+      withHop: best.groupsBusy,
+      alone: at.originOf?.groupsBusy?.alone ?? bestAlone?.groupsBusy ?? {},
     },
   };
 }

@@ -233,6 +233,35 @@ describe('the bench report’s origin of the latency trials', () => {
   });
 });
 
+describe('the bench report’s core 1 beside B3', () => {
+  const withGroups = (groupsBusy?: ShareTrials['groupsBusy']) =>
+    atHalf({ shares: [{ ...half([trial(4, 12)], [trial(1.5, 4)]), ...(groupsBusy ? { groupsBusy } : {}) }] });
+
+  it('says in the goal’s row what each group took of core 1 beside B3 and with the origin alone', () => {
+    const row = latencyGoalRows(
+      withGroups({
+        withHop: {
+          'load generator': 0.2,
+          origin: 0.3,
+          'control-plane': 0.11,
+          kafka: 0.03,
+          'proxy-b3': 0.55,
+          nginx: 0.01,
+          other: 0.02,
+        },
+        alone: { 'load generator': 0.15, origin: 0.12, other: 0.02 },
+      }),
+    );
+    expect(row).toContain(
+      "core 1's work beside B3 / with the origin alone, in cores: vegeta 0.20 / 0.15, the origin 0.30 / 0.12, ingest and ClickHouse (the control plane's process) 0.11 / 0.00, Kafka 0.03 / 0.00, Redis 0.00 / 0.00, PostgreSQL 0.00 / 0.00, the rest 0.03 / 0.02",
+    );
+  });
+
+  it('is absent where the run did not read it', () => {
+    expect(latencyGoalRows(withGroups())).not.toContain("core 1's work");
+  });
+});
+
 describe("the bench's span quantiles from a proxy's histograms over a trial", () => {
   const page = (counts: Record<string, number>) =>
     Object.entries(counts)
