@@ -18,15 +18,18 @@ command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || missing+=(nginx-light
 VEGETA=$CACHE/vegeta-$VEGETA_VERSION/vegeta
 # vegeta is built from source with the Go toolchain (Debian golang-go) the first time.
 [[ -x $VEGETA ]] || command -v go >/dev/null || missing+=(golang-go)
-# The probe is built again whenever its source changes (its path names the source's hash).
+# The C tools are built again whenever their source changes (each path names the hash of the
+# tool's source and of listen.h, which the servers among them include).
+LISTEN_H=$(dirname "${BASH_SOURCE[0]}")/listen.h
+hashed() { cat "$1" "$LISTEN_H" | sha256sum | cut -c1-16; }
 PROBE_SRC=$(dirname "${BASH_SOURCE[0]}")/wake-probe.c
-WAKE_PROBE=$CACHE/wake-probe-$(sha256sum "$PROBE_SRC" | cut -c1-16)/wake-probe
+WAKE_PROBE=$CACHE/wake-probe-$(hashed "$PROBE_SRC")/wake-probe
 OPEN_LOAD_SRC=$(dirname "${BASH_SOURCE[0]}")/open-load.c
-OPEN_LOAD=$CACHE/open-load-$(sha256sum "$OPEN_LOAD_SRC" | cut -c1-16)/open-load
+OPEN_LOAD=$CACHE/open-load-$(hashed "$OPEN_LOAD_SRC")/open-load
 RELAY_SRC=$(dirname "${BASH_SOURCE[0]}")/relay.c
-RELAY=$CACHE/relay-$(sha256sum "$RELAY_SRC" | cut -c1-16)/relay
+RELAY=$CACHE/relay-$(hashed "$RELAY_SRC")/relay
 ORIGIN_SRC=$(dirname "${BASH_SOURCE[0]}")/origin.c
-ORIGIN=$CACHE/origin-$(sha256sum "$ORIGIN_SRC" | cut -c1-16)/origin
+ORIGIN=$CACHE/origin-$(hashed "$ORIGIN_SRC")/origin
 { [[ -x $WAKE_PROBE ]] && [[ -x $OPEN_LOAD ]] && [[ -x $RELAY ]] && [[ -x $ORIGIN ]]; } || command -v cc >/dev/null || missing+=(gcc)
 if ((${#missing[@]} > 0)); then
   [[ $(id -u) == 0 ]] || { echo "install ${missing[*]} (Debian packages) first" >&2; exit 1; }

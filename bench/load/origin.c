@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen.h"
+
 #define BUFFER 65536
 #define EVENTS 256
 
@@ -45,11 +47,6 @@ struct conn {
 };
 
 static int loop;
-
-static void fail(const char *what) {
-  perror(what);
-  exit(2);
-}
 
 static void finish(struct conn *c) {
   epoll_ctl(loop, EPOLL_CTL_DEL, c->fd, NULL);
@@ -197,23 +194,8 @@ int main(int argc, char **argv) {
                                    "%zu\r\n\r\n%s",
                                    sizeof BODY - 1, BODY);
   signal(SIGPIPE, SIG_IGN);
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  int on = 1;
-  // The bench stops the Node origin and starts this one on its port (and back): its connections
-  // may still be in TIME_WAIT.
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-  struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof at;
-  if (listener < 0 || bind(listener, (struct sockaddr *)&at, sizeof at) != 0 || listen(listener, 4096) != 0 ||
-      getsockname(listener, (struct sockaddr *)&at, &size) != 0)
-    fail("listen");
-  printf("{\"port\":%d}\n", ntohs(at.sin_port));
-  fflush(stdout);
-  loop = epoll_create1(0);
-  if (loop < 0) fail("epoll_create1");
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-  if (epoll_ctl(loop, EPOLL_CTL_ADD, listener, &ev) != 0) fail("epoll_ctl");
+  // The bench stops the Node origin and starts this one on its port (and back).
+  int listener = listen_loopback(port, &loop);
   struct epoll_event events[EVENTS];
   for (;;) {
     int n = epoll_wait(loop, events, EVENTS, -1);

@@ -25,6 +25,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen.h"
+
 #define BUFFER 65536
 #define EVENTS 256
 
@@ -42,11 +44,6 @@ static int loop;
 // Ends closed during one batch of events, freed after it (a later event may still name them).
 static struct end *closing[2 * EVENTS];
 static int closing_count;
-
-static void fail(const char *what) {
-  perror(what);
-  exit(2);
-}
 
 static void nodelay(int fd) {
   int on = 1;
@@ -150,20 +147,7 @@ int main(int argc, char **argv) {
   }
   int origin_port = atoi(argv[1]);
   signal(SIGPIPE, SIG_IGN);
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-  struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = 0};
-  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof at;
-  if (listener < 0 || bind(listener, (struct sockaddr *)&at, sizeof at) != 0 || listen(listener, 4096) != 0 ||
-      getsockname(listener, (struct sockaddr *)&at, &size) != 0)
-    fail("listen");
-  printf("{\"port\":%d}\n", ntohs(at.sin_port));
-  fflush(stdout);
-  loop = epoll_create1(0);
-  if (loop < 0) fail("epoll_create1");
-  // The listener is the one event without an end.
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-  if (epoll_ctl(loop, EPOLL_CTL_ADD, listener, &ev) != 0) fail("epoll_ctl");
+  int listener = listen_loopback(0, &loop);
   struct epoll_event events[EVENTS];
   for (;;) {
     int n = epoll_wait(loop, events, EVENTS, -1);
