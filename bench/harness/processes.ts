@@ -69,6 +69,8 @@ export class BenchProcesses {
   readonly children: ChildProcess[] = [];
   /** The bench's processes by pid: the name each was started with (its CPU group). */
   readonly named = new Map<number, string>();
+  /** How each process `spawnLogged` started is stopped alone (`stopLogged`). */
+  private readonly spawned = new Map<ChildProcess, Spawned>();
   private stopInfra = () => {};
 
   constructor(
@@ -79,11 +81,13 @@ export class BenchProcesses {
   ) {}
 
   spawnLogged(name: string, command: string, argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
-    const { child } = spawnGroup(command, argv, {
+    const spawned = spawnGroup(command, argv, {
       cwd: this.root,
       env,
       logFile: join(this.work, `${name}.log`),
     });
+    const { child } = spawned;
+    this.spawned.set(child, spawned);
     this.children.push(child);
     if (child.pid !== undefined) this.named.set(child.pid, name);
     return child;
@@ -91,17 +95,9 @@ export class BenchProcesses {
 
   /** Stops one process `spawnLogged` started (its group: TERM, KILL after 10 s) and forgets its name. */
   async stopLogged(child: ChildProcess): Promise<void> {
-    const pid = child.pid;
-    if (pid === undefined) return;
-    this.named.delete(pid);
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((done) => child.once('exit', done));
-      process.kill(-pid, 'SIGTERM');
-      const timer = setTimeout(() => groupAlive(pid) && process.kill(-pid, 'SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    while (groupAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
+    if (child.pid !== undefined) this.named.delete(child.pid);
+    await this.spawned.get(child)?.stop('SIGTERM', 10_000);
+    this.spawned.delete(child);
   }
 
   /**
