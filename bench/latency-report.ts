@@ -278,8 +278,8 @@ export function originNote(l: OpenModelLatency): string {
   if (l.origin === undefined) return '';
   if (l.origin === 'node')
     return `
-This run's latency trials were over the bench's Node origin (\`--latency-origin node\`), as every
-other measurement of this page is.
+This run's latency trials were over the bench's Node origin (\`--latency-origin node\`), as the
+saturation, one-core and completeness figures of this page are.
 `;
   return `
 The origin of these trials is the C origin (\`bench/load/origin.c\`, \`--latency-origin c\`, the
@@ -287,8 +287,9 @@ default since 2026-12-03): one thread on one epoll loop answering each request w
 call's result from a fixed buffer, nothing allocated a call, so its own tail is the machine's.
 Runs before it used the bench's Node origin, whose own p99 at the goal's rate (5 to 9 ms beside
 the generator on core 1) was over the goal itself and left the verdict unresolved. It stands on
-the Node origin's port for these trials only, every hop called for 1 s over it first; every other
-figure of this page is over the Node origin.
+the Node origin's port for these trials, every hop called for 1 s over it first; the saturation,
+one-core, limit-check and completeness figures of this page are over the Node origin, and the
+workers section names its own.
 `;
 }
 

@@ -59,6 +59,9 @@ const { values: args } = parseArgs({
     'latency-generator': { type: 'string', default: 'vegeta' },
     // The latency trials' origin: c (bench/load/origin.c) or node (the bench's Node origin).
     'latency-origin': { type: 'string', default: 'c' },
+    // The workers trial's origin, likewise: the Node origin's CPU a call crowds the cores the
+    // second worker needs.
+    'workers-origin': { type: 'string', default: 'c' },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
@@ -71,10 +74,13 @@ const GENERATOR = ((asked: string | undefined): LatencyGenerator => {
   if (asked === 'vegeta' || asked === 'open-load') return asked;
   throw new Error('--latency-generator is vegeta or open-load');
 })(args['latency-generator']);
-const LATENCY_ORIGIN = ((asked: string | undefined): LatencyOrigin => {
+const originKind = (flag: 'latency-origin' | 'workers-origin'): LatencyOrigin => {
+  const asked = args[flag];
   if (asked === 'c' || asked === 'node') return asked;
-  throw new Error('--latency-origin is c or node');
-})(args['latency-origin']);
+  throw new Error(`--${flag} is c or node`);
+};
+const LATENCY_ORIGIN = originKind('latency-origin');
+const WORKERS_ORIGIN = originKind('workers-origin');
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
@@ -211,13 +217,6 @@ async function main() {
     return;
   }
 
-  // Scaling: the metered proxy as one process and as two workers, at saturation (bench/workers.ts).
-  const workers = await measureWorkers(stack, procs, load, {
-    rounds: WORKER_ROUNDS,
-    trialSeconds: TRIAL_SECONDS,
-    log,
-  });
-
   // One proxy process alone on core 0, wrk, the origin and the rest of the stack on core 1: the
   // most calls/s one core of each hop gives, with how busy each side was (a hop short of its
   // whole core was held back by the other one).
@@ -275,21 +274,35 @@ async function main() {
     `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors; its core ${percent(limits.busy.hop)} busy`,
   );
 
-  // Added latency over the origin, open model: each hop pinned apart, at 25, 50 and 75 % of its
-  // own maximum there (bench/latency.ts), over the C origin unless asked otherwise: the Node
-  // origin's own tail at the goal's rate was over the goal itself. Each hop is called for 1 s once
-  // it stands on the origin's port, so no trial opens the hops' pools to it.
-  const warmOrigin = (names: readonly TargetName[]) => {
-    for (const name of names) {
+  // The trials from here on run over the C origin unless asked otherwise (bench/load/origin.c):
+  // the Node origin's own tail at the goal's rate was over the latency goal itself, and its CPU a
+  // call crowds the cores a second proxy worker needs. Each hop the later trials call is called
+  // for 1 s once the new origin stands on the port, so no trial opens the hops' pools to it.
+  const LATER_HOPS: readonly TargetName[] = ['N', 'BP', 'B3'];
+  let originNow: LatencyOrigin = 'node';
+  const useOrigin = async (kind: LatencyOrigin, hops: readonly TargetName[]) => {
+    if (kind === originNow) return;
+    await stack.useOrigin(kind);
+    originNow = kind;
+    for (const name of hops) {
       const warm = load.wrk(name, targets[name], 1);
       if (warm.errors > 0 || warm.requests === 0)
         log(`${name} over the new origin: ${warm.requests} calls, ${warm.errors} errors in its warm-up`);
     }
   };
-  if (LATENCY_ORIGIN === 'c') {
-    await stack.useOrigin('c');
-    warmOrigin(['N', 'BP', 'B3']);
-  }
+
+  // Scaling: the metered proxy as one process and as two workers, at saturation (bench/workers.ts).
+  await useOrigin(WORKERS_ORIGIN, LATER_HOPS);
+  const workers = await measureWorkers(stack, procs, load, {
+    rounds: WORKER_ROUNDS,
+    trialSeconds: TRIAL_SECONDS,
+    origin: WORKERS_ORIGIN,
+    log,
+  });
+
+  // Added latency over the origin, open model: each hop pinned apart, at 25, 50 and 75 % of its
+  // own maximum there (bench/latency.ts).
+  await useOrigin(LATENCY_ORIGIN, LATER_HOPS);
   const openModel = await measureOpenModel({
     load,
     targets,
@@ -303,10 +316,7 @@ async function main() {
     log,
   });
   // The Node origin again for the completeness trial: it counts the calls it answers.
-  if (LATENCY_ORIGIN === 'c') {
-    await stack.useOrigin('node');
-    warmOrigin(['B3']);
-  }
+  await useOrigin('node', ['B3']);
 
   const maxOf = (t: TargetName) =>
     median(saturation.find((r) => r.target === t)?.rounds.map((r) => r.rps) ?? []);

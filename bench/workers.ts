@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
 import { cpuBetween, cpuSample } from './harness/cpu';
-import type { LoadGenerators } from './harness/load';
+import type { LatencyOrigin, LoadGenerators } from './harness/load';
 import { type BenchProcesses, waitFor } from './harness/processes';
 import type { BenchStack } from './proxy-stack';
 import { median } from './targets';
@@ -48,6 +48,8 @@ interface Summary {
 }
 
 export interface WorkersResult {
+  /** The origin the trials called (absent in runs from before the C origin: the Node one). */
+  origin?: LatencyOrigin;
   rounds: number;
   trialSeconds: number;
   cores: number;
@@ -64,7 +66,7 @@ export async function measureWorkers(
   stack: BenchStack,
   procs: BenchProcesses,
   load: LoadGenerators,
-  options: { rounds: number; trialSeconds: number; log: (line: string) => void },
+  options: { rounds: number; trialSeconds: number; origin: LatencyOrigin; log: (line: string) => void },
 ): Promise<WorkersResult> {
   const { rounds: ROUNDS, trialSeconds: TRIAL_SECONDS, log } = options;
   const b3 = stack.targets.B3;
@@ -119,6 +121,7 @@ export async function measureWorkers(
   const two = summary('W2');
   const ratios = trials.B3.map((t, i) => (trials.W2[i]?.rps ?? 0) / t.rps);
   return {
+    origin: options.origin,
     rounds: ROUNDS,
     trialSeconds: TRIAL_SECONDS,
     cores: cpus().length,
@@ -132,6 +135,13 @@ export async function measureWorkers(
 }
 
 const f = (n: number, digits = 0) => n.toFixed(digits);
+
+/** Which origin the trials called, and why the C one. */
+export function workersOriginNote(origin: LatencyOrigin | undefined): string {
+  return origin === 'c'
+    ? "`bench/load/origin.c`, a fixed answer from one epoll loop in C: the bench's Node origin takes about half the proxy's CPU a call, on the two cores a second worker needs"
+    : "the bench's Node origin";
+}
 
 /** The goals table's row for workers. */
 export function workersGoalRow(w: WorkersResult): string {
@@ -153,8 +163,8 @@ export function workersSection(w: WorkersResult): string {
 Median of ${w.rounds} rounds of ${w.trialSeconds} s, the two targets in turn each round (alternating
 which goes first); the throughput ratio is taken round by round, then the median. B3 and W2 are
 the same service on the same split stack (one control plane with ingest, Redis, Kafka), the same
-MCP server, customer and origin: every call is metered (Kafka → ingest → ClickHouse) and limit-
-checked. Neither is pinned: W2's two workers and B3's one process compete with wrk, the origin and
+MCP server, customer and origin (${workersOriginNote(w.origin)}): every call is metered (Kafka → ingest →
+ClickHouse) and limit-checked. Neither is pinned: W2's two workers and B3's one process compete with wrk, the origin and
 the rest of the stack for the same ${w.cores} cores. Exactness across workers is not timed here:
 \`test/e2e/proxy-workers.test.ts\` proves 0 overshoot for one customer through both workers, and a
 killed worker's spool and leases settled.

@@ -213,10 +213,12 @@ describe('the bench report’s relay at the goal’s rate', () => {
 });
 
 describe('the bench report’s origin of the latency trials', () => {
-  it('names the C origin, and says every other figure is over the Node origin', () => {
+  it('names the C origin, and says which other figures are over the Node origin', () => {
     const section = latencySection(atHalf({ origin: 'c' }));
     expect(section).toContain('`bench/load/origin.c`, `--latency-origin c`');
-    expect(section).toContain('every other\nfigure of this page is over the Node origin');
+    expect(section).toContain(
+      'the saturation,\none-core, limit-check and completeness figures of this page are over the Node origin',
+    );
   });
 
   it('says when the trials were over the Node origin', () => {
