@@ -288,8 +288,8 @@ call's result from a fixed buffer, nothing allocated a call, so its own tail is 
 Runs before it used the bench's Node origin, whose own p99 at the goal's rate (5 to 9 ms beside
 the generator on core 1) was over the goal itself and left the verdict unresolved. It stands on
 the Node origin's port for these trials, every hop called for 1 s over it first; the saturation,
-one-core, limit-check and completeness figures of this page are over the Node origin, and the
-workers section names its own.
+one-core and completeness figures of this page are over the Node origin, and the workers section
+names its own.
 `;
 }
 

@@ -217,7 +217,7 @@ describe('the bench report’s origin of the latency trials', () => {
     const section = latencySection(atHalf({ origin: 'c' }));
     expect(section).toContain('`bench/load/origin.c`, `--latency-origin c`');
     expect(section).toContain(
-      'the saturation,\none-core, limit-check and completeness figures of this page are over the Node origin',
+      'the saturation,\none-core and completeness figures of this page are over the Node origin',
     );
   });
 
