@@ -73,11 +73,13 @@ async function build(recipe) {
   const out = join(CACHE, id);
   const result = await esbuild.build({
     absWorkingDir: root,
-    // The services, and the admin CLI (deploy/admin.mjs runs it where there is no TypeScript
-    // loader: the image).
+    // The services, the admin CLI (deploy/admin.mjs runs it where there is no TypeScript
+    // loader: the image), and the Kafka producer's thread, which ingest/src/producer-thread.ts
+    // starts from beside its own chunk.
     entryPoints: {
       serve: join(root, 'deploy', 'serve.ts'),
       admin: join(root, 'control-plane', 'src', 'admin', 'cli.ts'),
+      'kafka-producer-thread': join(root, 'ingest', 'src', 'producer-thread-entry.ts'),
     },
     bundle: true,
     platform: 'node',

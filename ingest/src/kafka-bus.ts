@@ -1,10 +1,11 @@
-import { type Consumer, type Kafka, type logCreator, logLevel, Partitioners, type Producer } from 'kafkajs';
+import { type Consumer, Kafka, type logCreator, logLevel, Partitioners, type Producer } from 'kafkajs';
 import { CrossPartitionBatcher } from './batcher';
 import './kafkajs-crc32c';
 import './kafkajs-idle-fix';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import {
   ENVIRONMENTS,
+  type Environment,
   parseBusMessage,
   partitionKey,
   recordJson,
@@ -23,6 +24,12 @@ export { Kafka } from 'kafkajs';
 /** Keeps each bulk message far below Kafka's default 1 MB message limit. */
 const MAX_EVENTS_PER_MESSAGE = 500;
 
+/** Where kafkajs's log lines go: `verbose` lets its INFO lines through, at debug. */
+export interface KafkaLogSink {
+  verbose: boolean;
+  write(level: 'warn' | 'debug', extra: Record<string, unknown>, message: string): void;
+}
+
 /**
  * kafkajs logs through pino. Its ERROR lines are mostly transient (a coordinator still being
  * elected, a topic another process just created) and it retries them itself, so they land at
@@ -30,16 +37,32 @@ const MAX_EVENTS_PER_MESSAGE = 500;
  */
 export function kafkaLogging(logger: Logger): { logLevel: logLevel; logCreator: logCreator } {
   const child = logger.child({ component: 'kafkajs' });
+  return kafkaLogOptions({
+    verbose: logger.isLevelEnabled('debug'),
+    write: (level, extra, message) => child[level](extra, message),
+  });
+}
+
+/** kafkajs's logging options, writing to `sink` (a producer thread's goes to its parent). */
+export function kafkaLogOptions(sink: KafkaLogSink): { logLevel: logLevel; logCreator: logCreator } {
   return {
-    logLevel: logger.isLevelEnabled('debug') ? logLevel.INFO : logLevel.WARN,
+    logLevel: sink.verbose ? logLevel.INFO : logLevel.WARN,
     logCreator:
       () =>
       ({ level, log }) => {
         const { message, ...extra } = log;
-        if (level <= logLevel.WARN) child.warn(extra, message);
-        else child.debug(extra, message);
+        sink.write(level <= logLevel.WARN ? 'warn' : 'debug', extra, message);
       },
   };
+}
+
+/** The Kafka client every producer and consumer of usage records uses, in a thread or not. */
+export function kafkaClient(
+  brokers: string[],
+  clientId: string,
+  logging: { logLevel: logLevel; logCreator: logCreator },
+): Kafka {
+  return new Kafka({ clientId, brokers, ...logging, retry: { retries: 5, initialRetryTime: 200 } });
 }
 
 export const allTopics = (namespace: string): string[] =>
@@ -95,17 +118,38 @@ async function createMissingTopics(kafka: Kafka, namespace: string, partitions: 
   }
 }
 
+/**
+ * What a Kafka message is made from, per record: its environment (the topic), its partition key
+ * and its JSON text. A producer thread (producer-thread.ts) is sent these, not the records.
+ */
+export interface BusEntry {
+  environment: Environment;
+  key: string;
+  json: string;
+}
+
+export const busEntry = (record: UsageRecord): BusEntry => ({
+  environment: record.environment,
+  key: partitionKey(record),
+  json: recordJson(record),
+});
+
 /** Groups records into Kafka messages: one record alone, several of one customer as a bulk message. */
 export function toMessages(namespace: string, records: readonly UsageRecord[]) {
-  const groups = new Map<string, UsageRecord[]>();
-  for (const record of records) {
-    const key = `${record.environment}\u0000${partitionKey(record)}`;
+  return entryMessages(namespace, records.map(busEntry));
+}
+
+/** `toMessages` of records already made into entries. */
+export function entryMessages(namespace: string, entries: readonly BusEntry[]) {
+  const groups = new Map<string, BusEntry[]>();
+  for (const entry of entries) {
+    const key = `${entry.environment}\u0000${entry.key}`;
     let group = groups.get(key);
     if (group === undefined) {
       group = [];
       groups.set(key, group);
     }
-    group.push(record);
+    group.push(entry);
   }
   const byTopic = new Map<string, { key: string; value: string }[]>();
   const push = (topic: string, message: { key: string; value: string }) => {
@@ -116,15 +160,15 @@ export function toMessages(namespace: string, records: readonly UsageRecord[]) {
   for (const group of groups.values()) {
     const first = group[0];
     if (first === undefined) continue;
-    const key = partitionKey(first);
+    const key = first.key;
     if (group.length === 1) {
-      push(recordTopic(namespace, first.environment), { key, value: recordJson(first) });
+      push(recordTopic(namespace, first.environment), { key, value: first.json });
       continue;
     }
     for (let i = 0; i < group.length; i += MAX_EVENTS_PER_MESSAGE) {
       // JSON.stringify({ events }), from each record's text made once, in one join: wrapping a
       // joined text in `{"events":[…]}` would copy the whole message once more when it is sent.
-      const events = group.slice(i, i + MAX_EVENTS_PER_MESSAGE).map((r) => recordJson(r));
+      const events = group.slice(i, i + MAX_EVENTS_PER_MESSAGE).map((e) => e.json);
       events[0] = `{"events":[${events[0]}`;
       events[events.length - 1] = `${events[events.length - 1]}]}`;
       push(bulkTopic(namespace, first.environment), { key, value: events.join(',') });
@@ -137,7 +181,7 @@ export function toMessages(namespace: string, records: readonly UsageRecord[]) {
 const MAX_RECORDS_PER_PRODUCE = 5_000;
 
 interface PendingPublish {
-  records: readonly UsageRecord[];
+  entries: readonly BusEntry[];
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -170,9 +214,14 @@ export class KafkaUsagePublisher implements UsagePublisher {
   }
 
   publish(records: readonly UsageRecord[]): Promise<void> {
-    if (records.length === 0) return Promise.resolve();
+    return this.publishEntries(records.map(busEntry));
+  }
+
+  /** `publish` of records already made into entries (what a producer thread is sent). */
+  publishEntries(entries: readonly BusEntry[]): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.waiting.push({ records, resolve, reject });
+      this.waiting.push({ entries, resolve, reject });
       this.kick();
     });
   }
@@ -192,7 +241,7 @@ export class KafkaUsagePublisher implements UsagePublisher {
       let count = 0;
       let take = 0;
       while (take < this.waiting.length) {
-        const size = this.waiting[take]?.records.length ?? 0;
+        const size = this.waiting[take]?.entries.length ?? 0;
         if (take > 0 && count + size > MAX_RECORDS_PER_PRODUCE) break;
         count += size;
         take++;
@@ -203,9 +252,9 @@ export class KafkaUsagePublisher implements UsagePublisher {
         await this.producer.sendBatch({
           acks: -1,
           timeout: 10_000,
-          topicMessages: toMessages(
+          topicMessages: entryMessages(
             this.namespace,
-            batch.length === 1 ? (batch[0]?.records ?? []) : batch.flatMap((p) => p.records),
+            batch.length === 1 ? (batch[0]?.entries ?? []) : batch.flatMap((p) => p.entries),
           ),
         });
         for (const p of batch) p.resolve();

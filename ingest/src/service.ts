@@ -8,12 +8,13 @@ import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './cl
 import { InProcessUsageBus } from './in-process-bus';
 import {
   ensureUsageTopics,
-  Kafka,
   KafkaUsagePublisher,
   KafkaUsageSubscription,
+  kafkaClient,
   kafkaLogging,
 } from './kafka-bus';
 import { KafkaUsageSettlement } from './kafka-settlement';
+import { ThreadedKafkaPublisher } from './producer-thread';
 import { ClickHouseUsageAnalytics } from './usage-analytics';
 import { ClickHouseUsageStore, type UsageWriter } from './usage-store';
 
@@ -38,14 +39,16 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
       close: async () => {},
     };
   }
-  const kafka = new Kafka({
-    clientId: config.kafkaClientId,
-    brokers: config.kafkaBrokers,
-    ...kafkaLogging(logger),
-    retry: { retries: 5, initialRetryTime: 200 },
-  });
+  const kafka = kafkaClient(config.kafkaBrokers, config.kafkaClientId, kafkaLogging(logger));
   await ensureUsageTopics(kafka, config.namespace, config.kafkaTopicPartitions);
-  const publisher = new KafkaUsagePublisher(kafka, config.namespace);
+  const publisher = config.kafkaProducerThread
+    ? new ThreadedKafkaPublisher({
+        brokers: config.kafkaBrokers,
+        clientId: config.kafkaClientId,
+        namespace: config.namespace,
+        logger,
+      })
+    : new KafkaUsagePublisher(kafka, config.namespace);
   await publisher.connect();
   const settlement = new KafkaUsageSettlement(kafka, config.namespace, config.kafkaConsumerGroup);
   return {

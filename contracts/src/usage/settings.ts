@@ -16,6 +16,11 @@ export interface BusConfig {
   kafkaConsumerGroup: string;
   kafkaTopicPartitions: number;
   kafkaSessionTimeoutMs: number;
+  /**
+   * Publishes go through a Kafka producer in a worker thread (ingest/src/producer-thread.ts), so
+   * encoding and sending them never holds the event loop that serves calls.
+   */
+  kafkaProducerThread: boolean;
   namespace: string;
   batchSize: number;
   flushIntervalMs: number;
@@ -60,6 +65,7 @@ export function readBusConfig(env: EnvReader): BusConfig {
     // tenth of it, also while a slow store holds a batch (every 3 s), so 10 s is safe and a
     // restart after a crash resumes ingest in about 10 s rather than 30.
     kafkaSessionTimeoutMs: env.int('KAFKA_SESSION_TIMEOUT_MS', 10_000, { min: 6_000, max: 300_000 }),
+    kafkaProducerThread: env.bool('KAFKA_PRODUCER_THREAD', true),
     namespace,
     // Big enough that ClickHouse sees few large inserts, small enough to bound memory. The
     // in-process bus (all-in-one) writes what gathered during its linger in one insert only while
