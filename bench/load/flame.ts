@@ -52,7 +52,7 @@ function placeOf(frame: ProfileNode['callFrame']): string {
   return `${path.replace(/^.*\/(node_modules|work\/[^/]+)\//, '')}:${frame.lineNumber + 1}`;
 }
 
-const nameOf = (n: ProfileNode) => {
+export const nameOf = (n: Pick<ProfileNode, 'callFrame'>) => {
   const place = placeOf(n.callFrame);
   const fn = n.callFrame.functionName || '(anonymous)';
   return place === '' ? fn : `${fn} ${place}`;
