@@ -25,20 +25,20 @@ const bySelf = new Map<string, number>();
 const byOwnFrame = new Map<string, number>();
 let total = 0;
 /** Ours: the project's sources (named through the build's maps), not node_modules or Node's. */
-const ours = (name: string) => /(proxy|contracts|ingest|deploy)\/src\//.test(name);
+const ours = (name: string) => /(proxy|control-plane|contracts|ingest|deploy)\/src\//.test(name);
 
-function walk(node: SampledNode, path: string[]): void {
+/** `own` is the innermost frame of ours between the root and this node. */
+function walk(node: SampledNode, own: string): void {
   const name = nameOf(node);
-  const here = ours(name) ? [...path, name] : path;
+  const here = ours(name) ? name : own;
   if (node.selfSize > 0) {
     total += node.selfSize;
     bySelf.set(name, (bySelf.get(name) ?? 0) + node.selfSize);
-    const own = here.at(-1) ?? '(none of ours)';
-    byOwnFrame.set(own, (byOwnFrame.get(own) ?? 0) + node.selfSize);
+    byOwnFrame.set(here, (byOwnFrame.get(here) ?? 0) + node.selfSize);
   }
   for (const child of node.children) walk(child, here);
 }
-walk(head, []);
+walk(head, '(none of ours)');
 
 const amount = (bytes: number) =>
   calls > 0 ? `${(bytes / calls).toFixed(0)} B/call` : `${(bytes / 1024).toFixed(0)} KiB`;
