@@ -195,18 +195,24 @@ function pinApart(named: ReadonlyMap<number, string>, hop: TrialHop): BatchPrior
 /** The batch work's idle group while latency is measured, if the machine gave one. */
 let idleGroup: IdleGroup | undefined;
 
+/** How long `quiet` samples the stack's CPU at a time, and how long it waits at most. */
+const QUIET_SAMPLE_MS = 500;
+const QUIET_LIMIT_MS = 10_000;
+
 /**
- * Waits (at most 20 s) until the stack is quiet: under 0.3 of a core busy over a second (its
+ * Waits (at most 10 s) until the stack is quiet: under 0.3 of a core busy over half a second (its
  * idle timers and the broker's housekeeping), the pipelines done with what earlier trials sent.
+ * A stack still busy after 10 s is busy with something no wait ends (the machine's own daemons,
+ * a neighbour): waiting longer only took the run past its 15 minutes.
  */
 async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => void): Promise<void> {
-  for (let i = 0; i < 20; i++) {
+  for (let waited = 0; waited < QUIET_LIMIT_MS; waited += QUIET_SAMPLE_MS) {
     const before = cpuSample(named);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const busy = Object.values(cpuBetween(before, cpuSample(named))).reduce((a, b) => a + b, 0);
-    if (busy < 0.3) return;
+    await new Promise((resolve) => setTimeout(resolve, QUIET_SAMPLE_MS));
+    const seconds = Object.values(cpuBetween(before, cpuSample(named))).reduce((a, b) => a + b, 0);
+    if (seconds / (QUIET_SAMPLE_MS / 1000) < 0.3) return;
   }
-  log('the stack did not quiet down within 20 s; measuring anyway');
+  log(`the stack did not quiet down within ${QUIET_LIMIT_MS / 1000} s; measuring anyway`);
 }
 
 /**
