@@ -21,6 +21,11 @@ export interface SaturationRow {
     usPerCall: Record<string, number>;
     /** The system part of `usPerCall` (absent in runs from before it was measured). */
     systemUsPerCall?: Record<string, number>;
+    /**
+     * CPU µs per call by thread of the service's processes (harness/threads.ts), keyed
+     * `<group>/<main|node|clickhouse>` (absent in runs from before it was measured).
+     */
+    threadsUsPerCall?: Record<string, number>;
   }>;
 }
 
@@ -50,6 +55,55 @@ export interface Result {
   completeness: { answered: number; recorded: number; ratio: number };
   /** The control plane's limit check on one pinned core (absent in runs from before it). */
   limits?: { rps: number; answered: number; errors: number; counted: number; busy?: CoresBusy };
+}
+
+const THREAD_ROWS: Array<[string, string]> = [
+  ['main', 'main thread (the event loop)'],
+  ['node', 'other Node threads'],
+  ['clickhouse', 'ClickHouse threads (chdb)'],
+];
+
+/**
+ * CPU a call by thread of the service's processes, for the targets whose rounds measured it; ''
+ * when none did (results from before it was measured).
+ */
+function threadsSection(r: Result): string {
+  const measured = r.saturation.filter((s) => s.rounds.some((x) => x.threadsUsPerCall !== undefined));
+  if (measured.length === 0) return '';
+  const cell = (s: SaturationRow, key: string) => {
+    const values = s.rounds.flatMap((x) => {
+      const v = x.threadsUsPerCall?.[key];
+      return v === undefined ? [] : [v];
+    });
+    return values.length === 0 ? undefined : median(values);
+  };
+  const processes: Array<[string, (s: SaturationRow) => string]> = [
+    ['the service', (s) => PROXY_GROUP[s.target]],
+    ['the control plane', () => 'control-plane'],
+  ];
+  const rows = processes.flatMap(([who, groupOf]) =>
+    THREAD_ROWS.flatMap(([part, label]) => {
+      const values = measured.map((s) => cell(s, `${groupOf(s)}/${part}`));
+      if (values.every((v) => v === undefined || v < 0.05)) return [];
+      return [
+        `| ${who}: ${label} | ${values.map((v) => (v === undefined ? '–' : v.toFixed(1))).join(' | ')} |`,
+      ];
+    }),
+  );
+  return `
+CPU µs per call by thread (median over rounds, user and system time): the service's own process
+(the proxy's for B2, B3 and B3m; A's whole service) and the control plane's (B3's ingest and chdb).
+A process's main thread runs its event loop: every call's JavaScript and socket calls, and what a
+call waits for. Its other Node threads are V8's collector helpers, libuv's pool and the proxy's
+Kafka producer thread (Node 20 gives them all one name). ClickHouse's threads are chdb's own,
+inserts and merges. In a column whose records the control plane does not store (B2 meters
+nothing; A stores its own), its figures are what it did meanwhile: merges of earlier inserts and
+the rollups.
+
+| thread | ${measured.map((s) => s.target).join(' | ')} |
+| --- |${measured.map(() => ' ---: |').join('')}
+${rows.join('\n')}
+`;
 }
 
 /** Median over rounds of each process group's CPU µs per call. */
@@ -296,7 +350,7 @@ CPU µs per call by process (median over rounds):
 | process | ${r.saturation.map((s) => s.target).join(' | ')} |
 | --- |${r.saturation.map(() => ' ---: |').join('')}
 ${cpuRows}
-
+${threadsSection(r)}
 Trials in which processes outside the stack ("other") took more than a tenth of the hop's own CPU:
 ${disturbed.join(', ') || 'none'}.
 

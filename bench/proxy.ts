@@ -29,6 +29,7 @@ import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './har
 import { type LatencyGenerator, type LatencyOrigin, LoadGenerators } from './harness/load';
 import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
+import { threadPartsBetween, threadTimes } from './harness/threads';
 import { measureOpenModel } from './latency';
 import { flame } from './load/flame';
 import { goalRatios, printCpu, type Result, type SaturationRow, writeResults } from './proxy-report';
@@ -37,6 +38,8 @@ import { median, PROXY_GROUP, TARGETS, type TargetName } from './targets';
 import { measureWorkers } from './workers';
 
 const root = resolve(import.meta.dirname, '..');
+/** The service's processes whose CPU is also counted by thread (harness/threads.ts). */
+const THREADED_GROUPS = new Set(['proxy-b2', 'proxy-b3', 'all-in-one', 'control-plane']);
 const { values: args } = parseArgs({
   options: {
     'trial-seconds': { type: 'string', default: '5' },
@@ -166,6 +169,13 @@ async function main() {
     const order = round % 2 === 0 ? ROUND_ORDER : [...ROUND_ORDER].reverse();
     for (const row of order.map((t) => saturation.find((s) => s.target === t) as SaturationRow)) {
       const before = cpuSample(procs.named);
+      // By thread: the service's process under test and the control plane's (ingest and chdb).
+      const byThread = [PROXY_GROUP[row.target], 'control-plane'].flatMap((group) => {
+        const pid = [...procs.named].find(([, name]) => name === group)?.[0];
+        return pid === undefined || !THREADED_GROUPS.has(group)
+          ? []
+          : [{ group, pid, before: threadTimes(pid) }];
+      });
       const commandsBefore = row.target === 'B3' ? await redisCommands(redis) : 0;
       const result = load.wrk(row.target, targets[row.target], TRIAL_SECONDS);
       // The pipeline finishes the trial's records (their CPU belongs to these calls): the hop
@@ -177,6 +187,14 @@ async function main() {
         await new Promise((r) => setTimeout(r, 2000));
       }
       const after = cpuSample(procs.named);
+      const threadsUsPerCall = Object.fromEntries(
+        byThread.flatMap(({ group, pid, before: earlier }) =>
+          Object.entries(threadPartsBetween(earlier, threadTimes(pid))).map(([part, seconds]) => [
+            `${group}/${part}`,
+            (seconds * 1e6) / Math.max(result.requests, 1),
+          ]),
+        ),
+      );
       if (row.target === 'B3') {
         b3Commands += (await redisCommands(redis)) - commandsBefore - 1;
         b3Calls += result.requests;
@@ -195,13 +213,17 @@ async function main() {
         errors: result.errors,
         usPerCall,
         systemUsPerCall: perCall('system'),
+        threadsUsPerCall,
       });
       log(
         `${row.target} round ${round + 1}: ${Math.round(result.rps)} calls/s, ${result.errors} errors; CPU µs/call ${row.target} ${(usPerCall[PROXY_GROUP[row.target]] ?? 0).toFixed(1)}, all ${Object.values(
           usPerCall,
         )
           .reduce((a, b) => a + b, 0)
-          .toFixed(1)}`,
+          .toFixed(1)}${Object.entries(threadsUsPerCall)
+          .filter(([, us]) => us >= 0.05)
+          .map(([key, us]) => `, ${key} ${us.toFixed(1)}`)
+          .join('')}`,
       );
     }
   }
