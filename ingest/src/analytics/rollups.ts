@@ -281,10 +281,7 @@ export class UsageRollups {
    * leaves its earlier slot, which must be rolled again without it. The lookback reads only the
    * newest parts; a record resent with another time later than that is counted in both slots
    * until they are rolled again (docs/analytics.md). With `since` (µs of the store's clock), only
-   * the window's records stored from then on are looked for. The lookback's rows are first kept
-   * by their id alone, then by the whole key: a row whose key is among the looked-for keys has
-   * its id among their ids, so the answer is the same, and a set of strings is far cheaper to
-   * test an hour of rows against than one of four-column tuples (about a third of the CPU).
+   * the window's records stored from then on are looked for.
    */
   private async markMoved(
     environment: Environment,
@@ -302,7 +299,6 @@ export class UsageRollups {
        SELECT DISTINCT toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC') FROM ${table}
         WHERE ingested_at >= (SELECT ifNull(minOrNull(ingested_at), toDateTime64('2299-12-31 00:00:00', 3, 'UTC'))
                                 FROM ${table} WHERE ${looked}) - INTERVAL ${MOVED_LOOKBACK_MINUTES} MINUTE
-          AND id IN (SELECT id FROM ${table} WHERE ${looked})
           AND (provider_id, meter_ref, customer_ref, id) IN
               (SELECT provider_id, meter_ref, customer_ref, id FROM ${table} WHERE ${looked})
           AND NOT ${window}
