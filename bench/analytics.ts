@@ -52,7 +52,7 @@ type Store = Awaited<ReturnType<typeof openTestUsageStore>>;
 async function insert(handle: Store, total: number, from: number, to: number) {
   await handle.client.command({
     query: `INSERT INTO mcpmeter.usage_records_sandbox
-              (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties, ingested_at)
+              (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties, ingested_at, id_given)
             SELECT '${PROVIDER}', '${METER}', 'requests', concat('cus_', toString(number % 2000)),
                    concat('rec_', toString(number)),
                    fromUnixTimestamp64Milli(toInt64(${START} + intDiv(number * ${NOW - START}, ${total}))), 1,
@@ -66,7 +66,9 @@ async function insert(handle: Store, total: number, from: number, to: number) {
                                     toString(number % 3000), '"'), ''),
                           '}'),
                    -- Written 1.5 s after the call, as the consumer writes a live proxy's records.
-                   fromUnixTimestamp64Milli(toInt64(${START} + intDiv(number * ${NOW - START}, ${total}) + 1500))
+                   fromUnixTimestamp64Milli(toInt64(${START} + intDiv(number * ${NOW - START}, ${total}) + 1500)),
+                   -- Ids made here, as the proxy's are (the rollups look for no other copies of them).
+                   false
               FROM numbers(${from}, ${to - from})`,
   });
 }

@@ -37,6 +37,12 @@ const INSERTED_COLUMNS: [string, ...string[]] = [
   'properties',
 ];
 
+/**
+ * The same with `id_given` (migration 008), which only the single-server tables have: it serves
+ * the rollups' looks for moved records, and a cluster keeps no rollups (docs/analytics.md).
+ */
+const INSERTED_COLUMNS_WITH_ID_GIVEN: [string, ...string[]] = [...INSERTED_COLUMNS, 'id_given'];
+
 /** Write side used by the ingest consumer. Inserts only: no code path updates or deletes a record. */
 export interface UsageWriter {
   insert(records: readonly UsageRecord[], dedupeToken?: string): Promise<void>;
@@ -119,14 +125,15 @@ export class ClickHouseUsageStore implements UsageReader, UsageWriter {
         if (r.environment !== environment) continue;
         // The column is UTC; ClickHouse's default text form has no 'T' and no zone suffix.
         const timestamp = tsvField(r.timestamp.replace('T', ' ').replace('Z', ''));
+        const idGiven = this.distributed ? '' : r.idGiven === true ? '\ttrue' : '\tfalse';
         rows.push(
-          `${tsvField(r.providerId)}\t${tsvField(r.meterRef)}\t${tsvField(r.meterName)}\t${tsvField(r.customerRef)}\t${tsvField(r.id)}\t${timestamp}\t${r.value}\t${tsvField(JSON.stringify(r.properties))}\n`,
+          `${tsvField(r.providerId)}\t${tsvField(r.meterRef)}\t${tsvField(r.meterName)}\t${tsvField(r.customerRef)}\t${tsvField(r.id)}\t${timestamp}\t${r.value}\t${tsvField(JSON.stringify(r.properties))}${idGiven}\n`,
         );
       }
       if (rows.length === 0) continue;
       await this.clickhouse.insertText({
         table: `${this.database}.${TABLES[environment]}`,
-        columns: INSERTED_COLUMNS,
+        columns: this.distributed ? INSERTED_COLUMNS : INSERTED_COLUMNS_WITH_ID_GIVEN,
         body: Buffer.from(rows.join('')),
         // Empty when there is none: a token is for this insert alone.
         settings: {

@@ -86,11 +86,12 @@ describe('usage store rows', () => {
       customerRef: 'cus plain',
       timestamp: '2026-11-02T03:04:06.000Z',
     };
-    await store.store.insert([record, other, { ...record, id: 'rec_roundtrip:3' }]);
+    // The third's sender chose its id (the usage API's `id`): the row says so (migration 008).
+    await store.store.insert([record, other, { ...record, id: 'rec_roundtrip:3', idGiven: true }]);
     const result = await store.client.query({
       query: `SELECT provider_id, meter_ref, meter_name, customer_ref, id,
                      toString(timestamp) AS timestamp,
-                     toString(value) AS value, properties
+                     toString(value) AS value, properties, id_given
                 FROM mcpmeter.usage_records_live FINAL WHERE id LIKE 'rec_roundtrip:%' ORDER BY id`,
       format: 'JSONEachRow',
     });
@@ -103,6 +104,7 @@ describe('usage store rows', () => {
       timestamp: '2026-11-02 03:04:05.678',
       value: '1234.000000125',
       properties: JSON.stringify(properties),
+      id_given: false,
     };
     expect(await result.json()).toEqual([
       row,
@@ -114,8 +116,21 @@ describe('usage store rows', () => {
         id: 'rec_roundtrip:2',
         timestamp: '2026-11-02 03:04:06.000',
       },
-      { ...row, id: 'rec_roundtrip:3' },
+      { ...row, id: 'rec_roundtrip:3', id_given: true },
     ]);
+  });
+
+  it('reads a row written without id_given (before migration 008, or by another writer) as given', async () => {
+    // Such a row may have had its id chosen by its sender: the rollups look for its other copies.
+    await store.client.command({
+      query: `INSERT INTO mcpmeter.usage_records_sandbox (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties)
+              VALUES ('prv_store', 'mtr_s', 'requests', 'old-writer', 'rec_old', now64(3), 1, '{}')`,
+    });
+    const result = await store.client.query({
+      query: "SELECT id_given FROM mcpmeter.usage_records_sandbox WHERE customer_ref = 'old-writer'",
+      format: 'JSONEachRow',
+    });
+    expect(await result.json()).toEqual([{ id_given: true }]);
   });
 
   it('keeps values JavaScript writes in exponent form exact, down to the ninth decimal place', async () => {
@@ -166,15 +181,22 @@ describe('usage store over HTTP', () => {
       const [built] = records('http', 1, 2.5);
       if (built === undefined) throw new Error('no record');
       const record = { ...built, customerRef: 'over "http"\t1' };
-      await http.insert([record], 'token-h');
+      await http.insert([record, { ...record, id: `${record.id}-given`, idGiven: true }], 'token-h');
       expect(seen).toHaveLength(1);
+      const columns = 'provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties';
       expect(seen[0]?.query.get('query')).toBe(
-        'INSERT INTO mcpmeter.usage_records_sandbox (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties) FORMAT TabSeparated',
+        `INSERT INTO mcpmeter.usage_records_sandbox (${columns}, id_given) FORMAT TabSeparated`,
       );
       expect(seen[0]?.query.get('insert_deduplication_token')).toBe('token-h:sandbox');
-      expect(seen[0]?.body).toBe(
-        `prv_store\tmtr_s\trequests\tover "http"\\t1\t${record.id}\t${record.timestamp.replace('T', ' ').replace('Z', '')}\t2.5\t${JSON.stringify(record.properties)}\n`,
+      const fields = (id: string) =>
+        `prv_store\tmtr_s\trequests\tover "http"\\t1\t${id}\t${record.timestamp.replace('T', ' ').replace('Z', '')}\t2.5\t${JSON.stringify(record.properties)}`;
+      expect(seen[0]?.body).toBe(`${fields(record.id)}\tfalse\n${fields(`${record.id}-given`)}\ttrue\n`);
+      // A cluster's tables have no id_given (it serves the rollups, which a cluster does not keep).
+      await new ClickHouseUsageStore(clickhouse, 'mcpmeter', true).insert([record]);
+      expect(seen[1]?.query.get('query')).toBe(
+        `INSERT INTO mcpmeter.usage_records_sandbox (${columns}) FORMAT TabSeparated`,
       );
+      expect(seen[1]?.body).toBe(`${fields(record.id)}\n`);
     } finally {
       await clickhouse.client.close();
       server.close();

@@ -290,10 +290,12 @@ export class UsageRollups {
     since?: bigint,
   ) {
     const table = this.table(TABLES[environment]);
+    // Only a record whose sender chose its id can have a copy under another time (markMoves):
+    // the proxy's records, nearly all of them, are not looked for (`id_given`, migration 008).
     const looked =
       since === undefined
-        ? window
-        : `${window} AND ingested_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')`;
+        ? `${window} AND id_given`
+        : `${window} AND id_given AND ingested_at >= fromUnixTimestamp64Micro({since:Int64}, 'UTC')`;
     await this.command(
       `INSERT INTO ${this.tables(environment).marks} (slot)
        SELECT DISTINCT toDateTime(toStartOfFifteenMinutes(timestamp), 'UTC') FROM ${table}
