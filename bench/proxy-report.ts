@@ -92,7 +92,8 @@ function threadsSection(r: Result): string {
   );
   return `
 CPU µs per call by thread (median over rounds, user and system time): the service's own process
-(the proxy's for B2, B3 and B3m; A's whole service) and the control plane's (B3's ingest and chdb).
+(the proxy's for B2, B3 and B3m; A's whole service) and the control plane's (ingest and chdb,
+which store B3's and B3m's records). A dash: the target has no such process of its own.
 A process's main thread runs its event loop: every call's JavaScript and socket calls, and what a
 call waits for. Its other Node threads are V8's collector helpers, libuv's pool and the proxy's
 Kafka producer thread (Node 20 gives them all one name). ClickHouse's threads are chdb's own,
@@ -359,7 +360,7 @@ bare uWebSockets.js + undici hop; BPn the same hop with a lean HTTP/1.1 keep-ali
 \`net\` in place of undici (\`bench/load/passthrough.ts\`, a prototype for the comparison); B2 the proxy with metering off; B3 the proxy, every call metered
 (Kafka → ingest → ClickHouse); B3m B3 with MCP 2026-07-28 calls; A the all-in-one service
 (\`npm start\`: proxy, control plane, ingest and chdb in one process, every call metered). B3's
-records are consumed by the control-plane process, A's in its own process: "every process" counts
+and B3m's records are consumed by the control-plane process, A's in its own process: "every process" counts
 them. The services (B2, B3, A, the control plane) start as \`npm start\` starts them, with the V8
 flags of \`deploy/node-flags.ts\`; the bare hops BP and BPn with Node's defaults. B3m / B3 (the modern era's cost): ${fmt(paired('B3m', 'B3').median, 2)} (rounds ${spread(paired('B3m', 'B3'))}).
 
@@ -403,7 +404,7 @@ ${r.openModel === undefined ? '' : `${latencySection(r.openModel)}\n`}${r.worker
   \`bench/scenarios/\` (\`bench/scenarios/README.md\` runs them by hand against a deployed proxy).
 - CPU: user + system time of every process from \`/proc\`, sampled around each trial (for B3, B3m
   and A also after it, until the hop has published every record of the trial, which for A means
-  stored, and 2 s more while the consumer stores B3's), divided by the calls wrk counted. The load generator is counted through the bench's children.
+  stored, and 2 s more while the consumer stores B3's and B3m's), divided by the calls wrk counted. The load generator is counted through the bench's children.
 - Noise: everything shares two cores; rounds take every target in turn so drift reaches all alike,
   compared targets side by side (nginx and A, BP and B3, B3 and B3m), every other round in reverse
   order; medians over rounds, ratios round by round. A throughput figure is the machine's, not the
