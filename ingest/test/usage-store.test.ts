@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { createClickHouse } from '../src/clickhouse/client';
+import { createClickHouse, migrateClickHouse } from '../src/clickhouse/client';
 import { ClickHouseUsageStore } from '../src/usage-store';
 
 /** The ClickHouse usage store (chdb in-process, one session shared by every query). */
@@ -120,17 +120,29 @@ describe('usage store rows', () => {
     ]);
   });
 
-  it('reads a row written without id_given (before migration 008, or by another writer) as given', async () => {
+  it('reads rows stored before migration 008, or written without id_given, as given', async () => {
     // Such a row may have had its id chosen by its sender: the rollups look for its other copies.
+    const row = (customer: string) =>
+      `INSERT INTO mcpmeter.usage_records_sandbox (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties)
+       VALUES ('prv_store', 'mtr_s', 'requests', '${customer}', 'rec_old', now64(3), 1, '{}')`;
+    const givenOf = async (customer: string) =>
+      (
+        await store.client.query({
+          query: `SELECT id_given FROM mcpmeter.usage_records_sandbox WHERE customer_ref = '${customer}'`,
+          format: 'JSONEachRow',
+        })
+      ).json();
+    // An upgrade: a table as it was before 008, a row stored in it, then the migration.
+    await store.client.command({ query: 'ALTER TABLE mcpmeter.usage_records_sandbox DROP COLUMN id_given' });
+    await store.client.command({ query: row('before-008') });
     await store.client.command({
-      query: `INSERT INTO mcpmeter.usage_records_sandbox (provider_id, meter_ref, meter_name, customer_ref, id, timestamp, value, properties)
-              VALUES ('prv_store', 'mtr_s', 'requests', 'old-writer', 'rec_old', now64(3), 1, '{}')`,
+      query: "DELETE FROM mcpmeter.schema_migrations WHERE version = '008_id_given.sql'",
     });
-    const result = await store.client.query({
-      query: "SELECT id_given FROM mcpmeter.usage_records_sandbox WHERE customer_ref = 'old-writer'",
-      format: 'JSONEachRow',
-    });
-    expect(await result.json()).toEqual([{ id_given: true }]);
+    expect(await migrateClickHouse(store.client, 'mcpmeter')).toContain('008_id_given.sql');
+    expect(await givenOf('before-008')).toEqual([{ id_given: true }]);
+    // After it, a writer that leaves the column out.
+    await store.client.command({ query: row('old-writer') });
+    expect(await givenOf('old-writer')).toEqual([{ id_given: true }]);
   });
 
   it('keeps values JavaScript writes in exponent form exact, down to the ninth decimal place', async () => {
