@@ -16,15 +16,24 @@ import type { WrkResult } from './load';
  * two samples drops out (its last ticks are lost, never subtracted).
  */
 export type CpuSample = Map<string, { group: string; seconds: number; system: number }>;
-const CLK_TCK = 100;
+/** The kernel's clock ticks a second, the unit of a stat line's times. */
+export const CLK_TCK = 100;
+
+/**
+ * utime, stime, cutime and cstime (ticks) of a `/proc/.../stat` line: the fields after its name,
+ * which ends at the line's last ')' (a name may hold either parenthesis).
+ */
+export function statLineTimes(stat: string): number[] {
+  return stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map(Number);
+}
+
 function statTimes(pid: string | number): number[] | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .slice(11, 15)
-      .map(Number);
+    return statLineTimes(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return undefined;
   }

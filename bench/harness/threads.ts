@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { CLK_TCK, statLineTimes } from './cpu';
 
 /**
  * CPU by thread inside one of the stack's Node processes, from /proc/<pid>/task: how much of a
@@ -39,8 +40,6 @@ const nameIn = (stat: string) => stat.slice(stat.indexOf('(') + 1, stat.lastInde
 /** CPU seconds (user + system) so far of each part of `pid`'s threads, by thread id. */
 export type ThreadTimes = Map<number, { part: ThreadPart; seconds: number }>;
 
-const CLK_TCK = 100;
-
 export function threadTimes(pid: number): ThreadTimes {
   const times: ThreadTimes = new Map();
   let tids: string[];
@@ -55,11 +54,7 @@ export function threadTimes(pid: number): ThreadTimes {
     const tid = Number(entry);
     try {
       const stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
-      const [utime = 0, stime = 0] = stat
-        .slice(stat.lastIndexOf(')') + 2)
-        .split(' ')
-        .slice(11, 13)
-        .map(Number);
+      const [utime = 0, stime = 0] = statLineTimes(stat);
       times.set(tid, {
         part: threadPart(pid, tid, nameIn(stat), mainName),
         seconds: (utime + stime) / CLK_TCK,
