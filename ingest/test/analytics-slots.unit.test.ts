@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bucketValue, LATENCY_ACCURACY, percentilesOf, ZERO_BUCKET } from '../src/analytics/latency';
-import { byMonth, MAX_RUNS, runsOf, SLOT_MS, splitRange } from '../src/analytics/slots';
+import { byMonth, MAX_RUNS, rebuildBatches, runsOf, SLOT_MS, splitRange } from '../src/analytics/slots';
 
 const T = Date.UTC(2026, 0, 31, 23, 0);
 
@@ -38,6 +38,34 @@ describe('analytics slots', () => {
       { from: T, to: Date.UTC(2026, 1, 1) },
       { from: Date.UTC(2026, 1, 1), to: T + 8 * SLOT_MS },
     ]);
+  });
+});
+
+describe('rebuild batches', () => {
+  it("puts a month's runs in one rebuild, cut at month starts and after MAX_RUNS runs", () => {
+    const feb = Date.UTC(2026, 1, 1);
+    // Runs in January (one reaching into February), then scattered February slots.
+    const january = [
+      T - 30 * SLOT_MS,
+      T - 10 * SLOT_MS,
+      T - 9 * SLOT_MS,
+      ...[0, 1, 2, 3, 4].map((i) => T + i * SLOT_MS),
+    ];
+    const february = Array.from({ length: MAX_RUNS + 1 }, (_, i) => feb + (10 + 3 * i) * SLOT_MS);
+    const batches = rebuildBatches([...february, ...january]);
+    expect(batches).toEqual([
+      [
+        { from: T - 30 * SLOT_MS, to: T - 29 * SLOT_MS },
+        { from: T - 10 * SLOT_MS, to: T - 8 * SLOT_MS },
+        { from: T, to: feb },
+      ],
+      [
+        { from: feb, to: feb + SLOT_MS },
+        ...february.slice(0, MAX_RUNS - 1).map((s) => ({ from: s, to: s + SLOT_MS })),
+      ],
+      february.slice(MAX_RUNS - 1).map((s) => ({ from: s, to: s + SLOT_MS })),
+    ]);
+    expect(rebuildBatches([])).toEqual([]);
   });
 });
 

@@ -384,6 +384,46 @@ describe('usage rollups', () => {
     expect(Number(left?.calls)).toBe(0);
   });
 
+  it("rolls late records scattered over a month's slots in one rebuild a month", async () => {
+    await handle.rollups?.roll();
+    const before = handle.rollups?.rebuilds ?? 0;
+    // Ten slots apart inside the range, and three in the month before the range's start month.
+    const first = new Date(START);
+    const earlier = Date.UTC(first.getUTCFullYear(), first.getUTCMonth() - 1, 3);
+    const late = [
+      ...Array.from({ length: 10 }, (_, i) => record(ceilSlot(START) + (14 * i + 3) * SLOT_MS + 1_000)),
+      ...Array.from({ length: 3 }, (_, i) => record(earlier + i * 2 * 24 * HOUR + 5_000)),
+    ];
+    await write(late);
+    await checkEverything();
+    await handle.rollups?.roll();
+    // One rebuild per month touched; one more at most if a slot closed since the roll above
+    // (now's month, unless it joins a month already being rebuilt).
+    const months = new Set(late.map((r) => r.timestamp.slice(0, 7)));
+    const rebuilds = (handle.rollups?.rebuilds ?? 0) - before;
+    expect(rebuilds).toBeGreaterThanOrEqual(months.size);
+    expect(rebuilds).toBeLessThanOrEqual(months.size + 1);
+    await checkEverything();
+    expect((await handle.rollups?.cleanSlots('sandbox', { from: START, to: END }))?.size).toBe(
+      SLOTS_STARTING_INSIDE,
+    );
+    // The earlier month's slots are rolled and answer exactly.
+    const week = { from: earlier, to: earlier + 7 * 24 * HOUR };
+    const clean = (await handle.rollups?.cleanSlots('sandbox', week)) ?? new Map();
+    expect([...clean.keys()].sort((a, b) => a - b)).toEqual(
+      late.slice(10).map((r) => floorSlot(Date.parse(r.timestamp))),
+    );
+    const series = await handle.analytics.series({
+      ...base,
+      from: new Date(week.from),
+      to: new Date(week.to),
+      grain: 'day',
+      timeZone: 'UTC',
+      groupBy: 'none',
+    });
+    expect(series.map((r) => r.calls)).toEqual([1, 1, 1]);
+  });
+
   it('moves a record resent under its id with another time out of its earlier slot', async () => {
     // Resent by a sender that chose the id (the usage API's `id`): only such a record can move.
     const later = (r: UsageRecord, at: number): UsageRecord => ({

@@ -5,12 +5,11 @@ import { TABLES } from '../usage-store';
 import { dayStatements, slotStatements } from './rebuild';
 import { inRanges, lastCopies } from './record-sql';
 import {
-  byMonth,
   DAY_MS,
   floorSlot,
   planRange,
   type RangePlan,
-  runsOf,
+  rebuildBatches,
   SLOT_MS,
   type TimeRange,
 } from './slots';
@@ -18,9 +17,7 @@ import { ROLLUP_TABLES, type RollupTables } from './tables';
 
 /** A slot is rolled once it closed this long ago, so most late records arrive before it is. */
 const GRACE_MS = 60_000;
-/** At most this many slots in one statement: a backfill goes a month at a time, resumable. */
-const RUN_SLOTS = 31 * 96;
-/** Ranges up to this long are read from the newest parts (lastCopies), longer ones with FINAL. */
+/** Rebuilds of slots this long in all are read from the newest parts (lastCopies), longer ones with FINAL. */
 const SHORT_RANGE_MS = 6 * 3_600_000;
 /** How far back, in ingestion time, a rebuilt slot's records are looked for under another time. */
 const MOVED_LOOKBACK_MINUTES = 60;
@@ -52,6 +49,7 @@ export class UsageRollups {
    * records in the open slots; unset until this process's first look, which reads them all.
    */
   private readonly tailSince: Partial<Record<Environment, bigint>> = {};
+  private rebuildCount = 0;
 
   constructor(
     private readonly clickhouse: ClickHouse,
@@ -77,6 +75,11 @@ export class UsageRollups {
 
   private async command(query: string, params: Record<string, unknown>): Promise<void> {
     await this.clickhouse.client.command({ query, query_params: params });
+  }
+
+  /** How many rebuilds this instance has run; each reads its month's records once. */
+  get rebuilds(): number {
+    return this.rebuildCount;
   }
 
   /** Marks the slots these stored records fall in; the consumer calls it after each batch is written. */
@@ -220,14 +223,8 @@ export class UsageRollups {
       { closedEnd },
     );
     for (const row of dirty) due.add(Number(row.slot) * 1000);
-    for (const run of runsOf(due))
-      for (const month of byMonth(run))
-        for (let from = month.from; from < month.to; from += RUN_SLOTS * SLOT_MS)
-          await this.rebuild(
-            environment,
-            { from, to: Math.min(month.to, from + RUN_SLOTS * SLOT_MS) },
-            version,
-          );
+    // A month at a time (a backfill is resumable), each month's runs in one rebuild.
+    for (const ranges of rebuildBatches(due)) await this.rebuild(environment, ranges, version);
     // Records in the slots not closed yet that were sent before under another time: their
     // earlier slots are marked now, not when these close. A record an earlier look of this
     // process already read needs no second one, so only those stored since are read: an idle
@@ -248,30 +245,36 @@ export class UsageRollups {
   }
 
   /**
-   * Rebuilds the slots of one range at `version` (µs of the store's clock, read before the
-   * records were): the figures, then zero rows for any group the range no longer has (a record
-   * sent again under its id with other properties), then the rolls that let queries use them.
+   * Rebuilds the slots of some ranges of one month at `version` (µs of the store's clock, read
+   * before the records were): the figures, then zero rows for any group the ranges no longer
+   * have (a record sent again under its id with other properties), then the rolls that let
+   * queries use them. The month's records are read once for all its ranges.
    */
-  private async rebuild(environment: Environment, range: TimeRange, version: bigint): Promise<void> {
-    const raw = inRanges('timestamp', [range], 'r');
-    // Each record's last copy once, as FINAL gives it: read from the newest parts for a short
-    // range (the slots just closed, a late record's), with FINAL over the partition for a long one.
+  private async rebuild(
+    environment: Environment,
+    ranges: readonly TimeRange[],
+    version: bigint,
+  ): Promise<void> {
+    this.rebuildCount += 1;
+    const raw = inRanges('timestamp', ranges, 'r');
+    // Each record's last copy once, as FINAL gives it: read from the newest parts for short
+    // ranges (the slots just closed, late records'), with FINAL over the partition for long ones.
     const table = this.table(TABLES[environment]);
-    const records =
-      range.to - range.from <= SHORT_RANGE_MS
-        ? lastCopies(table, raw.sql)
-        : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
-    const slots = inRanges('slot', [range], 'r');
+    const short = ranges.reduce((sum, range) => sum + (range.to - range.from), 0) <= SHORT_RANGE_MS;
+    const records = short ? lastCopies(table, raw.sql) : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
+    const slots = inRanges('slot', ranges, 'r');
     const params = { ...raw.params, version: version.toString() };
-    if (range.to - range.from <= SHORT_RANGE_MS) await this.markMoved(environment, raw.sql, raw.params);
+    if (short) await this.markMoved(environment, raw.sql, raw.params);
     for (const statement of slotStatements(this.tables(environment), records, slots.sql))
       await this.command(statement, params);
-    const at = "fromUnixTimestamp64Micro({version:Int64}, 'UTC')";
+    const starts: number[] = [];
+    for (const range of ranges)
+      for (let slot = range.from; slot < range.to; slot += SLOT_MS) starts.push(slot);
     await this.command(
       `INSERT INTO ${this.tables(environment).rolls}
-       SELECT toDateTime(intDiv({r0from:Int64}, 1000), 'UTC') + number * ${SLOT_MS / 1000}, ${at}
-         FROM numbers({count:UInt64})`,
-      { ...params, count: (range.to - range.from) / SLOT_MS },
+       SELECT toDateTime(intDiv(start, 1000), 'UTC'), fromUnixTimestamp64Micro({version:Int64}, 'UTC')
+         FROM (SELECT arrayJoin({starts:Array(Int64)}) AS start)`,
+      { version: version.toString(), starts },
     );
   }
 

@@ -66,6 +66,28 @@ export function byMonth(range: TimeRange): TimeRange[] {
   return parts;
 }
 
+/**
+ * The slots due to be rolled, as the rebuilds that roll them: the runs of one UTC month each
+ * (one partition of the raw tables, read once however many runs it holds), at most MAX_RUNS per
+ * rebuild, in order. K late records scattered over a month cost one rebuild, not K.
+ */
+export function rebuildBatches(slots: Iterable<number>): TimeRange[][] {
+  const batches: TimeRange[][] = [];
+  let month = Number.NaN;
+  for (const run of runsOf(slots))
+    for (const piece of byMonth(run)) {
+      const at = new Date(piece.from);
+      const start = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+      const last = batches[batches.length - 1];
+      if (last !== undefined && start === month && last.length < MAX_RUNS) last.push(piece);
+      else {
+        batches.push([piece]);
+        month = start;
+      }
+    }
+  return batches;
+}
+
 export const DAY_MS = 96 * SLOT_MS;
 
 /** What answers each part of a range: whole UTC days, rolled slots, or the raw records. */
