@@ -9,7 +9,8 @@
  * Records are generated inside ClickHouse (INSERT … SELECT FROM numbers), deterministic: 2,000
  * customers (each on one of 4 plans), 40 tools on 5 servers, 3 products, 2 % errors and 1 % paywalls, over the 30 days
  * before now (the range the API asks by default: whole quarter hours to the end of this one), in time order as ingest writes them: a million rows an insert up to the last hour,
- * then a minute an insert. Each size gets a fresh chdb directory; stops by itself, writes
+ * then a minute an insert. Then, in each store, the roll after 1, 24 and 96 late records in as
+ * many quarter hours is timed. Each size gets a fresh chdb directory; stops by itself, writes
  * bench/results/analytics.{md,json}.
  */
 import { writeFileSync } from 'node:fs';
