@@ -1,11 +1,26 @@
-import type { ToolStatsQuery, UsageSeriesQuery } from '@mcp-meter/contracts/usage';
-import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { LATENCY_ACCURACY } from '../src/analytics/latency';
 import { ceilSlot, floorSlot, SLOT_MS } from '../src/analytics/slots';
 import { migrateClickHouse } from '../src/clickhouse/client';
-import { storeUsageBatch } from '../src/service';
+import {
+  base,
+  checkCallsUntilNow,
+  checkEverything,
+  END,
+  HOUR,
+  inRange,
+  METER,
+  next,
+  outcomeOf,
+  PROVIDER,
+  record,
+  SLOTS_STARTING_INSIDE,
+  START,
+  stored,
+  useStore,
+  write,
+} from './helpers/rollup-fixture';
 
 /**
  * The analytics rollups against the raw records, in the embedded ClickHouse: every answer equals
@@ -17,247 +32,11 @@ import { storeUsageBatch } from '../src/service';
 let handle: Awaited<ReturnType<typeof openTestUsageStore>>;
 beforeAll(async () => {
   handle = await openTestUsageStore('rollups');
+  useStore(handle);
 });
 afterAll(async () => {
   await handle?.close();
 });
-
-const PROVIDER = 'prv_roll';
-const METER = 'mtr_roll';
-const HOUR = 3_600_000;
-// Three days ending two days ago: every slot is closed by the store's clock.
-const END = floorSlot(Date.now() - 2 * 24 * HOUR) + 7 * 60_000 + 123; // not on a slot edge
-const START = END - 3 * 24 * HOUR + 11 * 60_000 + 457; // nor this
-
-const SLOTS_STARTING_INSIDE = (floorSlot(END) - ceilSlot(START)) / SLOT_MS + 1;
-
-let seed = 7;
-const next = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-  return seed / 2_147_483_648;
-};
-const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)] as T;
-
-let serial = 0;
-function record(
-  at: number,
-  environment: Environment = 'sandbox',
-  shape: Record<string, unknown> = {},
-): UsageRecord {
-  const roll = next();
-  const outcome = roll < 0.08 ? 'error' : roll < 0.1 ? 'upstream_error' : roll < 0.16 ? 'paywall' : 'success';
-  const properties: Record<string, unknown> = {
-    tool: pick(['search', 'fetch', 'summarise', 'translate']),
-    server: pick(['mcp_a', 'mcp_b']),
-    productId: pick(['prd_1', 'prd_2']),
-    // Most calls were judged by a plan; some (free tools, records from before plans were) by none.
-    ...(next() < 0.8 ? { planId: pick(['pln_free', 'pln_pro', 'pln_team']) } : {}),
-    outcome,
-    ...(next() < 0.05 ? { cancelled: true } : {}),
-    ...(outcome !== 'paywall' && next() < 0.9 ? { latencyMs: Math.round(next() * 2_000_000) / 1000 } : {}),
-    ...(outcome === 'paywall'
-      ? {
-          paywall: pick(['url_elicitation', 'error_32042', 'text_link']),
-          paywallEra: pick(['modern', 'legacy']),
-          checkoutSessionId: pick(['cs_1', 'cs_2', 'cs_3']),
-        }
-      : {}),
-    ...shape,
-  };
-  // A few records reported through the API: no tool, no outcome.
-  if (next() < 0.03) for (const key of ['tool', 'server', 'outcome', 'latencyMs']) delete properties[key];
-  return {
-    id: `rec_${serial++}`,
-    providerId: PROVIDER,
-    environment,
-    meterRef: METER,
-    meterName: 'requests',
-    customerRef: pick(['cus_a', 'cus_b', 'cus_c']),
-    value: pick([1, 1, 2.5, 0.125]),
-    timestamp: new Date(at).toISOString(),
-    properties,
-  };
-}
-
-/** The records as stored: the last one written under an id is the one FINAL reads. */
-const stored = new Map<string, UsageRecord>();
-async function write(records: UsageRecord[]) {
-  // What the ingest consumer does with a batch.
-  await storeUsageBatch(handle.store, handle.rollups, records);
-  for (const r of records) stored.set(`${r.environment}/${r.id}`, r);
-}
-
-const ZONES = ['UTC', 'Asia/Kolkata'] as const;
-const GROUPS = ['none', 'tool', 'customer', 'product', 'plan', 'server', 'outcome'] as const;
-const GRAINS = ['hour', 'day'] as const;
-const base: ToolStatsQuery = {
-  providerId: PROVIDER,
-  environment: 'sandbox',
-  meterRef: METER,
-  from: new Date(START),
-  to: new Date(END),
-};
-
-function outcomeOf(p: Record<string, unknown>): string {
-  if (p.cancelled === true) return 'cancelled';
-  if (['error', 'upstream_error', 'unavailable'].includes(String(p.outcome))) return 'error';
-  return p.outcome === undefined ? 'reported' : String(p.outcome);
-}
-
-function bucketOf(at: number, grain: 'hour' | 'day', timeZone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', {
-      timeZone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    })
-      .formatToParts(new Date(at))
-      .map((p) => [p.type, p.value]),
-  );
-  if (grain === 'day') return `${parts.year}-${parts.month}-${parts.day}`;
-  return String(Math.floor(at / 1000) - Number(parts.minute) * 60 - Number(parts.second));
-}
-
-const inRange = (r: UsageRecord) =>
-  r.environment === 'sandbox' && Date.parse(r.timestamp) >= START && Date.parse(r.timestamp) < END;
-
-/** The series as the test counts it: calls, units (in billionths) and errors per bucket and key. */
-function expectedSeries(grain: 'hour' | 'day', timeZone: string, groupBy: (typeof GROUPS)[number]) {
-  const rows = new Map<
-    string,
-    { bucket: string; key: string; calls: number; units: bigint; errors: number }
-  >();
-  for (const r of stored.values()) {
-    if (!inRange(r)) continue;
-    const p = r.properties;
-    const key =
-      groupBy === 'none'
-        ? ''
-        : groupBy === 'customer'
-          ? r.customerRef
-          : groupBy === 'outcome'
-            ? outcomeOf(p)
-            : String(
-                p[{ tool: 'tool', product: 'productId', plan: 'planId', server: 'server' }[groupBy]] ?? '',
-              );
-    const bucket = bucketOf(Date.parse(r.timestamp), grain, timeZone);
-    const row = rows.get(`${bucket}|${key}`) ?? { bucket, key, calls: 0, units: 0n, errors: 0 };
-    row.calls += 1;
-    row.units += BigInt(Math.round(r.value * 1e9));
-    row.errors += ['error', 'upstream_error', 'unavailable'].includes(String(p.outcome)) ? 1 : 0;
-    rows.set(`${bucket}|${key}`, row);
-  }
-  return [...rows.values()]
-    .sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : a.key < b.key ? -1 : 1))
-    .map((r) => ({ ...r, units: r.units }));
-}
-
-const billionths = (decimal: string) => {
-  const [whole = '0', fraction = ''] = decimal.split('.');
-  return BigInt(whole) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0'));
-};
-
-/**
- * Every question checked; `full` asks each time zone at each grain, otherwise day in UTC and
- * hour in Kolkata (where a half-hour offset splits UTC hours), enough after the first full checks.
- */
-async function checkEverything(full = false) {
-  const asked = ZONES.flatMap((timeZone) =>
-    GRAINS.filter((grain) => full || (timeZone === 'UTC') === (grain === 'day')).map((grain) => ({
-      timeZone,
-      grain,
-    })),
-  );
-  for (const { timeZone, grain } of asked)
-    for (const groupBy of GROUPS) {
-      const query: UsageSeriesQuery = { ...base, grain, timeZone, groupBy };
-      const got = (await handle.analytics.series(query)).map((r) => ({ ...r, units: billionths(r.units) }));
-      expect(got, `${grain} ${timeZone} by ${groupBy}`).toEqual(expectedSeries(grain, timeZone, groupBy));
-    }
-  // By customer: the two with the most calls bucket by bucket, the whole range beside them.
-  for (const { timeZone, grain } of asked) {
-    const query: UsageSeriesQuery = { ...base, grain, timeZone, groupBy: 'customer' };
-    const perCustomer = new Map<string, number>();
-    for (const r of expectedSeries(grain, timeZone, 'customer'))
-      perCustomer.set(r.key, (perCustomer.get(r.key) ?? 0) + r.calls);
-    const top = [...perCustomer]
-      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
-      .slice(0, 2)
-      .map(([key]) => key);
-    const got = await handle.analytics.topCustomers(query, 2);
-    const billionthsOf = (rows: typeof got.rows) => rows.map((r) => ({ ...r, units: billionths(r.units) }));
-    expect(billionthsOf(got.rows), `top customers ${grain} ${timeZone}`).toEqual(
-      expectedSeries(grain, timeZone, 'customer').filter((r) => top.includes(r.key)),
-    );
-    expect(billionthsOf(got.totals)).toEqual(expectedSeries(grain, timeZone, 'none'));
-    expect(got.customers).toBe(perCustomer.size);
-  }
-  // Tools: calls, errors, and each percentile within 1 % of the exact nearest rank.
-  const tools = await handle.analytics.toolStats(base);
-  const byTool = new Map<string, { calls: number; errors: number; latencies: number[] }>();
-  for (const r of stored.values()) {
-    const p = r.properties;
-    if (!inRange(r) || p.tool === undefined) continue;
-    const key = `${p.tool}|${p.server}`;
-    const t = byTool.get(key) ?? { calls: 0, errors: 0, latencies: [] };
-    t.calls += 1;
-    t.errors += ['error', 'upstream_error', 'unavailable'].includes(String(p.outcome)) ? 1 : 0;
-    if (typeof p.latencyMs === 'number') t.latencies.push(p.latencyMs);
-    byTool.set(key, t);
-  }
-  expect(tools.map((t) => `${t.tool}|${t.server}`).sort()).toEqual([...byTool.keys()].sort());
-  for (const t of tools) {
-    const want = byTool.get(`${t.tool}|${t.server}`);
-    expect({ calls: t.calls, errors: t.errors }).toEqual({ calls: want?.calls, errors: want?.errors });
-    const sorted = [...(want?.latencies ?? [])].sort((a, b) => a - b);
-    for (const [level, value] of [
-      [0.5, t.latencyMs?.p50],
-      [0.95, t.latencyMs?.p95],
-      [0.99, t.latencyMs?.p99],
-    ] as const) {
-      const exact = sorted[Math.max(0, Math.ceil(level * sorted.length) - 1)] ?? 0;
-      expect(Math.abs((value ?? 0) - exact)).toBeLessThanOrEqual(exact * LATENCY_ACCURACY + 0.001);
-    }
-  }
-  // Paywalls by form, era, session and product, with the first showing.
-  const paywalls = new Map<string, { shown: number; first: number }>();
-  for (const r of stored.values()) {
-    const p = r.properties;
-    if (!inRange(r) || p.outcome !== 'paywall') continue;
-    const key = [p.paywall, p.paywallEra, p.checkoutSessionId, p.productId]
-      .map((v) => String(v ?? ''))
-      .join('|');
-    const row = paywalls.get(key) ?? { shown: 0, first: Number.POSITIVE_INFINITY };
-    row.shown += 1;
-    row.first = Math.min(row.first, Date.parse(r.timestamp));
-    paywalls.set(key, row);
-  }
-  const shown = await handle.analytics.paywalls(base);
-  expect(
-    Object.fromEntries(
-      shown.map((s) => [
-        [s.form, s.era, s.checkoutSessionId, s.productId].join('|'),
-        { shown: s.shown, first: s.firstShownMs },
-      ]),
-    ),
-  ).toEqual(Object.fromEntries(paywalls));
-}
-
-/** Every sandbox call from START to the open slots counted once, the resent at their last time. */
-async function checkCallsUntilNow() {
-  const until = { ...base, to: new Date(Date.now() + 15 * 60_000) };
-  const calls = (
-    await handle.analytics.series({ ...until, grain: 'day', timeZone: 'UTC', groupBy: 'none' })
-  ).reduce((sum, r) => sum + r.calls, 0);
-  expect(calls).toBe(
-    [...stored.values()].filter((r) => r.environment === 'sandbox' && Date.parse(r.timestamp) >= START)
-      .length,
-  );
-}
 
 describe('usage rollups', () => {
   it('answer every question exactly before and after the slots are rolled', async () => {
@@ -467,6 +246,50 @@ describe('usage rollups', () => {
     stored.set(`${resent.environment}/${resent.id}`, resent);
     await handle.rollups?.roll();
     await checkCallsUntilNow();
+    await checkEverything();
+  });
+
+  it('moves a customer out of a slot in both orders of the rollup by customer', async () => {
+    // The only record of its customer in its slot, resent an hour later under its id: the
+    // customer's row there must read zero in the rollup sorted by customer and the one by slot.
+    const at = ceilSlot(START) + 40 * SLOT_MS + 2_000;
+    const solo: UsageRecord = { ...record(at), customerRef: 'cus_solo', idGiven: true };
+    await write([solo]);
+    await handle.rollups?.roll();
+    await checkEverything();
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a later ingestion time
+    await write([{ ...solo, timestamp: new Date(at + HOUR).toISOString() }]);
+    await handle.rollups?.roll();
+    await checkEverything();
+    for (const table of ['usage_rollup_customers_sandbox', 'usage_rollup_customer_slots_sandbox']) {
+      const rows = await (
+        await handle.client.query({
+          query: `SELECT calls FROM mcpmeter.${table} FINAL
+                   WHERE provider_id = {provider:String} AND customer_ref = 'cus_solo'
+                     AND slot = fromUnixTimestamp64Milli({slot:Int64}, 'UTC')`,
+          query_params: { provider: PROVIDER, slot: floorSlot(at) },
+          format: 'JSONEachRow',
+        })
+      ).json<{ calls: string }>();
+      expect(
+        rows.map((r) => Number(r.calls)),
+        table,
+      ).toEqual([0]);
+    }
+  });
+
+  it('fills the rollup by customer sorted by slot from the one sorted by customer (an upgrade)', async () => {
+    await handle.rollups?.roll();
+    const clean = await handle.rollups?.cleanSlots('sandbox', { from: START, to: END });
+    // As before migration 009: the table empty, the migration not recorded.
+    await handle.client.command({ query: 'TRUNCATE TABLE mcpmeter.usage_rollup_customer_slots_sandbox' });
+    await handle.client.command({
+      query: "DELETE FROM mcpmeter.schema_migrations WHERE version = '009_customer_slot_rollups.sql'",
+    });
+    await migrateClickHouse(handle.client, 'mcpmeter');
+    // Filled at its rows' versions: the same slots clean, nothing to roll again, every answer
+    // (the ranking of customers from it) and both orders exact.
+    expect(await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })).toEqual(clean);
     await checkEverything();
   });
 

@@ -58,10 +58,16 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
        FROM ${records}
       WHERE ${IS_PAYWALL}
       GROUP BY provider_id, meter_ref, slot, form, era, session, product`,
-    `INSERT INTO ${t.customers}
-     SELECT provider_id, meter_ref, customer_ref, ${SLOT_OF} AS slot, count(), sum(value), countIf(${IS_ERROR}), ${AT}
+    // By customer twice, sorted by slot and by customer: the records once, into the first; the
+    // second is this version's rows of it.
+    `INSERT INTO ${t.customerSlots}
+     SELECT provider_id, meter_ref, ${SLOT_OF} AS slot, customer_ref, count(), sum(value), countIf(${IS_ERROR}), ${AT}
        FROM ${records}
-      GROUP BY provider_id, meter_ref, customer_ref, slot`,
+      GROUP BY provider_id, meter_ref, slot, customer_ref`,
+    `INSERT INTO ${t.customers}
+     SELECT provider_id, meter_ref, customer_ref, slot, calls, units, errors, version
+       FROM ${t.customerSlots}
+      WHERE (${slots}) AND version = ${AT}`,
     zeroGone(
       t.rollup,
       `provider_id, meter_ref, slot, tool, server, product, outcome, 0, 0, 0, 0, map(), ${AT}`,
@@ -70,7 +76,12 @@ export function slotStatements(t: RollupTables, records: string, slots: string):
     zeroGone(t.groups, `provider_id, meter_ref, dimension, slot, key, 0, 0, 0, ${AT}`, slots),
     zeroGone(t.totals, `provider_id, meter_ref, slot, 0, 0, 0, ${AT}`, slots),
     zeroGone(t.paywalls, `provider_id, meter_ref, slot, form, era, session, product, 0, first, ${AT}`, slots),
-    zeroGone(t.customers, `provider_id, meter_ref, customer_ref, slot, 0, 0, 0, ${AT}`, slots),
+    // The customers gone, found in the slot-sorted table (both hold the same groups): first in
+    // the customer-sorted one, while the slot-sorted one still tells them by their older version.
+    `INSERT INTO ${t.customers}
+     SELECT provider_id, meter_ref, customer_ref, slot, 0, 0, 0, ${AT}
+       FROM (SELECT * FROM ${t.customerSlots} FINAL WHERE ${slots}) WHERE version < ${AT}`,
+    zeroGone(t.customerSlots, `provider_id, meter_ref, slot, customer_ref, 0, 0, 0, ${AT}`, slots),
   ];
 }
 
@@ -86,7 +97,7 @@ export function dayStatements(t: RollupTables): string[] {
       GROUP BY provider_id, meter_ref, day, tool, server`,
     `INSERT INTO ${t.customerDays}
      SELECT provider_id, meter_ref, toDate(slot) AS day, customer_ref, sum(calls), ${AT}
-       FROM (SELECT * FROM ${t.customers} FINAL WHERE ${inDay})
+       FROM (SELECT * FROM ${t.customerSlots} FINAL WHERE ${inDay})
       WHERE calls > 0
       GROUP BY provider_id, meter_ref, day, customer_ref`,
     zeroGone(t.days, `provider_id, meter_ref, day, tool, server, 0, 0, map(), ${AT}`, theDay),

@@ -1,7 +1,7 @@
 import type { Environment } from '@mcp-meter/contracts/usage-record';
 
 /**
- * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 007),
+ * The analytics rollup tables of an environment (ingest/src/clickhouse/migrations/003 to 007 and 009),
  * from a closed set: no caller string reaches an identifier.
  */
 export interface RollupTables {
@@ -13,8 +13,10 @@ export interface RollupTables {
   totals: string;
   /** Per slot, paywall form, era, session and product: shown, first showing. */
   paywalls: string;
-  /** Per slot and customer: calls, units, errors. */
+  /** Per slot and customer, sorted by customer: calls, units, errors. */
   customers: string;
+  /** The same rows sorted by slot, for some slots of every customer. */
+  customerSlots: string;
   /** Per UTC day, tool and server: calls, errors, latency histogram. */
   days: string;
   /** Per UTC day and customer: calls. */
@@ -33,6 +35,7 @@ const tablesOf = (environment: Environment): RollupTables => ({
   totals: `usage_rollup_totals_${environment}`,
   paywalls: `usage_rollup_paywalls_${environment}`,
   customers: `usage_rollup_customers_${environment}`,
+  customerSlots: `usage_rollup_customer_slots_${environment}`,
   days: `usage_rollup_days_${environment}`,
   customerDays: `usage_rollup_customer_days_${environment}`,
   marks: `usage_slot_marks_${environment}`,
