@@ -257,11 +257,15 @@ export class UsageRollups {
   ): Promise<void> {
     this.rebuildCount += 1;
     const raw = inRanges('timestamp', ranges, 'r');
-    // Each record's last copy once, as FINAL gives it: read from the newest parts for short
-    // ranges (the slots just closed, late records'), with FINAL over the partition for long ones.
+    // Each record's last copy once, as FINAL gives it: for short ranges (the slots just closed,
+    // late records') the ranges' records and the copies since of those a sender chose the id of
+    // (late records make the ranges' records old: reading every identity written since would
+    // read the month), with FINAL over the partition for long ones.
     const table = this.table(TABLES[environment]);
     const short = ranges.reduce((sum, range) => sum + (range.to - range.from), 0) <= SHORT_RANGE_MS;
-    const records = short ? lastCopies(table, raw.sql) : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
+    const records = short
+      ? lastCopies(table, raw.sql, 'given')
+      : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
     const slots = inRanges('slot', ranges, 'r');
     const params = { ...raw.params, version: version.toString() };
     if (short) await this.markMoved(environment, raw.sql, raw.params);
