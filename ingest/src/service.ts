@@ -4,7 +4,12 @@ import type { BusConfig, ClickHouseConfig, UsageSettlement } from '@mcp-meter/co
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { UsageRollups } from './analytics/rollups';
 import type { UsagePublisher, UsageSubscription } from './bus';
-import { type ClickHouseClient, createClickHouse, migrateClickHouse } from './clickhouse/client';
+import {
+  type ClickHouse,
+  type ClickHouseClient,
+  createClickHouse,
+  migrateClickHouse,
+} from './clickhouse/client';
 import { InProcessUsageBus } from './in-process-bus';
 import {
   ensureUsageTopics,
@@ -82,6 +87,8 @@ export interface UsageStoreHandle {
   /** The analytics rollups (docs/analytics.md); absent on a cluster, where analytics read raw. */
   rollups: UsageRollups | undefined;
   client: ClickHouseClient;
+  /** The store's connection, for another reader or writer of the same tables. */
+  clickhouse: ClickHouse;
   close(): Promise<void>;
 }
 
@@ -98,6 +105,7 @@ export async function openUsageStore(
     analytics: new ClickHouseUsageAnalytics(clickhouse, config.database, rollups),
     rollups,
     client,
+    clickhouse,
     close: () => client.close(),
   };
 }

@@ -1,6 +1,7 @@
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
+import { UsageRollups } from '../src/analytics/rollups';
 import { ceilSlot, floorSlot, SLOT_MS } from '../src/analytics/slots';
 import { migrateClickHouse } from '../src/clickhouse/client';
 import {
@@ -291,6 +292,55 @@ describe('usage rollups', () => {
     // (the ranking of customers from it) and both orders exact.
     expect(await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })).toEqual(clean);
     await checkEverything();
+  });
+
+  it('rolls the same when a rebuild reads the records in each statement, and leaves no table of its own', async () => {
+    const tables = async () =>
+      (
+        await (
+          await handle.client.query({
+            query:
+              "SELECT name FROM system.tables WHERE database = 'mcpmeter' AND startsWith(name, 'usage_rebuild_')",
+            format: 'JSONEachRow',
+          })
+        ).json<{ name: string }>()
+      ).map((t) => t.name);
+    // A table a stopped process left mid-rebuild (named by its rebuild's version, µs) goes at the
+    // next roll once an hour old; one of a rebuild running now stays.
+    const fresh = `usage_rebuild_${BigInt(Date.now()) * 1000n}_0000beef`;
+    for (const name of ['usage_rebuild_1_0000dead', fresh])
+      await handle.client.command({
+        query: `CREATE TABLE mcpmeter.${name} ENGINE = Memory AS SELECT * FROM mcpmeter.usage_records_sandbox WHERE 0`,
+      });
+    await handle.rollups?.roll();
+    expect(await tables()).toEqual([fresh]);
+    await handle.client.command({ query: `DROP TABLE mcpmeter.${fresh}` });
+    // Rebuilds with more rows than a table of their own may hold (here none may): late records
+    // and a record resent under its id with another time, every answer still exact.
+    const direct = new UsageRollups(handle.clickhouse, 'mcpmeter', 0);
+    // Merges would drop the resent record's first copy before the roll looks for its newest.
+    await handle.client.command({ query: 'SYSTEM STOP MERGES mcpmeter.usage_records_sandbox' });
+    const [moved] = [...stored.values()].filter(
+      (r) => inRange(r) && Date.parse(r.timestamp) < END - 6 * HOUR,
+    );
+    if (moved === undefined) throw new Error('no record to resend');
+    await write(
+      Array.from({ length: 5 }, (_, i) => record(ceilSlot(START) + (20 * i + 5) * SLOT_MS + 3_000)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5)); // a later ingestion time
+    await write([
+      { ...moved, timestamp: new Date(Date.parse(moved.timestamp) + 2 * HOUR).toISOString(), idGiven: true },
+    ]);
+    try {
+      expect(await direct.roll()).toBeGreaterThan(0);
+      await checkEverything();
+    } finally {
+      await handle.client.command({ query: 'SYSTEM START MERGES mcpmeter.usage_records_sandbox' });
+    }
+    expect(await tables()).toEqual([]);
+    expect(await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })).toEqual(
+      await direct.cleanSlots('sandbox', { from: START, to: END }),
+    );
   });
 
   it('rebuilds the slots rolled before a rollup table existed (an upgrade), reading them raw meanwhile', async () => {

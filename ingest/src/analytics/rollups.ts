@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Environment, UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { ClickHouse } from '../clickhouse/client';
@@ -19,6 +20,15 @@ import { ROLLUP_TABLES, type RollupTables } from './tables';
 const GRACE_MS = 60_000;
 /** Rebuilds of slots this long in all are read from the newest parts (lastCopies), longer ones with FINAL. */
 const SHORT_RANGE_MS = 6 * 3_600_000;
+/**
+ * A short rebuild with at most this many rows in its ranges reads their last copies once into a
+ * table of its own (in memory, about 30 MB at most), which its statements then read; with more,
+ * each statement reads them from the records.
+ */
+const SCRATCH_ROWS = 100_000;
+/** The prefix of those tables; one left by a process that stopped mid-rebuild is dropped after an hour. */
+const SCRATCH_PREFIX = 'usage_rebuild_';
+const SCRATCH_STALE_US = 3_600_000_000n;
 /** How far back, in ingestion time, a rebuilt slot's records are looked for under another time. */
 const MOVED_LOOKBACK_MINUTES = 60;
 /**
@@ -54,6 +64,8 @@ export class UsageRollups {
   constructor(
     private readonly clickhouse: ClickHouse,
     private readonly database: string,
+    /** The most rows a short rebuild reads once into a table of its own (0: none does). */
+    private readonly scratchRows = SCRATCH_ROWS,
   ) {}
 
   private table(name: string): string {
@@ -185,6 +197,7 @@ export class UsageRollups {
 
   /** Rolls what is due in both environments; returns the slots rebuilt. */
   async roll(): Promise<number> {
+    await this.dropStaleScratch();
     let slots = 0;
     for (const environment of Object.keys(ROLLUP_TABLES) as Environment[])
       slots += await this.rollEnvironment(environment);
@@ -263,14 +276,22 @@ export class UsageRollups {
     // read the month), with FINAL over the partition for long ones.
     const table = this.table(TABLES[environment]);
     const short = ranges.reduce((sum, range) => sum + (range.to - range.from), 0) <= SHORT_RANGE_MS;
-    const records = short
-      ? lastCopies(table, raw.sql, 'given')
-      : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
     const slots = inRanges('slot', ranges, 'r');
     const params = { ...raw.params, version: version.toString() };
     if (short) await this.markMoved(environment, raw.sql, raw.params);
-    for (const statement of slotStatements(this.tables(environment), records, slots.sql))
-      await this.command(statement, params);
+    const scratch = short ? await this.scratchCopies(table, raw, version) : undefined;
+    try {
+      const records =
+        scratch !== undefined
+          ? `(SELECT * FROM ${scratch})`
+          : short
+            ? lastCopies(table, raw.sql, 'given')
+            : `(SELECT * FROM ${table} FINAL WHERE ${raw.sql})`;
+      for (const statement of slotStatements(this.tables(environment), records, slots.sql))
+        await this.command(statement, params);
+    } finally {
+      if (scratch !== undefined) await this.command(`DROP TABLE IF EXISTS ${scratch}`, {});
+    }
     const starts: number[] = [];
     for (const range of ranges)
       for (let slot = range.from; slot < range.to; slot += SLOT_MS) starts.push(slot);
@@ -280,6 +301,50 @@ export class UsageRollups {
          FROM (SELECT arrayJoin({starts:Array(Int64)}) AS start)`,
       { version: version.toString(), starts },
     );
+  }
+
+  /**
+   * The last copies of the records in a short rebuild's ranges, read once into a table of the
+   * rebuild's own when there are few (SCRATCH_ROWS), so its five statements do not each look for
+   * them again (each look reads the ranges' records and, beyond them, what was written since:
+   * about 0.25 s at 10 M records for a late record's quarter hour). Its name, or undefined.
+   */
+  private async scratchCopies(
+    table: string,
+    raw: { sql: string; params: Record<string, number> },
+    version: bigint,
+  ): Promise<string | undefined> {
+    const [counted] = await this.rows<{ rows: string }>(
+      `SELECT count() AS rows FROM ${table} WHERE ${raw.sql}`,
+      raw.params,
+    );
+    if (Number(counted?.rows ?? 0) > this.scratchRows) return undefined;
+    const name = this.table(`${SCRATCH_PREFIX}${version}_${randomBytes(4).toString('hex')}`);
+    await this.command(`CREATE TABLE ${name} ENGINE = Memory AS SELECT * FROM ${table} WHERE 0`, {});
+    try {
+      await this.command(
+        `INSERT INTO ${name} SELECT * FROM ${lastCopies(table, raw.sql, 'given')}`,
+        raw.params,
+      );
+    } catch (error) {
+      await this.command(`DROP TABLE IF EXISTS ${name}`, {});
+      throw error;
+    }
+    return name;
+  }
+
+  /** Drops the rebuild tables a stopped process left (named by their rebuild's version) over an hour old. */
+  private async dropStaleScratch(): Promise<void> {
+    const stale = await this.rows<{ name: string }>(
+      `SELECT name FROM system.tables
+        WHERE database = {database:String} AND startsWith(name, {prefix:String})
+          AND toUInt64OrZero(splitByChar('_', substring(name, length({prefix:String}) + 1))[1])
+              < toUInt64(toUnixTimestamp64Micro(now64(6))) - {stale:UInt64}`,
+      { database: this.database, prefix: SCRATCH_PREFIX, stale: SCRATCH_STALE_US.toString() },
+    );
+    for (const { name } of stale)
+      if (/^usage_rebuild_\d+_[0-9a-f]{8}$/.test(name))
+        await this.command(`DROP TABLE IF EXISTS ${this.table(name)}`, {});
   }
 
   /**
