@@ -22,10 +22,11 @@ const GRACE_MS = 60_000;
 const SHORT_RANGE_MS = 6 * 3_600_000;
 /**
  * A short rebuild with at most this many rows in its ranges reads their last copies once into a
- * table of its own (in memory, about 30 MB at most), which its statements then read; with more,
- * each statement reads them from the records.
+ * table of its own (in memory: some 8 MB for records like the proxy's, at most about 110 MB when
+ * every record carries the 4 KB of properties the usage API allows), which its statements then
+ * read; with more, each statement reads them from the records.
  */
-const SCRATCH_ROWS = 100_000;
+const SCRATCH_ROWS = 25_000;
 /** The prefix of those tables; one left by a process that stopped mid-rebuild is dropped after an hour. */
 const SCRATCH_PREFIX = 'usage_rebuild_';
 const SCRATCH_STALE_US = 3_600_000_000n;
