@@ -12,9 +12,9 @@ import {
 import { type IdleGroup, leaveIdleGroup, toIdleGroup } from './harness/idle-group';
 import type {
   LatencyGenerator,
-  LatencyOrigin,
   LatencyTrial,
   LoadGenerators,
+  OriginKind,
   Target,
   WakeProbe,
 } from './harness/load';
@@ -139,7 +139,7 @@ export interface OpenModelLatency {
    * The trials' origin (`--latency-origin`): absent, the bench's Node origin (every run before
    * 2026-12-03's second session).
    */
-  origin?: LatencyOrigin;
+  origin?: OriginKind;
 }
 
 /** How long the wake-up probe runs at the goal's rate, s. */
@@ -157,7 +157,7 @@ export interface LatencyPlan {
   searchSeconds: number;
   generator: LatencyGenerator;
   /** Which origin stands on the origin's port for the trials (the caller put it there). */
-  origin: LatencyOrigin;
+  origin: OriginKind;
   log: (line: string) => void;
 }
 

@@ -4,14 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
-import {
-  headersOf,
-  installTools,
-  type LatencyOrigin,
-  scenario,
-  type Target,
-  type Tools,
-} from './harness/load';
+import { headersOf, installTools, type OriginKind, scenario, type Target, type Tools } from './harness/load';
 import { api, type BenchProcesses, firstLine, waitFor } from './harness/processes';
 import { RELAY_GROUP, TARGETS, type TargetName } from './targets';
 
@@ -43,7 +36,7 @@ export interface BenchStack {
    * pooled connections to the one stopped are closed with it. The Node origin counts calls
    * afresh once started again.
    */
-  useOrigin(kind: LatencyOrigin): Promise<void>;
+  useOrigin(kind: OriginKind): Promise<void>;
 }
 
 /**
@@ -85,7 +78,7 @@ export async function startBenchStack(
   const nodeOrigin = ['--import', './deploy/loader.mjs', 'bench/load/servers.ts'];
   let origin = procs.spawnLogged('origin', process.execPath, nodeOrigin, env);
   const { originPort } = JSON.parse(await firstLine(origin)) as { originPort: number };
-  const useOrigin = async (kind: LatencyOrigin) => {
+  const useOrigin = async (kind: OriginKind) => {
     await procs.stopLogged(origin);
     origin =
       kind === 'c'

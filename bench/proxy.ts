@@ -26,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
-import { type LatencyGenerator, type LatencyOrigin, LoadGenerators } from './harness/load';
+import { type LatencyGenerator, LoadGenerators, type OriginKind } from './harness/load';
 import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
 import { threadPartsBetween, threadTimes } from './harness/threads';
@@ -77,7 +77,7 @@ const GENERATOR = ((asked: string | undefined): LatencyGenerator => {
   if (asked === 'vegeta' || asked === 'open-load') return asked;
   throw new Error('--latency-generator is vegeta or open-load');
 })(args['latency-generator']);
-const originKind = (flag: 'latency-origin' | 'workers-origin'): LatencyOrigin => {
+const originKind = (flag: 'latency-origin' | 'workers-origin'): OriginKind => {
   const asked = args[flag];
   if (asked === 'c' || asked === 'node') return asked;
   throw new Error(`--${flag} is c or node`);
@@ -303,8 +303,8 @@ async function main() {
   // call crowds the cores a second proxy worker needs. Each hop the later trials call is called
   // for 1 s once the new origin stands on the port, so no trial opens the hops' pools to it.
   const LATER_HOPS: readonly TargetName[] = ['N', 'BP', 'B3'];
-  let originNow: LatencyOrigin = 'node';
-  const useOrigin = async (kind: LatencyOrigin, hops: readonly TargetName[]) => {
+  let originNow: OriginKind = 'node';
+  const useOrigin = async (kind: OriginKind, hops: readonly TargetName[]) => {
     if (kind === originNow) return;
     await stack.useOrigin(kind);
     originNow = kind;

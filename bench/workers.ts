@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { freePort } from '@mcp-meter/contracts/kit';
 import { NODE_FLAGS } from '../deploy/node-flags';
 import { cpuBetween, cpuSample } from './harness/cpu';
-import type { LatencyOrigin, LoadGenerators } from './harness/load';
+import type { LoadGenerators, OriginKind } from './harness/load';
 import { type BenchProcesses, waitFor } from './harness/processes';
 import type { BenchStack } from './proxy-stack';
 import { median } from './targets';
@@ -49,7 +49,7 @@ interface Summary {
 
 export interface WorkersResult {
   /** The origin the trials called (absent in runs from before the C origin: the Node one). */
-  origin?: LatencyOrigin;
+  origin?: OriginKind;
   rounds: number;
   trialSeconds: number;
   cores: number;
@@ -66,7 +66,7 @@ export async function measureWorkers(
   stack: BenchStack,
   procs: BenchProcesses,
   load: LoadGenerators,
-  options: { rounds: number; trialSeconds: number; origin: LatencyOrigin; log: (line: string) => void },
+  options: { rounds: number; trialSeconds: number; origin: OriginKind; log: (line: string) => void },
 ): Promise<WorkersResult> {
   const { rounds: ROUNDS, trialSeconds: TRIAL_SECONDS, log } = options;
   const b3 = stack.targets.B3;
@@ -137,7 +137,7 @@ export async function measureWorkers(
 const f = (n: number, digits = 0) => n.toFixed(digits);
 
 /** Which origin the trials called, and why the C one. */
-export function workersOriginNote(origin: LatencyOrigin | undefined): string {
+export function workersOriginNote(origin: OriginKind | undefined): string {
   return origin === 'c'
     ? "`bench/load/origin.c`, a fixed answer from one epoll loop in C: the bench's Node origin takes about half the proxy's CPU a call, on the two cores a second worker needs"
     : "the bench's Node origin";

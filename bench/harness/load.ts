@@ -29,11 +29,12 @@ export type Tools = {
 export type LatencyGenerator = 'vegeta' | 'open-load';
 
 /**
- * The latency trials' origin: the C origin (bench/load/origin.c, the default: a fixed answer from
- * one epoll loop, its own tail the machine's) or the bench's Node origin (bench/load/servers.ts,
- * which every other measurement uses), put on the origin's port for the trials.
+ * Which origin a trial calls: the C origin (bench/load/origin.c, a fixed answer from one epoll
+ * loop, its own tail the machine's: the default of the latency and workers trials) or the bench's
+ * Node origin (bench/load/servers.ts, which every other measurement uses), put on the origin's
+ * port for the trials.
  */
-export type LatencyOrigin = 'c' | 'node';
+export type OriginKind = 'c' | 'node';
 
 /**
  * The machine's floor for what a hop adds (bench/load/wake-probe.c): round trips of 8 bytes
