@@ -217,6 +217,20 @@ function spanCells(t: LatencyTrial): string {
   return `${cell('own')} | ${cell('origin')} | ${cell('answer')} | ${cell('added')}`;
 }
 
+/** The hop's run-queue wait, and its main thread's part of it where measured (since 2026-12-05). */
+function waitedCell(s: ShareTrials): string {
+  const main = s.mainWaitedMsPerSecond;
+  return main === undefined ? fmt(s.waitedMsPerSecond) : `${fmt(s.waitedMsPerSecond)} (main ${fmt(main)})`;
+}
+
+/** What the main thread's part of *waited* is, in reports that have it. */
+function mainWaitNote(l: OpenModelLatency): string {
+  if (!l.shares.some((s) => s.mainWaitedMsPerSecond !== undefined)) return '';
+  return ` (*main*: its main thread's part, the event loop's, where a call's answer waits; the rest
+is its other threads, such as the collector's helpers and a Kafka producer's thread, waiting on
+the hop's one core behind the loop or each other, which delays no call by itself)`;
+}
+
 function originWaited(s: ShareTrials): string {
   const w = originWaits(s);
   return w === undefined ? 'n/a' : `${fmt(w.withHop)} / ${fmt(w.alone)}`;
@@ -342,7 +356,7 @@ export function latencySection(l: OpenModelLatency): string {
       )} / ${fmt(
         addedOver(s, (t) => t.p999),
         3,
-      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${fmt(s.waitedMsPerSecond)} | ${originWaited(s)} | ${core1Busy(s)} | ${stolenCell(mostStolen([...s.hop, ...s.origin]))} |`;
+      )} | ${triple(s.hop)} | ${triple(s.origin)} | ${fmt(s.hopCpuMicros)} | ${Math.round(s.hopCoreBusy * 100)} % | ${waitedCell(s)} | ${originWaited(s)} | ${core1Busy(s)} | ${stolenCell(mostStolen([...s.hop, ...s.origin]))} |`;
     })
     .join('\n');
   const maxima = LATENCY_HOPS.map((hop) => {
@@ -369,7 +383,7 @@ same rate in the same arrangement (B3 twice each, interleaved, the better trial 
 taken)${fromQuiet(l)}. *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
 process's per call at that rate, with how busy that kept its core; *waited* is how long its
 threads were runnable but not running (the kernel's run-queue delay), in ms per second: what the
-machine's other work cost its latency; *origin waited* is the same for the origin, in the hop's
+machine's other work cost its latency${mainWaitNote(l)}; *origin waited* is the same for the origin, in the hop's
 trial and in the origin's own. The origin shares core 1 with ${gen}: called directly, each wakes
 the other in turn; behind a hop on core 0, the hop wakes each (the origin with a request, ${gen}
 with an answer) whenever its calls arrive, often while the other is running, and it waits. A

@@ -76,6 +76,8 @@ export interface ShareTrials {
   hopCoreBusy: number;
   /** How long the hop's threads waited, runnable, for a CPU: ms per second of its trials. */
   waitedMsPerSecond: number;
+  /** Of it, its main thread's (the event loop's; absent in results from before 2026-12-05). */
+  mainWaitedMsPerSecond?: number;
   /**
    * How long the origin's threads waited for a CPU, ms per second: in the hop's trial taken and
    * in the origin's own trials (the better one). The origin shares core 1 with vegeta: called
@@ -278,6 +280,7 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
  */
 function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], run: () => LatencyTrial) {
   const before = groups.map((g) => runQueueWait(named, g));
+  const mainBefore = groups.map((g) => runQueueWait(named, g, true));
   const coresBefore = coreTimes();
   const started = performance.now();
   const trial = run();
@@ -289,7 +292,10 @@ function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], 
   const waited = groups.map(
     (g, i) => (Math.max(0, runQueueWait(named, g) - (before[i] ?? 0)) * 1000) / seconds,
   );
-  return { trial, seconds, waited, core1Busy };
+  const mainWaited = groups.map(
+    (g, i) => (Math.max(0, runQueueWait(named, g, true) - (mainBefore[i] ?? 0)) * 1000) / seconds,
+  );
+  return { trial, seconds, waited, mainWaited, core1Busy };
 }
 
 /** Each group's CPU seconds over `seconds`: the cores it kept busy. */
@@ -309,7 +315,7 @@ function originAlone(plan: LatencyPlan, rate: number) {
 function measured(plan: LatencyPlan, hop: TrialHop, run: () => LatencyTrial) {
   const group = groupOfHop(hop);
   const before = cpuSample(plan.named);
-  const { trial, seconds, waited, core1Busy } = waiting(plan.named, [group, ORIGIN], run);
+  const { trial, seconds, waited, mainWaited, core1Busy } = waiting(plan.named, [group, ORIGIN], run);
   const usedAll = cpuBetween(before, cpuSample(plan.named));
   const used = usedAll[group] ?? 0;
   return {
@@ -318,6 +324,7 @@ function measured(plan: LatencyPlan, hop: TrialHop, run: () => LatencyTrial) {
     cpuMicros: (used * 1e6) / Math.max(trial.requests, 1),
     busy: used / seconds,
     waitedMsPerSecond: waited[0] ?? 0,
+    mainWaitedMsPerSecond: mainWaited[0] ?? 0,
     originWaitedMsPerSecond: waited[1] ?? 0,
     core1Busy,
   };
@@ -379,6 +386,7 @@ async function trialsAt(
     hopCpuMicros: best.cpuMicros,
     hopCoreBusy: best.busy,
     waitedMsPerSecond: best.waitedMsPerSecond,
+    mainWaitedMsPerSecond: best.mainWaitedMsPerSecond,
     originWaited: {
       withHop: best.originWaitedMsPerSecond,
       alone: at.originOf?.originWaited.alone ?? bestAlone?.waited[0] ?? 0,

@@ -131,14 +131,16 @@ export const stackGroups = (named: ReadonlyMap<number, string>) => [
 /**
  * How long the threads of `group`'s processes waited, runnable, for a CPU (the kernel's run-queue
  * delay, /proc/<pid>/task/<tid>/schedstat), in seconds since they started: what the machine's
- * other work cost a hop's latency.
+ * other work cost a hop's latency. With `mainOnly`, only each process's main thread (its event
+ * loop, where a call's answer waits): a wait of its other threads (the collector's helpers, a
+ * Kafka producer's thread) delays no call by itself.
  */
-export function runQueueWait(named: ReadonlyMap<number, string>, group: string): number {
+export function runQueueWait(named: ReadonlyMap<number, string>, group: string, mainOnly = false): number {
   let nanoseconds = 0;
   for (const [pid, name] of named) {
     if (name !== group) continue;
     try {
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const task of mainOnly ? [String(pid)] : readdirSync(`/proc/${pid}/task`)) {
         const fields = readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ');
         nanoseconds += Number(fields[1] ?? 0);
       }
