@@ -366,4 +366,45 @@ describe('usage rollups', () => {
     );
     await checkEverything();
   });
+
+  it('drops a copy resent past both looks once its earlier slot is rolled again', async () => {
+    // The first copy stored three hours before its resend (ingestion time set back): past the
+    // consumer's and the roll's lookback, so nothing marks its slot and it is counted in both
+    // slots meanwhile (docs/analytics.md). The resend's slot is rolled on its own first; then a
+    // late record makes the earlier slot roll again by itself, its window not holding the
+    // resend: only the rebuild's look at copies beyond its window can drop the first one. Merges
+    // are stopped, as two copies in different months (partitions) are never merged. Last in the
+    // file: the resend's slot stays marked until the next roll, and with merges stopped the first
+    // copies of the records resent at the time of now (tests above) stay too, so for two minutes
+    // each roll's look at the open slots marks their earlier slots again (VISIBLE_WITHIN_US).
+    await handle.rollups?.roll();
+    const at = ceilSlot(START) + 52 * SLOT_MS + 3_000;
+    const early: UsageRecord = { ...record(at), idGiven: true };
+    await write([early]);
+    await handle.rollups?.roll();
+    await handle.client.command({
+      query: `ALTER TABLE mcpmeter.usage_records_sandbox UPDATE ingested_at = ingested_at - INTERVAL 3 HOUR
+               WHERE provider_id = {provider:String} AND id = {id:String}`,
+      query_params: { provider: PROVIDER, id: early.id },
+      clickhouse_settings: { mutations_sync: '2' },
+    });
+    await handle.client.command({ query: 'SYSTEM STOP MERGES mcpmeter.usage_records_sandbox' });
+    try {
+      await write([{ ...early, timestamp: new Date(at + 5 * HOUR).toISOString() }]);
+      await handle.rollups?.roll();
+      const versions = async () =>
+        (await handle.rollups?.cleanSlots('sandbox', { from: START, to: END })) ?? new Map();
+      const before = await versions();
+      await write([record(at + 60_000)]);
+      await handle.rollups?.roll();
+      const after = await versions();
+      // The earlier slot rolled again, the resend's clean before (so not in its rebuild's
+      // window; the rebuild marks it now, having found the copy there).
+      expect(before.has(floorSlot(at + 5 * HOUR))).toBe(true);
+      expect(after.get(floorSlot(at))).toBeGreaterThan(before.get(floorSlot(at)) ?? 0n);
+      await checkEverything();
+    } finally {
+      await handle.client.command({ query: 'SYSTEM START MERGES mcpmeter.usage_records_sandbox' });
+    }
+  });
 });
