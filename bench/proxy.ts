@@ -321,6 +321,7 @@ async function main() {
     rounds: WORKER_ROUNDS,
     trialSeconds: TRIAL_SECONDS,
     origin: WORKERS_ORIGIN,
+    connections: CONNECTIONS,
     log,
   });
 
@@ -410,7 +411,7 @@ async function writeProfile(child: ChildProcess, dir: string): Promise<void> {
   writeFileSync(join(root, 'bench', 'results', 'proxy-profile.svg'), svg);
   writeFileSync(
     join(root, 'bench', 'results', 'proxy-profile.md'),
-    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the process's busy time (idle left out); frames are named by their TypeScript source and line through the build's source maps. Native frames (\`writeBuffer\`: a socket write; \`(program)\`: the engine and uWebSockets.js outside JavaScript) are the system calls and the runtime. Self time by function, the top 30:\n\n${table}`,
+    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process's main thread (its event loop, where every call's JavaScript runs; the Kafka producer's thread is not profiled) over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the thread's busy time (idle left out); frames are named by their TypeScript source and line through the build's source maps. Native frames (\`writeBuffer\`: a socket write; \`(program)\`: the engine and uWebSockets.js outside JavaScript) are the system calls and the runtime. Self time by function, the top 30:\n\n${table}`,
   );
   log('written bench/results/proxy-profile.{md,svg}');
 }

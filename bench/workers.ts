@@ -5,7 +5,9 @@
  * origin, customer and MCP server, each driven at saturation by wrk in turn, rounds alternating
  * which goes first. Reports calls/s and CPU per call of the proxy's processes (W2's workers
  * summed), and the ratios the issue's goal reads: W2 calls/s ÷ B3's (≥ 1.3 here, where wrk and
- * the origin share the same two cores) at no more CPU per call.
+ * the origin share the same two cores) at no more CPU per call. Beside them B3 given half of
+ * wrk's connections (B3h, as many as each worker is given) and each target's context switches a
+ * call, which tell the split of the calls from a second process's cost.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -15,8 +17,12 @@ import { NODE_FLAGS } from '../deploy/node-flags';
 import { cpuBetween, cpuSample } from './harness/cpu';
 import type { LoadGenerators, OriginKind } from './harness/load';
 import { type BenchProcesses, waitFor } from './harness/processes';
+import { contextSwitches } from './harness/threads';
 import type { BenchStack } from './proxy-stack';
 import { median } from './targets';
+
+/** W2's supervisor's name among the bench's processes; its workers are `proxy-w2`. */
+const SUPERVISOR = 'proxy-w2-supervisor';
 
 /** The pids whose parent is `pid`: a supervisor's workers. */
 function childrenOf(pid: number): number[] {
@@ -38,6 +44,10 @@ interface Trial {
   cpuMicros: number;
   /** Every process's CPU over the trial, in cores: how near the machine was to all it has. */
   machineCores: number;
+  /** The proxy's processes' context switches a call, every thread (absent in older runs). */
+  switches?: { voluntary: number; involuntary: number };
+  /** W2's supervisor's part of its CPU a call (absent in older runs and for B3). */
+  supervisorMicros?: number;
 }
 
 interface Summary {
@@ -45,7 +55,12 @@ interface Summary {
   cpuMicros: number;
   machineCores: number;
   errors: number;
+  switches?: { voluntary: number; involuntary: number };
+  supervisorMicros?: number;
 }
+
+/** The trials' targets: B3 with wrk's connections and with half of them, and W2. */
+type Name = 'B3' | 'B3h' | 'W2';
 
 export interface WorkersResult {
   /** The origin the trials called (absent in runs from before the C origin: the Node one). */
@@ -55,10 +70,15 @@ export interface WorkersResult {
   cores: number;
   B3: Summary;
   W2: Summary;
+  /**
+   * B3 given half of wrk's connections, as many as each of W2's workers is given (absent in
+   * older runs): what splitting the calls alone costs a call, with no second process.
+   */
+  B3h?: Summary & { connections: number };
   throughputRatio: number;
   throughputRatioRange: [number, number];
   cpuPerCallRatio: number;
-  trials: Record<'B3' | 'W2', Trial[]>;
+  trials: Record<'B3' | 'W2', Trial[]> & { B3h?: Trial[] };
 }
 
 /** Starts W2 beside the stack's B3, then rounds of both at saturation. */
@@ -66,14 +86,20 @@ export async function measureWorkers(
   stack: BenchStack,
   procs: BenchProcesses,
   load: LoadGenerators,
-  options: { rounds: number; trialSeconds: number; origin: OriginKind; log: (line: string) => void },
+  options: {
+    rounds: number;
+    trialSeconds: number;
+    origin: OriginKind;
+    connections: number;
+    log: (line: string) => void;
+  },
 ): Promise<WorkersResult> {
   const { rounds: ROUNDS, trialSeconds: TRIAL_SECONDS, log } = options;
   const b3 = stack.targets.B3;
   const b3Port = new URL(b3.url).port;
   // W2: the same proxy as B3, with two workers, on a port of its own.
   const w2Port = String(await freePort());
-  const supervisor = procs.spawnLogged('proxy-w2', process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
+  const supervisor = procs.spawnLogged(SUPERVISOR, process.execPath, [...NODE_FLAGS, 'deploy/start.mjs'], {
     ...stack.env,
     SERVICES: 'proxy',
     PROXY_PORT: w2Port,
@@ -84,7 +110,7 @@ export async function measureWorkers(
   for (let i = 0; i < 100 && childrenOf(supervisor.pid as number).length < 2; i++)
     await new Promise((r) => setTimeout(r, 100));
   const workers = childrenOf(supervisor.pid as number);
-  // Each worker counts in W2's CPU, as the supervisor does.
+  // Each worker counts in W2's CPU, as the supervisor does (apart, to say what it takes).
   for (const pid of workers) procs.named.set(pid, 'proxy-w2');
   log(`W2: supervisor ${supervisor.pid}, workers ${workers.join(', ')}`);
   const w2 = { ...b3, url: b3.url.replace(`:${b3Port}/`, `:${w2Port}/`) };
@@ -93,29 +119,58 @@ export async function measureWorkers(
   for (let i = 0; i < 2; i++) {
     load.wrk(`warm-w2-${i}`, w2, TRIAL_SECONDS);
   }
-  const trials: Record<'B3' | 'W2', Trial[]> = { B3: [], W2: [] };
-  const group = { B3: 'proxy-b3', W2: 'proxy-w2' } as const;
+  const trials: Record<Name, Trial[]> = { B3: [], B3h: [], W2: [] };
+  const groups = { B3: ['proxy-b3'], B3h: ['proxy-b3'], W2: ['proxy-w2', SUPERVISOR] } as const;
+  const half = Math.max(1, Math.floor(options.connections / 2));
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? (['B3', 'W2'] as const) : (['W2', 'B3'] as const);
+    const order: readonly Name[] = round % 2 === 0 ? ['B3', 'B3h', 'W2'] : ['W2', 'B3h', 'B3'];
     for (const name of order) {
+      const group: readonly string[] = groups[name];
+      const pids = [...procs.named].filter(([, n]) => group.includes(n)).map(([pid]) => pid);
       const before = cpuSample(procs.named);
+      const switchedBefore = contextSwitches(pids);
       const started = performance.now();
-      const result = load.wrk(`${name}-${round}`, name === 'B3' ? b3 : w2, TRIAL_SECONDS);
+      const result = load.wrk(
+        `${name}-${round}`,
+        name === 'W2' ? w2 : b3,
+        TRIAL_SECONDS,
+        undefined,
+        name === 'B3h' ? half : options.connections,
+      );
+      const switched = contextSwitches(pids);
       const used = cpuBetween(before, cpuSample(procs.named));
       const seconds = (performance.now() - started) / 1000;
-      const cpuMicros = ((used[group[name]] ?? 0) / Math.max(1, result.requests)) * 1e6;
+      const calls = Math.max(1, result.requests);
+      const cpuMicros = (group.reduce((sum, n) => sum + (used[n] ?? 0), 0) / calls) * 1e6;
+      const supervisorMicros = name === 'W2' ? ((used[SUPERVISOR] ?? 0) / calls) * 1e6 : undefined;
       const machineCores = Object.values(used).reduce((a, b) => a + b, 0) / seconds;
-      trials[name].push({ rps: result.rps, errors: result.errors, cpuMicros, machineCores });
+      const switches = {
+        voluntary: (switched.voluntary - switchedBefore.voluntary) / calls,
+        involuntary: (switched.involuntary - switchedBefore.involuntary) / calls,
+      };
+      trials[name].push({
+        rps: result.rps,
+        errors: result.errors,
+        cpuMicros,
+        machineCores,
+        switches,
+        supervisorMicros,
+      });
       log(
-        `${name} round ${round}: ${Math.round(result.rps)} calls/s, ${cpuMicros.toFixed(1)} µs CPU a call, machine ${machineCores.toFixed(2)} cores busy, ${result.errors} errors`,
+        `${name} round ${round}: ${Math.round(result.rps)} calls/s, ${cpuMicros.toFixed(1)} µs CPU a call, machine ${machineCores.toFixed(2)} cores busy, context switches a call ${switches.voluntary.toFixed(3)} + ${switches.involuntary.toFixed(3)}, ${result.errors} errors`,
       );
     }
   }
-  const summary = (name: 'B3' | 'W2') => ({
+  const summary = (name: Name): Summary => ({
     rps: median(trials[name].map((t) => t.rps)),
     cpuMicros: median(trials[name].map((t) => t.cpuMicros)),
     machineCores: median(trials[name].map((t) => t.machineCores)),
     errors: trials[name].reduce((s, t) => s + t.errors, 0),
+    switches: {
+      voluntary: median(trials[name].map((t) => t.switches?.voluntary ?? 0)),
+      involuntary: median(trials[name].map((t) => t.switches?.involuntary ?? 0)),
+    },
+    ...(name === 'W2' ? { supervisorMicros: median(trials[name].map((t) => t.supervisorMicros ?? 0)) } : {}),
   });
   const one = summary('B3');
   const two = summary('W2');
@@ -127,6 +182,7 @@ export async function measureWorkers(
     cores: cpus().length,
     B3: one,
     W2: two,
+    B3h: { ...summary('B3h'), connections: half },
     throughputRatio: median(ratios),
     throughputRatioRange: [Math.min(...ratios), Math.max(...ratios)],
     cpuPerCallRatio: two.cpuMicros / one.cpuMicros,
@@ -149,18 +205,44 @@ export function workersGoalRow(w: WorkersResult): string {
   return `| two proxy workers ÷ one process (W2 / B3), metered calls/s at saturation; CPU per call | ${f(w.throughputRatio, 2)} (rounds ${f(w.throughputRatioRange[0], 2)}–${f(w.throughputRatioRange[1], 2)}); ${f(w.cpuPerCallRatio, 2)} | ≥ 1.3; ≤ 1.0 | ${met} |\n`;
 }
 
+/** Context switches a call, voluntary + involuntary, as the table shows them. */
+const switchesText = (s: Summary | undefined) =>
+  s?.switches === undefined ? '–' : `${f(s.switches.voluntary, 3)} + ${f(s.switches.involuntary, 3)}`;
+
+/** What splitting the calls and a second process each cost a call, from B3h (absent in older runs). */
+function whereW2sCostGoes(w: WorkersResult): string {
+  const { B3: one, W2: two, B3h: half } = w;
+  if (half === undefined || one.switches === undefined || two.switches === undefined) return '';
+  const taken =
+    one.switches.involuntary > 0 ? two.switches.involuntary / one.switches.involuntary : Number.NaN;
+  const split = half.cpuMicros - one.cpuMicros;
+  const rest = two.cpuMicros - half.cpuMicros;
+  return `
+Where W2's extra CPU a call goes (${f(two.cpuMicros - one.cpuMicros, 1)} µs over B3's): B3 given ${half.connections} connections, as
+many as each of W2's workers is given, so that each turn of its event loop has fewer calls to
+share the turn's fixed costs among, cost ${f(half.cpuMicros, 1)} µs a call, ${f(split, 1)} more than with all of them:
+the split of the calls alone, in one process. The remaining ${f(rest, 1)} µs a call comes with two proxy
+processes sharing the ${w.cores} cores with wrk and the origin: W2's processes had their core taken
+${f(two.switches.involuntary, 3)} times a call (B3 ${f(one.switches.involuntary, 3)}${Number.isFinite(taken) ? `, ${f(taken, 1)}×` : ''}), each time resuming on
+caches another process used meanwhile, and gave it up ${f(two.switches.voluntary, 3)} times a call (B3
+${f(one.switches.voluntary, 3)}: an event loop with no call to serve sleeps, and its next call pays the
+wake-up).${two.supervisorMicros === undefined ? '' : ` The supervisor took ${f(two.supervisorMicros, 2)} µs of W2's CPU a call.`}
+`;
+}
+
 export function workersSection(w: WorkersResult): string {
-  const { B3: one, W2: two } = w;
+  const { B3: one, W2: two, B3h: half } = w;
   return `## Workers: one proxy process and two (PROXY_WORKERS=2)
 
-| | B3: one proxy process | W2: PROXY_WORKERS=2 | W2 ÷ B3 | goal |
-| --- | ---: | ---: | ---: | --- |
-| metered calls/s, wrk at saturation | ${f(one.rps)} | ${f(two.rps)} | ${f(w.throughputRatio, 2)} (rounds ${f(w.throughputRatioRange[0], 2)}–${f(w.throughputRatioRange[1], 2)}) | ≥ 1.3 |
-| CPU µs per call, the proxy's processes (W2: both workers and the supervisor) | ${f(one.cpuMicros, 1)} | ${f(two.cpuMicros, 1)} | ${f(w.cpuPerCallRatio, 2)} | ≤ 1.0 |
-| the machine's cores busy over the trial, every process (of ${w.cores}) | ${f(one.machineCores, 2)} | ${f(two.machineCores, 2)} | | |
-| errors (non-2xx, socket) | ${one.errors} | ${two.errors} | | 0 |
+| | B3: one proxy process | B3 with ${half === undefined ? 'half the' : half.connections} connections | W2: PROXY_WORKERS=2 | W2 ÷ B3 | goal |
+| --- | ---: | ---: | ---: | ---: | --- |
+| metered calls/s, wrk at saturation | ${f(one.rps)} | ${half === undefined ? '–' : f(half.rps)} | ${f(two.rps)} | ${f(w.throughputRatio, 2)} (rounds ${f(w.throughputRatioRange[0], 2)}–${f(w.throughputRatioRange[1], 2)}) | ≥ 1.3 |
+| CPU µs per call, the proxy's processes (W2: both workers and the supervisor) | ${f(one.cpuMicros, 1)} | ${half === undefined ? '–' : f(half.cpuMicros, 1)} | ${f(two.cpuMicros, 1)} | ${f(w.cpuPerCallRatio, 2)} | ≤ 1.0 |
+| context switches a call, the proxy's processes: voluntary + involuntary | ${switchesText(one)} | ${switchesText(half)} | ${switchesText(two)} | | |
+| the machine's cores busy over the trial, every process (of ${w.cores}) | ${f(one.machineCores, 2)} | ${half === undefined ? '–' : f(half.machineCores, 2)} | ${f(two.machineCores, 2)} | | |
+| errors (non-2xx, socket) | ${one.errors} | ${half === undefined ? '–' : half.errors} | ${two.errors} | | 0 |
 
-Median of ${w.rounds} rounds of ${w.trialSeconds} s, the two targets in turn each round (alternating
+Median of ${w.rounds} rounds of ${w.trialSeconds} s, the targets in turn each round (alternating
 which goes first); the throughput ratio is taken round by round, then the median. B3 and W2 are
 the same service on the same split stack (one control plane with ingest, Redis, Kafka), the same
 MCP server, customer and origin (${workersOriginNote(w.origin)}): every call is metered (Kafka → ingest →
@@ -178,5 +260,5 @@ origin and the pipeline take the rest of the machine's CPU a call.
 What more cores give a proxy is measured only on a machine with cores to spare; here it is
 estimated from the CPU per call: at ${f(two.cpuMicros, 1)} µs a call, each core given to the proxy alone
 carries about ${f(1e6 / two.cpuMicros)} metered calls/s.
-`;
+${whereW2sCostGoes(w)}`;
 }

@@ -37,6 +37,41 @@ describe('the bench report’s workers section', () => {
     expect(workersSection(run())).toContain('could not pass 1.33× B3');
   });
 
+  it('splits W2’s extra CPU a call into the halved connections’ part and the rest', () => {
+    const section = workersSection(
+      run({
+        B3: { ...run().B3, cpuMicros: 60, switches: { voluntary: 0.02, involuntary: 0.3 } },
+        B3h: {
+          rps: 9_000,
+          cpuMicros: 63.5,
+          machineCores: 1.45,
+          errors: 0,
+          connections: 16,
+          switches: { voluntary: 0.025, involuntary: 0.35 },
+        },
+        W2: {
+          ...run().W2,
+          cpuMicros: 64,
+          switches: { voluntary: 0.035, involuntary: 0.9 },
+          supervisorMicros: 0.04,
+        },
+      }),
+    );
+    expect(section).toContain('| B3 with 16 connections |');
+    expect(section).toContain('| 0.020 + 0.300 | 0.025 + 0.350 | 0.035 + 0.900 |');
+    expect(section).toContain('(4.0 µs over B3');
+    expect(section).toContain('cost 63.5 µs a call, 3.5 more than with all of them');
+    expect(section).toContain('The remaining 0.5 µs a call');
+    expect(section).toContain('(B3 0.300, 3.0×)');
+    expect(section).toContain('The supervisor took 0.04 µs');
+  });
+
+  it('leaves the split out for runs from before it was measured', () => {
+    const section = workersSection(run());
+    expect(section).toContain('| B3 with half the connections |');
+    expect(section).not.toContain("Where W2's extra CPU");
+  });
+
   it('reads the goal met only when both the throughput and the CPU a call are', () => {
     expect(workersGoalRow(run())).toMatch(/\| met \|\n$/);
     expect(workersGoalRow(run({ throughputRatio: 1.29 }))).toContain('**not met**');

@@ -211,11 +211,14 @@ export class LoadGenerators {
     return file;
   }
 
-  /** wrk, closed model: `CONNECTIONS` connections each sending the next call when the last is answered. */
-  wrk(name: string, t: Target, seconds: number, pin?: string): WrkResult {
+  /**
+   * wrk, closed model: `CONNECTIONS` connections (or `connections`) each sending the next call
+   * when the last is answered.
+   */
+  wrk(name: string, t: Target, seconds: number, pin?: string, connections = this.connections): WrkResult {
     const argv = [
       '-t1',
-      `-c${this.connections}`,
+      `-c${connections}`,
       `-d${seconds}s`,
       '--latency',
       '-s',

@@ -79,3 +79,33 @@ export function threadPartsBetween(before: ThreadTimes, after: ThreadTimes): Rec
   }
   return parts;
 }
+
+/** Context switches so far, summed over every thread of the processes `pids`. */
+export interface ContextSwitches {
+  /** The thread gave its core up: it waited (an event loop with nothing to do sleeps in epoll). */
+  voluntary: number;
+  /** The kernel took the core from it for another task while it still had work. */
+  involuntary: number;
+}
+
+export function contextSwitches(pids: readonly number[]): ContextSwitches {
+  const sum: ContextSwitches = { voluntary: 0, involuntary: 0 };
+  for (const pid of pids) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        sum.voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+        sum.involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+  }
+  return sum;
+}
