@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CoresBusy } from './harness/cpu';
 import { percent } from './harness/cpu';
+import type { OriginKind } from './harness/load';
 import type { OpenModelLatency } from './latency';
 import { generatorOf, latencyGoalRows, latencySection } from './latency-report';
 import { median, PROXY_GROUP, type TargetName } from './targets';
@@ -44,6 +45,8 @@ export interface Result {
   pinned: Record<string, number>;
   /** How busy each pinned trial kept the hop's core and the rest (absent in runs from before it). */
   pinnedBusy?: Record<string, CoresBusy>;
+  /** The origin the one-core trials called (absent in runs from before the C origin: the Node one). */
+  pinnedOrigin?: OriginKind;
   /** Added latency over the origin, each hop pinned apart (absent in runs from before it). */
   openModel?: OpenModelLatency;
   /** One proxy process against two workers (absent in runs from before it). */
@@ -239,6 +242,13 @@ function pinnedBound(hop: string, busy: CoresBusy | undefined, rps: number): str
   return `; its core ${percent(busy.hop)} busy while the other core (wrk, the origin, the rest of the stack) carried ${busy.rest.toFixed(2)} of a core: held back there, not by ${hop}, whose ${perCall.toFixed(1)} µs of CPU a call in that trial come to about ${Math.round(rps / busy.hop / 100) * 100} calls a second of its core`;
 }
 
+/** Which origin the one-core trials called, and why. */
+function pinnedOriginNote(origin: OriginKind | undefined): string {
+  return origin === 'c'
+    ? "The origin is the C one (`bench/load/origin.c`, `--pinned-origin c`, as in the trials below): beside the bench's Node origin, which costs about half a metered call's CPU, wrk and the pipeline, core 1 was full before the hop's core was (in the run of 2026-12-05 19:10, B3 16,903 calls/s with its core 85 % busy, nginx 16,458 at 47 %)."
+    : "The origin is the bench's Node one, which costs about half a metered call's CPU on core 1 beside wrk and the pipeline (`--pinned-origin c` calls the C one instead).";
+}
+
 export function report(r: Result): string {
   const row = (t: TargetName) => r.saturation.find((s) => s.target === t);
   const cpu = (t: TargetName) => {
@@ -315,7 +325,7 @@ Method below the tables; the plot is [proxy.svg](proxy.svg).
 | proxy process CPU per metered call (B3) | ${fmt(own('B3'))} µs | ≤ 60 µs | ${goal(own('B3') <= 60)} |
 | all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (rounds ${spread(aN)}; ${fmt(own('A'))} / ${fmt(own('N'))} µs)${moved('aOverN')} | ≤ 2.0 | ${goal(aOverN <= 2)} |
 | B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (rounds ${spread(b3Bp)}; ${fmt(own('B3'))} / ${fmt(own('BP'))} µs)${moved('b3OverBp')} | ≤ 1.15 | ${goal(b3OverBp <= 1.15)} |
-| metered calls/s, one proxy process pinned to one core (B3) | ${Math.round(r.pinned.B3 ?? 0)}${pinnedBound('B3', r.pinnedBusy?.B3, r.pinned.B3 ?? 0)} | ≥ 20,000 | ${goal((r.pinned.B3 ?? 0) >= 20_000)} |
+| metered calls/s, one proxy process pinned to one core (B3)${r.pinnedOrigin === 'c' ? ', over the C origin' : ''} | ${Math.round(r.pinned.B3 ?? 0)}${pinnedBound('B3', r.pinnedBusy?.B3, r.pinned.B3 ?? 0)} | ≥ 20,000 | ${goal((r.pinned.B3 ?? 0) >= 20_000)} |
 ${r.openModel === undefined ? '' : latencyGoalRows(r.openModel)}${r.workers === undefined ? '' : workersGoalRow(r.workers)}| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
 | completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
@@ -369,7 +379,7 @@ flags of \`deploy/node-flags.ts\`; the bare hops BP and BPn with Node's defaults
 The hop's process alone on core 0 (all its threads); wrk, the origin and every other process of
 the stack on core 1; the best of two trials. "Busy" is CPU time per second of the trial: the hop's
 own core near 100% means the figure is what one core of it gives; short of that, something else
-held it back (core 1, where wrk and the origin run, near its whole core).
+held it back (core 1, where wrk and the origin run, near its whole core). ${pinnedOriginNote(r.pinnedOrigin)}
 
 | | ${Object.keys(r.pinned).join(' | ')} |
 | --- |${Object.keys(r.pinned)

@@ -18,4 +18,16 @@ describe("the proxy bench's committed results (bench/results/proxy.*)", () => {
   it('the plot is too', () => {
     expect(readFileSync(join(results, 'proxy.svg'), 'utf8')).toBe(plot(run));
   });
+
+  it('says which origin the one-core trials called', () => {
+    const goalRow = (text: string) =>
+      text.split('\n').find((l) => l.startsWith('| metered calls/s, one proxy'));
+    const overC = report({ ...run, pinnedOrigin: 'c' });
+    expect(goalRow(overC)).toContain('(B3), over the C origin |');
+    expect(overC).toContain('The origin is the C one');
+    // A run from before the flag called the Node origin, and its report must not claim otherwise.
+    const overNode = report({ ...run, pinnedOrigin: undefined });
+    expect(goalRow(overNode)).not.toContain('C origin');
+    expect(overNode).toContain("The origin is the bench's Node one");
+  });
 });
