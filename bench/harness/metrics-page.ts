@@ -65,20 +65,31 @@ export function metricSum(page: string, name: string): { sum: number; series: nu
 }
 
 /**
+ * The usage records a proxy's metrics page says it emitted and the bus has not yet taken: a
+ * record spilled to disk (its queue over the bound) is sent again from there and counts as
+ * replayed, not published; a dropped one is never sent. NaN when the page has no emitter.
+ */
+export function unpublishedOf(page: string): number {
+  const emitted = metricSum(page, 'mcpmeter_usage_emitted_total');
+  const published = metricSum(page, 'mcpmeter_usage_published_total');
+  if (emitted.series === 0 || published.series === 0) return Number.NaN;
+  return (
+    emitted.sum -
+    published.sum -
+    metricSum(page, 'mcpmeter_usage_replayed_total').sum -
+    metricSum(page, 'mcpmeter_usage_dropped_total').sum
+  );
+}
+
+/**
  * Waits (up to `seconds`) until the proxy serving `url` has published every usage record it
  * emitted, from its metrics page; what is still unpublished then (0 once caught up).
  */
 export async function whenPublished(url: string, seconds: number): Promise<number> {
   const page = `${new URL(url).origin}/metrics`;
-  const metric = (text: string, name: string) => {
-    const { sum, series } = metricSum(text, name);
-    return series === 0 ? Number.NaN : sum;
-  };
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
-    const text = await freshGet(page);
-    const left =
-      metric(text, 'mcpmeter_usage_emitted_total') - metric(text, 'mcpmeter_usage_published_total');
+    const left = unpublishedOf(await freshGet(page));
     if (!(left > 0) || Date.now() >= deadline) return Number.isNaN(left) ? 0 : left;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -111,7 +111,11 @@ export class ProxyMetrics {
     if (stats !== undefined) {
       parts.push(
         counter('mcpmeter_usage_emitted_total', 'Usage records emitted by the proxy', stats.emitted),
-        counter('mcpmeter_usage_published_total', 'Usage records acknowledged by the bus', stats.published),
+        counter(
+          'mcpmeter_usage_published_total',
+          'Usage records acknowledged by the bus from the memory queue (spilled ones count as replayed)',
+          stats.published,
+        ),
         counter(
           'mcpmeter_usage_retried_total',
           'Usage records whose publish failed and was retried',
@@ -124,7 +128,7 @@ export class ProxyMetrics {
         ),
         counter(
           'mcpmeter_usage_replayed_total',
-          'Spilled usage records published after recovery',
+          'Spilled usage records acknowledged by the bus once it took records again',
           stats.replayed,
         ),
         counter(

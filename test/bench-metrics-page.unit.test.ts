@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { unpublishedOf } from '../bench/harness/metrics-page';
+
+// The usage counters of a B3 proxy's metrics page in the bench run of 2026-12-05 21:23, after a
+// Kafka stall had put its queue over the bound once: 2,041 records spilled, then replayed.
+const page = (replayed: number, dropped = 0) => `# HELP mcpmeter_usage_emitted_total x
+# TYPE mcpmeter_usage_emitted_total counter
+mcpmeter_usage_emitted_total 1081671
+mcpmeter_usage_published_total 1079630
+mcpmeter_usage_retried_total 0
+mcpmeter_usage_spilled_total 2041
+mcpmeter_usage_replayed_total ${replayed}
+mcpmeter_usage_dropped_total ${dropped}
+mcpmeter_usage_emitter_queue_depth 0
+`;
+
+describe("the bench's count of a proxy's records the bus has not taken", () => {
+  it('counts spilled records sent again from disk as taken', () => {
+    expect(unpublishedOf(page(2041))).toBe(0);
+  });
+
+  it('waits for spilled records not yet sent again', () => {
+    expect(unpublishedOf(page(0))).toBe(2041);
+    expect(unpublishedOf(page(1000))).toBe(1041);
+  });
+
+  it('does not wait for dropped records, which are never sent', () => {
+    expect(unpublishedOf(page(0, 2041))).toBe(0);
+  });
+
+  it("sums the workers' series and says when the page has no emitter", () => {
+    const workers = `mcpmeter_usage_emitted_total{worker="0"} 10
+mcpmeter_usage_emitted_total{worker="1"} 15
+mcpmeter_usage_published_total{worker="0"} 10
+mcpmeter_usage_published_total{worker="1"} 12
+`;
+    expect(unpublishedOf(workers)).toBe(3);
+    expect(unpublishedOf('mcpmeter_proxy_requests_total 5\n')).toBeNaN();
+  });
+});
