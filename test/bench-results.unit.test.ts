@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { plot, type Result, report } from '../bench/proxy-report';
+import { B3_OVER_NODE, plot, type Result, report } from '../bench/proxy-report';
 
 const results = join(resolve(import.meta.dirname, '..'), 'bench', 'results');
 
@@ -29,5 +29,25 @@ describe("the proxy bench's committed results (bench/results/proxy.*)", () => {
     const overNode = report({ ...run, pinnedOrigin: undefined });
     expect(goalRow(overNode)).not.toContain('C origin');
     expect(overNode).toContain("The origin is the bench's Node one");
+  });
+
+  it("judges one core's goal by the better of B3's two origins, and shows both", () => {
+    const goalRow = (r: Result) =>
+      report(r)
+        .split('\n')
+        .find((l) => l.startsWith('| metered calls/s, one proxy')) ?? '';
+    const busy = { hop: 0.8, rest: 0.9 };
+    const overC = { ...run, pinned: { ...run.pinned, B3: 17_000 }, pinnedOrigin: 'c' as const };
+    expect(goalRow({ ...overC, pinned: { ...overC.pinned, [B3_OVER_NODE]: 19_999 } })).toContain(
+      '**not met**',
+    );
+    const both = goalRow({
+      ...overC,
+      pinned: { ...overC.pinned, [B3_OVER_NODE]: 21_000 },
+      pinnedBusy: { ...run.pinnedBusy, [B3_OVER_NODE]: busy },
+    });
+    expect(both).toMatch(
+      /^\| [^|]+ \| 17000.*; over the bench's Node origin 21000 \(its core 80% busy, everything else 0\.90 of a core\) \| ≥ 20,000 \| met \|$/,
+    );
   });
 });
