@@ -1,19 +1,10 @@
-import {
-  appendFileSync,
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  unlinkSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
-import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { parseBusRecord, recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
 import { adoptOrphanedSpools, nextSequence, recoverClaimedSpills, Spool, spooledCharges } from './spool';
 
@@ -51,7 +42,10 @@ export interface UsageEmitter {
 export interface BatchingEmitterOptions {
   maxBatch: number;
   lingerMs: number;
-  /** Memory bound: past it, the oldest records go to the spill file (one batch in flight comes on top). */
+  /**
+   * Memory bound: past it, the oldest records go to the spill file (one batch in flight comes on
+   * top), a batch at a time, written off the event loop.
+   */
   maxQueued: number;
   retryDelayMs: number;
   /** Where records wait on disk while the bus is unreachable; unset: drop past maxQueued. */
@@ -70,9 +64,10 @@ export interface BatchingEmitterOptions {
 /**
  * Batches records to the bus off the request path. When the bus is down, records wait in
  * memory up to `maxQueued`; past that, and at shutdown, they are appended (fsync'd) to a spill
- * file. Spill files, including those left by an earlier run, are replayed once the bus accepts
- * records again; a replay that fails midway is retried whole, which is safe because the store
- * counts a record id once.
+ * file, off the event loop and one write at a time, so a long outage costs the calls being
+ * served no disk wait. Spill files, including those left by an earlier run, are replayed once
+ * the bus accepts records again; a replay that fails midway is retried whole, which is safe
+ * because the store counts a record id once.
  */
 export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private queue: UsageRecord[] = [];
@@ -92,6 +87,13 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   };
   private readonly spillFile: string | undefined;
   private spillPending: boolean;
+  /**
+   * The spill writes begun and not yet done, chained so they land in order: settles once the
+   * last is on disk (or failed); undefined when none is under way.
+   */
+  private spillWrites: Promise<void> | undefined;
+  /** Set by `close`: from then on only `close` itself publishes, nothing is scheduled. */
+  private closing = false;
   /** The write-ahead spool (spool.ts), when on. */
   private readonly spool: Spool | undefined;
   /**
@@ -159,15 +161,30 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     else this.schedule(this.options.lingerMs);
   }
 
-  /** The oldest records beyond the bound go to disk; the batch being published is not in the queue. */
+  /**
+   * The oldest records beyond the bound go to disk; the batch being published is not in the
+   * queue. Once over the bound, a batch goes at once (at most a tenth of the bound, at least
+   * what is over): a long outage then costs one disk write per batch, not one per call emitted,
+   * and a write's text is put together on the loop in a batch's time, not in a stall.
+   */
   private enforceMemoryBound(): void {
     const excess = this.queue.length - this.options.maxQueued;
-    if (excess > 0) this.spill(this.queue.splice(0, excess));
+    if (excess <= 0) return;
+    const step = Math.min(this.maxBatch, Math.ceil(this.options.maxQueued / 10));
+    const chunk = Math.min(this.queue.length, Math.max(excess, step));
+    this.spill(this.queue.splice(0, chunk));
   }
 
+  /**
+   * Appends `records` to the spill file, off the event loop and after any spill write still
+   * under way; once the file has them (fsync'd) the spool may let them go. Until then they are
+   * in the spool (when on) and in this write's memory: a process crash meanwhile leaves them to
+   * the next start's spool replay, as before the spill.
+   */
   private spill(records: UsageRecord[]): void {
     if (records.length === 0) return;
-    if (this.spillFile === undefined) {
+    const file = this.spillFile;
+    if (file === undefined) {
       this.counters.dropped += records.length;
       this.settle(records);
       this.options.logger.error(
@@ -176,22 +193,36 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       );
       return;
     }
-    try {
-      appendFileSync(this.spillFile, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
-      const fd = openSync(this.spillFile, 'r');
-      fsyncSync(fd);
-      closeSync(fd);
-      this.counters.spilled += records.length;
-      this.spillPending = true;
-      this.settle(records);
-    } catch (error) {
-      // Still in the spool, if it is on: replayed from there by the next start.
-      this.counters.dropped += records.length;
-      this.options.logger.error(
-        { err: error, records: records.length },
-        'could not spill usage records to disk; records dropped',
+    let text = '';
+    for (const r of records) text += `${recordJson(r, false)}\n`;
+    const write = (this.spillWrites ?? Promise.resolve())
+      .then(() => appendDurably(file, text))
+      .then(
+        () => {
+          this.counters.spilled += records.length;
+          this.spillPending = true;
+          this.settle(records);
+          // Replayed once the bus takes records, also when nothing more is emitted meanwhile.
+          this.schedule(this.options.lingerMs);
+        },
+        (error: unknown) => {
+          // Still in the spool, if it is on: replayed from there by the next start.
+          this.counters.dropped += records.length;
+          this.options.logger.error(
+            { err: error, records: records.length },
+            'could not spill usage records to disk; records dropped',
+          );
+        },
       );
-    }
+    this.spillWrites = write;
+    void write.then(() => {
+      if (this.spillWrites === write) this.spillWrites = undefined;
+    });
+  }
+
+  /** Settles once every spill write begun so far is done. */
+  private async spillsWritten(): Promise<void> {
+    while (this.spillWrites !== undefined) await this.spillWrites;
   }
 
   spooled(): Promise<void> | undefined {
@@ -222,7 +253,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   }
 
   private schedule(delayMs: number): void {
-    if (this.timer !== undefined) return;
+    if (this.timer !== undefined || this.closing) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.send();
@@ -233,6 +264,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   private send(): Promise<void> {
     this.sending ??= this.sendAll().finally(() => {
       this.sending = undefined;
+      // Records emitted while a replay ran: their timer fired into this send and found it busy.
+      if (this.queue.length > 0) this.schedule(0);
     });
     return this.sending;
   }
@@ -276,9 +309,13 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
 
   /** Publishes spilled records; runs only after a publish succeeded, i.e. the bus is back. */
   private async replaySpill(): Promise<void> {
+    await this.spillsWritten();
     for (const file of this.spillFiles()) {
       // Claim the file first (rename is atomic): a file is replayed by one emitter only, and the
-      // active spill file is sealed so new spills start a fresh one.
+      // active spill file is sealed so new spills start a fresh one. No spill write may be under
+      // way then (each opens the file anew): its records would land in the claimed file after
+      // it was read.
+      await this.spillsWritten();
       const claimed = `${file}.replaying`;
       try {
         renameSync(file, claimed);
@@ -326,6 +363,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
 
   /** Publishes what it can within a bounded time; whatever is left goes to disk for the next run. */
   async close(): Promise<void> {
+    this.closing = true;
     const deadline = Date.now() + 10_000;
     while (this.queue.length > 0 && Date.now() < deadline && this.publisher.unreachable !== true) {
       await this.flush();
@@ -341,6 +379,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       );
       this.spill(this.queue.splice(0));
     }
+    await this.spillsWritten();
     await this.spool?.close();
   }
 
@@ -351,5 +390,16 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       spooled: this.spool?.spooled ?? 0,
       spoolFailures: this.spool?.failures ?? 0,
     };
+  }
+}
+
+/** Appends `text` to `file` and has it on disk (fsync'd) before settling. */
+async function appendDurably(file: string, text: string): Promise<void> {
+  const handle = await open(file, 'a');
+  try {
+    await handle.appendFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

@@ -1,0 +1,136 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '@mcp-meter/contracts/kit';
+import type { UsagePublisher } from '@mcp-meter/contracts/usage';
+import { afterEach, describe, expect, it } from 'vitest';
+import { pollUntil } from '../../test/helpers/poll';
+import { usageRecord } from '../../test/helpers/usage-records';
+import { BatchingUsageEmitter } from '../src/emitter';
+
+/**
+ * The emitter past its memory bound (the bus down or slow): the oldest records go to the spill
+ * file off the event loop, and every record reaches the bus exactly once when it takes records
+ * again, also while spills and their replay overlap.
+ */
+const logger = createLogger({ level: 'silent', name: 'spill-test' });
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-spill-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A bus that refuses every publish while `down`, and else takes it after `publishMs`. */
+function switchablePublisher(publishMs: number) {
+  const state = { down: true, published: [] as string[], publishes: 0 };
+  const publisher: UsagePublisher = {
+    async publish(records) {
+      state.publishes++;
+      await new Promise((resolve) => setTimeout(resolve, publishMs));
+      if (state.down) throw new Error('the bus is down');
+      state.published.push(...records.map((r) => r.id));
+    },
+    async close() {},
+  };
+  return { publisher, state };
+}
+
+const emitterOn = (dir: string, publisher: UsagePublisher, maxQueued: number) =>
+  new BatchingUsageEmitter(publisher, {
+    maxBatch: 50,
+    lingerMs: 1,
+    maxQueued,
+    retryDelayMs: 5,
+    spillDir: dir,
+    writeAhead: true,
+    logger,
+  });
+
+const spillLines = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.startsWith('spill-'))
+    .flatMap((f) =>
+      readFileSync(join(dir, f), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
+
+/** Each id once, in order of first appearance, and the ids seen more than once. */
+function tally(ids: readonly string[]) {
+  const seen = new Set<string>();
+  const twice: string[] = [];
+  for (const id of ids) {
+    if (seen.has(id)) twice.push(id);
+    seen.add(id);
+  }
+  return { unique: seen.size, twice };
+}
+
+describe('the usage emitter past its memory bound', () => {
+  it('spills off the event loop, keeps memory bounded, and delivers every record once the bus is back', async () => {
+    const dir = tempDir();
+    const bus = switchablePublisher(2);
+    const emitter = emitterOn(dir, bus.publisher, 100);
+    const ids = Array.from({ length: 1_000 }, (_, i) => `over-${i}`);
+    for (const id of ids) emitter.emit(usageRecord({ id }));
+
+    // All 1,000 emitted in one turn: the spill writes have begun, none has touched the disk.
+    expect(emitter.stats()).toMatchObject({ emitted: 1_000, spilled: 0, dropped: 0 });
+    expect(emitter.stats().queued).toBeLessThanOrEqual(100);
+    expect(spillLines(dir)).toEqual([]);
+
+    // The bus down: what is over the bound ends up in the spill file, each record once.
+    const spilled = await pollUntil(
+      async () => emitter.stats(),
+      (s) => s.spilled + s.queued === 1_000 && s.spilled === spillLines(dir).length,
+      { what: 'the records over the bound to be spilled', timeoutMs: 10_000 },
+    );
+    expect(spilled.spilled).toBeGreaterThanOrEqual(900);
+    expect(tally(spillLines(dir).map((l) => (JSON.parse(l) as { id: string }).id)).twice).toEqual([]);
+
+    bus.state.down = false;
+    await pollUntil(
+      async () => tally(bus.state.published).unique,
+      (unique) => unique === 1_000,
+      { what: 'every record on the bus', timeoutMs: 10_000 },
+    );
+    await emitter.close();
+    expect(tally(bus.state.published)).toEqual({ unique: 1_000, twice: [] });
+    expect(new Set(bus.state.published)).toEqual(new Set(ids));
+    expect(emitter.stats()).toMatchObject({ published: 1_000 - spilled.spilled, replayed: spilled.spilled });
+    // The spool let every record go once the bus (or the spill file) had it; the spill file is replayed.
+    expect(readdirSync(dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
+  });
+
+  it('loses nothing when spills and their replay overlap under a slow bus', async () => {
+    const dir = tempDir();
+    const bus = switchablePublisher(3);
+    bus.state.down = false;
+    const emitter = emitterOn(dir, bus.publisher, 20);
+    const ids: string[] = [];
+    // 5,000 records in turns of 50: over the bound every few turns, while replays run.
+    for (let turn = 0; turn < 100; turn++) {
+      for (let i = 0; i < 50; i++) {
+        const id = `race-${turn}-${i}`;
+        ids.push(id);
+        emitter.emit(usageRecord({ id }));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await pollUntil(
+      async () => ({ stats: emitter.stats(), files: readdirSync(dir).filter((f) => f.startsWith('spill-')) }),
+      (s) => s.stats.queued === 0 && s.stats.published + s.stats.replayed === 5_000 && s.files.length === 0,
+      { what: 'the queue and every spill file on the bus', timeoutMs: 20_000 },
+    );
+    await emitter.close();
+    expect(emitter.stats().spilled).toBeGreaterThan(0);
+    expect(emitter.stats().replayed).toBe(emitter.stats().spilled);
+    expect(tally(bus.state.published)).toEqual({ unique: 5_000, twice: [] });
+    expect(new Set(bus.state.published)).toEqual(new Set(ids));
+  });
+});
