@@ -4,11 +4,12 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { freePort, processAlive } from '@mcp-meter/contracts/kit';
 import { startMcpOrigin } from '../../test/helpers/mcp-origin';
+import { metricSum } from '../harness/metrics-page';
 import { adminProvider, api } from '../harness/processes';
 import { accounting, drained, metricValue, reconciled, seller, settled } from './books';
 import { load, toolCall } from './load';
 import { healthy, infra, OUTAGE_SECONDS, root, sleep, startProc, stopProc, work } from './run';
-import { executedOf, killUnderLoad, type Row, type Stack } from './stack';
+import { EMITTER_MAX_QUEUED, executedOf, killUnderLoad, type Row, type Stack } from './stack';
 
 /** The faults of the matrix, each caused under load and reconciled into a row. */
 
@@ -209,6 +210,9 @@ export async function kafkaKill(stack: Stack): Promise<Row> {
   const limit = 1_000_000;
   const s = await seller(stack.base, stack.env, stack.origin, limit);
   const before = executedOf(stack.origin);
+  const pageBefore = await fetch(`${stack.proxyUrl}/metrics`).then((r) => r.text());
+  const spilledBefore = metricSum(pageBefore, 'mcpmeter_usage_spilled_total').sum;
+  const replayedBefore = metricSum(pageBefore, 'mcpmeter_usage_replayed_total').sum;
   const running = load(toolCall(s), 100_000);
   await sleep(2_000);
   const pid = Number(readFileSync(join(String(stack.infraEnv.STACK_DIR), 'kafka.pid'), 'utf8'));
@@ -225,13 +229,16 @@ export async function kafkaKill(stack: Stack): Promise<Row> {
     () => accounting(stack.base, s),
     (b) => b.billable >= served,
   );
+  const page = await fetch(`${stack.proxyUrl}/metrics`).then((r) => r.text());
+  const spilled = metricSum(page, 'mcpmeter_usage_spilled_total').sum - spilledBefore;
+  const replayed = metricSum(page, 'mcpmeter_usage_replayed_total').sum - replayedBefore;
   return {
     fault: `Kafka broker SIGKILLed under proxy load, started ${OUTAGE_SECONDS} s later`,
     clients: { ...running.counts },
     executed: executedOf(stack.origin) - before,
     ...reconciled(served, books, limit),
     clientOutageSeconds: running.outageSeconds(),
-    notes: `${servedInOutage} calls served while the broker was down; their records waited in the proxy (memory, spill file) and all arrived after`,
+    notes: `${servedInOutage} calls served while the broker was down; records waited in the proxy until the restarted broker took them, ${spilled} of them past its memory bound (${EMITTER_MAX_QUEUED.toLocaleString('en-US')} records here) in its spill file, ${replayed} replayed from there; all arrived after`,
   };
 }
 

@@ -60,12 +60,18 @@ export async function startStack(): Promise<Stack> {
     PROXY_WORKERS: '1',
     PROXY_PORT: String(proxyPort),
     PROXY_SPILL_DIR: join(work, 'spill'),
+    // A memory bound the broker's outage goes past (its 10 s at this load are some thousands of
+    // calls), so the row exercises the spill file and its replay, not memory alone.
+    EMITTER_MAX_QUEUED: String(EMITTER_MAX_QUEUED),
   };
   const proxy = startProc('proxy', proxyEnv);
   await healthy(proxyUrl, proxy);
   const origin = await startMcpOrigin({ stateless: true });
   return { env, infraEnv, base, proxyUrl, proxyEnv, cp, proxy, origin };
 }
+
+/** The proxy's usage emitter's memory bound in these rows (`EMITTER_MAX_QUEUED`). */
+export const EMITTER_MAX_QUEUED = 1_000;
 
 export interface Row {
   fault: string;
