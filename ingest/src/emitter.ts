@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, unlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
@@ -322,24 +323,23 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       } catch {
         continue;
       }
-      const records = readFileSync(claimed, 'utf8')
-        .split('\n')
-        .filter((line) => line !== '')
-        .map(parseBusRecord)
-        .filter((r): r is UsageRecord => r !== undefined);
+      let count = 0;
       try {
-        for (let i = 0; i < records.length; i += this.maxBatch) {
-          await this.publisher.publish(records.slice(i, i + this.maxBatch));
+        for await (const records of spilledBatches(claimed, this.maxBatch)) {
+          await this.publisher.publish(records);
+          count += records.length;
         }
       } catch (error) {
-        renameSync(claimed, file);
+        try {
+          renameSync(claimed, file);
+        } catch {} // gone meanwhile: nothing left to retry from it
         this.options.logger.warn({ err: error, file }, 'spill replay failed; will retry');
         this.schedule(this.options.retryDelayMs);
         return;
       }
       unlinkSync(claimed);
-      this.counters.replayed += records.length;
-      this.options.logger.info({ records: records.length }, 'spilled usage records replayed');
+      this.counters.replayed += count;
+      this.options.logger.info({ records: count }, 'spilled usage records replayed');
     }
     this.spillPending = this.spillFiles().length > 0;
     if (!this.spillPending) this.markRecovered();
@@ -390,6 +390,44 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       spooled: this.spool?.spooled ?? 0,
       spoolFailures: this.spool?.failures ?? 0,
     };
+  }
+}
+
+/** How much of a spill file a replay reads at a time. */
+const REPLAY_READ_BYTES = 256 * 1024;
+
+/**
+ * The records of a spill file, `batch` at a time, read a piece at a time: a replay after a long
+ * outage (a file of millions of records) holds neither the file in memory nor the event loop
+ * for more than a batch's parsing. A line that is not a record (a write cut short by a crash)
+ * is skipped.
+ */
+async function* spilledBatches(file: string, batch: number): AsyncGenerator<UsageRecord[]> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(REPLAY_READ_BYTES);
+    const decoder = new StringDecoder('utf8');
+    let partial = '';
+    let records: UsageRecord[] = [];
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+      const text = partial + (bytesRead === 0 ? decoder.end() : decoder.write(buffer.subarray(0, bytesRead)));
+      const lines = text.split('\n');
+      // The last piece has no newline yet, unless the file ended: it waits for the next read.
+      partial = bytesRead === 0 ? '' : (lines.pop() ?? '');
+      for (const line of lines) {
+        const record = line === '' ? undefined : parseBusRecord(line);
+        if (record !== undefined) records.push(record);
+        if (records.length >= batch) {
+          yield records;
+          records = [];
+        }
+      }
+      if (bytesRead === 0) break;
+    }
+    if (records.length > 0) yield records;
+  } finally {
+    await handle.close();
   }
 }
 

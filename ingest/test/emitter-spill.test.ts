@@ -1,8 +1,9 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
+import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { usageRecord } from '../../test/helpers/usage-records';
@@ -39,6 +40,14 @@ function switchablePublisher(publishMs: number) {
   };
   return { publisher, state };
 }
+
+/** A bus that takes every publish, keeping the records in `into`. */
+const recordingPublisherInto = (into: UsageRecord[]): UsagePublisher => ({
+  async publish(records) {
+    into.push(...records);
+  },
+  async close() {},
+});
 
 const emitterOn = (dir: string, publisher: UsagePublisher, maxQueued: number) =>
   new BatchingUsageEmitter(publisher, {
@@ -132,5 +141,26 @@ describe('the usage emitter past its memory bound', () => {
     expect(emitter.stats().replayed).toBe(emitter.stats().spilled);
     expect(tally(bus.state.published)).toEqual({ unique: 5_000, twice: [] });
     expect(new Set(bus.state.published)).toEqual(new Set(ids));
+  });
+});
+
+describe("a spill file's replay", () => {
+  it('reads a file of many pieces whole: lines across reads, multi-byte text, a cut last line', async () => {
+    const dir = tempDir();
+    // Long multi-byte customer refs, so lines and characters straddle the replay's 256 KiB reads.
+    const written = Array.from({ length: 3_000 }, (_, i) =>
+      usageRecord({ id: `file-${i}`, customerRef: `cus_${'ü€😀'.repeat(40 + (i % 7))}_${i}` }),
+    );
+    const text = `${written.map((r) => JSON.stringify(r)).join('\n')}\n\n${JSON.stringify(usageRecord({ id: 'cut' })).slice(0, 40)}`;
+    expect(Buffer.byteLength(text)).toBeGreaterThan(4 * 256 * 1024);
+    writeFileSync(join(dir, `spill-${Date.now()}-999999-1.jsonl`), text);
+    const got: UsageRecord[] = [];
+    const emitter = emitterOn(dir, recordingPublisherInto(got), 100);
+    expect(await emitter.recovered(10_000)).toBe(true);
+    await emitter.close();
+    expect(got.map((r) => r.id)).toEqual(written.map((r) => r.id));
+    expect(got.map((r) => r.customerRef)).toEqual(written.map((r) => r.customerRef));
+    expect(emitter.stats().replayed).toBe(3_000);
+    expect(readdirSync(dir).filter((f) => f.startsWith('spill-'))).toEqual([]);
   });
 });
