@@ -1,11 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
+import { tempDirs } from '../../test/helpers/temp-dirs';
 import { usageRecord } from '../../test/helpers/usage-records';
 import { BatchingUsageEmitter } from '../src/emitter';
 
@@ -15,16 +15,7 @@ import { BatchingUsageEmitter } from '../src/emitter';
  * again, also while spills and their replay overlap.
  */
 const logger = createLogger({ level: 'silent', name: 'spill-test' });
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-spill-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs('spill');
 
 /** A bus that refuses every publish while `down`, and else takes it after `publishMs`. */
 function switchablePublisher(publishMs: number) {

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { root } from '../../test/helpers/processes';
+import { tempDirs } from '../../test/helpers/temp-dirs';
 import { usageRecord } from '../../test/helpers/usage-records';
 import { BatchingUsageEmitter } from '../src/emitter';
 
@@ -16,16 +16,7 @@ import { BatchingUsageEmitter } from '../src/emitter';
  * still unpublished has them replayed by the next emitter on the same directory.
  */
 const logger = createLogger({ level: 'silent', name: 'spool-test' });
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-spool-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs('spool');
 
 const record = (id: string): UsageRecord => usageRecord({ id });
 
