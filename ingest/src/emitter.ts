@@ -1,12 +1,11 @@
 import { mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
-import { parseBusRecord, recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
+import { appendDurably, appendDurablySync, spilledBatches } from './spill-file';
 import { adoptOrphanedSpools, nextSequence, recoverClaimedSpills, Spool, spooledCharges } from './spool';
 
 export interface EmitterStats {
@@ -14,6 +13,8 @@ export interface EmitterStats {
   published: number;
   retried: number;
   spilled: number;
+  /** Of those, records written on the event loop because the spill writes off it fell behind. */
+  spilledOnLoop: number;
   replayed: number;
   dropped: number;
   queued: number;
@@ -49,6 +50,12 @@ export interface BatchingEmitterOptions {
    */
   maxQueued: number;
   retryDelayMs: number;
+  /**
+   * The spill's second memory bound: the text of spill writes begun and not yet on disk, in
+   * characters (default 64 Mi). Past it the disk is behind and a spill is written on the event
+   * loop, so calls wait for the disk instead of memory growing without end.
+   */
+  maxSpillingChars?: number | undefined;
   /** Where records wait on disk while the bus is unreachable; unset: drop past maxQueued. */
   spillDir?: string | undefined;
   /**
@@ -61,6 +68,9 @@ export interface BatchingEmitterOptions {
   fsyncMs?: number | undefined;
   logger: Logger;
 }
+
+/** The spill text in writes under way past which a spill is written on the event loop. */
+const DEFAULT_MAX_SPILLING_CHARS = 64 * 1024 * 1024;
 
 /**
  * Batches records to the bus off the request path. When the bus is down, records wait in
@@ -83,10 +93,21 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     published: 0,
     retried: 0,
     spilled: 0,
+    spilledOnLoop: 0,
     replayed: 0,
     dropped: 0,
   };
   private readonly spillFile: string | undefined;
+  /**
+   * Where spills written on the event loop go: a file of their own, since a write off the loop
+   * to `spillFile` may be under way in pieces, and a line must not be cut by another write.
+   */
+  private readonly loopSpillFile: string | undefined;
+  /** Characters of spill text in writes begun and not yet done. */
+  private spillingChars = 0;
+  private readonly maxSpillingChars: number;
+  /** Spills are being written on the event loop until the writes off it catch up. */
+  private diskBehind = false;
   private spillPending: boolean;
   /**
    * The spill writes begun and not yet done, chained so they land in order: settles once the
@@ -114,12 +135,17 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     private readonly options: BatchingEmitterOptions,
   ) {
     this.maxBatch = Math.max(options.maxBatch, publisher.wholeBatch ?? 0);
+    this.maxSpillingChars = options.maxSpillingChars ?? DEFAULT_MAX_SPILLING_CHARS;
     if (options.spillDir !== undefined) {
       mkdirSync(options.spillDir, { recursive: true });
       recoverClaimedSpills(options.spillDir);
       adoptOrphanedSpools(options.spillDir);
       this.inheritedCharges = spooledCharges(options.spillDir);
       this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`);
+      this.loopSpillFile = join(
+        options.spillDir,
+        `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`,
+      );
       if (options.writeAhead === true)
         this.spool = new Spool(options.spillDir, {
           fsyncMs: options.fsyncMs ?? 1_000,
@@ -180,7 +206,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
    * Appends `records` to the spill file, off the event loop and after any spill write still
    * under way; once the file has them (fsync'd) the spool may let them go. Until then they are
    * in the spool (when on) and in this write's memory: a process crash meanwhile leaves them to
-   * the next start's spool replay, as before the spill.
+   * the next start's spool replay, as before the spill. When the writes under way already hold
+   * `maxSpillingChars` (the disk is behind), this one is written on the event loop instead.
    */
   private spill(records: UsageRecord[]): void {
     if (records.length === 0) return;
@@ -196,29 +223,66 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     }
     let text = '';
     for (const r of records) text += `${recordJson(r, false)}\n`;
+    if (this.spillWrites !== undefined && this.spillingChars + text.length > this.maxSpillingChars) {
+      this.spillOnLoop(records, text);
+      return;
+    }
+    this.spillingChars += text.length;
     const write = (this.spillWrites ?? Promise.resolve())
       .then(() => appendDurably(file, text))
       .then(
-        () => {
-          this.counters.spilled += records.length;
-          this.spillPending = true;
-          this.settle(records);
-          // Replayed once the bus takes records, also when nothing more is emitted meanwhile.
-          this.schedule(this.options.lingerMs);
-        },
-        (error: unknown) => {
-          // Still in the spool, if it is on: replayed from there by the next start.
-          this.counters.dropped += records.length;
-          this.options.logger.error(
-            { err: error, records: records.length },
-            'could not spill usage records to disk; records dropped',
-          );
-        },
-      );
+        () => this.spilled(records),
+        (error: unknown) => this.spillFailed(records, error),
+      )
+      .finally(() => {
+        this.spillingChars -= text.length;
+      });
     this.spillWrites = write;
     void write.then(() => {
-      if (this.spillWrites === write) this.spillWrites = undefined;
+      if (this.spillWrites !== write) return;
+      this.spillWrites = undefined;
+      this.diskBehind = false;
     });
+  }
+
+  /**
+   * The disk is behind the spill writes: this one is appended and fsync'd before the event loop
+   * goes on, to a file no write off the loop touches. A replay never claims a file during it (a
+   * claim is made within one turn too).
+   */
+  private spillOnLoop(records: UsageRecord[], text: string): void {
+    if (!this.diskBehind)
+      this.options.logger.warn(
+        { spilling: this.spillingChars },
+        'usage spill writes behind the disk; spilling on the event loop until they catch up',
+      );
+    this.diskBehind = true;
+    try {
+      appendDurablySync(this.loopSpillFile as string, text);
+    } catch (error) {
+      this.spillFailed(records, error);
+      return;
+    }
+    this.counters.spilledOnLoop += records.length;
+    this.spilled(records);
+  }
+
+  /** The spill file has `records`: the spool lets them go, and a replay follows the bus's return. */
+  private spilled(records: UsageRecord[]): void {
+    this.counters.spilled += records.length;
+    this.spillPending = true;
+    this.settle(records);
+    // Replayed once the bus takes records, also when nothing more is emitted meanwhile.
+    this.schedule(this.options.lingerMs);
+  }
+
+  private spillFailed(records: UsageRecord[], error: unknown): void {
+    // Still in the spool, if it is on: replayed from there by the next start.
+    this.counters.dropped += records.length;
+    this.options.logger.error(
+      { err: error, records: records.length },
+      'could not spill usage records to disk; records dropped',
+    );
   }
 
   /** Settles once every spill write begun so far is done. */
@@ -390,54 +454,5 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       spooled: this.spool?.spooled ?? 0,
       spoolFailures: this.spool?.failures ?? 0,
     };
-  }
-}
-
-/** How much of a spill file a replay reads at a time. */
-const REPLAY_READ_BYTES = 256 * 1024;
-
-/**
- * The records of a spill file, `batch` at a time, read a piece at a time: a replay after a long
- * outage (a file of millions of records) holds neither the file in memory nor the event loop
- * for more than a batch's parsing. A line that is not a record (a write cut short by a crash)
- * is skipped.
- */
-async function* spilledBatches(file: string, batch: number): AsyncGenerator<UsageRecord[]> {
-  const handle = await open(file, 'r');
-  try {
-    const buffer = Buffer.allocUnsafe(REPLAY_READ_BYTES);
-    const decoder = new StringDecoder('utf8');
-    let partial = '';
-    let records: UsageRecord[] = [];
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
-      const text = partial + (bytesRead === 0 ? decoder.end() : decoder.write(buffer.subarray(0, bytesRead)));
-      const lines = text.split('\n');
-      // The last piece has no newline yet, unless the file ended: it waits for the next read.
-      partial = bytesRead === 0 ? '' : (lines.pop() ?? '');
-      for (const line of lines) {
-        const record = line === '' ? undefined : parseBusRecord(line);
-        if (record !== undefined) records.push(record);
-        if (records.length >= batch) {
-          yield records;
-          records = [];
-        }
-      }
-      if (bytesRead === 0) break;
-    }
-    if (records.length > 0) yield records;
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Appends `text` to `file` and has it on disk (fsync'd) before settling. */
-async function appendDurably(file: string, text: string): Promise<void> {
-  const handle = await open(file, 'a');
-  try {
-    await handle.appendFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }

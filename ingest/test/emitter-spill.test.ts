@@ -1,9 +1,11 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createLogger } from '@mcp-meter/contracts/kit';
 import type { UsagePublisher } from '@mcp-meter/contracts/usage';
-import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
-import { describe, expect, it } from 'vitest';
+import { recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { tempDirs } from '../../test/helpers/temp-dirs';
 import { usageRecord } from '../../test/helpers/usage-records';
@@ -104,6 +106,72 @@ describe('the usage emitter past its memory bound', () => {
     expect(new Set(bus.state.published)).toEqual(new Set(ids));
     expect(emitter.stats()).toMatchObject({ published: 1_000 - spilled.spilled, replayed: spilled.spilled });
     // The spool let every record go once the bus (or the spill file) had it; the spill file is replayed.
+    expect(readdirSync(dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
+  });
+
+  it('writes spills on the event loop once the writes off it hold their bound, and loses nothing', async () => {
+    const dir = tempDir();
+    // Every thread of libuv's pool waits in the open of a FIFO nobody writes: no write off the
+    // event loop can make progress, as when the disk stops answering.
+    const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+    const fifos = Array.from({ length: threads }, (_, i) => join(dir, `stuck-${i}`));
+    for (const fifo of fifos) execFileSync('mkfifo', [fifo]);
+    const stuck = fifos.map((fifo) => open(fifo, 'r'));
+    let released = false;
+    const release = async () => {
+      if (released) return;
+      released = true;
+      for (const fifo of fifos) closeSync(openSync(fifo, 'w'));
+      for (const handle of await Promise.all(stuck)) await handle.close();
+    };
+    // Also when an assertion fails: the pool is the whole test process's.
+    onTestFinished(release);
+    const bus = switchablePublisher(2);
+    const maxSpillingChars = 20_000;
+    const emitter = new BatchingUsageEmitter(bus.publisher, {
+      maxBatch: 50,
+      lingerMs: 1,
+      maxQueued: 100,
+      retryDelayMs: 5,
+      maxSpillingChars,
+      spillDir: dir,
+      writeAhead: true,
+      logger,
+    });
+    const ids = Array.from({ length: 2_000 }, (_, i) => `held-${i}`);
+    for (const id of ids) emitter.emit(usageRecord({ id }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    // What waits in writes off the loop stays within the bound (a spill is 10 records here);
+    // the rest went to disk on the loop, each record once.
+    const held = emitter.stats();
+    const lineChars = recordJson(usageRecord({ id: 'held-1000' }), false).length + 1;
+    const inWrites = 2_000 - held.queued - held.spilledOnLoop;
+    expect(held.spilledOnLoop).toBeGreaterThan(1_500);
+    expect(held.spilled).toBe(held.spilledOnLoop);
+    expect(inWrites * lineChars).toBeLessThanOrEqual(maxSpillingChars + 10 * lineChars);
+    expect(tally(spillLines(dir).map((l) => (JSON.parse(l) as { id: string }).id))).toEqual({
+      unique: held.spilledOnLoop,
+      twice: [],
+    });
+
+    // The disk answers again: the writes off the loop land, and the bus takes every record once.
+    await release();
+    await pollUntil(
+      async () => emitter.stats(),
+      (s) => s.spilled + s.queued === 2_000,
+      { what: 'the writes off the loop to land', timeoutMs: 10_000 },
+    );
+    bus.state.down = false;
+    await pollUntil(
+      async () => tally(bus.state.published).unique,
+      (unique) => unique === 2_000,
+      { what: 'every record on the bus', timeoutMs: 10_000 },
+    );
+    await emitter.close();
+    expect(tally(bus.state.published)).toEqual({ unique: 2_000, twice: [] });
+    expect(new Set(bus.state.published)).toEqual(new Set(ids));
+    expect(emitter.stats()).toMatchObject({ dropped: 0, replayed: emitter.stats().spilled });
     expect(readdirSync(dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
   });
 

@@ -127,6 +127,11 @@ export class ProxyMetrics {
           stats.spilled,
         ),
         counter(
+          'mcpmeter_usage_spilled_on_loop_total',
+          'Of the spilled usage records, those written on the event loop because the disk was behind',
+          stats.spilledOnLoop,
+        ),
+        counter(
           'mcpmeter_usage_replayed_total',
           'Spilled usage records acknowledged by the bus once it took records again',
           stats.replayed,
