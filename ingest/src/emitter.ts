@@ -72,6 +72,15 @@ export interface BatchingEmitterOptions {
 /** The spill text in writes under way past which a spill is written on the event loop. */
 const DEFAULT_MAX_SPILLING_CHARS = 64 * 1024 * 1024;
 
+/** A spill write not yet begun: the spills that joined it and their text. */
+interface NextSpill {
+  parts: UsageRecord[][];
+  text: string;
+}
+
+/** A spill file's name: replayed in the order of their names, unique within this process. */
+const newSpillFile = (dir: string) => join(dir, `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`);
+
 /**
  * Batches records to the bus off the request path. When the bus is down, records wait in
  * memory up to `maxQueued`; past that, and at shutdown, they are appended (fsync'd) to a spill
@@ -98,6 +107,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     dropped: 0,
   };
   private readonly spillFile: string | undefined;
+  /** The spill write not yet begun: spills made meanwhile join it. */
+  private nextSpill: NextSpill | undefined;
   /**
    * Where spills written on the event loop go: a file of their own, since a write off the loop
    * to `spillFile` may be under way in pieces, and a line must not be cut by another write.
@@ -141,11 +152,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       recoverClaimedSpills(options.spillDir);
       adoptOrphanedSpools(options.spillDir);
       this.inheritedCharges = spooledCharges(options.spillDir);
-      this.spillFile = join(options.spillDir, `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`);
-      this.loopSpillFile = join(
-        options.spillDir,
-        `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`,
-      );
+      this.spillFile = newSpillFile(options.spillDir);
+      this.loopSpillFile = newSpillFile(options.spillDir);
       if (options.writeAhead === true)
         this.spool = new Spool(options.spillDir, {
           fsyncMs: options.fsyncMs ?? 1_000,
@@ -204,10 +212,12 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
 
   /**
    * Appends `records` to the spill file, off the event loop and after any spill write still
-   * under way; once the file has them (fsync'd) the spool may let them go. Until then they are
-   * in the spool (when on) and in this write's memory: a process crash meanwhile leaves them to
-   * the next start's spool replay, as before the spill. When the writes under way already hold
-   * `maxSpillingChars` (the disk is behind), this one is written on the event loop instead.
+   * under way: spills made while one is under way join the next write, so a long outage costs
+   * one fsync per write the disk can take, not one per batch. Once the file has them (fsync'd)
+   * the spool may let them go. Until then they are in the spool (when on) and in the write's
+   * memory: a process crash meanwhile leaves them to the next start's spool replay, as before
+   * the spill. When the writes under way already hold `maxSpillingChars` (the disk is behind),
+   * this one is written on the event loop instead.
    */
   private spill(records: UsageRecord[]): void {
     if (records.length === 0) return;
@@ -228,14 +238,30 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       return;
     }
     this.spillingChars += text.length;
+    const joining = this.nextSpill;
+    if (joining !== undefined) {
+      joining.parts.push(records);
+      joining.text += text;
+      return;
+    }
+    const next: NextSpill = { parts: [records], text };
+    this.nextSpill = next;
     const write = (this.spillWrites ?? Promise.resolve())
-      .then(() => appendDurably(file, text))
+      .then(() => {
+        // From here on, spills join a later write.
+        if (this.nextSpill === next) this.nextSpill = undefined;
+        return appendDurably(file, next.text);
+      })
       .then(
-        () => this.spilled(records),
-        (error: unknown) => this.spillFailed(records, error),
+        () => {
+          for (const part of next.parts) this.spilled(part);
+        },
+        (error: unknown) => {
+          for (const part of next.parts) this.spillFailed(part, error);
+        },
       )
       .finally(() => {
-        this.spillingChars -= text.length;
+        this.spillingChars -= next.text.length;
       });
     this.spillWrites = write;
     void write.then(() => {
@@ -368,6 +394,9 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       }
       this.counters.published += batch.length;
       this.settle(batch);
+      // The bus takes records: the spilled ones go next, also while the queue never empties
+      // (records arriving faster than the bus takes them); `send` comes back for the queue.
+      if (this.spillPending) break;
     }
     if (this.spillPending) await this.replaySpill();
   }
@@ -377,9 +406,9 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     await this.spillsWritten();
     for (const file of this.spillFiles()) {
       // Claim the file first (rename is atomic): a file is replayed by one emitter only, and the
-      // active spill file is sealed so new spills start a fresh one. No spill write may be under
-      // way then (each opens the file anew): its records would land in the claimed file after
-      // it was read.
+      // active spill file is sealed so new spills start a fresh one. No spill write off the loop
+      // may be under way then (each opens the file anew): its records would land in the claimed
+      // file after it was read. A spill on the loop is written within one turn.
       await this.spillsWritten();
       const claimed = `${file}.replaying`;
       try {

@@ -201,6 +201,36 @@ describe('the usage emitter past its memory bound', () => {
     expect(tally(bus.state.published)).toEqual({ unique: 5_000, twice: [] });
     expect(new Set(bus.state.published)).toEqual(new Set(ids));
   });
+  it('replays spilled records while spills go on, not only in a gap between them', async () => {
+    const dir = tempDir();
+    // A bus slower than the records arriving: the queue stays over its bound, a spill every turn.
+    const bus = switchablePublisher(5);
+    bus.state.down = false;
+    const emitter = emitterOn(dir, bus.publisher, 20);
+    const ids: string[] = [];
+    let replayedDuring = 0;
+    for (let turn = 0; turn < 300; turn++) {
+      for (let i = 0; i < 50; i++) {
+        const id = `busy-${turn}-${i}`;
+        ids.push(id);
+        emitter.emit(usageRecord({ id }));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      // What the bus has beyond the queue's publishes came from the spill file.
+      replayedDuring = bus.state.published.length - emitter.stats().published;
+    }
+    // While the spills went on, records the spill file held reached the bus.
+    expect(emitter.stats().spilled).toBeGreaterThan(5_000);
+    expect(replayedDuring).toBeGreaterThan(0);
+    await pollUntil(
+      async () => ({ stats: emitter.stats(), files: readdirSync(dir).filter((f) => f.startsWith('spill-')) }),
+      (s) => s.stats.queued === 0 && s.stats.published + s.stats.replayed === 15_000 && s.files.length === 0,
+      { what: 'the queue and every spill file on the bus', timeoutMs: 30_000 },
+    );
+    await emitter.close();
+    expect(tally(bus.state.published)).toEqual({ unique: 15_000, twice: [] });
+    expect(new Set(bus.state.published)).toEqual(new Set(ids));
+  });
 });
 
 describe("a spill file's replay", () => {
