@@ -18,6 +18,8 @@ export interface EmitterStats {
   replayed: number;
   dropped: number;
   queued: number;
+  /** Characters of spill text in writes begun and not yet on disk (bounded: `maxSpillingChars`). */
+  spilling: number;
   /** Records written to the write-ahead spool, and spool writes that failed. */
   spooled: number;
   spoolFailures: number;
@@ -480,6 +482,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     return {
       ...this.counters,
       queued: this.queue.length,
+      spilling: this.spillingChars,
       spooled: this.spool?.spooled ?? 0,
       spoolFailures: this.spool?.failures ?? 0,
     };

@@ -152,6 +152,11 @@ export class ProxyMetrics {
           stats.spoolFailures,
         ),
         gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
+        gauge(
+          'mcpmeter_usage_spilling_chars',
+          'Characters of spill text in writes not yet on disk (the disk is behind when it nears its bound)',
+          stats.spilling,
+        ),
       );
     }
     parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', sources.inflight));
