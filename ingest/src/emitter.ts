@@ -1,12 +1,11 @@
-import { mkdirSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, renameSync, unlinkSync } from 'node:fs';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeaseCharge } from '@mcp-meter/contracts/limits';
 import type { UsageRecorder } from '@mcp-meter/contracts/usage';
 import { recordJson, type UsageRecord } from '@mcp-meter/contracts/usage-record';
 import type { UsagePublisher } from './bus';
-import { appendDurably, appendDurablySync, spilledBatches } from './spill-file';
-import { adoptOrphanedSpools, nextSequence, recoverClaimedSpills, Spool, spooledCharges } from './spool';
+import { appendDurably, appendDurablySync, newSpillFile, spilledBatches, spillFilesIn } from './spill-file';
+import { adoptOrphanedSpools, recoverClaimedSpills, Spool, spooledCharges } from './spool';
 
 export interface EmitterStats {
   emitted: number;
@@ -76,12 +75,10 @@ const DEFAULT_MAX_SPILLING_CHARS = 64 * 1024 * 1024;
 
 /** A spill write not yet begun: the spills that joined it and their text. */
 interface NextSpill {
+  file: string;
   parts: UsageRecord[][];
   text: string;
 }
-
-/** A spill file's name: replayed in the order of their names, unique within this process. */
-const newSpillFile = (dir: string) => join(dir, `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`);
 
 /**
  * Batches records to the bus off the request path. When the bus is down, records wait in
@@ -108,7 +105,8 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     replayed: 0,
     dropped: 0,
   };
-  private readonly spillFile: string | undefined;
+  /** Where spills off the loop go now: a replay moves them to a fresh file as it starts. */
+  private spillFile: string | undefined;
   /** The spill write not yet begun: spills made meanwhile join it. */
   private nextSpill: NextSpill | undefined;
   /**
@@ -246,13 +244,13 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
       joining.text += text;
       return;
     }
-    const next: NextSpill = { parts: [records], text };
+    const next: NextSpill = { file, parts: [records], text };
     this.nextSpill = next;
     const write = (this.spillWrites ?? Promise.resolve())
       .then(() => {
         // From here on, spills join a later write.
         if (this.nextSpill === next) this.nextSpill = undefined;
-        return appendDurably(file, next.text);
+        return appendDurably(next.file, next.text);
       })
       .then(
         () => {
@@ -338,11 +336,7 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
   }
 
   private spillFiles(): string[] {
-    if (this.options.spillDir === undefined) return [];
-    return readdirSync(this.options.spillDir)
-      .filter((f) => f.startsWith('spill-') && f.endsWith('.jsonl'))
-      .sort()
-      .map((f) => join(this.options.spillDir ?? '', f));
+    return this.options.spillDir === undefined ? [] : spillFilesIn(this.options.spillDir);
   }
 
   private schedule(delayMs: number): void {
@@ -403,15 +397,25 @@ export class BatchingUsageEmitter implements UsageEmitter, UsageRecorder {
     if (this.spillPending) await this.replaySpill();
   }
 
-  /** Publishes spilled records; runs only after a publish succeeded, i.e. the bus is back. */
+  /**
+   * Publishes spilled records; runs only after a publish succeeded, i.e. the bus is back. New
+   * spills go to a fresh file from its start, and it claims only the files written before, once
+   * the writes begun by then have landed: spills going on meanwhile never hold it back.
+   */
   private async replaySpill(): Promise<void> {
-    await this.spillsWritten();
+    const dir = this.options.spillDir;
+    if (dir !== undefined) {
+      this.spillFile = newSpillFile(dir);
+      this.nextSpill = undefined;
+    }
+    // The chain lands in order: its last write begun so far is the last of them to land.
+    const landing = this.spillWrites;
+    if (landing !== undefined) await landing;
     for (const file of this.spillFiles()) {
-      // Claim the file first (rename is atomic): a file is replayed by one emitter only, and the
-      // active spill file is sealed so new spills start a fresh one. No spill write off the loop
-      // may be under way then (each opens the file anew): its records would land in the claimed
-      // file after it was read. A spill on the loop is written within one turn.
-      await this.spillsWritten();
+      // Claim the file first (rename is atomic): a file is replayed by one emitter only. The
+      // file spills go to now is left to the next replay; no write off the loop touches the
+      // others any more, and a spill on the loop is written within one turn.
+      if (file === this.spillFile) continue;
       const claimed = `${file}.replaying`;
       try {
         renameSync(file, claimed);

@@ -1,12 +1,25 @@
-import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readdirSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { parseBusRecord, type UsageRecord } from '@mcp-meter/contracts/usage-record';
+import { nextSequence } from './spool';
 
 /**
  * A spill file's text: usage records as JSON lines, appended (and fsync'd) by the emitter while
  * the bus is away, read back a piece at a time when it returns.
  */
+
+/** A new spill file's name: unique within this process, later than the files before it. */
+export const newSpillFile = (dir: string) =>
+  join(dir, `spill-${Date.now()}-${process.pid}-${nextSequence()}.jsonl`);
+
+/** The spill files in `dir`, in the order of their names (replays go oldest first). */
+export const spillFilesIn = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.startsWith('spill-') && f.endsWith('.jsonl'))
+    .sort()
+    .map((f) => join(dir, f));
 
 /** How much of a spill file a replay reads at a time. */
 const REPLAY_READ_BYTES = 256 * 1024;

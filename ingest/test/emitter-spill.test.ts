@@ -96,16 +96,17 @@ async function deliversEachOnce(
   expect(readdirSync(dir).filter((f) => f.endsWith('.jsonl'))).toEqual([]);
 }
 
-/** Emits `turns` × 50 records, a millisecond apart, calling `afterTurn` after each; their ids. */
+/** Emits `turns` × `perTurn` records, a millisecond apart, calling `afterTurn` after each; their ids. */
 async function emitInTurns(
   emitter: BatchingUsageEmitter,
   prefix: string,
   turns: number,
+  perTurn: number,
   afterTurn = () => {},
 ) {
   const ids: string[] = [];
   for (let turn = 0; turn < turns; turn++) {
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < perTurn; i++) {
       const id = `${prefix}-${turn}-${i}`;
       ids.push(id);
       emitter.emit(usageRecord({ id }));
@@ -114,6 +115,27 @@ async function emitInTurns(
     afterTurn();
   }
   return ids;
+}
+
+/**
+ * Waits (the bus up) until the queue and every spill file are on the bus, then closes the
+ * emitter: each of `ids` arrived once.
+ */
+async function everyRecordOnTheBus(
+  dir: string,
+  emitter: BatchingUsageEmitter,
+  bus: ReturnType<typeof switchablePublisher>,
+  ids: readonly string[],
+) {
+  await pollUntil(
+    async () => ({ stats: emitter.stats(), files: readdirSync(dir).filter((f) => f.startsWith('spill-')) }),
+    (s) =>
+      s.stats.queued === 0 && s.stats.published + s.stats.replayed === ids.length && s.files.length === 0,
+    { what: 'the queue and every spill file on the bus', timeoutMs: 30_000 },
+  );
+  await emitter.close();
+  expect(tally(bus.state.published)).toEqual({ unique: ids.length, twice: [] });
+  expect(new Set(bus.state.published)).toEqual(new Set(ids));
 }
 
 describe('the usage emitter past its memory bound', () => {
@@ -199,41 +221,31 @@ describe('the usage emitter past its memory bound', () => {
     bus.state.down = false;
     const emitter = emitterOn(dir, bus.publisher, 20);
     // 5,000 records in turns of 50: over the bound every few turns, while replays run.
-    const ids = await emitInTurns(emitter, 'race', 100);
-    await pollUntil(
-      async () => ({ stats: emitter.stats(), files: readdirSync(dir).filter((f) => f.startsWith('spill-')) }),
-      (s) => s.stats.queued === 0 && s.stats.published + s.stats.replayed === 5_000 && s.files.length === 0,
-      { what: 'the queue and every spill file on the bus', timeoutMs: 20_000 },
-    );
-    await emitter.close();
+    const ids = await emitInTurns(emitter, 'race', 100, 50);
+    await everyRecordOnTheBus(dir, emitter, bus, ids);
     expect(emitter.stats().spilled).toBeGreaterThan(0);
     expect(emitter.stats().replayed).toBe(emitter.stats().spilled);
-    expect(tally(bus.state.published)).toEqual({ unique: 5_000, twice: [] });
-    expect(new Set(bus.state.published)).toEqual(new Set(ids));
   });
 
-  it('replays spilled records while spills go on, not only in a gap between them', async () => {
+  // Records arriving faster than the bus takes them: the queue stays over its bound and spills
+  // every turn. With 50 a turn the queue never empties; with 500 a spill write is always under
+  // way or about to begin. Spilled records must reach the bus meanwhile, not only afterwards.
+  it.each([
+    { while: 'the queue never empties', publishMs: 5, turns: 300, perTurn: 50 },
+    { while: 'spill writes follow each other without a pause', publishMs: 2, turns: 100, perTurn: 500 },
+  ])('replays spilled records while $while', async ({ publishMs, turns, perTurn }) => {
     const dir = tempDir();
-    // A bus slower than the records arriving: the queue stays over its bound, a spill every turn.
-    const bus = switchablePublisher(5);
+    const bus = switchablePublisher(publishMs);
     bus.state.down = false;
     const emitter = emitterOn(dir, bus.publisher, 20);
     let replayedDuring = 0;
-    const ids = await emitInTurns(emitter, 'busy', 300, () => {
+    const ids = await emitInTurns(emitter, 'busy', turns, perTurn, () => {
       // What the bus has beyond the queue's publishes came from the spill file.
       replayedDuring = bus.state.published.length - emitter.stats().published;
     });
-    // While the spills went on, records the spill file held reached the bus.
-    expect(emitter.stats().spilled).toBeGreaterThan(5_000);
+    expect(emitter.stats().spilled).toBeGreaterThan(ids.length / 3);
     expect(replayedDuring).toBeGreaterThan(0);
-    await pollUntil(
-      async () => ({ stats: emitter.stats(), files: readdirSync(dir).filter((f) => f.startsWith('spill-')) }),
-      (s) => s.stats.queued === 0 && s.stats.published + s.stats.replayed === 15_000 && s.files.length === 0,
-      { what: 'the queue and every spill file on the bus', timeoutMs: 30_000 },
-    );
-    await emitter.close();
-    expect(tally(bus.state.published)).toEqual({ unique: 15_000, twice: [] });
-    expect(new Set(bus.state.published)).toEqual(new Set(ids));
+    await everyRecordOnTheBus(dir, emitter, bus, ids);
   });
 });
 
