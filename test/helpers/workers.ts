@@ -28,33 +28,38 @@ export function fresh(url: string): Promise<{ status: number; body: string }> {
 }
 
 /**
- * Each worker's figures, read until `count` answered: worker number → (pid, success calls). The
- * pids from each worker's /healthz (a fresh connection reaches any of them); the calls from one
- * metrics page, which has every worker's series, labelled with its worker.
+ * Each worker's figures, read until `count` answered: worker number → (pid, tool calls served
+ * with success, tool calls judged whatever their outcome). The pids from each worker's /healthz
+ * (a fresh connection reaches any of them); the calls from one metrics page, which has every
+ * worker's series, labelled with its worker.
  */
 export async function perWorker(
   proxyUrl: string,
   count = 2,
-): Promise<Map<number, { pid: number; success: number }>> {
+): Promise<Map<number, { pid: number; success: number; calls: number }>> {
   const pids = new Map<number, number>();
   for (let i = 0; i < 200 && pids.size < count; i++) {
     const health = JSON.parse((await fresh(`${proxyUrl}/healthz`)).body) as { worker: number; pid: number };
     pids.set(health.worker, health.pid);
   }
-  const seen = new Map<number, { pid: number; success: number }>();
+  const seen = new Map<number, { pid: number; success: number; calls: number }>();
   for (let i = 0; i < 50 && seen.size < pids.size; i++) {
     const metrics = (await fresh(`${proxyUrl}/metrics`)).body;
     seen.clear();
     for (const [worker, pid] of pids) {
       if (!new RegExp(`^mcpmeter_proxy_worker\\{worker="${worker}"\\} ${worker}$`, 'm').test(metrics))
         continue;
-      const success = Number(
-        new RegExp(
-          `^mcpmeter_proxy_tool_calls_total\\{worker="${worker}",outcome="success"\\} (\\d+)$`,
-          'm',
-        ).exec(metrics)?.[1] ?? 0,
+      let success = 0;
+      let calls = 0;
+      const series = new RegExp(
+        `^mcpmeter_proxy_tool_calls_total\\{worker="${worker}",outcome="([a-z_]+)"\\} (\\d+)$`,
+        'gm',
       );
-      seen.set(worker, { pid, success });
+      for (const [, outcome, n] of metrics.matchAll(series)) {
+        calls += Number(n);
+        if (outcome === 'success') success += Number(n);
+      }
+      seen.set(worker, { pid, success, calls });
     }
   }
   return seen;
@@ -117,14 +122,16 @@ export async function callAtOnce(
 }
 
 /**
- * Eight clients calling while worker 1 is SIGKILLed, then worker 1 started again as a new
- * process; the calls that were answered with a result.
+ * Eight clients calling while worker 1 (of `workers`) is SIGKILLed, then worker 1 started again
+ * as a new process; the calls that were answered with a result.
  */
 export async function killWorkerUnderLoad(
   proxyUrl: string,
   open: () => Promise<WorkersClient>,
+  workers = 2,
 ): Promise<number> {
-  const victim = (await perWorker(proxyUrl)).get(1)?.pid as number;
+  const victim = (await perWorker(proxyUrl, workers)).get(1)?.pid;
+  if (victim === undefined) throw new Error('worker 1 did not answer');
   const clients = await Promise.all(Array.from({ length: 8 }, open));
   // Calls keep coming from every client while worker 1 is killed, so some are in flight there.
   let answered = 0;
@@ -143,7 +150,7 @@ export async function killWorkerUnderLoad(
   await burst;
   for (const c of clients) await c.close().catch(() => undefined);
   await pollUntil(
-    async () => (await perWorker(proxyUrl)).get(1)?.pid,
+    async () => (await perWorker(proxyUrl, workers)).get(1)?.pid,
     (pid) => pid !== undefined && pid !== victim,
     { what: 'worker 1 started again', timeoutMs: 60_000 },
   );
