@@ -8,17 +8,19 @@ import { alive, callAtOnce, killWorkerUnderLoad, perWorker, workersClient } from
 
 const LIMIT = 60;
 const CALLS = 150;
+/** More workers than the machine's cores, all leasing from the counters over their IPC channels. */
+const WORKERS = 4;
 
 /**
- * `npm start` on embedded defaults with PROXY_WORKERS=2 (issue 65): no Redis, no Kafka; the proxy
+ * `npm start` on embedded defaults with PROXY_WORKERS=4 (issue 65): no Redis, no Kafka; the proxy
  * workers run apart from the process that holds the control plane, ingest, chdb and the limit
- * counters, snapshots and usage bus in its memory, and reach those over their IPC channel. One
- * customer through both workers is admitted exactly its limit and every call is recorded; a worker
+ * counters, snapshots and usage bus in its memory, and reach those over their IPC channels. One
+ * customer through every worker is admitted exactly its limit and every call is recorded; a worker
  * killed under load is started again with nothing lost and the limit still exact; the whole
  * service killed under load comes back with every answered call recorded and no allowance handed
  * back, its workers having stopped by themselves; SIGTERM stops it all.
  */
-describe('npm start on embedded defaults with two proxy workers', () => {
+describe('npm start on embedded defaults with four proxy workers', () => {
   let embedded: EmbeddedService;
   let env: NodeJS.ProcessEnv;
   let baseUrl: string;
@@ -30,11 +32,11 @@ describe('npm start on embedded defaults with two proxy workers', () => {
 
   const start = async () => {
     service = await embedded.start(120_000);
-    // Both workers answering: the kernel hands fresh connections to either.
+    // Every worker answering: the kernel hands fresh connections to any of them.
     await pollUntil(
-      async () => (await perWorker(proxyUrl).catch(() => new Map())).size,
-      (n) => n === 2,
-      { what: 'both proxy workers answering', timeoutMs: 90_000 },
+      async () => (await perWorker(proxyUrl, WORKERS).catch(() => new Map())).size,
+      (n) => n === WORKERS,
+      { what: 'every proxy worker answering', timeoutMs: 90_000 },
     );
   };
   const client = (token: string) => workersClient(`${proxyUrl}/mcp/${server.subdomain}`, token);
@@ -45,7 +47,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
 
   beforeAll(async () => {
     embedded = await embeddedService('aio-workers', {
-      extra: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', PROXY_WORKERS: '2' },
+      extra: { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1', PROXY_WORKERS: String(WORKERS) },
     });
     ({ env, baseUrl, proxyUrl } = embedded);
     origin = await startMcpOrigin({ json: true });
@@ -67,17 +69,21 @@ describe('npm start on embedded defaults with two proxy workers', () => {
     embedded?.remove();
   });
 
-  it('admits one customer exactly its limit through both workers, and records every call', async () => {
-    const workers = await perWorker(proxyUrl);
-    expect([...workers.keys()].sort()).toEqual([0, 1]);
+  it('admits one customer exactly its limit through every worker, and records every call', async () => {
+    const workers = await perWorker(proxyUrl, WORKERS);
+    expect([...workers.keys()].sort()).toEqual(Array.from({ length: WORKERS }, (_, i) => i));
     const customer = await customerWithToken(seller.api);
-    expect(await callAtOnce(() => client(customer.token), 16, CALLS, 1)).toBe(LIMIT);
+    expect(await callAtOnce(() => client(customer.token), 32, CALLS, 1)).toBe(LIMIT);
     expect(origin.calls.get('add')).toBe(LIMIT);
-    const served = [...(await perWorker(proxyUrl)).values()].map((w) => w.success);
+    // Every worker judged some of the calls; together they served exactly the limit (a worker
+    // whose calls came after the budget was leased out may refuse them all).
+    const judged = [...(await perWorker(proxyUrl, WORKERS)).values()];
     expect(
-      served.every((n) => n > 0),
-      JSON.stringify(served),
+      judged.every((w) => w.calls > 0),
+      JSON.stringify(judged),
     ).toBe(true);
+    expect(judged.reduce((sum, w) => sum + w.calls, 0)).toBe(CALLS);
+    expect(judged.reduce((sum, w) => sum + w.success, 0)).toBe(LIMIT);
     // Every admitted call is recorded once, through the one in-process bus, and no more.
     const recorded = await pollUntil(
       () => usage(customer.ref),
@@ -90,7 +96,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
   it('starts a killed worker again, with what it served recorded and the limit exact', async () => {
     const before = origin.calls.get('add') ?? 0;
     const customer = await customerWithToken(seller.api);
-    const answered = await killWorkerUnderLoad(proxyUrl, () => client(customer.token));
+    const answered = await killWorkerUnderLoad(proxyUrl, () => client(customer.token), WORKERS);
     const executed = (origin.calls.get('add') ?? 0) - before;
     const recorded = await pollUntil(
       () => usage(customer.ref),
@@ -104,7 +110,7 @@ describe('npm start on embedded defaults with two proxy workers', () => {
 
   it('comes back from a kill of the whole service with every answered call recorded', async () => {
     const customer = await customerWithToken(seller.api);
-    const pids = [...(await perWorker(proxyUrl)).values()].map((w) => w.pid);
+    const pids = [...(await perWorker(proxyUrl, WORKERS)).values()].map((w) => w.pid);
     const before = origin.calls.get('add') ?? 0;
     const clients = await Promise.all(Array.from({ length: 8 }, () => client(customer.token)));
     let answered = 0;
@@ -140,7 +146,8 @@ describe('npm start on embedded defaults with two proxy workers', () => {
   }, 240_000);
 
   it('stops on SIGTERM: the service exits 0 and no worker is left', async () => {
-    const pids = [...(await perWorker(proxyUrl)).values()].map((w) => w.pid);
+    const pids = [...(await perWorker(proxyUrl, WORKERS)).values()].map((w) => w.pid);
+    expect(pids).toHaveLength(WORKERS);
     expect(await service.stop('SIGTERM')).toBe(0);
     for (const pid of pids) expect(alive(pid), `worker ${pid}`).toBe(false);
   }, 60_000);
