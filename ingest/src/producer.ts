@@ -5,3 +5,4 @@
  */
 
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
+export { usageEmitterMetrics } from './emitter-metrics';

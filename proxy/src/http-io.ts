@@ -1,7 +1,7 @@
 import type uWS from 'uWebSockets.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { STATUS_CODES } from 'node:http';
-import type { Counter } from './metrics';
+import type { Counter } from '@mcp-meter/contracts/metrics';
 import type { OriginControl } from './origin/types';
 
 /**

@@ -1,11 +1,11 @@
 import { sameSecret } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
-import type { UsageEmitter } from '@mcp-meter/ingest/producer';
+import { Counter, counter, EventLoopDelay, GcPauses, gauge, Histogram } from '@mcp-meter/contracts/metrics';
+import { type UsageEmitter, usageEmitterMetrics } from '@mcp-meter/ingest/producer';
 import type { ControlPlaneLink } from './control-link';
 import type { ServerDirectory } from './directory';
 import type { Gatekeeper } from './gatekeeper';
 import { type Exchange, respond } from './http-io';
-import { Counter, counter, EventLoopDelay, GcPauses, gauge, Histogram } from './metrics';
 import { refuse } from './refusals';
 
 /** What the metrics page reads besides the proxy's own counters. */
@@ -108,57 +108,7 @@ export class ProxyMetrics {
         ),
       );
     const stats = emitter?.stats();
-    if (stats !== undefined) {
-      parts.push(
-        counter('mcpmeter_usage_emitted_total', 'Usage records emitted by the proxy', stats.emitted),
-        counter(
-          'mcpmeter_usage_published_total',
-          'Usage records acknowledged by the bus from the memory queue (spilled ones count as replayed)',
-          stats.published,
-        ),
-        counter(
-          'mcpmeter_usage_retried_total',
-          'Usage records whose publish failed and was retried',
-          stats.retried,
-        ),
-        counter(
-          'mcpmeter_usage_spilled_total',
-          'Usage records written to the local spill file',
-          stats.spilled,
-        ),
-        counter(
-          'mcpmeter_usage_spilled_on_loop_total',
-          'Of the spilled usage records, those written on the event loop because the disk was behind',
-          stats.spilledOnLoop,
-        ),
-        counter(
-          'mcpmeter_usage_replayed_total',
-          'Spilled usage records acknowledged by the bus once it took records again',
-          stats.replayed,
-        ),
-        counter(
-          'mcpmeter_usage_dropped_total',
-          'Usage records lost (no spill directory, or the disk failed)',
-          stats.dropped,
-        ),
-        counter(
-          'mcpmeter_usage_spooled_total',
-          'Usage records written to the write-ahead spool before their answers ended',
-          stats.spooled,
-        ),
-        counter(
-          'mcpmeter_usage_spool_failures_total',
-          'Spool writes that failed (the records stayed in memory only)',
-          stats.spoolFailures,
-        ),
-        gauge('mcpmeter_usage_emitter_queue_depth', 'Records waiting in memory', stats.queued),
-        gauge(
-          'mcpmeter_usage_spilling_chars',
-          'Characters of spill text in writes not yet on disk (the disk is behind when it nears its bound)',
-          stats.spilling,
-        ),
-      );
-    }
+    if (stats !== undefined) parts.push(...usageEmitterMetrics(stats));
     parts.push(gauge('mcpmeter_proxy_inflight_requests', 'Requests being served', sources.inflight));
     parts.push(this.loopDelay.render(), this.gcPauses.render());
     return parts.join('');

@@ -1,6 +1,7 @@
 import type * as UWS from 'uWebSockets.js';
 import type { Logger } from '@mcp-meter/contracts/kit';
 import type { LeasedLimiter } from '@mcp-meter/contracts/limits';
+import { gauge } from '@mcp-meter/contracts/metrics';
 import type { UsageEmitter } from '@mcp-meter/ingest/producer';
 import type { TokenVerifier } from './auth';
 import type { ProxyConfig } from './config';
@@ -12,7 +13,6 @@ import type { Exchange } from './http-io';
 import { InFlight } from './in-flight';
 import { receive } from './intake';
 import { Meter } from './metering';
-import { gauge } from './metrics';
 import { labelWorker, mergePages, ProxyMetrics } from './metrics-page';
 import { originClients } from './origin/clients';
 import { OriginKeys } from './origin/target';

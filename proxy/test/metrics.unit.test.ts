@@ -1,5 +1,5 @@
+import { Counter } from '@mcp-meter/contracts/metrics';
 import { describe, expect, it } from 'vitest';
-import { Counter } from '../src/metrics';
 import { labelWorker, mergePages } from '../src/metrics-page';
 
 describe('a labelled counter', () => {

@@ -66,6 +66,7 @@ describe('service boundaries', () => {
           'ingest/src/producer.ts',
           'ingest/src/bus.ts',
           'ingest/src/emitter.ts',
+          'ingest/src/emitter-metrics.ts',
           'ingest/src/spill-file.ts',
           'ingest/src/spool.ts',
         ].includes(f),

@@ -651,7 +651,7 @@ describe('usage limits, tool gating and the paywall across two proxy processes',
     expect(metrics).toMatch(/mcpmeter_proxy_event_loop_delay_seconds\{quantile="0\.99"\} \d/);
     // The pause metrics are on the page. Whether these few calls filled the young generation (32
     // MB a semi-space with the service's flags) is the heap's business: a kind's samples appear
-    // with its first collection, and the counting is proven in proxy/test/gc-pauses.unit.test.ts.
+    // with its first collection, and the counting is proven in contracts/test/gc-pauses.unit.test.ts.
     expect(metrics).toContain('# TYPE mcpmeter_proxy_gc_pauses_total counter\n');
     expect(metrics).toContain('# TYPE mcpmeter_proxy_gc_pause_max_seconds gauge\n');
     const minor = /mcpmeter_proxy_gc_pauses_total\{kind="minor"\} (\d+)/.exec(metrics);

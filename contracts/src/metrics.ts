@@ -1,4 +1,7 @@
-/** Minimal Prometheus text exposition: labelled counters and histograms, no dependencies. */
+/**
+ * Minimal Prometheus text exposition, shared by the services: labelled counters, histograms, the
+ * event loop's delay and the collector's pauses. No dependencies.
+ */
 
 import { constants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 
@@ -94,7 +97,11 @@ export const gauge = (name: string, help: string, value: number) =>
 export const counter = (name: string, help: string, value: number) =>
   `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
 
-/** Event-loop delay since the previous render (p50, p99, max), sampled every `resolutionMs`. */
+/**
+ * Event-loop delay since the previous render (p50, p99, max), sampled every `resolutionMs`: a
+ * summary whose window is the time between scrapes (no `_sum` or `_count`, which would have to
+ * count from the start).
+ */
 export class EventLoopDelay {
   private readonly histogram;
   constructor(
@@ -106,7 +113,7 @@ export class EventLoopDelay {
   }
   render(): string {
     const h = this.histogram;
-    let out = `# HELP ${this.name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${this.name} gauge\n`;
+    let out = `# HELP ${this.name} Event-loop delay since the previous scrape, by quantile\n# TYPE ${this.name} summary\n`;
     for (const [quantile, ns] of [
       ['0.5', h.percentile(50)],
       ['0.99', h.percentile(99)],
