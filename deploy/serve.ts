@@ -17,9 +17,16 @@ import {
 import { openCounterStore } from '@mcp-meter/contracts/limits';
 import { openSnapshotStore } from '@mcp-meter/contracts/snapshots';
 import { type ControlPlaneConfig, readControlPlaneConfig } from '@mcp-meter/control-plane/config';
-import { openUsageBus, openUsageStore, startIngestConsumer, type UsageBus } from '@mcp-meter/ingest';
-import { BatchingUsageEmitter } from '@mcp-meter/ingest/producer';
+import {
+  IngestMetrics,
+  openUsageBus,
+  openUsageStore,
+  startIngestConsumer,
+  type UsageBus,
+} from '@mcp-meter/ingest';
+import { BatchingUsageEmitter, usageEmitterMetrics } from '@mcp-meter/ingest/producer';
 import { type ProxyConfig, readProxyConfig } from '@mcp-meter/proxy/config';
+import { serveIngestHttp } from './ingest-http';
 import { backoffMs, keepTrying } from './keep-trying';
 import { type ProxyWorkers, replayWorkerSpools, superviseProxyWorkers } from './proxy-workers';
 import { workerMetricPages } from './worker-metrics';
@@ -140,6 +147,8 @@ async function main(): Promise<void> {
   }
 
   let ingestState: 'starting' | 'running' | 'failed' | undefined;
+  // For the control plane's metrics page when it runs in this process.
+  const ingestMetrics = services.has('ingest') ? new IngestMetrics() : undefined;
   if (services.has('ingest') && usageStore !== undefined) {
     // Not awaited: joining a Kafka consumer group can wait out a dead member's session (tens of
     // seconds after a crash); the API and the proxy serve meanwhile and ingest catches up. A
@@ -150,7 +159,13 @@ async function main(): Promise<void> {
     ingestState = 'starting';
     void keepTrying(
       () =>
-        startIngestConsumer({ subscription, store: usageStore.store, rollups: usageStore.rollups, logger }),
+        startIngestConsumer({
+          subscription,
+          store: usageStore.store,
+          rollups: usageStore.rollups,
+          logger,
+          metrics: ingestMetrics,
+        }),
       {
         delayMs: backoffMs,
         stopped: () => stopping,
@@ -178,6 +193,18 @@ async function main(): Promise<void> {
     if (rollups !== undefined) {
       rollups.start(cp.clickhouse.rollupIntervalMs, logger);
       closers.push(['usage rollups', () => rollups.stop()]);
+    }
+    // Alone, ingest has no control plane to show its metrics: it serves them itself when asked.
+    if (ingestMetrics !== undefined && !services.has('control-plane') && cp.ingestMetricsPort !== undefined) {
+      const http = await serveIngestHttp({
+        host: cp.host,
+        port: cp.ingestMetricsPort,
+        token: cp.metricsToken,
+        metrics: ingestMetrics,
+        state: () => ingestState ?? 'starting',
+      });
+      closers.push(['ingest metrics', () => http.close()]);
+      process.stdout.write(`Ingest:        ${http.url}  (/metrics, /healthz)\n`);
     }
   }
 
@@ -215,6 +242,10 @@ async function main(): Promise<void> {
       snapshots,
       counters,
       ...(ingestState === undefined ? {} : { ingestState: () => ingestState ?? 'failed' }),
+      metricParts: [
+        () => usageEmitterMetrics(recorder.stats()).join(''),
+        ...(ingestMetrics === undefined ? [] : [() => ingestMetrics.render()]),
+      ],
     });
     closers.push(['control plane', () => server.close()]);
     // In one process the proxy talks to this control plane where it really listens (PORT=0 too).

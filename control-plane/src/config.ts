@@ -36,6 +36,13 @@ export interface ControlPlaneConfig {
   proxyBaseDomain: string | undefined;
   bodyLimitBytes: number;
   schedulerEnabled: boolean;
+  /**
+   * Set: GET /metrics needs `Authorization: Bearer <token>` (METRICS_TOKEN): the control plane's
+   * page, and ingest's when it runs alone (INGEST_METRICS_PORT).
+   */
+  metricsToken: string | undefined;
+  /** Ingest run without the control plane serves /metrics and /healthz here (INGEST_METRICS_PORT; unset: no HTTP). */
+  ingestMetricsPort: number | undefined;
   schedulerIntervalMs: number;
   dunningRetryHours: number[];
   /** How long after a usage-billed period ends its records may still arrive before it is billed. */
@@ -126,6 +133,11 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     bodyLimitBytes: env.int('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     // Several replicas may run it: purchases are taken with SKIP LOCKED.
     schedulerEnabled: env.bool('SCHEDULER_ENABLED', true),
+    metricsToken: env.optionalString('METRICS_TOKEN'),
+    ingestMetricsPort:
+      env.optionalString('INGEST_METRICS_PORT') === undefined
+        ? undefined
+        : env.int('INGEST_METRICS_PORT', 0, { min: 0, max: 65535 }),
     // Renewals and retries are due at day granularity; a minute keeps them prompt and cheap.
     schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 60_000, { min: 1_000, max: 3_600_000 }),
     dunningRetryHours: readRetryHours(env),

@@ -17,6 +17,7 @@ import { type Pool, pingDatabase } from './db/pool';
 import { type App, buildApp, warmSchemas } from './http/app';
 import { sendProblem } from './http/error-handler';
 import { installIdempotency } from './http/idempotency';
+import { ControlPlaneMetrics, type MetricPart } from './http/metrics';
 import { Problem } from './http/schemas';
 import { LogMailer, type Mailer, SmtpMailer } from './mail';
 import { CancellationAnalytics } from './modules/analytics/cancellations';
@@ -123,6 +124,7 @@ export interface ControlPlaneDeps {
       Pick<
         ControlPlaneConfig,
         | 'webhooks'
+        | 'metricsToken'
         | 'outboundAllowedHosts'
         | 'smtpUrl'
         | 'mailFrom'
@@ -158,6 +160,8 @@ export interface ControlPlaneDeps {
   outboundCa?: string;
   /** The usage consumer in this process, for /healthz: joining its group, running, or failed. */
   ingestState?: () => 'starting' | 'running' | 'failed';
+  /** What this process adds to the metrics page: its usage recorder's and ingest's families. */
+  metricParts?: readonly MetricPart[];
 }
 
 export interface ControlPlane {
@@ -302,7 +306,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   );
   const apiKeys = new ApiKeyService(deps.pool, clock, providers);
   const members = new TeamMembers(deps.pool, clock, mailer, team, `${publicUrl}/console`);
+  const metrics = new ControlPlaneMetrics(deps.metricParts);
   const app = await buildApp({
+    metrics,
     logger: deps.logger,
     bodyLimitBytes: deps.config.bodyLimitBytes,
     publicUrl: deps.config.publicUrl,
@@ -320,6 +326,13 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(signupRoutes(signups, members, audit, secureCookies));
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
+      await scope.register(
+        metrics.routes(deps.config.metricsToken, () => ({
+          sent: webhookWorker.sent,
+          delivered: webhookWorker.delivered,
+          inFlight: webhookWorker.inFlightCount,
+        })),
+      );
       scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {
         // The API answers while the usage consumer still joins its group (it catches up behind).
         const ingest = deps.ingestState?.();

@@ -74,6 +74,16 @@ async function provider() {
   };
 }
 const worker = () => harness.controlPlane.webhookWorker;
+
+/** The webhook attempts the control plane's metrics page (GET /metrics) has counted, by result. */
+async function attemptsCounted(): Promise<{ delivered: number; failed: number }> {
+  const page = (await harness.controlPlane.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const count = (result: string) =>
+    Number(
+      new RegExp(`^mcpmeter_webhook_attempts_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(page)?.[1],
+    );
+  return { delivered: count('delivered'), failed: count('failed') };
+}
 const to = (path: string) => received.filter((r) => r.path === path);
 
 /** The check a provider would write from spec 6.3 alone, without the project's helper. */
@@ -230,6 +240,7 @@ describe('webhook delivery', () => {
   it('retries on the schedule, never in parallel, and disables the endpoint after 12 failures', async () => {
     const api = await provider();
     const endpoint = (await api('POST', '/v1/webhook_endpoints', { url: `${base}/500/schedule` })).body;
+    const before = await attemptsCounted();
     await api('POST', '/v1/sdk/customers', {});
     const gaps: number[] = [];
     for (let attempt = 1; attempt <= 12; attempt++) {
@@ -261,6 +272,12 @@ describe('webhook delivery', () => {
     });
     await worker().drain();
     expect(to('/ok/recovered')).toHaveLength(1);
+    // The metrics page counts the thirteen attempts by result.
+    const after = await attemptsCounted();
+    expect({ failed: after.failed - before.failed, delivered: after.delivered - before.delivered }).toEqual({
+      failed: 12,
+      delivered: 1,
+    });
   });
 
   it('honours Retry-After on 429, and treats redirects, resets and timeouts as failures', async () => {

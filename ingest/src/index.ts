@@ -16,6 +16,7 @@ export {
 } from './clickhouse/client';
 export { BatchingUsageEmitter, type EmitterStats, type UsageEmitter } from './emitter';
 export { InProcessUsageBus } from './in-process-bus';
+export { IngestMetrics } from './ingest-metrics';
 export { KafkaUsageSettlement } from './kafka-settlement';
 export {
   openUsageBus,

@@ -11,6 +11,7 @@ import {
   migrateClickHouse,
 } from './clickhouse/client';
 import { InProcessUsageBus } from './in-process-bus';
+import type { IngestMetrics } from './ingest-metrics';
 import {
   ensureUsageTopics,
   KafkaUsagePublisher,
@@ -136,10 +137,13 @@ export async function startIngestConsumer(options: {
   store: ClickHouseUsageStore;
   rollups?: UsageRollups | undefined;
   logger: Logger;
+  /** Counts what is stored, for the process's metrics page. */
+  metrics?: IngestMetrics | undefined;
 }): Promise<{ close(): Promise<void> }> {
-  const { subscription, store, rollups, logger } = options;
+  const { subscription, store, rollups, logger, metrics } = options;
   await subscription.start(async (records, dedupeToken) => {
-    await storeUsageBatch(store, rollups, records, dedupeToken);
+    const write = () => storeUsageBatch(store, rollups, records, dedupeToken);
+    await (metrics === undefined ? write() : metrics.measure(records.length, write));
     logger.debug({ records: records.length }, 'usage batch written');
   });
   return { close: () => subscription.stop() };

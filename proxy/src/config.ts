@@ -68,7 +68,7 @@ export interface ProxyConfig {
   secretKey: Buffer;
   logLevel: LogLevel;
   bus: BusConfig;
-  /** Set: GET /metrics needs `Authorization: Bearer <token>` (PROXY_METRICS_TOKEN). */
+  /** Set: GET /metrics needs `Authorization: Bearer <token>` (PROXY_METRICS_TOKEN, else METRICS_TOKEN). */
   metricsToken: string | undefined;
 }
 
@@ -127,6 +127,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     secretKey: readSecretKey(env, readDataDir(env)),
     logLevel: env.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     bus: readBusConfig(env),
-    metricsToken: env.optionalString('PROXY_METRICS_TOKEN'),
+    // One METRICS_TOKEN guards every service's page; PROXY_METRICS_TOKEN, the proxy's alone.
+    metricsToken: env.optionalString('PROXY_METRICS_TOKEN') ?? env.optionalString('METRICS_TOKEN'),
   };
 }

@@ -24,7 +24,7 @@ describe('the container health check', () => {
   });
   afterAll(() => harness?.close());
 
-  it("asks /healthz of the service the container runs, and passes ingest's process alone", async () => {
+  it("asks /healthz of the service the container runs, and passes ingest's process alone when it has no port", async () => {
     const closed = String(await freePort());
     // The all-in-one and the control plane answer on PORT.
     expect(await check({ PORT: String(port) })).toBe(0);
@@ -33,7 +33,9 @@ describe('the container health check', () => {
     // A proxy on PROXY_PORT (here the control plane's, which answers /healthz the same way).
     expect(await check({ SERVICES: 'proxy', PORT: closed, PROXY_PORT: String(port) })).toBe(0);
     expect(await check({ SERVICES: 'proxy', PORT: String(port), PROXY_PORT: closed })).toBe(1);
-    // Ingest alone serves no HTTP.
+    // Ingest alone serves no HTTP, unless INGEST_METRICS_PORT is set (its /healthz answers there).
     expect(await check({ SERVICES: 'ingest', PORT: closed })).toBe(0);
+    expect(await check({ SERVICES: 'ingest', PORT: closed, INGEST_METRICS_PORT: String(port) })).toBe(0);
+    expect(await check({ SERVICES: 'ingest', PORT: String(port), INGEST_METRICS_PORT: closed })).toBe(1);
   });
 });

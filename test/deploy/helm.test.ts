@@ -103,10 +103,17 @@ describe('the Helm chart', () => {
       expect(c.ports[0].containerPort).toBe(port);
       expect(c.readinessProbe.httpGet.path).toBe('/healthz');
     }
-    expect(container('mm-mcp-meter-ingest').livenessProbe.exec.command).toEqual([
-      'node',
-      'deploy/healthcheck.mjs',
-    ]);
+    const ingest = container('mm-mcp-meter-ingest');
+    expect(ingest.livenessProbe.exec.command).toEqual(['node', 'deploy/healthcheck.mjs']);
+    // Ingest alone answers /metrics (and the probe's /healthz) on its metrics port.
+    expect(ingest.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
+    expect(ingest.env.find((e: Manifest) => e.name === 'INGEST_METRICS_PORT').value).toBe('9464');
+    expect(ingest.env.find((e: Manifest) => e.name === 'METRICS_TOKEN').valueFrom.secretKeyRef).toMatchObject(
+      {
+        key: 'METRICS_TOKEN',
+        optional: true,
+      },
+    );
     // The proxy drains on SIGTERM: Kubernetes waits for it; the HPA owns its replica count.
     const proxy = byName('Deployment', 'mm-mcp-meter-proxy');
     expect(proxy.spec.template.spec.terminationGracePeriodSeconds).toBe(30);

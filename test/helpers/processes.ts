@@ -26,7 +26,7 @@ export function spawnService(
 }
 
 /** The services as `npm start` runs them: from their build (made by the global setup). */
-const SERVE = [...NODE_FLAGS, 'deploy/start.mjs'];
+export const SERVE = [...NODE_FLAGS, 'deploy/start.mjs'];
 
 /**
  * The services as `npm run stack` runs them: control plane + ingest in one process (on

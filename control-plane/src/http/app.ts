@@ -15,6 +15,7 @@ import Fastify, {
 import { DomainError, ValidationError } from '../errors';
 import type { AuthContext } from '../tenancy';
 import { clientErrorAnswer, installErrorHandling } from './error-handler';
+import type { ControlPlaneMetrics } from './metrics';
 import { OPERATION_DESCRIPTIONS } from './operation-docs';
 import { withExamples } from './operation-examples';
 import { OPERATION_IDS } from './operation-ids';
@@ -290,6 +291,8 @@ export interface AppOptions {
   publicUrl?: string | undefined;
   /** Where the MCP proxy is reached (PROXY_PUBLIC_URL): the server of its paths in the document. */
   proxyUrl: string;
+  /** Counts every answer for the metrics page (GET /metrics, registered with the open routes). */
+  metrics?: ControlPlaneMetrics | undefined;
 }
 
 export async function buildApp(options: AppOptions): Promise<App> {
@@ -318,6 +321,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   });
   lazySchemas.set(base, schemas);
+  options.metrics?.install(base);
   base.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     done();

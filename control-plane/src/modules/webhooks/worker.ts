@@ -46,6 +46,8 @@ export class WebhookWorker {
   private looking: Promise<number> | undefined;
   private stopped = false;
   sent = 0;
+  /** Of the attempts sent, those the endpoint accepted (a 2xx). */
+  delivered = 0;
 
   constructor(
     private readonly pool: Pool,
@@ -152,6 +154,7 @@ export class WebhookWorker {
     const headers = signedRequest(d.body, d.event_id, secrets, unixSeconds(this.clock.now()));
     const result = await this.sender.send(d.url, d.body, headers);
     this.sent++;
+    if (result.ok) this.delivered++;
     const now = this.clock.now();
     const next = result.ok ? null : new Date(now.getTime() + retryDelay(d.attempts, result.retryAfterMs));
     const endpoint = await recordAttempt(this.pool, {

@@ -40,6 +40,9 @@ app.kubernetes.io/component: {{ .role }}
   value: "8080"
 - name: PROXY_PORT
   value: "8081"
+# Ingest alone answers /metrics and /healthz here (the control plane's page has them beside it).
+- name: INGEST_METRICS_PORT
+  value: "9464"
 - name: DATA_DIR
   value: /data
 - name: PUBLIC_URL
@@ -65,6 +68,13 @@ app.kubernetes.io/component: {{ .role }}
       name: {{ include "mcp-meter.secretName" $ }}
       key: {{ $name }}
 {{- end }}
+# Every service's GET /metrics needs it as a bearer token when the Secret has one.
+- name: METRICS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "mcp-meter.secretName" . }}
+      key: METRICS_TOKEN
+      optional: true
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}

@@ -1,6 +1,6 @@
 {{/*
 One role's pod template: .root (the chart's context), .role, .values (the role's values), .port
-(the HTTP port it serves /healthz on, or none for ingest), .extraVolumes/.extraMounts.
+(the HTTP port it serves /healthz on, or none for ingest: its metrics port), .extraVolumes/.extraMounts.
 */}}
 {{- define "mcp-meter.pod" -}}
 metadata:
@@ -46,7 +46,12 @@ spec:
         periodSeconds: 10
         failureThreshold: 6
       {{- else }}
-      # Ingest serves no HTTP: its process is its health (deploy/healthcheck.mjs says so).
+      # Ingest serves no API: /metrics and /healthz on INGEST_METRICS_PORT, which
+      # deploy/healthcheck.mjs asks.
+      ports:
+        - name: metrics
+          containerPort: 9464
+          protocol: TCP
       livenessProbe:
         exec:
           command: ["node", "deploy/healthcheck.mjs"]

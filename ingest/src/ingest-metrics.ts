@@ -1,0 +1,56 @@
+import { Counter, gauge, Histogram } from '@mcp-meter/contracts/metrics';
+
+/**
+ * What the ingest consumer of a process has stored, for its Prometheus page (the control plane's
+ * `/metrics` when ingest runs in its process): batches and records written to ClickHouse, failed
+ * writes (each is retried; a record is delayed, never skipped) and how long each write took.
+ */
+export class IngestMetrics {
+  private readonly batches = new Counter(
+    'mcpmeter_ingest_batches_stored_total',
+    'Usage batches written to ClickHouse and acknowledged to the bus',
+  );
+  private readonly records = new Counter(
+    'mcpmeter_ingest_records_stored_total',
+    'Usage records in the batches written to ClickHouse (a record the bus delivers twice is stored once, counted twice)',
+  );
+  private readonly failures = new Counter(
+    'mcpmeter_ingest_batch_failures_total',
+    'Usage batch writes that failed and were tried again',
+  );
+  private readonly seconds = new Histogram(
+    'mcpmeter_ingest_batch_seconds',
+    'Time to write one usage batch to ClickHouse (its rollup marks included)',
+  );
+  /** When a batch was last written, in seconds since the epoch; 0 before the first. */
+  private lastStored = 0;
+
+  /** Runs `write` for a batch of `records` records, counting it as written or failed. */
+  async measure(records: number, write: () => Promise<void>): Promise<void> {
+    const started = performance.now();
+    try {
+      await write();
+    } catch (error) {
+      this.failures.inc();
+      throw error;
+    }
+    this.seconds.observe((performance.now() - started) / 1000);
+    this.batches.inc();
+    this.records.inc({}, records);
+    this.lastStored = Date.now() / 1000;
+  }
+
+  render(): string {
+    return (
+      this.batches.render() +
+      this.records.render() +
+      this.failures.render() +
+      this.seconds.render() +
+      gauge(
+        'mcpmeter_ingest_last_stored_timestamp_seconds',
+        'When a usage batch was last written to ClickHouse (seconds since the epoch; 0: none yet)',
+        this.lastStored,
+      )
+    );
+  }
+}
