@@ -4,6 +4,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { ControlPlaneMetrics } from '../../control-plane/src/http/metrics';
+import type { EmitterStats } from '../../ingest/src/emitter';
+import { usageEmitterMetrics } from '../../ingest/src/emitter-metrics';
+import { IngestMetrics } from '../../ingest/src/ingest-metrics';
 import { ProxyMetrics } from '../../proxy/src/metrics-page';
 
 /**
@@ -11,7 +15,7 @@ import { ProxyMetrics } from '../../proxy/src/metrics-page';
  * (deploy/prometheus/), checked by Prometheus's own promtool (test/prometheus/install.sh: `go
  * install` from the Go module proxy): the rules load and lint clean, their unit tests pass (alerts
  * fire on a fast and a slow burn, summed over workers, and stay quiet within the objective), and
- * every series they read is one the proxy's metrics page has, so no rule waits on a name that
+ * every series they read is one the services' metrics pages have, so no rule waits on a name that
  * never comes.
  */
 const root = join(import.meta.dirname, '..', '..');
@@ -36,6 +40,23 @@ async function exec(file: string, args: string[]) {
   );
 }
 
+/** A usage emitter's counters, all at zero. */
+function proxyEmitterStats(): EmitterStats {
+  return {
+    emitted: 0,
+    published: 0,
+    retried: 0,
+    spilled: 0,
+    spilledOnLoop: 0,
+    replayed: 0,
+    dropped: 0,
+    spooled: 0,
+    spoolFailures: 0,
+    queued: 0,
+    spilling: 0,
+  };
+}
+
 /** A proxy's metrics page with every part present (counters at zero). */
 function proxyPage(): string {
   const metrics = new ProxyMetrics();
@@ -44,38 +65,48 @@ function proxyPage(): string {
     limiter: { storeCommands: 0, leases: 0, waits: 0 },
     directory: { reads: 0 },
     link: { requests: 0 },
-    emitter: {
-      stats: () => ({
-        emitted: 0,
-        published: 0,
-        retried: 0,
-        spilled: 0,
-        replayed: 0,
-        dropped: 0,
-        spooled: 0,
-        spoolFailures: 0,
-        queued: 0,
-      }),
-    },
+    emitter: { stats: proxyEmitterStats },
     inflight: 0,
   } as unknown as Parameters<ProxyMetrics['render']>[0]);
   metrics.close();
   return page;
 }
 
-/** The names of the series on a proxy's metrics page. */
+/** A control plane's metrics page with every part present: its recorder's and ingest's. */
+function controlPlanePage(): string {
+  const ingest = new IngestMetrics();
+  const metrics = new ControlPlaneMetrics([
+    () => usageEmitterMetrics(proxyEmitterStats()).join(''),
+    () => ingest.render(),
+  ]);
+  const page = metrics.render({ sent: 0, delivered: 0, inFlight: 0 });
+  metrics.close();
+  return page;
+}
+
+/** The names of the series on the services' metrics pages. */
 function pageSeries(): Set<string> {
   const names = new Set<string>();
-  for (const line of proxyPage().split('\n'))
+  for (const line of `${proxyPage()}${controlPlanePage()}`.split('\n'))
     if (line !== '' && !line.startsWith('#')) names.add(line.slice(0, line.search(/[{ ]/)));
   return names;
+}
+
+/** promtool's lint of a metrics page (names, types, help), read from its standard input. */
+function lintPage(page: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(promtool, ['check', 'metrics'], (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : Number(error.code), out: stdout + stderr }),
+    );
+    child.stdin?.end(page);
+  });
 }
 
 describe('the Prometheus rules', () => {
   it('load and lint clean (promtool check rules)', async () => {
     const { code, out } = await exec(promtool, ['check', 'rules', '--lint-fatal', rules]);
     expect(code, out).toBe(0);
-    expect(out).toMatch(/SUCCESS: 18 rules found/);
+    expect(out).toMatch(/SUCCESS: 19 rules found/);
   });
 
   it('pass their unit tests (promtool test rules)', async () => {
@@ -84,7 +115,15 @@ describe('the Prometheus rules', () => {
     expect(out).toMatch(/SUCCESS/);
   });
 
-  it("read only series the proxy's metrics page has", () => {
+  it.each([
+    ['proxy', proxyPage],
+    ['control plane', controlPlanePage],
+  ])("the %s's metrics page lints clean (promtool check metrics)", async (_name, page) => {
+    const { code, out } = await lintPage(page());
+    expect(code, out).toBe(0);
+  });
+
+  it("read only series the services' metrics pages have", () => {
     const text = readFileSync(rules, 'utf8');
     const groups = (parse(text) as { groups: { rules: { expr: string }[] }[] }).groups;
     const read = new Set<string>();
