@@ -2,10 +2,11 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { createLogger } from '@mcp-meter/contracts/kit';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ControlPlaneMetrics } from '../../control-plane/src/http/metrics';
-import type { EmitterStats } from '../../ingest/src/emitter';
+import { BatchingUsageEmitter, type EmitterStats } from '../../ingest/src/emitter';
 import { usageEmitterMetrics } from '../../ingest/src/emitter-metrics';
 import { IngestMetrics } from '../../ingest/src/ingest-metrics';
 import { ProxyMetrics } from '../../proxy/src/metrics-page';
@@ -40,21 +41,16 @@ async function exec(file: string, args: string[]) {
   );
 }
 
-/** A usage emitter's counters, all at zero. */
+/** A fresh usage emitter's counters (all at zero), as a page reads them. */
 function proxyEmitterStats(): EmitterStats {
-  return {
-    emitted: 0,
-    published: 0,
-    retried: 0,
-    spilled: 0,
-    spilledOnLoop: 0,
-    replayed: 0,
-    dropped: 0,
-    spooled: 0,
-    spoolFailures: 0,
-    queued: 0,
-    spilling: 0,
-  };
+  const publisher = { publish: async () => {}, close: async () => {} };
+  return new BatchingUsageEmitter(publisher, {
+    maxBatch: 1,
+    lingerMs: 1,
+    maxQueued: 1,
+    retryDelayMs: 1,
+    logger: createLogger({ level: 'silent', name: 'rules' }),
+  }).stats();
 }
 
 /** A proxy's metrics page with every part present (counters at zero). */
