@@ -327,11 +327,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       await scope.register(internalRoutes(limits, internalToken(deps.config.secretKey)));
       await scope.register(stripeWebhookRoutes(stripeEvents));
       await scope.register(
-        metrics.routes(deps.config.metricsToken, () => ({
-          sent: webhookWorker.sent,
-          delivered: webhookWorker.delivered,
-          inFlight: webhookWorker.inFlightCount,
-        })),
+        metrics.routes(
+          deps.config.metricsToken,
+          () => ({
+            sent: webhookWorker.sent,
+            delivered: webhookWorker.delivered,
+            inFlight: webhookWorker.inFlightCount,
+          }),
+          () => webhookWorker.backlog(),
+        ),
       );
       scope.get('/healthz', { schema: HEALTH_SCHEMA }, async (_request, reply) => {
         // The API answers while the usage consumer still joins its group (it catches up behind).

@@ -88,6 +88,13 @@ describe('PostgreSQL outage', () => {
       });
       const health = await controlPlane.app.inject({ method: 'GET', url: '/healthz' });
       expect(health.statusCode).toBe(503);
+      // The metrics page still answers, without the webhook backlog it reads from PostgreSQL.
+      const metrics = await controlPlane.app.inject({ method: 'GET', url: '/metrics' });
+      expect(metrics.statusCode).toBe(200);
+      expect(metrics.body).toMatch(
+        /^mcpmeter_control_plane_http_requests_total\{method="GET",route="\/healthz",status="503"\} 1$/m,
+      );
+      expect(metrics.body).not.toContain('mcpmeter_webhook_deliveries_due');
     } finally {
       postgres('start');
     }

@@ -75,6 +75,19 @@ async function provider() {
 }
 const worker = () => harness.controlPlane.webhookWorker;
 
+/** A sample of the control plane's metrics page (GET /metrics), by its name and labels. */
+async function metric(series: string): Promise<number> {
+  const page = (await harness.controlPlane.app.inject({ method: 'GET', url: '/metrics' })).body;
+  const line = page.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
+}
+
+/** The deliveries the metrics page says are due now, and the oldest one's wait in seconds. */
+const backlogCounted = async () => ({
+  due: await metric('mcpmeter_webhook_deliveries_due'),
+  oldest: await metric('mcpmeter_webhook_oldest_due_seconds'),
+});
+
 /** The webhook attempts the control plane's metrics page (GET /metrics) has counted, by result. */
 async function attemptsCounted(): Promise<{ delivered: number; failed: number }> {
   const page = (await harness.controlPlane.app.inject({ method: 'GET', url: '/metrics' })).body;
@@ -243,8 +256,11 @@ describe('webhook delivery', () => {
     const before = await attemptsCounted();
     await api('POST', '/v1/sdk/customers', {});
     const gaps: number[] = [];
+    // Due at once: the metrics page counts it, until the first attempt puts it off.
+    expect(await backlogCounted()).toEqual({ due: 1, oldest: 0 });
     for (let attempt = 1; attempt <= 12; attempt++) {
       await worker().drain();
+      if (attempt === 1) expect(await backlogCounted()).toEqual({ due: 0, oldest: 0 });
       expect(to('/500/schedule')).toHaveLength(attempt);
       // Nothing more before the next retry is due.
       await worker().drain();
@@ -255,6 +271,12 @@ describe('webhook delivery', () => {
         const gap = Date.parse(last?.nextAttemptAt) - clock.now().getTime();
         gaps.push(gap);
         clock.advance(gap);
+        if (attempt === 1) {
+          // A minute past its retry time, it has waited a minute.
+          clock.advance(60_000);
+          expect(await backlogCounted()).toEqual({ due: 1, oldest: 60 });
+          clock.advance(-60_000);
+        }
       }
     }
     expect(gaps).toEqual([...RETRY_DELAYS_MS, ...Array(4).fill(RETRY_DELAYS_MS[6])]);
@@ -272,7 +294,8 @@ describe('webhook delivery', () => {
     });
     await worker().drain();
     expect(to('/ok/recovered')).toHaveLength(1);
-    // The metrics page counts the thirteen attempts by result.
+    // The metrics page counts the thirteen attempts by result, and nothing is left due.
+    expect(await backlogCounted()).toEqual({ due: 0, oldest: 0 });
     const after = await attemptsCounted();
     expect({ failed: after.failed - before.failed, delivered: after.delivered - before.delivered }).toEqual({
       failed: 12,

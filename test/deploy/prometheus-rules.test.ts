@@ -75,7 +75,7 @@ function controlPlanePage(): string {
     () => usageEmitterMetrics(proxyEmitterStats()).join(''),
     () => ingest.render(),
   ]);
-  const page = metrics.render({ sent: 0, delivered: 0, inFlight: 0 });
+  const page = metrics.render({ sent: 0, delivered: 0, inFlight: 0 }, { due: 0, oldestDueSeconds: 0 });
   metrics.close();
   return page;
 }

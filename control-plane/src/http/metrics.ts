@@ -57,19 +57,26 @@ export class ControlPlaneMetrics {
     });
   }
 
-  /** `GET /metrics`, behind `Authorization: Bearer <token>` when a token is set. */
-  routes(token: string | undefined, webhooks: () => WebhookCounts) {
+  /**
+   * `GET /metrics`, behind `Authorization: Bearer <token>` when a token is set. The webhook
+   * backlog is read from PostgreSQL at each scrape; while it cannot be, the page goes without it.
+   */
+  routes(token: string | undefined, webhooks: () => WebhookCounts, backlog: () => Promise<WebhookBacklog>) {
     const expected = token === undefined ? undefined : `Bearer ${token}`;
     return async (app: FastifyInstance) => {
       app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
         if (expected !== undefined && !sameSecret(request.headers.authorization ?? '', expected))
           return sendProblem(reply, 'unauthorized', 'A metrics token is required (METRICS_TOKEN)');
-        return reply.type('text/plain; version=0.0.4').send(this.render(webhooks()));
+        const due = await backlog().catch((error: unknown) => {
+          request.log.warn({ err: error }, 'webhook backlog not read for the metrics page');
+          return undefined;
+        });
+        return reply.type('text/plain; version=0.0.4').send(this.render(webhooks(), due));
       });
     };
   }
 
-  render(webhooks: WebhookCounts): string {
+  render(webhooks: WebhookCounts, backlog?: WebhookBacklog): string {
     const attempts = new Counter(
       'mcpmeter_webhook_attempts_total',
       'Webhook delivery attempts sent by this process, by result (delivered: a 2xx; failed: anything else, retried on schedule)',
@@ -86,6 +93,18 @@ export class ControlPlaneMetrics {
         'Webhook attempts waiting for their endpoint',
         webhooks.inFlight,
       ),
+      backlog === undefined
+        ? ''
+        : gauge(
+            'mcpmeter_webhook_deliveries_due',
+            'Webhook deliveries due now to enabled endpoints, not yet sent (the whole deployment: every control plane reports the same figure)',
+            backlog.due,
+          ) +
+          gauge(
+            'mcpmeter_webhook_oldest_due_seconds',
+            'How long the oldest due webhook delivery has waited (0: none due; the whole deployment)',
+            backlog.oldestDueSeconds,
+          ),
       ...this.parts.map((part) => part()),
       this.loopDelay.render(),
       this.gcPauses.render(),
@@ -96,6 +115,12 @@ export class ControlPlaneMetrics {
     this.loopDelay.close();
     this.gcPauses.close();
   }
+}
+
+/** The webhook deliveries due now, from PostgreSQL. */
+export interface WebhookBacklog {
+  due: number;
+  oldestDueSeconds: number;
 }
 
 /** The webhook worker's counts, read at each scrape. */

@@ -213,6 +213,27 @@ export async function anyDeliveryDue(db: Queryable, now: Date): Promise<boolean>
 }
 
 /**
+ * The deliveries due now to enabled endpoints, and how long the oldest of them has been due (0
+ * when none): what the workers of every control plane have yet to send.
+ */
+export async function deliveriesDue(
+  db: Queryable,
+  now: Date,
+): Promise<{ due: number; oldestDueSeconds: number }> {
+  const { rows } = await db.query<{ due: string; oldest: Date | null }>(
+    `SELECT count(*) AS due, min(d.next_attempt_at) AS oldest
+       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND e.status = 'enabled' AND e.deleted_at IS NULL`,
+    [now],
+  );
+  const oldest = rows[0]?.oldest;
+  return {
+    due: Number(rows[0]?.due ?? 0),
+    oldestDueSeconds: oldest == null ? 0 : Math.max(0, (now.getTime() - oldest.getTime()) / 1000),
+  };
+}
+
+/**
  * Claims up to `capacity` due deliveries for this worker: leases them until `lockedUntil` and
  * counts the attempt. Candidates are locked first (SKIP LOCKED: never what another worker is
  * claiming), then at most `perEndpoint` are kept per endpoint, so one endpoint's backlog cannot

@@ -2,7 +2,13 @@ import type { Logger } from '@mcp-meter/contracts/kit';
 import type { Clock } from '../../clock';
 import type { Pool } from '../../db/pool';
 import { unixSeconds } from '../events/outbox';
-import { anyDeliveryDue, type ClaimedDelivery, claimDueDeliveries, recordAttempt } from './repository';
+import {
+  anyDeliveryDue,
+  type ClaimedDelivery,
+  claimDueDeliveries,
+  deliveriesDue,
+  recordAttempt,
+} from './repository';
 import type { WebhookSender } from './sender';
 import { signedRequest, type WebhookService } from './service';
 
@@ -108,6 +114,11 @@ export class WebhookWorker {
 
   private anyDue(): Promise<boolean> {
     return anyDeliveryDue(this.pool, this.clock.now());
+  }
+
+  /** The deliveries due now to enabled endpoints (every worker's), and the oldest one's wait. */
+  backlog(): Promise<{ due: number; oldestDueSeconds: number }> {
+    return deliveriesDue(this.pool, this.clock.now());
   }
 
   get inFlightCount(): number {
