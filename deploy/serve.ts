@@ -155,6 +155,7 @@ async function main(): Promise<void> {
     // start that fails (Kafka not yet serving topics it has just created) is tried again with a
     // new consumer: left failed, nothing would be stored until the next restart.
     let subscription = bus.subscription();
+    ingestMetrics?.follow(() => subscription.progress?.());
     let stopping = false;
     ingestState = 'starting';
     void keepTrying(

@@ -58,6 +58,11 @@ export class CrossPartitionBatcher {
     return written;
   }
 
+  /** Records added and not yet written. */
+  get unwrittenRecords(): number {
+    return this.unwritten;
+  }
+
   /** True when the caller should wait for its records before fetching more (bounded memory). */
   get full(): boolean {
     return this.unwritten >= 4 * this.options.batchSize;

@@ -9,11 +9,26 @@ export type { UsagePublisher };
  */
 export type UsageBatchHandler = (records: UsageRecord[], dedupeToken?: string) => Promise<void>;
 
+/** How far a consumer is behind, for its metrics page. */
+export interface SubscriptionProgress {
+  /** Messages no record could be read from, skipped (and logged with their coordinates). */
+  malformed: number;
+  /**
+   * Messages on the bus past this consumer's fetch position, over the partitions it holds, as
+   * each partition's latest fetch saw them (Kafka's consumer lag); undefined without Kafka.
+   */
+  behind: number | undefined;
+  /** Records fetched and not yet written to the store. */
+  unwritten: number;
+}
+
 /** Consumer side of the usage bus. */
 export interface UsageSubscription {
   start(handler: UsageBatchHandler): Promise<void>;
   /** Stops after the batch in hand is written and acknowledged. */
   stop(): Promise<void>;
+  /** How far behind it is (a consumer that cannot tell has none). */
+  progress?(): SubscriptionProgress;
 }
 
 /**

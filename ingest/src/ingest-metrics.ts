@@ -1,4 +1,5 @@
-import { Counter, gauge, Histogram } from '@mcp-meter/contracts/metrics';
+import { Counter, counter, gauge, Histogram } from '@mcp-meter/contracts/metrics';
+import type { SubscriptionProgress } from './bus';
 
 /**
  * What the ingest consumer of a process has stored, for its Prometheus page (the control plane's
@@ -24,6 +25,13 @@ export class IngestMetrics {
   );
   /** When a batch was last written, in seconds since the epoch; 0 before the first. */
   private lastStored = 0;
+  /** The consumer running now (a start that failed is tried again with a new one). */
+  private progress: () => SubscriptionProgress | undefined = () => undefined;
+
+  /** Reads how far behind the consumer is from `progress` at each render. */
+  follow(progress: () => SubscriptionProgress | undefined): void {
+    this.progress = progress;
+  }
 
   /** Runs `write` for a batch of `records` records, counting it as written or failed. */
   async measure(records: number, write: () => Promise<void>): Promise<void> {
@@ -41,7 +49,29 @@ export class IngestMetrics {
   }
 
   render(): string {
+    const progress = this.progress();
+    let behind = '';
+    if (progress !== undefined) {
+      behind =
+        counter(
+          'mcpmeter_ingest_malformed_messages_total',
+          'Bus messages no usage record could be read from, skipped and logged with their coordinates',
+          progress.malformed,
+        ) +
+        gauge(
+          'mcpmeter_ingest_records_unwritten',
+          'Records fetched from the bus and not yet written to ClickHouse',
+          progress.unwritten,
+        );
+      if (progress.behind !== undefined)
+        behind += gauge(
+          'mcpmeter_ingest_kafka_lag_messages',
+          "Messages in Kafka past this consumer's fetch position, over the partitions it holds, as each partition's latest fetch saw them",
+          progress.behind,
+        );
+    }
     return (
+      behind +
       this.batches.render() +
       this.records.render() +
       this.failures.render() +

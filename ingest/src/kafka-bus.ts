@@ -14,6 +14,7 @@ import {
 import {
   bulkTopic,
   recordTopic,
+  type SubscriptionProgress,
   type UsageBatchHandler,
   type UsagePublisher,
   type UsageSubscription,
@@ -295,6 +296,8 @@ export class KafkaUsageSubscription implements UsageSubscription {
   private batcher: CrossPartitionBatcher | undefined;
   private running = false;
   readonly stats = { malformed: 0 };
+  /** Each held partition's messages past its latest fetch, by topic and partition. */
+  private readonly behind = new Map<string, number>();
 
   constructor(
     kafka: Kafka,
@@ -323,6 +326,12 @@ export class KafkaUsageSubscription implements UsageSubscription {
     return this.batcher?.stats;
   }
 
+  progress(): SubscriptionProgress {
+    let behind = 0;
+    for (const lag of this.behind.values()) behind += lag;
+    return { malformed: this.stats.malformed, behind, unwritten: this.batcher?.unwrittenRecords ?? 0 };
+  }
+
   async start(handler: UsageBatchHandler): Promise<void> {
     const { logger } = this.options;
     const batcher = new CrossPartitionBatcher(handler, {
@@ -337,6 +346,8 @@ export class KafkaUsageSubscription implements UsageSubscription {
         ),
     });
     this.batcher = batcher;
+    // A join may hand this member other partitions: their lag is read from their next fetches.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => this.behind.clear());
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: allTopics(this.options.namespace), fromBeginning: true });
     await this.consumer.run({
@@ -347,6 +358,7 @@ export class KafkaUsageSubscription implements UsageSubscription {
         const first = batch.messages[0];
         const last = batch.messages.at(-1);
         if (first === undefined || last === undefined) return;
+        this.behind.set(`${batch.topic}\u0000${batch.partition}`, Math.max(0, Number(batch.offsetLag())));
         const records: UsageRecord[] = [];
         for (const message of batch.messages) {
           const parsed = parseBusMessage(message.value?.toString('utf8') ?? '');

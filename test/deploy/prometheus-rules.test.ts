@@ -71,6 +71,7 @@ function proxyPage(): string {
 /** A control plane's metrics page with every part present: its recorder's and ingest's. */
 function controlPlanePage(): string {
   const ingest = new IngestMetrics();
+  ingest.follow(() => ({ malformed: 0, behind: 0, unwritten: 0 }));
   const metrics = new ControlPlaneMetrics([
     () => usageEmitterMetrics(proxyEmitterStats()).join(''),
     () => ingest.render(),

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
 import { readBusConfig } from '@mcp-meter/contracts/usage';
-import { openUsageBus, type UsageBus } from '@mcp-meter/ingest';
+import { openUsageBus, recordTopic, type UsageBus } from '@mcp-meter/ingest';
+import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
@@ -97,15 +98,34 @@ describe('ingest alone: its health and metrics over HTTP', () => {
     expect(page).toMatch(/^mcpmeter_ingest_gc_pauses_total/m);
   });
 
-  it('counts the records its consumer stored in ClickHouse', async () => {
+  it('counts the records its consumer stored in ClickHouse, and the messages it could not read', async () => {
     const before = stored(await scrape());
     const records = Array.from({ length: 25 }, (_, i) => usageRecord({ customerRef: `cus_${i % 5}` }));
+    // A foreign message on the record topic: skipped, logged and counted, never stored.
+    const kafka = new Kafka({
+      clientId: 'ingest-alone-test',
+      brokers: [infra.kafkaBrokers],
+      logLevel: logLevel.NOTHING,
+    });
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({
+      topic: recordTopic(String(env.BUS_NAMESPACE), 'sandbox'),
+      messages: [{ value: 'not a record' }],
+    });
+    await producer.disconnect();
     await bus.publisher.publish(records);
-    const page = await pollUntil(scrape, (text) => stored(text) >= before + 25, {
-      what: 'the published records stored',
+    const malformed = (text: string) =>
+      Number(/^mcpmeter_ingest_malformed_messages_total (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+    const page = await pollUntil(scrape, (text) => stored(text) >= before + 25 && malformed(text) >= 1, {
+      what: 'the published records stored and the foreign message counted',
     });
     expect(stored(page) - before).toBe(25);
     expect(Number(/^mcpmeter_ingest_batch_failures_total (\d+)$/m.exec(page)?.[1])).toBe(0);
+    // Every message fetched and written: nothing behind on Kafka or in memory.
+    expect(malformed(page)).toBe(1);
+    expect(Number(/^mcpmeter_ingest_kafka_lag_messages (\d+)$/m.exec(page)?.[1])).toBe(0);
+    expect(Number(/^mcpmeter_ingest_records_unwritten (\d+)$/m.exec(page)?.[1])).toBe(0);
     expect(Number(/^mcpmeter_ingest_last_stored_timestamp_seconds (\S+)$/m.exec(page)?.[1])).toBeGreaterThan(
       Date.now() / 1000 - 60,
     );
