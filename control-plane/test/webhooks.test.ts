@@ -5,6 +5,7 @@ import { verifyWebhook, WebhookVerificationError } from '@mcp-meter/control-plan
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestControlPlane, type TestControlPlane } from '../../test/helpers/control-plane';
 import { MovableClock } from '../src/clock';
+import { DUE_COUNT_CAP, deliveriesDue } from '../src/modules/webhooks/repository';
 import { WebhookSender } from '../src/modules/webhooks/sender';
 import { RETRY_DELAYS_MS, WebhookWorker } from '../src/modules/webhooks/worker';
 
@@ -442,6 +443,35 @@ describe('webhook delivery', () => {
       succeeded: false,
       statusCode: 500,
     });
+  });
+
+  it('counts a backlog of due deliveries up to its cap, oldest first, whatever its length', async () => {
+    const api = await provider();
+    const endpoint = (await api('POST', '/v1/webhook_endpoints', { url: `${base}/ok/backlog` })).body;
+    const event = (await api('POST', '/v1/sdk/customers', {})).body;
+    expect(event.id).toBeDefined();
+    // 10,050 deliveries of one event, due from an hour ago, written and read in one transaction
+    // rolled back after: no worker of this file ever sees them.
+    const client = await harness.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const now = clock.now();
+      await client.query(
+        `INSERT INTO webhook_deliveries (id, event_id, endpoint_id, status, next_attempt_at, created_at, updated_at)
+         SELECT 'dlv_backlog_' || n, (SELECT id FROM outbox_events ORDER BY created_at DESC LIMIT 1), $1,
+                'pending', $2::timestamptz - interval '1 hour' + n * interval '1 millisecond', $2, $2
+           FROM generate_series(1, 10050) AS n`,
+        [endpoint.id, now],
+      );
+      expect(await deliveriesDue(client, now)).toEqual({ due: DUE_COUNT_CAP, oldestDueSeconds: 3599.999 });
+      await client.query(`UPDATE webhook_endpoints SET status = 'disabled' WHERE id = $1`, [endpoint.id]);
+      // A disabled endpoint's deliveries wait for it to be enabled again: none of them is due.
+      expect((await deliveriesDue(client, now)).due).toBeLessThan(DUE_COUNT_CAP);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+    await worker().drain();
   });
 
   it('redelivers one event or a time range; a disabled endpoint misses events until then', async () => {

@@ -97,7 +97,7 @@ export class ControlPlaneMetrics {
         ? ''
         : gauge(
             'mcpmeter_webhook_deliveries_due',
-            'Webhook deliveries due now to enabled endpoints, not yet sent (the whole deployment: every control plane reports the same figure)',
+            'Webhook deliveries due now to enabled endpoints, not yet sent, counted up to 10000 (the whole deployment: every control plane reports the same figure)',
             backlog.due,
           ) +
           gauge(

@@ -212,19 +212,25 @@ export async function anyDeliveryDue(db: Queryable, now: Date): Promise<boolean>
   return rows.length > 0;
 }
 
+/** The most due deliveries `deliveriesDue` counts: a scrape reads at most this many rows. */
+export const DUE_COUNT_CAP = 10_000;
+
 /**
- * The deliveries due now to enabled endpoints, and how long the oldest of them has been due (0
- * when none): what the workers of every control plane have yet to send.
+ * The deliveries due now to enabled endpoints (at most DUE_COUNT_CAP), and how long the oldest of
+ * them has been due (0 when none): what the workers of every control plane have yet to send.
+ * They are read oldest first along the due index, so the count stops at the cap however long the
+ * backlog, as the metrics page may be asked for often.
  */
 export async function deliveriesDue(
   db: Queryable,
   now: Date,
 ): Promise<{ due: number; oldestDueSeconds: number }> {
   const { rows } = await db.query<{ due: string; oldest: Date | null }>(
-    `SELECT count(*) AS due, min(d.next_attempt_at) AS oldest
-       FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND e.status = 'enabled' AND e.deleted_at IS NULL`,
-    [now],
+    `SELECT count(*) AS due, min(next_attempt_at) AS oldest FROM (
+       SELECT d.next_attempt_at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status = 'pending' AND d.next_attempt_at <= $1 AND e.status = 'enabled' AND e.deleted_at IS NULL
+        ORDER BY d.next_attempt_at LIMIT $2) due`,
+    [now, DUE_COUNT_CAP],
   );
   const oldest = rows[0]?.oldest;
   return {
