@@ -18,6 +18,11 @@ export interface SubscriptionProgress {
    * each partition's latest fetch saw them (Kafka's consumer lag); undefined without Kafka.
    */
   behind: number | undefined;
+  /**
+   * Messages fetched from the bus so far, unreadable ones included; with `behind`, how long the
+   * messages waiting would take at the pace they are read. Undefined without Kafka.
+   */
+  read: number | undefined;
   /** Records fetched and not yet written to the store. */
   unwritten: number;
 }

@@ -69,6 +69,12 @@ export class IngestMetrics {
           "Messages in Kafka past this consumer's fetch position, over the partitions it holds, as each partition's latest fetch saw them",
           progress.behind,
         );
+      if (progress.read !== undefined)
+        behind += counter(
+          'mcpmeter_ingest_kafka_messages_read_total',
+          'Messages this consumer fetched from Kafka, unreadable ones included (with the lag: how long those waiting would take to read)',
+          progress.read,
+        );
     }
     return (
       behind +

@@ -295,7 +295,7 @@ export class KafkaUsageSubscription implements UsageSubscription {
   private readonly consumer: Consumer;
   private batcher: CrossPartitionBatcher | undefined;
   private running = false;
-  readonly stats = { malformed: 0 };
+  readonly stats = { malformed: 0, read: 0 };
   /** Each held partition's messages past its latest fetch, by topic and partition. */
   private readonly behind = new Map<string, number>();
 
@@ -329,7 +329,12 @@ export class KafkaUsageSubscription implements UsageSubscription {
   progress(): SubscriptionProgress {
     let behind = 0;
     for (const lag of this.behind.values()) behind += lag;
-    return { malformed: this.stats.malformed, behind, unwritten: this.batcher?.unwrittenRecords ?? 0 };
+    return {
+      malformed: this.stats.malformed,
+      read: this.stats.read,
+      behind,
+      unwritten: this.batcher?.unwrittenRecords ?? 0,
+    };
   }
 
   async start(handler: UsageBatchHandler): Promise<void> {
@@ -359,6 +364,7 @@ export class KafkaUsageSubscription implements UsageSubscription {
         const last = batch.messages.at(-1);
         if (first === undefined || last === undefined) return;
         this.behind.set(`${batch.topic}\u0000${batch.partition}`, Math.max(0, Number(batch.offsetLag())));
+        this.stats.read += batch.messages.length;
         const records: UsageRecord[] = [];
         for (const message of batch.messages) {
           const parsed = parseBusMessage(message.value?.toString('utf8') ?? '');

@@ -71,7 +71,7 @@ function proxyPage(): string {
 /** A control plane's metrics page with every part present: its recorder's and ingest's. */
 function controlPlanePage(): string {
   const ingest = new IngestMetrics();
-  ingest.follow(() => ({ malformed: 0, behind: 0, unwritten: 0 }));
+  ingest.follow(() => ({ malformed: 0, read: 0, behind: 0, unwritten: 0 }));
   const metrics = new ControlPlaneMetrics([
     () => usageEmitterMetrics(proxyEmitterStats()).join(''),
     () => ingest.render(),
@@ -103,13 +103,14 @@ describe('the Prometheus rules', () => {
   it('load and lint clean (promtool check rules)', async () => {
     const { code, out } = await exec(promtool, ['check', 'rules', '--lint-fatal', rules]);
     expect(code, out).toBe(0);
-    expect(out).toMatch(/SUCCESS: 19 rules found/);
+    expect(out).toMatch(/SUCCESS: 35 rules found/);
   });
 
   it('pass their unit tests (promtool test rules)', async () => {
-    const { code, out } = await exec(promtool, ['test', 'rules', 'mcpmeter-rules.test.yml']);
+    const files = ['mcpmeter-rules.test.yml', 'mcpmeter-rules-control-plane.test.yml'];
+    const { code, out } = await exec(promtool, ['test', 'rules', ...files]);
     expect(code, out).toBe(0);
-    expect(out).toMatch(/SUCCESS/);
+    expect(out.match(/SUCCESS/g)).toHaveLength(files.length);
   });
 
   it.each([
@@ -132,7 +133,7 @@ describe('the Prometheus rules', () => {
     expect([...read].filter((name) => !page.has(name))).toEqual([]);
   });
 
-  it("count good events at a bucket bound the proxy's histograms have", () => {
+  it("count good events at a bucket bound the services' histograms have", () => {
     // A threshold between bounds would match no series, and the objective would read all bad.
     const bounds = new Set<string>();
     for (const [, name, le] of readFileSync(rules, 'utf8').matchAll(
@@ -140,7 +141,8 @@ describe('the Prometheus rules', () => {
     ))
       bounds.add(`${name}{le="${le}"}`);
     expect([...bounds]).toContain('mcpmeter_proxy_added_seconds_bucket{le="0.002"}');
-    const page = proxyPage();
+    expect([...bounds]).toContain('mcpmeter_control_plane_limit_check_seconds_bucket{le="0.025"}');
+    const page = `${proxyPage()}${controlPlanePage()}`;
     expect([...bounds].filter((bound) => !page.includes(`${bound} `))).toEqual([]);
   });
 });

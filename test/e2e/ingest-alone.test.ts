@@ -6,6 +6,7 @@ import { readBusConfig } from '@mcp-meter/contracts/usage';
 import { openUsageBus, recordTopic, type UsageBus } from '@mcp-meter/ingest';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { toMessages } from '../../ingest/src/kafka-bus';
 import { suffix } from '../helpers/flows';
 import { pollUntil } from '../helpers/poll';
 import { SERVE, type Service, spawnService, waitHealthy } from '../helpers/processes';
@@ -67,6 +68,8 @@ describe('ingest alone: its health and metrics over HTTP', () => {
   };
   const stored = (page: string) =>
     Number(/^mcpmeter_ingest_records_stored_total (\d+)$/m.exec(page)?.[1] ?? Number.NaN);
+  const read = (page: string) =>
+    Number(/^mcpmeter_ingest_kafka_messages_read_total (\d+)$/m.exec(page)?.[1] ?? Number.NaN);
 
   it('answers /healthz with its consumer state, and refuses what it does not serve', async () => {
     const health = await fetch(`${url}/healthz`);
@@ -99,7 +102,10 @@ describe('ingest alone: its health and metrics over HTTP', () => {
   });
 
   it('counts the records its consumer stored in ClickHouse, and the messages it could not read', async () => {
-    const before = stored(await scrape());
+    const first = await scrape();
+    const before = stored(first);
+    // Before its consumer has joined, the page has no Kafka families yet: nothing read.
+    const readBefore = Number.isNaN(read(first)) ? 0 : read(first);
     const records = Array.from({ length: 25 }, (_, i) => usageRecord({ customerRef: `cus_${i % 5}` }));
     // A foreign message on the record topic: skipped, logged and counted, never stored.
     const kafka = new Kafka({
@@ -125,6 +131,13 @@ describe('ingest alone: its health and metrics over HTTP', () => {
     // Every message fetched and written: nothing behind on Kafka or in memory.
     expect(malformed(page)).toBe(1);
     expect(Number(/^mcpmeter_ingest_kafka_lag_messages (\d+)$/m.exec(page)?.[1])).toBe(0);
+    // Every message fetched counted once: the publisher's messages for the records, and the foreign one.
+    const published = toMessages(String(env.BUS_NAMESPACE), records).reduce(
+      (n, t) => n + t.messages.length,
+      0,
+    );
+    expect(published).toBeGreaterThan(1);
+    expect(read(page) - readBefore).toBe(published + 1);
     expect(Number(/^mcpmeter_ingest_records_unwritten (\d+)$/m.exec(page)?.[1])).toBe(0);
     expect(Number(/^mcpmeter_ingest_last_stored_timestamp_seconds (\S+)$/m.exec(page)?.[1])).toBeGreaterThan(
       Date.now() / 1000 - 60,
