@@ -164,6 +164,77 @@ describe('the Helm chart', () => {
     expect((await validate(file)).code).toBe(0);
   });
 
+  it("scrapes every service's metrics page with the Prometheus Operator's PodMonitors when asked", async () => {
+    const scraped = async (args: string[]) => {
+      const { file, manifests } = await render(['-f', values, '--set', 'podMonitor.enabled=true', ...args]);
+      return { file, manifests, monitors: manifests.filter((m) => m.kind === 'PodMonitor') };
+    };
+    const { file, manifests, monitors } = await scraped([
+      '--set',
+      'metricsToken=scrape-me',
+      '--set',
+      'podMonitor.labels.release=prometheus',
+    ]);
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual([
+      'mm-mcp-meter-control-plane',
+      'mm-mcp-meter-ingest',
+      'mm-mcp-meter-proxy',
+    ]);
+    const secret = manifests.find((m) => m.kind === 'Secret');
+    expect(secret.stringData.METRICS_TOKEN).toBe('scrape-me');
+    for (const monitor of monitors) {
+      expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(monitor.metadata.labels.release).toBe('prometheus');
+      // It selects exactly one Deployment's pods, by labels they carry, on a port they name.
+      const selected = manifests.filter(
+        (m) =>
+          m.kind === 'Deployment' &&
+          Object.entries(monitor.spec.selector.matchLabels).every(
+            ([key, value]) => m.spec.template.metadata.labels[key] === value,
+          ),
+      );
+      expect(selected.map((m) => m.metadata.name)).toEqual([monitor.metadata.name]);
+      const [endpoint] = monitor.spec.podMetricsEndpoints;
+      const ports = selected[0].spec.template.spec.containers[0].ports.map((p: Manifest) => p.name);
+      expect(ports).toContain(endpoint.port);
+      expect(endpoint.path).toBe('/metrics');
+      expect(endpoint.authorization).toEqual({
+        type: 'Bearer',
+        credentials: { name: secret.metadata.name, key: 'METRICS_TOKEN' },
+      });
+      // The job label is the service's, as the rules' alerts keep it.
+      expect(selected[0].spec.template.metadata.labels[monitor.spec.jobLabel]).toBe(
+        monitor.metadata.labels['app.kubernetes.io/component'],
+      );
+    }
+    // kubernetes-validate knows no custom resources: everything else rendered stays valid.
+    const rest = join(dir, 'without-monitors.yaml');
+    writeFileSync(
+      rest,
+      readFileSync(file, 'utf8')
+        .split(/^---$/m)
+        .filter((doc) => !/^kind: PodMonitor$/m.test(doc))
+        .join('---'),
+    );
+    const checked = await validate(rest);
+    expect(checked.out).toBe('');
+    expect(checked.code).toBe(0);
+    // Without a token the pages are open and scraped as such; an existing Secret's key is optional.
+    const open = await scraped([]);
+    expect(open.monitors.map((m) => m.spec.podMetricsEndpoints[0].authorization)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const existing = await scraped(['--set', 'existingSecret=mcp-meter-prod']);
+    for (const monitor of existing.monitors)
+      expect(monitor.spec.podMetricsEndpoints[0].authorization.credentials).toEqual({
+        name: 'mcp-meter-prod',
+        key: 'METRICS_TOKEN',
+        optional: true,
+      });
+  });
+
   it('refuses to render without a SECRET_KEY of 64 hex characters', async () => {
     const refused = await render(['-f', values, '--set', 'secretKey=short']).catch(
       (error: { stderr: string }) => error.stderr,
