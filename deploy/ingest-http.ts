@@ -8,6 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import { sameSecret } from '@mcp-meter/contracts/kit';
 import { EventLoopDelay, GcPauses } from '@mcp-meter/contracts/metrics';
+import { type ErrorCode, problemDocument } from '@mcp-meter/control-plane/problem';
 import type { IngestMetrics } from '@mcp-meter/ingest';
 
 export interface IngestHttp {
@@ -30,32 +31,22 @@ export async function serveIngestHttp(options: {
       response.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' }).end(body);
     };
     // The API's problem shape and codes (control-plane/src/errors.ts).
-    const problem = (status: number, title: string, code: string, detail: string) => {
-      if (status === 401) response.setHeader('www-authenticate', 'Bearer realm="metrics"');
-      answer(
-        status,
-        'application/problem+json',
-        JSON.stringify({ type: `https://docs.mcp-meter.dev/errors/${code}`, title, status, detail, code }),
-      );
+    const problem = (code: ErrorCode, detail: string) => {
+      const document = problemDocument(code, detail);
+      if (document.status === 401) response.setHeader('www-authenticate', 'Bearer realm="metrics"');
+      answer(document.status, 'application/problem+json', JSON.stringify(document));
     };
     const path = (request.url ?? '').split('?')[0];
     if (request.method !== 'GET' && request.method !== 'HEAD')
-      return problem(405, 'Method Not Allowed', 'method_not_allowed', 'Only GET is answered here');
+      return problem('method_not_allowed', 'Only GET is answered here');
     if (path === '/healthz') {
       const ingest = options.state();
-      if (ingest === 'failed')
-        return problem(
-          503,
-          'Service Unavailable',
-          'service_unavailable',
-          'The usage consumer failed to start',
-        );
+      if (ingest === 'failed') return problem('service_unavailable', 'The usage consumer failed to start');
       return answer(200, 'application/json', JSON.stringify({ status: 'ok', ingest }));
     }
-    if (path !== '/metrics')
-      return problem(404, 'Not Found', 'route_not_found', 'This process answers /metrics and /healthz');
+    if (path !== '/metrics') return problem('route_not_found', 'This process answers /metrics and /healthz');
     if (expected !== undefined && !sameSecret(request.headers.authorization ?? '', expected))
-      return problem(401, 'Unauthorized', 'unauthorized', 'A metrics token is required (METRICS_TOKEN)');
+      return problem('unauthorized', 'A metrics token is required (METRICS_TOKEN)');
     answer(
       200,
       'text/plain; version=0.0.4',

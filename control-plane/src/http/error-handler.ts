@@ -9,24 +9,7 @@ import {
   isTransactionConflict,
   RETRY_AFTER_SECONDS,
 } from '../errors';
-
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  402: 'Payment Required',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  408: 'Request Timeout',
-  409: 'Conflict',
-  413: 'Content Too Large',
-  415: 'Unsupported Media Type',
-  422: 'Unprocessable Content',
-  429: 'Too Many Requests',
-  431: 'Request Header Fields Too Large',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
+import { problemDocument, STATUS_TITLES } from './problem';
 
 export function sendProblem(
   reply: FastifyReply,
@@ -42,14 +25,7 @@ export function sendProblem(
   return reply
     .status(status)
     .type('application/problem+json')
-    .send({
-      type: `https://docs.mcp-meter.dev/errors/${code}`,
-      title: TITLES[status] ?? 'Error',
-      status,
-      detail,
-      code,
-      ...extra,
-    });
+    .send({ ...problemDocument(code, detail), ...extra });
 }
 
 interface AjvLikeError {
@@ -172,16 +148,10 @@ export function clientErrorAnswer(error: NodeJS.ErrnoException, socket: Duplex):
             'The request could not be read as HTTP/1.1 (percent-encode what is not ASCII)',
           ];
   const status = ERROR_STATUS[code];
-  const body = JSON.stringify({
-    type: `https://docs.mcp-meter.dev/errors/${code}`,
-    title: TITLES[status] ?? 'Error',
-    status,
-    detail,
-    code,
-  });
+  const body = JSON.stringify(problemDocument(code, detail));
   if (socket.writable)
     socket.write(
-      `HTTP/1.1 ${status} ${TITLES[status] ?? 'Error'}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_TITLES[status] ?? 'Error'}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n\r\n${body}`,
     );
   socket.destroy(error);
 }
