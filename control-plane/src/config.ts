@@ -134,10 +134,7 @@ export function readControlPlaneConfig(env: EnvReader): ControlPlaneConfig {
     // Several replicas may run it: purchases are taken with SKIP LOCKED.
     schedulerEnabled: env.bool('SCHEDULER_ENABLED', true),
     metricsToken: env.optionalString('METRICS_TOKEN'),
-    ingestMetricsPort:
-      env.optionalString('INGEST_METRICS_PORT') === undefined
-        ? undefined
-        : env.int('INGEST_METRICS_PORT', 0, { min: 0, max: 65535 }),
+    ingestMetricsPort: env.optionalInt('INGEST_METRICS_PORT', { min: 0, max: 65535 }),
     // Renewals and retries are due at day granularity; a minute keeps them prompt and cheap.
     schedulerIntervalMs: env.int('SCHEDULER_INTERVAL_MS', 60_000, { min: 1_000, max: 3_600_000 }),
     dunningRetryHours: readRetryHours(env),

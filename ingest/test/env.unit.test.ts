@@ -46,6 +46,32 @@ describe('configuration', () => {
     }
   });
 
+  it('reads an optional integer: absent when unset or blank, checked when set', () => {
+    const env = readEnv({
+      PORT_SET: ' 9464 ',
+      PORT_ZERO: '0',
+      PORT_BLANK: '  ',
+      PORT_BAD: '94a',
+      PORT_HIGH: '70000',
+    });
+    const range = { min: 0, max: 65535 };
+    expect(env.optionalInt('PORT_SET', range)).toBe(9464);
+    expect(env.optionalInt('PORT_ZERO', range)).toBe(0);
+    expect(env.optionalInt('PORT_UNSET', range)).toBeUndefined();
+    expect(env.optionalInt('PORT_BLANK', range)).toBeUndefined();
+    env.optionalInt('PORT_BAD', range);
+    env.optionalInt('PORT_HIGH', range);
+    expect(() => env.done({})).toThrow(ConfigError);
+    try {
+      env.done({});
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([
+        'PORT_BAD: expected an integer, got "94a"',
+        'PORT_HIGH: must be between 0 and 65535, got 70000',
+      ]);
+    }
+  });
+
   it('checks URLs, booleans and enumerations', () => {
     const env = readEnv({ U: 'ftp://x', B: 'maybe', E: 'loud' });
     env.url('U', ['http']);

@@ -77,10 +77,7 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     host: env.string('PROXY_HOST', '127.0.0.1'),
     port: env.int('PROXY_PORT', 8081, { min: 0, max: 65535 }),
     workers: env.int('PROXY_WORKERS', usableCores(), { min: 1, max: 256 }),
-    workerIndex:
-      env.optionalString('PROXY_WORKER_INDEX') === undefined
-        ? undefined
-        : env.int('PROXY_WORKER_INDEX', 0, { min: 0, max: 255 }),
+    workerIndex: env.optionalInt('PROXY_WORKER_INDEX', { min: 0, max: 255 }),
     baseDomain: env.optionalString('PROXY_BASE_DOMAIN')?.toLowerCase(),
     publicScheme: env.url('PROXY_PUBLIC_URL', ['http', 'https'])?.startsWith('https:') ? 'https' : 'http',
     redisUrl: env.url('REDIS_URL', ['redis', 'rediss']),

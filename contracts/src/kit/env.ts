@@ -15,6 +15,8 @@ export interface EnvReader {
   string(name: string, fallback: string): string;
   optionalString(name: string): string | undefined;
   int(name: string, fallback: number, range?: { min?: number; max?: number }): number;
+  /** An integer in range when the variable is set; undefined when unset or empty. */
+  optionalInt(name: string, range?: { min?: number; max?: number }): number | undefined;
   bool(name: string, fallback: boolean): boolean;
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T;
   url(name: string, protocols: readonly string[]): string | undefined;
@@ -31,23 +33,27 @@ export function readEnv(env: Env): EnvReader {
     const value = env[name];
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   };
+  const int: EnvReader['int'] = (name, fallback, range = {}) => {
+    const value = raw(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = range;
+    if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(parsed)) {
+      problems.push(`${name}: expected an integer, got "${value}"`);
+      return fallback;
+    }
+    if (parsed < min || parsed > max) {
+      problems.push(`${name}: must be between ${min} and ${max}, got ${parsed}`);
+      return fallback;
+    }
+    return parsed;
+  };
   return {
     string: (name, fallback) => raw(name) ?? fallback,
     optionalString: (name) => raw(name),
-    int(name, fallback, range = {}) {
-      const value = raw(name);
-      if (value === undefined) return fallback;
-      const parsed = Number(value);
-      const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = range;
-      if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(parsed)) {
-        problems.push(`${name}: expected an integer, got "${value}"`);
-        return fallback;
-      }
-      if (parsed < min || parsed > max) {
-        problems.push(`${name}: must be between ${min} and ${max}, got ${parsed}`);
-        return fallback;
-      }
-      return parsed;
+    int,
+    optionalInt(name, range) {
+      return raw(name) === undefined ? undefined : int(name, 0, range);
     },
     bool(name, fallback) {
       const value = raw(name)?.toLowerCase();
