@@ -235,6 +235,21 @@ describe('the Helm chart', () => {
       });
   });
 
+  it("ships the Grafana dashboard in a ConfigMap for Grafana's sidecar when asked", async () => {
+    const { file, manifests } = await render(['-f', values, '--set', 'grafanaDashboard.enabled=true']);
+    const maps = manifests.filter((m) => m.kind === 'ConfigMap');
+    expect(maps.map((m) => m.metadata.name)).toEqual(['mm-mcp-meter-dashboard']);
+    expect(maps[0].metadata.labels.grafana_dashboard).toBe('1');
+    // The file itself, byte for byte but the trailing newline, and under a ConfigMap's 1 MiB.
+    const dashboard = readFileSync(join(chart, 'dashboards', 'mcp-meter.json'), 'utf8');
+    expect(maps[0].data['mcp-meter.json']).toBe(dashboard.trimEnd());
+    expect(JSON.parse(maps[0].data['mcp-meter.json']).uid).toBe('mcp-meter');
+    expect(Buffer.byteLength(dashboard)).toBeLessThan(1024 * 1024);
+    const checked = await validate(file);
+    expect(checked.out).toBe('');
+    expect(checked.code).toBe(0);
+  });
+
   it('refuses to render without a SECRET_KEY of 64 hex characters', async () => {
     const refused = await render(['-f', values, '--set', 'secretKey=short']).catch(
       (error: { stderr: string }) => error.stderr,

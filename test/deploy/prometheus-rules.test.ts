@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createLogger } from '@mcp-meter/contracts/kit';
@@ -84,8 +85,14 @@ function controlPlanePage(): string {
 /** The names of the series on the services' metrics pages. */
 function pageSeries(): Set<string> {
   const names = new Set<string>();
-  for (const line of `${proxyPage()}${controlPlanePage()}`.split('\n'))
-    if (line !== '' && !line.startsWith('#')) names.add(line.slice(0, line.search(/[{ ]/)));
+  for (const line of `${proxyPage()}${controlPlanePage()}`.split('\n')) {
+    // A family with no sample yet (no GC pause seen, say) is still one its page declares.
+    const declared = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (declared?.[1] !== undefined) {
+      const suffixes = declared[2] === 'histogram' ? ['_bucket', '_sum', '_count'] : [''];
+      for (const suffix of suffixes) names.add(`${declared[1]}${suffix}`);
+    } else if (line !== '' && !line.startsWith('#')) names.add(line.slice(0, line.search(/[{ ]/)));
+  }
   return names;
 }
 
@@ -144,5 +151,58 @@ describe('the Prometheus rules', () => {
     expect([...bounds]).toContain('mcpmeter_control_plane_limit_check_seconds_bucket{le="0.025"}');
     const page = `${proxyPage()}${controlPlanePage()}`;
     expect([...bounds].filter((bound) => !page.includes(`${bound} `))).toEqual([]);
+  });
+});
+
+/** The Grafana dashboard the Helm chart ships (and self-hosters import), panel by panel. */
+describe('the Grafana dashboard', () => {
+  const file = join(root, 'deploy', 'helm', 'mcp-meter', 'dashboards', 'mcp-meter.json');
+  const dashboard = JSON.parse(readFileSync(file, 'utf8')) as {
+    uid: string;
+    panels: { type: string; title: string; targets?: { expr: string; datasource: { uid: string } }[] }[];
+  };
+  const queries = dashboard.panels.flatMap((panel) =>
+    (panel.targets ?? []).map((target) => ({ panel: panel.title, ...target })),
+  );
+
+  it('has a query on every graph, each from the chosen Prometheus', () => {
+    const graphs = dashboard.panels.filter((panel) => panel.type !== 'row');
+    expect(graphs.length).toBeGreaterThan(8);
+    for (const graph of graphs) expect(graph.targets?.length, graph.title).toBeGreaterThan(0);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's variable, not JavaScript's
+    for (const query of queries) expect(query.datasource.uid).toBe('${datasource}');
+  });
+
+  it("queries are PromQL promtool reads, over series the services' pages have or the rules record", async () => {
+    // Grafana fills $__rate_interval in; promtool reads each query as a recording rule's.
+    const dir = mkdtempSync(join(tmpdir(), 'mcpmeter-dashboard-'));
+    try {
+      const rulesFile = join(dir, 'queries.yml');
+      const lines = ['groups:', '  - name: dashboard', '    rules:'];
+      queries.forEach((query, i) => {
+        lines.push(
+          `      - record: dashboard:query_${i}`,
+          `        expr: ${JSON.stringify(query.expr.replaceAll('$__rate_interval', '5m'))}`,
+        );
+      });
+      writeFileSync(rulesFile, `${lines.join('\n')}\n`);
+      const { code, out } = await exec(promtool, ['check', 'rules', rulesFile]);
+      expect(code, out).toBe(0);
+      expect(out).toContain(`SUCCESS: ${queries.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const page = pageSeries();
+    const recorded = new Set(
+      [...readFileSync(rules, 'utf8').matchAll(/- record: (\S+)/g)].map(([, name]) => name as string),
+    );
+    const unknown: string[] = [];
+    for (const query of queries) {
+      for (const [name] of query.expr.matchAll(/\bmcpmeter_[a-z_]+/g))
+        if (!page.has(name)) unknown.push(name);
+      for (const [name] of query.expr.matchAll(/\bmcpmeter:[a-z_:0-9]+/g))
+        if (!recorded.has(name)) unknown.push(name);
+    }
+    expect(unknown).toEqual([]);
   });
 });
