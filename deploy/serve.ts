@@ -156,6 +156,7 @@ async function main(): Promise<void> {
     // new consumer: left failed, nothing would be stored until the next restart.
     let subscription = bus.subscription();
     ingestMetrics?.follow(() => subscription.progress?.());
+    if (bus.groupLag !== undefined) ingestMetrics?.followGroup(bus.groupLag);
     let stopping = false;
     ingestState = 'starting';
     void keepTrying(

@@ -1,6 +1,10 @@
 import { Counter, counter, gauge, Histogram } from '@mcp-meter/contracts/metrics';
 import type { SubscriptionProgress } from './bus';
 
+/** How often the group's lag is read from Kafka, at most, and how long a reading may take. */
+export const GROUP_LAG_EVERY_MS = 10_000;
+const GROUP_LAG_TIMEOUT_MS = 5_000;
+
 /**
  * What the ingest consumer of a process has stored, for its Prometheus page (the control plane's
  * `/metrics` when ingest runs in its process): batches and records written to ClickHouse, failed
@@ -25,12 +29,60 @@ export class IngestMetrics {
   );
   /** When a batch was last written, in seconds since the epoch; 0 before the first. */
   private lastStored = 0;
+  /** The group's lag from Kafka, read in the background of scrapes (see `followGroup`). */
+  private group:
+    | { read: () => Promise<number>; lag: number | undefined; readAt: number; reading: boolean }
+    | undefined;
   /** The consumer running now (a start that failed is tried again with a new one). */
   private progress: () => SubscriptionProgress | undefined = () => undefined;
 
   /** Reads how far behind the consumer is from `progress` at each render. */
   follow(progress: () => SubscriptionProgress | undefined): void {
     this.progress = progress;
+  }
+
+  /**
+   * Shows the consumer group's lag as Kafka's committed offsets give it, from `read`. A scrape
+   * never waits for Kafka: it shows the last reading and, once that is GROUP_LAG_EVERY_MS old,
+   * starts the next (given up after GROUP_LAG_TIMEOUT_MS). A failed reading leaves the gauge off
+   * the page until one succeeds, so a stale figure never stands for Kafka's.
+   */
+  followGroup(read: () => Promise<number>): void {
+    this.group = { read, lag: undefined, readAt: 0, reading: false };
+  }
+
+  private groupLag(): string {
+    const group = this.group;
+    if (group === undefined) return '';
+    if (!group.reading && Date.now() - group.readAt >= GROUP_LAG_EVERY_MS) {
+      group.reading = true;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('Kafka did not answer')), GROUP_LAG_TIMEOUT_MS);
+        timer.unref();
+      });
+      Promise.race([group.read(), timeout])
+        .then(
+          (lag) => {
+            group.lag = lag;
+          },
+          () => {
+            group.lag = undefined;
+          },
+        )
+        .finally(() => {
+          clearTimeout(timer);
+          group.readAt = Date.now();
+          group.reading = false;
+        });
+    }
+    return group.lag === undefined
+      ? ''
+      : gauge(
+          'mcpmeter_ingest_kafka_group_lag_messages',
+          "Messages in Kafka the ingest consumer group has not committed, every usage partition, from Kafka's committed offsets (the whole group's: every process reports the same figure)",
+          group.lag,
+        );
   }
 
   /** Runs `write` for a batch of `records` records, counting it as written or failed. */
@@ -78,6 +130,7 @@ export class IngestMetrics {
     }
     return (
       behind +
+      this.groupLag() +
       this.batches.render() +
       this.records.render() +
       this.failures.render() +

@@ -53,6 +53,36 @@ export class KafkaUsageSettlement implements UsageSettlement {
     }
   }
 
+  /**
+   * Messages in Kafka the consumer group has not yet committed, over every usage partition:
+   * Kafka's own consumer lag for the whole group, read from its committed offsets, so a member
+   * that stopped fetching (stuck, or gone with its partitions not yet reassigned) shows here,
+   * where its own lag gauge keeps its last reading. A partition the group never committed counts
+   * from its earliest message, where the group starts. Throws when Kafka does not answer.
+   */
+  async groupLag(): Promise<number> {
+    try {
+      const admin = await this.connected();
+      const topics = allTopics(this.namespace);
+      const committed = await admin.fetchOffsets({ groupId: this.groupId, topics });
+      let lag = 0n;
+      for (const topic of topics) {
+        const done = committed.find((t) => t.topic === topic)?.partitions ?? [];
+        for (const p of await admin.fetchTopicOffsets(topic)) {
+          const low = BigInt(p.low);
+          const at = BigInt(done.find((d) => d.partition === p.partition)?.offset ?? '-1');
+          const from = at < low ? low : at;
+          if (BigInt(p.high) > from) lag += BigInt(p.high) - from;
+        }
+      }
+      return Number(lag);
+    } catch (error) {
+      // As in settled: the next reading starts from a new connection.
+      await this.close();
+      throw error;
+    }
+  }
+
   private connected(): Promise<Admin> {
     this.admin ??= (async () => {
       const admin = this.kafka.admin();

@@ -30,6 +30,8 @@ export interface UsageBus {
   subscription(): UsageSubscription;
   /** Whether what the bus accepted so far is stored: billing waits for it before closing a period. */
   settlement: UsageSettlement;
+  /** The consumer group's lag from Kafka's committed offsets (Kafka only): see KafkaUsageSettlement. */
+  groupLag?: () => Promise<number>;
   kind: 'kafka' | 'in-process';
   close(): Promise<void>;
 }
@@ -59,6 +61,7 @@ export async function openUsageBus(config: BusConfig, logger: Logger): Promise<U
   const settlement = new KafkaUsageSettlement(kafka, config.namespace, config.kafkaConsumerGroup);
   return {
     settlement,
+    groupLag: () => settlement.groupLag(),
     publisher,
     subscription: () =>
       new KafkaUsageSubscription(kafka, {

@@ -4,7 +4,7 @@ import { buildUsageRecord, type UsageRecord } from '@mcp-meter/contracts/usage-r
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pollUntil } from '../../test/helpers/poll';
 import { openTestUsageStore } from '../../test/helpers/usage-store';
-import { allTopics, Kafka } from '../src/kafka-bus';
+import { allTopics, Kafka, toMessages } from '../src/kafka-bus';
 import { openUsageBus, startIngestConsumer, type UsageBus } from '../src/service';
 
 /** Kafka → ingest consumer → ClickHouse (chdb), on the real broker started for the test run. */
@@ -177,10 +177,18 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
   it('the settlement says true only once the consumer group has stored everything published before the call', async () => {
     const batch = Array.from({ length: 20 }, () => record('sandbox', 'watermark', 1));
     const late = Array.from({ length: 5 }, () => record('live', 'watermark', 1));
+    const lagBefore = await bus.groupLag?.();
     await bus.publisher.publish(batch);
     await bus.publisher.publish(late);
     // No consumer runs: the records sit in Kafka, so billing must not close a period yet.
     expect(await bus.settlement.settled(1_500)).toBe(false);
+    // Kafka's own lag for the group counts every message published and not committed.
+    const messages = [...toMessages(config.namespace, batch), ...toMessages(config.namespace, late)].reduce(
+      (n, topic) => n + topic.messages.length,
+      0,
+    );
+    expect(messages).toBeGreaterThan(1);
+    expect(await bus.groupLag?.()).toBe((lagBefore ?? Number.NaN) + messages);
     expect(await total('sandbox', 'watermark')).toEqual({ total: 0, totalDecimal: '0', records: 0 });
     const consumer = await startIngestConsumer({
       subscription: bus.subscription(),
@@ -194,6 +202,7 @@ describe('usage pipeline on real Kafka and ClickHouse', () => {
       expect(await total('live', 'watermark')).toEqual({ total: 5, totalDecimal: '5', records: 5 });
       // Nothing new since: settled at once.
       expect(await bus.settlement.settled(1)).toBe(true);
+      expect(await bus.groupLag?.()).toBe(0);
     } finally {
       await consumer.close();
     }

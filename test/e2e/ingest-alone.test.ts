@@ -143,5 +143,13 @@ describe('ingest alone: its health and metrics over HTTP', () => {
       Date.now() / 1000 - 60,
     );
     expect(await (await fetch(`${url}/healthz`)).json()).toMatchObject({ ingest: 'running' });
+    // Kafka's view of the whole group, read in the background of scrapes: nothing uncommitted.
+    const groupLag = (text: string) =>
+      Number(/^mcpmeter_ingest_kafka_group_lag_messages (\d+)$/m.exec(text)?.[1] ?? Number.NaN);
+    const settled = await pollUntil(scrape, (text) => groupLag(text) === 0, {
+      what: "the group's lag from Kafka read as 0",
+      timeoutMs: 60_000,
+    });
+    expect(settled).toMatch(/^# TYPE mcpmeter_ingest_kafka_group_lag_messages gauge$/m);
   });
 });
