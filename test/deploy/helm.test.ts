@@ -219,13 +219,19 @@ describe('the Helm chart', () => {
     const checked = await validate(rest);
     expect(checked.out).toBe('');
     expect(checked.code).toBe(0);
-    // Without a token the pages are open and scraped as such; an existing Secret's key is optional.
-    const open = await scraped([]);
-    expect(open.monitors.map((m) => m.spec.podMetricsEndpoints[0].authorization)).toEqual([
-      undefined,
-      undefined,
-      undefined,
-    ]);
+    // Without a token given, the chart makes one: the pages are never open, and scraped with it.
+    const made = await scraped([]);
+    const madeToken = made.manifests.find((m) => m.kind === 'Secret').stringData.METRICS_TOKEN;
+    expect(madeToken).toMatch(/^[A-Za-z0-9]{40}$/);
+    // A new one each render here (no cluster to look the stored one up in): never a fixed default.
+    const again = await scraped([]);
+    expect(again.manifests.find((m) => m.kind === 'Secret').stringData.METRICS_TOKEN).not.toBe(madeToken);
+    for (const monitor of made.monitors)
+      expect(monitor.spec.podMetricsEndpoints[0].authorization.credentials).toEqual({
+        name: 'mm-mcp-meter-secrets',
+        key: 'METRICS_TOKEN',
+      });
+    // An existing Secret's key is optional, as the services read it.
     const existing = await scraped(['--set', 'existingSecret=mcp-meter-prod']);
     for (const monitor of existing.monitors)
       expect(monitor.spec.podMetricsEndpoints[0].authorization.credentials).toEqual({
