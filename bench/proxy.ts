@@ -31,6 +31,7 @@ import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
 import { threadPartsBetween, threadTimes } from './harness/threads';
 import { measureOpenModel } from './latency';
+import { measureLimitCheck } from './limit-check';
 import { flame } from './load/flame';
 import {
   B3_OVER_NODE,
@@ -252,46 +253,18 @@ async function main() {
     return;
   }
 
-  // The control plane's limit check (POST /v1/sdk/limits, one call consumed per check), its
-  // process pinned to core 0 likewise; exactness: the calls it counted against what wrk saw
-  // answered (a check abandoned at a trial's end may still have counted).
-  const limitCheck = {
-    url: `${base}/v1/sdk/limits`,
-    token: key,
-    call: {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: { customerRef: split.customer, productRef: split.product },
-    },
-  };
-  const usedOf = async () =>
-    (
-      await api<{ used: number }>(base, key, 'POST', '/v1/sdk/limits', {
-        customerRef: split.customer,
-        productRef: split.product,
-        consume: false,
-      })
-    ).used;
-  // `used` counts stored records: read once the pipeline has stored the checks' records.
-  const settledUsed = () => whenStable(usedOf, 60);
-  // Warm-up, as every proxy target had: the check's route compiled and optimised, its subject kept.
-  load.wrk('L', limitCheck, 5);
-  const usedBefore = await settledUsed();
-  // The control plane alone on core 0; what it calls (PostgreSQL, Redis, Kafka) on core 1 with
-  // wrk, as a proxy's origin is on the other core: the core measured is the control plane's own.
-  const checks = onOneCore(procs.named, 'control-plane', () => load.wrk('L', limitCheck, TRIAL_SECONDS, '1'));
-  const usedDelta = (await settledUsed()) - usedBefore;
-  const bestCheck = checks.reduce((a, b) => (b.result.rps > a.result.rps ? b : a));
-  const limits = {
-    rps: bestCheck.result.rps,
-    answered: checks.reduce((a, c) => a + c.result.requests, 0),
-    errors: checks.reduce((a, c) => a + c.result.errors, 0),
-    counted: usedDelta,
-    busy: bestCheck.busy,
-  };
-  log(
-    `limit check pinned to one core: ${Math.round(limits.rps)} checks/s; ${limits.answered} answered, ${limits.counted} counted, ${limits.errors} errors; its core ${percent(limits.busy.hop)} busy`,
-  );
+  // The control plane's limit check (POST /v1/sdk/limits): its most checks/s on one pinned core,
+  // exactly counted, and its latency at 25, 50 and 75 % of that (bench/limit-check.ts).
+  const limits = await measureLimitCheck({
+    load,
+    named: procs.named,
+    base,
+    key,
+    subject: split,
+    trialSeconds: TRIAL_SECONDS,
+    latencySeconds: LATENCY_SECONDS,
+    log,
+  });
 
   // The trials from here on run over the C origin unless asked otherwise (bench/load/origin.c):
   // the Node origin's own tail at the goal's rate was over the latency goal itself, and its CPU a
@@ -396,6 +369,7 @@ async function main() {
       rounds: ROUNDS,
       connections: CONNECTIONS,
       latencySeconds: LATENCY_SECONDS,
+      runSeconds: performance.now() / 1000,
     },
     saturation,
     reference,

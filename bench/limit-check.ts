@@ -1,0 +1,184 @@
+import { type CoresBusy, onOneCore, pinGroups, stackGroups } from './harness/cpu';
+import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
+import { freshGet, whenStable } from './harness/metrics-page';
+import { api } from './harness/processes';
+
+/**
+ * The control plane's SDK limit check (`POST /v1/sdk/limits`, one unit consumed per check) in the
+ * proxy bench: its most checks/s on one pinned core, exactly counted, and its latency under an
+ * open model at shares of that maximum against the objective of deploy/prometheus (99 % within
+ * 25 ms), read both from vegeta and from the service's own SLI histogram.
+ */
+
+/** The objective's threshold, a bucket bound of `mcpmeter_control_plane_limit_check_seconds`. */
+export const LIMIT_CHECK_OBJECTIVE_SECONDS = 0.025;
+/** The shares of the pinned maximum the latency trials run at, as the proxy's trials do. */
+export const LIMIT_CHECK_SHARES = [0.25, 0.5, 0.75] as const;
+
+export interface LimitCheckLatency {
+  share: number;
+  trial: LatencyTrial;
+  /** From the control plane's histogram over the trial: checks timed, and those within 25 ms. */
+  timed: number;
+  withinObjective: number;
+  /** The bucket bounds the 99th and 99.9th percentiles fall in (ms). */
+  p99AtMostMs: number;
+  p999AtMostMs: number;
+}
+
+export interface LimitCheckResult {
+  rps: number;
+  answered: number;
+  errors: number;
+  counted: number;
+  busy?: CoresBusy;
+  /** Open-model trials (absent in runs from before 2026-12-06). */
+  latency?: LimitCheckLatency[];
+}
+
+export interface LimitCheckBench {
+  load: LoadGenerators;
+  named: ReadonlyMap<number, string>;
+  base: string;
+  key: string;
+  subject: { customer: string; product: string };
+  trialSeconds: number;
+  latencySeconds: number;
+  log: (line: string) => void;
+}
+
+/**
+ * The limit check's histogram on a control plane's metrics page: cumulative counts by upper
+ * bound (seconds), summed over any labels but `le`.
+ */
+export function limitCheckBuckets(page: string): Map<number, number> {
+  const buckets = new Map<number, number>();
+  for (const m of page.matchAll(/^mcpmeter_control_plane_limit_check_seconds_bucket\{([^}]*)\} (\S+)$/gm)) {
+    const le = /(?:^|,)le="([^"]+)"/.exec(m[1] ?? '')?.[1];
+    if (le === undefined) continue;
+    const bound = le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le);
+    buckets.set(bound, (buckets.get(bound) ?? 0) + Number(m[2]));
+  }
+  return buckets;
+}
+
+/** What the histogram grew by between two readings: checks timed, within `objective`, and percentiles' bounds. */
+export function limitCheckBetween(
+  before: Map<number, number>,
+  after: Map<number, number>,
+  objective = LIMIT_CHECK_OBJECTIVE_SECONDS,
+): Pick<LimitCheckLatency, 'timed' | 'withinObjective' | 'p99AtMostMs' | 'p999AtMostMs'> {
+  const grew = [...after]
+    .map(([bound, n]) => [bound, n - (before.get(bound) ?? 0)] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const timed = grew.at(-1)?.[1] ?? 0;
+  const within = grew.find(([bound]) => bound === objective);
+  if (within === undefined) throw new Error(`the limit check's histogram has no bucket at ${objective} s`);
+  const atMost = (quantile: number) =>
+    (grew.find(([, n]) => n >= timed * quantile)?.[0] ?? Number.POSITIVE_INFINITY) * 1000;
+  return { timed, withinObjective: within[1], p99AtMostMs: atMost(0.99), p999AtMostMs: atMost(0.999) };
+}
+
+export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckResult> {
+  const { load, named, base, key, subject, log } = b;
+  const target: Target = {
+    url: `${base}/v1/sdk/limits`,
+    token: key,
+    call: {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: { customerRef: subject.customer, productRef: subject.product },
+    },
+  };
+  const usedOf = async () =>
+    (
+      await api<{ used: number }>(base, key, 'POST', '/v1/sdk/limits', {
+        customerRef: subject.customer,
+        productRef: subject.product,
+        consume: false,
+      })
+    ).used;
+  // `used` counts stored records: read once the pipeline has stored the checks' records.
+  const settledUsed = () => whenStable(usedOf, 60);
+  // Warm-up, as every proxy target had: the check's route compiled and optimised, its subject kept.
+  load.wrk('L', target, 5);
+  const usedBefore = await settledUsed();
+  // The control plane alone on core 0; what it calls (PostgreSQL, Redis, Kafka) on core 1 with
+  // wrk, as a proxy's origin is on the other core: the core measured is the control plane's own.
+  const checks = onOneCore(named, 'control-plane', () => load.wrk('L', target, b.trialSeconds, '1'));
+  const usedDelta = (await settledUsed()) - usedBefore;
+  const best = checks.reduce((x, y) => (y.result.rps > x.result.rps ? y : x));
+  const result: LimitCheckResult = {
+    rps: best.result.rps,
+    answered: checks.reduce((a, c) => a + c.result.requests, 0),
+    errors: checks.reduce((a, c) => a + c.result.errors, 0),
+    counted: usedDelta,
+    busy: best.busy,
+  };
+  log(
+    `limit check pinned to one core: ${Math.round(result.rps)} checks/s; ${result.answered} answered, ${result.counted} counted, ${result.errors} errors; its core ${Math.round(best.busy.hop * 100)}% busy`,
+  );
+
+  // Latency at a fixed arrival rate (vegeta), the same arrangement: the control plane alone on
+  // core 0, vegeta and the rest on core 1. Each share of the maximum just measured, once.
+  const page = `${base}/metrics`;
+  const stack = stackGroups(named);
+  pinGroups(
+    named,
+    stack.filter((g) => g !== 'control-plane'),
+    '1',
+  );
+  pinGroups(named, ['control-plane'], '0');
+  const latency: LimitCheckLatency[] = [];
+  try {
+    for (const share of LIMIT_CHECK_SHARES) {
+      const rate = Math.max(1, Math.round(result.rps * share));
+      const before = limitCheckBuckets(await freshGet(page));
+      const trial = load.vegeta('L', target, rate, b.latencySeconds, '1');
+      const spans = limitCheckBetween(before, limitCheckBuckets(await freshGet(page)));
+      latency.push({ share, trial, ...spans });
+      log(
+        `limit check @${rate}/s (${share * 100} % of its maximum): ${spans.withinObjective} of ${spans.timed} within 25 ms on its histogram, p99 ≤ ${spans.p99AtMostMs} ms, p99.9 ≤ ${spans.p999AtMostMs} ms`,
+      );
+    }
+  } finally {
+    pinGroups(named, stack, '0,1');
+  }
+  result.latency = latency;
+  return result;
+}
+
+const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(3) : '–');
+const bound = (v: number) => (Number.isFinite(v) ? String(v) : '+Inf');
+const shareWithin = (l: LimitCheckLatency) => l.withinObjective / Math.max(l.timed, 1);
+
+/** The goal row of the limit check's latency at half its maximum (proxy.md's goals); '' if not measured. */
+export function limitCheckLatencyGoalRow(r: LimitCheckResult | undefined): string {
+  const half = r?.latency?.find((l) => l.share === 0.5);
+  if (half === undefined) return '';
+  const met = half.trial.valid && shareWithin(half) >= 0.99;
+  return `| control-plane limit check at 50 % of its maximum (${half.trial.rate}/s, open model, pinned as above): p50 / p99 / p99.9 seen by vegeta; within 25 ms on its SLI histogram | ${ms(half.trial.p50)} / ${ms(half.trial.p99)} / ${ms(half.trial.p999)} ms; ${(shareWithin(half) * 100).toFixed(2)} % (${half.withinObjective} of ${half.timed})${half.trial.valid ? '' : ' INVALID'} | ≥ 99 % within 25 ms (the objective of deploy/prometheus) | ${met ? 'met' : '**not met**'} |\n`;
+}
+
+/** The limit check's latency table and its method (proxy.md); '' if not measured. */
+export function limitCheckLatencySection(r: LimitCheckResult | undefined): string {
+  if (r?.latency === undefined || r.latency.length === 0) return '';
+  const rows = r.latency
+    .map(
+      (l) =>
+        `| ${l.share * 100} % (${l.trial.rate}/s) | ${ms(l.trial.p50)} / ${ms(l.trial.p99)} / ${ms(l.trial.p999)} | ≤ ${bound(l.p99AtMostMs)} / ≤ ${bound(l.p999AtMostMs)} | ${(shareWithin(l) * 100).toFixed(2)} % (${l.withinObjective} of ${l.timed}) | ${l.trial.valid ? 'valid' : `**invalid** (success ${l.trial.success.toFixed(4)}, ${Math.round(l.trial.achievedRate)}/s achieved)`} |`,
+    )
+    .join('\n');
+  return `The limit check's latency under an open model (vegeta, a fixed arrival rate whatever the
+answers do) at 25, 50 and 75 % of the most checks/s just measured, one trial each, pinned the
+same way. vegeta's figures are the whole round trip on loopback; the histogram's are the
+service's own SLI (\`mcpmeter_control_plane_limit_check_seconds\`, arrival to the end of the answer:
+what the objective "99 % within 25 ms" of \`deploy/prometheus/mcpmeter-rules.yml\` reads), the
+percentiles as the bucket bounds they fall in. A trial is invalid when a check failed or calls
+fell behind schedule.
+
+| rate | vegeta p50 / p99 / p99.9 (ms) | histogram p99 / p99.9 (ms) | within 25 ms | |
+| --- | --- | --- | --- | --- |
+${rows}
+`;
+}
