@@ -26,22 +26,11 @@ export class KafkaUsageSettlement implements UsageSettlement {
     try {
       const admin = await this.connected();
       const topics = allTopics(this.namespace);
-      const ends = new Map<string, bigint>();
-      for (const topic of topics) {
-        for (const p of await admin.fetchTopicOffsets(topic)) {
-          // An empty partition (or one emptied by retention) holds nothing to wait for.
-          if (BigInt(p.high) > BigInt(p.low)) ends.set(`${topic}/${p.partition}`, BigInt(p.high));
-        }
-      }
+      // An empty partition (or one emptied by retention) holds nothing to wait for.
+      const ends = (await partitionsOf(admin, topics)).filter((p) => p.high > p.low);
       for (;;) {
-        const committed = await admin.fetchOffsets({ groupId: this.groupId, topics });
-        const behind = [...ends].filter(([key, end]) => {
-          const [topic, partition] = splitKey(key);
-          const entry = committed
-            .find((t) => t.topic === topic)
-            ?.partitions.find((p) => p.partition === partition);
-          return entry === undefined || BigInt(entry.offset) < end;
-        });
+        const committed = await this.committedOf(admin, topics);
+        const behind = ends.filter((p) => (committed(p) ?? -1n) < p.high);
         if (behind.length === 0) return true;
         if (Date.now() + this.pollMs > deadline) return false;
         await new Promise((resolve) => setTimeout(resolve, this.pollMs));
@@ -64,16 +53,12 @@ export class KafkaUsageSettlement implements UsageSettlement {
     try {
       const admin = await this.connected();
       const topics = allTopics(this.namespace);
-      const committed = await admin.fetchOffsets({ groupId: this.groupId, topics });
+      const committed = await this.committedOf(admin, topics);
       let lag = 0n;
-      for (const topic of topics) {
-        const done = committed.find((t) => t.topic === topic)?.partitions ?? [];
-        for (const p of await admin.fetchTopicOffsets(topic)) {
-          const low = BigInt(p.low);
-          const at = BigInt(done.find((d) => d.partition === p.partition)?.offset ?? '-1');
-          const from = at < low ? low : at;
-          if (BigInt(p.high) > from) lag += BigInt(p.high) - from;
-        }
+      for (const p of await partitionsOf(admin, topics)) {
+        const at = committed(p) ?? p.low;
+        const from = at < p.low ? p.low : at;
+        if (p.high > from) lag += p.high - from;
       }
       return Number(lag);
     } catch (error) {
@@ -81,6 +66,18 @@ export class KafkaUsageSettlement implements UsageSettlement {
       await this.close();
       throw error;
     }
+  }
+
+  /** The group's committed offsets now, as a lookup by partition (undefined: never committed). */
+  private async committedOf(admin: Admin, topics: string[]): Promise<(p: Partition) => bigint | undefined> {
+    const committed = await admin.fetchOffsets({ groupId: this.groupId, topics });
+    return (p) => {
+      const offset = committed
+        .find((t) => t.topic === p.topic)
+        ?.partitions.find((c) => c.partition === p.partition)?.offset;
+      // kafkajs gives '-1' for a partition the group has no offset for.
+      return offset === undefined || offset === '-1' ? undefined : BigInt(offset);
+    };
   }
 
   private connected(): Promise<Admin> {
@@ -104,7 +101,18 @@ export class KafkaUsageSettlement implements UsageSettlement {
   }
 }
 
-function splitKey(key: string): [string, number] {
-  const slash = key.lastIndexOf('/');
-  return [key.slice(0, slash), Number(key.slice(slash + 1))];
+/** A usage partition with its earliest and next offsets (`low`, `high`). */
+interface Partition {
+  topic: string;
+  partition: number;
+  low: bigint;
+  high: bigint;
+}
+
+async function partitionsOf(admin: Admin, topics: string[]): Promise<Partition[]> {
+  const all: Partition[] = [];
+  for (const topic of topics)
+    for (const p of await admin.fetchTopicOffsets(topic))
+      all.push({ topic, partition: p.partition, low: BigInt(p.low), high: BigInt(p.high) });
+  return all;
 }
