@@ -1,6 +1,6 @@
 import { type CoresBusy, onOneCore, pinGroups, stackGroups } from './harness/cpu';
 import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
-import { freshGet, whenStable } from './harness/metrics-page';
+import { freshGet, metricSum, whenStable } from './harness/metrics-page';
 import { api } from './harness/processes';
 
 /**
@@ -24,6 +24,43 @@ export interface LimitCheckLatency {
   /** The bucket bounds the 99th and 99.9th percentiles fall in (ms). */
   p99AtMostMs: number;
   p999AtMostMs: number;
+  /**
+   * What else held the control plane's process over the trial, from its metrics page: its event
+   * loop's longest delay, its longest collector pause and the pauses' total, and the usage
+   * batches ingest stored (ingest and chdb run in this process in the bench) with their time.
+   */
+  process?: ProcessDuring;
+}
+
+export interface ProcessDuring {
+  loopMaxMs: number;
+  gcLongestMs: number;
+  gcTotalMs: number;
+  batches: number;
+  batchMs: number;
+}
+
+/**
+ * The process's readings between two reads of its page: the loop's and the collector's longest
+ * are "since the previous read" on the page (the read before the trial reset them); the rest are
+ * counters, taken as differences.
+ */
+export function processBetween(before: string, after: string): ProcessDuring {
+  const grew = (name: string) => metricSum(after, name).sum - metricSum(before, name).sum;
+  const longestPause = Math.max(
+    0,
+    ...[...after.matchAll(/^mcpmeter_control_plane_gc_pause_max_seconds\{[^}]*\} (\S+)$/gm)].map((m) =>
+      Number(m[1]),
+    ),
+  );
+  const loopMax = /^mcpmeter_control_plane_event_loop_delay_seconds\{quantile="1"\} (\S+)$/m.exec(after)?.[1];
+  return {
+    loopMaxMs: Number(loopMax ?? 0) * 1000,
+    gcLongestMs: longestPause * 1000,
+    gcTotalMs: grew('mcpmeter_control_plane_gc_pause_seconds_total') * 1000,
+    batches: grew('mcpmeter_ingest_batch_seconds_count'),
+    batchMs: grew('mcpmeter_ingest_batch_seconds_sum') * 1000,
+  };
 }
 
 export interface LimitCheckResult {
@@ -133,12 +170,14 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   try {
     for (const share of LIMIT_CHECK_SHARES) {
       const rate = Math.max(1, Math.round(result.rps * share));
-      const before = limitCheckBuckets(await freshGet(page));
+      const before = await freshGet(page);
       const trial = load.vegeta('L', target, rate, b.latencySeconds, '1');
-      const spans = limitCheckBetween(before, limitCheckBuckets(await freshGet(page)));
-      latency.push({ share, trial, ...spans });
+      const after = await freshGet(page);
+      const spans = limitCheckBetween(limitCheckBuckets(before), limitCheckBuckets(after));
+      const held = processBetween(before, after);
+      latency.push({ share, trial, ...spans, process: held });
       log(
-        `limit check @${rate}/s (${share * 100} % of its maximum): ${spans.withinObjective} of ${spans.timed} within 25 ms on its histogram, p99 ≤ ${spans.p99AtMostMs} ms, p99.9 ≤ ${spans.p999AtMostMs} ms`,
+        `limit check @${rate}/s (${share * 100} % of its maximum): ${spans.withinObjective} of ${spans.timed} within 25 ms on its histogram, p99 ≤ ${spans.p99AtMostMs} ms, p99.9 ≤ ${spans.p999AtMostMs} ms; loop delay max ${held.loopMaxMs.toFixed(1)} ms, GC longest ${held.gcLongestMs.toFixed(1)} ms (${held.gcTotalMs.toFixed(0)} ms in all), ${held.batches} ingest batches (${held.batchMs.toFixed(0)} ms)`,
       );
     }
   } finally {
@@ -166,7 +205,7 @@ export function limitCheckLatencySection(r: LimitCheckResult | undefined): strin
   const rows = r.latency
     .map(
       (l) =>
-        `| ${l.share * 100} % (${l.trial.rate}/s) | ${ms(l.trial.p50)} / ${ms(l.trial.p99)} / ${ms(l.trial.p999)} | ≤ ${bound(l.p99AtMostMs)} / ≤ ${bound(l.p999AtMostMs)} | ${(shareWithin(l) * 100).toFixed(2)} % (${l.withinObjective} of ${l.timed}) | ${l.trial.valid ? 'valid' : `**invalid** (success ${l.trial.success.toFixed(4)}, ${Math.round(l.trial.achievedRate)}/s achieved)`} |`,
+        `| ${l.share * 100} % (${l.trial.rate}/s) | ${ms(l.trial.p50)} / ${ms(l.trial.p99)} / ${ms(l.trial.p999)} | ≤ ${bound(l.p99AtMostMs)} / ≤ ${bound(l.p999AtMostMs)} | ${(shareWithin(l) * 100).toFixed(2)} % (${l.withinObjective} of ${l.timed}) | ${l.process === undefined ? '' : `${l.process.loopMaxMs.toFixed(1)} / ${l.process.gcLongestMs.toFixed(1)} (${l.process.gcTotalMs.toFixed(0)}) / ${l.process.batches} (${l.process.batchMs.toFixed(0)})`} | ${l.trial.valid ? 'valid' : `**invalid** (success ${l.trial.success.toFixed(4)}, ${Math.round(l.trial.achievedRate)}/s achieved)`} |`,
     )
     .join('\n');
   return `The limit check's latency under an open model (vegeta, a fixed arrival rate whatever the
@@ -175,10 +214,14 @@ same way. vegeta's figures are the whole round trip on loopback; the histogram's
 service's own SLI (\`mcpmeter_control_plane_limit_check_seconds\`, arrival to the end of the answer:
 what the objective "99 % within 25 ms" of \`deploy/prometheus/mcpmeter-rules.yml\` reads), the
 percentiles as the bucket bounds they fall in. A trial is invalid when a check failed or calls
-fell behind schedule.
+fell behind schedule. *The process* is what held the control plane's event loop over the trial,
+from its page: the loop's longest delay, the collector's longest pause (all pauses together),
+and the usage batches ingest stored meanwhile (their time together, ms): in the bench ingest and
+chdb run in the control plane's process, as \`npm start\` runs them; the chart runs ingest apart
+and ClickHouse as a server.
 
-| rate | vegeta p50 / p99 / p99.9 (ms) | histogram p99 / p99.9 (ms) | within 25 ms | |
-| --- | --- | --- | --- | --- |
+| rate | vegeta p50 / p99 / p99.9 (ms) | histogram p99 / p99.9 (ms) | within 25 ms | the process: loop delay max / GC longest (all) / ingest batches (ms) | |
+| --- | --- | --- | --- | --- | --- |
 ${rows}
 `;
 }

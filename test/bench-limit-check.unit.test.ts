@@ -1,6 +1,6 @@
 import { Histogram } from '@mcp-meter/contracts/metrics';
 import { describe, expect, it } from 'vitest';
-import { limitCheckBetween, limitCheckBuckets } from '../bench/limit-check';
+import { limitCheckBetween, limitCheckBuckets, processBetween } from '../bench/limit-check';
 
 // The limit check's SLI as the control plane renders it (the same Histogram class and name).
 const histogram = () =>
@@ -39,5 +39,28 @@ mcpmeter_control_plane_request_seconds_bucket{le="0.025"} 100
   it('refuses a histogram without a bucket at the objective rather than guess', () => {
     const page = 'mcpmeter_control_plane_limit_check_seconds_bucket{le="0.05"} 3\n';
     expect(() => limitCheckBetween(new Map(), limitCheckBuckets(page))).toThrow(/no bucket at 0.025/);
+  });
+});
+
+describe("the limit-check bench's reading of what held the control plane's process", () => {
+  const page = (loopMax: number, gcMax: number, gcTotal: number, batches: number, batchSum: number) => `
+mcpmeter_control_plane_event_loop_delay_seconds{quantile="0.5"} 0.000100
+mcpmeter_control_plane_event_loop_delay_seconds{quantile="0.99"} 0.002000
+mcpmeter_control_plane_event_loop_delay_seconds{quantile="1"} ${loopMax}
+mcpmeter_control_plane_gc_pause_seconds_total{kind="minor"} ${gcTotal / 2}
+mcpmeter_control_plane_gc_pause_seconds_total{kind="major"} ${gcTotal / 2}
+mcpmeter_control_plane_gc_pause_max_seconds{kind="minor"} ${gcMax / 3}
+mcpmeter_control_plane_gc_pause_max_seconds{kind="major"} ${gcMax}
+mcpmeter_ingest_batch_seconds_count ${batches}
+mcpmeter_ingest_batch_seconds_sum ${batchSum}
+`;
+
+  it("takes the loop's and collector's longest from the page after, and counters as differences", () => {
+    const held = processBetween(page(0.5, 0.4, 2, 10, 1), page(0.09, 0.012, 2.5, 14, 1.2));
+    expect(held.loopMaxMs).toBeCloseTo(90, 6);
+    expect(held.gcLongestMs).toBeCloseTo(12, 6);
+    expect(held.gcTotalMs).toBeCloseTo(500, 6);
+    expect(held.batches).toBe(4);
+    expect(held.batchMs).toBeCloseTo(200, 6);
   });
 });
