@@ -207,7 +207,7 @@ const QUIET_LIMIT_MS = 10_000;
  * A stack still busy after 10 s is busy with something no wait ends (the machine's own daemons,
  * a neighbour): waiting longer only took the run past its 15 minutes.
  */
-async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => void): Promise<void> {
+export async function quiet(named: ReadonlyMap<number, string>, log: (line: string) => void): Promise<void> {
   for (let waited = 0; waited < QUIET_LIMIT_MS; waited += QUIET_SAMPLE_MS) {
     const before = cpuSample(named);
     await new Promise((resolve) => setTimeout(resolve, QUIET_SAMPLE_MS));

@@ -2,6 +2,7 @@ import { type CoresBusy, onOneCore, pinGroups, stackGroups } from './harness/cpu
 import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
 import { freshGet, metricSum, whenStable } from './harness/metrics-page';
 import { api } from './harness/processes';
+import { quiet } from './latency';
 
 /**
  * The control plane's SDK limit check (`POST /v1/sdk/limits`, one unit consumed per check) in the
@@ -30,6 +31,17 @@ export interface LimitCheckLatency {
    * batches ingest stored (ingest and chdb run in this process in the bench) with their time.
    */
   process?: ProcessDuring;
+  /** The other of the share's two trials, the worse (absent in runs with one trial a share). */
+  worse?: LimitCheckLatency;
+}
+
+/** Two trials at one rate, the better first: a valid one, then the larger share within the objective. */
+export function betterFirst(
+  a: LimitCheckLatency,
+  b: LimitCheckLatency,
+): [LimitCheckLatency, LimitCheckLatency] {
+  if (a.trial.valid !== b.trial.valid) return a.trial.valid ? [a, b] : [b, a];
+  return shareWithin(b) > shareWithin(a) ? [b, a] : [a, b];
 }
 
 export interface ProcessDuring {
@@ -167,18 +179,27 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   );
   pinGroups(named, ['control-plane'], '0');
   const latency: LimitCheckLatency[] = [];
+  const once = async (share: number, rate: number): Promise<LimitCheckLatency> => {
+    // The records of the trial before stored first: ingest shares this process in the bench.
+    await quiet(named, log);
+    const before = await freshGet(page);
+    const trial = load.vegeta('L', target, rate, b.latencySeconds, '1');
+    const after = await freshGet(page);
+    const spans = limitCheckBetween(limitCheckBuckets(before), limitCheckBuckets(after));
+    const held = processBetween(before, after);
+    log(
+      `limit check @${rate}/s (${share * 100} % of its maximum): ${spans.withinObjective} of ${spans.timed} within 25 ms on its histogram, p99 ≤ ${spans.p99AtMostMs} ms, p99.9 ≤ ${spans.p999AtMostMs} ms; loop delay max ${held.loopMaxMs.toFixed(1)} ms, GC longest ${held.gcLongestMs.toFixed(1)} ms (${held.gcTotalMs.toFixed(0)} ms in all), ${held.batches} ingest batches (${held.batchMs.toFixed(0)} ms)`,
+    );
+    return { share, trial, ...spans, process: held };
+  };
   try {
+    // Two trials a share, the better read (valid first, then the larger share within 25 ms) and
+    // the worse kept: as the proxy's B3, so one stall of this shared machine does not decide it.
     for (const share of LIMIT_CHECK_SHARES) {
       const rate = Math.max(1, Math.round(result.rps * share));
-      const before = await freshGet(page);
-      const trial = load.vegeta('L', target, rate, b.latencySeconds, '1');
-      const after = await freshGet(page);
-      const spans = limitCheckBetween(limitCheckBuckets(before), limitCheckBuckets(after));
-      const held = processBetween(before, after);
-      latency.push({ share, trial, ...spans, process: held });
-      log(
-        `limit check @${rate}/s (${share * 100} % of its maximum): ${spans.withinObjective} of ${spans.timed} within 25 ms on its histogram, p99 ≤ ${spans.p99AtMostMs} ms, p99.9 ≤ ${spans.p999AtMostMs} ms; loop delay max ${held.loopMaxMs.toFixed(1)} ms, GC longest ${held.gcLongestMs.toFixed(1)} ms (${held.gcTotalMs.toFixed(0)} ms in all), ${held.batches} ingest batches (${held.batchMs.toFixed(0)} ms)`,
-      );
+      const [first, second] = [await once(share, rate), await once(share, rate)];
+      const [better, worse] = betterFirst(first, second);
+      latency.push({ ...better, worse });
     }
   } finally {
     pinGroups(named, stack, '0,1');
@@ -196,21 +217,31 @@ export function limitCheckLatencyGoalRow(r: LimitCheckResult | undefined): strin
   const half = r?.latency?.find((l) => l.share === 0.5);
   if (half === undefined) return '';
   const met = half.trial.valid && shareWithin(half) >= 0.99;
-  return `| control-plane limit check at 50 % of its maximum (${half.trial.rate}/s, open model, pinned as above): p50 / p99 / p99.9 seen by vegeta; within 25 ms on its SLI histogram | ${ms(half.trial.p50)} / ${ms(half.trial.p99)} / ${ms(half.trial.p999)} ms; ${(shareWithin(half) * 100).toFixed(2)} % (${half.withinObjective} of ${half.timed})${half.trial.valid ? '' : ' INVALID'} | ≥ 99 % within 25 ms (the objective of deploy/prometheus) | ${met ? 'met' : '**not met**'} |\n`;
+  return `| control-plane limit check at 50 % of its maximum (${half.trial.rate}/s, open model, pinned as above): p50 / p99 / p99.9 seen by vegeta; within 25 ms on its SLI histogram | ${ms(half.trial.p50)} / ${ms(half.trial.p99)} / ${ms(half.trial.p999)} ms; ${(shareWithin(half) * 100).toFixed(2)} % (${half.withinObjective} of ${half.timed})${half.trial.valid ? '' : ' INVALID'}${half.worse === undefined ? '' : `; the other trial ${within(half.worse)}`} | ≥ 99 % within 25 ms (the objective of deploy/prometheus) | ${met ? 'met' : '**not met**'} |\n`;
 }
+
+const within = (l: LimitCheckLatency) =>
+  `${(shareWithin(l) * 100).toFixed(2)} % (${l.withinObjective} of ${l.timed})${l.trial.valid ? '' : ' INVALID'}`;
+
+/** One trial's row of the table: `which`, the better or the other of its share. */
+const trialRow = (l: LimitCheckLatency, which: string) =>
+  `| ${l.share * 100} % (${l.trial.rate}/s), ${which} | ${ms(l.trial.p50)} / ${ms(l.trial.p99)} / ${ms(l.trial.p999)} | ≤ ${bound(l.p99AtMostMs)} / ≤ ${bound(l.p999AtMostMs)} | ${within(l)} | ${l.process === undefined ? '' : `${l.process.loopMaxMs.toFixed(1)} / ${l.process.gcLongestMs.toFixed(1)} (${l.process.gcTotalMs.toFixed(0)}) / ${l.process.batches} (${l.process.batchMs.toFixed(0)})`} | ${l.trial.valid ? 'valid' : `**invalid** (success ${l.trial.success.toFixed(4)}, ${Math.round(l.trial.achievedRate)}/s achieved)`} |`;
 
 /** The limit check's latency table and its method (proxy.md); '' if not measured. */
 export function limitCheckLatencySection(r: LimitCheckResult | undefined): string {
   if (r?.latency === undefined || r.latency.length === 0) return '';
   const rows = r.latency
-    .map(
-      (l) =>
-        `| ${l.share * 100} % (${l.trial.rate}/s) | ${ms(l.trial.p50)} / ${ms(l.trial.p99)} / ${ms(l.trial.p999)} | ≤ ${bound(l.p99AtMostMs)} / ≤ ${bound(l.p999AtMostMs)} | ${(shareWithin(l) * 100).toFixed(2)} % (${l.withinObjective} of ${l.timed}) | ${l.process === undefined ? '' : `${l.process.loopMaxMs.toFixed(1)} / ${l.process.gcLongestMs.toFixed(1)} (${l.process.gcTotalMs.toFixed(0)}) / ${l.process.batches} (${l.process.batchMs.toFixed(0)})`} | ${l.trial.valid ? 'valid' : `**invalid** (success ${l.trial.success.toFixed(4)}, ${Math.round(l.trial.achievedRate)}/s achieved)`} |`,
+    .flatMap((l) =>
+      l.worse === undefined
+        ? [trialRow(l, 'one trial')]
+        : [trialRow(l, 'better'), trialRow(l.worse, 'other')],
     )
     .join('\n');
   return `The limit check's latency under an open model (vegeta, a fixed arrival rate whatever the
-answers do) at 25, 50 and 75 % of the most checks/s just measured, one trial each, pinned the
-same way. vegeta's figures are the whole round trip on loopback; the histogram's are the
+answers do) at 25, 50 and 75 % of the most checks/s just measured, pinned the same way, two
+trials a share, each once the stack is quiet (under 0.3 of a core busy: the records of the trial
+before stored), the better read (valid, then more checks within 25 ms) and the other shown.
+vegeta's figures are the whole round trip on loopback; the histogram's are the
 service's own SLI (\`mcpmeter_control_plane_limit_check_seconds\`, arrival to the end of the answer:
 what the objective "99 % within 25 ms" of \`deploy/prometheus/mcpmeter-rules.yml\` reads), the
 percentiles as the bucket bounds they fall in. A trial is invalid when a check failed or calls
@@ -220,7 +251,7 @@ and the usage batches ingest stored meanwhile (their time together, ms): in the 
 chdb run in the control plane's process, as \`npm start\` runs them; the chart runs ingest apart
 and ClickHouse as a server.
 
-| rate | vegeta p50 / p99 / p99.9 (ms) | histogram p99 / p99.9 (ms) | within 25 ms | the process: loop delay max / GC longest (all) / ingest batches (ms) | |
+| rate, trial | vegeta p50 / p99 / p99.9 (ms) | histogram p99 / p99.9 (ms) | within 25 ms | the process: loop delay max / GC longest (all) / ingest batches (ms) | |
 | --- | --- | --- | --- | --- | --- |
 ${rows}
 `;

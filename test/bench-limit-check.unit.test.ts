@@ -1,6 +1,13 @@
 import { Histogram } from '@mcp-meter/contracts/metrics';
 import { describe, expect, it } from 'vitest';
-import { limitCheckBetween, limitCheckBuckets, processBetween } from '../bench/limit-check';
+import type { LatencyTrial } from '../bench/harness/load';
+import {
+  betterFirst,
+  type LimitCheckLatency,
+  limitCheckBetween,
+  limitCheckBuckets,
+  processBetween,
+} from '../bench/limit-check';
 
 // The limit check's SLI as the control plane renders it (the same Histogram class and name).
 const histogram = () =>
@@ -62,5 +69,38 @@ mcpmeter_ingest_batch_seconds_sum ${batchSum}
     expect(held.gcTotalMs).toBeCloseTo(500, 6);
     expect(held.batches).toBe(4);
     expect(held.batchMs).toBeCloseTo(200, 6);
+  });
+});
+
+describe("the limit-check bench's choice between a share's two trials", () => {
+  const trial = (valid: boolean): LatencyTrial => ({
+    target: 'L',
+    rate: 1000,
+    requests: 8000,
+    achievedRate: 1000,
+    success: valid ? 1 : 0.9,
+    p50: 1,
+    p99: 10,
+    p999: 20,
+    valid,
+  });
+  const run = (valid: boolean, withinObjective: number): LimitCheckLatency => ({
+    share: 0.5,
+    trial: trial(valid),
+    timed: 8000,
+    withinObjective,
+    p99AtMostMs: 25,
+    p999AtMostMs: 50,
+  });
+
+  it('reads the trial with more checks within the objective', () => {
+    const [a, b] = [run(true, 7990), run(true, 7900)];
+    expect(betterFirst(a, b)).toEqual([a, b]);
+    expect(betterFirst(b, a)).toEqual([a, b]);
+  });
+
+  it('reads a valid trial over an invalid one whatever their shares', () => {
+    const [valid, invalid] = [run(true, 7000), run(false, 8000)];
+    expect(betterFirst(invalid, valid)).toEqual([valid, invalid]);
   });
 });
