@@ -19,6 +19,7 @@ import type {
   WakeProbe,
 } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
+import { CARRIED_P50_MS, SEARCH_RESOLUTION, searchOpenMax } from './open-max';
 import { PROXY_GROUP, RELAY_GROUP, type TargetName } from './targets';
 
 /**
@@ -40,13 +41,6 @@ export type LatencyHop = (typeof LATENCY_HOPS)[number];
 export type TrialHop = LatencyHop | 'F';
 const groupOfHop = (hop: TrialHop) => (hop === 'F' ? RELAY_GROUP : PROXY_GROUP[hop]);
 export const LATENCY_SHARES = [0.25, 0.5, 0.75] as const;
-/**
- * How near the lowest rate not carried a maximum's search ends, as a share of the highest carried:
- * a maximum is found to within 8 %, and its shares' rates with it.
- */
-export const SEARCH_RESOLUTION = 0.08;
-/** A rate is carried when its median stays under this (ms): past it, calls queue in the hop. */
-export const CARRIED_P50_MS = 1;
 
 /** One rate tried in a search for a hop's maximum. */
 export interface RateTried {
@@ -217,18 +211,10 @@ export async function quiet(named: ReadonlyMap<number, string>, log: (line: stri
   log(`the stack did not quiet down within ${QUIET_LIMIT_MS / 1000} s; measuring anyway`);
 }
 
-/**
- * The highest rate `hop` carries: its pinned closed-model rate first, then a bisection between
- * an eighth of it (assumed carried; tried last if nothing above it was) and the lowest rate not
- * carried, at most six steps of `searchSeconds` each, ending once the two are within
- * `SEARCH_RESOLUTION` of each other (the run's 15 minutes go to the trials). A rate missed only by its median (every call on
- * schedule and answered) is tried once more before it counts as not carried: one stall of the
- * machine in a 3 s trial could otherwise settle the search far below what the hop carries, and
- * every share of the maximum with it (docs/proxy.md, latency under load).
- */
+/** The highest rate `hop` carries, pinned apart, each trial from a quiet stack (open-max.ts). */
 async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: number; tried: RateTried[] }> {
   const tried: RateTried[] = [];
-  const once = async (rate: number) => {
+  const max = await searchOpenMax(plan.start[hop], async (rate) => {
     // The batch work of the trial before (a metered hop's records being ingested) done first.
     await quiet(plan.named, plan.log);
     const before = coreTimes();
@@ -254,24 +240,8 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
       stolen: [stolen0, stolen1],
     });
     return { carried, onSchedule: trial.valid };
-  };
-  const attempt = async (rate: number) => {
-    const first = await once(rate);
-    return first.carried || (first.onSchedule && (await once(rate)).carried);
-  };
-  let high = round100(plan.start[hop]);
-  if (await attempt(high)) return { max: high, tried };
-  let low = round100(high / 8);
-  for (const _ of rounds(6)) {
-    if (high - low <= low * SEARCH_RESOLUTION) break;
-    const middle = round100((low + high) / 2);
-    if (middle <= low || middle >= high) break;
-    if (await attempt(middle)) low = middle;
-    else high = middle;
-  }
-  // The floor was only assumed: tried when nothing above it was carried.
-  if (!tried.some((t) => t.carried) && !(await attempt(low))) return { max: 0, tried };
-  return { max: low, tried };
+  });
+  return { max, tried };
 }
 
 /**

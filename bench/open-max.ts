@@ -1,0 +1,64 @@
+/**
+ * The search for a target's maximum under an open model (vegeta at a fixed arrival rate, whatever
+ * the answers do), shared by the proxy's hops (latency.ts) and the control plane's limit check
+ * (limit-check.ts): the shares of it that their latency trials run at are then shares of what the
+ * target carries with calls arriving on their own schedule, not of a closed-model rate, where the
+ * calls in flight queue behind each other and share each turn of its event loop.
+ */
+
+/**
+ * How near the lowest rate not carried a maximum's search ends, as a share of the highest carried:
+ * a maximum is found to within 8 %, and its shares' rates with it.
+ */
+export const SEARCH_RESOLUTION = 0.08;
+/** A rate is carried when its median stays under this (ms): past it, calls queue in the target. */
+export const CARRIED_P50_MS = 1;
+
+/** One trial at a rate: carried (on schedule, every call answered, the median under 1 ms), and on schedule. */
+export interface RateVerdict {
+  carried: boolean;
+  onSchedule: boolean;
+}
+
+const round100 = (rate: number) => Math.max(100, Math.round(rate / 100) * 100);
+
+/**
+ * The highest rate `trial` finds carried: `start` first (the target's closed-model rate on its
+ * pinned core, or an estimate of what that core sustains), then a bisection between `floor` of it
+ * (an eighth by default; assumed carried, tried last if nothing above it was) and the lowest rate
+ * not carried, at most six steps, ending once the two are
+ * within `SEARCH_RESOLUTION` of each other. A rate missed only by its median (every call on
+ * schedule and answered) is tried once more before it counts as not carried: one stall of the
+ * machine in a 3 s trial could otherwise settle the search far below what the target carries,
+ * and every share of the maximum with it (docs/proxy.md, latency under load). 0: nothing carried.
+ */
+export async function searchOpenMax(
+  start: number,
+  trial: (rate: number) => Promise<RateVerdict>,
+  /** The bisection's floor, as a share of `start`: an eighth for a closed-model rate. */
+  floor = 1 / 8,
+): Promise<number> {
+  let anyCarried = false;
+  const once = async (rate: number) => {
+    const verdict = await trial(rate);
+    anyCarried ||= verdict.carried;
+    return verdict;
+  };
+  const attempt = async (rate: number) => {
+    const first = await once(rate);
+    return first.carried || (first.onSchedule && (await once(rate)).carried);
+  };
+  let high = round100(start);
+  if (await attempt(high)) return high;
+  let low = round100(high * floor);
+  for (let step = 0; step < 6; step++) {
+    if (high - low <= low * SEARCH_RESOLUTION) break;
+    const middle = round100((low + high) / 2);
+    if (middle <= low || middle >= high) break;
+    if (await attempt(middle)) low = middle;
+    else high = middle;
+  }
+  // The floor was only assumed: tried when nothing above it was carried.
+  if (!anyCarried && !(await attempt(low))) return 0;
+  return low;
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { type RateVerdict, SEARCH_RESOLUTION, searchOpenMax } from '../bench/open-max';
+
+/**
+ * A target that carries every rate up to `capacity`; each rate tried is kept. `medianMisses`:
+ * rates whose first trial is on schedule but misses only by its median (a stall of the machine).
+ */
+function targetUpTo(capacity: number, medianMisses: readonly number[] = []) {
+  const tried: number[] = [];
+  const trial = async (rate: number): Promise<RateVerdict> => {
+    const again = tried.includes(rate);
+    tried.push(rate);
+    if (medianMisses.includes(rate) && !again) return { carried: false, onSchedule: true };
+    return { carried: rate <= capacity, onSchedule: rate <= capacity };
+  };
+  return { tried, trial };
+}
+
+describe("the open-model maximum's search (bench/open-max.ts)", () => {
+  it('takes the starting rate, rounded to a hundred, when it is carried', async () => {
+    const t = targetUpTo(10_000);
+    expect(await searchOpenMax(7_471, t.trial)).toBe(7_500);
+    expect(t.tried).toEqual([7_500]);
+  });
+
+  it('bisects below a starting rate not carried, to a carried rate within the resolution', async () => {
+    const t = targetUpTo(5_730);
+    const max = await searchOpenMax(7_471, t.trial);
+    expect(max).toBeLessThanOrEqual(5_730);
+    expect(max).toBeGreaterThanOrEqual(5_730 / (1 + SEARCH_RESOLUTION) - 100);
+    expect(t.tried[0]).toBe(7_500);
+    expect(t.tried.length).toBeLessThanOrEqual(7);
+  });
+
+  it('tries a rate missed only by its median once more before it counts as not carried', async () => {
+    const t = targetUpTo(10_000, [7_500]);
+    expect(await searchOpenMax(7_500, t.trial)).toBe(7_500);
+    expect(t.tried).toEqual([7_500, 7_500]);
+  });
+
+  it('does not try again a rate that fell behind schedule', async () => {
+    const t = targetUpTo(4_000);
+    await searchOpenMax(7_500, t.trial);
+    expect(t.tried.filter((r) => r === 7_500)).toHaveLength(1);
+  });
+
+  it('bisects down to the floor it is given', async () => {
+    const t = targetUpTo(3_000);
+    expect(await searchOpenMax(6_000, t.trial, 1 / 2)).toBe(3_000);
+    expect(Math.min(...t.tried)).toBe(3_000);
+  });
+
+  it('tries the assumed floor when nothing above it was carried, and gives 0 if it is not', async () => {
+    const some = targetUpTo(950);
+    expect(await searchOpenMax(7_500, some.trial)).toBe(900);
+    expect(some.tried.at(-1)).toBe(900);
+    const none = targetUpTo(0);
+    expect(await searchOpenMax(7_500, none.trial)).toBe(0);
+  });
+});
