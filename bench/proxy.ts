@@ -254,7 +254,8 @@ async function main() {
   }
 
   // The control plane's limit check (POST /v1/sdk/limits): its most checks/s on one pinned core,
-  // exactly counted, and its latency at 25, 50 and 75 % of that (bench/limit-check.ts).
+  // exactly counted, the most it carries under an open model, and its latency at 25, 50 and 75 %
+  // of that (bench/limit-check.ts).
   const limits = await measureLimitCheck({
     load,
     named: procs.named,

@@ -4,8 +4,11 @@ import type { LatencyTrial } from '../bench/harness/load';
 import {
   betterFirst,
   type LimitCheckLatency,
+  type LimitCheckResult,
   limitCheckBetween,
   limitCheckBuckets,
+  limitCheckLatencyGoalRow,
+  limitCheckLatencySection,
   processBetween,
 } from '../bench/limit-check';
 
@@ -102,5 +105,69 @@ describe("the limit-check bench's choice between a share's two trials", () => {
   it('reads a valid trial over an invalid one whatever their shares', () => {
     const [valid, invalid] = [run(true, 7000), run(false, 8000)];
     expect(betterFirst(invalid, valid)).toEqual([valid, invalid]);
+  });
+});
+
+describe("the limit-check report's maximum", () => {
+  const half: LimitCheckLatency = {
+    share: 0.5,
+    trial: {
+      target: 'L',
+      rate: 2800,
+      requests: 22400,
+      achievedRate: 2800,
+      success: 1,
+      p50: 0.6,
+      p99: 9,
+      p999: 20,
+      valid: true,
+    },
+    timed: 22400,
+    withinObjective: 22390,
+    p99AtMostMs: 10,
+    p999AtMostMs: 25,
+  };
+  const result = (openMax?: LimitCheckResult['openMax']): LimitCheckResult => ({
+    rps: 7471.2,
+    answered: 72000,
+    errors: 0,
+    counted: 72000,
+    latency: [half],
+    ...(openMax === undefined ? {} : { openMax }),
+  });
+  const tried = [
+    { rate: 7500, carried: false, achievedRate: 7100, success: 1, p50: 3.2 },
+    { rate: 4200, carried: true, achievedRate: 4200, success: 1, p50: 0.6 },
+    { rate: 5600, carried: true, achievedRate: 5600, success: 1, p50: 0.7 },
+  ];
+
+  it("states the shares as of the open-model maximum, with wrk's rate beside it", () => {
+    const r = result({ max: 5600, tried });
+    expect(limitCheckLatencyGoalRow(r)).toContain(
+      "its open-model maximum (5600/s; wrk's closed model 7471/s)",
+    );
+    const section = limitCheckLatencySection(r);
+    expect(section).toContain('The open-model maximum, 5600 checks/s');
+    expect(section).toContain('7500 (3.200 ms, no), 4200 (0.600 ms, yes), 5600 (0.700 ms, yes)');
+  });
+
+  it('names the share given two trials', () => {
+    const r = {
+      ...result({ max: 5600, tried }),
+      latency: [
+        { ...half, share: 0.25 },
+        { ...half, worse: half },
+      ],
+    };
+    expect(limitCheckLatencySection(r)).toContain("two trials at 50 % (the goal's), one at the others");
+  });
+
+  it("says so when the shares were of wrk's rate: runs before the search, or nothing carried", () => {
+    expect(limitCheckLatencyGoalRow(result())).toContain('of its maximum (wrk, closed model)');
+    expect(limitCheckLatencySection(result())).not.toContain('open-model maximum');
+    expect(limitCheckLatencySection(result({ max: 5600, tried }))).not.toContain('come to');
+    const none = result({ max: 0, tried: tried.map((t) => ({ ...t, carried: false })) });
+    expect(limitCheckLatencyGoalRow(none)).toContain('no rate carried under the open model');
+    expect(limitCheckLatencySection(none)).toContain('none: no rate was carried');
   });
 });

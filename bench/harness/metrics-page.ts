@@ -113,20 +113,39 @@ export function spanBuckets(text: string): Map<Span, Map<number, number>> {
   return spans;
 }
 
+/**
+ * What a cumulative histogram (count by upper bound, seconds) grew by between two readings, by
+ * bound in ascending order: the last is +Inf's, every observation in between.
+ */
+export function histogramGrew(
+  before: ReadonlyMap<number, number>,
+  after: ReadonlyMap<number, number>,
+): Array<readonly [number, number]> {
+  return [...after]
+    .map(([bound, n]) => [bound, n - (before.get(bound) ?? 0)] as const)
+    .sort((a, b) => a[0] - b[0]);
+}
+
+/** The bucket bound a quantile of `grew` falls in, in ms: the smallest bound that many are within. */
+export function boundAtMs(grew: ReadonlyArray<readonly [number, number]>, quantile: number): number {
+  const count = grew.at(-1)?.[1] ?? 0;
+  return (grew.find(([, n]) => n >= count * quantile)?.[0] ?? Number.POSITIVE_INFINITY) * 1000;
+}
+
 export function spansBetween(
   before: Map<Span, Map<number, number>>,
   after: Map<Span, Map<number, number>>,
 ): SpansDuring {
   const one = (span: Span) => {
-    const was = before.get(span) ?? new Map<number, number>();
-    const grew = [...(after.get(span) ?? new Map<number, number>())]
-      .map(([bound, n]) => [bound, n - (was.get(bound) ?? 0)] as const)
-      .sort((a, b) => a[0] - b[0]);
+    const grew = histogramGrew(before.get(span) ?? new Map(), after.get(span) ?? new Map());
     const count = grew.at(-1)?.[1] ?? 0;
     const within1ms = grew.find(([bound]) => bound >= 0.001)?.[1] ?? count;
-    const atMost = (quantile: number) =>
-      (grew.find(([, n]) => n >= count * quantile)?.[0] ?? Number.POSITIVE_INFINITY) * 1000;
-    return { count, over1ms: count - within1ms, p99AtMostMs: atMost(0.99), p999AtMostMs: atMost(0.999) };
+    return {
+      count,
+      over1ms: count - within1ms,
+      p99AtMostMs: boundAtMs(grew, 0.99),
+      p999AtMostMs: boundAtMs(grew, 0.999),
+    };
   };
   return { own: one('own'), origin: one('origin'), answer: one('answer'), added: one('added') };
 }
