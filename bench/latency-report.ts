@@ -1,7 +1,7 @@
 import type { LatencyTrial } from './harness/load';
 import type { GcDuring, Span, SpansDuring } from './harness/metrics-page';
-import { LATENCY_HOPS, type OpenModelLatency, type RateTried, type ShareTrials } from './latency';
-import { CARRIED_P50_MS } from './open-max';
+import { LATENCY_HOPS, type OpenModelLatency, type ShareTrials } from './latency';
+import { CARRIED_P50_MS, type RateTried } from './open-max';
 
 /**
  * The open-model latency section of bench/results/proxy.md (bench/latency.ts measures it): each

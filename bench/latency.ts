@@ -19,7 +19,7 @@ import type {
   WakeProbe,
 } from './harness/load';
 import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
-import { CARRIED_P50_MS, SEARCH_RESOLUTION, searchOpenMax } from './open-max';
+import { type RateTried, SEARCH_RESOLUTION, searchOpenMax, triedAt } from './open-max';
 import { PROXY_GROUP, RELAY_GROUP, type TargetName } from './targets';
 
 /**
@@ -41,22 +41,6 @@ export type LatencyHop = (typeof LATENCY_HOPS)[number];
 export type TrialHop = LatencyHop | 'F';
 const groupOfHop = (hop: TrialHop) => (hop === 'F' ? RELAY_GROUP : PROXY_GROUP[hop]);
 export const LATENCY_SHARES = [0.25, 0.5, 0.75] as const;
-
-/** One rate tried in a search for a hop's maximum. */
-export interface RateTried {
-  rate: number;
-  carried: boolean;
-  achievedRate: number;
-  success: number;
-  p50: number;
-  /**
-   * How busy core 0 (the hop alone) and core 1 (vegeta, the origin, the rest) were over the trial,
-   * 0 to 1 (absent in results from before 2026-11-30's morning): which of them a maximum is.
-   */
-  cores?: [number, number];
-  /** How much of cores 0 and 1 the hypervisor took over the trial (absent in earlier results). */
-  stolen?: [number, number];
-}
 
 /** A hop's trials at one share of its maximum, and the origin's at the same rate. */
 export interface ShareTrials {
@@ -217,29 +201,9 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
   const max = await searchOpenMax(plan.start[hop], async (rate) => {
     // The batch work of the trial before (a metered hop's records being ingested) done first.
     await quiet(plan.named, plan.log);
-    const before = coreTimes();
-    const trial = plan.load.openModel(
-      plan.generator,
-      `${hop}-max`,
-      plan.targets[hop],
-      rate,
-      plan.searchSeconds,
-      '1',
+    return triedAt(rate, tried, () =>
+      plan.load.openModel(plan.generator, `${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1'),
     );
-    const after = coreTimes();
-    const [core0 = 0, core1 = 0] = coresBusyBetween(before, after);
-    const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(before, after);
-    const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
-    tried.push({
-      rate,
-      carried,
-      achievedRate: trial.achievedRate,
-      success: trial.success,
-      p50: trial.p50,
-      cores: [core0, core1],
-      stolen: [stolen0, stolen1],
-    });
-    return { carried, onSchedule: trial.valid };
   });
   return { max, tried };
 }

@@ -1,18 +1,9 @@
-import {
-  type CoresBusy,
-  coresBusyBetween,
-  coreTimes,
-  cpuBetween,
-  cpuSample,
-  onOneCore,
-  pinGroups,
-  stackGroups,
-} from './harness/cpu';
+import { type CoresBusy, cpuBetween, cpuSample, onOneCore, pinGroups, stackGroups } from './harness/cpu';
 import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
 import { boundAtMs, freshGet, histogramGrew, metricSum, whenStable } from './harness/metrics-page';
 import { api } from './harness/processes';
-import { quiet, type RateTried } from './latency';
-import { CARRIED_P50_MS, searchOpenMax } from './open-max';
+import { quiet } from './latency';
+import { CARRIED_P50_MS, type RateTried, searchOpenMax, triedAt } from './open-max';
 
 /**
  * The control plane's SDK limit check (`POST /v1/sdk/limits`, one unit consumed per check) in the
@@ -224,19 +215,7 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   const searched = async (rate: number) => {
     // Each trial from a quiet stack: the records of the one before stored.
     await quiet(named, log);
-    const before = coreTimes();
-    const trial = load.vegeta('L-max', target, rate, LIMIT_CHECK_SEARCH_SECONDS, '1');
-    const [core0 = 0, core1 = 0] = coresBusyBetween(before, coreTimes());
-    const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
-    tried.push({
-      rate,
-      carried,
-      achievedRate: trial.achievedRate,
-      success: trial.success,
-      p50: trial.p50,
-      cores: [core0, core1],
-    });
-    return { carried, onSchedule: trial.valid };
+    return triedAt(rate, tried, () => load.vegeta('L-max', target, rate, LIMIT_CHECK_SEARCH_SECONDS, '1'));
   };
   const once = async (share: number, rate: number): Promise<LimitCheckLatency> => {
     // The records of the trial before stored first: ingest shares this process in the bench.

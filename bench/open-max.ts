@@ -5,6 +5,8 @@
  * target carries with calls arriving on their own schedule, not of a closed-model rate, where the
  * calls in flight queue behind each other and share each turn of its event loop.
  */
+import { coresBusyBetween, coresStolenBetween, coreTimes } from './harness/cpu';
+import type { LatencyTrial } from './harness/load';
 
 /**
  * How near the lowest rate not carried a maximum's search ends, as a share of the highest carried:
@@ -18,6 +20,45 @@ export const CARRIED_P50_MS = 1;
 export interface RateVerdict {
   carried: boolean;
   onSchedule: boolean;
+}
+
+/** One rate tried in a search for a target's maximum. */
+export interface RateTried {
+  rate: number;
+  carried: boolean;
+  achievedRate: number;
+  success: number;
+  p50: number;
+  /**
+   * How busy core 0 (the target alone) and core 1 (vegeta, the origin, the rest) were over the trial,
+   * 0 to 1 (absent in results from before 2026-11-30's morning): which of them a maximum is.
+   */
+  cores?: [number, number];
+  /** How much of cores 0 and 1 the hypervisor took over the trial (absent in earlier results). */
+  stolen?: [number, number];
+}
+
+/**
+ * One trial of a search: `run` (the target's trial at `rate`, vegeta pinned to core 1), with both
+ * cores' busy and stolen shares over it, kept in `tried`; its verdict.
+ */
+export function triedAt(rate: number, tried: RateTried[], run: () => LatencyTrial): RateVerdict {
+  const before = coreTimes();
+  const trial = run();
+  const after = coreTimes();
+  const [core0 = 0, core1 = 0] = coresBusyBetween(before, after);
+  const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(before, after);
+  const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
+  tried.push({
+    rate,
+    carried,
+    achievedRate: trial.achievedRate,
+    success: trial.success,
+    p50: trial.p50,
+    cores: [core0, core1],
+    stolen: [stolen0, stolen1],
+  });
+  return { carried, onSchedule: trial.valid };
 }
 
 const round100 = (rate: number) => Math.max(100, Math.round(rate / 100) * 100);
