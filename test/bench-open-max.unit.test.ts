@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type RateVerdict, SEARCH_RESOLUTION, searchOpenMax } from '../bench/open-max';
+import type { LatencyTrial } from '../bench/harness/load';
+import {
+  type RateTried,
+  type RateVerdict,
+  SEARCH_RESOLUTION,
+  searchOpenMax,
+  triedAt,
+} from '../bench/open-max';
 
 /**
  * A target that carries every rate up to `capacity`; each rate tried is kept. `medianMisses`:
@@ -56,5 +63,34 @@ describe("the open-model maximum's search (bench/open-max.ts)", () => {
     expect(some.tried.at(-1)).toBe(900);
     const none = targetUpTo(0);
     expect(await searchOpenMax(7_500, none.trial)).toBe(0);
+  });
+});
+
+describe('a search trial as kept (triedAt)', () => {
+  const trial = (p50: number, valid: boolean): LatencyTrial => ({
+    target: 'L',
+    rate: 5000,
+    requests: 10_000,
+    achievedRate: 5000,
+    success: 1,
+    p50,
+    p99: 9,
+    p999: 20,
+    valid,
+  });
+
+  it('keeps each rate with its verdict and both cores busy over the trial', () => {
+    const tried: RateTried[] = [];
+    expect(triedAt(5000, tried, () => trial(0.6, true))).toEqual({ carried: true, onSchedule: true });
+    expect(triedAt(6000, tried, () => trial(1.4, true))).toEqual({ carried: false, onSchedule: true });
+    expect(triedAt(7000, tried, () => trial(0.6, false))).toEqual({ carried: false, onSchedule: false });
+    expect(tried.map((t) => [t.rate, t.carried, t.p50])).toEqual([
+      [5000, true, 0.6],
+      [6000, false, 1.4],
+      [7000, false, 0.6],
+    ]);
+    for (const t of tried)
+      for (const share of [...(t.cores ?? []), ...(t.stolen ?? [])]) expect(share).toBeGreaterThanOrEqual(0);
+    expect(tried.every((t) => t.cores?.length === 2 && t.stolen?.length === 2)).toBe(true);
   });
 });
