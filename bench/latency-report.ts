@@ -264,7 +264,7 @@ function atMaximum(m: { max: number; tried: readonly RateTried[] }): string {
 /** Whether each trial began on a quiet stack (see `OpenModelLatency.eachTrialFromQuiet`). */
 const fromQuiet = (l: OpenModelLatency) =>
   l.eachTrialFromQuiet === true
-    ? `; every trial, of the searches too, began once the stack was quiet (under 0.3 of a core busy over half a second, waiting at most 10 s: the ingest of the trial before done)`
+    ? `; every trial, of the searches too, began once the stack was quiet (under 0.3 of a core busy over half a second, waiting at most ${l.quietLimitSeconds ?? 10} s: the ingest of the trial before done)`
     : '';
 
 /** The latency trials' load generator. */

@@ -177,7 +177,7 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   // `used` counts stored records: read once the pipeline has stored the checks' records.
   const settledUsed = () => whenStable(usedOf, 60);
   // Warm-up, as every proxy target had: the check's route compiled and optimised, its subject kept.
-  load.wrk('L', target, 5);
+  load.wrk('L', target, 3);
   const usedBefore = await settledUsed();
   // The control plane alone on core 0; what it calls (PostgreSQL, Redis, Kafka) on core 1 with
   // wrk, as a proxy's origin is on the other core: the core measured is the control plane's own.
