@@ -179,7 +179,7 @@ let idleGroup: IdleGroup | undefined;
 
 /** How long `quiet` samples the stack's CPU at a time, and how long it waits at most. */
 const QUIET_SAMPLE_MS = 500;
-export const QUIET_LIMIT_MS = 6_000;
+const QUIET_LIMIT_MS = 6_000;
 
 /**
  * Waits (at most 6 s) until the stack is quiet: under 0.3 of a core busy over half a second (its
