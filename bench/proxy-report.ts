@@ -6,6 +6,7 @@ import type { OriginKind } from './harness/load';
 import type { OpenModelLatency } from './latency';
 import { generatorOf, latencyGoalRows, latencySection } from './latency-report';
 import { type LimitCheckResult, limitCheckLatencyGoalRow, limitCheckLatencySection } from './limit-check';
+import { ratioRoomNote } from './ratio-room';
 import { median, PROXY_GROUP, type TargetName } from './targets';
 import { type WorkersResult, workersGoalRow, workersSection } from './workers';
 
@@ -343,7 +344,7 @@ Method below the tables; the plot is [proxy.svg](proxy.svg).
 ${r.openModel === undefined ? '' : latencyGoalRows(r.openModel)}${r.workers === undefined ? '' : workersGoalRow(r.workers)}| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
 ${limitCheckLatencyGoalRow(r.limits)}| completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
-
+${ratioRoomNote({ A: own('A'), N: own('N'), B3: own('B3'), BP: own('BP'), BPn: own('BPn') })}
 ## Maximum throughput and CPU per call, wrk at saturation
 
 Median of ${r.method.rounds} rounds of ${r.method.trialSeconds} s, ${r.method.connections} connections, every target in turn each round.

@@ -241,7 +241,7 @@ async function main() {
   }
   if (args['cpu-only']) {
     printCpu(saturation, log);
-    if (args.profile) await writeProfile(b3Process, profileDir);
+    if (args.profile) await writeProfile(b3Process, profileDir, 'wrk load (--cpu-only)');
     const hold = Number(args['hold-seconds']);
     if (hold > 0) {
       log(
@@ -360,7 +360,7 @@ async function main() {
   const answeredDelta = (await answered()) - answeredBefore;
   const recordedDelta = (await settle()) - recordedBefore;
   await redis.quit();
-  if (args.profile) await writeProfile(b3Process, profileDir);
+  if (args.profile) await writeProfile(b3Process, profileDir, 'wrk and vegeta load');
 
   const result: Result = {
     date: new Date().toISOString(),
@@ -392,7 +392,7 @@ async function main() {
 }
 
 /** Stops the profiled proxy (it writes its profile as it exits) and draws the profile. */
-async function writeProfile(child: ChildProcess, dir: string): Promise<void> {
+async function writeProfile(child: ChildProcess, dir: string, load: string): Promise<void> {
   const exited = new Promise((done) => child.once('exit', done));
   if (child.pid !== undefined) process.kill(child.pid, 'SIGTERM');
   await exited;
@@ -400,12 +400,12 @@ async function writeProfile(child: ChildProcess, dir: string): Promise<void> {
   if (file === undefined) throw new Error('the proxy wrote no CPU profile');
   const { svg, table } = flame(
     JSON.parse(readFileSync(join(dir, file), 'utf8')),
-    'proxy B3 (every call metered), wrk and vegeta load',
+    `proxy B3 (every call metered), ${load}`,
   );
   writeFileSync(join(root, 'bench', 'results', 'proxy-profile.svg'), svg);
   writeFileSync(
     join(root, 'bench', 'results', 'proxy-profile.md'),
-    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process's main thread (its event loop, where every call's JavaScript runs; the Kafka producer's thread is not profiled) over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the thread's busy time (idle left out); frames are named by their TypeScript source and line through the build's source maps. Native frames (\`writeBuffer\`: a socket write; \`(program)\`: the engine and uWebSockets.js outside JavaScript) are the system calls and the runtime. Self time by function, the top 30:\n\n${table}`,
+    `# Where the metered proxy's CPU goes\n\nA \`node --cpu-prof\` profile of the B3 proxy process's main thread (its event loop, where every call's JavaScript runs; the Kafka producer's thread is not profiled) over a \`npm run bench:proxy -- --profile\` run (${new Date().toISOString()}, ${load}), drawn as [proxy-profile.svg](proxy-profile.svg). Shares are of the thread's busy time (idle left out); frames are named by their TypeScript source and line through the build's source maps. Native frames (\`writeBuffer\`: a socket write; \`(program)\`: the engine and uWebSockets.js outside JavaScript) are the system calls and the runtime. Self time by function, the top 30:\n\n${table}`,
   );
   log('written bench/results/proxy-profile.{md,svg}');
 }

@@ -230,6 +230,32 @@ wake-up).${two.supervisorMicros === undefined ? '' : ` The supervisor took ${f(t
 `;
 }
 
+/** The throughput ratio the issue asks of two workers. */
+const W2_GOAL = 1.3;
+
+/**
+ * Why a cheaper proxy does not reach the goal on this machine: with B3's process given a whole
+ * core (its calls/s 1 / p), two workers at no more CPU a call reach at most cores / (p + o)
+ * calls/s, o being the rest of the machine's CPU a call (the generator, the origin, the pipeline),
+ * so the ratio is at most cores × p / (p + o); the goal needs p ≥ goal × o / (cores − goal).
+ */
+export function fasterProxyNote(w: WorkersResult): string {
+  const { B3: one, cores } = w;
+  if (!(one.rps > 0) || cores <= W2_GOAL) return '';
+  const p = one.cpuMicros;
+  const o = (one.machineCores / one.rps) * 1e6 - p;
+  if (!(o > 0)) return '';
+  const needed = (W2_GOAL * o) / (cores - W2_GOAL);
+  return `Nor would a cheaper proxy get there: were B3's process given a whole core, its calls/s
+would be one core's worth of its CPU a call (p, ${f(p, 1)} µs), and ${cores} workers at no more CPU a call
+could carry at most ${cores} cores' worth of p + o, o being the rest of the machine's CPU a call (${f(o, 1)} µs:
+wrk, the origin and the pipeline, the ${f(one.machineCores, 2)} cores busy over B3's calls/s less the proxy's). That is
+${cores} × p / (p + o) = ${f((cores * p) / (p + o), 2)}× at most; ${W2_GOAL}× needs p ≥ ${f(W2_GOAL / (cores - W2_GOAL), 2)} × o = ${f(needed, 1)} µs, a proxy that costs
+more a call. On this machine the goal can be met only by a dearer proxy, or with the generator,
+the origin and the pipeline on cores of their own.
+`;
+}
+
 export function workersSection(w: WorkersResult): string {
   const { B3: one, W2: two, B3h: half } = w;
   return `## Workers: one proxy process and two (PROXY_WORKERS=2)
@@ -257,7 +283,7 @@ left, ${f(Math.max(0, w.cores - one.machineCores), 2)} of a core, and the worker
 Even a second worker that cost nothing more a call could not pass ${f(w.cores / one.machineCores, 2)}× B3's calls/s
 here (the ${w.cores} cores over the ${f(one.machineCores, 2)} that B3's calls/s kept busy): the load generator, the
 origin and the pipeline take the rest of the machine's CPU a call.
-What more cores give a proxy is measured only on a machine with cores to spare; here it is
+${fasterProxyNote(w)}What more cores give a proxy is measured only on a machine with cores to spare; here it is
 estimated from the CPU per call: at ${f(two.cpuMicros, 1)} µs a call, each core given to the proxy alone
 carries about ${f(1e6 / two.cpuMicros)} metered calls/s.
 ${whereW2sCostGoes(w)}`;

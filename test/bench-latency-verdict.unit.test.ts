@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { coresBusyBetween, coresStolenBetween, parseCoreTimes } from '../bench/harness/cpu';
 import type { LatencyTrial, WakeProbe } from '../bench/harness/load';
+import type { SpansDuring } from '../bench/harness/metrics-page';
 import { spanBuckets, spansBetween } from '../bench/harness/metrics-page';
 import type { OpenModelLatency, ShareTrials } from '../bench/latency';
-import { latencyGoalRows, latencySection, latencyVerdict, mostStolen } from '../bench/latency-report';
+import {
+  latencyGoalRows,
+  latencySection,
+  latencyVerdict,
+  mostStolen,
+  sliNote,
+} from '../bench/latency-report';
 
 const trial = (p99: number, p999: number, valid = true): LatencyTrial => ({
   target: 'x',
@@ -285,5 +292,39 @@ describe("the bench's span quantiles from a proxy's histograms over a trial", ()
     // 995 of 1,000 within 1 ms: the p99 (990) is there, the p99.9 (999) only in +Inf.
     expect(added.p99AtMostMs).toBe(1);
     expect(added.p999AtMostMs).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('the bench report’s SLI of B3 at the goal’s rate', () => {
+  const span = (p99AtMostMs: number, p999AtMostMs: number) => ({
+    count: 34300,
+    over1ms: 9,
+    p99AtMostMs,
+    p999AtMostMs,
+  });
+  const withSli = (t: LatencyTrial, p99: number, p999: number): LatencyTrial => {
+    const s = span(p99, p999);
+    const spans: SpansDuring = { own: s, origin: s, answer: s, added: s };
+    return { ...t, spans };
+  };
+
+  it('gives each trial’s reading and names the trial whose p99 the row gives', () => {
+    // The run of 2026-12-07 00:26: the worse trial read 25 / 50 ms, the one the row gives 1 / 2.
+    const note = sliNote(
+      half([withSli(trial(47.98, 101.37), 25, 50), withSli(trial(5.6, 17.53), 1, 2)], [trial(1.2, 2.5)]),
+    );
+    expect(note).toBe(
+      "; B3's own added time (its SLI histogram), trial by trial: p99 ≤ 25.00, p99.9 ≤ 50.00 ms; p99 ≤ 1.00, p99.9 ≤ 2.00 ms (the trial of the row's p99)",
+    );
+  });
+
+  it('gives one reading without naming a trial where one trial read it', () => {
+    expect(sliNote(half([withSli(trial(3, 9), 2, 5), trial(4, 9)], [trial(1, 2)]))).toBe(
+      "; B3's own added time (its SLI histogram): p99 ≤ 2.00, p99.9 ≤ 5.00 ms",
+    );
+  });
+
+  it('is empty where no trial read it', () => {
+    expect(sliNote(half([trial(3, 9)], [trial(1, 2)]))).toBe('');
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type WorkersResult, workersGoalRow, workersSection } from '../bench/workers';
+import { fasterProxyNote, type WorkersResult, workersGoalRow, workersSection } from '../bench/workers';
 
 const trial = (rps: number, cpuMicros: number, machineCores: number) => ({
   rps,
@@ -35,6 +35,20 @@ describe('the bench report’s workers section', () => {
 
   it('bounds what a second worker could give by the cores one process left idle', () => {
     expect(workersSection(run())).toContain('could not pass 1.33× B3');
+  });
+
+  it('says what proxy CPU a call the goal would need with the rest of the machine’s as measured', () => {
+    // The run of 2026-12-07 00:26: B3 15,585 calls/s at 58.0 µs a call, 1.55 cores busy.
+    const note = fasterProxyNote(run({ B3: { rps: 15_585, cpuMicros: 58, machineCores: 1.55, errors: 0 } }));
+    expect(note).toContain('(41.5 µs:');
+    expect(note).toContain('2 × p / (p + o) = 1.17× at most');
+    expect(note).toContain('1.3× needs p ≥ 1.86 × o = 77.0 µs');
+    expect(workersSection(run())).toContain('1.3× needs p ≥ 1.86 × o = 130.0 µs');
+  });
+
+  it('says nothing of a cheaper proxy where the run read no calls or the cores are too few', () => {
+    expect(fasterProxyNote(run({ B3: { rps: 0, cpuMicros: 0, machineCores: 0, errors: 0 } }))).toBe('');
+    expect(fasterProxyNote(run({ cores: 1 }))).toBe('');
   });
 
   it('splits W2’s extra CPU a call into the halved connections’ part and the rest', () => {
