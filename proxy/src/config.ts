@@ -37,6 +37,10 @@ export interface ProxyConfig {
   spoolFsyncMs: number;
   /** Concurrent requests per origin (standalone GET streams apart); more wait for a connection. */
   originMaxConnections: number;
+  /** Requests that may wait for a connection to one origin; one more is refused at once (origin_busy). */
+  originMaxPending: number;
+  /** How long a request waits for a connection to its origin before it is refused (origin_busy). */
+  originQueueTimeoutMs: number;
   originConnectTimeoutMs: number;
   originHeadersTimeoutMs: number;
   originIdleTimeoutMs: number;
@@ -89,6 +93,16 @@ export function readProxyConfig(env: EnvReader): ProxyConfig {
     spoolFsyncMs: env.int('PROXY_SPOOL_FSYNC_MS', 1_000, { min: 10, max: 60_000 }),
     maxBodyBytes: env.int('PROXY_MAX_BODY_BYTES', 4 * 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     originMaxConnections: env.int('PROXY_ORIGIN_MAX_CONNECTIONS', 256, { min: 1, max: 100_000 }),
+    // An origin whose every connection is busy queues what comes next, boundedly in number and
+    // time: past either, a call is refused at once (503 origin_busy, never billed) rather than
+    // waiting without end while its client gives up (Envoy's pending-request breaker, HAProxy's
+    // queue timeout).
+    originMaxPending: env.int('PROXY_ORIGIN_MAX_PENDING', 1_024, { min: 0, max: 1_000_000 }),
+    originQueueTimeoutMs: env.int(
+      'PROXY_ORIGIN_QUEUE_TIMEOUT_MS',
+      env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
+      { min: 1, max: 600_000 },
+    ),
     originConnectTimeoutMs: env.int('PROXY_ORIGIN_CONNECT_TIMEOUT_MS', 5_000, { min: 100, max: 60_000 }),
     // Tools may think for a while before the first byte; a minute is generous without hanging forever.
     originHeadersTimeoutMs: env.int('PROXY_ORIGIN_HEADERS_TIMEOUT_MS', 60_000, { min: 100, max: 600_000 }),

@@ -30,6 +30,11 @@ export class ProxyMetrics {
     'HTTP requests answered (by the origin or by the proxy), by status code',
   );
   readonly toolCalls = new Counter('mcpmeter_proxy_tool_calls_total', 'tools/call requests, by outcome');
+  /** Origins that failed their requests, by how: `origin_busy` is an origin slower than its traffic. */
+  readonly originFailures = new Counter(
+    'mcpmeter_proxy_origin_failures_total',
+    'Requests the proxy answered itself because their origin failed, by refusal code (origin_busy: no connection to the origin came free within the queue bound or time)',
+  );
   readonly own = new Histogram(
     'mcpmeter_proxy_own_seconds',
     "The proxy's own time per forwarded request: arrival to the origin request (auth, gating, limits)",
@@ -56,6 +61,7 @@ export class ProxyMetrics {
     const parts = [
       this.requests.render(),
       this.toolCalls.render(),
+      this.originFailures.render(),
       this.own.render(),
       this.origin.render(),
       this.answer.render(),

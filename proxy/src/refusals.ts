@@ -139,6 +139,13 @@ export const PROXY_ERRORS = {
     rpc: INTERNAL,
     message: 'The MCP server did not answer in time; try again',
   },
+  origin_busy: {
+    status: 503,
+    form: 'call',
+    rpc: INTERNAL,
+    message: 'The MCP server is busy (every connection to it in use); try again shortly',
+    headers: { 'retry-after': '1' },
+  },
   origin_auth_failed: {
     status: 502,
     form: 'call',

@@ -316,9 +316,11 @@ export class Relay implements OriginSink {
       else refuse(exchange, 'proxy_stopping', singleId);
       return;
     }
+    const failure = originFailure(error);
+    deps.metrics.originFailures.incLabel('code', failure);
     deps.logger.warn({ err: error, server: server.serverId }, 'origin request failed');
     tally.settleAs(() => 'upstream_error');
     if (exchange.headersSent && exchange.eventStream !== true) exchange.res.cork(() => exchange.res.end());
-    else refuse(exchange, originFailure(error), singleId);
+    else refuse(exchange, failure, singleId);
   }
 }

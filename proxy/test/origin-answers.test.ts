@@ -138,6 +138,8 @@ describe("an origin's answers, honest and hostile", () => {
               idleTimeoutMs: 2_000,
               keepAliveMs: 30_000,
               maxConnections: 2,
+              maxPending: 1_024,
+              queueTimeoutMs: 2_000,
               lookup: dnsLookup as never,
             });
             const ids = requests.map((_, i) => `${run}-${i}`);

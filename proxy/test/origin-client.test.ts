@@ -37,6 +37,8 @@ function client(options: Partial<OriginClientOptions> = {}): OriginClient {
     idleTimeoutMs: 2_000,
     keepAliveMs: 30_000,
     maxConnections: 16,
+    maxPending: 1_024,
+    queueTimeoutMs: 2_000,
     lookup: dnsLookup as never,
     ...options,
   });
@@ -281,6 +283,61 @@ describe('the proxy origin client', () => {
     );
     expect(answers.every((a) => a.body === 'ok')).toBe(true);
     expect(origin.connections()).toBe(2);
+  });
+
+  it('refuses a call past its queue at once and one that waited past its time, neither written', async () => {
+    const origin = await rawServer((_request, socket) => {
+      setTimeout(() => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'), 400);
+    });
+    const through = client({ maxConnections: 1, maxPending: 1, queueTimeoutMs: 150 });
+    const holding = call(through, origin.url, { body: '{}' });
+    // Dialled and written before the next two are asked for.
+    await new Promise((r) => setTimeout(r, 50));
+    const started = performance.now();
+    const waiting = call(through, origin.url, { body: '{}' }).catch((error: unknown) => ({
+      error,
+      after: performance.now() - started,
+    }));
+    const full = await call(through, origin.url, { body: '{}' }).catch((error: unknown) => ({
+      error,
+      after: performance.now() - started,
+    }));
+    // The queue's one place is taken: refused before the waiting one's time is up.
+    expect(full).toMatchObject({ error: { code: 'origin_busy' } });
+    expect(originNeverRead((full as { error: unknown }).error)).toBe(true);
+    const waited = (await waiting) as { error: unknown; after: number };
+    expect(waited.error).toMatchObject({ code: 'origin_busy' });
+    expect(originNeverRead(waited.error)).toBe(true);
+    expect(waited.after).toBeGreaterThanOrEqual(140);
+    expect((await holding).body).toBe('ok');
+    // Only the first reached the origin; the freed connection serves the next call.
+    expect(origin.requests).toHaveLength(1);
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('ok');
+    expect(origin.connections()).toBe(1);
+  });
+
+  it('frees a place in its queue when a waiting call is aborted', async () => {
+    const origin = await rawServer((_request, socket) => {
+      setTimeout(() => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'), 200);
+    });
+    const through = client({ maxConnections: 1, maxPending: 1, queueTimeoutMs: 5_000 });
+    const holding = call(through, origin.url, { body: '{}' });
+    await new Promise((r) => setTimeout(r, 50));
+    let control: OriginControl | undefined;
+    const leaving = through.request(
+      origin.url,
+      { method: 'POST', path: '/mcp', headers: {}, body: Buffer.from('{}') },
+      { head() {}, data: () => true },
+      (c) => {
+        control = c;
+      },
+    );
+    control?.abort(new Error('client went away'));
+    await expect(leaving).rejects.toThrow('client went away');
+    // Its place is free again: the next call waits for the connection and is served.
+    expect((await call(through, origin.url, { body: '{}' })).body).toBe('ok');
+    expect((await holding).body).toBe('ok');
+    expect(origin.requests).toHaveLength(2);
   });
 
   it('dials again when the origin closed an idle connection, and honours its Keep-Alive timeout', async () => {

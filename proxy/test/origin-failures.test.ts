@@ -285,4 +285,97 @@ describe('calls the origin never read', () => {
       await narrow.close();
     }
   });
+
+  it('refuses calls an origin has no connection for, fast and unbilled, and gives their units back', async () => {
+    // One origin connection, one place in its queue, 300 ms in it: a call past the queue is
+    // refused at once and the one waiting when its time is up, each with origin_busy and a
+    // Retry-After, never written to the origin: not billed, their units back.
+    const busy = await startProxy({
+      config: readProxyConfig(
+        readEnv({
+          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+          PROXY_PORT: '0',
+          DATA_DIR: join(dir, 'busy'),
+          SECRET_KEY: 'ef'.repeat(32),
+          CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
+          EMITTER_LINGER_MS: '5',
+          PROXY_ORIGIN_MAX_CONNECTIONS: '1',
+          PROXY_ORIGIN_MAX_PENDING: '1',
+          PROXY_ORIGIN_QUEUE_TIMEOUT_MS: '300',
+        }),
+      ),
+      snapshots,
+      counters,
+      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
+      logger: createLogger({ level: 'silent', name: 'test' }),
+    });
+    try {
+      const origin = await startMcpOrigin({ json: true, stateless: true });
+      origins.push(origin);
+      await register('busy', origin.url, LIMIT);
+      await seed('busy');
+      const url = `${busy.url}/mcp/busy`;
+      type Body = {
+        result?: { isError?: boolean };
+        error?: { code: number; message: string; data?: { code?: string } };
+      };
+      const call = async (id: number, name: string, args: Record<string, unknown>) => {
+        const answer = await toolCall(url, id, name, args);
+        return { retryAfter: answer.headers.get('retry-after'), body: (await answer.json()) as Body };
+      };
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+      // The first holds the only connection for two seconds (a countdown of 100 × 20 ms).
+      const first = call(1, 'countdown', { from: 100 });
+      await sleep(300);
+      const waiting = call(2, 'add', { a: 1, b: 1 });
+      await sleep(50);
+      const past = await call(3, 'add', { a: 1, b: 2 });
+      // A notification carries no call: refused the same way, as HTTP.
+      const note = await fetch(url, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${issuer.token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+      });
+      expect(note.status).toBe(503);
+      expect(note.headers.get('retry-after')).toBe('1');
+      expect(await note.json()).toMatchObject({ code: 'origin_busy' });
+      for (const refused of [past, await waiting]) {
+        expect(refused.retryAfter).toBe('1');
+        expect(refused.body.error).toMatchObject({ code: -32603, data: { code: 'origin_busy' } });
+      }
+      expect((await first).body.result?.isError).not.toBe(true);
+      // Counted for the operator (an alert reads it), apart from the origins that failed otherwise.
+      const page = await (await fetch(`${busy.url}/metrics`)).text();
+      expect(page).toContain('mcpmeter_proxy_origin_failures_total{code="origin_busy"} 3\n');
+      // The plan's 3: the countdown took one; the two refused took none, so two more run.
+      const after = [];
+      for (let i = 0; i < LIMIT; i++) after.push(await call(10 + i, 'add', { a: 2, b: i }));
+      expect(after.map((answer) => answer.body.result?.isError === true)).toEqual([false, false, true]);
+      // What the origin ran is what was recorded as run.
+      expect(origin.calls.get('add')).toBe(LIMIT - 1);
+      await pollUntil(
+        async () => recordsOf('busy').length,
+        (n) => n >= 3 + LIMIT,
+        { what: 'every call recorded', timeoutMs: 10_000 },
+      );
+      const outcomes = recordsOf('busy').map((r) => [
+        r.properties.tool,
+        r.properties.outcome,
+        r.properties.admitted ?? false,
+        r.properties.refused ?? false,
+      ]);
+      expect(outcomes.filter(([, outcome]) => outcome === 'upstream_error')).toEqual([
+        ['add', 'upstream_error', false, true],
+        ['add', 'upstream_error', false, true],
+      ]);
+      expect(outcomes.filter(([, outcome]) => outcome === 'success')).toHaveLength(LIMIT);
+      expect(outcomes).toHaveLength(3 + LIMIT);
+    } finally {
+      await busy.close();
+    }
+  });
 });

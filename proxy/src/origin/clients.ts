@@ -26,12 +26,20 @@ export function originClients(config: ProxyConfig) {
   // its connection for as long as the session lives, so streams get their own, unbounded pool
   // (one connection per client session): in the shared one, a few hundred connected clients
   // would take every connection and queue all calls behind streams that never end.
-  const origins = new OriginClient({ ...originOptions, maxConnections: config.originMaxConnections });
+  const origins = new OriginClient({
+    ...originOptions,
+    maxConnections: config.originMaxConnections,
+    maxPending: config.originMaxPending,
+    queueTimeoutMs: config.originQueueTimeoutMs,
+  });
   // Silence is such a stream's normal state (nothing changed): it is never ended for it.
   const streams = new OriginClient({
     ...originOptions,
     idleTimeoutMs: 0,
     maxConnections: Number.POSITIVE_INFINITY,
+    // Never reached: an unbounded pool dials for every request.
+    maxPending: 0,
+    queueTimeoutMs: config.originQueueTimeoutMs,
   });
   return { origins, streams, literalProblemOf };
 }

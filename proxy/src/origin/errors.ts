@@ -5,7 +5,9 @@ export type OriginErrorCode =
   | 'origin_headers_timeout'
   | 'origin_body_timeout'
   | 'origin_protocol_error'
-  | 'origin_closed';
+  | 'origin_closed'
+  /** Every connection to the origin busy and its queue full, or no connection freed in time. */
+  | 'origin_busy';
 
 export class OriginError extends Error {
   constructor(

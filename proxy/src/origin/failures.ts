@@ -29,6 +29,7 @@ const isOriginNotAllowed = (error: unknown): boolean =>
 /** Which refusal an origin request's failure is. */
 export function originFailure(error: unknown): ProxyErrorCode {
   if (error instanceof OriginCredentialsRefused) return 'origin_auth_failed';
+  if (error instanceof OriginError && error.code === 'origin_busy') return 'origin_busy';
   if (isOriginNotAllowed(error)) return 'origin_not_allowed';
   return isOriginTimeout(error) ? 'origin_timeout' : 'origin_unreachable';
 }

@@ -31,10 +31,19 @@ function sweepPeriod(options: OriginClientOptions): number {
   return Math.min(1_000, Math.max(10, Math.floor(shortest / 4)));
 }
 
-/** The connections to one origin. */
+/** What a request waiting for a connection is handed: one, or why it gets none. */
+type Use = (connection: Connection | Error) => void;
+
+/**
+ * The connections to one origin. Past `maxConnections` requests wait in arrival order for one
+ * to free, at most `maxPending` of them and for at most `queueTimeoutMs` each: a request past
+ * either is handed an `origin_busy` error, which its caller treats as unread (nothing of it was
+ * written, so its calls did not run).
+ */
 export class OriginPool implements ConnectionOwner {
   private readonly idleConnections: Connection[] = [];
-  private readonly waiting: Array<(connection: Connection | Error) => void> = [];
+  /** Requests waiting for a connection, oldest first, each with its queue timer. */
+  private readonly waiting = new Map<Use, NodeJS.Timeout>();
   private open = 0;
   private readonly tls: boolean;
   private readonly hostname: string;
@@ -55,7 +64,7 @@ export class OriginPool implements ConnectionOwner {
     this.hostHeader = url.host;
   }
 
-  acquire(use: (connection: Connection | Error) => void): void {
+  acquire(use: Use): void {
     for (;;) {
       const connection = this.idleConnections.pop();
       if (connection === undefined) break;
@@ -68,25 +77,46 @@ export class OriginPool implements ConnectionOwner {
       use(connection);
       return;
     }
-    if (this.open >= this.options.maxConnections) return void this.waiting.push(use);
-    this.dial(use);
+    if (this.open < this.options.maxConnections) {
+      this.dial(use);
+      return;
+    }
+    if (this.waiting.size >= this.options.maxPending) {
+      use(new OriginError('origin_busy', 'every connection to the origin is busy and its queue is full'));
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.waiting.delete(use);
+      use(new OriginError('origin_busy', 'no connection to the origin freed in time'));
+    }, this.options.queueTimeoutMs);
+    this.waiting.set(use, timer);
+  }
+
+  /** The request that has waited longest for a connection, taken off the queue. */
+  private nextWaiting(): Use | undefined {
+    for (const [use, timer] of this.waiting) {
+      clearTimeout(timer);
+      this.waiting.delete(use);
+      return use;
+    }
+    return undefined;
   }
 
   /**
    * A new connection for a request a stale one never delivered (it had taken this one's place
    * in the pool, so the dial stays within the limit).
    */
-  redial(use: (connection: Connection | Error) => void): void {
+  redial(use: Use): void {
     this.dial(use);
   }
 
   /** Takes a waiting request off the queue (its client went away before a connection freed). */
-  cancel(use: (connection: Connection | Error) => void): void {
-    const at = this.waiting.indexOf(use);
-    if (at >= 0) this.waiting.splice(at, 1);
+  cancel(use: Use): void {
+    clearTimeout(this.waiting.get(use));
+    this.waiting.delete(use);
   }
 
-  private dial(use: (connection: Connection | Error) => void): void {
+  private dial(use: Use): void {
     this.open++;
     const common = {
       host: this.hostname,
@@ -146,12 +176,12 @@ export class OriginPool implements ConnectionOwner {
 
   /** A failed dial frees a place: a request waiting for one tries its own. */
   private dialForWaiting(): void {
-    const next = this.waiting.shift();
+    const next = this.nextWaiting();
     if (next !== undefined) this.dial(next);
   }
 
   release(connection: Connection): void {
-    const next = this.waiting.shift();
+    const next = this.nextWaiting();
     if (next !== undefined) {
       next(connection);
       return;
@@ -179,7 +209,8 @@ export class OriginPool implements ConnectionOwner {
   }
 
   close(): void {
-    for (const use of this.waiting.splice(0)) use(new OriginError('origin_closed', 'the proxy is stopping'));
+    for (let use = this.nextWaiting(); use !== undefined; use = this.nextWaiting())
+      use(new OriginError('origin_closed', 'the proxy is stopping'));
     for (const connection of this.idleConnections.splice(0)) connection.destroy();
   }
 }

@@ -34,6 +34,10 @@ export interface OriginClientOptions {
   keepAliveMs: number;
   /** Connections per origin; requests past it wait for one. */
   maxConnections: number;
+  /** Requests that may wait for a connection; past it one is refused at once (`origin_busy`). */
+  maxPending: number;
+  /** How long a request waits for a connection before it is refused (`origin_busy`). */
+  queueTimeoutMs: number;
   /** Resolves the origin's name (the SSRF guard checks the address here, at the dial). */
   lookup: LookupFunction;
   /** Certificates to trust for https origins besides the system's (tests). */
