@@ -198,7 +198,7 @@ export function latencyGoalRows(l: OpenModelLatency): string {
 }
 
 const invalidNote = (t: LatencyTrial) =>
-  `${t.target} @${t.rate}/s (${Math.round((t.achievedRate / t.rate) * 100)} % of the rate${t.success < 1 ? `, ${(t.success * 100).toFixed(1)} % succeeded` : ''})`;
+  `${t.target} @${t.rate}/s (${Math.round((t.achievedRate / t.rate) * 100)} % of the rate${t.success < 1 ? `, ${(t.success * 100).toFixed(1)} % succeeded` : ''}${(t.unsuccessful ?? 0) > 0 ? `, ${t.unsuccessful} calls refused or failed behind an HTTP 200` : ''})`;
 
 function gcCell(t: LatencyTrial): string {
   const gc = t.gc as GcDuring | undefined;

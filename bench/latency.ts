@@ -18,7 +18,15 @@ import type {
   Target,
   WakeProbe,
 } from './harness/load';
-import { freshGet, gcBetween, gcMetrics, spanBuckets, spansBetween } from './harness/metrics-page';
+import {
+  callOutcomes,
+  freshGet,
+  gcBetween,
+  gcMetrics,
+  spanBuckets,
+  spansBetween,
+  unsuccessfulBetween,
+} from './harness/metrics-page';
 import { type RateTried, SEARCH_RESOLUTION, searchOpenMax, triedAt } from './open-max';
 import { PROXY_GROUP, RELAY_GROUP, type TargetName } from './targets';
 
@@ -276,6 +284,10 @@ async function withB3Metrics<T extends { trial: LatencyTrial }>(b3: Target, run:
   const after = await freshGet(page);
   measuredTrial.trial.gc = gcBetween(gcMetrics(before), gcMetrics(after));
   measuredTrial.trial.spans = spansBetween(spanBuckets(before), spanBuckets(after));
+  // A refused or failed call reaches the generator as HTTP 200 with a JSON-RPC error.
+  const unsuccessful = unsuccessfulBetween(callOutcomes(before), callOutcomes(after));
+  measuredTrial.trial.unsuccessful = unsuccessful;
+  if (unsuccessful > 0) measuredTrial.trial.valid = false;
   return measuredTrial;
 }
 

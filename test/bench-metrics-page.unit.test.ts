@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { unpublishedOf } from '../bench/harness/metrics-page';
+import { callOutcomes, unpublishedOf, unsuccessfulBetween } from '../bench/harness/metrics-page';
 
 // The usage counters of a B3 proxy's metrics page in the bench run of 2026-12-05 21:23, after a
 // Kafka stall had put its queue over the bound once: 2,041 records spilled, then replayed.
@@ -36,5 +36,34 @@ mcpmeter_usage_published_total{worker="1"} 12
 `;
     expect(unpublishedOf(workers)).toBe(3);
     expect(unpublishedOf('mcpmeter_proxy_requests_total 5\n')).toBeNaN();
+  });
+});
+
+describe("the bench's reading of a proxy's tool calls by outcome", () => {
+  const page = (
+    success: number,
+    busy: number,
+  ) => `# HELP mcpmeter_proxy_tool_calls_total tools/call requests, by outcome
+# TYPE mcpmeter_proxy_tool_calls_total counter
+mcpmeter_proxy_tool_calls_total{outcome="success",worker="0"} ${success}
+mcpmeter_proxy_tool_calls_total{outcome="success",worker="1"} 5
+mcpmeter_proxy_tool_calls_total{outcome="upstream_error",worker="0"} ${busy}
+mcpmeter_proxy_origin_failures_total{code="origin_busy"} ${busy}
+`;
+
+  it('sums each outcome over the workers', () => {
+    expect(Object.fromEntries(callOutcomes(page(100, 2)))).toEqual({ success: 105, upstream_error: 2 });
+  });
+
+  it('counts the calls that did not end as a success between two readings', () => {
+    expect(unsuccessfulBetween(callOutcomes(page(100, 2)), callOutcomes(page(900, 2)))).toBe(0);
+    expect(unsuccessfulBetween(callOutcomes(page(100, 2)), callOutcomes(page(900, 9)))).toBe(7);
+    // An outcome first seen after the first reading counts whole.
+    expect(
+      unsuccessfulBetween(
+        callOutcomes(page(100, 0).replace(/.*upstream_error.*\n/, '')),
+        callOutcomes(page(900, 3)),
+      ),
+    ).toBe(3);
   });
 });

@@ -103,6 +103,11 @@ export interface LatencyTrial {
   /** B3's own, origin and answer spans during the trial (its metrics page's histograms). */
   spans?: SpansDuring;
   /**
+   * B3's tool calls that did not end as a success during the trial (its metrics page), each an
+   * HTTP 200 the generator counted as answered: more than none makes the trial invalid.
+   */
+  unsuccessful?: number;
+  /**
    * How much of cores 0 and 1 the hypervisor took over the trial, 0 to 1 (steal time; absent in
    * results from before 2026-11-30's second session).
    */

@@ -103,6 +103,28 @@ export function gcMetrics(text: string): Map<string, number> {
   return values;
 }
 
+/** A proxy's tool calls by outcome (`mcpmeter_proxy_tool_calls_total`), summed over its workers. */
+export function callOutcomes(text: string): Map<string, number> {
+  const values = new Map<string, number>();
+  for (const m of text.matchAll(
+    /^mcpmeter_proxy_tool_calls_total\{[^}]*outcome="(\w+)"[^}]*\} ([\d.e+-]+)$/gm,
+  ))
+    values.set(m[1] as string, (values.get(m[1] as string) ?? 0) + Number(m[2]));
+  return values;
+}
+
+/**
+ * The tool calls a proxy ended other than as a success between two readings: refused by it (an
+ * origin with no connection free, a limit) or failed at the origin. The generator counts such a
+ * call's HTTP 200 with a JSON-RPC error as answered, so a trial reads them here.
+ */
+export function unsuccessfulBetween(before: Map<string, number>, after: Map<string, number>): number {
+  let count = 0;
+  for (const [outcome, value] of after)
+    if (outcome !== 'success') count += value - (before.get(outcome) ?? 0);
+  return count;
+}
+
 /** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */
 export function spanBuckets(text: string): Map<Span, Map<number, number>> {
   const spans = new Map<Span, Map<number, number>>(SPANS.map((span) => [span, new Map()]));
