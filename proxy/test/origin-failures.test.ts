@@ -90,18 +90,18 @@ describe('calls the origin never read', () => {
     });
   const recordsOf = (subdomain: string) => records.filter((r) => r.properties.server === `mcp_${subdomain}`);
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-origin-failures-'));
-    await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
-    proxy = await startProxy({
+  /** A proxy over this test's stores, its records collected, with `settings` besides the defaults. */
+  const proxyWith = async (dataDir: string, settings: Record<string, string> = {}) =>
+    startProxy({
       config: readProxyConfig(
         readEnv({
           OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
           PROXY_PORT: '0',
-          DATA_DIR: dir,
+          DATA_DIR: dataDir,
           SECRET_KEY: 'ef'.repeat(32),
           CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
           EMITTER_LINGER_MS: '5',
+          ...settings,
         }),
       ),
       snapshots,
@@ -109,6 +109,11 @@ describe('calls the origin never read', () => {
       publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
       logger: createLogger({ level: 'silent', name: 'test' }),
     });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'mcpmeter-origin-failures-'));
+    await snapshots.set(JWKS_KEY, JSON.stringify(issuer.jwks));
+    proxy = await proxyWith(dir);
   });
   afterAll(async () => {
     await proxy?.close();
@@ -220,23 +225,7 @@ describe('calls the origin never read', () => {
     // One origin connection at most: a second call waits for the first's, admitted (its unit
     // spent), and its client leaves meanwhile. As with a client that leaves the moment its
     // payment admits it, the call never reaches the origin, so it costs nothing.
-    const narrow = await startProxy({
-      config: readProxyConfig(
-        readEnv({
-          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-          PROXY_PORT: '0',
-          DATA_DIR: join(dir, 'narrow'),
-          SECRET_KEY: 'ef'.repeat(32),
-          CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
-          EMITTER_LINGER_MS: '5',
-          PROXY_ORIGIN_MAX_CONNECTIONS: '1',
-        }),
-      ),
-      snapshots,
-      counters,
-      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
-      logger: createLogger({ level: 'silent', name: 'test' }),
-    });
+    const narrow = await proxyWith(join(dir, 'narrow'), { PROXY_ORIGIN_MAX_CONNECTIONS: '1' });
     try {
       const origin = await startMcpOrigin({ json: true, stateless: true });
       origins.push(origin);
@@ -290,24 +279,10 @@ describe('calls the origin never read', () => {
     // One origin connection, one place in its queue, 300 ms in it: a call past the queue is
     // refused at once and the one waiting when its time is up, each with origin_busy and a
     // Retry-After, never written to the origin: not billed, their units back.
-    const busy = await startProxy({
-      config: readProxyConfig(
-        readEnv({
-          OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
-          PROXY_PORT: '0',
-          DATA_DIR: join(dir, 'busy'),
-          SECRET_KEY: 'ef'.repeat(32),
-          CONTROL_PLANE_URL: `http://127.0.0.1:${await freePort()}`,
-          EMITTER_LINGER_MS: '5',
-          PROXY_ORIGIN_MAX_CONNECTIONS: '1',
-          PROXY_ORIGIN_MAX_PENDING: '1',
-          PROXY_ORIGIN_QUEUE_TIMEOUT_MS: '300',
-        }),
-      ),
-      snapshots,
-      counters,
-      publisher: { publish: async (batch) => void records.push(...batch), close: async () => {} },
-      logger: createLogger({ level: 'silent', name: 'test' }),
+    const busy = await proxyWith(join(dir, 'busy'), {
+      PROXY_ORIGIN_MAX_CONNECTIONS: '1',
+      PROXY_ORIGIN_MAX_PENDING: '1',
+      PROXY_ORIGIN_QUEUE_TIMEOUT_MS: '300',
     });
     try {
       const origin = await startMcpOrigin({ json: true, stateless: true });
