@@ -13,6 +13,7 @@ import { outcomeOf, sessionHeader } from './jsonrpc';
 import type { ProxyMetrics } from './metrics-page';
 import type { OriginClient } from './origin/client';
 import { originNeverRead } from './origin/errors';
+import type { OriginFailureLog } from './origin/failure-log';
 import { OriginCredentialsRefused, originFailure } from './origin/failures';
 import { type OriginKeys, originTarget } from './origin/target';
 import type { OriginControl, OriginSink } from './origin/types';
@@ -39,6 +40,8 @@ export interface RelayDeps {
   originKeys: OriginKeys;
   gate: CallGate;
   gatekeeper: Gatekeeper | undefined;
+  /** Warnings of failed origin requests, at most one a second per server and kind. */
+  originFailureLog: OriginFailureLog;
 }
 
 /**
@@ -318,7 +321,7 @@ export class Relay implements OriginSink {
     }
     const failure = originFailure(error);
     deps.metrics.originFailures.incLabel('code', failure);
-    deps.logger.warn({ err: error, server: server.serverId }, 'origin request failed');
+    deps.originFailureLog.failed(server.serverId, failure, error);
     tally.settleAs(() => 'upstream_error');
     if (exchange.headersSent && exchange.eventStream !== true) exchange.res.cork(() => exchange.res.end());
     else refuse(exchange, failure, singleId);

@@ -15,6 +15,7 @@ import { receive } from './intake';
 import { Meter } from './metering';
 import { labelWorker, mergePages, ProxyMetrics } from './metrics-page';
 import { originClients } from './origin/clients';
+import { OriginFailureLog } from './origin/failure-log';
 import { OriginKeys } from './origin/target';
 import { PaywallAsks } from './paywall/ask';
 import { PaywallOffers } from './paywall/offer';
@@ -92,6 +93,7 @@ export async function startProxyServer(deps: ProxyServerDeps): Promise<ProxyServ
     gate: new CallGate(new PaywallOffers({ link, logger, states })),
     meter: new Meter({ emitter, metrics }),
     originKeys: new OriginKeys(deps.secretKey),
+    originFailureLog: new OriginFailureLog(logger),
   };
   // A worker's page says which worker it is: each worker counts its own calls.
   const workerLine =
