@@ -21,6 +21,11 @@ export interface SaturationRow {
     rps: number;
     requests: number;
     errors: number;
+    /**
+     * Tool calls the proxy ended other than as a success (HTTP 200 with a JSON-RPC error, which
+     * wrk counts as answered), from its metrics page; absent for hops with none and older runs.
+     */
+    unsuccessful?: number;
     usPerCall: Record<string, number>;
     /** The system part of `usPerCall` (absent in runs from before it was measured). */
     systemUsPerCall?: Record<string, number>;
@@ -49,6 +54,8 @@ export interface Result {
   pinned: Record<string, number>;
   /** How busy each pinned trial kept the hop's core and the rest (absent in runs from before it). */
   pinnedBusy?: Record<string, CoresBusy>;
+  /** Each pinned proxy trial's tool calls refused or failed behind an HTTP 200 (absent for other hops and older runs). */
+  pinnedUnsuccessful?: Record<string, number>;
   /** The origin the one-core trials called (absent in runs from before the C origin: the Node one). */
   pinnedOrigin?: OriginKind;
   /** Added latency over the origin, each hop pinned apart (absent in runs from before it). */
@@ -264,6 +271,17 @@ function pinnedOriginNote(origin: OriginKind | undefined): string {
     : "The origin is the bench's Node one, which costs about half a metered call's CPU on core 1 beside wrk and the pipeline (`--pinned-origin c` calls the C one instead).";
 }
 
+/** A target's tool calls refused or failed behind an HTTP 200 over its rounds; '–' for a hop with no metrics page. */
+function unsuccessfulOf(row: SaturationRow): string {
+  const counted = row.rounds.flatMap((x) => (x.unsuccessful === undefined ? [] : [x.unsuccessful]));
+  return counted.length === 0 ? '–' : String(counted.reduce((a, b) => a + b, 0));
+}
+
+/** The targets whose saturation rounds ended calls other than as a success: their figures count them as calls. */
+export function unsuccessfulTargets(r: Pick<Result, 'saturation'>): TargetName[] {
+  return r.saturation.filter((s) => s.rounds.some((x) => (x.unsuccessful ?? 0) > 0)).map((s) => s.target);
+}
+
 export function report(r: Result): string {
   const row = (t: TargetName) => r.saturation.find((s) => s.target === t);
   const cpu = (t: TargetName) => {
@@ -274,7 +292,14 @@ export function report(r: Result): string {
   const all = (t: TargetName) => Object.values(cpu(t)).reduce((a, b) => a + b, 0);
   const fmt = (v: number, d = 1) => (Number.isNaN(v) ? 'invalid' : v.toFixed(d));
   const fmtPart = (v: number) => (Number.isNaN(v) ? 'n/a' : v.toFixed(1));
-  const goal = (ok: boolean) => (ok ? 'met' : '**not met**');
+  // A goal on a target whose rounds refused or failed calls is read from calls that did not run.
+  const invalid = unsuccessfulTargets(r);
+  const goal = (ok: boolean, on: readonly TargetName[] = []) =>
+    on.some((t) => invalid.includes(t))
+      ? `**invalid**: ${on.filter((t) => invalid.includes(t)).join(', ')} refused or failed calls`
+      : ok
+        ? 'met'
+        : '**not met**';
   const paired = (a: TargetName, b: TargetName) => pairedRatio(r, a, b);
   const spread = (x: { min: number; max: number }, d = 2) => `${fmt(x.min, d)}–${fmt(x.max, d)}`;
   // A: the all-in-one service's CPU per call (its one process) over nginx's.
@@ -337,10 +362,10 @@ Method below the tables; the plot is [proxy.svg](proxy.svg).
 
 | measure | now | goal | |
 | --- | --- | --- | --- |
-| proxy process CPU per metered call (B3) | ${fmt(own('B3'))} µs | ≤ 60 µs | ${goal(own('B3') <= 60)} |
-| all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (rounds ${spread(aN)}; ${fmt(own('A'))} / ${fmt(own('N'))} µs)${moved('aOverN')} | ≤ 2.0 | ${goal(aOverN <= 2)} |
-| B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (rounds ${spread(b3Bp)}; ${fmt(own('B3'))} / ${fmt(own('BP'))} µs)${moved('b3OverBp')} | ≤ 1.15 | ${goal(b3OverBp <= 1.15)} |
-| metered calls/s, one proxy process pinned to one core (B3)${r.pinnedOrigin === 'c' ? ', over the C origin' : ''} | ${Math.round(r.pinned.B3 ?? 0)}${pinnedBound('B3', r.pinnedBusy?.B3, r.pinned.B3 ?? 0)}${overNodeToo(r)} | ≥ 20,000 | ${goal(Math.max(r.pinned.B3 ?? 0, r.pinned[B3_OVER_NODE] ?? 0) >= 20_000)} |
+| proxy process CPU per metered call (B3) | ${fmt(own('B3'))} µs | ≤ 60 µs | ${goal(own('B3') <= 60, ['B3'])} |
+| all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (rounds ${spread(aN)}; ${fmt(own('A'))} / ${fmt(own('N'))} µs)${moved('aOverN')} | ≤ 2.0 | ${goal(aOverN <= 2, ['A'])} |
+| B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (rounds ${spread(b3Bp)}; ${fmt(own('B3'))} / ${fmt(own('BP'))} µs)${moved('b3OverBp')} | ≤ 1.15 | ${goal(b3OverBp <= 1.15, ['B3'])} |
+| metered calls/s, one proxy process pinned to one core (B3)${r.pinnedOrigin === 'c' ? ', over the C origin' : ''} | ${Math.round(r.pinned.B3 ?? 0)}${pinnedBound('B3', r.pinnedBusy?.B3, r.pinned.B3 ?? 0)}${overNodeToo(r)} | ≥ 20,000 | ${(r.pinnedUnsuccessful?.B3 ?? 0) + (r.pinnedUnsuccessful?.[B3_OVER_NODE] ?? 0) > 0 ? '**invalid**: B3 refused or failed calls' : goal(Math.max(r.pinned.B3 ?? 0, r.pinned[B3_OVER_NODE] ?? 0) >= 20_000)} |
 ${r.openModel === undefined ? '' : latencyGoalRows(r.openModel)}${r.workers === undefined ? '' : workersGoalRow(r.workers)}| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
 ${limitCheckLatencyGoalRow(r.limits)}| completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
@@ -355,6 +380,7 @@ back, then the median; "rounds" gives their spread.
 | --- |${r.saturation.map(() => ' ---: |').join('')}
 | calls/s | ${r.saturation.map((s) => Math.round(median(s.rounds.map((x) => x.rps)))).join(' | ')} |
 | errors (non-2xx, socket) | ${r.saturation.map((s) => s.rounds.reduce((a, x) => a + x.errors, 0)).join(' | ')} |
+| tool calls refused or failed behind an HTTP 200 (the proxy's metrics page) | ${r.saturation.map((s) => unsuccessfulOf(s)).join(' | ')} |
 | **CPU µs per call, the hop's own process** | ${r.saturation.map((s) => `**${fmt(own(s.target))}**`).join(' | ')} |
 | the same, lowest–highest round | ${r.saturation.map((s) => ownSpread(s.target)).join(' | ')} |
 | of which system time (the kernel: socket calls) | ${r.saturation.map((s) => fmtPart(ownPart(s.target, 'system'))).join(' | ')} |
@@ -411,6 +437,13 @@ ${
         .join(' | ')} |
 | everything else, in cores | ${Object.keys(r.pinned)
         .map((k) => (r.pinnedBusy?.[k] === undefined ? '' : fmt(r.pinnedBusy[k].rest, 2)))
+        .join(' | ')} |
+`
+}${
+  r.pinnedUnsuccessful === undefined
+    ? ''
+    : `| tool calls refused or failed behind an HTTP 200 | ${Object.keys(r.pinned)
+        .map((k) => r.pinnedUnsuccessful?.[k] ?? '–')
         .join(' | ')} |
 `
 }

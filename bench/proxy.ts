@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
 import { type LatencyGenerator, LoadGenerators, type OriginKind } from './harness/load';
-import { freshGet, whenPublished, whenStable } from './harness/metrics-page';
+import { freshGet, unsuccessfulSince, whenPublished, whenStable } from './harness/metrics-page';
 import { api, BenchProcesses } from './harness/processes';
 import { threadPartsBetween, threadTimes } from './harness/threads';
 import { measureOpenModel } from './latency';
@@ -42,7 +42,7 @@ import {
   writeResults,
 } from './proxy-report';
 import { startBenchStack } from './proxy-stack';
-import { median, PROXY_GROUP, TARGETS, type TargetName } from './targets';
+import { median, PROXY_GROUP, PROXY_TARGETS, TARGETS, type TargetName } from './targets';
 import { measureWorkers } from './workers';
 
 const root = resolve(import.meta.dirname, '..');
@@ -180,6 +180,10 @@ async function main() {
     reference.push(referenceMs());
     const order = round % 2 === 0 ? ROUND_ORDER : [...ROUND_ORDER].reverse();
     for (const row of order.map((t) => saturation.find((s) => s.target === t) as SaturationRow)) {
+      // A proxy's calls that ended other than as a success, read from its page outside the CPU window.
+      const unsuccessful = PROXY_TARGETS.has(row.target)
+        ? await unsuccessfulSince(targets[row.target].url)
+        : undefined;
       const before = cpuSample(procs.named);
       // By thread: the service's process under test and the control plane's (ingest and chdb).
       const byThread = [PROXY_GROUP[row.target], 'control-plane'].flatMap((group) => {
@@ -219,16 +223,18 @@ async function main() {
           ]),
         );
       const usPerCall = perCall('seconds');
+      const refused = await unsuccessful?.();
       row.rounds.push({
         rps: result.rps,
         requests: result.requests,
         errors: result.errors,
+        ...(refused === undefined ? {} : { unsuccessful: refused }),
         usPerCall,
         systemUsPerCall: perCall('system'),
         threadsUsPerCall,
       });
       log(
-        `${row.target} round ${round + 1}: ${Math.round(result.rps)} calls/s, ${result.errors} errors; CPU µs/call ${row.target} ${(usPerCall[PROXY_GROUP[row.target]] ?? 0).toFixed(1)}, all ${Object.values(
+        `${row.target} round ${round + 1}: ${Math.round(result.rps)} calls/s, ${result.errors} errors${refused ? `, ${refused} calls refused or failed` : ''}; CPU µs/call ${row.target} ${(usPerCall[PROXY_GROUP[row.target]] ?? 0).toFixed(1)}, all ${Object.values(
           usPerCall,
         )
           .reduce((a, b) => a + b, 0)
@@ -293,19 +299,23 @@ async function main() {
   // arrangement alone says what one core of it gives.
   const pinned: Record<string, number> = {};
   const pinnedBusy: Record<string, CoresBusy> = {};
-  const pinnedTrial = (name: TargetName, key: string) => {
+  const pinnedUnsuccessful: Record<string, number> = {};
+  const pinnedTrial = async (name: TargetName, key: string) => {
+    const unsuccessful = PROXY_TARGETS.has(name) ? await unsuccessfulSince(targets[name].url) : undefined;
     const best = onOneCore(procs.named, PROXY_GROUP[name], () =>
       load.wrk(name, targets[name], TRIAL_SECONDS, '1'),
     ).reduce((a, b) => (b.result.rps > a.result.rps ? b : a));
     pinned[key] = best.result.rps;
     pinnedBusy[key] = best.busy;
+    const refused = await unsuccessful?.();
+    if (refused !== undefined) pinnedUnsuccessful[key] = refused;
     log(
-      `${key} pinned to one core: ${Math.round(best.result.rps)} calls/s; its core ${percent(best.busy.hop)} busy, the rest ${percent(best.busy.rest)} of a core`,
+      `${key} pinned to one core: ${Math.round(best.result.rps)} calls/s; its core ${percent(best.busy.hop)} busy, the rest ${percent(best.busy.rest)} of a core${refused ? `; ${refused} calls refused or failed` : ''}`,
     );
   };
-  if (PINNED_ORIGIN === 'c') pinnedTrial('B3', B3_OVER_NODE);
+  if (PINNED_ORIGIN === 'c') await pinnedTrial('B3', B3_OVER_NODE);
   await useOrigin(PINNED_ORIGIN, PINNED_HOPS);
-  for (const name of PINNED_HOPS) pinnedTrial(name, name);
+  for (const name of PINNED_HOPS) await pinnedTrial(name, name);
 
   // Scaling: the metered proxy as one process and as two workers, at saturation (bench/workers.ts).
   await useOrigin(WORKERS_ORIGIN, LATER_HOPS);
@@ -376,6 +386,7 @@ async function main() {
     reference,
     pinned,
     pinnedBusy,
+    pinnedUnsuccessful,
     pinnedOrigin: PINNED_ORIGIN,
     openModel,
     workers,

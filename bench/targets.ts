@@ -17,6 +17,9 @@ export const PROXY_GROUP: Record<TargetName, string> = {
   A: 'all-in-one',
 };
 
+/** The targets that are our proxy, whose metrics page counts their tool calls by outcome. */
+export const PROXY_TARGETS: ReadonlySet<TargetName> = new Set(['B2', 'B3', 'B3m', 'A']);
+
 /**
  * The relay's process (bench/load/relay.c, F): a TCP hop with no HTTP work that only the latency
  * trials call, at the goal's rate; not a target of the throughput rounds.

@@ -66,4 +66,11 @@ mcpmeter_proxy_origin_failures_total{code="origin_busy"} ${busy}
       ),
     ).toBe(3);
   });
+
+  it('leaves out the outcomes a trial names: the cancelled calls wrk leaves in flight', () => {
+    const withErrors = (errors: number) =>
+      callOutcomes(`${page(100, 2)}mcpmeter_proxy_tool_calls_total{outcome="error",worker="0"} ${errors}\n`);
+    expect(unsuccessfulBetween(withErrors(1), withErrors(33))).toBe(32);
+    expect(unsuccessfulBetween(withErrors(1), withErrors(33), ['error'])).toBe(0);
+  });
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { B3_OVER_NODE, plot, type Result, report } from '../bench/proxy-report';
+import { B3_OVER_NODE, plot, type Result, report, unsuccessfulTargets } from '../bench/proxy-report';
 
 const results = join(resolve(import.meta.dirname, '..'), 'bench', 'results');
 
@@ -29,6 +29,31 @@ describe("the proxy bench's committed results (bench/results/proxy.*)", () => {
     const overNode = report({ ...run, pinnedOrigin: undefined });
     expect(goalRow(overNode)).not.toContain('C origin');
     expect(overNode).toContain("The origin is the bench's Node one");
+  });
+
+  it('reads a goal invalid when its target refused or failed calls behind an HTTP 200', () => {
+    const goalRow = (r: Result, start: string) =>
+      report(r)
+        .split('\n')
+        .find((l) => l.startsWith(start)) ?? '';
+    const refusing = {
+      ...run,
+      saturation: run.saturation.map((s) =>
+        s.target === 'B3'
+          ? { ...s, rounds: s.rounds.map((x, i) => ({ ...x, unsuccessful: i === 0 ? 3 : 0 })) }
+          : s,
+      ),
+    };
+    expect(unsuccessfulTargets(refusing)).toEqual(['B3']);
+    expect(goalRow(refusing, '| B3 CPU per call / BP')).toContain('**invalid**: B3 refused or failed calls');
+    expect(goalRow(refusing, '| proxy process CPU per metered call')).toContain('**invalid**');
+    expect(goalRow(refusing, '| all-in-one service CPU')).not.toContain('**invalid**');
+    expect(report(refusing)).toMatch(
+      /\| tool calls refused or failed behind an HTTP 200 \(the proxy's metrics page\) \|[^\n]*\| 3 \|/,
+    );
+    const pinnedRefusing = { ...run, pinnedUnsuccessful: { B3: 1 } };
+    expect(goalRow(pinnedRefusing, '| metered calls/s, one proxy')).toContain('**invalid**');
+    expect(unsuccessfulTargets(run)).toEqual([]);
   });
 
   it("judges one core's goal by the better of B3's two origins, and shows both", () => {

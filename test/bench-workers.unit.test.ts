@@ -91,4 +91,13 @@ describe('the bench report’s workers section', () => {
     expect(workersGoalRow(run({ throughputRatio: 1.29 }))).toContain('**not met**');
     expect(workersGoalRow(run({ cpuPerCallRatio: 1.01 }))).toContain('**not met**');
   });
+
+  it('reads the goal invalid when either side refused or failed calls behind an HTTP 200', () => {
+    const refused = run({ W2: { ...run().W2, unsuccessful: 12 } });
+    expect(workersGoalRow(refused)).toContain('**invalid**: 12 calls refused or failed');
+    expect(workersGoalRow(run({ B3: { ...run().B3, unsuccessful: 0 } }))).toMatch(/\| met \|\n$/);
+    expect(workersSection(refused)).toMatch(
+      /\| tool calls refused or failed behind an HTTP 200 [^\n]*\| – \| – \| 12 \|/,
+    );
+  });
 });

@@ -118,11 +118,29 @@ export function callOutcomes(text: string): Map<string, number> {
  * origin with no connection free, a limit) or failed at the origin. The generator counts such a
  * call's HTTP 200 with a JSON-RPC error as answered, so a trial reads them here.
  */
-export function unsuccessfulBetween(before: Map<string, number>, after: Map<string, number>): number {
+export function unsuccessfulBetween(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  ignored: readonly string[] = [],
+): number {
   let count = 0;
   for (const [outcome, value] of after)
-    if (outcome !== 'success') count += value - (before.get(outcome) ?? 0);
+    if (outcome !== 'success' && !ignored.includes(outcome)) count += value - (before.get(outcome) ?? 0);
   return count;
+}
+
+/**
+ * Starts counting the tool calls the proxy serving `url` refuses (a paywall, its limit store
+ * away, a busy origin) or fails at the origin (one page for all its workers); the function
+ * returned reads how many since. wrk counts such a call's HTTP 200 as answered, and a proxy that
+ * refused calls cheaply would read faster than one that ran them. Outcome `error` is left out:
+ * wrk stops with a call in flight on each of its connections, which the proxy records as
+ * cancelled errors, and the bench's origin answers no tool error.
+ */
+export async function unsuccessfulSince(url: string): Promise<() => Promise<number>> {
+  const page = `${new URL(url).origin}/metrics`;
+  const before = callOutcomes(await freshGet(page));
+  return async () => unsuccessfulBetween(before, callOutcomes(await freshGet(page)), ['error']);
 }
 
 /** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */
