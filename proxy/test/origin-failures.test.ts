@@ -6,6 +6,10 @@ import { calendarPeriod, counterKey, MemoryCounterStore } from '@mcp-meter/contr
 import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
 import type { UsageRecord } from '@mcp-meter/contracts/usage-record';
 import { readProxyConfig, startProxy } from '@mcp-meter/proxy';
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as TransportV2,
+} from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -349,6 +353,75 @@ describe('calls the origin never read', () => {
       ]);
       expect(outcomes.filter(([, outcome]) => outcome === 'success')).toHaveLength(LIMIT);
       expect(outcomes).toHaveLength(3 + LIMIT);
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('answers an MCP SDK client a busy origin as an error it can read and retry, in its session', async () => {
+    // One origin connection and no queue: a call while another holds it is refused at once.
+    const busy = await proxyWith(join(dir, 'busy-sdk'), {
+      PROXY_ORIGIN_MAX_CONNECTIONS: '1',
+      PROXY_ORIGIN_MAX_PENDING: '0',
+    });
+    try {
+      const origin = await startMcpOrigin({ json: true, stateless: true });
+      origins.push(origin);
+      await register('busy-sdk', origin.url, 10);
+      await seed('busy-sdk');
+      const transport = () =>
+        ({
+          requestInit: { headers: { authorization: `Bearer ${issuer.token}` } },
+        }) as const;
+      const url = new URL(`${busy.url}/mcp/busy-sdk`);
+      const v1 = new Client({ name: 'busy-v1', version: '1.0.0' });
+      await v1.connect(new StreamableHTTPClientTransport(url, transport()));
+      const v2 = new ClientV2({ name: 'busy-v2', version: '1.0.0' });
+      await v2.connect(new TransportV2(url, transport()));
+      // A countdown of 100 × 20 ms holds the only connection for two seconds.
+      const holding = toolCall(url.href, 1, 'countdown', { from: 100 });
+      // Written to the origin by then (the proxy writes at once on a free connection).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const refusal = (error: unknown) => {
+        const { code, data } = error as {
+          code?: number;
+          data?: { code?: string; retryAfterSeconds?: number };
+        };
+        return { code, dataCode: data?.code };
+      };
+      for (const client of [v1, v2]) {
+        const error = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }).then(
+          () => undefined,
+          (thrown: unknown) => thrown,
+        );
+        expect(refusal(error)).toEqual({ code: -32603, dataCode: 'origin_busy' });
+      }
+      expect((await holding).status).toBe(200);
+      // The clients' sessions still work: the same call goes again, and the origin runs it.
+      for (const client of [v1, v2]) {
+        const answer = (await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })) as {
+          content: Array<{ text?: string }>;
+        };
+        expect(answer.content[0]?.text).toBe('3');
+      }
+      expect(origin.calls.get('add')).toBe(2);
+      await pollUntil(
+        async () => recordsOf('busy-sdk').length,
+        (n) => n >= 5,
+        { what: 'every call recorded', timeoutMs: 10_000 },
+      );
+      const outcomes = recordsOf('busy-sdk').map((r) => `${r.properties.tool} ${r.properties.outcome}`);
+      expect(outcomes.sort()).toEqual(
+        [
+          'add success',
+          'add success',
+          'add upstream_error',
+          'add upstream_error',
+          'countdown success',
+        ].sort(),
+      );
+      await v1.close();
+      await v2.close();
     } finally {
       await busy.close();
     }
