@@ -1,6 +1,8 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { createLogger, freePort, readEnv } from '@mcp-meter/contracts/kit';
 import { calendarPeriod, counterKey, MemoryCounterStore } from '@mcp-meter/contracts/limits';
 import { JWKS_KEY, MemorySnapshotStore, mcpServerKey } from '@mcp-meter/contracts/snapshots';
@@ -15,6 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type McpOrigin, startMcpOrigin } from '../../test/helpers/mcp-origin';
 import { pollUntil } from '../../test/helpers/poll';
+import { pythonWith } from '../../test/helpers/python';
 import { serverSnapshot } from '../../test/helpers/snapshots';
 import { tokenIssuer } from '../../test/helpers/tokens';
 
@@ -358,12 +361,13 @@ describe('calls the origin never read', () => {
     }
   });
 
-  it('answers an MCP SDK client a busy origin as an error it can read and retry, in its session', async () => {
+  it('answers MCP SDK clients a busy origin as an error they read and retry, in their sessions', async () => {
     // One origin connection and no queue: a call while another holds it is refused at once.
     const busy = await proxyWith(join(dir, 'busy-sdk'), {
       PROXY_ORIGIN_MAX_CONNECTIONS: '1',
       PROXY_ORIGIN_MAX_PENDING: '0',
     });
+    const python = await steppedPythonClient();
     try {
       const origin = await startMcpOrigin({ json: true, stateless: true });
       origins.push(origin);
@@ -378,52 +382,108 @@ describe('calls the origin never read', () => {
       await v1.connect(new StreamableHTTPClientTransport(url, transport()));
       const v2 = new ClientV2({ name: 'busy-v2', version: '1.0.0' });
       await v2.connect(new TransportV2(url, transport()));
-      // A countdown of 100 × 20 ms holds the only connection for two seconds.
-      const holding = toolCall(url.href, 1, 'countdown', { from: 100 });
-      // Written to the origin by then (the proxy writes at once on a free connection).
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const refusal = (error: unknown) => {
-        const { code, data } = error as {
-          code?: number;
-          data?: { code?: string; retryAfterSeconds?: number };
-        };
-        return { code, dataCode: data?.code };
+      await python.connect(url.href, issuer.token);
+      // What each client made of a call: the result's text, or the error it raised.
+      const viaTypeScript = (client: Client | ClientV2) => async (): Promise<Answer> => {
+        try {
+          const result = (await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })) as {
+            content: Array<{ text?: string }>;
+          };
+          return { text: result.content[0]?.text };
+        } catch (thrown) {
+          const { code, data } = thrown as { code?: number; data?: { code?: string } };
+          return { error: { code, data } };
+        }
       };
-      for (const client of [v1, v2]) {
-        const error = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }).then(
-          () => undefined,
-          (thrown: unknown) => thrown,
-        );
-        expect(refusal(error)).toEqual({ code: -32603, dataCode: 'origin_busy' });
+      const clients = {
+        'TypeScript SDK v1': viaTypeScript(v1),
+        'TypeScript SDK v2': viaTypeScript(v2),
+        'Python SDK': () => python.call('add', { a: 1, b: 2 }),
+      };
+      // A countdown of 100 × 20 ms holds the only connection for two seconds. A client's own
+      // requests after connecting (a GET for a stream, a notification) may still hold it: a
+      // countdown refused for that ends at once and is sent again.
+      let holding: Promise<Response> | undefined;
+      for (let attempt = 1; holding === undefined; attempt++) {
+        const countdown = toolCall(url.href, attempt, 'countdown', { from: 100 });
+        const early = await Promise.race([
+          countdown.then(() => 'ended'),
+          new Promise((resolve) => setTimeout(() => resolve('holding'), 300)),
+        ]);
+        if (early === 'holding') holding = countdown;
+        else expect(attempt).toBeLessThan(5);
       }
+      for (const [name, call] of Object.entries(clients))
+        expect([name, await call()]).toMatchObject([
+          name,
+          { error: { code: -32603, data: { code: 'origin_busy' } } },
+        ]);
       expect((await holding).status).toBe(200);
-      // The clients' sessions still work: the same call goes again, and the origin runs it.
-      for (const client of [v1, v2]) {
-        const answer = (await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } })) as {
-          content: Array<{ text?: string }>;
-        };
-        expect(answer.content[0]?.text).toBe('3');
-      }
-      expect(origin.calls.get('add')).toBe(2);
+      // Their sessions still work: the same call goes again, and the origin runs it.
+      for (const [name, call] of Object.entries(clients))
+        expect([name, await call()]).toEqual([name, { text: '3' }]);
+      expect(origin.calls.get('add')).toBe(3);
       await pollUntil(
         async () => recordsOf('busy-sdk').length,
-        (n) => n >= 5,
+        (n) => n >= 7 && recordsOf('busy-sdk').some((r) => r.properties.tool === 'countdown'),
         { what: 'every call recorded', timeoutMs: 10_000 },
       );
       const outcomes = recordsOf('busy-sdk').map((r) => `${r.properties.tool} ${r.properties.outcome}`);
-      expect(outcomes.sort()).toEqual(
-        [
-          'add success',
-          'add success',
-          'add upstream_error',
-          'add upstream_error',
-          'countdown success',
-        ].sort(),
-      );
+      expect(outcomes.filter((o) => o.startsWith('add ')).sort()).toEqual([
+        ...['add success', 'add success', 'add success'],
+        ...['add upstream_error', 'add upstream_error', 'add upstream_error'],
+      ]);
+      expect(outcomes.filter((o) => o === 'countdown success')).toHaveLength(1);
       await v1.close();
       await v2.close();
     } finally {
+      python.close();
       await busy.close();
     }
-  });
+  }, 300_000);
 });
+
+/** A tool call's answer as a client saw it: the result's text, or the error it raised. */
+interface Answer {
+  text?: string | undefined;
+  error?: { code?: number | undefined; data?: { code?: string } | undefined };
+}
+
+/**
+ * The Python SDK's client (test/e2e/python/stepped_client.py) in a process of its own: it
+ * connects, then calls a tool each time it is told, in the same session.
+ */
+async function steppedPythonClient() {
+  const python = await pythonWith('python-mcp-2.3.0', ['mcp==2.3.0']);
+  let child: ChildProcessWithoutNullStreams | undefined;
+  let lines: AsyncIterator<string> | undefined;
+  const next = async (): Promise<string> => {
+    const line = await lines?.next();
+    if (line === undefined || line.done === true) throw new Error('the Python client ended');
+    return line.value;
+  };
+  return {
+    async connect(url: string, token: string): Promise<void> {
+      const script = join(import.meta.dirname, '..', '..', 'test', 'e2e', 'python', 'stepped_client.py');
+      child = spawn(python, [script, url, token, 'legacy']);
+      child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+      lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      expect(await next()).toBe('READY');
+    },
+    async call(tool: string, args: Record<string, unknown>): Promise<Answer> {
+      child?.stdin.write(`${tool} ${JSON.stringify(args)}\n`);
+      const line = await next();
+      expect(line).toMatch(/^RESULT /);
+      const answer = JSON.parse(line.slice('RESULT '.length)) as {
+        text?: string;
+        isError?: boolean;
+        error?: Answer['error'];
+      };
+      return answer.error === undefined ? { text: answer.text } : { error: answer.error };
+    },
+    close(): void {
+      child?.stdin.end();
+      child?.kill();
+    },
+  };
+}
