@@ -68,9 +68,11 @@ mcpmeter_proxy_origin_failures_total{code="origin_busy"} ${busy}
   });
 
   it('leaves out the outcomes a trial names: the cancelled calls wrk leaves in flight', () => {
-    const withErrors = (errors: number) =>
-      callOutcomes(`${page(100, 2)}mcpmeter_proxy_tool_calls_total{outcome="error",worker="0"} ${errors}\n`);
-    expect(unsuccessfulBetween(withErrors(1), withErrors(33))).toBe(32);
-    expect(unsuccessfulBetween(withErrors(1), withErrors(33), ['error'])).toBe(0);
+    const withCancelled = (cancelled: number) =>
+      callOutcomes(
+        `${page(100, 2)}mcpmeter_proxy_tool_calls_total{outcome="cancelled",worker="0"} ${cancelled}\n`,
+      );
+    expect(unsuccessfulBetween(withCancelled(1), withCancelled(33))).toBe(32);
+    expect(unsuccessfulBetween(withCancelled(1), withCancelled(33), ['cancelled'])).toBe(0);
   });
 });

@@ -133,14 +133,14 @@ export function unsuccessfulBetween(
  * Starts counting the tool calls the proxy serving `url` refuses (a paywall, its limit store
  * away, a busy origin) or fails at the origin (one page for all its workers); the function
  * returned reads how many since. wrk counts such a call's HTTP 200 as answered, and a proxy that
- * refused calls cheaply would read faster than one that ran them. Outcome `error` is left out:
- * wrk stops with a call in flight on each of its connections, which the proxy records as
- * cancelled errors, and the bench's origin answers no tool error.
+ * refused calls cheaply would read faster than one that ran them. Outcome `cancelled` is left
+ * out: wrk stops with a call in flight on each of its connections, and those are its clients
+ * leaving, not the proxy refusing.
  */
 export async function unsuccessfulSince(url: string): Promise<() => Promise<number>> {
   const page = `${new URL(url).origin}/metrics`;
   const before = callOutcomes(await freshGet(page));
-  return async () => unsuccessfulBetween(before, callOutcomes(await freshGet(page)), ['error']);
+  return async () => unsuccessfulBetween(before, callOutcomes(await freshGet(page)), ['cancelled']);
 }
 
 /** A proxy's span histograms: cumulative bucket counts by span and upper bound (seconds). */

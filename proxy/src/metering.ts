@@ -25,7 +25,9 @@ export class Meter {
     const timestamp = recordTimestamp();
     for (const call of calls) {
       const facts = factsFor(call);
-      this.deps.metrics.toolCalls.incLabel('outcome', facts.outcome);
+      // A call its client left before the answer is recorded as an error; an SRE tells clients
+      // giving up from tools failing, so the metrics page counts it apart.
+      this.deps.metrics.toolCalls.incLabel('outcome', facts.cancelled === true ? 'cancelled' : facts.outcome);
       if (this.deps.emitter === undefined) continue;
       this.deps.emitter.emit(
         callRecord(server, customerRef, timestamp, {

@@ -680,6 +680,18 @@ describe('the proxy at its edges', () => {
   it('cancels the origin request when the client leaves, and still records the call', async () => {
     const customer = await customerWithToken();
     const server = await register('/stream');
+    // The metrics page's tool calls of one outcome, over the proxy's workers.
+    const callsCounted = async (outcome: string) => {
+      const page = await send(`${proxyUrl}/metrics`, {
+        method: 'GET',
+        headers: { authorization: 'Bearer metrics-secret' },
+      });
+      let sum = 0;
+      for (const m of page.body.matchAll(/^mcpmeter_proxy_tool_calls_total\{([^}]*)\} (\d+)$/gm))
+        if ((m[1] as string).includes(`outcome="${outcome}"`)) sum += Number(m[2]);
+      return sum;
+    };
+    const [cancelledBefore, errorsBefore] = [await callsCounted('cancelled'), await callsCounted('error')];
     const controller = new AbortController();
     const response = await fetch(server.proxied, {
       method: 'POST',
@@ -702,6 +714,9 @@ describe('the proxy at its edges', () => {
     expect(recorded.records).toBe(1);
     expect(recorded.groups).toEqual([{ value: 'true', records: 1 }]);
     expect((await recordsOf(customer.ref, 1)).groups).toEqual([{ value: 'error', records: 1 }]);
+    // The metrics page counts it apart from tools' errors: the client gave up, nothing failed.
+    expect(await callsCounted('cancelled')).toBe(cancelledBefore + 1);
+    expect(await callsCounted('error')).toBe(errorsBefore);
   });
 
   it('forwards end-to-end headers and the query, adds the origin key, drops credentials and hop-by-hop headers', async () => {
