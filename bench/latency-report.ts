@@ -379,7 +379,7 @@ at the lowest priority (${batchPriority(l)}) and what a call may wait on (the or
 call started on schedule, every call succeeded and the median stayed under ${CARRIED_P50_MS} ms (past it calls
 queue in the hop), found by bisection with ${l.searchSeconds} s trials${l.searchResolution === undefined ? '' : ` to within ${Math.round(l.searchResolution * 100)} %`} from the rate its one pinned core gave
 wrk (a rate missed only by its median is tried once more: one stall of the machine would otherwise
-settle the search low). Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
+settle the search low${l.searchBoundedByReached === true ? `; a trial that fell behind schedule bounds the search at the rate ${gen}'s calls started at, the hop's throughput with every connection waiting` : ''}). Then ${l.trialSeconds} s trials at 25, 50 and 75 % of that maximum, each beside the origin alone at the
 same rate in the same arrangement (B3 twice each, interleaved, the better trial of each side
 taken)${fromQuiet(l)}. *Added* is the hop's p50 / p99 / p99.9 less the origin's, in ms; the hop's CPU is its own
 process's per call at that rate, with how busy that kept its core; *waited* is how long its

@@ -102,6 +102,11 @@ export interface OpenModelLatency {
   searchSeconds: number;
   /** Where each search ended (`SEARCH_RESOLUTION`; absent: after six steps, before 2026-12-03's second session). */
   searchResolution?: number;
+  /**
+   * Whether a search trial behind schedule bounded the search at the rate the generator's calls
+   * reached (open-max.ts; absent: not, before 2026-12-07's second session, or with open-load).
+   */
+  searchBoundedByReached?: boolean;
   maxima: Record<LatencyHop, { max: number; tried: RateTried[] }>;
   shares: ShareTrials[];
   /**
@@ -421,6 +426,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     quietLimitSeconds: QUIET_LIMIT_MS / 1000,
     searchSeconds: plan.searchSeconds,
     searchResolution: SEARCH_RESOLUTION,
+    ...(plan.generator === 'vegeta' ? { searchBoundedByReached: true } : {}),
     maxima,
     shares,
     ...(peerAtGoalRate === undefined ? {} : { peerAtGoalRate }),

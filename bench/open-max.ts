@@ -16,10 +16,15 @@ export const SEARCH_RESOLUTION = 0.08;
 /** A rate is carried when its median stays under this (ms): past it, calls queue in the target. */
 export const CARRIED_P50_MS = 1;
 
-/** One trial at a rate: carried (on schedule, every call answered, the median under 1 ms), and on schedule. */
+/**
+ * One trial at a rate: carried (on schedule, every call answered, the median under 1 ms), and on
+ * schedule; `reached`, where the generator tells it, the rate its calls started at
+ * (`LatencyTrial.reached`).
+ */
 export interface RateVerdict {
   carried: boolean;
   onSchedule: boolean;
+  reached?: number;
 }
 
 /** One rate tried in a search for a target's maximum. */
@@ -58,7 +63,9 @@ export function triedAt(rate: number, tried: RateTried[], run: () => LatencyTria
     cores: [core0, core1],
     stolen: [stolen0, stolen1],
   });
-  return { carried, onSchedule: trial.valid };
+  return trial.reached === undefined
+    ? { carried, onSchedule: trial.valid }
+    : { carried, onSchedule: trial.valid, reached: trial.reached };
 }
 
 const round100 = (rate: number) => Math.max(100, Math.round(rate / 100) * 100);
@@ -68,7 +75,13 @@ const round100 = (rate: number) => Math.max(100, Math.round(rate / 100) * 100);
  * pinned core, or an estimate of what that core sustains), then a bisection between `floor` of it
  * (an eighth by default; assumed carried, tried last if nothing above it was) and the lowest rate
  * not carried, at most six steps, ending once the two are
- * within `SEARCH_RESOLUTION` of each other. A rate missed only by its median (every call on
+ * within `SEARCH_RESOLUTION` of each other. A trial that fell behind schedule also bounds the
+ * search by the rate its calls did start at, where the generator tells it (vegeta): it can start
+ * no more calls a second than the target answers once every connection it may open waits, so that
+ * rate is the target's throughput saturated, with calls queueing (not carried), and every rate
+ * above it is out of reach too. Without it, a start far above the maximum (a closed-model rate
+ * several times what an open model carries, as nginx's) took two or three halvings to reach the
+ * maximum's neighbourhood. A rate missed only by its median (every call on
  * schedule and answered) is tried once more before it counts as not carried: one stall of the
  * machine in a 3 s trial could otherwise settle the search far below what the target carries,
  * and every share of the maximum with it (docs/proxy.md, latency under load). 0: nothing carried.
@@ -85,19 +98,26 @@ export async function searchOpenMax(
     anyCarried ||= verdict.carried;
     return verdict;
   };
+  /** The lowest rate known out of reach: the least that a trial behind schedule reached. */
+  let reached = Number.POSITIVE_INFINITY;
   const attempt = async (rate: number) => {
     const first = await once(rate);
+    if (!first.onSchedule && first.reached !== undefined)
+      reached = Math.min(reached, round100(first.reached));
     return first.carried || (first.onSchedule && (await once(rate)).carried);
   };
   let high = round100(start);
   if (await attempt(high)) return high;
   let low = round100(high * floor);
+  /** The lower of the rate not carried and the rate reached, if that is still above the floor. */
+  const bound = (rate: number) => (reached > low && reached < rate ? reached : rate);
+  high = bound(high);
   for (let step = 0; step < 6; step++) {
     if (high - low <= low * SEARCH_RESOLUTION) break;
     const middle = round100((low + high) / 2);
     if (middle <= low || middle >= high) break;
     if (await attempt(middle)) low = middle;
-    else high = middle;
+    else high = bound(middle);
   }
   // The floor was only assumed: tried when nothing above it was carried.
   if (!anyCarried && !(await attempt(low))) return 0;
