@@ -1,3 +1,4 @@
+import { cores, hopAndRest } from './harness/cores';
 import {
   coresBusyBetween,
   coresStolenBetween,
@@ -178,8 +179,8 @@ function pinApart(named: ReadonlyMap<number, string>, hop: TrialHop): BatchPrior
   const group = groupOfHop(hop);
   const rest = stackGroups(named).filter((g) => g !== group);
   const batch = rest.filter((g) => !CALL_PATH.includes(g));
-  pinGroups(named, rest, '1');
-  pinGroups(named, [group], '0');
+  pinGroups(named, rest, cores().rest);
+  pinGroups(named, [group], cores().hop);
   setNice(named, [group, ...CALL_PATH], 0);
   setNice(named, batch, 19);
   leaveIdleGroup(idleGroup);
@@ -219,7 +220,14 @@ async function searchMax(plan: LatencyPlan, hop: LatencyHop): Promise<{ max: num
     // The batch work of the trial before (a metered hop's records being ingested) done first.
     await quiet(plan.named, plan.log);
     return triedAt(rate, tried, () =>
-      plan.load.openModel(plan.generator, `${hop}-max`, plan.targets[hop], rate, plan.searchSeconds, '1'),
+      plan.load.openModel(
+        plan.generator,
+        `${hop}-max`,
+        plan.targets[hop],
+        rate,
+        plan.searchSeconds,
+        cores().rest,
+      ),
     );
   });
   return { max, tried };
@@ -237,8 +245,8 @@ function waiting(named: ReadonlyMap<number, string>, groups: readonly string[], 
   const trial = run();
   const seconds = (performance.now() - started) / 1000;
   const coresAfter = coreTimes();
-  const core1Busy = coresBusyBetween(coresBefore, coresAfter)[1] ?? 0;
-  const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(coresBefore, coresAfter);
+  const [, core1Busy] = hopAndRest(coresBusyBetween(coresBefore, coresAfter));
+  const [stolen0, stolen1] = hopAndRest(coresStolenBetween(coresBefore, coresAfter));
   trial.stolen = [stolen0, stolen1];
   const waited = groups.map(
     (g, i) => (Math.max(0, runQueueWait(named, g) - (before[i] ?? 0)) * 1000) / seconds,
@@ -257,7 +265,7 @@ const perSecond = (used: Record<string, number>, seconds: number) =>
 function originAlone(plan: LatencyPlan, rate: number) {
   const before = cpuSample(plan.named);
   const alone = waiting(plan.named, [ORIGIN], () =>
-    plan.load.openModel(plan.generator, 'B1', plan.targets.B1, rate, plan.trialSeconds, '1'),
+    plan.load.openModel(plan.generator, 'B1', plan.targets.B1, rate, plan.trialSeconds, cores().rest),
   );
   return { ...alone, groupsBusy: perSecond(cpuBetween(before, cpuSample(plan.named)), alone.seconds) };
 }
@@ -319,7 +327,7 @@ async function trialsAt(
       await quiet(named, log);
       origin.push(originAlone(plan, rate));
     }
-    const run = () => load.openModel(plan.generator, hop, target, rate, plan.trialSeconds, '1');
+    const run = () => load.openModel(plan.generator, hop, target, rate, plan.trialSeconds, cores().rest);
     await quiet(named, log);
     hopTrials.push(
       hop === 'B3'
@@ -408,7 +416,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
     if (half !== undefined) {
       pinApart(named, 'B3');
       await quiet(named, log);
-      machineFloor = plan.load.wakeProbe(half.rate, FLOOR_SECONDS, 0, 1);
+      machineFloor = plan.load.wakeProbe(half.rate, FLOOR_SECONDS, Number(cores().hop), Number(cores().rest));
       log(
         `a do-nothing hop at ${half.rate}/s: p99 ${machineFloor.hop[1]} µs through it, ${machineFloor.direct[1]} µs directly`,
       );
@@ -416,7 +424,7 @@ export async function measureOpenModel(plan: LatencyPlan): Promise<OpenModelLate
   } finally {
     leaveIdleGroup(idleGroup);
     idleGroup = undefined;
-    pinGroups(named, stackGroups(named), '0,1');
+    pinGroups(named, stackGroups(named), cores().all);
     setNice(named, stackGroups(named), 0);
   }
   return {

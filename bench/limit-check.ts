@@ -1,3 +1,4 @@
+import { cores } from './harness/cores';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, pinGroups, stackGroups } from './harness/cpu';
 import type { LatencyTrial, LoadGenerators, Target } from './harness/load';
 import { boundAtMs, freshGet, histogramGrew, metricSum, whenStable } from './harness/metrics-page';
@@ -183,7 +184,7 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   // The control plane alone on core 0; what it calls (PostgreSQL, Redis, Kafka) on core 1 with
   // wrk, as a proxy's origin is on the other core: the core measured is the control plane's own.
   const cpuBefore = cpuSample(named);
-  const checks = onOneCore(named, 'control-plane', () => load.wrk('L', target, b.trialSeconds, '1'));
+  const checks = onOneCore(named, 'control-plane', () => load.wrk('L', target, b.trialSeconds, cores().rest));
   const usedDelta = (await settledUsed()) - usedBefore;
   // The process's CPU until the checks' records were stored (and a few idle seconds after).
   const cpuSeconds = cpuBetween(cpuBefore, cpuSample(named))['control-plane'] ?? 0;
@@ -208,21 +209,23 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
   pinGroups(
     named,
     stack.filter((g) => g !== 'control-plane'),
-    '1',
+    cores().rest,
   );
-  pinGroups(named, ['control-plane'], '0');
+  pinGroups(named, ['control-plane'], cores().hop);
   const latency: LimitCheckLatency[] = [];
   const tried: RateTried[] = [];
   const searched = async (rate: number) => {
     // Each trial from a quiet stack: the records of the one before stored.
     await quiet(named, log);
-    return triedAt(rate, tried, () => load.vegeta('L-max', target, rate, LIMIT_CHECK_SEARCH_SECONDS, '1'));
+    return triedAt(rate, tried, () =>
+      load.vegeta('L-max', target, rate, LIMIT_CHECK_SEARCH_SECONDS, cores().rest),
+    );
   };
   const once = async (share: number, rate: number): Promise<LimitCheckLatency> => {
     // The records of the trial before stored first: ingest shares this process in the bench.
     await quiet(named, log);
     const before = await freshGet(page);
-    const trial = load.vegeta('L', target, rate, b.latencySeconds, '1');
+    const trial = load.vegeta('L', target, rate, b.latencySeconds, cores().rest);
     const after = await freshGet(page);
     const spans = limitCheckBetween(limitCheckBuckets(before), limitCheckBuckets(after));
     const held = processBetween(before, after);
@@ -258,7 +261,7 @@ export async function measureLimitCheck(b: LimitCheckBench): Promise<LimitCheckR
       latency.push({ ...better, worse });
     }
   } finally {
-    pinGroups(named, stack, '0,1');
+    pinGroups(named, stack, cores().all);
   }
   result.latency = latency;
   return result;

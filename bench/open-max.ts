@@ -5,6 +5,7 @@
  * target carries with calls arriving on their own schedule, not of a closed-model rate, where the
  * calls in flight queue behind each other and share each turn of its event loop.
  */
+import { hopAndRest } from './harness/cores';
 import { coresBusyBetween, coresStolenBetween, coreTimes } from './harness/cpu';
 import type { LatencyTrial } from './harness/load';
 
@@ -51,8 +52,8 @@ export function triedAt(rate: number, tried: RateTried[], run: () => LatencyTria
   const before = coreTimes();
   const trial = run();
   const after = coreTimes();
-  const [core0 = 0, core1 = 0] = coresBusyBetween(before, after);
-  const [stolen0 = 0, stolen1 = 0] = coresStolenBetween(before, after);
+  const [core0, core1] = hopAndRest(coresBusyBetween(before, after));
+  const [stolen0, stolen1] = hopAndRest(coresStolenBetween(before, after));
   const carried = trial.valid && trial.p50 <= CARRIED_P50_MS;
   tried.push({
     rate,

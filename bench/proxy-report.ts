@@ -7,6 +7,7 @@ import type { OpenModelLatency } from './latency';
 import { generatorOf, latencyGoalRows, latencySection } from './latency-report';
 import { type LimitCheckResult, limitCheckLatencyGoalRow, limitCheckLatencySection } from './limit-check';
 import { ratioRoomNote } from './ratio-room';
+import { type ScalingResult, scalingGoalRow, scalingSection } from './scaling';
 import { median, PROXY_GROUP, type TargetName } from './targets';
 import { type WorkersResult, workersGoalRow, workersSection } from './workers';
 
@@ -62,6 +63,8 @@ export interface Result {
   openModel?: OpenModelLatency;
   /** One proxy process against two workers (absent in runs from before it). */
   workers?: WorkersResult;
+  /** 1 to the proxy's half of the machine's CPUs in workers, on a machine with four or more (absent on fewer). */
+  scaling?: ScalingResult;
   /** The goal ratios of the run before, to say how they moved. */
   /** The run before this one's goal ratios, and its machine (absent in results of older runs). */
   previous?: { date: string; machine?: string; aOverN: number; b3OverBp: number };
@@ -366,7 +369,7 @@ Method below the tables; the plot is [proxy.svg](proxy.svg).
 | all-in-one service CPU per metered call ÷ nginx proxy_pass (A / N), wrk at saturation | ${fmt(aOverN, 2)} (rounds ${spread(aN)}; ${fmt(own('A'))} / ${fmt(own('N'))} µs)${moved('aOverN')} | ≤ 2.0 | ${goal(aOverN <= 2, ['A'])} |
 | B3 CPU per call / BP CPU per call: what metering and gating add to a bare hop | ${fmt(b3OverBp, 2)} (rounds ${spread(b3Bp)}; ${fmt(own('B3'))} / ${fmt(own('BP'))} µs)${moved('b3OverBp')} | ≤ 1.15 | ${goal(b3OverBp <= 1.15, ['B3'])} |
 | metered calls/s, one proxy process pinned to one core (B3)${r.pinnedOrigin === 'c' ? ', over the C origin' : ''} | ${Math.round(r.pinned.B3 ?? 0)}${pinnedBound('B3', r.pinnedBusy?.B3, r.pinned.B3 ?? 0)}${overNodeToo(r)} | ≥ 20,000 | ${(r.pinnedUnsuccessful?.B3 ?? 0) + (r.pinnedUnsuccessful?.[B3_OVER_NODE] ?? 0) > 0 ? '**invalid**: B3 refused or failed calls' : goal(Math.max(r.pinned.B3 ?? 0, r.pinned[B3_OVER_NODE] ?? 0) >= 20_000)} |
-${r.openModel === undefined ? '' : latencyGoalRows(r.openModel)}${r.workers === undefined ? '' : workersGoalRow(r.workers)}| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
+${r.openModel === undefined ? '' : latencyGoalRows(r.openModel)}${r.workers === undefined ? '' : workersGoalRow(r.workers)}${r.scaling === undefined ? '' : scalingGoalRow(r.scaling)}| Redis commands per call (B3) | ${r.redisCommandsPerCall.toFixed(4)} | ≤ 0.1 | ${goal(r.redisCommandsPerCall <= 0.1)} |
 | control-plane limit check (\`POST /v1/sdk/limits\`), checks/s on one pinned core | ${r.limits === undefined ? 'not measured' : `${Math.round(r.limits.rps)} (${r.limits.counted} counted for ${r.limits.answered} answered, ${r.limits.errors} errors)`} | ≥ 5,000, exact | ${goal((r.limits?.rps ?? 0) >= 5000)} |
 ${limitCheckLatencyGoalRow(r.limits)}| completeness: B3 records in ClickHouse / calls the origin answered, over an open-model trial | ${r.completeness.ratio.toFixed(4)} (${r.completeness.recorded} / ${r.completeness.answered}) | 1.0000 | ${goal(r.completeness.ratio === 1)} |
 ${ratioRoomNote({ A: own('A'), N: own('N'), B3: own('B3'), BP: own('BP'), BPn: own('BPn') })}
@@ -453,7 +456,7 @@ PostgreSQL, Redis, Kafka and wrk on core 1, after a 5 s warm-up; the best of two
 the units counted (read back once the pipeline stored the checks' records) against the checks
 wrk saw answered, the difference being checks in flight when wrk stopped.
 ${r.limits?.latency === undefined ? '' : `\n${limitCheckLatencySection(r.limits)}`}
-${r.openModel === undefined ? '' : `${latencySection(r.openModel)}\n`}${r.workers === undefined ? '' : `${workersSection(r.workers)}\n`}## Method
+${r.openModel === undefined ? '' : `${latencySection(r.openModel)}\n`}${r.workers === undefined ? '' : `${workersSection(r.workers, r.scaling !== undefined)}\n`}${r.scaling === undefined ? '' : `${scalingSection(r.scaling)}\n`}## Method
 
 - Load generators: wrk (Debian; 1 thread, closed model: each connection sends its next call when
   the last is answered) for maximum throughput and CPU per call; vegeta (Go module

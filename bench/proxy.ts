@@ -14,6 +14,7 @@
  *   npm run bench:proxy                  # the whole method, written to bench/results/proxy.{md,json,svg}
  *   npm run bench:proxy -- --cpu-only    # CPU per call of every process at saturation, printed only
  *   npm run bench:proxy -- --cpu-only --hold-seconds 600   # and the stack kept up for profiling
+ *   npm run bench:proxy -- --cpu-only --scaling-cpus 0/1   # and the scaling trials, on CPUs asked for
  *
  * Starts PostgreSQL, Redis and Kafka on free loopback ports (deploy/infra.sh), the services, the
  * origin and nginx, installs wrk, vegeta and nginx if missing (bench/load/install.sh), sends
@@ -25,6 +26,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { cores, parseSplit, type ScalingPlan, scalingPlan } from './harness/cores';
 import { type CoresBusy, cpuBetween, cpuSample, onOneCore, percent } from './harness/cpu';
 import { type LatencyGenerator, LoadGenerators, type OriginKind } from './harness/load';
 import { freshGet, unsuccessfulSince, whenPublished, whenStable } from './harness/metrics-page';
@@ -42,6 +44,7 @@ import {
   writeResults,
 } from './proxy-report';
 import { startBenchStack } from './proxy-stack';
+import { measureScaling, type ScalingResult, scalingSection } from './scaling';
 import { median, PROXY_GROUP, PROXY_TARGETS, TARGETS, type TargetName } from './targets';
 import { measureWorkers } from './workers';
 
@@ -76,6 +79,9 @@ const { values: args } = parseArgs({
     // The one-core trials' origin, likewise: beside the Node origin on the other core (with wrk
     // and the pipeline), the hops were held back there, not by their own core.
     'pinned-origin': { type: 'string', default: 'c' },
+    // The scaling trials' CPUs, "<proxy>/<rest>" (e.g. 0-3/4-7): by default half and half on a
+    // machine with four or more, none on fewer (bench/scaling.ts).
+    'scaling-cpus': { type: 'string' },
   },
 });
 const TRIAL_SECONDS = Number(args['trial-seconds']);
@@ -96,6 +102,12 @@ const originKind = (flag: 'latency-origin' | 'workers-origin' | 'pinned-origin')
 const LATENCY_ORIGIN = originKind('latency-origin');
 const WORKERS_ORIGIN = originKind('workers-origin');
 const PINNED_ORIGIN = originKind('pinned-origin');
+const SCALING: { plan: ScalingPlan; forced: boolean } | undefined = (() => {
+  const asked = args['scaling-cpus'];
+  if (asked !== undefined) return { plan: parseSplit(asked), forced: true };
+  const plan = scalingPlan(cores().usable);
+  return plan === undefined ? undefined : { plan, forced: false };
+})();
 const work = mkdtempSync(join(tmpdir(), 'mcpmeter-bench-proxy-'));
 chmodSync(work, 0o755);
 // Each line says how far into the run it came (the issue asks for a run under 15 minutes).
@@ -136,7 +148,7 @@ process.stdout.write(String((u.user + u.system) / 1000 + n * 0));
 `;
 
 function referenceMs(): number {
-  const out = execFileSync('taskset', ['-c', '0', process.execPath, '-e', REFERENCE_WORKLOAD], {
+  const out = execFileSync('taskset', ['-c', cores().hop, process.execPath, '-e', REFERENCE_WORKLOAD], {
     encoding: 'utf8',
   });
   return Number(out);
@@ -247,8 +259,41 @@ async function main() {
       );
     }
   }
+  // The trials from here on run over the C origin unless asked otherwise (bench/load/origin.c):
+  // the Node origin's own tail at the goal's rate was over the latency goal itself, and its CPU a
+  // call crowds the cores a second proxy worker needs. Each hop the later trials call is called
+  // for 1 s once the new origin stands on the port, so no trial opens the hops' pools to it.
+  const LATER_HOPS: readonly TargetName[] = ['N', 'BP', 'B3'];
+  const PINNED_HOPS = ['N', 'BP', 'B2', 'B3'] as const;
+  let originNow: OriginKind = 'node';
+  const useOrigin = async (kind: OriginKind, hops: readonly TargetName[]) => {
+    if (kind === originNow) return;
+    await stack.useOrigin(kind);
+    originNow = kind;
+    for (const name of hops) {
+      const warm = load.wrk(name, targets[name], 1);
+      if (warm.errors > 0 || warm.requests === 0)
+        log(`${name} over the new origin: ${warm.requests} calls, ${warm.errors} errors in its warm-up`);
+    }
+  };
+
+  // Scaling across cores, where the machine has CPUs for the generator apart (bench/scaling.ts).
+  const scaling = async (): Promise<ScalingResult | undefined> => {
+    if (SCALING === undefined) return undefined;
+    await useOrigin(WORKERS_ORIGIN, LATER_HOPS);
+    return measureScaling(stack, procs, load, {
+      ...SCALING,
+      rounds: WORKER_ROUNDS,
+      trialSeconds: TRIAL_SECONDS,
+      origin: WORKERS_ORIGIN,
+      connections: CONNECTIONS,
+      log,
+    });
+  };
   if (args['cpu-only']) {
     printCpu(saturation, log);
+    const scaled = await scaling();
+    if (scaled !== undefined) process.stdout.write(scalingSection(scaled));
     if (args.profile) await writeProfile(b3Process, profileDir, 'wrk load (--cpu-only)');
     const hold = Number(args['hold-seconds']);
     if (hold > 0) {
@@ -275,24 +320,6 @@ async function main() {
     log,
   });
 
-  // The trials from here on run over the C origin unless asked otherwise (bench/load/origin.c):
-  // the Node origin's own tail at the goal's rate was over the latency goal itself, and its CPU a
-  // call crowds the cores a second proxy worker needs. Each hop the later trials call is called
-  // for 1 s once the new origin stands on the port, so no trial opens the hops' pools to it.
-  const LATER_HOPS: readonly TargetName[] = ['N', 'BP', 'B3'];
-  const PINNED_HOPS = ['N', 'BP', 'B2', 'B3'] as const;
-  let originNow: OriginKind = 'node';
-  const useOrigin = async (kind: OriginKind, hops: readonly TargetName[]) => {
-    if (kind === originNow) return;
-    await stack.useOrigin(kind);
-    originNow = kind;
-    for (const name of hops) {
-      const warm = load.wrk(name, targets[name], 1);
-      if (warm.errors > 0 || warm.requests === 0)
-        log(`${name} over the new origin: ${warm.requests} calls, ${warm.errors} errors in its warm-up`);
-    }
-  };
-
   // One proxy process alone on core 0, wrk, the origin and the rest of the stack on core 1: the
   // most calls/s one core of each hop gives, with how busy each side was (a hop short of its
   // whole core was held back by the other one). Over the C origin unless asked otherwise, so
@@ -305,7 +332,7 @@ async function main() {
   const pinnedTrial = async (name: TargetName, key: string) => {
     const unsuccessful = PROXY_TARGETS.has(name) ? await unsuccessfulSince(targets[name].url) : undefined;
     const best = onOneCore(procs.named, PROXY_GROUP[name], () =>
-      load.wrk(name, targets[name], TRIAL_SECONDS, '1'),
+      load.wrk(name, targets[name], TRIAL_SECONDS, cores().rest),
     ).reduce((a, b) => (b.result.rps > a.result.rps ? b : a));
     pinned[key] = best.result.rps;
     pinnedBusy[key] = best.busy;
@@ -328,6 +355,7 @@ async function main() {
     connections: CONNECTIONS,
     log,
   });
+  const scaled = await scaling();
 
   // Added latency over the origin, open model: each hop pinned apart, at 25, 50 and 75 % of its
   // own maximum there (bench/latency.ts).
@@ -392,6 +420,7 @@ async function main() {
     pinnedOrigin: PINNED_ORIGIN,
     openModel,
     workers,
+    ...(scaled === undefined ? {} : { scaling: scaled }),
     previous: previousRatios(),
     limits,
     redisCommandsPerCall: b3Commands / Math.max(b3Calls, 1),

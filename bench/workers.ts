@@ -26,7 +26,7 @@ import { median } from './targets';
 const SUPERVISOR = 'proxy-w2-supervisor';
 
 /** The pids whose parent is `pid`: a supervisor's workers. */
-function childrenOf(pid: number): number[] {
+export function childrenOf(pid: number): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -272,7 +272,7 @@ the origin and the pipeline on cores of their own.
 `;
 }
 
-export function workersSection(w: WorkersResult): string {
+export function workersSection(w: WorkersResult, scaled = false): string {
   const { B3: one, W2: two, B3h: half } = w;
   return `## Workers: one proxy process and two (PROXY_WORKERS=2)
 
@@ -300,8 +300,13 @@ left, ${f(Math.max(0, w.cores - one.machineCores), 2)} of a core, and the worker
 Even a second worker that cost nothing more a call could not pass ${f(w.cores / one.machineCores, 2)}× B3's calls/s
 here (the ${w.cores} cores over the ${f(one.machineCores, 2)} that B3's calls/s kept busy): the load generator, the
 origin and the pipeline take the rest of the machine's CPU a call.
-${fasterProxyNote(w)}What more cores give a proxy is measured only on a machine with cores to spare; here it is
+${fasterProxyNote(w)}${
+  scaled
+    ? 'What more cores give a proxy with cores of its own is measured below (scaling across cores).'
+    : `What more cores give a proxy is measured only on a machine with cores to spare (four or more:
+the bench then measures 1 to half of them in workers, the generator on the other half); here it is
 estimated from the CPU per call: at ${f(two.cpuMicros, 1)} µs a call, each core given to the proxy alone
-carries about ${f(1e6 / two.cpuMicros)} metered calls/s.
+carries about ${f(1e6 / two.cpuMicros)} metered calls/s.`
+}
 ${whereW2sCostGoes(w)}`;
 }

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { cores } from './cores';
 import type { WrkResult } from './load';
 
 /**
@@ -107,9 +108,9 @@ export function onOneCore(
   pinGroups(
     named,
     stack.filter((g) => g !== group),
-    '1',
+    cores().rest,
   );
-  pinGroups(named, [group], '0');
+  pinGroups(named, [group], cores().hop);
   const trials = [0, 1].map(() => {
     const before = cpuSample(named);
     const started = performance.now();
@@ -119,7 +120,7 @@ export function onOneCore(
     const rest = Object.entries(used).reduce((sum, [g, s]) => (g === group ? sum : sum + s), 0);
     return { result, busy: { hop: (used[group] ?? 0) / seconds, rest: rest / seconds } };
   });
-  pinGroups(named, stack, '0,1');
+  pinGroups(named, stack, cores().all);
   return trials;
 }
 
@@ -172,7 +173,7 @@ export function setNice(named: ReadonlyMap<number, string>, groups: readonly str
   }
 }
 
-/** Moves every process of `groups` (all its threads) to `cpus` (taskset's list, '0,1' for both). */
+/** Moves every process of `groups` (all its threads) to `cpus` (taskset's list, as '0,1'). */
 export function pinGroups(named: ReadonlyMap<number, string>, groups: readonly string[], cpus: string): void {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || !groups.includes(groupOf(named, Number(entry)))) continue;

@@ -225,11 +225,18 @@ export class LoadGenerators {
 
   /**
    * wrk, closed model: `CONNECTIONS` connections (or `connections`) each sending the next call
-   * when the last is answered.
+   * when the last is answered, from `threads` threads.
    */
-  wrk(name: string, t: Target, seconds: number, pin?: string, connections = this.connections): WrkResult {
+  wrk(
+    name: string,
+    t: Target,
+    seconds: number,
+    pin?: string,
+    connections = this.connections,
+    threads = 1,
+  ): WrkResult {
     const argv = [
-      '-t1',
+      `-t${threads}`,
       `-c${connections}`,
       `-d${seconds}s`,
       '--latency',
