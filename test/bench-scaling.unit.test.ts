@@ -8,7 +8,6 @@ import {
   splitPlan,
 } from '../bench/harness/cores';
 import { type ScalingResult, type ScalingStep, scalingGoalRow, scalingSection } from '../bench/scaling';
-import { workersSection } from '../bench/workers';
 
 describe('the bench’s CPUs', () => {
   it('reads the kernel’s CPU lists: ranges, single CPUs, gaps', () => {
@@ -122,25 +121,5 @@ describe('the bench report’s scaling section', () => {
       '**invalid**: 3 calls failed or refused',
     );
     expect(scalingGoalRow(result([step(1, 15_000)]))).toContain('not measured (one worker count)');
-  });
-});
-
-describe('the workers section beside scaling', () => {
-  const w = {
-    rounds: 3,
-    trialSeconds: 5,
-    cores: 2,
-    B3: { rps: 10_000, cpuMicros: 80, machineCores: 1.5, errors: 0 },
-    W2: { rps: 13_000, cpuMicros: 78, machineCores: 1.95, errors: 0 },
-    throughputRatio: 1.3,
-    throughputRatioRange: [1.2, 1.4] as [number, number],
-    cpuPerCallRatio: 0.975,
-    trials: { B3: [], W2: [] },
-  };
-
-  it('estimates from CPU a call where scaling was not measured, and points to it where it was', () => {
-    expect(workersSection(w)).toContain('here it is\nestimated from the CPU per call');
-    expect(workersSection(w, true)).toContain('is measured below (scaling across cores)');
-    expect(workersSection(w, true)).not.toContain('estimated from the CPU per call');
   });
 });

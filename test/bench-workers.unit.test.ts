@@ -33,6 +33,12 @@ describe('the bench report’s workers section', () => {
     expect(workersSection(run())).toContain("(the bench's Node origin)");
   });
 
+  it('estimates what more cores give where scaling was not measured, and points to it where it was', () => {
+    expect(workersSection(run())).toContain('here it is\nestimated from the CPU per call');
+    expect(workersSection(run(), true)).toContain('is measured below (scaling across cores)');
+    expect(workersSection(run(), true)).not.toContain('estimated from the CPU per call');
+  });
+
   it('bounds what a second worker could give by the cores one process left idle', () => {
     expect(workersSection(run())).toContain('could not pass 1.33× B3');
   });
