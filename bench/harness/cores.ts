@@ -55,6 +55,13 @@ export function ownCpus(): number[] {
   return parseCpuList(line[1]);
 }
 
+/** The scaling trials' CPUs: the proxy's workers', the rest's, and the worker counts tried. */
+export interface ScalingPlan {
+  proxy: number[];
+  rest: number[];
+  steps: number[];
+}
+
 /**
  * The scaling trials' plan on a machine of `usable` CPUs: the first half (rounded down) for the
  * proxy's workers, the rest for wrk, the origin and the pipeline, and the worker counts tried
@@ -62,12 +69,6 @@ export function ownCpus(): number[] {
  * and the pipeline cannot have cores of their own beside two workers', and the bench estimates
  * instead (bench/workers.ts).
  */
-export interface ScalingPlan {
-  proxy: number[];
-  rest: number[];
-  steps: number[];
-}
-
 export function scalingPlan(usable: readonly number[]): ScalingPlan | undefined {
   if (usable.length < 4) return undefined;
   return splitPlan(
