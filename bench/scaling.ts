@@ -130,7 +130,7 @@ export async function measureScaling(
           const seconds = (performance.now() - started) / 1000;
           const trial = {
             rps: result.rps,
-            cpuMicros: (((used[name] ?? 0) / Math.max(result.requests, 1)) * 1e6) as number,
+            cpuMicros: ((used[name] ?? 0) / Math.max(result.requests, 1)) * 1e6,
             proxyCpusBusy: mean(plan.proxy.slice(0, workers).map((cpu) => busy[cpu] ?? 0)),
             restCpusBusy: mean(plan.rest.map((cpu) => busy[cpu] ?? 0)),
           };
